@@ -1,0 +1,327 @@
+//! Policies as plain data: each client and server profile is a value of these types, never a
+//! code path of its own. `profiles.rs` names the values; `sim` lets `--set` change single fields.
+
+use crate::time::{serde_duration, serde_opt_duration};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------------------------
+
+/// Everything that decides how a server behaves.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerPolicy {
+    pub name: String,
+    /// How event ids are written, and so how the stream is found from a `Last-Event-ID`.
+    pub event_ids: EventIdScheme,
+    /// Whether sessions have stores of their own or share one.
+    pub store: StoreScope,
+    /// How much of each stream is kept for replay.
+    pub retention: Retention,
+    /// Which events a resumption replays.
+    pub replay: ReplayRule,
+    /// The answer to a `Last-Event-ID` the server never issued (or whose stream is gone).
+    pub unknown_id: Unhonourable,
+    /// The answer to a `Last-Event-ID` that was issued but evicted from a bounded buffer.
+    pub evicted_id: Unhonourable,
+    /// Where the server sends a priming event (an id and empty data).
+    pub priming: Priming,
+    /// The `retry:` field sent with priming events, in milliseconds.
+    pub retry_ms: Option<u64>,
+    /// Interval of `: keepalive` comments on open SSE streams.
+    #[serde(with = "serde_opt_duration")]
+    pub keepalive: Option<Duration>,
+    /// Idle time after which a session is expired (404 from then on).
+    #[serde(with = "serde_opt_duration")]
+    pub idle_ttl: Option<Duration>,
+    /// Which activity holds a session alive.
+    pub idle_rule: IdleRule,
+    /// What `DELETE` does to a running tool.
+    pub delete_running_tool: DeleteRule,
+    /// The status `DELETE` answers for a session the server does not know.
+    pub delete_unknown_status: u16,
+    /// What a second concurrent standalone GET gets.
+    pub second_get: SecondGet,
+    /// Honour `ToolCall::idempotency_key` across sessions: a repeated key returns the first
+    /// execution's result instead of running the side effect again (an extension; a mitigation).
+    pub honour_idempotency_keys: bool,
+}
+
+/// Event-id encodings of the real servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventIdScheme {
+    /// `<stream>-<seq>`: the stream is explicit, the seq counts from 0 per stream.
+    Reference,
+    /// TypeScript SDK: `<streamId>_<ms clock>_<8 random chars>`, stream found by splitting at the
+    /// first `_`, order by string comparison.
+    TsSdk,
+    /// Python SDK: a random uuid; the stream is found by looking the id up in the store.
+    PySdk,
+    /// rmcp: `<index>/<http request no.>` on request streams, `<index>` on the standalone one.
+    Rmcp,
+}
+
+/// Who shares an event store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreScope {
+    /// Every session has its own store.
+    PerSession,
+    /// One store for the whole server, keyed by the JSON-RPC request id of the POST (Python SDK):
+    /// two sessions using the same request id share a stream.
+    SharedByRequestId,
+}
+
+/// What a stream's event log keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Keep at most this many events per stream (oldest evicted first); `None` for unbounded.
+    pub max_events: Option<u32>,
+    /// Evict events older than this; `None` for no time limit.
+    #[serde(with = "serde_opt_duration")]
+    pub window: Option<Duration>,
+    /// Drop a request stream's whole log as soon as its response has been sent (rmcp).
+    pub drop_on_response: bool,
+}
+
+impl Retention {
+    /// Keeps everything.
+    pub const UNBOUNDED: Retention = Retention { max_events: None, window: None, drop_on_response: false };
+
+    /// Keeps the last `n` events per stream.
+    pub const fn last(n: u32) -> Retention {
+        Retention { max_events: Some(n), window: None, drop_on_response: false }
+    }
+}
+
+/// Which events a resumption with `Last-Event-ID: x` replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayRule {
+    /// Those after `x` (the spec's reading).
+    After,
+    /// Those from `x`, `x` included (rmcp): the client sees `x` twice.
+    From,
+}
+
+/// What a server does with a `Last-Event-ID` it cannot honour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unhonourable {
+    /// `410 Gone` with a machine-readable body naming the current head id (the note's condition 3).
+    Gone410,
+    /// `409 Conflict` with the same body.
+    Conflict409,
+    /// Attach the client at the current head and say nothing (the note's second incident).
+    SilentHead,
+    /// Replay from the oldest event still buffered, without saying events were skipped (rmcp).
+    FromOldest,
+    /// `200 text/event-stream` with no events, closed at once (Python SDK).
+    EmptyClosed,
+    /// `200 text/event-stream` with no events, left open (TypeScript SDK).
+    EmptyOpen,
+}
+
+/// Where priming events (an id and empty data) are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Priming {
+    /// At the start of each POST SSE stream.
+    pub post: bool,
+    /// At the start of the standalone GET stream.
+    pub standalone: bool,
+    /// At the start of every successful resumption.
+    pub resume: bool,
+}
+
+/// Which activity holds a session alive against `idle_ttl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleRule {
+    /// The countdown restarts at every request received for the session (rmcp).
+    LastRequest,
+    /// The countdown runs whenever no HTTP request of the session is open (Python SDK): an open
+    /// GET holds the session, a tool whose POST was cut does not.
+    NoOpenRequest,
+    /// The countdown runs only while no tool runs and no stream is attached (the `reference`
+    /// server: it never expires a session that still owes the client something).
+    NeverWhileBusy,
+}
+
+/// What `DELETE` does to a tool still running for the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeleteRule {
+    /// Cancel it: no result, and the side effect stays as far as it got.
+    Cancel,
+    /// Let it run to completion; its result goes nowhere.
+    RunOn,
+}
+
+/// What a second concurrent standalone GET gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecondGet {
+    /// `409 Conflict`.
+    Reject409,
+    /// Accepted as a second stream; the newest one receives the events.
+    Accept,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------
+
+/// A tool the server offers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    /// How long one execution runs before its result is ready.
+    #[serde(with = "serde_duration")]
+    pub duration: Duration,
+    /// Interval of progress notifications while it runs; `None` for a silent tool.
+    #[serde(with = "serde_opt_duration")]
+    pub event_interval: Option<Duration>,
+    /// Whether running it twice is harmless. The side effect is executed when the call starts.
+    pub idempotent: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------------------------
+
+/// Everything that decides how a client library behaves.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientPolicy {
+    pub name: String,
+    /// How a stream that ended before its response is handled.
+    pub close_handling: CloseHandling,
+    /// Where the session id, the last event id of each stream and the in-flight calls are kept.
+    pub persistence: Persistence,
+    /// Backoff and attempts for reconnections.
+    pub reconnect: ReconnectPolicy,
+    /// Give up on a request after this long (then send `notifications/cancelled`).
+    #[serde(with = "serde_opt_duration")]
+    pub request_timeout: Option<Duration>,
+    /// Open the standalone GET stream after initializing.
+    pub open_standalone_stream: bool,
+    /// Send an idempotency key with every tool call (an extension; a mitigation).
+    pub send_idempotency_keys: bool,
+}
+
+/// How a client reacts to a stream that ends before its response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CloseHandling {
+    /// The design note's procedure (`decision::next_action`): resume on transport faults,
+    /// re-initialize on 404 and report in-flight calls as unknown outcome, report a gap and resume
+    /// at the head on 409/410, stop on `event: close`, refuse any other status.
+    DecisionProcedure,
+    /// The first incident's client: any break is fatal; drop the session, initialize again and
+    /// re-send every in-flight call.
+    ReinitializeAndResend,
+    /// The real SDKs' rules, each a field.
+    Sdk(SdkRules),
+}
+
+/// The close rules of the real SDK clients.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SdkRules {
+    /// What a 404 to a POST or a resume does.
+    pub on_404: On404,
+    /// What an empty 200 answer to a resume (no events, closed) leads to.
+    pub on_empty_resume: OnEmptyResume,
+    /// Resume a POST stream only if an event id arrived on it; otherwise the call fails locally.
+    pub resume_post_needs_event_id: bool,
+}
+
+/// What an SDK client does with a 404 on its session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum On404 {
+    /// Fail the request, keep the (dead) session id, never re-initialize (TypeScript, Python).
+    FailKeepSession,
+    /// Re-initialize and re-send each POST that got 404 once; fail the other pending ones (rmcp).
+    ReinitializeResendOnce,
+}
+
+/// What an SDK client does when a resume gets 200 and an empty stream that ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnEmptyResume {
+    /// Reconnect again with the same `Last-Event-ID` (Python).
+    SameId,
+    /// Reconnect again without `Last-Event-ID` (TypeScript).
+    WithoutId,
+    /// Treat it as a clean end of the stream (rmcp).
+    CleanClose,
+}
+
+/// Where client state lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// In memory: lost when the client process restarts.
+    Volatile,
+    /// Written through to durable storage on every change: kept across a process restart (the
+    /// design note's condition 1).
+    Durable,
+}
+
+/// Reconnection backoff and attempts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReconnectPolicy {
+    #[serde(with = "serde_duration")]
+    pub initial: Duration,
+    pub factor: f64,
+    #[serde(with = "serde_duration")]
+    pub max: Duration,
+    /// Consecutive failed attempts before giving up; `None` for unlimited.
+    pub max_attempts: Option<u32>,
+    /// When the attempt counter goes back to zero.
+    pub counter_reset: CounterReset,
+    /// How the server's `retry:` field changes the delay.
+    pub retry_field: RetryField,
+    /// The first reconnection after a stream error is immediate (rmcp).
+    pub first_immediate: bool,
+    /// Each delay is multiplied by a factor drawn uniformly from `[1 - jitter, 1]` (the caller
+    /// supplies the draw, so the model stays free of randomness).
+    pub jitter: f64,
+}
+
+/// When a client's reconnect attempt counter resets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterReset {
+    /// After a reconnect that got a 200 answer (TypeScript).
+    OnSuccessfulReconnect,
+    /// When a reconnect that got 200 later ends (Python).
+    WhenSuccessfulReconnectEnds,
+    /// When an event arrives on the reconnected stream.
+    OnEvent,
+}
+
+/// How the server's `retry:` field enters the delay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryField {
+    /// Ignored.
+    Ignore,
+    /// Once seen, used instead of the backoff for good (TypeScript, Python).
+    Replaces,
+    /// The delay is at least the server's `retry` (rmcp).
+    AtLeast,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load balancer
+// ---------------------------------------------------------------------------------------------
+
+/// The load balancer between client and server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LbConfig {
+    /// Close a connection that carried no bytes (either way) for this long; `None` for never.
+    #[serde(with = "serde_opt_duration")]
+    pub idle_timeout: Option<Duration>,
+}

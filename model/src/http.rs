@@ -1,0 +1,386 @@
+//! The message-level vocabulary of the Streamable HTTP transport: what crosses a connection.
+//!
+//! One connection carries one HTTP exchange: the client sends one [`Request`]; the server answers
+//! with a [`Frame::Head`], then a JSON body or a series of SSE frames, then [`Frame::End`]. A
+//! connection that stops without `End` was cut (reset, idle timeout, crash): the receiver learns
+//! that from the transport, never from a frame.
+
+use crate::ids::{CallKey, EventId, RequestId, SessionId};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The protocol revision every request after `initialize` names in `MCP-Protocol-Version`.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// HTTP methods the transport uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    /// A JSON-RPC message from client to server.
+    Post,
+    /// Open the standalone SSE stream, or resume any stream with `Last-Event-ID`.
+    Get,
+    /// End the session.
+    Delete,
+}
+
+/// An HTTP request to the MCP endpoint, reduced to the headers that matter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub method: Method,
+    /// `Mcp-Session-Id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    /// `MCP-Protocol-Version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// `Last-Event-ID` (GET only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_id: Option<EventId>,
+    /// The JSON-RPC body (POST only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<ClientMessage>,
+}
+
+impl Request {
+    /// `POST` of `initialize`: no session id yet.
+    pub fn initialize(id: RequestId, client: &str) -> Self {
+        Request {
+            method: Method::Post,
+            session: None,
+            protocol_version: None,
+            last_event_id: None,
+            body: Some(ClientMessage::Initialize { id, client: client.to_string() }),
+        }
+    }
+
+    /// `POST` of any message inside a session.
+    pub fn post(session: Option<SessionId>, body: ClientMessage) -> Self {
+        Request {
+            method: Method::Post,
+            session,
+            protocol_version: Some(PROTOCOL_VERSION.to_string()),
+            last_event_id: None,
+            body: Some(body),
+        }
+    }
+
+    /// `GET`: the standalone stream (no `Last-Event-ID`) or a resumption.
+    pub fn get(session: Option<SessionId>, last_event_id: Option<EventId>) -> Self {
+        Request {
+            method: Method::Get,
+            session,
+            protocol_version: Some(PROTOCOL_VERSION.to_string()),
+            last_event_id,
+            body: None,
+        }
+    }
+
+    /// `DELETE` of a session.
+    pub fn delete(session: SessionId) -> Self {
+        Request {
+            method: Method::Delete,
+            session: Some(session),
+            protocol_version: Some(PROTOCOL_VERSION.to_string()),
+            last_event_id: None,
+            body: None,
+        }
+    }
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.method {
+            Method::Post => write!(f, "POST")?,
+            Method::Get => write!(f, "GET")?,
+            Method::Delete => write!(f, "DELETE")?,
+        }
+        if let Some(body) = &self.body {
+            write!(f, " {body}")?;
+        }
+        if let Some(id) = &self.last_event_id {
+            write!(f, " Last-Event-ID={id}")?;
+        }
+        if let Some(s) = &self.session {
+            write!(f, " [{s}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// JSON-RPC messages the client POSTs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method")]
+pub enum ClientMessage {
+    /// `initialize`; `client` is `clientInfo.name`, which names the logical client.
+    #[serde(rename = "initialize")]
+    Initialize { id: RequestId, client: String },
+    /// `notifications/initialized` (answered 202).
+    #[serde(rename = "notifications/initialized")]
+    Initialized,
+    /// `tools/call`.
+    #[serde(rename = "tools/call")]
+    CallTool { id: RequestId, call: ToolCall },
+    /// `notifications/cancelled` for an earlier request (answered 202).
+    #[serde(rename = "notifications/cancelled")]
+    Cancelled { request: RequestId },
+}
+
+impl ClientMessage {
+    /// The JSON-RPC id of a request; `None` for a notification.
+    pub fn request_id(&self) -> Option<RequestId> {
+        match self {
+            ClientMessage::Initialize { id, .. } | ClientMessage::CallTool { id, .. } => Some(*id),
+            ClientMessage::Initialized | ClientMessage::Cancelled { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for ClientMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientMessage::Initialize { id, .. } => write!(f, "initialize{id}"),
+            ClientMessage::Initialized => write!(f, "notifications/initialized"),
+            ClientMessage::CallTool { id, call } => write!(f, "tools/call{id} {} {}", call.tool, call.key),
+            ClientMessage::Cancelled { request } => write!(f, "notifications/cancelled {request}"),
+        }
+    }
+}
+
+/// The arguments of a `tools/call` that matter to the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Tool name, looked up in the server's tool table.
+    pub tool: String,
+    /// The application's identity for the call (stands for its arguments).
+    pub key: CallKey,
+    /// An idempotency key the server may honour across sessions (an extension the spec lacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+/// HTTP status codes the model uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Status(pub u16);
+
+impl Status {
+    pub const OK: Status = Status(200);
+    pub const ACCEPTED: Status = Status(202);
+    pub const BAD_REQUEST: Status = Status(400);
+    pub const NOT_FOUND: Status = Status(404);
+    pub const METHOD_NOT_ALLOWED: Status = Status(405);
+    pub const CONFLICT: Status = Status(409);
+    pub const GONE: Status = Status(410);
+    pub const INTERNAL: Status = Status(500);
+    pub const BAD_GATEWAY: Status = Status(502);
+    pub const UNAVAILABLE: Status = Status(503);
+
+    /// 2xx.
+    pub fn is_success(self) -> bool {
+        (200..300).contains(&self.0)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What the body after a [`ResponseHead`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Body {
+    /// No body (202, or an error status with only an [`ErrorBody`]).
+    Empty,
+    /// `application/json`: exactly one [`Frame::Json`] follows.
+    Json,
+    /// `text/event-stream`: SSE frames follow until [`Frame::End`] or a cut.
+    EventStream,
+}
+
+/// The status line and headers of a response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResponseHead {
+    pub status: Status,
+    pub body: Body,
+    /// `Mcp-Session-Id`, set on the answer to `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    /// A machine-readable error body for 4xx/5xx answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+impl ResponseHead {
+    /// A status with no body.
+    pub fn status(status: Status) -> Self {
+        ResponseHead { status, body: Body::Empty, session: None, error: None }
+    }
+
+    /// A status with a machine-readable error body.
+    pub fn error(status: Status, error: ErrorBody) -> Self {
+        ResponseHead { status, body: Body::Empty, session: None, error: Some(error) }
+    }
+
+    /// 200 `text/event-stream`.
+    pub fn event_stream() -> Self {
+        ResponseHead { status: Status::OK, body: Body::EventStream, session: None, error: None }
+    }
+}
+
+/// Machine-readable reasons a server gives in an error body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorCode {
+    /// The session id is unknown or ended (with 404).
+    SessionNotFound,
+    /// A request other than `initialize` came without a session id (with 400).
+    SessionRequired,
+    /// The `Last-Event-ID` names events the server no longer holds (the design note's condition 3).
+    ResumeWindowExceeded,
+    /// The `Last-Event-ID` is not one this server ever issued for the session.
+    UnknownEventId,
+    /// A second standalone GET stream while one is open (with 409).
+    StreamAlreadyOpen,
+    /// Anything else.
+    Other,
+}
+
+/// The JSON error body of a 4xx/5xx.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    /// With `resume-window-exceeded`: the newest event id the stream holds, where the client may
+    /// resume from (the head).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_event_id: Option<EventId>,
+}
+
+/// One unit the server writes on a connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "frame", rename_all = "kebab-case")]
+pub enum Frame {
+    /// Status and headers; always first.
+    Head(ResponseHead),
+    /// The one message of an `application/json` body.
+    Json(ServerMessage),
+    /// One SSE event.
+    Event(SseEvent),
+    /// An SSE comment line (`: keepalive`): bytes on the wire, nothing for the application.
+    Comment,
+    /// The server ended the response cleanly (the body is complete).
+    End,
+}
+
+/// The SSE `event:` field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// `event: message` (or no field): a JSON-RPC message, or empty data for a priming event.
+    #[default]
+    Message,
+    /// `event: close`: the server announces the session is ending; stop reconnecting.
+    Close,
+}
+
+/// One SSE event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SseEvent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<EventId>,
+    /// The `retry:` field in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_ms: Option<u64>,
+    #[serde(default)]
+    pub kind: EventKind,
+    /// `None` for a priming event (an id and an empty `data` field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<ServerMessage>,
+}
+
+impl SseEvent {
+    /// True for a priming event: it only hands the client a cursor.
+    pub fn is_priming(&self) -> bool {
+        self.data.is_none() && self.kind == EventKind::Message
+    }
+}
+
+/// JSON-RPC messages from server to client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ServerMessage {
+    /// The result of `initialize`.
+    InitializeResult { request: RequestId },
+    /// `notifications/progress` for a running tool call; `step` counts from 1.
+    Progress { request: RequestId, call: CallKey, step: u32 },
+    /// A server notification on the standalone stream; `seq` counts from 1 per session.
+    Notification { seq: u32 },
+    /// The result of a `tools/call`.
+    ToolResult { request: RequestId, call: CallKey },
+    /// A JSON-RPC error response to a request.
+    Error { request: RequestId, message: String },
+}
+
+impl ServerMessage {
+    /// The request this message answers or reports on, if any.
+    pub fn request(&self) -> Option<RequestId> {
+        match self {
+            ServerMessage::InitializeResult { request }
+            | ServerMessage::Progress { request, .. }
+            | ServerMessage::ToolResult { request, .. }
+            | ServerMessage::Error { request, .. } => Some(*request),
+            ServerMessage::Notification { .. } => None,
+        }
+    }
+
+    /// True for a message that ends its request (a result or an error).
+    pub fn is_response(&self) -> bool {
+        matches!(
+            self,
+            ServerMessage::InitializeResult { .. } | ServerMessage::ToolResult { .. } | ServerMessage::Error { .. }
+        )
+    }
+}
+
+impl fmt::Display for ServerMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerMessage::InitializeResult { request } => write!(f, "initialize result {request}"),
+            ServerMessage::Progress { request, step, .. } => write!(f, "progress {request} step {step}"),
+            ServerMessage::Notification { seq } => write!(f, "notification {seq}"),
+            ServerMessage::ToolResult { request, call } => write!(f, "result {request} {call}"),
+            ServerMessage::Error { request, message } => write!(f, "error {request}: {message}"),
+        }
+    }
+}
+
+/// How a connection ended, as the side that observed it saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnEnd {
+    /// [`Frame::End`] arrived: the response is complete.
+    Clean,
+    /// The connection broke before `End` (RST, EOF mid-body, the peer crashed, an idle cut).
+    Reset,
+    /// The connection could not be opened at all (refused, unreachable).
+    Refused,
+    /// This side gave up waiting (a client-side timeout) and closed it.
+    TimedOut,
+    /// This side closed it on purpose (cancel, shutdown).
+    Aborted,
+}
+
+impl fmt::Display for ConnEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            ConnEnd::Clean => "clean end",
+            ConnEnd::Reset => "reset",
+            ConnEnd::Refused => "refused",
+            ConnEnd::TimedOut => "timed out",
+            ConnEnd::Aborted => "aborted",
+        };
+        f.write_str(s)
+    }
+}

@@ -1,0 +1,73 @@
+//! Identifiers, each a newtype with one documented text form.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The `Mcp-Session-Id` a server mints on `initialize`. Opaque to the client.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(pub String);
+
+/// The SSE `id` field, sent back by a resuming client as `Last-Event-ID`. Opaque to the client;
+/// each server profile has its own encoding (see `config::EventIdScheme`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventId(pub String);
+
+/// A JSON-RPC request id, numbered by the client from 1 in each client process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub u64);
+
+/// The application's identity for one logical tool call ("charge order 17"): the same key is sent
+/// again whenever the call is re-sent, so the server's ledger can tell a duplicate execution from
+/// two calls. It stands for the call's arguments, which a real re-send repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CallKey(pub u32);
+
+/// One HTTP exchange (one request, its response) on one connection, as numbered by whoever
+/// opened it. Client, load balancer and server each have their own numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConnId(pub u64);
+
+/// A stream inside one server session: 0 is the standalone GET stream, n ≥ 1 the n-th POST
+/// stream the session opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StreamNo(pub u32);
+
+impl StreamNo {
+    /// The standalone GET stream of a session.
+    pub const STANDALONE: StreamNo = StreamNo(0);
+}
+
+macro_rules! display_as {
+    ($ty:ty, $fmt:literal) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, $fmt, self.0)
+            }
+        }
+    };
+}
+
+display_as!(SessionId, "{}");
+display_as!(EventId, "{}");
+display_as!(RequestId, "#{}");
+display_as!(CallKey, "call{}");
+display_as!(ConnId, "c{}");
+display_as!(StreamNo, "stream{}");
+
+impl From<&str> for EventId {
+    fn from(s: &str) -> Self {
+        EventId(s.to_string())
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(s: &str) -> Self {
+        SessionId(s.to_string())
+    }
+}

@@ -1,0 +1,515 @@
+//! The trace schema: the one record of a run that oracles judge and `replay` compares.
+//!
+//! A trace is JSON Lines: a [`Header`] line, one [`Step`] line per step in the order the steps
+//! happened, and a [`Footer`] line with the verdict and a digest of the step lines. The same seed
+//! and scenario give the same bytes. The machines of this crate describe what they did as
+//! [`StepKind`] values; whoever drives them stamps each with time and actor.
+
+use crate::decision::{NextAction, StreamOutcome};
+use crate::http::{ConnEnd, Request, ResponseHead, ServerMessage, SseEvent, Status};
+use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
+use crate::time::Instant;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use thiserror::Error;
+
+/// Bumped whenever a change to these types changes what a trace means.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The first line of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always `"mcpsim-trace"`: tells a trace from any other JSON Lines file.
+    pub format: String,
+    pub schema: u32,
+    /// Version of the crate that recorded it.
+    pub mcpsim_version: String,
+    pub seed: u64,
+    /// Everything needed to run it again (profiles, parameters, fault plan), as the simulator
+    /// wrote it; oracles do not read it.
+    pub scenario: serde_json::Value,
+}
+
+/// The last line of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Footer {
+    /// Names of the invariants the run violated, with what broke them.
+    pub verdict: Vec<ViolationRecord>,
+    /// Number of step lines.
+    pub steps: u64,
+    /// FNV-1a 64 of the step lines (each with its newline), in hex.
+    pub digest: String,
+}
+
+/// A violation as written into the footer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViolationRecord {
+    pub invariant: String,
+    /// Simulated time of the step that broke it, in µs.
+    pub t: u64,
+    /// The call, stream, event or session concerned.
+    pub subject: String,
+    pub detail: String,
+}
+
+/// Who did a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Actor {
+    /// The client library.
+    Client,
+    /// The application above the client library: what it was handed.
+    App,
+    Lb,
+    Server,
+    /// The fault injector.
+    Fault,
+    /// The run itself (phases, end).
+    Run,
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Actor::Client => "client",
+            Actor::App => "app",
+            Actor::Lb => "lb",
+            Actor::Server => "server",
+            Actor::Fault => "fault",
+            Actor::Run => "run",
+        };
+        f.write_str(s)
+    }
+}
+
+/// One step of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub seq: u64,
+    /// Simulated time in µs.
+    pub t: u64,
+    pub actor: Actor,
+    #[serde(flatten)]
+    pub kind: StepKind,
+}
+
+impl Step {
+    /// Simulated time of the step.
+    pub fn at(&self) -> Instant {
+        Instant(self.t)
+    }
+}
+
+/// Why a server session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionEndReason {
+    Deleted,
+    IdleExpired,
+    /// The server process restarted and lost it.
+    ServerRestart,
+}
+
+/// What a server did with a `Last-Event-ID`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "resume", rename_all = "kebab-case")]
+pub enum ResumeOutcome {
+    /// Honoured: `replayed` events sent again (maybe 0), connection attached to the stream.
+    Replayed { replayed: u32 },
+    /// Rejected with a status (410/409 naming `head`, or 404 for an unknown session).
+    Rejected { status: Status, head: Option<EventId> },
+    /// Attached at the head without saying so; `skipped` events the client will never see.
+    SilentHead { skipped: u32 },
+    /// Replayed from the oldest buffered event without saying events were skipped.
+    FromOldest { skipped: u32, replayed: u32 },
+    /// 200 with no events; `open` tells whether the connection was left open.
+    Empty { open: bool },
+}
+
+/// How a tool execution ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolEnd {
+    Completed,
+    Cancelled,
+    /// Its server restarted under it.
+    Lost,
+}
+
+/// What happened. Variants are grouped by the actor that records them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum StepKind {
+    // --- client library: the network as it sees it ---
+    /// It opened a connection and sent a request.
+    Send {
+        conn: ConnId,
+        request: Request,
+    },
+    /// A response head arrived.
+    Response {
+        conn: ConnId,
+        head: ResponseHead,
+    },
+    /// An SSE event arrived.
+    Event {
+        conn: ConnId,
+        event: SseEvent,
+    },
+    /// A keep-alive comment arrived.
+    Comment {
+        conn: ConnId,
+    },
+    /// A JSON body arrived.
+    Json {
+        conn: ConnId,
+        message: ServerMessage,
+    },
+    /// A connection ended.
+    ConnEnd {
+        conn: ConnId,
+        end: ConnEnd,
+    },
+    /// The decision procedure (or the profile's rule) judged a closed stream.
+    Decision {
+        call: Option<CallKey>,
+        outcome: Option<StreamOutcome>,
+        action: Option<NextAction>,
+        /// Set when the procedure refused to guess.
+        error: Option<String>,
+    },
+    /// A reconnection was scheduled.
+    Backoff {
+        call: Option<CallKey>,
+        attempt: u32,
+        delay_us: u64,
+    },
+    /// The client library (re)started: `restored` tells whether durable state was loaded.
+    ClientStart {
+        restored: bool,
+    },
+
+    // --- load balancer ---
+    /// It closed a connection that carried no bytes for `idle_us`.
+    LbIdleCut {
+        conn: ConnId,
+        idle_us: u64,
+    },
+
+    // --- server ---
+    SessionCreated {
+        session: SessionId,
+        client: String,
+    },
+    SessionEnded {
+        session: SessionId,
+        reason: SessionEndReason,
+    },
+    /// A tool's side effect ran: the ledger the duplicate oracle reads.
+    SideEffect {
+        session: SessionId,
+        request: RequestId,
+        call: CallKey,
+        tool: String,
+        idempotent: bool,
+    },
+    /// An event was appended to a stream's log (`message` is `None` for a priming event).
+    EventStored {
+        session: SessionId,
+        stream: StreamNo,
+        seq: u32,
+        id: EventId,
+        call: Option<CallKey>,
+        message: Option<ServerMessage>,
+    },
+    /// A `Last-Event-ID` was answered.
+    Resume {
+        session: SessionId,
+        last_event_id: EventId,
+        stream: Option<StreamNo>,
+        outcome: ResumeOutcome,
+    },
+    /// A request was refused (404 unknown session, 400 missing header, 409 second GET, ...).
+    Rejected {
+        conn: ConnId,
+        status: Status,
+        session: Option<SessionId>,
+    },
+    ToolEnded {
+        session: SessionId,
+        request: RequestId,
+        call: CallKey,
+        end: ToolEnd,
+    },
+    /// The server process started; `epoch` counts its incarnations from 0.
+    ServerStart {
+        epoch: u32,
+    },
+
+    // --- application: everything it was handed, in order ---
+    /// The application issued a tool call.
+    AppCall {
+        call: CallKey,
+        tool: String,
+        idempotent: bool,
+    },
+    /// A progress event or notification was handed to the application.
+    AppEvent {
+        session: SessionId,
+        id: Option<EventId>,
+        call: Option<CallKey>,
+        message: ServerMessage,
+    },
+    /// The application was told events may be missing: those after `after` up to and including
+    /// `head` on the stream `head` belongs to (all of the stream before `head` if `after` is None).
+    AppGap {
+        session: SessionId,
+        call: Option<CallKey>,
+        after: Option<EventId>,
+        head: EventId,
+    },
+    /// A call's result was handed over.
+    AppResult {
+        call: CallKey,
+        session: SessionId,
+        id: Option<EventId>,
+    },
+    /// A call failed with an error the application can act on.
+    AppError {
+        call: CallKey,
+        error: String,
+    },
+    /// The application was told the call may or may not have run.
+    AppUnknownOutcome {
+        call: CallKey,
+        reason: String,
+    },
+    /// The application was told the session ended (and events of it may be lost).
+    AppSessionLost {
+        session: SessionId,
+    },
+
+    // --- faults and the run ---
+    /// A planned fault was applied.
+    Fault {
+        fault: String,
+    },
+    /// Faults stop here and the network is healed: every call must resolve by `deadline`.
+    Liveness {
+        deadline: u64,
+    },
+    /// Final state, recorded when the run stops.
+    RunEnd {
+        client_session: Option<SessionId>,
+        server_sessions: Vec<SessionId>,
+    },
+}
+
+impl StepKind {
+    /// True for the steps that make up the application's view.
+    pub fn is_app(&self) -> bool {
+        matches!(
+            self,
+            StepKind::AppCall { .. }
+                | StepKind::AppEvent { .. }
+                | StepKind::AppGap { .. }
+                | StepKind::AppResult { .. }
+                | StepKind::AppError { .. }
+                | StepKind::AppUnknownOutcome { .. }
+                | StepKind::AppSessionLost { .. }
+        )
+    }
+
+    /// The call a step resolves, if it resolves one.
+    pub fn resolves(&self) -> Option<CallKey> {
+        match self {
+            StepKind::AppResult { call, .. }
+            | StepKind::AppError { call, .. }
+            | StepKind::AppUnknownOutcome { call, .. } => Some(*call),
+            _ => None,
+        }
+    }
+}
+
+/// A whole trace in memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    pub steps: Vec<Step>,
+    /// Absent while recording, or in a truncated file.
+    pub footer: Option<Footer>,
+}
+
+/// Why a file is not a readable trace.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum TraceError {
+    #[error("the file is empty")]
+    Empty,
+    #[error("line 1 is not an mcpsim trace header: {0}")]
+    NotATrace(String),
+    #[error("trace schema {found} is not the schema {expected} this mcpsim reads")]
+    Schema { found: u32, expected: u32 },
+    #[error("line {line}: {problem}")]
+    BadLine { line: usize, problem: String },
+    #[error("the trace has no footer line (truncated?)")]
+    NoFooter,
+    #[error("the footer says {expected} steps but the file has {found}")]
+    StepCount { expected: u64, found: u64 },
+    #[error("the footer digest {expected} does not match the steps ({found}): the file was edited or damaged")]
+    Digest { expected: String, found: String },
+}
+
+/// The text of one step line (no newline).
+pub fn step_line(step: &Step) -> String {
+    serde_json::to_string(step).expect("steps hold only strings, numbers and enums: always serializable")
+}
+
+/// FNV-1a 64 over bytes, continued from `state` (start with [`FNV_OFFSET`]).
+pub fn fnv1a(mut state: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        state ^= u64::from(*b);
+        state = state.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    state
+}
+
+/// The FNV-1a 64 offset basis.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl Trace {
+    /// A trace with no steps yet.
+    pub fn new(seed: u64, scenario: serde_json::Value) -> Self {
+        Trace {
+            header: Header {
+                format: "mcpsim-trace".to_string(),
+                schema: SCHEMA_VERSION,
+                mcpsim_version: env!("CARGO_PKG_VERSION").to_string(),
+                seed,
+                scenario,
+            },
+            steps: Vec::new(),
+            footer: None,
+        }
+    }
+
+    /// Digest and count of the step lines.
+    pub fn digest(&self) -> (String, u64) {
+        let mut h = FNV_OFFSET;
+        for s in &self.steps {
+            h = fnv1a(h, step_line(s).as_bytes());
+            h = fnv1a(h, b"\n");
+        }
+        (format!("{h:016x}"), self.steps.len() as u64)
+    }
+
+    /// Seals the trace with its verdict.
+    pub fn finish(&mut self, verdict: Vec<ViolationRecord>) {
+        let (digest, steps) = self.digest();
+        self.footer = Some(Footer { verdict, steps, digest });
+    }
+
+    /// The JSON Lines text.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = serde_json::to_string(&self.header).expect("header is plain data");
+        out.push('\n');
+        for s in &self.steps {
+            out.push_str(&step_line(s));
+            out.push('\n');
+        }
+        if let Some(f) = &self.footer {
+            out.push_str(&serde_json::to_string(f).expect("footer is plain data"));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Reads a trace, checking header, schema, footer, step count and digest.
+    pub fn parse(text: &str) -> Result<Trace, TraceError> {
+        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+        let (_, first) = lines.next().ok_or(TraceError::Empty)?;
+        let header: Header = serde_json::from_str(first).map_err(|e| TraceError::NotATrace(e.to_string()))?;
+        if header.format != "mcpsim-trace" {
+            return Err(TraceError::NotATrace(format!("format is {:?}", header.format)));
+        }
+        if header.schema != SCHEMA_VERSION {
+            return Err(TraceError::Schema { found: header.schema, expected: SCHEMA_VERSION });
+        }
+        let rest: Vec<(usize, &str)> = lines.collect();
+        let Some(((last_no, last), body)) = rest.split_last() else {
+            return Err(TraceError::NoFooter);
+        };
+        let footer: Footer = match serde_json::from_str(last) {
+            Ok(f) => f,
+            Err(_) if serde_json::from_str::<Step>(last).is_ok() => return Err(TraceError::NoFooter),
+            Err(e) => return Err(TraceError::BadLine { line: last_no + 1, problem: e.to_string() }),
+        };
+        let mut steps = Vec::with_capacity(body.len());
+        for (no, line) in body {
+            let step: Step =
+                serde_json::from_str(line).map_err(|e| TraceError::BadLine { line: no + 1, problem: e.to_string() })?;
+            steps.push(step);
+        }
+        let trace = Trace { header, steps, footer: None };
+        let (digest, count) = trace.digest();
+        if count != footer.steps {
+            return Err(TraceError::StepCount { expected: footer.steps, found: count });
+        }
+        if digest != footer.digest {
+            return Err(TraceError::Digest { expected: footer.digest, found: digest });
+        }
+        Ok(Trace { footer: Some(footer), ..trace })
+    }
+
+    /// The steps of the application's view, in order.
+    pub fn app_view(&self) -> impl Iterator<Item = &Step> {
+        self.steps.iter().filter(|s| s.kind.is_app())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::Request;
+
+    fn sample() -> Trace {
+        let mut t = Trace::new(7, serde_json::json!({"scenario": "long-tool"}));
+        t.steps.push(Step {
+            seq: 0,
+            t: 1_000,
+            actor: Actor::Client,
+            kind: StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") },
+        });
+        t.steps.push(Step {
+            seq: 1,
+            t: 2_000,
+            actor: Actor::App,
+            kind: StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false },
+        });
+        t.finish(vec![]);
+        t
+    }
+
+    #[test]
+    fn a_trace_round_trips_through_its_text() {
+        let t = sample();
+        let text = t.to_jsonl();
+        assert_eq!(Trace::parse(&text), Ok(t.clone()));
+        assert_eq!(text.lines().count(), 4);
+        assert!(text.lines().nth(1).unwrap().contains(r#""kind":"send""#));
+    }
+
+    #[test]
+    fn damaged_traces_are_refused_with_a_reason() {
+        let text = sample().to_jsonl();
+        assert_eq!(Trace::parse(""), Err(TraceError::Empty));
+        assert!(matches!(Trace::parse("{\"a\":1}\n"), Err(TraceError::NotATrace(_))));
+        let truncated: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+        assert_eq!(Trace::parse(&truncated), Err(TraceError::NoFooter));
+        let edited = text.replace("\"pay\"", "\"refund\"");
+        assert!(matches!(Trace::parse(&edited), Err(TraceError::Digest { .. })));
+        let garbage = text.replacen("\"seq\":1", "\"seq\":\"x\"", 1);
+        assert!(matches!(Trace::parse(&garbage), Err(TraceError::BadLine { line: 3, .. })));
+        let schema = text.replacen("\"schema\":1", "\"schema\":99", 1);
+        assert!(matches!(Trace::parse(&schema), Err(TraceError::Schema { found: 99, .. })));
+    }
+}

@@ -1,0 +1,1 @@
+//! Test-only root package: the integration and property tests live in `tests/`.
