@@ -87,7 +87,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => return Err(format!("duration {text:?} has unknown unit {unit:?} (use us, ms, s, m or h)")),
     };
     let us = value * scale_us;
-    if !us.is_finite() || us < 0.0 || us > 1e15 {
+    if !us.is_finite() || !(0.0..=1e15).contains(&us) {
         return Err(format!("duration {text:?} is out of range"));
     }
     Ok(Duration::from_micros(us.round() as u64))
@@ -98,11 +98,11 @@ pub fn format_duration(d: Duration) -> String {
     let us = micros(d);
     if us == 0 {
         "0s".to_string()
-    } else if us % 60_000_000 == 0 {
+    } else if us.is_multiple_of(60_000_000) {
         format!("{}m", us / 60_000_000)
-    } else if us % 1_000_000 == 0 {
+    } else if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
-    } else if us % 1_000 == 0 {
+    } else if us.is_multiple_of(1_000) {
         format!("{}ms", us / 1_000)
     } else {
         format!("{us}us")

@@ -287,7 +287,10 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "lb.idle_timeout",
         help: "load balancer closes a connection silent this long (duration or none)",
-        apply: |s, v| Ok(s.lb.idle_timeout = opt_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.lb.idle_timeout = opt_duration(v)?;
+            Ok(())
+        },
         show: |s| show_opt_duration(s.lb.idle_timeout),
     },
     Setting {
@@ -305,7 +308,10 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "server.retention_window",
         help: "events older than this are evicted (duration or none)",
-        apply: |s, v| Ok(s.server.retention.window = opt_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.server.retention.window = opt_duration(v)?;
+            Ok(())
+        },
         show: |s| show_opt_duration(s.server.retention.window),
     },
     Setting {
@@ -322,43 +328,64 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "server.idle_ttl",
         help: "server expires an idle session after this (duration or none)",
-        apply: |s, v| Ok(s.server.idle_ttl = opt_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.server.idle_ttl = opt_duration(v)?;
+            Ok(())
+        },
         show: |s| show_opt_duration(s.server.idle_ttl),
     },
     Setting {
         key: "server.keepalive",
         help: "interval of SSE keep-alive comments (duration or none)",
-        apply: |s, v| Ok(s.server.keepalive = opt_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.server.keepalive = opt_duration(v)?;
+            Ok(())
+        },
         show: |s| show_opt_duration(s.server.keepalive),
     },
     Setting {
         key: "server.retry",
         help: "retry: field sent with priming events (duration or none)",
-        apply: |s, v| Ok(s.server.retry_ms = opt_duration(v)?.map(|d| d.as_millis() as u64)),
+        apply: |s, v| {
+            let _: () = s.server.retry_ms = opt_duration(v)?.map(|d| d.as_millis() as u64);
+            Ok(())
+        },
         show: |s| show_opt_duration(s.server.retry_ms.map(Duration::from_millis)),
     },
     Setting {
         key: "server.idempotency_keys",
         help: "server honours idempotency keys across sessions (true/false; a mitigation)",
-        apply: |s, v| Ok(s.server.honour_idempotency_keys = parse_bool(v)?),
+        apply: |s, v| {
+            let _: () = s.server.honour_idempotency_keys = parse_bool(v)?;
+            Ok(())
+        },
         show: |s| s.server.honour_idempotency_keys.to_string(),
     },
     Setting {
         key: "tool.duration",
         help: "how long the scenario's tool runs (duration)",
-        apply: |s, v| Ok(s.main_tool()?.duration = parse_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.main_tool()?.duration = parse_duration(v)?;
+            Ok(())
+        },
         show: |s| s.tools.first().map(|t| format_duration(t.duration)).unwrap_or_default(),
     },
     Setting {
         key: "tool.event_interval",
         help: "interval of the tool's progress events (duration or none)",
-        apply: |s, v| Ok(s.main_tool()?.event_interval = opt_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.main_tool()?.event_interval = opt_duration(v)?;
+            Ok(())
+        },
         show: |s| show_opt_duration(s.tools.first().and_then(|t| t.event_interval)),
     },
     Setting {
         key: "tool.idempotent",
         help: "whether running the tool twice is harmless (true/false)",
-        apply: |s, v| Ok(s.main_tool()?.idempotent = parse_bool(v)?),
+        apply: |s, v| {
+            let _: () = s.main_tool()?.idempotent = parse_bool(v)?;
+            Ok(())
+        },
         show: |s| s.tools.first().map(|t| t.idempotent.to_string()).unwrap_or_default(),
     },
     Setting {
@@ -369,7 +396,8 @@ pub const SETTINGS: &[Setting] = &[
             if !(0.0..1.0).contains(&j) {
                 return Err("jitter must be in [0, 1)".into());
             }
-            Ok(s.tool_jitter = j)
+            let _: () = s.tool_jitter = j;
+            Ok(())
         },
         show: |s| s.tool_jitter.to_string(),
     },
@@ -419,19 +447,28 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "client.backoff_initial",
         help: "first reconnect delay (duration)",
-        apply: |s, v| Ok(s.client.reconnect.initial = parse_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.client.reconnect.initial = parse_duration(v)?;
+            Ok(())
+        },
         show: |s| format_duration(s.client.reconnect.initial),
     },
     Setting {
         key: "client.backoff_factor",
         help: "growth factor of the reconnect delay",
-        apply: |s, v| Ok(s.client.reconnect.factor = positive_f64(v)?),
+        apply: |s, v| {
+            let _: () = s.client.reconnect.factor = positive_f64(v)?;
+            Ok(())
+        },
         show: |s| s.client.reconnect.factor.to_string(),
     },
     Setting {
         key: "client.backoff_max",
         help: "cap of the reconnect delay (duration)",
-        apply: |s, v| Ok(s.client.reconnect.max = parse_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.client.reconnect.max = parse_duration(v)?;
+            Ok(())
+        },
         show: |s| format_duration(s.client.reconnect.max),
     },
     Setting {
@@ -465,13 +502,19 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "client.request_timeout",
         help: "client gives up on a call after this and cancels it (duration or none)",
-        apply: |s, v| Ok(s.client.request_timeout = opt_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.client.request_timeout = opt_duration(v)?;
+            Ok(())
+        },
         show: |s| show_opt_duration(s.client.request_timeout),
     },
     Setting {
         key: "client.idempotency_keys",
         help: "client sends an idempotency key with every tool call (true/false; a mitigation)",
-        apply: |s, v| Ok(s.client.send_idempotency_keys = parse_bool(v)?),
+        apply: |s, v| {
+            let _: () = s.client.send_idempotency_keys = parse_bool(v)?;
+            Ok(())
+        },
         show: |s| s.client.send_idempotency_keys.to_string(),
     },
     Setting {
@@ -491,7 +534,10 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "run.liveness_grace",
         help: "after the faults heal and the last tool is due, calls must resolve within this (duration)",
-        apply: |s, v| Ok(s.liveness_grace = parse_duration(v)?),
+        apply: |s, v| {
+            let _: () = s.liveness_grace = parse_duration(v)?;
+            Ok(())
+        },
         show: |s| format_duration(s.liveness_grace),
     },
 ];
