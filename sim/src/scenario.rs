@@ -288,7 +288,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "lb.idle_timeout",
         help: "load balancer closes a connection silent this long (duration or none)",
         apply: |s, v| {
-            let _: () = s.lb.idle_timeout = opt_duration(v)?;
+            s.lb.idle_timeout = opt_duration(v)?;
             Ok(())
         },
         show: |s| show_opt_duration(s.lb.idle_timeout),
@@ -309,7 +309,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "server.retention_window",
         help: "events older than this are evicted (duration or none)",
         apply: |s, v| {
-            let _: () = s.server.retention.window = opt_duration(v)?;
+            s.server.retention.window = opt_duration(v)?;
             Ok(())
         },
         show: |s| show_opt_duration(s.server.retention.window),
@@ -329,7 +329,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "server.idle_ttl",
         help: "server expires an idle session after this (duration or none)",
         apply: |s, v| {
-            let _: () = s.server.idle_ttl = opt_duration(v)?;
+            s.server.idle_ttl = opt_duration(v)?;
             Ok(())
         },
         show: |s| show_opt_duration(s.server.idle_ttl),
@@ -338,7 +338,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "server.keepalive",
         help: "interval of SSE keep-alive comments (duration or none)",
         apply: |s, v| {
-            let _: () = s.server.keepalive = opt_duration(v)?;
+            s.server.keepalive = opt_duration(v)?;
             Ok(())
         },
         show: |s| show_opt_duration(s.server.keepalive),
@@ -347,7 +347,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "server.retry",
         help: "retry: field sent with priming events (duration or none)",
         apply: |s, v| {
-            let _: () = s.server.retry_ms = opt_duration(v)?.map(|d| d.as_millis() as u64);
+            s.server.retry_ms = opt_duration(v)?.map(|d| d.as_millis() as u64);
             Ok(())
         },
         show: |s| show_opt_duration(s.server.retry_ms.map(Duration::from_millis)),
@@ -356,7 +356,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "server.idempotency_keys",
         help: "server honours idempotency keys across sessions (true/false; a mitigation)",
         apply: |s, v| {
-            let _: () = s.server.honour_idempotency_keys = parse_bool(v)?;
+            s.server.honour_idempotency_keys = parse_bool(v)?;
             Ok(())
         },
         show: |s| s.server.honour_idempotency_keys.to_string(),
@@ -365,7 +365,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "tool.duration",
         help: "how long the scenario's tool runs (duration)",
         apply: |s, v| {
-            let _: () = s.main_tool()?.duration = parse_duration(v)?;
+            s.main_tool()?.duration = parse_duration(v)?;
             Ok(())
         },
         show: |s| s.tools.first().map(|t| format_duration(t.duration)).unwrap_or_default(),
@@ -374,7 +374,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "tool.event_interval",
         help: "interval of the tool's progress events (duration or none)",
         apply: |s, v| {
-            let _: () = s.main_tool()?.event_interval = opt_duration(v)?;
+            s.main_tool()?.event_interval = opt_duration(v)?;
             Ok(())
         },
         show: |s| show_opt_duration(s.tools.first().and_then(|t| t.event_interval)),
@@ -383,7 +383,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "tool.idempotent",
         help: "whether running the tool twice is harmless (true/false)",
         apply: |s, v| {
-            let _: () = s.main_tool()?.idempotent = parse_bool(v)?;
+            s.main_tool()?.idempotent = parse_bool(v)?;
             Ok(())
         },
         show: |s| s.tools.first().map(|t| t.idempotent.to_string()).unwrap_or_default(),
@@ -396,7 +396,7 @@ pub const SETTINGS: &[Setting] = &[
             if !(0.0..1.0).contains(&j) {
                 return Err("jitter must be in [0, 1)".into());
             }
-            let _: () = s.tool_jitter = j;
+            s.tool_jitter = j;
             Ok(())
         },
         show: |s| s.tool_jitter.to_string(),
@@ -448,7 +448,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "client.backoff_initial",
         help: "first reconnect delay (duration)",
         apply: |s, v| {
-            let _: () = s.client.reconnect.initial = parse_duration(v)?;
+            s.client.reconnect.initial = parse_duration(v)?;
             Ok(())
         },
         show: |s| format_duration(s.client.reconnect.initial),
@@ -457,7 +457,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "client.backoff_factor",
         help: "growth factor of the reconnect delay",
         apply: |s, v| {
-            let _: () = s.client.reconnect.factor = positive_f64(v)?;
+            s.client.reconnect.factor = positive_f64(v)?;
             Ok(())
         },
         show: |s| s.client.reconnect.factor.to_string(),
@@ -466,7 +466,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "client.backoff_max",
         help: "cap of the reconnect delay (duration)",
         apply: |s, v| {
-            let _: () = s.client.reconnect.max = parse_duration(v)?;
+            s.client.reconnect.max = parse_duration(v)?;
             Ok(())
         },
         show: |s| format_duration(s.client.reconnect.max),
@@ -503,7 +503,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "client.request_timeout",
         help: "client gives up on a call after this and cancels it (duration or none)",
         apply: |s, v| {
-            let _: () = s.client.request_timeout = opt_duration(v)?;
+            s.client.request_timeout = opt_duration(v)?;
             Ok(())
         },
         show: |s| show_opt_duration(s.client.request_timeout),
@@ -512,7 +512,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "client.idempotency_keys",
         help: "client sends an idempotency key with every tool call (true/false; a mitigation)",
         apply: |s, v| {
-            let _: () = s.client.send_idempotency_keys = parse_bool(v)?;
+            s.client.send_idempotency_keys = parse_bool(v)?;
             Ok(())
         },
         show: |s| s.client.send_idempotency_keys.to_string(),
@@ -535,7 +535,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "run.liveness_grace",
         help: "after the faults heal and the last tool is due, calls must resolve within this (duration)",
         apply: |s, v| {
-            let _: () = s.liveness_grace = parse_duration(v)?;
+            s.liveness_grace = parse_duration(v)?;
             Ok(())
         },
         show: |s| format_duration(s.liveness_grace),
