@@ -118,7 +118,9 @@ mod tests {
         }
     }
 
-    fn resume(id: &str) -> Result<(StreamOutcome, NextAction), DecisionError> {
+    type Decided = Result<(StreamOutcome, NextAction), DecisionError>;
+
+    fn resume(id: &str) -> Decided {
         Ok((StreamOutcome::Reconnectable, NextAction::Resume { last_event_id: EventId::from(id) }))
     }
 
@@ -126,7 +128,7 @@ mod tests {
     #[test]
     fn decision_table() {
         use StreamOutcome::*;
-        let table: Vec<(StreamClose, Result<(StreamOutcome, NextAction), DecisionError>)> = vec![
+        let table: Vec<(StreamClose, Decided)> = vec![
             (close(None, Some("1-4"), None), resume("1-4")),
             (close(Some(500), Some("1-4"), None), resume("1-4")),
             (close(Some(502), Some("1-4"), None), resume("1-4")),
