@@ -7,3 +7,4 @@ pub mod scenario;
 
 pub use error::SimError;
 pub use scenario::Scenario;
+pub mod timeline;
