@@ -1002,3 +1002,39 @@ fn on_event_resets_the_counter_only_on_a_reconnected_stream() {
     let out = d.end(conn, ConnEnd::Reset);
     assert_eq!(backoffs(&out)[0].0, 2);
 }
+
+#[test]
+fn a_call_answered_with_a_json_body_resolves() {
+    let mut d = Driver::ready("reference");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    let out = d.answer(
+        conn,
+        vec![Frame::Head(json_head()), Frame::Json(ServerMessage::ToolResult { request, call: CallKey(1) })],
+    );
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(S1), id: None }]);
+    assert!(decisions(&out).is_empty(), "the clean end after the answer is no close to judge");
+    assert!(d.c.is_quiet());
+}
+
+#[test]
+fn reference_reopens_a_standalone_stream_that_never_carried_an_id() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (conn, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(conn, vec![sse()]);
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision {
+            call: None,
+            outcome: None,
+            action: None,
+            error: Some(DecisionError::NeverPersisted.to_string())
+        }]
+    );
+    assert!(app(&out).is_empty());
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, None);
+}
