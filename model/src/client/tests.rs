@@ -445,8 +445,7 @@ fn reference_404_loses_the_session_settles_calls_and_resends_only_idempotent_one
     let out = d.call(2, true);
     let (idem_conn, idem_request, _) = tool_call(&out);
     d.frames(idem_conn, vec![sse(), priming("2-0")]);
-    let (_, out) = call_then_reset(&mut d, 1, false, Some("1-0"));
-    let _ = out;
+    call_then_reset(&mut d, 1, false, Some("1-0"));
     let (conn, _) = resume(&d.fire());
     let out = d.answer(conn, vec![status(404)]);
     assert_eq!(
