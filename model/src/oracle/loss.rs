@@ -41,7 +41,7 @@ fn silent_losses(trace: &Trace) -> Vec<Violation> {
 struct Judge<'a> {
     ledger: CallLedger,
     delivered: BTreeSet<(&'a SessionId, &'a EventId)>,
-    gaps: Vec<Gap<'a>>,
+    gaps: BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>>,
     lost_sessions: BTreeSet<&'a SessionId>,
     standalone_opened: BTreeMap<&'a SessionId, usize>,
     in_flight: InFlight<'a>,
@@ -65,7 +65,8 @@ impl<'a> Judge<'a> {
             at: first.at,
             subject: event_subject(session, Some(stream), first.id),
             detail: format!(
-                "{} events stored on this stream never reached the application, which was told of no gap (seq {} to {})",
+                "{} events stored on this stream never reached the application, and no gap it was told of covers \
+                 them (seq {} to {})",
                 lost.len(),
                 first.seq,
                 last.seq
@@ -92,7 +93,7 @@ impl<'a> Judge<'a> {
     }
 
     fn in_gap(&self, event: &StoredEvent<'a>) -> bool {
-        self.gaps.iter().any(|g| g.covers(event))
+        self.gaps.get(&(event.session, event.stream)).is_some_and(|gaps| gaps.iter().any(|g| g.covers(event.seq)))
     }
 }
 
@@ -102,44 +103,35 @@ fn is_owed_here(event: &StoredEvent<'_>) -> bool {
     matches!(event.message, Some(m) if !matches!(m, ServerMessage::ToolResult { .. }))
 }
 
-/// Events the application was told may be missing: `(after, head]` of one stream.
-struct Gap<'a> {
-    session: &'a SessionId,
-    stream: StreamNo,
+/// Seqs of one stream the application was told may be missing: `(after, head]`.
+struct Gap {
     after_seq: Option<u32>,
     head_seq: u32,
 }
 
-impl Gap<'_> {
-    fn covers(&self, event: &StoredEvent<'_>) -> bool {
-        self.session == event.session
-            && self.stream == event.stream
-            && self.after_seq.is_none_or(|after| event.seq > after)
-            && event.seq <= self.head_seq
+impl Gap {
+    fn covers(&self, seq: u32) -> bool {
+        self.after_seq.is_none_or(|after| seq > after) && seq <= self.head_seq
     }
 }
 
 /// The `AppGap` steps, placed on their streams. A gap whose head the session never stored, or
 /// whose `after` lies on another stream, says nothing the oracle can place, so it covers nothing.
-fn gaps<'a>(trace: &'a Trace, log: &EventLog<'a>) -> Vec<Gap<'a>> {
-    trace
-        .steps
-        .iter()
-        .filter_map(|step| match &step.kind {
-            StepKind::AppGap { session, after, head, .. } => {
-                let head = log.get(session, head)?;
-                let after_seq = match after {
-                    None => None,
-                    Some(after) => {
-                        let after = log.get(session, after).filter(|a| a.stream == head.stream)?;
-                        Some(after.seq)
-                    }
-                };
-                Some(Gap { session, stream: head.stream, after_seq, head_seq: head.seq })
-            }
-            _ => None,
-        })
-        .collect()
+fn gaps<'a>(trace: &'a Trace, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>> {
+    let mut gaps: BTreeMap<_, Vec<Gap>> = BTreeMap::new();
+    for step in &trace.steps {
+        let StepKind::AppGap { session, after, head, .. } = &step.kind else { continue };
+        let Some(head) = log.get(session, head) else { continue };
+        let after_seq = match after {
+            None => None,
+            Some(after) => match log.get(session, after).filter(|a| a.stream == head.stream) {
+                Some(after) => Some(after.seq),
+                None => continue,
+            },
+        };
+        gaps.entry((session, head.stream)).or_default().push(Gap { after_seq, head_seq: head.seq });
+    }
+    gaps
 }
 
 /// For each session, the position of the first GET that opened its standalone stream (no
@@ -260,6 +252,10 @@ mod tests {
         // Head one short: event 4 is still lost.
         let short = silent_losses(&with_gap(Some(ev(1, 1)), ev(1, 3)));
         assert_eq!(short[0].subject, "session A stream1 event 1-4");
+        // `after` itself is not covered.
+        let after_lost = silent_losses(&with_gap(Some(ev(1, 2)), ev(1, 4)));
+        assert_eq!(after_lost[0].subject, "session A stream1 event 1-2");
+        assert!(after_lost[0].detail.starts_with("1 events"), "{}", after_lost[0].detail);
         // A head the session never stored covers nothing.
         assert_eq!(silent_losses(&with_gap(None, ev(2, 4))).len(), 1);
     }
@@ -297,6 +293,9 @@ mod tests {
         let lossy = base().at(4_000).delivered_range(&a, 0, None, [3, 6]).build();
         let v = silent_losses(&lossy);
         assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(3_001), "session A stream0 event 0-4"));
+        // Told the session was lost, the application knows not to expect its events.
+        let told = base().at(4_000).app(StepKind::AppSessionLost { session: a.clone() }).build();
+        assert_eq!(silent_losses(&told), vec![]);
         // Never opened: nobody was reading.
         let unread = TraceBuilder::new().stored_range(&a, 0, None, 1..=3).build();
         assert_eq!(silent_losses(&unread), vec![]);
@@ -321,5 +320,33 @@ mod tests {
         };
         assert_eq!(silent_losses(&trace(&a)), vec![]);
         assert_eq!(silent_losses(&trace(&b)).len(), 1);
+        // Only the tail is in flight: an event skipped before a later one was delivered is lost.
+        let skipped = TraceBuilder::new()
+            .client(get_standalone(1, &a))
+            .run(StepKind::Liveness { deadline: 9_000 })
+            .at(8_000)
+            .stored_range(&a, 0, None, 1..=2)
+            .delivered_range(&a, 0, None, 2..=2)
+            .at(9_000)
+            .run(run_end(Some(&a), &[&a]))
+            .build();
+        assert_eq!(silent_losses(&skipped)[0].subject, "session A stream0 event 0-1");
+    }
+
+    #[test]
+    fn a_tail_stored_before_the_heal_was_lost_not_in_flight() {
+        let a = sid("A");
+        let trace = TraceBuilder::new()
+            .client(get_standalone(1, &a))
+            .at(1_000)
+            .stored_range(&a, 0, None, 1..=2)
+            .delivered_range(&a, 0, None, 1..=1)
+            .at(2_000)
+            .run(StepKind::Liveness { deadline: 9_000 })
+            .at(9_000)
+            .run(run_end(Some(&a), &[&a]))
+            .build();
+        let v = silent_losses(&trace);
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream0 event 0-2"));
     }
 }

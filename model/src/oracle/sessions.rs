@@ -177,6 +177,17 @@ mod tests {
         };
         assert_eq!(orphaned_results(&trace(&a)), vec![]);
         assert_eq!(orphaned_results(&trace(&b)).len(), 1);
+        // Resolved from elsewhere, it is orphaned even in the session still held.
+        let resolved_elsewhere = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(2_000)
+            .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
+            .server(stored(&b, 1, 1, Some(0), Some(tool_result(1, 0))))
+            .app(app_result(0, &b, Some(ev(1, 1))))
+            .run(run_end(Some(&a), &[&a, &b]))
+            .build();
+        let v = orphaned_results(&resolved_elsewhere);
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream1 event 1-1"));
     }
 
     #[test]
