@@ -17,7 +17,8 @@ use crate::http::{
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::rng::SplitMix64;
 use crate::sse::{
-    mint_event_id, stream_hint, EventStore, LogKey, NewEvent, Position, StoredEvent, StreamHint, GET_STREAM_KEY,
+    mint_event_id, stream_hint, EventStore, LogKey, NewEvent, Position, StoredEvent, StreamHint, StreamLog,
+    GET_STREAM_KEY,
 };
 use crate::time::{micros, Instant};
 use crate::trace::{ResumeOutcome, SessionEndReason, StepKind, ToolEnd};
@@ -130,6 +131,15 @@ struct Located {
     /// The resuming session's stream writing into that log.
     target: Option<StreamNo>,
     position: Position,
+}
+
+/// A `GET` with `Last-Event-ID` being answered.
+#[derive(Debug)]
+struct Resumption {
+    conn: ConnId,
+    session: SessionId,
+    last_event_id: EventId,
+    located: Located,
 }
 
 impl Located {
@@ -379,9 +389,8 @@ impl Server {
 
     /// Allocates the session's next POST stream.
     fn open_post_stream(&mut self, session: &SessionId, request: RequestId, call: CallKey) -> Option<StreamNo> {
-        let key_of = |n| self.log_key(session, n, Some(request));
         let number = StreamNo(self.sessions.get(session)?.post_streams + 1);
-        let key = key_of(number);
+        let key = self.log_key(session, number, Some(request));
         let label = match self.policy.event_ids {
             EventIdScheme::TsSdk => self.rng.uuid(),
             _ => String::new(),
@@ -571,18 +580,13 @@ impl Server {
         }
     }
 
-    fn resume(&mut self, now: Instant, conn: ConnId, session: &SessionId, id: EventId) {
-        let located = self.locate(now, session, &id);
-        match located.position {
-            Position::Retained(seq) => self.replay(now, conn, session, id, &located, seq),
-            Position::Evicted(seq) => {
-                let rule = self.policy.evicted_id;
-                self.unhonourable(now, conn, session, id, &located, rule, Some(seq));
-            }
-            Position::Unknown => {
-                let rule = self.policy.unknown_id;
-                self.unhonourable(now, conn, session, id, &located, rule, None);
-            }
+    fn resume(&mut self, now: Instant, conn: ConnId, session: &SessionId, last_event_id: EventId) {
+        let located = self.locate(now, session, &last_event_id);
+        let resumption = Resumption { conn, session: session.clone(), last_event_id, located };
+        match resumption.located.position {
+            Position::Retained(seq) => self.replay(now, &resumption, seq),
+            Position::Evicted(seq) => self.unhonourable(now, &resumption, self.policy.evicted_id, Some(seq)),
+            Position::Unknown => self.unhonourable(now, &resumption, self.policy.unknown_id, None),
         }
     }
 
@@ -608,93 +612,92 @@ impl Server {
     }
 
     /// An honourable resume: replay per the rule, then attach.
-    fn replay(&mut self, now: Instant, conn: ConnId, session: &SessionId, id: EventId, at: &Located, seq: u32) {
-        let log = at.key.as_ref().and_then(|key| self.store.log(key));
-        let events = match (log, self.policy.event_ids) {
+    fn replay(&mut self, now: Instant, r: &Resumption, seq: u32) {
+        let events = match (self.resumed_log(r), self.policy.event_ids) {
             (None, _) => Vec::new(),
-            (Some(log), EventIdScheme::TsSdk) => log.replay_by_id_order(&id, self.policy.replay),
+            (Some(log), EventIdScheme::TsSdk) => log.replay_by_id_order(&r.last_event_id, self.policy.replay),
             (Some(log), _) => log.replay_by_seq(seq, self.policy.replay),
         };
-        let outcome = ResumeOutcome::Replayed { replayed: count(&events) };
-        self.record_resume(session, id, at, outcome);
-        self.send(conn, Frame::Head(ResponseHead::event_stream()));
-        self.open_sse_conn(now, conn, session);
-        self.send_all(conn, &events);
-        self.attach_resumed(now, conn, session, at.target);
+        self.record_resume(r, ResumeOutcome::Replayed { replayed: count(&events) });
+        self.open_resumed(now, r, &events);
+        self.attach_resumed(now, r);
     }
 
-    /// A `Last-Event-ID` the server cannot honour (evicted when `given_seq` is known, else unknown).
-    #[allow(clippy::too_many_arguments)]
-    fn unhonourable(
-        &mut self,
-        now: Instant,
-        conn: ConnId,
-        session: &SessionId,
-        id: EventId,
-        at: &Located,
-        rule: Unhonourable,
-        given_seq: Option<u32>,
-    ) {
-        let log = at.key.as_ref().and_then(|key| self.store.log(key));
+    /// A `Last-Event-ID` the server cannot honour: evicted when `given_seq` is known, else unknown.
+    fn unhonourable(&mut self, now: Instant, r: &Resumption, rule: Unhonourable, given_seq: Option<u32>) {
+        let log = self.resumed_log(r);
         match rule {
             Unhonourable::Gone410 | Unhonourable::Conflict409 => {
                 let status = if rule == Unhonourable::Gone410 { Status::GONE } else { Status::CONFLICT };
                 let code =
                     if given_seq.is_some() { ErrorCode::ResumeWindowExceeded } else { ErrorCode::UnknownEventId };
                 let head = log.and_then(|log| log.head_id());
-                self.record_resume(session, id, at, ResumeOutcome::Rejected { status, head: head.clone() });
+                self.record_resume(r, ResumeOutcome::Rejected { status, head: head.clone() });
                 let error = ErrorBody { code, head_event_id: head };
-                self.respond_status(conn, ResponseHead::error(status, error));
+                self.respond_status(r.conn, ResponseHead::error(status, error));
             }
             Unhonourable::SilentHead => {
                 let skipped = given_seq.zip(log).map_or(0, |(seq, log)| log.issued_after(seq));
-                self.record_resume(session, id, at, ResumeOutcome::SilentHead { skipped });
-                self.send(conn, Frame::Head(ResponseHead::event_stream()));
-                self.open_sse_conn(now, conn, session);
-                self.attach_resumed(now, conn, session, at.target);
+                self.record_resume(r, ResumeOutcome::SilentHead { skipped });
+                self.open_resumed(now, r, &[]);
+                self.attach_resumed(now, r);
             }
             Unhonourable::FromOldest => {
                 let events: Vec<StoredEvent> = log.map(|log| log.retained().cloned().collect()).unwrap_or_default();
                 let skipped = given_seq.zip(log).map_or(0, |(seq, log)| log.evicted_after(seq));
-                let outcome = ResumeOutcome::FromOldest { skipped, replayed: count(&events) };
-                self.record_resume(session, id, at, outcome);
-                self.send(conn, Frame::Head(ResponseHead::event_stream()));
-                self.open_sse_conn(now, conn, session);
-                self.send_all(conn, &events);
-                self.attach_resumed(now, conn, session, at.target);
+                self.record_resume(r, ResumeOutcome::FromOldest { skipped, replayed: count(&events) });
+                self.open_resumed(now, r, &events);
+                self.attach_resumed(now, r);
             }
             Unhonourable::EmptyClosed => {
-                self.record_resume(session, id, at, ResumeOutcome::Empty { open: false });
-                self.respond_status(conn, ResponseHead::event_stream());
+                self.record_resume(r, ResumeOutcome::Empty { open: false });
+                self.respond_status(r.conn, ResponseHead::event_stream());
             }
             Unhonourable::EmptyOpen => {
-                self.record_resume(session, id, at, ResumeOutcome::Empty { open: true });
-                self.send(conn, Frame::Head(ResponseHead::event_stream()));
-                self.open_sse_conn(now, conn, session);
+                self.record_resume(r, ResumeOutcome::Empty { open: true });
+                self.open_resumed(now, r, &[]);
             }
+        }
+    }
+
+    fn resumed_log(&self, r: &Resumption) -> Option<&StreamLog> {
+        r.located.key.as_ref().and_then(|key| self.store.log(key))
+    }
+
+    /// Answers 200 `text/event-stream` on the resuming connection and replays `events` on it.
+    fn open_resumed(&mut self, now: Instant, r: &Resumption, events: &[StoredEvent]) {
+        self.send(r.conn, Frame::Head(ResponseHead::event_stream()));
+        self.open_sse_conn(now, r.conn, &r.session);
+        for event in events {
+            self.send(r.conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
         }
     }
 
     /// After a resume's replay: a finished stream ends the connection; a live one takes it as its
     /// receiver (ending the one it had), with a priming event if the policy sends one. With no
     /// stream of its own to attach to, the connection stays open and receives only keep-alives.
-    fn attach_resumed(&mut self, now: Instant, conn: ConnId, session: &SessionId, target: Option<StreamNo>) {
-        let Some(stream) = target else { return };
-        let Some(state) = self.stream(session, stream) else { return };
+    fn attach_resumed(&mut self, now: Instant, r: &Resumption) {
+        let Some(stream) = r.located.target else { return };
+        let Some(state) = self.stream(&r.session, stream) else { return };
         if state.finished {
-            return self.end_conn(now, conn);
+            return self.end_conn(now, r.conn);
         }
-        if let Some(old) = state.attached.filter(|old| *old != conn) {
+        if let Some(old) = state.attached.filter(|old| *old != r.conn) {
             self.end_conn(now, old);
         }
-        self.attach(session, stream, conn);
+        self.attach(&r.session, stream, r.conn);
         if self.policy.priming.resume {
-            self.append(now, session, stream, None);
+            self.append(now, &r.session, stream, None);
         }
     }
 
-    fn record_resume(&mut self, session: &SessionId, last_event_id: EventId, at: &Located, outcome: ResumeOutcome) {
-        self.record(StepKind::Resume { session: session.clone(), last_event_id, stream: at.target, outcome });
+    fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
+        self.record(StepKind::Resume {
+            session: r.session.clone(),
+            last_event_id: r.last_event_id.clone(),
+            stream: r.located.target,
+            outcome,
+        });
     }
 
     // -----------------------------------------------------------------------------------------
@@ -726,12 +729,6 @@ impl Server {
             message: event.message.clone(),
         });
         if let Some(conn) = attached {
-            self.send(conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
-        }
-    }
-
-    fn send_all(&mut self, conn: ConnId, events: &[StoredEvent]) {
-        for event in events {
             self.send(conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
         }
     }
@@ -1200,6 +1197,45 @@ mod tests {
         let out = resume(&mut s, at(3), GET, &session, &EventId::from("1-0"));
         assert_eq!(resume_outcome(&out).1, ResumeOutcome::SilentHead { skipped: 1 });
         assert_eq!(frames(&out, GET), vec![Frame::Head(ResponseHead::event_stream()), Frame::End]);
+    }
+
+    #[test]
+    fn a_time_window_evicts_by_age_and_409_is_the_same_answer_with_another_status() {
+        let mut p = policy("reference");
+        p.retention = Retention { max_events: None, window: Some(Duration::from_secs(10)), drop_on_response: false };
+        p.evicted_id = Unhonourable::Conflict409;
+        p.unknown_id = Unhonourable::Conflict409;
+        let mut s = server(p);
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "chatty");
+        s.handle_disconnect(at_ms(500), POST);
+        let _ = drive_until(&mut s, at_ms(30_500));
+        // Stored at 3 s, 27.5 s old: gone. Stored at 25 s: held.
+        let out = resume(&mut s, at_ms(30_500), GET, &session, &EventId::from("1-3"));
+        let head = Some(EventId::from("1-30"));
+        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::CONFLICT, head: head.clone() });
+        let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: head };
+        assert_eq!(frames(&out, GET)[0], Frame::Head(ResponseHead::error(Status::CONFLICT, error)));
+        let out = resume(&mut s, at_ms(30_500), GET, &session, &EventId::from("1-25"));
+        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 5 });
+        // An id that names no stream at all: no head to offer.
+        let out = resume(&mut s, at_ms(30_600), OTHER, &session, &EventId::from("7-1"));
+        assert_eq!(resume_outcome(&out), (None, ResumeOutcome::Rejected { status: Status::CONFLICT, head: None }));
+    }
+
+    #[test]
+    fn a_resume_takes_over_the_stream_from_a_connection_still_attached() {
+        let mut s = server(policy("reference"));
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "chatty");
+        let _ = drive_until(&mut s, at(2));
+        let out = resume(&mut s, at(2), GET, &session, &EventId::from("1-1"));
+        assert_eq!(frames(&out, POST), vec![Frame::End], "the old receiver is ended");
+        assert_eq!(closes(&out, POST), vec![false]);
+        assert_eq!(ids(&events(&out, GET)), vec!["1-2", "1-3"]);
+        let live = drive_until(&mut s, at(3));
+        assert!(frames(&live, POST).is_empty());
+        assert_eq!(events(&live, GET)[0].data, progress(3));
     }
 
     #[test]
