@@ -584,7 +584,7 @@ impl Server {
         let located = self.locate(now, session, &last_event_id);
         let resumption = Resumption { conn, session: session.clone(), last_event_id, located };
         match resumption.located.position {
-            Position::Retained(seq) => self.replay(now, &resumption, seq),
+            Position::Honourable(seq) => self.replay(now, &resumption, seq),
             Position::Evicted(seq) => self.unhonourable(now, &resumption, self.policy.evicted_id, Some(seq)),
             Position::Unknown => self.unhonourable(now, &resumption, self.policy.unknown_id, None),
         }
@@ -631,7 +631,11 @@ impl Server {
                 let status = if rule == Unhonourable::Gone410 { Status::GONE } else { Status::CONFLICT };
                 let code =
                     if given_seq.is_some() { ErrorCode::ResumeWindowExceeded } else { ErrorCode::UnknownEventId };
-                let head = log.and_then(|log| log.head_id());
+                // The head named is the newest event the server no longer holds: resuming after
+                // it replays everything still held, so the reported gap is exactly the loss.
+                // (Naming the newest event instead would make the client skip held events, and
+                // the tool's result with them when the stream has finished.)
+                let head = log.and_then(|log| if given_seq.is_some() { log.last_evicted_id() } else { log.head_id() });
                 self.record_resume(r, ResumeOutcome::Rejected { status, head: head.clone() });
                 let error = ErrorBody { code, head_event_id: head };
                 self.respond_status(r.conn, ResponseHead::error(status, error));
@@ -1152,7 +1156,8 @@ mod tests {
     #[test]
     fn the_reference_server_answers_an_evicted_id_with_410_naming_the_head() {
         let (mut s, session, out) = evicted_resume(policy("reference"));
-        let head = Some(EventId::from("1-200"));
+        // The head is the newest event no longer held: 1-101 ..= 1-200 are still held.
+        let head = Some(EventId::from("1-100"));
         assert_eq!(
             resume_outcome(&out),
             (Some(StreamNo(1)), ResumeOutcome::Rejected { status: Status::GONE, head: head.clone() })
@@ -1160,9 +1165,10 @@ mod tests {
         let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: head };
         assert_eq!(frames(&out, GET), vec![Frame::Head(ResponseHead::error(Status::GONE, error)), Frame::End]);
         assert_eq!(closes(&out, GET), vec![false]);
-        // Resuming at the head it named works and continues live.
-        let out = resume(&mut s, at_ms(200_600), OTHER, &session, &EventId::from("1-200"));
-        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 0 });
+        // Resuming at the head it named replays everything still held, then continues live.
+        let out = resume(&mut s, at_ms(200_600), OTHER, &session, &EventId::from("1-100"));
+        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 100 });
+        assert_eq!(ids(&events(&out, OTHER))[..2], ["1-101", "1-102"]);
         let live = drive_until(&mut s, at(201));
         assert_eq!(events(&live, OTHER)[0].data, progress(201));
         // An id never issued is unknown, with its own code.
@@ -1186,7 +1192,7 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_head_resume_of_a_finished_stream_ends_without_the_result() {
+    fn a_resume_right_before_the_oldest_held_event_loses_nothing_even_if_its_id_was_evicted() {
         let mut p = policy("silent-head");
         p.retention = Retention::last(1);
         let mut s = server(p);
@@ -1194,9 +1200,11 @@ mod tests {
         let _ = call(&mut s, at(0), POST, &session, "quick");
         s.handle_disconnect(at(1), POST);
         let _ = drive_until(&mut s, at(3));
+        // 1-0 (priming) is evicted, but the result after it is held: nothing is lost.
         let out = resume(&mut s, at(3), GET, &session, &EventId::from("1-0"));
-        assert_eq!(resume_outcome(&out).1, ResumeOutcome::SilentHead { skipped: 1 });
-        assert_eq!(frames(&out, GET), vec![Frame::Head(ResponseHead::event_stream()), Frame::End]);
+        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 1 });
+        assert_eq!(frames(&out, GET).last(), Some(&Frame::End));
+        assert!(events(&out, GET).iter().any(|e| e.data.as_ref().is_some_and(|m| m.is_response())));
     }
 
     #[test]
@@ -1212,7 +1220,7 @@ mod tests {
         let _ = drive_until(&mut s, at_ms(30_500));
         // Stored at 3 s, 27.5 s old: gone. Stored at 25 s: held.
         let out = resume(&mut s, at_ms(30_500), GET, &session, &EventId::from("1-3"));
-        let head = Some(EventId::from("1-30"));
+        let head = Some(EventId::from("1-20"));
         assert_eq!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::CONFLICT, head: head.clone() });
         let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: head };
         assert_eq!(frames(&out, GET)[0], Frame::Head(ResponseHead::error(Status::CONFLICT, error)));

@@ -100,7 +100,10 @@ pub fn describe(kind: &StepKind) -> String {
             format!("resume{on} of {session} after {last_event_id}: {what}")
         }
         Rejected { conn, status, session } => {
-            format!("{conn} rejected {status}{}", session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default())
+            format!(
+                "{conn} rejected {status}{}",
+                session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()
+            )
         }
         ToolEnded { session, request, call, end } => format!("tool {call} {request} in {session}: {end:?}"),
         ServerStart { epoch } => format!("server process started (epoch {epoch})"),
