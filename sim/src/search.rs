@@ -17,6 +17,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// A `--set key=value` override.
+pub type Override = (String, String);
+
+/// Fault kinds a swarm-tested case enabled, each with its intensity.
+pub type Swarm = BTreeMap<String, u32>;
+
 /// One generated test case.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -104,8 +110,7 @@ fn optional(inner: BoxedStrategy<String>) -> BoxedStrategy<String> {
 fn parameters(space: &Space) -> BoxedStrategy<Vec<(String, String)>> {
     let duration = (1u64..=600).prop_map(|s| ("tool.duration".to_string(), secs(s)));
     let lb_idle = optional((10u64..=300).prop_map(secs).boxed()).prop_map(|v| ("lb.idle_timeout".to_string(), v));
-    let keepalive =
-        optional((5u64..=90).prop_map(secs).boxed()).prop_map(|v| ("server.keepalive".to_string(), v));
+    let keepalive = optional((5u64..=90).prop_map(secs).boxed()).prop_map(|v| ("server.keepalive".to_string(), v));
     let backoff_initial = (100u64..=5_000).prop_map(|ms| ("client.backoff_initial".to_string(), millis(ms)));
     let backoff_max = (1u64..=60).prop_map(|s| ("client.backoff_max".to_string(), secs(s)));
     let factor = (10u32..=30).prop_map(|f| ("client.backoff_factor".to_string(), format!("{:.1}", f as f64 / 10.0)));
@@ -151,7 +156,11 @@ fn fault_times(horizon: u64, intensity: u32) -> BoxedStrategy<Vec<u64>> {
 
 /// Renders fault times as the override of their kind.
 fn times_override(key: &str, times: &[u64]) -> (String, String) {
-    let v = if times.is_empty() { "none".to_string() } else { times.iter().map(|t| secs(*t)).collect::<Vec<_>>().join(",") };
+    let v = if times.is_empty() {
+        "none".to_string()
+    } else {
+        times.iter().map(|t| secs(*t)).collect::<Vec<_>>().join(",")
+    };
     (key.to_string(), v)
 }
 
@@ -180,7 +189,7 @@ fn override_key(kind: &str) -> &'static str {
 }
 
 /// A fault plan under swarm testing: each kind enabled with probability ½ and its own intensity.
-fn fault_plan(space: &Space) -> BoxedStrategy<(BTreeMap<String, u32>, Vec<(String, String)>)> {
+fn fault_plan(space: &Space) -> BoxedStrategy<(Swarm, Vec<Override>)> {
     let horizon = space.horizon.as_secs().max(1);
     let kinds = space.fault_kinds.clone();
     let max = space.max_intensity.max(1);
@@ -230,7 +239,13 @@ pub struct Found {
 
 /// Runs up to `cases` generated cases from a deterministic generator seeded by `rng_seed`; on the
 /// first violation, shrinks it (unless `shrink` is false) keeping the same invariant broken.
-pub fn search(base: &Scenario, space: &Space, cases_budget: u32, rng_seed: u64, shrink: bool) -> Result<Option<Found>, SimError> {
+pub fn search(
+    base: &Scenario,
+    space: &Space,
+    cases_budget: u32,
+    rng_seed: u64,
+    shrink: bool,
+) -> Result<Option<Found>, SimError> {
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&rng_seed.to_le_bytes());
     let config = Config {
@@ -294,7 +309,8 @@ pub fn shrink_fixed(scenario: &Scenario, seed: u64, invariant: &str) -> Result<(
     };
     let base = Scenario::build(&scenario.name, &scenario.client.name, &scenario.server.name)?;
     let mut best = scenario.clone();
-    let mut best_outcome = breaks(&best)?.ok_or_else(|| SimError::Runtime("the counterexample no longer breaks".into()))?;
+    let mut best_outcome =
+        breaks(&best)?.ok_or_else(|| SimError::Runtime("the counterexample no longer breaks".into()))?;
     let mut improved = true;
     while improved {
         improved = false;
