@@ -993,11 +993,13 @@ mod svg {
     fn frame(d: &Diagram, p: Picture) -> String {
         let mut head = Picture { body: String::new(), right: p.right, slot: 0 };
         head.text(12, 22, "start", r#" class="title""#, &d.title);
-        let verdict_attrs =
-            if d.verdict.contains("violation") { format!(r#" fill="{RED}" class="strong""#) } else { String::new() };
+        let violated = d.rows.iter().any(|r| !r.violations.is_empty()) || !d.late.is_empty();
+        let verdict_attrs = if violated { format!(r#" fill="{RED}" class="strong""#) } else { String::new() };
         head.text(12, 42, "start", &verdict_attrs, &d.verdict);
         let width = head.right.max(p.right) + 20;
-        let height = FIRST_ROW_Y + p.slot * ROW_H + 20;
+        // Lifeline names again at the bottom: a long trace is read far from its top.
+        let foot_y = FIRST_ROW_Y + p.slot * ROW_H + 8;
+        let height = foot_y + 24 + 12;
         let mut out = format!(
             r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">"#
         );
@@ -1014,17 +1016,32 @@ mod svg {
             let x = lane_x(lane);
             let _ = writeln!(
                 out,
-                r#"<g class="lane"><line class="life" x1="{x}" y1="{}" x2="{x}" y2="{}"/><rect class="head" x="{}" y="{HEAD_Y}" width="100" height="24" rx="4"/><text x="{x}" y="{}" text-anchor="middle" class="strong">{}</text></g>"#,
+                r#"<g class="lane"><line class="life" x1="{x}" y1="{}" x2="{x}" y2="{foot_y}"/>{}{}</g>"#,
                 HEAD_Y + 24,
-                height - 10,
-                x - 50,
-                HEAD_Y + 16,
-                lane.name()
+                lane_head(lane, HEAD_Y),
+                lane_head(lane, foot_y)
             );
         }
         out.push_str(&p.body);
         out.push_str("</svg>\n");
         out
+    }
+
+    /// A lifeline's name in a box with its top at `y`.
+    fn lane_head(lane: Lane, y: usize) -> String {
+        let x = lane_x(lane);
+        format!(
+            r#"<rect class="head" x="{}" y="{y}" width="100" height="24" rx="4"/><text x="{x}" y="{}" text-anchor="middle" class="strong">{}</text>"#,
+            x - 50,
+            y + 16,
+            lane.name()
+        )
+    }
+
+    /// A red cross on a lifeline: where the load balancer cut a connection.
+    fn cut_mark(p: &mut Picture, x: usize, y: usize) {
+        let (l, r, t, b) = (x - 6, x + 6, y - 6, y + 6);
+        p.raw(&format!(r#"<path d="M{l} {t} L{r} {b} M{l} {b} L{r} {t}" stroke="{RED}" stroke-width="2.5"/>"#));
     }
 
     fn violation_slot(p: &mut Picture, text: &str) {
@@ -1048,8 +1065,8 @@ mod svg {
                 let lb = lane_x(Lane::Lb);
                 arrow(p, lb, lane_x(Lane::Client), mid, false, "reset");
                 arrow(p, lb, lane_x(Lane::Server), mid, false, "reset");
-                p.text(lb, mid + 9, "middle", &format!(r#" fill="{RED}" font-size="16""#), "✂");
-                p.text(lane_x(Lane::Server) + 12, mid + 4, "start", "", &row.label);
+                cut_mark(p, lb, mid + 6);
+                p.text(lane_x(Lane::Server) + 12, mid + 4, "start", "", &format!("✂ {}", row.label));
             }
             Shape::Mark(lane) => {
                 p.text(lane_x(lane), mid + 5, "middle", &format!(r#" fill="{RED}" font-size="15""#), "✗");
@@ -1086,6 +1103,7 @@ mod svg {
     }
 }
 
+#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1512,12 +1530,16 @@ mod tests {
             let red = format!(r##"fill="#c00000" class="strong">⚠ VIOLATION {invariant}: "##);
             assert!(out.contains(&red), "{out}");
             for lane in ["app", "client", "lb", "server"] {
-                assert!(out.contains(&format!(r#"class="strong">{lane}</text>"#)), "{out}");
+                assert_eq!(out.matches(&format!(r#"class="strong">{lane}</text>"#)).count(), 2, "{out}");
             }
         }
         let first = render(&first_incident(), Format::Svg, &DiagramOptions::default());
         assert!(first.contains(">POST tools/call#2 pay call0 [s1] (c2)</text>"), "{first}");
-        assert!(first.contains(">✂</text>"), "{first}");
+        assert!(first.contains(">✂ idle cut c7 after 1m00.000s</text>"), "{first}");
+        assert!(
+            first.contains(r##"<path d="M634 "##) && first.contains(r##"stroke="#c00000""##),
+            "a red cut mark on lb: {first}"
+        );
         assert!(first.contains(r#"class="money""#), "the side effects stand out: {first}");
     }
 
@@ -1560,6 +1582,35 @@ mod tests {
         late.finish(vec![violation("no-orphaned-session", 5, "s9", "")]);
         let out = text(&late);
         assert!(out.contains(">>> VIOLATION no-orphaned-session: s9 (at 0.005s) [its row is not shown]"), "{out}");
+    }
+
+    #[test]
+    fn a_violation_lands_on_the_step_its_invariant_is_about() {
+        let mut b = TraceBuilder::new("a", "b", "c");
+        b.stored(5, "s1", 7, progress(8));
+        let outcome = ResumeOutcome::SilentHead { skipped: 3 };
+        b.server(5, StepKind::Resume { session: sid("s1"), last_event_id: eid("1-4"), stream: None, outcome });
+        b.side_effect(5, "s1", 2);
+        b.app(9, StepKind::AppSessionLost { session: sid("s1") });
+        let trace = b.finish(vec![]);
+        let loss = violation("no-silent-event-loss", 5, "s1", "");
+        assert_eq!(anchor(&loss, &trace.steps), Some(1));
+        assert_eq!(anchor(&violation("no-duplicate-execution", 5, "call0", ""), &trace.steps), Some(2));
+        assert_eq!(anchor(&violation("something-else", 5, "", ""), &trace.steps), Some(0));
+        assert_eq!(anchor(&violation("something-else", 7, "", ""), &trace.steps), Some(2), "the last step before");
+        assert_eq!(anchor(&loss, &[]), None);
+    }
+
+    #[test]
+    fn a_violating_stored_event_is_drawn_even_when_delivered() {
+        let mut b = TraceBuilder::new("a", "b", "c");
+        b.send(0, 1, Request::get(Some(sid("s1")), None));
+        b.stored(1, "s1", 0, progress(1));
+        b.event(2, 1, "1-0", progress(1));
+        let quiet = text(&b.finish(vec![]));
+        assert!(!quiet.contains("id=1-0"), "{quiet}");
+        let loud = text(&b.finish(vec![violation("no-silent-event-loss", 1, "1-0", "")]));
+        assert!(loud.contains("stored stream1#0 id=1-0 in s1"), "{loud}");
     }
 
     #[test]
