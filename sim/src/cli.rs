@@ -311,3 +311,27 @@ pub fn cmd_bench(runs: u64) -> Result<Exit, SimError> {
     crate::bench::print(&crate::bench::bench(&scenarios, runs)?);
     Ok(Exit::Clean)
 }
+
+/// `mcpsim show`: a trace as a sequence diagram.
+pub fn cmd_show(
+    path: &Path,
+    format: crate::diagram::Format,
+    collapse: bool,
+    max_rows: Option<usize>,
+    output: Option<&Path>,
+) -> Result<Exit, SimError> {
+    let trace = read_trace(path)?;
+    if let Some(out) = output {
+        check_writable(out)?;
+    }
+    let opts = crate::diagram::DiagramOptions { collapse, max_rows };
+    let drawing = crate::diagram::render(&trace, format, &opts);
+    match output {
+        Some(out) => {
+            write_file(out, &drawing)?;
+            println!("wrote {}", out.display());
+        }
+        None => print!("{drawing}"),
+    }
+    Ok(Exit::Clean)
+}

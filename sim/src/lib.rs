@@ -9,6 +9,7 @@
 mod actors;
 pub mod bench;
 pub mod cli;
+pub mod diagram;
 pub mod error;
 pub mod faults;
 pub mod logging;

@@ -77,6 +77,22 @@ enum Command {
         #[arg(long)]
         rerecord: bool,
     },
+    /// Draw a trace as a sequence diagram (client, load balancer and server lifelines).
+    Show {
+        file: PathBuf,
+        /// text, mermaid (pastes into GitHub Markdown) or svg (opens in a browser).
+        #[arg(long, default_value = "text")]
+        format: mcpsim::diagram::Format,
+        /// Draw every step, without folding runs of similar steps.
+        #[arg(long)]
+        no_collapse: bool,
+        /// Stop after this many rows.
+        #[arg(long)]
+        max_rows: Option<usize>,
+        /// Write the diagram here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// List client and server profiles, scenarios, invariants and settable keys.
     Profiles,
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
@@ -105,6 +121,9 @@ fn main() -> ExitCode {
             cli::cmd_explore(&target.args(), seeds, start_seed, &out)
         }
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),
+        Command::Show { file, format, no_collapse, max_rows, output } => {
+            cli::cmd_show(&file, format, !no_collapse, max_rows, output.as_deref())
+        }
         Command::Profiles => cli::cmd_profiles(),
         Command::Bench { runs } => cli::cmd_bench(runs),
     };

@@ -1,5 +1,6 @@
 //! A trace as a readable timeline: one line a step, simulated time first.
 
+use mcpsim_model::decision::NextAction;
 use mcpsim_model::http::Body;
 use mcpsim_model::time::format_micros;
 use mcpsim_model::trace::{ResumeOutcome, Step, StepKind, Trace};
@@ -56,10 +57,11 @@ pub fn describe(kind: &StepKind) -> String {
         ConnEnd { conn, end } => format!("{conn} ended: {end}"),
         Decision { call, outcome, action, error } => {
             let who = call.map(|c| format!("{c}: ")).unwrap_or_else(|| "standalone stream: ".into());
-            match (outcome, action, error) {
-                (_, _, Some(e)) => format!("{who}decision refused: {e}"),
-                (Some(o), Some(a), None) => format!("{who}decision {o:?} → {a:?}"),
-                _ => format!("{who}decision {outcome:?} {action:?}"),
+            let outcome = outcome.map(|o| format!("{o:?} → ")).unwrap_or_default();
+            match (action, error) {
+                (_, Some(e)) => format!("{who}decision refused: {e}"),
+                (Some(a), None) => format!("{who}{outcome}{}", describe_action(a)),
+                (None, None) => format!("{who}{outcome}no action"),
             }
         }
         Backoff { call, attempt, delay_us } => {
@@ -129,6 +131,15 @@ pub fn describe(kind: &StepKind) -> String {
             let live: Vec<String> = server_sessions.iter().map(|s| s.to_string()).collect();
             format!("run ends: client holds {c}; server sessions [{}]", live.join(", "))
         }
+    }
+}
+
+fn describe_action(action: &NextAction) -> String {
+    match action {
+        NextAction::Resume { last_event_id } => format!("resume after {last_event_id}"),
+        NextAction::Reinitialize => "re-initialize".to_string(),
+        NextAction::ResumeAtHead { head } => format!("report a gap, resume after {head}"),
+        NextAction::Stop => "stop".to_string(),
     }
 }
 
