@@ -13,6 +13,7 @@ pub mod diagram;
 pub mod error;
 pub mod faults;
 pub mod logging;
+pub mod matrix;
 pub mod net;
 pub mod recorder;
 pub mod runner;

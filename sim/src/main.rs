@@ -93,6 +93,37 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Every client × server × scenario: which invariants break, how often, and how to replay one.
+    Matrix {
+        /// Comma-separated client profiles (default: all).
+        #[arg(long, value_delimiter = ',')]
+        clients: Vec<String>,
+        /// Comma-separated server profiles (default: all).
+        #[arg(long, value_delimiter = ',')]
+        servers: Vec<String>,
+        /// Comma-separated scenarios (default: all).
+        #[arg(long, value_delimiter = ',')]
+        scenarios: Vec<String>,
+        /// Seeds per cell.
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// md, csv or json.
+        #[arg(long, default_value = "md")]
+        format: String,
+        /// Rerun with one mitigation applied (keepalive, durable-last-event-id, explicit-410,
+        /// idempotency-key, store-per-session).
+        #[arg(long)]
+        mitigate: Option<String>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Also write the compatibility document here (with a paragraph per broken cell).
+        #[arg(long)]
+        doc: Option<PathBuf>,
+        /// Where the document's traces go.
+        #[arg(long, default_value = "traces/matrix")]
+        traces: PathBuf,
+    },
     /// List client and server profiles, scenarios, invariants and settable keys.
     Profiles,
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
@@ -123,6 +154,10 @@ fn main() -> ExitCode {
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),
         Command::Show { file, format, no_collapse, max_rows, output } => {
             cli::cmd_show(&file, format, !no_collapse, max_rows, output.as_deref())
+        }
+        Command::Matrix { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces } => {
+            let args = cli::MatrixArgs { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces };
+            cli::cmd_matrix(&args)
         }
         Command::Profiles => cli::cmd_profiles(),
         Command::Bench { runs } => cli::cmd_bench(runs),

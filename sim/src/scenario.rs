@@ -3,7 +3,9 @@
 
 use crate::error::SimError;
 use crate::faults::{parse_partition, parse_times, Fault, FaultPlan, PlannedFault};
-use mcpsim_model::config::{ClientPolicy, LbConfig, Persistence, Retention, ServerPolicy, ToolSpec, Unhonourable};
+use mcpsim_model::config::{
+    ClientPolicy, LbConfig, Persistence, Retention, ServerPolicy, StoreScope, ToolSpec, Unhonourable,
+};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::profiles;
 use mcpsim_model::time::{format_duration, parse_duration, serde_duration};
@@ -99,11 +101,15 @@ pub fn describe(name: &str) -> &'static str {
     match name {
         "long-tool" => "first incident: a 5-minute silent payment tool behind a 60 s load-balancer idle timeout",
         "chatty-tool" => "second incident: a tool emitting 1 event/s while the client is cut off for 4 minutes",
-        "standalone-notify" => "server notifications every 2 s on the GET stream while the client is cut off for 2 minutes",
+        "standalone-notify" => {
+            "server notifications every 2 s on the GET stream while the client is cut off for 2 minutes"
+        }
         "expire-during-tool" => "session idle TTL (2 min) shorter than a 5-minute tool whose POST stream was cut",
         "server-restart" => "the server process restarts (in-memory state lost) 2 minutes into a 5-minute tool",
         "delete-during-tool" => "the application DELETEs its session while a 5-minute payment tool runs",
-        "two-sessions-same-request-id" => "two clients, each in its own session, call a tool with the same JSON-RPC id at once",
+        "two-sessions-same-request-id" => {
+            "two clients, each in its own session, call a tool with the same JSON-RPC id at once"
+        }
         "resume-after-completion" => "the client comes back after its 1-minute tool finished (cut off 30 s..3 min)",
         _ => "",
     }
@@ -439,6 +445,22 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| show_unhonourable(s.server.evicted_id),
+    },
+    Setting {
+        key: "server.store",
+        help: "event store scope: per-session, or shared-by-request-id (one store for all sessions)",
+        apply: |s, v| {
+            s.server.store = match v {
+                "per-session" => StoreScope::PerSession,
+                "shared-by-request-id" => StoreScope::SharedByRequestId,
+                _ => return Err(format!("{v:?} is not per-session or shared-by-request-id")),
+            };
+            Ok(())
+        },
+        show: |s| match s.server.store {
+            StoreScope::PerSession => "per-session".into(),
+            StoreScope::SharedByRequestId => "shared-by-request-id".into(),
+        },
     },
     Setting {
         key: "server.idle_ttl",
