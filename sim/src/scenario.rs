@@ -3,9 +3,7 @@
 
 use crate::error::SimError;
 use crate::faults::{parse_partition, parse_times, Fault, FaultPlan, PlannedFault};
-use mcpsim_model::config::{
-    ClientPolicy, LbConfig, Persistence, Retention, ServerPolicy, StoreScope, ToolSpec, Unhonourable,
-};
+use mcpsim_model::config::{ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::profiles;
 use mcpsim_model::time::{format_duration, parse_duration, serde_duration};
@@ -232,11 +230,12 @@ fn long_tool(mut s: Scenario) -> Scenario {
     s
 }
 
-/// The second incident: a chatty tool outlives a 4-minute cut against a 100-event buffer.
+/// The second incident: a chatty tool outlives a 4-minute cut. The buffer is the server
+/// profile's own: 100 events per stream for `reference` and `silent-head` (the incident's), the
+/// real SDKs' retention for theirs (`--set server.retention=100` forces the incident's).
 fn chatty_tool(mut s: Scenario) -> Scenario {
     s.tools = vec![tool("crawl", 420, Some(Duration::from_secs(1)), false)];
     s.calls = vec![call_at(1, 0, "crawl", 0)];
-    s.server.retention = Retention::last(100);
     s.faults = partition("60s..300s");
     s
 }
