@@ -7,11 +7,12 @@
 use crate::error::SimError;
 use crate::runner::{run, RunOutcome};
 use crate::scenario::{self, parse_override, Scenario, SETTINGS};
+use crate::search;
 use crate::timeline;
-use mcpsim_model::oracle::INVARIANTS;
+use mcpsim_model::oracle::{self, by_name, Coverage, COVERAGE_EVENTS, INVARIANTS};
 use mcpsim_model::profiles;
 use mcpsim_model::time::format_micros;
-use mcpsim_model::trace::Trace;
+use mcpsim_model::trace::{fnv1a, step_line, Trace, FNV_OFFSET};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant as WallClock;
@@ -112,6 +113,23 @@ pub fn check_writable(path: &Path) -> Result<(), SimError> {
     Ok(())
 }
 
+/// Runs one seed twice at once, on two threads, and compares the traces step by step: any state
+/// shared between runs (a global counter, a process-wide random source) shows up as a
+/// difference. Returns the first run and, if they differ, where.
+pub fn run_twice_at_once(scenario: &Scenario, seed: u64) -> Result<(RunOutcome, Option<String>), SimError> {
+    let (first, second) = std::thread::scope(|s| {
+        let first = s.spawn(|| run(scenario, seed));
+        let second = s.spawn(|| run(scenario, seed));
+        (first.join(), second.join())
+    });
+    let joined = |r: std::thread::Result<Result<RunOutcome, SimError>>| {
+        r.map_err(|_| SimError::Runtime(format!("seed {seed}: a determinism-check thread panicked")))?
+    };
+    let (first, second) = (joined(first)?, joined(second)?);
+    let difference = first_difference(&first.trace, &second.trace);
+    Ok((first, difference))
+}
+
 /// `mcpsim run`.
 pub fn cmd_run(
     args: &ScenarioArgs,
@@ -123,17 +141,19 @@ pub fn cmd_run(
     if let Some(p) = trace {
         check_writable(p)?;
     }
-    let outcome = run(&scenario, seed)?;
-    if check_determinism {
-        let again = run(&scenario, seed)?;
-        match first_difference(&outcome.trace, &again.trace) {
-            None => println!("determinism: two runs of seed {seed} gave byte-identical traces"),
+    let outcome = if check_determinism {
+        let (outcome, difference) = run_twice_at_once(&scenario, seed)?;
+        match difference {
+            None => println!("determinism: two runs of seed {seed} at once gave byte-identical traces"),
             Some(diff) => {
                 println!("determinism BROKEN for seed {seed}: {diff}");
                 return Ok(Exit::Diverged);
             }
         }
-    }
+        outcome
+    } else {
+        run(&scenario, seed)?
+    };
     if let Some(p) = trace {
         write_file(p, &outcome.trace.to_jsonl())?;
         println!("trace: {}", p.display());
@@ -141,53 +161,137 @@ pub fn cmd_run(
     Ok(if print_verdict(&scenario, seed, &outcome) { Exit::Violated } else { Exit::Clean })
 }
 
-/// The file name a found counterexample is saved under.
+/// The file name a found counterexample is saved under: invariant, profiles, family and a short
+/// hash of seed, overrides and steps (two counterexamples of one family differ in one of those).
 pub fn trace_file_name(scenario: &Scenario, invariant: &str, seed: u64, trace: &Trace) -> String {
     let (digest, _) = trace.digest();
-    format!(
-        "{invariant}--{}--{}--{}--seed{seed}-{}.jsonl",
-        scenario.client.name,
-        scenario.server.name,
-        scenario.name,
-        &digest[..8]
-    )
+    let mut h = fnv1a(FNV_OFFSET, &seed.to_le_bytes());
+    h = fnv1a(h, scenario.cli_args().as_bytes());
+    h = fnv1a(h, digest.as_bytes());
+    format!("{invariant}--{}--{}--{}--{:08x}.jsonl", scenario.client.name, scenario.server.name, scenario.name, h >> 32)
 }
 
-/// `mcpsim explore`: seeds in order until the first violation.
-pub fn cmd_explore(args: &ScenarioArgs, seeds: u64, start: u64, out: &Path) -> Result<Exit, SimError> {
+/// The flags of `mcpsim explore`.
+#[derive(Clone, Debug)]
+pub struct ExploreArgs {
+    /// Seeds to run, or with `search` the case budget.
+    pub seeds: u64,
+    /// First seed, or with `search` the generator's seed.
+    pub start_seed: u64,
+    pub out: PathBuf,
+    /// Generated cases (`search::search`) instead of the scenario's seeds.
+    pub search: bool,
+    /// With `search`: stay inside the design note's conditions of validity.
+    pub within_conditions: bool,
+    /// Only this invariant counts.
+    pub invariant: Option<String>,
+    /// Shrink what is found before saving it.
+    pub shrink: bool,
+}
+
+/// `mcpsim explore`: seeds in order (or generated cases) until the first violation, which is
+/// shrunk, saved and printed with the command that replays it.
+pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, SimError> {
     let scenario = args.build()?;
-    check_writable(&out.join("probe"))?;
+    let target = explore.invariant.as_deref();
+    if let Some(t) = target.filter(|t| by_name(t).is_none()) {
+        return Err(SimError::Usage(format!("unknown invariant {t:?} (see `mcpsim profiles`)")));
+    }
+    if explore.within_conditions && !explore.search {
+        return Err(SimError::Usage("--within-conditions needs --search".into()));
+    }
+    check_writable(&explore.out.join("probe"))?;
+    let started = WallClock::now();
+    let (found, runs, coverage) = if explore.search {
+        explore_cases(&scenario, explore, target)?
+    } else {
+        explore_seeds(&scenario, explore, target)?
+    };
+    let secs = started.elapsed().as_secs_f64();
+    let Some(found) = found else {
+        let what = if explore.search { "generated case(s)" } else { "seed(s)" };
+        println!(
+            "no violation in {runs} {what} from {} of {} ({secs:.2}s, {:.0} runs/s)",
+            explore.start_seed,
+            scenario.cli_args(),
+            runs as f64 / secs.max(1e-9)
+        );
+        print_coverage(runs, &coverage);
+        return Ok(Exit::Clean);
+    };
+    let minimal = &found.minimal;
+    let path =
+        explore.out.join(trace_file_name(&minimal.scenario, found.invariant, minimal.seed, &minimal.outcome.trace));
+    write_file(&path, &minimal.outcome.trace.to_jsonl())?;
+    print_verdict(&minimal.scenario, minimal.seed, &minimal.outcome);
+    let what = if explore.search { "case(s)" } else { "seed(s)" };
+    println!("found {} after {runs} {what} in {secs:.2}s", found.invariant);
+    if explore.shrink {
+        println!("shrunk in {} run(s): {} → {}", found.shrink_runs, found.original.size(), minimal.size());
+    } else {
+        println!("not shrunk (--no-shrink): {}", minimal.size());
+    }
+    if let Some(e) = &found.shrink_error {
+        eprintln!("warning: a shrinking candidate failed to simulate (skipped): {e}");
+    }
+    println!("trace: {}", path.display());
+    println!("timeline: {} replay {}", program(), path.display());
+    print_coverage(runs, &coverage);
+    Ok(Exit::Violated)
+}
+
+/// `explore` over the scenario's seeds: the first violation, shrunk by `search::shrink_fixed`.
+fn explore_seeds(
+    scenario: &Scenario,
+    explore: &ExploreArgs,
+    target: Option<&str>,
+) -> Result<(Option<search::Found>, u64, Coverage), SimError> {
     let started = WallClock::now();
     let mut last_report = started;
-    for (i, seed) in (start..start.saturating_add(seeds)).enumerate() {
-        let outcome = run(&scenario, seed)?;
-        if let Some(first) = outcome.violations.first() {
-            let path = out.join(trace_file_name(&scenario, first.invariant, seed, &outcome.trace));
-            write_file(&path, &outcome.trace.to_jsonl())?;
-            print_verdict(&scenario, seed, &outcome);
-            println!(
-                "found after {} run(s) in {:.2}s; trace: {}",
-                i + 1,
-                started.elapsed().as_secs_f64(),
-                path.display()
-            );
-            println!("timeline: {} replay {}", program(), path.display());
-            return Ok(Exit::Violated);
+    let mut coverage = Coverage::new();
+    for (i, seed) in (explore.start_seed..explore.start_seed.saturating_add(explore.seeds)).enumerate() {
+        let outcome = run(scenario, seed)?;
+        coverage.merge(&oracle::coverage(&outcome.trace));
+        if let Some(invariant) = search::pinned_invariant(&outcome.violations, target) {
+            let original = search::Counterexample { scenario: scenario.clone(), seed, outcome };
+            let family = Scenario::build(&scenario.name, &scenario.client.name, &scenario.server.name)?;
+            let (minimal, shrink_runs) = if explore.shrink {
+                search::shrink_fixed(&family, &original, invariant)?
+            } else {
+                (original.clone(), 0)
+            };
+            let found = search::Found { invariant, original, minimal, shrink_runs, shrink_error: None };
+            return Ok((Some(found), i as u64 + 1, coverage));
         }
         if last_report.elapsed().as_secs_f64() >= 2.0 {
             last_report = WallClock::now();
             let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
-            eprintln!("  explored {}/{seeds} seeds ({rate:.0} runs/s)", i + 1);
+            eprintln!("  explored {}/{} seeds ({rate:.0} runs/s)", i + 1, explore.seeds);
         }
     }
-    let secs = started.elapsed().as_secs_f64();
-    println!(
-        "no violation in {seeds} seed(s) {start}..{} of {} ({secs:.2}s, {:.0} runs/s)",
-        start + seeds,
-        scenario.cli_args(),
-        seeds as f64 / secs.max(1e-9)
-    );
-    Ok(Exit::Clean)
+    Ok((None, explore.seeds, coverage))
+}
+
+/// `explore --search`: generated cases, shrunk by proptest and then `search::shrink_fixed`.
+fn explore_cases(
+    scenario: &Scenario,
+    explore: &ExploreArgs,
+    target: Option<&str>,
+) -> Result<(Option<search::Found>, u64, Coverage), SimError> {
+    let space = if explore.within_conditions {
+        search::Space::within_conditions(scenario)
+    } else {
+        search::Space::for_scenario(scenario)
+    };
+    let budget = u32::try_from(explore.seeds).map_err(|_| SimError::Usage("--seeds is too large".into()))?;
+    let report = search::search_for(scenario, &space, budget, explore.start_seed, explore.shrink, target)?;
+    Ok((report.found, report.cases, report.coverage))
+}
+
+/// Coverage totals: how often each "sometimes" event happened over the runs, zeros included.
+fn print_coverage(runs: u64, coverage: &Coverage) {
+    let counts: Vec<String> = COVERAGE_EVENTS.iter().map(|e| format!("{e}={}", coverage.get(e))).collect();
+    println!("coverage over {runs} run(s): {}", counts.join(" "));
 }
 
 /// Reads and validates a trace file.
@@ -211,11 +315,13 @@ pub fn recorded_scenario(path: &Path, trace: &Trace) -> Result<Scenario, SimErro
 pub fn first_difference(recorded: &Trace, replayed: &Trace) -> Option<String> {
     for (i, (a, b)) in recorded.steps.iter().zip(&replayed.steps).enumerate() {
         if a != b {
-            return Some(format!(
-                "step {i} differs:\n  recorded: {}\n  replayed: {}",
-                timeline::line(a),
-                timeline::line(b)
-            ));
+            // The timeline rounds times to the millisecond: show the raw lines when it hides the
+            // difference.
+            let (mut ra, mut rb) = (timeline::line(a), timeline::line(b));
+            if ra == rb {
+                (ra, rb) = (step_line(a), step_line(b));
+            }
+            return Some(format!("step {i} differs:\n  recorded: {ra}\n  replayed: {rb}"));
         }
     }
     if recorded.steps.len() != replayed.steps.len() {

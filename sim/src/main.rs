@@ -54,18 +54,32 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
     },
-    /// Run seeds in order until one violates an invariant; save its trace.
+    /// Run seeds in order (or generated cases) until one violates an invariant; shrink it and
+    /// save its trace.
     Explore {
         #[command(flatten)]
         target: Target,
-        /// How many seeds to try.
+        /// How many seeds to try (with --search: how many generated cases).
         #[arg(long, default_value_t = 1000)]
         seeds: u64,
+        /// First seed (with --search: the generator's seed).
         #[arg(long, default_value_t = 0)]
         start_seed: u64,
         /// Where to write the counterexample.
         #[arg(long, default_value = "traces/found")]
         out: PathBuf,
+        /// Generate cases (parameters and fault plans, swarm-tested) instead of running seeds.
+        #[arg(long)]
+        search: bool,
+        /// With --search: keep inside the design note's conditions of validity.
+        #[arg(long, requires = "search")]
+        within_conditions: bool,
+        /// Only a violation of this invariant counts (default: any).
+        #[arg(long, value_name = "NAME")]
+        invariant: Option<String>,
+        /// Save the counterexample as found, without shrinking it.
+        #[arg(long)]
+        no_shrink: bool,
     },
     /// Re-run a recorded trace, print its timeline, and check it is byte-identical.
     Replay {
@@ -148,8 +162,10 @@ fn main() -> ExitCode {
         Command::Run { target, seed, trace, check_determinism } => {
             cli::cmd_run(&target.args(), seed, trace.as_deref(), check_determinism)
         }
-        Command::Explore { target, seeds, start_seed, out } => {
-            cli::cmd_explore(&target.args(), seeds, start_seed, &out)
+        Command::Explore { target, seeds, start_seed, out, search, within_conditions, invariant, no_shrink } => {
+            let explore =
+                cli::ExploreArgs { seeds, start_seed, out, search, within_conditions, invariant, shrink: !no_shrink };
+            cli::cmd_explore(&target.args(), &explore)
         }
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),
         Command::Show { file, format, no_collapse, max_rows, output } => {

@@ -322,6 +322,18 @@ pub fn setting(key: &str) -> Result<&'static Setting, SimError> {
     })
 }
 
+/// The key that sets every fault of a kind (`partition` → `fault.partition`); `None` for a name
+/// that is no fault kind.
+pub fn fault_setting(kind: &str) -> Option<&'static str> {
+    match kind {
+        "reset" => Some("fault.reset"),
+        "partition" => Some("fault.partition"),
+        "server-restart" => Some("fault.server_restart"),
+        "client-restart" => Some("fault.client_restart"),
+        _ => None,
+    }
+}
+
 /// Splits `key=value`.
 pub fn parse_override(text: &str) -> Result<(String, String), SimError> {
     let (k, v) = text.split_once('=').ok_or_else(|| SimError::BadOverride(text.to_string()))?;
@@ -725,6 +737,19 @@ mod tests {
         assert_eq!(s.lb.idle_timeout, Some(Duration::from_secs(125)));
         assert_eq!(s.faults.heal_time(), Duration::from_secs(120));
         assert!(s.cli_args().ends_with("--set lb.idle_timeout=125s --set fault.partition=1m..2m"));
+    }
+
+    #[test]
+    fn every_fault_kind_has_a_setting_that_shows_only_its_kind() {
+        let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let o = [("fault.reset", "10s"), ("fault.server_restart", "20s"), ("fault.client_restart", "30s")];
+        s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        for kind in Fault::KINDS {
+            let key = fault_setting(kind).unwrap_or_else(|| panic!("{kind} has no key"));
+            let shown = (setting(key).unwrap().show)(&s);
+            assert!(shown != "none" && !shown.contains(','), "{key}={shown}");
+        }
+        assert_eq!(fault_setting("meteor"), None);
     }
 
     #[test]

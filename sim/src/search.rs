@@ -5,11 +5,20 @@
 //! call them. A generated case is a list of `--set` overrides applied to a scenario family, plus
 //! a madsim seed that is drawn but never shrunk. Because a case *is* its overrides, every case —
 //! shrunk or not — replays with one `mcpsim run … --set … --seed N` command.
+//!
+//! Shrinking has two stages. proptest shrinks the generated values: fault lists element by
+//! element (dropping faults, then moving each earlier), ranges towards their low end, optional
+//! values towards `none`. Then [`shrink_fixed`] — the same pass `explore` uses on a fixed
+//! scenario — removes each fault that is left (the family's planned ones included) and drops
+//! each override, so that a parameter that does not matter ends at its simplest value: the
+//! family's own, with no override at all. Both stages keep a change only while the same seed
+//! still breaks the *same* invariant.
 
 use crate::error::SimError;
-use crate::faults::Fault;
+use crate::faults::{Fault, FaultPlan};
 use crate::runner::{run, RunOutcome};
-use crate::scenario::Scenario;
+use crate::scenario::{fault_setting, setting, Scenario};
+use mcpsim_model::oracle::{coverage, Coverage, Violation, INVARIANTS};
 use mcpsim_model::time::format_duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -20,16 +29,23 @@ use std::time::Duration;
 /// A `--set key=value` override.
 pub type Override = (String, String);
 
-/// Fault kinds a swarm-tested case enabled, each with its intensity.
+/// Fault kinds a swarm-tested case enabled, each with its intensity (the most faults of that kind
+/// the case may plan).
 pub type Swarm = BTreeMap<String, u32>;
 
+/// proptest's shrinking stops after this many runs (each run is one simulation).
+pub const MAX_SHRINK_RUNS: u32 = 1_000;
+
+/// The longest partition a case plans.
+const MAX_PARTITION: u64 = 300;
+
 /// One generated test case.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Case {
     /// `key=value` overrides applied to the family, in order.
-    pub overrides: Vec<(String, String)>,
+    pub overrides: Vec<Override>,
     /// Fault kinds enabled by swarm testing, with their intensity.
-    pub swarm: BTreeMap<String, u32>,
+    pub swarm: Swarm,
     /// The madsim seed (never shrunk).
     pub seed: u64,
 }
@@ -44,8 +60,9 @@ impl Case {
     }
 }
 
-/// How a counterexample's size is measured: faults planned, overrides set, steps run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a counterexample's size is measured: faults planned, overrides set, steps run. Ordered in
+/// that priority: fewer faults first, then fewer overrides, then a shorter run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size {
     pub faults: usize,
     pub overrides: usize,
@@ -63,6 +80,40 @@ pub fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
     Size { faults: scenario.faults.len(), overrides: scenario.overrides.len(), steps: outcome.trace.steps.len() }
 }
 
+/// A run that broke an invariant: what ran, under which seed, and what came of it.
+#[derive(Debug)]
+pub struct Counterexample {
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub outcome: RunOutcome,
+}
+
+impl Clone for Counterexample {
+    fn clone(&self) -> Self {
+        let outcome = RunOutcome { trace: self.outcome.trace.clone(), violations: self.outcome.violations.clone() };
+        Counterexample { scenario: self.scenario.clone(), seed: self.seed, outcome }
+    }
+}
+
+impl Counterexample {
+    pub fn size(&self) -> Size {
+        size(&self.scenario, &self.outcome)
+    }
+
+    /// Whether the run broke `invariant`.
+    pub fn breaks(&self, invariant: &str) -> bool {
+        self.outcome.violations.iter().any(|v| v.invariant == invariant)
+    }
+}
+
+/// The invariant a counterexample is pinned to: `target` if given and broken, otherwise the first
+/// broken one in the registry's order (most serious first: a duplicate payment before a lost
+/// event before an orphaned session), whatever the order in time.
+pub fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
+    let broken = |name: &str| violations.iter().any(|v| v.invariant == name);
+    INVARIANTS.iter().map(|i| i.name).find(|name| target.is_none_or(|t| t == *name) && broken(name))
+}
+
 /// Which parameters the search may vary, and within which bounds.
 #[derive(Clone, Debug)]
 pub struct Space {
@@ -71,9 +122,12 @@ pub struct Space {
     /// Vary environment parameters (timeouts, retention, backoff, tool timing).
     pub vary_parameters: bool,
     /// Keep parameters inside the design note's conditions of validity (ample retention, no
-    /// idle expiry, a client that keeps retrying): used to check pairs that should be safe.
+    /// idle expiry, no server restart, a client that keeps retrying): used to check pairs that
+    /// should be safe. The conditions are pinned as overrides of the base
+    /// ([`Space::constraints`]) that shrinking never drops, so a shrunk counterexample is still
+    /// inside them.
     pub within_conditions: bool,
-    /// Fault kinds the swarm may enable.
+    /// Fault kinds the swarm may enable (names of [`Fault::KINDS`]).
     pub fault_kinds: Vec<&'static str>,
     /// The most faults of one kind a case may plan.
     pub max_intensity: u32,
@@ -91,6 +145,45 @@ impl Space {
             max_intensity: 3,
         }
     }
+
+    /// The search space inside the design note's conditions of validity. It plans no server
+    /// restart: the modelled server keeps sessions and event logs in memory, so a restart
+    /// throws the buffer away and condition 2 (the server retains the buffer longer than the
+    /// client's worst reconnect) cannot hold across one.
+    pub fn within_conditions(base: &Scenario) -> Space {
+        let fault_kinds = Fault::KINDS.iter().copied().filter(|k| *k != "server-restart").collect();
+        Space { within_conditions: true, fault_kinds, ..Space::for_scenario(base) }
+    }
+
+    /// Overrides every case of this space keeps, shrunk or not: condition 2 by construction
+    /// (unbounded retention, no idle expiry, and no server restart of the family's own plan) and
+    /// a client that never gives up reconnecting. Conditions 1, 3 and 4 come from the profiles
+    /// under test.
+    pub fn constraints(&self, base: &Scenario) -> Vec<Override> {
+        if !self.within_conditions {
+            return vec![];
+        }
+        let mut pinned = vec![("server.retention", "unbounded"), ("server.idle_ttl", "none")];
+        if base.faults.faults().iter().any(|f| f.fault == Fault::ServerRestart) {
+            pinned.push(("fault.server_restart", "none"));
+        }
+        pinned.push(("client.max_attempts", "unlimited"));
+        pinned.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// The base a search of this space runs its cases on.
+    pub fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
+        let mut s = base.clone();
+        s.apply_overrides(&self.constraints(base))?;
+        Ok(s)
+    }
+
+    fn check(&self) -> Result<(), SimError> {
+        match self.fault_kinds.iter().find(|k| fault_setting(k).is_none()) {
+            Some(k) => Err(SimError::Usage(format!("unknown fault kind {k:?} (known: {})", Fault::KINDS.join(", ")))),
+            None => Ok(()),
+        }
+    }
 }
 
 fn secs(s: u64) -> String {
@@ -101,117 +194,105 @@ fn millis(ms: u64) -> String {
     format_duration(Duration::from_millis(ms))
 }
 
-/// An optional value: shrinks towards `none` (the simpler model) first.
+/// An optional value: shrinks towards `none` (the simpler model) once its value is as small as
+/// it goes.
 fn optional(inner: BoxedStrategy<String>) -> BoxedStrategy<String> {
     prop_oneof![1 => Just("none".to_string()), 3 => inner].boxed()
 }
 
+fn keyed(key: &'static str, value: impl Strategy<Value = String> + 'static) -> BoxedStrategy<Override> {
+    value.prop_map(move |v| (key.to_string(), v)).boxed()
+}
+
 /// Environment parameters, as overrides. Each shrinks towards its smallest value.
-fn parameters(space: &Space) -> BoxedStrategy<Vec<(String, String)>> {
-    let duration = (1u64..=600).prop_map(|s| ("tool.duration".to_string(), secs(s)));
-    let lb_idle = optional((10u64..=300).prop_map(secs).boxed()).prop_map(|v| ("lb.idle_timeout".to_string(), v));
-    let keepalive = optional((5u64..=90).prop_map(secs).boxed()).prop_map(|v| ("server.keepalive".to_string(), v));
-    let backoff_initial = (100u64..=5_000).prop_map(|ms| ("client.backoff_initial".to_string(), millis(ms)));
-    let backoff_max = (1u64..=60).prop_map(|s| ("client.backoff_max".to_string(), secs(s)));
-    let factor = (10u32..=30).prop_map(|f| ("client.backoff_factor".to_string(), format!("{:.1}", f as f64 / 10.0)));
-    if space.within_conditions {
-        // Condition 2 holds by construction: unbounded retention, no idle expiry, unlimited
-        // attempts. Condition 1 and 3 come from the profiles under test.
-        return (duration, lb_idle, keepalive, backoff_initial, backoff_max, factor)
-            .prop_map(|(a, b, c, d, e, f)| {
-                vec![
-                    a,
-                    b,
-                    c,
-                    d,
-                    e,
-                    f,
-                    ("server.retention".into(), "unbounded".into()),
-                    ("server.idle_ttl".into(), "none".into()),
-                    ("client.max_attempts".into(), "unlimited".into()),
-                ]
-            })
-            .boxed();
+fn parameters(space: &Space) -> BoxedStrategy<Vec<Override>> {
+    let mut params = vec![
+        keyed("tool.duration", (1u64..=600).prop_map(secs)),
+        keyed("lb.idle_timeout", optional((10u64..=300).prop_map(secs).boxed())),
+        keyed("server.keepalive", optional((5u64..=90).prop_map(secs).boxed())),
+        keyed("server.retry", optional((1u64..=30).prop_map(secs).boxed())),
+        keyed("client.backoff_initial", (100u64..=5_000).prop_map(millis)),
+        keyed("client.backoff_max", (1u64..=60).prop_map(secs)),
+        keyed("client.backoff_factor", (10u32..=30).prop_map(|f| format!("{:.1}", f64::from(f) / 10.0))),
+    ];
+    if !space.within_conditions {
+        let count_or = |none: &'static str, max: u32| prop_oneof![1 => Just(none.to_string()), 3 => (1..=max).prop_map(|n| n.to_string())];
+        params.push(keyed("server.retention", count_or("unbounded", 300)));
+        params.push(keyed("server.idle_ttl", optional((30u64..=3_600).prop_map(secs).boxed())));
+        params.push(keyed("client.max_attempts", count_or("unlimited", 30)));
     }
-    let retention = prop_oneof![1 => Just("unbounded".to_string()), 3 => (1u32..=300).prop_map(|n| n.to_string())]
-        .prop_map(|v| ("server.retention".to_string(), v));
-    let idle_ttl = optional((30u64..=3_600).prop_map(secs).boxed()).prop_map(|v| ("server.idle_ttl".to_string(), v));
-    let attempts = prop_oneof![1 => Just("unlimited".to_string()), 3 => (1u32..=30).prop_map(|n| n.to_string())]
-        .prop_map(|v| ("client.max_attempts".to_string(), v));
-    ((duration, lb_idle, keepalive, backoff_initial, backoff_max, factor), (retention, idle_ttl, attempts))
-        .prop_map(|((a, b, c, d, e, f), (g, h, i))| vec![a, b, c, d, e, f, g, h, i])
-        .boxed()
+    params.boxed()
 }
 
-/// Times of faults of one kind: between 0 and `intensity` of them.
-fn fault_times(horizon: u64, intensity: u32) -> BoxedStrategy<Vec<u64>> {
-    prop::collection::vec(0..=horizon, 0..=intensity as usize)
-        .prop_map(|mut v| {
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .boxed()
+/// Renders fault times as the value of their kind's key.
+fn times_value(mut times: Vec<u64>) -> String {
+    times.sort_unstable();
+    times.dedup();
+    if times.is_empty() {
+        return "none".to_string();
+    }
+    times.iter().map(|t| secs(*t)).collect::<Vec<_>>().join(",")
 }
 
-/// Renders fault times as the override of their kind.
-fn times_override(key: &str, times: &[u64]) -> (String, String) {
-    let v = if times.is_empty() {
-        "none".to_string()
-    } else {
-        times.iter().map(|t| secs(*t)).collect::<Vec<_>>().join(",")
-    };
-    (key.to_string(), v)
-}
-
-/// Partitions: (start, length) pairs that do not overlap, as one override.
-fn partitions_override(parts: &[(u64, u64)]) -> (String, String) {
-    let mut sorted = parts.to_vec();
-    sorted.sort_unstable();
+/// Renders `(start, length)` partitions as the value of `fault.partition`, sorted and moved apart
+/// so that they do not overlap (an overlap would merge two faults into one).
+fn partitions_value(mut parts: Vec<(u64, u64)>) -> String {
+    parts.sort_unstable();
     let mut out: Vec<String> = Vec::new();
     let mut free_from = 0;
-    for (start, len) in sorted {
+    for (start, len) in parts {
         let start = start.max(free_from);
         out.push(format!("{}..{}", secs(start), secs(start + len)));
         free_from = start + len + 1;
     }
-    let v = if out.is_empty() { "none".to_string() } else { out.join(",") };
-    ("fault.partition".to_string(), v)
+    if out.is_empty() {
+        "none".to_string()
+    } else {
+        out.join(",")
+    }
 }
 
-fn override_key(kind: &str) -> &'static str {
-    match kind {
-        "reset" => "fault.reset",
-        "server-restart" => "fault.server_restart",
-        "client-restart" => "fault.client_restart",
-        _ => "fault.partition",
-    }
+/// The faults of one kind under swarm testing: disabled (the family's own plan stays), or enabled
+/// with an intensity `n` and up to `n` faults that replace the family's (none at all is a case
+/// too). Shrinks element-wise — fewer faults, then each earlier or shorter — and then to disabled.
+fn kind_faults(kind: &'static str, horizon: u64, max: u32) -> BoxedStrategy<Option<(u32, Override)>> {
+    let key = fault_setting(kind).expect("Space::check vetted the kinds");
+    let len = 0..=max as usize;
+    let enabled: BoxedStrategy<(u32, String)> = if kind == "partition" {
+        (1..=max, prop::collection::vec((0..=horizon, 1..=MAX_PARTITION), len))
+            .prop_map(|(n, mut parts)| {
+                parts.truncate(n as usize);
+                (n, partitions_value(parts))
+            })
+            .boxed()
+    } else {
+        (1..=max, prop::collection::vec(0..=horizon, len))
+            .prop_map(|(n, mut times)| {
+                times.truncate(n as usize);
+                (n, times_value(times))
+            })
+            .boxed()
+    };
+    prop::option::of(enabled).prop_map(move |e| e.map(|(n, value)| (n, (key.to_string(), value)))).boxed()
 }
 
 /// A fault plan under swarm testing: each kind enabled with probability ½ and its own intensity.
 fn fault_plan(space: &Space) -> BoxedStrategy<(Swarm, Vec<Override>)> {
     let horizon = space.horizon.as_secs().max(1);
-    let kinds = space.fault_kinds.clone();
     let max = space.max_intensity.max(1);
-    let swarm = prop::collection::vec((any::<bool>(), 1..=max), kinds.len()).prop_map(move |draws| {
-        kinds.iter().zip(draws).filter(|(_, (on, _))| *on).map(|(k, (_, n))| (k.to_string(), n)).collect()
-    });
-    swarm
-        .prop_flat_map(move |swarm: BTreeMap<String, u32>| {
-            let per_kind: Vec<BoxedStrategy<(String, String)>> = swarm
-                .iter()
-                .map(|(kind, &n)| {
-                    if kind == "partition" {
-                        prop::collection::vec((0..=horizon, 1u64..=300), 0..=n as usize)
-                            .prop_map(|p| partitions_override(&p))
-                            .boxed()
-                    } else {
-                        let key = override_key(kind);
-                        fault_times(horizon, n).prop_map(move |t| times_override(key, &t)).boxed()
-                    }
-                })
-                .collect();
-            (Just(swarm), per_kind)
+    let kinds: Vec<_> = space.fault_kinds.iter().map(|k| kind_faults(k, horizon, max)).collect();
+    let names = space.fault_kinds.clone();
+    kinds
+        .prop_map(move |drawn| {
+            let mut swarm = Swarm::new();
+            let mut overrides = Vec::new();
+            for (kind, d) in names.iter().zip(drawn) {
+                if let Some((n, o)) = d {
+                    swarm.insert(kind.to_string(), n);
+                    overrides.push(o);
+                }
+            }
+            (swarm, overrides)
         })
         .boxed()
 }
@@ -221,7 +302,7 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
     (params, fault_plan(space), any::<u64>().no_shrink())
         .prop_map(|(mut overrides, (swarm, faults), seed)| {
-            overrides.extend(faults.into_iter().filter(|(_, v)| v != "none"));
+            overrides.extend(faults);
             Case { overrides, swarm, seed }
         })
         .boxed()
@@ -232,100 +313,338 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
 pub struct Found {
     /// The invariant the counterexample breaks (shrinking keeps it).
     pub invariant: &'static str,
-    pub original: (Scenario, u64, Size),
-    pub minimal: (Scenario, u64, RunOutcome),
-    pub cases_tried: u64,
+    /// The first failing case, as generated.
+    pub original: Counterexample,
+    /// The shrunk case (the original when shrinking was off).
+    pub minimal: Counterexample,
+    /// Runs spent shrinking.
+    pub shrink_runs: u64,
+    /// A simulation error met while shrinking (the candidate was skipped): a bug of mcpsim.
+    pub shrink_error: Option<String>,
 }
 
-/// Runs up to `cases` generated cases from a deterministic generator seeded by `rng_seed`; on the
+/// What a search did.
+#[derive(Debug)]
+pub struct SearchReport {
+    pub found: Option<Found>,
+    /// Cases run until the first violation (or the whole budget).
+    pub cases: u64,
+    /// Coverage events over those cases (shrinking runs not counted).
+    pub coverage: Coverage,
+}
+
+/// Runs up to `budget` generated cases from a deterministic generator seeded by `rng_seed`; on the
 /// first violation, shrinks it (unless `shrink` is false) keeping the same invariant broken.
 pub fn search(
     base: &Scenario,
     space: &Space,
-    cases_budget: u32,
+    budget: u32,
     rng_seed: u64,
     shrink: bool,
-) -> Result<Option<Found>, SimError> {
+) -> Result<SearchReport, SimError> {
+    search_for(base, space, budget, rng_seed, shrink, None)
+}
+
+/// What the property closure learns, carried out of proptest's `Fn` closure.
+#[derive(Default)]
+struct Learned {
+    /// The invariant pinned by the first failing case.
+    target: Option<&'static str>,
+    original: Option<Counterexample>,
+    cases: u64,
+    shrink_runs: u64,
+    coverage: Coverage,
+    /// A simulation error before anything was found: ends the search.
+    error: Option<SimError>,
+    shrink_error: Option<String>,
+}
+
+/// [`search`], counting only violations of `target` (any invariant when `None`).
+pub fn search_for(
+    base: &Scenario,
+    space: &Space,
+    budget: u32,
+    rng_seed: u64,
+    shrink: bool,
+    target: Option<&str>,
+) -> Result<SearchReport, SimError> {
+    space.check()?;
+    if let Some(t) = target.filter(|t| !INVARIANTS.iter().any(|i| i.name == *t)) {
+        return Err(SimError::Usage(format!("unknown invariant {t:?} (see `mcpsim profiles`)")));
+    }
+    let base = space.constrained(base)?;
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&rng_seed.to_le_bytes());
     let config = Config {
-        cases: cases_budget,
-        max_shrink_iters: if shrink { 2_000 } else { 0 },
+        cases: budget,
+        max_shrink_iters: if shrink { MAX_SHRINK_RUNS } else { 0 },
         failure_persistence: None,
         ..Config::default()
     };
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
-    // proptest's test closure is `Fn`: interior mutability carries what we learn out of it.
-    let target: RefCell<Option<&'static str>> = RefCell::new(None);
-    let first: RefCell<Option<(Scenario, u64, Size)>> = RefCell::new(None);
-    let tried = RefCell::new(0u64);
-    let error: RefCell<Option<SimError>> = RefCell::new(None);
-    let result = runner.run(&cases(space), |case| {
-        *tried.borrow_mut() += 1;
-        let scenario = case.scenario(base).map_err(|e| TestCaseError::reject(e.to_string()))?;
-        let outcome = match run(&scenario, case.seed) {
-            Ok(o) => o,
-            Err(e) => {
-                *error.borrow_mut() = Some(e);
-                return Err(TestCaseError::fail("simulation error"));
-            }
-        };
-        let names: Vec<&'static str> = outcome.violations.iter().map(|v| v.invariant).collect();
-        let mut target = target.borrow_mut();
-        match *target {
-            None if !names.is_empty() => {
-                *target = Some(names[0]);
-                *first.borrow_mut() = Some((scenario.clone(), case.seed, size(&scenario, &outcome)));
-                Err(TestCaseError::fail(names[0]))
-            }
-            Some(t) if names.contains(&t) => Err(TestCaseError::fail(t)),
-            _ => Ok(()),
-        }
-    });
-    if let Some(e) = error.into_inner() {
+    let learned = RefCell::new(Learned::default());
+    let result = runner.run(&cases(space), |case| try_case(&base, &case, target, &mut learned.borrow_mut()));
+    let mut learned = learned.into_inner();
+    if let Some(e) = learned.error.take() {
         return Err(e);
     }
-    let cases_tried = tried.into_inner();
-    match result {
-        Ok(()) => Ok(None),
-        Err(TestError::Abort(reason)) => Err(SimError::Runtime(format!("search aborted: {reason}"))),
-        Err(TestError::Fail(_, minimal)) => {
-            let invariant = target.into_inner().expect("a failure was recorded with its invariant");
-            let original = first.into_inner().expect("a failure was recorded with its scenario");
-            let scenario = minimal.scenario(base)?;
-            let outcome = run(&scenario, minimal.seed)?;
-            Ok(Some(Found { invariant, original, minimal: (scenario, minimal.seed, outcome), cases_tried }))
+    let report = |found| SearchReport { found, cases: learned.cases, coverage: learned.coverage.clone() };
+    let minimal = match result {
+        Ok(()) => return Ok(report(None)),
+        Err(TestError::Abort(reason)) => return Err(SimError::Runtime(format!("search aborted: {reason}"))),
+        Err(TestError::Fail(_, minimal)) => minimal,
+    };
+    let invariant = learned.target.expect("a failure pins its invariant");
+    let original = learned.original.take().expect("a failure keeps its case");
+    let scenario = minimal.scenario(&base)?;
+    let outcome = run(&scenario, minimal.seed)?;
+    let mut minimal = Counterexample { scenario, seed: minimal.seed, outcome };
+    let mut shrink_runs = learned.shrink_runs + 1;
+    if shrink {
+        let (smaller, runs) = shrink_fixed(&base, &minimal, invariant)?;
+        minimal = smaller;
+        shrink_runs += runs;
+    }
+    let shrink_error = learned.shrink_error.take();
+    Ok(report(Some(Found { invariant, original, minimal, shrink_runs, shrink_error })))
+}
+
+/// The property: one case runs; it fails when it breaks the pinned invariant (or, before one is
+/// pinned, any invariant — which pins it).
+fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Learned) -> Result<(), TestCaseError> {
+    let searching = learned.target.is_none();
+    if searching {
+        learned.cases += 1;
+    } else {
+        learned.shrink_runs += 1;
+    }
+    let ran = case.scenario(base).and_then(|s| run(&s, case.seed).map(|o| (s, o)));
+    let (scenario, outcome) = match ran {
+        Ok(ran) => ran,
+        Err(e) if searching => {
+            learned.error = Some(e);
+            return Err(TestCaseError::fail("simulation error"));
         }
+        Err(e) => {
+            // A shrinking candidate that cannot run is not the failure we are shrinking.
+            learned.shrink_error.get_or_insert_with(|| format!("{e} ({case:?})"));
+            return Err(TestCaseError::reject("simulation error"));
+        }
+    };
+    if searching {
+        learned.coverage.merge(&coverage(&outcome.trace));
+    }
+    let wanted = learned.target.or(target);
+    match pinned_invariant(&outcome.violations, wanted) {
+        Some(invariant) if searching => {
+            learned.target = Some(invariant);
+            learned.original = Some(Counterexample { scenario, seed: case.seed, outcome });
+            Err(TestCaseError::fail(invariant))
+        }
+        Some(invariant) => Err(TestCaseError::fail(invariant)),
+        None => Ok(()),
     }
 }
 
-/// Shrinks a fixed scenario's counterexample without a generator (for `explore` over seeds):
-/// drops overrides and faults one at a time, and halves durations, keeping each change only
-/// while the same seed still breaks the same invariant. Returns the smallest scenario found.
-pub fn shrink_fixed(scenario: &Scenario, seed: u64, invariant: &str) -> Result<(Scenario, RunOutcome), SimError> {
-    let breaks = |s: &Scenario| -> Result<Option<RunOutcome>, SimError> {
-        let o = run(s, seed)?;
-        Ok(o.violations.iter().any(|v| v.invariant == invariant).then_some(o))
-    };
-    let base = Scenario::build(&scenario.name, &scenario.client.name, &scenario.server.name)?;
-    let mut best = scenario.clone();
-    let mut best_outcome =
-        breaks(&best)?.ok_or_else(|| SimError::Runtime("the counterexample no longer breaks".into()))?;
-    let mut improved = true;
-    while improved {
-        improved = false;
-        for i in 0..best.overrides.len() {
-            let mut fewer = best.overrides.clone();
-            fewer.remove(i);
-            let mut candidate = base.clone();
-            candidate.apply_overrides(&fewer)?;
-            if let Some(o) = breaks(&candidate)? {
-                best = candidate;
-                best_outcome = o;
-                improved = true;
-                break;
+/// Shrinks a counterexample without a generator: removes each planned fault (the family's own
+/// too, with an override such as `fault.partition=none`) and drops each override `found` added
+/// to `base`, keeping a change while the same seed still breaks `invariant` and the [`Size`]
+/// (faults, then overrides, then steps) gets smaller. `base`'s own overrides are kept: they are
+/// what the search was asked to explore. Returns the smallest counterexample and the runs spent.
+pub fn shrink_fixed(
+    base: &Scenario,
+    found: &Counterexample,
+    invariant: &str,
+) -> Result<(Counterexample, u64), SimError> {
+    if !found.breaks(invariant) {
+        return Err(SimError::Runtime(format!("the counterexample to shrink does not break {invariant}")));
+    }
+    let kept = base.overrides.len();
+    if found.scenario.overrides.get(..kept) != Some(&base.overrides[..]) {
+        return Err(SimError::Runtime("the counterexample was not built on this base".into()));
+    }
+    let mut best = found.clone();
+    let mut runs = 0;
+    'improve: loop {
+        let added = best.scenario.overrides[kept..].to_vec();
+        for candidate in smaller_candidates(&best.scenario, &added)? {
+            let mut scenario = base.clone();
+            scenario.apply_overrides(&candidate)?;
+            scenario.swarm = best.scenario.swarm.clone();
+            let best_size = best.size();
+            if (scenario.faults.len(), scenario.overrides.len()) > (best_size.faults, best_size.overrides) {
+                continue;
+            }
+            runs += 1;
+            let outcome = run(&scenario, best.seed)?;
+            let tried = Counterexample { scenario, seed: best.seed, outcome };
+            if tried.breaks(invariant) && tried.size() < best_size {
+                best = tried;
+                continue 'improve;
+            }
+        }
+        return Ok((best, runs));
+    }
+}
+
+/// The override lists one step smaller than `added` on `scenario`: each fault removed (fewest
+/// faults come first), then each override dropped.
+fn smaller_candidates(scenario: &Scenario, added: &[Override]) -> Result<Vec<Vec<Override>>, SimError> {
+    let mut out = Vec::new();
+    let faults = scenario.faults.faults();
+    for i in 0..faults.len() {
+        let kind = faults[i].fault.kind();
+        let key = fault_setting(kind).expect("every fault kind has a key");
+        let mut without = scenario.clone();
+        without.faults =
+            FaultPlan::new(faults.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, f)| f.clone()).collect());
+        let value = (setting(key)?.show)(&without);
+        let mut candidate: Vec<Override> = added.iter().filter(|(k, _)| k != key).cloned().collect();
+        candidate.push((key.to_string(), value));
+        out.push(candidate);
+    }
+    for i in 0..added.len() {
+        let mut fewer = added.to_vec();
+        fewer.remove(i);
+        out.push(fewer);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+
+    fn long_tool() -> Scenario {
+        Scenario::build("long-tool", "reference", "reference").unwrap()
+    }
+
+    #[test]
+    fn generated_cases_are_valid_scenarios_that_record_their_swarm() {
+        let base = long_tool();
+        let space = Space::for_scenario(&base);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let strategy = cases(&space);
+        for _ in 0..200 {
+            let case = strategy.new_tree(&mut runner).unwrap().current();
+            let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+            assert_eq!(s.swarm.as_ref(), Some(&case.swarm));
+            for kind in s.faults.faults().iter().map(|f| f.fault.kind()) {
+                assert!(case.swarm.contains_key(kind), "{kind} planned but not enabled: {case:?}");
+            }
+            for (kind, n) in &case.swarm {
+                let planned = s.faults.faults().iter().filter(|f| f.fault.kind() == kind).count();
+                assert!(planned <= *n as usize, "{kind}: {planned} faults above intensity {n}");
             }
         }
     }
-    Ok((best, best_outcome))
+
+    #[test]
+    fn fault_lists_shrink_element_wise_to_nothing_and_parameters_to_their_low_end() {
+        let base = long_tool();
+        let space = Space::for_scenario(&base);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let strategy = cases(&space);
+        // Shrink as far as it goes, accepting every simplification (a property that always fails).
+        let mut tree = (0..50)
+            .map(|_| strategy.new_tree(&mut runner).unwrap())
+            .find(|t| t.current().swarm.len() >= 2)
+            .expect("some case enables two kinds");
+        while tree.simplify() {}
+        let minimal = tree.current();
+        assert!(minimal.swarm.is_empty(), "every kind ends disabled: {minimal:?}");
+        let values: BTreeMap<&str, &str> = minimal.overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(values["tool.duration"], "1s");
+        assert_eq!(values["lb.idle_timeout"], "none");
+        assert_eq!(values["client.backoff_initial"], "100ms");
+        assert_eq!(values["server.retention"], "unbounded");
+        assert!(!values.keys().any(|k| k.starts_with("fault.")), "{values:?}");
+    }
+
+    #[test]
+    fn partitions_never_overlap_and_times_are_sorted() {
+        assert_eq!(partitions_value(vec![(100, 50), (0, 10), (120, 5)]), "0s..10s,100s..150s,151s..156s");
+        assert_eq!(partitions_value(vec![]), "none");
+        assert_eq!(times_value(vec![90, 30, 30]), "30s,90s");
+    }
+
+    #[test]
+    fn the_pinned_invariant_is_the_most_serious_or_the_target() {
+        let v = |name: &'static str, at: u64| Violation {
+            invariant: name,
+            at: mcpsim_model::time::Instant(at),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        let found = [v("no-orphaned-session", 1), v("no-duplicate-execution", 2)];
+        assert_eq!(pinned_invariant(&found, None), Some("no-duplicate-execution"));
+        assert_eq!(pinned_invariant(&found, Some("no-orphaned-session")), Some("no-orphaned-session"));
+        assert_eq!(pinned_invariant(&found, Some("every-call-resolves")), None);
+        assert_eq!(pinned_invariant(&[], None), None);
+    }
+
+    #[test]
+    fn within_conditions_pins_condition_two_and_never_varies_it() {
+        let base = long_tool();
+        let space = Space::within_conditions(&base);
+        let constrained = space.constrained(&base).unwrap();
+        assert_eq!(constrained.server.retention.max_events, None);
+        assert_eq!(constrained.server.idle_ttl, None);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let case = cases(&space).new_tree(&mut runner).unwrap().current();
+        assert!(case.overrides.iter().all(|(k, _)| k != "server.retention" && k != "server.idle_ttl"));
+    }
+
+    #[test]
+    fn an_unknown_fault_kind_or_invariant_is_refused_before_any_run() {
+        let base = long_tool();
+        let space = Space { fault_kinds: vec!["meteor"], ..Space::for_scenario(&base) };
+        assert!(matches!(search(&base, &space, 1, 0, false), Err(SimError::Usage(_))));
+        let space = Space::for_scenario(&base);
+        assert!(matches!(search_for(&base, &space, 1, 0, false, Some("nope")), Err(SimError::Usage(_))));
+    }
+
+    #[test]
+    fn shrink_fixed_removes_faults_and_overrides_that_do_not_matter() {
+        // The naive client re-runs the payment after the load balancer's idle cut: a partition and
+        // a slower backoff change nothing about that.
+        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let mut scenario = base.clone();
+        let extra = [("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")];
+        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let outcome = run(&scenario, 1).unwrap();
+        let found = Counterexample { scenario, seed: 1, outcome };
+        assert!(found.breaks("no-duplicate-execution"));
+        let (minimal, runs) = shrink_fixed(&base, &found, "no-duplicate-execution").unwrap();
+        assert!(minimal.breaks("no-duplicate-execution"));
+        assert_eq!((minimal.size().faults, minimal.size().overrides), (0, 0), "{:?}", minimal.scenario.overrides);
+        assert!(runs >= 2);
+    }
+
+    #[test]
+    fn shrink_fixed_removes_a_planned_fault_it_cannot_drop_with_an_override() {
+        // The base itself plans a reset (as a family plans its faults): it stays in the base's
+        // overrides, and the shrunk scenario removes it with `fault.reset=none` instead.
+        let mut base = Scenario::build("long-tool", "naive", "reference").unwrap();
+        base.apply_overrides(&[("fault.reset".into(), "4m".into())]).unwrap();
+        let outcome = run(&base, 2).unwrap();
+        let found = Counterexample { scenario: base.clone(), seed: 2, outcome };
+        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution").unwrap();
+        assert!(minimal.breaks("no-duplicate-execution"));
+        assert!(minimal.scenario.faults.is_empty());
+        let tail = &minimal.scenario.overrides[1..];
+        assert_eq!(tail, [("fault.reset".to_string(), "none".to_string())]);
+    }
+
+    #[test]
+    fn shrink_fixed_keeps_the_fault_the_violation_needs() {
+        let base = Scenario::build("chatty-tool", "reference", "silent-head").unwrap();
+        let outcome = run(&base, 0).unwrap();
+        let found = Counterexample { scenario: base.clone(), seed: 0, outcome };
+        let (minimal, runs) = shrink_fixed(&base, &found, "no-silent-event-loss").unwrap();
+        // The 4-minute partition is the whole incident: removing it was tried and refused.
+        assert_eq!(runs, 1);
+        assert_eq!(minimal.size(), found.size());
+    }
 }

@@ -4,7 +4,8 @@
 //! verdicts say nothing about it.
 
 use super::execution::duplicate_executions;
-use crate::trace::{ResumeOutcome, StepKind, Trace};
+use crate::ids::{RequestId, SessionId};
+use crate::trace::{ResumeOutcome, SessionEndReason, StepKind, Trace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -20,6 +21,9 @@ pub const COVERAGE_EVENTS: &[&str] = &[
     SILENT_RESUME,
     UNKNOWN_OUTCOME,
     DUPLICATE_EXECUTION,
+    SESSION_EXPIRED,
+    SESSION_DELETED,
+    REQUEST_ID_SHARED,
 ];
 
 /// A resumption replayed at least one event.
@@ -42,6 +46,14 @@ const SILENT_RESUME: &str = "silent-resume";
 const UNKNOWN_OUTCOME: &str = "unknown-outcome";
 /// A non-idempotent call ran twice (what `no-duplicate-execution` reports).
 const DUPLICATE_EXECUTION: &str = "duplicate-execution";
+
+/// The server expired a session that sat idle past its TTL.
+const SESSION_EXPIRED: &str = "session-expired";
+/// A session ended on the application's `DELETE`.
+const SESSION_DELETED: &str = "session-deleted";
+/// A tool ran for a JSON-RPC request id another session had already run a tool for: the case a
+/// store keyed by request id alone gets wrong.
+const REQUEST_ID_SHARED: &str = "request-id-shared";
 
 /// How often each coverage event happened. Always holds every event of [`COVERAGE_EVENTS`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -89,6 +101,7 @@ pub fn coverage(trace: &Trace) -> Coverage {
     let mut sessions_per_client: BTreeMap<&str, u32> = BTreeMap::new();
     let mut last_retry_ms: Option<u64> = None;
     let mut restarts_awaiting_result = 0;
+    let mut first_session_of_request: BTreeMap<RequestId, &SessionId> = BTreeMap::new();
     for step in &trace.steps {
         match &step.kind {
             StepKind::Resume { outcome, .. } => count_resume(&mut cov, outcome),
@@ -106,6 +119,13 @@ pub fn coverage(trace: &Trace) -> Coverage {
             StepKind::AppResult { .. } => {
                 cov.add(SERVER_RESTART_SURVIVED, restarts_awaiting_result);
                 restarts_awaiting_result = 0;
+            }
+            StepKind::SessionEnded { reason: SessionEndReason::IdleExpired, .. } => cov.add(SESSION_EXPIRED, 1),
+            StepKind::SessionEnded { reason: SessionEndReason::Deleted, .. } => cov.add(SESSION_DELETED, 1),
+            StepKind::SideEffect { session, request, .. }
+                if *first_session_of_request.entry(*request).or_insert(session) != session =>
+            {
+                cov.add(REQUEST_ID_SHARED, 1)
             }
             _ => {}
         }
@@ -174,18 +194,26 @@ mod tests {
             .server(StepKind::ServerStart { epoch: 1 })
             .server(session_created(&b, "app"))
             .server(side_effect(&b, 1, 0))
+            .server(side_effect(&b, 1, 0))
             .app(app_unknown(0))
             .app(app_result(0, &b, None))
+            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::IdleExpired })
+            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::Deleted })
+            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
             .build();
         let cov = coverage(&trace);
+        // Request #1 ran in A, then twice in B: B's runs share A's id (counted once per run).
         let expected: Vec<(&str, u32)> = vec![
             ("duplicate-execution", 1),
             ("gap-reported", 1),
             ("lb-idle-cut", 1),
+            ("request-id-shared", 2),
             ("resume-attached", 2),
             ("resume-replayed", 1),
             ("retry-honoured", 1),
             ("server-restart-survived", 1),
+            ("session-deleted", 1),
+            ("session-expired", 1),
             ("session-reinitialized", 1),
             ("silent-resume", 2),
             ("unknown-outcome", 1),

@@ -1,0 +1,51 @@
+//! Helpers shared by the integration tests: which seeds a seed sweep runs, how many cases a
+//! property runs, and the command that replays a failure.
+//!
+//! - `MCPSIM_SEEDS=N` runs seeds `0..N` instead of a sweep's default.
+//! - `MCPSIM_SEED=K` runs only seed `K` (it wins over `MCPSIM_SEEDS`).
+//! - `PROPTEST_CASES=N` runs N generated cases per property instead of the default.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use mcpsim::cli::replay_command;
+use mcpsim::search::Counterexample;
+use mcpsim::Scenario;
+
+/// The seeds a sweep runs: `default` seeds from 0 unless the environment says otherwise.
+pub fn seeds(default: u64) -> Vec<u64> {
+    let var = |name: &str| std::env::var(name).ok();
+    seeds_from(var("MCPSIM_SEED").as_deref(), var("MCPSIM_SEEDS").as_deref(), default)
+}
+
+/// [`seeds`] with the two variables given: `one` is `MCPSIM_SEED`, `many` is `MCPSIM_SEEDS`.
+pub fn seeds_from(one: Option<&str>, many: Option<&str>, default: u64) -> Vec<u64> {
+    if let Some(k) = one {
+        return vec![number("MCPSIM_SEED", k)];
+    }
+    let n = many.map_or(default, |n| number("MCPSIM_SEEDS", n));
+    (0..n).collect()
+}
+
+/// Generated cases per property: `PROPTEST_CASES` or `default`.
+pub fn cases(default: u32) -> u32 {
+    match std::env::var("PROPTEST_CASES") {
+        Ok(n) => u32::try_from(number("PROPTEST_CASES", &n)).unwrap_or(u32::MAX),
+        Err(_) => default,
+    }
+}
+
+fn number(name: &str, text: &str) -> u64 {
+    text.trim().parse().unwrap_or_else(|_| panic!("{name}={text:?} is not a number"))
+}
+
+/// The command that replays one seed of a scenario (overrides included).
+pub fn replay(scenario: &Scenario, seed: u64) -> String {
+    replay_command(scenario, seed)
+}
+
+/// How a counterexample reads in a failure message: its verdict and the command that replays it.
+pub fn describe(found: &Counterexample) -> String {
+    let verdict: Vec<String> =
+        found.outcome.violations.iter().map(|v| format!("  {} at {}: {}", v.invariant, v.at, v.detail)).collect();
+    format!("{}\nreplay: {}", verdict.join("\n"), replay(&found.scenario, found.seed))
+}
