@@ -105,8 +105,9 @@ struct Unsafe {
     within: u32,
 }
 
-/// Budgets are about twice the most cases needed over generator seeds 0..20 (see the report of
-/// the search issue); the search itself is deterministic.
+/// Budgets are about twice the most cases any of generator seeds 0..20 needed (measured with
+/// `explore --search --invariant NAME --no-shrink --start-seed 0..=19`, most cases in brackets);
+/// the test runs seed 0, and the search is deterministic.
 const UNSAFE: &[Unsafe] = &[
     // The first incident: a reset is fatal, the naive client re-initializes and re-sends.
     Unsafe {
@@ -114,7 +115,7 @@ const UNSAFE: &[Unsafe] = &[
         server: "reference",
         scenario: "long-tool",
         invariant: "no-duplicate-execution",
-        within: 8,
+        within: 16, // [6]
     },
     // The second incident: an evicted Last-Event-ID resumes silently at the head.
     Unsafe {
@@ -122,28 +123,28 @@ const UNSAFE: &[Unsafe] = &[
         server: "silent-head",
         scenario: "chatty-tool",
         invariant: "no-silent-event-loss",
-        within: 64,
+        within: 100, // [53]
     },
     Unsafe {
         client: "naive",
         server: "reference",
         scenario: "server-restart",
         invariant: "no-duplicate-execution",
-        within: 8,
+        within: 12, // [5]
     },
     Unsafe {
         client: "reference",
         server: "ts-sdk",
         scenario: "standalone-notify",
         invariant: "no-silent-event-loss",
-        within: 8,
+        within: 12, // [5]
     },
     Unsafe {
         client: "ts-sdk",
         server: "reference",
         scenario: "server-restart",
         invariant: "no-orphaned-session",
-        within: 8,
+        within: 12, // [5]
     },
     // The silent-head answer on a finished stream: the result was skipped too, and the client
     // resumes again and again without ever resolving the call.
@@ -152,7 +153,7 @@ const UNSAFE: &[Unsafe] = &[
         server: "silent-head",
         scenario: "chatty-tool",
         invariant: "every-call-resolves",
-        within: 80,
+        within: 180, // [91]
     },
 ];
 

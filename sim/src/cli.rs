@@ -225,7 +225,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     write_file(&path, &minimal.outcome.trace.to_jsonl())?;
     print_verdict(&minimal.scenario, minimal.seed, &minimal.outcome);
     let what = if explore.search { "case(s)" } else { "seed(s)" };
-    println!("found {} after {runs} {what} in {secs:.2}s", found.invariant);
+    println!("found {} after {runs} {what} ({secs:.2}s wall, shrinking included)", found.invariant);
     if explore.shrink {
         println!("shrunk in {} run(s): {} → {}", found.shrink_runs, found.original.size(), minimal.size());
     } else {

@@ -189,9 +189,14 @@ impl Scenario {
             .unwrap_or(Duration::ZERO)
     }
 
-    /// The liveness deadline: every call must have resolved by then.
+    /// The liveness deadline: every call must have resolved by then. A call's tool may only
+    /// start once the faults heal — a cut-off client cannot send it, a restarted server runs it
+    /// again — so each call gets its whole (worst-case) duration from `max(issued, healed)`.
     pub fn liveness_deadline(&self) -> Duration {
-        self.faults.heal_time().max(self.last_tool_due()) + self.liveness_grace
+        let heal = self.faults.heal_time();
+        let due =
+            |c: &CallSpec| self.tool(&c.tool).map(|t| c.at.max(heal) + t.duration.mul_f64(1.0 + self.tool_jitter));
+        self.calls.iter().filter_map(due).max().unwrap_or_default().max(heal) + self.liveness_grace
     }
 
     /// A run never lasts longer than this in simulated time.
@@ -705,9 +710,19 @@ mod tests {
                     let sc = Scenario::build(name, c, s).unwrap();
                     assert!(!sc.calls.is_empty() && !sc.tools.is_empty());
                     assert!(sc.liveness_deadline() > sc.last_tool_due());
+                    assert!(sc.liveness_deadline() >= sc.faults.heal_time() + sc.liveness_grace);
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_call_cut_off_until_the_faults_heal_gets_its_whole_tool_duration_after_them() {
+        let mut s = Scenario::build("resume-after-completion", "reference", "reference").unwrap();
+        s.apply_overrides(&[("tool.jitter".into(), "0".into()), ("fault.partition".into(), "0s..400s".into())])
+            .unwrap();
+        // The 60 s tool cannot start before 400 s: the deadline is 400 + 60 + the 5-minute grace.
+        assert_eq!(s.liveness_deadline(), Duration::from_secs(400 + 60 + 300));
     }
 
     #[test]

@@ -258,16 +258,18 @@ fn partitions_value(mut parts: Vec<(u64, u64)>) -> String {
 fn kind_faults(kind: &'static str, horizon: u64, max: u32) -> BoxedStrategy<Option<(u32, Override)>> {
     let key = fault_setting(kind).expect("Space::check vetted the kinds");
     let len = 0..=max as usize;
+    // The list before the intensity: it shrinks first, to the faults that matter, and the
+    // intensity then comes down to their number.
     let enabled: BoxedStrategy<(u32, String)> = if kind == "partition" {
-        (1..=max, prop::collection::vec((0..=horizon, 1..=MAX_PARTITION), len))
-            .prop_map(|(n, mut parts)| {
+        (prop::collection::vec((0..=horizon, 1..=MAX_PARTITION), len), 1..=max)
+            .prop_map(|(mut parts, n)| {
                 parts.truncate(n as usize);
                 (n, partitions_value(parts))
             })
             .boxed()
     } else {
-        (1..=max, prop::collection::vec(0..=horizon, len))
-            .prop_map(|(n, mut times)| {
+        (prop::collection::vec(0..=horizon, len), 1..=max)
+            .prop_map(|(mut times, n)| {
                 times.truncate(n as usize);
                 (n, times_value(times))
             })
@@ -560,6 +562,27 @@ mod tests {
         assert_eq!(values["client.backoff_initial"], "100ms");
         assert_eq!(values["server.retention"], "unbounded");
         assert!(!values.keys().any(|k| k.starts_with("fault.")), "{values:?}");
+    }
+
+    #[test]
+    fn a_fault_list_shrinks_to_the_one_fault_that_matters_at_its_earliest() {
+        // A stand-in property that fails whenever a reset falls in 100s..=200s: shrinking must
+        // end with that one reset, at 100 s, with intensity 1 and every other kind disabled.
+        let base = long_tool();
+        let space = Space { vary_parameters: false, ..Space::for_scenario(&base) };
+        let config = Config { failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let result = runner.run(&cases(&space), |case| {
+            let s = case.scenario(&base).expect("valid");
+            let window = |f: &crate::faults::PlannedFault| (100..=200).contains(&f.at.as_secs());
+            match s.faults.faults().iter().any(|f| f.fault == Fault::Reset && window(f)) {
+                true => Err(TestCaseError::fail("a reset in the window")),
+                false => Ok(()),
+            }
+        });
+        let Err(TestError::Fail(_, minimal)) = result else { panic!("never failed: {result:?}") };
+        assert_eq!(minimal.overrides, [("fault.reset".to_string(), "100s".to_string())]);
+        assert_eq!(minimal.swarm, Swarm::from([("reset".to_string(), 1)]));
     }
 
     #[test]

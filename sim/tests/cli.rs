@@ -155,8 +155,10 @@ fn explore_search_saves_the_shrunk_trace_and_its_replay_command_reproduces_it() 
         "--scenario",
         "long-tool",
         "--search",
+        "--invariant",
+        "no-duplicate-execution",
         "--seeds",
-        "8",
+        "16",
         "--out",
         path(&dir),
     ]);
