@@ -249,6 +249,11 @@ impl Server {
         self.sessions.keys().cloned().collect()
     }
 
+    /// True while a tool runs (orphaned ones included): the simulator waits for them to end.
+    pub fn is_busy(&self) -> bool {
+        !self.running.is_empty()
+    }
+
     /// Appends a server notification to every live session's standalone stream, stored even
     /// when no GET is attached.
     pub fn notify_all(&mut self, now: Instant) {
