@@ -29,11 +29,10 @@ fn verdict(outcome: &RunOutcome) -> String {
 
 #[test]
 fn the_naive_client_executes_the_long_tool_twice() {
+    // The first incident: it shows at seed 0 already; any seed in 0..1000 will do.
     let s = scenario("naive", "reference", "long-tool");
     let found = (0..1000).find(|seed| violated(&run_ok(&s, *seed)).contains(&"no-duplicate-execution"));
-    let seed = found
-        .unwrap_or_else(|| panic!("no seed in 0..1000 violated no-duplicate-execution\nfirst seed: {}", replay(&s, 0)));
-    assert_eq!(seed, 0, "the first incident should show at once; it took until {}", replay(&s, seed));
+    assert!(found.is_some(), "no seed in 0..1000 violated no-duplicate-execution\nfirst seed: {}", replay(&s, 0));
 }
 
 #[test]
@@ -73,12 +72,49 @@ fn the_reference_server_reports_the_gap_in_the_chatty_tool() {
 
 #[test]
 fn a_seed_gives_the_same_trace_every_time() {
-    for (client, server, name) in [("naive", "reference", "long-tool"), ("reference", "silent-head", "chatty-tool")] {
-        let s = scenario(client, server, name);
+    let every_fault = [
+        ("fault.partition", "20s..40s"),
+        ("fault.reset", "70s"),
+        ("fault.server_restart", "100s"),
+        ("fault.client_restart", "130s"),
+    ];
+    let mut faulty = scenario("reference", "reference", "long-tool");
+    faulty.apply_overrides(&every_fault.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+    for s in [scenario("naive", "reference", "long-tool"), scenario("reference", "silent-head", "chatty-tool"), faulty]
+    {
         let first = run_ok(&s, 7).trace.to_jsonl();
         let again = run_ok(&s, 7).trace.to_jsonl();
         assert!(first == again, "seed 7 gave two different traces\nreplay: {}", replay(&s, 7));
         let other = run_ok(&s, 8).trace.to_jsonl();
         assert_ne!(first, other, "seeds 7 and 8 gave the same trace: the seed does not reach the run");
     }
+}
+
+#[test]
+fn every_fault_of_the_plan_is_recorded_and_the_run_ends_once() {
+    let mut s = scenario("reference", "reference", "long-tool");
+    let o = [("fault.partition", "20s..40s"), ("fault.server_restart", "100s"), ("fault.client_restart", "130s")];
+    s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+    let outcome = run_ok(&s, 3);
+    let steps = &outcome.trace.steps;
+    let faults: Vec<&str> = steps
+        .iter()
+        .filter_map(|st| match &st.kind {
+            StepKind::Fault { fault } => Some(fault.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(faults, ["partition 20s..40s", "server-restart at 100s", "client-restart at 130s"]);
+    let epochs: Vec<u32> = steps
+        .iter()
+        .filter_map(|st| match st.kind {
+            StepKind::ServerStart { epoch } => Some(epoch),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(epochs, [0, 1], "the restarted server is the next epoch");
+    let liveness = steps.iter().position(|st| matches!(st.kind, StepKind::Liveness { .. })).expect("a liveness step");
+    assert_eq!(steps[liveness].t, 130_000_000, "liveness starts when the last fault is over");
+    assert!(matches!(steps.last().map(|st| &st.kind), Some(StepKind::RunEnd { .. })), "the run ends with RunEnd");
+    assert!(steps.windows(2).all(|w| w[0].t <= w[1].t && w[0].seq + 1 == w[1].seq), "steps in time order, numbered");
 }
