@@ -118,3 +118,47 @@ fn every_fault_of_the_plan_is_recorded_and_the_run_ends_once() {
     assert!(matches!(steps.last().map(|st| &st.kind), Some(StepKind::RunEnd { .. })), "the run ends with RunEnd");
     assert!(steps.windows(2).all(|w| w[0].t <= w[1].t && w[0].seq + 1 == w[1].seq), "steps in time order, numbered");
 }
+
+#[test]
+fn overlapping_partitions_keep_the_link_down_until_the_last_heals() {
+    let mut s = scenario("reference", "reference", "long-tool");
+    s.apply_overrides(&[("client.backoff_max".into(), "2s".into())]).unwrap();
+    for window in ["10s..30s", "20s..40s"] {
+        s.faults.push(mcpsim::faults::parse_partition(window).unwrap());
+    }
+    let outcome = run_ok(&s, 1);
+    let secs = |t: u64| t as f64 / 1e6;
+    let refused_while_second_holds = outcome.trace.steps.iter().any(|st| {
+        matches!(st.kind, StepKind::ConnEnd { end: mcpsim_model::http::ConnEnd::Refused, .. })
+            && (30.5..40.0).contains(&secs(st.t))
+    });
+    let answered_inside = outcome
+        .trace
+        .steps
+        .iter()
+        .any(|st| matches!(st.kind, StepKind::Response { .. }) && (10.0..40.0).contains(&secs(st.t)));
+    assert!(refused_while_second_holds && !answered_inside, "the link healed early\nreplay: {}", replay(&s, 1));
+    assert!(outcome.violations.is_empty(), "violated:\n{}replay: {}", verdict(&outcome), replay(&s, 1));
+}
+
+#[test]
+fn server_notifications_flow_until_the_liveness_phase() {
+    let mut s = scenario("reference", "reference", "chatty-tool");
+    s.notify_interval = Some(std::time::Duration::from_secs(10));
+    let outcome = run_ok(&s, 2);
+    let at: Vec<u64> = outcome
+        .trace
+        .steps
+        .iter()
+        .filter(|st| {
+            matches!(
+                &st.kind,
+                StepKind::EventStored { message: Some(mcpsim_model::http::ServerMessage::Notification { .. }), .. }
+            )
+        })
+        .map(|st| st.t)
+        .collect();
+    let heal = s.faults.heal_time().as_micros() as u64;
+    assert!(!at.is_empty(), "no notification was stored\nreplay: {}", replay(&s, 2));
+    assert!(at.iter().all(|t| *t < heal && t % 10_000_000 < 1_000), "notifications at {at:?}");
+}

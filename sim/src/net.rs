@@ -95,9 +95,27 @@ impl FrameReader {
         }
     }
 
+    /// Every whole frame that has arrived, as one run of bytes, and how many frames it holds:
+    /// what a proxy forwards in one write. `None` at end of stream.
+    pub async fn next_frames<R: AsyncRead + Unpin>(&mut self, stream: &mut R) -> io::Result<Option<(&[u8], usize)>> {
+        let Some(first) = self.next(stream).await?.map(<[u8]>::len) else { return Ok(None) };
+        let (mut len, mut count) = (first, 1);
+        while let Some(more) = self.frame_at(self.start + len)? {
+            len += more;
+            count += 1;
+        }
+        self.returned = len;
+        Ok(Some((&self.buf[self.start..self.start + len], count)))
+    }
+
     /// The length of the whole frame at the front of the buffer, if it has fully arrived.
     fn whole_frame(&self) -> io::Result<Option<usize>> {
-        let unread = &self.buf[self.start..];
+        self.frame_at(self.start)
+    }
+
+    /// The length of the whole frame starting at `at`, if it has fully arrived.
+    fn frame_at(&self, at: usize) -> io::Result<Option<usize>> {
+        let unread = &self.buf[at..];
         let Some(prefix) = unread.get(..HEADER) else { return Ok(None) };
         let len = u32::from_be_bytes(prefix.try_into().expect("a 4-byte slice")) as usize;
         if len > MAX_FRAME {
@@ -172,6 +190,25 @@ mod tests {
             assert_eq!(got_request, request, "piece {piece}");
             assert_eq!(got_frames, frames, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn frames_that_arrived_together_come_out_together() {
+        let mut bytes = Vec::new();
+        for f in [Frame::Comment, Frame::Comment, Frame::End] {
+            encode(&f, &mut bytes);
+        }
+        let whole = bytes.len();
+        bytes.extend_from_slice(&[0, 0]);
+        let mut stream = Trickle { data: bytes, at: 0, piece: 1 << 20 };
+        let (len, count, then) = block_on(async {
+            let mut reader = FrameReader::new();
+            let (run, count) = reader.next_frames(&mut stream).await.unwrap().unwrap();
+            let len = run.len();
+            (len, count, reader.next_frames(&mut stream).await.map(|r| r.map(|(_, n)| n)))
+        });
+        assert_eq!((len, count), (whole, 3));
+        assert_eq!(then.unwrap_err().kind(), io::ErrorKind::UnexpectedEof, "the 2 stray bytes are half a prefix");
     }
 
     #[test]

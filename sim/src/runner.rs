@@ -6,7 +6,7 @@
 //! phase when the faults heal, and stops the run once every call resolved and no tool runs (plus
 //! a settle period), or at the scenario's time limit.
 
-use crate::actors::injector::{self, Nodes};
+use crate::actors::injector::{self, Link};
 use crate::actors::{self, World, CLIENT_NODE, LB_NODE, SERVER_NODE};
 use crate::error::SimError;
 use crate::logging;
@@ -108,7 +108,7 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
 
 /// The runner's task: nodes up, agenda, stop condition, final record.
 async fn drive(world: &Arc<World>) {
-    let nodes = start_nodes(world).await;
+    let mut link = start_nodes(world).await;
     let scenario = &world.scenario;
     let heal = Instant(micros(scenario.faults.heal_time()));
     let limit = Instant(micros(scenario.time_limit()));
@@ -118,7 +118,7 @@ async fn drive(world: &Arc<World>) {
         let now = world.rec.now();
         while let Some((_, item)) = agenda.front().copied().filter(|(at, _)| *at <= now) {
             agenda.pop_front();
-            carry_out(world, nodes, item);
+            carry_out(world, &mut link, item);
         }
         settle_until = if now >= heal && is_quiet(world) { Some(settle_until.unwrap_or(now + SETTLE)) } else { None };
         if now >= limit || settle_until.is_some_and(|end| now >= end) {
@@ -135,11 +135,11 @@ async fn drive(world: &Arc<World>) {
     finish(world);
 }
 
-fn carry_out(world: &Arc<World>, nodes: Nodes, item: Agenda) {
+fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     let faults = world.scenario.faults.faults();
     match item {
-        Agenda::Heal(_) => injector::heal(nodes),
-        Agenda::Fault(i) => injector::apply(world, nodes, &faults[i]),
+        Agenda::Heal(_) => link.heal(),
+        Agenda::Fault(i) => injector::apply(world, link, &faults[i]),
         Agenda::Liveness => {
             let deadline = micros(world.scenario.liveness_deadline());
             world.rec.record(Actor::Run, StepKind::Liveness { deadline });
@@ -166,12 +166,12 @@ fn finish(world: &Arc<World>) {
 }
 
 /// Server and load balancer first; the client once both listen, so its first connect finds them.
-async fn start_nodes(world: &Arc<World>) -> Nodes {
+async fn start_nodes(world: &Arc<World>) -> Link {
     start_node(world, SERVER_NODE, SERVER_IP, actors::server::main);
     let lb = start_node(world, LB_NODE, LB_IP, actors::lb::main);
     world.listening.acquire_many(2).await.expect("the semaphore is never closed").forget();
     let client = start_node(world, CLIENT_NODE, CLIENT_IP, actors::client::main);
-    Nodes { client: client.id(), lb: lb.id() }
+    Link::new(client.id(), lb.id())
 }
 
 fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F) -> NodeHandle

@@ -12,45 +12,63 @@ use madsim::task::NodeId;
 use mcpsim_model::trace::{Actor, StepKind};
 use std::sync::Arc;
 
-/// The nodes faults act on.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Nodes {
-    pub client: NodeId,
-    pub lb: NodeId,
+/// The client↔load-balancer link, which partitions cut.
+#[derive(Debug)]
+pub(crate) struct Link {
+    client: NodeId,
+    lb: NodeId,
+    /// Partitions in force: plans may overlap them, and the link heals when the last one ends.
+    partitions: u32,
+}
+
+impl Link {
+    pub(crate) fn new(client: NodeId, lb: NodeId) -> Self {
+        Link { client, lb, partitions: 0 }
+    }
+
+    fn partition(&mut self) {
+        self.partitions += 1;
+        if self.partitions == 1 {
+            self.clog(true);
+        }
+    }
+
+    /// A partition ends; the link carries traffic again once no other one is in force.
+    pub(crate) fn heal(&mut self) {
+        self.partitions = self.partitions.saturating_sub(1);
+        if self.partitions == 0 {
+            tracing::info!("partition healed");
+            self.clog(false);
+        }
+    }
+
+    /// Both directions. A clogged link refuses new connections at once; established streams
+    /// would only stall, which is why a partition also resets them.
+    fn clog(&self, clogged: bool) {
+        let net = NetSim::current();
+        for (src, dst) in [(self.client, self.lb), (self.lb, self.client)] {
+            if clogged {
+                net.clog_link(src, dst);
+            } else {
+                net.unclog_link(src, dst);
+            }
+        }
+    }
 }
 
 /// Applies one planned fault, recording it first.
-pub(crate) fn apply(world: &Arc<World>, nodes: Nodes, planned: &PlannedFault) {
+pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault) {
     tracing::info!(fault = %planned, "applying fault");
     world.rec.record(Actor::Fault, StepKind::Fault { fault: planned.to_string() });
     match planned.fault {
         Fault::Reset => reset_client_connections(world),
         Fault::Partition { .. } => {
             // Clog first: the client's reconnects after the reset must find the link down.
-            clog(nodes, true);
+            link.partition();
             reset_client_connections(world);
         }
         Fault::ServerRestart => restart_server(world),
         Fault::ClientRestart => restart_client(world),
-    }
-}
-
-/// Ends a partition: the link carries traffic again.
-pub(crate) fn heal(nodes: Nodes) {
-    tracing::info!("partition healed");
-    clog(nodes, false);
-}
-
-/// Both directions of the client↔load-balancer link. A clogged link refuses new connections at
-/// once; established streams would only stall, which is why a partition also resets them.
-fn clog(nodes: Nodes, clogged: bool) {
-    let net = NetSim::current();
-    for (src, dst) in [(nodes.client, nodes.lb), (nodes.lb, nodes.client)] {
-        if clogged {
-            net.clog_link(src, dst);
-        } else {
-            net.unclog_link(src, dst);
-        }
     }
 }
 
