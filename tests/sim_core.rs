@@ -162,3 +162,15 @@ fn server_notifications_flow_until_the_liveness_phase() {
     assert!(!at.is_empty(), "no notification was stored\nreplay: {}", replay(&s, 2));
     assert!(at.iter().all(|t| *t < heal && t % 10_000_000 < 1_000), "notifications at {at:?}");
 }
+
+#[test]
+fn the_trace_header_alone_replays_the_run() {
+    let mut s = scenario("reference", "reference", "long-tool");
+    s.apply_overrides(&[("fault.server_restart".into(), "90s".into())]).unwrap();
+    let text = run_ok(&s, 11).trace.to_jsonl();
+    let parsed = mcpsim_model::trace::Trace::parse(&text).expect("the simulator writes readable traces");
+    let rebuilt: Scenario =
+        serde_json::from_value(parsed.header.scenario["scenario"].clone()).expect("the header holds the scenario");
+    assert_eq!(rebuilt, s);
+    assert!(run_ok(&rebuilt, parsed.header.seed).trace.to_jsonl() == text, "replay: {}", replay(&s, 11));
+}
