@@ -46,6 +46,27 @@ pub struct ServerPolicy {
     /// Honour `ToolCall::idempotency_key` across sessions: a repeated key returns the first
     /// execution's result instead of running the side effect again (an extension; a mitigation).
     pub honour_idempotency_keys: bool,
+    /// Whether the server keeps protocol sessions (every revision up to 2025-11-25). `false` is the
+    /// 2026-07-28 revision: `initialize` is answered without a session id (and no session is
+    /// created), requests are served whatever `Mcp-Session-Id` they carry or lack (never a 400 or
+    /// 404 for the session), and there is neither a standalone stream nor resumption, so every
+    /// `GET` and `DELETE` is answered `405 Method Not Allowed` (the answer the earlier revisions
+    /// already allow for a server without them; a 404 would tell a session-ful client its session
+    /// died). Its event ids are prefixed with the process epoch: with no session to scope them,
+    /// that keeps them unique across restarts.
+    #[serde(default = "yes")]
+    pub sessions: bool,
+    /// Whether the end of the connection carrying a request's stream cancels the request's tool
+    /// (`ToolEnded { end: Cancelled }`; the side effect, executed at the start, stays). The
+    /// 2026-07-28 revision's rule ("closing a response stream is cancellation"); the earlier ones
+    /// say the opposite, so `false` for every session-ful profile.
+    #[serde(default)]
+    pub disconnect_cancels: bool,
+}
+
+/// Serde default of the fields that are `true` unless a profile says otherwise.
+const fn yes() -> bool {
+    true
 }
 
 /// Event-id encodings of the real servers.
@@ -208,6 +229,12 @@ pub struct ClientPolicy {
     pub open_standalone_stream: bool,
     /// Send an idempotency key with every tool call (an extension; a mitigation).
     pub send_idempotency_keys: bool,
+    /// Whether the client runs the session handshake (every revision up to 2025-11-25). `false` is
+    /// the 2026-07-28 revision: no `initialize` is needed, so the client is ready at once and sends
+    /// every request without `Mcp-Session-Id`. Against a server that requires sessions each
+    /// request then gets 400, which fails its call.
+    #[serde(default = "yes")]
+    pub sessions: bool,
 }
 
 /// How a client reacts to a stream that ends before its response.
@@ -223,6 +250,13 @@ pub enum CloseHandling {
     ReinitializeAndResend,
     /// The real SDKs' rules, each a field.
     Sdk(SdkRules),
+    /// The 2026-07-28 revision's client: a stream is never resumed. When a call's stream ends
+    /// before its response (a reset, a refused connection, a 5xx, a close without the response),
+    /// the request is issued again as a new POST with a new JSON-RPC id and the same call key,
+    /// after the reconnect backoff and within its attempts; when they are spent, a non-idempotent
+    /// call ends as unknown outcome (it ran at least once, maybe more), an idempotent one as an
+    /// error. Any other status fails the call. Execution is at-least-once.
+    ReissueWithNewId,
 }
 
 /// The close rules of the real SDK clients.

@@ -252,8 +252,9 @@ pub enum ErrorCode {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {
     pub code: ErrorCode,
-    /// With `resume-window-exceeded`: the newest event id the stream holds, where the client may
-    /// resume from (the head).
+    /// With `resume-window-exceeded`: the newest event id the server no longer holds. Resuming
+    /// after it replays every event still held, so events after the client's last id up to this
+    /// one are exactly what was lost. (With `unknown-event-id`: the newest id the stream holds.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_event_id: Option<EventId>,
 }

@@ -9,10 +9,10 @@ const fn secs(s: u64) -> Duration {
 }
 
 /// Client profile names, in the order `mcpsim profiles` lists them.
-pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp"];
+pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
 
 /// Server profile names, in the order `mcpsim profiles` lists them.
-pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sdk", "rmcp"];
+pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
 
 /// One line on each profile, for `mcpsim profiles`.
 pub fn describe(name: &str) -> &'static str {
@@ -23,6 +23,9 @@ pub fn describe(name: &str) -> &'static str {
         "ts-sdk" => "TypeScript @modelcontextprotocol/sdk 1.32.2",
         "py-sdk" => "Python mcp 2.3.0",
         "rmcp" => "Rust rmcp 3.11.0",
+        "stateless-2026" => {
+            "contrast: 2026-07-28 revision, no sessions or resumption; a break cancels, the client re-issues"
+        }
         _ => "",
     }
 }
@@ -47,6 +50,7 @@ pub fn client(name: &str) -> Option<ClientPolicy> {
             request_timeout: None,
             open_standalone_stream: false,
             send_idempotency_keys: false,
+            sessions: true,
         },
         "naive" => ClientPolicy {
             name: name.into(),
@@ -65,6 +69,7 @@ pub fn client(name: &str) -> Option<ClientPolicy> {
             request_timeout: None,
             open_standalone_stream: false,
             send_idempotency_keys: false,
+            sessions: true,
         },
         "ts-sdk" => ClientPolicy {
             name: name.into(),
@@ -87,6 +92,7 @@ pub fn client(name: &str) -> Option<ClientPolicy> {
             request_timeout: Some(secs(60)),
             open_standalone_stream: true,
             send_idempotency_keys: false,
+            sessions: true,
         },
         "py-sdk" => ClientPolicy {
             name: name.into(),
@@ -109,6 +115,7 @@ pub fn client(name: &str) -> Option<ClientPolicy> {
             request_timeout: None,
             open_standalone_stream: true,
             send_idempotency_keys: false,
+            sessions: true,
         },
         "rmcp" => ClientPolicy {
             name: name.into(),
@@ -131,6 +138,28 @@ pub fn client(name: &str) -> Option<ClientPolicy> {
             request_timeout: None,
             open_standalone_stream: true,
             send_idempotency_keys: false,
+            sessions: true,
+        },
+        // No session, no standalone stream, no resumption: a broken stream is re-issued with a
+        // new id after the same backoff as the reference client's (the revision names none).
+        "stateless-2026" => ClientPolicy {
+            name: name.into(),
+            close_handling: CloseHandling::ReissueWithNewId,
+            persistence: Persistence::Volatile,
+            reconnect: ReconnectPolicy {
+                initial: secs(1),
+                factor: 2.0,
+                max: secs(30),
+                max_attempts: Some(5),
+                counter_reset: CounterReset::OnSuccessfulReconnect,
+                retry_field: RetryField::Ignore,
+                first_immediate: false,
+                jitter: 0.2,
+            },
+            request_timeout: None,
+            open_standalone_stream: false,
+            send_idempotency_keys: false,
+            sessions: false,
         },
         _ => return None,
     };
@@ -156,6 +185,8 @@ pub fn server(name: &str) -> Option<ServerPolicy> {
         delete_unknown_status: 404,
         second_get: SecondGet::Reject409,
         honour_idempotency_keys: false,
+        sessions: true,
+        disconnect_cancels: false,
     };
     let p = match name {
         "reference" => reference,
@@ -197,6 +228,17 @@ pub fn server(name: &str) -> Option<ServerPolicy> {
             second_get: SecondGet::Accept,
             ..reference
         },
+        // No sessions (so no expiry and no DELETE), no GET: nothing is kept for a resumption, no
+        // priming event hands out a cursor, and the end of a POST's connection cancels its tool.
+        // No keep-alives either, so an idle load balancer cuts a silent tool's stream.
+        "stateless-2026" => ServerPolicy {
+            retention: Retention { max_events: None, window: None, drop_on_response: true },
+            priming: Priming { post: false, standalone: false, resume: false },
+            idle_ttl: None,
+            sessions: false,
+            disconnect_cancels: true,
+            ..reference
+        },
         _ => return None,
     };
     Some(ServerPolicy { name: name.into(), ..p })
@@ -227,5 +269,32 @@ mod tests {
         assert_eq!(s.retention.max_events, Some(100));
         assert_eq!(client("naive").unwrap().close_handling, CloseHandling::ReinitializeAndResend);
         assert_eq!(client("reference").unwrap().persistence, Persistence::Durable);
+    }
+
+    #[test]
+    fn the_stateless_profiles_drop_sessions_resumption_and_keepalives() {
+        let (c, s) = (client("stateless-2026").unwrap(), server("stateless-2026").unwrap());
+        assert!(!c.sessions && !c.open_standalone_stream);
+        assert_eq!(c.close_handling, CloseHandling::ReissueWithNewId);
+        assert!(!s.sessions && s.disconnect_cancels);
+        assert_eq!((s.priming.post, s.keepalive, s.idle_ttl), (false, None, None));
+        for n in CLIENT_NAMES.iter().filter(|n| **n != "stateless-2026") {
+            assert!(client(n).unwrap().sessions, "{n}");
+        }
+        for n in SERVER_NAMES.iter().filter(|n| **n != "stateless-2026") {
+            let p = server(n).unwrap();
+            assert!(p.sessions && !p.disconnect_cancels, "{n}");
+        }
+    }
+
+    #[test]
+    fn policies_written_before_the_stateless_fields_still_read_as_session_ful() {
+        let mut old = serde_json::to_value(server("reference").unwrap()).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        assert!(fields.remove("sessions").is_some() && fields.remove("disconnect_cancels").is_some());
+        assert_eq!(serde_json::from_value::<ServerPolicy>(old).unwrap(), server("reference").unwrap());
+        let mut old = serde_json::to_value(client("ts-sdk").unwrap()).unwrap();
+        assert!(old.as_object_mut().unwrap().remove("sessions").is_some());
+        assert_eq!(serde_json::from_value::<ClientPolicy>(old).unwrap(), client("ts-sdk").unwrap());
     }
 }

@@ -9,6 +9,12 @@
 //!
 //! Call order: `handle_request`/`handle_disconnect` as things arrive, then drain `poll_output`;
 //! sleep until `poll_timeout`, call `handle_timeout(now)` and drain again. `now` never goes back.
+//!
+//! Without sessions (`ServerPolicy::sessions == false`, the 2026-07-28 revision) every request is
+//! served in one implicit context named by the empty session id, the name the client gives the
+//! session when it holds none: it is never created, expired or reported as a session, and every
+//! `GET` and `DELETE` is answered 405. A session-ful client still works against such a server: its
+//! `initialize` is answered without a session id, so it sends its later requests without one.
 
 use crate::config::{DeleteRule, EventIdScheme, IdleRule, SecondGet, ServerPolicy, StoreScope, ToolSpec, Unhonourable};
 use crate::http::{
@@ -146,6 +152,11 @@ impl Located {
     const NOWHERE: Located = Located { key: None, target: None, position: Position::Unknown };
 }
 
+/// The implicit context a server without sessions serves every request in. It is the name a
+/// client holding no session gives its streams (`Client::app_session`), so that the events the
+/// server records and those the application is handed name the same session.
+const NO_SESSION: SessionId = SessionId(String::new());
+
 /// A duration a timer can repeat at: zero (or sub-microsecond) intervals would never advance.
 fn repeating(d: Option<Duration>) -> Option<Duration> {
     d.filter(|d| micros(*d) > 0)
@@ -177,6 +188,10 @@ impl Server {
             crashed: false,
         };
         server.record(StepKind::ServerStart { epoch });
+        if !server.policy.sessions {
+            let context = server.new_session(&NO_SESSION);
+            server.sessions.insert(NO_SESSION, context);
+        }
         server
     }
 
@@ -193,9 +208,15 @@ impl Server {
     }
 
     /// The peer closed `conn` (client gone, load balancer cut). Only the connection goes: its
-    /// stream's tool keeps running and its events keep being stored.
+    /// stream's tool keeps running and its events keep being stored; unless the policy says a
+    /// disconnect cancels (`disconnect_cancels`), when the tools of the streams it carried are
+    /// cancelled.
     pub fn handle_disconnect(&mut self, now: Instant, conn: ConnId) {
+        let cancelled = if self.policy.disconnect_cancels { self.tools_streamed_on(conn) } else { Vec::new() };
         if let Some(session) = self.forget_conn(conn) {
+            for id in cancelled {
+                self.cancel_tool(now, id);
+            }
             self.touch_idle(now, &session, false);
         }
     }
@@ -234,9 +255,10 @@ impl Server {
                 end: ToolEnd::Lost,
             });
         }
-        for session in std::mem::take(&mut self.sessions).into_keys() {
+        for session in self.live_sessions() {
             self.record(StepKind::SessionEnded { session, reason: SessionEndReason::ServerRestart });
         }
+        self.sessions.clear();
         for conn in std::mem::take(&mut self.conns).into_keys() {
             self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
         }
@@ -244,8 +266,11 @@ impl Server {
         self.crashed = true;
     }
 
-    /// Sessions the server still knows.
+    /// Sessions the server still knows (none for a server without sessions).
     pub fn live_sessions(&self) -> Vec<SessionId> {
+        if !self.policy.sessions {
+            return Vec::new();
+        }
         self.sessions.keys().cloned().collect()
     }
 
@@ -273,6 +298,9 @@ impl Server {
         let Some(body) = request.body else {
             return self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, request.session);
         };
+        if !self.policy.sessions {
+            return self.handle_sessionless_post(now, conn, body);
+        }
         if let (ClientMessage::Initialize { id, client }, None) = (&body, &request.session) {
             return self.initialize(now, conn, *id, client);
         }
@@ -292,7 +320,27 @@ impl Server {
         self.touch_idle(now, &session, true);
     }
 
+    /// A POST to a server without sessions: served whatever session header it carries, in the
+    /// one implicit context. `initialize` is answered like any request, with no session id.
+    fn handle_sessionless_post(&mut self, now: Instant, conn: ConnId, body: ClientMessage) {
+        match body {
+            ClientMessage::Initialize { id, .. } => {
+                let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+                self.respond_json(conn, head, ServerMessage::InitializeResult { request: id });
+            }
+            ClientMessage::Initialized => self.respond_status(conn, ResponseHead::status(Status::ACCEPTED)),
+            ClientMessage::CallTool { id, call } => self.call_tool(now, conn, &NO_SESSION, id, call),
+            ClientMessage::Cancelled { request } => {
+                self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
+                self.cancel_request(now, &NO_SESSION, request);
+            }
+        }
+    }
+
     fn handle_get(&mut self, now: Instant, conn: ConnId, request: Request) {
+        if !self.policy.sessions {
+            return self.reject(conn, Status::METHOD_NOT_ALLOWED, ErrorCode::Other, None);
+        }
         let Some(session) = self.live_session(conn, request.session, Status::NOT_FOUND) else { return };
         match request.last_event_id {
             Some(id) => self.resume(now, conn, &session, id),
@@ -302,6 +350,9 @@ impl Server {
     }
 
     fn handle_delete(&mut self, now: Instant, conn: ConnId, request: Request) {
+        if !self.policy.sessions {
+            return self.reject(conn, Status::METHOD_NOT_ALLOWED, ErrorCode::Other, None);
+        }
         let unknown = Status(self.policy.delete_unknown_status);
         let Some(session) = self.live_session(conn, request.session, unknown) else { return };
         self.end_session(now, &session, SessionEndReason::Deleted);
@@ -330,8 +381,18 @@ impl Server {
 
     fn initialize(&mut self, now: Instant, conn: ConnId, request: RequestId, client: &str) {
         let id = self.mint_session_id();
+        let session = self.new_session(&id);
+        self.sessions.insert(id.clone(), session);
+        self.record(StepKind::SessionCreated { session: id.clone(), client: client.to_string() });
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: Some(id.clone()), error: None };
+        self.respond_json(conn, head, ServerMessage::InitializeResult { request });
+        self.touch_idle(now, &id, true);
+    }
+
+    /// A session's state before its first request: its standalone stream, nothing else.
+    fn new_session(&self, id: &SessionId) -> Session {
         let standalone = SessionStream {
-            key: self.log_key(&id, StreamNo::STANDALONE, None),
+            key: self.log_key(id, StreamNo::STANDALONE, None),
             label: match self.policy.event_ids {
                 EventIdScheme::TsSdk => GET_STREAM_KEY.to_string(),
                 _ => String::new(),
@@ -340,17 +401,12 @@ impl Server {
             attached: None,
             finished: false,
         };
-        let session = Session {
+        Session {
             streams: BTreeMap::from([(StreamNo::STANDALONE, standalone)]),
             post_streams: 0,
             notifications: 0,
             idle_since: None,
-        };
-        self.sessions.insert(id.clone(), session);
-        self.record(StepKind::SessionCreated { session: id.clone(), client: client.to_string() });
-        let head = ResponseHead { status: Status::OK, body: Body::Json, session: Some(id.clone()), error: None };
-        self.respond_json(conn, head, ServerMessage::InitializeResult { request });
-        self.touch_idle(now, &id, true);
+        }
     }
 
     fn mint_session_id(&mut self) -> SessionId {
@@ -497,6 +553,19 @@ impl Server {
         }
     }
 
+    /// The running tools whose streams `conn` carries.
+    fn tools_streamed_on(&self, conn: ConnId) -> Vec<u64> {
+        let Some(open) = self.conns.get(&conn) else { return Vec::new() };
+        let Some(session) = self.sessions.get(&open.session) else { return Vec::new() };
+        let carried: Vec<StreamNo> =
+            session.streams.iter().filter(|(_, s)| s.attached == Some(conn)).map(|(n, _)| *n).collect();
+        self.running
+            .iter()
+            .filter(|(_, t)| t.session == open.session && !t.orphaned && carried.contains(&t.stream))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     fn cancel_tool(&mut self, now: Instant, id: u64) {
         let Some(tool) = self.running.remove(&id) else { return };
         self.record(StepKind::ToolEnded {
@@ -558,6 +627,10 @@ impl Server {
 
     /// Re-evaluates the idle countdown after something changed; a finished request restarts it.
     fn touch_idle(&mut self, now: Instant, session: &SessionId, request: bool) {
+        // Without sessions there is nothing to expire.
+        if !self.policy.sessions {
+            return;
+        }
         let held = self.holds_session(session);
         let Some(state) = self.sessions.get_mut(session) else { return };
         if held {
@@ -589,7 +662,7 @@ impl Server {
         let located = self.locate(now, session, &last_event_id);
         let resumption = Resumption { conn, session: session.clone(), last_event_id, located };
         match resumption.located.position {
-            Position::Retained(seq) => self.replay(now, &resumption, seq),
+            Position::Honourable(seq) => self.replay(now, &resumption, seq),
             Position::Evicted(seq) => self.unhonourable(now, &resumption, self.policy.evicted_id, Some(seq)),
             Position::Unknown => self.unhonourable(now, &resumption, self.policy.unknown_id, None),
         }
@@ -636,7 +709,11 @@ impl Server {
                 let status = if rule == Unhonourable::Gone410 { Status::GONE } else { Status::CONFLICT };
                 let code =
                     if given_seq.is_some() { ErrorCode::ResumeWindowExceeded } else { ErrorCode::UnknownEventId };
-                let head = log.and_then(|log| log.head_id());
+                // The head named is the newest event the server no longer holds: resuming after
+                // it replays everything still held, so the reported gap is exactly the loss.
+                // (Naming the newest event instead would make the client skip held events, and
+                // the tool's result with them when the stream has finished.)
+                let head = log.and_then(|log| if given_seq.is_some() { log.last_evicted_id() } else { log.head_id() });
                 self.record_resume(r, ResumeOutcome::Rejected { status, head: head.clone() });
                 let error = ErrorBody { code, head_event_id: head };
                 self.respond_status(r.conn, ResponseHead::error(status, error));
@@ -724,7 +801,14 @@ impl Server {
         let scheme = self.policy.event_ids;
         let rng = &mut self.rng;
         let new = NewEvent { session: session.clone(), call, message };
-        let event = self.store.append(&key, now, new, |seq| mint_event_id(scheme, stream, &label, seq, now, rng));
+        let epoch = (!self.policy.sessions).then_some(self.epoch);
+        let event = self.store.append(&key, now, new, |seq| {
+            let id = mint_event_id(scheme, stream, &label, seq, now, rng);
+            match epoch {
+                Some(epoch) => EventId(format!("{epoch}.{id}")),
+                None => id,
+            }
+        });
         self.record(StepKind::EventStored {
             session: session.clone(),
             stream,
@@ -1157,7 +1241,8 @@ mod tests {
     #[test]
     fn the_reference_server_answers_an_evicted_id_with_410_naming_the_head() {
         let (mut s, session, out) = evicted_resume(policy("reference"));
-        let head = Some(EventId::from("1-200"));
+        // The head is the newest event no longer held: 1-101 ..= 1-200 are still held.
+        let head = Some(EventId::from("1-100"));
         assert_eq!(
             resume_outcome(&out),
             (Some(StreamNo(1)), ResumeOutcome::Rejected { status: Status::GONE, head: head.clone() })
@@ -1165,9 +1250,10 @@ mod tests {
         let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: head };
         assert_eq!(frames(&out, GET), vec![Frame::Head(ResponseHead::error(Status::GONE, error)), Frame::End]);
         assert_eq!(closes(&out, GET), vec![false]);
-        // Resuming at the head it named works and continues live.
-        let out = resume(&mut s, at_ms(200_600), OTHER, &session, &EventId::from("1-200"));
-        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 0 });
+        // Resuming at the head it named replays everything still held, then continues live.
+        let out = resume(&mut s, at_ms(200_600), OTHER, &session, &EventId::from("1-100"));
+        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 100 });
+        assert_eq!(ids(&events(&out, OTHER))[..2], ["1-101", "1-102"]);
         let live = drive_until(&mut s, at(201));
         assert_eq!(events(&live, OTHER)[0].data, progress(201));
         // An id never issued is unknown, with its own code.
@@ -1191,7 +1277,7 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_head_resume_of_a_finished_stream_ends_without_the_result() {
+    fn a_resume_right_before_the_oldest_held_event_loses_nothing_even_if_its_id_was_evicted() {
         let mut p = policy("silent-head");
         p.retention = Retention::last(1);
         let mut s = server(p);
@@ -1199,9 +1285,11 @@ mod tests {
         let _ = call(&mut s, at(0), POST, &session, "quick");
         s.handle_disconnect(at(1), POST);
         let _ = drive_until(&mut s, at(3));
+        // 1-0 (priming) is evicted, but the result after it is held: nothing is lost.
         let out = resume(&mut s, at(3), GET, &session, &EventId::from("1-0"));
-        assert_eq!(resume_outcome(&out).1, ResumeOutcome::SilentHead { skipped: 1 });
-        assert_eq!(frames(&out, GET), vec![Frame::Head(ResponseHead::event_stream()), Frame::End]);
+        assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 1 });
+        assert_eq!(frames(&out, GET).last(), Some(&Frame::End));
+        assert!(events(&out, GET).iter().any(|e| e.data.as_ref().is_some_and(|m| m.is_response())));
     }
 
     #[test]
@@ -1217,7 +1305,7 @@ mod tests {
         let _ = drive_until(&mut s, at_ms(30_500));
         // Stored at 3 s, 27.5 s old: gone. Stored at 25 s: held.
         let out = resume(&mut s, at_ms(30_500), GET, &session, &EventId::from("1-3"));
-        let head = Some(EventId::from("1-30"));
+        let head = Some(EventId::from("1-20"));
         assert_eq!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::CONFLICT, head: head.clone() });
         let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: head };
         assert_eq!(frames(&out, GET)[0], Frame::Head(ResponseHead::error(Status::CONFLICT, error)));
@@ -1633,5 +1721,159 @@ mod tests {
         assert!(first.len() > 250);
         assert_eq!(first, script(5));
         assert_ne!(first, script(6), "the seed reaches the ids");
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The 2026-07-28 revision: no sessions, a disconnect cancels
+    // -----------------------------------------------------------------------------------------
+
+    fn sessionless_call(request: u64, tool: &str, key: u32) -> Request {
+        let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None };
+        Request::post(None, ClientMessage::CallTool { id: RequestId(request), call })
+    }
+
+    fn side_effect_sessions(out: &[ServerOutput]) -> Vec<(SessionId, RequestId)> {
+        records(out)
+            .into_iter()
+            .filter_map(|r| match r {
+                StepKind::SideEffect { session, request, .. } => Some((session, request)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_server_without_sessions_answers_initialize_without_an_id_and_serves_any_header() {
+        let mut s = server(policy("stateless-2026"));
+        s.handle_request(at(0), INIT, Request::initialize(RequestId(1), "app"));
+        let out = drain(&mut s);
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        assert_eq!(
+            frames(&out, INIT)[..2],
+            [Frame::Head(head), Frame::Json(ServerMessage::InitializeResult { request: RequestId(1) })]
+        );
+        assert!(records(&out).is_empty(), "no session is created");
+        // With no header, or with any header at all, a call is served.
+        s.handle_request(at(1), POST, sessionless_call(2, "quick", 1));
+        let mut stale = sessionless_call(3, "quick", 2);
+        stale.session = Some(SessionId::from("0-9"));
+        s.handle_request(at(1), OTHER, stale);
+        let out = drain(&mut s);
+        assert_eq!((head_status(&out, POST), head_status(&out, OTHER)), (Status::OK, Status::OK));
+        assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION, RequestId(2)), (NO_SESSION, RequestId(3))]);
+        assert!(events(&out, POST).is_empty(), "no priming event: there is nothing to resume");
+        let out = drive_until(&mut s, at(3));
+        assert_eq!(ids(&events(&out, POST)), vec!["0.1-0"], "ids carry the epoch");
+        assert_eq!(tool_ends(&out), vec![ToolEnd::Completed, ToolEnd::Completed]);
+        assert!(s.live_sessions().is_empty());
+    }
+
+    #[test]
+    fn a_server_without_sessions_answers_every_get_and_delete_405_and_never_expires() {
+        let mut p = policy("stateless-2026");
+        p.idle_ttl = Some(Duration::from_secs(1));
+        let mut s = server(p);
+        for request in [
+            Request::get(None, None),
+            Request::get(None, Some(EventId::from("0.1-0"))),
+            Request::get(Some(SessionId::from("x")), Some(EventId::from("0.1-0"))),
+            Request::delete(SessionId::from("x")),
+        ] {
+            s.handle_request(at(0), GET, request);
+            let out = drain(&mut s);
+            assert_eq!(head_status(&out, GET), Status::METHOD_NOT_ALLOWED);
+            assert_eq!(records(&out), vec![StepKind::Rejected { conn: GET, status: Status(405), session: None }]);
+        }
+        s.handle_request(at(0), POST, sessionless_call(2, "quick", 1));
+        let _ = drain(&mut s);
+        let out = drive_until(&mut s, at(3_600));
+        assert!(session_ends(&out).is_empty());
+        s.handle_request(at(3_600), OTHER, sessionless_call(3, "quick", 2));
+        assert_eq!(side_effects(&drain(&mut s)), 1, "still served an hour later");
+        s.notify_all(at(3_600));
+        assert!(drain(&mut s).is_empty(), "no standalone stream to notify on");
+    }
+
+    #[test]
+    fn a_disconnect_cancels_the_tool_when_the_policy_says_so_and_a_reissue_runs_it_again() {
+        let mut s = server(policy("stateless-2026"));
+        s.handle_request(at(0), POST, sessionless_call(2, "pay", 7));
+        let _ = drain(&mut s);
+        s.handle_disconnect(at(60), POST);
+        let out = drain(&mut s);
+        assert_eq!(
+            records(&out),
+            vec![StepKind::ToolEnded {
+                session: NO_SESSION,
+                request: RequestId(2),
+                call: CallKey(7),
+                end: ToolEnd::Cancelled
+            }]
+        );
+        assert!(frames(&out, POST).is_empty(), "nothing is written on the dead connection");
+        assert_eq!(s.poll_timeout(), None, "nothing left to run");
+        // The client re-issues the call under a new id: the side effect runs a second time.
+        s.handle_request(at(61), OTHER, sessionless_call(3, "pay", 7));
+        let out = drain(&mut s);
+        assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION, RequestId(3))]);
+        // A disconnect of a connection that carries no tool cancels nothing.
+        s.handle_disconnect(at(62), GET);
+        assert!(drain(&mut s).is_empty());
+    }
+
+    #[test]
+    fn a_disconnect_cancels_only_the_tool_whose_stream_the_connection_carried() {
+        let mut p = policy("reference");
+        p.disconnect_cancels = true;
+        let mut s = server(p);
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "chatty");
+        s.handle_request(at(0), OTHER, call_request(&session, 3, "marathon", 8));
+        let _ = drain(&mut s);
+        s.handle_disconnect(at(5), POST);
+        let out = drain(&mut s);
+        assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled]);
+        assert!(records(&out).iter().all(|r| !matches!(r, StepKind::ToolEnded { call: CallKey(8), .. })));
+        assert!(stored(&drive_until(&mut s, at(240))).is_empty(), "chatty stores nothing more");
+        // Under the session-ful revisions' rule the tool keeps running.
+        let mut s = server(policy("reference"));
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "quick");
+        s.handle_disconnect(at(1), POST);
+        assert!(tool_ends(&drain(&mut s)).is_empty());
+        assert_eq!(tool_ends(&drive_until(&mut s, at(2))), vec![ToolEnd::Completed]);
+    }
+
+    #[test]
+    fn a_restarted_server_without_sessions_never_reuses_an_event_id() {
+        let run = |epoch| {
+            let mut s = Server::new(policy("stateless-2026"), tools(), epoch, 42);
+            s.handle_request(at(0), POST, sessionless_call(2, "quick", 1));
+            let mut out = drain(&mut s);
+            out.extend(drive_until(&mut s, at(2)));
+            stored(&out).into_iter().map(|(_, id, _)| id).collect::<Vec<_>>()
+        };
+        assert_eq!((run(0), run(1)), (vec!["0.1-0".to_string()], vec!["1.1-0".to_string()]));
+        let mut s = Server::new(policy("stateless-2026"), tools(), 0, 42);
+        s.crash(at(0));
+        let out = drain(&mut s);
+        assert!(session_ends(&out).is_empty(), "no session to lose: {out:?}");
+    }
+
+    #[test]
+    fn delete_with_a_tool_running_follows_each_sdk() {
+        for (profile, ends) in
+            [("ts-sdk", vec![]), ("py-sdk", vec![ToolEnd::Cancelled]), ("rmcp", vec![ToolEnd::Cancelled])]
+        {
+            let mut s = server(policy(profile));
+            let session = init(&mut s, at(0));
+            let _ = call(&mut s, at(0), POST, &session, "pay");
+            s.handle_request(at(10), OTHER, Request::delete(session.clone()));
+            let out = drain(&mut s);
+            assert_eq!(tool_ends(&out), ends, "{profile}");
+            assert!(head_status(&out, OTHER).is_success(), "{profile}");
+            assert_eq!(frames(&out, POST), vec![Frame::End], "{profile}: the stream ends with no response");
+            assert!(stored(&drive_until(&mut s, at(400))).is_empty(), "{profile}: no result is stored");
+        }
     }
 }

@@ -60,9 +60,11 @@ impl StoredEvent {
 /// Where a `Last-Event-ID` points inside one log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Position {
-    /// Issued and still held, with its seq.
-    Retained(u32),
-    /// Issued but evicted, with its seq.
+    /// Issued, and nothing after it has been evicted (the event itself may be): a resume after it
+    /// loses nothing. With its seq.
+    Honourable(u32),
+    /// Issued, and some event after it has been evicted: a resume after it cannot be complete.
+    /// With its seq.
     Evicted(u32),
     /// Never issued by this log.
     Unknown,
@@ -99,9 +101,16 @@ impl StreamLog {
         self.events.back().map(|e| e.id.clone())
     }
 
+    /// Id of the newest event no longer held: a client that resumes after it receives every
+    /// event still held, so a gap reported up to it covers exactly what was lost.
+    pub fn last_evicted_id(&self) -> Option<EventId> {
+        let seq = self.oldest_seq().unwrap_or(self.issued).checked_sub(1)?;
+        self.ids.iter().find(|(_, s)| **s == seq).map(|(id, _)| id.clone())
+    }
+
     pub fn position(&self, id: &EventId) -> Position {
         match self.ids.get(id) {
-            Some(&seq) if self.events.iter().any(|e| e.seq == seq) => Position::Retained(seq),
+            Some(&seq) if self.evicted_after(seq) == 0 => Position::Honourable(seq),
             Some(&seq) => Position::Evicted(seq),
             None => Position::Unknown,
         }
@@ -330,7 +339,7 @@ mod tests {
         assert_eq!(log.issued(), 5);
         assert_eq!(log.oldest_seq(), Some(2));
         assert_eq!(log.head_id(), Some(EventId::from("1-4")));
-        assert_eq!(log.position(&EventId::from("1-3")), Position::Retained(3));
+        assert_eq!(log.position(&EventId::from("1-3")), Position::Honourable(3));
         assert_eq!(log.position(&EventId::from("1-0")), Position::Evicted(0));
         assert_eq!(log.position(&EventId::from("1-9")), Position::Unknown);
         assert_eq!(log.issued_after(0), 4);
@@ -350,7 +359,10 @@ mod tests {
         store.expire(&key(), Instant::ZERO + Duration::from_secs(10));
         let log = store.log(&key()).expect("kept, only emptied");
         assert_eq!(log.oldest_seq(), None);
-        assert_eq!(log.position(&EventId::from("1-4")), Position::Evicted(4));
+        // Everything is gone, but nothing after 1-4 was ever issued: resuming after it loses nothing.
+        assert_eq!(log.position(&EventId::from("1-4")), Position::Honourable(4));
+        assert_eq!(log.position(&EventId::from("1-3")), Position::Evicted(3));
+        assert_eq!(log.last_evicted_id(), Some(EventId::from("1-4")));
     }
 
     #[test]

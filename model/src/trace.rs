@@ -85,6 +85,9 @@ impl fmt::Display for Actor {
 /// One step of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
+    /// Position in the trace, from 0. Written as `step` so it cannot clash with a field of a
+    /// flattened [`StepKind`] (`EventStored` has a `seq` of its own).
+    #[serde(rename = "step")]
     pub seq: u64,
     /// Simulated time in µs.
     pub t: u64,
@@ -485,8 +488,29 @@ mod tests {
             actor: Actor::App,
             kind: StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false },
         });
+        t.steps.push(Step {
+            seq: 2,
+            t: 3_000,
+            actor: Actor::Server,
+            kind: StepKind::EventStored {
+                session: SessionId::from("0-1"),
+                stream: StreamNo(1),
+                seq: 4,
+                id: EventId::from("1-4"),
+                call: Some(CallKey(0)),
+                message: None,
+            },
+        });
         t.finish(vec![]);
         t
+    }
+
+    /// Every step kind must survive the trip through its text: flattening a kind into `Step`
+    /// fails at read time if a kind's field clashes with `step`, `t` or `actor`.
+    #[test]
+    fn no_step_kind_field_clashes_with_the_step_envelope() {
+        let text = sample().to_jsonl();
+        assert!(Trace::parse(&text).is_ok(), "{:?}", Trace::parse(&text));
     }
 
     #[test]
@@ -494,7 +518,7 @@ mod tests {
         let t = sample();
         let text = t.to_jsonl();
         assert_eq!(Trace::parse(&text), Ok(t.clone()));
-        assert_eq!(text.lines().count(), 4);
+        assert_eq!(text.lines().count(), 5);
         assert!(text.lines().nth(1).unwrap().contains(r#""kind":"send""#));
     }
 
@@ -507,7 +531,7 @@ mod tests {
         assert_eq!(Trace::parse(&truncated), Err(TraceError::NoFooter));
         let edited = text.replace("\"pay\"", "\"refund\"");
         assert!(matches!(Trace::parse(&edited), Err(TraceError::Digest { .. })));
-        let garbage = text.replacen("\"seq\":1", "\"seq\":\"x\"", 1);
+        let garbage = text.replacen("\"step\":1", "\"step\":\"x\"", 1);
         assert!(matches!(Trace::parse(&garbage), Err(TraceError::BadLine { line: 3, .. })));
         let schema = text.replacen("\"schema\":1", "\"schema\":99", 1);
         assert!(matches!(Trace::parse(&schema), Err(TraceError::Schema { found: 99, .. })));

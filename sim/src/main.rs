@@ -1,1 +1,176 @@
-fn main() {}
+//! `mcpsim`: run, explore, replay and list the MCP transport simulation.
+
+use clap::{Parser, Subcommand};
+use mcpsim::cli::{self, Exit, ScenarioArgs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "mcpsim", version, about = "Deterministic simulation of the MCP Streamable HTTP transport")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Target {
+    /// Client profile (see `mcpsim profiles`).
+    #[arg(long, default_value = "reference")]
+    client: String,
+    /// Server profile.
+    #[arg(long, default_value = "reference")]
+    server: String,
+    /// Scenario family.
+    #[arg(long, default_value = "long-tool")]
+    scenario: String,
+    /// Override a parameter: --set key=value (repeatable; see `mcpsim profiles`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+impl Target {
+    fn args(&self) -> ScenarioArgs {
+        ScenarioArgs {
+            client: self.client.clone(),
+            server: self.server.clone(),
+            scenario: self.scenario.clone(),
+            sets: self.sets.clone(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one seed and print the verdict.
+    Run {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write the trace (JSON Lines) here.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Run the seed twice and compare the traces step by step.
+        #[arg(long)]
+        check_determinism: bool,
+    },
+    /// Run seeds in order until one violates an invariant; save its trace.
+    Explore {
+        #[command(flatten)]
+        target: Target,
+        /// How many seeds to try.
+        #[arg(long, default_value_t = 1000)]
+        seeds: u64,
+        #[arg(long, default_value_t = 0)]
+        start_seed: u64,
+        /// Where to write the counterexample.
+        #[arg(long, default_value = "traces/found")]
+        out: PathBuf,
+    },
+    /// Re-run a recorded trace, print its timeline, and check it is byte-identical.
+    Replay {
+        file: PathBuf,
+        /// Only the verdict and the comparison, no timeline.
+        #[arg(long)]
+        quiet: bool,
+        /// Overwrite the file with the new recording when it diverged.
+        #[arg(long)]
+        rerecord: bool,
+    },
+    /// Draw a trace as a sequence diagram (client, load balancer and server lifelines).
+    Show {
+        file: PathBuf,
+        /// text, mermaid (pastes into GitHub Markdown) or svg (opens in a browser).
+        #[arg(long, default_value = "text")]
+        format: mcpsim::diagram::Format,
+        /// Draw every step, without folding runs of similar steps.
+        #[arg(long)]
+        no_collapse: bool,
+        /// Stop after this many rows.
+        #[arg(long)]
+        max_rows: Option<usize>,
+        /// Write the diagram here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Every client × server × scenario: which invariants break, how often, and how to replay one.
+    Matrix {
+        /// Comma-separated client profiles (default: all).
+        #[arg(long, value_delimiter = ',')]
+        clients: Vec<String>,
+        /// Comma-separated server profiles (default: all).
+        #[arg(long, value_delimiter = ',')]
+        servers: Vec<String>,
+        /// Comma-separated scenarios (default: all).
+        #[arg(long, value_delimiter = ',')]
+        scenarios: Vec<String>,
+        /// Seeds per cell.
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// md, csv or json.
+        #[arg(long, default_value = "md")]
+        format: String,
+        /// Rerun with one mitigation applied (keepalive, durable-last-event-id, explicit-410,
+        /// idempotency-key, store-per-session).
+        #[arg(long)]
+        mitigate: Option<String>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Also write the compatibility document here (with a paragraph per broken cell).
+        #[arg(long)]
+        doc: Option<PathBuf>,
+        /// Where the document's traces go.
+        #[arg(long, default_value = "traces/matrix")]
+        traces: PathBuf,
+    },
+    /// List client and server profiles, scenarios, invariants and settable keys.
+    Profiles,
+    /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
+    Bench {
+        /// Runs of each.
+        #[arg(long, default_value_t = 2000)]
+        runs: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    mcpsim::logging::init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { Exit::BadInput as u8 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Run { target, seed, trace, check_determinism } => {
+            cli::cmd_run(&target.args(), seed, trace.as_deref(), check_determinism)
+        }
+        Command::Explore { target, seeds, start_seed, out } => {
+            cli::cmd_explore(&target.args(), seeds, start_seed, &out)
+        }
+        Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),
+        Command::Show { file, format, no_collapse, max_rows, output } => {
+            cli::cmd_show(&file, format, !no_collapse, max_rows, output.as_deref())
+        }
+        Command::Matrix { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces } => {
+            let args = cli::MatrixArgs { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces };
+            cli::cmd_matrix(&args)
+        }
+        Command::Profiles => cli::cmd_profiles(),
+        Command::Bench { runs } => cli::cmd_bench(runs),
+    };
+    match result {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(e @ mcpsim::SimError::Runtime(_)) => {
+            eprintln!("mcpsim: internal error: {e}");
+            ExitCode::from(Exit::Internal as u8)
+        }
+        Err(e) => {
+            eprintln!("mcpsim: {e}");
+            ExitCode::from(Exit::BadInput as u8)
+        }
+    }
+}

@@ -147,10 +147,12 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     }
 }
 
-/// Every call of the scenario resolved at least once, and no tool runs.
+/// Every call of the scenario resolved at least once, no tool runs, and the client has nothing
+/// pending (a standalone stream waiting to reconnect must get its chance to resume).
 fn is_quiet(world: &Arc<World>) -> bool {
     world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
         && !world.with_server(|core| core.is_busy()).unwrap_or(false)
+        && world.with_client(|core| core.is_quiet()).unwrap_or(true)
 }
 
 /// Records the final state and kills every node, so that madsim drops their tasks (which hold

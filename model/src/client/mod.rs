@@ -13,8 +13,18 @@
 //! Every `Open` is one HTTP exchange on a fresh connection that the client numbers itself. The
 //! actor reports each frame of it to `handle_frame` and its end to `handle_conn_end`; a connection
 //! the client aborted or no longer cares about is still recorded, and otherwise ignored.
+//!
+//! Sessions and the two revisions. A client with `ClientPolicy::sessions` runs the handshake and
+//! adopts whatever `Mcp-Session-Id` the `initialize` answer carries; when it carries none (a server
+//! of the 2026-07-28 revision, which keeps no sessions), the client goes on without one: its
+//! requests carry no session header and are served. Its resumptions, if its policy attempts any,
+//! get 405 from such a server and are judged by its own close rule. A client without sessions
+//! (`stateless-2026`) skips the handshake and never sends a session header: a server that requires
+//! sessions answers each request 400, which fails the call with an `AppError`.
 
 mod backoff;
+#[cfg(test)]
+mod pair;
 #[cfg(test)]
 mod tests;
 
@@ -83,6 +93,8 @@ const UNKNOWN_SESSION_LOST: &str =
     "the session was lost (HTTP 404) while the call was in flight; it may or may not have run";
 const UNKNOWN_RESTARTED: &str =
     "the client restarted without a session while the call was in flight; it may or may not have run";
+const SESSION_DELETED: &str = "session deleted by the application";
+const NOTE_REISSUE: &str = "the stream ended before the response: re-issue the request with a new id";
 
 /// Whose stream a connection carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -110,6 +122,8 @@ enum Purpose {
     Stream(Owner),
     /// A notification whose answer does not matter (`notifications/cancelled`).
     Notification,
+    /// The `DELETE` of a session the application ended: any answer is only recorded.
+    Delete,
 }
 
 /// An open connection the client still cares about.
@@ -150,6 +164,10 @@ struct Call {
     stream: Stream,
     /// rmcp's rule: the call was already re-sent once after a 404.
     resent_after_404: bool,
+    /// When a re-issue (`CloseHandling::ReissueWithNewId`) is due; the call waits until then.
+    resend_at: Option<Instant>,
+    /// A POST of it ever left: only then may it have run.
+    sent: bool,
 }
 
 /// Where the session handshake stands.
@@ -307,6 +325,8 @@ impl Client {
                 deadline: None,
                 stream,
                 resent_after_404: false,
+                resend_at: None,
+                sent: true,
             };
             self.calls.insert(c.call, call);
             self.by_request.insert(c.request, c.call);
@@ -383,6 +403,8 @@ impl Client {
                 deadline,
                 stream: Stream::default(),
                 resent_after_404: false,
+                resend_at: None,
+                sent: false,
             };
             self.calls.insert(call, entry);
             match self.handshake {
@@ -425,7 +447,7 @@ impl Client {
         if let Some(c) = self.conns.remove(&conn) {
             match c.purpose {
                 Purpose::Initialize | Purpose::Initialized => self.init_failed(now, format!("connection {end}")),
-                Purpose::Notification => {}
+                Purpose::Notification | Purpose::Delete => {}
                 Purpose::Stream(owner) => {
                     if let Some(stream) = self.stream_mut(owner) {
                         stream.conn = None;
@@ -457,6 +479,11 @@ impl Client {
         for key in due {
             self.reconnect(Owner::Call(key));
         }
+        let reissues: Vec<CallKey> =
+            self.calls.iter().filter(|(_, c)| c.resend_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
+        for key in reissues {
+            self.reissue_due(key);
+        }
         if self.standalone.as_ref().and_then(|s| s.reconnect_at).is_some_and(|t| t <= now) {
             self.reconnect(Owner::Standalone);
         }
@@ -465,7 +492,7 @@ impl Client {
 
     /// When `handle_timeout` must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let calls = self.calls.values().flat_map(|c| [c.deadline, c.stream.reconnect_at]);
+        let calls = self.calls.values().flat_map(|c| [c.deadline, c.stream.reconnect_at, c.resend_at]);
         let standalone = self.standalone.as_ref().and_then(|s| s.reconnect_at);
         calls.chain([self.init_retry_at, standalone]).flatten().min()
     }
@@ -493,12 +520,44 @@ impl Client {
             && self.standalone.as_ref().is_none_or(|s| s.reconnect_at.is_none())
     }
 
+    /// The application ends its session: `DELETE` it (if the client holds one) and forget it.
+    ///
+    /// Every unresolved call is settled at once, since the application chose to end the session
+    /// its answers would come through: one that was sent may have run, so a non-idempotent call
+    /// ends as unknown outcome and an idempotent one as an error; one never sent ends as an error.
+    /// Streams are closed and nothing is reconnected or re-initialized until the application calls
+    /// a tool again. Whatever the server answers to the `DELETE` (2xx, 404, 405, ...) is recorded
+    /// and changes nothing.
+    pub fn delete_session(&mut self, _now: Instant) {
+        let mark = self.outputs.len();
+        for key in self.keys_in_issue_order() {
+            let Some(call) = self.calls.get(&key) else { continue };
+            if call.sent && !call.idempotent {
+                self.resolve_unknown(key, SESSION_DELETED.to_string());
+            } else {
+                self.resolve_error(key, SESSION_DELETED.to_string());
+            }
+        }
+        let session = self.session.clone();
+        self.drop_session();
+        self.init_retry_at = None;
+        self.init_failures = 0;
+        if let Some(session) = session {
+            self.open(Purpose::Delete, Request::delete(session), false);
+        }
+        self.persist_if_changed(mark);
+    }
+
     // -----------------------------------------------------------------------------------------
     // The handshake
     // -----------------------------------------------------------------------------------------
 
+    /// Starts a session; a client without sessions has no handshake and is ready at once.
     fn begin_initialize(&mut self) {
         self.init_retry_at = None;
+        if !self.policy.sessions {
+            return self.become_ready();
+        }
         self.handshake = Handshake::Initializing;
         let id = self.take_request_id();
         self.open(Purpose::Initialize, Request::initialize(id, &self.name), false);
@@ -517,7 +576,10 @@ impl Client {
         self.init_failures = 0;
         self.open_standalone();
         for key in self.keys_in_issue_order() {
-            let waiting = self.calls.get(&key).is_some_and(|c| c.request.is_none() && c.stream.conn.is_none());
+            let waiting = self
+                .calls
+                .get(&key)
+                .is_some_and(|c| c.request.is_none() && c.stream.conn.is_none() && c.resend_at.is_none());
             if waiting {
                 self.send_call(key);
             }
@@ -555,6 +617,8 @@ impl Client {
         if let Some(call) = self.calls.get_mut(&key) {
             call.request = Some(id);
             call.stream.conn = Some(conn);
+            call.resend_at = None;
+            call.sent = true;
         }
     }
 
@@ -702,6 +766,7 @@ impl Client {
             CloseHandling::DecisionProcedure => self.apply_decision_procedure(now, ended),
             CloseHandling::ReinitializeAndResend => self.apply_reinitialize_and_resend(now, ended),
             CloseHandling::Sdk(rules) => self.apply_sdk_rules(now, ended, &rules),
+            CloseHandling::ReissueWithNewId => self.apply_reissue(now, ended),
         }
     }
 
@@ -822,6 +887,55 @@ impl Client {
         self.schedule_reconnect(now, &ended, last);
     }
 
+    /// The 2026-07-28 revision's client: nothing is resumed. A call whose stream broke (a reset,
+    /// a refused connection, a 5xx, a close without the response) is issued again with a new id
+    /// after backoff; any other status fails it, and `event: close` stops it.
+    fn apply_reissue(&mut self, now: Instant, ended: Ended) {
+        let owner = ended.owner;
+        let Owner::Call(key) = owner else {
+            // The revision has no standalone stream: one opened anyway is not reopened.
+            self.record_decision(owner, None, None, Some("the standalone stream ended: not reopened".into()));
+            self.standalone = None;
+            return;
+        };
+        if ended.close_event {
+            self.record_decision(owner, None, None, Some("event: close".into()));
+            return self.stop_stream(owner, ERR_SESSION_CLOSED);
+        }
+        if let Some(status) = ended.status.filter(|s| !(500..600).contains(&s.0)) {
+            self.record_decision(owner, None, None, Some(format!("HTTP {status} to the POST")));
+            return self.resolve_error(key, format!("HTTP {status}"));
+        }
+        self.record_decision(owner, None, None, Some(NOTE_REISSUE.into()));
+        self.schedule_reissue(now, key, ended.after_error());
+    }
+
+    /// Forgets the call's broken request and schedules a new POST of it after the backoff for its
+    /// attempt; or gives up if its attempts are spent. Only a response ends the count: a 200 to a
+    /// re-issued POST is no success, so a call that keeps breaking is eventually given up.
+    fn schedule_reissue(&mut self, now: Instant, key: CallKey, after_error: bool) {
+        let Some(n) = self.calls.get(&key).map(|c| c.stream.failures) else { return };
+        if !self.spend_attempt(Owner::Call(key)) {
+            return self.give_up(Owner::Call(key));
+        }
+        self.mark_for_resend(key);
+        let delay = self.next_delay(n, after_error);
+        self.record(StepKind::Backoff { call: Some(key), attempt: n + 1, delay_us: micros(delay) });
+        if let Some(call) = self.calls.get_mut(&key) {
+            call.resend_at = Some(now + delay);
+        }
+    }
+
+    /// A scheduled re-issue is due: send it now, or after the handshake if one is under way.
+    fn reissue_due(&mut self, key: CallKey) {
+        if let Some(call) = self.calls.get_mut(&key) {
+            call.resend_at = None;
+        }
+        if self.handshake == Handshake::Ready {
+            self.send_call(key);
+        }
+    }
+
     fn sdk_on_404(&mut self, key: CallKey, rule: On404) {
         let note = format!("HTTP 404 to the POST: {rule:?}");
         let already_resent = self.calls.get(&key).is_some_and(|c| c.resent_after_404);
@@ -912,7 +1026,9 @@ impl Client {
         };
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
         match self.policy.close_handling {
-            CloseHandling::DecisionProcedure if !idempotent => self.resolve_unknown(key, ERR_EXHAUSTED.to_string()),
+            CloseHandling::DecisionProcedure | CloseHandling::ReissueWithNewId if !idempotent => {
+                self.resolve_unknown(key, ERR_EXHAUSTED.to_string())
+            }
             CloseHandling::Sdk(_) => self.resolve_error(key, ERR_CONNECTION_CLOSED.to_string()),
             _ => self.resolve_error(key, ERR_EXHAUSTED.to_string()),
         }
@@ -946,6 +1062,7 @@ impl Client {
         let failures = call.stream.failures;
         let conn = call.stream.conn.take();
         call.stream = Stream { failures, ..Stream::default() };
+        call.resend_at = None;
         if let Some(conn) = conn {
             self.abort(conn);
         }
@@ -955,8 +1072,12 @@ impl Client {
     fn drop_session(&mut self) {
         self.session = None;
         self.handshake = Handshake::Idle;
-        let stream_conns: Vec<ConnId> =
-            self.conns.iter().filter(|(_, c)| c.purpose != Purpose::Notification).map(|(id, _)| *id).collect();
+        let stream_conns: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !matches!(c.purpose, Purpose::Notification | Purpose::Delete))
+            .map(|(id, _)| *id)
+            .collect();
         for conn in stream_conns {
             self.abort(conn);
         }

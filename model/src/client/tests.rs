@@ -240,6 +240,7 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         request_timeout: None,
         open_standalone_stream: false,
         send_idempotency_keys: false,
+        sessions: true,
     }
 }
 
@@ -1036,4 +1037,272 @@ fn reference_reopens_a_standalone_stream_that_never_carried_an_id() {
     assert!(app(&out).is_empty());
     let (_, get) = resume(&d.fire());
     assert_eq!(get.last_event_id, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 2026-07-28 revision: no sessions, a broken stream is re-issued with a new id
+// ---------------------------------------------------------------------------------------------
+
+/// A started `stateless-2026` client with jitter off, so delays are exact.
+fn stateless() -> Driver {
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.reconnect.jitter = 0.0;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    assert!(opens(&out).is_empty(), "no handshake: {out:#?}");
+    d
+}
+
+#[test]
+fn a_client_without_sessions_sends_calls_at_once_without_a_session_header() {
+    let mut d = stateless();
+    let out = d.call(1, false);
+    let (conn, request, call) = tool_call(&out);
+    assert_eq!((request, call.key), (RequestId(1), CallKey(1)));
+    assert_eq!(only_open(&out, |_| true).1.session, None);
+    let out = d.answer(conn, vec![sse(), result("0.1-0", request, 1)]);
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(""), id: ev("0.1-0") }]);
+    assert!(d.c.is_quiet() && d.c.session().is_none());
+}
+
+#[test]
+fn calls_queued_before_start_go_out_at_start_without_a_handshake() {
+    let mut d = Driver::new("stateless-2026");
+    assert!(opens(&d.call(1, true)).is_empty(), "not started yet");
+    let (_, _, call) = tool_call(&d.start());
+    assert_eq!(call.key, CallKey(1));
+}
+
+#[test]
+fn stateless_reissues_a_broken_call_with_a_new_id_after_backoff_and_never_resumes() {
+    let mut d = stateless();
+    let (first, out) = call_then_reset(&mut d, 1, false, Some("0.1-0"));
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision {
+            call: Some(CallKey(1)),
+            outcome: None,
+            action: None,
+            error: Some(NOTE_REISSUE.into())
+        }]
+    );
+    assert_eq!(backoffs(&out), vec![(1, 1_000_000)]);
+    assert!(opens(&out).is_empty(), "nothing before the backoff");
+    let out = d.fire();
+    assert_eq!(d.now, Instant(1_000_000));
+    let (conn, again, call) = tool_call(&out);
+    assert_ne!(again, first, "a new JSON-RPC id");
+    assert_eq!((call.key, call.tool.as_str()), (CallKey(1), "pay"));
+    assert_eq!(only_open(&out, |_| true).1, Request::post(None, ClientMessage::CallTool { id: again, call }));
+    // The old request's late answer is not the call's any more; the new one's is.
+    assert!(app(&d.frames(ConnId(99), vec![result("x", first, 1)])).is_empty());
+    let out = d.answer(conn, vec![sse(), result("0.2-0", again, 1)]);
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(""), id: ev("0.2-0") }]);
+    assert!(opens(&d.log).iter().all(|(_, r)| r.method == Method::Post), "no GET, ever");
+    assert_eq!(posts_of_call(&d.log), vec![first, again]);
+}
+
+#[test]
+fn stateless_reissues_after_a_refused_connection_a_5xx_or_a_close_without_the_response() {
+    for ending in [vec![], vec![status(503)], vec![sse()]] {
+        let mut d = stateless();
+        let (conn, first, _) = tool_call(&d.call(1, true));
+        let out = if ending.is_empty() { d.end(conn, ConnEnd::Refused) } else { d.answer(conn, ending.clone()) };
+        assert_eq!(backoffs(&out).len(), 1, "{ending:?}");
+        let (_, again, _) = tool_call(&d.fire());
+        assert_ne!(again, first);
+    }
+}
+
+#[test]
+fn stateless_fails_a_call_answered_400_by_a_server_that_requires_sessions() {
+    let mut d = stateless();
+    let (conn, _, _) = tool_call(&d.call(1, false));
+    let error = ErrorBody { code: ErrorCode::SessionRequired, head_event_id: None };
+    let out = d.answer(conn, vec![Frame::Head(ResponseHead::error(Status::BAD_REQUEST, error))]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "HTTP 400".into() }]);
+    assert!(opens(&out).is_empty() && d.c.is_quiet() && d.c.poll_timeout().is_none());
+}
+
+#[test]
+fn stateless_exhausted_reissues_end_as_unknown_outcome_or_error() {
+    for (idempotent, expected) in [
+        (false, StepKind::AppUnknownOutcome { call: CallKey(1), reason: ERR_EXHAUSTED.into() }),
+        (true, StepKind::AppError { call: CallKey(1), error: ERR_EXHAUSTED.into() }),
+    ] {
+        let mut d = stateless(); // 5 attempts
+        let (_, mut out) = call_then_reset(&mut d, 1, idempotent, None);
+        for attempt in 1..=5u32 {
+            assert_eq!(backoffs(&out)[0].0, attempt);
+            let (conn, _, _) = tool_call(&d.fire());
+            out = d.end(conn, ConnEnd::Reset);
+        }
+        assert_eq!(app(&out), vec![expected]);
+        assert_eq!(posts_of_call(&d.log).len(), 6, "the first POST and five re-issues");
+        assert!(d.c.is_quiet());
+    }
+}
+
+#[test]
+fn a_stateless_client_does_not_reopen_a_standalone_stream() {
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let (conn, get) = only_open(&d.start(), |_| true);
+    assert_eq!((get.method, get.session), (Method::Get, None));
+    let out = d.answer(conn, vec![status(405)]);
+    assert_eq!(decisions(&out).len(), 1);
+    assert!(opens(&out).is_empty() && d.c.poll_timeout().is_none());
+}
+
+#[test]
+fn a_session_client_goes_on_without_a_session_when_initialize_mints_none() {
+    let mut d = Driver::new("reference");
+    let out = d.start();
+    let (init, req) = only_open(&out, |_| true);
+    let id = req.body.as_ref().and_then(ClientMessage::request_id).expect("an id");
+    let out =
+        d.answer(init, vec![Frame::Head(json_head()), Frame::Json(ServerMessage::InitializeResult { request: id })]);
+    let (ack, req) = only_open(&out, |_| true);
+    assert_eq!((req.body, req.session), (Some(ClientMessage::Initialized), None));
+    d.answer(ack, vec![Frame::Head(ResponseHead::status(Status::ACCEPTED))]);
+    assert_eq!(d.c.session(), None);
+    let out = d.call(1, false);
+    let (conn, request, _) = tool_call(&out);
+    assert_eq!(only_open(&out, |_| true).1.session, None);
+    let out = d.answer(conn, vec![sse(), result("0.1-0", request, 1)]);
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(""), id: ev("0.1-0") }]);
+}
+
+#[test]
+fn reference_gives_up_on_a_405_resume_from_a_server_without_sessions() {
+    let mut d = Driver::ready("reference");
+    call_then_reset(&mut d, 1, false, Some("0.1-0"));
+    let (conn, _) = resume(&d.fire());
+    let out = d.answer(conn, vec![status(405)]);
+    let refusal = DecisionError::UnexpectedStatus { status: 405 }.to_string();
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: refusal }]);
+    assert!(d.c.poll_timeout().is_none());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The application ends its session
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn delete_session_sends_delete_settles_every_call_and_stops_reconnecting() {
+    let mut d = Driver::ready("reference");
+    let (pay, _, _) = tool_call(&d.call(1, false));
+    d.frames(pay, vec![sse(), priming("1-0")]);
+    let (get, _, _) = tool_call(&d.call(2, true));
+    // Call 3's stream broke and waits for its reconnect.
+    call_then_reset(&mut d, 3, false, Some("3-0"));
+    assert!(d.c.poll_timeout().is_some());
+
+    d.c.delete_session(d.now);
+    let out = d.drain();
+    let (conn, delete) = only_open(&out, |_| true);
+    assert_eq!(delete, Request::delete(sid(S1)));
+    assert_eq!(
+        app(&out),
+        vec![
+            StepKind::AppUnknownOutcome { call: CallKey(1), reason: SESSION_DELETED.into() },
+            StepKind::AppError { call: CallKey(2), error: SESSION_DELETED.into() },
+            StepKind::AppUnknownOutcome { call: CallKey(3), reason: SESSION_DELETED.into() },
+        ]
+    );
+    assert!(out.contains(&ClientOutput::Abort { conn: pay }) && out.contains(&ClientOutput::Abort { conn: get }));
+    assert_eq!(d.c.session(), None);
+    assert_eq!(d.c.poll_timeout(), None, "no reconnect, no handshake retry");
+    assert!(d.c.unresolved_calls().is_empty());
+
+    // Any answer is recorded and changes nothing.
+    let out = d.answer(conn, vec![status(404)]);
+    assert_eq!(steps(&out)[0], StepKind::Response { conn, head: ResponseHead::status(Status::NOT_FOUND) });
+    assert!(app(&out).is_empty() && opens(&out).is_empty() && decisions(&out).is_empty());
+    assert!(d.c.is_quiet());
+    // The aborted streams' ends change nothing either.
+    assert!(opens(&d.end(pay, ConnEnd::Aborted)).is_empty());
+
+    // A later call starts a new session.
+    let out = d.call(4, false);
+    assert!(matches!(only_open(&out, |_| true).1.body, Some(ClientMessage::Initialize { .. })));
+}
+
+#[test]
+fn delete_session_fails_a_call_never_sent_and_aborts_the_handshake() {
+    let mut d = Driver::new("reference");
+    let out = d.start();
+    let (init, _) = only_open(&out, |_| true);
+    d.call(1, false);
+    d.c.delete_session(d.now);
+    let out = d.drain();
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: SESSION_DELETED.into() }]);
+    assert!(out.contains(&ClientOutput::Abort { conn: init }));
+    assert!(opens(&out).is_empty(), "no session, nothing to DELETE");
+    assert!(d.c.is_quiet());
+}
+
+#[test]
+fn a_durable_client_persists_the_deleted_session_before_the_delete_leaves() {
+    let mut d = Driver::ready("reference");
+    d.call(1, true);
+    d.c.delete_session(d.now);
+    let out = d.drain();
+    let Some(ClientOutput::Persist(state)) = out.first() else { panic!("persist first: {out:#?}") };
+    assert_eq!((state.session.clone(), state.calls.len()), (None, 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The standalone stream answered 409
+// ---------------------------------------------------------------------------------------------
+
+fn stream_already_open() -> Frame {
+    let error = ErrorBody { code: ErrorCode::StreamAlreadyOpen, head_event_id: None };
+    Frame::Head(ResponseHead::error(Status::CONFLICT, error))
+}
+
+#[test]
+fn reference_stops_a_standalone_stream_answered_409_without_looping() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None); // unlimited attempts
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (conn, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(conn, vec![stream_already_open()]);
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision {
+            call: None,
+            outcome: None,
+            action: None,
+            error: Some(DecisionError::NoHeadAdvertised.to_string())
+        }]
+    );
+    assert!(app(&out).is_empty(), "no call to fail, no gap to report");
+    assert!(opens(&out).is_empty() && backoffs(&out).is_empty());
+    assert_eq!(d.c.poll_timeout(), None);
+    assert!(d.c.is_quiet());
+    // Calls still work.
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    let out = d.answer(conn, vec![sse(), result("1-0", request, 1)]);
+    assert_eq!(app(&out).len(), 1);
+}
+
+#[test]
+fn an_sdk_client_counts_a_409_standalone_get_as_a_failed_attempt_and_gives_up() {
+    let mut d = Driver::new("ts-sdk"); // 2 attempts
+    let out = d.start();
+    let mut out = d.complete_handshake(&out, S1);
+    for _ in 0..2 {
+        let (conn, _) = only_open(&out, |r| r.method == Method::Get);
+        let ended = d.answer(conn, vec![stream_already_open()]);
+        assert_eq!(backoffs(&ended).len(), 1);
+        out = d.fire();
+    }
+    let (conn, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(conn, vec![stream_already_open()]);
+    assert!(backoffs(&out).is_empty() && opens(&out).is_empty());
+    assert_eq!(d.c.poll_timeout(), None);
 }

@@ -4,7 +4,7 @@ use super::{final_state, liveness_step, sorted, Invariant, Resolution, Violation
 use crate::ids::CallKey;
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
     name: "every-call-resolves",
@@ -18,20 +18,22 @@ fn deadline(trace: &Trace) -> Option<Instant> {
     liveness_step(trace).map(|(_, deadline)| deadline).or_else(|| final_state(trace).map(|end| end.at))
 }
 
-/// Each `AppCall` opens one issue of its call (the application may issue a key again after it
-/// was resolved); each resolution settles the oldest open issue. A call issued after the
+/// An `AppCall` opens its call (the application may issue a key again after it was resolved); an
+/// `AppCall` of a call still open is the same logical call issued again — after a client
+/// process restart the application re-issues what it has not seen resolved — and leaves it
+/// open since the first issue. A resolution settles the open call. A call issued after the
 /// deadline is not judged for liveness: the run gave it no time.
 fn unresolved_calls(trace: &Trace) -> Vec<Violation> {
     let deadline = deadline(trace).unwrap_or(Instant(u64::MAX));
-    let mut open: BTreeMap<CallKey, VecDeque<Instant>> = BTreeMap::new();
+    let mut open: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut settled: BTreeMap<CallKey, (Instant, Resolution)> = BTreeMap::new();
     let mut violations = Vec::new();
     for step in &trace.steps {
         if let StepKind::AppCall { call, .. } = &step.kind {
-            open.entry(*call).or_default().push_back(step.at());
+            open.entry(*call).or_insert(step.at());
         }
         let Some((call, how)) = Resolution::of(&step.kind) else { continue };
-        match open.get_mut(&call).and_then(VecDeque::pop_front) {
+        match open.remove(&call) {
             Some(issued) if issued <= deadline && step.at() > deadline => {
                 violations.push(late(call, issued, deadline, Some(step.at())));
             }
@@ -40,9 +42,10 @@ fn unresolved_calls(trace: &Trace) -> Vec<Violation> {
         }
         settled.insert(call, (step.at(), how));
     }
-    for (call, issues) in open {
-        violations
-            .extend(issues.into_iter().filter(|issued| *issued <= deadline).map(|i| late(call, i, deadline, None)));
+    for (call, issued) in open {
+        if issued <= deadline {
+            violations.push(late(call, issued, deadline, None));
+        }
     }
     sorted(violations)
 }
@@ -92,6 +95,21 @@ mod tests {
             b = b.at(t).app(app_unknown(0));
         }
         b.at(20_000).run(run_end(None, &[])).build()
+    }
+
+    #[test]
+    fn a_call_issued_again_after_a_restart_needs_one_resolution() {
+        let t = TraceBuilder::new()
+            .at(1_000)
+            .app(app_call(0, false))
+            .at(2_000)
+            .app(app_call(0, false))
+            .at(3_000)
+            .app(app_unknown(0))
+            .at(4_000)
+            .run(run_end(None, &[]))
+            .build();
+        assert_eq!(unresolved_calls(&t), vec![]);
     }
 
     #[test]

@@ -56,6 +56,11 @@ impl ClientCore {
         self.timer.update(self.client.poll_timeout());
     }
 
+    /// Nothing left to do: no call unresolved, no reconnect pending, nothing to send.
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.client.is_quiet()
+    }
+
     /// The session the client holds.
     pub(crate) fn session(&self) -> Option<mcpsim_model::ids::SessionId> {
         self.client.session().cloned()

@@ -1,0 +1,386 @@
+//! The commands behind the `mcpsim` binary, as functions that return an exit status.
+//!
+//! Exit statuses: 0 no invariant violated (or replay identical), 1 an invariant violated,
+//! 2 bad input (one line naming the problem), 3 a replay diverged from its recording, 4 the
+//! simulator itself failed.
+
+use crate::error::SimError;
+use crate::runner::{run, RunOutcome};
+use crate::scenario::{self, parse_override, Scenario, SETTINGS};
+use crate::timeline;
+use mcpsim_model::oracle::INVARIANTS;
+use mcpsim_model::profiles;
+use mcpsim_model::time::format_micros;
+use mcpsim_model::trace::Trace;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant as WallClock;
+
+/// How a command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Clean = 0,
+    Violated = 1,
+    BadInput = 2,
+    Diverged = 3,
+    /// The simulation itself failed (a bug in mcpsim, not in the protocol under test).
+    Internal = 4,
+}
+
+/// The scenario a command names: profiles, family and overrides.
+#[derive(Clone, Debug)]
+pub struct ScenarioArgs {
+    pub client: String,
+    pub server: String,
+    pub scenario: String,
+    /// `key=value` overrides, in order.
+    pub sets: Vec<String>,
+}
+
+impl ScenarioArgs {
+    /// Builds and validates the scenario before anything runs.
+    pub fn build(&self) -> Result<Scenario, SimError> {
+        let mut s = Scenario::build(&self.scenario, &self.client, &self.server)?;
+        let overrides = self.sets.iter().map(|t| parse_override(t)).collect::<Result<Vec<_>, _>>()?;
+        s.apply_overrides(&overrides)?;
+        Ok(s)
+    }
+}
+
+/// How the user invokes this binary, for the commands we print: `cargo run` from a checkout,
+/// `mcpsim` once installed.
+pub fn program() -> String {
+    let exe = std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    if exe.contains("/target/release/") {
+        "cargo run --release -p mcpsim --".to_string()
+    } else if exe.contains("/target/debug/") {
+        "cargo run -p mcpsim --".to_string()
+    } else {
+        "mcpsim".to_string()
+    }
+}
+
+/// The command that re-runs one seed of a scenario.
+pub fn replay_command(scenario: &Scenario, seed: u64) -> String {
+    format!("{} run {} --seed {seed}", program(), scenario.cli_args())
+}
+
+/// Prints a run's verdict; returns whether it violated anything.
+fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome) -> bool {
+    let end = outcome.trace.steps.last().map(|s| s.t).unwrap_or(0);
+    if outcome.violations.is_empty() {
+        println!(
+            "ok: no invariant violated ({} × {} × {}, seed {seed}, {} steps, {} simulated)",
+            scenario.client.name,
+            scenario.server.name,
+            scenario.name,
+            outcome.trace.steps.len(),
+            format_micros(end)
+        );
+        return false;
+    }
+    println!(
+        "VIOLATED ({} × {} × {}, seed {seed}, {} steps, {} simulated):",
+        scenario.client.name,
+        scenario.server.name,
+        scenario.name,
+        outcome.trace.steps.len(),
+        format_micros(end)
+    );
+    for v in &outcome.violations {
+        println!("  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
+    }
+    println!("replay: {}", replay_command(scenario, seed));
+    true
+}
+
+pub fn write_file(path: &Path, text: &str) -> Result<(), SimError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)
+            .map_err(|e| SimError::Io { path: dir.display().to_string(), problem: e.to_string() })?;
+    }
+    fs::write(path, text).map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })
+}
+
+/// Fails early, before any run, if `path` cannot be written.
+pub fn check_writable(path: &Path) -> Result<(), SimError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| SimError::Io { path: dir.display().to_string(), problem: e.to_string() })?;
+    if dir.metadata().map(|m| m.permissions().readonly()).unwrap_or(true) {
+        return Err(SimError::Io { path: dir.display().to_string(), problem: "directory is not writable".into() });
+    }
+    Ok(())
+}
+
+/// `mcpsim run`.
+pub fn cmd_run(
+    args: &ScenarioArgs,
+    seed: u64,
+    trace: Option<&Path>,
+    check_determinism: bool,
+) -> Result<Exit, SimError> {
+    let scenario = args.build()?;
+    if let Some(p) = trace {
+        check_writable(p)?;
+    }
+    let outcome = run(&scenario, seed)?;
+    if check_determinism {
+        let again = run(&scenario, seed)?;
+        match first_difference(&outcome.trace, &again.trace) {
+            None => println!("determinism: two runs of seed {seed} gave byte-identical traces"),
+            Some(diff) => {
+                println!("determinism BROKEN for seed {seed}: {diff}");
+                return Ok(Exit::Diverged);
+            }
+        }
+    }
+    if let Some(p) = trace {
+        write_file(p, &outcome.trace.to_jsonl())?;
+        println!("trace: {}", p.display());
+    }
+    Ok(if print_verdict(&scenario, seed, &outcome) { Exit::Violated } else { Exit::Clean })
+}
+
+/// The file name a found counterexample is saved under.
+pub fn trace_file_name(scenario: &Scenario, invariant: &str, seed: u64, trace: &Trace) -> String {
+    let (digest, _) = trace.digest();
+    format!(
+        "{invariant}--{}--{}--{}--seed{seed}-{}.jsonl",
+        scenario.client.name,
+        scenario.server.name,
+        scenario.name,
+        &digest[..8]
+    )
+}
+
+/// `mcpsim explore`: seeds in order until the first violation.
+pub fn cmd_explore(args: &ScenarioArgs, seeds: u64, start: u64, out: &Path) -> Result<Exit, SimError> {
+    let scenario = args.build()?;
+    check_writable(&out.join("probe"))?;
+    let started = WallClock::now();
+    let mut last_report = started;
+    for (i, seed) in (start..start.saturating_add(seeds)).enumerate() {
+        let outcome = run(&scenario, seed)?;
+        if let Some(first) = outcome.violations.first() {
+            let path = out.join(trace_file_name(&scenario, first.invariant, seed, &outcome.trace));
+            write_file(&path, &outcome.trace.to_jsonl())?;
+            print_verdict(&scenario, seed, &outcome);
+            println!(
+                "found after {} run(s) in {:.2}s; trace: {}",
+                i + 1,
+                started.elapsed().as_secs_f64(),
+                path.display()
+            );
+            println!("timeline: {} replay {}", program(), path.display());
+            return Ok(Exit::Violated);
+        }
+        if last_report.elapsed().as_secs_f64() >= 2.0 {
+            last_report = WallClock::now();
+            let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
+            eprintln!("  explored {}/{seeds} seeds ({rate:.0} runs/s)", i + 1);
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "no violation in {seeds} seed(s) {start}..{} of {} ({secs:.2}s, {:.0} runs/s)",
+        start + seeds,
+        scenario.cli_args(),
+        seeds as f64 / secs.max(1e-9)
+    );
+    Ok(Exit::Clean)
+}
+
+/// Reads and validates a trace file.
+pub fn read_trace(path: &Path) -> Result<Trace, SimError> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+    Trace::parse(&text).map_err(|source| SimError::Trace { path: path.display().to_string(), source })
+}
+
+/// The scenario recorded in a trace header.
+pub fn recorded_scenario(path: &Path, trace: &Trace) -> Result<Scenario, SimError> {
+    let value = trace.header.scenario.get("scenario").cloned().ok_or_else(|| SimError::BadScenario {
+        path: path.display().to_string(),
+        problem: "no \"scenario\" field".into(),
+    })?;
+    serde_json::from_value(value)
+        .map_err(|e| SimError::BadScenario { path: path.display().to_string(), problem: e.to_string() })
+}
+
+/// Where two traces first differ, in words; `None` if their steps and footers are identical.
+pub fn first_difference(recorded: &Trace, replayed: &Trace) -> Option<String> {
+    for (i, (a, b)) in recorded.steps.iter().zip(&replayed.steps).enumerate() {
+        if a != b {
+            return Some(format!(
+                "step {i} differs:\n  recorded: {}\n  replayed: {}",
+                timeline::line(a),
+                timeline::line(b)
+            ));
+        }
+    }
+    if recorded.steps.len() != replayed.steps.len() {
+        return Some(format!("recorded {} steps, replayed {}", recorded.steps.len(), replayed.steps.len()));
+    }
+    if recorded.footer != replayed.footer {
+        return Some("same steps but a different verdict (the oracles changed)".to_string());
+    }
+    None
+}
+
+/// `mcpsim replay`: re-runs a recorded trace, prints its timeline, compares.
+pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimError> {
+    let recorded = read_trace(path)?;
+    let scenario = recorded_scenario(path, &recorded)?;
+    let seed = recorded.header.seed;
+    let outcome = run(&scenario, seed)?;
+    if !quiet {
+        print!("{}", timeline::render(&outcome.trace));
+    }
+    let verdict: Vec<String> = outcome.violations.iter().map(|v| v.invariant.to_string()).collect();
+    println!("verdict: {}", if verdict.is_empty() { "no invariant violated".to_string() } else { verdict.join(", ") });
+    match first_difference(&recorded, &outcome.trace) {
+        None => {
+            println!("identical: the replay is byte-identical to {}", path.display());
+            Ok(Exit::Clean)
+        }
+        Some(_) if rerecord => {
+            write_file(path, &outcome.trace.to_jsonl())?;
+            println!("re-recorded {}", path.display());
+            Ok(Exit::Clean)
+        }
+        Some(diff) => {
+            println!("DIVERGED from {}: {diff}", path.display());
+            println!("if the model changed on purpose: {} replay --rerecord {}", program(), path.display());
+            Ok(Exit::Diverged)
+        }
+    }
+}
+
+/// `mcpsim profiles`.
+pub fn cmd_profiles() -> Result<Exit, SimError> {
+    println!("clients:");
+    for n in profiles::CLIENT_NAMES {
+        println!("  {n:<12} {}", profiles::describe(n));
+    }
+    println!("servers:");
+    for n in profiles::SERVER_NAMES {
+        println!("  {n:<12} {}", profiles::describe(n));
+    }
+    println!("scenarios:");
+    for n in scenario::SCENARIO_NAMES {
+        println!("  {n:<12} {}", scenario::describe(n));
+    }
+    println!("invariants:");
+    for i in INVARIANTS {
+        println!("  {:<26} {}", i.name, i.description);
+    }
+    let families: Vec<Scenario> = scenario::SCENARIO_NAMES
+        .iter()
+        .map(|n| Scenario::build(n, "reference", "reference"))
+        .collect::<Result<_, _>>()?;
+    println!("settable keys (--set key=value), with defaults for the reference profiles:");
+    print!("  {:<26}", "key");
+    for f in &families {
+        print!(" {:<14}", f.name);
+    }
+    println!(" meaning");
+    for s in SETTINGS {
+        print!("  {:<26}", s.key);
+        for f in &families {
+            print!(" {:<14}", (s.show)(f));
+        }
+        println!(" {}", s.help);
+    }
+    Ok(Exit::Clean)
+}
+
+/// Default directory for found counterexamples.
+pub fn default_out_dir() -> PathBuf {
+    PathBuf::from("traces/found")
+}
+
+/// `mcpsim bench`.
+pub fn cmd_bench(runs: u64) -> Result<Exit, SimError> {
+    if runs == 0 {
+        return Err(SimError::Usage("--runs must be at least 1".into()));
+    }
+    let scenarios = [
+        Scenario::build("long-tool", "reference", "reference")?,
+        Scenario::build("chatty-tool", "reference", "reference")?,
+    ];
+    crate::bench::print(&crate::bench::bench(&scenarios, runs)?);
+    Ok(Exit::Clean)
+}
+
+/// `mcpsim show`: a trace as a sequence diagram.
+pub fn cmd_show(
+    path: &Path,
+    format: crate::diagram::Format,
+    collapse: bool,
+    max_rows: Option<usize>,
+    output: Option<&Path>,
+) -> Result<Exit, SimError> {
+    let trace = read_trace(path)?;
+    if let Some(out) = output {
+        check_writable(out)?;
+    }
+    let opts = crate::diagram::DiagramOptions { collapse, max_rows };
+    let drawing = crate::diagram::render(&trace, format, &opts);
+    match output {
+        Some(out) => {
+            write_file(out, &drawing)?;
+            println!("wrote {}", out.display());
+        }
+        None => print!("{drawing}"),
+    }
+    Ok(Exit::Clean)
+}
+
+/// The flags of `mcpsim matrix`.
+#[derive(Clone, Debug)]
+pub struct MatrixArgs {
+    pub clients: Vec<String>,
+    pub servers: Vec<String>,
+    pub scenarios: Vec<String>,
+    pub seeds: u64,
+    pub format: String,
+    pub mitigate: Option<String>,
+    pub jobs: Option<usize>,
+    pub doc: Option<PathBuf>,
+    pub traces: PathBuf,
+}
+
+/// `mcpsim matrix`.
+pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
+    use crate::matrix::{self, MatrixSpec};
+    let mut spec = MatrixSpec::everything(args.seeds);
+    let pick = |given: &[String], all: Vec<String>| if given.is_empty() { all } else { given.to_vec() };
+    spec.clients = pick(&args.clients, spec.clients.clone());
+    spec.servers = pick(&args.servers, spec.servers.clone());
+    spec.scenarios = pick(&args.scenarios, spec.scenarios.clone());
+    if let Some(j) = args.jobs {
+        spec.jobs = j.max(1);
+    }
+    if args.seeds == 0 {
+        return Err(SimError::Usage("--seeds must be at least 1".into()));
+    }
+    spec.mitigation = args.mitigate.as_deref().map(matrix::mitigation).transpose()?;
+    let render: fn(&[matrix::CellResult]) -> String = match args.format.as_str() {
+        "md" | "markdown" => matrix::to_markdown,
+        "csv" => matrix::to_csv,
+        "json" => matrix::to_json,
+        other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
+    };
+    if let Some(doc) = &args.doc {
+        check_writable(doc)?;
+        check_writable(&args.traces.join("probe"))?;
+    }
+    let results = matrix::run_matrix(&spec, true)?;
+    print!("{}", render(&results));
+    if let Some(doc) = &args.doc {
+        matrix::write_doc(&spec, &results, doc, &args.traces)?;
+        println!("wrote {}", doc.display());
+    }
+    let broken = results.iter().any(|r| !r.violations.is_empty());
+    Ok(if broken { Exit::Violated } else { Exit::Clean })
+}

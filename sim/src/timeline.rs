@@ -1,0 +1,149 @@
+//! A trace as a readable timeline: one line a step, simulated time first.
+
+use mcpsim_model::decision::NextAction;
+use mcpsim_model::http::Body;
+use mcpsim_model::time::format_micros;
+use mcpsim_model::trace::{ResumeOutcome, Step, StepKind, Trace};
+
+/// One line describing a step: `  1m01.234s  lb      idle cut c2 after 60.000s`.
+pub fn line(step: &Step) -> String {
+    format!("{:>11}  {:<6}  {}", format_micros(step.t), step.actor.to_string(), describe(&step.kind))
+}
+
+/// The whole timeline of a trace.
+pub fn render(trace: &Trace) -> String {
+    let mut out = String::new();
+    for step in &trace.steps {
+        out.push_str(&line(step));
+        out.push('\n');
+    }
+    out
+}
+
+/// What a step did, in words.
+pub fn describe(kind: &StepKind) -> String {
+    use StepKind::*;
+    match kind {
+        Send { conn, request } => format!("{conn} → {request}"),
+        Response { conn, head } => {
+            let body = match head.body {
+                Body::Empty => "",
+                Body::Json => " json",
+                Body::EventStream => " event-stream",
+            };
+            let mut s = format!("{conn} ← {}{body}", head.status);
+            if let Some(sess) = &head.session {
+                s.push_str(&format!(" session={sess}"));
+            }
+            if let Some(err) = &head.error {
+                s.push_str(&format!(" {:?}", err.code));
+                if let Some(h) = &err.head_event_id {
+                    s.push_str(&format!(" head={h}"));
+                }
+            }
+            s
+        }
+        Event { conn, event } => {
+            let id = event.id.as_ref().map(|i| format!(" id={i}")).unwrap_or_default();
+            let retry = event.retry_ms.map(|r| format!(" retry={r}ms")).unwrap_or_default();
+            match &event.data {
+                Some(m) => format!("{conn} ← event{id}{retry}: {m}"),
+                None if event.is_priming() => format!("{conn} ← priming event{id}{retry}"),
+                None => format!("{conn} ← event: close{id}"),
+            }
+        }
+        Comment { conn } => format!("{conn} ← : keepalive"),
+        Json { conn, message } => format!("{conn} ← json: {message}"),
+        ConnEnd { conn, end } => format!("{conn} ended: {end}"),
+        Decision { call, outcome, action, error } => {
+            let who = call.map(|c| format!("{c}: ")).unwrap_or_else(|| "standalone stream: ".into());
+            let outcome = outcome.map(|o| format!("{o:?} → ")).unwrap_or_default();
+            match (action, error) {
+                (_, Some(e)) => format!("{who}decision refused: {e}"),
+                (Some(a), None) => format!("{who}{outcome}{}", describe_action(a)),
+                (None, None) => format!("{who}{outcome}no action"),
+            }
+        }
+        Backoff { call, attempt, delay_us } => {
+            let who = call.map(|c| c.to_string()).unwrap_or_else(|| "standalone stream".into());
+            format!("{who}: reconnect attempt {attempt} in {}", format_micros(*delay_us))
+        }
+        ClientStart { restored } => {
+            if *restored {
+                "client process started with durable state".into()
+            } else {
+                "client process started".into()
+            }
+        }
+        LbIdleCut { conn, idle_us } => format!("idle cut {conn} after {}", format_micros(*idle_us)),
+        SessionCreated { session, client } => format!("session {session} created for {client}"),
+        SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),
+        SideEffect { session, request, call, tool, idempotent } => {
+            let kind = if *idempotent { "idempotent" } else { "NON-IDEMPOTENT" };
+            format!("SIDE EFFECT {tool} {call} ({kind}) for {request} in session {session}")
+        }
+        EventStored { session, stream, seq, id, message, .. } => match message {
+            Some(m) => format!("stored {stream}#{seq} id={id} in {session}: {m}"),
+            None => format!("stored {stream}#{seq} id={id} in {session}: priming"),
+        },
+        Resume { session, last_event_id, stream, outcome } => {
+            let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
+            let what = match outcome {
+                ResumeOutcome::Replayed { replayed } => format!("replayed {replayed} event(s)"),
+                ResumeOutcome::Rejected { status, head } => {
+                    format!("rejected {status}{}", head.as_ref().map(|h| format!(" head={h}")).unwrap_or_default())
+                }
+                ResumeOutcome::SilentHead { skipped } => format!("SILENTLY resumed at head, skipping {skipped}"),
+                ResumeOutcome::FromOldest { skipped, replayed } => {
+                    format!("replayed {replayed} from the oldest, silently skipping {skipped}")
+                }
+                ResumeOutcome::Empty { open } => format!("empty 200, {}", if *open { "left open" } else { "closed" }),
+            };
+            format!("resume{on} of {session} after {last_event_id}: {what}")
+        }
+        Rejected { conn, status, session } => {
+            format!(
+                "{conn} rejected {status}{}",
+                session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()
+            )
+        }
+        ToolEnded { session, request, call, end } => format!("tool {call} {request} in {session}: {end:?}"),
+        ServerStart { epoch } => format!("server process started (epoch {epoch})"),
+        AppCall { call, tool, idempotent } => {
+            format!("app calls {tool} {call}{}", if *idempotent { " (idempotent)" } else { "" })
+        }
+        AppEvent { id, message, .. } => {
+            format!("app ← {message}{}", id.as_ref().map(|i| format!(" (id {i})")).unwrap_or_default())
+        }
+        AppGap { call, after, head, .. } => {
+            let who = call.map(|c| format!("{c}: ")).unwrap_or_default();
+            let after = after.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "start".into());
+            format!("app ← {who}GAP: events after {after} up to {head} may be lost")
+        }
+        AppResult { call, session, .. } => format!("app ← result of {call} (session {session})"),
+        AppError { call, error } => format!("app ← error for {call}: {error}"),
+        AppUnknownOutcome { call, reason } => format!("app ← UNKNOWN OUTCOME for {call}: {reason}"),
+        AppSessionLost { session } => format!("app ← session {session} lost"),
+        Fault { fault } => format!("FAULT {fault}"),
+        Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
+        RunEnd { client_session, server_sessions } => {
+            let c = client_session.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "none".into());
+            let live: Vec<String> = server_sessions.iter().map(|s| s.to_string()).collect();
+            format!("run ends: client holds {c}; server sessions [{}]", live.join(", "))
+        }
+    }
+}
+
+fn describe_action(action: &NextAction) -> String {
+    match action {
+        NextAction::Resume { last_event_id } => format!("resume after {last_event_id}"),
+        NextAction::Reinitialize => "re-initialize".to_string(),
+        NextAction::ResumeAtHead { head } => format!("report a gap, resume after {head}"),
+        NextAction::Stop => "stop".to_string(),
+    }
+}
+
+/// True for steps a reader can skip in a compact view (keep-alives, stored events).
+pub fn is_noise(kind: &StepKind) -> bool {
+    matches!(kind, StepKind::Comment { .. } | StepKind::EventStored { .. })
+}
