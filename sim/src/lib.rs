@@ -7,4 +7,8 @@ pub mod scenario;
 
 pub use error::SimError;
 pub use scenario::Scenario;
+pub mod advise;
+pub mod plot;
+pub mod stats;
+pub mod sweep;
 pub mod timeline;
