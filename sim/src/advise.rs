@@ -12,7 +12,9 @@
 //! - the idle TTL, under idle rules whose countdown runs while the client is away.
 //!
 //! Assumptions, each chosen as the worst case:
-//! - Jitter never shortens a delay: the full backoff is waited.
+//! - The attempt schedule is shown with every delay in full; the latency that counts is the worst
+//!   over all jitter draws ([`worst_latency`]): shorter delays can land an attempt just before the
+//!   network heals, and then a full delay follows.
 //! - Every break is a stream error (reset, partition, load-balancer cut), so the profile's
 //!   immediate first attempt applies; detection takes no time, because every fault of
 //!   `faults.rs` resets the client's connections when it starts (none is a silent black hole).
@@ -24,6 +26,7 @@
 use crate::error::SimError;
 use crate::faults::Fault;
 use crate::scenario::Scenario;
+use crate::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
 use mcpsim_model::config::{IdleRule, ReconnectPolicy, RetryField};
 use mcpsim_model::time::format_duration;
 use std::fmt::Write as _;
@@ -184,6 +187,64 @@ pub fn reconnect_schedule(policy: &ReconnectPolicy, server_retry_ms: Option<u64>
     Reconnect::NeverBack { attempts }
 }
 
+/// The shortest the delay before attempt `n + 1` can be: jitter cuts the client's own backoff to
+/// `(1 − jitter)×`, never the server's `retry:` (the client rule in `model::client`).
+fn shortest_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
+    if policy.first_immediate && n == 0 {
+        return Duration::ZERO;
+    }
+    let unjittered = ReconnectPolicy { retry_field: RetryField::Ignore, ..policy.clone() };
+    let jitter = if policy.jitter.is_finite() { policy.jitter.clamp(0.0, 1.0) } else { 0.0 };
+    let backoff = worst_case_delay(&unjittered, n, None).mul_f64(1.0 - jitter);
+    match (policy.retry_field, server_retry_ms) {
+        (RetryField::Ignore, _) | (_, None) => backoff,
+        (RetryField::Replaces, Some(ms)) => Duration::from_millis(ms),
+        (RetryField::AtLeast, Some(ms)) => backoff.max(Duration::from_millis(ms)),
+    }
+}
+
+/// The latency after an outage over every jitter draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorstLatency {
+    /// The largest extra wait after the outage (`None` if the client never gets back).
+    pub latency: Option<Duration>,
+    /// The attempt that makes it the largest.
+    pub attempt: u32,
+    /// Some draws spend every attempt before the outage ends.
+    pub may_give_up: bool,
+}
+
+/// The worst extra latency over all jitter draws. Jitter makes delays *shorter*, yet it can make
+/// the latency *longer*: attempt `k − 1` can then land just before the network heals, so attempt
+/// `k` comes a full delay later. Attempt `k` lands in `[Σ shortest, Σ full]` of the delays before
+/// it; it is the first at or after `D` when attempt `k − 1` is before `D`. So the latency reaches
+/// (as a supremum) `min(T(k−1), D) + b(k−1) − D` for every `k` whose `k − 1` can be before `D`
+/// and whose `k` can be after it. Without jitter this is exactly the plain schedule's `L`.
+pub fn worst_latency(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> WorstLatency {
+    let mut worst = WorstLatency { latency: None, attempt: 0, may_give_up: false };
+    let (mut earliest, mut latest) = (Duration::ZERO, Duration::ZERO);
+    for n in 0..MAX_SCHEDULE {
+        if n >= 1 && earliest >= outage {
+            break;
+        }
+        if policy.max_attempts.is_some_and(|max| n >= max) {
+            worst.may_give_up = true;
+            break;
+        }
+        let full = worst_case_delay(policy, n, server_retry_ms);
+        if latest + full >= outage {
+            let before = if n == 0 { Duration::ZERO } else { latest.min(outage) };
+            let latency = before + full - outage;
+            if worst.latency.is_none_or(|w| latency > w) {
+                worst = WorstLatency { latency: Some(latency), attempt: n + 1, ..worst };
+            }
+        }
+        earliest += shortest_delay(policy, n, server_retry_ms);
+        latest += full;
+    }
+    worst
+}
+
 // ---------------------------------------------------------------------------------------------
 // Requirements
 // ---------------------------------------------------------------------------------------------
@@ -227,6 +288,8 @@ pub struct BreakCase {
     /// How long the network stays cut after the break.
     pub outage: Duration,
     pub reconnect: Reconnect,
+    /// From the break until the client is back, at worst (`None` if it may never be).
+    pub away: Option<Duration>,
     /// The count bound this case needs.
     pub retention: Need,
     pub window: Need,
@@ -316,23 +379,67 @@ fn break_case(
 ) -> BreakCase {
     let reconnect = reconnect_schedule(&scenario.client.reconnect, retry, outage);
     let mut steps = schedule_steps(&reconnect, outage);
-    let Reconnect::Back { latency, .. } = &reconnect else {
-        let why =
-            format!("the client never gets back after a {} outage: no retention saves it", format_duration(outage));
+    let policy = &scenario.client.reconnect;
+    let worst = worst_latency(policy, retry, outage);
+    let gives_up = match &reconnect {
+        Reconnect::Back { latency, .. } => {
+            let (d, l) = (secs(outage), secs(*latency));
+            steps.push(format!("without jitter: L = {} − {} = {}", show_s(d + l), show_s(d), show_s(l)));
+            if worst.may_give_up {
+                Some(format!(
+                    "with jitter {} the {} attempts can all come before the outage ends: the client may give up, \
+                     and no retention saves it then",
+                    policy.jitter,
+                    attempt_count(policy)
+                ))
+            } else {
+                None
+            }
+        }
+        _ => Some(format!(
+            "the client never gets back after a {} outage: no retention saves it",
+            format_duration(outage)
+        )),
+    };
+    let (Some(latency), None) = (worst.latency, gives_up.clone()) else {
+        let why = gives_up.unwrap_or_else(|| "the client never gets back".into());
         steps.push(why.clone());
         return BreakCase {
             cause,
             outage,
-            reconnect: reconnect.clone(),
+            reconnect,
+            away: None,
             retention: Need::Impossible(why.clone()),
             window: Need::Impossible(why.clone()),
             idle_ttl: Need::Impossible(why),
             steps,
         };
     };
-    let away = outage + *latency;
-    let (d, l, dl) = (secs(outage), secs(*latency), secs(away));
-    steps.push(format!("L = {} − {} = {}; away D + L = {}", show_s(d + l), show_s(d), show_s(l), show_s(dl)));
+    let plain = match &reconnect {
+        Reconnect::Back { latency, .. } => Some(*latency),
+        _ => None,
+    };
+    if plain != Some(latency) {
+        let before = worst.attempt.saturating_sub(1);
+        steps.push(format!(
+            "with jitter {}: delays can be cut to {}× their length, so attempt {before} can come just before the \
+             network heals and attempt {} a full {} later: worst L = {}",
+            policy.jitter,
+            show_n(1.0 - policy.jitter),
+            worst.attempt,
+            show_s(secs(worst_case_delay(policy, before, retry))),
+            show_s(secs(latency))
+        ));
+    } else if policy.jitter > 0.0 {
+        steps.push(format!(
+            "jitter {} only brings attempts earlier here: worst L = {}",
+            policy.jitter,
+            show_s(secs(latency))
+        ));
+    }
+    let away = outage + latency;
+    let dl = secs(away);
+    steps.push(format!("away D + L = {} + {} = {}", show_s(secs(outage)), show_s(secs(latency)), show_s(dl)));
     let missed = input.event_rate * dl;
     steps.push(format!(
         "events produced while away: r·(D + L) = {} × {} = {}",
@@ -359,7 +466,7 @@ fn break_case(
     };
     let idle_ttl = idle_need(scenario.server.idle_rule, dl, request_age);
     steps.push(format!("idle TTL ({}): {}", idle_rule_name(scenario.server.idle_rule), describe_need(&idle_ttl, "s")));
-    BreakCase { cause, outage, reconnect, retention: Need::Above(missed), window, idle_ttl, steps }
+    BreakCase { cause, outage, reconnect, away: Some(away), retention: Need::Above(missed), window, idle_ttl, steps }
 }
 
 /// What the idle TTL must exceed when the client is away for `away` seconds.
@@ -378,6 +485,10 @@ fn idle_rule_name(rule: IdleRule) -> &'static str {
         IdleRule::NoOpenRequest => "runs while no request is open: from the break",
         IdleRule::LastRequest => "runs from the last request received",
     }
+}
+
+fn attempt_count(policy: &ReconnectPolicy) -> String {
+    policy.max_attempts.map_or("unlimited".into(), |m| m.to_string())
 }
 
 /// The attempt lines: the first and last few of a long schedule.
@@ -435,7 +546,9 @@ fn show_n(x: f64) -> String {
 fn describe_need(need: &Need, unit: &str) -> String {
     match (need, unit) {
         (Need::Above(x), "events") => {
-            format!("> {} → at least {} events per stream", show_n(*x), show_n(x.floor() + 1.0))
+            let minimal = x.floor() + 1.0;
+            let noun = if minimal == 1.0 { "event" } else { "events" };
+            format!("> {} → at least {} {noun} per stream", show_n(*x), show_n(minimal))
         }
         (Need::Above(x), _) => format!("> {} → at least {}", show_s(*x), show_s(x.floor() + 1.0)),
         (Need::NotNeeded(why), _) => format!("any ({why})"),
@@ -456,8 +569,10 @@ pub fn render(advice: &Advice) -> String {
         p.lb_idle.map_or("none".into(), format_duration),
         advice.server_retry_ms.map_or("none".into(), |ms| format_duration(Duration::from_millis(ms))),
     );
-    let _ =
-        writeln!(out, "assumed: jitter never shortens a delay; a break is detected at once (faults reset connections)");
+    let _ = writeln!(
+        out,
+        "assumed: a break is detected at once (faults reset connections); the worst case over jitter draws counts"
+    );
     if advice.cases.is_empty() {
         let _ = writeln!(out, "nothing breaks the stream: no outage given and the load balancer never cuts it");
     }
@@ -472,6 +587,186 @@ pub fn render(advice: &Advice) -> String {
     let _ = writeln!(out, "  server.retention_window  {}", describe_need(&advice.window, "s"));
     let _ = writeln!(out, "  server.idle_ttl          {}", describe_need(&advice.idle_ttl, "s"));
     out
+}
+
+// ---------------------------------------------------------------------------------------------
+// --verify: a short confirming sweep
+// ---------------------------------------------------------------------------------------------
+
+/// How `advise --verify` runs.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// Seeds `0..seeds` per probe.
+    pub seeds: u64,
+    /// How far below and above the answer to probe (events for the count, seconds for the window).
+    pub margin: u32,
+    /// Worker threads; 0 for the machine's available parallelism.
+    pub jobs: usize,
+    /// How replay commands start.
+    pub program: String,
+}
+
+/// One probe: a setting's value and what the runs at it came to.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub value: String,
+    pub result: CellResult,
+}
+
+/// Below and above one predicted setting.
+#[derive(Clone, Debug)]
+pub struct Verification {
+    pub key: &'static str,
+    /// `None` when the answer is within the margin of zero.
+    pub below: Option<Probe>,
+    pub above: Probe,
+}
+
+/// What `--verify` found.
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    /// The command-line arguments of the probed scenario, before the probed key.
+    pub scenario_args: String,
+    pub seeds: u64,
+    pub checks: Vec<Verification>,
+    /// Why a setting was not probed.
+    pub notes: Vec<String>,
+}
+
+/// The chatty-tool scenario that reproduces the advice's inputs: the same profiles and `--set`
+/// overrides, events at the advised rate, a partition of the advised outage from 60 s on, the
+/// advised load-balancer timeout, and a tool that runs well past the client's return.
+pub fn verify_scenario(base: &Scenario, advice: &Advice) -> Result<Scenario, SimError> {
+    let input = &advice.input;
+    if input.event_rate <= 0.0 {
+        return Err(SimError::Usage("--verify needs an event rate above zero (--event-rate)".into()));
+    }
+    let mut s = Scenario::build("chatty-tool", &base.client.name, &base.server.name)?;
+    s.apply_overrides(&base.overrides)?;
+    let away = advice.cases.iter().filter_map(|c| c.away).max().unwrap_or(Duration::ZERO);
+    let start = Duration::from_secs(60);
+    let run_for = (start + away + Duration::from_secs(120)).as_secs_f64() / (1.0 - s.tool_jitter);
+    let interval = Duration::from_micros((1e6 / input.event_rate).round().max(1.0) as u64);
+    let partition = match input.max_outage.filter(|d| !d.is_zero()) {
+        Some(d) => format!("{}..{}", format_duration(start), format_duration(start + d)),
+        None => "none".into(),
+    };
+    let set = |k: &str, v: String| (k.to_string(), v);
+    s.apply_overrides(&[
+        set("tool.event_interval", format_duration(interval)),
+        set("tool.duration", format_duration(Duration::from_secs(run_for.ceil() as u64))),
+        set("fault.partition", partition),
+        set("lb.idle_timeout", input.lb_idle.map_or("none".into(), format_duration)),
+    ])?;
+    Ok(s)
+}
+
+/// Runs the advised count bound and time window just below and just above the answer.
+pub fn verify(
+    base: &Scenario,
+    advice: &Advice,
+    opts: &VerifyOptions,
+    runner: &RunFn,
+) -> Result<VerifyReport, SimError> {
+    if opts.seeds == 0 {
+        return Err(SimError::Usage("--verify needs at least one seed".into()));
+    }
+    let scenario = verify_scenario(base, advice)?;
+    let mut notes = Vec::new();
+    let mut plans = Vec::new();
+    // Each setting is probed with the other bound switched off, so only it can evict.
+    let settings = [
+        ("server.retention", &advice.retention, ("server.retention_window", "none")),
+        ("server.retention_window", &advice.window, ("server.retention", "unbounded")),
+    ];
+    for (key, need, (other, off)) in settings {
+        let Some(minimal) = need.minimal() else {
+            notes.push(format!("{key} not probed: {}", describe_need(need, "")));
+            continue;
+        };
+        let margin = f64::from(opts.margin);
+        let below = (minimal - margin >= 1.0).then(|| show_value(key, minimal - margin));
+        let mut s = scenario.clone();
+        s.apply_overrides(&[(other.to_string(), off.to_string())])?;
+        plans.push((key, below, show_value(key, minimal + margin), s));
+    }
+    let mut cells = Vec::new();
+    for (key, below, above, s) in &plans {
+        for value in below.iter().chain([above]) {
+            let mut s = s.clone();
+            s.apply_overrides(&[(key.to_string(), value.clone())])?;
+            cells.push(Cell { values: vec![value.clone()], scenario: s });
+        }
+    }
+    let refs: Vec<&Cell> = cells.iter().collect();
+    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
+    let mut results: Vec<Option<CellResult>> = vec![None; cells.len()];
+    run_cells(&refs, opts.seeds, jobs, runner, &opts.program, |i, r| {
+        results[i] = Some(r);
+        Ok(())
+    })?;
+    let mut results = results.into_iter().map(|r| r.expect("every probe ran"));
+    let mut probe = |value| Probe { value, result: results.next().expect("one result per probe, in order") };
+    let checks = plans
+        .into_iter()
+        .map(|(key, below, above, _)| {
+            let below = below.map(&mut probe);
+            Verification { key, below, above: probe(above) }
+        })
+        .collect();
+    Ok(VerifyReport { scenario_args: scenario.cli_args(), seeds: opts.seeds, checks, notes })
+}
+
+/// The verdicts, one line per probe.
+pub fn render_verify(report: &VerifyReport) -> String {
+    let mut out = format!("verify: {} seeds per probe of {}\n", report.seeds, report.scenario_args);
+    let tally = |p: &Probe| {
+        let r = &p.result;
+        let (lo, hi) = r.interval(Outcome::LossFree);
+        format!("loss-free {}/{} (95% CI [{lo:.2}, {hi:.2}])", r.count(Outcome::LossFree), r.n)
+    };
+    for check in &report.checks {
+        match &check.below {
+            Some(below) => {
+                let lossy = below.result.n - below.result.count(Outcome::LossFree);
+                let verdict = if lossy > 0 {
+                    "loss or gap below the answer, as predicted".to_string()
+                } else {
+                    "clean below the answer too: no seed drew the worst case, or the bound is loose".to_string()
+                };
+                let _ = writeln!(out, "  {}={}: {} — {verdict}", check.key, below.value, tally(below));
+                if let Some(replay) = first_loss(&below.result) {
+                    let _ = writeln!(out, "    e.g. {replay}");
+                }
+            }
+            None => {
+                let _ =
+                    writeln!(out, "  {}: the answer is within the margin of zero, nothing to probe below", check.key);
+            }
+        }
+        let above = &check.above;
+        let clean = above.result.count(Outcome::LossFree) == above.result.n;
+        let verdict = if clean {
+            "clean above the answer, as predicted"
+        } else {
+            "NOT clean above the answer: the prediction is wrong"
+        };
+        let _ = writeln!(out, "  {}={}: {} — {verdict}", check.key, above.value, tally(above));
+        if let Some(replay) = first_loss(&above.result).filter(|_| !clean) {
+            let _ = writeln!(out, "    e.g. {replay}");
+        }
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "  {note}");
+    }
+    out
+}
+
+/// The replay command of a run that was not loss-free.
+fn first_loss(r: &CellResult) -> Option<&String> {
+    [Outcome::SilentLoss, Outcome::GapReported, Outcome::Unresolved, Outcome::CallFailed, Outcome::SessionLost]
+        .iter()
+        .find_map(|o| r.replays.get(o))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -573,8 +868,9 @@ mod tests {
     }
 
     #[test]
-    fn the_chatty_incident_needs_more_than_241_events_and_a_242_second_window() {
-        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+    fn the_chatty_incident_without_jitter_needs_more_than_241_events_and_a_242_second_window() {
+        let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        s.client.reconnect.jitter = 0.0;
         let input = AdviseInput::from_scenario(&s);
         assert_eq!((input.event_rate, input.max_outage), (1.0, Some(Duration::from_secs(240))));
         let a = advise(&s, &input);
@@ -587,6 +883,42 @@ mod tests {
         assert!(text.contains("attempt  12 at 211s + 30s = 241s  (network up: back in)"), "{text}");
         assert!(text.contains("r·(D + L) = 1 × 241s = 241"), "{text}");
         assert!(text.contains("server.retention         > 241 → at least 242 events per stream"), "{text}");
+    }
+
+    #[test]
+    fn jitter_can_land_an_attempt_just_before_the_network_heals_and_add_a_full_delay() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        // Attempt 12 can come as early as 0.8 × 241 s, before the outage ends at 240 s; then
+        // attempt 13 comes a full 30 s later: L up to 30 s, not the 1 s of the plain schedule.
+        assert_eq!(a.retention, Need::Above(270.0));
+        assert_eq!(a.window, Need::Above(271.0));
+        let text = render(&a);
+        assert!(text.contains("without jitter: L = 241s − 4m = 1s"), "{text}");
+        assert!(text.contains("worst L = 30s"), "{text}");
+    }
+
+    #[test]
+    fn the_worst_latency_over_jitter_is_the_plain_latency_without_jitter() {
+        let mut p = policy("reference");
+        let d = Duration::from_secs(240);
+        p.jitter = 0.0;
+        assert_eq!(
+            worst_latency(&p, None, d),
+            WorstLatency { latency: Some(Duration::from_secs(1)), attempt: 12, may_give_up: false }
+        );
+        p.jitter = 0.2;
+        assert_eq!(worst_latency(&p, None, d).latency, Some(Duration::from_secs(30)));
+        // A load-balancer cut (no outage): the first delay, whole.
+        assert_eq!(worst_latency(&p, None, Duration::ZERO).latency, Some(Duration::from_secs(1)));
+        // Twelve attempts reach 241 s without jitter, but can all come before 240 s with it.
+        p.max_attempts = Some(12);
+        assert!(matches!(reconnect_schedule(&p, None, d), Reconnect::Back { .. }));
+        assert!(worst_latency(&p, None, d).may_give_up);
+        let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        s.client.reconnect = p;
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        assert!(matches!(&a.retention, Need::Impossible(why) if why.contains("may give up")), "{:?}", a.retention);
     }
 
     #[test]
@@ -624,8 +956,84 @@ mod tests {
     fn predictions_name_the_smallest_safe_value() {
         let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         let p = predict(&s, "server.retention").unwrap();
-        assert_eq!((p.exceed, p.minimal), (241.0, 242.0));
+        assert_eq!((p.exceed, p.minimal), (270.0, 271.0));
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
+    }
+
+    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::sweep::RunOutcome {
+        let mut trace = mcpsim_model::trace::Trace::new(0, serde_json::json!({}));
+        for (i, kind) in trace_kinds.into_iter().enumerate() {
+            trace.steps.push(mcpsim_model::trace::Step {
+                seq: i as u64,
+                t: 0,
+                actor: mcpsim_model::trace::Actor::App,
+                kind,
+            });
+        }
+        crate::sweep::RunOutcome { trace, violations: vec![] }
+    }
+
+    /// Loss-free exactly when the count and the window hold the advised 271 events / 272 s.
+    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::sweep::RunOutcome, SimError> {
+        let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
+        let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(272));
+        let gap =
+            mcpsim_model::trace::StepKind::AppGap { session: "s".into(), call: None, after: None, head: "1-1".into() };
+        Ok(fake_run(if count_ok && window_ok { vec![] } else { vec![gap] }))
+    }
+
+    fn verify_options() -> VerifyOptions {
+        VerifyOptions { seeds: 3, margin: 2, jobs: 2, program: "mcpsim".into() }
+    }
+
+    #[test]
+    fn verify_builds_the_chatty_scenario_of_the_advice() {
+        let mut base = Scenario::build("long-tool", "reference", "reference").unwrap();
+        base.apply_overrides(&[("client.backoff_max".into(), "30s".into())]).unwrap();
+        let input = AdviseInput {
+            event_rate: 2.0,
+            max_outage: Some(Duration::from_secs(100)),
+            lb_idle: None,
+            ..AdviseInput::from_scenario(&base)
+        };
+        let advice = advise(&base, &input);
+        let s = verify_scenario(&base, &advice).unwrap();
+        assert_eq!(s.name, "chatty-tool");
+        assert_eq!(s.tools[0].event_interval, Some(Duration::from_millis(500)));
+        assert_eq!(s.faults.heal_time(), Duration::from_secs(160));
+        assert_eq!(s.lb.idle_timeout, None);
+        assert!(s.tools[0].duration.mul_f64(0.9) > Duration::from_secs(160) + Duration::from_secs(30));
+        assert!(s.cli_args().contains("--set client.backoff_max=30s"), "{}", s.cli_args());
+        let silent = advise(&base, &AdviseInput { event_rate: 0.0, ..input });
+        assert!(matches!(verify_scenario(&base, &silent), Err(SimError::Usage(_))));
+    }
+
+    #[test]
+    fn verify_probes_below_and_above_the_answer() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let advice = advise(&s, &AdviseInput::from_scenario(&s));
+        let report = verify(&s, &advice, &verify_options(), &as_advised).unwrap();
+        let probed: Vec<(&str, Option<&str>, &str)> = report
+            .checks
+            .iter()
+            .map(|c| (c.key, c.below.as_ref().map(|p| p.value.as_str()), c.above.value.as_str()))
+            .collect();
+        assert_eq!(
+            probed,
+            [("server.retention", Some("269"), "273"), ("server.retention_window", Some("270s"), "274s")]
+        );
+        let text = render_verify(&report);
+        assert_eq!(text.matches("as predicted").count(), 4, "{text}");
+        assert!(text.contains("server.retention=269: loss-free 0/3"), "{text}");
+        assert!(
+            text.contains("e.g. mcpsim run --client reference --server reference --scenario chatty-tool"),
+            "{text}"
+        );
+        let never = |_: &Scenario, _: u64| {
+            Ok(fake_run(vec![mcpsim_model::trace::StepKind::AppSessionLost { session: "s".into() }]))
+        };
+        let text = render_verify(&verify(&s, &advice, &verify_options(), &never).unwrap());
+        assert!(text.contains("NOT clean above the answer"), "{text}");
     }
 
     #[test]
