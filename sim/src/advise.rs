@@ -47,6 +47,8 @@ pub struct AdviseInput {
     pub request_age_at_outage: Option<Duration>,
     /// How long a stream lives (the tool's run): the oldest its last event can get.
     pub stream_lifetime: Option<Duration>,
+    /// The longest one-way network latency: the resume reaches the server this much later.
+    pub latency: Duration,
 }
 
 impl AdviseInput {
@@ -67,6 +69,7 @@ impl AdviseInput {
             max_outage: partitions.map(|p| p.fault.duration()).max(),
             request_age_at_outage: request_age,
             stream_lifetime: tool.map(|t| t.duration.mul_f64(1.0 + s.tool_jitter)),
+            latency: s.net.latency_max,
         }
     }
 
@@ -440,33 +443,42 @@ fn break_case(
     let away = outage + latency;
     let dl = secs(away);
     steps.push(format!("away D + L = {} + {} = {}", show_s(secs(outage)), show_s(secs(latency)), show_s(dl)));
-    let missed = input.event_rate * dl;
+    let hop = secs(input.latency);
     steps.push(format!(
-        "events produced while away: r·(D + L) = {} × {} = {}",
-        show_n(input.event_rate),
-        show_s(dl),
-        show_n(missed)
+        "the resume reaches the server ℓ = {} (one network latency, at most) after it is sent",
+        show_s(hop)
     ));
-    steps.push(format!("count bound: R > {}", show_n(missed)));
-    let window = match last_event_age {
+    // The server finds the resume position by the last event the client saw, so that event and
+    // every one after it must still be held when the resume arrives.
+    let (retention, window) = match last_event_age {
         Some((a, why)) => {
-            let bound = secs(a) + dl;
+            let span = secs(a) + dl + hop;
+            steps.push(format!("the last event the client saw was a = {} old at the break ({why})", show_s(secs(a))));
             steps.push(format!(
-                "window: the last event seen was a = {} old at the break ({why}); W > a + D + L = {}",
-                show_s(secs(a)),
-                show_s(bound)
+                "it and every event after it must still be held: a span of a + D + L + ℓ = {}",
+                show_s(span)
             ));
-            Need::Above(bound)
+            let count = input.event_rate * span;
+            steps.push(format!(
+                "count bound: the events of that span, both ends included: R > r·{} = {} × {} = {}",
+                "(a + D + L + ℓ)",
+                show_n(input.event_rate),
+                show_s(span),
+                show_n(count)
+            ));
+            steps.push(format!("window: W > a + D + L + ℓ = {}", show_s(span)));
+            (Need::Above(count), Need::Above(span))
         }
         None => {
             let why = "a silent stream keeps its first event id indefinitely: no time window is safe";
+            steps.push("count bound: no event is produced while away; the last one seen must stay: R > 0".into());
             steps.push(format!("window: {why}"));
-            Need::Impossible(why.into())
+            (Need::Above(0.0), Need::Impossible(why.into()))
         }
     };
     let idle_ttl = idle_need(scenario.server.idle_rule, dl, request_age);
     steps.push(format!("idle TTL ({}): {}", idle_rule_name(scenario.server.idle_rule), describe_need(&idle_ttl, "s")));
-    BreakCase { cause, outage, reconnect, away: Some(away), retention: Need::Above(missed), window, idle_ttl, steps }
+    BreakCase { cause, outage, reconnect, away: Some(away), retention, window, idle_ttl, steps }
 }
 
 /// What the idle TTL must exceed when the client is away for `away` seconds.
@@ -814,6 +826,10 @@ mod tests {
     use super::*;
     use mcpsim_model::profiles;
 
+    fn assert_above(need: &Need, expected: f64) {
+        assert!(matches!(need, Need::Above(x) if (x - expected).abs() < 1e-9), "{need:?} is not Above({expected})");
+    }
+
     fn policy(name: &str) -> ReconnectPolicy {
         profiles::client(name).expect("a known profile").reconnect
     }
@@ -868,21 +884,22 @@ mod tests {
     }
 
     #[test]
-    fn the_chatty_incident_without_jitter_needs_more_than_241_events_and_a_242_second_window() {
+    fn the_chatty_incident_without_jitter_needs_more_than_242_events_and_a_242_second_window() {
         let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         s.client.reconnect.jitter = 0.0;
         let input = AdviseInput::from_scenario(&s);
         assert_eq!((input.event_rate, input.max_outage), (1.0, Some(Duration::from_secs(240))));
         let a = advise(&s, &input);
         assert_eq!(a.cases.len(), 1, "events every second keep the load balancer from cutting");
-        assert_eq!(a.retention, Need::Above(241.0));
-        assert_eq!(a.retention.minimal(), Some(242.0));
-        assert_eq!(a.window, Need::Above(242.0));
+        // a = 1 s, D + L = 241 s, ℓ = 10 ms: the span the buffer must cover is 242.01 s.
+        assert_above(&a.retention, 242.01);
+        assert_eq!(a.retention.minimal(), Some(243.0));
+        assert_above(&a.window, 242.01);
         assert!(matches!(a.idle_ttl, Need::NotNeeded(_)));
         let text = render(&a);
         assert!(text.contains("attempt  12 at 211s + 30s = 241s  (network up: back in)"), "{text}");
-        assert!(text.contains("r·(D + L) = 1 × 241s = 241"), "{text}");
-        assert!(text.contains("server.retention         > 241 → at least 242 events per stream"), "{text}");
+        assert!(text.contains("R > r·(a + D + L + ℓ) = 1 × 242010ms = 242.01"), "{text}");
+        assert!(text.contains("server.retention         > 242.01 → at least 243 events per stream"), "{text}");
     }
 
     #[test]
@@ -891,8 +908,8 @@ mod tests {
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         // Attempt 12 can come as early as 0.8 × 241 s, before the outage ends at 240 s; then
         // attempt 13 comes a full 30 s later: L up to 30 s, not the 1 s of the plain schedule.
-        assert_eq!(a.retention, Need::Above(270.0));
-        assert_eq!(a.window, Need::Above(271.0));
+        assert_above(&a.retention, 271.01);
+        assert_above(&a.window, 271.01);
         let text = render(&a);
         assert!(text.contains("without jitter: L = 241s − 4m = 1s"), "{text}");
         assert!(text.contains("worst L = 30s"), "{text}");
@@ -927,8 +944,8 @@ mod tests {
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         assert_eq!(a.cases.len(), 1);
         // Cut after 60 s of silence, back after the 1 s initial delay: the priming id is 61 s old.
-        assert_eq!(a.window, Need::Above(61.0));
-        assert_eq!(a.retention, Need::Above(0.0));
+        assert_above(&a.window, 61.01);
+        assert_above(&a.retention, 0.0);
     }
 
     #[test]
@@ -936,11 +953,12 @@ mod tests {
         let mut s = Scenario::build("chatty-tool", "rmcp", "py-sdk").unwrap();
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         // rmcp against a server without retry: 0, 2, 4, 8, 16, 32, 64, 128 → 254 s, L = 14 s.
-        assert_eq!(a.retention, Need::Above(254.0));
-        assert_eq!(a.idle_ttl, Need::Above(254.0), "the Python rule counts from the break");
+        assert_above(&a.retention, 255.01);
+        assert_above(&a.idle_ttl, 254.0);
         s.server.idle_rule = IdleRule::LastRequest;
         let a = advise(&s, &AdviseInput::from_scenario(&s));
-        assert_eq!(a.idle_ttl, Need::Above(59.0 + 254.0), "counted from the call at 1 s, partition at 60 s");
+        // Counted from the call at 1 s; the partition starts at 60 s.
+        assert_above(&a.idle_ttl, 59.0 + 254.0);
     }
 
     #[test]
@@ -956,7 +974,7 @@ mod tests {
     fn predictions_name_the_smallest_safe_value() {
         let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         let p = predict(&s, "server.retention").unwrap();
-        assert_eq!((p.exceed, p.minimal), (270.0, 271.0));
+        assert!((p.exceed - 271.01).abs() < 1e-9 && p.minimal == 272.0, "{p:?}");
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
     }
 
@@ -973,9 +991,9 @@ mod tests {
         crate::sweep::RunOutcome { trace, violations: vec![] }
     }
 
-    /// Loss-free exactly when the count and the window hold the advised 271 events / 272 s.
+    /// Loss-free exactly when the count and the window hold the advised 272 events / 272 s.
     fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::sweep::RunOutcome, SimError> {
-        let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
+        let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 272);
         let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(272));
         let gap =
             mcpsim_model::trace::StepKind::AppGap { session: "s".into(), call: None, after: None, head: "1-1".into() };
@@ -1020,11 +1038,11 @@ mod tests {
             .collect();
         assert_eq!(
             probed,
-            [("server.retention", Some("269"), "273"), ("server.retention_window", Some("270s"), "274s")]
+            [("server.retention", Some("270"), "274"), ("server.retention_window", Some("270s"), "274s")]
         );
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
-        assert!(text.contains("server.retention=269: loss-free 0/3"), "{text}");
+        assert!(text.contains("server.retention=270: loss-free 0/3"), "{text}");
         assert!(
             text.contains("e.g. mcpsim run --client reference --server reference --scenario chatty-tool"),
             "{text}"
