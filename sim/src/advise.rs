@@ -399,7 +399,12 @@ fn break_case(
                 None
             }
         }
-        _ => Some(format!(
+        Reconnect::GivesUp { attempts } => Some(format!(
+            "the client gives up after {} attempts, before the {} outage ends: no retention saves it",
+            attempts.len(),
+            format_duration(outage)
+        )),
+        Reconnect::NeverBack { .. } => Some(format!(
             "the client never gets back after a {} outage: no retention saves it",
             format_duration(outage)
         )),
@@ -542,7 +547,12 @@ fn secs(d: Duration) -> f64 {
 
 /// Seconds as a duration the command line reads (`241s`, `4m`, `1.5s`).
 fn show_s(x: f64) -> String {
-    format_duration(Duration::from_micros((x * 1e6).round().max(0.0) as u64))
+    let d = Duration::from_micros((x * 1e6).round().max(0.0) as u64);
+    if d.subsec_nanos() != 0 && d >= Duration::from_secs(1) {
+        // `242.01s`: parse_duration reads decimal seconds, and they read better than `242010ms`.
+        return format!("{}s", show_n(d.as_secs_f64()));
+    }
+    format_duration(d)
 }
 
 /// A number without needless decimals.
@@ -798,9 +808,9 @@ pub struct Prediction {
 /// The keys a prediction exists for.
 pub const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retention_window", "server.idle_ttl"];
 
-/// The predicted boundary of `key` in `scenario`, if the key is one advise predicts and the
-/// scenario has one.
-pub fn predict(scenario: &Scenario, key: &str) -> Option<Prediction> {
+/// The predicted boundary of `key` in `scenario`: `None` if advise predicts nothing for the
+/// key, `Some(Err(why))` when no value or any value works.
+pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
     let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
     let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
     let need = match key {
@@ -808,8 +818,10 @@ pub fn predict(scenario: &Scenario, key: &str) -> Option<Prediction> {
         "server.retention_window" => advice.window,
         _ => advice.idle_ttl,
     };
-    let Need::Above(exceed) = need else { return None };
-    Some(Prediction { key, exceed, minimal: exceed.floor() + 1.0 })
+    Some(match need {
+        Need::Above(exceed) => Ok(Prediction { key, exceed, minimal: exceed.floor() + 1.0 }),
+        other => Err(describe_need(&other, "")),
+    })
 }
 
 /// A value of a predicted key as the key writes it: a count of events, or a duration.
@@ -898,7 +910,7 @@ mod tests {
         assert!(matches!(a.idle_ttl, Need::NotNeeded(_)));
         let text = render(&a);
         assert!(text.contains("attempt  12 at 211s + 30s = 241s  (network up: back in)"), "{text}");
-        assert!(text.contains("R > r·(a + D + L + ℓ) = 1 × 242010ms = 242.01"), "{text}");
+        assert!(text.contains("R > r·(a + D + L + ℓ) = 1 × 242.01s = 242.01"), "{text}");
         assert!(text.contains("server.retention         > 242.01 → at least 243 events per stream"), "{text}");
     }
 
@@ -967,13 +979,14 @@ mod tests {
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         assert!(matches!(a.retention, Need::Impossible(_)));
         assert!(render(&a).contains("the client gives up"), "{}", render(&a));
-        assert_eq!(predict(&s, "server.retention"), None);
+        let why = predict(&s, "server.retention").unwrap().unwrap_err();
+        assert!(why.contains("gives up"), "{why}");
     }
 
     #[test]
     fn predictions_name_the_smallest_safe_value() {
         let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
-        let p = predict(&s, "server.retention").unwrap();
+        let p = predict(&s, "server.retention").unwrap().unwrap();
         assert!((p.exceed - 271.01).abs() < 1e-9 && p.minimal == 272.0, "{p:?}");
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
     }

@@ -375,6 +375,7 @@ mod tests {
             fixed: None,
             along: "server.retention",
             predicted: prediction(271.0),
+            unpredicted: None,
             measured: Some(measured),
             steps_apart: Some(0.16),
         };
@@ -406,8 +407,14 @@ mod tests {
         let cells = vec![cell(&["410"], 0, Outcome::GapReported, 4), cell(&["silent-head"], 0, Outcome::SilentLoss, 4)];
         let vary =
             Vary { key: "server.unhonourable", values: values.iter().map(|v| v.to_string()).collect(), step: None };
-        let b =
-            Boundary { fixed: None, along: "server.unhonourable", predicted: None, measured: None, steps_apart: None };
+        let b = Boundary {
+            fixed: None,
+            along: "server.unhonourable",
+            predicted: None,
+            unpredicted: None,
+            measured: None,
+            steps_apart: None,
+        };
         let path = temp("words");
         plot_sweep(&report(vec![vary], cells, 0, vec![b]), &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
@@ -430,6 +437,7 @@ mod tests {
                 fixed: Some(("tool.event_interval", r.to_string())),
                 along: "server.retention",
                 predicted: prediction(271.0 * (i + 1) as f64),
+                unpredicted: None,
                 measured: Some(Measured {
                     value: counts[3 + i].into(),
                     x: (400 + 100 * i) as f64,

@@ -721,6 +721,8 @@ pub struct Boundary {
     pub fixed: Option<(&'static str, String)>,
     pub along: &'static str,
     pub predicted: Option<Prediction>,
+    /// Why there is no prediction, when there is none.
+    pub unpredicted: Option<String>,
     /// `None` when even the largest value is not safe.
     pub measured: Option<Measured>,
     /// `measured − predicted` in grid steps (positive: the simulator needs more than predicted).
@@ -848,11 +850,15 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
                 let _ = scenario.apply_overrides(&[(key.to_string(), v.clone())]);
             }
             let vary = &report.varies[along];
-            let predicted = advise::predict(&scenario, vary.key);
+            let (predicted, unpredicted) = match advise::predict(&scenario, vary.key) {
+                Some(Ok(p)) => (Some(p), None),
+                Some(Err(why)) => (None, Some(why)),
+                None => (None, Some(format!("advise predicts {} only", advise::PREDICTED_KEYS.join(", ")))),
+            };
             let measured = measure(&line, along, report.threshold);
             let steps_apart =
                 predicted.as_ref().zip(measured.as_ref()).and_then(|(p, m)| steps_between(vary, p.minimal, m.x));
-            Boundary { fixed: fixed_pair, along: vary.key, predicted, measured, steps_apart }
+            Boundary { fixed: fixed_pair, along: vary.key, predicted, unpredicted, measured, steps_apart }
         })
         .collect()
 }
@@ -938,7 +944,7 @@ fn render_boundary(b: &Boundary, threshold: f64) -> String {
             advise::show_value(b.along, p.exceed),
             advise::show_value(b.along, p.minimal)
         ),
-        None => "none (advise predicts server.retention, server.retention_window and server.idle_ttl)".into(),
+        None => format!("none ({})", b.unpredicted.as_deref().unwrap_or("no prediction")),
     };
     let measured = match &b.measured {
         Some(m) => format!(
