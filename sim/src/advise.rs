@@ -481,12 +481,12 @@ fn break_case(
             (Need::Above(0.0), Need::Impossible(why.into()))
         }
     };
-    let idle_ttl = idle_need(scenario.server.idle_rule, dl, request_age);
+    let idle_ttl = idle_need(scenario.server.idle_rule, dl + hop, request_age);
     steps.push(format!("idle TTL ({}): {}", idle_rule_name(scenario.server.idle_rule), describe_need(&idle_ttl, "s")));
     BreakCase { cause, outage, reconnect, away: Some(away), retention, window, idle_ttl, steps }
 }
 
-/// What the idle TTL must exceed when the client is away for `away` seconds.
+/// What the idle TTL must exceed when the client's resume arrives `away` seconds after the break.
 fn idle_need(rule: IdleRule, away: f64, request_age: Option<Duration>) -> Need {
     match rule {
         IdleRule::NeverWhileBusy => Need::NotNeeded("the countdown is held while a tool runs".into()),
@@ -966,11 +966,11 @@ mod tests {
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         // rmcp against a server without retry: 0, 2, 4, 8, 16, 32, 64, 128 → 254 s, L = 14 s.
         assert_above(&a.retention, 255.01);
-        assert_above(&a.idle_ttl, 254.0);
+        assert_above(&a.idle_ttl, 254.01);
         s.server.idle_rule = IdleRule::LastRequest;
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         // Counted from the call at 1 s; the partition starts at 60 s.
-        assert_above(&a.idle_ttl, 59.0 + 254.0);
+        assert_above(&a.idle_ttl, 59.0 + 254.01);
     }
 
     #[test]
