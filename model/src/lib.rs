@@ -20,6 +20,7 @@ pub mod oracle;
 pub mod profiles;
 pub mod rng;
 pub mod server;
+pub mod sse;
 pub mod time;
 pub mod trace;
 

@@ -27,7 +27,8 @@ use crate::error::SimError;
 use crate::faults::Fault;
 use crate::scenario::Scenario;
 use crate::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
-use mcpsim_model::config::{IdleRule, ReconnectPolicy, RetryField};
+use mcpsim_model::client::reconnect_delay;
+use mcpsim_model::config::{IdleRule, ReconnectPolicy};
 use mcpsim_model::time::format_duration;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -153,22 +154,11 @@ impl Reconnect {
 /// Safety bound on the attempts computed for an unlimited policy.
 const MAX_SCHEDULE: u32 = 100_000;
 
-/// The delay before attempt `n + 1` after `n` consecutive failures, at its worst (no jitter).
-/// The client's rule: immediate first attempt after an error if the profile says so; else
-/// `min(initial·factor^n, max)`, then the server's `retry:` replaces it or is a floor for it.
+/// The delay before attempt `n + 1` after `n` consecutive failures, in full: the client's own
+/// rule (`model::client::reconnect_delay`) with a jitter draw that shortens nothing. Every break
+/// is a stream error, so an immediate first attempt applies.
 pub fn worst_case_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
-    if policy.first_immediate && n == 0 {
-        return Duration::ZERO;
-    }
-    let exponent = i32::try_from(n).unwrap_or(i32::MAX);
-    let us = policy.initial.as_micros() as f64 * policy.factor.powi(exponent);
-    let cap = policy.max.as_micros() as f64;
-    let backoff = Duration::from_micros(if us.is_finite() { us.min(cap) } else { cap }.max(0.0) as u64);
-    match (policy.retry_field, server_retry_ms) {
-        (RetryField::Ignore, _) | (_, None) => backoff,
-        (RetryField::Replaces, Some(ms)) => Duration::from_millis(ms),
-        (RetryField::AtLeast, Some(ms)) => backoff.max(Duration::from_millis(ms)),
-    }
+    reconnect_delay(policy, n, server_retry_ms, true, 0.0)
 }
 
 /// The attempts after a break followed by an outage of `outage`: each at the sum of the delays
@@ -190,20 +180,10 @@ pub fn reconnect_schedule(policy: &ReconnectPolicy, server_retry_ms: Option<u64>
     Reconnect::NeverBack { attempts }
 }
 
-/// The shortest the delay before attempt `n + 1` can be: jitter cuts the client's own backoff to
-/// `(1 − jitter)×`, never the server's `retry:` (the client rule in `model::client`).
+/// The shortest the delay before attempt `n + 1` can be: the jitter draw that shortens most
+/// (the client's jitter cuts its own backoff, never the server's `retry:`).
 fn shortest_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
-    if policy.first_immediate && n == 0 {
-        return Duration::ZERO;
-    }
-    let unjittered = ReconnectPolicy { retry_field: RetryField::Ignore, ..policy.clone() };
-    let jitter = if policy.jitter.is_finite() { policy.jitter.clamp(0.0, 1.0) } else { 0.0 };
-    let backoff = worst_case_delay(&unjittered, n, None).mul_f64(1.0 - jitter);
-    match (policy.retry_field, server_retry_ms) {
-        (RetryField::Ignore, _) | (_, None) => backoff,
-        (RetryField::Replaces, Some(ms)) => Duration::from_millis(ms),
-        (RetryField::AtLeast, Some(ms)) => backoff.max(Duration::from_millis(ms)),
-    }
+    reconnect_delay(policy, n, server_retry_ms, true, 1.0)
 }
 
 /// The latency after an outage over every jitter draw.

@@ -5,7 +5,14 @@ pub mod error;
 pub mod faults;
 pub mod scenario;
 
+mod actors;
+pub mod logging;
+pub mod net;
+pub mod recorder;
+pub mod runner;
+
 pub use error::SimError;
+pub use runner::{run, RunOutcome};
 pub use scenario::Scenario;
 pub mod advise;
 pub mod plot;

@@ -21,12 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant as WallClock};
 
-/// One finished run. (Mirrors `runner::RunOutcome`, which replaces it once the runner lands.)
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunOutcome {
-    pub trace: Trace,
-    pub violations: Vec<Violation>,
-}
+pub use crate::runner::RunOutcome;
 
 /// Runs one seed of a scenario: `runner::run` in real sweeps, a fake in tests.
 pub type RunFn<'a> = dyn Fn(&Scenario, u64) -> Result<RunOutcome, SimError> + Sync + 'a;
@@ -1290,6 +1285,20 @@ mod tests {
         assert_eq!(line, "a,\"1m..2m,3m..4m\",\"say \"\"hi\"\"\",");
         assert_eq!(parse_csv_line(&line).unwrap(), fields);
         assert!(parse_csv_line("\"open").is_err());
+    }
+
+    /// Real runs: the boundary advise predicts for rmcp against the reference server (events
+    /// every second, a 4-minute partition, rmcp back 15 s after it heals) is where the simulator
+    /// puts it: 255 events lose the stream, 256 keep it whole.
+    #[test]
+    fn the_simulator_agrees_with_the_predicted_boundary() {
+        let base = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
+        let opts = SweepOptions { seeds: 2, jobs: 2, progress: false, ..SweepOptions::default() };
+        let report = sweep(&base, &["server.retention=255,256".to_string()], &opts, &crate::runner::run).unwrap();
+        let b = &report.boundaries[0];
+        assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(256.0));
+        assert_eq!(report.cells[0].count(Outcome::LossFree), 0, "{}", render_report(&report));
+        assert_eq!(b.measured.as_ref().map(|m| (m.value.as_str(), m.loss_free)), Some(("256", 2)));
     }
 
     #[test]

@@ -1,7 +1,34 @@
-//! The invariants, named and checked in one place, offline over a recorded trace. (Being written.)
+//! The invariants, named and checked in one place, offline over a recorded trace.
+//!
+//! Every invariant is a pure function of a [`Trace`]: it reads the steps the machines recorded and
+//! returns what broke, never panics, and never looks at the scenario. The families live one per
+//! file: [`execution`] (duplicate side effects), [`loss`] (silent event loss), [`sessions`]
+//! (orphaned sessions), [`liveness`] (every call resolves) and [`delivery`] (what the application
+//! was handed: no duplicates, in order, from the right session). [`coverage`] counts the
+//! "sometimes" events a sweep of seeds should reach.
+//!
+//! Event ids are unique inside a session but not across sessions, so everything here keys an
+//! event by `(session, id)`.
 
+mod coverage;
+mod delivery;
+mod execution;
+mod liveness;
+mod loss;
+mod sessions;
+
+#[cfg(test)]
+mod incidents;
+#[cfg(test)]
+mod testkit;
+
+pub use coverage::{coverage, Coverage, COVERAGE_EVENTS};
+
+use crate::http::ServerMessage;
+use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::Instant;
-use crate::trace::{Trace, ViolationRecord};
+use crate::trace::{Step, StepKind, Trace, ViolationRecord};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One broken invariant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,9 +61,323 @@ pub struct Invariant {
 }
 
 /// Every invariant, in the order reports list them.
-pub const INVARIANTS: &[Invariant] = &[];
+pub const INVARIANTS: &[Invariant] = &[
+    execution::NO_DUPLICATE_EXECUTION,
+    loss::NO_SILENT_EVENT_LOSS,
+    sessions::NO_ORPHANED_SESSION,
+    liveness::EVERY_CALL_RESOLVES,
+    delivery::NO_DUPLICATE_DELIVERY,
+    delivery::IN_ORDER_DELIVERY,
+    delivery::NO_CROSS_SESSION_DELIVERY,
+];
 
-/// Checks every invariant.
+/// Checks every invariant; the violations come sorted by time, then subject (ties keep the
+/// registry's order).
 pub fn check_all(trace: &Trace) -> Vec<Violation> {
-    INVARIANTS.iter().flat_map(|i| (i.check)(trace)).collect()
+    let mut all: Vec<Violation> = INVARIANTS.iter().flat_map(|i| (i.check)(trace)).collect();
+    all.sort_by(|a, b| (a.at, &a.subject).cmp(&(b.at, &b.subject)));
+    all
+}
+
+/// The invariant with this name.
+pub fn by_name(name: &str) -> Option<&'static Invariant> {
+    INVARIANTS.iter().find(|i| i.name == name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers: the indexes several invariants read.
+// ---------------------------------------------------------------------------------------------
+
+/// Sorts one invariant's violations into report order: time, then subject, then detail.
+fn sorted(mut violations: Vec<Violation>) -> Vec<Violation> {
+    violations.sort_by(|a, b| (a.at, &a.subject, &a.detail).cmp(&(b.at, &b.subject, &b.detail)));
+    violations
+}
+
+/// `session 0-1`.
+fn session_subject(session: &SessionId) -> String {
+    format!("session {session}")
+}
+
+/// `session 0-1 stream1 event 1-17`, or without the stream when the event was never stored.
+fn event_subject(session: &SessionId, stream: Option<StreamNo>, id: &EventId) -> String {
+    match stream {
+        Some(stream) => format!("session {session} {stream} event {id}"),
+        None => format!("session {session} event {id}"),
+    }
+}
+
+/// An event as the server stored it (an `EventStored` step).
+#[derive(Clone, Copy, Debug)]
+struct StoredEvent<'a> {
+    at: Instant,
+    /// Index of the step in the trace: orders steps that share a time.
+    order: usize,
+    session: &'a SessionId,
+    stream: StreamNo,
+    seq: u32,
+    id: &'a EventId,
+    call: Option<CallKey>,
+    message: Option<&'a ServerMessage>,
+}
+
+/// Every stored event, by `(session, id)`.
+struct EventLog<'a> {
+    by_session: BTreeMap<&'a SessionId, BTreeMap<&'a EventId, StoredEvent<'a>>>,
+}
+
+impl<'a> EventLog<'a> {
+    fn new(trace: &'a Trace) -> Self {
+        let mut by_session: BTreeMap<&SessionId, BTreeMap<&EventId, StoredEvent<'a>>> = BTreeMap::new();
+        for (order, step) in trace.steps.iter().enumerate() {
+            if let StepKind::EventStored { session, stream, seq, id, call, message } = &step.kind {
+                let event = StoredEvent {
+                    at: step.at(),
+                    order,
+                    session,
+                    stream: *stream,
+                    seq: *seq,
+                    id,
+                    call: *call,
+                    message: message.as_ref(),
+                };
+                // Ids are unique per session; should a server store one twice, the first counts.
+                by_session.entry(session).or_default().entry(id).or_insert(event);
+            }
+        }
+        EventLog { by_session }
+    }
+
+    /// The event `session` stored under `id`.
+    fn get(&self, session: &SessionId, id: &EventId) -> Option<&StoredEvent<'a>> {
+        self.by_session.get(session)?.get(id)
+    }
+
+    /// Every stored event, by session then id.
+    fn events(&self) -> impl Iterator<Item = &StoredEvent<'a>> {
+        self.by_session.values().flat_map(BTreeMap::values)
+    }
+
+    /// The sessions other than `session` that stored an event under `id`.
+    fn other_storers(&self, session: &SessionId, id: &EventId) -> Vec<&'a SessionId> {
+        self.by_session
+            .iter()
+            .filter(|(s, events)| **s != session && events.contains_key(id))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Events grouped by `(session, stream)`, each group in seq order.
+    fn streams(&self) -> BTreeMap<(&'a SessionId, StreamNo), Vec<StoredEvent<'a>>> {
+        let mut streams: BTreeMap<_, Vec<StoredEvent<'a>>> = BTreeMap::new();
+        for e in self.events() {
+            streams.entry((e.session, e.stream)).or_default().push(*e);
+        }
+        for events in streams.values_mut() {
+            events.sort_by_key(|e| (e.seq, e.order));
+        }
+        streams
+    }
+}
+
+/// Something handed to the application that carries an event id or a result.
+#[derive(Clone, Copy, Debug)]
+struct Delivery<'a> {
+    at: Instant,
+    session: &'a SessionId,
+    id: Option<&'a EventId>,
+    /// `Some` for an `AppResult`.
+    result_of: Option<CallKey>,
+}
+
+impl<'a> Delivery<'a> {
+    /// The delivery an `AppEvent` or `AppResult` step made.
+    fn of(step: &'a Step) -> Option<Self> {
+        match &step.kind {
+            StepKind::AppEvent { session, id, .. } => {
+                Some(Delivery { at: step.at(), session, id: id.as_ref(), result_of: None })
+            }
+            StepKind::AppResult { call, session, id } => {
+                Some(Delivery { at: step.at(), session, id: id.as_ref(), result_of: Some(*call) })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The `AppEvent` and `AppResult` steps, in trace order.
+fn deliveries(trace: &Trace) -> impl Iterator<Item = Delivery<'_>> {
+    trace.steps.iter().filter_map(Delivery::of)
+}
+
+/// The `(session, id)` pairs the application was handed.
+fn delivered_set(trace: &Trace) -> BTreeSet<(&SessionId, &EventId)> {
+    deliveries(trace).filter_map(|d| d.id.map(|id| (d.session, id))).collect()
+}
+
+/// How the application learned a call's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resolution {
+    Result,
+    Error,
+    UnknownOutcome,
+}
+
+impl Resolution {
+    fn of(kind: &StepKind) -> Option<(CallKey, Resolution)> {
+        match kind {
+            StepKind::AppResult { call, .. } => Some((*call, Resolution::Result)),
+            StepKind::AppError { call, .. } => Some((*call, Resolution::Error)),
+            StepKind::AppUnknownOutcome { call, .. } => Some((*call, Resolution::UnknownOutcome)),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Resolution::Result => "a result",
+            Resolution::Error => "an error",
+            Resolution::UnknownOutcome => "an unknown outcome",
+        }
+    }
+}
+
+/// The application's calls and how each was resolved.
+struct CallLedger {
+    /// Every call the application issued, with the idempotency its first `AppCall` declared.
+    idempotent: BTreeMap<CallKey, bool>,
+    resolutions: BTreeMap<CallKey, Vec<Resolution>>,
+}
+
+impl CallLedger {
+    fn new(trace: &Trace) -> Self {
+        let mut idempotent = BTreeMap::new();
+        let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
+        for step in &trace.steps {
+            if let StepKind::AppCall { call, idempotent: i, .. } = &step.kind {
+                idempotent.entry(*call).or_insert(*i);
+            }
+            if let Some((call, how)) = Resolution::of(&step.kind) {
+                resolutions.entry(call).or_default().push(how);
+            }
+        }
+        CallLedger { idempotent, resolutions }
+    }
+
+    fn issued(&self, call: CallKey) -> bool {
+        self.idempotent.contains_key(&call)
+    }
+
+    fn resolved(&self, call: CallKey) -> bool {
+        self.resolutions.contains_key(&call)
+    }
+
+    /// The application was told the call failed or may not have run: whatever the call's
+    /// streams carried after that, the application knows not to expect it.
+    fn told_failure(&self, call: CallKey) -> bool {
+        self.resolutions.get(&call).is_some_and(|r| r.iter().any(|h| *h != Resolution::Result))
+    }
+}
+
+/// The state the run ended in (the last `RunEnd` step).
+struct RunEnd<'a> {
+    at: Instant,
+    client_session: Option<&'a SessionId>,
+    server_sessions: &'a [SessionId],
+}
+
+fn final_state(trace: &Trace) -> Option<RunEnd<'_>> {
+    trace.steps.iter().rev().find_map(|step| match &step.kind {
+        StepKind::RunEnd { client_session, server_sessions } => {
+            Some(RunEnd { at: step.at(), client_session: client_session.as_ref(), server_sessions })
+        }
+        _ => None,
+    })
+}
+
+/// The first `Liveness` step: when the network healed, and the deadline it set.
+fn liveness_step(trace: &Trace) -> Option<(&Step, Instant)> {
+    trace.steps.iter().find_map(|step| match step.kind {
+        StepKind::Liveness { deadline } => Some((step, Instant(deadline))),
+        _ => None,
+    })
+}
+
+/// Sessions the application was told it lost.
+fn sessions_lost(trace: &Trace) -> BTreeSet<&SessionId> {
+    trace
+        .steps
+        .iter()
+        .filter_map(|step| match &step.kind {
+            StepKind::AppSessionLost { session } => Some(session),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testkit::*;
+    use super::*;
+
+    #[test]
+    fn invariant_names_are_unique_and_found_by_name() {
+        let names: BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
+        assert_eq!(names.len(), INVARIANTS.len());
+        assert_eq!(INVARIANTS.len(), 7);
+        for i in INVARIANTS {
+            assert_eq!(by_name(i.name).map(|f| f.name), Some(i.name));
+            assert!(!i.description.is_empty());
+        }
+        assert!(by_name("no-such-invariant").is_none());
+    }
+
+    #[test]
+    fn an_empty_trace_breaks_nothing() {
+        assert_eq!(check_all(&TraceBuilder::new().build()), vec![]);
+    }
+
+    #[test]
+    fn check_all_sorts_by_time_then_subject() {
+        // call1 is never resolved (deadline 9ms); call0 ran twice at 5ms; and call2's result was
+        // delivered twice at 7ms.
+        let a = sid("A");
+        let trace = TraceBuilder::new()
+            .at(1_000)
+            .server(session_created(&a, "app"))
+            .app(app_call(0, false))
+            .app(app_call(1, true))
+            .app(app_call(2, true))
+            .at(2_000)
+            .server(side_effect(&a, 1, 0))
+            .server(stored(&a, 3, 1, Some(2), Some(tool_result(3, 2))))
+            .at(5_000)
+            .server(side_effect(&a, 2, 0))
+            .app(app_result(0, &a, None))
+            .at(7_000)
+            .app(app_result(2, &a, Some(ev(3, 1))))
+            .app(app_result(2, &a, Some(ev(3, 1))))
+            .run(StepKind::Liveness { deadline: 9_000 })
+            .at(9_000)
+            .run(run_end(Some(&a), &[&a]))
+            .build();
+        let found: Vec<(&str, u64, String)> =
+            check_all(&trace).into_iter().map(|v| (v.invariant, v.at.0, v.subject)).collect();
+        assert_eq!(
+            found,
+            vec![
+                ("no-duplicate-execution", 5_000, "call0".to_string()),
+                ("every-call-resolves", 7_000, "call2".to_string()),
+                ("no-duplicate-delivery", 7_000, "session A stream3 event 3-1".to_string()),
+                ("every-call-resolves", 9_000, "call1".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn violations_become_footer_records() {
+        let v = Violation { invariant: "x", at: Instant(5), subject: "call1".into(), detail: "d".into() };
+        let r = ViolationRecord::from(&v);
+        assert_eq!((r.invariant.as_str(), r.t, r.subject.as_str(), r.detail.as_str()), ("x", 5, "call1", "d"));
+    }
 }

@@ -1,0 +1,1039 @@
+//! The client driven directly with hand-written frames.
+
+use super::*;
+use crate::config::{ReconnectPolicy, RetryField};
+use crate::http::{Body, ErrorBody, ErrorCode, Method};
+use crate::profiles;
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+const S1: &str = "s1";
+const S2: &str = "s2";
+
+/// A client, a clock, and everything it has output so far.
+struct Driver {
+    c: Client,
+    now: Instant,
+    log: Vec<ClientOutput>,
+}
+
+impl Driver {
+    fn new(profile: &str) -> Self {
+        Driver::with(profiles::client(profile).expect("a listed profile"), None, 7)
+    }
+
+    fn with(policy: ClientPolicy, restored: Option<DurableState>, seed: u64) -> Self {
+        Driver { c: Client::new(policy, "app", restored, seed), now: Instant::ZERO, log: Vec::new() }
+    }
+
+    fn drain(&mut self) -> Vec<ClientOutput> {
+        let mut out = Vec::new();
+        while let Some(o) = self.c.poll_output() {
+            out.push(o);
+        }
+        self.log.extend(out.iter().cloned());
+        out
+    }
+
+    fn at_ms(&mut self, ms: u64) -> &mut Self {
+        self.now = Instant(ms * 1_000);
+        self
+    }
+
+    fn start(&mut self) -> Vec<ClientOutput> {
+        self.c.start(self.now);
+        self.drain()
+    }
+
+    fn call(&mut self, key: u32, idempotent: bool) -> Vec<ClientOutput> {
+        self.c.call_tool(self.now, CallKey(key), "pay", idempotent);
+        self.drain()
+    }
+
+    fn frame(&mut self, conn: ConnId, frame: Frame) -> Vec<ClientOutput> {
+        self.c.handle_frame(self.now, conn, frame);
+        self.drain()
+    }
+
+    fn frames(&mut self, conn: ConnId, frames: Vec<Frame>) -> Vec<ClientOutput> {
+        frames.into_iter().flat_map(|f| self.frame(conn, f)).collect()
+    }
+
+    fn end(&mut self, conn: ConnId, end: ConnEnd) -> Vec<ClientOutput> {
+        self.c.handle_conn_end(self.now, conn, end);
+        self.drain()
+    }
+
+    /// A complete answer: the frames, `End`, and a clean end.
+    fn answer(&mut self, conn: ConnId, mut frames: Vec<Frame>) -> Vec<ClientOutput> {
+        frames.push(Frame::End);
+        let mut out = self.frames(conn, frames);
+        out.extend(self.end(conn, ConnEnd::Clean));
+        out
+    }
+
+    /// Moves the clock to the next timer and runs it.
+    fn fire(&mut self) -> Vec<ClientOutput> {
+        let t = self.c.poll_timeout().expect("a timer is pending");
+        assert!(t >= self.now, "timers never lie in the past");
+        self.now = t;
+        self.c.handle_timeout(t);
+        self.drain()
+    }
+
+    /// Answers the open `initialize` (minting `session`) and the `initialized` notification.
+    fn complete_handshake(&mut self, init_out: &[ClientOutput], session: &str) -> Vec<ClientOutput> {
+        let (init, req) = only_open(init_out, |r| matches!(r.body, Some(ClientMessage::Initialize { .. })));
+        assert_eq!(req.session, None, "initialize carries no session id");
+        let id = req.body.as_ref().and_then(|b| b.request_id()).expect("initialize has an id");
+        let head = ResponseHead { session: Some(SessionId::from(session)), ..json_head() };
+        let out =
+            self.answer(init, vec![Frame::Head(head), Frame::Json(ServerMessage::InitializeResult { request: id })]);
+        let (ack, req) = only_open(&out, |r| r.body == Some(ClientMessage::Initialized));
+        assert_eq!(req.session, Some(SessionId::from(session)));
+        self.answer(ack, vec![Frame::Head(ResponseHead::status(Status::ACCEPTED))])
+    }
+
+    /// Started, with a ready session `s1`.
+    fn ready(profile: &str) -> Self {
+        let mut d = Driver::new(profile);
+        let out = d.start();
+        d.complete_handshake(&out, S1);
+        d
+    }
+
+    fn app_view(&self) -> Vec<StepKind> {
+        steps(&self.log).into_iter().filter(StepKind::is_app).collect()
+    }
+}
+
+fn json_head() -> ResponseHead {
+    ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None }
+}
+
+fn sse() -> Frame {
+    Frame::Head(ResponseHead::event_stream())
+}
+
+fn status(code: u16) -> Frame {
+    Frame::Head(ResponseHead::status(Status(code)))
+}
+
+fn gone(head: &str) -> Frame {
+    let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: Some(EventId::from(head)) };
+    Frame::Head(ResponseHead::error(Status::GONE, error))
+}
+
+fn event(id: Option<&str>, data: Option<ServerMessage>) -> Frame {
+    Frame::Event(SseEvent { id: id.map(EventId::from), retry_ms: None, kind: EventKind::Message, data })
+}
+
+fn priming(id: &str) -> Frame {
+    event(Some(id), None)
+}
+
+fn progress(id: &str, request: RequestId, call: u32, step: u32) -> Frame {
+    event(Some(id), Some(ServerMessage::Progress { request, call: CallKey(call), step }))
+}
+
+fn result(id: &str, request: RequestId, call: u32) -> Frame {
+    event(Some(id), Some(ServerMessage::ToolResult { request, call: CallKey(call) }))
+}
+
+fn opens(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {
+    out.iter()
+        .filter_map(|o| match o {
+            ClientOutput::Open { conn, request } => Some((*conn, request.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn only_open(out: &[ClientOutput], which: impl Fn(&Request) -> bool) -> (ConnId, Request) {
+    let found: Vec<_> = opens(out).into_iter().filter(|(_, r)| which(r)).collect();
+    assert_eq!(found.len(), 1, "expected exactly one such request in {out:#?}");
+    found.into_iter().next().expect("checked above")
+}
+
+fn tool_call(out: &[ClientOutput]) -> (ConnId, RequestId, ToolCall) {
+    let (conn, req) = only_open(out, |r| matches!(r.body, Some(ClientMessage::CallTool { .. })));
+    let Some(ClientMessage::CallTool { id, call }) = req.body else { unreachable!("filtered above") };
+    (conn, id, call)
+}
+
+fn resume(out: &[ClientOutput]) -> (ConnId, Request) {
+    only_open(out, |r| r.method == Method::Get)
+}
+
+fn steps(out: &[ClientOutput]) -> Vec<StepKind> {
+    out.iter()
+        .filter_map(|o| match o {
+            ClientOutput::Record(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn app(out: &[ClientOutput]) -> Vec<StepKind> {
+    steps(out).into_iter().filter(StepKind::is_app).collect()
+}
+
+fn decisions(out: &[ClientOutput]) -> Vec<StepKind> {
+    steps(out).into_iter().filter(|s| matches!(s, StepKind::Decision { .. })).collect()
+}
+
+fn backoffs(out: &[ClientOutput]) -> Vec<(u32, u64)> {
+    steps(out)
+        .into_iter()
+        .filter_map(|s| match s {
+            StepKind::Backoff { attempt, delay_us, .. } => Some((attempt, delay_us)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn persists(out: &[ClientOutput]) -> Vec<DurableState> {
+    out.iter()
+        .filter_map(|o| match o {
+            ClientOutput::Persist(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn posts_of_call(log: &[ClientOutput]) -> Vec<RequestId> {
+    opens(log)
+        .into_iter()
+        .filter_map(|(_, r)| match r.body {
+            Some(ClientMessage::CallTool { id, .. }) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ev(id: &str) -> Option<EventId> {
+    Some(EventId::from(id))
+}
+
+fn sid(s: &str) -> SessionId {
+    SessionId::from(s)
+}
+
+/// A policy with the given close handling and a deterministic, jitter-free backoff.
+fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPolicy {
+    ClientPolicy {
+        name: "test".into(),
+        close_handling,
+        persistence: Persistence::Volatile,
+        reconnect: ReconnectPolicy {
+            initial: Duration::from_secs(1),
+            factor: 2.0,
+            max: Duration::from_secs(30),
+            max_attempts,
+            counter_reset: CounterReset::OnSuccessfulReconnect,
+            retry_field: RetryField::Ignore,
+            first_immediate: false,
+            jitter: 0.0,
+        },
+        request_timeout: None,
+        open_standalone_stream: false,
+        send_idempotency_keys: false,
+    }
+}
+
+fn ready_with(policy: ClientPolicy) -> Driver {
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d
+}
+
+/// A call whose POST stream got a 200 and a priming event `prime` (if any), then was reset.
+fn call_then_reset(d: &mut Driver, key: u32, idempotent: bool, prime: Option<&str>) -> (RequestId, Vec<ClientOutput>) {
+    let out = d.call(key, idempotent);
+    let (conn, request, _) = tool_call(&out);
+    d.frame(conn, sse());
+    if let Some(id) = prime {
+        d.frame(conn, priming(id));
+    }
+    (request, d.end(conn, ConnEnd::Reset))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handshake
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn handshake_then_the_queued_call_goes_out_under_the_session() {
+    let mut d = Driver::new("reference");
+    let out = d.start();
+    assert_eq!(steps(&out)[0], StepKind::ClientStart { restored: false });
+    let (_, init) = only_open(&out, |_| true);
+    assert_eq!(init.body, Some(ClientMessage::Initialize { id: RequestId(1), client: "app".into() }));
+
+    // A call before the session is ready waits.
+    let queued = d.call(5, false);
+    assert!(opens(&queued).is_empty(), "nothing is sent before the handshake: {queued:#?}");
+    assert_eq!(d.c.unresolved_calls(), vec![CallKey(5)]);
+
+    let out = d.complete_handshake(&out, S1);
+    assert_eq!(d.c.session(), Some(&sid(S1)));
+    let (_, request, call) = tool_call(&out);
+    assert_eq!(request, RequestId(2));
+    assert_eq!(call, ToolCall { tool: "pay".into(), key: CallKey(5), idempotency_key: None });
+    let (_, post) = only_open(&out, |_| true);
+    assert_eq!(post.session, Some(sid(S1)));
+    assert!(!d.c.is_quiet());
+}
+
+#[test]
+fn every_open_is_recorded_as_a_send_and_connections_are_numbered_from_one() {
+    let mut d = Driver::new("reference");
+    let out = d.start();
+    assert_eq!(steps(&out)[1], StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") });
+    let out = d.complete_handshake(&out, S1);
+    let out2 = d.call(1, false);
+    assert_eq!(tool_call(&out2).0, ConnId(3));
+    assert!(opens(&out).is_empty());
+}
+
+#[test]
+fn idempotency_keys_are_sent_when_the_policy_says_so() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.send_idempotency_keys = true;
+    let mut d = ready_with(policy);
+    let (_, _, call) = tool_call(&d.call(9, false));
+    assert_eq!(call.idempotency_key.as_deref(), Some("call9"));
+}
+
+#[test]
+fn a_refused_initialize_is_retried_with_backoff_then_the_calls_fail() {
+    let mut d = Driver::new("naive"); // max_attempts 5
+    let mut out = d.start();
+    d.call(1, false);
+    for attempt in 1..=4u32 {
+        let (conn, _) = only_open(&out, |_| true);
+        let ended = d.end(conn, ConnEnd::Refused);
+        let (a, delay) = backoffs(&ended)[0];
+        assert_eq!(a, attempt);
+        let base = 1_000_000u64 << (attempt - 1);
+        assert!(delay <= base && delay as f64 >= base as f64 * 0.8, "attempt {attempt}: {delay}");
+        out = d.fire();
+    }
+    let (conn, _) = only_open(&out, |_| true);
+    let ended = d.end(conn, ConnEnd::Refused);
+    assert_eq!(
+        app(&ended),
+        vec![StepKind::AppError { call: CallKey(1), error: "initialize failed: connection refused".into() }]
+    );
+    assert!(d.c.is_quiet() && d.c.poll_timeout().is_none());
+    // A later call starts the handshake again.
+    let out = d.call(2, false);
+    assert!(matches!(only_open(&out, |_| true).1.body, Some(ClientMessage::Initialize { .. })));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The core incident: a long tool and a load-balancer reset
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn reference_resumes_with_the_priming_id_after_backoff_and_resolves_once() {
+    let mut d = Driver::ready("reference");
+    d.at_ms(1_000);
+    let (request, out) = call_then_reset(&mut d, 1, false, Some("1-0"));
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision {
+            call: Some(CallKey(1)),
+            outcome: Some(StreamOutcome::Reconnectable),
+            action: Some(NextAction::Resume { last_event_id: EventId::from("1-0") }),
+            error: None,
+        }]
+    );
+    let (attempt, delay) = backoffs(&out)[0];
+    assert_eq!(attempt, 1);
+    assert!((800_000..=1_000_000).contains(&delay), "1s with 20% jitter: {delay}");
+    assert!(opens(&out).is_empty(), "no reconnect before the backoff");
+    assert_eq!(d.c.session(), Some(&sid(S1)), "a reset is not a session event");
+
+    let out = d.fire();
+    assert_eq!(d.now, Instant(1_000_000 + delay));
+    let (conn, get) = resume(&out);
+    assert_eq!(get.last_event_id, ev("1-0"));
+    assert_eq!(get.session, Some(sid(S1)));
+
+    d.frames(conn, vec![sse(), progress("1-1", request, 1, 1)]);
+    let out = d.answer(conn, vec![result("1-2", request, 1)]);
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(S1), id: ev("1-2") }]);
+    // Anything later for the resolved call is not handed over.
+    let late = d.frames(ConnId(99), vec![result("1-2", request, 1)]);
+    assert!(app(&late).is_empty());
+
+    assert_eq!(posts_of_call(&d.log), vec![request], "no second POST");
+    let resolutions: Vec<_> = d.app_view().iter().filter_map(StepKind::resolves).collect();
+    assert_eq!(resolutions, vec![CallKey(1)]);
+    assert_eq!(d.app_view().len(), 3, "call, progress, result: {:#?}", d.app_view());
+    assert!(d.c.is_quiet());
+}
+
+#[test]
+fn naive_reinitializes_and_resends_the_same_key_with_a_new_request_id() {
+    let mut d = Driver::ready("naive");
+    let (request, out) = call_then_reset(&mut d, 1, false, Some("1-0"));
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision {
+            call: Some(CallKey(1)),
+            outcome: None,
+            action: Some(NextAction::Reinitialize),
+            error: None
+        }]
+    );
+    assert_eq!(d.c.session(), None, "the session id is forgotten");
+    let out = d.complete_handshake(&out, S2);
+    let (_, again, call) = tool_call(&out);
+    assert_ne!(again, request);
+    assert_eq!(call.key, CallKey(1));
+    assert_eq!(only_open(&out, |_| true).1.session, Some(sid(S2)));
+    assert!(d.app_view().iter().all(|s| !matches!(s, StepKind::AppSessionLost { .. })), "the app is not told");
+    assert!(opens(&d.log).iter().all(|(_, r)| r.last_event_id.is_none() && r.method != Method::Delete));
+    assert_eq!(posts_of_call(&d.log), vec![request, again]);
+}
+
+#[test]
+fn naive_resends_every_call_in_flight_and_gives_up_after_max_attempts() {
+    let mut d = Driver::ready("naive"); // max_attempts 5
+    let out = d.call(2, true);
+    let (other, _, _) = tool_call(&out);
+    d.frame(other, sse());
+    let (_, mut out) = call_then_reset(&mut d, 1, false, None);
+    assert!(out.contains(&ClientOutput::Abort { conn: other }), "the old session's streams are dropped");
+    for round in 1..=5 {
+        out = d.complete_handshake(&out, &format!("s{}", round + 1));
+        let sent: Vec<u32> = opens(&out)
+            .into_iter()
+            .filter_map(|(_, r)| match r.body {
+                Some(ClientMessage::CallTool { call, .. }) => Some(call.key.0),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, vec![2, 1], "round {round}: both calls re-sent in issue order");
+        let conn = opens(&out)
+            .into_iter()
+            .find(|(_, r)| matches!(&r.body, Some(ClientMessage::CallTool { call, .. }) if call.key == CallKey(1)))
+            .map(|(c, _)| c)
+            .expect("call 1 re-sent");
+        out = d.end(conn, ConnEnd::Reset);
+        if round == 5 {
+            break;
+        }
+    }
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_EXHAUSTED.into() }]);
+    assert_eq!(d.c.unresolved_calls(), vec![CallKey(2)], "the other call still runs");
+    assert_eq!(posts_of_call(&d.log).len(), 2 + 5 * 2, "each of 5 re-initializations re-sent both calls");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decision procedure's other branches
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn reference_404_loses_the_session_settles_calls_and_resends_only_idempotent_ones() {
+    let mut d = Driver::ready("reference");
+    let out = d.call(2, true);
+    let (idem_conn, idem_request, _) = tool_call(&out);
+    d.frames(idem_conn, vec![sse(), priming("2-0")]);
+    call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, _) = resume(&d.fire());
+    let out = d.answer(conn, vec![status(404)]);
+    assert_eq!(
+        decisions(&out)[0],
+        StepKind::Decision {
+            call: Some(CallKey(1)),
+            outcome: Some(StreamOutcome::SessionTerminated),
+            action: Some(NextAction::Reinitialize),
+            error: None
+        }
+    );
+    assert_eq!(
+        app(&out),
+        vec![
+            StepKind::AppSessionLost { session: sid(S1) },
+            StepKind::AppUnknownOutcome { call: CallKey(1), reason: UNKNOWN_SESSION_LOST.into() },
+        ]
+    );
+    assert!(out.contains(&ClientOutput::Abort { conn: idem_conn }));
+    assert_eq!(d.c.session(), None);
+    let out = d.complete_handshake(&out, S2);
+    let (_, request, call) = tool_call(&out);
+    assert_eq!(call.key, CallKey(2));
+    assert_ne!(request, idem_request);
+    assert_eq!(d.c.unresolved_calls(), vec![CallKey(2)]);
+    assert_eq!(posts_of_call(&d.log).len(), 3, "call 1 once, call 2 twice");
+}
+
+#[test]
+fn reference_410_reports_a_gap_then_resumes_at_the_head() {
+    let mut d = Driver::ready("reference");
+    let out = d.call(1, false);
+    let (conn, request, _) = tool_call(&out);
+    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+    d.end(conn, ConnEnd::Reset);
+    let (conn, _) = resume(&d.fire());
+    let out = d.answer(conn, vec![gone("1-90")]);
+    assert_eq!(
+        app(&out),
+        vec![StepKind::AppGap {
+            session: sid(S1),
+            call: Some(CallKey(1)),
+            after: ev("1-3"),
+            head: EventId::from("1-90")
+        }]
+    );
+    assert_eq!(backoffs(&out).len(), 1);
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-90"));
+    // The head is the stream's cursor from now on: a later break resumes from it.
+    d.frame(conn, sse());
+    d.end(conn, ConnEnd::Reset);
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-90"));
+    assert!(persists(&d.log).last().is_some_and(|s| s.calls[0].last_event_id == ev("1-90")));
+}
+
+#[test]
+fn reference_refuses_to_guess_on_a_400() {
+    let mut d = Driver::ready("reference");
+    let out = d.call(1, false);
+    let (conn, _, _) = tool_call(&out);
+    let out = d.answer(conn, vec![status(400)]);
+    let error = DecisionError::UnexpectedStatus { status: 400 }.to_string();
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision { call: Some(CallKey(1)), outcome: None, action: None, error: Some(error.clone()) }]
+    );
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error }]);
+    assert_eq!(d.c.session(), Some(&sid(S1)));
+}
+
+#[test]
+fn reference_without_an_event_id_reports_unknown_outcome_or_resends_an_idempotent_call() {
+    let mut d = Driver::ready("reference");
+    let (_, out) = call_then_reset(&mut d, 1, false, None);
+    let error = DecisionError::NeverPersisted.to_string();
+    assert_eq!(app(&out), vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: error }]);
+    assert!(opens(&out).is_empty(), "a non-idempotent call is never re-run blindly");
+
+    let (first, out) = call_then_reset(&mut d, 2, true, None);
+    assert!(app(&out).is_empty());
+    let (_, again, call) = tool_call(&out);
+    assert_eq!((call.key, again > first), (CallKey(2), true), "re-sent as a new POST");
+}
+
+#[test]
+fn reference_stops_on_a_close_event() {
+    let mut d = Driver::ready("reference");
+    let (conn, _, _) = tool_call(&d.call(1, false));
+    let close = Frame::Event(SseEvent { id: ev("1-1"), retry_ms: None, kind: EventKind::Close, data: None });
+    let out = d.answer(conn, vec![sse(), priming("1-0"), close]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_SESSION_CLOSED.into() }]);
+    assert!(d.c.poll_timeout().is_none() && d.c.is_quiet());
+}
+
+#[test]
+fn reference_resumes_again_when_a_resumed_stream_ends_again() {
+    let mut d = Driver::ready("reference");
+    let (request, _) = call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, _) = resume(&d.fire());
+    d.frames(conn, vec![sse(), progress("1-1", request, 1, 1)]);
+    let out = d.end(conn, ConnEnd::Reset);
+    assert_eq!(backoffs(&out)[0].0, 1, "the 200 reset the attempt counter");
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-1"));
+}
+
+#[test]
+fn reference_exhausted_attempts_give_unknown_outcome_or_error() {
+    for (idempotent, expected) in [
+        (false, StepKind::AppUnknownOutcome { call: CallKey(1), reason: ERR_EXHAUSTED.into() }),
+        (true, StepKind::AppError { call: CallKey(1), error: ERR_EXHAUSTED.into() }),
+    ] {
+        let mut d = ready_with(plain(CloseHandling::DecisionProcedure, Some(2)));
+        let (_, out) = call_then_reset(&mut d, 1, idempotent, Some("1-0"));
+        assert_eq!(backoffs(&out), vec![(1, 1_000_000)]);
+        let (conn, _) = resume(&d.fire());
+        let out = d.end(conn, ConnEnd::Refused);
+        assert_eq!(backoffs(&out), vec![(2, 2_000_000)]);
+        let (conn, _) = resume(&d.fire());
+        let out = d.end(conn, ConnEnd::Refused);
+        assert_eq!(app(&out), vec![expected]);
+        assert!(d.c.is_quiet());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backoff
+// ---------------------------------------------------------------------------------------------
+
+fn backoff_policy() -> ReconnectPolicy {
+    plain(CloseHandling::DecisionProcedure, None).reconnect
+}
+
+#[test]
+fn backoff_grows_by_the_factor_and_caps() {
+    let p = backoff_policy();
+    let delays: Vec<u64> = (0..7).map(|n| micros(reconnect_delay(&p, n, None, true, 0.0)) / 1_000).collect();
+    assert_eq!(delays, vec![1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    assert_eq!(reconnect_delay(&p, u32::MAX, None, true, 0.0), Duration::from_secs(30), "no overflow");
+}
+
+#[test]
+fn jitter_only_shortens_and_stays_within_bounds() {
+    let p = ReconnectPolicy { jitter: 0.2, ..backoff_policy() };
+    assert_eq!(reconnect_delay(&p, 1, None, true, 0.0), Duration::from_secs(2));
+    assert_eq!(reconnect_delay(&p, 1, None, true, 0.5), Duration::from_millis(1_800));
+    let mut rng = SplitMix64::new(1);
+    for _ in 0..1_000 {
+        let d = reconnect_delay(&p, 1, None, true, rng.next_f64());
+        assert!(d > Duration::from_millis(1_600) && d <= Duration::from_secs(2), "{d:?}");
+    }
+}
+
+#[test]
+fn retry_field_rules() {
+    let base = ReconnectPolicy { jitter: 0.5, ..backoff_policy() };
+    let with = |retry_field| ReconnectPolicy { retry_field, ..base.clone() };
+    // Ignore: the backoff, jitter and all.
+    assert_eq!(reconnect_delay(&with(RetryField::Ignore), 0, Some(5_000), true, 1.0), Duration::from_millis(500));
+    // Replaces: exactly the server's value, never jittered below it.
+    assert_eq!(reconnect_delay(&with(RetryField::Replaces), 4, Some(3_000), true, 1.0), Duration::from_secs(3));
+    assert_eq!(reconnect_delay(&with(RetryField::Replaces), 1, None, true, 0.0), Duration::from_secs(2));
+    // AtLeast: the larger of the two.
+    assert_eq!(reconnect_delay(&with(RetryField::AtLeast), 0, Some(3_000), true, 0.0), Duration::from_secs(3));
+    assert_eq!(reconnect_delay(&with(RetryField::AtLeast), 3, Some(3_000), true, 0.0), Duration::from_secs(8));
+}
+
+#[test]
+fn first_immediate_applies_to_the_first_reconnect_after_an_error_only() {
+    let p = ReconnectPolicy { first_immediate: true, retry_field: RetryField::AtLeast, ..backoff_policy() };
+    assert_eq!(reconnect_delay(&p, 0, Some(3_000), true, 0.0), Duration::ZERO);
+    assert_eq!(reconnect_delay(&p, 0, Some(3_000), false, 0.0), Duration::from_secs(3), "a clean close waits");
+    assert_eq!(reconnect_delay(&p, 1, None, true, 0.0), Duration::from_secs(2));
+}
+
+#[test]
+fn the_server_retry_field_is_remembered_by_the_client() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.reconnect.retry_field = RetryField::Replaces;
+    let mut d = ready_with(policy);
+    let (conn, _, _) = tool_call(&d.call(1, false));
+    let primed = SseEvent { id: ev("1-0"), retry_ms: Some(3_000), kind: EventKind::Message, data: None };
+    d.frames(conn, vec![sse(), Frame::Event(primed)]);
+    let out = d.end(conn, ConnEnd::Reset);
+    assert_eq!(backoffs(&out), vec![(1, 3_000_000)]);
+}
+
+/// Reconnects a call three times: the first resume gets 200 then a reset after `on_resumed`,
+/// the second is refused. Returns the attempt numbers of the three backoffs.
+fn attempts_under(counter_reset: CounterReset, on_resumed: Vec<Frame>) -> Vec<u32> {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.reconnect.counter_reset = counter_reset;
+    let mut d = ready_with(policy);
+    let (_, out) = call_then_reset(&mut d, 1, false, Some("1-0"));
+    let mut attempts = vec![backoffs(&out)[0].0];
+    let (conn, _) = resume(&d.fire());
+    d.frames(conn, on_resumed);
+    let out = d.end(conn, ConnEnd::Reset);
+    attempts.push(backoffs(&out)[0].0);
+    let (conn, _) = resume(&d.fire());
+    let out = d.end(conn, ConnEnd::Refused);
+    attempts.push(backoffs(&out)[0].0);
+    attempts
+}
+
+#[test]
+fn counter_reset_rules() {
+    // A 200 head alone resets the counter only under OnSuccessfulReconnect.
+    assert_eq!(attempts_under(CounterReset::OnSuccessfulReconnect, vec![sse()]), vec![1, 1, 2]);
+    assert_eq!(attempts_under(CounterReset::OnEvent, vec![sse()]), vec![1, 2, 3]);
+    assert_eq!(attempts_under(CounterReset::OnEvent, vec![sse(), priming("1-1")]), vec![1, 1, 2]);
+    // WhenSuccessfulReconnectEnds: the reset happens when the 200 stream ends.
+    assert_eq!(attempts_under(CounterReset::WhenSuccessfulReconnectEnds, vec![sse()]), vec![1, 1, 2]);
+    assert_eq!(attempts_under(CounterReset::WhenSuccessfulReconnectEnds, vec![status(503)]), vec![1, 2, 3]);
+}
+
+#[test]
+fn counter_reset_when_successful_reconnect_ends_is_not_reset_by_the_head() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.reconnect.counter_reset = CounterReset::WhenSuccessfulReconnectEnds;
+    let mut d = ready_with(policy);
+    call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, _) = resume(&d.fire());
+    d.frame(conn, sse());
+    assert_eq!(d.c.calls[&CallKey(1)].stream.failures, 1, "still counted while the stream is open");
+    d.end(conn, ConnEnd::Reset);
+    assert_eq!(d.c.calls[&CallKey(1)].stream.failures, 1, "reset to 0 at the end, then this attempt counted");
+}
+
+// ---------------------------------------------------------------------------------------------
+// SDK rules
+// ---------------------------------------------------------------------------------------------
+
+/// A call whose POST stream carried `1-0` and was reset, then one resume answered 200 and
+/// closed with no events; returns what followed.
+fn empty_resume(profile: &str) -> (Driver, Vec<ClientOutput>) {
+    let mut d = Driver::ready(profile);
+    call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-0"));
+    let out = d.answer(conn, vec![sse()]);
+    (d, out)
+}
+
+#[test]
+fn ts_sdk_reconnects_without_an_id_after_an_empty_resume() {
+    let (mut d, _) = empty_resume("ts-sdk");
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, None);
+    assert_eq!(get.session, Some(sid(S1)));
+}
+
+#[test]
+fn py_sdk_reconnects_with_the_same_id_after_an_empty_resume() {
+    let (mut d, out) = empty_resume("py-sdk");
+    assert_eq!(backoffs(&out), vec![(1, 1_000_000)], "the ended 200 reconnect reset the counter");
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-0"));
+}
+
+#[test]
+fn rmcp_treats_an_empty_resume_as_a_clean_close() {
+    let (d, out) = empty_resume("rmcp");
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_NO_RESPONSE.into() }]);
+    assert!(d.c.unresolved_calls().is_empty());
+}
+
+#[test]
+fn rmcp_reconnects_at_once_after_a_stream_error() {
+    let mut d = Driver::ready("rmcp");
+    let (_, out) = call_then_reset(&mut d, 1, false, Some("0/1"));
+    assert_eq!(backoffs(&out), vec![(1, 0)]);
+    assert_eq!(d.c.poll_timeout(), Some(d.now));
+}
+
+#[test]
+fn sdks_fail_a_post_stream_that_ended_without_an_event_id() {
+    for profile in ["ts-sdk", "py-sdk", "rmcp"] {
+        let mut d = Driver::ready(profile);
+        let (_, out) = call_then_reset(&mut d, 1, true, None);
+        assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_NO_RESPONSE.into() }]);
+        assert!(resume_opens(&out).is_empty(), "{profile}");
+    }
+}
+
+fn resume_opens(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {
+    opens(out).into_iter().filter(|(_, r)| r.method == Method::Get && r.last_event_id.is_some()).collect()
+}
+
+#[test]
+fn sdk_failed_resumes_count_and_exhaust_with_connection_closed() {
+    let mut d = Driver::ready("ts-sdk"); // 2 attempts
+    call_then_reset(&mut d, 1, false, Some("a_1"));
+    let (conn, _) = resume(&d.fire());
+    let out = d.answer(conn, vec![status(404)]);
+    assert_eq!(backoffs(&out), vec![(2, 1_500_000)], "404 to a resume is a failed attempt");
+    let (conn, _) = resume(&d.fire());
+    let out = d.answer(conn, vec![status(409)]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_CONNECTION_CLOSED.into() }]);
+    assert_eq!(d.c.session(), Some(&sid(S1)));
+}
+
+#[test]
+fn fail_keep_session_keeps_the_dead_id_and_never_reinitializes() {
+    let mut d = Driver::ready("py-sdk");
+    let (conn, _, _) = tool_call(&d.call(1, false));
+    let out = d.answer(conn, vec![status(404)]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "session not found (HTTP 404)".into() }]);
+    assert_eq!(d.c.session(), Some(&sid(S1)));
+    let out = d.call(2, false);
+    assert_eq!(only_open(&out, |_| true).1.session, Some(sid(S1)), "the dead id is used again");
+    let inits = opens(&d.log).iter().filter(|(_, r)| matches!(r.body, Some(ClientMessage::Initialize { .. }))).count();
+    assert_eq!(inits, 1);
+}
+
+#[test]
+fn rmcp_reinitializes_and_resends_the_404_post_once_and_fails_the_others() {
+    let mut d = Driver::ready("rmcp");
+    let (other, _, _) = tool_call(&d.call(2, false));
+    d.frame(other, sse());
+    let (conn, first, _) = tool_call(&d.call(1, false));
+    let out = d.answer(conn, vec![status(404)]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(2), error: ERR_REINITIALIZED.into() }]);
+    assert!(out.contains(&ClientOutput::Abort { conn: other }));
+    let out = d.complete_handshake(&out, S2);
+    let (conn, again, call) = tool_call(&out);
+    assert_eq!((call.key, again != first), (CallKey(1), true));
+    // A second 404 is not re-sent again.
+    let out = d.answer(conn, vec![status(404)]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "session not found (HTTP 404)".into() }]);
+    assert!(opens(&out).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Standalone stream
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_standalone_stream_hands_notifications_over_and_resumes_with_its_own_id() {
+    let mut d = Driver::new("ts-sdk");
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (conn, get) = only_open(&out, |r| r.method == Method::Get);
+    assert_eq!(get.last_event_id, None);
+    let note = ServerMessage::Notification { seq: 1 };
+    let out = d.frames(conn, vec![sse(), event(Some("_GET_stream_1"), Some(note.clone()))]);
+    assert_eq!(
+        app(&out),
+        vec![StepKind::AppEvent { session: sid(S1), id: ev("_GET_stream_1"), call: None, message: note }]
+    );
+    d.end(conn, ConnEnd::Reset);
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("_GET_stream_1"));
+}
+
+#[test]
+fn reference_reports_a_gap_on_the_standalone_stream_without_a_call() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (conn, _) = only_open(&out, |r| r.method == Method::Get);
+    d.frames(conn, vec![sse(), priming("0-0")]);
+    d.end(conn, ConnEnd::Reset);
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("0-0"));
+    let out = d.answer(conn, vec![gone("0-7")]);
+    assert_eq!(
+        app(&out),
+        vec![StepKind::AppGap { session: sid(S1), call: None, after: ev("0-0"), head: EventId::from("0-7") }]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Persistence, timeouts, determinism
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn durable_state_is_written_ahead_and_a_restart_resumes_with_the_persisted_id() {
+    let mut d = Driver::ready("reference");
+    let out = d.call(1, false);
+    assert!(
+        matches!(out.first(), Some(ClientOutput::Persist(s)) if s.calls.len() == 1),
+        "the in-flight call is on disk before its POST leaves: {out:#?}"
+    );
+    let (conn, request, _) = tool_call(&out);
+    let out = d.frames(conn, vec![sse(), priming("1-0")]);
+    let saved = persists(&out).pop().expect("the new last event id was persisted");
+    assert_eq!(saved.session, Some(sid(S1)));
+    assert_eq!(
+        saved.calls,
+        vec![DurableCall {
+            call: CallKey(1),
+            tool: "pay".into(),
+            idempotent: false,
+            request,
+            last_event_id: ev("1-0")
+        }]
+    );
+
+    // The process dies; a new one starts from the saved state.
+    let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(saved), 8);
+    assert_eq!(r.c.unresolved_calls(), vec![CallKey(1)]);
+    let out = r.start();
+    assert_eq!(steps(&out)[0], StepKind::ClientStart { restored: true });
+    let (conn, get) = resume(&out);
+    assert_eq!((get.last_event_id, get.session), (ev("1-0"), Some(sid(S1))));
+    assert!(opens(&out).iter().all(|(_, r)| !matches!(r.body, Some(ClientMessage::Initialize { .. }))));
+    let out = r.answer(conn, vec![sse(), result("1-1", request, 1)]);
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(S1), id: ev("1-1") }]);
+    // New requests never reuse an id of the restored session.
+    let (_, next, _) = tool_call(&r.call(2, false));
+    assert!(next > request);
+}
+
+#[test]
+fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
+    let state = DurableState {
+        session: Some(sid(S1)),
+        next_request: 5,
+        calls: vec![
+            DurableCall {
+                call: CallKey(1),
+                tool: "pay".into(),
+                idempotent: false,
+                request: RequestId(3),
+                last_event_id: None,
+            },
+            DurableCall {
+                call: CallKey(2),
+                tool: "get".into(),
+                idempotent: true,
+                request: RequestId(4),
+                last_event_id: None,
+            },
+        ],
+        standalone_last_event_id: None,
+    };
+    let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(state), 1);
+    let out = r.start();
+    assert_eq!(
+        app(&out),
+        vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: DecisionError::NeverPersisted.to_string() }]
+    );
+    let (_, request, call) = tool_call(&out);
+    assert_eq!((request, call.key), (RequestId(5), CallKey(2)));
+}
+
+#[test]
+fn a_volatile_client_never_persists() {
+    let mut d = Driver::ready("naive");
+    call_then_reset(&mut d, 1, false, Some("1-0"));
+    assert!(persists(&d.log).is_empty());
+}
+
+#[test]
+fn a_request_timeout_cancels_aborts_and_fails_the_call() {
+    let mut d = Driver::ready("ts-sdk"); // 60 s
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("a_1")]);
+    assert_eq!(d.c.poll_timeout(), Some(Instant(60_000_000)));
+    let out = d.fire();
+    let (_, cancel) = only_open(&out, |_| true);
+    assert_eq!(cancel.body, Some(ClientMessage::Cancelled { request }));
+    assert_eq!(cancel.session, Some(sid(S1)));
+    assert!(out.contains(&ClientOutput::Abort { conn }));
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_TIMED_OUT.into() }]);
+    // The aborted stream's end changes nothing.
+    let after = d.end(conn, ConnEnd::Aborted);
+    assert!(app(&after).is_empty() && opens(&after).is_empty());
+}
+
+/// A fixed scenario with reconnects, run on `seed`; returns everything output.
+fn scripted_run(seed: u64) -> Vec<ClientOutput> {
+    let mut d = Driver::with(profiles::client("reference").expect("listed"), None, seed);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    for key in 1..=3 {
+        let (request, _) = call_then_reset(&mut d, key, key % 2 == 0, Some(&format!("{key}-0")));
+        let (conn, _) = resume(&d.fire());
+        d.end(conn, ConnEnd::Refused);
+        let (conn, _) = resume(&d.fire());
+        d.answer(conn, vec![sse(), result(&format!("{key}-1"), request, key)]);
+    }
+    d.log
+}
+
+#[test]
+fn the_same_seed_gives_the_same_outputs() {
+    let (a, b) = (scripted_run(42), scripted_run(42));
+    assert_eq!(a, b);
+    assert_ne!(backoffs(&a), backoffs(&scripted_run(43)), "the seed drives the jitter");
+}
+
+#[test]
+fn unknown_connections_and_frames_never_panic() {
+    let mut d = Driver::new("reference");
+    d.frame(ConnId(77), sse());
+    d.frame(ConnId(77), Frame::Json(ServerMessage::Notification { seq: 1 }));
+    d.end(ConnId(77), ConnEnd::Reset);
+    d.c.handle_timeout(Instant(5));
+    assert!(d.app_view().is_empty());
+}
+
+#[test]
+fn answers_are_routed_by_request_id_and_dropped_once_their_call_resolved() {
+    let mut d = Driver::ready("py-sdk");
+    let (c1, r1, _) = tool_call(&d.call(1, false));
+    let (c2, r2, _) = tool_call(&d.call(2, false));
+    d.frames(c2, vec![sse(), priming("x")]);
+    // Call 1's progress arriving on call 2's stream is call 1's (JSON-RPC routes by id).
+    let out = d.frame(c2, progress("y", r1, 1, 1));
+    assert!(matches!(&app(&out)[..], [StepKind::AppEvent { call: Some(CallKey(1)), .. }]));
+    d.answer(c1, vec![sse(), result("z", r1, 1)]);
+    // A replay of call 1's result on a live stream is not handed over a second time.
+    let out = d.frames(c2, vec![result("z", r1, 1), progress("w", r1, 1, 2)]);
+    assert!(app(&out).is_empty(), "{out:#?}");
+    let out = d.frame(c2, result("v", r2, 2));
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(2), session: sid(S1), id: ev("v") }]);
+}
+
+#[test]
+fn a_successful_handshake_resets_the_initialize_failure_count() {
+    let mut d = Driver::new("naive"); // max_attempts 5
+    let mut out = d.start();
+    for _ in 0..4 {
+        let (conn, _) = only_open(&out, |_| true);
+        d.end(conn, ConnEnd::Refused);
+        out = d.fire();
+    }
+    d.complete_handshake(&out, S1);
+    // The session breaks; the next initialize is refused: a first failure, not the fifth.
+    let (_, out) = call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, _) = only_open(&out, |_| true);
+    let out = d.end(conn, ConnEnd::Refused);
+    assert!(app(&out).is_empty());
+    assert_eq!(backoffs(&out)[0].0, 1);
+}
+
+#[test]
+fn on_event_resets_the_counter_only_on_a_reconnected_stream() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.reconnect.counter_reset = CounterReset::OnEvent;
+    let mut d = ready_with(policy);
+    // No id: the idempotent call is re-sent as a new POST, which spends an attempt.
+    let (_, out) = call_then_reset(&mut d, 1, true, None);
+    let (conn, _, _) = tool_call(&out);
+    // Events on that POST stream are no successful reconnect.
+    d.frames(conn, vec![sse(), priming("1-0")]);
+    let out = d.end(conn, ConnEnd::Reset);
+    assert_eq!(backoffs(&out)[0].0, 2);
+}
+
+#[test]
+fn a_call_answered_with_a_json_body_resolves() {
+    let mut d = Driver::ready("reference");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    let out = d.answer(
+        conn,
+        vec![Frame::Head(json_head()), Frame::Json(ServerMessage::ToolResult { request, call: CallKey(1) })],
+    );
+    assert_eq!(app(&out), vec![StepKind::AppResult { call: CallKey(1), session: sid(S1), id: None }]);
+    assert!(decisions(&out).is_empty(), "the clean end after the answer is no close to judge");
+    assert!(d.c.is_quiet());
+}
+
+#[test]
+fn reference_reopens_a_standalone_stream_that_never_carried_an_id() {
+    let mut policy = plain(CloseHandling::DecisionProcedure, None);
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (conn, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(conn, vec![sse()]);
+    assert_eq!(
+        decisions(&out),
+        vec![StepKind::Decision {
+            call: None,
+            outcome: None,
+            action: None,
+            error: Some(DecisionError::NeverPersisted.to_string())
+        }]
+    );
+    assert!(app(&out).is_empty());
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, None);
+}

@@ -1,0 +1,214 @@
+//! "Sometimes" properties: events a sweep of seeds should reach at least once, counted per trace.
+//!
+//! A zero count across a whole sweep means the sweep never exercised that path, so its clean
+//! verdicts say nothing about it.
+
+use super::execution::duplicate_executions;
+use crate::trace::{ResumeOutcome, StepKind, Trace};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Every coverage event, in the order reports list them.
+pub const COVERAGE_EVENTS: &[&str] = &[
+    RESUME_REPLAYED,
+    RESUME_ATTACHED,
+    GAP_REPORTED,
+    LB_IDLE_CUT,
+    SESSION_REINITIALIZED,
+    RETRY_HONOURED,
+    SERVER_RESTART_SURVIVED,
+    SILENT_RESUME,
+    UNKNOWN_OUTCOME,
+    DUPLICATE_EXECUTION,
+];
+
+/// A resumption replayed at least one event.
+const RESUME_REPLAYED: &str = "resume-replayed";
+/// A resumption was honoured (maybe with nothing to replay).
+const RESUME_ATTACHED: &str = "resume-attached";
+/// The application was told of a gap.
+const GAP_REPORTED: &str = "gap-reported";
+/// The load balancer cut an idle connection.
+const LB_IDLE_CUT: &str = "lb-idle-cut";
+/// A logical client got a second (third, ...) session: counts the sessions after the first.
+const SESSION_REINITIALIZED: &str = "session-reinitialized";
+/// A reconnection waited at least the `retry:` the server last sent.
+const RETRY_HONOURED: &str = "retry-honoured";
+/// A server restart was followed by a result reaching the application.
+const SERVER_RESTART_SURVIVED: &str = "server-restart-survived";
+/// A resumption the server answered without saying events were skipped or missing.
+const SILENT_RESUME: &str = "silent-resume";
+/// The application was told a call may or may not have run.
+const UNKNOWN_OUTCOME: &str = "unknown-outcome";
+/// A non-idempotent call ran twice (what `no-duplicate-execution` reports).
+const DUPLICATE_EXECUTION: &str = "duplicate-execution";
+
+/// How often each coverage event happened. Always holds every event of [`COVERAGE_EVENTS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Coverage(pub BTreeMap<&'static str, u32>);
+
+impl Default for Coverage {
+    fn default() -> Self {
+        Coverage(COVERAGE_EVENTS.iter().map(|e| (*e, 0)).collect())
+    }
+}
+
+impl Coverage {
+    /// Every event at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The count of an event (0 for a name that is no coverage event).
+    pub fn get(&self, event: &str) -> u32 {
+        self.0.get(event).copied().unwrap_or(0)
+    }
+
+    /// Adds another trace's (or sweep's) counts to these.
+    pub fn merge(&mut self, other: &Coverage) {
+        for (event, n) in &other.0 {
+            self.add(event, *n);
+        }
+    }
+
+    /// The events that never happened, in [`COVERAGE_EVENTS`] order.
+    pub fn unreached(&self) -> Vec<&'static str> {
+        COVERAGE_EVENTS.iter().copied().filter(|e| self.get(e) == 0).collect()
+    }
+
+    fn add(&mut self, event: &'static str, n: u32) {
+        let count = self.0.entry(event).or_insert(0);
+        *count = count.saturating_add(n);
+    }
+}
+
+/// Counts the coverage events of one trace.
+pub fn coverage(trace: &Trace) -> Coverage {
+    let mut cov = Coverage::new();
+    let mut sessions_per_client: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut last_retry_ms: Option<u64> = None;
+    let mut restarts_awaiting_result = 0;
+    for step in &trace.steps {
+        match &step.kind {
+            StepKind::Resume { outcome, .. } => count_resume(&mut cov, outcome),
+            StepKind::AppGap { .. } => cov.add(GAP_REPORTED, 1),
+            StepKind::LbIdleCut { .. } => cov.add(LB_IDLE_CUT, 1),
+            StepKind::AppUnknownOutcome { .. } => cov.add(UNKNOWN_OUTCOME, 1),
+            StepKind::SessionCreated { client, .. } => *sessions_per_client.entry(client).or_insert(0) += 1,
+            StepKind::Event { event, .. } => last_retry_ms = event.retry_ms.or(last_retry_ms),
+            StepKind::Backoff { delay_us, .. }
+                if last_retry_ms.is_some_and(|ms| *delay_us >= ms.saturating_mul(1_000)) =>
+            {
+                cov.add(RETRY_HONOURED, 1)
+            }
+            StepKind::ServerStart { epoch } if *epoch >= 1 => restarts_awaiting_result += 1,
+            StepKind::AppResult { .. } => {
+                cov.add(SERVER_RESTART_SURVIVED, restarts_awaiting_result);
+                restarts_awaiting_result = 0;
+            }
+            _ => {}
+        }
+    }
+    cov.add(SESSION_REINITIALIZED, sessions_per_client.values().map(|n| n.saturating_sub(1)).sum());
+    cov.add(DUPLICATE_EXECUTION, u32::try_from(duplicate_executions(trace).len()).unwrap_or(u32::MAX));
+    cov
+}
+
+fn count_resume(cov: &mut Coverage, outcome: &ResumeOutcome) {
+    match outcome {
+        ResumeOutcome::Replayed { replayed } => {
+            cov.add(RESUME_ATTACHED, 1);
+            if *replayed >= 1 {
+                cov.add(RESUME_REPLAYED, 1);
+            }
+        }
+        ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { .. } | ResumeOutcome::Empty { .. } => {
+            cov.add(SILENT_RESUME, 1)
+        }
+        ResumeOutcome::Rejected { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::http::{SseEvent, Status};
+    use crate::ids::CallKey;
+
+    fn backoff(delay_us: u64) -> StepKind {
+        StepKind::Backoff { call: Some(CallKey(0)), attempt: 1, delay_us }
+    }
+
+    fn retry_event(retry_ms: u64) -> StepKind {
+        sse_event(1, SseEvent { id: Some(ev(1, 0)), retry_ms: Some(retry_ms), kind: Default::default(), data: None })
+    }
+
+    #[test]
+    fn every_event_is_listed_once_and_starts_at_zero() {
+        let cov = coverage(&TraceBuilder::new().build());
+        assert_eq!(cov.0.len(), COVERAGE_EVENTS.len());
+        assert_eq!(cov.unreached(), COVERAGE_EVENTS.to_vec());
+        assert_eq!(cov.get("not-an-event"), 0);
+    }
+
+    #[test]
+    fn each_event_is_counted_from_its_steps() {
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = TraceBuilder::new()
+            .server(StepKind::ServerStart { epoch: 0 })
+            .server(session_created(&a, "app"))
+            .app(app_call(0, false))
+            .server(side_effect(&a, 1, 0))
+            .client(retry_event(3_000))
+            .client(backoff(1_000_000))
+            .client(backoff(3_000_000))
+            .lb(lb_idle_cut(1))
+            .server(resume(&a, ev(1, 0), ResumeOutcome::Replayed { replayed: 0 }))
+            .server(resume(&a, ev(1, 0), ResumeOutcome::Replayed { replayed: 2 }))
+            .server(resume(&a, ev(1, 0), ResumeOutcome::SilentHead { skipped: 9 }))
+            .server(resume(&a, ev(1, 0), ResumeOutcome::Empty { open: true }))
+            .server(resume(&a, ev(1, 0), ResumeOutcome::Rejected { status: Status::GONE, head: None }))
+            .app(app_gap(&a, None, ev(1, 3)))
+            .server(StepKind::ServerStart { epoch: 1 })
+            .server(session_created(&b, "app"))
+            .server(side_effect(&b, 1, 0))
+            .app(app_unknown(0))
+            .app(app_result(0, &b, None))
+            .build();
+        let cov = coverage(&trace);
+        let expected: Vec<(&str, u32)> = vec![
+            ("duplicate-execution", 1),
+            ("gap-reported", 1),
+            ("lb-idle-cut", 1),
+            ("resume-attached", 2),
+            ("resume-replayed", 1),
+            ("retry-honoured", 1),
+            ("server-restart-survived", 1),
+            ("session-reinitialized", 1),
+            ("silent-resume", 2),
+            ("unknown-outcome", 1),
+        ];
+        assert_eq!(cov.0.into_iter().collect::<Vec<_>>(), expected);
+    }
+
+    #[test]
+    fn a_restart_with_no_result_after_it_is_not_survived() {
+        let trace =
+            TraceBuilder::new().app(app_result(0, &sid("A"), None)).server(StepKind::ServerStart { epoch: 1 }).build();
+        assert_eq!(coverage(&trace).get("server-restart-survived"), 0);
+    }
+
+    #[test]
+    fn merging_adds_counts_and_serializes_as_a_map() {
+        let trace = TraceBuilder::new().lb(lb_idle_cut(1)).lb(lb_idle_cut(2)).build();
+        let mut total = Coverage::new();
+        total.merge(&coverage(&trace));
+        total.merge(&coverage(&trace));
+        assert_eq!(total.get("lb-idle-cut"), 4);
+        let json = serde_json::to_value(&total).expect("plain map");
+        assert_eq!(json["lb-idle-cut"], 4);
+        assert_eq!(json["gap-reported"], 0);
+    }
+}

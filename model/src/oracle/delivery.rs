@@ -1,0 +1,246 @@
+//! What the application was handed: each event once (`no-duplicate-delivery`), each stream in
+//! order (`in-order-delivery`), and only events of the session it came through
+//! (`no-cross-session-delivery`).
+
+use super::{deliveries, event_subject, sorted, Delivery, EventLog, Invariant, Violation};
+use crate::ids::{CallKey, EventId, SessionId, StreamNo};
+use crate::time::{format_micros, Instant};
+use crate::trace::{StepKind, Trace};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) const NO_DUPLICATE_DELIVERY: Invariant = Invariant {
+    name: "no-duplicate-delivery",
+    description: "The application is never handed the same event of a session twice, nor two results for one call.",
+    check: duplicate_deliveries,
+};
+
+pub(super) const IN_ORDER_DELIVERY: Invariant = Invariant {
+    name: "in-order-delivery",
+    description: "The events of each stream reach the application in the order the server stored them.",
+    check: out_of_order_deliveries,
+};
+
+pub(super) const NO_CROSS_SESSION_DELIVERY: Invariant = Invariant {
+    name: "no-cross-session-delivery",
+    description: "The application is handed, through a session, only events that session stored.",
+    check: cross_session_deliveries,
+};
+
+/// The subject of a delivered event, with its stream when the session stored it.
+fn subject(log: &EventLog<'_>, session: &SessionId, id: &EventId) -> String {
+    event_subject(session, log.get(session, id).map(|e| e.stream), id)
+}
+
+/// A second delivery of one `(session, id)`, or a second result for one issue of a call. One
+/// violation per step: a result delivered twice under the same id is one duplicate, not two.
+fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
+    let log = EventLog::new(trace);
+    let mut seen: BTreeMap<(&SessionId, &EventId), Instant> = BTreeMap::new();
+    // The result handed over since the call was last issued.
+    let mut result_given: BTreeMap<CallKey, Instant> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for step in &trace.steps {
+        if let StepKind::AppCall { call, .. } = &step.kind {
+            result_given.remove(call);
+        }
+        let Some(d) = Delivery::of(step) else { continue };
+        let first_seen = d.id.and_then(|id| seen.get(&(d.session, id)).copied());
+        let first_result = d.result_of.and_then(|call| result_given.get(&call).copied());
+        if let (Some(id), Some(first)) = (d.id, first_seen) {
+            violations.push(Violation {
+                invariant: NO_DUPLICATE_DELIVERY.name,
+                at: d.at,
+                subject: subject(&log, d.session, id),
+                detail: format!(
+                    "event {id} of session {} was handed to the application again (first at {})",
+                    d.session,
+                    format_micros(first.0)
+                ),
+            });
+        } else if let (Some(call), Some(first)) = (d.result_of, first_result) {
+            violations.push(Violation {
+                invariant: NO_DUPLICATE_DELIVERY.name,
+                at: d.at,
+                subject: call.to_string(),
+                detail: format!(
+                    "a second result for {call} was handed to the application (first at {})",
+                    format_micros(first.0)
+                ),
+            });
+        }
+        if let Some(id) = d.id {
+            seen.entry((d.session, id)).or_insert(d.at);
+        }
+        if let Some(call) = d.result_of {
+            result_given.entry(call).or_insert(d.at);
+        }
+    }
+    sorted(violations)
+}
+
+/// Per stream, a delivered event whose seq is not above every seq delivered before it. A second
+/// delivery of the same event is no-duplicate-delivery's to report, and an event the session
+/// never stored no-cross-session-delivery's.
+fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
+    let log = EventLog::new(trace);
+    let mut highest: BTreeMap<(&SessionId, StreamNo), u32> = BTreeMap::new();
+    let mut seen: BTreeSet<(&SessionId, &EventId)> = BTreeSet::new();
+    let mut violations = Vec::new();
+    for d in deliveries(trace) {
+        let Some(id) = d.id else { continue };
+        let Some(event) = log.get(d.session, id) else { continue };
+        if !seen.insert((d.session, id)) {
+            continue;
+        }
+        let top = highest.entry((d.session, event.stream)).or_insert(event.seq);
+        if event.seq < *top {
+            violations.push(Violation {
+                invariant: IN_ORDER_DELIVERY.name,
+                at: d.at,
+                subject: event_subject(d.session, Some(event.stream), id),
+                detail: format!("seq {} was handed to the application after seq {}", event.seq, top),
+            });
+        }
+        *top = (*top).max(event.seq);
+    }
+    sorted(violations)
+}
+
+/// A delivered event id the session it came through never stored.
+fn cross_session_deliveries(trace: &Trace) -> Vec<Violation> {
+    let log = EventLog::new(trace);
+    let violations = deliveries(trace)
+        .filter_map(|d| {
+            let id = d.id?;
+            if log.get(d.session, id).is_some() {
+                return None;
+            }
+            let storers = log.other_storers(d.session, id);
+            let detail = if storers.is_empty() {
+                format!(
+                    "session {} never stored event {id}, yet the application was handed it as that session's",
+                    d.session
+                )
+            } else {
+                let names: Vec<String> = storers.iter().map(|s| s.to_string()).collect();
+                format!(
+                    "event {id} was stored by session {}, but handed to the application as session {}'s",
+                    names.join(", "),
+                    d.session
+                )
+            };
+            Some(Violation {
+                invariant: NO_CROSS_SESSION_DELIVERY.name,
+                at: d.at,
+                subject: event_subject(d.session, None, id),
+                detail,
+            })
+        })
+        .collect();
+    sorted(violations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// Session A stores events 1..=4 on stream 1 (call 0) and the call's result as seq 5.
+    fn stored_stream() -> TraceBuilder {
+        let a = sid("A");
+        TraceBuilder::new()
+            .app(app_call(0, true))
+            .at(1_000)
+            .stored_range(&a, 1, Some(0), 1..=4)
+            .server(stored(&a, 1, 5, Some(0), Some(tool_result(1, 0))))
+            .at(2_000)
+    }
+
+    #[test]
+    fn a_clean_delivery_breaks_none_of_the_three() {
+        let a = sid("A");
+        let trace =
+            stored_stream().delivered_range(&a, 1, Some(0), 1..=4).app(app_result(0, &a, Some(ev(1, 5)))).build();
+        assert_eq!(duplicate_deliveries(&trace), vec![]);
+        assert_eq!(out_of_order_deliveries(&trace), vec![]);
+        assert_eq!(cross_session_deliveries(&trace), vec![]);
+    }
+
+    #[test]
+    fn an_event_handed_over_twice_is_a_duplicate_not_also_out_of_order() {
+        let a = sid("A");
+        let trace = stored_stream().delivered_range(&a, 1, Some(0), [1, 2, 3, 2, 4]).build();
+        let v = duplicate_deliveries(&trace);
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            ("no-duplicate-delivery", Instant(2_003), "session A stream1 event 1-2")
+        );
+        assert_eq!(out_of_order_deliveries(&trace), vec![]);
+    }
+
+    #[test]
+    fn two_results_for_one_call_are_a_duplicate_even_under_different_ids() {
+        let a = sid("A");
+        let trace =
+            stored_stream().app(app_result(0, &a, Some(ev(1, 5)))).at(3_000).app(app_result(0, &a, None)).build();
+        let v = duplicate_deliveries(&trace);
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(3_000), "call0"));
+        // Issued again, it may be answered again.
+        let reissued = stored_stream()
+            .app(app_result(0, &a, Some(ev(1, 5))))
+            .app(app_call(0, true))
+            .app(app_result(0, &a, None))
+            .build();
+        assert_eq!(duplicate_deliveries(&reissued), vec![]);
+    }
+
+    #[test]
+    fn a_stream_delivered_out_of_order_is_reported_at_the_late_event() {
+        let a = sid("A");
+        let trace = stored_stream().delivered_range(&a, 1, Some(0), [1, 3, 2, 4]).build();
+        let v = out_of_order_deliveries(&trace);
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            ("in-order-delivery", Instant(2_002), "session A stream1 event 1-2")
+        );
+        assert_eq!(v[0].detail, "seq 2 was handed to the application after seq 3");
+    }
+
+    #[test]
+    fn order_is_per_stream_and_per_session() {
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = stored_stream()
+            .stored_range(&a, 0, None, 1..=2)
+            .stored_range(&b, 1, Some(0), 1..=2)
+            .at(3_000)
+            .delivered_range(&a, 1, Some(0), [3, 4])
+            .delivered_range(&a, 0, None, [1, 2])
+            .delivered_range(&b, 1, Some(0), [1, 2])
+            .build();
+        assert_eq!(out_of_order_deliveries(&trace), vec![]);
+    }
+
+    #[test]
+    fn an_event_of_another_session_or_of_none_is_cross_session() {
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = stored_stream()
+            .stored_range(&b, 2, Some(0), 1..=1)
+            .at(3_000)
+            .app(app_event(&a, ev(2, 1), Some(0)))
+            .at(4_000)
+            .app(app_result(0, &b, Some(ev(9, 9))))
+            .build();
+        let v = cross_session_deliveries(&trace);
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            ("no-cross-session-delivery", Instant(3_000), "session A event 2-1")
+        );
+        assert_eq!(v[0].detail, "event 2-1 was stored by session B, but handed to the application as session A's");
+        assert_eq!((v[1].at, v[1].subject.as_str()), (Instant(4_000), "session B event 9-9"));
+        assert!(v[1].detail.starts_with("session B never stored event 9-9"));
+    }
+}

@@ -1,0 +1,352 @@
+//! `no-silent-event-loss`: every event stored on a stream the application was reading reached it,
+//! or the application was told it might not.
+
+use super::{
+    delivered_set, event_subject, final_state, liveness_step, sessions_lost, sorted, CallLedger, EventLog, Invariant,
+    StoredEvent, Violation,
+};
+use crate::http::{Method, ServerMessage};
+use crate::ids::{EventId, SessionId, StreamNo};
+use crate::time::Instant;
+use crate::trace::{StepKind, Trace};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
+    name: "no-silent-event-loss",
+    description: "Every event stored on a stream the application was reading is delivered to it, or lies in a gap, \
+                  a failed call or a lost session the application was told about.",
+    check: silent_losses,
+};
+
+/// One violation per stream that lost events silently, at the first lost event.
+fn silent_losses(trace: &Trace) -> Vec<Violation> {
+    let log = EventLog::new(trace);
+    let judge = Judge {
+        ledger: CallLedger::new(trace),
+        delivered: delivered_set(trace),
+        gaps: gaps(trace, &log),
+        lost_sessions: sessions_lost(trace),
+        standalone_opened: standalone_opened(trace),
+        in_flight: InFlight::new(trace),
+    };
+    let violations = log
+        .streams()
+        .into_iter()
+        .filter_map(|((session, stream), events)| judge.stream(session, stream, &events))
+        .collect();
+    sorted(violations)
+}
+
+/// Everything the judgement of one stream needs.
+struct Judge<'a> {
+    ledger: CallLedger,
+    delivered: BTreeSet<(&'a SessionId, &'a EventId)>,
+    gaps: BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>>,
+    lost_sessions: BTreeSet<&'a SessionId>,
+    standalone_opened: BTreeMap<&'a SessionId, usize>,
+    in_flight: InFlight<'a>,
+}
+
+impl<'a> Judge<'a> {
+    fn stream(&self, session: &SessionId, stream: StreamNo, events: &[StoredEvent<'a>]) -> Option<Violation> {
+        let reading_since = self.reading_since(session, stream, events)?;
+        if self.lost_sessions.contains(session) {
+            return None;
+        }
+        let last_delivered = events.iter().filter(|e| self.was_delivered(e)).map(|e| e.seq).max();
+        let lost: Vec<&StoredEvent<'a>> = events
+            .iter()
+            .filter(|e| e.order >= reading_since && is_owed_here(e))
+            .filter(|e| !self.was_delivered(e) && !self.in_gap(e) && !self.in_flight.excuses(e, last_delivered))
+            .collect();
+        let (first, last) = (lost.first()?, lost.last()?);
+        Some(Violation {
+            invariant: NO_SILENT_EVENT_LOSS.name,
+            at: first.at,
+            subject: event_subject(session, Some(stream), first.id),
+            detail: format!(
+                "{} events stored on this stream never reached the application, and no gap it was told of covers \
+                 them (seq {} to {})",
+                lost.len(),
+                first.seq,
+                last.seq
+            ),
+        })
+    }
+
+    /// The trace position from which the application was reading the stream, if it was: a POST
+    /// stream from its start, when its call is one the application issued and the application is
+    /// still owed its outcome; the standalone stream from the first GET that opened it.
+    fn reading_since(&self, session: &SessionId, stream: StreamNo, events: &[StoredEvent<'a>]) -> Option<usize> {
+        if stream == StreamNo::STANDALONE {
+            return self.standalone_opened.get(session).copied();
+        }
+        let call = events.iter().find_map(|e| e.call)?;
+        // An unresolved call is every-call-resolves' to judge; a failed or unknown one told the
+        // application not to count on the stream.
+        let owed = self.ledger.issued(call) && self.ledger.resolved(call) && !self.ledger.told_failure(call);
+        owed.then_some(0)
+    }
+
+    fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
+        self.delivered.contains(&(event.session, event.id))
+    }
+
+    fn in_gap(&self, event: &StoredEvent<'a>) -> bool {
+        self.gaps.get(&(event.session, event.stream)).is_some_and(|gaps| gaps.iter().any(|g| g.covers(event.seq)))
+    }
+}
+
+/// Priming events carry nothing to lose; a tool result that never arrived is an orphaned
+/// result, which no-orphaned-session reports (one concept, one place).
+fn is_owed_here(event: &StoredEvent<'_>) -> bool {
+    matches!(event.message, Some(m) if !matches!(m, ServerMessage::ToolResult { .. }))
+}
+
+/// Seqs of one stream the application was told may be missing: `(after, head]`.
+struct Gap {
+    after_seq: Option<u32>,
+    head_seq: u32,
+}
+
+impl Gap {
+    fn covers(&self, seq: u32) -> bool {
+        self.after_seq.is_none_or(|after| seq > after) && seq <= self.head_seq
+    }
+}
+
+/// The `AppGap` steps, placed on their streams. A gap whose head the session never stored, or
+/// whose `after` lies on another stream, says nothing the oracle can place, so it covers nothing.
+fn gaps<'a>(trace: &'a Trace, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>> {
+    let mut gaps: BTreeMap<_, Vec<Gap>> = BTreeMap::new();
+    for step in &trace.steps {
+        let StepKind::AppGap { session, after, head, .. } = &step.kind else { continue };
+        let Some(head) = log.get(session, head) else { continue };
+        let after_seq = match after {
+            None => None,
+            Some(after) => match log.get(session, after).filter(|a| a.stream == head.stream) {
+                Some(after) => Some(after.seq),
+                None => continue,
+            },
+        };
+        gaps.entry((session, head.stream)).or_default().push(Gap { after_seq, head_seq: head.seq });
+    }
+    gaps
+}
+
+/// For each session, the position of the first GET that opened its standalone stream (no
+/// `Last-Event-ID`): events stored before it were never meant for the application.
+fn standalone_opened(trace: &Trace) -> BTreeMap<&SessionId, usize> {
+    let mut opened = BTreeMap::new();
+    for (order, step) in trace.steps.iter().enumerate() {
+        if let StepKind::Send { request, .. } = &step.kind {
+            if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
+                opened.entry(session).or_insert(order);
+            }
+        }
+    }
+    opened
+}
+
+/// Events still on their way when the run stopped are not lost: the tail of a stream (after the
+/// last event delivered from it) stored after the network healed, in the session the client still
+/// held at the end. A session the client walked away from has no events in flight.
+struct InFlight<'a> {
+    client_session: Option<&'a SessionId>,
+    /// The `Liveness` step's time, else the end of the run.
+    quiet_from: Instant,
+}
+
+impl<'a> InFlight<'a> {
+    fn new(trace: &'a Trace) -> Self {
+        let end = final_state(trace);
+        let quiet_from = match (liveness_step(trace), &end) {
+            (Some((step, _)), _) => step.at(),
+            (None, Some(end)) => end.at,
+            (None, None) => Instant(u64::MAX),
+        };
+        InFlight { client_session: end.and_then(|e| e.client_session), quiet_from }
+    }
+
+    fn excuses(&self, event: &StoredEvent<'_>, last_delivered_seq: Option<u32>) -> bool {
+        self.client_session == Some(event.session)
+            && event.at >= self.quiet_from
+            && last_delivered_seq.is_none_or(|last| event.seq > last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// A call's progress events 1..=5 on stream 1 of session A, then its result (seq 6).
+    fn call_stream() -> TraceBuilder {
+        let a = sid("A");
+        TraceBuilder::new()
+            .at(1_000)
+            .server(session_created(&a, "app"))
+            .app(app_call(0, false))
+            .at(2_000)
+            .server(stored(&a, 1, 0, Some(0), None))
+            .at(3_000)
+            .stored_range(&a, 1, Some(0), 1..=5)
+            .at(4_000)
+            .server(stored(&a, 1, 6, Some(0), Some(tool_result(1, 0))))
+    }
+
+    #[test]
+    fn a_stream_delivered_in_full_is_clean_even_without_its_priming_event() {
+        let a = sid("A");
+        let trace = call_stream()
+            .at(5_000)
+            .delivered_range(&a, 1, Some(0), 1..=5)
+            .app(app_result(0, &a, Some(ev(1, 6))))
+            .build();
+        assert_eq!(silent_losses(&trace), vec![]);
+    }
+
+    #[test]
+    fn a_missing_progress_event_is_reported_once_per_stream_at_its_stored_time() {
+        let a = sid("A");
+        let trace = call_stream()
+            .at(5_000)
+            .delivered_range(&a, 1, Some(0), [1, 4])
+            .app(app_result(0, &a, Some(ev(1, 6))))
+            .build();
+        let v = silent_losses(&trace);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].invariant, "no-silent-event-loss");
+        assert_eq!(v[0].at, Instant(3_001));
+        assert_eq!(v[0].subject, "session A stream1 event 1-2");
+        assert!(v[0].detail.starts_with("3 events"), "{}", v[0].detail);
+    }
+
+    #[test]
+    fn failed_unknown_or_unresolved_calls_and_lost_sessions_excuse_their_streams() {
+        let a = sid("A");
+        for told in
+            [Some(app_error(0)), Some(app_unknown(0)), Some(StepKind::AppSessionLost { session: a.clone() }), None]
+        {
+            let mut b = call_stream().at(5_000);
+            if let Some(told) = told {
+                b = b.app(told);
+            }
+            assert_eq!(silent_losses(&b.build()), vec![]);
+        }
+    }
+
+    #[test]
+    fn a_gap_covers_after_exclusive_to_head_inclusive_on_the_heads_stream() {
+        let a = sid("A");
+        let with_gap = |after: Option<EventId>, head: EventId| {
+            call_stream()
+                .at(5_000)
+                .delivered_range(&a, 1, Some(0), [1, 5])
+                .app(app_gap(&a, after, head))
+                .app(app_result(0, &a, Some(ev(1, 6))))
+                .build()
+        };
+        assert_eq!(silent_losses(&with_gap(Some(ev(1, 1)), ev(1, 4))), vec![]);
+        assert_eq!(silent_losses(&with_gap(None, ev(1, 4))), vec![]);
+        // Head one short: event 4 is still lost.
+        let short = silent_losses(&with_gap(Some(ev(1, 1)), ev(1, 3)));
+        assert_eq!(short[0].subject, "session A stream1 event 1-4");
+        // `after` itself is not covered.
+        let after_lost = silent_losses(&with_gap(Some(ev(1, 2)), ev(1, 4)));
+        assert_eq!(after_lost[0].subject, "session A stream1 event 1-2");
+        assert!(after_lost[0].detail.starts_with("1 events"), "{}", after_lost[0].detail);
+        // A head the session never stored covers nothing.
+        assert_eq!(silent_losses(&with_gap(None, ev(2, 4))).len(), 1);
+    }
+
+    #[test]
+    fn events_are_judged_against_the_session_that_stored_them() {
+        // B stores ids equal to A's; B's events reaching the app do not make up for A's.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = call_stream()
+            .at(4_500)
+            .stored_range(&b, 1, Some(0), 1..=5)
+            .at(5_000)
+            .delivered_range(&b, 1, Some(0), 1..=5)
+            .app(app_result(0, &a, Some(ev(1, 6))))
+            .build();
+        let v = silent_losses(&trace);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].subject, "session A stream1 event 1-1");
+    }
+
+    #[test]
+    fn the_standalone_stream_is_owed_from_the_get_that_opened_it() {
+        let a = sid("A");
+        let base = || {
+            TraceBuilder::new()
+                .at(1_000)
+                .stored_range(&a, 0, None, 1..=2)
+                .at(2_000)
+                .client(get_standalone(1, &a))
+                .at(3_000)
+                .stored_range(&a, 0, None, 3..=6)
+        };
+        let clean = base().at(4_000).delivered_range(&a, 0, None, 3..=6).build();
+        assert_eq!(silent_losses(&clean), vec![]);
+        let lossy = base().at(4_000).delivered_range(&a, 0, None, [3, 6]).build();
+        let v = silent_losses(&lossy);
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(3_001), "session A stream0 event 0-4"));
+        // Told the session was lost, the application knows not to expect its events.
+        let told = base().at(4_000).app(StepKind::AppSessionLost { session: a.clone() }).build();
+        assert_eq!(silent_losses(&told), vec![]);
+        // Never opened: nobody was reading.
+        let unread = TraceBuilder::new().stored_range(&a, 0, None, 1..=3).build();
+        assert_eq!(silent_losses(&unread), vec![]);
+    }
+
+    #[test]
+    fn a_tail_stored_after_the_heal_is_in_flight_only_in_the_session_still_held() {
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |held: &SessionId| {
+            TraceBuilder::new()
+                .client(get_standalone(1, &a))
+                .at(1_000)
+                .stored_range(&a, 0, None, 1..=2)
+                .delivered_range(&a, 0, None, 1..=2)
+                .at(2_000)
+                .run(StepKind::Liveness { deadline: 9_000 })
+                .at(8_000)
+                .stored_range(&a, 0, None, 3..=4)
+                .at(9_000)
+                .run(run_end(Some(held), &[&a, &b]))
+                .build()
+        };
+        assert_eq!(silent_losses(&trace(&a)), vec![]);
+        assert_eq!(silent_losses(&trace(&b)).len(), 1);
+        // Only the tail is in flight: an event skipped before a later one was delivered is lost.
+        let skipped = TraceBuilder::new()
+            .client(get_standalone(1, &a))
+            .run(StepKind::Liveness { deadline: 9_000 })
+            .at(8_000)
+            .stored_range(&a, 0, None, 1..=2)
+            .delivered_range(&a, 0, None, 2..=2)
+            .at(9_000)
+            .run(run_end(Some(&a), &[&a]))
+            .build();
+        assert_eq!(silent_losses(&skipped)[0].subject, "session A stream0 event 0-1");
+    }
+
+    #[test]
+    fn a_tail_stored_before_the_heal_was_lost_not_in_flight() {
+        let a = sid("A");
+        let trace = TraceBuilder::new()
+            .client(get_standalone(1, &a))
+            .at(1_000)
+            .stored_range(&a, 0, None, 1..=2)
+            .delivered_range(&a, 0, None, 1..=1)
+            .at(2_000)
+            .run(StepKind::Liveness { deadline: 9_000 })
+            .at(9_000)
+            .run(run_end(Some(&a), &[&a]))
+            .build();
+        let v = silent_losses(&trace);
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream0 event 0-2"));
+    }
+}

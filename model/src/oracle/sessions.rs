@@ -1,0 +1,257 @@
+//! `no-orphaned-session`: no result is written where nobody listens, a logical client holds one
+//! live session at a time, and a client told its session is gone does not keep it.
+
+use super::{
+    delivered_set, event_subject, final_state, session_subject, sorted, CallLedger, EventLog, Invariant, RunEnd,
+    Violation,
+};
+use crate::http::{ServerMessage, Status};
+use crate::ids::{ConnId, SessionId};
+use crate::time::{format_micros, Instant};
+use crate::trace::{StepKind, Trace};
+use std::collections::BTreeMap;
+
+pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
+    name: "no-orphaned-session",
+    description: "No tool result is stored in a session nobody reads; a logical client holds at most one live \
+                  session; a client answered 404 for its session does not keep the dead id.",
+    check: orphaned_sessions,
+};
+
+fn orphaned_sessions(trace: &Trace) -> Vec<Violation> {
+    let mut violations = orphaned_results(trace);
+    violations.extend(second_live_sessions(trace));
+    violations.extend(dead_session_kept(trace));
+    sorted(violations)
+}
+
+/// Rule a: a tool result stored in a session and never handed over, while the application was
+/// not told the call failed or may not have run. A call still unresolved in the session the
+/// client holds at the end is not orphaned (it may be in flight; every-call-resolves judges it).
+fn orphaned_results(trace: &Trace) -> Vec<Violation> {
+    let log = EventLog::new(trace);
+    let ledger = CallLedger::new(trace);
+    let delivered = delivered_set(trace);
+    let held_at_end = final_state(trace).and_then(|e| e.client_session);
+    log.events()
+        .filter_map(|e| match e.message {
+            Some(ServerMessage::ToolResult { call, .. }) => Some((e, *call)),
+            _ => None,
+        })
+        .filter(|(e, call)| {
+            let still_listening = !ledger.resolved(*call) && held_at_end == Some(e.session);
+            !delivered.contains(&(e.session, e.id)) && !ledger.told_failure(*call) && !still_listening
+        })
+        .map(|(e, call)| Violation {
+            invariant: NO_ORPHANED_SESSION.name,
+            at: e.at,
+            subject: event_subject(e.session, Some(e.stream), e.id),
+            detail: format!(
+                "the result of {call} was stored in session {} where nobody received it, and the application was not \
+                 told the call failed or may not have run",
+                e.session
+            ),
+        })
+        .collect()
+}
+
+/// Rule b: a session created for a client that still has a live one.
+fn second_live_sessions(trace: &Trace) -> Vec<Violation> {
+    let mut live: BTreeMap<&str, Vec<&SessionId>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for step in &trace.steps {
+        match &step.kind {
+            StepKind::SessionCreated { session, client } => {
+                let held = live.entry(client.as_str()).or_default();
+                if !held.is_empty() {
+                    violations.push(Violation {
+                        invariant: NO_ORPHANED_SESSION.name,
+                        at: step.at(),
+                        subject: session_subject(session),
+                        detail: format!(
+                            "client {client} got session {session} while its session {} was still live",
+                            join(held)
+                        ),
+                    });
+                }
+                held.push(session);
+            }
+            StepKind::SessionEnded { session, .. } => {
+                for held in live.values_mut() {
+                    held.retain(|s| *s != session);
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// Rule c: at the end the client holds a session the server no longer has, though a 404 for it
+/// reached the client after the session ended.
+fn dead_session_kept(trace: &Trace) -> Option<Violation> {
+    let RunEnd { at, client_session, server_sessions } = final_state(trace)?;
+    let held = client_session.filter(|s| !server_sessions.contains(s))?;
+    let ended = ended_at(trace, held);
+    let told = not_found_answers(trace, held).into_iter().find(|t| ended.is_none_or(|end| *t >= end))?;
+    Some(Violation {
+        invariant: NO_ORPHANED_SESSION.name,
+        at,
+        subject: session_subject(held),
+        detail: format!(
+            "the client still holds session {held}, which the server no longer has, though it was answered 404 for it \
+             at {}",
+            format_micros(told.0)
+        ),
+    })
+}
+
+/// When `session` ended, if the trace says.
+fn ended_at(trace: &Trace, session: &SessionId) -> Option<Instant> {
+    trace.steps.iter().find_map(|step| match &step.kind {
+        StepKind::SessionEnded { session: s, .. } if s == session => Some(step.at()),
+        _ => None,
+    })
+}
+
+/// Times at which the client received a 404 to a request that carried `session`.
+fn not_found_answers(trace: &Trace, session: &SessionId) -> Vec<Instant> {
+    // A connection carries one exchange; should a number be reused, its latest request counts.
+    let mut sent_with: BTreeMap<ConnId, Option<&SessionId>> = BTreeMap::new();
+    let mut answers = Vec::new();
+    for step in &trace.steps {
+        match &step.kind {
+            StepKind::Send { conn, request } => {
+                sent_with.insert(*conn, request.session.as_ref());
+            }
+            StepKind::Response { conn, head }
+                if head.status == Status::NOT_FOUND && sent_with.get(conn).copied().flatten() == Some(session) =>
+            {
+                answers.push(step.at())
+            }
+            _ => {}
+        }
+    }
+    answers
+}
+
+fn join(sessions: &[&SessionId]) -> String {
+    sessions.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::http::Request;
+
+    #[test]
+    fn a_result_nobody_received_is_orphaned_unless_the_app_was_told() {
+        let a = sid("A");
+        let base = || {
+            TraceBuilder::new()
+                .at(1_000)
+                .app(app_call(0, false))
+                .at(2_000)
+                .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
+                .at(3_000)
+        };
+        let v = orphaned_results(&base().app(app_result(0, &sid("B"), None)).build());
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(2_000), "session A stream1 event 1-1"));
+        assert_eq!(orphaned_results(&base().app(app_result(0, &a, Some(ev(1, 1)))).build()), vec![]);
+        assert_eq!(orphaned_results(&base().app(app_unknown(0)).build()), vec![]);
+        assert_eq!(orphaned_results(&base().app(app_error(0)).build()), vec![]);
+    }
+
+    #[test]
+    fn an_unresolved_result_in_the_session_still_held_is_in_flight_not_orphaned() {
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |held: &SessionId| {
+            TraceBuilder::new()
+                .app(app_call(0, false))
+                .at(2_000)
+                .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
+                .run(run_end(Some(held), &[&a, &b]))
+                .build()
+        };
+        assert_eq!(orphaned_results(&trace(&a)), vec![]);
+        assert_eq!(orphaned_results(&trace(&b)).len(), 1);
+        // Resolved from elsewhere, it is orphaned even in the session still held.
+        let resolved_elsewhere = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(2_000)
+            .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
+            .server(stored(&b, 1, 1, Some(0), Some(tool_result(1, 0))))
+            .app(app_result(0, &b, Some(ev(1, 1))))
+            .run(run_end(Some(&a), &[&a, &b]))
+            .build();
+        let v = orphaned_results(&resolved_elsewhere);
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream1 event 1-1"));
+    }
+
+    #[test]
+    fn a_second_live_session_of_one_client_names_both() {
+        let (a, b, c) = (sid("A"), sid("B"), sid("C"));
+        let trace = TraceBuilder::new()
+            .at(1_000)
+            .server(session_created(&a, "app"))
+            .server(session_created(&c, "other-app"))
+            .at(2_000)
+            .server(session_created(&b, "app"))
+            .build();
+        let v = second_live_sessions(&trace);
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(2_000), "session B"));
+        assert_eq!(v[0].detail, "client app got session B while its session A was still live");
+        // After A ended, B is a legitimate successor.
+        let ended = TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .server(session_ended(&a))
+            .server(session_created(&b, "app"))
+            .build();
+        assert_eq!(second_live_sessions(&ended), vec![]);
+    }
+
+    #[test]
+    fn a_client_that_keeps_a_session_it_was_told_is_dead_is_reported_at_run_end() {
+        let a = sid("A");
+        let post = StepKind::Send {
+            conn: ConnId(4),
+            request: Request::post(Some(a.clone()), crate::http::ClientMessage::Initialized),
+        };
+        let trace = |answer: Status, server_has_it: bool| {
+            let sessions: Vec<&SessionId> = if server_has_it { vec![&a] } else { vec![] };
+            TraceBuilder::new()
+                .server(session_created(&a, "app"))
+                .at(1_000)
+                .server(session_ended(&a))
+                .at(2_000)
+                .client(post.clone())
+                .client(response(4, answer))
+                .at(9_000)
+                .run(run_end(Some(&a), &sessions))
+                .build()
+        };
+        let v = dead_session_kept(&trace(Status::NOT_FOUND, false)).expect("a violation");
+        assert_eq!((v.at, v.subject.as_str()), (Instant(9_000), "session A"));
+        assert!(v.detail.contains("404 for it at 0.002s"), "{}", v.detail);
+        assert_eq!(dead_session_kept(&trace(Status::BAD_GATEWAY, false)), None);
+        assert_eq!(dead_session_kept(&trace(Status::NOT_FOUND, true)), None);
+    }
+
+    #[test]
+    fn a_404_before_the_session_ended_does_not_count() {
+        let a = sid("A");
+        let trace = TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .client(get_standalone(1, &a))
+            .client(response(1, Status::NOT_FOUND))
+            .at(5_000)
+            .server(session_ended(&a))
+            .at(9_000)
+            .run(run_end(Some(&a), &[]))
+            .build();
+        assert_eq!(dead_session_kept(&trace), None);
+    }
+}

@@ -1,0 +1,210 @@
+//! Hand-made traces for the oracle tests: a builder and short constructors for the steps.
+
+use crate::http::{ConnEnd, Request, ResponseHead, ServerMessage, SseEvent, Status};
+use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
+use crate::trace::{Actor, ResumeOutcome, Step, StepKind, Trace};
+
+/// Builds a trace step by step: `TraceBuilder::new().at(t).server(..).app(..).build()`.
+#[derive(Default)]
+pub struct TraceBuilder {
+    t: u64,
+    steps: Vec<Step>,
+}
+
+impl TraceBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The time (µs) of the steps that follow.
+    pub fn at(mut self, t: u64) -> Self {
+        self.t = t;
+        self
+    }
+
+    pub fn step(mut self, actor: Actor, kind: StepKind) -> Self {
+        let seq = self.steps.len() as u64;
+        self.steps.push(Step { seq, t: self.t, actor, kind });
+        self
+    }
+
+    pub fn client(self, kind: StepKind) -> Self {
+        self.step(Actor::Client, kind)
+    }
+
+    pub fn app(self, kind: StepKind) -> Self {
+        self.step(Actor::App, kind)
+    }
+
+    pub fn server(self, kind: StepKind) -> Self {
+        self.step(Actor::Server, kind)
+    }
+
+    pub fn lb(self, kind: StepKind) -> Self {
+        self.step(Actor::Lb, kind)
+    }
+
+    pub fn run(self, kind: StepKind) -> Self {
+        self.step(Actor::Run, kind)
+    }
+
+    /// Events `seqs` of a stream, stored by the server (progress of `call`, or notifications
+    /// when `call` is `None`), ids `<stream>-<seq>`, one every µs from the current time.
+    pub fn stored_range(
+        mut self,
+        session: &SessionId,
+        stream: u32,
+        call: Option<u32>,
+        seqs: impl IntoIterator<Item = u32>,
+    ) -> Self {
+        let start = self.t;
+        for (i, seq) in seqs.into_iter().enumerate() {
+            let message = match call {
+                Some(c) => progress(c, seq),
+                None => ServerMessage::Notification { seq },
+            };
+            self = self.at(start + i as u64).server(stored(session, stream, seq, call, Some(message)));
+        }
+        self
+    }
+
+    /// The application is handed events `seqs` of a stream, one every µs from the current time.
+    pub fn delivered_range(
+        mut self,
+        session: &SessionId,
+        stream: u32,
+        call: Option<u32>,
+        seqs: impl IntoIterator<Item = u32>,
+    ) -> Self {
+        let start = self.t;
+        for (i, seq) in seqs.into_iter().enumerate() {
+            self = self.at(start + i as u64).app(app_event(session, ev(stream, seq), call));
+        }
+        self
+    }
+
+    pub fn build(self) -> Trace {
+        let mut trace = Trace::new(0, serde_json::json!({}));
+        trace.steps = self.steps;
+        trace
+    }
+}
+
+pub fn sid(s: &str) -> SessionId {
+    SessionId::from(s)
+}
+
+/// The reference scheme's id `<stream>-<seq>`.
+pub fn ev(stream: u32, seq: u32) -> EventId {
+    EventId(format!("{stream}-{seq}"))
+}
+
+pub fn progress(call: u32, step: u32) -> ServerMessage {
+    ServerMessage::Progress { request: RequestId(u64::from(call) + 1), call: CallKey(call), step }
+}
+
+pub fn tool_result(stream: u32, call: u32) -> ServerMessage {
+    ServerMessage::ToolResult { request: RequestId(u64::from(stream)), call: CallKey(call) }
+}
+
+pub fn session_created(session: &SessionId, client: &str) -> StepKind {
+    StepKind::SessionCreated { session: session.clone(), client: client.to_string() }
+}
+
+pub fn session_ended(session: &SessionId) -> StepKind {
+    StepKind::SessionEnded { session: session.clone(), reason: crate::trace::SessionEndReason::IdleExpired }
+}
+
+pub fn side_effect(session: &SessionId, request: u64, call: u32) -> StepKind {
+    StepKind::SideEffect {
+        session: session.clone(),
+        request: RequestId(request),
+        call: CallKey(call),
+        tool: "pay".to_string(),
+        idempotent: false,
+    }
+}
+
+/// `EventStored` with id `<stream>-<seq>`.
+pub fn stored(
+    session: &SessionId,
+    stream: u32,
+    seq: u32,
+    call: Option<u32>,
+    message: Option<ServerMessage>,
+) -> StepKind {
+    StepKind::EventStored {
+        session: session.clone(),
+        stream: StreamNo(stream),
+        seq,
+        id: ev(stream, seq),
+        call: call.map(CallKey),
+        message,
+    }
+}
+
+pub fn app_call(call: u32, idempotent: bool) -> StepKind {
+    StepKind::AppCall { call: CallKey(call), tool: "pay".to_string(), idempotent }
+}
+
+pub fn app_event(session: &SessionId, id: EventId, call: Option<u32>) -> StepKind {
+    StepKind::AppEvent {
+        session: session.clone(),
+        id: Some(id),
+        call: call.map(CallKey),
+        message: ServerMessage::Notification { seq: 0 },
+    }
+}
+
+pub fn app_result(call: u32, session: &SessionId, id: Option<EventId>) -> StepKind {
+    StepKind::AppResult { call: CallKey(call), session: session.clone(), id }
+}
+
+pub fn app_gap(session: &SessionId, after: Option<EventId>, head: EventId) -> StepKind {
+    StepKind::AppGap { session: session.clone(), call: None, after, head }
+}
+
+pub fn app_unknown(call: u32) -> StepKind {
+    StepKind::AppUnknownOutcome { call: CallKey(call), reason: "session lost".to_string() }
+}
+
+pub fn app_error(call: u32) -> StepKind {
+    StepKind::AppError { call: CallKey(call), error: "failed".to_string() }
+}
+
+/// The client opens the standalone stream of `session` (GET without `Last-Event-ID`).
+pub fn get_standalone(conn: u64, session: &SessionId) -> StepKind {
+    StepKind::Send { conn: ConnId(conn), request: Request::get(Some(session.clone()), None) }
+}
+
+/// The client resumes with `Last-Event-ID`.
+pub fn get_resume(conn: u64, session: &SessionId, last: EventId) -> StepKind {
+    StepKind::Send { conn: ConnId(conn), request: Request::get(Some(session.clone()), Some(last)) }
+}
+
+pub fn response(conn: u64, status: Status) -> StepKind {
+    StepKind::Response { conn: ConnId(conn), head: ResponseHead::status(status) }
+}
+
+pub fn sse_event(conn: u64, event: SseEvent) -> StepKind {
+    StepKind::Event { conn: ConnId(conn), event }
+}
+
+pub fn conn_end(conn: u64, end: ConnEnd) -> StepKind {
+    StepKind::ConnEnd { conn: ConnId(conn), end }
+}
+
+pub fn resume(session: &SessionId, last: EventId, outcome: ResumeOutcome) -> StepKind {
+    StepKind::Resume { session: session.clone(), last_event_id: last, stream: Some(StreamNo(1)), outcome }
+}
+
+pub fn lb_idle_cut(conn: u64) -> StepKind {
+    StepKind::LbIdleCut { conn: ConnId(conn), idle_us: 60_000_000 }
+}
+
+pub fn run_end(client_session: Option<&SessionId>, server_sessions: &[&SessionId]) -> StepKind {
+    StepKind::RunEnd {
+        client_session: client_session.cloned(),
+        server_sessions: server_sessions.iter().map(|s| (*s).clone()).collect(),
+    }
+}

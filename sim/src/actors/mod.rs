@@ -1,0 +1,257 @@
+//! The machines of `mcpsim-model` as actors on madsim nodes.
+//!
+//! Each machine lives in a *core* (`ClientCore`, `LbCore`, `ServerCore`) inside the [`World`], a
+//! `Mutex<Option<..>>` the runner owns, so that the fault injector can reach the live model (to
+//! crash it, reset its connections) and the runner can read its final state. The tasks of a node
+//! (accept loop, one task per connection, a timer task) lock the core, feed the model one input,
+//! and drain its outputs while still holding the lock: every effect a drain performs is
+//! synchronous (record, spawn, abort, queue a frame), so no lock is ever held across an await.
+//!
+//! A node restart replaces the core; the tasks of the old incarnation are dead (madsim drops
+//! them unpolled), so nothing writes into the new core by mistake.
+
+pub(crate) mod client;
+pub(crate) mod injector;
+pub(crate) mod lb;
+pub(crate) mod server;
+
+use crate::recorder::{lock, Recorder};
+use crate::scenario::Scenario;
+use mcpsim_model::client::DurableState;
+use mcpsim_model::config::ToolSpec;
+use mcpsim_model::ids::CallKey;
+use mcpsim_model::time::Instant;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Notify, Semaphore};
+
+/// madsim node names (also how the injector finds them).
+pub(crate) const CLIENT_NODE: &str = "client";
+pub(crate) const LB_NODE: &str = "lb";
+pub(crate) const SERVER_NODE: &str = "server";
+
+/// `clientInfo.name` of the simulated application.
+pub(crate) const CLIENT_NAME: &str = "app";
+
+/// Everything the actors share, owned by the runner for one run.
+pub(crate) struct World {
+    pub scenario: Scenario,
+    pub seed: u64,
+    /// The scenario's tools with this run's jittered durations.
+    pub tools: Vec<ToolSpec>,
+    pub rec: Recorder,
+    pub client: Mutex<Option<client::ClientCore>>,
+    pub lb: Mutex<Option<lb::LbCore>>,
+    pub server: Mutex<Option<server::ServerCore>>,
+    /// The client's durable storage: it outlives the client process.
+    pub disk: Mutex<Option<DurableState>>,
+    /// Calls the application issued, in order: its own record (an order book, say), which
+    /// survives a client restart.
+    pub issued: Mutex<Vec<CallKey>>,
+    /// Incarnations started so far, per restartable node.
+    pub client_starts: AtomicU32,
+    pub server_starts: AtomicU32,
+    /// One permit per listener bound (load balancer, server), so the client starts only once it
+    /// can connect.
+    pub listening: Semaphore,
+}
+
+impl World {
+    pub(crate) fn new(scenario: Scenario, seed: u64, rec: Recorder) -> Self {
+        let tools = jittered_tools(&scenario, seed);
+        World {
+            scenario,
+            seed,
+            tools,
+            rec,
+            client: Mutex::new(None),
+            lb: Mutex::new(None),
+            server: Mutex::new(None),
+            disk: Mutex::new(None),
+            issued: Mutex::new(Vec::new()),
+            client_starts: AtomicU32::new(0),
+            server_starts: AtomicU32::new(0),
+            listening: Semaphore::new(0),
+        }
+    }
+
+    /// Runs `f` on the live client core, if the client process is up.
+    pub(crate) fn with_client<R>(self: &Arc<Self>, f: impl FnOnce(&mut client::ClientCore) -> R) -> Option<R> {
+        lock(&self.client).as_mut().map(f)
+    }
+
+    /// Runs `f` on the load balancer core.
+    pub(crate) fn with_lb<R>(self: &Arc<Self>, f: impl FnOnce(&mut lb::LbCore) -> R) -> Option<R> {
+        lock(&self.lb).as_mut().map(f)
+    }
+
+    /// Runs `f` on the live server core, if the server process is up.
+    pub(crate) fn with_server<R>(self: &Arc<Self>, f: impl FnOnce(&mut server::ServerCore) -> R) -> Option<R> {
+        lock(&self.server).as_mut().map(f)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds
+// ---------------------------------------------------------------------------------------------
+
+/// What a derived seed is for: each purpose is its own ChaCha stream of the root seed, so adding
+/// a draw for one purpose never shifts the draws of another.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SeedPurpose {
+    ToolJitter = 1,
+    ClientBackoff = 2,
+    ServerIds = 3,
+}
+
+/// The `index`-th seed for `purpose` under `root`.
+pub(crate) fn derive_seed(root: u64, purpose: SeedPurpose, index: u64) -> u64 {
+    purpose_rng(root, purpose, index).gen()
+}
+
+fn purpose_rng(root: u64, purpose: SeedPurpose, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(root);
+    rng.set_stream(purpose as u64);
+    // Each index gets its own 16-word block of the stream.
+    rng.set_word_pos(u128::from(index) * 16);
+    rng
+}
+
+/// Each tool's duration × (1 + u·jitter), u drawn uniformly from [-1, 1] per tool.
+pub(crate) fn jittered_tools(scenario: &Scenario, seed: u64) -> Vec<ToolSpec> {
+    scenario
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let u: f64 = purpose_rng(seed, SeedPurpose::ToolJitter, i as u64).gen_range(-1.0..=1.0);
+            let factor = (1.0 + u * scenario.tool_jitter).max(0.0);
+            ToolSpec { duration: tool.duration.mul_f64(factor), ..tool.clone() }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timers
+// ---------------------------------------------------------------------------------------------
+
+/// The deadline a node's timer task sleeps until, and the bell that wakes it when the machine
+/// asks for an earlier one. Later deadlines need no bell: an early wake-up does nothing.
+#[derive(Debug)]
+pub(crate) struct TimerArm {
+    bell: Arc<Notify>,
+    armed: Option<Instant>,
+}
+
+impl TimerArm {
+    pub(crate) fn new() -> Self {
+        TimerArm { bell: Arc::new(Notify::new()), armed: None }
+    }
+
+    pub(crate) fn bell(&self) -> Arc<Notify> {
+        self.bell.clone()
+    }
+
+    /// The timer task is going to sleep until `at`.
+    pub(crate) fn arm(&mut self, at: Option<Instant>) -> Option<Instant> {
+        self.armed = at;
+        at
+    }
+
+    /// After an input: wakes the timer task if the machine's next deadline moved earlier.
+    pub(crate) fn update(&mut self, next: Option<Instant>) {
+        let earlier = match (next, self.armed) {
+            (Some(next), Some(armed)) => next < armed,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if earlier {
+            self.armed = next;
+            self.bell.notify_one();
+        }
+    }
+}
+
+/// Consecutive timeouts at one instant before a machine is judged stuck (its `poll_timeout`
+/// never moves past `now`): a bug to report, not a loop to spin in forever.
+const MAX_TIMEOUTS_AT_ONE_INSTANT: u32 = 10_000;
+
+/// A node's timer task: sleeps until the machine's `poll_timeout` (re-read when the bell rings),
+/// then fires `handle_timeout`. `arm` reads and arms the deadline; `fire` runs the timeout.
+pub(crate) async fn run_timer(
+    world: Arc<World>,
+    who: &'static str,
+    bell: Arc<Notify>,
+    arm: impl Fn(&Arc<World>) -> Option<Instant>,
+    fire: impl Fn(&Arc<World>, Instant),
+) {
+    let mut at_one_instant = 0;
+    loop {
+        let next = arm(&world);
+        let now = world.rec.now();
+        match next {
+            Some(at) if at <= now => {
+                at_one_instant += 1;
+                assert!(
+                    at_one_instant < MAX_TIMEOUTS_AT_ONE_INSTANT,
+                    "the {who}'s poll_timeout stays at {at} after handle_timeout({now})"
+                );
+                fire(&world, now);
+                continue;
+            }
+            Some(at) => {
+                let deadline = world.rec.deadline(at);
+                tokio::select! {
+                    biased;
+                    _ = bell.notified() => {}
+                    _ = madsim::time::sleep_until(deadline) => fire(&world, world.rec.now()),
+                }
+            }
+            None => bell.notified().await,
+        }
+        at_one_instant = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_seeds_differ_by_purpose_index_and_root() {
+        let a = derive_seed(7, SeedPurpose::ClientBackoff, 0);
+        assert_eq!(a, derive_seed(7, SeedPurpose::ClientBackoff, 0));
+        assert_ne!(a, derive_seed(7, SeedPurpose::ClientBackoff, 1));
+        assert_ne!(a, derive_seed(7, SeedPurpose::ServerIds, 0));
+        assert_ne!(a, derive_seed(8, SeedPurpose::ClientBackoff, 0));
+    }
+
+    #[test]
+    fn tool_durations_are_jittered_within_bounds_and_by_seed() {
+        let scenario = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let nominal = scenario.tools[0].duration;
+        let drawn: Vec<_> = (0..50).map(|seed| jittered_tools(&scenario, seed)[0].duration).collect();
+        for d in &drawn {
+            assert!(*d >= nominal.mul_f64(0.9) && *d <= nominal.mul_f64(1.1), "{d:?}");
+        }
+        assert!(drawn.iter().any(|d| *d != drawn[0]));
+        assert_eq!(jittered_tools(&scenario, 3), jittered_tools(&scenario, 3));
+    }
+
+    #[test]
+    fn the_timer_bell_rings_only_for_an_earlier_deadline() {
+        let mut arm = TimerArm::new();
+        arm.arm(Some(Instant(100)));
+        arm.update(Some(Instant(200)));
+        assert_eq!(arm.armed, Some(Instant(100)));
+        arm.update(None);
+        assert_eq!(arm.armed, Some(Instant(100)));
+        arm.update(Some(Instant(50)));
+        assert_eq!(arm.armed, Some(Instant(50)));
+        arm.arm(None);
+        arm.update(Some(Instant(500)));
+        assert_eq!(arm.armed, Some(Instant(500)));
+    }
+}

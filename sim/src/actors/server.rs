@@ -1,0 +1,195 @@
+//! The server node: `mcpsim_model::server::Server` behind a listener. Each accepted connection
+//! is numbered, its first frame handed over as the request; the frames the server sends go out on
+//! it, and its end (the load balancer let go) becomes `handle_disconnect`.
+
+use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
+use crate::net::{self, FrameReader, SERVER_ADDR};
+use madsim::net::{TcpListener, TcpStream};
+use mcpsim_model::http::{Frame, Request};
+use mcpsim_model::ids::{ConnId, SessionId};
+use mcpsim_model::server::{Server, ServerOutput};
+use mcpsim_model::time::{micros, Instant};
+use mcpsim_model::trace::Actor;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+/// What the server asks of one connection's task.
+enum Outgoing {
+    Frame(Frame),
+    /// Close it (after the frames queued before).
+    Close,
+}
+
+/// The live server process.
+pub(crate) struct ServerCore {
+    server: Server,
+    /// Open connections: where their frames go.
+    conns: BTreeMap<ConnId, UnboundedSender<Outgoing>>,
+    next_conn: u64,
+    timer: TimerArm,
+}
+
+impl ServerCore {
+    fn drain(&mut self, world: &Arc<World>) {
+        while let Some(output) = self.server.poll_output() {
+            match output {
+                ServerOutput::Send { conn, frame } => {
+                    if let Some(out) = self.conns.get(&conn) {
+                        // A send fails only once the connection's task is gone; its end is
+                        // reported by that task.
+                        let _ = out.send(Outgoing::Frame(frame));
+                    }
+                }
+                // madsim has no RST: an abrupt close and a clean one both drop the socket; what
+                // tells them apart at the client is whether `Frame::End` came first.
+                ServerOutput::Close { conn, abrupt: _ } => {
+                    if let Some(out) = self.conns.remove(&conn) {
+                        let _ = out.send(Outgoing::Close);
+                    }
+                }
+                ServerOutput::Record(kind) => world.rec.record(Actor::Server, kind),
+            }
+        }
+        self.timer.update(self.server.poll_timeout());
+    }
+
+    /// The process dies: the model records what is lost, and its connections close.
+    pub(crate) fn crash(&mut self, world: &Arc<World>) {
+        self.server.crash(world.rec.now());
+        self.drain(world);
+    }
+
+    /// True while a tool runs.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.server.is_busy()
+    }
+
+    /// Sessions the server still knows.
+    pub(crate) fn live_sessions(&self) -> Vec<SessionId> {
+        self.server.live_sessions()
+    }
+}
+
+/// The server node's main task: a fresh server process (one more epoch), then the listener.
+pub(crate) async fn main(world: Arc<World>) {
+    let epoch = world.server_starts.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(epoch, "server process starts");
+    let id_seed = derive_seed(world.seed, SeedPurpose::ServerIds, u64::from(epoch));
+    let core = ServerCore {
+        server: Server::new(world.scenario.server.clone(), world.tools.clone(), epoch, id_seed),
+        conns: BTreeMap::new(),
+        next_conn: 1,
+        timer: TimerArm::new(),
+    };
+    let bell = core.timer.bell();
+    *crate::recorder::lock(&world.server) = Some(core);
+    world.with_server(|core| core.drain(&world));
+    madsim::task::spawn(run_timer(world.clone(), "server", bell, arm_timer, fire_timer));
+    if let Some(interval) = world.scenario.notify_interval.filter(|i| micros(*i) > 0) {
+        madsim::task::spawn(notifier(world.clone(), micros(interval)));
+    }
+    let listener = TcpListener::bind(SERVER_ADDR).await.expect("the server's address is free after a restart");
+    world.listening.add_permits(1);
+    loop {
+        let (stream, _) = listener.accept().await.expect("a listener accepts until its node dies");
+        let conn = world.with_server(|core| {
+            let conn = ConnId(core.next_conn);
+            core.next_conn += 1;
+            conn
+        });
+        if let Some(conn) = conn {
+            madsim::task::spawn(serve(world.clone(), conn, stream));
+        }
+    }
+}
+
+fn arm_timer(world: &Arc<World>) -> Option<Instant> {
+    world.with_server(|core| core.timer.arm(core.server.poll_timeout())).flatten()
+}
+
+fn fire_timer(world: &Arc<World>, now: Instant) {
+    world.with_server(|core| {
+        core.server.handle_timeout(now);
+        core.drain(world);
+    });
+}
+
+/// Server notifications at every multiple of the interval (from the start of the run), until
+/// the faults heal and the liveness phase begins.
+async fn notifier(world: Arc<World>, interval_us: u64) {
+    let liveness = micros(world.scenario.faults.heal_time());
+    loop {
+        let at = (world.rec.now().as_micros() / interval_us + 1) * interval_us;
+        if at >= liveness {
+            return;
+        }
+        madsim::time::sleep_until(world.rec.deadline(Instant(at))).await;
+        world.with_server(|core| {
+            core.server.notify_all(world.rec.now());
+            core.drain(&world);
+        });
+    }
+}
+
+/// One connection: its request in, the server's frames out, until either side closes it.
+async fn serve(world: Arc<World>, conn: ConnId, mut stream: TcpStream) {
+    let mut reader = FrameReader::new();
+    let request: Request = match reader.next(&mut stream).await {
+        Ok(Some(bytes)) => net::decode(bytes).expect("the client encodes every request it sends"),
+        // The peer left before sending anything: the server never heard of this connection.
+        Ok(None) | Err(_) => return,
+    };
+    let (out, mut frames) = unbounded_channel();
+    let accepted = world.with_server(|core| {
+        core.conns.insert(conn, out);
+        core.server.handle_request(world.rec.now(), conn, request);
+        core.drain(&world);
+    });
+    if accepted.is_none() {
+        return;
+    }
+    let mut buf = Vec::new();
+    loop {
+        tokio::select! {
+            biased;
+            next = frames.recv() => match next {
+                Some(Outgoing::Frame(frame)) => {
+                    let closing = encode_queued(frame, &mut frames, &mut buf);
+                    if net::send(&mut stream, &buf).await.is_err() {
+                        break;
+                    }
+                    if closing {
+                        return;
+                    }
+                }
+                Some(Outgoing::Close) | None => return,
+            },
+            // A client sends nothing after its request: anything but more bytes is the end.
+            read = reader.next(&mut stream) => if !matches!(read, Ok(Some(_))) {
+                break;
+            },
+        }
+    }
+    world.with_server(|core| {
+        if core.conns.remove(&conn).is_some() {
+            core.server.handle_disconnect(world.rec.now(), conn);
+            core.drain(&world);
+        }
+    });
+}
+
+/// Encodes `first` and every frame already queued behind it into `buf`, to go out in one flush;
+/// true if a `Close` was queued among them.
+fn encode_queued(first: Frame, frames: &mut UnboundedReceiver<Outgoing>, buf: &mut Vec<u8>) -> bool {
+    buf.clear();
+    net::encode(&first, buf);
+    while let Ok(next) = frames.try_recv() {
+        match next {
+            Outgoing::Frame(frame) => net::encode(&frame, buf),
+            Outgoing::Close => return true,
+        }
+    }
+    false
+}

@@ -1,0 +1,48 @@
+//! Diagnostic logs: `tracing` lines on stderr, filtered by `RUST_LOG` (default: warnings only).
+//!
+//! Each line starts with the *simulated* time since the run began (inside madsim,
+//! `std::time::Instant` reads the simulated clock) and carries madsim's node span, which names the
+//! actor (`node{name=client}`, `lb`, `server`; the runner and fault injector are `madsim-main`).
+//! madsim numbers tasks with a process-wide counter, so log text differs between runs of one
+//! seed: compare traces, never logs.
+
+use std::cell::Cell;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
+use tracing_subscriber::EnvFilter;
+
+thread_local! {
+    /// When the run on this thread began, on the simulated clock.
+    static RUN_START: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
+}
+
+/// Marks the start of the run on this thread. Call from inside the simulation.
+pub fn mark_run_start() {
+    RUN_START.with(|start| start.set(Some(std::time::Instant::now())));
+}
+
+/// Prints simulated seconds since the run began, or `-` outside a run.
+struct SimulatedTime;
+
+impl FormatTime for SimulatedTime {
+    fn format_time(&self, w: &mut Writer<'_>) -> std::fmt::Result {
+        match RUN_START.with(Cell::get) {
+            Some(start) => {
+                let us = start.elapsed().as_micros();
+                write!(w, "{:>4}.{:06}s", us / 1_000_000, us % 1_000_000)
+            }
+            None => w.write_str("-"),
+        }
+    }
+}
+
+/// Installs the global subscriber once; later calls (and a subscriber already set by someone
+/// else) are left alone.
+pub fn init_logging() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_timer(SimulatedTime)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

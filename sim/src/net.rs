@@ -1,0 +1,186 @@
+//! The wire: addresses of the three machines and length-prefixed JSON frames over simulated TCP.
+//!
+//! A frame is a 4-byte big-endian length, then that many bytes of `serde_json`. The client's first
+//! frame on a connection is its `Request`; everything after, server to client, is `Frame`s. The
+//! load balancer forwards frames as raw bytes without decoding them.
+//!
+//! madsim's `TcpStream` hands bytes to the network only on `flush()`, so every frame is flushed.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The client machine.
+pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+/// The load balancer machine.
+pub const LB_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+/// The server machine.
+pub const SERVER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3));
+/// Where the load balancer listens.
+pub const LB_ADDR: SocketAddr = SocketAddr::new(LB_IP, 80);
+/// Where the server listens.
+pub const SERVER_ADDR: SocketAddr = SocketAddr::new(SERVER_IP, 80);
+
+/// Bytes of the length prefix.
+const HEADER: usize = 4;
+/// A frame longer than this is a bug on the sending side, not something to buffer.
+const MAX_FRAME: usize = 1 << 24;
+
+/// Appends one frame (prefix and JSON) for `message` to `out`.
+pub fn encode<T: Serialize>(message: &T, out: &mut Vec<u8>) {
+    let at = out.len();
+    out.extend_from_slice(&[0; HEADER]);
+    serde_json::to_writer(&mut *out, message).expect("wire messages are plain data: always serializable");
+    let len = u32::try_from(out.len() - at - HEADER).expect("a wire message under 4 GiB");
+    out[at..at + HEADER].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Decodes a whole frame as returned by [`FrameReader::next`] (prefix included).
+pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> io::Result<T> {
+    serde_json::from_slice(&frame[HEADER.min(frame.len())..]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Writes already-encoded frames and flushes them onto the simulated network.
+pub async fn send<W: AsyncWrite + Unpin>(stream: &mut W, bytes: &[u8]) -> io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
+}
+
+/// Encodes `message` into `buf` (cleared first) and sends it.
+pub async fn send_message<W: AsyncWrite + Unpin, T: Serialize>(
+    stream: &mut W,
+    message: &T,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    buf.clear();
+    encode(message, buf);
+    send(stream, buf).await
+}
+
+/// Splits a byte stream into frames. Cancel-safe: dropping a pending [`FrameReader::next`] (as
+/// `select!` does) loses nothing, because bytes only ever move from the stream into the buffer.
+#[derive(Debug, Default)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+    /// Start of the unread bytes in `buf`.
+    start: usize,
+    /// Length of the frame last returned, consumed at the next call.
+    returned: usize,
+}
+
+impl FrameReader {
+    pub fn new() -> Self {
+        FrameReader::default()
+    }
+
+    /// The next whole frame (length prefix included), or `None` at end of stream. An end of
+    /// stream in the middle of a frame is an `UnexpectedEof` error.
+    pub async fn next<R: AsyncRead + Unpin>(&mut self, stream: &mut R) -> io::Result<Option<&[u8]>> {
+        self.start += std::mem::take(&mut self.returned);
+        loop {
+            if let Some(len) = self.whole_frame()? {
+                self.returned = len;
+                return Ok(Some(&self.buf[self.start..self.start + len]));
+            }
+            self.compact();
+            if stream.read_buf(&mut self.buf).await? == 0 {
+                return if self.start == self.buf.len() {
+                    Ok(None)
+                } else {
+                    Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stream ended inside a frame"))
+                };
+            }
+        }
+    }
+
+    /// The length of the whole frame at the front of the buffer, if it has fully arrived.
+    fn whole_frame(&self) -> io::Result<Option<usize>> {
+        let unread = &self.buf[self.start..];
+        let Some(prefix) = unread.get(..HEADER) else { return Ok(None) };
+        let len = u32::from_be_bytes(prefix.try_into().expect("a 4-byte slice")) as usize;
+        if len > MAX_FRAME {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a {len}-byte frame")));
+        }
+        Ok((unread.len() >= HEADER + len).then_some(HEADER + len))
+    }
+
+    /// Drops consumed bytes and makes room for the next read.
+    fn compact(&mut self) {
+        if self.start == self.buf.len() {
+            self.buf.clear();
+        } else if self.start > 0 {
+            self.buf.drain(..self.start);
+        }
+        self.start = 0;
+        self.buf.reserve(1024);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpsim_model::http::{Frame, Request, ResponseHead};
+    use mcpsim_model::ids::RequestId;
+
+    /// A reader that hands out its bytes in fixed-size pieces.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        piece: usize,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            let end = (self.at + self.piece).min(self.data.len()).min(self.at + buf.remaining());
+            buf.put_slice(&self.data[self.at..end]);
+            self.at = end;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        madsim::runtime::Runtime::new().block_on(f)
+    }
+
+    #[test]
+    fn frames_survive_any_split_of_the_byte_stream() {
+        let request = Request::initialize(RequestId(1), "app");
+        let frames = vec![Frame::Head(ResponseHead::event_stream()), Frame::Comment, Frame::End];
+        let mut bytes = Vec::new();
+        encode(&request, &mut bytes);
+        for f in &frames {
+            encode(f, &mut bytes);
+        }
+        for piece in [1, 3, 7, 1000] {
+            let mut stream = Trickle { data: bytes.clone(), at: 0, piece };
+            let (got_request, got_frames) = block_on(async {
+                let mut reader = FrameReader::new();
+                let first = reader.next(&mut stream).await.unwrap().unwrap();
+                let got_request: Request = decode(first).unwrap();
+                let mut got = Vec::new();
+                while let Some(frame) = reader.next(&mut stream).await.unwrap() {
+                    got.push(decode::<Frame>(frame).unwrap());
+                }
+                (got_request, got)
+            });
+            assert_eq!(got_request, request, "piece {piece}");
+            assert_eq!(got_frames, frames, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_inside_a_frame_is_an_error_not_an_end() {
+        let mut bytes = Vec::new();
+        encode(&Frame::End, &mut bytes);
+        bytes.pop();
+        let mut stream = Trickle { data: bytes, at: 0, piece: 2 };
+        let err = block_on(async { FrameReader::new().next(&mut stream).await.map(|f| f.is_some()) }).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+}

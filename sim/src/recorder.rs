@@ -1,0 +1,87 @@
+//! The one recorder every actor writes its steps into, stamped with simulated time.
+//!
+//! madsim runs every task on one thread, one at a time, so the order in which steps reach the
+//! recorder is the order the seed dictates: the trace is deterministic without any sorting.
+
+use mcpsim_model::ids::CallKey;
+use mcpsim_model::time::{micros, Instant};
+use mcpsim_model::trace::{Actor, Step, StepKind};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::Notify;
+
+/// Steps as they are recorded, shared with the runner so that a run that panicked can still say
+/// how far it got.
+pub type SharedSteps = Arc<Mutex<Vec<Step>>>;
+
+/// Stamps and stores steps; counts how each call resolved, for the runner's stop condition and
+/// the application's re-issue after a client restart.
+#[derive(Debug)]
+pub struct Recorder {
+    /// Simulated time at the start of the run (madsim's clock, read through `std`).
+    start: std::time::Instant,
+    steps: SharedSteps,
+    /// Resolutions (result, error, unknown outcome) handed to the application, per call.
+    resolutions: Mutex<BTreeMap<CallKey, u32>>,
+    /// Woken whenever a step may have changed whether the run can stop.
+    progress: Notify,
+}
+
+impl Recorder {
+    /// A recorder whose clock starts now. Call inside the simulation.
+    pub fn new(steps: SharedSteps) -> Self {
+        Recorder {
+            start: madsim::time::Instant::now(),
+            steps,
+            resolutions: Mutex::new(BTreeMap::new()),
+            progress: Notify::new(),
+        }
+    }
+
+    /// Simulated time since the start of the run, as the machines see it.
+    pub fn now(&self) -> Instant {
+        Instant(micros(self.start.elapsed()))
+    }
+
+    /// The madsim instant of a model instant, for sleeping until it.
+    pub fn deadline(&self, at: Instant) -> madsim::time::Instant {
+        self.start + std::time::Duration::from_micros(at.as_micros())
+    }
+
+    /// Records one step at the current simulated time.
+    pub fn record(&self, actor: Actor, kind: StepKind) {
+        let wakes_runner = kind.resolves().is_some() || matches!(kind, StepKind::ToolEnded { .. });
+        if let Some(call) = kind.resolves() {
+            *lock(&self.resolutions).entry(call).or_default() += 1;
+        }
+        let t = self.now().as_micros();
+        let mut steps = lock(&self.steps);
+        let seq = steps.len() as u64;
+        steps.push(Step { seq, t, actor, kind });
+        drop(steps);
+        if wakes_runner {
+            self.progress.notify_one();
+        }
+    }
+
+    /// How many times the application was told how `call` ended.
+    pub fn resolutions(&self, call: CallKey) -> u32 {
+        lock(&self.resolutions).get(&call).copied().unwrap_or(0)
+    }
+
+    /// Resolves when a call resolved or a tool ended since the last wait.
+    pub async fn progressed(&self) {
+        self.progress.notified().await;
+    }
+
+    /// Takes the recorded steps out.
+    pub fn take_steps(&self) -> Vec<Step> {
+        std::mem::take(&mut *lock(&self.steps))
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: a panic inside the simulation ends the run anyway, and the
+/// runner still wants to read how far it got.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

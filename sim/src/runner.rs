@@ -1,0 +1,230 @@
+//! One run: a scenario and a seed in, a judged trace out.
+//!
+//! The run happens on a fresh OS thread (madsim seeds std's `HashMap` hasher and intercepts
+//! `getrandom` only for the first runtime on a thread), on a madsim runtime seeded with the run's
+//! seed. Its main task starts the three nodes, carries out the fault plan, opens the liveness
+//! phase when the faults heal, and stops the run once every call resolved and no tool runs (plus
+//! a settle period), or at the scenario's time limit.
+
+use crate::actors::injector::{self, Nodes};
+use crate::actors::{self, World, CLIENT_NODE, LB_NODE, SERVER_NODE};
+use crate::error::SimError;
+use crate::logging;
+use crate::net::{CLIENT_IP, LB_IP, SERVER_IP};
+use crate::recorder::{lock, Recorder, SharedSteps};
+use crate::scenario::Scenario;
+use madsim::runtime::{Handle, NodeHandle, Runtime};
+use mcpsim_model::oracle::{check_all, Violation};
+use mcpsim_model::time::{format_micros, micros, Instant};
+use mcpsim_model::trace::{Actor, StepKind, Trace, ViolationRecord};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the run goes on once it looks finished, so that late effects still show.
+pub const SETTLE: Duration = Duration::from_secs(5);
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The whole trace, footer included.
+    pub trace: Trace,
+    /// What the oracles found, as in the footer.
+    pub violations: Vec<Violation>,
+}
+
+/// Runs one simulation of `scenario` under `seed` and judges its trace.
+///
+/// A panic inside the simulation (a machine's bug, madsim finding that every task blocks
+/// forever) comes back as `SimError::Runtime`, never as a panic of the caller.
+pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
+    let scenario_json = serde_json::to_value(scenario)
+        .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
+    let steps = SharedSteps::default();
+    let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
+    on_fresh_thread(seed, &steps, move || simulate(for_thread, seed, steps_for_thread))?;
+    let mut trace = Trace::new(seed, serde_json::json!({ "scenario": scenario_json }));
+    trace.steps = std::mem::take(&mut *lock(&steps));
+    let violations = check_all(&trace);
+    trace.finish(violations.iter().map(ViolationRecord::from).collect());
+    Ok(RunOutcome { trace, violations })
+}
+
+/// Runs `simulation` on a new thread; its panic becomes an error naming the seed and how far the
+/// run got (the steps recorded so far).
+fn on_fresh_thread(seed: u64, steps: &SharedSteps, simulation: impl FnOnce() + Send + 'static) -> Result<(), SimError> {
+    std::thread::Builder::new()
+        .name(format!("mcpsim-seed-{seed}"))
+        .spawn(simulation)
+        .map_err(|e| SimError::Runtime(format!("cannot start the simulation thread: {e}")))?
+        .join()
+        .map_err(|panic| SimError::Runtime(describe_panic(seed, panic.as_ref(), steps)))
+}
+
+/// The simulation itself, on the current thread.
+fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps) {
+    let runtime = Runtime::with_seed_and_config(seed, madsim_config(&scenario));
+    runtime.block_on(async move {
+        logging::mark_run_start();
+        let world = Arc::new(World::new(scenario, seed, Recorder::new(steps)));
+        drive(&world).await;
+    });
+}
+
+/// madsim's network: one-way latency drawn from the scenario's range.
+fn madsim_config(scenario: &Scenario) -> madsim::Config {
+    let mut config = madsim::Config::default();
+    let (min, max) = (scenario.net.latency_min, scenario.net.latency_max);
+    // madsim draws from a half-open range, which must not be empty.
+    config.net.send_latency = min..max.max(min + Duration::from_nanos(1));
+    config
+}
+
+/// What the runner does at a planned time, in the order it does things due at one instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Agenda {
+    /// A partition (the plan's n-th fault) ends.
+    Heal(usize),
+    /// The plan's n-th fault starts.
+    Fault(usize),
+    /// Faults are over: the liveness phase begins.
+    Liveness,
+}
+
+fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
+    let at = |d: Duration| Instant(micros(d));
+    let mut items = vec![(at(scenario.faults.heal_time()), Agenda::Liveness)];
+    for (i, planned) in scenario.faults.faults().iter().enumerate() {
+        items.push((at(planned.at), Agenda::Fault(i)));
+        if planned.fault.duration() > Duration::ZERO {
+            items.push((at(planned.at + planned.fault.duration()), Agenda::Heal(i)));
+        }
+    }
+    items.sort();
+    items.into()
+}
+
+/// The runner's task: nodes up, agenda, stop condition, final record.
+async fn drive(world: &Arc<World>) {
+    let nodes = start_nodes(world).await;
+    let scenario = &world.scenario;
+    let heal = Instant(micros(scenario.faults.heal_time()));
+    let limit = Instant(micros(scenario.time_limit()));
+    let mut agenda = agenda(scenario);
+    let mut settle_until: Option<Instant> = None;
+    loop {
+        let now = world.rec.now();
+        while let Some((_, item)) = agenda.front().copied().filter(|(at, _)| *at <= now) {
+            agenda.pop_front();
+            carry_out(world, nodes, item);
+        }
+        settle_until = if now >= heal && is_quiet(world) { Some(settle_until.unwrap_or(now + SETTLE)) } else { None };
+        if now >= limit || settle_until.is_some_and(|end| now >= end) {
+            break;
+        }
+        let wake = [agenda.front().map(|(at, _)| *at), settle_until, Some(limit)].into_iter().flatten().min();
+        let wake = world.rec.deadline(wake.expect("the time limit is always there"));
+        tokio::select! {
+            biased;
+            _ = world.rec.progressed() => {}
+            _ = madsim::time::sleep_until(wake) => {}
+        }
+    }
+    finish(world);
+}
+
+fn carry_out(world: &Arc<World>, nodes: Nodes, item: Agenda) {
+    let faults = world.scenario.faults.faults();
+    match item {
+        Agenda::Heal(_) => injector::heal(nodes),
+        Agenda::Fault(i) => injector::apply(world, nodes, &faults[i]),
+        Agenda::Liveness => {
+            let deadline = micros(world.scenario.liveness_deadline());
+            world.rec.record(Actor::Run, StepKind::Liveness { deadline });
+        }
+    }
+}
+
+/// Every call of the scenario resolved at least once, and no tool runs.
+fn is_quiet(world: &Arc<World>) -> bool {
+    world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
+        && !world.with_server(|core| core.is_busy()).unwrap_or(false)
+}
+
+/// Records the final state and kills every node, so that madsim drops their tasks (which hold
+/// the world) when the runtime goes.
+fn finish(world: &Arc<World>) {
+    let client_session = world.with_client(|core| core.session()).flatten();
+    let server_sessions = world.with_server(|core| core.live_sessions()).unwrap_or_default();
+    world.rec.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions });
+    let handle = Handle::current();
+    for node in [CLIENT_NODE, LB_NODE, SERVER_NODE] {
+        handle.kill(node);
+    }
+}
+
+/// Server and load balancer first; the client once both listen, so its first connect finds them.
+async fn start_nodes(world: &Arc<World>) -> Nodes {
+    start_node(world, SERVER_NODE, SERVER_IP, actors::server::main);
+    let lb = start_node(world, LB_NODE, LB_IP, actors::lb::main);
+    world.listening.acquire_many(2).await.expect("the semaphore is never closed").forget();
+    let client = start_node(world, CLIENT_NODE, CLIENT_IP, actors::client::main);
+    Nodes { client: client.id(), lb: lb.id() }
+}
+
+fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F) -> NodeHandle
+where
+    F: Fn(Arc<World>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let world = world.clone();
+    Handle::current().create_node().name(name).ip(ip).init(move || main(world.clone())).build()
+}
+
+/// The panic's message, with how far the run got.
+fn describe_panic(seed: u64, panic: &(dyn std::any::Any + Send), steps: &SharedSteps) -> String {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    let steps = lock(steps);
+    let at = steps.last().map(|s| format_micros(s.t)).unwrap_or_else(|| "the start".to_string());
+    format!("seed {seed}: {message} (after {} steps, at {at})", steps.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agenda_heals_before_new_faults_and_ends_with_liveness() {
+        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let o = [("fault.partition", "10s..20s"), ("fault.reset", "20s")];
+        s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let items: Vec<Agenda> = agenda(&s).into_iter().map(|(_, item)| item).collect();
+        assert_eq!(items, [Agenda::Fault(0), Agenda::Heal(0), Agenda::Fault(1), Agenda::Liveness]);
+    }
+
+    #[test]
+    fn a_simulation_that_panics_is_an_error_not_a_crash() {
+        let steps = SharedSteps::default();
+        let err = on_fresh_thread(42, &steps, || {
+            Runtime::with_seed_and_config(42, madsim::Config::default()).block_on(std::future::pending::<()>())
+        })
+        .unwrap_err();
+        let SimError::Runtime(message) = err else { panic!("not a runtime error: {err}") };
+        assert!(message.contains("seed 42") && message.contains("block forever"), "{message}");
+        assert!(message.contains("after 0 steps"), "{message}");
+    }
+
+    #[test]
+    fn an_equal_latency_range_is_widened_for_madsim() {
+        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        s.apply_overrides(&[("net.latency".into(), "5ms..5ms".into())]).unwrap();
+        let range = madsim_config(&s).net.send_latency;
+        assert!(range.start == Duration::from_millis(5) && range.end > range.start);
+    }
+}
