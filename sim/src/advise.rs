@@ -29,7 +29,7 @@ use crate::scenario::Scenario;
 use crate::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
 use mcpsim_model::client::reconnect_delay;
 use mcpsim_model::config::{IdleRule, ReconnectPolicy};
-use mcpsim_model::time::format_duration;
+use mcpsim_model::time::{format_duration, parse_duration};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -72,6 +72,39 @@ impl AdviseInput {
             stream_lifetime: tool.map(|t| t.duration.mul_f64(1.0 + s.tool_jitter)),
             latency: s.net.latency_max,
         }
+    }
+
+    /// The input with the command line's flags over it: `--lb-idle` (a duration or `none`),
+    /// `--event-rate` (`2/s`, `30/m`), `--max-outage` (a duration or `none`). An outage given
+    /// here has no start time, so rules that count from the client's last request count from
+    /// the start of the stream (the worst case).
+    pub fn with_flags(
+        mut self,
+        lb_idle: Option<&str>,
+        event_rate: Option<&str>,
+        max_outage: Option<&str>,
+    ) -> Result<AdviseInput, SimError> {
+        let duration = |flag: &str, v: &str| -> Result<Option<Duration>, SimError> {
+            if v == "none" {
+                return Ok(None);
+            }
+            parse_duration(v).map(Some).map_err(|problem| SimError::BadValue {
+                key: flag.into(),
+                value: v.into(),
+                problem,
+            })
+        };
+        if let Some(v) = lb_idle {
+            self.lb_idle = duration("--lb-idle", v)?;
+        }
+        if let Some(v) = event_rate {
+            self.event_rate = parse_rate(v)?;
+        }
+        if let Some(v) = max_outage {
+            self.max_outage = duration("--max-outage", v)?;
+            self.request_age_at_outage = None;
+        }
+        Ok(self)
     }
 
     /// The interval between events, if the stream has any.
@@ -348,7 +381,10 @@ fn outage_case(scenario: &Scenario, input: &AdviseInput, outage: Duration, retry
         }
         (None, _) => input.stream_lifetime.map(|l| (l, "a silent stream keeps its first id for the tool's whole run")),
     };
-    break_case(scenario, input, cause, outage, age, input.request_age_at_outage, retry)
+    // Without a known start, the outage may come when the client's last request is as old as
+    // the stream itself.
+    let request_age = input.request_age_at_outage.or(input.stream_lifetime);
+    break_case(scenario, input, cause, outage, age, request_age, retry)
 }
 
 fn break_case(
@@ -1045,6 +1081,36 @@ mod tests {
         };
         let text = render_verify(&verify(&s, &advice, &verify_options(), &never).unwrap());
         assert!(text.contains("NOT clean above the answer"), "{text}");
+    }
+
+    #[test]
+    fn flags_override_what_the_scenario_implies() {
+        let s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let input = AdviseInput::from_scenario(&s).with_flags(Some("none"), Some("2/s"), Some("90s")).unwrap();
+        assert_eq!((input.lb_idle, input.event_rate, input.max_outage), (None, 2.0, Some(Duration::from_secs(90))));
+        assert!(matches!(
+            AdviseInput::from_scenario(&s).with_flags(Some("soon"), None, None),
+            Err(SimError::BadValue { key, .. }) if key == "--lb-idle"
+        ));
+        assert!(AdviseInput::from_scenario(&s).with_flags(None, Some("lots"), None).is_err());
+        // 90 s outage, reference backoff: attempts at …, 61, 91 s: L = 1 s without jitter.
+        let mut s = s;
+        s.client.reconnect.jitter = 0.0;
+        let a = advise(&s, &input);
+        assert_above(&a.retention, 2.0 * (0.5 + 91.0 + 0.01));
+    }
+
+    /// Real runs: rmcp has no jitter, so the answer is sharp and both sides show it.
+    #[test]
+    fn verify_confirms_the_rmcp_answer_with_real_runs() {
+        let s = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
+        let advice = advise(&s, &AdviseInput::from_scenario(&s));
+        let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2, program: "mcpsim".into() };
+        let report = verify(&s, &advice, &opts, &crate::runner::run).unwrap();
+        let text = render_verify(&report);
+        assert_eq!(text.matches("as predicted").count(), 4, "{text}");
+        assert!(text.contains("server.retention=254: loss-free 0/2"), "{text}");
+        assert!(text.contains("server.retention_window=258s: loss-free 2/2"), "{text}");
     }
 
     #[test]
