@@ -739,10 +739,11 @@ pub fn verify(
     let refs: Vec<&Cell> = cells.iter().collect();
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
     let mut results: Vec<Option<CellResult>> = vec![None; cells.len()];
-    run_cells(&refs, opts.seeds, jobs, runner, &opts.program, |i, r| {
+    let on_done = |i: usize, r: CellResult| {
         results[i] = Some(r);
         Ok(())
-    })?;
+    };
+    run_cells(&refs, opts.seeds, jobs, runner, &opts.program, on_done, |_| {})?;
     let mut results = results.into_iter().map(|r| r.expect("every probe ran"));
     let mut probe = |value| Probe { value, result: results.next().expect("one result per probe, in order") };
     let checks = plans

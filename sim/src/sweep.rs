@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant as WallClock};
 
@@ -371,20 +371,28 @@ pub fn replay_command(program: &str, scenario: &Scenario, seed: u64) -> String {
     format!("{program} run {} --seed {seed}", scenario.cli_args())
 }
 
-/// Runs seeds `0..seeds` of one cell.
-pub fn run_cell(cell: &Cell, seeds: u64, runner: &RunFn, program: &str) -> Result<CellResult, SimError> {
+/// Runs seeds `0..seeds` of one cell, counting each finished run in `runs`.
+pub fn run_cell(
+    cell: &Cell,
+    seeds: u64,
+    runner: &RunFn,
+    program: &str,
+    runs: &AtomicU64,
+) -> Result<CellResult, SimError> {
     let mut result = CellResult::new(cell.values.clone());
     for seed in 0..seeds {
         let outcome = runner(&cell.scenario, seed).map_err(|e| {
             SimError::Runtime(format!("{e} (replay: {})", replay_command(program, &cell.scenario, seed)))
         })?;
         result.add(&classify(&outcome.trace, &outcome.violations), || replay_command(program, &cell.scenario, seed));
+        runs.fetch_add(1, Ordering::Relaxed);
     }
     Ok(result)
 }
 
 /// Runs `cells` on `jobs` worker threads pulling from a shared queue, handing each result to
-/// `on_done` as it finishes (in completion order). Stops at the first error.
+/// `on_done` as it finishes (in completion order), and the number of runs finished so far to
+/// `on_tick` after each cell and twice a second in between. Stops at the first error.
 pub fn run_cells(
     cells: &[&Cell],
     seeds: u64,
@@ -392,33 +400,46 @@ pub fn run_cells(
     runner: &RunFn,
     program: &str,
     mut on_done: impl FnMut(usize, CellResult) -> Result<(), SimError>,
+    mut on_tick: impl FnMut(u64),
 ) -> Result<(), SimError> {
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    let runs = AtomicU64::new(0);
     let (tx, rx) = mpsc::channel::<(usize, Result<CellResult, SimError>)>();
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, cells.len().max(1)) {
             let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
+            let (next, stop, runs) = (&next, &stop, &runs);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= cells.len() || stop.load(Ordering::SeqCst) {
                     break;
                 }
-                if tx.send((i, run_cell(cells[i], seeds, runner, program))).is_err() {
+                if tx.send((i, run_cell(cells[i], seeds, runner, program, runs))).is_err() {
                     break;
                 }
             });
         }
         drop(tx);
         let mut first_error = None;
-        for (i, result) in rx {
+        loop {
+            let (i, result) = match rx.recv_timeout(Duration::from_millis(500)) {
+                Ok(done) => done,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    on_tick(runs.load(Ordering::Relaxed));
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
             if first_error.is_some() {
                 continue;
             }
-            if let Err(e) = result.and_then(|r| on_done(i, r)) {
-                stop.store(true, Ordering::SeqCst);
-                first_error = Some(e);
+            match result.and_then(|r| on_done(i, r)) {
+                Ok(()) => on_tick(runs.load(Ordering::Relaxed)),
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    first_error = Some(e);
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -609,29 +630,43 @@ fn check_writable(path: &Path) -> Result<(), SimError> {
 // Progress
 // ---------------------------------------------------------------------------------------------
 
-/// Cells done, runs per second and time left, on stderr: redrawn in place on a terminal, a line
-/// every few seconds otherwise.
+/// Cells done, runs per second and time left, on stderr: redrawn in place on a terminal (at
+/// most five times a second), a line every five seconds otherwise.
 struct Progress {
     enabled: bool,
     terminal: bool,
-    total: usize,
-    done: usize,
+    cells: usize,
+    cells_done: usize,
+    /// Runs of the whole sweep, and finished so far.
     runs: u64,
+    runs_done: u64,
     started: WallClock,
     last_line: Option<WallClock>,
 }
 
 impl Progress {
-    fn new(enabled: bool, total: usize) -> Progress {
-        let terminal = std::io::stderr().is_terminal();
-        Progress { enabled, terminal, total, done: 0, runs: 0, started: WallClock::now(), last_line: None }
+    fn new(enabled: bool, cells: usize, seeds: u64) -> Progress {
+        Progress {
+            enabled,
+            terminal: std::io::stderr().is_terminal(),
+            cells,
+            cells_done: 0,
+            runs: cells as u64 * seeds,
+            runs_done: 0,
+            started: WallClock::now(),
+            last_line: None,
+        }
     }
 
-    fn cell_done(&mut self, runs: u64) {
-        self.done += 1;
-        self.runs += runs;
-        let due = self.last_line.is_none_or(|t| t.elapsed() >= Duration::from_secs(5));
-        if self.enabled && (self.terminal || due || self.done == self.total) {
+    fn cell_done(&mut self) {
+        self.cells_done += 1;
+    }
+
+    fn runs_done(&mut self, runs: u64) {
+        self.runs_done = runs;
+        let every = Duration::from_millis(if self.terminal { 200 } else { 5000 });
+        let due = self.last_line.is_none_or(|t| t.elapsed() >= every);
+        if self.enabled && (due || self.cells_done == self.cells) {
             self.last_line = Some(WallClock::now());
             let end = if self.terminal { "" } else { "\n" };
             eprint!("\r{}{end}", self.line());
@@ -640,18 +675,19 @@ impl Progress {
 
     fn line(&self) -> String {
         let elapsed = self.started.elapsed().as_secs_f64().max(1e-3);
-        let left = elapsed / self.done.max(1) as f64 * (self.total - self.done) as f64;
+        let rate = self.runs_done as f64 / elapsed;
+        let left = if rate > 0.0 { (self.runs - self.runs_done) as f64 / rate } else { 0.0 };
         format!(
             "sweep: {}/{} cells, {:.1} runs/s, {} left   ",
-            self.done,
-            self.total,
-            self.runs as f64 / elapsed,
+            self.cells_done,
+            self.cells,
+            rate,
             format_duration(Duration::from_secs(left.ceil() as u64))
         )
     }
 
     fn finish(&self) {
-        if self.enabled && self.terminal && self.done > 0 {
+        if self.enabled && self.terminal && self.last_line.is_some() {
             eprintln!();
         }
     }
@@ -784,15 +820,19 @@ pub fn sweep(
     let todo: Vec<usize> = (0..grid.cells.len()).filter(|i| results[*i].is_none()).collect();
     let cells: Vec<&Cell> = todo.iter().map(|i| &grid.cells[*i]).collect();
     let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let mut progress = Progress::new(opts.progress, cells.len());
-    let outcome = run_cells(&cells, opts.seeds, jobs, runner, &opts.program, |i, result| {
+    let progress = std::cell::RefCell::new(Progress::new(opts.progress, cells.len(), opts.seeds));
+    let on_done = |i: usize, result: CellResult| {
         if let Some(sink) = sink.as_mut() {
             sink.append(&result)?;
         }
-        progress.cell_done(result.n);
+        progress.borrow_mut().cell_done();
         results[todo[i]] = Some(result);
         Ok(())
+    };
+    let outcome = run_cells(&cells, opts.seeds, jobs, runner, &opts.program, on_done, |runs| {
+        progress.borrow_mut().runs_done(runs)
     });
+    let progress = progress.into_inner();
     progress.finish();
     outcome?;
     let cells: Vec<CellResult> = results.into_iter().map(|r| r.expect("every cell ran or was resumed")).collect();
@@ -963,7 +1003,6 @@ mod tests {
     use mcpsim_model::ids::{CallKey, EventId, SessionId};
     use mcpsim_model::time::Instant;
     use mcpsim_model::trace::{Actor, Step};
-    use std::sync::atomic::AtomicU64;
 
     fn trace_of(kinds: Vec<StepKind>) -> Trace {
         let mut t = Trace::new(0, serde_json::json!({}));
