@@ -44,19 +44,23 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let steps = SharedSteps::default();
     let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
-    let joined = std::thread::Builder::new()
-        .name(format!("mcpsim-seed-{seed}"))
-        .spawn(move || simulate(for_thread, seed, steps_for_thread))
-        .map_err(|e| SimError::Runtime(format!("cannot start the simulation thread: {e}")))?
-        .join();
-    if let Err(panic) = joined {
-        return Err(SimError::Runtime(describe_panic(seed, panic.as_ref(), &steps)));
-    }
+    on_fresh_thread(seed, &steps, move || simulate(for_thread, seed, steps_for_thread))?;
     let mut trace = Trace::new(seed, serde_json::json!({ "scenario": scenario_json }));
     trace.steps = std::mem::take(&mut *lock(&steps));
     let violations = check_all(&trace);
     trace.finish(violations.iter().map(ViolationRecord::from).collect());
     Ok(RunOutcome { trace, violations })
+}
+
+/// Runs `simulation` on a new thread; its panic becomes an error naming the seed and how far the
+/// run got (the steps recorded so far).
+fn on_fresh_thread(seed: u64, steps: &SharedSteps, simulation: impl FnOnce() + Send + 'static) -> Result<(), SimError> {
+    std::thread::Builder::new()
+        .name(format!("mcpsim-seed-{seed}"))
+        .spawn(simulation)
+        .map_err(|e| SimError::Runtime(format!("cannot start the simulation thread: {e}")))?
+        .join()
+        .map_err(|panic| SimError::Runtime(describe_panic(seed, panic.as_ref(), steps)))
 }
 
 /// The simulation itself, on the current thread.
@@ -204,6 +208,18 @@ mod tests {
         s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
         let items: Vec<Agenda> = agenda(&s).into_iter().map(|(_, item)| item).collect();
         assert_eq!(items, [Agenda::Fault(0), Agenda::Heal(0), Agenda::Fault(1), Agenda::Liveness]);
+    }
+
+    #[test]
+    fn a_simulation_that_panics_is_an_error_not_a_crash() {
+        let steps = SharedSteps::default();
+        let err = on_fresh_thread(42, &steps, || {
+            Runtime::with_seed_and_config(42, madsim::Config::default()).block_on(std::future::pending::<()>())
+        })
+        .unwrap_err();
+        let SimError::Runtime(message) = err else { panic!("not a runtime error: {err}") };
+        assert!(message.contains("seed 42") && message.contains("block forever"), "{message}");
+        assert!(message.contains("after 0 steps"), "{message}");
     }
 
     #[test]

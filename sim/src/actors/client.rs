@@ -80,6 +80,7 @@ impl ClientCore {
 /// The client node's main task: a new client process, then the application.
 pub(crate) async fn main(world: Arc<World>) {
     let incarnation = world.client_starts.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(incarnation, "client process starts");
     start_client(&world, incarnation);
     let bell = world.with_client(|core| core.timer.bell()).expect("the client was just installed");
     madsim::task::spawn(run_timer(world.clone(), "client", bell, arm_timer, fire_timer));
@@ -184,7 +185,13 @@ async fn connection(world: Arc<World>, conn: ConnId, request: Request) {
 
 /// Runs the exchange; the end to report, or `None` if the client let go of the connection.
 async fn exchange(world: &Arc<World>, conn: ConnId, request: Request) -> Option<ConnEnd> {
-    let Ok(mut stream) = TcpStream::connect(LB_ADDR).await else { return Some(ConnEnd::Refused) };
+    let mut stream = match TcpStream::connect(LB_ADDR).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::debug!(%conn, error = %e, "connect failed");
+            return Some(ConnEnd::Refused);
+        }
+    };
     if net::send_message(&mut stream, &request, &mut Vec::new()).await.is_err() {
         return Some(ConnEnd::Reset);
     }

@@ -21,6 +21,7 @@ pub(crate) struct Nodes {
 
 /// Applies one planned fault, recording it first.
 pub(crate) fn apply(world: &Arc<World>, nodes: Nodes, planned: &PlannedFault) {
+    tracing::info!(fault = %planned, "applying fault");
     world.rec.record(Actor::Fault, StepKind::Fault { fault: planned.to_string() });
     match planned.fault {
         Fault::Reset => reset_client_connections(world),
@@ -36,6 +37,7 @@ pub(crate) fn apply(world: &Arc<World>, nodes: Nodes, planned: &PlannedFault) {
 
 /// Ends a partition: the link carries traffic again.
 pub(crate) fn heal(nodes: Nodes) {
+    tracing::info!("partition healed");
     clog(nodes, false);
 }
 

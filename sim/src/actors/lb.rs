@@ -30,6 +30,7 @@ impl LbCore {
         while let Some(output) = self.lb.poll_output() {
             match output {
                 LbOutput::Cut { conn } => {
+                    tracing::debug!(%conn, "idle cut");
                     if let Some(pump) = self.pumps.remove(&conn) {
                         pump.abort();
                     }
@@ -92,7 +93,10 @@ fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
 async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream) {
     match TcpStream::connect(SERVER_ADDR).await {
         Ok(mut upstream) => relay(&world, conn, &mut client, &mut upstream).await,
-        Err(_) => bad_gateway(&mut client).await,
+        Err(e) => {
+            tracing::debug!(%conn, error = %e, "server unreachable: 502");
+            bad_gateway(&mut client).await
+        }
     }
     world.with_lb(|core| {
         if core.pumps.remove(&conn).is_some() {
