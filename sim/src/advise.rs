@@ -469,26 +469,33 @@ fn break_case(
         "the resume reaches the server ℓ = {} (one network latency, at most) after it is sent",
         show_s(hop)
     ));
-    // The server finds the resume position by the last event the client saw, so that event and
-    // every one after it must still be held when the resume arrives.
+    // The server can honour the resume if every event after the last one the client saw is still
+    // held when the resume arrives (the last seen itself may be gone: nothing after it is lost).
     let (retention, window) = match last_event_age {
         Some((a, why)) => {
             let span = secs(a) + dl + hop;
+            let interval = 1.0 / input.event_rate;
             steps.push(format!("the last event the client saw was a = {} old at the break ({why})", show_s(secs(a))));
             steps.push(format!(
-                "it and every event after it must still be held: a span of a + D + L + ℓ = {}",
+                "every event after it must still be held: they were produced over a + D + L + ℓ = {}",
                 show_s(span)
             ));
             let count = input.event_rate * span;
             steps.push(format!(
-                "count bound: the events of that span, both ends included: R > r·{} = {} × {} = {}",
-                "(a + D + L + ℓ)",
+                "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
                 show_n(input.event_rate),
                 show_s(span),
-                show_n(count)
+                show_n(count),
+                show_n(count - 1.0)
             ));
-            steps.push(format!("window: W > a + D + L + ℓ = {}", show_s(span)));
-            (Need::Above(count), Need::Above(span))
+            // A silent stream produces nothing while the client is away but its result, which
+            // must then be held for up to the whole span.
+            let oldest_needed = if interval.is_finite() { span - interval } else { span };
+            steps.push(format!(
+                "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
+                show_s(oldest_needed)
+            ));
+            (Need::Above((count - 1.0).max(0.0)), Need::Above(oldest_needed))
         }
         None => {
             let why = "a silent stream keeps its first event id indefinitely: no time window is safe";
@@ -913,22 +920,23 @@ mod tests {
     }
 
     #[test]
-    fn the_chatty_incident_without_jitter_needs_more_than_242_events_and_a_242_second_window() {
+    fn the_chatty_incident_without_jitter_needs_242_events_and_a_241_second_window() {
         let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         s.client.reconnect.jitter = 0.0;
         let input = AdviseInput::from_scenario(&s);
         assert_eq!((input.event_rate, input.max_outage), (1.0, Some(Duration::from_secs(240))));
         let a = advise(&s, &input);
         assert_eq!(a.cases.len(), 1, "events every second keep the load balancer from cutting");
-        // a = 1 s, D + L = 241 s, ℓ = 10 ms: the span the buffer must cover is 242.01 s.
-        assert_above(&a.retention, 242.01);
-        assert_eq!(a.retention.minimal(), Some(243.0));
-        assert_above(&a.window, 242.01);
+        // a = 1 s, D + L = 241 s, ℓ = 10 ms: 242.01 s of events after the last one seen, of
+        // which the oldest is one interval younger than it.
+        assert_above(&a.retention, 241.01);
+        assert_eq!(a.retention.minimal(), Some(242.0));
+        assert_above(&a.window, 241.01);
         assert!(matches!(a.idle_ttl, Need::NotNeeded(_)));
         let text = render(&a);
         assert!(text.contains("attempt  12 at 211s + 30s = 241s  (network up: back in)"), "{text}");
-        assert!(text.contains("R > r·(a + D + L + ℓ) = 1 × 242.01s = 242.01"), "{text}");
-        assert!(text.contains("server.retention         > 242.01 → at least 243 events per stream"), "{text}");
+        assert!(text.contains("R ≥ r·(a + D + L + ℓ) = 1 × 242.01s = 242.01 events after the last seen"), "{text}");
+        assert!(text.contains("server.retention         > 241.01 → at least 242 events per stream"), "{text}");
     }
 
     #[test]
@@ -937,8 +945,8 @@ mod tests {
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         // Attempt 12 can come as early as 0.8 × 241 s, before the outage ends at 240 s; then
         // attempt 13 comes a full 30 s later: L up to 30 s, not the 1 s of the plain schedule.
-        assert_above(&a.retention, 271.01);
-        assert_above(&a.window, 271.01);
+        assert_above(&a.retention, 270.01);
+        assert_above(&a.window, 270.01);
         let text = render(&a);
         assert!(text.contains("without jitter: L = 241s − 4m = 1s"), "{text}");
         assert!(text.contains("worst L = 30s"), "{text}");
@@ -982,7 +990,7 @@ mod tests {
         let mut s = Scenario::build("chatty-tool", "rmcp", "py-sdk").unwrap();
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         // rmcp against a server without retry: 0, 2, 4, 8, 16, 32, 64, 128 → 254 s, L = 14 s.
-        assert_above(&a.retention, 255.01);
+        assert_above(&a.retention, 254.01);
         assert_above(&a.idle_ttl, 254.01);
         s.server.idle_rule = IdleRule::LastRequest;
         let a = advise(&s, &AdviseInput::from_scenario(&s));
@@ -1004,7 +1012,7 @@ mod tests {
     fn predictions_name_the_smallest_safe_value() {
         let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         let p = predict(&s, "server.retention").unwrap().unwrap();
-        assert!((p.exceed - 271.01).abs() < 1e-9 && p.minimal == 272.0, "{p:?}");
+        assert!((p.exceed - 270.01).abs() < 1e-9 && p.minimal == 271.0, "{p:?}");
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
     }
 
@@ -1021,10 +1029,10 @@ mod tests {
         crate::sweep::RunOutcome { trace, violations: vec![] }
     }
 
-    /// Loss-free exactly when the count and the window hold the advised 272 events / 272 s.
+    /// Loss-free exactly when the count and the window hold the advised 271 events / 271 s.
     fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::sweep::RunOutcome, SimError> {
-        let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 272);
-        let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(272));
+        let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
+        let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(271));
         let gap =
             mcpsim_model::trace::StepKind::AppGap { session: "s".into(), call: None, after: None, head: "1-1".into() };
         Ok(fake_run(if count_ok && window_ok { vec![] } else { vec![gap] }))
@@ -1068,11 +1076,11 @@ mod tests {
             .collect();
         assert_eq!(
             probed,
-            [("server.retention", Some("270"), "274"), ("server.retention_window", Some("270s"), "274s")]
+            [("server.retention", Some("269"), "273"), ("server.retention_window", Some("269s"), "273s")]
         );
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
-        assert!(text.contains("server.retention=270: loss-free 0/3"), "{text}");
+        assert!(text.contains("server.retention=269: loss-free 0/3"), "{text}");
         assert!(
             text.contains("e.g. mcpsim run --client reference --server reference --scenario chatty-tool"),
             "{text}"
@@ -1098,7 +1106,7 @@ mod tests {
         let mut s = s;
         s.client.reconnect.jitter = 0.0;
         let a = advise(&s, &input);
-        assert_above(&a.retention, 2.0 * (0.5 + 91.0 + 0.01));
+        assert_above(&a.retention, 2.0 * (0.5 + 91.0 + 0.01) - 1.0);
     }
 
     /// Real runs: rmcp has no jitter, so the answer is sharp and both sides show it.
@@ -1110,8 +1118,8 @@ mod tests {
         let report = verify(&s, &advice, &opts, &crate::runner::run).unwrap();
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
-        assert!(text.contains("server.retention=254: loss-free 0/2"), "{text}");
-        assert!(text.contains("server.retention_window=258s: loss-free 2/2"), "{text}");
+        assert!(text.contains("server.retention=253: loss-free 0/2"), "{text}");
+        assert!(text.contains("server.retention_window=257s: loss-free 2/2"), "{text}");
     }
 
     #[test]
