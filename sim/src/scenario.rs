@@ -578,7 +578,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         key: "fault.client_restart",
-        help: "restart the client process at these times (or none)",
+        help: "restart the client process (client 0 when there are several) at these times (or none)",
         apply: |s, v| replace_times(s, "client-restart", v, || Fault::ClientRestart),
         show: |s| show_times(s, "client-restart"),
     },
