@@ -41,6 +41,9 @@ pub struct RunOutcome {
 /// A panic inside the simulation (a machine's bug, madsim finding that every task blocks
 /// forever) comes back as `SimError::Runtime`, never as a panic of the caller.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
+    if let Some(problem) = scenario.clients_problem() {
+        return Err(SimError::Usage(problem));
+    }
     let scenario_json = serde_json::to_value(scenario)
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let steps = SharedSteps::default();
