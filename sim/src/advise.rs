@@ -1023,6 +1023,7 @@ mod tests {
                 seq: i as u64,
                 t: 0,
                 actor: mcpsim_model::trace::Actor::App,
+                client: None,
                 kind,
             });
         }

@@ -1,4 +1,4 @@
-//! The wire: addresses of the three machines and length-prefixed JSON frames over simulated TCP.
+//! The wire: addresses of the machines and length-prefixed JSON frames over simulated TCP.
 //!
 //! A frame is a 4-byte big-endian length, then that many bytes of `serde_json`. The client's first
 //! frame on a connection is its `Request`; everything after, server to client, is `Frame`s. The
@@ -14,6 +14,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The client machine.
 pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+/// Logical client `index`'s machine: [`CLIENT_IP`] for client 0, `10.1.x.y` for the others.
+pub fn client_ip(index: u32) -> IpAddr {
+    match index {
+        0 => CLIENT_IP,
+        i => {
+            let [_, _, hi, lo] = i.to_be_bytes();
+            IpAddr::V4(Ipv4Addr::new(10, 1, hi, lo))
+        }
+    }
+}
 /// The load balancer machine.
 pub const LB_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 /// The server machine.
