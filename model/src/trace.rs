@@ -92,6 +92,11 @@ pub struct Step {
     /// Simulated time in µs.
     pub t: u64,
     pub actor: Actor,
+    /// Which logical client (0-based) did a client or application step, set only in runs with
+    /// several clients, so that single-client traces read exactly as before. Written as
+    /// `client_index`: `SessionCreated` has a `client` field of its own.
+    #[serde(rename = "client_index", default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<u32>,
     #[serde(flatten)]
     pub kind: StepKind,
 }
@@ -305,6 +310,10 @@ pub enum StepKind {
     RunEnd {
         client_session: Option<SessionId>,
         server_sessions: Vec<SessionId>,
+        /// The sessions held by the clients after the first (clients 1..N), in client order;
+        /// empty in a single-client run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        other_client_sessions: Vec<Option<SessionId>>,
     },
 }
 
@@ -480,18 +489,21 @@ mod tests {
             seq: 0,
             t: 1_000,
             actor: Actor::Client,
+            client: None,
             kind: StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") },
         });
         t.steps.push(Step {
             seq: 1,
             t: 2_000,
             actor: Actor::App,
+            client: None,
             kind: StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false },
         });
         t.steps.push(Step {
             seq: 2,
             t: 3_000,
             actor: Actor::Server,
+            client: None,
             kind: StepKind::EventStored {
                 session: SessionId::from("0-1"),
                 stream: StreamNo(1),
@@ -520,6 +532,40 @@ mod tests {
         assert_eq!(Trace::parse(&text), Ok(t.clone()));
         assert_eq!(text.lines().count(), 5);
         assert!(text.lines().nth(1).unwrap().contains(r#""kind":"send""#));
+    }
+
+    #[test]
+    fn the_client_index_is_written_only_when_set_and_never_clashes_with_a_kind_field() {
+        let plain = &sample().steps[0];
+        assert!(!step_line(plain).contains("client_index"), "{}", step_line(plain));
+        let mut t = Trace::new(7, serde_json::json!({}));
+        t.steps.push(Step {
+            seq: 0,
+            t: 1,
+            actor: Actor::Server,
+            client: None,
+            kind: StepKind::SessionCreated { session: SessionId::from("s"), client: "app-1".into() },
+        });
+        t.steps.push(Step { client: Some(1), ..sample().steps[1].clone() });
+        t.steps.push(Step {
+            seq: 2,
+            t: 2,
+            actor: Actor::Run,
+            client: None,
+            kind: StepKind::RunEnd {
+                client_session: None,
+                server_sessions: vec![],
+                other_client_sessions: vec![Some(SessionId::from("s"))],
+            },
+        });
+        t.finish(vec![]);
+        let text = t.to_jsonl();
+        assert!(text.contains(r#""actor":"app","client_index":1,"kind":"app-call""#), "{text}");
+        assert!(text.contains(r#""other_client_sessions":["s"]"#), "{text}");
+        assert_eq!(Trace::parse(&text), Ok(t));
+        let run_end = r#"{"step":0,"t":0,"actor":"run","kind":"run-end","client_session":null,"server_sessions":[]}"#;
+        let step: Step = serde_json::from_str(run_end).unwrap();
+        assert_eq!(step_line(&step), run_end, "a single-client RunEnd reads and writes as before");
     }
 
     #[test]

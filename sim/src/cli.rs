@@ -490,3 +490,37 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
     let broken = results.iter().any(|r| !r.violations.is_empty());
     Ok(if broken { Exit::Violated } else { Exit::Clean })
 }
+
+/// `mcpsim sweep`.
+pub fn cmd_sweep(args: &ScenarioArgs, vary: &[String], opts: &crate::sweep::SweepOptions) -> Result<Exit, SimError> {
+    let base = args.build()?;
+    let report = crate::sweep::sweep(&base, vary, opts, &run)?;
+    print!("{}", crate::sweep::render_report(&report));
+    if let Some(csv) = &opts.csv {
+        println!("csv: {}", csv.display());
+    }
+    if let Some(plot) = &opts.plot {
+        println!("plot: {}", plot.display());
+    }
+    Ok(Exit::Clean)
+}
+
+/// `mcpsim advise`: flags are the load balancer idle timeout, the event rate and the outage.
+pub fn cmd_advise(args: &ScenarioArgs, flags: [Option<String>; 3], verify: bool, seeds: u64) -> Result<Exit, SimError> {
+    use crate::advise;
+    let scenario = args.build()?;
+    let [lb_idle, event_rate, max_outage] = flags;
+    let input = advise::AdviseInput::from_scenario(&scenario).with_flags(
+        lb_idle.as_deref(),
+        event_rate.as_deref(),
+        max_outage.as_deref(),
+    )?;
+    let advice = advise::advise(&scenario, &input);
+    print!("{}", advise::render(&advice));
+    if verify {
+        let opts = advise::VerifyOptions { seeds, margin: 5, jobs: 0, program: program() };
+        let report = advise::verify(&scenario, &advice, &opts, &run)?;
+        print!("{}", advise::render_verify(&report));
+    }
+    Ok(Exit::Clean)
+}

@@ -181,7 +181,7 @@ impl Diagram {
             if violations.is_empty() && is_redundant_store(&step.kind, &delivered) {
                 continue;
             }
-            let mut item = item_of(step);
+            let mut item = with_client_index(item_of(step), step.client);
             if !violations.is_empty() {
                 item.fold = None;
                 item.row.violations = violations;
@@ -440,6 +440,20 @@ fn item_of(step: &Step) -> Item {
         | AppSessionLost { .. } => Item::new(t, note(Lane::App), described()),
         Fault { .. } | Liveness { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
     }
+}
+
+/// In a multi-client trace, which client a client or application step belongs to: there is one
+/// client lifeline, so its rows say `[client1] ...`, and rows of different clients never fold
+/// together.
+fn with_client_index(mut item: Item, client: Option<u32>) -> Item {
+    let Some(client) = client else { return item };
+    let tag = format!("[client{client}]");
+    item.row.label = format!("{tag} {}", item.row.label);
+    if let Some(fold) = item.fold.as_mut() {
+        fold.key = format!("{tag} {}", fold.key);
+        fold.noun = format!("{tag} {}", fold.noun);
+    }
+    item
 }
 
 /// `200 event-stream session=s1`, `410 resume-window-exceeded head=1-140`.
@@ -1139,7 +1153,7 @@ mod tests {
 
         fn push(&mut self, t_ms: u64, actor: Actor, kind: StepKind) -> &mut Self {
             let seq = self.trace.steps.len() as u64;
-            self.trace.steps.push(Step { seq, t: ms(t_ms), actor, kind });
+            self.trace.steps.push(Step { seq, t: ms(t_ms), actor, client: None, kind });
             self
         }
 
@@ -1391,6 +1405,24 @@ mod tests {
     }
 
     #[test]
+    fn client_rows_of_a_multi_client_trace_name_their_client_and_fold_apart() {
+        let mut b = TraceBuilder::new("py-sdk", "py-sdk", "two-sessions-same-request-id");
+        for i in 0..6 {
+            for client in [0, 1] {
+                b.push(1_000 + i * 15_000, Actor::Client, StepKind::Comment { conn: ConnId(4) });
+                b.trace.steps.last_mut().unwrap().client = Some(client);
+            }
+        }
+        b.push(100_000, Actor::Client, StepKind::ClientStart { restored: false });
+        b.trace.steps.last_mut().unwrap().client = Some(1);
+        let out = text(&b.finish(vec![]));
+        assert!(out.contains("6 × [[client0] keep-alive on c4 + [client1] keep-alive on c4]"), "{out}");
+        assert!(out.contains("[client1] client process started"), "{out}");
+        let single = text(&first_incident());
+        assert!(!single.contains("[client"), "{single}");
+    }
+
+    #[test]
     fn fifty_keep_alives_collapse_into_one_row() {
         let mut b = TraceBuilder::new("reference", "reference", "idle-stream");
         b.send(0, 1, Request::get(Some(sid("s1")), None));
@@ -1568,7 +1600,13 @@ mod tests {
     #[test]
     fn a_trace_from_elsewhere_still_draws() {
         let mut trace = Trace::new(9, serde_json::json!({"other": true}));
-        trace.steps.push(Step { seq: 0, t: 5, actor: Actor::Run, kind: StepKind::Liveness { deadline: 10 } });
+        trace.steps.push(Step {
+            seq: 0,
+            t: 5,
+            actor: Actor::Run,
+            client: None,
+            kind: StepKind::Liveness { deadline: 10 },
+        });
         for format in [Format::Text, Format::Mermaid, Format::Svg] {
             let out = render(&trace, format, &DiagramOptions::default());
             assert!(out.contains("mcpsim seed 9 · ? × ? × ?"), "{out}");

@@ -12,7 +12,7 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "kebab-case")]
 pub enum Fault {
-    /// Every connection between client and load balancer is reset (an RST on each).
+    /// Every connection between a client and the load balancer is reset (an RST on each).
     Reset,
     /// Client and load balancer cannot reach each other for `duration`: connections crossing the
     /// link are reset when it starts (as when an interface goes down) and new ones are refused
@@ -24,7 +24,8 @@ pub enum Fault {
     /// The server process restarts: every session, event log and running tool is lost.
     ServerRestart,
     /// The client process restarts: volatile state is lost, durable state kept. The application
-    /// re-issues calls it has not seen resolved and the restored client does not hold.
+    /// re-issues calls it has not seen resolved and the restored client does not hold. With
+    /// several clients, only client 0 restarts. (Resets and partitions hit every client.)
     ClientRestart,
 }
 

@@ -7,6 +7,7 @@
 //! - [`cli`]: the commands of the `mcpsim` binary; [`timeline`]: traces as readable text.
 
 mod actors;
+pub mod advise;
 pub mod bench;
 pub mod cli;
 pub mod diagram;
@@ -15,10 +16,13 @@ pub mod faults;
 pub mod logging;
 pub mod matrix;
 pub mod net;
+pub mod plot;
 pub mod recorder;
 pub mod runner;
 pub mod scenario;
 pub mod search;
+pub mod stats;
+pub mod sweep;
 pub mod timeline;
 
 pub use error::SimError;

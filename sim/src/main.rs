@@ -39,6 +39,22 @@ impl Target {
     }
 }
 
+#[derive(clap::Args, Clone)]
+struct AdviseTarget {
+    /// Client profile whose reconnect policy is advised for.
+    #[arg(long, default_value = "reference")]
+    client: String,
+    /// Server profile (its retry field and idle rule enter the arithmetic).
+    #[arg(long, default_value = "reference")]
+    server: String,
+    /// Scenario whose outage and event rate are the defaults.
+    #[arg(long, default_value = "chatty-tool")]
+    scenario: String,
+    /// Override a parameter: --set key=value.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run one seed and print the verdict.
@@ -138,6 +154,54 @@ enum Command {
         #[arg(long, default_value = "traces/matrix")]
         traces: PathBuf,
     },
+    /// Vary one or two keys over a grid; per cell, how often each outcome occurred (with Wilson
+    /// intervals), the predicted and the measured safe boundary.
+    Sweep {
+        #[command(flatten)]
+        target: Target,
+        /// KEY=A..B:STEP or KEY=v1,v2,… (once or twice).
+        #[arg(long = "vary", value_name = "KEY=RANGE", required = true)]
+        vary: Vec<String>,
+        /// Seeds per cell.
+        #[arg(long, default_value_t = 20)]
+        seeds: u64,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+        /// Append each cell's row here as it finishes.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Skip cells already in the CSV.
+        #[arg(long)]
+        resume: bool,
+        /// Draw the rates (one key) or a heatmap (two keys) as SVG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// The loss-free rate a cell needs to count as safe.
+        #[arg(long, default_value_t = 1.0)]
+        threshold: f64,
+    },
+    /// The minimal safe retention (events per stream, time window) and idle TTL for a client
+    /// policy, with the arithmetic shown.
+    Advise {
+        #[command(flatten)]
+        target: AdviseTarget,
+        /// Load balancer idle timeout (e.g. 60s).
+        #[arg(long)]
+        lb_idle: Option<String>,
+        /// Events per second on the stream (e.g. 10/s).
+        #[arg(long)]
+        event_rate: Option<String>,
+        /// The longest outage to survive (e.g. 4m).
+        #[arg(long)]
+        max_outage: Option<String>,
+        /// Run the simulator just below and just above the answer.
+        #[arg(long)]
+        verify: bool,
+        /// Seeds per verification probe.
+        #[arg(long, default_value_t = 20)]
+        seeds: u64,
+    },
     /// List client and server profiles, scenarios, invariants and settable keys.
     Profiles,
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
@@ -174,6 +238,28 @@ fn main() -> ExitCode {
         Command::Matrix { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces } => {
             let args = cli::MatrixArgs { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces };
             cli::cmd_matrix(&args)
+        }
+        Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold } => {
+            let opts = mcpsim::sweep::SweepOptions {
+                seeds,
+                jobs,
+                csv,
+                resume,
+                plot,
+                threshold,
+                program: cli::program(),
+                progress: true,
+            };
+            cli::cmd_sweep(&target.args(), &vary, &opts)
+        }
+        Command::Advise { target, lb_idle, event_rate, max_outage, verify, seeds } => {
+            let args = ScenarioArgs {
+                client: target.client,
+                server: target.server,
+                scenario: target.scenario,
+                sets: target.sets,
+            };
+            cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], verify, seeds)
         }
         Command::Profiles => cli::cmd_profiles(),
         Command::Bench { runs } => cli::cmd_bench(runs),

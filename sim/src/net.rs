@@ -1,4 +1,4 @@
-//! The wire: addresses of the three machines and length-prefixed JSON frames over simulated TCP.
+//! The wire: addresses of the machines and length-prefixed JSON frames over simulated TCP.
 //!
 //! A frame is a 4-byte big-endian length, then that many bytes of `serde_json`. The client's first
 //! frame on a connection is its `Request`; everything after, server to client, is `Frame`s. The
@@ -14,6 +14,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The client machine.
 pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+/// Logical client `index`'s machine: [`CLIENT_IP`] for client 0, `10.1.x.y` for the others.
+pub fn client_ip(index: u32) -> IpAddr {
+    match index {
+        0 => CLIENT_IP,
+        i => {
+            let [_, _, hi, lo] = i.to_be_bytes();
+            IpAddr::V4(Ipv4Addr::new(10, 1, hi, lo))
+        }
+    }
+}
 /// The load balancer machine.
 pub const LB_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 /// The server machine.
@@ -95,9 +105,27 @@ impl FrameReader {
         }
     }
 
+    /// Every whole frame that has arrived, as one run of bytes, and how many frames it holds:
+    /// what a proxy forwards in one write. `None` at end of stream.
+    pub async fn next_frames<R: AsyncRead + Unpin>(&mut self, stream: &mut R) -> io::Result<Option<(&[u8], usize)>> {
+        let Some(first) = self.next(stream).await?.map(<[u8]>::len) else { return Ok(None) };
+        let (mut len, mut count) = (first, 1);
+        while let Some(more) = self.frame_at(self.start + len)? {
+            len += more;
+            count += 1;
+        }
+        self.returned = len;
+        Ok(Some((&self.buf[self.start..self.start + len], count)))
+    }
+
     /// The length of the whole frame at the front of the buffer, if it has fully arrived.
     fn whole_frame(&self) -> io::Result<Option<usize>> {
-        let unread = &self.buf[self.start..];
+        self.frame_at(self.start)
+    }
+
+    /// The length of the whole frame starting at `at`, if it has fully arrived.
+    fn frame_at(&self, at: usize) -> io::Result<Option<usize>> {
+        let unread = &self.buf[at..];
         let Some(prefix) = unread.get(..HEADER) else { return Ok(None) };
         let len = u32::from_be_bytes(prefix.try_into().expect("a 4-byte slice")) as usize;
         if len > MAX_FRAME {
@@ -172,6 +200,25 @@ mod tests {
             assert_eq!(got_request, request, "piece {piece}");
             assert_eq!(got_frames, frames, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn frames_that_arrived_together_come_out_together() {
+        let mut bytes = Vec::new();
+        for f in [Frame::Comment, Frame::Comment, Frame::End] {
+            encode(&f, &mut bytes);
+        }
+        let whole = bytes.len();
+        bytes.extend_from_slice(&[0, 0]);
+        let mut stream = Trickle { data: bytes, at: 0, piece: 1 << 20 };
+        let (len, count, then) = block_on(async {
+            let mut reader = FrameReader::new();
+            let (run, count) = reader.next_frames(&mut stream).await.unwrap().unwrap();
+            let len = run.len();
+            (len, count, reader.next_frames(&mut stream).await.map(|r| r.map(|(_, n)| n)))
+        });
+        assert_eq!((len, count), (whole, 3));
+        assert_eq!(then.unwrap_err().kind(), io::ErrorKind::UnexpectedEof, "the 2 stray bytes are half a prefix");
     }
 
     #[test]

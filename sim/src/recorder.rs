@@ -50,6 +50,11 @@ impl Recorder {
 
     /// Records one step at the current simulated time.
     pub fn record(&self, actor: Actor, kind: StepKind) {
+        self.record_for(actor, None, kind);
+    }
+
+    /// Records one step of logical client `client` (`None` outside multi-client runs).
+    pub fn record_for(&self, actor: Actor, client: Option<u32>, kind: StepKind) {
         let wakes_runner = kind.resolves().is_some() || matches!(kind, StepKind::ToolEnded { .. });
         if let Some(call) = kind.resolves() {
             *lock(&self.resolutions).entry(call).or_default() += 1;
@@ -57,7 +62,7 @@ impl Recorder {
         let t = self.now().as_micros();
         let mut steps = lock(&self.steps);
         let seq = steps.len() as u64;
-        steps.push(Step { seq, t, actor, kind });
+        steps.push(Step { seq, t, actor, client, kind });
         drop(steps);
         if wakes_runner {
             self.progress.notify_one();

@@ -2,15 +2,16 @@
 //!
 //! The run happens on a fresh OS thread (madsim seeds std's `HashMap` hasher and intercepts
 //! `getrandom` only for the first runtime on a thread), on a madsim runtime seeded with the run's
-//! seed. Its main task starts the three nodes, carries out the fault plan, opens the liveness
-//! phase when the faults heal, and stops the run once every call resolved and no tool runs (plus
-//! a settle period), or at the scenario's time limit.
+//! seed. Its main task starts the nodes (server, load balancer, one per logical client), carries
+//! out the fault plan, opens the liveness phase when the faults heal, and stops the run once every
+//! call resolved, every delete was made and no tool runs (plus a settle period), or at the
+//! scenario's time limit.
 
-use crate::actors::injector::{self, Nodes};
-use crate::actors::{self, World, CLIENT_NODE, LB_NODE, SERVER_NODE};
+use crate::actors::injector::{self, Link};
+use crate::actors::{self, client_node, World, LB_NODE, SERVER_NODE};
 use crate::error::SimError;
 use crate::logging;
-use crate::net::{CLIENT_IP, LB_IP, SERVER_IP};
+use crate::net::{client_ip, LB_IP, SERVER_IP};
 use crate::recorder::{lock, Recorder, SharedSteps};
 use crate::scenario::Scenario;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -40,23 +41,30 @@ pub struct RunOutcome {
 /// A panic inside the simulation (a machine's bug, madsim finding that every task blocks
 /// forever) comes back as `SimError::Runtime`, never as a panic of the caller.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
+    if let Some(problem) = scenario.clients_problem() {
+        return Err(SimError::Usage(problem));
+    }
     let scenario_json = serde_json::to_value(scenario)
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let steps = SharedSteps::default();
     let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
-    let joined = std::thread::Builder::new()
-        .name(format!("mcpsim-seed-{seed}"))
-        .spawn(move || simulate(for_thread, seed, steps_for_thread))
-        .map_err(|e| SimError::Runtime(format!("cannot start the simulation thread: {e}")))?
-        .join();
-    if let Err(panic) = joined {
-        return Err(SimError::Runtime(describe_panic(seed, panic.as_ref(), &steps)));
-    }
+    on_fresh_thread(seed, &steps, move || simulate(for_thread, seed, steps_for_thread))?;
     let mut trace = Trace::new(seed, serde_json::json!({ "scenario": scenario_json }));
     trace.steps = std::mem::take(&mut *lock(&steps));
     let violations = check_all(&trace);
     trace.finish(violations.iter().map(ViolationRecord::from).collect());
     Ok(RunOutcome { trace, violations })
+}
+
+/// Runs `simulation` on a new thread; its panic becomes an error naming the seed and how far the
+/// run got (the steps recorded so far).
+fn on_fresh_thread(seed: u64, steps: &SharedSteps, simulation: impl FnOnce() + Send + 'static) -> Result<(), SimError> {
+    std::thread::Builder::new()
+        .name(format!("mcpsim-seed-{seed}"))
+        .spawn(simulation)
+        .map_err(|e| SimError::Runtime(format!("cannot start the simulation thread: {e}")))?
+        .join()
+        .map_err(|panic| SimError::Runtime(describe_panic(seed, panic.as_ref(), steps)))
 }
 
 /// The simulation itself, on the current thread.
@@ -104,9 +112,12 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
 
 /// The runner's task: nodes up, agenda, stop condition, final record.
 async fn drive(world: &Arc<World>) {
-    let nodes = start_nodes(world).await;
+    let mut link = start_nodes(world).await;
     let scenario = &world.scenario;
+    // The run may stop once the faults healed and the applications made their last delete.
+    let last_delete = scenario.deletes.iter().map(|d| d.at).max().unwrap_or(Duration::ZERO);
     let heal = Instant(micros(scenario.faults.heal_time()));
+    let quiet_from = Instant(micros(scenario.faults.heal_time().max(last_delete)));
     let limit = Instant(micros(scenario.time_limit()));
     let mut agenda = agenda(scenario);
     let mut settle_until: Option<Instant> = None;
@@ -114,13 +125,17 @@ async fn drive(world: &Arc<World>) {
         let now = world.rec.now();
         while let Some((_, item)) = agenda.front().copied().filter(|(at, _)| *at <= now) {
             agenda.pop_front();
-            carry_out(world, nodes, item);
+            carry_out(world, &mut link, item);
         }
-        settle_until = if now >= heal && is_quiet(world) { Some(settle_until.unwrap_or(now + SETTLE)) } else { None };
+        settle_until =
+            if now >= quiet_from && is_quiet(world) { Some(settle_until.unwrap_or(now + SETTLE)) } else { None };
         if now >= limit || settle_until.is_some_and(|end| now >= end) {
             break;
         }
-        let wake = [agenda.front().map(|(at, _)| *at), settle_until, Some(limit)].into_iter().flatten().min();
+        // Past the heal the agenda is empty, so a later last delete needs a wake-up of its own.
+        let after_heal = (quiet_from > heal && now < quiet_from).then_some(quiet_from);
+        let wake =
+            [agenda.front().map(|(at, _)| *at), settle_until, after_heal, Some(limit)].into_iter().flatten().min();
         let wake = world.rec.deadline(wake.expect("the time limit is always there"));
         tokio::select! {
             biased;
@@ -131,11 +146,11 @@ async fn drive(world: &Arc<World>) {
     finish(world);
 }
 
-fn carry_out(world: &Arc<World>, nodes: Nodes, item: Agenda) {
+fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     let faults = world.scenario.faults.faults();
     match item {
-        Agenda::Heal(_) => injector::heal(nodes),
-        Agenda::Fault(i) => injector::apply(world, nodes, &faults[i]),
+        Agenda::Heal(_) => link.heal(),
+        Agenda::Fault(i) => injector::apply(world, link, &faults[i]),
         Agenda::Liveness => {
             let deadline = micros(world.scenario.liveness_deadline());
             world.rec.record(Actor::Run, StepKind::Liveness { deadline });
@@ -143,33 +158,39 @@ fn carry_out(world: &Arc<World>, nodes: Nodes, item: Agenda) {
     }
 }
 
-/// Every call of the scenario resolved at least once, no tool runs, and the client has nothing
+/// Every call of the scenario resolved at least once, no tool runs, and no client has anything
 /// pending (a standalone stream waiting to reconnect must get its chance to resume).
 fn is_quiet(world: &Arc<World>) -> bool {
     world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
         && !world.with_server(|core| core.is_busy()).unwrap_or(false)
-        && world.with_client(|core| core.is_quiet()).unwrap_or(true)
+        && world.client_indexes().all(|i| world.with_client(i, |core| core.is_quiet()).unwrap_or(true))
 }
 
 /// Records the final state and kills every node, so that madsim drops their tasks (which hold
 /// the world) when the runtime goes.
 fn finish(world: &Arc<World>) {
-    let client_session = world.with_client(|core| core.session()).flatten();
+    let mut sessions = world.client_indexes().map(|i| world.with_client(i, |core| core.session()).flatten());
+    let client_session = sessions.next().flatten();
+    let other_client_sessions = sessions.collect();
     let server_sessions = world.with_server(|core| core.live_sessions()).unwrap_or_default();
-    world.rec.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions });
+    world.rec.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions, other_client_sessions });
     let handle = Handle::current();
-    for node in [CLIENT_NODE, LB_NODE, SERVER_NODE] {
+    for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string(), SERVER_NODE.to_string()]) {
         handle.kill(node);
     }
 }
 
-/// Server and load balancer first; the client once both listen, so its first connect finds them.
-async fn start_nodes(world: &Arc<World>) -> Nodes {
+/// Server and load balancer first; the clients once both listen, so their first connects find
+/// them.
+async fn start_nodes(world: &Arc<World>) -> Link {
     start_node(world, SERVER_NODE, SERVER_IP, actors::server::main);
     let lb = start_node(world, LB_NODE, LB_IP, actors::lb::main);
     world.listening.acquire_many(2).await.expect("the semaphore is never closed").forget();
-    let client = start_node(world, CLIENT_NODE, CLIENT_IP, actors::client::main);
-    Nodes { client: client.id(), lb: lb.id() }
+    let clients = world
+        .client_indexes()
+        .map(|i| start_node(world, &client_node(i), client_ip(i), move |world| actors::client::main(world, i)).id())
+        .collect();
+    Link::new(clients, lb.id())
 }
 
 fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F) -> NodeHandle
@@ -204,6 +225,18 @@ mod tests {
         s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
         let items: Vec<Agenda> = agenda(&s).into_iter().map(|(_, item)| item).collect();
         assert_eq!(items, [Agenda::Fault(0), Agenda::Heal(0), Agenda::Fault(1), Agenda::Liveness]);
+    }
+
+    #[test]
+    fn a_simulation_that_panics_is_an_error_not_a_crash() {
+        let steps = SharedSteps::default();
+        let err = on_fresh_thread(42, &steps, || {
+            Runtime::with_seed_and_config(42, madsim::Config::default()).block_on(std::future::pending::<()>())
+        })
+        .unwrap_err();
+        let SimError::Runtime(message) = err else { panic!("not a runtime error: {err}") };
+        assert!(message.contains("seed 42") && message.contains("block forever"), "{message}");
+        assert!(message.contains("after 0 steps"), "{message}");
     }
 
     #[test]

@@ -204,6 +204,19 @@ impl Scenario {
         self.liveness_deadline() + Duration::from_secs(60)
     }
 
+    /// What is wrong with the scenario's clients, if anything: there must be at least one, and
+    /// every call and delete must name one of them.
+    pub fn clients_problem(&self) -> Option<String> {
+        if self.clients == 0 {
+            return Some("a scenario needs at least one client".to_string());
+        }
+        let named = self.calls.iter().map(|c| c.client).chain(self.deletes.iter().map(|d| d.client));
+        named
+            .filter(|c| *c >= self.clients)
+            .map(|c| format!("the scenario names client {c}, but has only {} client(s)", self.clients))
+            .next()
+    }
+
     /// The command-line arguments that rebuild this scenario (`--client … --set …`).
     pub fn cli_args(&self) -> String {
         let mut args = format!("--client {} --server {} --scenario {}", self.client.name, self.server.name, self.name);
@@ -595,7 +608,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         key: "fault.client_restart",
-        help: "restart the client process at these times (or none)",
+        help: "restart the client process (client 0 when there are several) at these times (or none)",
         apply: |s, v| replace_times(s, "client-restart", v, || Fault::ClientRestart),
         show: |s| show_times(s, "client-restart"),
     },
@@ -723,6 +736,21 @@ mod tests {
             .unwrap();
         // The 60 s tool cannot start before 400 s: the deadline is 400 + 60 + the 5-minute grace.
         assert_eq!(s.liveness_deadline(), Duration::from_secs(400 + 60 + 300));
+    }
+
+    #[test]
+    fn every_call_and_delete_must_name_a_client_of_the_scenario() {
+        for name in SCENARIO_NAMES {
+            assert_eq!(Scenario::build(name, "reference", "reference").unwrap().clients_problem(), None, "{name}");
+        }
+        let mut s = Scenario::build("two-sessions-same-request-id", "reference", "reference").unwrap();
+        s.clients = 1;
+        assert_eq!(s.clients_problem().as_deref(), Some("the scenario names client 1, but has only 1 client(s)"));
+        s.clients = 0;
+        assert!(s.clients_problem().is_some());
+        let mut d = Scenario::build("delete-during-tool", "reference", "reference").unwrap();
+        d.deletes[0].client = 3;
+        assert!(d.clients_problem().is_some_and(|p| p.contains("client 3")));
     }
 
     #[test]

@@ -7,14 +7,30 @@ use mcpsim_model::trace::{ResumeOutcome, Step, StepKind, Trace};
 
 /// One line describing a step: `  1m01.234s  lb      idle cut c2 after 60.000s`.
 pub fn line(step: &Step) -> String {
-    format!("{:>11}  {:<6}  {}", format_micros(step.t), step.actor.to_string(), describe(&step.kind))
+    line_with_width(step, ACTOR_WIDTH)
 }
 
-/// The whole timeline of a trace.
+/// Room for the actor column: the longest actor name.
+const ACTOR_WIDTH: usize = 6;
+
+fn line_with_width(step: &Step, width: usize) -> String {
+    format!("{:>11}  {:<width$}  {}", format_micros(step.t), actor(step), describe(&step.kind))
+}
+
+/// Who did a step: the actor, with the client's index in a multi-client trace (`client1`, `app0`).
+pub fn actor(step: &Step) -> String {
+    match step.client {
+        Some(client) => format!("{}{client}", step.actor),
+        None => step.actor.to_string(),
+    }
+}
+
+/// The whole timeline of a trace. The actor column widens for client indexes, if there are any.
 pub fn render(trace: &Trace) -> String {
+    let width = trace.steps.iter().map(|s| actor(s).len()).max().unwrap_or(0).max(ACTOR_WIDTH);
     let mut out = String::new();
     for step in &trace.steps {
-        out.push_str(&line(step));
+        out.push_str(&line_with_width(step, width));
         out.push('\n');
     }
     out
@@ -126,10 +142,18 @@ pub fn describe(kind: &StepKind) -> String {
         AppSessionLost { session } => format!("app ← session {session} lost"),
         Fault { fault } => format!("FAULT {fault}"),
         Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
-        RunEnd { client_session, server_sessions } => {
-            let c = client_session.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "none".into());
+        RunEnd { client_session, server_sessions, other_client_sessions } => {
+            let held = |s: &Option<mcpsim_model::ids::SessionId>| {
+                s.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "none".into())
+            };
+            let clients = if other_client_sessions.is_empty() {
+                format!("client holds {}", held(client_session))
+            } else {
+                let each = std::iter::once(client_session).chain(other_client_sessions);
+                each.enumerate().map(|(i, s)| format!("client{i} holds {}", held(s))).collect::<Vec<_>>().join(", ")
+            };
             let live: Vec<String> = server_sessions.iter().map(|s| s.to_string()).collect();
-            format!("run ends: client holds {c}; server sessions [{}]", live.join(", "))
+            format!("run ends: {clients}; server sessions [{}]", live.join(", "))
         }
     }
 }
@@ -146,4 +170,50 @@ fn describe_action(action: &NextAction) -> String {
 /// True for steps a reader can skip in a compact view (keep-alives, stored events).
 pub fn is_noise(kind: &StepKind) -> bool {
     matches!(kind, StepKind::Comment { .. } | StepKind::EventStored { .. })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpsim_model::ids::{CallKey, SessionId};
+    use mcpsim_model::trace::Actor;
+
+    fn step(actor: Actor, client: Option<u32>, kind: StepKind) -> Step {
+        Step { seq: 0, t: 1_000_000, actor, client, kind }
+    }
+
+    #[test]
+    fn a_client_step_names_its_client_only_in_a_multi_client_trace() {
+        let call = StepKind::AppCall { call: CallKey(1), tool: "crawl".into(), idempotent: true };
+        assert_eq!(
+            line(&step(Actor::App, None, call.clone())),
+            "     1.000s  app     app calls crawl call1 (idempotent)"
+        );
+        assert_eq!(actor(&step(Actor::App, Some(1), call.clone())), "app1");
+        let mut trace = Trace::new(0, serde_json::json!({}));
+        trace.steps = vec![
+            step(Actor::Client, Some(1), StepKind::ClientStart { restored: false }),
+            step(Actor::App, Some(0), call),
+        ];
+        let text = render(&trace);
+        assert!(text.contains("  client1  client process started\n"), "{text}");
+        assert!(text.contains("  app0     app calls"), "{text}");
+    }
+
+    #[test]
+    fn run_end_lists_every_clients_session_when_there_are_several() {
+        let (a, b) = (SessionId::from("A"), SessionId::from("B"));
+        let one = StepKind::RunEnd {
+            client_session: Some(a.clone()),
+            server_sessions: vec![a.clone()],
+            other_client_sessions: vec![],
+        };
+        assert_eq!(describe(&one), "run ends: client holds A; server sessions [A]");
+        let two = StepKind::RunEnd {
+            client_session: None,
+            server_sessions: vec![b.clone()],
+            other_client_sessions: vec![Some(b)],
+        };
+        assert_eq!(describe(&two), "run ends: client0 holds none, client1 holds B; server sessions [B]");
+    }
 }

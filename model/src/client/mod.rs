@@ -501,6 +501,19 @@ impl Client {
         self.outputs.pop_front()
     }
 
+    /// Numbers the connections this process opens from `first` on (from 1 unless told). A
+    /// restarted process is told, before `start`, one past the last number its predecessor
+    /// used, so that a connection number names one exchange across the client's incarnations.
+    /// Numbers never go back: a `first` below the next number is ignored.
+    pub fn number_connections_from(&mut self, first: u64) {
+        self.next_conn = self.next_conn.max(first);
+    }
+
+    /// The number the next connection will get.
+    pub fn next_connection_number(&self) -> u64 {
+        self.next_conn
+    }
+
     /// The session id the client holds.
     pub fn session(&self) -> Option<&SessionId> {
         self.session.as_ref()

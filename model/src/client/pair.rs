@@ -60,7 +60,7 @@ impl Pair {
         self.now = end;
         let client_session = self.client.session().cloned();
         let server_sessions = self.server.live_sessions();
-        self.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions });
+        self.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions, other_client_sessions: vec![] });
         oracle::check_all(&self.trace)
     }
 
@@ -133,7 +133,7 @@ impl Pair {
 
     fn record(&mut self, actor: Actor, kind: StepKind) {
         let seq = self.trace.steps.len() as u64;
-        self.trace.steps.push(Step { seq, t: self.now.0, actor, kind });
+        self.trace.steps.push(Step { seq, t: self.now.0, actor, client: None, kind });
     }
 
     fn count(&self, which: impl Fn(&StepKind) -> bool) -> usize {

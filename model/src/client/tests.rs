@@ -866,6 +866,23 @@ fn durable_state_is_written_ahead_and_a_restart_resumes_with_the_persisted_id() 
 }
 
 #[test]
+fn a_restarted_process_numbers_its_connections_after_its_predecessors() {
+    let mut d = Driver::ready("reference");
+    let (first_post, _, _) = tool_call(&d.call(1, false));
+    d.frames(first_post, vec![sse(), priming("1-0")]);
+    let next = d.c.next_connection_number();
+    assert_eq!(next, first_post.0 + 1);
+    let saved = persists(&d.log).pop().expect("the in-flight call was persisted");
+    let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(saved), 8);
+    r.c.number_connections_from(next);
+    let (conn, _) = resume(&r.start());
+    assert_eq!(conn, ConnId(next), "the resume GET is the first connection of the new process");
+    // Asking for a number already used changes nothing.
+    r.c.number_connections_from(1);
+    assert_eq!(r.c.next_connection_number(), next + 1);
+}
+
+#[test]
 fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
     let state = DurableState {
         session: Some(sid(S1)),

@@ -223,6 +223,33 @@ mod tests {
         assert_eq!(out_of_order_deliveries(&trace), vec![]);
     }
 
+    /// Two clients, sessions A and B, both on request #2: a store keyed by request id alone hands
+    /// client 1 (session B) an event A stored, and each client its own events too.
+    #[test]
+    fn two_clients_on_one_request_id_are_judged_by_the_session_each_event_came_through() {
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = TraceBuilder::new()
+            .by(0)
+            .app(app_call(0, true))
+            .by(1)
+            .app(app_call(1, true))
+            .at(1_000)
+            .stored_range(&a, 1, Some(0), 1..=2)
+            .stored_range(&b, 2, Some(1), 1..=1)
+            .at(2_000)
+            .by(0)
+            .delivered_range(&a, 1, Some(0), 1..=2)
+            .by(1)
+            .delivered_range(&b, 2, Some(1), 1..=1)
+            .app(app_event(&b, ev(1, 2), Some(1)))
+            .build();
+        let v = cross_session_deliveries(&trace);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].subject, "session B event 1-2");
+        assert_eq!(v[0].detail, "event 1-2 was stored by session A, but handed to the application as session B's");
+        assert_eq!(duplicate_deliveries(&trace), vec![], "one event in two sessions is not a duplicate");
+    }
+
     #[test]
     fn an_event_of_another_session_or_of_none_is_cross_session() {
         let (a, b) = (sid("A"), sid("B"));

@@ -149,10 +149,11 @@ fn standalone_opened(trace: &Trace) -> BTreeMap<&SessionId, usize> {
 }
 
 /// Events still on their way when the run stopped are not lost: the tail of a stream (after the
-/// last event delivered from it) stored after the network healed, in the session the client still
-/// held at the end. A session the client walked away from has no events in flight.
+/// last event delivered from it) stored after the network healed, in a session its client still
+/// held at the end. A session its client walked away from has no events in flight.
 struct InFlight<'a> {
-    client_session: Option<&'a SessionId>,
+    /// The sessions the clients held at the end.
+    held: BTreeSet<&'a SessionId>,
     /// The `Liveness` step's time, else the end of the run.
     quiet_from: Instant,
 }
@@ -165,11 +166,12 @@ impl<'a> InFlight<'a> {
             (None, Some(end)) => end.at,
             (None, None) => Instant(u64::MAX),
         };
-        InFlight { client_session: end.and_then(|e| e.client_session), quiet_from }
+        let held = end.map(|e| e.client_sessions.into_iter().flatten().collect()).unwrap_or_default();
+        InFlight { held, quiet_from }
     }
 
     fn excuses(&self, event: &StoredEvent<'_>, last_delivered_seq: Option<u32>) -> bool {
-        self.client_session == Some(event.session)
+        self.held.contains(event.session)
             && event.at >= self.quiet_from
             && last_delivered_seq.is_none_or(|last| event.seq > last)
     }
@@ -331,6 +333,26 @@ mod tests {
             .run(run_end(Some(&a), &[&a]))
             .build();
         assert_eq!(silent_losses(&skipped)[0].subject, "session A stream0 event 0-1");
+    }
+
+    #[test]
+    fn a_tail_is_in_flight_in_a_session_any_client_still_held() {
+        // Client 1 reads B's standalone stream; client 0 holds A.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |held_by_1: Option<&SessionId>| {
+            TraceBuilder::new()
+                .by(1)
+                .client(get_standalone(1, &b))
+                .run(StepKind::Liveness { deadline: 9_000 })
+                .at(8_000)
+                .stored_range(&b, 0, None, 1..=2)
+                .at(9_000)
+                .run(run_end_of_clients(&[Some(&a), held_by_1], &[&a, &b]))
+                .build()
+        };
+        assert_eq!(silent_losses(&trace(Some(&b))), vec![]);
+        let v = silent_losses(&trace(None));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B stream0 event 0-1"));
     }
 
     #[test]

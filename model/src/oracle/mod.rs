@@ -282,17 +282,38 @@ impl CallLedger {
 /// The state the run ended in (the last `RunEnd` step).
 struct RunEnd<'a> {
     at: Instant,
-    client_session: Option<&'a SessionId>,
+    /// The session each logical client held, by client index (client 0 first).
+    client_sessions: Vec<Option<&'a SessionId>>,
     server_sessions: &'a [SessionId],
+}
+
+impl<'a> RunEnd<'a> {
+    /// Whether some client still held `session` at the end. A session belongs to the one client
+    /// that initialized it, so this is also whether its own client held it.
+    fn held(&self, session: &SessionId) -> bool {
+        self.client_sessions.contains(&Some(session))
+    }
+
+    /// More than one logical client ran.
+    fn several_clients(&self) -> bool {
+        self.client_sessions.len() > 1
+    }
 }
 
 fn final_state(trace: &Trace) -> Option<RunEnd<'_>> {
     trace.steps.iter().rev().find_map(|step| match &step.kind {
-        StepKind::RunEnd { client_session, server_sessions } => {
-            Some(RunEnd { at: step.at(), client_session: client_session.as_ref(), server_sessions })
+        StepKind::RunEnd { client_session, server_sessions, other_client_sessions } => {
+            let others = other_client_sessions.iter().map(Option::as_ref);
+            let client_sessions = std::iter::once(client_session.as_ref()).chain(others).collect();
+            Some(RunEnd { at: step.at(), client_sessions, server_sessions })
         }
         _ => None,
     })
+}
+
+/// The logical client that did a step: its index in a multi-client trace, 0 otherwise.
+fn client_of(step: &Step) -> u32 {
+    step.client.unwrap_or(0)
 }
 
 /// The first `Liveness` step: when the network healed, and the deadline it set.

@@ -2,8 +2,8 @@
 //! live session at a time, and a client told its session is gone does not keep it.
 
 use super::{
-    delivered_set, event_subject, final_state, session_subject, sorted, CallLedger, EventLog, Invariant, RunEnd,
-    Violation,
+    client_of, delivered_set, event_subject, final_state, session_subject, sorted, CallLedger, EventLog, Invariant,
+    RunEnd, Violation,
 };
 use crate::http::{ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
@@ -21,25 +21,26 @@ pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
 fn orphaned_sessions(trace: &Trace) -> Vec<Violation> {
     let mut violations = orphaned_results(trace);
     violations.extend(second_live_sessions(trace));
-    violations.extend(dead_session_kept(trace));
+    violations.extend(dead_sessions_kept(trace));
     sorted(violations)
 }
 
 /// Rule a: a tool result stored in a session and never handed over, while the application was
-/// not told the call failed or may not have run. A call still unresolved in the session the
-/// client holds at the end is not orphaned (it may be in flight; every-call-resolves judges it).
+/// not told the call failed or may not have run. A call still unresolved in a session its client
+/// holds at the end is not orphaned (it may be in flight; every-call-resolves judges it).
 fn orphaned_results(trace: &Trace) -> Vec<Violation> {
     let log = EventLog::new(trace);
     let ledger = CallLedger::new(trace);
     let delivered = delivered_set(trace);
-    let held_at_end = final_state(trace).and_then(|e| e.client_session);
+    let end = final_state(trace);
+    let held_at_end = |session: &SessionId| end.as_ref().is_some_and(|e| e.held(session));
     log.events()
         .filter_map(|e| match e.message {
             Some(ServerMessage::ToolResult { call, .. }) => Some((e, *call)),
             _ => None,
         })
         .filter(|(e, call)| {
-            let still_listening = !ledger.resolved(*call) && held_at_end == Some(e.session);
+            let still_listening = !ledger.resolved(*call) && held_at_end(e.session);
             !delivered.contains(&(e.session, e.id)) && !ledger.told_failure(*call) && !still_listening
         })
         .map(|(e, call)| Violation {
@@ -87,20 +88,29 @@ fn second_live_sessions(trace: &Trace) -> Vec<Violation> {
     violations
 }
 
-/// Rule c: at the end the client holds a session the server no longer has, though a 404 for it
-/// reached the client after the session ended.
-fn dead_session_kept(trace: &Trace) -> Option<Violation> {
-    let RunEnd { at, client_session, server_sessions } = final_state(trace)?;
-    let held = client_session.filter(|s| !server_sessions.contains(s))?;
+/// Rule c, per logical client: at the end a client holds a session the server no longer has,
+/// though a 404 for it reached that client after the session ended.
+fn dead_sessions_kept(trace: &Trace) -> Vec<Violation> {
+    let Some(end) = final_state(trace) else { return Vec::new() };
+    (0u32..)
+        .zip(&end.client_sessions)
+        .filter_map(|(client, held)| dead_session_kept(trace, &end, client, (*held)?))
+        .collect()
+}
+
+fn dead_session_kept(trace: &Trace, end: &RunEnd<'_>, client: u32, held: &SessionId) -> Option<Violation> {
+    if end.server_sessions.contains(held) {
+        return None;
+    }
     let ended = ended_at(trace, held);
-    let told = not_found_answers(trace, held).into_iter().find(|t| ended.is_none_or(|end| *t >= end))?;
+    let told = not_found_answers(trace, client, held).into_iter().find(|t| ended.is_none_or(|end| *t >= end))?;
+    let who = if end.several_clients() { format!("client {client}") } else { "the client".to_string() };
     Some(Violation {
         invariant: NO_ORPHANED_SESSION.name,
-        at,
+        at: end.at,
         subject: session_subject(held),
         detail: format!(
-            "the client still holds session {held}, which the server no longer has, though it was answered 404 for it \
-             at {}",
+            "{who} still holds session {held}, which the server no longer has, though it was answered 404 for it at {}",
             format_micros(told.0)
         ),
     })
@@ -114,12 +124,13 @@ fn ended_at(trace: &Trace, session: &SessionId) -> Option<Instant> {
     })
 }
 
-/// Times at which the client received a 404 to a request that carried `session`.
-fn not_found_answers(trace: &Trace, session: &SessionId) -> Vec<Instant> {
-    // A connection carries one exchange; should a number be reused, its latest request counts.
+/// Times at which `client` received a 404 to a request of its own that carried `session`.
+fn not_found_answers(trace: &Trace, client: u32, session: &SessionId) -> Vec<Instant> {
+    // Each client numbers its own connections, so a number names an exchange only together with
+    // the client; should a number be reused, its latest request counts.
     let mut sent_with: BTreeMap<ConnId, Option<&SessionId>> = BTreeMap::new();
     let mut answers = Vec::new();
-    for step in &trace.steps {
+    for step in trace.steps.iter().filter(|step| client_of(step) == client) {
         match &step.kind {
             StepKind::Send { conn, request } => {
                 sent_with.insert(*conn, request.session.as_ref());
@@ -233,11 +244,13 @@ mod tests {
                 .run(run_end(Some(&a), &sessions))
                 .build()
         };
-        let v = dead_session_kept(&trace(Status::NOT_FOUND, false)).expect("a violation");
-        assert_eq!((v.at, v.subject.as_str()), (Instant(9_000), "session A"));
-        assert!(v.detail.contains("404 for it at 0.002s"), "{}", v.detail);
-        assert_eq!(dead_session_kept(&trace(Status::BAD_GATEWAY, false)), None);
-        assert_eq!(dead_session_kept(&trace(Status::NOT_FOUND, true)), None);
+        let v = dead_sessions_kept(&trace(Status::NOT_FOUND, false));
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(9_000), "session A"));
+        assert!(v[0].detail.starts_with("the client still holds session A"), "{}", v[0].detail);
+        assert!(v[0].detail.contains("404 for it at 0.002s"), "{}", v[0].detail);
+        assert_eq!(dead_sessions_kept(&trace(Status::BAD_GATEWAY, false)), vec![]);
+        assert_eq!(dead_sessions_kept(&trace(Status::NOT_FOUND, true)), vec![]);
     }
 
     #[test]
@@ -252,6 +265,77 @@ mod tests {
             .at(9_000)
             .run(run_end(Some(&a), &[]))
             .build();
-        assert_eq!(dead_session_kept(&trace), None);
+        assert_eq!(dead_sessions_kept(&trace), vec![]);
+    }
+
+    /// Clients 0 and 1 hold sessions A and B, both gone from the server. Each numbers its own
+    /// connections, so both send on c4.
+    fn two_clients_on_the_same_conn_number(answered: u32) -> Trace {
+        let (a, b) = (sid("A"), sid("B"));
+        let post = |s: &SessionId| StepKind::Send {
+            conn: ConnId(4),
+            request: Request::post(Some(s.clone()), crate::http::ClientMessage::Initialized),
+        };
+        TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .server(session_created(&b, "app-1"))
+            .at(1_000)
+            .server(session_ended(&a))
+            .server(session_ended(&b))
+            .at(2_000)
+            .by(0)
+            .client(post(&a))
+            .by(1)
+            .client(post(&b))
+            .by(answered)
+            .client(response(4, Status::NOT_FOUND))
+            .at(9_000)
+            .run(run_end_of_clients(&[Some(&a), Some(&b)], &[]))
+            .build()
+    }
+
+    #[test]
+    fn each_client_is_judged_by_the_404s_answered_to_its_own_requests() {
+        // Client 0's c4 was answered 404 after client 1 reused the number: it is A's answer.
+        let v = dead_sessions_kept(&two_clients_on_the_same_conn_number(0));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].subject, "session A");
+        assert!(v[0].detail.starts_with("client 0 still holds session A"), "{}", v[0].detail);
+        let v = dead_sessions_kept(&two_clients_on_the_same_conn_number(1));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].subject, "session B");
+        assert!(v[0].detail.starts_with("client 1 still holds session B"), "{}", v[0].detail);
+    }
+
+    #[test]
+    fn two_clients_each_with_one_live_session_is_no_second_session() {
+        let (a, b, c) = (sid("A"), sid("B"), sid("C"));
+        let trace = TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .server(session_created(&b, "app-1"))
+            .at(2_000)
+            .server(session_created(&c, "app-1"))
+            .build();
+        let v = second_live_sessions(&trace);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].detail, "client app-1 got session C while its session B was still live");
+    }
+
+    #[test]
+    fn an_unresolved_result_in_the_session_another_client_still_holds_is_in_flight() {
+        // Client 1's call 1 is still running in B, the session client 1 holds at the end.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |held_by_1: Option<&SessionId>| {
+            TraceBuilder::new()
+                .by(1)
+                .app(app_call(1, false))
+                .at(2_000)
+                .server(stored(&b, 1, 1, Some(1), Some(tool_result(1, 1))))
+                .run(run_end_of_clients(&[Some(&a), held_by_1], &[&a, &b]))
+                .build()
+        };
+        assert_eq!(orphaned_results(&trace(Some(&b))), vec![]);
+        let v = orphaned_results(&trace(None));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B stream1 event 1-1"));
     }
 }

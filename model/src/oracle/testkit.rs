@@ -8,6 +8,8 @@ use crate::trace::{Actor, ResumeOutcome, Step, StepKind, Trace};
 #[derive(Default)]
 pub struct TraceBuilder {
     t: u64,
+    /// The logical client the client and application steps that follow belong to.
+    client: Option<u32>,
     steps: Vec<Step>,
 }
 
@@ -22,9 +24,17 @@ impl TraceBuilder {
         self
     }
 
+    /// The client and application steps that follow are client `client`'s, as in a run with
+    /// several clients.
+    pub fn by(mut self, client: u32) -> Self {
+        self.client = Some(client);
+        self
+    }
+
     pub fn step(mut self, actor: Actor, kind: StepKind) -> Self {
         let seq = self.steps.len() as u64;
-        self.steps.push(Step { seq, t: self.t, actor, kind });
+        let client = if matches!(actor, Actor::Client | Actor::App) { self.client } else { None };
+        self.steps.push(Step { seq, t: self.t, actor, client, kind });
         self
     }
 
@@ -203,8 +213,15 @@ pub fn lb_idle_cut(conn: u64) -> StepKind {
 }
 
 pub fn run_end(client_session: Option<&SessionId>, server_sessions: &[&SessionId]) -> StepKind {
+    run_end_of_clients(&[client_session], server_sessions)
+}
+
+/// The end of a run with several clients: `held[i]` is what client `i` held.
+pub fn run_end_of_clients(held: &[Option<&SessionId>], server_sessions: &[&SessionId]) -> StepKind {
+    let mut held = held.iter().map(|s| s.cloned());
     StepKind::RunEnd {
-        client_session: client_session.cloned(),
+        client_session: held.next().flatten(),
         server_sessions: server_sessions.iter().map(|s| (*s).clone()).collect(),
+        other_client_sessions: held.collect(),
     }
 }

@@ -1,11 +1,15 @@
-//! The client node: the MCP client library (`mcpsim_model::client::Client`) and the application
-//! that issues the scenario's calls through it.
+//! A client node: the MCP client library (`mcpsim_model::client::Client`) and the application
+//! that issues the scenario's calls through it and deletes its session when the scenario says.
+//!
+//! A run has `scenario.clients` of them, each a logical client with its own node (and IP), disk,
+//! backoff seeds and `clientInfo.name` (`app`, `app-1`, ...); everything here takes the client's
+//! index. A client numbers its connections itself, across its incarnations.
 //!
 //! Each `ClientOutput::Open` becomes one task: connect to the load balancer, send the request,
 //! report every frame, then the end: `Clean` after `Frame::End`, `Reset` if the stream stops
 //! before it, `Refused` if the connect fails.
 
-use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World, CLIENT_NAME, CLIENT_NODE};
+use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
 use crate::net::{self, FrameReader, LB_ADDR};
 use crate::recorder::lock;
 use madsim::net::TcpStream;
@@ -19,9 +23,12 @@ use mcpsim_model::trace::Actor;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The live client process.
 pub(crate) struct ClientCore {
+    /// Which logical client this is.
+    index: u32,
     client: Client,
     /// Connection tasks still running, by the client's connection number.
     conns: BTreeMap<ConnId, AbortHandle>,
@@ -37,7 +44,8 @@ impl ClientCore {
         while let Some(output) = self.client.poll_output() {
             match output {
                 ClientOutput::Open { conn, request } => {
-                    let task = self.node.spawn(connection(world.clone(), conn, request));
+                    world.client_slot(self.index).next_conn.fetch_max(conn.0 + 1, Ordering::Relaxed);
+                    let task = self.node.spawn(connection(world.clone(), self.index, conn, request));
                     self.conns.insert(conn, task.abort_handle());
                 }
                 ClientOutput::Abort { conn } => {
@@ -46,10 +54,10 @@ impl ClientCore {
                         self.client.handle_conn_end(world.rec.now(), conn, ConnEnd::Aborted);
                     }
                 }
-                ClientOutput::Persist(state) => *lock(&world.disk) = Some(state),
+                ClientOutput::Persist(state) => *lock(&world.client_slot(self.index).disk) = Some(state),
                 ClientOutput::Record(kind) => {
                     let actor = if kind.is_app() { Actor::App } else { Actor::Client };
-                    world.rec.record(actor, kind);
+                    world.rec.record_for(actor, world.client_tag(self.index), kind);
                 }
             }
         }
@@ -77,48 +85,50 @@ impl ClientCore {
     }
 }
 
-/// The client node's main task: a new client process, then the application.
-pub(crate) async fn main(world: Arc<World>) {
-    let incarnation = world.client_starts.fetch_add(1, Ordering::Relaxed);
-    start_client(&world, incarnation);
-    let bell = world.with_client(|core| core.timer.bell()).expect("the client was just installed");
-    madsim::task::spawn(run_timer(world.clone(), "client", bell, arm_timer, fire_timer));
+/// Client `index`'s node main task: a new client process, then the application.
+pub(crate) async fn main(world: Arc<World>, index: u32) {
+    let incarnation = world.client_slot(index).starts.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(index, incarnation, "client process starts");
+    start_client(&world, index, incarnation);
+    let bell = world.with_client(index, |core| core.timer.bell()).expect("the client was just installed");
+    let arm = move |world: &Arc<World>| arm_timer(world, index);
+    let fire = move |world: &Arc<World>, now| fire_timer(world, index, now);
+    madsim::task::spawn(run_timer(world.clone(), "client", bell, arm, fire));
     if incarnation > 0 {
-        reissue_unresolved(&world);
+        reissue_unresolved(&world, index);
     }
-    application(&world).await;
+    application(&world, index).await;
     // The node lives on: returning would end the process and its connections.
     std::future::pending::<()>().await
 }
 
 /// Installs a fresh client, restored from disk if its policy keeps state durably, and starts it.
-fn start_client(world: &Arc<World>, incarnation: u32) {
+/// It numbers its connections on from where its predecessor stopped.
+fn start_client(world: &Arc<World>, index: u32, incarnation: u32) {
+    let slot = world.client_slot(index);
     let policy = world.scenario.client.clone();
     let restored = match policy.persistence {
-        Persistence::Durable => lock(&world.disk).clone(),
+        Persistence::Durable => lock(&slot.disk).clone(),
         Persistence::Volatile => None,
     };
-    let seed = derive_seed(world.seed, SeedPurpose::ClientBackoff, u64::from(incarnation));
-    let node = Handle::current().get_node(CLIENT_NODE).expect("the client node exists");
-    let core = ClientCore {
-        client: Client::new(policy, CLIENT_NAME, restored, seed),
-        conns: BTreeMap::new(),
-        node,
-        timer: TimerArm::new(),
-    };
-    *lock(&world.client) = Some(core);
-    world.with_client(|core| {
+    let seed = client_backoff_seed(world.seed, index, incarnation);
+    let node = Handle::current().get_node(client_node(index)).expect("the client node exists");
+    let mut client = Client::new(policy, &client_name(index), restored, seed);
+    client.number_connections_from(slot.next_conn.load(Ordering::Relaxed));
+    let core = ClientCore { index, client, conns: BTreeMap::new(), node, timer: TimerArm::new() };
+    *lock(&slot.core) = Some(core);
+    world.with_client(index, |core| {
         core.client.start(world.rec.now());
         core.drain(world);
     });
 }
 
-fn arm_timer(world: &Arc<World>) -> Option<mcpsim_model::Instant> {
-    world.with_client(|core| core.timer.arm(core.client.poll_timeout())).flatten()
+fn arm_timer(world: &Arc<World>, index: u32) -> Option<mcpsim_model::Instant> {
+    world.with_client(index, |core| core.timer.arm(core.client.poll_timeout())).flatten()
 }
 
-fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
-    world.with_client(|core| {
+fn fire_timer(world: &Arc<World>, index: u32, now: mcpsim_model::Instant) {
+    world.with_client(index, |core| {
         core.client.handle_timeout(now);
         core.drain(world);
     });
@@ -128,40 +138,86 @@ fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
 // The application
 // ---------------------------------------------------------------------------------------------
 
-/// Issues the scenario's calls at their times, skipping any issued by an earlier incarnation.
-async fn application(world: &Arc<World>) {
-    let mut calls = world.scenario.calls.clone();
-    calls.sort_by_key(|c| c.at);
-    for spec in calls {
-        if lock(&world.issued).contains(&spec.call) {
+/// What the application does at a planned time.
+#[derive(Clone, Debug)]
+enum Act {
+    Call {
+        call: CallKey,
+        tool: String,
+    },
+    /// The scenario's `n`-th delete.
+    Delete(usize),
+}
+
+/// Client `index`'s part of the scenario, in time order (at one instant, calls before deletes).
+fn agenda(world: &World, index: u32) -> Vec<(Duration, Act)> {
+    let scenario = &world.scenario;
+    let calls = scenario
+        .calls
+        .iter()
+        .filter(|c| c.client == index)
+        .map(|c| (c.at, Act::Call { call: c.call, tool: c.tool.clone() }));
+    let deletes =
+        scenario.deletes.iter().enumerate().filter(|(_, d)| d.client == index).map(|(n, d)| (d.at, Act::Delete(n)));
+    let mut acts: Vec<(Duration, Act)> = calls.chain(deletes).collect();
+    acts.sort_by_key(|(at, _)| *at);
+    acts
+}
+
+/// Issues client `index`'s calls and makes its deletes at their times, skipping any an earlier
+/// incarnation already made.
+async fn application(world: &Arc<World>, index: u32) {
+    let slot = world.client_slot(index);
+    for (at, act) in agenda(world, index) {
+        let done = match &act {
+            Act::Call { call, .. } => lock(&slot.issued).contains(call),
+            Act::Delete(n) => lock(&slot.deleted).contains(n),
+        };
+        if done {
             continue;
         }
-        let at = mcpsim_model::Instant(mcpsim_model::time::micros(spec.at));
+        let at = mcpsim_model::Instant(mcpsim_model::time::micros(at));
         if at > world.rec.now() {
             madsim::time::sleep_until(world.rec.deadline(at)).await;
         }
-        lock(&world.issued).push(spec.call);
-        issue(world, spec.call, &spec.tool);
+        match act {
+            Act::Call { call, tool } => {
+                lock(&slot.issued).push(call);
+                issue(world, index, call, &tool);
+            }
+            Act::Delete(n) => {
+                lock(&slot.deleted).push(n);
+                delete_session(world, index);
+            }
+        }
     }
 }
 
 /// After a restart: the application asks again for every call it issued that it has not seen
 /// resolved and that the restored client does not carry on by itself.
-fn reissue_unresolved(world: &Arc<World>) {
-    let issued = lock(&world.issued).clone();
-    let carried: Vec<CallKey> = world.with_client(|core| core.client.unresolved_calls()).unwrap_or_default();
+fn reissue_unresolved(world: &Arc<World>, index: u32) {
+    let issued = lock(&world.client_slot(index).issued).clone();
+    let carried: Vec<CallKey> = world.with_client(index, |core| core.client.unresolved_calls()).unwrap_or_default();
     for call in issued {
         if world.rec.resolutions(call) == 0 && !carried.contains(&call) {
             let tool = world.scenario.calls.iter().find(|c| c.call == call).map(|c| c.tool.clone());
-            issue(world, call, tool.as_deref().unwrap_or_default());
+            issue(world, index, call, tool.as_deref().unwrap_or_default());
         }
     }
 }
 
-fn issue(world: &Arc<World>, call: CallKey, tool: &str) {
+fn issue(world: &Arc<World>, index: u32, call: CallKey, tool: &str) {
     let idempotent = world.scenario.tool(tool).is_some_and(|t| t.idempotent);
-    world.with_client(|core| {
+    world.with_client(index, |core| {
         core.client.call_tool(world.rec.now(), call, tool, idempotent);
+        core.drain(world);
+    });
+}
+
+/// The application ends its session: the client settles its calls and sends `DELETE`.
+fn delete_session(world: &Arc<World>, index: u32) {
+    world.with_client(index, |core| {
+        core.client.delete_session(world.rec.now());
         core.drain(world);
     });
 }
@@ -170,10 +226,10 @@ fn issue(world: &Arc<World>, call: CallKey, tool: &str) {
 // Connections
 // ---------------------------------------------------------------------------------------------
 
-/// One HTTP exchange, from connect to end.
-async fn connection(world: Arc<World>, conn: ConnId, request: Request) {
-    if let Some(end) = exchange(&world, conn, request).await {
-        world.with_client(|core| {
+/// One HTTP exchange of client `index`, from connect to end.
+async fn connection(world: Arc<World>, index: u32, conn: ConnId, request: Request) {
+    if let Some(end) = exchange(&world, index, conn, request).await {
+        world.with_client(index, |core| {
             if core.conns.remove(&conn).is_some() {
                 core.client.handle_conn_end(world.rec.now(), conn, end);
                 core.drain(&world);
@@ -183,8 +239,14 @@ async fn connection(world: Arc<World>, conn: ConnId, request: Request) {
 }
 
 /// Runs the exchange; the end to report, or `None` if the client let go of the connection.
-async fn exchange(world: &Arc<World>, conn: ConnId, request: Request) -> Option<ConnEnd> {
-    let Ok(mut stream) = TcpStream::connect(LB_ADDR).await else { return Some(ConnEnd::Refused) };
+async fn exchange(world: &Arc<World>, index: u32, conn: ConnId, request: Request) -> Option<ConnEnd> {
+    let mut stream = match TcpStream::connect(LB_ADDR).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::debug!(%conn, error = %e, "connect failed");
+            return Some(ConnEnd::Refused);
+        }
+    };
     if net::send_message(&mut stream, &request, &mut Vec::new()).await.is_err() {
         return Some(ConnEnd::Reset);
     }
@@ -195,7 +257,7 @@ async fn exchange(world: &Arc<World>, conn: ConnId, request: Request) -> Option<
             Ok(None) | Err(_) => return Some(ConnEnd::Reset),
         };
         let end = matches!(frame, Frame::End);
-        if !deliver(world, conn, frame) {
+        if !deliver(world, index, conn, frame) {
             return None;
         }
         if end {
@@ -205,9 +267,9 @@ async fn exchange(world: &Arc<World>, conn: ConnId, request: Request) -> Option<
 }
 
 /// Hands a frame to the client; false once the client no longer holds the connection.
-fn deliver(world: &Arc<World>, conn: ConnId, frame: Frame) -> bool {
+fn deliver(world: &Arc<World>, index: u32, conn: ConnId, frame: Frame) -> bool {
     world
-        .with_client(|core| {
+        .with_client(index, |core| {
             if !core.conns.contains_key(&conn) {
                 return false;
             }

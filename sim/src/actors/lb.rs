@@ -30,6 +30,7 @@ impl LbCore {
         while let Some(output) = self.lb.poll_output() {
             match output {
                 LbOutput::Cut { conn } => {
+                    tracing::debug!(%conn, "idle cut");
                     if let Some(pump) = self.pumps.remove(&conn) {
                         pump.abort();
                     }
@@ -92,7 +93,10 @@ fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
 async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream) {
     match TcpStream::connect(SERVER_ADDR).await {
         Ok(mut upstream) => relay(&world, conn, &mut client, &mut upstream).await,
-        Err(_) => bad_gateway(&mut client).await,
+        Err(e) => {
+            tracing::debug!(%conn, error = %e, "server unreachable: 502");
+            bad_gateway(&mut client).await
+        }
     }
     world.with_lb(|core| {
         if core.pumps.remove(&conn).is_some() {
@@ -102,23 +106,24 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream) {
     });
 }
 
-/// Forwards frames both ways, as raw bytes, until one side ends or a write fails.
+/// Forwards frames both ways, as raw bytes, until one side ends or a write fails. Frames that
+/// arrived together leave together, in one flush.
 async fn relay(world: &Arc<World>, conn: ConnId, client: &mut TcpStream, upstream: &mut TcpStream) {
     let (mut from_server, mut from_client) = (FrameReader::new(), FrameReader::new());
     loop {
         let forwarded = tokio::select! {
             biased;
-            read = from_server.next(upstream) => match read {
-                Ok(Some(frame)) => {
-                    bytes_passed(world, conn);
-                    net::send(client, frame).await
+            read = from_server.next_frames(upstream) => match read {
+                Ok(Some((frames, count))) => {
+                    bytes_passed(world, conn, count);
+                    net::send(client, frames).await
                 }
                 Ok(None) | Err(_) => return,
             },
-            read = from_client.next(client) => match read {
-                Ok(Some(frame)) => {
-                    bytes_passed(world, conn);
-                    net::send(upstream, frame).await
+            read = from_client.next_frames(client) => match read {
+                Ok(Some((frames, count))) => {
+                    bytes_passed(world, conn, count);
+                    net::send(upstream, frames).await
                 }
                 Ok(None) | Err(_) => return,
             },
@@ -129,9 +134,11 @@ async fn relay(world: &Arc<World>, conn: ConnId, client: &mut TcpStream, upstrea
     }
 }
 
-fn bytes_passed(world: &Arc<World>, conn: ConnId) {
+/// `frames` frames passed on `conn` at once: the balancer hears of each.
+fn bytes_passed(world: &Arc<World>, conn: ConnId, frames: usize) {
+    let now = world.rec.now();
     // Bytes only ever move a deadline later: the timer task needs no bell.
-    world.with_lb(|core| core.lb.handle_bytes(world.rec.now(), conn));
+    world.with_lb(|core| (0..frames).for_each(|_| core.lb.handle_bytes(now, conn)));
 }
 
 /// The server cannot be reached (it is restarting): answer 502 as a real balancer does.

@@ -23,17 +23,60 @@ use mcpsim_model::ids::CallKey;
 use mcpsim_model::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
 
 /// madsim node names (also how the injector finds them).
-pub(crate) const CLIENT_NODE: &str = "client";
 pub(crate) const LB_NODE: &str = "lb";
 pub(crate) const SERVER_NODE: &str = "server";
 
-/// `clientInfo.name` of the simulated application.
-pub(crate) const CLIENT_NAME: &str = "app";
+/// The madsim node of logical client `index`: `client`, then `client-1`, `client-2`, ...
+pub(crate) fn client_node(index: u32) -> String {
+    match index {
+        0 => "client".to_string(),
+        i => format!("client-{i}"),
+    }
+}
+
+/// `clientInfo.name` of logical client `index`'s application: `app`, then `app-1`, `app-2`, ...
+/// The server records it in `SessionCreated`, which is how the oracles tell the clients apart.
+pub(crate) fn client_name(index: u32) -> String {
+    match index {
+        0 => "app".to_string(),
+        i => format!("app-{i}"),
+    }
+}
+
+/// One logical client: its process (while up) and what outlives the process.
+pub(crate) struct ClientSlot {
+    pub core: Mutex<Option<client::ClientCore>>,
+    /// The client's durable storage: it outlives the client process.
+    pub disk: Mutex<Option<DurableState>>,
+    /// Calls the application issued, in order: its own record (an order book, say), which
+    /// survives a client restart.
+    pub issued: Mutex<Vec<CallKey>>,
+    /// The scenario's deletes (by index) this application already made.
+    pub deleted: Mutex<Vec<usize>>,
+    /// Incarnations started so far.
+    pub starts: AtomicU32,
+    /// The number the client's next connection gets, across incarnations: a restarted process
+    /// goes on from here, so a connection number names one exchange in the whole trace.
+    pub next_conn: AtomicU64,
+}
+
+impl ClientSlot {
+    fn new() -> Self {
+        ClientSlot {
+            core: Mutex::new(None),
+            disk: Mutex::new(None),
+            issued: Mutex::new(Vec::new()),
+            deleted: Mutex::new(Vec::new()),
+            starts: AtomicU32::new(0),
+            next_conn: AtomicU64::new(1),
+        }
+    }
+}
 
 /// Everything the actors share, owned by the runner for one run.
 pub(crate) struct World {
@@ -42,44 +85,57 @@ pub(crate) struct World {
     /// The scenario's tools with this run's jittered durations.
     pub tools: Vec<ToolSpec>,
     pub rec: Recorder,
-    pub client: Mutex<Option<client::ClientCore>>,
+    /// One slot per logical client (`scenario.clients`, at least one).
+    pub clients: Vec<ClientSlot>,
     pub lb: Mutex<Option<lb::LbCore>>,
     pub server: Mutex<Option<server::ServerCore>>,
-    /// The client's durable storage: it outlives the client process.
-    pub disk: Mutex<Option<DurableState>>,
-    /// Calls the application issued, in order: its own record (an order book, say), which
-    /// survives a client restart.
-    pub issued: Mutex<Vec<CallKey>>,
-    /// Incarnations started so far, per restartable node.
-    pub client_starts: AtomicU32,
+    /// Incarnations of the server started so far.
     pub server_starts: AtomicU32,
-    /// One permit per listener bound (load balancer, server), so the client starts only once it
-    /// can connect.
+    /// One permit per listener bound (load balancer, server), so the clients start only once
+    /// they can connect.
     pub listening: Semaphore,
 }
 
 impl World {
     pub(crate) fn new(scenario: Scenario, seed: u64, rec: Recorder) -> Self {
         let tools = jittered_tools(&scenario, seed);
+        let clients = (0..scenario.clients.max(1)).map(|_| ClientSlot::new()).collect();
         World {
             scenario,
             seed,
             tools,
             rec,
-            client: Mutex::new(None),
+            clients,
             lb: Mutex::new(None),
             server: Mutex::new(None),
-            disk: Mutex::new(None),
-            issued: Mutex::new(Vec::new()),
-            client_starts: AtomicU32::new(0),
             server_starts: AtomicU32::new(0),
             listening: Semaphore::new(0),
         }
     }
 
-    /// Runs `f` on the live client core, if the client process is up.
-    pub(crate) fn with_client<R>(self: &Arc<Self>, f: impl FnOnce(&mut client::ClientCore) -> R) -> Option<R> {
-        lock(&self.client).as_mut().map(f)
+    /// The indexes of the logical clients.
+    pub(crate) fn client_indexes(&self) -> std::ops::Range<u32> {
+        0..self.clients.len() as u32
+    }
+
+    /// Logical client `index`'s slot.
+    pub(crate) fn client_slot(&self, index: u32) -> &ClientSlot {
+        &self.clients[index as usize]
+    }
+
+    /// What a client or application step of client `index` is stamped with: its index when the
+    /// run has several clients, nothing otherwise (single-client traces read as they always did).
+    pub(crate) fn client_tag(&self, index: u32) -> Option<u32> {
+        (self.clients.len() > 1).then_some(index)
+    }
+
+    /// Runs `f` on client `index`'s live core, if its process is up.
+    pub(crate) fn with_client<R>(
+        self: &Arc<Self>,
+        index: u32,
+        f: impl FnOnce(&mut client::ClientCore) -> R,
+    ) -> Option<R> {
+        lock(&self.client_slot(index).core).as_mut().map(f)
     }
 
     /// Runs `f` on the load balancer core.
@@ -109,6 +165,12 @@ pub(crate) enum SeedPurpose {
 /// The `index`-th seed for `purpose` under `root`.
 pub(crate) fn derive_seed(root: u64, purpose: SeedPurpose, index: u64) -> u64 {
     purpose_rng(root, purpose, index).gen()
+}
+
+/// The backoff seed of client `client`'s `incarnation`-th process: each client its own run of
+/// the `ClientBackoff` stream, client 0's the one single-client runs always used.
+pub(crate) fn client_backoff_seed(root: u64, client: u32, incarnation: u32) -> u64 {
+    derive_seed(root, SeedPurpose::ClientBackoff, (u64::from(client) << 32) | u64::from(incarnation))
 }
 
 fn purpose_rng(root: u64, purpose: SeedPurpose, index: u64) -> ChaCha8Rng {
@@ -226,6 +288,20 @@ mod tests {
         assert_ne!(a, derive_seed(7, SeedPurpose::ClientBackoff, 1));
         assert_ne!(a, derive_seed(7, SeedPurpose::ServerIds, 0));
         assert_ne!(a, derive_seed(8, SeedPurpose::ClientBackoff, 0));
+    }
+
+    #[test]
+    fn each_client_has_its_own_backoff_seeds_and_client_0_keeps_the_old_ones() {
+        assert_eq!(client_backoff_seed(7, 0, 2), derive_seed(7, SeedPurpose::ClientBackoff, 2));
+        let seeds: std::collections::BTreeSet<u64> =
+            [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)].iter().map(|(c, i)| client_backoff_seed(7, *c, *i)).collect();
+        assert_eq!(seeds.len(), 5);
+    }
+
+    #[test]
+    fn client_nodes_and_names_keep_client_0_as_it_was() {
+        assert_eq!((client_node(0), client_name(0)), ("client".to_string(), "app".to_string()));
+        assert_eq!((client_node(2), client_name(2)), ("client-2".to_string(), "app-2".to_string()));
     }
 
     #[test]

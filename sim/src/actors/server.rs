@@ -75,6 +75,7 @@ impl ServerCore {
 /// The server node's main task: a fresh server process (one more epoch), then the listener.
 pub(crate) async fn main(world: Arc<World>) {
     let epoch = world.server_starts.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(epoch, "server process starts");
     let id_seed = derive_seed(world.seed, SeedPurpose::ServerIds, u64::from(epoch));
     let core = ServerCore {
         server: Server::new(world.scenario.server.clone(), world.tools.clone(), epoch, id_seed),

@@ -1,0 +1,1135 @@
+//! The predicted safe retention: the design note's condition 2, worked out as arithmetic.
+//!
+//! Condition 2 says the server must retain a session's events for longer than the client's
+//! worst-case reconnect latency. This module computes that latency from a client's
+//! [`ReconnectPolicy`] and turns it into the three server settings that must exceed it:
+//!
+//! - the count bound `R` per stream: `R > r·(D + L)` — the events produced while disconnected
+//!   (rate `r`, outage `D`, extra latency `L` after the outage) must all still be held, and so
+//!   must the last event the client saw, since a server finds the resume position by that id;
+//! - the time window `W`: `W > a + D + L`, where `a` is how old the last event the client saw
+//!   already was when the stream broke (that event must still be held when the client is back);
+//! - the idle TTL, under idle rules whose countdown runs while the client is away.
+//!
+//! Assumptions, each chosen as the worst case:
+//! - The attempt schedule is shown with every delay in full; the latency that counts is the worst
+//!   over all jitter draws ([`worst_latency`]): shorter delays can land an attempt just before the
+//!   network heals, and then a full delay follows.
+//! - Every break is a stream error (reset, partition, load-balancer cut), so the profile's
+//!   immediate first attempt applies; detection takes no time, because every fault of
+//!   `faults.rs` resets the client's connections when it starts (none is a silent black hole).
+//! - The client has seen the server's `retry:` field if the server sends one with its priming
+//!   event on POST streams.
+//! - An attempt made while the network is still cut fails at once and counts against
+//!   `max_attempts`; the first attempt at or after the outage's end gets back in.
+
+use crate::error::SimError;
+use crate::faults::Fault;
+use crate::scenario::Scenario;
+use crate::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
+use mcpsim_model::client::reconnect_delay;
+use mcpsim_model::config::{IdleRule, ReconnectPolicy};
+use mcpsim_model::time::{format_duration, parse_duration};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// What the prediction depends on besides the client and server policies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdviseInput {
+    /// The load balancer's idle timeout: a stream silent this long is cut.
+    pub lb_idle: Option<Duration>,
+    /// The server's keep-alive interval: comments below `lb_idle` keep a stream from being cut.
+    pub keepalive: Option<Duration>,
+    /// Events per second on the stream (0 for a silent tool).
+    pub event_rate: f64,
+    /// The longest network outage to survive; `None` for none (only load-balancer cuts).
+    pub max_outage: Option<Duration>,
+    /// Under the `last-request` idle rule: time from the client's last request to the outage.
+    pub request_age_at_outage: Option<Duration>,
+    /// How long a stream lives (the tool's run): the oldest its last event can get.
+    pub stream_lifetime: Option<Duration>,
+    /// The longest one-way network latency: the resume reaches the server this much later.
+    pub latency: Duration,
+}
+
+impl AdviseInput {
+    /// The input a scenario implies: its load balancer, keep-alive, tool rate and duration, and
+    /// its longest partition.
+    pub fn from_scenario(s: &Scenario) -> AdviseInput {
+        let tool = s.tools.first();
+        let partitions = s.faults.faults().iter().filter(|f| matches!(f.fault, Fault::Partition { .. }));
+        let first_partition = partitions.clone().next();
+        let request_age = first_partition.map(|p| {
+            let last_call = s.calls.iter().map(|c| c.at).filter(|at| *at <= p.at).max().unwrap_or(Duration::ZERO);
+            p.at - last_call
+        });
+        AdviseInput {
+            lb_idle: s.lb.idle_timeout,
+            keepalive: s.server.keepalive,
+            event_rate: tool.and_then(|t| t.event_interval).map_or(0.0, rate_of),
+            max_outage: partitions.map(|p| p.fault.duration()).max(),
+            request_age_at_outage: request_age,
+            stream_lifetime: tool.map(|t| t.duration.mul_f64(1.0 + s.tool_jitter)),
+            latency: s.net.latency_max,
+        }
+    }
+
+    /// The input with the command line's flags over it: `--lb-idle` (a duration or `none`),
+    /// `--event-rate` (`2/s`, `30/m`), `--max-outage` (a duration or `none`). An outage given
+    /// here has no start time, so rules that count from the client's last request count from
+    /// the start of the stream (the worst case).
+    pub fn with_flags(
+        mut self,
+        lb_idle: Option<&str>,
+        event_rate: Option<&str>,
+        max_outage: Option<&str>,
+    ) -> Result<AdviseInput, SimError> {
+        let duration = |flag: &str, v: &str| -> Result<Option<Duration>, SimError> {
+            if v == "none" {
+                return Ok(None);
+            }
+            parse_duration(v).map(Some).map_err(|problem| SimError::BadValue {
+                key: flag.into(),
+                value: v.into(),
+                problem,
+            })
+        };
+        if let Some(v) = lb_idle {
+            self.lb_idle = duration("--lb-idle", v)?;
+        }
+        if let Some(v) = event_rate {
+            self.event_rate = parse_rate(v)?;
+        }
+        if let Some(v) = max_outage {
+            self.max_outage = duration("--max-outage", v)?;
+            self.request_age_at_outage = None;
+        }
+        Ok(self)
+    }
+
+    /// The interval between events, if the stream has any.
+    fn event_interval(&self) -> Option<Duration> {
+        (self.event_rate > 0.0).then(|| Duration::from_secs_f64(1.0 / self.event_rate))
+    }
+
+    /// Whether the load balancer cuts the stream between events.
+    fn lb_cuts(&self) -> Option<Duration> {
+        let idle = self.lb_idle?;
+        let quiet_enough = |interval: Option<Duration>| interval.is_none_or(|i| i >= idle);
+        (quiet_enough(self.event_interval()) && quiet_enough(self.keepalive)).then_some(idle)
+    }
+}
+
+/// Events per second of an interval.
+fn rate_of(interval: Duration) -> f64 {
+    if interval.is_zero() {
+        0.0
+    } else {
+        1.0 / interval.as_secs_f64()
+    }
+}
+
+/// Parses `--event-rate`: `2/s`, `30/m`, `0.5/s`, or a bare number of events per second.
+pub fn parse_rate(text: &str) -> Result<f64, SimError> {
+    let bad =
+        |problem: &str| SimError::BadValue { key: "--event-rate".into(), value: text.into(), problem: problem.into() };
+    let (number, per) = text.split_once('/').unwrap_or((text, "s"));
+    let count: f64 = number.trim().parse().map_err(|_| bad("not a number of events (write e.g. 2/s)"))?;
+    let seconds = match per.trim() {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad("the unit must be /s, /m or /h")),
+    };
+    if !count.is_finite() || count < 0.0 {
+        return Err(bad("the rate must be zero or positive"));
+    }
+    Ok(count / seconds)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The attempt schedule
+// ---------------------------------------------------------------------------------------------
+
+/// One reconnect attempt, timed from the break.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: u32,
+    /// The wait before it.
+    pub delay: Duration,
+    /// When it is made, since the break.
+    pub at: Duration,
+}
+
+/// How a client fares after an outage.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reconnect {
+    /// The last attempt is the first at or after the outage's end; `latency` is the extra wait
+    /// after the network healed.
+    Back { attempts: Vec<Attempt>, latency: Duration },
+    /// `max_attempts` ran out while the network was still cut: no retention saves the stream.
+    GivesUp { attempts: Vec<Attempt> },
+    /// The delays do not grow and never reach the outage's end (zero backoff).
+    NeverBack { attempts: Vec<Attempt> },
+}
+
+impl Reconnect {
+    pub fn attempts(&self) -> &[Attempt] {
+        match self {
+            Reconnect::Back { attempts, .. } | Reconnect::GivesUp { attempts } | Reconnect::NeverBack { attempts } => {
+                attempts
+            }
+        }
+    }
+}
+
+/// Safety bound on the attempts computed for an unlimited policy.
+const MAX_SCHEDULE: u32 = 100_000;
+
+/// The delay before attempt `n + 1` after `n` consecutive failures, in full: the client's own
+/// rule (`model::client::reconnect_delay`) with a jitter draw that shortens nothing. Every break
+/// is a stream error, so an immediate first attempt applies.
+pub fn worst_case_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
+    reconnect_delay(policy, n, server_retry_ms, true, 0.0)
+}
+
+/// The attempts after a break followed by an outage of `outage`: each at the sum of the delays
+/// before it, until the first at or after `outage`.
+pub fn reconnect_schedule(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> Reconnect {
+    let mut attempts = Vec::new();
+    let mut at = Duration::ZERO;
+    for n in 0..MAX_SCHEDULE {
+        if policy.max_attempts.is_some_and(|max| n >= max) {
+            return Reconnect::GivesUp { attempts };
+        }
+        let delay = worst_case_delay(policy, n, server_retry_ms);
+        at += delay;
+        attempts.push(Attempt { number: n + 1, delay, at });
+        if at >= outage {
+            return Reconnect::Back { attempts, latency: at - outage };
+        }
+    }
+    Reconnect::NeverBack { attempts }
+}
+
+/// The shortest the delay before attempt `n + 1` can be: the jitter draw that shortens most
+/// (the client's jitter cuts its own backoff, never the server's `retry:`).
+fn shortest_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
+    reconnect_delay(policy, n, server_retry_ms, true, 1.0)
+}
+
+/// The latency after an outage over every jitter draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorstLatency {
+    /// The largest extra wait after the outage (`None` if the client never gets back).
+    pub latency: Option<Duration>,
+    /// The attempt that makes it the largest.
+    pub attempt: u32,
+    /// Some draws spend every attempt before the outage ends.
+    pub may_give_up: bool,
+}
+
+/// The worst extra latency over all jitter draws. Jitter makes delays *shorter*, yet it can make
+/// the latency *longer*: attempt `k − 1` can then land just before the network heals, so attempt
+/// `k` comes a full delay later. Attempt `k` lands in `[Σ shortest, Σ full]` of the delays before
+/// it; it is the first at or after `D` when attempt `k − 1` is before `D`. So the latency reaches
+/// (as a supremum) `min(T(k−1), D) + b(k−1) − D` for every `k` whose `k − 1` can be before `D`
+/// and whose `k` can be after it. Without jitter this is exactly the plain schedule's `L`.
+pub fn worst_latency(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> WorstLatency {
+    let mut worst = WorstLatency { latency: None, attempt: 0, may_give_up: false };
+    let (mut earliest, mut latest) = (Duration::ZERO, Duration::ZERO);
+    for n in 0..MAX_SCHEDULE {
+        if n >= 1 && earliest >= outage {
+            break;
+        }
+        if policy.max_attempts.is_some_and(|max| n >= max) {
+            worst.may_give_up = true;
+            break;
+        }
+        let full = worst_case_delay(policy, n, server_retry_ms);
+        if latest + full >= outage {
+            let before = if n == 0 { Duration::ZERO } else { latest.min(outage) };
+            let latency = before + full - outage;
+            if worst.latency.is_none_or(|w| latency > w) {
+                worst = WorstLatency { latency: Some(latency), attempt: n + 1, ..worst };
+            }
+        }
+        earliest += shortest_delay(policy, n, server_retry_ms);
+        latest += full;
+    }
+    worst
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requirements
+// ---------------------------------------------------------------------------------------------
+
+/// What one server setting must be.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Need {
+    /// Strictly above this (events, or seconds).
+    Above(f64),
+    /// Any value works, for this reason.
+    NotNeeded(String),
+    /// No value works, for this reason.
+    Impossible(String),
+}
+
+impl Need {
+    /// The stricter of two needs.
+    fn and(self, other: Need) -> Need {
+        match (self, other) {
+            (Need::Impossible(r), _) | (_, Need::Impossible(r)) => Need::Impossible(r),
+            (Need::Above(a), Need::Above(b)) => Need::Above(a.max(b)),
+            (Need::Above(a), Need::NotNeeded(_)) | (Need::NotNeeded(_), Need::Above(a)) => Need::Above(a),
+            (Need::NotNeeded(r), Need::NotNeeded(_)) => Need::NotNeeded(r),
+        }
+    }
+
+    /// The smallest whole value (events or seconds) strictly above the bound.
+    pub fn minimal(&self) -> Option<f64> {
+        match self {
+            Need::Above(x) => Some(x.floor() + 1.0),
+            _ => None,
+        }
+    }
+}
+
+/// One way the stream breaks, and what surviving it takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BreakCase {
+    /// What breaks the stream, in words.
+    pub cause: String,
+    /// How long the network stays cut after the break.
+    pub outage: Duration,
+    pub reconnect: Reconnect,
+    /// From the break until the client is back, at worst (`None` if it may never be).
+    pub away: Option<Duration>,
+    /// The count bound this case needs.
+    pub retention: Need,
+    pub window: Need,
+    pub idle_ttl: Need,
+    /// The arithmetic, one line a step.
+    pub steps: Vec<String>,
+}
+
+/// The whole prediction for one client against one server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Advice {
+    pub client: String,
+    pub server: String,
+    pub input: AdviseInput,
+    /// The `retry:` the client is assumed to have seen.
+    pub server_retry_ms: Option<u64>,
+    pub cases: Vec<BreakCase>,
+    /// Events per stream.
+    pub retention: Need,
+    /// Seconds.
+    pub window: Need,
+    /// Seconds.
+    pub idle_ttl: Need,
+}
+
+/// The predicted safe retention of the scenario's server for the scenario's client under `input`.
+pub fn advise(scenario: &Scenario, input: &AdviseInput) -> Advice {
+    let server = &scenario.server;
+    let server_retry_ms = if server.priming.post { server.retry_ms } else { None };
+    let mut cases = Vec::new();
+    if let Some(idle) = input.lb_cuts() {
+        cases.push(lb_cut_case(scenario, input, idle, server_retry_ms));
+    }
+    if let Some(outage) = input.max_outage {
+        cases.push(outage_case(scenario, input, outage, server_retry_ms));
+    }
+    let none = || Need::NotNeeded("nothing breaks the stream: no outage and no load-balancer cut".into());
+    let fold = |pick: fn(&BreakCase) -> &Need| cases.iter().map(|c| pick(c).clone()).reduce(Need::and);
+    Advice {
+        client: scenario.client.name.clone(),
+        server: server.name.clone(),
+        input: input.clone(),
+        server_retry_ms,
+        retention: fold(|c| &c.retention).unwrap_or_else(none),
+        window: fold(|c| &c.window).unwrap_or_else(none),
+        idle_ttl: fold(|c| &c.idle_ttl).unwrap_or_else(none),
+        cases,
+    }
+}
+
+/// A load-balancer idle cut: the network is fine, the client reconnects after its first delay.
+fn lb_cut_case(scenario: &Scenario, input: &AdviseInput, idle: Duration, retry: Option<u64>) -> BreakCase {
+    let cause = format!("load-balancer idle cut after {} of silence (network up)", format_duration(idle));
+    // The stream was silent for `idle`, so its last event is that old; without a priming event on
+    // resume, cut after cut leaves the client holding the same old id until the next real event.
+    let age = if scenario.server.priming.resume {
+        Some((idle, "the stream was silent that long; this server primes every resume with a fresh id"))
+    } else {
+        let why = "cut after cut, no priming on resume: the client keeps the id of the last real event";
+        input.event_interval().or(input.stream_lifetime).map(|a| (a, why))
+    };
+    let request_age = Some(idle);
+    break_case(scenario, input, cause, Duration::ZERO, age, request_age, retry)
+}
+
+/// A network outage of `outage`: connections are reset when it starts and refused until it ends.
+fn outage_case(scenario: &Scenario, input: &AdviseInput, outage: Duration, retry: Option<u64>) -> BreakCase {
+    let cause = format!("network outage of {} (connections reset at its start)", format_duration(outage));
+    let age = match (input.event_interval(), input.lb_cuts()) {
+        (Some(i), _) => Some((i, "at worst one event interval")),
+        (None, Some(idle)) if scenario.server.priming.resume => {
+            Some((idle, "a silent stream is cut and resumed (with a fresh priming id) every idle timeout"))
+        }
+        (None, _) => input.stream_lifetime.map(|l| (l, "a silent stream keeps its first id for the tool's whole run")),
+    };
+    // Without a known start, the outage may come when the client's last request is as old as
+    // the stream itself.
+    let request_age = input.request_age_at_outage.or(input.stream_lifetime);
+    break_case(scenario, input, cause, outage, age, request_age, retry)
+}
+
+fn break_case(
+    scenario: &Scenario,
+    input: &AdviseInput,
+    cause: String,
+    outage: Duration,
+    last_event_age: Option<(Duration, &str)>,
+    request_age: Option<Duration>,
+    retry: Option<u64>,
+) -> BreakCase {
+    let reconnect = reconnect_schedule(&scenario.client.reconnect, retry, outage);
+    let mut steps = schedule_steps(&reconnect, outage);
+    let policy = &scenario.client.reconnect;
+    let worst = worst_latency(policy, retry, outage);
+    let gives_up = match &reconnect {
+        Reconnect::Back { latency, .. } => {
+            let (d, l) = (secs(outage), secs(*latency));
+            steps.push(format!("without jitter: L = {} − {} = {}", show_s(d + l), show_s(d), show_s(l)));
+            if worst.may_give_up {
+                Some(format!(
+                    "with jitter {} the {} attempts can all come before the outage ends: the client may give up, \
+                     and no retention saves it then",
+                    policy.jitter,
+                    attempt_count(policy)
+                ))
+            } else {
+                None
+            }
+        }
+        Reconnect::GivesUp { attempts } => Some(format!(
+            "the client gives up after {} attempts, before the {} outage ends: no retention saves it",
+            attempts.len(),
+            format_duration(outage)
+        )),
+        Reconnect::NeverBack { .. } => Some(format!(
+            "the client never gets back after a {} outage: no retention saves it",
+            format_duration(outage)
+        )),
+    };
+    let (Some(latency), None) = (worst.latency, gives_up.clone()) else {
+        let why = gives_up.unwrap_or_else(|| "the client never gets back".into());
+        steps.push(why.clone());
+        return BreakCase {
+            cause,
+            outage,
+            reconnect,
+            away: None,
+            retention: Need::Impossible(why.clone()),
+            window: Need::Impossible(why.clone()),
+            idle_ttl: Need::Impossible(why),
+            steps,
+        };
+    };
+    let plain = match &reconnect {
+        Reconnect::Back { latency, .. } => Some(*latency),
+        _ => None,
+    };
+    if plain != Some(latency) {
+        let before = worst.attempt.saturating_sub(1);
+        steps.push(format!(
+            "with jitter {}: delays can be cut to {}× their length, so attempt {before} can come just before the \
+             network heals and attempt {} a full {} later: worst L = {}",
+            policy.jitter,
+            show_n(1.0 - policy.jitter),
+            worst.attempt,
+            show_s(secs(worst_case_delay(policy, before, retry))),
+            show_s(secs(latency))
+        ));
+    } else if policy.jitter > 0.0 {
+        steps.push(format!(
+            "jitter {} only brings attempts earlier here: worst L = {}",
+            policy.jitter,
+            show_s(secs(latency))
+        ));
+    }
+    let away = outage + latency;
+    let dl = secs(away);
+    steps.push(format!("away D + L = {} + {} = {}", show_s(secs(outage)), show_s(secs(latency)), show_s(dl)));
+    let hop = secs(input.latency);
+    steps.push(format!(
+        "the resume reaches the server ℓ = {} (one network latency, at most) after it is sent",
+        show_s(hop)
+    ));
+    // The server can honour the resume if every event after the last one the client saw is still
+    // held when the resume arrives (the last seen itself may be gone: nothing after it is lost).
+    let (retention, window) = match last_event_age {
+        Some((a, why)) => {
+            let span = secs(a) + dl + hop;
+            let interval = 1.0 / input.event_rate;
+            steps.push(format!("the last event the client saw was a = {} old at the break ({why})", show_s(secs(a))));
+            steps.push(format!(
+                "every event after it must still be held: they were produced over a + D + L + ℓ = {}",
+                show_s(span)
+            ));
+            let count = input.event_rate * span;
+            steps.push(format!(
+                "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
+                show_n(input.event_rate),
+                show_s(span),
+                show_n(count),
+                show_n(count - 1.0)
+            ));
+            // A silent stream produces nothing while the client is away but its result, which
+            // must then be held for up to the whole span.
+            let oldest_needed = if interval.is_finite() { span - interval } else { span };
+            steps.push(format!(
+                "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
+                show_s(oldest_needed)
+            ));
+            (Need::Above((count - 1.0).max(0.0)), Need::Above(oldest_needed))
+        }
+        None => {
+            let why = "a silent stream keeps its first event id indefinitely: no time window is safe";
+            steps.push("count bound: no event is produced while away; the last one seen must stay: R > 0".into());
+            steps.push(format!("window: {why}"));
+            (Need::Above(0.0), Need::Impossible(why.into()))
+        }
+    };
+    let idle_ttl = idle_need(scenario.server.idle_rule, dl + hop, request_age);
+    steps.push(format!("idle TTL ({}): {}", idle_rule_name(scenario.server.idle_rule), describe_need(&idle_ttl, "s")));
+    BreakCase { cause, outage, reconnect, away: Some(away), retention, window, idle_ttl, steps }
+}
+
+/// What the idle TTL must exceed when the client's resume arrives `away` seconds after the break.
+fn idle_need(rule: IdleRule, away: f64, request_age: Option<Duration>) -> Need {
+    match rule {
+        IdleRule::NeverWhileBusy => Need::NotNeeded("the countdown is held while a tool runs".into()),
+        IdleRule::NoOpenRequest => Need::Above(away),
+        // The countdown started at the client's last request, before the break.
+        IdleRule::LastRequest => Need::Above(request_age.map_or(0.0, secs) + away),
+    }
+}
+
+fn idle_rule_name(rule: IdleRule) -> &'static str {
+    match rule {
+        IdleRule::NeverWhileBusy => "held while a tool runs",
+        IdleRule::NoOpenRequest => "runs while no request is open: from the break",
+        IdleRule::LastRequest => "runs from the last request received",
+    }
+}
+
+fn attempt_count(policy: &ReconnectPolicy) -> String {
+    policy.max_attempts.map_or("unlimited".into(), |m| m.to_string())
+}
+
+/// The attempt lines: the first and last few of a long schedule.
+fn schedule_steps(reconnect: &Reconnect, outage: Duration) -> Vec<String> {
+    let attempts = reconnect.attempts();
+    let mut lines = Vec::new();
+    let mut previous = Duration::ZERO;
+    for (i, a) in attempts.iter().enumerate() {
+        let shown = i < 6 || i + 4 >= attempts.len();
+        if shown {
+            let verdict = if a.at >= outage { "network up: back in" } else { "network still cut: fails" };
+            lines.push(format!(
+                "attempt {:>3} at {} + {} = {}  ({verdict})",
+                a.number,
+                show_s(secs(previous)),
+                show_s(secs(a.delay)),
+                show_s(secs(a.at))
+            ));
+        } else if i == 6 {
+            lines.push(format!("… attempts 7 to {} …", attempts.len() - 4));
+        }
+        previous = a.at;
+    }
+    match reconnect {
+        Reconnect::GivesUp { attempts } => {
+            lines.push(format!("max_attempts = {} spent: the client gives up", attempts.len()))
+        }
+        Reconnect::NeverBack { .. } => {
+            lines.push("the delays never add up to the outage: the client never gets back".into())
+        }
+        Reconnect::Back { .. } => {}
+    }
+    lines
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Seconds as a duration the command line reads (`241s`, `4m`, `1.5s`).
+fn show_s(x: f64) -> String {
+    let d = Duration::from_micros((x * 1e6).round().max(0.0) as u64);
+    if d.subsec_nanos() != 0 && d >= Duration::from_secs(1) {
+        // `242.01s`: parse_duration reads decimal seconds, and they read better than `242010ms`.
+        return format!("{}s", show_n(d.as_secs_f64()));
+    }
+    format_duration(d)
+}
+
+/// A number without needless decimals.
+fn show_n(x: f64) -> String {
+    let rounded = (x * 1000.0).round() / 1000.0;
+    if rounded.fract() == 0.0 {
+        format!("{rounded:.0}")
+    } else {
+        format!("{rounded}")
+    }
+}
+
+fn describe_need(need: &Need, unit: &str) -> String {
+    match (need, unit) {
+        (Need::Above(x), "events") => {
+            let minimal = x.floor() + 1.0;
+            let noun = if minimal == 1.0 { "event" } else { "events" };
+            format!("> {} → at least {} {noun} per stream", show_n(*x), show_n(minimal))
+        }
+        (Need::Above(x), _) => format!("> {} → at least {}", show_s(*x), show_s(x.floor() + 1.0)),
+        (Need::NotNeeded(why), _) => format!("any ({why})"),
+        (Need::Impossible(why), _) => format!("none works ({why})"),
+    }
+}
+
+/// The advice with its arithmetic, step by step.
+pub fn render(advice: &Advice) -> String {
+    let mut out = String::new();
+    let p = &advice.input;
+    let _ = writeln!(out, "client {} against server {}", advice.client, advice.server);
+    let _ = writeln!(
+        out,
+        "inputs: event rate {}/s, max outage {}, load-balancer idle {}, server retry: {}",
+        show_n(p.event_rate),
+        p.max_outage.map_or("none".into(), format_duration),
+        p.lb_idle.map_or("none".into(), format_duration),
+        advice.server_retry_ms.map_or("none".into(), |ms| format_duration(Duration::from_millis(ms))),
+    );
+    let _ = writeln!(
+        out,
+        "assumed: a break is detected at once (faults reset connections); the worst case over jitter draws counts"
+    );
+    if advice.cases.is_empty() {
+        let _ = writeln!(out, "nothing breaks the stream: no outage given and the load balancer never cuts it");
+    }
+    for (i, case) in advice.cases.iter().enumerate() {
+        let _ = writeln!(out, "\nbreak {}: {}", i + 1, case.cause);
+        for step in &case.steps {
+            let _ = writeln!(out, "  {step}");
+        }
+    }
+    let _ = writeln!(out, "\nminimal safe settings (the strictest over the breaks above):");
+    let _ = writeln!(out, "  server.retention         {}", describe_need(&advice.retention, "events"));
+    let _ = writeln!(out, "  server.retention_window  {}", describe_need(&advice.window, "s"));
+    let _ = writeln!(out, "  server.idle_ttl          {}", describe_need(&advice.idle_ttl, "s"));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// --verify: a short confirming sweep
+// ---------------------------------------------------------------------------------------------
+
+/// How `advise --verify` runs.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// Seeds `0..seeds` per probe.
+    pub seeds: u64,
+    /// How far below and above the answer to probe (events for the count, seconds for the window).
+    pub margin: u32,
+    /// Worker threads; 0 for the machine's available parallelism.
+    pub jobs: usize,
+    /// How replay commands start.
+    pub program: String,
+}
+
+/// One probe: a setting's value and what the runs at it came to.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub value: String,
+    pub result: CellResult,
+}
+
+/// Below and above one predicted setting.
+#[derive(Clone, Debug)]
+pub struct Verification {
+    pub key: &'static str,
+    /// `None` when the answer is within the margin of zero.
+    pub below: Option<Probe>,
+    pub above: Probe,
+}
+
+/// What `--verify` found.
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    /// The command-line arguments of the probed scenario, before the probed key.
+    pub scenario_args: String,
+    pub seeds: u64,
+    pub checks: Vec<Verification>,
+    /// Why a setting was not probed.
+    pub notes: Vec<String>,
+}
+
+/// The chatty-tool scenario that reproduces the advice's inputs: the same profiles and `--set`
+/// overrides, events at the advised rate, a partition of the advised outage from 60 s on, the
+/// advised load-balancer timeout, and a tool that runs well past the client's return.
+pub fn verify_scenario(base: &Scenario, advice: &Advice) -> Result<Scenario, SimError> {
+    let input = &advice.input;
+    if input.event_rate <= 0.0 {
+        return Err(SimError::Usage("--verify needs an event rate above zero (--event-rate)".into()));
+    }
+    let mut s = Scenario::build("chatty-tool", &base.client.name, &base.server.name)?;
+    s.apply_overrides(&base.overrides)?;
+    let away = advice.cases.iter().filter_map(|c| c.away).max().unwrap_or(Duration::ZERO);
+    let start = Duration::from_secs(60);
+    let run_for = (start + away + Duration::from_secs(120)).as_secs_f64() / (1.0 - s.tool_jitter);
+    let interval = Duration::from_micros((1e6 / input.event_rate).round().max(1.0) as u64);
+    let partition = match input.max_outage.filter(|d| !d.is_zero()) {
+        Some(d) => format!("{}..{}", format_duration(start), format_duration(start + d)),
+        None => "none".into(),
+    };
+    let set = |k: &str, v: String| (k.to_string(), v);
+    s.apply_overrides(&[
+        set("tool.event_interval", format_duration(interval)),
+        set("tool.duration", format_duration(Duration::from_secs(run_for.ceil() as u64))),
+        set("fault.partition", partition),
+        set("lb.idle_timeout", input.lb_idle.map_or("none".into(), format_duration)),
+    ])?;
+    Ok(s)
+}
+
+/// Runs the advised count bound and time window just below and just above the answer.
+pub fn verify(
+    base: &Scenario,
+    advice: &Advice,
+    opts: &VerifyOptions,
+    runner: &RunFn,
+) -> Result<VerifyReport, SimError> {
+    if opts.seeds == 0 {
+        return Err(SimError::Usage("--verify needs at least one seed".into()));
+    }
+    let scenario = verify_scenario(base, advice)?;
+    let mut notes = Vec::new();
+    let mut plans = Vec::new();
+    // Each setting is probed with the other bound switched off, so only it can evict.
+    let settings = [
+        ("server.retention", &advice.retention, ("server.retention_window", "none")),
+        ("server.retention_window", &advice.window, ("server.retention", "unbounded")),
+    ];
+    for (key, need, (other, off)) in settings {
+        let Some(minimal) = need.minimal() else {
+            notes.push(format!("{key} not probed: {}", describe_need(need, "")));
+            continue;
+        };
+        let margin = f64::from(opts.margin);
+        let below = (minimal - margin >= 1.0).then(|| show_value(key, minimal - margin));
+        let mut s = scenario.clone();
+        s.apply_overrides(&[(other.to_string(), off.to_string())])?;
+        plans.push((key, below, show_value(key, minimal + margin), s));
+    }
+    let mut cells = Vec::new();
+    for (key, below, above, s) in &plans {
+        for value in below.iter().chain([above]) {
+            let mut s = s.clone();
+            s.apply_overrides(&[(key.to_string(), value.clone())])?;
+            cells.push(Cell { values: vec![value.clone()], scenario: s });
+        }
+    }
+    let refs: Vec<&Cell> = cells.iter().collect();
+    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
+    let mut results: Vec<Option<CellResult>> = vec![None; cells.len()];
+    let on_done = |i: usize, r: CellResult| {
+        results[i] = Some(r);
+        Ok(())
+    };
+    run_cells(&refs, opts.seeds, jobs, runner, &opts.program, on_done, |_| {})?;
+    let mut results = results.into_iter().map(|r| r.expect("every probe ran"));
+    let mut probe = |value| Probe { value, result: results.next().expect("one result per probe, in order") };
+    let checks = plans
+        .into_iter()
+        .map(|(key, below, above, _)| {
+            let below = below.map(&mut probe);
+            Verification { key, below, above: probe(above) }
+        })
+        .collect();
+    Ok(VerifyReport { scenario_args: scenario.cli_args(), seeds: opts.seeds, checks, notes })
+}
+
+/// The verdicts, one line per probe.
+pub fn render_verify(report: &VerifyReport) -> String {
+    let mut out = format!("verify: {} seeds per probe of {}\n", report.seeds, report.scenario_args);
+    let tally = |p: &Probe| {
+        let r = &p.result;
+        let (lo, hi) = r.interval(Outcome::LossFree);
+        format!("loss-free {}/{} (95% CI [{lo:.2}, {hi:.2}])", r.count(Outcome::LossFree), r.n)
+    };
+    for check in &report.checks {
+        match &check.below {
+            Some(below) => {
+                let lossy = below.result.n - below.result.count(Outcome::LossFree);
+                let verdict = if lossy > 0 {
+                    "loss or gap below the answer, as predicted".to_string()
+                } else {
+                    "clean below the answer too: no seed drew the worst case, or the bound is loose".to_string()
+                };
+                let _ = writeln!(out, "  {}={}: {} — {verdict}", check.key, below.value, tally(below));
+                if let Some(replay) = first_loss(&below.result) {
+                    let _ = writeln!(out, "    e.g. {replay}");
+                }
+            }
+            None => {
+                let _ =
+                    writeln!(out, "  {}: the answer is within the margin of zero, nothing to probe below", check.key);
+            }
+        }
+        let above = &check.above;
+        let clean = above.result.count(Outcome::LossFree) == above.result.n;
+        let verdict = if clean {
+            "clean above the answer, as predicted"
+        } else {
+            "NOT clean above the answer: the prediction is wrong"
+        };
+        let _ = writeln!(out, "  {}={}: {} — {verdict}", check.key, above.value, tally(above));
+        if let Some(replay) = first_loss(&above.result).filter(|_| !clean) {
+            let _ = writeln!(out, "    e.g. {replay}");
+        }
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "  {note}");
+    }
+    out
+}
+
+/// The replay command of a run that was not loss-free.
+fn first_loss(r: &CellResult) -> Option<&String> {
+    [Outcome::SilentLoss, Outcome::GapReported, Outcome::Unresolved, Outcome::CallFailed, Outcome::SessionLost]
+        .iter()
+        .find_map(|o| r.replays.get(o))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Predicted boundaries for sweeps
+// ---------------------------------------------------------------------------------------------
+
+/// The predicted boundary of one settable key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    pub key: &'static str,
+    /// The value must exceed this (events, or seconds for durations).
+    pub exceed: f64,
+    /// The smallest whole value above it.
+    pub minimal: f64,
+}
+
+/// The keys a prediction exists for.
+pub const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retention_window", "server.idle_ttl"];
+
+/// The predicted boundary of `key` in `scenario`: `None` if advise predicts nothing for the
+/// key, `Some(Err(why))` when no value or any value works.
+pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
+    let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
+    let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
+    let need = match key {
+        "server.retention" => advice.retention,
+        "server.retention_window" => advice.window,
+        _ => advice.idle_ttl,
+    };
+    Some(match need {
+        Need::Above(exceed) => Ok(Prediction { key, exceed, minimal: exceed.floor() + 1.0 }),
+        other => Err(describe_need(&other, "")),
+    })
+}
+
+/// A value of a predicted key as the key writes it: a count of events, or a duration.
+pub fn show_value(key: &str, x: f64) -> String {
+    if key == "server.retention" {
+        show_n(x)
+    } else {
+        show_s(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpsim_model::profiles;
+
+    fn assert_above(need: &Need, expected: f64) {
+        assert!(matches!(need, Need::Above(x) if (x - expected).abs() < 1e-9), "{need:?} is not Above({expected})");
+    }
+
+    fn policy(name: &str) -> ReconnectPolicy {
+        profiles::client(name).expect("a known profile").reconnect
+    }
+
+    fn times(r: &Reconnect) -> Vec<u64> {
+        r.attempts().iter().map(|a| a.at.as_millis() as u64).collect()
+    }
+
+    #[test]
+    fn the_reference_schedule_doubles_to_its_cap_and_stops_at_the_first_attempt_after_the_outage() {
+        let r = reconnect_schedule(&policy("reference"), None, Duration::from_secs(240));
+        let secs: Vec<u64> = times(&r).iter().map(|ms| ms / 1000).collect();
+        assert_eq!(secs, [1, 3, 7, 15, 31, 61, 91, 121, 151, 181, 211, 241]);
+        assert_eq!(r, Reconnect::Back { attempts: r.attempts().to_vec(), latency: Duration::from_secs(1) });
+    }
+
+    #[test]
+    fn sdk_clients_with_two_attempts_give_up_on_a_long_outage() {
+        // TypeScript: 1 s then 1.5 s; Python: 1 s twice.
+        let ts = reconnect_schedule(&policy("ts-sdk"), None, Duration::from_secs(60));
+        assert!(matches!(ts, Reconnect::GivesUp { .. }));
+        assert_eq!(times(&ts), [1000, 2500]);
+        let py = reconnect_schedule(&policy("py-sdk"), None, Duration::from_secs(2));
+        assert_eq!(
+            (times(&py), py.clone()),
+            (vec![1000, 2000], Reconnect::Back { attempts: py.attempts().to_vec(), latency: Duration::ZERO })
+        );
+    }
+
+    #[test]
+    fn rmcp_tries_at_once_and_the_server_retry_is_a_floor() {
+        let p = policy("rmcp");
+        assert_eq!(times(&reconnect_schedule(&p, None, Duration::from_secs(5))), [0, 2000, 6000]);
+        // rmcp's own server sends retry: 3000, a floor under 2 s and no change above it.
+        assert_eq!(times(&reconnect_schedule(&p, Some(3000), Duration::from_secs(5))), [0, 3000, 7000]);
+        // An outage of zero (a load-balancer cut): back at once.
+        let cut = reconnect_schedule(&p, Some(3000), Duration::ZERO);
+        assert_eq!(cut, Reconnect::Back { attempts: cut.attempts().to_vec(), latency: Duration::ZERO });
+    }
+
+    #[test]
+    fn a_server_retry_replaces_the_typescript_backoff() {
+        assert_eq!(times(&reconnect_schedule(&policy("ts-sdk"), Some(3000), Duration::from_secs(5))), [3000, 6000]);
+    }
+
+    #[test]
+    fn zero_delays_never_reach_the_end_of_an_outage() {
+        let p =
+            ReconnectPolicy { initial: Duration::ZERO, max: Duration::ZERO, max_attempts: None, ..policy("reference") };
+        let r = reconnect_schedule(&p, None, Duration::from_secs(1));
+        assert!(matches!(r, Reconnect::NeverBack { .. }), "{:?}", &r.attempts()[..3]);
+    }
+
+    #[test]
+    fn the_chatty_incident_without_jitter_needs_242_events_and_a_241_second_window() {
+        let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        s.client.reconnect.jitter = 0.0;
+        let input = AdviseInput::from_scenario(&s);
+        assert_eq!((input.event_rate, input.max_outage), (1.0, Some(Duration::from_secs(240))));
+        let a = advise(&s, &input);
+        assert_eq!(a.cases.len(), 1, "events every second keep the load balancer from cutting");
+        // a = 1 s, D + L = 241 s, ℓ = 10 ms: 242.01 s of events after the last one seen, of
+        // which the oldest is one interval younger than it.
+        assert_above(&a.retention, 241.01);
+        assert_eq!(a.retention.minimal(), Some(242.0));
+        assert_above(&a.window, 241.01);
+        assert!(matches!(a.idle_ttl, Need::NotNeeded(_)));
+        let text = render(&a);
+        assert!(text.contains("attempt  12 at 211s + 30s = 241s  (network up: back in)"), "{text}");
+        assert!(text.contains("R ≥ r·(a + D + L + ℓ) = 1 × 242.01s = 242.01 events after the last seen"), "{text}");
+        assert!(text.contains("server.retention         > 241.01 → at least 242 events per stream"), "{text}");
+    }
+
+    #[test]
+    fn jitter_can_land_an_attempt_just_before_the_network_heals_and_add_a_full_delay() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        // Attempt 12 can come as early as 0.8 × 241 s, before the outage ends at 240 s; then
+        // attempt 13 comes a full 30 s later: L up to 30 s, not the 1 s of the plain schedule.
+        assert_above(&a.retention, 270.01);
+        assert_above(&a.window, 270.01);
+        let text = render(&a);
+        assert!(text.contains("without jitter: L = 241s − 4m = 1s"), "{text}");
+        assert!(text.contains("worst L = 30s"), "{text}");
+    }
+
+    #[test]
+    fn the_worst_latency_over_jitter_is_the_plain_latency_without_jitter() {
+        let mut p = policy("reference");
+        let d = Duration::from_secs(240);
+        p.jitter = 0.0;
+        assert_eq!(
+            worst_latency(&p, None, d),
+            WorstLatency { latency: Some(Duration::from_secs(1)), attempt: 12, may_give_up: false }
+        );
+        p.jitter = 0.2;
+        assert_eq!(worst_latency(&p, None, d).latency, Some(Duration::from_secs(30)));
+        // A load-balancer cut (no outage): the first delay, whole.
+        assert_eq!(worst_latency(&p, None, Duration::ZERO).latency, Some(Duration::from_secs(1)));
+        // Twelve attempts reach 241 s without jitter, but can all come before 240 s with it.
+        p.max_attempts = Some(12);
+        assert!(matches!(reconnect_schedule(&p, None, d), Reconnect::Back { .. }));
+        assert!(worst_latency(&p, None, d).may_give_up);
+        let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        s.client.reconnect = p;
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        assert!(matches!(&a.retention, Need::Impossible(why) if why.contains("may give up")), "{:?}", a.retention);
+    }
+
+    #[test]
+    fn a_silent_tool_behind_an_idle_timeout_needs_a_window_longer_than_the_timeout() {
+        let s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        assert_eq!(a.cases.len(), 1);
+        // Cut after 60 s of silence, back after the 1 s initial delay: the priming id is 61 s old.
+        assert_above(&a.window, 61.01);
+        assert_above(&a.retention, 0.0);
+    }
+
+    #[test]
+    fn idle_rules_that_run_while_away_constrain_the_ttl() {
+        let mut s = Scenario::build("chatty-tool", "rmcp", "py-sdk").unwrap();
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        // rmcp against a server without retry: 0, 2, 4, 8, 16, 32, 64, 128 → 254 s, L = 14 s.
+        assert_above(&a.retention, 254.01);
+        assert_above(&a.idle_ttl, 254.01);
+        s.server.idle_rule = IdleRule::LastRequest;
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        // Counted from the call at 1 s; the partition starts at 60 s.
+        assert_above(&a.idle_ttl, 59.0 + 254.01);
+    }
+
+    #[test]
+    fn a_client_that_gives_up_makes_every_setting_impossible() {
+        let s = Scenario::build("chatty-tool", "ts-sdk", "reference").unwrap();
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        assert!(matches!(a.retention, Need::Impossible(_)));
+        assert!(render(&a).contains("the client gives up"), "{}", render(&a));
+        let why = predict(&s, "server.retention").unwrap().unwrap_err();
+        assert!(why.contains("gives up"), "{why}");
+    }
+
+    #[test]
+    fn predictions_name_the_smallest_safe_value() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let p = predict(&s, "server.retention").unwrap().unwrap();
+        assert!((p.exceed - 270.01).abs() < 1e-9 && p.minimal == 271.0, "{p:?}");
+        assert_eq!(predict(&s, "lb.idle_timeout"), None);
+    }
+
+    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::sweep::RunOutcome {
+        let mut trace = mcpsim_model::trace::Trace::new(0, serde_json::json!({}));
+        for (i, kind) in trace_kinds.into_iter().enumerate() {
+            trace.steps.push(mcpsim_model::trace::Step {
+                seq: i as u64,
+                t: 0,
+                actor: mcpsim_model::trace::Actor::App,
+                client: None,
+                kind,
+            });
+        }
+        crate::sweep::RunOutcome { trace, violations: vec![] }
+    }
+
+    /// Loss-free exactly when the count and the window hold the advised 271 events / 271 s.
+    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::sweep::RunOutcome, SimError> {
+        let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
+        let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(271));
+        let gap =
+            mcpsim_model::trace::StepKind::AppGap { session: "s".into(), call: None, after: None, head: "1-1".into() };
+        Ok(fake_run(if count_ok && window_ok { vec![] } else { vec![gap] }))
+    }
+
+    fn verify_options() -> VerifyOptions {
+        VerifyOptions { seeds: 3, margin: 2, jobs: 2, program: "mcpsim".into() }
+    }
+
+    #[test]
+    fn verify_builds_the_chatty_scenario_of_the_advice() {
+        let mut base = Scenario::build("long-tool", "reference", "reference").unwrap();
+        base.apply_overrides(&[("client.backoff_max".into(), "30s".into())]).unwrap();
+        let input = AdviseInput {
+            event_rate: 2.0,
+            max_outage: Some(Duration::from_secs(100)),
+            lb_idle: None,
+            ..AdviseInput::from_scenario(&base)
+        };
+        let advice = advise(&base, &input);
+        let s = verify_scenario(&base, &advice).unwrap();
+        assert_eq!(s.name, "chatty-tool");
+        assert_eq!(s.tools[0].event_interval, Some(Duration::from_millis(500)));
+        assert_eq!(s.faults.heal_time(), Duration::from_secs(160));
+        assert_eq!(s.lb.idle_timeout, None);
+        assert!(s.tools[0].duration.mul_f64(0.9) > Duration::from_secs(160) + Duration::from_secs(30));
+        assert!(s.cli_args().contains("--set client.backoff_max=30s"), "{}", s.cli_args());
+        let silent = advise(&base, &AdviseInput { event_rate: 0.0, ..input });
+        assert!(matches!(verify_scenario(&base, &silent), Err(SimError::Usage(_))));
+    }
+
+    #[test]
+    fn verify_probes_below_and_above_the_answer() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let advice = advise(&s, &AdviseInput::from_scenario(&s));
+        let report = verify(&s, &advice, &verify_options(), &as_advised).unwrap();
+        let probed: Vec<(&str, Option<&str>, &str)> = report
+            .checks
+            .iter()
+            .map(|c| (c.key, c.below.as_ref().map(|p| p.value.as_str()), c.above.value.as_str()))
+            .collect();
+        assert_eq!(
+            probed,
+            [("server.retention", Some("269"), "273"), ("server.retention_window", Some("269s"), "273s")]
+        );
+        let text = render_verify(&report);
+        assert_eq!(text.matches("as predicted").count(), 4, "{text}");
+        assert!(text.contains("server.retention=269: loss-free 0/3"), "{text}");
+        assert!(
+            text.contains("e.g. mcpsim run --client reference --server reference --scenario chatty-tool"),
+            "{text}"
+        );
+        let never = |_: &Scenario, _: u64| {
+            Ok(fake_run(vec![mcpsim_model::trace::StepKind::AppSessionLost { session: "s".into() }]))
+        };
+        let text = render_verify(&verify(&s, &advice, &verify_options(), &never).unwrap());
+        assert!(text.contains("NOT clean above the answer"), "{text}");
+    }
+
+    #[test]
+    fn flags_override_what_the_scenario_implies() {
+        let s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let input = AdviseInput::from_scenario(&s).with_flags(Some("none"), Some("2/s"), Some("90s")).unwrap();
+        assert_eq!((input.lb_idle, input.event_rate, input.max_outage), (None, 2.0, Some(Duration::from_secs(90))));
+        assert!(matches!(
+            AdviseInput::from_scenario(&s).with_flags(Some("soon"), None, None),
+            Err(SimError::BadValue { key, .. }) if key == "--lb-idle"
+        ));
+        assert!(AdviseInput::from_scenario(&s).with_flags(None, Some("lots"), None).is_err());
+        // 90 s outage, reference backoff: attempts at …, 61, 91 s: L = 1 s without jitter.
+        let mut s = s;
+        s.client.reconnect.jitter = 0.0;
+        let a = advise(&s, &input);
+        assert_above(&a.retention, 2.0 * (0.5 + 91.0 + 0.01) - 1.0);
+    }
+
+    /// Real runs: rmcp has no jitter, so the answer is sharp and both sides show it.
+    #[test]
+    fn verify_confirms_the_rmcp_answer_with_real_runs() {
+        let s = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
+        let advice = advise(&s, &AdviseInput::from_scenario(&s));
+        let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2, program: "mcpsim".into() };
+        let report = verify(&s, &advice, &opts, &crate::runner::run).unwrap();
+        let text = render_verify(&report);
+        assert_eq!(text.matches("as predicted").count(), 4, "{text}");
+        assert!(text.contains("server.retention=253: loss-free 0/2"), "{text}");
+        assert!(text.contains("server.retention_window=257s: loss-free 2/2"), "{text}");
+    }
+
+    #[test]
+    fn rates_parse_with_units() {
+        assert_eq!(parse_rate("2/s").unwrap(), 2.0);
+        assert_eq!(parse_rate("30/m").unwrap(), 0.5);
+        assert_eq!(parse_rate("1.5").unwrap(), 1.5);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("2/day").is_err());
+        assert!(parse_rate("-1/s").is_err());
+    }
+}

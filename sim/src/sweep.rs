@@ -1,0 +1,1362 @@
+//! Retention sweeps: a grid of one or two settable keys, each cell run over seeds `0..N`, every
+//! run classified by what the application saw, the counts written as CSV rows as cells finish,
+//! and the measured safe boundary printed beside the one `advise` predicts.
+//!
+//! Everything a user can get wrong (keys, ranges, values a key rejects, paths, a CSV from another
+//! sweep) is checked before the first run. Results do not depend on the number of worker
+//! threads: each cell always runs the same seeds of the same scenario.
+
+use crate::advise::{self, Prediction};
+use crate::error::SimError;
+use crate::scenario::{setting, Scenario};
+use crate::stats::wilson;
+use mcpsim_model::oracle::Violation;
+use mcpsim_model::time::{format_duration, parse_duration};
+use mcpsim_model::trace::{ResumeOutcome, StepKind, Trace};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant as WallClock};
+
+pub use crate::runner::RunOutcome;
+
+/// Runs one seed of a scenario: `runner::run` in real sweeps, a fake in tests.
+pub type RunFn<'a> = dyn Fn(&Scenario, u64) -> Result<RunOutcome, SimError> + Sync + 'a;
+
+// ---------------------------------------------------------------------------------------------
+// Outcomes
+// ---------------------------------------------------------------------------------------------
+
+/// What one run came to, as the application saw it. A run can have several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    /// A resumption replayed events, with no gap and no violation.
+    CleanResume,
+    /// The application was told events may be missing, and no invariant was violated.
+    GapReported,
+    /// `no-silent-event-loss` was violated.
+    SilentLoss,
+    /// `no-duplicate-execution` was violated.
+    DuplicateExecution,
+    /// `every-call-resolves` was violated.
+    Unresolved,
+    /// A call ended in an error or an unknown outcome: its stream was not recovered.
+    CallFailed,
+    /// The application was told its session ended.
+    SessionLost,
+    /// Another invariant was violated.
+    OtherViolation,
+    /// Nothing the application was reading was lost: none of silent loss, gap, unresolved call,
+    /// failed call or lost session. The rate a safe retention must bring to 1.
+    LossFree,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 9] = [
+        Outcome::CleanResume,
+        Outcome::GapReported,
+        Outcome::SilentLoss,
+        Outcome::DuplicateExecution,
+        Outcome::Unresolved,
+        Outcome::CallFailed,
+        Outcome::SessionLost,
+        Outcome::OtherViolation,
+        Outcome::LossFree,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::CleanResume => "clean-resume",
+            Outcome::GapReported => "gap-reported",
+            Outcome::SilentLoss => "silent-loss",
+            Outcome::DuplicateExecution => "duplicate-execution",
+            Outcome::Unresolved => "unresolved",
+            Outcome::CallFailed => "call-failed",
+            Outcome::SessionLost => "session-lost",
+            Outcome::OtherViolation => "other-violation",
+            Outcome::LossFree => "loss-free",
+        }
+    }
+
+    /// The CSV column name.
+    pub fn column(self) -> String {
+        self.name().replace('-', "_")
+    }
+
+    /// Whether a cell keeps a replay command for its first run with this outcome.
+    pub fn notable(self) -> bool {
+        !matches!(self, Outcome::CleanResume | Outcome::LossFree)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The invariant behind [`Outcome::SilentLoss`].
+pub const SILENT_LOSS: &str = "no-silent-event-loss";
+/// The invariant behind [`Outcome::DuplicateExecution`].
+pub const DUPLICATE_EXECUTION: &str = "no-duplicate-execution";
+/// The invariant behind [`Outcome::Unresolved`].
+pub const UNRESOLVED: &str = "every-call-resolves";
+
+/// How one run is counted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunClass {
+    pub outcomes: BTreeSet<Outcome>,
+    /// The names of the violated invariants.
+    pub violations: BTreeSet<&'static str>,
+}
+
+/// Classifies a run from its trace and violations (the one place outcomes are defined):
+/// - `clean-resume`: a server `Resume` step with `Replayed`, no `AppGap`, no violation;
+/// - `gap-reported`: an `AppGap` step and no violation;
+/// - `silent-loss`, `duplicate-execution`, `unresolved`: that invariant was violated;
+/// - `call-failed`: an `AppError` or `AppUnknownOutcome` step; `session-lost`: `AppSessionLost`;
+/// - `other-violation`: any other invariant was violated;
+/// - `loss-free`: none of silent-loss, gap-reported's gap, unresolved, call-failed, session-lost.
+pub fn classify(trace: &Trace, violations: &[Violation]) -> RunClass {
+    let names: BTreeSet<&'static str> = violations.iter().map(|v| v.invariant).collect();
+    let has = |pred: fn(&StepKind) -> bool| trace.steps.iter().any(|s| pred(&s.kind));
+    let gap = has(|k| matches!(k, StepKind::AppGap { .. }));
+    let replayed = has(|k| matches!(k, StepKind::Resume { outcome: ResumeOutcome::Replayed { .. }, .. }));
+    let failed = has(|k| matches!(k, StepKind::AppError { .. } | StepKind::AppUnknownOutcome { .. }));
+    let session_lost = has(|k| matches!(k, StepKind::AppSessionLost { .. }));
+    let (silent, duplicate, unresolved) =
+        (names.contains(SILENT_LOSS), names.contains(DUPLICATE_EXECUTION), names.contains(UNRESOLVED));
+    let other = names.iter().any(|n| ![SILENT_LOSS, DUPLICATE_EXECUTION, UNRESOLVED].contains(n));
+    let flags = [
+        (Outcome::CleanResume, replayed && !gap && names.is_empty()),
+        (Outcome::GapReported, gap && names.is_empty()),
+        (Outcome::SilentLoss, silent),
+        (Outcome::DuplicateExecution, duplicate),
+        (Outcome::Unresolved, unresolved),
+        (Outcome::CallFailed, failed),
+        (Outcome::SessionLost, session_lost),
+        (Outcome::OtherViolation, other),
+        (Outcome::LossFree, !(silent || gap || unresolved || failed || session_lost)),
+    ];
+    RunClass { outcomes: flags.iter().filter(|(_, on)| *on).map(|(o, _)| *o).collect(), violations: names }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The grid
+// ---------------------------------------------------------------------------------------------
+
+/// One varied key and its values, in grid order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vary {
+    pub key: &'static str,
+    /// Values as the key's `show` writes them once validated (as given before).
+    pub values: Vec<String>,
+    /// The step of a range, in the key's numeric unit (seconds for durations); `None` for a list.
+    pub step: Option<f64>,
+}
+
+/// More values than this in one vary is a typo, not a sweep.
+const MAX_VALUES: usize = 10_000;
+
+/// Parses `KEY=A..B:STEP` (durations such as `30s..5m:30s`, or numbers such as `50..400:25`;
+/// `B` included when the steps land on it) or `KEY=v1,v2,…`.
+pub fn parse_vary(spec: &str) -> Result<Vary, SimError> {
+    let (key, text) = spec
+        .split_once('=')
+        .ok_or_else(|| SimError::Usage(format!("--vary {spec:?} is not KEY=A..B:STEP or KEY=v1,v2,…")))?;
+    let key = setting(key.trim())?.key;
+    let text = text.trim();
+    let bad = |problem: String| SimError::BadValue { key: key.into(), value: text.into(), problem };
+    let range = text.rsplit_once(':').and_then(|(r, step)| r.split_once("..").map(|(a, b)| (a, b, step)));
+    let (values, step) = match range {
+        Some((a, b, step)) => {
+            let (values, step) =
+                if parse_duration(a).is_ok() { duration_range(a, b, step) } else { number_range(a, b, step) }
+                    .map_err(bad)?;
+            (values, Some(step))
+        }
+        None => (list(text).map_err(bad)?, None),
+    };
+    if values.len() > MAX_VALUES {
+        return Err(bad(format!("{} values; at most {MAX_VALUES}", values.len())));
+    }
+    Ok(Vary { key, values, step })
+}
+
+fn list(text: &str) -> Result<Vec<String>, String> {
+    if text.is_empty() {
+        return Err("no values".into());
+    }
+    let values: Vec<String> = text.split(',').map(|v| v.trim().to_string()).collect();
+    if values.iter().any(String::is_empty) {
+        return Err("an empty value in the list".into());
+    }
+    Ok(values)
+}
+
+/// How many steps fit in `a..=b`, or why none do.
+fn step_count(a: f64, b: f64, step: f64) -> Result<usize, String> {
+    if step <= 0.0 {
+        return Err(if step == 0.0 { "the step is zero".into() } else { "the step is negative".into() });
+    }
+    if b < a {
+        return Err("reversed range: the end is below the start".into());
+    }
+    let steps = ((b - a) / step + 1e-9).floor();
+    if steps >= MAX_VALUES as f64 {
+        return Err(format!("more than {MAX_VALUES} values"));
+    }
+    Ok(steps as usize + 1)
+}
+
+fn duration_range(a: &str, b: &str, step: &str) -> Result<(Vec<String>, f64), String> {
+    let (a, b, step) = (parse_duration(a)?, parse_duration(b)?, parse_duration(step)?);
+    let us = |d: Duration| d.as_micros() as f64;
+    let count = step_count(us(a), us(b), us(step))?;
+    let values = (0..count).map(|i| format_duration(a + step * i as u32)).collect();
+    Ok((values, step.as_secs_f64()))
+}
+
+fn number_range(a: &str, b: &str, step: &str) -> Result<(Vec<String>, f64), String> {
+    let number = |t: &str| match t.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(format!("{t:?} is neither a number nor a duration")),
+    };
+    let (x, y, s) = (number(a)?, number(b)?, number(step)?);
+    let count = step_count(x, y, s)?;
+    // Print every value with as many decimals as the most precise bound: no 0.30000000000000004.
+    let decimals = [a, b, step].iter().map(|t| t.trim().split_once('.').map_or(0, |(_, f)| f.len())).max().unwrap_or(0);
+    let values = (0..count).map(|i| format!("{:.*}", decimals, x + s * i as f64)).collect();
+    Ok((values, s))
+}
+
+/// A value's position on a numeric axis: durations in seconds, numbers as they are; `None` for
+/// words (`none`, `unbounded`, `410`… is a number, `silent-head` is not).
+pub fn numeric(value: &str) -> Option<f64> {
+    parse_duration(value).map(|d| d.as_secs_f64()).ok().or_else(|| value.parse::<f64>().ok().filter(|x| x.is_finite()))
+}
+
+/// One cell of the grid: the base scenario with one value of each varied key.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub values: Vec<String>,
+    pub scenario: Scenario,
+}
+
+/// The validated grid: canonical values and every cell's scenario.
+#[derive(Clone, Debug)]
+pub struct Grid {
+    pub varies: Vec<Vary>,
+    /// The cartesian product, the first key outermost.
+    pub cells: Vec<Cell>,
+}
+
+/// Checks the varies against `base` (one or two distinct keys, every value accepted by its key's
+/// `apply`, no value twice) and builds the cells. Values become what `show` writes.
+pub fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, SimError> {
+    if varies.is_empty() || varies.len() > 2 {
+        return Err(SimError::Usage(format!("a sweep varies one or two keys, not {}", varies.len())));
+    }
+    if varies.len() == 2 && varies[0].key == varies[1].key {
+        return Err(SimError::Usage(format!("{} is varied twice", varies[0].key)));
+    }
+    let varies = varies.into_iter().map(|v| canonical(base, v)).collect::<Result<Vec<_>, _>>()?;
+    let mut cells = vec![Cell { values: vec![], scenario: base.clone() }];
+    for vary in &varies {
+        let mut next = Vec::with_capacity(cells.len() * vary.values.len());
+        for cell in &cells {
+            for value in &vary.values {
+                let mut scenario = cell.scenario.clone();
+                scenario.apply_overrides(&[(vary.key.to_string(), value.clone())])?;
+                let mut values = cell.values.clone();
+                values.push(value.clone());
+                next.push(Cell { values, scenario });
+            }
+        }
+        cells = next;
+    }
+    Ok(Grid { varies, cells })
+}
+
+/// Applies each value to a copy of `base` and keeps what the key's `show` makes of it.
+fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
+    let setting = setting(vary.key)?;
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut values = Vec::with_capacity(vary.values.len());
+    for value in &vary.values {
+        let mut scenario = base.clone();
+        (setting.apply)(&mut scenario, value).map_err(|problem| SimError::BadValue {
+            key: vary.key.into(),
+            value: value.clone(),
+            problem,
+        })?;
+        let shown = (setting.show)(&scenario);
+        if let Some(first) = seen.insert(shown.clone(), value.clone()) {
+            return Err(SimError::BadValue {
+                key: vary.key.into(),
+                value: value.clone(),
+                problem: format!("the same value as {first:?} ({shown}): each cell once"),
+            });
+        }
+        values.push(shown);
+    }
+    Ok(Vary { values, ..vary })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cell results
+// ---------------------------------------------------------------------------------------------
+
+/// The tally of one cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellResult {
+    /// One value per varied key, as `show` writes it.
+    pub values: Vec<String>,
+    /// Runs (seeds `0..n`).
+    pub n: u64,
+    counts: [u64; Outcome::ALL.len()],
+    /// Runs that violated each invariant.
+    pub violations: BTreeMap<String, u64>,
+    /// The replay command of the first seed with each notable outcome.
+    pub replays: BTreeMap<Outcome, String>,
+}
+
+impl CellResult {
+    /// An empty tally.
+    pub fn new(values: Vec<String>) -> CellResult {
+        CellResult {
+            values,
+            n: 0,
+            counts: [0; Outcome::ALL.len()],
+            violations: BTreeMap::new(),
+            replays: BTreeMap::new(),
+        }
+    }
+
+    /// Counts one run.
+    pub fn add(&mut self, class: &RunClass, replay: impl Fn() -> String) {
+        self.n += 1;
+        for o in &class.outcomes {
+            self.counts[o.index()] += 1;
+            if o.notable() && !self.replays.contains_key(o) {
+                self.replays.insert(*o, replay());
+            }
+        }
+        for v in &class.violations {
+            *self.violations.entry(v.to_string()).or_default() += 1;
+        }
+    }
+
+    pub fn count(&self, o: Outcome) -> u64 {
+        self.counts[o.index()]
+    }
+
+    pub fn rate(&self, o: Outcome) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.count(o) as f64 / self.n as f64
+        }
+    }
+
+    /// The Wilson 95% interval of the rate.
+    pub fn interval(&self, o: Outcome) -> (f64, f64) {
+        wilson(self.count(o), self.n)
+    }
+}
+
+/// The command that re-runs one seed of a cell.
+pub fn replay_command(program: &str, scenario: &Scenario, seed: u64) -> String {
+    format!("{program} run {} --seed {seed}", scenario.cli_args())
+}
+
+/// Runs seeds `0..seeds` of one cell, counting each finished run in `runs`.
+pub fn run_cell(
+    cell: &Cell,
+    seeds: u64,
+    runner: &RunFn,
+    program: &str,
+    runs: &AtomicU64,
+) -> Result<CellResult, SimError> {
+    let mut result = CellResult::new(cell.values.clone());
+    for seed in 0..seeds {
+        let outcome = runner(&cell.scenario, seed).map_err(|e| {
+            SimError::Runtime(format!("{e} (replay: {})", replay_command(program, &cell.scenario, seed)))
+        })?;
+        result.add(&classify(&outcome.trace, &outcome.violations), || replay_command(program, &cell.scenario, seed));
+        runs.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(result)
+}
+
+/// Runs `cells` on `jobs` worker threads pulling from a shared queue, handing each result to
+/// `on_done` as it finishes (in completion order), and the number of runs finished so far to
+/// `on_tick` after each cell and twice a second in between. Stops at the first error.
+pub fn run_cells(
+    cells: &[&Cell],
+    seeds: u64,
+    jobs: usize,
+    runner: &RunFn,
+    program: &str,
+    mut on_done: impl FnMut(usize, CellResult) -> Result<(), SimError>,
+    mut on_tick: impl FnMut(u64),
+) -> Result<(), SimError> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let runs = AtomicU64::new(0);
+    let (tx, rx) = mpsc::channel::<(usize, Result<CellResult, SimError>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, cells.len().max(1)) {
+            let tx = tx.clone();
+            let (next, stop, runs) = (&next, &stop, &runs);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= cells.len() || stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                if tx.send((i, run_cell(cells[i], seeds, runner, program, runs))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut first_error = None;
+        loop {
+            let (i, result) = match rx.recv_timeout(Duration::from_millis(500)) {
+                Ok(done) => done,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    on_tick(runs.load(Ordering::Relaxed));
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            if first_error.is_some() {
+                continue;
+            }
+            match result.and_then(|r| on_done(i, r)) {
+                Ok(()) => on_tick(runs.load(Ordering::Relaxed)),
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    first_error = Some(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV
+// ---------------------------------------------------------------------------------------------
+
+/// The CSV header of a sweep over `varies`.
+pub fn csv_header(varies: &[Vary]) -> Vec<String> {
+    let mut h: Vec<String> = varies.iter().map(|v| v.key.to_string()).collect();
+    h.push("n".into());
+    for o in Outcome::ALL {
+        let c = o.column();
+        h.extend([c.clone(), format!("{c}_rate"), format!("{c}_lo"), format!("{c}_hi")]);
+    }
+    h.push("violations".into());
+    h.extend(Outcome::ALL.iter().filter(|o| o.notable()).map(|o| format!("replay_{}", o.column())));
+    h.push("base".into());
+    h
+}
+
+/// One cell's row; `base` is the base scenario's command-line arguments.
+fn csv_row(r: &CellResult, base: &str) -> Vec<String> {
+    let mut row = r.values.clone();
+    row.push(r.n.to_string());
+    for o in Outcome::ALL {
+        let (lo, hi) = r.interval(o);
+        row.extend([r.count(o).to_string(), format!("{:.4}", r.rate(o)), format!("{lo:.4}"), format!("{hi:.4}")]);
+    }
+    row.push(r.violations.iter().map(|(k, n)| format!("{k}:{n}")).collect::<Vec<_>>().join(";"));
+    row.extend(Outcome::ALL.iter().filter(|o| o.notable()).map(|o| r.replays.get(o).cloned().unwrap_or_default()));
+    row.push(base.to_string());
+    row
+}
+
+/// Reads a row written by [`csv_row`] back into a tally.
+fn parse_row(header: &[String], fields: &[String], keys: usize) -> Result<(CellResult, String), String> {
+    if fields.len() != header.len() {
+        return Err(format!("{} fields where the header has {}", fields.len(), header.len()));
+    }
+    let field = |name: &str| header.iter().position(|h| h == name).map(|i| fields[i].as_str()).unwrap_or_default();
+    let number = |name: &str| field(name).parse::<u64>().map_err(|_| format!("{name} is not a count"));
+    let mut r = CellResult::new(fields[..keys].to_vec());
+    r.n = number("n")?;
+    for o in Outcome::ALL {
+        r.counts[o.index()] = number(&o.column())?;
+        let replay = field(&format!("replay_{}", o.column()));
+        if !replay.is_empty() {
+            r.replays.insert(o, replay.to_string());
+        }
+    }
+    for part in field("violations").split(';').filter(|p| !p.is_empty()) {
+        let (name, n) = part.rsplit_once(':').ok_or_else(|| format!("violations entry {part:?} is not name:count"))?;
+        r.violations.insert(name.into(), n.parse().map_err(|_| format!("violations entry {part:?}"))?);
+    }
+    Ok((r, field("base").to_string()))
+}
+
+/// One CSV line: fields quoted when they hold a comma, a quote or a line break.
+pub fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|f| if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.clone() })
+        .collect();
+    quoted.join(",")
+}
+
+/// Splits one CSV line written by [`csv_line`].
+pub fn parse_csv_line(line: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            (true, '"') => quoted = false,
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => fields.push(std::mem::take(&mut field)),
+            (_, c) => field.push(c),
+        }
+    }
+    if quoted {
+        return Err("a quoted field is not closed".into());
+    }
+    fields.push(field);
+    Ok(fields)
+}
+
+/// Where rows go as cells finish.
+struct CsvSink {
+    path: PathBuf,
+    file: File,
+    base: String,
+}
+
+impl CsvSink {
+    /// Opens the CSV before any run: a fresh file with its header, or with `resume` an existing
+    /// one whose header must match, read back into tallies.
+    fn open(
+        path: &Path,
+        header: &[String],
+        keys: usize,
+        base: &str,
+        seeds: u64,
+        resume: bool,
+    ) -> Result<(CsvSink, Vec<CellResult>), SimError> {
+        let io = |e: std::io::Error| SimError::Io { path: path.display().to_string(), problem: e.to_string() };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir)
+                .map_err(|e| SimError::Io { path: dir.display().to_string(), problem: e.to_string() })?;
+        }
+        let existing = if resume && path.exists() { Some(fs::read_to_string(path).map_err(io)?) } else { None };
+        let sink = |file| CsvSink { path: path.to_path_buf(), file, base: base.to_string() };
+        let Some(text) = existing.filter(|t| !t.trim().is_empty()) else {
+            let mut file = File::create(path).map_err(io)?;
+            writeln!(file, "{}", csv_line(header)).map_err(io)?;
+            return Ok((sink(file), vec![]));
+        };
+        let rows = read_rows(path, &text, header, keys, base, seeds)?;
+        let file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        // A row cut short by an interrupted write is dropped: its cell runs again.
+        if !text.ends_with('\n') {
+            file.set_len(text.rfind('\n').map_or(0, |i| i + 1) as u64).map_err(io)?;
+        }
+        Ok((sink(file), rows))
+    }
+
+    fn append(&mut self, r: &CellResult) -> Result<(), SimError> {
+        let line = csv_line(&csv_row(r, &self.base));
+        writeln!(self.file, "{line}")
+            .and_then(|_| self.file.flush())
+            .map_err(|e| SimError::Io { path: self.path.display().to_string(), problem: e.to_string() })
+    }
+}
+
+/// The complete rows of an existing CSV, refusing one from another sweep.
+fn read_rows(
+    path: &Path,
+    text: &str,
+    header: &[String],
+    keys: usize,
+    base: &str,
+    seeds: u64,
+) -> Result<Vec<CellResult>, SimError> {
+    let refuse = |problem: String| SimError::Usage(format!("--resume {}: {problem}", path.display()));
+    let mut lines = text.lines();
+    let found = parse_csv_line(lines.next().unwrap_or_default()).map_err(|p| refuse(format!("line 1: {p}")))?;
+    if found != header {
+        return Err(refuse(format!(
+            "its header does not match this sweep (found {:?}, expected {:?}); sweep the same keys or use another file",
+            found.iter().take(keys + 1).collect::<Vec<_>>(),
+            header.iter().take(keys + 1).collect::<Vec<_>>()
+        )));
+    }
+    let complete = if text.ends_with('\n') { text.lines().count() } else { text.lines().count() - 1 };
+    let mut rows = Vec::new();
+    for (no, line) in lines.enumerate().take(complete.saturating_sub(1)) {
+        let fields = parse_csv_line(line).map_err(|p| refuse(format!("line {}: {p}", no + 2)))?;
+        let (row, row_base) = parse_row(header, &fields, keys).map_err(|p| refuse(format!("line {}: {p}", no + 2)))?;
+        if row_base != base {
+            return Err(refuse(format!("line {} is from another scenario ({row_base}); this sweep is {base}", no + 2)));
+        }
+        if row.n != seeds {
+            return Err(refuse(format!("line {} ran {} seeds; this sweep runs {seeds}", no + 2, row.n)));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Fails before any run if `path` cannot be written.
+fn check_writable(path: &Path) -> Result<(), SimError> {
+    let io = |p: &Path, e: std::io::Error| SimError::Io { path: p.display().to_string(), problem: e.to_string() };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    }
+    OpenOptions::new().append(true).create(true).open(path).map(drop).map_err(|e| io(path, e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress
+// ---------------------------------------------------------------------------------------------
+
+/// Cells done, runs per second and time left, on stderr: redrawn in place on a terminal (at
+/// most five times a second), a line every five seconds otherwise.
+struct Progress {
+    enabled: bool,
+    terminal: bool,
+    cells: usize,
+    cells_done: usize,
+    /// Runs of the whole sweep, and finished so far.
+    runs: u64,
+    runs_done: u64,
+    started: WallClock,
+    last_line: Option<WallClock>,
+}
+
+impl Progress {
+    fn new(enabled: bool, cells: usize, seeds: u64) -> Progress {
+        Progress {
+            enabled,
+            terminal: std::io::stderr().is_terminal(),
+            cells,
+            cells_done: 0,
+            runs: cells as u64 * seeds,
+            runs_done: 0,
+            started: WallClock::now(),
+            last_line: None,
+        }
+    }
+
+    fn cell_done(&mut self) {
+        self.cells_done += 1;
+    }
+
+    fn runs_done(&mut self, runs: u64) {
+        self.runs_done = runs;
+        let every = Duration::from_millis(if self.terminal { 200 } else { 5000 });
+        let due = self.last_line.is_none_or(|t| t.elapsed() >= every);
+        if self.enabled && (due || self.cells_done == self.cells) {
+            self.last_line = Some(WallClock::now());
+            let end = if self.terminal { "" } else { "\n" };
+            eprint!("\r{}{end}", self.line());
+        }
+    }
+
+    fn line(&self) -> String {
+        let elapsed = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = self.runs_done as f64 / elapsed;
+        let left = if rate > 0.0 { (self.runs - self.runs_done) as f64 / rate } else { 0.0 };
+        format!(
+            "sweep: {}/{} cells, {:.1} runs/s, {} left   ",
+            self.cells_done,
+            self.cells,
+            rate,
+            format_duration(Duration::from_secs(left.ceil() as u64))
+        )
+    }
+
+    fn finish(&self) {
+        if self.enabled && self.terminal && self.last_line.is_some() {
+            eprintln!();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sweep
+// ---------------------------------------------------------------------------------------------
+
+/// How to run a sweep.
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    /// Seeds `0..seeds` per cell.
+    pub seeds: u64,
+    /// Worker threads; 0 for the machine's available parallelism.
+    pub jobs: usize,
+    pub csv: Option<PathBuf>,
+    /// Skip the cells already in `csv` (which must come from the same sweep).
+    pub resume: bool,
+    /// Write an SVG plot here.
+    pub plot: Option<PathBuf>,
+    /// The loss-free rate a cell needs to count as safe (1.0: every seed).
+    pub threshold: f64,
+    /// How replay commands start (`mcpsim`, `cargo run -p mcpsim --`).
+    pub program: String,
+    /// Show progress on stderr.
+    pub progress: bool,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            seeds: 20,
+            jobs: 0,
+            csv: None,
+            resume: false,
+            plot: None,
+            threshold: 1.0,
+            program: "mcpsim".into(),
+            progress: true,
+        }
+    }
+}
+
+/// The measured boundary along one key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// The smallest grid value from which on every cell is safe, as shown.
+    pub value: String,
+    pub x: f64,
+    pub loss_free: u64,
+    pub n: u64,
+    pub interval: (f64, f64),
+    /// Every cell of the line is safe: the real boundary is at or below the grid's start.
+    pub whole_line: bool,
+}
+
+/// Predicted and measured boundary along one key (with the other key fixed, in a 2-key sweep).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Boundary {
+    /// The other key's value, in a 2-key sweep.
+    pub fixed: Option<(&'static str, String)>,
+    pub along: &'static str,
+    pub predicted: Option<Prediction>,
+    /// Why there is no prediction, when there is none.
+    pub unpredicted: Option<String>,
+    /// `None` when even the largest value is not safe.
+    pub measured: Option<Measured>,
+    /// `measured − predicted` in grid steps (positive: the simulator needs more than predicted).
+    pub steps_apart: Option<f64>,
+}
+
+/// Everything a sweep found.
+#[derive(Clone, Debug)]
+pub struct SweepReport {
+    pub client: String,
+    pub server: String,
+    pub scenario: String,
+    pub seeds: u64,
+    pub threshold: f64,
+    pub varies: Vec<Vary>,
+    /// In grid order, resumed cells included.
+    pub cells: Vec<CellResult>,
+    /// How many cells were read back from the CSV instead of run.
+    pub resumed: usize,
+    /// Which vary the boundaries run along (the other is fixed per line).
+    pub along: usize,
+    pub boundaries: Vec<Boundary>,
+}
+
+/// Validates, runs and reports a sweep. Nothing runs until keys, values, the CSV (and its header
+/// on `--resume`) and the plot path have been checked.
+pub fn sweep(
+    base: &Scenario,
+    vary_specs: &[String],
+    opts: &SweepOptions,
+    runner: &RunFn,
+) -> Result<SweepReport, SimError> {
+    if opts.seeds == 0 {
+        return Err(SimError::Usage("a sweep needs at least one seed per cell".into()));
+    }
+    if !(0.0..=1.0).contains(&opts.threshold) {
+        return Err(SimError::Usage(format!("the threshold {} is not a rate in [0, 1]", opts.threshold)));
+    }
+    if opts.resume && opts.csv.is_none() {
+        return Err(SimError::Usage("--resume needs --csv: the file to resume".into()));
+    }
+    let varies = vary_specs.iter().map(|s| parse_vary(s)).collect::<Result<Vec<_>, _>>()?;
+    let grid = build_grid(base, varies)?;
+    if let Some(plot) = &opts.plot {
+        check_writable(plot)?;
+    }
+    let header = csv_header(&grid.varies);
+    let keys = grid.varies.len();
+    let base_args = base.cli_args();
+    let (mut sink, existing) = match &opts.csv {
+        Some(path) => {
+            let (sink, rows) = CsvSink::open(path, &header, keys, &base_args, opts.seeds, opts.resume)?;
+            (Some(sink), rows)
+        }
+        None => (None, vec![]),
+    };
+    let mut results: Vec<Option<CellResult>> = vec![None; grid.cells.len()];
+    for row in existing {
+        if let Some(i) = grid.cells.iter().position(|c| c.values == row.values) {
+            results[i].get_or_insert(row);
+        }
+    }
+    let resumed = results.iter().flatten().count();
+    let todo: Vec<usize> = (0..grid.cells.len()).filter(|i| results[*i].is_none()).collect();
+    let cells: Vec<&Cell> = todo.iter().map(|i| &grid.cells[*i]).collect();
+    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
+    let progress = std::cell::RefCell::new(Progress::new(opts.progress, cells.len(), opts.seeds));
+    let on_done = |i: usize, result: CellResult| {
+        if let Some(sink) = sink.as_mut() {
+            sink.append(&result)?;
+        }
+        progress.borrow_mut().cell_done();
+        results[todo[i]] = Some(result);
+        Ok(())
+    };
+    let outcome = run_cells(&cells, opts.seeds, jobs, runner, &opts.program, on_done, |runs| {
+        progress.borrow_mut().runs_done(runs)
+    });
+    let progress = progress.into_inner();
+    progress.finish();
+    outcome?;
+    let cells: Vec<CellResult> = results.into_iter().map(|r| r.expect("every cell ran or was resumed")).collect();
+    let mut report = SweepReport {
+        client: base.client.name.clone(),
+        server: base.server.name.clone(),
+        scenario: base.name.clone(),
+        seeds: opts.seeds,
+        threshold: opts.threshold,
+        along: along_axis(&grid.varies),
+        varies: grid.varies,
+        cells,
+        resumed,
+        boundaries: vec![],
+    };
+    report.boundaries = boundaries(base, &report);
+    if let Some(plot) = &opts.plot {
+        crate::plot::plot_sweep(&report, plot)?;
+    }
+    Ok(report)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Boundaries
+// ---------------------------------------------------------------------------------------------
+
+/// The vary boundaries run along: the last one advise predicts, else the last one.
+fn along_axis(varies: &[Vary]) -> usize {
+    let predicted = |v: &Vary| advise::PREDICTED_KEYS.contains(&v.key);
+    varies.iter().rposition(predicted).unwrap_or(varies.len() - 1)
+}
+
+/// One boundary line per value of the fixed key (one line in all for a 1-key sweep).
+fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
+    let along = report.along;
+    let fixed = (report.varies.len() == 2).then(|| 1 - along);
+    let fixed_values: Vec<Option<&String>> = match fixed {
+        Some(f) => report.varies[f].values.iter().map(Some).collect(),
+        None => vec![None],
+    };
+    fixed_values
+        .into_iter()
+        .map(|value| {
+            let line: Vec<&CellResult> =
+                report.cells.iter().filter(|c| fixed.zip(value).is_none_or(|(f, v)| &c.values[f] == v)).collect();
+            let mut scenario = base.clone();
+            let fixed_pair = fixed.zip(value).map(|(f, v)| (report.varies[f].key, v.clone()));
+            if let Some((key, v)) = &fixed_pair {
+                // The value was validated with this base when the grid was built.
+                let _ = scenario.apply_overrides(&[(key.to_string(), v.clone())]);
+            }
+            let vary = &report.varies[along];
+            let (predicted, unpredicted) = match advise::predict(&scenario, vary.key) {
+                Some(Ok(p)) => (Some(p), None),
+                Some(Err(why)) => (None, Some(why)),
+                None => (None, Some(format!("advise predicts {} only", advise::PREDICTED_KEYS.join(", ")))),
+            };
+            let measured = measure(&line, along, report.threshold);
+            let steps_apart =
+                predicted.as_ref().zip(measured.as_ref()).and_then(|(p, m)| steps_between(vary, p.minimal, m.x));
+            Boundary { fixed: fixed_pair, along: vary.key, predicted, unpredicted, measured, steps_apart }
+        })
+        .collect()
+}
+
+/// Whether a cell's loss-free rate reaches the threshold.
+fn safe(cell: &CellResult, threshold: f64) -> bool {
+    cell.n > 0 && cell.rate(Outcome::LossFree) >= threshold - 1e-12
+}
+
+/// The smallest value of the line from which on every cell is safe (values must be numeric).
+pub fn measure(line: &[&CellResult], along: usize, threshold: f64) -> Option<Measured> {
+    let mut points: Vec<(f64, &CellResult)> =
+        line.iter().map(|c| numeric(&c.values[along]).map(|x| (x, *c))).collect::<Option<Vec<_>>>()?;
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let first_safe = points.iter().rposition(|(_, c)| !safe(c, threshold)).map_or(0, |i| i + 1);
+    let (x, cell) = points.get(first_safe)?;
+    Some(Measured {
+        value: cell.values[along].clone(),
+        x: *x,
+        loss_free: cell.count(Outcome::LossFree),
+        n: cell.n,
+        interval: cell.interval(Outcome::LossFree),
+        whole_line: first_safe == 0,
+    })
+}
+
+/// `to − from` in grid steps: by the range's step, or by positions in a list.
+fn steps_between(vary: &Vary, from: f64, to: f64) -> Option<f64> {
+    if let Some(step) = vary.step.filter(|s| *s > 0.0) {
+        return Some((to - from) / step);
+    }
+    let xs: Vec<f64> = vary.values.iter().map(|v| numeric(v)).collect::<Option<Vec<_>>>()?;
+    let position = |x: f64| xs.iter().filter(|v| **v < x - 1e-9).count() as f64;
+    Some(position(to) - position(from))
+}
+
+/// The report as text: one line per cell, then the boundaries.
+pub fn render_report(report: &SweepReport) -> String {
+    let mut out = format!(
+        "sweep: {} × {} × {}, {} seeds per cell{}\n",
+        report.client,
+        report.server,
+        report.scenario,
+        report.seeds,
+        if report.resumed > 0 { format!(" ({} cells resumed from the CSV)", report.resumed) } else { String::new() }
+    );
+    let keys: Vec<&str> = report.varies.iter().map(|v| v.key).collect();
+    out.push_str(&format!(
+        "{:<30} {:>22} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
+        keys.join(" × "),
+        "loss-free [95% CI]",
+        "silent",
+        "gap",
+        "unres.",
+        "dup",
+        "failed"
+    ));
+    for c in &report.cells {
+        let (lo, hi) = c.interval(Outcome::LossFree);
+        let count = |o| format!("{}", c.count(o));
+        out.push_str(&format!(
+            "{:<30} {:>22} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
+            c.values.join(" × "),
+            format!("{:.2} [{lo:.2}, {hi:.2}]", c.rate(Outcome::LossFree)),
+            count(Outcome::SilentLoss),
+            count(Outcome::GapReported),
+            count(Outcome::Unresolved),
+            count(Outcome::DuplicateExecution),
+            count(Outcome::CallFailed),
+        ));
+    }
+    for b in &report.boundaries {
+        out.push_str(&render_boundary(b, report.threshold));
+    }
+    out
+}
+
+fn render_boundary(b: &Boundary, threshold: f64) -> String {
+    let at = b.fixed.as_ref().map(|(k, v)| format!(" at {k}={v}")).unwrap_or_default();
+    let predicted = match &b.predicted {
+        Some(p) => format!(
+            "> {} (safe from {})",
+            advise::show_value(b.along, p.exceed),
+            advise::show_value(b.along, p.minimal)
+        ),
+        None => format!("none ({})", b.unpredicted.as_deref().unwrap_or("no prediction")),
+    };
+    let measured = match &b.measured {
+        Some(m) => format!(
+            "{}{} (loss-free {}/{}, 95% CI [{:.3}, {:.3}], threshold {threshold})",
+            if m.whole_line { "≤ " } else { "" },
+            m.value,
+            m.loss_free,
+            m.n,
+            m.interval.0,
+            m.interval.1
+        ),
+        None => "not reached in this grid".into(),
+    };
+    let apart = b.steps_apart.map(|s| format!("; measured − predicted = {s:+.2} grid steps")).unwrap_or_default();
+    format!("boundary of {}{at}: predicted {predicted}; measured {measured}{apart}\n", b.along)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpsim_model::ids::{CallKey, EventId, SessionId};
+    use mcpsim_model::time::Instant;
+    use mcpsim_model::trace::{Actor, Step};
+
+    fn trace_of(kinds: Vec<StepKind>) -> Trace {
+        let mut t = Trace::new(0, serde_json::json!({}));
+        for (i, kind) in kinds.into_iter().enumerate() {
+            t.steps.push(Step { seq: i as u64, t: i as u64, actor: Actor::App, client: None, kind });
+        }
+        t
+    }
+
+    fn replayed() -> StepKind {
+        StepKind::Resume {
+            session: SessionId::from("s"),
+            last_event_id: EventId::from("1-5"),
+            stream: None,
+            outcome: ResumeOutcome::Replayed { replayed: 3 },
+        }
+    }
+
+    fn gap() -> StepKind {
+        StepKind::AppGap {
+            session: SessionId::from("s"),
+            call: Some(CallKey(0)),
+            after: None,
+            head: EventId::from("1-9"),
+        }
+    }
+
+    fn violation(invariant: &'static str) -> Violation {
+        Violation { invariant, at: Instant(0), subject: "call0".into(), detail: String::new() }
+    }
+
+    fn outcomes(class: &RunClass) -> Vec<&'static str> {
+        class.outcomes.iter().map(|o| o.name()).collect()
+    }
+
+    #[test]
+    fn runs_are_classified_by_what_the_application_saw() {
+        assert_eq!(outcomes(&classify(&trace_of(vec![replayed()]), &[])), ["clean-resume", "loss-free"]);
+        assert_eq!(outcomes(&classify(&trace_of(vec![replayed(), gap()]), &[])), ["gap-reported"]);
+        assert_eq!(outcomes(&classify(&trace_of(vec![]), &[])), ["loss-free"], "no break at all is loss-free");
+        let silent = classify(&trace_of(vec![replayed()]), &[violation(SILENT_LOSS)]);
+        assert_eq!(outcomes(&silent), ["silent-loss"]);
+        let several = classify(
+            &trace_of(vec![gap(), StepKind::AppError { call: CallKey(0), error: "x".into() }]),
+            &[violation(DUPLICATE_EXECUTION), violation(UNRESOLVED), violation("no-orphaned-session")],
+        );
+        assert_eq!(outcomes(&several), ["duplicate-execution", "unresolved", "call-failed", "other-violation"]);
+        assert_eq!(
+            several.violations.iter().copied().collect::<Vec<_>>(),
+            [UNRESOLVED, DUPLICATE_EXECUTION, "no-orphaned-session"]
+        );
+        let lost = classify(&trace_of(vec![StepKind::AppSessionLost { session: SessionId::from("s") }]), &[]);
+        assert_eq!(outcomes(&lost), ["session-lost"]);
+    }
+
+    #[test]
+    fn ranges_of_durations_and_numbers_expand_inclusively() {
+        let v = parse_vary("server.retention_window=30s..2m:30s").unwrap();
+        assert_eq!(
+            (v.key, v.values.clone(), v.step),
+            ("server.retention_window", vec!["30s".into(), "1m".into(), "90s".into(), "2m".into()], Some(30.0))
+        );
+        let v = parse_vary("server.retention=50..400:25").unwrap();
+        assert_eq!((v.values.len(), v.values[1].as_str(), v.values[14].as_str()), (15, "75", "400"));
+        let v = parse_vary("tool.jitter=0.1..0.3:0.1").unwrap();
+        assert_eq!(v.values, ["0.1", "0.2", "0.3"]);
+        let v = parse_vary("server.retention=50..60:25").unwrap();
+        assert_eq!(v.values, ["50"], "the end is included only when a step lands on it");
+        let v = parse_vary("server.unhonourable=410, silent-head").unwrap();
+        assert_eq!((v.values, v.step), (vec!["410".to_string(), "silent-head".into()], None));
+    }
+
+    #[test]
+    fn bad_grid_specs_name_the_problem() {
+        let problem = |spec: &str| parse_vary(spec).unwrap_err().to_string();
+        assert!(matches!(parse_vary("server.retentoin=1,2"), Err(SimError::UnknownKey { .. })));
+        assert!(
+            problem("server.retention=400..50:25").contains("reversed"),
+            "{}",
+            problem("server.retention=400..50:25")
+        );
+        assert!(problem("server.retention=50..400:0").contains("step is zero"));
+        assert!(problem("server.retention_window=30s..2m:0s").contains("step is zero"));
+        assert!(problem("server.retention=").contains("no values"));
+        assert!(problem("server.retention=1,,2").contains("empty value"));
+        assert!(problem("server.retention=a..b:1").contains("neither a number nor a duration"));
+        assert!(problem("server.retention=0..1000000:1").contains("more than 10000 values"));
+        assert!(matches!(parse_vary("server.retention"), Err(SimError::Usage(_))));
+    }
+
+    /// The second incident, with a jitter-free client so that advise predicts 242 events.
+    fn chatty() -> Scenario {
+        let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        s.client.reconnect.jitter = 0.0;
+        s
+    }
+
+    fn grid(specs: &[&str]) -> Result<Grid, SimError> {
+        build_grid(&chatty(), specs.iter().map(|s| parse_vary(s).unwrap()).collect())
+    }
+
+    #[test]
+    fn every_value_is_checked_by_its_key_before_anything_runs() {
+        let err = grid(&["client.backoff_factor=2,0"]).unwrap_err();
+        assert!(matches!(&err, SimError::BadValue { value, .. } if value == "0"), "{err}");
+        let err = grid(&["server.retention=100,unlimited"]).unwrap_err().to_string();
+        assert!(err.contains("unlimited"), "{err}");
+        let err = grid(&["lb.idle_timeout=60s,1m"]).unwrap_err().to_string();
+        assert!(err.contains("same value"), "{err}");
+        assert!(matches!(grid(&["server.retention=1", "server.retention=2"]), Err(SimError::Usage(_))));
+        assert!(matches!(
+            grid(&["server.retention=1", "tool.jitter=0", "lb.idle_timeout=1s"]),
+            Err(SimError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn cells_are_the_product_with_values_as_shown_and_recorded_as_overrides() {
+        let g = grid(&["lb.idle_timeout=300s,none", "server.retention=10,20"]).unwrap();
+        let values: Vec<String> = g.cells.iter().map(|c| c.values.join(" ")).collect();
+        assert_eq!(values, ["5m 10", "5m 20", "none 10", "none 20"]);
+        let last = &g.cells[3].scenario;
+        assert_eq!((last.lb.idle_timeout, last.server.retention.max_events), (None, Some(20)));
+        assert!(
+            last.cli_args().ends_with("--set lb.idle_timeout=none --set server.retention=20"),
+            "{}",
+            last.cli_args()
+        );
+    }
+
+    /// A fake simulator: a retention of at least 242 events resumes cleanly; below, the
+    /// reference server reports a gap and the silent-head server loses events silently, except
+    /// for odd seeds at 240 and 241, which get lucky.
+    fn fake(calls: &AtomicU64) -> impl Fn(&Scenario, u64) -> Result<RunOutcome, SimError> + Sync + '_ {
+        move |s: &Scenario, seed: u64| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let r = s.server.retention.max_events.unwrap_or(u32::MAX);
+            let lucky = (240..242).contains(&r) && seed % 2 == 1;
+            let (steps, violations) = if r >= 242 || lucky {
+                (vec![replayed()], vec![])
+            } else if s.server.name == "silent-head" {
+                (vec![replayed()], vec![violation(SILENT_LOSS)])
+            } else {
+                (vec![gap()], vec![])
+            };
+            Ok(RunOutcome { trace: trace_of(steps), violations })
+        }
+    }
+
+    fn options(dir: &Path, seeds: u64, jobs: usize) -> SweepOptions {
+        SweepOptions { seeds, jobs, csv: Some(dir.join("out.csv")), progress: false, ..SweepOptions::default() }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcpsim-sweep-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_sweep_counts_outcomes_and_finds_the_boundary_advise_predicts() {
+        let dir = temp_dir("boundary");
+        let calls = AtomicU64::new(0);
+        let specs = vec!["server.retention=200..260:10".to_string()];
+        let report = sweep(&chatty(), &specs, &options(&dir, 10, 3), &fake(&calls)).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 70);
+        let values: Vec<&str> = report.cells.iter().map(|c| c.values[0].as_str()).collect();
+        assert_eq!(values, ["200", "210", "220", "230", "240", "250", "260"]);
+        let at240 = &report.cells[4];
+        assert_eq!((at240.count(Outcome::LossFree), at240.count(Outcome::GapReported), at240.n), (5, 5, 10));
+        assert_eq!(at240.interval(Outcome::LossFree), wilson(5, 10));
+        assert!(at240.replays[&Outcome::GapReported].ends_with("--set server.retention=240 --seed 0"));
+        let b = &report.boundaries[0];
+        assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(242.0));
+        let m = b.measured.as_ref().unwrap();
+        assert_eq!((m.value.as_str(), m.loss_free, m.n, m.whole_line), ("250", 10, 10, false));
+        assert!((b.steps_apart.unwrap() - 0.8).abs() < 1e-9, "{:?}", b.steps_apart);
+        let text = render_report(&report);
+        assert!(text.contains("predicted > 241.01 (safe from 242); measured 250 (loss-free 10/10"), "{text}");
+        assert!(text.contains("+0.80 grid steps"), "{text}");
+        // A lower threshold accepts 240, where half the seeds are loss-free.
+        let lenient = SweepOptions { threshold: 0.5, csv: None, ..options(&dir, 10, 3) };
+        let report = sweep(&chatty(), &specs, &lenient, &fake(&calls)).unwrap();
+        assert_eq!(report.boundaries[0].measured.as_ref().map(|m| m.value.as_str()), Some("240"));
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_number_of_workers() {
+        let dir = temp_dir("jobs");
+        let calls = AtomicU64::new(0);
+        let specs = vec!["server.retention=230..250:5".to_string(), "server.unhonourable=410,silent-head".to_string()];
+        let mut base = chatty();
+        base.server.name = "silent-head".into();
+        let one = sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 1) }, &fake(&calls)).unwrap();
+        let four = sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 4) }, &fake(&calls)).unwrap();
+        assert_eq!(one.cells, four.cells);
+        assert_eq!(one.boundaries, four.boundaries);
+        assert_eq!(one.cells[0].count(Outcome::SilentLoss), 6);
+        assert_eq!(one.along, 0, "boundaries run along the predicted key");
+        assert_eq!(one.boundaries.len(), 2);
+    }
+
+    #[test]
+    fn the_csv_holds_a_row_per_cell_and_resume_runs_only_the_missing_cells() {
+        let dir = temp_dir("resume");
+        let calls = AtomicU64::new(0);
+        let opts = options(&dir, 4, 2);
+        sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
+        let text = fs::read_to_string(dir.join("out.csv")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[0].starts_with("server.retention,n,clean_resume,clean_resume_rate,clean_resume_lo,clean_resume_hi,")
+        );
+        assert!(lines[0].ends_with(",replay_other_violation,base"));
+        let row200 = lines.iter().find(|l| l.starts_with("200,")).unwrap();
+        assert!(row200.starts_with("200,4,0,0.0000,0.0000,0.4899,4,1.0000,"), "{row200}");
+        calls.store(0, Ordering::SeqCst);
+        let resumed = SweepOptions { resume: true, ..opts.clone() };
+        let report = sweep(&chatty(), &["server.retention=200,250,300".to_string()], &resumed, &fake(&calls)).unwrap();
+        assert_eq!((calls.load(Ordering::SeqCst), report.resumed), (4, 2), "only the new cell runs");
+        assert_eq!(fs::read_to_string(dir.join("out.csv")).unwrap().lines().count(), 4);
+        assert_eq!(report.cells[0].count(Outcome::GapReported), 4, "resumed tallies are read back");
+        assert!(report.cells[0].replays[&Outcome::GapReported].contains("--seed 0"));
+    }
+
+    #[test]
+    fn resume_refuses_a_csv_from_another_sweep_before_running_anything() {
+        let dir = temp_dir("refuse");
+        let calls = AtomicU64::new(0);
+        let opts = options(&dir, 4, 2);
+        sweep(&chatty(), &["server.retention=200".to_string()], &opts, &fake(&calls)).unwrap();
+        calls.store(0, Ordering::SeqCst);
+        let resumed = SweepOptions { resume: true, ..opts.clone() };
+        let err = sweep(&chatty(), &["server.retention_window=1m".to_string()], &resumed, &fake(&calls)).unwrap_err();
+        assert!(err.to_string().contains("header does not match"), "{err}");
+        let err = sweep(
+            &chatty(),
+            &["server.retention=300".to_string()],
+            &SweepOptions { seeds: 5, ..resumed.clone() },
+            &fake(&calls),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("ran 4 seeds; this sweep runs 5"), "{err}");
+        let other = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
+        let err = sweep(&other, &["server.retention=300".to_string()], &resumed, &fake(&calls)).unwrap_err();
+        assert!(err.to_string().contains("another scenario"), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_row_cut_short_is_dropped_and_its_cell_runs_again() {
+        let dir = temp_dir("cut");
+        let calls = AtomicU64::new(0);
+        let opts = options(&dir, 2, 1);
+        sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
+        let path = dir.join("out.csv");
+        let text = fs::read_to_string(&path).unwrap();
+        fs::write(&path, &text[..text.len() - 10]).unwrap();
+        calls.store(0, Ordering::SeqCst);
+        let report = sweep(
+            &chatty(),
+            &["server.retention=200,250".to_string()],
+            &SweepOptions { resume: true, ..opts },
+            &fake(&calls),
+        )
+        .unwrap();
+        assert_eq!((calls.load(Ordering::SeqCst), report.resumed), (2, 1));
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.lines().all(
+            |l| parse_csv_line(l).unwrap().len() == csv_header(&[parse_vary("server.retention=1").unwrap()]).len()
+        ));
+    }
+
+    #[test]
+    fn bad_options_and_unwritable_paths_fail_before_any_run() {
+        let calls = AtomicU64::new(0);
+        let dir = temp_dir("paths");
+        let blocker = dir.join("file");
+        fs::write(&blocker, "x").unwrap();
+        let specs = vec!["server.retention=200".to_string()];
+        let under_file = SweepOptions { csv: Some(blocker.join("out.csv")), ..options(&dir, 2, 1) };
+        assert!(matches!(sweep(&chatty(), &specs, &under_file, &fake(&calls)), Err(SimError::Io { .. })));
+        let plot = SweepOptions { plot: Some(blocker.join("p.svg")), ..options(&dir, 2, 1) };
+        assert!(matches!(sweep(&chatty(), &specs, &plot, &fake(&calls)), Err(SimError::Io { .. })));
+        assert!(matches!(
+            sweep(&chatty(), &specs, &SweepOptions { seeds: 0, ..options(&dir, 2, 1) }, &fake(&calls)),
+            Err(SimError::Usage(_))
+        ));
+        let no_csv = SweepOptions { csv: None, resume: true, ..options(&dir, 2, 1) };
+        assert!(matches!(sweep(&chatty(), &specs, &no_csv, &fake(&calls)), Err(SimError::Usage(_))));
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_failing_run_stops_the_sweep_with_its_replay_command_and_keeps_finished_rows() {
+        let dir = temp_dir("fail");
+        let runner = |s: &Scenario, seed: u64| {
+            if s.server.retention.max_events == Some(250) && seed == 1 {
+                Err(SimError::Runtime("boom".into()))
+            } else {
+                Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![] })
+            }
+        };
+        let err =
+            sweep(&chatty(), &["server.retention=200,250".to_string()], &options(&dir, 3, 1), &runner).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("boom") && text.contains("--set server.retention=250 --seed 1"), "{text}");
+        let csv = fs::read_to_string(dir.join("out.csv")).unwrap();
+        assert!(csv.lines().nth(1).is_some_and(|l| l.starts_with("200,3,")), "{csv}");
+    }
+
+    #[test]
+    fn csv_fields_with_commas_and_quotes_round_trip() {
+        let fields: Vec<String> = ["a", "1m..2m,3m..4m", "say \"hi\"", ""].iter().map(|s| s.to_string()).collect();
+        let line = csv_line(&fields);
+        assert_eq!(line, "a,\"1m..2m,3m..4m\",\"say \"\"hi\"\"\",");
+        assert_eq!(parse_csv_line(&line).unwrap(), fields);
+        assert!(parse_csv_line("\"open").is_err());
+    }
+
+    /// Real runs: the boundary advise predicts for rmcp against the reference server (events
+    /// every second, a 4-minute partition, rmcp back 15 s after it heals) is where the simulator
+    /// puts it: 254 events lose the stream, 255 keep it whole.
+    #[test]
+    fn the_simulator_agrees_with_the_predicted_boundary() {
+        let base = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
+        let opts = SweepOptions { seeds: 2, jobs: 2, progress: false, ..SweepOptions::default() };
+        let report = sweep(&base, &["server.retention=254,255".to_string()], &opts, &crate::runner::run).unwrap();
+        let b = &report.boundaries[0];
+        assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(255.0));
+        assert_eq!(report.cells[0].count(Outcome::LossFree), 0, "{}", render_report(&report));
+        assert_eq!(b.measured.as_ref().map(|m| (m.value.as_str(), m.loss_free)), Some(("255", 2)));
+    }
+
+    #[test]
+    fn the_measured_boundary_needs_every_larger_value_safe() {
+        let cell = |v: &str, free: u64| {
+            let mut c = CellResult::new(vec![v.to_string()]);
+            for i in 0..4 {
+                let outcomes = if i < free { [Outcome::LossFree].into() } else { [Outcome::GapReported].into() };
+                c.add(&RunClass { outcomes, violations: BTreeSet::new() }, || "r".into());
+            }
+            c
+        };
+        let cells = [cell("30s", 4), cell("1m", 2), cell("90s", 4), cell("2m", 4)];
+        let line: Vec<&CellResult> = cells.iter().collect();
+        assert_eq!(measure(&line, 0, 1.0).map(|m| m.value), Some("90s".to_string()));
+        assert_eq!(measure(&line, 0, 0.5).map(|m| (m.value, m.whole_line)), Some(("30s".to_string(), true)));
+        let unsafe_end = [cell("1m", 4), cell("2m", 3)];
+        assert_eq!(measure(&unsafe_end.iter().collect::<Vec<_>>(), 0, 1.0), None);
+        let words = [cell("none", 4)];
+        assert_eq!(measure(&words.iter().collect::<Vec<_>>(), 0, 1.0), None);
+    }
+}

@@ -1,0 +1,26 @@
+//! The checked-in compatibility table must be what the code produces today.
+
+use mcpsim::matrix::{run_matrix, seeds_in, table_in, to_markdown, MatrixSpec};
+
+const DOC: &str = include_str!("../docs/compatibility.md");
+
+#[test]
+fn the_checked_in_compatibility_table_matches_the_code() {
+    let seeds = seeds_in(DOC).expect("docs/compatibility.md names the seeds it was generated with");
+    let checked_in = table_in(DOC).expect("docs/compatibility.md has the generated table between its markers");
+    let results = run_matrix(&MatrixSpec::everything(seeds), false).expect("every matrix cell runs");
+    let now = to_markdown(&results);
+    if now.trim() != checked_in {
+        let first_difference = now
+            .trim()
+            .lines()
+            .zip(checked_in.lines())
+            .find(|(a, b)| a != b)
+            .map(|(now, was)| format!("\n  checked in: {was}\n  now:        {now}"))
+            .unwrap_or_else(|| "\n  (the tables differ in length)".to_string());
+        panic!(
+            "docs/compatibility.md no longer matches what the code produces:{first_difference}\n\
+             regenerate it with: cargo run --release -p mcpsim -- matrix --seeds {seeds} --doc docs/compatibility.md"
+        );
+    }
+}
