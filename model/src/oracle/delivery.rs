@@ -83,7 +83,7 @@ fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
 /// never stored no-cross-session-delivery's.
 fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
     let log = EventLog::new(trace);
-    let mut highest: BTreeMap<(&SessionId, StreamNo), u32> = BTreeMap::new();
+    let mut highest: BTreeMap<(&SessionId, u32, StreamNo), u32> = BTreeMap::new();
     let mut seen: BTreeSet<(&SessionId, &EventId)> = BTreeSet::new();
     let mut violations = Vec::new();
     for d in deliveries(trace) {
@@ -92,7 +92,7 @@ fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
         if !seen.insert((d.session, id)) {
             continue;
         }
-        let top = highest.entry((d.session, event.stream)).or_insert(event.seq);
+        let top = highest.entry((d.session, event.epoch, event.stream)).or_insert(event.seq);
         if event.seq < *top {
             violations.push(Violation {
                 invariant: IN_ORDER_DELIVERY.name,
@@ -207,6 +207,31 @@ mod tests {
             ("in-order-delivery", Instant(2_002), "session A stream1 event 1-2")
         );
         assert_eq!(v[0].detail, "seq 2 was handed to the application after seq 3");
+    }
+
+    #[test]
+    fn stream_numbers_restart_with_a_new_server_process() {
+        // A session-less server keeps one (empty) session name across a restart; its streams
+        // are numbered again from 1, so order is judged per server process.
+        let none = sid("");
+        let stored_as = |id: &str, seq: u32| {
+            let mut kind = stored(&none, 1, seq, Some(0), Some(progress(0, seq)));
+            if let StepKind::EventStored { id: stored_id, .. } = &mut kind {
+                *stored_id = EventId::from(id);
+            }
+            kind
+        };
+        let trace = TraceBuilder::new()
+            .at(1_000)
+            .server(StepKind::ServerStart { epoch: 0 })
+            .server(stored_as("0.1-5", 5))
+            .app(app_event(&none, EventId::from("0.1-5"), Some(0)))
+            .at(2_000)
+            .server(StepKind::ServerStart { epoch: 1 })
+            .server(stored_as("1.1-1", 1))
+            .app(app_event(&none, EventId::from("1.1-1"), Some(0)))
+            .build();
+        assert_eq!(out_of_order_deliveries(&trace), vec![]);
     }
 
     #[test]

@@ -119,6 +119,9 @@ struct StoredEvent<'a> {
     id: &'a EventId,
     call: Option<CallKey>,
     message: Option<&'a ServerMessage>,
+    /// The server process incarnation that stored it: stream numbers restart with a new process
+    /// (which matters where a session outlives one, as with a session-less server).
+    epoch: u32,
 }
 
 /// Every stored event, by `(session, id)`.
@@ -129,7 +132,11 @@ struct EventLog<'a> {
 impl<'a> EventLog<'a> {
     fn new(trace: &'a Trace) -> Self {
         let mut by_session: BTreeMap<&SessionId, BTreeMap<&EventId, StoredEvent<'a>>> = BTreeMap::new();
+        let mut epoch = 0;
         for (order, step) in trace.steps.iter().enumerate() {
+            if let StepKind::ServerStart { epoch: e } = &step.kind {
+                epoch = *e;
+            }
             if let StepKind::EventStored { session, stream, seq, id, call, message } = &step.kind {
                 let event = StoredEvent {
                     at: step.at(),
@@ -140,6 +147,7 @@ impl<'a> EventLog<'a> {
                     id,
                     call: *call,
                     message: message.as_ref(),
+                    epoch,
                 };
                 // Ids are unique per session; should a server store one twice, the first counts.
                 by_session.entry(session).or_default().entry(id).or_insert(event);
