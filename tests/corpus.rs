@@ -1,4 +1,4 @@
-//! The corpus: every `traces/*.jsonl` is a counterexample worth keeping (both incidents among
+//! The corpus: every `traces/**/*.jsonl` is a counterexample worth keeping (both incidents among
 //! them), named by invariant, profiles and a short hash. Each must still parse, re-run byte for
 //! byte, and break what its footer says it breaks.
 
@@ -12,16 +12,25 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
 }
 
-/// The corpus files, sorted by name.
+/// The corpus files, sorted by path: `traces/` and its sub-directories (`traces/matrix/` holds
+/// the traces behind the broken cells of `docs/compatibility.md`), but not `traces/found/`, where
+/// `mcpsim explore` writes what a user found locally.
 fn corpus() -> Vec<PathBuf> {
-    let dir = corpus_dir();
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let mut files: Vec<PathBuf> = entries
-        .map(|e| e.expect("a readable directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
+    let mut files = Vec::new();
+    collect(&corpus_dir(), &mut files);
     files.sort();
     files
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for path in entries.map(|e| e.expect("a readable directory entry").path()) {
+        if path.is_dir() && path.file_name().is_some_and(|n| n != "found") {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|x| x == "jsonl") {
+            files.push(path);
+        }
+    }
 }
 
 fn file_name(path: &Path) -> String {
