@@ -25,15 +25,19 @@ fn orphaned_sessions(trace: &Trace) -> Vec<Violation> {
     sorted(violations)
 }
 
-/// Rule a: a tool result stored in a session and never handed over, while the application was
-/// not told the call failed or may not have run. A call still unresolved in a session its client
-/// holds at the end is not orphaned (it may be in flight; every-call-resolves judges it).
+/// Rule a: a tool result stored in a session the server still holds when the run ends, never
+/// handed over, while the application was not told the call failed or may not have run. A
+/// session the server lost (restart, expiry, delete) holds nothing any more. A call still
+/// unresolved in a session its client holds at the end is not orphaned (it may be in flight;
+/// every-call-resolves judges it).
 fn orphaned_results(trace: &Trace) -> Vec<Violation> {
     let log = EventLog::new(trace);
     let ledger = CallLedger::new(trace);
     let delivered = delivered_set(trace);
     let end = final_state(trace);
     let held_at_end = |session: &SessionId| end.as_ref().is_some_and(|e| e.held(session));
+    // Without a RunEnd step (a trace cut short) every session counts as still held.
+    let server_holds = |session: &SessionId| end.as_ref().is_none_or(|e| e.server_sessions.contains(session));
     log.events()
         .filter_map(|e| match e.message {
             Some(ServerMessage::ToolResult { call, .. }) => Some((e, *call)),
@@ -41,7 +45,10 @@ fn orphaned_results(trace: &Trace) -> Vec<Violation> {
         })
         .filter(|(e, call)| {
             let still_listening = !ledger.resolved(*call) && held_at_end(e.session);
-            !delivered.contains(&(e.session, e.id)) && !ledger.told_failure(*call) && !still_listening
+            server_holds(e.session)
+                && !delivered.contains(&(e.session, e.id))
+                && !ledger.told_failure(*call)
+                && !still_listening
         })
         .map(|(e, call)| Violation {
             invariant: NO_ORPHANED_SESSION.name,
@@ -173,6 +180,16 @@ mod tests {
         assert_eq!(orphaned_results(&base().app(app_result(0, &a, Some(ev(1, 1)))).build()), vec![]);
         assert_eq!(orphaned_results(&base().app(app_unknown(0)).build()), vec![]);
         assert_eq!(orphaned_results(&base().app(app_error(0)).build()), vec![]);
+        // Judged at the end of the run: a session the server still holds keeps the result ...
+        let held = base().app(app_result(0, &sid("B"), None)).at(4_000).run(run_end(Some(&sid("B")), &[&a, &sid("B")]));
+        assert_eq!(orphaned_results(&held.build()).len(), 1);
+        // ... one the server lost (a restart, an expiry) holds nothing any more.
+        let lost = base()
+            .server(session_ended(&a))
+            .app(app_result(0, &sid("B"), None))
+            .at(4_000)
+            .run(run_end(Some(&sid("B")), &[&sid("B")]));
+        assert_eq!(orphaned_results(&lost.build()), vec![]);
     }
 
     #[test]
