@@ -290,10 +290,17 @@ impl Need {
     /// The smallest whole value (events or seconds) strictly above the bound.
     pub fn minimal(&self) -> Option<f64> {
         match self {
-            Need::Above(x) => Some(x.floor() + 1.0),
+            Need::Above(x) => Some(smallest_whole_above(*x)),
             _ => None,
         }
     }
+}
+
+/// The smallest whole number strictly above `x`. The bounds are sums and products of decimal
+/// seconds, so a bound that is a whole number in exact arithmetic can come out a hair below it
+/// (100 × 2.02 s = 201.99999999999997): `x` is first rounded to a millionth.
+fn smallest_whole_above(x: f64) -> f64 {
+    ((x * 1e6).round() / 1e6).floor() + 1.0
 }
 
 /// One way the stream breaks, and what surviving it takes.
@@ -591,11 +598,11 @@ fn show_n(x: f64) -> String {
 fn describe_need(need: &Need, unit: &str) -> String {
     match (need, unit) {
         (Need::Above(x), "events") => {
-            let minimal = x.floor() + 1.0;
+            let minimal = smallest_whole_above(*x);
             let noun = if minimal == 1.0 { "event" } else { "events" };
             format!("> {} → at least {} {noun} per stream", show_n(*x), show_n(minimal))
         }
-        (Need::Above(x), _) => format!("> {} → at least {}", show_s(*x), show_s(x.floor() + 1.0)),
+        (Need::Above(x), _) => format!("> {} → at least {}", show_s(*x), show_s(smallest_whole_above(*x))),
         (Need::NotNeeded(why), _) => format!("any ({why})"),
         (Need::Impossible(why), _) => format!("none works ({why})"),
     }
@@ -843,7 +850,7 @@ pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, Stri
         _ => advice.idle_ttl,
     };
     Some(match need {
-        Need::Above(exceed) => Ok(Prediction { key, exceed, minimal: exceed.floor() + 1.0 }),
+        Need::Above(exceed) => Ok(Prediction { key, exceed, minimal: smallest_whole_above(exceed) }),
         other => Err(describe_need(&other, "")),
     })
 }
@@ -855,6 +862,126 @@ pub fn show_value(key: &str, x: f64) -> String {
     } else {
         show_s(x)
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The longest outage a server's retention survives
+// ---------------------------------------------------------------------------------------------
+
+/// What ends the range of outages a client survives against a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutageLimit {
+    /// The client gives up (its attempts are spent before the network heals): no retention helps.
+    Attempts,
+    /// The count bound `server.retention` no longer holds the events of the absence.
+    Retention,
+    /// The time window `server.retention_window` no longer reaches back to the last event seen.
+    Window,
+    /// The session's idle TTL runs out before the resume arrives.
+    IdleTtl,
+    /// Nothing: every outage scanned is survived.
+    Unbounded,
+}
+
+impl OutageLimit {
+    pub fn name(self) -> &'static str {
+        match self {
+            OutageLimit::Attempts => "attempts",
+            OutageLimit::Retention => "retention",
+            OutageLimit::Window => "window",
+            OutageLimit::IdleTtl => "idle TTL",
+            OutageLimit::Unbounded => "none",
+        }
+    }
+}
+
+/// The longest outage survived, and what ends it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LongestOutage {
+    /// On the scan's grid; `None` when not even an outage of zero (a bare reset) is survived.
+    pub outage: Option<Duration>,
+    /// What fails the next outage of the grid; `Unbounded` when the scan ran out first.
+    pub limit: OutageLimit,
+    /// The advice at the first outage that fails, for its arithmetic.
+    pub failing: Option<Advice>,
+}
+
+/// The longest network outage the scenario's client survives without loss against the scenario's
+/// server as configured — its count bound, time window and idle TTL — at `input`'s event rate.
+///
+/// Outages `0, step, 2·step, …` up to `until` go through [`advise`] in order, and the first one
+/// a setting cannot cover ends the scan. That is sound because every need grows with the outage:
+/// the client is away until the first attempt at or after the outage's end, a time that only
+/// moves later as the outage grows, and a longer outage only spends more attempts.
+pub fn longest_outage(scenario: &Scenario, input: &AdviseInput, step: Duration, until: Duration) -> LongestOutage {
+    let step = step.max(Duration::from_millis(1));
+    let mut survived = None;
+    let mut outage = Duration::ZERO;
+    while outage <= until {
+        let advice = advise(scenario, &AdviseInput { max_outage: Some(outage), ..input.clone() });
+        if let Some(limit) = first_unmet(scenario, &advice) {
+            return LongestOutage { outage: survived, limit, failing: Some(advice) };
+        }
+        survived = Some(outage);
+        outage += step;
+    }
+    LongestOutage { outage: survived, limit: OutageLimit::Unbounded, failing: None }
+}
+
+/// The first of the server's settings the advice's needs exceed, if any.
+fn first_unmet(scenario: &Scenario, advice: &Advice) -> Option<OutageLimit> {
+    // Only a client that gives up (or never gets back) makes the count bound impossible.
+    if matches!(advice.retention, Need::Impossible(_)) {
+        return Some(OutageLimit::Attempts);
+    }
+    let server = &scenario.server;
+    let falls_short = |need: &Need, have: Option<f64>| match (need, have) {
+        (_, None) | (Need::NotNeeded(_), _) => false,
+        (Need::Impossible(_), Some(_)) => true,
+        (Need::Above(x), Some(have)) => have <= *x,
+    };
+    [
+        (OutageLimit::Retention, &advice.retention, server.retention.max_events.map(f64::from)),
+        (OutageLimit::Window, &advice.window, server.retention.window.map(secs)),
+        (OutageLimit::IdleTtl, &advice.idle_ttl, server.idle_ttl.map(secs)),
+    ]
+    .into_iter()
+    .find(|(_, need, have)| falls_short(need, *have))
+    .map(|(limit, _, _)| limit)
+}
+
+/// The answer in one paragraph: the longest outage, what bounds it, and the need that fails.
+pub fn render_longest(scenario: &Scenario, input: &AdviseInput, longest: &LongestOutage) -> String {
+    let server = &scenario.server;
+    let mut out = format!(
+        "longest outage survived: client {} against server {} (server.retention={}, server.retention_window={}, \
+         server.idle_ttl={}) at {}/s\n",
+        scenario.client.name,
+        server.name,
+        server.retention.max_events.map_or("unbounded".into(), |n| n.to_string()),
+        server.retention.window.map_or("none".into(), format_duration),
+        server.idle_ttl.map_or("none".into(), format_duration),
+        show_n(input.event_rate),
+    );
+    let answer = match longest.outage {
+        Some(d) if longest.limit == OutageLimit::Unbounded => {
+            format!("at least {}: every outage up to the scan's end is survived", format_duration(d))
+        }
+        Some(d) => format!("{} (bounded by {})", show_s(secs(d)), longest.limit.name()),
+        None => format!("none, not even a bare reset (bounded by {})", longest.limit.name()),
+    };
+    let _ = writeln!(out, "  {answer}");
+    if let Some(advice) = &longest.failing {
+        let outage = advice.input.max_outage.map_or("none".into(), |d| show_s(secs(d)));
+        let why = match (longest.limit, &advice.retention) {
+            (OutageLimit::Attempts, Need::Impossible(why)) => why.clone(),
+            (OutageLimit::Window, _) => format!("needs server.retention_window {}", describe_need(&advice.window, "s")),
+            (OutageLimit::IdleTtl, _) => format!("needs server.idle_ttl {}", describe_need(&advice.idle_ttl, "s")),
+            (_, need) => format!("needs server.retention {}", describe_need(need, "events")),
+        };
+        let _ = writeln!(out, "  an outage of {outage}: {why}");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -1121,6 +1248,99 @@ mod tests {
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
         assert!(text.contains("server.retention=253: loss-free 0/2"), "{text}");
         assert!(text.contains("server.retention_window=257s: loss-free 2/2"), "{text}");
+    }
+
+    /// A cell of the SDK table: the client's profile against `server` holding `retention` events
+    /// per stream, at `rate` events a second; outages scanned in 100 ms steps up to 10 minutes.
+    fn longest(client: &str, server: &str, retention: &str, rate: f64) -> LongestOutage {
+        let mut s = Scenario::build("chatty-tool", client, server).unwrap();
+        s.apply_overrides(&[("server.retention".into(), retention.into())]).unwrap();
+        let input = AdviseInput { event_rate: rate, ..AdviseInput::from_scenario(&s) };
+        longest_outage(&s, &input, Duration::from_millis(100), Duration::from_secs(600))
+    }
+
+    fn ms(n: u64) -> Option<Duration> {
+        Some(Duration::from_millis(n))
+    }
+
+    #[test]
+    fn two_attempts_bound_the_sdk_clients_when_the_buffer_is_ample() {
+        // TypeScript tries at 1 s and 2.5 s, Python at 1 s and 2 s, then both give up.
+        let ts = longest("ts-sdk", "reference", "16", 1.0);
+        assert_eq!((ts.outage, ts.limit), (ms(2500), OutageLimit::Attempts));
+        let py = longest("py-sdk", "reference", "unbounded", 100.0);
+        assert_eq!((py.outage, py.limit), (ms(2000), OutageLimit::Attempts));
+        let failing = py.failing.expect("the first outage that fails");
+        assert_eq!(failing.input.max_outage, ms(2100));
+    }
+
+    #[test]
+    fn the_count_bound_ends_the_range_when_events_come_fast() {
+        // Past 1 s the TypeScript client is away until 2.5 s: 10 × (0.1 + 2.5 + 0.01) = 26.1 > 16.
+        let ts = longest("ts-sdk", "reference", "16", 10.0);
+        assert_eq!((ts.outage, ts.limit), (ms(1000), OutageLimit::Retention));
+        // At 100/s even a bare reset costs Python's 1 s delay: 100 × (0.01 + 1 + 0.01) = 102 > 16.
+        let py = longest("py-sdk", "reference", "16", 100.0);
+        assert_eq!((py.outage, py.limit), (None, OutageLimit::Retention));
+        // rmcp tries at once, so a bare reset costs nothing; any outage waits for the 2 s attempt.
+        let rmcp = longest("rmcp", "reference", "16", 100.0);
+        assert_eq!((rmcp.outage, rmcp.limit), (ms(0), OutageLimit::Retention));
+    }
+
+    #[test]
+    fn without_a_bound_on_attempts_or_events_every_outage_scanned_is_survived() {
+        let rmcp = longest("rmcp", "reference", "unbounded", 1.0);
+        assert_eq!((rmcp.outage, rmcp.limit, rmcp.failing), (ms(600_000), OutageLimit::Unbounded, None));
+        // The reference client's 20 attempts reach 481 s in full, but with jitter 0.2 they can
+        // all come by 0.8 × 481 s = 384.8 s: the worst case gives up on anything longer.
+        let reference = longest("reference", "reference", "unbounded", 1.0);
+        assert_eq!((reference.outage, reference.limit), (ms(384_800), OutageLimit::Attempts));
+    }
+
+    #[test]
+    fn an_idle_ttl_that_runs_while_away_bounds_an_unlimited_client() {
+        // The TypeScript server keeps everything but counts its 30-minute TTL while no request
+        // is open; rmcp's attempts at 0, 2, 6, … s reach 1 710 s, then 2 010 s: past 1 710 s the
+        // resume arrives after the session has expired.
+        let rmcp = longest("rmcp", "ts-sdk", "unbounded", 1.0);
+        assert_eq!(rmcp.limit, OutageLimit::Unbounded, "the scan stops at 10 minutes");
+        let mut s = Scenario::build("chatty-tool", "rmcp", "ts-sdk").unwrap();
+        let input = AdviseInput::from_scenario(&s);
+        let found = longest_outage(&s, &input, Duration::from_secs(1), Duration::from_secs(3600));
+        assert_eq!((found.outage, found.limit), (Some(Duration::from_secs(1710)), OutageLimit::IdleTtl));
+        let away = found.failing.as_ref().and_then(|a| a.cases.last()).and_then(|c| c.away).unwrap();
+        assert!(away.as_secs_f64() + 0.01 >= 1800.0, "{away:?}");
+        s.apply_overrides(&[("server.retention_window".into(), "2m".into())]).unwrap();
+        let windowed = longest_outage(&s, &input, Duration::from_secs(1), Duration::from_secs(3600));
+        assert_eq!(windowed.limit, OutageLimit::Window);
+        let text = render_longest(&s, &input, &windowed);
+        assert!(text.contains("(bounded by window)") && text.contains("needs server.retention_window >"), "{text}");
+    }
+
+    #[test]
+    fn the_longest_outage_reads_as_one_answer_and_the_need_that_fails() {
+        let mut s = Scenario::build("chatty-tool", "ts-sdk", "reference").unwrap();
+        s.apply_overrides(&[("server.retention".into(), "16".into())]).unwrap();
+        let input = AdviseInput { event_rate: 10.0, ..AdviseInput::from_scenario(&s) };
+        let found = longest_outage(&s, &input, Duration::from_millis(100), Duration::from_secs(600));
+        let text = render_longest(&s, &input, &found);
+        assert!(text.contains("  1s (bounded by retention)"), "{text}");
+        assert!(text.contains("an outage of 1.1s: needs server.retention > 26.1 → at least 27 events"), "{text}");
+        let input = AdviseInput { event_rate: 1.0, ..input };
+        let found = longest_outage(&s, &input, Duration::from_millis(100), Duration::from_secs(600));
+        let text = render_longest(&s, &input, &found);
+        assert!(text.contains("2.5s (bounded by attempts)") && text.contains("the client gives up after 2"), "{text}");
+    }
+
+    #[test]
+    fn a_bound_that_is_a_whole_number_needs_the_next_one_despite_float_rounding() {
+        // 100 events/s over 2.02 s is 202 events in exact arithmetic, 201.99999999999997 in f64.
+        let x = 100.0 * (0.01 + 2.0 + 0.01);
+        assert!(x < 202.0);
+        assert_eq!(Need::Above(x).minimal(), Some(203.0));
+        assert_eq!(describe_need(&Need::Above(x), "events"), "> 202 → at least 203 events per stream");
+        assert_eq!(Need::Above(242.01).minimal(), Some(243.0));
+        assert_eq!(Need::Above(0.0).minimal(), Some(1.0));
     }
 
     #[test]

@@ -195,6 +195,10 @@ enum Command {
         /// The longest outage to survive (e.g. 4m).
         #[arg(long)]
         max_outage: Option<String>,
+        /// Ask the other way round: the longest outage this retention (events per stream, or
+        /// unbounded) survives, with the scenario's other server settings.
+        #[arg(long, value_name = "N")]
+        retention: Option<String>,
         /// Run the simulator just below and just above the answer.
         #[arg(long)]
         verify: bool,
@@ -252,14 +256,14 @@ fn main() -> ExitCode {
             };
             cli::cmd_sweep(&target.args(), &vary, &opts)
         }
-        Command::Advise { target, lb_idle, event_rate, max_outage, verify, seeds } => {
+        Command::Advise { target, lb_idle, event_rate, max_outage, retention, verify, seeds } => {
             let args = ScenarioArgs {
                 client: target.client,
                 server: target.server,
                 scenario: target.scenario,
                 sets: target.sets,
             };
-            cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], verify, seeds)
+            cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
         }
         Command::Profiles => cli::cmd_profiles(),
         Command::Bench { runs } => cli::cmd_bench(runs),
