@@ -1325,7 +1325,7 @@ mod tests {
         let found = longest_outage(&s, &input, Duration::from_millis(100), Duration::from_secs(600));
         let text = render_longest(&s, &input, &found);
         assert!(text.contains("  1s (bounded by retention)"), "{text}");
-        assert!(text.contains("an outage of 1.1s: needs server.retention > 26.1 → at least 27 events"), "{text}");
+        assert!(text.contains("an outage of 1.1s: needs server.retention > 25.1 → at least 26 events"), "{text}");
         let input = AdviseInput { event_rate: 1.0, ..input };
         let found = longest_outage(&s, &input, Duration::from_millis(100), Duration::from_secs(600));
         let text = render_longest(&s, &input, &found);
