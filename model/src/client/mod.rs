@@ -807,7 +807,7 @@ impl Client {
                         if let Some(stream) = self.stream_mut(owner) {
                             stream.last_event_id = Some(head.clone());
                         }
-                        self.schedule_reconnect(now, &ended, Some(head));
+                        self.resume_at_once(owner, head);
                     }
                     NextAction::Stop => self.stop_stream(owner, ERR_SESSION_CLOSED),
                 }
@@ -1017,6 +1017,18 @@ impl Client {
             stream.reconnect_at = Some(now + delay);
             stream.reconnect_with = last;
         }
+    }
+
+    /// Resumes right away from `head`: the server just answered, so there is no outage to wait
+    /// out, and every second spent waiting lets a bounded buffer evict the head it named.
+    fn resume_at_once(&mut self, owner: Owner, head: EventId) {
+        if !self.spend_attempt(owner) {
+            return self.give_up(owner);
+        }
+        if let Some(stream) = self.stream_mut(owner) {
+            stream.reconnect_with = Some(head);
+        }
+        self.reconnect(owner);
     }
 
     /// Counts one more attempt for `owner`'s stream; false when none is left.
