@@ -145,21 +145,9 @@ pub fn client(name: &str) -> Option<ClientPolicy> {
         "stateless-2026" => ClientPolicy {
             name: name.into(),
             close_handling: CloseHandling::ReissueWithNewId,
-            persistence: Persistence::Volatile,
-            reconnect: ReconnectPolicy {
-                initial: secs(1),
-                factor: 2.0,
-                max: secs(30),
-                max_attempts: Some(5),
-                counter_reset: CounterReset::OnSuccessfulReconnect,
-                retry_field: RetryField::Ignore,
-                first_immediate: false,
-                jitter: 0.2,
-            },
-            request_timeout: None,
-            open_standalone_stream: false,
-            send_idempotency_keys: false,
             sessions: false,
+            // Otherwise the naive client's values: in-memory state, bounded re-issues.
+            ..client("naive").expect("the naive profile exists")
         },
         _ => return None,
     };

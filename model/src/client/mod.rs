@@ -373,6 +373,13 @@ impl Client {
     /// No session to resume: restored calls cannot be re-attached. An idempotent one is sent
     /// again after initializing; a non-idempotent one may have run, and must not run twice.
     fn restart_without_session(&mut self) {
+        self.settle_sent_calls(UNKNOWN_RESTARTED);
+        self.begin_initialize();
+    }
+
+    /// Every call already sent: an idempotent one is marked to be sent again, a non-idempotent
+    /// one is reported as unknown outcome with `reason` (it may have run; it must not run twice).
+    fn settle_sent_calls(&mut self, reason: &str) {
         for key in self.keys_in_issue_order() {
             let Some(call) = self.calls.get(&key) else { continue };
             if call.request.is_none() {
@@ -381,10 +388,9 @@ impl Client {
             if call.idempotent {
                 self.mark_for_resend(key);
             } else {
-                self.resolve_unknown(key, UNKNOWN_RESTARTED.to_string());
+                self.resolve_unknown(key, reason.to_string());
             }
         }
-        self.begin_initialize();
     }
 
     /// The application calls a tool.
@@ -983,17 +989,7 @@ impl Client {
             self.record(StepKind::AppSessionLost { session });
         }
         self.drop_session();
-        for key in self.keys_in_issue_order() {
-            let Some(call) = self.calls.get(&key) else { continue };
-            if call.request.is_none() {
-                continue;
-            }
-            if call.idempotent {
-                self.mark_for_resend(key);
-            } else {
-                self.resolve_unknown(key, UNKNOWN_SESSION_LOST.to_string());
-            }
-        }
+        self.settle_sent_calls(UNKNOWN_SESSION_LOST);
         self.begin_initialize();
     }
 
