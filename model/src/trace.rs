@@ -30,15 +30,23 @@ pub struct Header {
     pub scenario: serde_json::Value,
 }
 
-/// The last line of a trace.
+/// The last line of a trace. In the file it also carries `digest`, the FNV-1a 64 of the step
+/// lines (each with its newline) in hex: computed when the trace is written and checked when it
+/// is read, so a run that is never written never pays for serializing its steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Footer {
     /// Names of the invariants the run violated, with what broke them.
     pub verdict: Vec<ViolationRecord>,
     /// Number of step lines.
     pub steps: u64,
-    /// FNV-1a 64 of the step lines (each with its newline), in hex.
-    pub digest: String,
+}
+
+/// The footer as written: the footer and the digest of the step lines before it.
+#[derive(Serialize, Deserialize)]
+struct FooterLine {
+    verdict: Vec<ViolationRecord>,
+    steps: u64,
+    digest: String,
 }
 
 /// A violation as written into the footer.
@@ -416,20 +424,23 @@ impl Trace {
 
     /// Seals the trace with its verdict.
     pub fn finish(&mut self, verdict: Vec<ViolationRecord>) {
-        let (digest, steps) = self.digest();
-        self.footer = Some(Footer { verdict, steps, digest });
+        self.footer = Some(Footer { verdict, steps: self.steps.len() as u64 });
     }
 
-    /// The JSON Lines text.
+    /// The JSON Lines text; the footer line gets the digest of the step lines written before it.
     pub fn to_jsonl(&self) -> String {
         let mut out = serde_json::to_string(&self.header).expect("header is plain data");
         out.push('\n');
+        let mut digest = FNV_OFFSET;
         for s in &self.steps {
+            let start = out.len();
             out.push_str(&step_line(s));
             out.push('\n');
+            digest = fnv1a(digest, &out.as_bytes()[start..]);
         }
         if let Some(f) = &self.footer {
-            out.push_str(&serde_json::to_string(f).expect("footer is plain data"));
+            let line = FooterLine { verdict: f.verdict.clone(), steps: f.steps, digest: format!("{digest:016x}") };
+            out.push_str(&serde_json::to_string(&line).expect("footer is plain data"));
             out.push('\n');
         }
         out
@@ -450,7 +461,7 @@ impl Trace {
         let Some(((last_no, last), body)) = rest.split_last() else {
             return Err(TraceError::NoFooter);
         };
-        let footer: Footer = match serde_json::from_str(last) {
+        let footer: FooterLine = match serde_json::from_str(last) {
             Ok(f) => f,
             Err(_) if serde_json::from_str::<Step>(last).is_ok() => return Err(TraceError::NoFooter),
             Err(e) => return Err(TraceError::BadLine { line: last_no + 1, problem: e.to_string() }),
@@ -469,7 +480,7 @@ impl Trace {
         if digest != footer.digest {
             return Err(TraceError::Digest { expected: footer.digest, found: digest });
         }
-        Ok(Trace { footer: Some(footer), ..trace })
+        Ok(Trace { footer: Some(Footer { verdict: footer.verdict, steps: footer.steps }), ..trace })
     }
 
     /// The steps of the application's view, in order.
