@@ -520,17 +520,7 @@ fn resume_label(kind: &StepKind) -> String {
         return timeline::describe(kind);
     };
     let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
-    let what = match outcome {
-        ResumeOutcome::Replayed { replayed } => format!("replayed {replayed}"),
-        ResumeOutcome::Rejected { status, head } => {
-            format!("rejected {status}{}", head.as_ref().map(|h| format!(" head={h}")).unwrap_or_default())
-        }
-        ResumeOutcome::SilentHead { skipped } => format!("SILENT head, skipped {skipped}"),
-        ResumeOutcome::FromOldest { skipped, replayed } => {
-            format!("replayed {replayed} from the oldest, SILENTLY skipped {skipped}")
-        }
-        ResumeOutcome::Empty { open } => format!("empty 200, {}", if *open { "left open" } else { "closed" }),
-    };
+    let what = timeline::describe_resume(outcome);
     format!("resume {session}{on} Last-Event-ID={last_event_id}: {what}")
 }
 

@@ -104,18 +104,7 @@ pub fn describe(kind: &StepKind) -> String {
         },
         Resume { session, last_event_id, stream, outcome } => {
             let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
-            let what = match outcome {
-                ResumeOutcome::Replayed { replayed } => format!("replayed {replayed} event(s)"),
-                ResumeOutcome::Rejected { status, head } => {
-                    format!("rejected {status}{}", head.as_ref().map(|h| format!(" head={h}")).unwrap_or_default())
-                }
-                ResumeOutcome::SilentHead { skipped } => format!("SILENTLY resumed at head, skipping {skipped}"),
-                ResumeOutcome::FromOldest { skipped, replayed } => {
-                    format!("replayed {replayed} from the oldest, silently skipping {skipped}")
-                }
-                ResumeOutcome::Empty { open } => format!("empty 200, {}", if *open { "left open" } else { "closed" }),
-            };
-            format!("resume{on} of {session} after {last_event_id}: {what}")
+            format!("resume{on} of {session} after {last_event_id}: {}", describe_resume(outcome))
         }
         Rejected { conn, status, session } => {
             format!(
@@ -155,6 +144,21 @@ pub fn describe(kind: &StepKind) -> String {
             let live: Vec<String> = server_sessions.iter().map(|s| s.to_string()).collect();
             format!("run ends: {clients}; server sessions [{}]", live.join(", "))
         }
+    }
+}
+
+/// What a server did with a `Last-Event-ID`: `replayed 3`, `SILENT head, skipped 140`, ….
+pub fn describe_resume(outcome: &ResumeOutcome) -> String {
+    match outcome {
+        ResumeOutcome::Replayed { replayed } => format!("replayed {replayed}"),
+        ResumeOutcome::Rejected { status, head } => {
+            format!("rejected {status}{}", head.as_ref().map(|h| format!(" head={h}")).unwrap_or_default())
+        }
+        ResumeOutcome::SilentHead { skipped } => format!("SILENT head, skipped {skipped}"),
+        ResumeOutcome::FromOldest { skipped, replayed } => {
+            format!("replayed {replayed} from the oldest, SILENTLY skipped {skipped}")
+        }
+        ResumeOutcome::Empty { open } => format!("empty 200, {}", if *open { "left open" } else { "closed" }),
     }
 }
 
