@@ -134,7 +134,6 @@ fn run_cell(scenario: &Scenario, seeds: u64, runs: &AtomicU64) -> Result<CellRes
         let outcome = run(scenario, seed)?;
         runs.fetch_add(1, Ordering::Relaxed);
         let mut names: Vec<&str> = outcome.violations.iter().map(|v| v.invariant).collect();
-        names.dedup();
         names.sort_unstable();
         names.dedup();
         for n in &names {
