@@ -1,16 +1,22 @@
 //! Determinism: one seed, one trace. Every scenario family runs each seed twice *at once*, on two
 //! threads (`mcpsim run --check-determinism`), and the two traces must agree step for step — so
 //! neither a process-wide random source nor state shared between runs can creep in unnoticed.
+//! And a run on a thread that already ran other seeds (and a run that panicked) must give the
+//! bytes of a run on a brand-new thread: runs reuse their thread (see `mcpsim::worker`).
 //!
-//! `MCPSIM_SEEDS=N` sweeps N seeds per family instead of 200; `MCPSIM_SEED=K` only seed K.
+//! `MCPSIM_SEEDS=N` sweeps N seeds per family instead of 200 (30 for the thread comparison);
+//! `MCPSIM_SEED=K` only seed K.
 
 mod common;
 
 use mcpsim::cli::run_twice_at_once;
+use mcpsim::runner::{run, run_on_fresh_thread};
 use mcpsim::scenario::SCENARIO_NAMES;
+use mcpsim::worker::on_calling_thread;
 use mcpsim::Scenario;
 
 const DEFAULT_SEEDS: u64 = 200;
+const DEFAULT_THREAD_SEEDS: u64 = 30;
 
 #[test]
 fn every_family_is_deterministic_when_a_seed_runs_twice_at_once() {
@@ -24,6 +30,45 @@ fn every_family_is_deterministic_when_a_seed_runs_twice_at_once() {
             if let Some(diff) = difference {
                 panic!("{name}, seed {seed}: two runs at once differ: {diff}\nreplay: {replay} --check-determinism");
             }
+        }
+    }
+}
+
+/// Every family, plus restarts of both processes (a restart kills a madsim node, the one place
+/// where madsim walks a hash map of its own on the way).
+fn families_with_restarts() -> Vec<Scenario> {
+    let mut all: Vec<Scenario> =
+        SCENARIO_NAMES.iter().map(|name| Scenario::build(name, "reference", "reference").expect("builds")).collect();
+    let mut restarts = Scenario::build("long-tool", "naive", "reference").expect("builds");
+    let faults = [("fault.client_restart", "90s"), ("fault.server_restart", "3m"), ("fault.reset", "20s")];
+    restarts.apply_overrides(&faults.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid overrides");
+    all.push(restarts);
+    all
+}
+
+#[test]
+fn a_thread_that_ran_other_seeds_gives_the_bytes_of_a_fresh_thread() {
+    let seeds = common::seeds(DEFAULT_THREAD_SEEDS);
+    let scenarios = families_with_restarts();
+    // This thread's first runtime (the one madsim seeds std's hasher for) runs another seed, and
+    // one run panics (madsim finds every task blocked) before the runs compared.
+    run(&scenarios[0], 1_000_003).expect("a warm-up run");
+    let panicked = on_calling_thread(|| {
+        madsim::runtime::Runtime::with_seed_and_config(7, madsim::Config::default())
+            .block_on(std::future::pending::<()>())
+    });
+    assert!(panicked.expect("runs on this thread").is_err(), "a runtime whose tasks all block forever panics");
+    for scenario in &scenarios {
+        // Backwards, so each seed follows the others on this thread.
+        for &seed in seeds.iter().rev() {
+            let replay = common::replay(scenario, seed);
+            let reused = run(scenario, seed).unwrap_or_else(|e| panic!("{e}\nreplay: {replay}"));
+            let fresh = run_on_fresh_thread(scenario, seed).unwrap_or_else(|e| panic!("{e}\nreplay: {replay}"));
+            assert!(
+                reused.trace.to_jsonl() == fresh.trace.to_jsonl(),
+                "{}, seed {seed}: a reused thread and a fresh one give different traces\nreplay: {replay}",
+                scenario.name
+            );
         }
     }
 }

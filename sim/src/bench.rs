@@ -4,6 +4,7 @@
 use crate::error::SimError;
 use crate::runner::run;
 use crate::scenario::Scenario;
+use crate::worker::on_calling_thread;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as WallClock};
 
@@ -21,9 +22,9 @@ impl BenchLine {
     }
 }
 
-/// An empty runtime with three idle nodes, each on a fresh thread as real runs are.
+/// An empty runtime with three idle nodes, on the calling thread as real runs are.
 fn empty_runtime(seed: u64) -> Result<(), SimError> {
-    std::thread::spawn(move || {
+    let idle = move || {
         let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         for i in 1..=3u8 {
             rt.create_node()
@@ -33,9 +34,12 @@ fn empty_runtime(seed: u64) -> Result<(), SimError> {
                 .build();
         }
         rt.block_on(async { madsim::time::sleep(Duration::from_millis(1)).await });
-    })
-    .join()
-    .map_err(|_| SimError::Runtime("the empty runtime panicked".into()))
+    };
+    match on_calling_thread(idle) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(SimError::Runtime("the empty runtime panicked".into())),
+        Err(e) => Err(SimError::Runtime(format!("cannot start the empty runtime: {e}"))),
+    }
 }
 
 fn measure(what: &str, runs: u64, mut one: impl FnMut(u64) -> Result<(), SimError>) -> Result<BenchLine, SimError> {

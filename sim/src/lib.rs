@@ -2,7 +2,7 @@
 //! traces and the command line.
 //!
 //! - [`scenario`]: scenario families, profiles and the settable keys; [`faults`]: the fault plan.
-//! - [`runner::run`]: one seeded simulation on a fresh thread, returning its trace and verdict.
+//! - [`runner::run`]: one seeded simulation on the calling thread, returning its trace and verdict.
 //! - [`search`]: proptest strategies (swarm testing) and shrinking.
 //! - [`cli`]: the commands of the `mcpsim` binary; [`timeline`]: traces as readable text.
 
@@ -24,6 +24,7 @@ pub mod search;
 pub mod stats;
 pub mod sweep;
 pub mod timeline;
+pub mod worker;
 
 pub use error::SimError;
 pub use runner::{run, RunOutcome};

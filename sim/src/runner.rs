@@ -1,11 +1,10 @@
 //! One run: a scenario and a seed in, a judged trace out.
 //!
-//! The run happens on a fresh OS thread (madsim seeds std's `HashMap` hasher and intercepts
-//! `getrandom` only for the first runtime on a thread), on a madsim runtime seeded with the run's
-//! seed. Its main task starts the nodes (server, load balancer, one per logical client), carries
-//! out the fault plan, opens the liveness phase when the faults heal, and stops the run once every
-//! call resolved, every delete was made and no tool runs (plus a settle period), or at the
-//! scenario's time limit.
+//! The run happens on the calling thread (see [`crate::worker`] for why that gives the bytes a
+//! fresh thread would), on a madsim runtime seeded with the run's seed. Its main task starts the
+//! nodes (server, load balancer, one per logical client), carries out the fault plan, opens the
+//! liveness phase when the faults heal, and stops the run once every call resolved, every delete
+//! was made and no tool runs (plus a settle period), or at the scenario's time limit.
 
 use crate::actors::injector::{self, Link};
 use crate::actors::{self, client_node, World, LB_NODE, SERVER_NODE};
@@ -14,6 +13,7 @@ use crate::logging;
 use crate::net::{client_ip, LB_IP, SERVER_IP};
 use crate::recorder::{lock, Recorder, SharedSteps};
 use crate::scenario::Scenario;
+use crate::worker;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
@@ -41,6 +41,24 @@ pub struct RunOutcome {
 /// A panic inside the simulation (a machine's bug, madsim finding that every task blocks
 /// forever) comes back as `SimError::Runtime`, never as a panic of the caller.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
+    run_on(Thread::Calling, scenario, seed)
+}
+
+/// [`run`] on a brand-new OS thread: slower, and byte for byte the same (`tests/determinism.rs`).
+pub fn run_on_fresh_thread(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
+    run_on(Thread::Fresh, scenario, seed)
+}
+
+/// Which thread a run happens on.
+#[derive(Clone, Copy, Debug)]
+enum Thread {
+    /// The calling thread.
+    Calling,
+    /// A new thread for this run only.
+    Fresh,
+}
+
+fn run_on(thread: Thread, scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
     if let Some(problem) = scenario.clients_problem() {
         return Err(SimError::Usage(problem));
     }
@@ -48,7 +66,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let steps = SharedSteps::default();
     let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
-    on_fresh_thread(seed, &steps, move || simulate(for_thread, seed, steps_for_thread))?;
+    simulate_on(thread, seed, &steps, move || simulate(for_thread, seed, steps_for_thread))?;
     let mut trace = Trace::new(seed, serde_json::json!({ "scenario": scenario_json }));
     trace.steps = std::mem::take(&mut *lock(&steps));
     let violations = check_all(&trace);
@@ -56,14 +74,20 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
     Ok(RunOutcome { trace, violations })
 }
 
-/// Runs `simulation` on a new thread; its panic becomes an error naming the seed and how far the
-/// run got (the steps recorded so far).
-fn on_fresh_thread(seed: u64, steps: &SharedSteps, simulation: impl FnOnce() + Send + 'static) -> Result<(), SimError> {
-    std::thread::Builder::new()
-        .name(format!("mcpsim-seed-{seed}"))
-        .spawn(simulation)
-        .map_err(|e| SimError::Runtime(format!("cannot start the simulation thread: {e}")))?
-        .join()
+/// Runs `simulation` on `thread`; its panic becomes an error naming the seed and how far the run
+/// got (the steps recorded so far).
+fn simulate_on(
+    thread: Thread,
+    seed: u64,
+    steps: &SharedSteps,
+    simulation: impl FnOnce() + Send + 'static,
+) -> Result<(), SimError> {
+    let finished = match thread {
+        Thread::Calling => worker::on_calling_thread(simulation),
+        Thread::Fresh => worker::on_fresh_thread(simulation),
+    };
+    finished
+        .map_err(|e| SimError::Runtime(format!("cannot start the simulation: {e}")))?
         .map_err(|panic| SimError::Runtime(describe_panic(seed, panic.as_ref(), steps)))
 }
 
@@ -230,13 +254,15 @@ mod tests {
     #[test]
     fn a_simulation_that_panics_is_an_error_not_a_crash() {
         let steps = SharedSteps::default();
-        let err = on_fresh_thread(42, &steps, || {
-            Runtime::with_seed_and_config(42, madsim::Config::default()).block_on(std::future::pending::<()>())
-        })
-        .unwrap_err();
-        let SimError::Runtime(message) = err else { panic!("not a runtime error: {err}") };
-        assert!(message.contains("seed 42") && message.contains("block forever"), "{message}");
-        assert!(message.contains("after 0 steps"), "{message}");
+        for thread in [Thread::Calling, Thread::Fresh] {
+            let err = simulate_on(thread, 42, &steps, || {
+                Runtime::with_seed_and_config(42, madsim::Config::default()).block_on(std::future::pending::<()>())
+            })
+            .unwrap_err();
+            let SimError::Runtime(message) = err else { panic!("not a runtime error: {err}") };
+            assert!(message.contains("seed 42") && message.contains("block forever"), "{thread:?}: {message}");
+            assert!(message.contains("after 0 steps"), "{thread:?}: {message}");
+        }
     }
 
     #[test]
