@@ -41,6 +41,10 @@ pub struct ServerPolicy {
     pub delete_running_tool: DeleteRule,
     /// The status `DELETE` answers for a session the server does not know.
     pub delete_unknown_status: u16,
+    /// The status `DELETE` answers when it ends a session (200, rmcp 202). Written into traces
+    /// only when it is not 200, so traces recorded before the field existed keep their bytes.
+    #[serde(default = "ok_status", skip_serializing_if = "is_ok_status")]
+    pub delete_status: u16,
     /// What a second concurrent standalone GET gets.
     pub second_get: SecondGet,
     /// Honour `ToolCall::idempotency_key` across sessions: a repeated key returns the first
@@ -67,6 +71,15 @@ pub struct ServerPolicy {
 /// Serde default of the fields that are `true` unless a profile says otherwise.
 const fn yes() -> bool {
     true
+}
+
+/// Serde default of [`ServerPolicy::delete_status`].
+const fn ok_status() -> u16 {
+    200
+}
+
+fn is_ok_status(status: &u16) -> bool {
+    *status == ok_status()
 }
 
 /// Event-id encodings of the real servers.

@@ -171,6 +171,7 @@ pub fn server(name: &str) -> Option<ServerPolicy> {
         idle_rule: IdleRule::NeverWhileBusy,
         delete_running_tool: DeleteRule::Cancel,
         delete_unknown_status: 404,
+        delete_status: 200,
         second_get: SecondGet::Reject409,
         honour_idempotency_keys: false,
         sessions: true,
@@ -213,6 +214,7 @@ pub fn server(name: &str) -> Option<ServerPolicy> {
             idle_ttl: Some(secs(300)),
             idle_rule: IdleRule::LastRequest,
             delete_unknown_status: 202,
+            delete_status: 202,
             second_get: SecondGet::Accept,
             ..reference
         },

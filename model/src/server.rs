@@ -356,7 +356,7 @@ impl Server {
         let unknown = Status(self.policy.delete_unknown_status);
         let Some(session) = self.live_session(conn, request.session, unknown) else { return };
         self.end_session(now, &session, SessionEndReason::Deleted);
-        self.respond_status(conn, ResponseHead::status(Status::OK));
+        self.respond_status(conn, ResponseHead::status(Status(self.policy.delete_status)));
     }
 
     /// The live session a request names; otherwise answers 400 (no header) or `unknown` and
@@ -1862,16 +1862,18 @@ mod tests {
 
     #[test]
     fn delete_with_a_tool_running_follows_each_sdk() {
-        for (profile, ends) in
-            [("ts-sdk", vec![]), ("py-sdk", vec![ToolEnd::Cancelled]), ("rmcp", vec![ToolEnd::Cancelled])]
-        {
+        for (profile, ends, status) in [
+            ("ts-sdk", vec![], Status::OK),
+            ("py-sdk", vec![ToolEnd::Cancelled], Status::OK),
+            ("rmcp", vec![ToolEnd::Cancelled], Status::ACCEPTED),
+        ] {
             let mut s = server(policy(profile));
             let session = init(&mut s, at(0));
             let _ = call(&mut s, at(0), POST, &session, "pay");
             s.handle_request(at(10), OTHER, Request::delete(session.clone()));
             let out = drain(&mut s);
             assert_eq!(tool_ends(&out), ends, "{profile}");
-            assert!(head_status(&out, OTHER).is_success(), "{profile}");
+            assert_eq!(head_status(&out, OTHER), status, "{profile}");
             assert_eq!(frames(&out, POST), vec![Frame::End], "{profile}: the stream ends with no response");
             assert!(stored(&drive_until(&mut s, at(400))).is_empty(), "{profile}: no result is stored");
         }
