@@ -21,6 +21,11 @@ pub fn mark_run_start() {
     RUN_START.with(|start| start.set(Some(std::time::Instant::now())));
 }
 
+/// Marks the end of the run on this thread: lines logged between runs carry no time.
+pub fn mark_run_end() {
+    RUN_START.with(|start| start.set(None));
+}
+
 /// Prints simulated seconds since the run began, or `-` outside a run.
 struct SimulatedTime;
 
@@ -36,6 +41,9 @@ impl FormatTime for SimulatedTime {
     }
 }
 
+/// Silences madsim's warning that it could not seed std's hasher.
+const MADSIM_HASHER_WARNING: &str = "madsim::sim::rand=error";
+
 /// Installs the global subscriber once, when `RUST_LOG` asks for logs; later calls (and a
 /// subscriber already set by someone else) are left alone.
 ///
@@ -47,6 +55,9 @@ pub fn init_logging() {
         return;
     }
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    // madsim warns at every runtime that std's hasher is already seeded on this thread: expected,
+    // since runs reuse their thread, and harmless (see `crate::worker`).
+    let filter = filter.add_directive(MADSIM_HASHER_WARNING.parse().expect("a valid directive"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_timer(SimulatedTime)

@@ -99,6 +99,7 @@ fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps) {
         let world = Arc::new(World::new(scenario, seed, Recorder::new(steps)));
         drive(&world).await;
     });
+    logging::mark_run_end();
 }
 
 /// madsim's network: one-way latency drawn from the scenario's range.
