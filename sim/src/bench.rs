@@ -2,9 +2,9 @@
 //! with three idle nodes measured in the same process, so the ratio is comparable across machines.
 
 use crate::error::SimError;
+use crate::run_thread::on_calling_thread;
 use crate::runner::run;
 use crate::scenario::Scenario;
-use crate::worker::on_calling_thread;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as WallClock};
 

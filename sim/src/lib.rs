@@ -18,13 +18,13 @@ pub mod matrix;
 pub mod net;
 pub mod plot;
 pub mod recorder;
+pub mod run_thread;
 pub mod runner;
 pub mod scenario;
 pub mod search;
 pub mod stats;
 pub mod sweep;
 pub mod timeline;
-pub mod worker;
 
 pub use error::SimError;
 pub use runner::{run, RunOutcome};

@@ -1,6 +1,6 @@
 //! One run: a scenario and a seed in, a judged trace out.
 //!
-//! The run happens on the calling thread (see [`crate::worker`] for why that gives the bytes a
+//! The run happens on the calling thread (see [`crate::run_thread`] for why that gives the bytes a
 //! fresh thread would), on a madsim runtime seeded with the run's seed. Its main task starts the
 //! nodes (server, load balancer, one per logical client), carries out the fault plan, opens the
 //! liveness phase when the faults heal, and stops the run once every call resolved, every delete
@@ -12,8 +12,8 @@ use crate::error::SimError;
 use crate::logging;
 use crate::net::{client_ip, LB_IP, SERVER_IP};
 use crate::recorder::{lock, Recorder, SharedSteps};
+use crate::run_thread;
 use crate::scenario::Scenario;
-use crate::worker;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
@@ -83,8 +83,8 @@ fn simulate_on(
     simulation: impl FnOnce() + Send + 'static,
 ) -> Result<(), SimError> {
     let finished = match thread {
-        Thread::Calling => worker::on_calling_thread(simulation),
-        Thread::Fresh => worker::on_fresh_thread(simulation),
+        Thread::Calling => run_thread::on_calling_thread(simulation),
+        Thread::Fresh => run_thread::on_fresh_thread(simulation),
     };
     finished
         .map_err(|e| SimError::Runtime(format!("cannot start the simulation: {e}")))?
