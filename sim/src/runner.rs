@@ -40,9 +40,15 @@ pub struct RunOutcome {
 ///
 /// A panic inside the simulation (a machine's bug, madsim finding that every task blocks
 /// forever) comes back as `SimError::Runtime`, never as a panic of the caller.
+///
+/// It runs on the calling thread, or on a fresh one when the environment sets
+/// [`FRESH_THREAD_VAR`]`=1` (slower, same bytes: a way to check [`crate::run_thread`]'s claim).
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
-    run_on(Thread::Calling, scenario, seed)
+    run_on(Thread::chosen(), scenario, seed)
 }
+
+/// The environment variable that puts every run on a fresh OS thread.
+pub const FRESH_THREAD_VAR: &str = "MCPSIM_FRESH_THREAD";
 
 /// [`run`] on a brand-new OS thread: slower, and byte for byte the same (`tests/determinism.rs`).
 pub fn run_on_fresh_thread(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
@@ -56,6 +62,19 @@ enum Thread {
     Calling,
     /// A new thread for this run only.
     Fresh,
+}
+
+impl Thread {
+    /// The calling thread unless [`FRESH_THREAD_VAR`] is `1` (read once per process).
+    fn chosen() -> Thread {
+        static FRESH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let fresh = *FRESH.get_or_init(|| std::env::var(FRESH_THREAD_VAR).is_ok_and(|v| v.trim() == "1"));
+        if fresh {
+            Thread::Fresh
+        } else {
+            Thread::Calling
+        }
+    }
 }
 
 fn run_on(thread: Thread, scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {

@@ -201,3 +201,19 @@ fn explore_over_seeds_finds_the_second_incident_and_reports_sizes() {
     assert!(text.contains("found no-silent-event-loss after 1 seed(s)"), "{text}");
     assert!(text.contains("not shrunk (--no-shrink): 1 fault(s), 0 override(s)"), "{text}");
 }
+
+#[test]
+fn a_fresh_thread_per_run_gives_the_same_trace_file() {
+    let dir = scratch("fresh-thread");
+    let reused = recorded_trace(&dir);
+    let fresh = dir.join("fresh.jsonl");
+    let args = ["run", "--client", "naive", "--scenario", "long-tool", "--seed", "3", "--trace", path(&fresh)];
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+        .args(args)
+        .env("MCPSIM_FRESH_THREAD", "1")
+        .output()
+        .expect("the binary starts");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let read = |p: &Path| std::fs::read(p).expect("the trace was written");
+    assert!(read(&reused) == read(&fresh), "MCPSIM_FRESH_THREAD=1 changed the trace");
+}
