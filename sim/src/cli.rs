@@ -406,15 +406,18 @@ pub fn default_out_dir() -> PathBuf {
 }
 
 /// `mcpsim bench`.
-pub fn cmd_bench(runs: u64) -> Result<Exit, SimError> {
+pub fn cmd_bench(runs: u64, rounds: u32) -> Result<Exit, SimError> {
     if runs == 0 {
         return Err(SimError::Usage("--runs must be at least 1".into()));
+    }
+    if rounds == 0 {
+        return Err(SimError::Usage("--rounds must be at least 1".into()));
     }
     let scenarios = [
         Scenario::build("long-tool", "reference", "reference")?,
         Scenario::build("chatty-tool", "reference", "reference")?,
     ];
-    crate::bench::print(&crate::bench::bench(&scenarios, runs)?);
+    crate::bench::print(&crate::bench::bench(&scenarios, runs, rounds)?);
     Ok(Exit::Clean)
 }
 

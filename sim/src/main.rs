@@ -215,9 +215,12 @@ enum Command {
     Profiles,
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
     Bench {
-        /// Runs of each.
+        /// Runs of each, per round.
         #[arg(long, default_value_t = 2000)]
         runs: u64,
+        /// Rounds of each: the table gives the median and the range.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
     },
 }
 
@@ -271,7 +274,7 @@ fn main() -> ExitCode {
             cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
         }
         Command::Profiles => cli::cmd_profiles(),
-        Command::Bench { runs } => cli::cmd_bench(runs),
+        Command::Bench { runs, rounds } => cli::cmd_bench(runs, rounds),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
