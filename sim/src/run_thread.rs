@@ -2,7 +2,7 @@
 //!
 //! Starting an OS thread for every run cost about a third of a `long-tool` run (thread start and
 //! exit, a cold allocator heap, stack and signal-stack unmaps with their TLB shootdowns), and
-//! handing runs to one long-lived thread still cost a fifth (two context switches per run, and
+//! handing runs to one long-lived thread still cost a quarter (two context switches per run, and
 //! every step allocated on one core and freed on the other). So a run happens on the calling
 //! thread, its panic caught there. A caller already inside a madsim runtime gets an error: a second
 //! runtime cannot start there, and madsim forbids spawning an OS thread from a simulation.
