@@ -1,6 +1,6 @@
 //! The checked-in compatibility table must be what the code produces today.
 
-use mcpsim::matrix::{run_matrix, seeds_in, table_in, to_markdown, MatrixSpec};
+use mcpsim::studies::matrix::{run_matrix, seeds_in, table_in, to_markdown, MatrixSpec};
 
 const DOC: &str = include_str!("../docs/compatibility.md");
 

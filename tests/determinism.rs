@@ -2,7 +2,7 @@
 //! threads (`mcpsim run --check-determinism`), and the two traces must agree step for step — so
 //! neither a process-wide random source nor state shared between runs can creep in unnoticed.
 //! And a run on a thread that already ran other seeds (and a run that panicked) must give the
-//! bytes of a run on a brand-new thread: runs reuse their thread (see `mcpsim::run_thread`).
+//! bytes of a run on a brand-new thread: runs reuse their thread (see `mcpsim::engine::run_thread`).
 //!
 //! `MCPSIM_SEEDS=N` sweeps N seeds per family instead of 200 (30 for the thread comparison);
 //! `MCPSIM_SEED=K` only seed K.
@@ -10,8 +10,8 @@
 mod common;
 
 use mcpsim::cli::run_twice_at_once;
-use mcpsim::run_thread::on_calling_thread;
-use mcpsim::runner::{run, run_on_fresh_thread};
+use mcpsim::engine::run_thread::on_calling_thread;
+use mcpsim::engine::runner::{run, run_on_fresh_thread};
 use mcpsim::scenario::SCENARIO_NAMES;
 use mcpsim::Scenario;
 

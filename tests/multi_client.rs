@@ -1,7 +1,7 @@
 //! Several logical clients, and the application deleting its session: the two scenario families
 //! `two-sessions-same-request-id` and `delete-during-tool`, end to end.
 
-use mcpsim::runner::{run, RunOutcome};
+use mcpsim::engine::runner::{run, RunOutcome};
 use mcpsim::Scenario;
 use mcpsim_model::http::ConnEnd;
 use mcpsim_model::ids::ConnId;

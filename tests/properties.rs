@@ -1,4 +1,4 @@
-//! Property tests: generated cases (`mcpsim::search`, the same strategies `mcpsim explore
+//! Property tests: generated cases (`mcpsim::studies::search`, the same strategies `mcpsim explore
 //! --search` uses) against client × server pairs.
 //!
 //! - Safe pairs: inside the design note's conditions of validity no invariant breaks, and the
@@ -11,7 +11,7 @@
 mod common;
 
 use mcpsim::cli::{first_difference, ScenarioArgs};
-use mcpsim::search::{search, search_for, Found, Space};
+use mcpsim::studies::search::{search, search_for, Found, Space};
 use mcpsim::{run, Scenario};
 
 /// Cases per safe property: small enough for CI, large enough to cut, resume and restart.

@@ -1,7 +1,7 @@
 //! The simulator end to end: the design note's two incidents reproduce under their profiles, the
 //! reference profiles survive them, and a seed always gives the same trace.
 
-use mcpsim::runner::{run, RunOutcome};
+use mcpsim::engine::runner::{run, RunOutcome};
 use mcpsim::Scenario;
 use mcpsim_model::trace::StepKind;
 
@@ -124,7 +124,7 @@ fn overlapping_partitions_keep_the_link_down_until_the_last_heals() {
     let mut s = scenario("reference", "reference", "long-tool");
     s.apply_overrides(&[("client.backoff_max".into(), "2s".into())]).unwrap();
     for window in ["10s..30s", "20s..40s"] {
-        s.faults.push(mcpsim::faults::parse_partition(window).unwrap());
+        s.faults.push(mcpsim::scenario::faults::parse_partition(window).unwrap());
     }
     let outcome = run_ok(&s, 1);
     let secs = |t: u64| t as f64 / 1e6;

@@ -1,31 +1,23 @@
 //! mcpsim: the sans-IO machines of `mcpsim-model` run as actors on madsim, with fault plans,
-//! traces and the command line.
+//! traces, studies over many runs, and the command line.
 //!
-//! - [`scenario`]: scenario families, profiles and the settable keys; [`faults`]: the fault plan.
-//! - [`runner::run`]: one seeded simulation on the calling thread, returning its trace and verdict.
-//! - [`search`]: proptest strategies (swarm testing) and shrinking.
-//! - [`cli`]: the commands of the `mcpsim` binary; [`timeline`]: traces as readable text.
+//! The folders are the architecture; dependencies point one way:
+//! `cli` → [`studies`] / [`report`] → [`engine`] / [`scenario`] → `mcpsim-model`.
+//!
+//! - [`scenario`]: what a run is: families, profiles, settable keys and their validation, and
+//!   the fault plan ([`scenario::faults`]).
+//! - [`engine`]: one seeded run on the calling thread ([`run`]), returning its trace and verdict.
+//! - [`studies`]: search and shrinking, sweeps, advice, the compatibility matrix, the benchmark.
+//! - [`report`]: timelines, sequence diagrams and plots of traces and studies.
+//! - `cli`: the commands of the `mcpsim` binary.
 
-mod actors;
-pub mod advise;
-pub mod bench;
 pub mod cli;
-pub mod diagram;
+pub mod engine;
 pub mod error;
-pub mod faults;
-pub mod logging;
-pub mod matrix;
-pub mod net;
-pub mod plot;
-pub mod recorder;
-pub mod run_thread;
-pub mod runner;
+pub mod report;
 pub mod scenario;
-pub mod search;
-pub mod stats;
-pub mod sweep;
-pub mod timeline;
+pub mod studies;
 
+pub use engine::runner::{run, RunOutcome};
 pub use error::SimError;
-pub use runner::{run, RunOutcome};
 pub use scenario::Scenario;

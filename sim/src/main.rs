@@ -117,7 +117,7 @@ enum Command {
         file: PathBuf,
         /// text, mermaid (pastes into GitHub Markdown) or svg (opens in a browser).
         #[arg(long, default_value = "text")]
-        format: mcpsim::diagram::Format,
+        format: mcpsim::report::diagram::Format,
         /// Draw every step, without folding runs of similar steps.
         #[arg(long)]
         no_collapse: bool,
@@ -225,7 +225,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    mcpsim::logging::init_logging();
+    mcpsim::engine::logging::init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -252,7 +252,7 @@ fn main() -> ExitCode {
             cli::cmd_matrix(&args)
         }
         Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold } => {
-            let opts = mcpsim::sweep::SweepOptions {
+            let opts = mcpsim::studies::sweep::SweepOptions {
                 seeds,
                 jobs,
                 csv,

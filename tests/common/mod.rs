@@ -8,7 +8,7 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 use mcpsim::cli::replay_command;
-use mcpsim::search::Counterexample;
+use mcpsim::studies::search::Counterexample;
 use mcpsim::Scenario;
 
 /// The seeds a sweep runs: `default` seeds from 0 unless the environment says otherwise.

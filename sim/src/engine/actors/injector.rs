@@ -4,8 +4,8 @@
 //! the actors themselves, dropping both ends of every client↔load-balancer connection.
 
 use super::{client_node, World, SERVER_NODE};
-use crate::faults::{Fault, PlannedFault};
-use crate::recorder::lock;
+use crate::engine::recorder::lock;
+use crate::scenario::faults::{Fault, PlannedFault};
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;

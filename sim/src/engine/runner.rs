@@ -1,18 +1,18 @@
 //! One run: a scenario and a seed in, a judged trace out.
 //!
-//! The run happens on the calling thread (see [`crate::run_thread`] for why that gives the bytes a
+//! The run happens on the calling thread (see [`crate::engine::run_thread`] for why that gives the bytes a
 //! fresh thread would), on a madsim runtime seeded with the run's seed. Its main task starts the
 //! nodes (server, load balancer, one per logical client), carries out the fault plan, opens the
 //! liveness phase when the faults heal, and stops the run once every call resolved, every delete
 //! was made and no tool runs (plus a settle period), or at the scenario's time limit.
 
-use crate::actors::injector::{self, Link};
-use crate::actors::{self, client_node, World, LB_NODE, SERVER_NODE};
+use crate::engine::actors::injector::{self, Link};
+use crate::engine::actors::{self, client_node, World, LB_NODE, SERVER_NODE};
+use crate::engine::logging;
+use crate::engine::net::{client_ip, LB_IP, SERVER_IP};
+use crate::engine::recorder::{lock, Recorder, SharedSteps};
+use crate::engine::run_thread;
 use crate::error::SimError;
-use crate::logging;
-use crate::net::{client_ip, LB_IP, SERVER_IP};
-use crate::recorder::{lock, Recorder, SharedSteps};
-use crate::run_thread;
 use crate::scenario::Scenario;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
@@ -42,7 +42,7 @@ pub struct RunOutcome {
 /// forever) comes back as `SimError::Runtime`, never as a panic of the caller.
 ///
 /// It runs on the calling thread, or on a fresh one when the environment sets
-/// [`FRESH_THREAD_VAR`]`=1` (slower, same bytes: a way to check [`crate::run_thread`]'s claim).
+/// [`FRESH_THREAD_VAR`]`=1` (slower, same bytes: a way to check [`crate::engine::run_thread`]'s claim).
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
     run_on(Thread::chosen(), scenario, seed)
 }

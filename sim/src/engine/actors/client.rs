@@ -10,8 +10,8 @@
 //! before it, `Refused` if the connect fails.
 
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
-use crate::net::{self, FrameReader, LB_ADDR};
-use crate::recorder::lock;
+use crate::engine::net::{self, FrameReader, LB_ADDR};
+use crate::engine::recorder::lock;
 use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;

@@ -5,7 +5,7 @@
 //! with a colour scale, and the predicted boundary curve drawn over it.
 
 use crate::error::SimError;
-use crate::sweep::{numeric, Boundary, CellResult, Outcome, SweepReport};
+use crate::studies::sweep::{numeric, Boundary, CellResult, Outcome, SweepReport};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -311,8 +311,8 @@ fn colour_scale(area: &Area<'_>) -> Drawn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advise::Prediction;
-    use crate::sweep::{Measured, RunClass, Vary};
+    use crate::studies::advise::Prediction;
+    use crate::studies::sweep::{Measured, RunClass, Vary};
     use std::collections::BTreeSet;
 
     fn cell(values: &[&str], free: u64, lossy: Outcome, n: u64) -> CellResult {

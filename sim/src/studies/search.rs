@@ -14,9 +14,9 @@
 //! family's own, with no override at all. Both stages keep a change only while the same seed
 //! still breaks the *same* invariant.
 
+use crate::engine::runner::{run, RunOutcome};
 use crate::error::SimError;
-use crate::faults::{Fault, FaultPlan};
-use crate::runner::{run, RunOutcome};
+use crate::scenario::faults::{Fault, FaultPlan};
 use crate::scenario::{fault_setting, setting, Scenario};
 use mcpsim_model::oracle::{coverage, Coverage, Violation, INVARIANTS};
 use mcpsim_model::time::format_duration;
@@ -574,7 +574,7 @@ mod tests {
         let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
         let result = runner.run(&cases(&space), |case| {
             let s = case.scenario(&base).expect("valid");
-            let window = |f: &crate::faults::PlannedFault| (100..=200).contains(&f.at.as_secs());
+            let window = |f: &crate::scenario::faults::PlannedFault| (100..=200).contains(&f.at.as_secs());
             match s.faults.faults().iter().any(|f| f.fault == Fault::Reset && window(f)) {
                 true => Err(TestCaseError::fail("a reset in the window")),
                 false => Ok(()),

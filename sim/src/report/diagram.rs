@@ -6,7 +6,7 @@
 //! folds runs of similar ones, then draws the rows as text, Mermaid or SVG. Every drawing is a pure
 //! function of the trace and the options: the same input gives the same bytes.
 
-use crate::timeline;
+use crate::report::timeline;
 use mcpsim_model::http::{Body, ConnEnd, EventKind, ResponseHead, ServerMessage, SseEvent};
 use mcpsim_model::ids::{ConnId, EventId, SessionId};
 use mcpsim_model::time::format_micros;

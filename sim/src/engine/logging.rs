@@ -56,7 +56,7 @@ pub fn init_logging() {
     }
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     // madsim warns at every runtime that std's hasher is already seeded on this thread: expected,
-    // since runs reuse their thread, and harmless (see `crate::run_thread`).
+    // since runs reuse their thread, and harmless (see `crate::engine::run_thread`).
     let filter = filter.add_directive(MADSIM_HASHER_WARNING.parse().expect("a valid directive"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

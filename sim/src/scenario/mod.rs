@@ -1,8 +1,10 @@
 //! Scenarios: a named family of workload, tools, load balancer and faults, with the client and
 //! server profiles it runs, and every parameter a user may change with `--set key=value`.
 
+pub mod faults;
+
 use crate::error::SimError;
-use crate::faults::{parse_partition, parse_times, Fault, FaultPlan, PlannedFault};
+use crate::scenario::faults::{parse_partition, parse_times, Fault, FaultPlan, PlannedFault};
 use mcpsim_model::config::{ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::profiles;

@@ -6,7 +6,7 @@
 //! end without `Frame::End` and the server sees a disconnect.
 
 use super::{run_timer, TimerArm, World};
-use crate::net::{self, FrameReader, LB_ADDR, SERVER_ADDR};
+use crate::engine::net::{self, FrameReader, LB_ADDR, SERVER_ADDR};
 use madsim::net::{TcpListener, TcpStream};
 use madsim::task::AbortHandle;
 use mcpsim_model::http::{Frame, ResponseHead, Status};
@@ -61,7 +61,7 @@ pub(crate) async fn main(world: Arc<World>) {
         timer: TimerArm::new(),
     };
     let bell = core.timer.bell();
-    *crate::recorder::lock(&world.lb) = Some(core);
+    *crate::engine::recorder::lock(&world.lb) = Some(core);
     madsim::task::spawn(run_timer(world.clone(), "load balancer", bell, arm_timer, fire_timer));
     let listener = TcpListener::bind(LB_ADDR).await.expect("the load balancer's address is free");
     world.listening.add_permits(1);

@@ -24,9 +24,9 @@
 //!   `max_attempts`; the first attempt at or after the outage's end gets back in.
 
 use crate::error::SimError;
-use crate::faults::Fault;
+use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
-use crate::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
+use crate::studies::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
 use mcpsim_model::client::reconnect_delay;
 use mcpsim_model::config::{IdleRule, ReconnectPolicy};
 use mcpsim_model::time::{format_duration, parse_duration};
@@ -1143,7 +1143,7 @@ mod tests {
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
     }
 
-    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::sweep::RunOutcome {
+    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::studies::sweep::RunOutcome {
         let mut trace = mcpsim_model::trace::Trace::new(0, serde_json::json!({}));
         for (i, kind) in trace_kinds.into_iter().enumerate() {
             trace.steps.push(mcpsim_model::trace::Step {
@@ -1154,11 +1154,11 @@ mod tests {
                 kind,
             });
         }
-        crate::sweep::RunOutcome { trace, violations: vec![] }
+        crate::studies::sweep::RunOutcome { trace, violations: vec![] }
     }
 
     /// Loss-free exactly when the count and the window hold the advised 271 events / 271 s.
-    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::sweep::RunOutcome, SimError> {
+    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::studies::sweep::RunOutcome, SimError> {
         let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
         let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(271));
         let gap =
@@ -1243,7 +1243,7 @@ mod tests {
         let s = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
         let advice = advise(&s, &AdviseInput::from_scenario(&s));
         let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2, program: "mcpsim".into() };
-        let report = verify(&s, &advice, &opts, &crate::runner::run).unwrap();
+        let report = verify(&s, &advice, &opts, &crate::engine::runner::run).unwrap();
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
         assert!(text.contains("server.retention=253: loss-free 0/2"), "{text}");

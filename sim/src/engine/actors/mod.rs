@@ -15,7 +15,7 @@ pub(crate) mod injector;
 pub(crate) mod lb;
 pub(crate) mod server;
 
-use crate::recorder::{lock, Recorder};
+use crate::engine::recorder::{lock, Recorder};
 use crate::scenario::Scenario;
 use mcpsim_model::client::DurableState;
 use mcpsim_model::config::ToolSpec;

@@ -4,11 +4,11 @@
 //! 2 bad input (one line naming the problem), 3 a replay diverged from its recording, 4 the
 //! simulator itself failed.
 
+use crate::engine::runner::{run, RunOutcome};
 use crate::error::SimError;
-use crate::runner::{run, RunOutcome};
+use crate::report::timeline;
 use crate::scenario::{self, parse_override, Scenario, SETTINGS};
-use crate::search;
-use crate::timeline;
+use crate::studies::search;
 use mcpsim_model::oracle::{self, by_name, Coverage, COVERAGE_EVENTS, INVARIANTS};
 use mcpsim_model::profiles;
 use mcpsim_model::time::format_micros;
@@ -417,14 +417,14 @@ pub fn cmd_bench(runs: u64, rounds: u32) -> Result<Exit, SimError> {
         Scenario::build("long-tool", "reference", "reference")?,
         Scenario::build("chatty-tool", "reference", "reference")?,
     ];
-    crate::bench::print(&crate::bench::bench(&scenarios, runs, rounds)?);
+    crate::studies::bench::print(&crate::studies::bench::bench(&scenarios, runs, rounds)?);
     Ok(Exit::Clean)
 }
 
 /// `mcpsim show`: a trace as a sequence diagram.
 pub fn cmd_show(
     path: &Path,
-    format: crate::diagram::Format,
+    format: crate::report::diagram::Format,
     collapse: bool,
     max_rows: Option<usize>,
     output: Option<&Path>,
@@ -433,8 +433,8 @@ pub fn cmd_show(
     if let Some(out) = output {
         check_writable(out)?;
     }
-    let opts = crate::diagram::DiagramOptions { collapse, max_rows };
-    let drawing = crate::diagram::render(&trace, format, &opts);
+    let opts = crate::report::diagram::DiagramOptions { collapse, max_rows };
+    let drawing = crate::report::diagram::render(&trace, format, &opts);
     match output {
         Some(out) => {
             write_file(out, &drawing)?;
@@ -461,7 +461,7 @@ pub struct MatrixArgs {
 
 /// `mcpsim matrix`.
 pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
-    use crate::matrix::{self, MatrixSpec};
+    use crate::studies::matrix::{self, MatrixSpec};
     let mut spec = MatrixSpec::everything(args.seeds);
     let pick = |given: &[String], all: Vec<String>| if given.is_empty() { all } else { given.to_vec() };
     spec.clients = pick(&args.clients, spec.clients.clone());
@@ -495,10 +495,14 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
 }
 
 /// `mcpsim sweep`.
-pub fn cmd_sweep(args: &ScenarioArgs, vary: &[String], opts: &crate::sweep::SweepOptions) -> Result<Exit, SimError> {
+pub fn cmd_sweep(
+    args: &ScenarioArgs,
+    vary: &[String],
+    opts: &crate::studies::sweep::SweepOptions,
+) -> Result<Exit, SimError> {
     let base = args.build()?;
-    let report = crate::sweep::sweep(&base, vary, opts, &run)?;
-    print!("{}", crate::sweep::render_report(&report));
+    let report = crate::studies::sweep::sweep(&base, vary, opts, &run)?;
+    print!("{}", crate::studies::sweep::render_report(&report));
     if let Some(csv) = &opts.csv {
         println!("csv: {}", csv.display());
     }
@@ -517,7 +521,7 @@ pub fn cmd_advise(
     verify: bool,
     seeds: u64,
 ) -> Result<Exit, SimError> {
-    use crate::advise;
+    use crate::studies::advise;
     let mut scenario = args.build()?;
     let [lb_idle, event_rate, max_outage] = flags;
     if retention.is_some() && (verify || max_outage.is_some()) {

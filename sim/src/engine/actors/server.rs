@@ -3,7 +3,7 @@
 //! it, and its end (the load balancer let go) becomes `handle_disconnect`.
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
-use crate::net::{self, FrameReader, SERVER_ADDR};
+use crate::engine::net::{self, FrameReader, SERVER_ADDR};
 use madsim::net::{TcpListener, TcpStream};
 use mcpsim_model::http::{Frame, Request};
 use mcpsim_model::ids::{ConnId, SessionId};
@@ -84,7 +84,7 @@ pub(crate) async fn main(world: Arc<World>) {
         timer: TimerArm::new(),
     };
     let bell = core.timer.bell();
-    *crate::recorder::lock(&world.server) = Some(core);
+    *crate::engine::recorder::lock(&world.server) = Some(core);
     world.with_server(|core| core.drain(&world));
     madsim::task::spawn(run_timer(world.clone(), "server", bell, arm_timer, fire_timer));
     if let Some(interval) = world.scenario.notify_interval.filter(|i| micros(*i) > 0) {

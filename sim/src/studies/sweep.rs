@@ -6,10 +6,10 @@
 //! sweep) is checked before the first run. Results do not depend on the number of worker
 //! threads: each cell always runs the same seeds of the same scenario.
 
-use crate::advise::{self, Prediction};
 use crate::error::SimError;
 use crate::scenario::{setting, Scenario};
-use crate::stats::wilson;
+use crate::studies::advise::{self, Prediction};
+use crate::studies::stats::wilson;
 use mcpsim_model::oracle::Violation;
 use mcpsim_model::time::{format_duration, parse_duration};
 use mcpsim_model::trace::{ResumeOutcome, StepKind, Trace};
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant as WallClock};
 
-pub use crate::runner::RunOutcome;
+pub use crate::engine::runner::RunOutcome;
 
 /// Runs one seed of a scenario: `runner::run` in real sweeps, a fake in tests.
 pub type RunFn<'a> = dyn Fn(&Scenario, u64) -> Result<RunOutcome, SimError> + Sync + 'a;
@@ -850,7 +850,7 @@ pub fn sweep(
     };
     report.boundaries = boundaries(base, &report);
     if let Some(plot) = &opts.plot {
-        crate::plot::plot_sweep(&report, plot)?;
+        crate::report::plot::plot_sweep(&report, plot)?;
     }
     Ok(report)
 }
@@ -1333,7 +1333,8 @@ mod tests {
     fn the_simulator_agrees_with_the_predicted_boundary() {
         let base = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
         let opts = SweepOptions { seeds: 2, jobs: 2, progress: false, ..SweepOptions::default() };
-        let report = sweep(&base, &["server.retention=254,255".to_string()], &opts, &crate::runner::run).unwrap();
+        let report =
+            sweep(&base, &["server.retention=254,255".to_string()], &opts, &crate::engine::runner::run).unwrap();
         let b = &report.boundaries[0];
         assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(255.0));
         assert_eq!(report.cells[0].count(Outcome::LossFree), 0, "{}", render_report(&report));

@@ -3,10 +3,10 @@
 //! and the generated `docs/compatibility.md`.
 
 use crate::cli::{replay_command, trace_file_name, write_file};
+use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::runner::run;
+use crate::report::timeline;
 use crate::scenario::{Scenario, SCENARIO_NAMES};
-use crate::timeline;
 use mcpsim_model::profiles;
 use mcpsim_model::trace::StepKind;
 use serde::Serialize;

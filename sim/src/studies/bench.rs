@@ -4,9 +4,9 @@
 //! Each line is measured in several rounds, the rounds of all lines interleaved, so that a noisy
 //! neighbour slows every line alike; the table gives the median round and the range.
 
+use crate::engine::run_thread::on_calling_thread;
+use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::run_thread::on_calling_thread;
-use crate::runner::run;
 use crate::scenario::Scenario;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as WallClock};

@@ -1,0 +1,11 @@
+//! One run: the model's machines as madsim actors on a simulated network, the fault injector,
+//! the step recorder, and the runner that seeds, drives and judges a run.
+//!
+//! Depends on [`crate::scenario`] (what to run) and on `mcpsim-model`; nothing above it.
+
+pub(crate) mod actors;
+pub mod logging;
+pub mod net;
+pub mod recorder;
+pub mod run_thread;
+pub mod runner;

@@ -1,0 +1,8 @@
+//! What a person reads: traces as a timeline ([`timeline`]), sequence diagrams ([`diagram`]) and
+//! plots ([`plot`]).
+//!
+//! Depends on [`crate::scenario`], [`crate::engine`] and the model's trace schema only.
+
+pub mod diagram;
+pub mod plot;
+pub mod timeline;
