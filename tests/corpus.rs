@@ -4,7 +4,7 @@
 
 mod common;
 
-use mcpsim::cli::{first_difference, read_trace, recorded_scenario};
+use mcpsim::report::artifacts::{first_difference, read_trace, recorded_scenario};
 use mcpsim::run;
 use std::path::{Path, PathBuf};
 

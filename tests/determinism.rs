@@ -9,10 +9,10 @@
 
 mod common;
 
-use mcpsim::cli::run_twice_at_once;
 use mcpsim::engine::run_thread::on_calling_thread;
 use mcpsim::engine::runner::{run, run_on_fresh_thread};
 use mcpsim::scenario::SCENARIO_NAMES;
+use mcpsim::studies::determinism::run_twice_at_once;
 use mcpsim::Scenario;
 
 const DEFAULT_SEEDS: u64 = 200;

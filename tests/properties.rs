@@ -10,7 +10,8 @@
 
 mod common;
 
-use mcpsim::cli::{first_difference, ScenarioArgs};
+use mcpsim::report::artifacts::first_difference;
+use mcpsim::scenario::ScenarioArgs;
 use mcpsim::studies::search::{search, search_for, Found, Space};
 use mcpsim::{run, Scenario};
 

@@ -259,7 +259,7 @@ fn main() -> ExitCode {
                 resume,
                 plot,
                 threshold,
-                program: cli::program(),
+                program: mcpsim::report::artifacts::program(),
                 progress: true,
             };
             cli::cmd_sweep(&target.args(), &vary, &opts)

@@ -7,7 +7,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
-use mcpsim::cli::replay_command;
+use mcpsim::report::artifacts::replay_command;
 use mcpsim::studies::search::Counterexample;
 use mcpsim::Scenario;
 

@@ -3,6 +3,7 @@
 //!
 //! Depends on [`crate::scenario`], [`crate::engine`] and the model's trace schema only.
 
+pub mod artifacts;
 pub mod diagram;
 pub mod plot;
 pub mod timeline;

@@ -712,6 +712,26 @@ pub const SETTINGS: &[Setting] = &[
     },
 ];
 
+/// The scenario a command names: profiles, family and overrides.
+#[derive(Clone, Debug)]
+pub struct ScenarioArgs {
+    pub client: String,
+    pub server: String,
+    pub scenario: String,
+    /// `key=value` overrides, in order.
+    pub sets: Vec<String>,
+}
+
+impl ScenarioArgs {
+    /// Builds and validates the scenario before anything runs.
+    pub fn build(&self) -> Result<Scenario, SimError> {
+        let mut s = Scenario::build(&self.scenario, &self.client, &self.server)?;
+        let overrides = self.sets.iter().map(|t| parse_override(t)).collect::<Result<Vec<_>, _>>()?;
+        s.apply_overrides(&overrides)?;
+        Ok(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

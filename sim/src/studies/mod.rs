@@ -7,6 +7,7 @@
 
 pub mod advise;
 pub mod bench;
+pub mod determinism;
 pub mod matrix;
 pub mod search;
 pub mod stats;

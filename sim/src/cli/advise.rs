@@ -1,0 +1,46 @@
+//! `mcpsim advise`.
+
+use super::{Exit, ScenarioArgs};
+use crate::engine::runner::run;
+use crate::error::SimError;
+use crate::report::artifacts::program;
+
+/// `mcpsim advise`: flags are the load balancer idle timeout, the event rate and the outage;
+/// with `retention`, the longest outage that retention survives instead.
+pub fn cmd_advise(
+    args: &ScenarioArgs,
+    flags: [Option<String>; 3],
+    retention: Option<&str>,
+    verify: bool,
+    seeds: u64,
+) -> Result<Exit, SimError> {
+    use crate::studies::advise;
+    let mut scenario = args.build()?;
+    let [lb_idle, event_rate, max_outage] = flags;
+    if retention.is_some() && (verify || max_outage.is_some()) {
+        return Err(SimError::Usage(
+            "--retention asks for the longest outage; it does not combine with --max-outage or --verify".into(),
+        ));
+    }
+    let input = advise::AdviseInput::from_scenario(&scenario).with_flags(
+        lb_idle.as_deref(),
+        event_rate.as_deref(),
+        max_outage.as_deref(),
+    )?;
+    if let Some(n) = retention {
+        scenario.apply_overrides(&[("server.retention".into(), n.into())])?;
+        // Outages in 100 ms steps, up to an hour: finer than any reconnect delay of the profiles.
+        let (step, until) = (std::time::Duration::from_millis(100), std::time::Duration::from_secs(3600));
+        let longest = advise::longest_outage(&scenario, &input, step, until);
+        print!("{}", advise::render_longest(&scenario, &input, &longest));
+        return Ok(Exit::Clean);
+    }
+    let advice = advise::advise(&scenario, &input);
+    print!("{}", advise::render(&advice));
+    if verify {
+        let opts = advise::VerifyOptions { seeds, margin: 5, jobs: 0, program: program() };
+        let report = advise::verify(&scenario, &advice, &opts, &run)?;
+        print!("{}", advise::render_verify(&report));
+    }
+    Ok(Exit::Clean)
+}

@@ -1,0 +1,55 @@
+//! `mcpsim matrix`.
+
+use super::Exit;
+use crate::error::SimError;
+use crate::report::artifacts::check_writable;
+use std::path::PathBuf;
+
+/// The flags of `mcpsim matrix`.
+#[derive(Clone, Debug)]
+pub struct MatrixArgs {
+    pub clients: Vec<String>,
+    pub servers: Vec<String>,
+    pub scenarios: Vec<String>,
+    pub seeds: u64,
+    pub format: String,
+    pub mitigate: Option<String>,
+    pub jobs: Option<usize>,
+    pub doc: Option<PathBuf>,
+    pub traces: PathBuf,
+}
+
+/// `mcpsim matrix`.
+pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
+    use crate::studies::matrix::{self, MatrixSpec};
+    let mut spec = MatrixSpec::everything(args.seeds);
+    let pick = |given: &[String], all: Vec<String>| if given.is_empty() { all } else { given.to_vec() };
+    spec.clients = pick(&args.clients, spec.clients.clone());
+    spec.servers = pick(&args.servers, spec.servers.clone());
+    spec.scenarios = pick(&args.scenarios, spec.scenarios.clone());
+    if let Some(j) = args.jobs {
+        spec.jobs = j.max(1);
+    }
+    if args.seeds == 0 {
+        return Err(SimError::Usage("--seeds must be at least 1".into()));
+    }
+    spec.mitigation = args.mitigate.as_deref().map(matrix::mitigation).transpose()?;
+    let render: fn(&[matrix::CellResult]) -> String = match args.format.as_str() {
+        "md" | "markdown" => matrix::to_markdown,
+        "csv" => matrix::to_csv,
+        "json" => matrix::to_json,
+        other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
+    };
+    if let Some(doc) = &args.doc {
+        check_writable(doc)?;
+        check_writable(&args.traces.join("probe"))?;
+    }
+    let results = matrix::run_matrix(&spec, true)?;
+    print!("{}", render(&results));
+    if let Some(doc) = &args.doc {
+        matrix::write_doc(&spec, &results, doc, &args.traces)?;
+        println!("wrote {}", doc.display());
+    }
+    let broken = results.iter().any(|r| !r.violations.is_empty());
+    Ok(if broken { Exit::Violated } else { Exit::Clean })
+}

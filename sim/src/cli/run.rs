@@ -1,0 +1,69 @@
+//! `mcpsim run` and `mcpsim replay`: one seed, or one recorded trace, run again.
+
+use super::{print_verdict, Exit, ScenarioArgs};
+use crate::engine::runner::run;
+use crate::error::SimError;
+use crate::report::artifacts::{check_writable, first_difference, program, read_trace, recorded_scenario, write_file};
+use crate::report::timeline;
+use crate::studies::determinism::run_twice_at_once;
+use std::path::Path;
+
+/// `mcpsim run`.
+pub fn cmd_run(
+    args: &ScenarioArgs,
+    seed: u64,
+    trace: Option<&Path>,
+    check_determinism: bool,
+) -> Result<Exit, SimError> {
+    let scenario = args.build()?;
+    if let Some(p) = trace {
+        check_writable(p)?;
+    }
+    let outcome = if check_determinism {
+        let (outcome, difference) = run_twice_at_once(&scenario, seed)?;
+        match difference {
+            None => println!("determinism: two runs of seed {seed} at once gave byte-identical traces"),
+            Some(diff) => {
+                println!("determinism BROKEN for seed {seed}: {diff}");
+                return Ok(Exit::Diverged);
+            }
+        }
+        outcome
+    } else {
+        run(&scenario, seed)?
+    };
+    if let Some(p) = trace {
+        write_file(p, &outcome.trace.to_jsonl())?;
+        println!("trace: {}", p.display());
+    }
+    Ok(if print_verdict(&scenario, seed, &outcome) { Exit::Violated } else { Exit::Clean })
+}
+
+/// `mcpsim replay`: re-runs a recorded trace, prints its timeline, compares.
+pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimError> {
+    let recorded = read_trace(path)?;
+    let scenario = recorded_scenario(path, &recorded)?;
+    let seed = recorded.header.seed;
+    let outcome = run(&scenario, seed)?;
+    if !quiet {
+        print!("{}", timeline::render(&outcome.trace));
+    }
+    let verdict: Vec<String> = outcome.violations.iter().map(|v| v.invariant.to_string()).collect();
+    println!("verdict: {}", if verdict.is_empty() { "no invariant violated".to_string() } else { verdict.join(", ") });
+    match first_difference(&recorded, &outcome.trace) {
+        None => {
+            println!("identical: the replay is byte-identical to {}", path.display());
+            Ok(Exit::Clean)
+        }
+        Some(_) if rerecord => {
+            write_file(path, &outcome.trace.to_jsonl())?;
+            println!("re-recorded {}", path.display());
+            Ok(Exit::Clean)
+        }
+        Some(diff) => {
+            println!("DIVERGED from {}: {diff}", path.display());
+            println!("if the model changed on purpose: {} replay --rerecord {}", program(), path.display());
+            Ok(Exit::Diverged)
+        }
+    }
+}
