@@ -849,6 +849,7 @@ pub fn sweep(
         boundaries: vec![],
     };
     report.boundaries = boundaries(base, &report);
+    #[cfg(feature = "cli")]
     if let Some(plot) = &opts.plot {
         crate::report::plot::plot_sweep(&report, plot)?;
     }
