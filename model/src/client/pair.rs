@@ -10,6 +10,7 @@ use crate::profiles;
 use crate::server::{Server, ServerOutput};
 use crate::trace::{Actor, Step, ToolEnd, Trace};
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 /// The one tool of these runs.
 const TOOL: &str = "pay";

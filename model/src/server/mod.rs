@@ -15,6 +15,12 @@
 //! session when it holds none: it is never created, expired or reported as a session, and every
 //! `GET` and `DELETE` is answered 405. A session-ful client still works against such a server: its
 //! `initialize` is answered without a session id, so it sends its later requests without one.
+//!
+//! Layout: this file holds the `Server` machine (inputs, polls, request routing, timers, output
+//! plumbing); `sessions.rs` the session table, 400/404 answers and `DELETE`; `streams.rs` event
+//! logs, attached connections, priming and keep-alive; `replay.rs` `Last-Event-ID` resumption and
+//! the answers to ids it cannot honour; `tools.rs` tool runs and the side-effect ledger;
+//! `expiry.rs` the idle rules.
 
 mod expiry;
 mod replay;
