@@ -9,6 +9,7 @@
 //! - [`decision`]: the design note's decision procedure for a closed stream.
 //! - [`config`] and [`profiles`]: policies as data, and the named profiles.
 //! - [`trace`]: the trace schema; [`oracle`]: the invariants, judged over a trace.
+//! - [`testing`]: the three machines wired together in memory, without madsim.
 
 pub mod client;
 pub mod config;
@@ -21,6 +22,7 @@ pub mod profiles;
 pub mod rng;
 pub mod server;
 pub mod sse;
+pub mod testing;
 pub mod time;
 pub mod trace;
 
