@@ -12,6 +12,8 @@
 //! - [`trace`]: the trace schema; [`oracle`]: the invariants, judged over a trace.
 //! - [`testing`]: the three machines wired together in memory, without madsim.
 
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod config;
 pub mod decision;

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// What a durable client keeps across a process restart.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DurableState {
+    /// The session id the client holds, if any.
     pub session: Option<SessionId>,
+    /// The next JSON-RPC request id to use.
     pub next_request: u64,
     /// Calls in flight: their request id and the last event id seen on their stream.
     pub calls: Vec<DurableCall>,
@@ -23,10 +25,15 @@ pub struct DurableState {
 /// One in-flight call in durable state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DurableCall {
+    /// The application's logical call.
     pub call: CallKey,
+    /// The tool it calls.
     pub tool: String,
+    /// Whether running it twice is harmless.
     pub idempotent: bool,
+    /// The request id of its current POST.
     pub request: RequestId,
+    /// The last event id seen on its stream.
     pub last_event_id: Option<EventId>,
 }
 

@@ -59,9 +59,17 @@ use std::collections::{BTreeMap, VecDeque};
 pub enum ClientOutput {
     /// Open a connection numbered `conn` to the server (through the load balancer) and send
     /// `request` on it. Frames that arrive on it go to `handle_frame`; its end to `handle_conn_end`.
-    Open { conn: ConnId, request: Request },
+    Open {
+        /// The connection.
+        conn: ConnId,
+        /// The JSON-RPC request id.
+        request: Request,
+    },
     /// Close `conn` from this side.
-    Abort { conn: ConnId },
+    Abort {
+        /// The connection.
+        conn: ConnId,
+    },
     /// Write this state to durable storage (only under `Persistence::Durable`). It is queued ahead
     /// of the other outputs of the same call (write-ahead): the state is on disk before the
     /// requests that depend on it leave.
@@ -362,6 +370,7 @@ impl Client {
         calls.chain([self.init_retry_at, standalone]).flatten().min()
     }
 
+    /// The next output, if any; drain it after every input.
     pub fn poll_output(&mut self) -> Option<ClientOutput> {
         self.outputs.pop_front()
     }

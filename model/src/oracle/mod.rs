@@ -39,6 +39,7 @@ pub struct Violation {
     pub at: Instant,
     /// The call, stream, event or session concerned.
     pub subject: String,
+    /// What went wrong, in words.
     pub detail: String,
 }
 
@@ -55,8 +56,11 @@ impl From<&Violation> for ViolationRecord {
 
 /// A named invariant.
 pub struct Invariant {
+    /// The stable name.
     pub name: &'static str,
+    /// What it requires, in words.
     pub description: &'static str,
+    /// The check: the violations in a trace.
     pub check: fn(&Trace) -> Vec<Violation>,
 }
 

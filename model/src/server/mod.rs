@@ -50,9 +50,19 @@ use tools::RunningTool;
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerOutput {
     /// Write a frame on a connection.
-    Send { conn: ConnId, frame: Frame },
+    Send {
+        /// The connection.
+        conn: ConnId,
+        /// The frame.
+        frame: Frame,
+    },
     /// Close a connection: after `Frame::End` for a clean end, or `abrupt` for a reset.
-    Close { conn: ConnId, abrupt: bool },
+    Close {
+        /// The connection.
+        conn: ConnId,
+        /// A reset rather than a clean end.
+        abrupt: bool,
+    },
     /// Record a step.
     Record(StepKind),
 }
@@ -172,6 +182,7 @@ impl Server {
         self.timers().map(|(at, _)| at).min()
     }
 
+    /// The next output, if any; drain it after every input.
     pub fn poll_output(&mut self) -> Option<ServerOutput> {
         self.outputs.pop_front()
     }
