@@ -2,8 +2,8 @@
 //!
 //! Every invariant is a pure function of a [`Trace`]: it reads the steps the machines recorded and
 //! returns what broke, never panics, and never looks at the scenario. The families live one per
-//! file: [`execution`] (duplicate side effects), [`loss`] (silent event loss), [`sessions`]
-//! (orphaned sessions), [`liveness`] (every call resolves) and [`delivery`] (what the application
+//! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
+//! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
