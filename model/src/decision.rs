@@ -15,8 +15,9 @@ use thiserror::Error;
 /// What the client knows when a stream closes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamClose {
-    /// The HTTP status that ended the stream; `None` for a transport-level end (reset, timeout,
-    /// refused connection, or a body that ended before its response).
+    /// The HTTP status that ended the stream; `None` for a transport-level end (a reset — the
+    /// model's form of the note's "timeout" too, since a load balancer's idle timeout reaches
+    /// the client as a reset —, a refused connection, or a body that ended before its response).
     pub status: Option<Status>,
     /// The server sent `event: close` before the stream ended.
     pub close_event: bool,

@@ -419,8 +419,6 @@ pub enum ConnEnd {
     Reset,
     /// The connection could not be opened at all (refused, unreachable).
     Refused,
-    /// This side gave up waiting (a client-side timeout) and closed it.
-    TimedOut,
     /// This side closed it on purpose (cancel, shutdown).
     Aborted,
 }
@@ -431,7 +429,6 @@ impl fmt::Display for ConnEnd {
             ConnEnd::Clean => "clean end",
             ConnEnd::Reset => "reset",
             ConnEnd::Refused => "refused",
-            ConnEnd::TimedOut => "timed out",
             ConnEnd::Aborted => "aborted",
         };
         f.write_str(s)

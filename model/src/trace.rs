@@ -14,7 +14,7 @@ use std::fmt;
 use thiserror::Error;
 
 /// Bumped whenever a change to these types changes what a trace means.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The first line of a trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,8 @@ struct FooterLine {
 pub struct ViolationRecord {
     /// The invariant's name.
     pub invariant: String,
+    /// Index (0-based, among the step lines) of the step that broke it.
+    pub step: u64,
     /// Simulated time of the step that broke it, in µs.
     pub t: u64,
     /// The call, stream, event or session concerned.
@@ -239,10 +241,17 @@ pub enum StepKind {
         /// Set when the procedure refused to guess.
         error: Option<String>,
     },
-    /// A reconnection was scheduled.
+    /// A reconnection of a stream was scheduled.
     Backoff {
-        /// The call (`None` for the handshake or the standalone stream).
+        /// The call (`None` for the standalone stream).
         call: Option<CallKey>,
+        /// The attempt number, 1 for the first.
+        attempt: u32,
+        /// The wait before it, in µs.
+        delay_us: u64,
+    },
+    /// A failed `initialize` will be sent again.
+    InitializeBackoff {
         /// The attempt number, 1 for the first.
         attempt: u32,
         /// The wait before it, in µs.
@@ -475,7 +484,10 @@ pub enum TraceError {
     #[error("line 1 is not an mcpsim trace header: {0}")]
     /// The first line is not a trace header.
     NotATrace(String),
-    #[error("trace schema {found} is not the schema {expected} this mcpsim reads")]
+    #[error(
+        "trace schema {found} is not the schema {expected} this mcpsim reads (recorded by another version: \
+         `mcpsim replay --rerecord FILE` records it again from its header)"
+    )]
     /// A schema this version cannot read.
     Schema {
         /// What it holds.
@@ -577,6 +589,17 @@ impl Trace {
             out.push('\n');
         }
         out
+    }
+
+    /// Reads only the header line of a trace of any schema: what re-recording an old trace needs
+    /// (its seed and scenario).
+    pub fn parse_header(text: &str) -> Result<Header, TraceError> {
+        let first = text.lines().find(|l| !l.trim().is_empty()).ok_or(TraceError::Empty)?;
+        let header: Header = serde_json::from_str(first).map_err(|e| TraceError::NotATrace(e.to_string()))?;
+        if header.format != "mcpsim-trace" {
+            return Err(TraceError::NotATrace(format!("format is {:?}", header.format)));
+        }
+        Ok(header)
     }
 
     /// Reads a trace, checking header, schema, footer, step count and digest.
@@ -723,7 +746,7 @@ mod tests {
         assert!(matches!(Trace::parse(&edited), Err(TraceError::Digest { .. })));
         let garbage = text.replacen("\"step\":1", "\"step\":\"x\"", 1);
         assert!(matches!(Trace::parse(&garbage), Err(TraceError::BadLine { line: 3, .. })));
-        let schema = text.replacen("\"schema\":1", "\"schema\":99", 1);
+        let schema = text.replacen(&format!("\"schema\":{SCHEMA_VERSION}"), "\"schema\":99", 1);
         assert!(matches!(Trace::parse(&schema), Err(TraceError::Schema { found: 99, .. })));
     }
 }

@@ -54,7 +54,7 @@ impl Client {
             return;
         }
         let delay = self.next_delay(self.init_failures - 1, false);
-        self.record(StepKind::Backoff { call: None, attempt: self.init_failures, delay_us: micros(delay) });
+        self.record(StepKind::InitializeBackoff { attempt: self.init_failures, delay_us: micros(delay) });
         self.init_retry_at = Some(now + delay);
     }
 

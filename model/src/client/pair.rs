@@ -18,7 +18,7 @@ fn silent_tool(secs: u64, idempotent: bool) -> ToolSpec {
 }
 
 fn names(violations: &[Violation]) -> Vec<&'static str> {
-    violations.iter().map(|v| v.invariant).collect()
+    violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 const IDLE_CUT: Option<Duration> = Some(Duration::from_secs(60));

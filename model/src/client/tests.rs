@@ -193,7 +193,9 @@ fn backoffs(out: &[ClientOutput]) -> Vec<(u32, u64)> {
     steps(out)
         .into_iter()
         .filter_map(|s| match s {
-            StepKind::Backoff { attempt, delay_us, .. } => Some((attempt, delay_us)),
+            StepKind::Backoff { attempt, delay_us, .. } | StepKind::InitializeBackoff { attempt, delay_us } => {
+                Some((attempt, delay_us))
+            }
             _ => None,
         })
         .collect()
