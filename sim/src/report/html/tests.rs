@@ -99,7 +99,7 @@ fn the_page_is_self_contained_escaped_and_marks_the_violating_step() {
     }
     assert!(html.contains("Content-Security-Policy"));
     assert!(html.contains("pay ran twice &lt;b&gt;"), "violation text escaped");
-    assert!(html.contains(r#"<a class="m-step" href="#t7-"#), "{html}");
+    assert!(html.contains(r##"<a class="m-step" href="#t7-"##), "{html}");
     assert!(html.contains(r#"data-step="9">step 9</a> VIOLATION no-duplicate-execution"#), "{html}");
     assert!(html.contains("<h3>Why no-duplicate-execution broke</h3>"));
     assert!(html.contains("<svg "), "the diagram is inline");
