@@ -27,7 +27,7 @@ pub enum Format {
     /// A standalone SVG file.
     Svg,
     /// A self-contained HTML page around the SVG drawing: the cause chain and an interactive
-    /// timeline (`crate::report::html` builds it; [`render`] draws only its SVG).
+    /// timeline (`report::html` builds it; [`render`] draws only its SVG).
     Html,
 }
 
@@ -78,7 +78,7 @@ impl Default for DiagramOptions {
 }
 
 /// Draws a trace as a sequence diagram. [`Format::Html`] draws the SVG the page embeds: the page
-/// itself is `crate::report::html`'s, which builds on this module.
+/// itself is `report::html`'s, which builds on this module.
 pub fn render(trace: &Trace, format: Format, opts: &DiagramOptions) -> String {
     let diagram = Diagram::build(trace, opts);
     match format {
