@@ -45,12 +45,18 @@ pub enum StreamOutcome {
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum NextAction {
     /// `GET` with `Last-Event-ID: last_event_id`, after backoff.
-    Resume { last_event_id: EventId },
+    Resume {
+        /// The `Last-Event-ID` sent.
+        last_event_id: EventId,
+    },
     /// Discard the session id, `initialize` again, and report every in-flight call as *unknown
     /// outcome* (never blindly re-run a non-idempotent tool).
     Reinitialize,
     /// Report a gap to the application, then resume from `head` (events after it).
-    ResumeAtHead { head: EventId },
+    ResumeAtHead {
+        /// The head event id the server named.
+        head: EventId,
+    },
     /// Stop reconnecting; the session is ending.
     Stop,
 }
@@ -61,7 +67,10 @@ pub enum NextAction {
 pub enum DecisionError {
     /// A status the procedure has no rule for.
     #[error("unexpected close status {status}; refusing to guess whether the session survived")]
-    UnexpectedStatus { status: u16 },
+    UnexpectedStatus {
+        /// The HTTP status.
+        status: u16,
+    },
     /// The stream is reconnectable but no event id was ever persisted for it.
     #[error(
         "reconnectable close but Last-Event-ID was never persisted; resumption is impossible and a \

@@ -1,9 +1,14 @@
 //! The client driven directly with hand-written frames.
 
 use super::*;
+use crate::config::{CloseHandling, CounterReset, Persistence};
 use crate::config::{ReconnectPolicy, RetryField};
+use crate::decision::DecisionError;
 use crate::http::{Body, ErrorBody, ErrorCode, Method};
+use crate::http::{ClientMessage, EventKind, ServerMessage, SseEvent, Status, ToolCall};
 use crate::profiles;
+use crate::time::micros;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Harness

@@ -2,8 +2,8 @@
 //!
 //! Every invariant is a pure function of a [`Trace`]: it reads the steps the machines recorded and
 //! returns what broke, never panics, and never looks at the scenario. The families live one per
-//! file: [`execution`] (duplicate side effects), [`loss`] (silent event loss), [`sessions`]
-//! (orphaned sessions), [`liveness`] (every call resolves) and [`delivery`] (what the application
+//! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
+//! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
@@ -39,6 +39,7 @@ pub struct Violation {
     pub at: Instant,
     /// The call, stream, event or session concerned.
     pub subject: String,
+    /// What went wrong, in words.
     pub detail: String,
 }
 
@@ -55,8 +56,11 @@ impl From<&Violation> for ViolationRecord {
 
 /// A named invariant.
 pub struct Invariant {
+    /// The stable name.
     pub name: &'static str,
+    /// What it requires, in words.
     pub description: &'static str,
+    /// The check: the violations in a trace.
     pub check: fn(&Trace) -> Vec<Violation>,
 }
 
