@@ -83,6 +83,10 @@
     }
 
     var selected = null;
+    // Hovering shows a step's fields; leaving the table shows the selected one's again.
+    tbody.addEventListener('mouseleave', function () {
+      if (selected) show(Number(selected.getAttribute('data-step')));
+    });
     function show(i) {
       detail.textContent = JSON.stringify(data.steps[i].step, null, 2);
     }
