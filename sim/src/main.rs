@@ -115,7 +115,8 @@ enum Command {
     /// Draw a trace as a sequence diagram (client, load balancer and server lifelines).
     Show {
         file: PathBuf,
-        /// text, mermaid (pastes into GitHub Markdown) or svg (opens in a browser).
+        /// text, mermaid (pastes into GitHub Markdown), svg (opens in a browser) or html (one page:
+        /// the diagram, the cause chain and an interactive timeline).
         #[arg(long, default_value = "text")]
         format: mcpsim::report::diagram::Format,
         /// Draw every step, without folding runs of similar steps.

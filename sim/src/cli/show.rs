@@ -18,7 +18,10 @@ pub fn cmd_show(
         check_writable(out)?;
     }
     let opts = crate::report::diagram::DiagramOptions { collapse, max_rows };
-    let drawing = crate::report::diagram::render(&trace, format, &opts);
+    let drawing = match format {
+        crate::report::diagram::Format::Html => crate::report::html::trace_page(&trace, &opts),
+        _ => crate::report::diagram::render(&trace, format, &opts),
+    };
     match output {
         Some(out) => {
             write_file(out, &drawing)?;

@@ -1,10 +1,11 @@
-//! What a person reads: traces as a timeline ([`timeline`]), sequence diagrams ([`diagram`]) and
-//! plots ([`plot`]).
+//! What a person reads: traces as a timeline ([`timeline`]), sequence diagrams ([`diagram`]), an
+//! HTML page ([`html`]) and plots ([`plot`]).
 //!
 //! Depends on [`crate::scenario`], [`crate::engine`] and the model's trace schema only.
 
 pub mod artifacts;
 pub mod diagram;
+pub mod html;
 #[cfg(feature = "cli")]
 pub mod plot;
 pub mod timeline;

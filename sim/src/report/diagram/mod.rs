@@ -26,11 +26,14 @@ pub enum Format {
     Mermaid,
     /// A standalone SVG file.
     Svg,
+    /// A self-contained HTML page around the SVG drawing: the cause chain and an interactive
+    /// timeline (`report::html` builds it; [`render`] draws only its SVG).
+    Html,
 }
 
 /// A `--format` value that names no [`Format`].
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("unknown diagram format {0:?}: use text, mermaid or svg")]
+#[error("unknown diagram format {0:?}: use text, mermaid, svg or html")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -41,6 +44,7 @@ impl FromStr for Format {
             "text" => Ok(Format::Text),
             "mermaid" => Ok(Format::Mermaid),
             "svg" => Ok(Format::Svg),
+            "html" => Ok(Format::Html),
             _ => Err(UnknownFormat(s.to_string())),
         }
     }
@@ -52,6 +56,7 @@ impl fmt::Display for Format {
             Format::Text => "text",
             Format::Mermaid => "mermaid",
             Format::Svg => "svg",
+            Format::Html => "html",
         })
     }
 }
@@ -72,13 +77,14 @@ impl Default for DiagramOptions {
     }
 }
 
-/// Draws a trace as a sequence diagram.
+/// Draws a trace as a sequence diagram. [`Format::Html`] draws the SVG the page embeds: the page
+/// itself is `report::html`'s, which builds on this module.
 pub fn render(trace: &Trace, format: Format, opts: &DiagramOptions) -> String {
     let diagram = Diagram::build(trace, opts);
     match format {
         Format::Text => text::draw(&diagram),
         Format::Mermaid => mermaid::draw(&diagram),
-        Format::Svg => svg::draw(&diagram),
+        Format::Svg | Format::Html => svg::draw(&diagram),
     }
 }
 
@@ -140,6 +146,8 @@ impl Shape {
 /// One row of a diagram: one step, or a folded run of steps.
 #[derive(Clone, Debug, PartialEq)]
 struct Row {
+    /// Index in the trace of the (first) step.
+    step: usize,
     /// Simulated time of the (first) step, µs.
     t: u64,
     shape: Shape,
@@ -168,7 +176,7 @@ impl Diagram {
         let mut anchored: BTreeMap<usize, Vec<ViolationRecord>> = BTreeMap::new();
         let mut late = Vec::new();
         for v in verdict {
-            match anchor(v, &trace.steps) {
+            match violation_step(v, &trace.steps) {
                 Some(i) => anchored.entry(i).or_default().push(v.clone()),
                 None => late.push(v.clone()),
             }
@@ -182,6 +190,7 @@ impl Diagram {
                 continue;
             }
             let mut item = with_client_index(item_of(step), step.client);
+            item.row.step = i;
             if !violations.is_empty() {
                 item.fold = None;
                 item.row.violations = violations;
@@ -202,7 +211,7 @@ impl Diagram {
 }
 
 /// `mcpsim seed 7 · naive × reference × long-tool`; `?` for whatever the header lacks.
-fn title(header: &Header) -> String {
+pub fn title(header: &Header) -> String {
     let text = |pointer: &str| header.scenario.pointer(pointer).and_then(|v| v.as_str());
     let client = text("/scenario/client/name").unwrap_or("?");
     let server = text("/scenario/server/name").unwrap_or("?");
@@ -210,7 +219,8 @@ fn title(header: &Header) -> String {
     format!("mcpsim seed {} · {client} × {server} × {scenario}", header.seed)
 }
 
-fn verdict_line(footer: Option<&Footer>) -> String {
+/// `verdict: 2 violation(s): no-orphaned-session, no-duplicate-execution`.
+pub fn verdict_line(footer: Option<&Footer>) -> String {
     let Some(footer) = footer else {
         return "verdict: unknown (no footer: the trace is incomplete)".to_string();
     };
@@ -227,13 +237,23 @@ fn verdict_line(footer: Option<&Footer>) -> String {
 }
 
 /// `VIOLATION no-duplicate-execution: call0 — pay ran twice (at 1m00.021s)`.
-fn violation_text(v: &ViolationRecord) -> String {
+pub fn violation_text(v: &ViolationRecord) -> String {
     let detail = if v.detail.is_empty() { String::new() } else { format!(" — {}", v.detail) };
     format!("VIOLATION {}: {}{detail} (at {})", v.invariant, v.subject, format_micros(v.t))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Which step broke an invariant.
+
+/// The index of the step that broke `v`: where every drawing (and the HTML page) puts it.
+///
+/// The footer does not name the step yet, so it is found from the time and the invariant's name
+/// ([`anchor`]). When `ViolationRecord` gains its step index, this becomes
+/// `v.step.and_then(|i| usize::try_from(i).ok()).filter(|&i| i < steps.len())` (falling back to
+/// [`anchor`] only for traces recorded before it), and [`relevance`]'s word matching goes.
+pub fn violation_step(v: &ViolationRecord, steps: &[Step]) -> Option<usize> {
+    anchor(v, steps)
+}
 
 /// The step a violation is drawn at: among the steps at its time, the one its invariant is most
 /// about; without a step at that time, the last one before it.
@@ -351,7 +371,7 @@ struct Item {
 
 impl Item {
     fn new(t: u64, shape: Shape, label: String) -> Item {
-        Item { row: Row { t, shape, label, emphasis: false, violations: Vec::new() }, fold: None }
+        Item { row: Row { step: 0, t, shape, label, emphasis: false, violations: Vec::new() }, fold: None }
     }
 
     fn emphasised(mut self, yes: bool) -> Item {
@@ -601,6 +621,7 @@ fn folded(run: &[Item], period: usize, repeats: usize) -> Row {
         Shape::Note(from, to)
     };
     Row {
+        step: first.step,
         t: first.t,
         shape,
         label: format!("… {repeats} × {what}, until {} …", format_micros(last_t)),

@@ -85,7 +85,7 @@ pub(super) fn draw(d: &Diagram) -> String {
     for row in &d.rows {
         draw_row(&mut p, row);
         for v in &row.violations {
-            violation_slot(&mut p, &violation_text(v));
+            violation_slot(&mut p, Some(row.step), &violation_text(v));
         }
     }
     if d.more > 0 {
@@ -95,7 +95,7 @@ pub(super) fn draw(d: &Diagram) -> String {
         p.raw("</g>\n");
     }
     for v in &d.late {
-        violation_slot(&mut p, &format!("{} [its row is not shown]", violation_text(v)));
+        violation_slot(&mut p, None, &format!("{} [its row is not shown]", violation_text(v)));
     }
     frame(d, p)
 }
@@ -155,9 +155,12 @@ fn cut_mark(p: &mut Picture, x: usize, y: usize) {
     p.raw(&format!(r#"<path d="M{l} {t} L{r} {b} M{l} {b} L{r} {t}" stroke="{RED}" stroke-width="2.5"/>"#));
 }
 
-fn violation_slot(p: &mut Picture, text: &str) {
+/// A red line naming a broken invariant, right under the row of its step (`data-step`, which the
+/// HTML page links to its timeline) or, for a row not shown, after the last.
+fn violation_slot(p: &mut Picture, step: Option<usize>, text: &str) {
     let top = p.next_slot();
-    p.raw(&format!(r#"<g class="violation"><rect class="hl" x="0" y="{top}" width="100%" height="{ROW_H}"/>"#));
+    let data = step.map(|s| format!(r#" data-step="{s}""#)).unwrap_or_default();
+    p.raw(&format!(r#"<g class="violation"{data}><rect class="hl" x="0" y="{top}" width="100%" height="{ROW_H}"/>"#));
     p.text(TIME_X + 12, top + 16, "start", &format!(r#" fill="{RED}" class="strong""#), &format!("⚠ {text}"));
     p.raw("</g>\n");
 }
@@ -165,7 +168,8 @@ fn violation_slot(p: &mut Picture, text: &str) {
 fn draw_row(p: &mut Picture, row: &Row) {
     let top = p.next_slot();
     let mid = top + ROW_H / 2;
-    p.raw(r#"<g class="row">"#);
+    // `data-step`: the trace index of the row's (first) step, for the HTML page's links.
+    p.raw(&format!(r#"<g class="row" data-step="{}">"#, row.step));
     if !row.violations.is_empty() {
         p.raw(&format!(r#"<rect class="hl" x="0" y="{top}" width="100%" height="{ROW_H}"/>"#));
     }

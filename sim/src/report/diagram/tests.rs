@@ -218,8 +218,10 @@ fn formats_parse_by_name_and_refuse_others_clearly() {
     assert_eq!("text".parse::<Format>(), Ok(Format::Text));
     assert_eq!(" Mermaid ".parse::<Format>(), Ok(Format::Mermaid));
     assert_eq!("svg".parse::<Format>(), Ok(Format::Svg));
+    assert_eq!("html".parse::<Format>(), Ok(Format::Html));
+    assert_eq!(Format::Html.to_string(), "html");
     let err = "png".parse::<Format>().expect_err("png is no diagram format");
-    assert_eq!(err.to_string(), "unknown diagram format \"png\": use text, mermaid or svg");
+    assert_eq!(err.to_string(), "unknown diagram format \"png\": use text, mermaid, svg or html");
     assert_eq!(Format::Mermaid.to_string().parse::<Format>(), Ok(Format::Mermaid));
 }
 

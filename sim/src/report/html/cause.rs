@@ -1,0 +1,153 @@
+//! The cause chain: what happened before a violating step, in words.
+//!
+//! Derived from the steps alone, whatever the invariant: faults and cut or broken connections,
+//! process restarts, sessions that ended or were created again for the same client, decisions to
+//! re-initialize, requests sent again, side effects run again, silent resumes and what the
+//! application was told. The branch `harden` is writing a text cause chain for `explore`'s
+//! output; the two should become one function in `crate::report`.
+
+use crate::report::timeline;
+use mcpsim_model::decision::NextAction;
+use mcpsim_model::http::{self, ClientMessage};
+use mcpsim_model::ids::{CallKey, ConnId, SessionId};
+use mcpsim_model::time::format_micros;
+use mcpsim_model::trace::{ResumeOutcome, Step, StepKind};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One link of a cause chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// Index of the step in the trace.
+    pub step: usize,
+    /// Simulated time, µs.
+    pub t: u64,
+    /// Who did it (`client`, `lb`, `client1` in a multi-client trace).
+    pub actor: String,
+    pub text: String,
+}
+
+impl Cause {
+    /// `1m01.026s lb: cut c3 after 1m00.000s idle (step 17)`.
+    pub fn line(&self) -> String {
+        format!("{} {}: {} (step {})", format_micros(self.t), self.actor, self.text, self.step)
+    }
+}
+
+/// The most links a chain keeps: the ones nearest the violation.
+pub const MAX_CAUSES: usize = 16;
+
+/// The steps up to and including `upto` that explain it, oldest first, with the step at `upto`
+/// last; at most [`MAX_CAUSES`] (the earlier ones are dropped; [`cause_chain`]'s second value
+/// says how many). An `upto` past the end is read as the last step.
+pub fn cause_chain(steps: &[Step], upto: usize) -> (Vec<Cause>, usize) {
+    let Some(last) = steps.len().checked_sub(1) else {
+        return (Vec::new(), 0);
+    };
+    let upto = upto.min(last);
+    let mut walk = Walk::default();
+    let mut causes = Vec::new();
+    for (i, step) in steps[..=upto].iter().enumerate() {
+        let text = walk.cause(step);
+        let text = if i == upto { text.or_else(|| Some(timeline::describe(&step.kind))) } else { text };
+        if let Some(text) = text {
+            causes.push(Cause { step: i, t: step.t, actor: timeline::actor(step), text });
+        }
+    }
+    let dropped = causes.len().saturating_sub(MAX_CAUSES);
+    (causes.split_off(dropped), dropped)
+}
+
+/// What has happened so far, to tell a first time from a repetition.
+#[derive(Default)]
+struct Walk {
+    /// Sessions created per client name, in order.
+    sessions: BTreeMap<String, Vec<SessionId>>,
+    /// `tools/call` requests sent per (client index, call).
+    sends: BTreeMap<(Option<u32>, CallKey), u32>,
+    /// Side effects run per call.
+    effects: BTreeMap<CallKey, u32>,
+    /// Connections the load balancer cut (their reset says nothing new).
+    cut: BTreeSet<ConnId>,
+    client_starts: BTreeMap<Option<u32>, u32>,
+}
+
+impl Walk {
+    /// The step in words if it belongs in a cause chain, updating what has happened.
+    fn cause(&mut self, step: &Step) -> Option<String> {
+        use StepKind::*;
+        let described = || timeline::describe(&step.kind);
+        match &step.kind {
+            Fault { fault } => Some(format!("fault injected: {fault}")),
+            LbIdleCut { conn, idle_us } => {
+                self.cut.insert(*conn);
+                Some(format!("cut {conn} after {} without a byte", format_micros(*idle_us)))
+            }
+            StepKind::ConnEnd { conn, end } => match end {
+                http::ConnEnd::Reset if self.cut.contains(conn) => None,
+                http::ConnEnd::Reset | http::ConnEnd::Refused | http::ConnEnd::TimedOut => {
+                    Some(format!("{conn} broke: {end}"))
+                }
+                http::ConnEnd::Clean | http::ConnEnd::Aborted => None,
+            },
+            ClientStart { restored } => {
+                let n = self.client_starts.entry(step.client).or_insert(0);
+                *n += 1;
+                (*n > 1).then(|| {
+                    let state = if *restored { "its durable state restored" } else { "its state lost" };
+                    format!("client process restarted, {state}")
+                })
+            }
+            ServerStart { epoch } => {
+                (*epoch > 0).then(|| format!("server process restarted (epoch {epoch}): sessions in memory are gone"))
+            }
+            Decision { action: Some(NextAction::Reinitialize), .. } | Decision { error: Some(_), .. } => {
+                Some(described())
+            }
+            SessionCreated { session, client } => {
+                let earlier = self.sessions.entry(client.clone()).or_default();
+                let text = match earlier.last() {
+                    Some(before) => format!(
+                        "session {session} created for {client}: a re-initialization (its session {before} came before)"
+                    ),
+                    None => format!("session {session} created for {client}"),
+                };
+                earlier.push(session.clone());
+                Some(text)
+            }
+            SessionEnded { .. } | Rejected { .. } => Some(described()),
+            Send { request, .. } => {
+                let Some(ClientMessage::CallTool { id, call }) = &request.body else {
+                    return None;
+                };
+                let n = self.sends.entry((step.client, call.key)).or_insert(0);
+                *n += 1;
+                let session = request.session.as_ref().map(|s| format!(" in session {s}")).unwrap_or_default();
+                Some(match *n {
+                    1 => format!("sent {} {} ({id}){session}", call.tool, call.key),
+                    n => format!("sent {} {} AGAIN ({id}){session}: send {n} of the same call", call.tool, call.key),
+                })
+            }
+            SideEffect { session, call, tool, idempotent, .. } => {
+                let n = self.effects.entry(*call).or_insert(0);
+                *n += 1;
+                let kind = if *idempotent { "idempotent" } else { "non-idempotent" };
+                Some(match *n {
+                    1 => format!("ran {tool} {call} ({kind}) in session {session}"),
+                    n => format!("ran {tool} {call} ({kind}) AGAIN in session {session}: execution {n}"),
+                })
+            }
+            Resume { outcome, .. } => match outcome {
+                ResumeOutcome::Replayed { .. }
+                | ResumeOutcome::Empty { .. }
+                | ResumeOutcome::FromOldest { skipped: 0, .. } => None,
+                ResumeOutcome::Rejected { .. }
+                | ResumeOutcome::SilentHead { .. }
+                | ResumeOutcome::FromOldest { .. } => Some(described()),
+            },
+            AppCall { .. } | AppGap { .. } | AppUnknownOutcome { .. } | AppError { .. } | AppSessionLost { .. } => {
+                Some(described())
+            }
+            _ => None,
+        }
+    }
+}
