@@ -11,7 +11,6 @@ use mcpsim_model::http::{Body, ConnEnd, EventKind, ResponseHead, ServerMessage, 
 use mcpsim_model::ids::{ConnId, EventId, SessionId};
 use mcpsim_model::time::format_micros;
 use mcpsim_model::trace::{Footer, Header, ResumeOutcome, Step, StepKind, Trace, ViolationRecord};
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
@@ -245,40 +244,11 @@ pub fn violation_text(v: &ViolationRecord) -> String {
 // ---------------------------------------------------------------------------------------------
 // Which step broke an invariant.
 
-/// The index of the step that broke `v`: where every drawing (and the HTML page) puts it.
-///
-/// The footer does not name the step yet, so it is found from the time and the invariant's name
-/// ([`anchor`]). When `ViolationRecord` gains its step index, this becomes
-/// `v.step.and_then(|i| usize::try_from(i).ok()).filter(|&i| i < steps.len())` (falling back to
-/// [`anchor`] only for traces recorded before it), and [`relevance`]'s word matching goes.
+/// The index of the step that broke `v`: where every drawing (and the HTML page) puts it. The
+/// footer names it (`step`); an index past the steps (a hand-edited trace) falls on the last step.
 pub fn violation_step(v: &ViolationRecord, steps: &[Step]) -> Option<usize> {
-    anchor(v, steps)
-}
-
-/// The step a violation is drawn at: among the steps at its time, the one its invariant is most
-/// about; without a step at that time, the last one before it.
-fn anchor(v: &ViolationRecord, steps: &[Step]) -> Option<usize> {
-    let at_time = (0..steps.len()).filter(|&i| steps[i].t == v.t);
-    let best = at_time.max_by_key(|&i| (relevance(v, &steps[i].kind), Reverse(i)));
-    best.or_else(|| steps.iter().rposition(|s| s.t <= v.t)).or(if steps.is_empty() { None } else { Some(0) })
-}
-
-/// How much a step looks like the one that broke `v`'s invariant. Invariant names are matched by
-/// the words they are built from, so a renamed or new oracle still lands on a step at its time.
-fn relevance(v: &ViolationRecord, kind: &StepKind) -> u8 {
-    use StepKind::*;
-    let name = v.invariant.as_str();
-    let about_loss = name.contains("loss") || name.contains("lost") || name.contains("silent");
-    let by_kind = match kind {
-        SideEffect { .. } if name.contains("duplicate") => 4,
-        Resume { outcome: ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { .. }, .. } if about_loss => 4,
-        Resume { .. } | AppGap { .. } | EventStored { .. } | AppEvent { .. } | AppResult { .. } if about_loss => 2,
-        SessionCreated { .. } | SessionEnded { .. } | RunEnd { .. } if name.contains("orphan") => 2,
-        RunEnd { .. } | Liveness { .. } if name.contains("live") || name.contains("resolve") => 2,
-        _ => 0,
-    };
-    let names_subject = !v.subject.is_empty() && timeline::describe(kind).contains(&v.subject);
-    by_kind + u8::from(names_subject)
+    let last = steps.len().checked_sub(1)?;
+    Some(usize::try_from(v.step).map_or(last, |i| i.min(last)))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -97,17 +97,32 @@ impl TraceBuilder {
         self.send(t, conn, Request::post(Some(sid(session)), body))
     }
 
+    /// Ends the trace with `verdict`; a record built by [`violation`] names the last step at its
+    /// time (as an oracle would name the step that broke it).
     fn finish(&mut self, verdict: Vec<ViolationRecord>) -> Trace {
         let mut trace = self.trace.clone();
+        let steps = &trace.steps;
+        let verdict = verdict
+            .into_iter()
+            .map(|mut v| {
+                if v.step == UNSET {
+                    v.step = steps.iter().rposition(|s| s.t <= v.t).unwrap_or(0) as u64;
+                }
+                v
+            })
+            .collect();
         trace.finish(verdict);
         trace
     }
 }
 
+/// A violation's step before [`TraceBuilder::finish`] fills it in.
+const UNSET: u64 = u64::MAX;
+
 fn violation(invariant: &str, t_ms: u64, subject: &str, detail: &str) -> ViolationRecord {
     ViolationRecord {
         invariant: invariant.into(),
-        step: 0,
+        step: UNSET,
         t: ms(t_ms),
         subject: subject.into(),
         detail: detail.into(),
@@ -499,20 +514,16 @@ fn a_trace_from_elsewhere_still_draws() {
 }
 
 #[test]
-fn a_violation_lands_on_the_step_its_invariant_is_about() {
+fn a_violation_lands_on_the_step_its_footer_names() {
     let mut b = TraceBuilder::new("a", "b", "c");
     b.stored(5, "s1", 7, progress(8));
-    let outcome = ResumeOutcome::SilentHead { skipped: 3 };
-    b.server(5, StepKind::Resume { session: sid("s1"), last_event_id: eid("1-4"), stream: None, outcome });
     b.side_effect(5, "s1", 2);
-    b.app(9, StepKind::AppSessionLost { session: sid("s1") });
     let trace = b.finish(vec![]);
-    let loss = violation("no-silent-event-loss", 5, "s1", "");
-    assert_eq!(anchor(&loss, &trace.steps), Some(1));
-    assert_eq!(anchor(&violation("no-duplicate-execution", 5, "call0", ""), &trace.steps), Some(2));
-    assert_eq!(anchor(&violation("something-else", 5, "", ""), &trace.steps), Some(0));
-    assert_eq!(anchor(&violation("something-else", 7, "", ""), &trace.steps), Some(2), "the last step before");
-    assert_eq!(anchor(&loss, &[]), None);
+    let at = |step| ViolationRecord { step, ..violation("no-duplicate-execution", 5, "call0", "") };
+    assert_eq!(violation_step(&at(1), &trace.steps), Some(1), "not the first step at its time: the named one");
+    assert_eq!(violation_step(&at(0), &trace.steps), Some(0));
+    assert_eq!(violation_step(&at(99), &trace.steps), Some(1), "past the end: the last step");
+    assert_eq!(violation_step(&at(0), &[]), None);
 }
 
 #[test]

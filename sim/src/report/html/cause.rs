@@ -84,9 +84,7 @@ impl Walk {
             }
             StepKind::ConnEnd { conn, end } => match end {
                 http::ConnEnd::Reset if self.cut.contains(conn) => None,
-                http::ConnEnd::Reset | http::ConnEnd::Refused | http::ConnEnd::TimedOut => {
-                    Some(format!("{conn} broke: {end}"))
-                }
+                http::ConnEnd::Reset | http::ConnEnd::Refused => Some(format!("{conn} broke: {end}")),
                 http::ConnEnd::Clean | http::ConnEnd::Aborted => None,
             },
             ClientStart { restored } => {

@@ -41,6 +41,7 @@ fn incident() -> Trace {
     ];
     let v = ViolationRecord {
         invariant: "no-duplicate-execution".into(),
+        step: 9,
         t: 60_004_000,
         subject: "call0".into(),
         detail: "pay ran twice <b>".into(),
