@@ -2,31 +2,34 @@
 //! order (`in-order-delivery`), and only events of the session it came through
 //! (`no-cross-session-delivery`).
 
+use super::TraceIndex;
 use super::{deliveries, event_subject, sorted, Delivery, EventLog, Invariant, InvariantId, Violation};
 use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
-use crate::trace::{StepKind, Trace};
+use crate::trace::StepKind;
+#[cfg(test)]
+use crate::trace::Trace;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_DUPLICATE_DELIVERY: Invariant = Invariant {
     id: InvariantId::NoDuplicateDelivery,
     name: InvariantId::NoDuplicateDelivery.name(),
     description: "The application is never handed the same event of a session twice, nor two results for one call.",
-    check: duplicate_deliveries,
+    check: duplicate_deliveries_in,
 };
 
 pub(super) const IN_ORDER_DELIVERY: Invariant = Invariant {
     id: InvariantId::InOrderDelivery,
     name: InvariantId::InOrderDelivery.name(),
     description: "The events of each stream reach the application in the order the server stored them.",
-    check: out_of_order_deliveries,
+    check: out_of_order_deliveries_in,
 };
 
 pub(super) const NO_CROSS_SESSION_DELIVERY: Invariant = Invariant {
     id: InvariantId::NoCrossSessionDelivery,
     name: InvariantId::NoCrossSessionDelivery.name(),
     description: "The application is handed, through a session, only events that session stored.",
-    check: cross_session_deliveries,
+    check: cross_session_deliveries_in,
 };
 
 /// The subject of a delivered event, with its stream when the session stored it.
@@ -36,8 +39,15 @@ fn subject(log: &EventLog<'_>, session: &SessionId, id: &EventId) -> String {
 
 /// A second delivery of one `(session, id)`, or a second result for one issue of a call. One
 /// violation per step: a result delivered twice under the same id is one duplicate, not two.
+#[cfg(test)]
 fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
-    let log = EventLog::new(trace);
+    duplicate_deliveries_in(&TraceIndex::new(trace))
+}
+
+/// [`duplicate_deliveries`] over a shared index.
+fn duplicate_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let trace = ix.trace();
+    let log = ix.log();
     let mut seen: BTreeMap<(&SessionId, &EventId), Instant> = BTreeMap::new();
     // The result handed over since the call was last issued.
     let mut result_given: BTreeMap<CallKey, Instant> = BTreeMap::new();
@@ -86,8 +96,15 @@ fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
 /// Per stream, a delivered event whose seq is not above every seq delivered before it. A second
 /// delivery of the same event is no-duplicate-delivery's to report, and an event the session
 /// never stored no-cross-session-delivery's.
+#[cfg(test)]
 fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
-    let log = EventLog::new(trace);
+    out_of_order_deliveries_in(&TraceIndex::new(trace))
+}
+
+/// [`out_of_order_deliveries`] over a shared index.
+fn out_of_order_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let trace = ix.trace();
+    let log = ix.log();
     let mut highest: BTreeMap<(&SessionId, u32, StreamNo), u32> = BTreeMap::new();
     let mut seen: BTreeSet<(&SessionId, &EventId)> = BTreeSet::new();
     let mut violations = Vec::new();
@@ -113,8 +130,15 @@ fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
 }
 
 /// A delivered event id the session it came through never stored.
+#[cfg(test)]
 fn cross_session_deliveries(trace: &Trace) -> Vec<Violation> {
-    let log = EventLog::new(trace);
+    cross_session_deliveries_in(&TraceIndex::new(trace))
+}
+
+/// [`cross_session_deliveries`] over a shared index.
+fn cross_session_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let trace = ix.trace();
+    let log = ix.log();
     let violations = deliveries(trace)
         .filter_map(|d| {
             let id = d.id?;

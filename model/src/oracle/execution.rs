@@ -1,6 +1,6 @@
 //! `no-duplicate-execution`: a non-idempotent tool call runs its side effect at most once.
 
-use super::{sorted, CallLedger, Invariant, InvariantId, Violation};
+use super::{sorted, CallLedger, Invariant, InvariantId, TraceIndex, Violation};
 use crate::ids::{CallKey, SessionId};
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace};
@@ -11,7 +11,7 @@ pub(super) const NO_DUPLICATE_EXECUTION: Invariant = Invariant {
     name: InvariantId::NoDuplicateExecution.name(),
     description: "A tool call the application declared non-idempotent runs its side effect at most once, across \
                   all sessions and server restarts.",
-    check: duplicate_executions,
+    check: duplicate_executions_in,
 };
 
 /// One run of a side effect.
@@ -26,7 +26,12 @@ struct Execution<'a> {
 
 /// One violation per non-idempotent call that ran more than once, at its second run.
 pub(super) fn duplicate_executions(trace: &Trace) -> Vec<Violation> {
-    let ledger = CallLedger::new(trace);
+    duplicate_executions_in(&TraceIndex::new(trace))
+}
+
+/// [`duplicate_executions`] over a shared index.
+pub(super) fn duplicate_executions_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let (trace, ledger) = (ix.trace(), ix.ledger());
     let mut runs: BTreeMap<CallKey, Vec<Execution<'_>>> = BTreeMap::new();
     for (order, step) in trace.steps.iter().enumerate() {
         if let StepKind::SideEffect { session, call, idempotent, .. } = &step.kind {
@@ -35,7 +40,7 @@ pub(super) fn duplicate_executions(trace: &Trace) -> Vec<Violation> {
     }
     let violations = runs
         .into_iter()
-        .filter(|(call, execs)| execs.len() > 1 && !declared_idempotent(&ledger, *call, execs))
+        .filter(|(call, execs)| execs.len() > 1 && !declared_idempotent(ledger, *call, execs))
         .map(|(call, execs)| Violation {
             invariant: InvariantId::NoDuplicateExecution,
             step: execs[1].order,

@@ -1,5 +1,6 @@
 //! `every-call-resolves`: the application learns how each call ended, once, by the deadline.
 
+use super::TraceIndex;
 use super::{final_state, liveness_step, sorted, step_at_or_after, Invariant, InvariantId, Resolution, Violation};
 use crate::ids::CallKey;
 use crate::time::{format_micros, Instant};
@@ -11,7 +12,7 @@ pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
     name: InvariantId::EveryCallResolves.name(),
     description: "Every call the application issues is resolved (result, error or unknown outcome) by the liveness \
                   deadline, and resolved only once.",
-    check: unresolved_calls,
+    check: unresolved_calls_in,
 };
 
 /// By when calls must be resolved: the `Liveness` deadline, else the end of the run.
@@ -24,7 +25,14 @@ fn deadline(trace: &Trace) -> Option<Instant> {
 /// process restart the application re-issues what it has not seen resolved — and leaves it
 /// open since the first issue. A resolution settles the open call. A call issued after the
 /// deadline is not judged for liveness: the run gave it no time.
+#[cfg(test)]
 fn unresolved_calls(trace: &Trace) -> Vec<Violation> {
+    unresolved_calls_in(&TraceIndex::new(trace))
+}
+
+/// [`unresolved_calls`] over a shared index.
+fn unresolved_calls_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let trace = ix.trace();
     let deadline = deadline(trace).unwrap_or(Instant(u64::MAX));
     let mut open: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut settled: BTreeMap<CallKey, (Instant, Resolution)> = BTreeMap::new();

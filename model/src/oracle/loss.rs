@@ -2,8 +2,8 @@
 //! or the application was told it might not.
 
 use super::{
-    delivered_set, event_subject, final_state, liveness_step, sessions_lost, sorted, CallLedger, EventLog, Invariant,
-    InvariantId, StoredEvent, Violation,
+    event_subject, final_state, liveness_step, sessions_lost, sorted, CallLedger, EventLog, Invariant, InvariantId,
+    StoredEvent, TraceIndex, Violation,
 };
 use crate::http::{Method, ServerMessage};
 use crate::ids::{EventId, SessionId, StreamNo};
@@ -16,16 +16,22 @@ pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
     name: InvariantId::NoSilentEventLoss.name(),
     description: "Every event stored on a stream the application was reading is delivered to it, or lies in a gap, \
                   a failed call or a lost session the application was told about.",
-    check: silent_losses,
+    check: silent_losses_in,
 };
 
 /// One violation per stream that lost events silently, at the first lost event.
+#[cfg(test)]
 fn silent_losses(trace: &Trace) -> Vec<Violation> {
-    let log = EventLog::new(trace);
+    silent_losses_in(&TraceIndex::new(trace))
+}
+
+/// [`silent_losses`] over a shared index.
+fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let (trace, log) = (ix.trace(), ix.log());
     let judge = Judge {
-        ledger: CallLedger::new(trace),
-        delivered: delivered_set(trace),
-        gaps: gaps(trace, &log),
+        ledger: ix.ledger(),
+        delivered: ix.delivered(),
+        gaps: gaps(trace, log),
         lost_sessions: sessions_lost(trace),
         standalone_opened: standalone_opened(trace),
         in_flight: InFlight::new(trace),
@@ -40,8 +46,8 @@ fn silent_losses(trace: &Trace) -> Vec<Violation> {
 
 /// Everything the judgement of one stream needs.
 struct Judge<'a> {
-    ledger: CallLedger,
-    delivered: BTreeSet<(&'a SessionId, &'a EventId)>,
+    ledger: &'a CallLedger,
+    delivered: &'a BTreeSet<(&'a SessionId, &'a EventId)>,
     gaps: BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>>,
     lost_sessions: BTreeSet<&'a SessionId>,
     standalone_opened: BTreeMap<&'a SessionId, usize>,

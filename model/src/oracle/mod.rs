@@ -28,6 +28,7 @@ use crate::http::ServerMessage;
 use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::{Step, StepKind, Trace, ViolationRecord};
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
@@ -143,8 +144,8 @@ pub struct Invariant {
     pub name: &'static str,
     /// What it requires, in words.
     pub description: &'static str,
-    /// The check: the violations in a trace.
-    pub check: fn(&Trace) -> Vec<Violation>,
+    /// The check: the violations in a trace, read through its shared index.
+    pub check: fn(&TraceIndex<'_>) -> Vec<Violation>,
 }
 
 /// Every invariant, in the order reports list them.
@@ -161,7 +162,8 @@ pub const INVARIANTS: &[Invariant] = &[
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
 /// registry's order).
 pub fn check_all(trace: &Trace) -> Vec<Violation> {
-    let mut all: Vec<Violation> = INVARIANTS.iter().flat_map(|i| (i.check)(trace)).collect();
+    let index = TraceIndex::new(trace);
+    let mut all: Vec<Violation> = INVARIANTS.iter().flat_map(|i| (i.check)(&index)).collect();
     all.sort_by(|a, b| (a.at, &a.subject).cmp(&(b.at, &b.subject)));
     all
 }
@@ -169,6 +171,42 @@ pub fn check_all(trace: &Trace) -> Vec<Violation> {
 /// The invariant with this name.
 pub fn by_name(name: &str) -> Option<&'static Invariant> {
     INVARIANTS.iter().find(|i| i.name == name)
+}
+
+/// What several invariants read of one trace, each part built once, when first asked for:
+/// [`check_all`] builds one index per trace, so the event log is not rebuilt per invariant.
+pub struct TraceIndex<'a> {
+    trace: &'a Trace,
+    log: OnceCell<EventLog<'a>>,
+    ledger: OnceCell<CallLedger>,
+    delivered: OnceCell<BTreeSet<(&'a SessionId, &'a EventId)>>,
+}
+
+impl<'a> TraceIndex<'a> {
+    /// An index over `trace`; nothing is built yet.
+    pub fn new(trace: &'a Trace) -> Self {
+        TraceIndex { trace, log: OnceCell::new(), ledger: OnceCell::new(), delivered: OnceCell::new() }
+    }
+
+    /// The trace indexed.
+    pub fn trace(&self) -> &'a Trace {
+        self.trace
+    }
+
+    /// Every stored event, by `(session, id)`.
+    fn log(&self) -> &EventLog<'a> {
+        self.log.get_or_init(|| EventLog::new(self.trace))
+    }
+
+    /// The application's calls and how each was resolved.
+    fn ledger(&self) -> &CallLedger {
+        self.ledger.get_or_init(|| CallLedger::new(self.trace))
+    }
+
+    /// The `(session, id)` pairs the application was handed.
+    fn delivered(&self) -> &BTreeSet<(&'a SessionId, &'a EventId)> {
+        self.delivered.get_or_init(|| delivered_set(self.trace))
+    }
 }
 
 /// The index of the first step at or after `t`, else the last step: where a deadline that

@@ -1,9 +1,9 @@
 //! `no-orphaned-session`: no result is written where nobody listens, a logical client holds one
 //! live session at a time, and a client told its session is gone does not keep it.
 
+use super::TraceIndex;
 use super::{
-    client_of, delivered_set, event_subject, final_state, session_subject, sorted, CallLedger, EventLog, Invariant,
-    InvariantId, RunEnd, Violation,
+    client_of, event_subject, final_state, session_subject, sorted, Invariant, InvariantId, RunEnd, Violation,
 };
 use crate::http::{ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
@@ -16,11 +16,13 @@ pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
     name: InvariantId::NoOrphanedSession.name(),
     description: "No tool result is stored in a session nobody reads; a logical client holds at most one live \
                   session; a client answered 404 for its session does not keep the dead id.",
-    check: orphaned_sessions,
+    check: orphaned_sessions_in,
 };
 
-fn orphaned_sessions(trace: &Trace) -> Vec<Violation> {
-    let mut violations = orphaned_results(trace);
+/// Rules a, b and c over a shared index.
+fn orphaned_sessions_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let trace = ix.trace();
+    let mut violations = orphaned_results(ix);
     violations.extend(second_live_sessions(trace));
     violations.extend(dead_sessions_kept(trace));
     sorted(violations)
@@ -31,10 +33,11 @@ fn orphaned_sessions(trace: &Trace) -> Vec<Violation> {
 /// session the server lost (restart, expiry, delete) holds nothing any more. A call still
 /// unresolved in a session its client holds at the end is not orphaned (it may be in flight;
 /// every-call-resolves judges it).
-fn orphaned_results(trace: &Trace) -> Vec<Violation> {
-    let log = EventLog::new(trace);
-    let ledger = CallLedger::new(trace);
-    let delivered = delivered_set(trace);
+fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let trace = ix.trace();
+    let log = ix.log();
+    let ledger = ix.ledger();
+    let delivered = ix.delivered();
     let end = final_state(trace);
     let held_at_end = |session: &SessionId| end.as_ref().is_some_and(|e| e.held(session));
     // Without a RunEnd step (a trace cut short) every session counts as still held.
@@ -165,6 +168,10 @@ fn join(sessions: &[&SessionId]) -> String {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+
+    fn orphaned(trace: &Trace) -> Vec<Violation> {
+        orphaned_results(&TraceIndex::new(trace))
+    }
     use crate::http::Request;
 
     #[test]
@@ -178,22 +185,22 @@ mod tests {
                 .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
                 .at(3_000)
         };
-        let v = orphaned_results(&base().app(app_result(0, &sid("B"), None)).build());
+        let v = orphaned(&base().app(app_result(0, &sid("B"), None)).build());
         assert_eq!(v.len(), 1);
         assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(2_000), "session A stream1 event 1-1"));
-        assert_eq!(orphaned_results(&base().app(app_result(0, &a, Some(ev(1, 1)))).build()), vec![]);
-        assert_eq!(orphaned_results(&base().app(app_unknown(0)).build()), vec![]);
-        assert_eq!(orphaned_results(&base().app(app_error(0)).build()), vec![]);
+        assert_eq!(orphaned(&base().app(app_result(0, &a, Some(ev(1, 1)))).build()), vec![]);
+        assert_eq!(orphaned(&base().app(app_unknown(0)).build()), vec![]);
+        assert_eq!(orphaned(&base().app(app_error(0)).build()), vec![]);
         // Judged at the end of the run: a session the server still holds keeps the result ...
         let held = base().app(app_result(0, &sid("B"), None)).at(4_000).run(run_end(Some(&sid("B")), &[&a, &sid("B")]));
-        assert_eq!(orphaned_results(&held.build()).len(), 1);
+        assert_eq!(orphaned(&held.build()).len(), 1);
         // ... one the server lost (a restart, an expiry) holds nothing any more.
         let lost = base()
             .server(session_ended(&a))
             .app(app_result(0, &sid("B"), None))
             .at(4_000)
             .run(run_end(Some(&sid("B")), &[&sid("B")]));
-        assert_eq!(orphaned_results(&lost.build()), vec![]);
+        assert_eq!(orphaned(&lost.build()), vec![]);
     }
 
     #[test]
@@ -207,8 +214,8 @@ mod tests {
                 .run(run_end(Some(held), &[&a, &b]))
                 .build()
         };
-        assert_eq!(orphaned_results(&trace(&a)), vec![]);
-        assert_eq!(orphaned_results(&trace(&b)).len(), 1);
+        assert_eq!(orphaned(&trace(&a)), vec![]);
+        assert_eq!(orphaned(&trace(&b)).len(), 1);
         // Resolved from elsewhere, it is orphaned even in the session still held.
         let resolved_elsewhere = TraceBuilder::new()
             .app(app_call(0, false))
@@ -218,7 +225,7 @@ mod tests {
             .app(app_result(0, &b, Some(ev(1, 1))))
             .run(run_end(Some(&a), &[&a, &b]))
             .build();
-        let v = orphaned_results(&resolved_elsewhere);
+        let v = orphaned(&resolved_elsewhere);
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream1 event 1-1"));
     }
 
@@ -355,8 +362,8 @@ mod tests {
                 .run(run_end_of_clients(&[Some(&a), held_by_1], &[&a, &b]))
                 .build()
         };
-        assert_eq!(orphaned_results(&trace(Some(&b))), vec![]);
-        let v = orphaned_results(&trace(None));
+        assert_eq!(orphaned(&trace(Some(&b))), vec![]);
+        let v = orphaned(&trace(None));
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B stream1 event 1-1"));
     }
 }
