@@ -64,7 +64,7 @@ fn duplicate_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 invariant: InvariantId::NoDuplicateDelivery,
                 step: d.order,
                 at: d.at,
-                subject: subject(&log, d.session, id),
+                subject: subject(log, d.session, id),
                 detail: format!(
                     "event {id} of session {} was handed to the application again (first at {})",
                     d.session,
