@@ -5,5 +5,6 @@
 
 pub mod artifacts;
 pub mod diagram;
+pub mod explain;
 pub mod plot;
 pub mod timeline;
