@@ -69,7 +69,7 @@ pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome
     for v in &outcome.violations {
         println!("  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
     }
-    let explained = outcome.violations.iter().find(|v| pinned.map_or(true, |p| v.invariant == p));
+    let explained = outcome.violations.iter().find(|v| pinned.is_none() || pinned == Some(v.invariant));
     print_explanation(&outcome.trace, explained.or(outcome.violations.first()));
     println!("rerun (same seed, same steps): {}", replay_command(scenario, seed));
     true

@@ -385,6 +385,39 @@ mod tests {
     }
 
     #[test]
+    fn default_budget_covers_every_family() {
+        for name in crate::scenario::SCENARIO_NAMES {
+            for client in ["reference", "naive"] {
+                let s = Scenario::build(name, client, "reference").unwrap();
+                let outcome = run_with_budget(&s, 1, Budget::DEFAULT).expect("within budget");
+                let steps = outcome.trace.steps.len() as u64;
+                assert!(steps * 20 < Budget::DEFAULT.max_steps, "{name} × {client}: {steps} steps");
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_over_its_budget_is_a_typed_error_that_says_how_to_raise_it() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let err = run_with_budget(&s, 0, Budget { max_steps: 50 }).unwrap_err();
+        let SimError::OverBudget { max_steps: 50, .. } = err else { panic!("not over budget: {err}") };
+        assert!(err.to_string().contains(MAX_STEPS_VAR), "{err}");
+    }
+
+    #[test]
+    fn too_many_clients_or_a_bad_jitter_is_refused_before_anything_starts() {
+        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        s.clients = u32::MAX;
+        assert!(runnable(&s).unwrap_err().contains("more than the 256"));
+        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        for jitter in [-2.0, f64::NAN, f64::INFINITY, 1.5] {
+            s.tool_jitter = jitter;
+            assert!(runnable(&s).unwrap_err().contains("tool_jitter"), "{jitter}");
+            assert!(matches!(run(&s, 0), Err(SimError::Usage(_))), "{jitter}");
+        }
+    }
+
+    #[test]
     fn an_equal_latency_range_is_widened_for_madsim() {
         let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
         s.apply_overrides(&[("net.latency".into(), "5ms..5ms".into())]).unwrap();

@@ -139,3 +139,34 @@ pub fn first_difference(recorded: &Trace, replayed: &Trace) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioArgs;
+
+    #[test]
+    fn a_printed_command_split_as_a_shell_would_rebuilds_the_same_scenario() {
+        let mut s = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let sets = [("fault.partition", "70s..80s, 3m..4m"), ("lb.idle_timeout", "45s")];
+        s.apply_overrides(&sets.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let command = replay_command(&s, 9);
+        let words = shlex::split(&command).expect("shell words");
+        let args: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w != "run").skip(1).collect();
+        let value = |flag: &str| args.iter().position(|a| *a == flag).map(|i| args[i + 1].to_string()).unwrap();
+        let sets: Vec<String> = args.windows(2).filter(|w| w[0] == "--set").map(|w| w[1].to_string()).collect();
+        assert_eq!(sets, ["fault.partition=70s..80s, 3m..4m", "lb.idle_timeout=45s"]);
+        let rebuilt =
+            ScenarioArgs { client: value("--client"), server: value("--server"), scenario: value("--scenario"), sets }
+                .build()
+                .unwrap();
+        assert_eq!(rebuilt, s);
+        assert_eq!(value("--seed"), "9");
+    }
+
+    #[test]
+    fn a_path_with_a_space_is_quoted_in_the_replay_command() {
+        let command = replay_file_command(Path::new("/tmp/my traces/a.jsonl"));
+        assert!(command.ends_with("replay '/tmp/my traces/a.jsonl'"), "{command}");
+    }
+}
