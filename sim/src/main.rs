@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use mcpsim::cli::{self, Exit, ScenarioArgs};
+use mcpsim::error::escape;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -226,13 +227,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     mcpsim::engine::logging::init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { Exit::BadInput as u8 } else { 0 };
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: clap's own text, on stdout.
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", one_line_usage_error(&e, std::env::args().skip(1)));
+            return ExitCode::from(Exit::BadInput as u8);
         }
     };
     let result = match cli.command {
@@ -280,12 +286,54 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e @ mcpsim::SimError::Runtime(_)) => {
-            eprintln!("mcpsim: internal error: {e}");
+            eprintln!("mcpsim: internal error: {}", escape(&e.to_string()));
             ExitCode::from(Exit::Internal as u8)
         }
         Err(e) => {
-            eprintln!("mcpsim: {e}");
+            eprintln!("mcpsim: {}", escape(&e.to_string()));
             ExitCode::from(Exit::BadInput as u8)
         }
     }
+}
+
+/// A reader that stopped reading (`mcpsim profiles | head -1`) ends the program quietly, exit 0:
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe panics; this hook turns exactly that
+/// panic into a silent exit and leaves every other panic to the default hook.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// clap's usage error as one line: its message (the lines before `Usage:`, tips left out), then
+/// where the help is: `error: unexpected argument '--bogus' found; see 'mcpsim run --help'`.
+fn one_line_usage_error(e: &clap::Error, args: impl Iterator<Item = String>) -> String {
+    use clap::CommandFactory;
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "error: no command given; see 'mcpsim --help'".to_string();
+    }
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    let commands = Cli::command();
+    let command = args.filter(|a| !a.starts_with('-')).take(1).find(|a| commands.find_subcommand(a).is_some());
+    let help = match command {
+        Some(c) => format!("mcpsim {c} --help"),
+        None => "mcpsim --help".to_string(),
+    };
+    format!("{}; see '{help}'", escape(&message.join(" ")))
 }

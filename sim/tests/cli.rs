@@ -1,5 +1,5 @@
 //! The `mcpsim` binary's exit statuses and messages: 0 clean, 1 violated, 2 bad input (one line
-//! naming the problem), 3 a replay diverged from its recording.
+//! naming the problem), 3 a replay diverged from its recording; a closed stdout ends quietly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -69,9 +69,17 @@ fn check_determinism_runs_the_seed_twice_at_once() {
 
 #[test]
 fn bad_flags_keys_and_values_exit_2() {
-    let out = mcpsim(&["run", "--bogus"]);
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("--bogus"), "{}", stderr(&out));
+    assert_bad_input(&mcpsim(&["run", "--bogus"]), "unexpected argument '--bogus' found; see 'mcpsim run --help'");
+    assert_bad_input(&mcpsim(&["sweep"]), "--vary <KEY=RANGE>; see 'mcpsim sweep --help'");
+    assert_bad_input(&mcpsim(&["run", "--seed", "-1"]), "see 'mcpsim run --help'");
+    assert_bad_input(&mcpsim(&["frobnicate"]), "unrecognized subcommand 'frobnicate'; see 'mcpsim --help'");
+    assert_bad_input(&mcpsim(&[]), "no command given");
+    // What the user typed is echoed escaped: a newline in it does not break the line.
+    assert_bad_input(&mcpsim(&["run", "--set", "lb.idle_timeout=a\nb\u{1b}[31m"]), "lb.idle_timeout=a\\nb\\u{1b}[31m");
+    assert_bad_input(&mcpsim(&["run", "--client", "x\ny"]), "unknown client profile \"x\\ny\"");
+    let help = mcpsim(&["run", "--help"]);
+    assert_eq!(code(&help), 0);
+    assert!(stdout(&help).contains("--seed"), "{}", stdout(&help));
     assert_bad_input(&mcpsim(&["run", "--set", "nope=1"]), "unknown key \"nope\"");
     assert_bad_input(&mcpsim(&["run", "--set", "lb.idle_timeout=soon"]), "lb.idle_timeout=soon");
     assert_bad_input(&mcpsim(&["run", "--set", "lb.idle_timeout"]), "is not key=value");
@@ -121,8 +129,9 @@ fn unreadable_truncated_and_foreign_traces_exit_2_with_one_line() {
 fn a_replay_is_identical_and_an_edited_seed_diverges_with_exit_3() {
     let dir = scratch("diverged");
     let file = recorded_trace(&dir);
+    // Identical, and the run violates an invariant: exit 1, as `run` would.
     let out = mcpsim(&["replay", "--quiet", path(&file)]);
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
     assert!(stdout(&out).contains("identical: the replay is byte-identical"), "{}", stdout(&out));
     // The digest covers the steps, not the header: a changed seed parses, re-runs, and diverges.
     let text = std::fs::read_to_string(&file).unwrap();
@@ -132,11 +141,16 @@ fn a_replay_is_identical_and_an_edited_seed_diverges_with_exit_3() {
     assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("DIVERGED"), "{}", stdout(&out));
     assert!(stdout(&out).contains("replay --rerecord"), "{}", stdout(&out));
-    // --rerecord overwrites the file with the new run, which then replays identically.
+    // --rerecord overwrites the file with the new run, which then replays identically (seed 4
+    // violates too: exit 1).
     let out = mcpsim(&["replay", "--quiet", "--rerecord", path(&file)]);
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
     assert!(stdout(&out).contains("re-recorded"), "{}", stdout(&out));
-    assert_eq!(code(&mcpsim(&["replay", "--quiet", path(&file)])), 0);
+    assert_eq!(code(&mcpsim(&["replay", "--quiet", path(&file)])), 1);
+    // A clean recording replays with exit 0.
+    let clean = dir.join("clean.jsonl");
+    assert_eq!(code(&mcpsim(&["run", "--seed", "1", "--trace", path(&clean)])), 0);
+    assert_eq!(code(&mcpsim(&["replay", "--quiet", path(&clean)])), 0);
 }
 
 /// The steps and footer of a trace file (the header differs only in the recorded swarm).
@@ -171,14 +185,168 @@ fn explore_search_saves_the_shrunk_trace_and_its_replay_command_reproduces_it() 
     assert_eq!(saved.len(), 1, "{saved:?}");
     let name = saved[0].file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with("no-duplicate-execution--naive--reference--long-tool--"), "{name}");
-    // The printed replay command, run again, records the same steps.
-    let replay = text.lines().find_map(|l| l.strip_prefix("replay: ")).expect("a replay line");
-    let args: Vec<&str> = replay.split(" -- ").nth(1).expect("cargo run … -- ARGS").split_whitespace().collect();
+    // The printed rerun command, run again, records the same steps.
     let again = dir.join("again.trace");
-    let mut with_trace = args.clone();
-    with_trace.extend(["--trace", path(&again)]);
-    assert_eq!(code(&mcpsim(&with_trace)), 1, "{replay}");
-    assert_eq!(body(&saved[0]), body(&again), "{replay}");
+    let rerun = rerun_line(&text);
+    assert_eq!(code(&rerun_with_trace(&rerun, &again)), 1, "{rerun}");
+    assert_eq!(body(&saved[0]), body(&again), "{rerun}");
+}
+
+/// The command of the `rerun …:` line.
+fn rerun_line(text: &str) -> String {
+    let line = text.lines().find(|l| l.starts_with("rerun")).unwrap_or_else(|| panic!("no rerun line in {text}"));
+    line.split_once(": ").expect("rerun (…): COMMAND").1.to_string()
+}
+
+/// Runs a printed `cargo run … -- ARGS` command (split as a shell would) with `--trace FILE`.
+fn rerun_with_trace(command: &str, trace: &Path) -> Output {
+    let words = shlex::split(command).unwrap_or_else(|| panic!("not shell words: {command}"));
+    let at = words.iter().position(|w| w == "--").expect("cargo run … -- ARGS");
+    let mut args: Vec<&str> = words[at + 1..].iter().map(String::as_str).collect();
+    args.extend(["--trace", path(trace)]);
+    mcpsim(&args)
+}
+
+#[test]
+fn a_printed_rerun_command_with_a_spaced_value_is_quoted_and_replays() {
+    let dir = scratch("quoted");
+    let first = dir.join("first.jsonl");
+    let value = "fault.partition=70s..80s, 3m..4m";
+    let args = ["run", "--client", "naive", "--scenario", "long-tool", "--set", value, "--seed", "2"];
+    let out = mcpsim(&[&args[..], &["--trace", path(&first)]].concat());
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let rerun = rerun_line(&stdout(&out));
+    assert!(rerun.contains("--set 'fault.partition=70s..80s, 3m..4m'"), "{rerun}");
+    let again = dir.join("again.jsonl");
+    assert_eq!(code(&rerun_with_trace(&rerun, &again)), 1, "{rerun}");
+    assert!(std::fs::read(&first).unwrap() == std::fs::read(&again).unwrap(), "{rerun} recorded other bytes");
+}
+
+#[test]
+fn explore_explains_what_ran_how_often_and_why() {
+    let dir = scratch("explain");
+    let out = mcpsim(&[
+        "explore",
+        "--client",
+        "naive",
+        "--server",
+        "reference",
+        "--scenario",
+        "long-tool",
+        "--out",
+        path(&dir),
+    ]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    let expected = [
+        "the pay tool ran 6 times for call0 (non-idempotent: once was expected)",
+        "why (the steps that led to no-duplicate-execution at 1m01.089s):",
+        "the load balancer cut c3 after 1m00.000s without traffic",
+        "the client decided to re-initialize for call0",
+        "call0 re-sent (2nd time) in session 0-2",
+        "the server ran pay for call0 (2nd time, NON-IDEMPOTENT) in session 0-2",
+        "rerun (same seed, same steps): ",
+        "replay the trace (timeline, byte-for-byte check): ",
+        "0 = never reached",
+    ];
+    let mut at = 0;
+    for needle in expected {
+        let found = text[at..].find(needle).unwrap_or_else(|| panic!("{needle:?} missing or out of order in\n{text}"));
+        at += found + needle.len();
+    }
+    // Seed 0 is the family itself: nothing to shrink, so no shrink line.
+    assert!(!text.contains("shrunk"), "{text}");
+    let replay = text.lines().find_map(|l| l.strip_prefix("replay the trace (timeline, byte-for-byte check): "));
+    let words = shlex::split(replay.expect("the replay line")).expect("shell words");
+    let at = words.iter().position(|w| w == "--").expect("cargo run … -- replay FILE");
+    let args: Vec<&str> = words[at + 1..].iter().map(String::as_str).collect();
+    assert_eq!(code(&mcpsim(&args)), 1, "{args:?}");
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../traces/no-duplicate-execution--naive--reference--long-tool--88eec5a2.jsonl"
+    );
+    for (args, status) in [(vec!["profiles"], 0), (vec!["replay", trace], 0), (vec!["run", "--seed", "1"], 0)] {
+        // The reading end is closed before the program starts: its first write fails with EPIPE.
+        #[allow(clippy::incompatible_msrv)]
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("the binary starts");
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
+
+#[test]
+fn a_run_over_its_step_budget_stops_with_one_line() {
+    for set in ["tool.event_interval=1us", "server.keepalive=1us", "tool.duration=1000000000s"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+            .args(["run", "--set", set])
+            .env("MCPSIM_MAX_STEPS", "3000")
+            .output()
+            .expect("the binary starts");
+        assert_bad_input(&out, "stopped at its step budget (3000 steps");
+        assert!(stderr(&out).contains("MCPSIM_MAX_STEPS=N"), "{set}: {}", stderr(&out));
+    }
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_mcpsim")).args(["run"]).env("MCPSIM_MAX_STEPS", "lots").output().unwrap();
+    assert_bad_input(&out, "MCPSIM_MAX_STEPS=lots: not a positive number of steps");
+}
+
+#[test]
+fn explore_rejects_a_seed_range_past_the_last_seed() {
+    let max = u64::MAX.to_string();
+    assert_bad_input(&mcpsim(&["explore", "--start-seed", &max, "--seeds", "10"]), "at most 1 seed(s) from there");
+    let dir = scratch("last-seed");
+    let out = mcpsim(&["explore", "--start-seed", &max, "--seeds", "1", "--out", path(&dir)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("no violation in 1 seed(s)"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_trace_header_asking_the_impossible_exits_2_naming_the_file() {
+    let dir = scratch("bad-header");
+    let good = std::fs::read_to_string(recorded_trace(&dir)).expect("the trace was written");
+    let cases = [
+        ("\"clients\":1,", "\"clients\":4294967295,", "4294967295 clients is more than the 256"),
+        ("\"tool_jitter\":0.1", "\"tool_jitter\":-2.0", "tool_jitter -2 is not between 0 and 1"),
+        ("\"liveness_grace\":\"5m\"", "\"liveness_grace\":\"10000000h\"", "is out of range"),
+    ];
+    for (from, to, needle) in cases {
+        let (header, rest) = good.split_once('\n').expect("a header line");
+        assert!(header.contains(from), "{from} not in the header");
+        let file = dir.join("edited.jsonl");
+        std::fs::write(&file, format!("{}\n{rest}", header.replacen(from, to, 1))).unwrap();
+        let out = mcpsim(&["replay", path(&file)]);
+        assert_bad_input(&out, needle);
+        assert!(stderr(&out).contains(path(&file)), "{}", stderr(&out));
+    }
+    let out = mcpsim(&["replay", "/dev/urandom"]);
+    assert_bad_input(&out, "/dev/urandom: larger than 64 MiB");
+}
+
+#[test]
+fn profiles_columns_stay_aligned_with_long_names() {
+    let out = mcpsim(&["profiles"]);
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let header_at = lines.iter().position(|l| l.trim_start().starts_with("key ")).expect("the keys table");
+    let column = lines[header_at].find("meaning").expect("a meaning column");
+    let rows = &lines[header_at + 1..];
+    assert!(rows.len() > 10, "{text}");
+    for row in rows {
+        let bytes: Vec<char> = row.chars().collect();
+        assert!(bytes.len() > column && bytes[column - 1] == ' ' && bytes[column] != ' ', "misaligned: {row:?}");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use super::{print_coverage, print_verdict, Exit, ScenarioArgs};
 use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::report::artifacts::{check_writable, program, trace_file_name, write_file};
+use crate::report::artifacts::{check_writable, quoted_cli_args, replay_file_command, trace_file_name, write_file};
 use crate::scenario::Scenario;
 use crate::studies::search;
 use mcpsim_model::oracle::{self, by_name, Coverage};
@@ -39,6 +39,15 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     if explore.within_conditions && !explore.search {
         return Err(SimError::Usage("--within-conditions needs --search".into()));
     }
+    if !explore.search && explore.seeds > 0 && explore.start_seed.checked_add(explore.seeds - 1).is_none() {
+        return Err(SimError::Usage(format!(
+            "--start-seed {} with --seeds {} goes past the last seed, {}: at most {} seed(s) from there",
+            explore.start_seed,
+            explore.seeds,
+            u64::MAX,
+            u64::MAX - explore.start_seed + 1
+        )));
+    }
     check_writable(&explore.out.join("probe"))?;
     let started = WallClock::now();
     let (found, runs, coverage) = if explore.search {
@@ -52,7 +61,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
         println!(
             "no violation in {runs} {what} from {} of {} ({secs:.2}s, {:.0} runs/s)",
             explore.start_seed,
-            scenario.cli_args(),
+            quoted_cli_args(&scenario),
             runs as f64 / secs.max(1e-9)
         );
         print_coverage(runs, &coverage);
@@ -62,19 +71,19 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let path =
         explore.out.join(trace_file_name(&minimal.scenario, found.invariant, minimal.seed, &minimal.outcome.trace));
     write_file(&path, &minimal.outcome.trace.to_jsonl())?;
-    print_verdict(&minimal.scenario, minimal.seed, &minimal.outcome);
+    print_verdict(&minimal.scenario, minimal.seed, &minimal.outcome, Some(found.invariant));
     let what = if explore.search { "case(s)" } else { "seed(s)" };
     println!("found {} after {runs} {what} ({secs:.2}s wall, shrinking included)", found.invariant);
-    if explore.shrink {
-        println!("shrunk in {} run(s): {} → {}", found.shrink_runs, found.original.size(), minimal.size());
-    } else {
+    if !explore.shrink {
         println!("not shrunk (--no-shrink): {}", minimal.size());
+    } else if found.original.size() != minimal.size() {
+        println!("shrunk in {} run(s): {} → {}", found.shrink_runs, found.original.size(), minimal.size());
     }
     if let Some(e) = &found.shrink_error {
         eprintln!("warning: a shrinking candidate failed to simulate (skipped): {e}");
     }
     println!("trace: {}", path.display());
-    println!("timeline: {} replay {}", program(), path.display());
+    println!("replay the trace (timeline, byte-for-byte check): {}", replay_file_command(&path));
     print_coverage(runs, &coverage);
     Ok(Exit::Violated)
 }
@@ -88,7 +97,10 @@ fn explore_seeds(
     let started = WallClock::now();
     let mut last_report = started;
     let mut coverage = Coverage::new();
-    for (i, seed) in (explore.start_seed..explore.start_seed.saturating_add(explore.seeds)).enumerate() {
+    let seeds = (0..explore.seeds).map_while(|i| explore.start_seed.checked_add(i));
+    let mut ran = 0u64;
+    for (i, seed) in seeds.enumerate() {
+        ran += 1;
         let outcome = run(scenario, seed)?;
         coverage.merge(&oracle::coverage(&outcome.trace));
         if let Some(invariant) = search::pinned_invariant(&outcome.violations, target) {
@@ -108,7 +120,7 @@ fn explore_seeds(
             eprintln!("  explored {}/{} seeds ({rate:.0} runs/s)", i + 1, explore.seeds);
         }
     }
-    Ok((None, explore.seeds, coverage))
+    Ok((None, ran, coverage))
 }
 
 /// `explore --search`: generated cases, shrunk by proptest and then `search::shrink_fixed`.

@@ -24,9 +24,11 @@ pub use sweep::cmd_sweep;
 
 use crate::engine::runner::RunOutcome;
 use crate::report::artifacts::replay_command;
+use crate::report::explain;
 use crate::scenario::Scenario;
-use mcpsim_model::oracle::{Coverage, COVERAGE_EVENTS};
+use mcpsim_model::oracle::{Coverage, Violation, COVERAGE_EVENTS};
 use mcpsim_model::time::format_micros;
+use mcpsim_model::trace::Trace;
 
 pub use crate::scenario::ScenarioArgs;
 
@@ -41,8 +43,9 @@ pub enum Exit {
     Internal = 4,
 }
 
-/// Prints a run's verdict; returns whether it violated anything.
-pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome) -> bool {
+/// Prints a run's verdict; returns whether it violated anything. A violation comes with what
+/// happened and why, explained for `pinned` (default: the first violation).
+pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> bool {
     let end = outcome.trace.steps.last().map(|s| s.t).unwrap_or(0);
     if outcome.violations.is_empty() {
         println!(
@@ -66,12 +69,36 @@ pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome
     for v in &outcome.violations {
         println!("  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
     }
-    println!("replay: {}", replay_command(scenario, seed));
+    let explained = outcome.violations.iter().find(|v| pinned.is_none_or(|p| v.invariant == p));
+    print_explanation(&outcome.trace, explained.or(outcome.violations.first()));
+    println!("rerun (same seed, same steps): {}", replay_command(scenario, seed));
     true
+}
+
+/// What happened and why, from the trace: each call's tool executions, and the chain of steps
+/// that led to `violation`.
+pub(crate) fn print_explanation(trace: &Trace, violation: Option<&Violation>) {
+    let runs = explain::executions(trace);
+    if !runs.is_empty() {
+        println!("what happened:");
+        for e in &runs {
+            println!("  {}", e.sentence());
+        }
+    }
+    let Some(v) = violation else { return };
+    let chain = explain::cause_chain(trace, v.at.as_micros());
+    if chain.is_empty() {
+        return;
+    }
+    println!("why (the steps that led to {} at {}):", v.invariant, v.at);
+    for c in &chain {
+        println!("  {}", c.line());
+    }
 }
 
 /// Coverage totals: how often each "sometimes" event happened over the runs, zeros included.
 pub(crate) fn print_coverage(runs: u64, coverage: &Coverage) {
     let counts: Vec<String> = COVERAGE_EVENTS.iter().map(|e| format!("{e}={}", coverage.get(*e))).collect();
     println!("coverage over {runs} run(s): {}", counts.join(" "));
+    println!("  (times each event the runs should exercise happened over them; 0 = never reached)");
 }

@@ -1,45 +1,59 @@
-//! `mcpsim profiles`: what can be named and set.
+//! `mcpsim profiles`: what can be named and set, as tables whose columns fit their longest entry.
 
 use super::Exit;
 use crate::error::SimError;
 use crate::scenario::{self, Scenario, SETTINGS};
+use comfy_table::presets::NOTHING;
+use comfy_table::{ContentArrangement, Table};
 use mcpsim_model::oracle::INVARIANTS;
 use mcpsim_model::profiles;
 
+/// A borderless table, indented by two spaces, with a header row.
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(NOTHING).set_content_arrangement(ContentArrangement::Disabled).set_header(header.to_vec());
+    t
+}
+
+/// The table's lines, each indented, trailing blanks trimmed.
+fn print_table(title: &str, t: &Table) {
+    println!("{title}");
+    for line in t.lines() {
+        println!("  {}", line.trim_end());
+    }
+}
+
 /// `mcpsim profiles`.
 pub fn cmd_profiles() -> Result<Exit, SimError> {
-    println!("clients:");
-    for n in profiles::CLIENT_NAMES {
-        println!("  {n:<12} {}", profiles::describe(n));
-    }
-    println!("servers:");
-    for n in profiles::SERVER_NAMES {
-        println!("  {n:<12} {}", profiles::describe(n));
-    }
-    println!("scenarios:");
-    for n in scenario::SCENARIO_NAMES {
-        println!("  {n:<12} {}", scenario::describe(n));
-    }
-    println!("invariants:");
+    let named = |header: &str, names: &[&str], describe: fn(&str) -> &'static str| {
+        let mut t = table(&[header, "what it is"]);
+        for n in names {
+            t.add_row(vec![n.to_string(), describe(n).to_string()]);
+        }
+        t
+    };
+    print_table("clients:", &named("client", profiles::CLIENT_NAMES, profiles::describe));
+    print_table("servers:", &named("server", profiles::SERVER_NAMES, profiles::describe));
+    print_table("scenarios:", &named("scenario", scenario::SCENARIO_NAMES, scenario::describe));
+    let mut invariants = table(&["invariant", "what it checks"]);
     for i in INVARIANTS {
-        println!("  {:<26} {}", i.name, i.description);
+        invariants.add_row(vec![i.name.to_string(), i.description.to_string()]);
     }
+    print_table("invariants:", &invariants);
     let families: Vec<Scenario> = scenario::SCENARIO_NAMES
         .iter()
         .map(|n| Scenario::build(n, "reference", "reference"))
         .collect::<Result<_, _>>()?;
-    println!("settable keys (--set key=value), with defaults for the reference profiles:");
-    print!("  {:<26}", "key");
-    for f in &families {
-        print!(" {:<14}", f.name);
-    }
-    println!(" meaning");
+    let mut header = vec!["key"];
+    header.extend(families.iter().map(|f| f.name.as_str()));
+    header.push("meaning");
+    let mut keys = table(&header);
     for s in SETTINGS {
-        print!("  {:<26}", s.key);
-        for f in &families {
-            print!(" {:<14}", (s.show)(f));
-        }
-        println!(" {}", s.help);
+        let mut row = vec![s.key.to_string()];
+        row.extend(families.iter().map(|f| (s.show)(f)));
+        row.push(s.help.to_string());
+        keys.add_row(row);
     }
+    print_table("settable keys (--set key=value), with defaults for the reference profiles:", &keys);
     Ok(Exit::Clean)
 }

@@ -5,7 +5,7 @@ use crate::engine::runner::run;
 use crate::error::SimError;
 use crate::report::artifacts::{
     check_writable, first_difference, program, read_header, read_trace, recorded_scenario, scenario_in_header,
-    write_file,
+    shell_quote, write_file,
 };
 use crate::report::timeline;
 use crate::studies::determinism::run_twice_at_once;
@@ -39,10 +39,13 @@ pub fn cmd_run(
         write_file(p, &outcome.trace.to_jsonl())?;
         println!("trace: {}", p.display());
     }
-    Ok(if print_verdict(&scenario, seed, &outcome) { Exit::Violated } else { Exit::Clean })
+    Ok(if print_verdict(&scenario, seed, &outcome, None) { Exit::Violated } else { Exit::Clean })
 }
 
 /// `mcpsim replay`: re-runs a recorded trace, prints its timeline, compares.
+///
+/// Exit status: 3 when the replay diverged from the recording; otherwise (identical, or just
+/// re-recorded) the run's own: 1 when it violates an invariant, 0 when it violates none.
 pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimError> {
     if rerecord {
         // From the header alone, so a trace of an older schema can be recorded again.
@@ -54,7 +57,7 @@ pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimE
             write_file(path, &outcome.trace.to_jsonl())?;
         }
         println!("{} {}", if same { "unchanged:" } else { "re-recorded" }, path.display());
-        return Ok(Exit::Clean);
+        return Ok(if outcome.violations.is_empty() { Exit::Clean } else { Exit::Violated });
     }
     let recorded = read_trace(path)?;
     let scenario = recorded_scenario(path, &recorded)?;
@@ -65,19 +68,21 @@ pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimE
     }
     let verdict: Vec<String> = outcome.violations.iter().map(|v| v.invariant.to_string()).collect();
     println!("verdict: {}", if verdict.is_empty() { "no invariant violated".to_string() } else { verdict.join(", ") });
+    let verdict_exit = if outcome.violations.is_empty() { Exit::Clean } else { Exit::Violated };
     match first_difference(&recorded, &outcome.trace) {
         None => {
             println!("identical: the replay is byte-identical to {}", path.display());
-            Ok(Exit::Clean)
+            Ok(verdict_exit)
         }
         Some(_) if rerecord => {
             write_file(path, &outcome.trace.to_jsonl())?;
             println!("re-recorded {}", path.display());
-            Ok(Exit::Clean)
+            Ok(verdict_exit)
         }
         Some(diff) => {
             println!("DIVERGED from {}: {diff}", path.display());
-            println!("if the model changed on purpose: {} replay --rerecord {}", program(), path.display());
+            let quoted = shell_quote(&path.display().to_string());
+            println!("if the model changed on purpose: {} replay --rerecord {quoted}", program());
             Ok(Exit::Diverged)
         }
     }

@@ -7,6 +7,7 @@ use mcpsim_model::ids::CallKey;
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::{Actor, Step, StepKind};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 
@@ -16,11 +17,19 @@ pub type SharedSteps = Arc<Mutex<Vec<Step>>>;
 
 /// Stamps and stores steps; counts how each call resolved, for the runner's stop condition and
 /// the application's re-issue after a client restart.
+///
+/// It stores at most `max_steps` steps: the step that would go past the budget is dropped, the
+/// recorder marks itself over budget and wakes the runner, which stops the run. So a scenario
+/// that asks for an event every microsecond ends with an error, not with all the memory.
 #[derive(Debug)]
 pub struct Recorder {
     /// Simulated time at the start of the run (madsim's clock, read through `std`).
     start: std::time::Instant,
     steps: SharedSteps,
+    /// The step budget of the run.
+    max_steps: usize,
+    /// A step was refused: the run went over its budget.
+    over_budget: AtomicBool,
     /// Resolutions (result, error, unknown outcome) handed to the application, per call.
     resolutions: Mutex<BTreeMap<CallKey, u32>>,
     /// Woken whenever a step may have changed whether the run can stop.
@@ -29,10 +38,12 @@ pub struct Recorder {
 
 impl Recorder {
     /// A recorder whose clock starts now. Call inside the simulation.
-    pub fn new(steps: SharedSteps) -> Self {
+    pub fn new(steps: SharedSteps, max_steps: usize) -> Self {
         Recorder {
             start: madsim::time::Instant::now(),
             steps,
+            max_steps,
+            over_budget: AtomicBool::new(false),
             resolutions: Mutex::new(BTreeMap::new()),
             progress: Notify::new(),
         }
@@ -61,12 +72,23 @@ impl Recorder {
         }
         let t = self.now().as_micros();
         let mut steps = lock(&self.steps);
+        if steps.len() >= self.max_steps {
+            drop(steps);
+            self.over_budget.store(true, Ordering::Relaxed);
+            self.progress.notify_one();
+            return;
+        }
         let seq = steps.len() as u64;
         steps.push(Step { seq, t, actor, client, kind });
         drop(steps);
         if wakes_runner {
             self.progress.notify_one();
         }
+    }
+
+    /// Whether a step was refused because the run reached its step budget.
+    pub fn over_budget(&self) -> bool {
+        self.over_budget.load(Ordering::Relaxed)
     }
 
     /// How many times the application was told how `call` ended.

@@ -43,8 +43,90 @@ pub struct RunOutcome {
 ///
 /// It runs on the calling thread, or on a fresh one when the environment sets
 /// [`FRESH_THREAD_VAR`]`=1` (slower, same bytes: a way to check [`crate::engine::run_thread`]'s claim).
+///
+/// The run has the [`Budget`] the environment sets ([`Budget::from_env`]); a run that goes
+/// over it is stopped and comes back as `SimError::OverBudget`.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
-    run_on(Thread::chosen(), scenario, seed)
+    run_with_budget(scenario, seed, Budget::from_env()?)
+}
+
+/// [`run`] with an explicit budget.
+pub fn run_with_budget(scenario: &Scenario, seed: u64, budget: Budget) -> Result<RunOutcome, SimError> {
+    run_on(Thread::chosen(), scenario, seed, budget)
+}
+
+/// How much one run may do before it is stopped: the bound that keeps a scenario asking for too
+/// much (an event every microsecond, a keep-alive every microsecond, a tool of thirty years with
+/// keep-alives) from taking all the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// The most steps a run may record. Every family's runs and generated cases stay far below
+    /// the default (hundreds to a few thousand steps); see `default_budget_covers_every_family`.
+    pub max_steps: u64,
+}
+
+/// The environment variable that sets the step budget of every run (`MCPSIM_MAX_STEPS=N`).
+pub const MAX_STEPS_VAR: &str = "MCPSIM_MAX_STEPS";
+
+impl Budget {
+    /// 200 000 steps: about 50 MB of trace at most, a second or two of a debug build.
+    pub const DEFAULT: Budget = Budget { max_steps: 200_000 };
+
+    /// [`Budget::DEFAULT`], or the step count [`MAX_STEPS_VAR`] names (read once per process).
+    pub fn from_env() -> Result<Budget, SimError> {
+        static FROM_ENV: std::sync::OnceLock<Result<Budget, String>> = std::sync::OnceLock::new();
+        let parsed = FROM_ENV.get_or_init(|| match std::env::var(MAX_STEPS_VAR) {
+            Err(_) => Ok(Budget::DEFAULT),
+            Ok(v) => match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(Budget { max_steps: n }),
+                _ => Err(v),
+            },
+        });
+        parsed.clone().map_err(|value| SimError::BadValue {
+            key: MAX_STEPS_VAR.to_string(),
+            value,
+            problem: "not a positive number of steps".to_string(),
+        })
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::DEFAULT
+    }
+}
+
+/// The most logical clients a run starts (each is a madsim node with its own address).
+pub const MAX_CLIENTS: u32 = 256;
+
+/// The longest simulated time a run may be planned for (its time limit): a century.
+pub const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// What makes `scenario` impossible to run, checked before anything is started: its own
+/// validation, then the engine's bounds (clients, simulated time, latency).
+pub fn runnable(scenario: &Scenario) -> Result<(), String> {
+    scenario.validate().map_err(|e| e.to_string())?;
+    if let Some(problem) = scenario.clients_problem() {
+        return Err(problem);
+    }
+    if scenario.clients > MAX_CLIENTS {
+        return Err(format!("{} clients is more than the {MAX_CLIENTS} a run can start", scenario.clients));
+    }
+    let limit = scenario.time_limit();
+    if limit > MAX_SIMULATED {
+        return Err(format!(
+            "the run would be planned for {} simulated, more than the {} a run may last",
+            mcpsim_model::time::format_duration(limit),
+            mcpsim_model::time::format_duration(MAX_SIMULATED)
+        ));
+    }
+    if scenario.net.latency_min > scenario.net.latency_max || scenario.net.latency_max > MAX_SIMULATED {
+        return Err(format!(
+            "network latency {:?}..{:?} is not a range a run can draw from",
+            scenario.net.latency_min, scenario.net.latency_max
+        ));
+    }
+    Ok(())
 }
 
 /// The environment variable that puts every run on a fresh OS thread.
@@ -52,7 +134,7 @@ pub const FRESH_THREAD_VAR: &str = "MCPSIM_FRESH_THREAD";
 
 /// [`run`] on a brand-new OS thread: slower, and byte for byte the same (`tests/determinism.rs`).
 pub fn run_on_fresh_thread(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
-    run_on(Thread::Fresh, scenario, seed)
+    run_on(Thread::Fresh, scenario, seed, Budget::from_env()?)
 }
 
 /// Which thread a run happens on.
@@ -77,15 +159,19 @@ impl Thread {
     }
 }
 
-fn run_on(thread: Thread, scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
-    if let Some(problem) = scenario.clients_problem() {
-        return Err(SimError::Usage(problem));
-    }
+fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Result<RunOutcome, SimError> {
+    runnable(scenario).map_err(SimError::Usage)?;
     let scenario_json = serde_json::to_value(scenario)
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let steps = SharedSteps::default();
     let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
-    simulate_on(thread, seed, &steps, move || simulate(for_thread, seed, steps_for_thread))?;
+    let max_steps = usize::try_from(budget.max_steps).unwrap_or(usize::MAX);
+    let over_budget =
+        simulate_on(thread, seed, &steps, move || simulate(for_thread, seed, steps_for_thread, max_steps))?;
+    if over_budget {
+        let at = lock(&steps).last().map(|s| format_micros(s.t)).unwrap_or_else(|| "the start".to_string());
+        return Err(SimError::OverBudget { seed, max_steps: budget.max_steps, at, var: MAX_STEPS_VAR });
+    }
     let mut trace = Trace::new(seed, serde_json::json!({ "scenario": scenario_json }));
     trace.steps = std::mem::take(&mut *lock(&steps));
     let violations = check_all(&trace);
@@ -95,12 +181,12 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64) -> Result<RunOutcome, 
 
 /// Runs `simulation` on `thread`; its panic becomes an error naming the seed and how far the run
 /// got (the steps recorded so far).
-fn simulate_on(
+fn simulate_on<T: Send + 'static>(
     thread: Thread,
     seed: u64,
     steps: &SharedSteps,
-    simulation: impl FnOnce() + Send + 'static,
-) -> Result<(), SimError> {
+    simulation: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, SimError> {
     let finished = match thread {
         Thread::Calling => run_thread::on_calling_thread(simulation),
         Thread::Fresh => run_thread::on_fresh_thread(simulation),
@@ -110,15 +196,18 @@ fn simulate_on(
         .map_err(|panic| SimError::Runtime(describe_panic(seed, panic.as_ref(), steps)))
 }
 
-/// The simulation itself, on the current thread.
-fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps) {
+/// The simulation itself, on the current thread. Returns whether it was stopped at its step
+/// budget.
+fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
     let runtime = Runtime::with_seed_and_config(seed, madsim_config(&scenario));
-    runtime.block_on(async move {
+    let over_budget = runtime.block_on(async move {
         logging::mark_run_start();
-        let world = Arc::new(World::new(scenario, seed, Recorder::new(steps)));
+        let world = Arc::new(World::new(scenario, seed, Recorder::new(steps, max_steps)));
         drive(&world).await;
+        world.rec.over_budget()
     });
     logging::mark_run_end();
+    over_budget
 }
 
 /// madsim's network: one-way latency drawn from the scenario's range.
@@ -166,6 +255,10 @@ async fn drive(world: &Arc<World>) {
     let mut agenda = agenda(scenario);
     let mut settle_until: Option<Instant> = None;
     loop {
+        if world.rec.over_budget() {
+            kill_nodes(world);
+            return;
+        }
         let now = world.rec.now();
         while let Some((_, item)) = agenda.front().copied().filter(|(at, _)| *at <= now) {
             agenda.pop_front();
@@ -218,6 +311,12 @@ fn finish(world: &Arc<World>) {
     let other_client_sessions = sessions.collect();
     let server_sessions = world.with_server(|core| core.live_sessions()).unwrap_or_default();
     world.rec.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions, other_client_sessions });
+    kill_nodes(world);
+}
+
+/// Kills every node, so that madsim drops their tasks (which hold the world) when the runtime
+/// goes.
+fn kill_nodes(world: &Arc<World>) {
     let handle = Handle::current();
     for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string(), SERVER_NODE.to_string()]) {
         handle.kill(node);
@@ -282,6 +381,39 @@ mod tests {
             let SimError::Runtime(message) = err else { panic!("not a runtime error: {err}") };
             assert!(message.contains("seed 42") && message.contains("block forever"), "{thread:?}: {message}");
             assert!(message.contains("after 0 steps"), "{thread:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn default_budget_covers_every_family() {
+        for name in crate::scenario::SCENARIO_NAMES {
+            for client in ["reference", "naive"] {
+                let s = Scenario::build(name, client, "reference").unwrap();
+                let outcome = run_with_budget(&s, 1, Budget::DEFAULT).expect("within budget");
+                let steps = outcome.trace.steps.len() as u64;
+                assert!(steps * 20 < Budget::DEFAULT.max_steps, "{name} × {client}: {steps} steps");
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_over_its_budget_is_a_typed_error_that_says_how_to_raise_it() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let err = run_with_budget(&s, 0, Budget { max_steps: 50 }).unwrap_err();
+        let SimError::OverBudget { max_steps: 50, .. } = err else { panic!("not over budget: {err}") };
+        assert!(err.to_string().contains(MAX_STEPS_VAR), "{err}");
+    }
+
+    #[test]
+    fn too_many_clients_or_a_bad_jitter_is_refused_before_anything_starts() {
+        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        s.clients = u32::MAX;
+        assert!(runnable(&s).unwrap_err().contains("more than the 256"));
+        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
+        for jitter in [-2.0, f64::NAN, f64::INFINITY, 1.5] {
+            s.tool_jitter = jitter;
+            assert!(runnable(&s).unwrap_err().contains("tool_jitter"), "{jitter}");
+            assert!(matches!(run(&s, 0), Err(SimError::Usage(_))), "{jitter}");
         }
     }
 

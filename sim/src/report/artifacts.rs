@@ -1,14 +1,15 @@
 //! Trace files and the commands printed beside them: naming, reading, writing and diffing
 //! traces, and the command line that replays a run.
 
+use crate::engine::runner::runnable;
 use crate::error::SimError;
 use crate::report::timeline;
 use crate::scenario::Scenario;
 use mcpsim_model::trace::{fnv1a, step_line, Header, Trace, FNV_OFFSET};
 use std::fs;
+use std::io::Read;
 use std::path::Path;
 
-/// Writes a text file, creating its directory.
 /// How the user invokes this binary, for the commands we print: `cargo run` from a checkout,
 /// `mcpsim` once installed.
 pub fn program() -> String {
@@ -22,11 +23,41 @@ pub fn program() -> String {
     }
 }
 
-/// The command that re-runs one seed of a scenario.
+/// The command that re-runs one seed of a scenario, every argument quoted the way a POSIX shell
+/// reads it back (`--set 'fault.partition=70s..80s, 3m..4m'`).
 pub fn replay_command(scenario: &Scenario, seed: u64) -> String {
-    format!("{} run {} --seed {seed}", program(), scenario.cli_args())
+    format!("{} run {} --seed {seed}", program(), quoted_cli_args(scenario))
 }
 
+/// The command that replays a trace file (its timeline, and the byte-for-byte comparison).
+pub fn replay_file_command(path: &Path) -> String {
+    format!("{} replay {}", program(), shell_quote(&path.display().to_string()))
+}
+
+/// The arguments that rebuild `scenario` (`--client … --set …`), quoted for a shell.
+pub fn quoted_cli_args(scenario: &Scenario) -> String {
+    let mut args = vec![
+        "--client".to_string(),
+        shell_quote(&scenario.client.name),
+        "--server".to_string(),
+        shell_quote(&scenario.server.name),
+        "--scenario".to_string(),
+        shell_quote(&scenario.name),
+    ];
+    for (k, v) in &scenario.overrides {
+        args.push("--set".to_string());
+        args.push(shell_quote(&format!("{k}={v}")));
+    }
+    args.join(" ")
+}
+
+/// One argument as a POSIX shell reads it back: as it is when it is safe, else quoted.
+pub fn shell_quote(arg: &str) -> String {
+    // Only a NUL byte cannot be quoted, and no argument a user can pass holds one.
+    shlex::try_quote(arg).map(|q| q.into_owned()).unwrap_or_else(|_| format!("{arg:?}"))
+}
+
+/// Writes a text file, creating its directory.
 pub fn write_file(path: &Path, text: &str) -> Result<(), SimError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir)
@@ -55,33 +86,52 @@ pub fn trace_file_name(scenario: &Scenario, invariant: &str, seed: u64, trace: &
     format!("{invariant}--{}--{}--{}--{:08x}.jsonl", scenario.client.name, scenario.server.name, scenario.name, h >> 32)
 }
 
-/// Reads and validates a trace file.
+/// The largest trace file read: far above any recorded run (the step budget keeps traces to a
+/// few tens of MB), and a bound on what `replay /dev/urandom` can take.
+pub const MAX_TRACE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads and validates a trace file (at most [`MAX_TRACE_BYTES`]).
 pub fn read_trace(path: &Path) -> Result<Trace, SimError> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
-    Trace::parse(&text).map_err(|source| SimError::Trace { path: path.display().to_string(), source })
+    let io = |problem: String| SimError::Io { path: path.display().to_string(), problem };
+    let file = fs::File::open(path).map_err(|e| io(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| io(e.to_string()))?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(io(format!("larger than {} MiB: not a trace this mcpsim reads", MAX_TRACE_BYTES >> 20)));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| io("stream did not contain valid UTF-8".to_string()))?;
+    parse_trace(path, &text)
 }
 
-/// Reads only a trace file's header, of any schema: enough to run it again.
+/// Parses a trace's text (`path` names it in errors).
+pub fn parse_trace(path: &Path, text: &str) -> Result<Trace, SimError> {
+    Trace::parse(text).map_err(|source| SimError::Trace { path: path.display().to_string(), source })
+}
+
+/// Reads only a trace file's header, of any schema (at most [`MAX_TRACE_BYTES`]): enough to run
+/// it again.
 pub fn read_header(path: &Path) -> Result<Header, SimError> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+    let io = |problem: String| SimError::Io { path: path.display().to_string(), problem };
+    let file = fs::File::open(path).map_err(|e| io(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| io(e.to_string()))?;
+    let text = String::from_utf8_lossy(&bytes);
     Trace::parse_header(&text).map_err(|source| SimError::Trace { path: path.display().to_string(), source })
 }
 
-/// The scenario recorded in a trace header.
+/// The scenario recorded in a trace header, checked to be runnable: the header is not covered by
+/// the footer's digest, so it is input like any other.
 pub fn recorded_scenario(path: &Path, trace: &Trace) -> Result<Scenario, SimError> {
     scenario_in_header(path, &trace.header)
 }
 
-/// The scenario a header records.
+/// The scenario a header records, checked to be runnable.
 pub fn scenario_in_header(path: &Path, header: &Header) -> Result<Scenario, SimError> {
-    let value = header.scenario.get("scenario").cloned().ok_or_else(|| SimError::BadScenario {
-        path: path.display().to_string(),
-        problem: "no \"scenario\" field".into(),
-    })?;
-    serde_json::from_value(value)
-        .map_err(|e| SimError::BadScenario { path: path.display().to_string(), problem: e.to_string() })
+    let bad = |problem: String| SimError::BadScenario { path: path.display().to_string(), problem };
+    let value = header.scenario.get("scenario").cloned().ok_or_else(|| bad("no \"scenario\" field".into()))?;
+    let scenario: Scenario = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+    runnable(&scenario).map_err(bad)?;
+    Ok(scenario)
 }
 
 /// Where two traces first differ, in words; `None` if their steps and footers are identical.
@@ -104,4 +154,35 @@ pub fn first_difference(recorded: &Trace, replayed: &Trace) -> Option<String> {
         return Some("same steps but a different verdict (the oracles changed)".to_string());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioArgs;
+
+    #[test]
+    fn a_printed_command_split_as_a_shell_would_rebuilds_the_same_scenario() {
+        let mut s = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let sets = [("fault.partition", "70s..80s, 3m..4m"), ("lb.idle_timeout", "45s")];
+        s.apply_overrides(&sets.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let command = replay_command(&s, 9);
+        let words = shlex::split(&command).expect("shell words");
+        let args: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w != "run").skip(1).collect();
+        let value = |flag: &str| args.iter().position(|a| *a == flag).map(|i| args[i + 1].to_string()).unwrap();
+        let sets: Vec<String> = args.windows(2).filter(|w| w[0] == "--set").map(|w| w[1].to_string()).collect();
+        assert_eq!(sets, ["fault.partition=70s..80s, 3m..4m", "lb.idle_timeout=45s"]);
+        let rebuilt =
+            ScenarioArgs { client: value("--client"), server: value("--server"), scenario: value("--scenario"), sets }
+                .build()
+                .unwrap();
+        assert_eq!(rebuilt, s);
+        assert_eq!(value("--seed"), "9");
+    }
+
+    #[test]
+    fn a_path_with_a_space_is_quoted_in_the_replay_command() {
+        let command = replay_file_command(Path::new("/tmp/my traces/a.jsonl"));
+        assert!(command.ends_with("replay '/tmp/my traces/a.jsonl'"), "{command}");
+    }
 }

@@ -5,6 +5,7 @@
 
 pub mod artifacts;
 pub mod diagram;
+pub mod explain;
 pub mod html;
 #[cfg(feature = "cli")]
 pub mod plot;

@@ -219,6 +219,49 @@ impl Scenario {
             .next()
     }
 
+    /// Rejects the values no run can use, whatever set them (a `--set`, a generated case, an
+    /// edited trace header): a jitter outside 0..=1 or not a number, a zero interval, a time so
+    /// large that the deadlines computed from it overflow. Minimal: the settings' own validation
+    /// rejects more, with the key's name.
+    pub fn validate(&self) -> Result<(), SimError> {
+        /// No time in a scenario may exceed this (sums of a few of them stay far from overflow).
+        const MAX_TIME: Duration = Duration::from_secs(1_000 * 365 * 24 * 3600);
+        let bad = |problem: String| Err(SimError::Usage(format!("scenario {:?}: {problem}", self.name)));
+        if !self.tool_jitter.is_finite() || !(0.0..=1.0).contains(&self.tool_jitter) {
+            return bad(format!("tool_jitter {} is not between 0 and 1", self.tool_jitter));
+        }
+        let mut times: Vec<(&str, Duration)> = vec![
+            ("liveness_grace", self.liveness_grace),
+            ("net.latency_min", self.net.latency_min),
+            ("net.latency_max", self.net.latency_max),
+        ];
+        times.extend(self.calls.iter().map(|c| ("a call's time", c.at)));
+        times.extend(self.deletes.iter().map(|d| ("a delete's time", d.at)));
+        times.extend(self.tools.iter().map(|t| ("a tool's duration", t.duration)));
+        times.extend(
+            self.faults
+                .faults()
+                .iter()
+                .flat_map(|f| [("a fault's time", f.at), ("a fault's duration", f.fault.duration())]),
+        );
+        times.extend(self.lb.idle_timeout.map(|d| ("lb.idle_timeout", d)));
+        if let Some((what, d)) = times.iter().find(|(_, d)| *d > MAX_TIME) {
+            return bad(format!("{what} {} is longer than {}", format_duration(*d), format_duration(MAX_TIME)));
+        }
+        let intervals = self.tools.iter().map(|t| ("a tool's event interval", t.event_interval));
+        for (what, interval) in intervals.chain([("notify_interval", self.notify_interval)]) {
+            match interval {
+                Some(d) if d.is_zero() => return bad(format!("{what} is zero")),
+                Some(d) if d > MAX_TIME => return bad(format!("{what} {} is too long", format_duration(d))),
+                _ => {}
+            }
+        }
+        if let Some(c) = self.calls.iter().find(|c| self.tool(&c.tool).is_none()) {
+            return bad(format!("a call names the tool {:?}, which the scenario does not have", c.tool));
+        }
+        Ok(())
+    }
+
     /// The command-line arguments that rebuild this scenario (`--client … --set …`).
     pub fn cli_args(&self) -> String {
         let mut args = format!("--client {} --server {} --scenario {}", self.client.name, self.server.name, self.name);
