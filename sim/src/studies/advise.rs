@@ -26,7 +26,8 @@
 use crate::error::SimError;
 use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
-use crate::studies::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
+use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
+use crate::studies::tally::{Outcome, Tally};
 use mcpsim_model::client::reconnect_delay;
 use mcpsim_model::config::{IdleRule, ReconnectPolicy};
 use mcpsim_model::time::{format_duration, parse_duration};
@@ -109,7 +110,9 @@ impl AdviseInput {
 
     /// The interval between events, if the stream has any.
     fn event_interval(&self) -> Option<Duration> {
-        (self.event_rate > 0.0).then(|| Duration::from_secs_f64(1.0 / self.event_rate))
+        // An interval too long for a `Duration` (a rate set below what `parse_rate` accepts) is
+        // as good as no further event.
+        (self.event_rate > 0.0).then(|| Duration::try_from_secs_f64(1.0 / self.event_rate).unwrap_or(Duration::MAX))
     }
 
     /// Whether the load balancer cuts the stream between events.
@@ -129,11 +132,21 @@ fn rate_of(interval: Duration) -> f64 {
     }
 }
 
-/// Parses `--event-rate`: `2/s`, `30/m`, `0.5/s`, or a bare number of events per second.
+/// The slowest positive rate `--event-rate` accepts, in events per second (0.001/h).
+pub const MIN_RATE: f64 = 0.001 / 3600.0;
+/// The fastest rate `--event-rate` accepts, in events per second: the simulator's clock ticks in
+/// microseconds, so a million events a second is one a tick.
+pub const MAX_RATE: f64 = 1e6;
+
+/// Parses `--event-rate`: a number of events and a unit, `2/s`, `30/m`, `0.5/h`. The rate is 0
+/// (a silent stream) or between [`MIN_RATE`] and [`MAX_RATE`]: beyond those the arithmetic
+/// leaves what a duration or a count can hold.
 pub fn parse_rate(text: &str) -> Result<f64, SimError> {
     let bad =
         |problem: &str| SimError::BadValue { key: "--event-rate".into(), value: text.into(), problem: problem.into() };
-    let (number, per) = text.split_once('/').unwrap_or((text, "s"));
+    let Some((number, per)) = text.split_once('/') else {
+        return Err(bad("a rate needs a unit: write e.g. 10/s, 600/m or 2/h"));
+    };
     let count: f64 = number.trim().parse().map_err(|_| bad("not a number of events (write e.g. 2/s)"))?;
     let seconds = match per.trim() {
         "s" => 1.0,
@@ -144,7 +157,11 @@ pub fn parse_rate(text: &str) -> Result<f64, SimError> {
     if !count.is_finite() || count < 0.0 {
         return Err(bad("the rate must be zero or positive"));
     }
-    Ok(count / seconds)
+    let rate = count / seconds;
+    if rate != 0.0 && !(MIN_RATE..=MAX_RATE).contains(&rate) {
+        return Err(bad("a rate is 0, or between 0.001/h and 1000000/s"));
+    }
+    Ok(rate)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,21 +505,34 @@ fn break_case(
                 show_s(span)
             ));
             let count = input.event_rate * span;
-            steps.push(format!(
-                "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
-                show_n(input.event_rate),
-                show_s(span),
-                show_n(count),
-                show_n(count - 1.0)
-            ));
+            // However few events come while away, the server must hold at least one.
+            let bound = (count - 1.0).max(0.0);
+            if input.event_rate > 0.0 {
+                steps.push(format!(
+                    "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
+                    show_n(input.event_rate),
+                    show_s(span),
+                    show_n(count),
+                    show_n(bound)
+                ));
+            } else {
+                steps.push("count bound: r = 0, no event is produced while away; one must still be held: R > 0".into());
+            }
             // A silent stream produces nothing while the client is away but its result, which
             // must then be held for up to the whole span.
             let oldest_needed = if interval.is_finite() { span - interval } else { span };
-            steps.push(format!(
-                "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
-                show_s(oldest_needed)
-            ));
-            (Need::Above((count - 1.0).max(0.0)), Need::Above(oldest_needed))
+            if interval.is_finite() {
+                steps.push(format!(
+                    "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
+                    show_s(oldest_needed)
+                ));
+            } else {
+                steps.push(format!(
+                    "window: r = 0, only the result comes after the last seen, which must reach back: W > a + D + L + ℓ = {}",
+                    show_s(oldest_needed)
+                ));
+            }
+            (Need::Above(bound), Need::Above(oldest_needed))
         }
         None => {
             let why = "a silent stream keeps its first event id indefinitely: no time window is safe";
@@ -654,15 +684,13 @@ pub struct VerifyOptions {
     pub margin: u32,
     /// Worker threads; 0 for the machine's available parallelism.
     pub jobs: usize,
-    /// How replay commands start.
-    pub program: String,
 }
 
 /// One probe: a setting's value and what the runs at it came to.
 #[derive(Clone, Debug)]
 pub struct Probe {
     pub value: String,
-    pub result: CellResult,
+    pub result: Tally,
 }
 
 /// Below and above one predicted setting.
@@ -719,6 +747,7 @@ pub fn verify(
     advice: &Advice,
     opts: &VerifyOptions,
     runner: &RunFn,
+    progress: &dyn Progress,
 ) -> Result<VerifyReport, SimError> {
     if opts.seeds == 0 {
         return Err(SimError::Usage("--verify needs at least one seed".into()));
@@ -742,23 +771,16 @@ pub fn verify(
         s.apply_overrides(&[(other.to_string(), off.to_string())])?;
         plans.push((key, below, show_value(key, minimal + margin), s));
     }
-    let mut cells = Vec::new();
+    let mut scenarios = Vec::new();
     for (key, below, above, s) in &plans {
         for value in below.iter().chain([above]) {
             let mut s = s.clone();
             s.apply_overrides(&[(key.to_string(), value.clone())])?;
-            cells.push(Cell { values: vec![value.clone()], scenario: s });
+            scenarios.push(s);
         }
     }
-    let refs: Vec<&Cell> = cells.iter().collect();
-    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let mut results: Vec<Option<CellResult>> = vec![None; cells.len()];
-    let on_done = |i: usize, r: CellResult| {
-        results[i] = Some(r);
-        Ok(())
-    };
-    run_cells(&refs, opts.seeds, jobs, runner, &opts.program, on_done, |_| {})?;
-    let mut results = results.into_iter().map(|r| r.expect("every probe ran"));
+    let cells: Vec<PoolCell> = scenarios.iter().map(|scenario| PoolCell { scenario, seeds: 0..opts.seeds }).collect();
+    let mut results = run_cells(&cells, opts.jobs, runner, progress, |_, _| Ok(()))?.into_iter();
     let mut probe = |value| Probe { value, result: results.next().expect("one result per probe, in order") };
     let checks = plans
         .into_iter()
@@ -816,7 +838,7 @@ pub fn render_verify(report: &VerifyReport) -> String {
 }
 
 /// The replay command of a run that was not loss-free.
-fn first_loss(r: &CellResult) -> Option<&String> {
+fn first_loss(r: &Tally) -> Option<&String> {
     [Outcome::SilentLoss, Outcome::GapReported, Outcome::Unresolved, Outcome::CallFailed, Outcome::SessionLost]
         .iter()
         .find_map(|o| r.replays.get(o))
@@ -987,6 +1009,7 @@ pub fn render_longest(scenario: &Scenario, input: &AdviseInput, longest: &Longes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::studies::pool::Silent;
     use mcpsim_model::profiles;
 
     fn assert_above(need: &Need, expected: f64) {
@@ -1143,7 +1166,7 @@ mod tests {
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
     }
 
-    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::studies::sweep::RunOutcome {
+    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::studies::pool::RunOutcome {
         let mut trace = mcpsim_model::trace::Trace::new(0, serde_json::json!({}));
         for (i, kind) in trace_kinds.into_iter().enumerate() {
             trace.steps.push(mcpsim_model::trace::Step {
@@ -1154,11 +1177,11 @@ mod tests {
                 kind,
             });
         }
-        crate::studies::sweep::RunOutcome { trace, violations: vec![] }
+        crate::studies::pool::RunOutcome { trace, violations: vec![] }
     }
 
     /// Loss-free exactly when the count and the window hold the advised 271 events / 271 s.
-    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::studies::sweep::RunOutcome, SimError> {
+    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::studies::pool::RunOutcome, SimError> {
         let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
         let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(271));
         let gap =
@@ -1167,7 +1190,7 @@ mod tests {
     }
 
     fn verify_options() -> VerifyOptions {
-        VerifyOptions { seeds: 3, margin: 2, jobs: 2, program: "mcpsim".into() }
+        VerifyOptions { seeds: 3, margin: 2, jobs: 2 }
     }
 
     #[test]
@@ -1196,7 +1219,7 @@ mod tests {
     fn verify_probes_below_and_above_the_answer() {
         let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         let advice = advise(&s, &AdviseInput::from_scenario(&s));
-        let report = verify(&s, &advice, &verify_options(), &as_advised).unwrap();
+        let report = verify(&s, &advice, &verify_options(), &as_advised, &Silent).unwrap();
         let probed: Vec<(&str, Option<&str>, &str)> = report
             .checks
             .iter()
@@ -1209,14 +1232,11 @@ mod tests {
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
         assert!(text.contains("server.retention=269: loss-free 0/3"), "{text}");
-        assert!(
-            text.contains("e.g. mcpsim run --client reference --server reference --scenario chatty-tool"),
-            "{text}"
-        );
+        assert!(text.contains(" run --client reference --server reference --scenario chatty-tool"), "{text}");
         let never = |_: &Scenario, _: u64| {
             Ok(fake_run(vec![mcpsim_model::trace::StepKind::AppSessionLost { session: "s".into() }]))
         };
-        let text = render_verify(&verify(&s, &advice, &verify_options(), &never).unwrap());
+        let text = render_verify(&verify(&s, &advice, &verify_options(), &never, &Silent).unwrap());
         assert!(text.contains("NOT clean above the answer"), "{text}");
     }
 
@@ -1242,8 +1262,8 @@ mod tests {
     fn verify_confirms_the_rmcp_answer_with_real_runs() {
         let s = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
         let advice = advise(&s, &AdviseInput::from_scenario(&s));
-        let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2, program: "mcpsim".into() };
-        let report = verify(&s, &advice, &opts, &crate::engine::runner::run).unwrap();
+        let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2 };
+        let report = verify(&s, &advice, &opts, &crate::engine::runner::run, &Silent).unwrap();
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
         assert!(text.contains("server.retention=253: loss-free 0/2"), "{text}");
@@ -1347,9 +1367,45 @@ mod tests {
     fn rates_parse_with_units() {
         assert_eq!(parse_rate("2/s").unwrap(), 2.0);
         assert_eq!(parse_rate("30/m").unwrap(), 0.5);
-        assert_eq!(parse_rate("1.5").unwrap(), 1.5);
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("2/day").is_err());
-        assert!(parse_rate("-1/s").is_err());
+        assert_eq!(parse_rate("0/s").unwrap(), 0.0);
+        assert_eq!(parse_rate("1000000/s").unwrap(), MAX_RATE);
+        assert!((parse_rate("0.001/h").unwrap() - MIN_RATE).abs() < 1e-18);
+        let problem = |text: &str| parse_rate(text).unwrap_err().to_string();
+        assert!(problem("1.5").contains("needs a unit"), "{}", problem("1.5"));
+        assert!(problem("10").contains("write e.g. 10/s"), "{}", problem("10"));
+        assert!(problem("fast").contains("needs a unit"));
+        assert!(problem("fast/s").contains("not a number"));
+        assert!(problem("2/day").contains("/s, /m or /h"));
+        assert!(problem("-1/s").contains("zero or positive"));
+        assert!(problem("NaN/s").contains("zero or positive"));
+        assert!(problem("1e-20/s").contains("between 0.001/h and 1000000/s"));
+        assert!(problem("1e308/s").contains("between"));
+        assert!(problem("1e400/s").contains("zero or positive"), "inf");
+    }
+
+    #[test]
+    fn a_silent_stream_needs_one_event_held_not_minus_one() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let input = AdviseInput::from_scenario(&s).with_flags(None, Some("0/s"), None).unwrap();
+        let text = render(&advise(&s, &input));
+        assert!(!text.contains("R > -"), "{text}");
+        assert!(!text.contains("inf"), "{text}");
+        assert!(text.contains("r = 0, no event is produced while away; one must still be held: R > 0"), "{text}");
+        assert!(text.contains("server.retention         > 0 → at least 1 event per stream"), "{text}");
+        // Fewer than one event while away (a slow stream): still one held, never a negative bound.
+        let input = AdviseInput::from_scenario(&s).with_flags(None, Some("1/h"), Some("10s")).unwrap();
+        let text = render(&advise(&s, &input));
+        assert!(!text.contains("R > -"), "{text}");
+    }
+
+    #[test]
+    fn rates_below_what_parse_accepts_do_not_panic_in_the_library() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        for rate in [1e-20, f64::MIN_POSITIVE, 1e-300] {
+            let input = AdviseInput { event_rate: rate, ..AdviseInput::from_scenario(&s) };
+            let advice = advise(&s, &input);
+            assert!(advice.retention.minimal().is_some(), "{:?}", advice.retention);
+            let _ = render(&advice);
+        }
     }
 }
