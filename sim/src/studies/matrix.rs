@@ -327,7 +327,7 @@ pub fn write_doc(spec: &MatrixSpec, results: &[MatrixCell], doc: &Path, traces_d
         let Some(seed) = r.failing_seed() else { continue };
         let scenario = spec.cell(&r.client, &r.server, &r.scenario)?;
         let outcome = run(&scenario, seed)?;
-        let first = outcome.violations.first().map(|v| v.invariant).unwrap_or("violation");
+        let first = outcome.violations.first().map(|v| v.invariant.name()).unwrap_or("violation");
         let file = traces_dir.join(trace_file_name(&scenario, first, seed, &outcome.trace));
         write_file(&file, &outcome.trace.to_jsonl())?;
         let link = relative(doc_dir, &file);

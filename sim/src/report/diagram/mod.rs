@@ -405,6 +405,10 @@ fn item_of(step: &Step) -> Item {
             let fold = Fold::noise(format!("backoff {who}"), format!("reconnect backoff of {who}"));
             Item::new(t, note(Lane::Client), described()).folding(fold.with_id("attempts", attempt.to_string()).retry())
         }
+        InitializeBackoff { attempt, .. } => {
+            let fold = Fold::noise("backoff initialize".into(), "initialize backoff".into());
+            Item::new(t, note(Lane::Client), described()).folding(fold.with_id("attempts", attempt.to_string()).retry())
+        }
         ClientStart { .. } => Item::new(t, note(Lane::Client), described()),
         LbIdleCut { conn, idle_us } => {
             Item::new(t, Shape::Cut, format!("idle cut {conn} after {}", format_micros(*idle_us)))

@@ -105,7 +105,13 @@ impl TraceBuilder {
 }
 
 fn violation(invariant: &str, t_ms: u64, subject: &str, detail: &str) -> ViolationRecord {
-    ViolationRecord { invariant: invariant.into(), t: ms(t_ms), subject: subject.into(), detail: detail.into() }
+    ViolationRecord {
+        invariant: invariant.into(),
+        step: 0,
+        t: ms(t_ms),
+        subject: subject.into(),
+        detail: detail.into(),
+    }
 }
 
 fn progress(step: u32) -> Option<ServerMessage> {
