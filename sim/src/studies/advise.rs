@@ -28,8 +28,12 @@ use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
 use crate::studies::tally::{Outcome, Tally};
-use mcpsim_model::client::reconnect_delay;
 use mcpsim_model::config::{IdleRule, ReconnectPolicy};
+use mcpsim_model::schedule::{event_interval, idle_need, lb_cuts, rate_of, retention_bounds, smallest_whole_above};
+// The schedule arithmetic lives in the model (`mcpsim_model::schedule`); these are its answers.
+pub use mcpsim_model::schedule::{
+    reconnect_schedule, worst_case_delay, worst_latency, Attempt, Need, Reconnect, RetentionBounds, WorstLatency,
+};
 use mcpsim_model::time::{format_duration, parse_duration};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -108,27 +112,14 @@ impl AdviseInput {
         Ok(self)
     }
 
-    /// The interval between events, if the stream has any.
+    /// The interval between events, if the stream has any (saturating for a tiny rate).
     fn event_interval(&self) -> Option<Duration> {
-        // An interval too long for a `Duration` (a rate set below what `parse_rate` accepts) is
-        // as good as no further event.
-        (self.event_rate > 0.0).then(|| Duration::try_from_secs_f64(1.0 / self.event_rate).unwrap_or(Duration::MAX))
+        event_interval(self.event_rate)
     }
 
     /// Whether the load balancer cuts the stream between events.
     fn lb_cuts(&self) -> Option<Duration> {
-        let idle = self.lb_idle?;
-        let quiet_enough = |interval: Option<Duration>| interval.is_none_or(|i| i >= idle);
-        (quiet_enough(self.event_interval()) && quiet_enough(self.keepalive)).then_some(idle)
-    }
-}
-
-/// Events per second of an interval.
-fn rate_of(interval: Duration) -> f64 {
-    if interval.is_zero() {
-        0.0
-    } else {
-        1.0 / interval.as_secs_f64()
+        lb_cuts(self.lb_idle, self.event_rate, self.keepalive)
     }
 }
 
@@ -165,160 +156,8 @@ pub fn parse_rate(text: &str) -> Result<f64, SimError> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The attempt schedule
-// ---------------------------------------------------------------------------------------------
-
-/// One reconnect attempt, timed from the break.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Attempt {
-    /// 1 for the first attempt.
-    pub number: u32,
-    /// The wait before it.
-    pub delay: Duration,
-    /// When it is made, since the break.
-    pub at: Duration,
-}
-
-/// How a client fares after an outage.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reconnect {
-    /// The last attempt is the first at or after the outage's end; `latency` is the extra wait
-    /// after the network healed.
-    Back { attempts: Vec<Attempt>, latency: Duration },
-    /// `max_attempts` ran out while the network was still cut: no retention saves the stream.
-    GivesUp { attempts: Vec<Attempt> },
-    /// The delays do not grow and never reach the outage's end (zero backoff).
-    NeverBack { attempts: Vec<Attempt> },
-}
-
-impl Reconnect {
-    pub fn attempts(&self) -> &[Attempt] {
-        match self {
-            Reconnect::Back { attempts, .. } | Reconnect::GivesUp { attempts } | Reconnect::NeverBack { attempts } => {
-                attempts
-            }
-        }
-    }
-}
-
-/// Safety bound on the attempts computed for an unlimited policy.
-const MAX_SCHEDULE: u32 = 100_000;
-
-/// The delay before attempt `n + 1` after `n` consecutive failures, in full: the client's own
-/// rule (`model::client::reconnect_delay`) with a jitter draw that shortens nothing. Every break
-/// is a stream error, so an immediate first attempt applies.
-pub fn worst_case_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
-    reconnect_delay(policy, n, server_retry_ms, true, 0.0)
-}
-
-/// The attempts after a break followed by an outage of `outage`: each at the sum of the delays
-/// before it, until the first at or after `outage`.
-pub fn reconnect_schedule(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> Reconnect {
-    let mut attempts = Vec::new();
-    let mut at = Duration::ZERO;
-    for n in 0..MAX_SCHEDULE {
-        if policy.max_attempts.is_some_and(|max| n >= max) {
-            return Reconnect::GivesUp { attempts };
-        }
-        let delay = worst_case_delay(policy, n, server_retry_ms);
-        at += delay;
-        attempts.push(Attempt { number: n + 1, delay, at });
-        if at >= outage {
-            return Reconnect::Back { attempts, latency: at - outage };
-        }
-    }
-    Reconnect::NeverBack { attempts }
-}
-
-/// The shortest the delay before attempt `n + 1` can be: the jitter draw that shortens most
-/// (the client's jitter cuts its own backoff, never the server's `retry:`).
-fn shortest_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
-    reconnect_delay(policy, n, server_retry_ms, true, 1.0)
-}
-
-/// The latency after an outage over every jitter draw.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorstLatency {
-    /// The largest extra wait after the outage (`None` if the client never gets back).
-    pub latency: Option<Duration>,
-    /// The attempt that makes it the largest.
-    pub attempt: u32,
-    /// Some draws spend every attempt before the outage ends.
-    pub may_give_up: bool,
-}
-
-/// The worst extra latency over all jitter draws. Jitter makes delays *shorter*, yet it can make
-/// the latency *longer*: attempt `k − 1` can then land just before the network heals, so attempt
-/// `k` comes a full delay later. Attempt `k` lands in `[Σ shortest, Σ full]` of the delays before
-/// it; it is the first at or after `D` when attempt `k − 1` is before `D`. So the latency reaches
-/// (as a supremum) `min(T(k−1), D) + b(k−1) − D` for every `k` whose `k − 1` can be before `D`
-/// and whose `k` can be after it. Without jitter this is exactly the plain schedule's `L`.
-pub fn worst_latency(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> WorstLatency {
-    let mut worst = WorstLatency { latency: None, attempt: 0, may_give_up: false };
-    let (mut earliest, mut latest) = (Duration::ZERO, Duration::ZERO);
-    for n in 0..MAX_SCHEDULE {
-        if n >= 1 && earliest >= outage {
-            break;
-        }
-        if policy.max_attempts.is_some_and(|max| n >= max) {
-            worst.may_give_up = true;
-            break;
-        }
-        let full = worst_case_delay(policy, n, server_retry_ms);
-        if latest + full >= outage {
-            let before = if n == 0 { Duration::ZERO } else { latest.min(outage) };
-            let latency = before + full - outage;
-            if worst.latency.is_none_or(|w| latency > w) {
-                worst = WorstLatency { latency: Some(latency), attempt: n + 1, ..worst };
-            }
-        }
-        earliest += shortest_delay(policy, n, server_retry_ms);
-        latest += full;
-    }
-    worst
-}
-
-// ---------------------------------------------------------------------------------------------
 // Requirements
 // ---------------------------------------------------------------------------------------------
-
-/// What one server setting must be.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Need {
-    /// Strictly above this (events, or seconds).
-    Above(f64),
-    /// Any value works, for this reason.
-    NotNeeded(String),
-    /// No value works, for this reason.
-    Impossible(String),
-}
-
-impl Need {
-    /// The stricter of two needs.
-    fn and(self, other: Need) -> Need {
-        match (self, other) {
-            (Need::Impossible(r), _) | (_, Need::Impossible(r)) => Need::Impossible(r),
-            (Need::Above(a), Need::Above(b)) => Need::Above(a.max(b)),
-            (Need::Above(a), Need::NotNeeded(_)) | (Need::NotNeeded(_), Need::Above(a)) => Need::Above(a),
-            (Need::NotNeeded(r), Need::NotNeeded(_)) => Need::NotNeeded(r),
-        }
-    }
-
-    /// The smallest whole value (events or seconds) strictly above the bound.
-    pub fn minimal(&self) -> Option<f64> {
-        match self {
-            Need::Above(x) => Some(smallest_whole_above(*x)),
-            _ => None,
-        }
-    }
-}
-
-/// The smallest whole number strictly above `x`. The bounds are sums and products of decimal
-/// seconds, so a bound that is a whole number in exact arithmetic can come out a hair below it
-/// (100 × 2.02 s = 201.99999999999997): `x` is first rounded to a millionth.
-fn smallest_whole_above(x: f64) -> f64 {
-    ((x * 1e6).round() / 1e6).floor() + 1.0
-}
 
 /// One way the stream breaks, and what surviving it takes.
 #[derive(Clone, Debug, PartialEq)]
@@ -493,67 +332,67 @@ fn break_case(
         "the resume reaches the server ℓ = {} (one network latency, at most) after it is sent",
         show_s(hop)
     ));
-    // The server can honour the resume if every event after the last one the client saw is still
-    // held when the resume arrives (the last seen itself may be gone: nothing after it is lost).
-    let (retention, window) = match last_event_age {
+    // The bounds themselves are the model's (`schedule::retention_bounds`); the lines below show
+    // how they come about.
+    let (retention, window) =
+        match retention_bounds(input.event_rate, last_event_age.map(|(a, _)| a), away, input.latency) {
+            Ok(RetentionBounds { retention, window }) => (retention, window),
+            Err(e) => (Need::Impossible(e.to_string()), Need::Impossible(e.to_string())),
+        };
+    let shown = |need: &Need| match need {
+        Need::Above(x) => show_n(*x),
+        other => describe_need(other, ""),
+    };
+    let shown_s = |need: &Need| match need {
+        Need::Above(x) => show_s(*x),
+        other => describe_need(other, ""),
+    };
+    match last_event_age {
         Some((a, why)) => {
             let span = secs(a) + dl + hop;
-            let interval = 1.0 / input.event_rate;
             steps.push(format!("the last event the client saw was a = {} old at the break ({why})", show_s(secs(a))));
             steps.push(format!(
                 "every event after it must still be held: they were produced over a + D + L + ℓ = {}",
                 show_s(span)
             ));
-            let count = input.event_rate * span;
-            // However few events come while away, the server must hold at least one.
-            let bound = (count - 1.0).max(0.0);
             if input.event_rate > 0.0 {
                 steps.push(format!(
                     "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
                     show_n(input.event_rate),
                     show_s(span),
-                    show_n(count),
-                    show_n(bound)
+                    show_n(input.event_rate * span),
+                    shown(&retention)
                 ));
-            } else {
-                steps.push("count bound: r = 0, no event is produced while away; one must still be held: R > 0".into());
-            }
-            // A silent stream produces nothing while the client is away but its result, which
-            // must then be held for up to the whole span.
-            let oldest_needed = if interval.is_finite() { span - interval } else { span };
-            if interval.is_finite() {
                 steps.push(format!(
                     "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
-                    show_s(oldest_needed)
+                    shown_s(&window)
                 ));
             } else {
                 steps.push(format!(
+                    "count bound: r = 0, no event is produced while away; one must still be held: R > {}",
+                    shown(&retention)
+                ));
+                steps.push(format!(
                     "window: r = 0, only the result comes after the last seen, which must reach back: W > a + D + L + ℓ = {}",
-                    show_s(oldest_needed)
+                    shown_s(&window)
                 ));
             }
-            (Need::Above(bound), Need::Above(oldest_needed))
         }
         None => {
-            let why = "a silent stream keeps its first event id indefinitely: no time window is safe";
-            steps.push("count bound: no event is produced while away; the last one seen must stay: R > 0".into());
-            steps.push(format!("window: {why}"));
-            (Need::Above(0.0), Need::Impossible(why.into()))
+            steps.push(format!(
+                "count bound: no event is produced while away; the last one seen must stay: R > {}",
+                shown(&retention)
+            ));
+            let window_text = match &window {
+                Need::Impossible(why) => why.clone(),
+                other => describe_need(other, "s"),
+            };
+            steps.push(format!("window: {window_text}"));
         }
-    };
+    }
     let idle_ttl = idle_need(scenario.server.idle_rule, dl + hop, request_age);
     steps.push(format!("idle TTL ({}): {}", idle_rule_name(scenario.server.idle_rule), describe_need(&idle_ttl, "s")));
     BreakCase { cause, outage, reconnect, away: Some(away), retention, window, idle_ttl, steps }
-}
-
-/// What the idle TTL must exceed when the client's resume arrives `away` seconds after the break.
-fn idle_need(rule: IdleRule, away: f64, request_age: Option<Duration>) -> Need {
-    match rule {
-        IdleRule::NeverWhileBusy => Need::NotNeeded("the countdown is held while a tool runs".into()),
-        IdleRule::NoOpenRequest => Need::Above(away),
-        // The countdown started at the client's last request, before the break.
-        IdleRule::LastRequest => Need::Above(request_age.map_or(0.0, secs) + away),
-    }
 }
 
 fn idle_rule_name(rule: IdleRule) -> &'static str {
