@@ -1,6 +1,7 @@
 //! The checked-in compatibility table must be what the code produces today.
 
 use mcpsim::studies::matrix::{run_matrix, seeds_in, table_in, to_markdown, MatrixSpec};
+use mcpsim::studies::pool::Silent;
 
 const DOC: &str = include_str!("../docs/compatibility.md");
 
@@ -8,7 +9,7 @@ const DOC: &str = include_str!("../docs/compatibility.md");
 fn the_checked_in_compatibility_table_matches_the_code() {
     let seeds = seeds_in(DOC).expect("docs/compatibility.md names the seeds it was generated with");
     let checked_in = table_in(DOC).expect("docs/compatibility.md has the generated table between its markers");
-    let results = run_matrix(&MatrixSpec::everything(seeds), false).expect("every matrix cell runs");
+    let results = run_matrix(&MatrixSpec::everything(seeds), &Silent).expect("every matrix cell runs");
     let now = to_markdown(&results);
     if now.trim() != checked_in {
         let first_difference = now

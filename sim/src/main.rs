@@ -131,8 +131,9 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Every client × server × scenario: which invariants break, how often, and how to replay one.
+    /// Exit status: 0 every cell clean, 1 some cell broke an invariant, 2 bad input.
     Matrix {
-        /// Comma-separated client profiles (default: all).
+        /// Comma-separated client profiles (default: all; a repeated one runs once).
         #[arg(long, value_delimiter = ',')]
         clients: Vec<String>,
         /// Comma-separated server profiles (default: all).
@@ -162,7 +163,8 @@ enum Command {
         traces: PathBuf,
     },
     /// Vary one or two keys over a grid; per cell, how often each outcome occurred (with Wilson
-    /// intervals), the predicted and the measured safe boundary.
+    /// intervals), the predicted and the measured safe boundary. Exit status: 0 no run violated an
+    /// invariant, 1 some run of some cell did, 2 bad input.
     Sweep {
         #[command(flatten)]
         target: Target,
@@ -175,14 +177,14 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
-        /// Append each cell's row here as it finishes.
+        /// Write each cell's row here (in grid order; the same sweep writes the same bytes).
         #[arg(long)]
         csv: Option<PathBuf>,
         /// Skip cells already in the CSV.
         #[arg(long)]
         resume: bool,
-        /// Draw the rates (one key) or a heatmap (two keys) as SVG.
-        #[arg(long)]
+        /// Draw the rates (one key) or a heatmap (two keys) as SVG (the file must end in .svg).
+        #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
         /// The loss-free rate a cell needs to count as safe.
         #[arg(long, default_value_t = 1.0)]
@@ -196,8 +198,8 @@ enum Command {
         /// Load balancer idle timeout (e.g. 60s).
         #[arg(long)]
         lb_idle: Option<String>,
-        /// Events per second on the stream (e.g. 10/s).
-        #[arg(long)]
+        /// Events on the stream, with a unit: 10/s, 600/m or 2/h (0/s for a silent stream).
+        #[arg(long, value_name = "N/UNIT")]
         event_rate: Option<String>,
         /// The longest outage to survive (e.g. 4m).
         #[arg(long)]
@@ -259,17 +261,8 @@ fn main() -> ExitCode {
             cli::cmd_matrix(&args)
         }
         Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold } => {
-            let opts = mcpsim::studies::sweep::SweepOptions {
-                seeds,
-                jobs,
-                csv,
-                resume,
-                plot,
-                threshold,
-                program: mcpsim::report::artifacts::program(),
-                progress: true,
-            };
-            cli::cmd_sweep(&target.args(), &vary, &opts)
+            let opts = mcpsim::studies::sweep::SweepOptions { seeds, jobs, csv, resume, threshold };
+            cli::cmd_sweep(&target.args(), &vary, &opts, plot.as_deref())
         }
         Command::Advise { target, lb_idle, event_rate, max_outage, retention, verify, seeds } => {
             let args = ScenarioArgs {

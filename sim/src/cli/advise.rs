@@ -1,9 +1,9 @@
 //! `mcpsim advise`.
 
+use super::progress::Bar;
 use super::{Exit, ScenarioArgs};
 use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::report::artifacts::program;
 
 /// `mcpsim advise`: flags are the load balancer idle timeout, the event rate and the outage;
 /// with `retention`, the longest outage that retention survives instead.
@@ -38,8 +38,8 @@ pub fn cmd_advise(
     let advice = advise::advise(&scenario, &input);
     print!("{}", advise::render(&advice));
     if verify {
-        let opts = advise::VerifyOptions { seeds, margin: 5, jobs: 0, program: program() };
-        let report = advise::verify(&scenario, &advice, &opts, &run)?;
+        let opts = advise::VerifyOptions { seeds, margin: 5, jobs: 0 };
+        let report = advise::verify(&scenario, &advice, &opts, &run, &Bar::new("verify"))?;
         print!("{}", advise::render_verify(&report));
     }
     Ok(Exit::Clean)

@@ -1,5 +1,6 @@
 //! `mcpsim matrix`.
 
+use super::progress::Bar;
 use super::Exit;
 use crate::error::SimError;
 use crate::report::artifacts::check_writable;
@@ -19,7 +20,8 @@ pub struct MatrixArgs {
     pub traces: PathBuf,
 }
 
-/// `mcpsim matrix`.
+/// `mcpsim matrix`: repeated profiles or scenarios in a list run once; exits 1 when any cell
+/// broke an invariant.
 pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
     use crate::studies::matrix::{self, MatrixSpec};
     let mut spec = MatrixSpec::everything(args.seeds);
@@ -28,13 +30,13 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
     spec.servers = pick(&args.servers, spec.servers.clone());
     spec.scenarios = pick(&args.scenarios, spec.scenarios.clone());
     if let Some(j) = args.jobs {
-        spec.jobs = j.max(1);
+        spec.jobs = j;
     }
     if args.seeds == 0 {
         return Err(SimError::Usage("--seeds must be at least 1".into()));
     }
     spec.mitigation = args.mitigate.as_deref().map(matrix::mitigation).transpose()?;
-    let render: fn(&[matrix::CellResult]) -> String = match args.format.as_str() {
+    let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_str() {
         "md" | "markdown" => matrix::to_markdown,
         "csv" => matrix::to_csv,
         "json" => matrix::to_json,
@@ -44,12 +46,12 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         check_writable(doc)?;
         check_writable(&args.traces.join("probe"))?;
     }
-    let results = matrix::run_matrix(&spec, true)?;
+    let results = matrix::run_matrix(&spec, &Bar::new("matrix"))?;
     print!("{}", render(&results));
     if let Some(doc) = &args.doc {
         matrix::write_doc(&spec, &results, doc, &args.traces)?;
         println!("wrote {}", doc.display());
     }
-    let broken = results.iter().any(|r| !r.violations.is_empty());
+    let broken = results.iter().any(matrix::MatrixCell::violated);
     Ok(if broken { Exit::Violated } else { Exit::Clean })
 }

@@ -9,6 +9,7 @@ mod bench;
 mod explore;
 mod matrix;
 mod profiles;
+mod progress;
 mod run;
 mod show;
 mod sweep;

@@ -53,6 +53,12 @@ pub fn quoted_cli_args(scenario: &Scenario) -> String {
 
 /// One argument as a POSIX shell reads it back: as it is when it is safe, else quoted.
 pub fn shell_quote(arg: &str) -> String {
+    // `key=value` with plain characters reads back as it is in every POSIX shell (shlex quotes any
+    // `=`, for zsh's `=cmd` expansion at the start of a word only).
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !arg.is_empty() && !arg.starts_with('=') && arg.chars().all(plain) {
+        return arg.to_string();
+    }
     // Only a NUL byte cannot be quoted, and no argument a user can pass holds one.
     shlex::try_quote(arg).map(|q| q.into_owned()).unwrap_or_else(|_| format!("{arg:?}"))
 }

@@ -1,11 +1,14 @@
 //! SVG plots of sweeps (plotters, SVG backend only).
 //!
 //! One varied key: a rate line per outcome with its Wilson 95% band, the predicted and the
-//! measured boundary as vertical lines, and a legend. Two keys: a heatmap of the loss-free rate
-//! with a colour scale, and the predicted boundary curve drawn over it.
+//! measured boundary as vertical lines, and a legend. Two keys: a heatmap of one rate (the
+//! loss-free rate) with a colour scale, and the predicted boundary curve drawn over it.
+//!
+//! The input is plain data ([`SweepPlot`]): the study that measured it converts into it, so this
+//! module knows nothing of studies.
 
 use crate::error::SimError;
-use crate::studies::sweep::{numeric, Boundary, CellResult, Outcome, SweepReport};
+use crate::report::artifacts::check_writable;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -14,12 +17,79 @@ use std::path::Path;
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 600;
 
-/// Writes the sweep's plot to `path` as SVG.
-pub fn plot_sweep(report: &SweepReport, path: &Path) -> Result<(), SimError> {
+/// A rate and its 95% interval, all in `[0, 1]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    pub rate: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// One varied key: its name and its values as shown, in grid order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlotKey {
+    pub key: String,
+    pub values: Vec<String>,
+    /// Each value's position on a numeric axis, when every value has one (durations in
+    /// seconds); `None` puts the values side by side, labelled.
+    pub numeric: Option<Vec<f64>>,
+}
+
+/// One line of a one-key plot: its legend and a rate per cell, in grid order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLine {
+    pub name: String,
+    pub rates: Vec<Rate>,
+}
+
+/// The boundaries of one line of cells.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundaryMarks {
+    /// The other key's value, in a two-key plot.
+    pub fixed: Option<String>,
+    /// The predicted boundary, on the `along` key's numeric axis.
+    pub predicted: Option<f64>,
+    /// The measured boundary: the value as shown and its position.
+    pub measured: Option<(String, f64)>,
+}
+
+/// What a sweep plot shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPlot {
+    pub title: String,
+    /// One or two keys; with two, cells run through the second key fastest.
+    pub keys: Vec<PlotKey>,
+    /// One key: the lines to draw, in legend order.
+    pub lines: Vec<RateLine>,
+    /// Two keys: the rate each cell is coloured by, in grid order, and its name.
+    pub heat: Vec<f64>,
+    pub heat_label: String,
+    /// Which key the boundaries run along.
+    pub along: usize,
+    pub boundaries: Vec<BoundaryMarks>,
+}
+
+/// Fails before any run unless `path` names an SVG file that can be written: the plot is only
+/// ever SVG, so `x.png` is refused rather than filled with SVG.
+pub fn check_path(path: &Path) -> Result<(), SimError> {
+    if !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg")) {
+        return Err(SimError::Usage(format!(
+            "--plot {}: plots are written as SVG only; give a file name ending in .svg",
+            path.display()
+        )));
+    }
+    check_writable(path)
+}
+
+/// Writes the plot to `path` as SVG.
+pub fn plot_sweep(plot: &SweepPlot, path: &Path) -> Result<(), SimError> {
     let fail = |e: &dyn std::fmt::Display| SimError::Io { path: path.display().to_string(), problem: e.to_string() };
+    if plot.keys.is_empty() || plot.keys.len() > 2 {
+        return Err(SimError::Usage(format!("a sweep plot shows one or two keys, not {}", plot.keys.len())));
+    }
     let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let drawn = if report.varies.len() == 1 { rate_lines(report, &root) } else { heatmap(report, &root) };
+    let drawn = if plot.keys.len() == 1 { rate_lines(plot, &root) } else { heatmap(plot, &root) };
     drawn.map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))
 }
@@ -28,22 +98,20 @@ type Drawn = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Chart<'c, 'a> = ChartContext<'c, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// `client × server × scenario, N seeds per cell`.
-fn title(report: &SweepReport) -> String {
-    format!("{} × {} × {}: {} seeds per cell", report.client, report.server, report.scenario, report.seeds)
-}
-
-fn colour(o: Outcome) -> RGBColor {
-    match o {
-        Outcome::LossFree => RGBColor(0x1b, 0x9e, 0x3e),
-        Outcome::CleanResume => RGBColor(0x37, 0x7e, 0xb8),
-        Outcome::GapReported => RGBColor(0xff, 0x7f, 0x00),
-        Outcome::SilentLoss => RGBColor(0xe4, 0x1a, 0x1c),
-        Outcome::DuplicateExecution => RGBColor(0x98, 0x4e, 0xa3),
-        Outcome::Unresolved => RGBColor(0x66, 0x66, 0x66),
-        Outcome::CallFailed => RGBColor(0xa6, 0x56, 0x28),
-        Outcome::SessionLost => RGBColor(0xf7, 0x81, 0xbf),
-        Outcome::OtherViolation => RGBColor(0x00, 0x00, 0x00),
+/// The colour of a line: fixed for the outcome names sweeps report, so a colour means the same
+/// in every plot; any other name takes one by its position.
+fn colour(name: &str, position: usize) -> RGBColor {
+    match name {
+        "loss-free" => RGBColor(0x1b, 0x9e, 0x3e),
+        "clean-resume" => RGBColor(0x37, 0x7e, 0xb8),
+        "gap-reported" => RGBColor(0xff, 0x7f, 0x00),
+        "silent-loss" => RGBColor(0xe4, 0x1a, 0x1c),
+        "duplicate-execution" => RGBColor(0x98, 0x4e, 0xa3),
+        "unresolved" => RGBColor(0x66, 0x66, 0x66),
+        "call-failed" => RGBColor(0xa6, 0x56, 0x28),
+        "session-lost" => RGBColor(0xf7, 0x81, 0xbf),
+        "other-violation" => RGBColor(0x00, 0x00, 0x00),
+        _ => [RGBColor(0x1f, 0x77, 0xb4), RGBColor(0x8c, 0x56, 0x4b), RGBColor(0x17, 0xbe, 0xcf)][position % 3],
     }
 }
 
@@ -57,11 +125,11 @@ struct Axis {
 }
 
 impl Axis {
-    fn new(values: &[String]) -> Axis {
-        let numbers: Option<Vec<f64>> = values.iter().map(|v| numeric(v)).collect();
+    fn new(key: &PlotKey) -> Axis {
+        let numbers = key.numeric.clone().filter(|xs| xs.len() == key.values.len());
         let numeric = numbers.is_some();
-        let xs = numbers.unwrap_or_else(|| (0..values.len()).map(|i| i as f64).collect());
-        Axis { xs, labels: values.to_vec(), numeric }
+        let xs = numbers.unwrap_or_else(|| (0..key.values.len()).map(|i| i as f64).collect());
+        Axis { xs, labels: key.values.clone(), numeric }
     }
 
     fn range(&self) -> std::ops::Range<f64> {
@@ -86,18 +154,14 @@ impl Axis {
     }
 }
 
-/// The outcomes worth a line: loss-free always, the others where any run had them.
-fn plotted_outcomes(cells: &[CellResult]) -> Vec<Outcome> {
-    Outcome::ALL.into_iter().filter(|o| *o == Outcome::LossFree || cells.iter().any(|c| c.count(*o) > 0)).collect()
-}
-
-fn rate_lines(report: &SweepReport, root: &Area<'_>) -> Drawn {
-    let key = report.varies[0].key;
-    let axis = Axis::new(&report.varies[0].values);
-    let mut points: Vec<(f64, &CellResult)> = axis.xs.iter().copied().zip(&report.cells).collect();
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+fn rate_lines(plot: &SweepPlot, root: &Area<'_>) -> Drawn {
+    let key = plot.keys[0].key.as_str();
+    let axis = Axis::new(&plot.keys[0]);
+    // Cells in axis order: the index of each cell, sorted by its position.
+    let mut order: Vec<(f64, usize)> = axis.xs.iter().copied().zip(0..).collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut chart = ChartBuilder::on(root)
-        .caption(title(report), ("sans-serif", 22))
+        .caption(&plot.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(56)
@@ -112,22 +176,21 @@ fn rate_lines(report: &SweepReport, root: &Area<'_>) -> Drawn {
         .x_labels(n_labels)
         .x_label_formatter(&|x| axis.label(*x))
         .draw()?;
-    for o in plotted_outcomes(&report.cells) {
-        let c = colour(o);
-        let band: Vec<(f64, f64)> = points
-            .iter()
-            .map(|(x, cell)| (*x, cell.interval(o).0))
-            .chain(points.iter().rev().map(|(x, cell)| (*x, cell.interval(o).1)))
-            .collect();
+    for (position, series) in plot.lines.iter().enumerate() {
+        let c = colour(&series.name, position);
+        let points: Vec<(f64, Rate)> =
+            order.iter().filter_map(|(x, i)| series.rates.get(*i).map(|r| (*x, *r))).collect();
+        let band: Vec<(f64, f64)> =
+            points.iter().map(|(x, r)| (*x, r.lo)).chain(points.iter().rev().map(|(x, r)| (*x, r.hi))).collect();
         chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.15).filled())))?;
-        let line: Vec<(f64, f64)> = points.iter().map(|(x, cell)| (*x, cell.rate(o))).collect();
+        let line: Vec<(f64, f64)> = points.iter().map(|(x, r)| (*x, r.rate)).collect();
         chart
             .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))?
-            .label(o.name())
+            .label(series.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
         chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, c.filled())))?;
     }
-    if let Some(b) = report.boundaries.first() {
+    if let Some(b) = plot.boundaries.first() {
         draw_boundary_lines(&mut chart, b)?;
     }
     chart
@@ -141,10 +204,10 @@ fn rate_lines(report: &SweepReport, root: &Area<'_>) -> Drawn {
 }
 
 /// The predicted (dashed) and measured (dotted) boundaries as vertical lines.
-fn draw_boundary_lines(chart: &mut Chart<'_, '_>, b: &Boundary) -> Drawn {
+fn draw_boundary_lines(chart: &mut Chart<'_, '_>, b: &BoundaryMarks) -> Drawn {
     let lines = [
-        (b.predicted.as_ref().map(|p| p.minimal), "predicted boundary", BLUE, 8u32),
-        (b.measured.as_ref().map(|m| m.x), "measured boundary", BLACK, 3u32),
+        (b.predicted, "predicted boundary", BLUE, 8u32),
+        (b.measured.as_ref().map(|(_, x)| *x), "measured boundary", BLACK, 3u32),
     ];
     for (x, name, c, dash) in lines {
         let Some(x) = x else { continue };
@@ -187,12 +250,12 @@ fn position(values: &[f64], x: f64) -> Option<f64> {
     }
 }
 
-fn heatmap(report: &SweepReport, root: &Area<'_>) -> Drawn {
+fn heatmap(plot: &SweepPlot, root: &Area<'_>) -> Drawn {
     let (main, scale) = root.split_horizontally(WIDTH - 110);
-    let (kx, ky) = (&report.varies[0], &report.varies[1]);
-    let (nx, ny) = (kx.values.len(), ky.values.len());
+    let (kx, ky) = (&plot.keys[0], &plot.keys[1]);
+    let (nx, ny) = (kx.values.len(), ky.values.len().max(1));
     let mut chart = ChartBuilder::on(&main)
-        .caption(title(report), ("sans-serif", 22))
+        .caption(&plot.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(80)
@@ -208,8 +271,8 @@ fn heatmap(report: &SweepReport, root: &Area<'_>) -> Drawn {
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_desc(kx.key)
-        .y_desc(ky.key)
+        .x_desc(kx.key.as_str())
+        .y_desc(ky.key.as_str())
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .x_labels(nx.min(20))
@@ -217,12 +280,12 @@ fn heatmap(report: &SweepReport, root: &Area<'_>) -> Drawn {
         .x_label_formatter(&|x| label(&kx.values, *x))
         .y_label_formatter(&|y| label(&ky.values, *y))
         .draw()?;
-    chart.draw_series(report.cells.iter().enumerate().map(|(k, cell)| {
+    chart.draw_series(plot.heat.iter().enumerate().map(|(k, rate)| {
         let (i, j) = ((k / ny) as f64, (k % ny) as f64);
-        Rectangle::new([(i - 0.5, j - 0.5), (i + 0.5, j + 0.5)], heat(cell.rate(Outcome::LossFree)).filled())
+        Rectangle::new([(i - 0.5, j - 0.5), (i + 0.5, j + 0.5)], heat(*rate).filled())
     }))?;
-    draw_predicted_curve(report, &mut chart)?;
-    draw_measured_marks(report, &mut chart)?;
+    draw_predicted_curve(plot, &mut chart)?;
+    draw_measured_marks(plot, &mut chart)?;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -230,20 +293,20 @@ fn heatmap(report: &SweepReport, root: &Area<'_>) -> Drawn {
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
-    colour_scale(&scale)
+    colour_scale(&scale, &plot.heat_label)
 }
 
 /// The predicted boundary of every line, joined, in the heatmap's cell coordinates.
-fn draw_predicted_curve(report: &SweepReport, chart: &mut Chart<'_, '_>) -> Drawn {
-    let along = report.along;
-    let Some(along_xs) = report.varies[along].values.iter().map(|v| numeric(v)).collect::<Option<Vec<f64>>>() else {
+fn draw_predicted_curve(plot: &SweepPlot, chart: &mut Chart<'_, '_>) -> Drawn {
+    let along = plot.along.min(1);
+    let Some(along_xs) = &plot.keys[along].numeric else {
         return Ok(());
     };
-    let fixed_values = &report.varies[1 - along].values;
+    let fixed_values = &plot.keys[1 - along].values;
     let mut curve = Vec::new();
-    for b in &report.boundaries {
-        let (Some((_, fixed)), Some(p)) = (&b.fixed, &b.predicted) else { continue };
-        let (Some(f), Some(a)) = (fixed_values.iter().position(|v| v == fixed), position(&along_xs, p.minimal)) else {
+    for b in &plot.boundaries {
+        let (Some(fixed), Some(p)) = (&b.fixed, b.predicted) else { continue };
+        let (Some(f), Some(a)) = (fixed_values.iter().position(|v| v == fixed), position(along_xs, p)) else {
             continue;
         };
         curve.push(if along == 1 { (f as f64, a) } else { (a, f as f64) });
@@ -261,15 +324,15 @@ fn draw_predicted_curve(report: &SweepReport, chart: &mut Chart<'_, '_>) -> Draw
 }
 
 /// The measured boundary of every line: a ring on the first cell from which on all are safe.
-fn draw_measured_marks(report: &SweepReport, chart: &mut Chart<'_, '_>) -> Drawn {
-    let along = report.along;
-    let (along_values, fixed_values) = (&report.varies[along].values, &report.varies[1 - along].values);
-    let marks: Vec<(f64, f64)> = report
+fn draw_measured_marks(plot: &SweepPlot, chart: &mut Chart<'_, '_>) -> Drawn {
+    let along = plot.along.min(1);
+    let (along_values, fixed_values) = (&plot.keys[along].values, &plot.keys[1 - along].values);
+    let marks: Vec<(f64, f64)> = plot
         .boundaries
         .iter()
         .filter_map(|b| {
-            let f = fixed_values.iter().position(|v| Some(v) == b.fixed.as_ref().map(|(_, v)| v))? as f64;
-            let a = along_values.iter().position(|v| Some(v) == b.measured.as_ref().map(|m| &m.value))? as f64;
+            let f = fixed_values.iter().position(|v| Some(v) == b.fixed.as_ref())? as f64;
+            let a = along_values.iter().position(|v| Some(v) == b.measured.as_ref().map(|(m, _)| m))? as f64;
             Some(if along == 1 { (f, a) } else { (a, f) })
         })
         .collect();
@@ -284,8 +347,8 @@ fn draw_measured_marks(report: &SweepReport, chart: &mut Chart<'_, '_>) -> Drawn
     Ok(())
 }
 
-/// A vertical bar from red (0) to green (1), labelled "loss-free rate".
-fn colour_scale(area: &Area<'_>) -> Drawn {
+/// A vertical bar from red (0) to green (1), labelled with the rate's name.
+fn colour_scale(area: &Area<'_>, label: &str) -> Drawn {
     let mut bar = ChartBuilder::on(area)
         .margin_top(60)
         .margin_bottom(64)
@@ -295,7 +358,7 @@ fn colour_scale(area: &Area<'_>) -> Drawn {
     bar.configure_mesh()
         .disable_mesh()
         .disable_x_axis()
-        .y_desc("loss-free rate")
+        .y_desc(label)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .y_labels(6)
@@ -311,30 +374,24 @@ fn colour_scale(area: &Area<'_>) -> Drawn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::studies::advise::Prediction;
-    use crate::studies::sweep::{Measured, RunClass, Vary};
-    use std::collections::BTreeSet;
 
-    fn cell(values: &[&str], free: u64, lossy: Outcome, n: u64) -> CellResult {
-        let mut c = CellResult::new(values.iter().map(|v| v.to_string()).collect());
-        for i in 0..n {
-            let outcome = if i < free { Outcome::LossFree } else { lossy };
-            c.add(&RunClass { outcomes: BTreeSet::from([outcome]), violations: BTreeSet::new() }, || "r".into());
-        }
-        c
+    fn rate(free: u64, n: u64) -> Rate {
+        let p = free as f64 / n as f64;
+        Rate { rate: p, lo: (p - 0.2).max(0.0), hi: (p + 0.2).min(1.0) }
     }
 
-    fn report(varies: Vec<Vary>, cells: Vec<CellResult>, along: usize, boundaries: Vec<Boundary>) -> SweepReport {
-        SweepReport {
-            client: "reference".into(),
-            server: "silent-head".into(),
-            scenario: "chatty-tool".into(),
-            seeds: 10,
-            threshold: 1.0,
-            varies,
-            cells,
-            resumed: 0,
-            along,
+    fn key(name: &str, values: &[&str], numeric: Option<Vec<f64>>) -> PlotKey {
+        PlotKey { key: name.into(), values: values.iter().map(|v| v.to_string()).collect(), numeric }
+    }
+
+    fn plot(keys: Vec<PlotKey>, lines: Vec<RateLine>, heat: Vec<f64>, boundaries: Vec<BoundaryMarks>) -> SweepPlot {
+        SweepPlot {
+            title: "reference × silent-head × chatty-tool: 10 seeds per cell".into(),
+            keys,
+            lines,
+            heat,
+            heat_label: "loss-free rate".into(),
+            along: 1,
             boundaries,
         }
     }
@@ -358,29 +415,18 @@ mod tests {
         std::env::temp_dir().join(format!("mcpsim-plot-{name}-{}.svg", std::process::id()))
     }
 
-    fn prediction(minimal: f64) -> Option<Prediction> {
-        Some(Prediction { key: "server.retention", exceed: minimal - 1.0, minimal })
-    }
-
     #[test]
     fn one_key_gives_rate_lines_with_bands_boundaries_and_a_legend() {
         let values = ["200", "225", "250", "275", "300"];
-        let cells: Vec<CellResult> =
-            values.iter().zip([0, 2, 7, 10, 10]).map(|(v, free)| cell(&[v], free, Outcome::SilentLoss, 10)).collect();
-        let vary =
-            Vary { key: "server.retention", values: values.iter().map(|v| v.to_string()).collect(), step: Some(25.0) };
-        let measured =
-            Measured { value: "275".into(), x: 275.0, loss_free: 10, n: 10, interval: (0.72, 1.0), whole_line: false };
-        let b = Boundary {
-            fixed: None,
-            along: "server.retention",
-            predicted: prediction(271.0),
-            unpredicted: None,
-            measured: Some(measured),
-            steps_apart: Some(0.16),
-        };
+        let frees = [0, 2, 7, 10, 10];
+        let lines = vec![
+            RateLine { name: "silent-loss".into(), rates: frees.iter().map(|f| rate(10 - f, 10)).collect() },
+            RateLine { name: "loss-free".into(), rates: frees.iter().map(|f| rate(*f, 10)).collect() },
+        ];
+        let k = key("server.retention", &values, Some(vec![200.0, 225.0, 250.0, 275.0, 300.0]));
+        let b = BoundaryMarks { fixed: None, predicted: Some(271.0), measured: Some(("275".into(), 275.0)) };
         let path = temp("lines");
-        plot_sweep(&report(vec![vary], cells, 0, vec![b]), &path).unwrap();
+        plot_sweep(&SweepPlot { along: 0, ..plot(vec![k], lines, vec![], vec![b]) }, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{}", &svg[..100.min(svg.len())]);
         assert_texts(
@@ -396,27 +442,20 @@ mod tests {
                 "260",
             ],
         );
-        assert!(!texts(&svg).contains(&"gap-reported".to_string()), "outcomes no run had get no line");
         assert!(svg.contains("<polygon"), "Wilson bands are filled polygons");
         let _ = std::fs::remove_file(path);
     }
 
     #[test]
     fn words_as_values_get_a_labelled_axis() {
-        let values = ["410", "silent-head"];
-        let cells = vec![cell(&["410"], 0, Outcome::GapReported, 4), cell(&["silent-head"], 0, Outcome::SilentLoss, 4)];
-        let vary =
-            Vary { key: "server.unhonourable", values: values.iter().map(|v| v.to_string()).collect(), step: None };
-        let b = Boundary {
-            fixed: None,
-            along: "server.unhonourable",
-            predicted: None,
-            unpredicted: None,
-            measured: None,
-            steps_apart: None,
-        };
+        let lines = vec![
+            RateLine { name: "gap-reported".into(), rates: vec![rate(4, 4), rate(0, 4)] },
+            RateLine { name: "silent-loss".into(), rates: vec![rate(0, 4), rate(4, 4)] },
+        ];
+        let k = key("server.unhonourable", &["410", "silent-head"], None);
+        let b = BoundaryMarks { fixed: None, predicted: None, measured: None };
         let path = temp("words");
-        plot_sweep(&report(vec![vary], cells, 0, vec![b]), &path).unwrap();
+        plot_sweep(&SweepPlot { along: 0, ..plot(vec![k], lines, vec![], vec![b]) }, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert_texts(&svg, &["410", "silent-head", "gap-reported", "silent-loss", "server.unhonourable"]);
         let _ = std::fs::remove_file(path);
@@ -426,36 +465,25 @@ mod tests {
     fn two_keys_give_a_heatmap_with_a_colour_scale_and_the_predicted_curve() {
         let rates = ["1s", "500ms"];
         let counts = ["100", "200", "300", "400", "500", "600"];
-        let mut cells = Vec::new();
+        let mut heat_rates = Vec::new();
         let mut boundaries = Vec::new();
         for (i, r) in rates.iter().enumerate() {
-            for (j, c) in counts.iter().enumerate() {
+            for j in 0..counts.len() {
                 let safe_from = 3 + i;
-                cells.push(cell(&[r, c], if j >= safe_from { 5 } else { j as u64 }, Outcome::GapReported, 5));
+                heat_rates.push(if j >= safe_from { 1.0 } else { j as f64 / 5.0 });
             }
-            let b = Boundary {
-                fixed: Some(("tool.event_interval", r.to_string())),
-                along: "server.retention",
-                predicted: prediction(271.0 * (i + 1) as f64),
-                unpredicted: None,
-                measured: Some(Measured {
-                    value: counts[3 + i].into(),
-                    x: (400 + 100 * i) as f64,
-                    loss_free: 5,
-                    n: 5,
-                    interval: (0.57, 1.0),
-                    whole_line: false,
-                }),
-                steps_apart: None,
-            };
-            boundaries.push(b);
+            boundaries.push(BoundaryMarks {
+                fixed: Some(r.to_string()),
+                predicted: Some(271.0 * (i + 1) as f64),
+                measured: Some((counts[3 + i].into(), (400 + 100 * i) as f64)),
+            });
         }
-        let varies = vec![
-            Vary { key: "tool.event_interval", values: rates.iter().map(|v| v.to_string()).collect(), step: None },
-            Vary { key: "server.retention", values: counts.iter().map(|v| v.to_string()).collect(), step: Some(100.0) },
+        let keys = vec![
+            key("tool.event_interval", &rates, Some(vec![1.0, 0.5])),
+            key("server.retention", &counts, Some(vec![100.0, 200.0, 300.0, 400.0, 500.0, 600.0])),
         ];
         let path = temp("heat");
-        plot_sweep(&report(varies, cells, 1, boundaries), &path).unwrap();
+        plot_sweep(&plot(keys, vec![], heat_rates, boundaries), &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         let expected = [
             "tool.event_interval",
@@ -469,6 +497,21 @@ mod tests {
         assert_texts(&svg, &expected);
         assert!(svg.matches("<rect").count() >= 12 + 50, "cells and colour scale");
         let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn only_svg_paths_are_accepted_and_checked_before_anything_runs() {
+        let err = check_path(Path::new("/tmp/x.png")).unwrap_err();
+        assert!(matches!(&err, SimError::Usage(m) if m.contains("x.png") && m.contains(".svg")), "{err}");
+        assert!(matches!(check_path(Path::new("plot")), Err(SimError::Usage(_))));
+        let dir = std::env::temp_dir().join(format!("mcpsim-plot-paths-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let blocker = dir.join("file");
+        std::fs::write(&blocker, "x").unwrap();
+        assert!(matches!(check_path(&blocker.join("p.svg")), Err(SimError::Io { .. })));
+        assert!(check_path(&dir.join("p.SVG")).is_ok());
+        let bad = SweepPlot { keys: vec![], ..plot(vec![], vec![], vec![], vec![]) };
+        assert!(matches!(plot_sweep(&bad, &dir.join("none.svg")), Err(SimError::Usage(_))));
     }
 
     #[test]

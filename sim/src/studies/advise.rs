@@ -26,9 +26,14 @@
 use crate::error::SimError;
 use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
-use crate::studies::sweep::{run_cells, Cell, CellResult, Outcome, RunFn};
-use mcpsim_model::client::reconnect_delay;
+use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
+use crate::studies::tally::{Outcome, Tally};
 use mcpsim_model::config::{IdleRule, ReconnectPolicy};
+use mcpsim_model::schedule::{event_interval, idle_need, lb_cuts, rate_of, retention_bounds, smallest_whole_above};
+// The schedule arithmetic lives in the model (`mcpsim_model::schedule`); these are its answers.
+pub use mcpsim_model::schedule::{
+    reconnect_schedule, worst_case_delay, worst_latency, Attempt, Need, Reconnect, RetentionBounds, WorstLatency,
+};
 use mcpsim_model::time::{format_duration, parse_duration};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -107,33 +112,32 @@ impl AdviseInput {
         Ok(self)
     }
 
-    /// The interval between events, if the stream has any.
+    /// The interval between events, if the stream has any (saturating for a tiny rate).
     fn event_interval(&self) -> Option<Duration> {
-        (self.event_rate > 0.0).then(|| Duration::from_secs_f64(1.0 / self.event_rate))
+        event_interval(self.event_rate)
     }
 
     /// Whether the load balancer cuts the stream between events.
     fn lb_cuts(&self) -> Option<Duration> {
-        let idle = self.lb_idle?;
-        let quiet_enough = |interval: Option<Duration>| interval.is_none_or(|i| i >= idle);
-        (quiet_enough(self.event_interval()) && quiet_enough(self.keepalive)).then_some(idle)
+        lb_cuts(self.lb_idle, self.event_rate, self.keepalive)
     }
 }
 
-/// Events per second of an interval.
-fn rate_of(interval: Duration) -> f64 {
-    if interval.is_zero() {
-        0.0
-    } else {
-        1.0 / interval.as_secs_f64()
-    }
-}
+/// The slowest positive rate `--event-rate` accepts, in events per second (0.001/h).
+pub const MIN_RATE: f64 = 0.001 / 3600.0;
+/// The fastest rate `--event-rate` accepts, in events per second: the simulator's clock ticks in
+/// microseconds, so a million events a second is one a tick.
+pub const MAX_RATE: f64 = 1e6;
 
-/// Parses `--event-rate`: `2/s`, `30/m`, `0.5/s`, or a bare number of events per second.
+/// Parses `--event-rate`: a number of events and a unit, `2/s`, `30/m`, `0.5/h`. The rate is 0
+/// (a silent stream) or between [`MIN_RATE`] and [`MAX_RATE`]: beyond those the arithmetic
+/// leaves what a duration or a count can hold.
 pub fn parse_rate(text: &str) -> Result<f64, SimError> {
     let bad =
         |problem: &str| SimError::BadValue { key: "--event-rate".into(), value: text.into(), problem: problem.into() };
-    let (number, per) = text.split_once('/').unwrap_or((text, "s"));
+    let Some((number, per)) = text.split_once('/') else {
+        return Err(bad("a rate needs a unit: write e.g. 10/s, 600/m or 2/h"));
+    };
     let count: f64 = number.trim().parse().map_err(|_| bad("not a number of events (write e.g. 2/s)"))?;
     let seconds = match per.trim() {
         "s" => 1.0,
@@ -144,164 +148,16 @@ pub fn parse_rate(text: &str) -> Result<f64, SimError> {
     if !count.is_finite() || count < 0.0 {
         return Err(bad("the rate must be zero or positive"));
     }
-    Ok(count / seconds)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The attempt schedule
-// ---------------------------------------------------------------------------------------------
-
-/// One reconnect attempt, timed from the break.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Attempt {
-    /// 1 for the first attempt.
-    pub number: u32,
-    /// The wait before it.
-    pub delay: Duration,
-    /// When it is made, since the break.
-    pub at: Duration,
-}
-
-/// How a client fares after an outage.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reconnect {
-    /// The last attempt is the first at or after the outage's end; `latency` is the extra wait
-    /// after the network healed.
-    Back { attempts: Vec<Attempt>, latency: Duration },
-    /// `max_attempts` ran out while the network was still cut: no retention saves the stream.
-    GivesUp { attempts: Vec<Attempt> },
-    /// The delays do not grow and never reach the outage's end (zero backoff).
-    NeverBack { attempts: Vec<Attempt> },
-}
-
-impl Reconnect {
-    pub fn attempts(&self) -> &[Attempt] {
-        match self {
-            Reconnect::Back { attempts, .. } | Reconnect::GivesUp { attempts } | Reconnect::NeverBack { attempts } => {
-                attempts
-            }
-        }
+    let rate = count / seconds;
+    if rate != 0.0 && !(MIN_RATE..=MAX_RATE).contains(&rate) {
+        return Err(bad("a rate is 0, or between 0.001/h and 1000000/s"));
     }
-}
-
-/// Safety bound on the attempts computed for an unlimited policy.
-const MAX_SCHEDULE: u32 = 100_000;
-
-/// The delay before attempt `n + 1` after `n` consecutive failures, in full: the client's own
-/// rule (`model::client::reconnect_delay`) with a jitter draw that shortens nothing. Every break
-/// is a stream error, so an immediate first attempt applies.
-pub fn worst_case_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
-    reconnect_delay(policy, n, server_retry_ms, true, 0.0)
-}
-
-/// The attempts after a break followed by an outage of `outage`: each at the sum of the delays
-/// before it, until the first at or after `outage`.
-pub fn reconnect_schedule(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> Reconnect {
-    let mut attempts = Vec::new();
-    let mut at = Duration::ZERO;
-    for n in 0..MAX_SCHEDULE {
-        if policy.max_attempts.is_some_and(|max| n >= max) {
-            return Reconnect::GivesUp { attempts };
-        }
-        let delay = worst_case_delay(policy, n, server_retry_ms);
-        at += delay;
-        attempts.push(Attempt { number: n + 1, delay, at });
-        if at >= outage {
-            return Reconnect::Back { attempts, latency: at - outage };
-        }
-    }
-    Reconnect::NeverBack { attempts }
-}
-
-/// The shortest the delay before attempt `n + 1` can be: the jitter draw that shortens most
-/// (the client's jitter cuts its own backoff, never the server's `retry:`).
-fn shortest_delay(policy: &ReconnectPolicy, n: u32, server_retry_ms: Option<u64>) -> Duration {
-    reconnect_delay(policy, n, server_retry_ms, true, 1.0)
-}
-
-/// The latency after an outage over every jitter draw.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorstLatency {
-    /// The largest extra wait after the outage (`None` if the client never gets back).
-    pub latency: Option<Duration>,
-    /// The attempt that makes it the largest.
-    pub attempt: u32,
-    /// Some draws spend every attempt before the outage ends.
-    pub may_give_up: bool,
-}
-
-/// The worst extra latency over all jitter draws. Jitter makes delays *shorter*, yet it can make
-/// the latency *longer*: attempt `k − 1` can then land just before the network heals, so attempt
-/// `k` comes a full delay later. Attempt `k` lands in `[Σ shortest, Σ full]` of the delays before
-/// it; it is the first at or after `D` when attempt `k − 1` is before `D`. So the latency reaches
-/// (as a supremum) `min(T(k−1), D) + b(k−1) − D` for every `k` whose `k − 1` can be before `D`
-/// and whose `k` can be after it. Without jitter this is exactly the plain schedule's `L`.
-pub fn worst_latency(policy: &ReconnectPolicy, server_retry_ms: Option<u64>, outage: Duration) -> WorstLatency {
-    let mut worst = WorstLatency { latency: None, attempt: 0, may_give_up: false };
-    let (mut earliest, mut latest) = (Duration::ZERO, Duration::ZERO);
-    for n in 0..MAX_SCHEDULE {
-        if n >= 1 && earliest >= outage {
-            break;
-        }
-        if policy.max_attempts.is_some_and(|max| n >= max) {
-            worst.may_give_up = true;
-            break;
-        }
-        let full = worst_case_delay(policy, n, server_retry_ms);
-        if latest + full >= outage {
-            let before = if n == 0 { Duration::ZERO } else { latest.min(outage) };
-            let latency = before + full - outage;
-            if worst.latency.is_none_or(|w| latency > w) {
-                worst = WorstLatency { latency: Some(latency), attempt: n + 1, ..worst };
-            }
-        }
-        earliest += shortest_delay(policy, n, server_retry_ms);
-        latest += full;
-    }
-    worst
+    Ok(rate)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Requirements
 // ---------------------------------------------------------------------------------------------
-
-/// What one server setting must be.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Need {
-    /// Strictly above this (events, or seconds).
-    Above(f64),
-    /// Any value works, for this reason.
-    NotNeeded(String),
-    /// No value works, for this reason.
-    Impossible(String),
-}
-
-impl Need {
-    /// The stricter of two needs.
-    fn and(self, other: Need) -> Need {
-        match (self, other) {
-            (Need::Impossible(r), _) | (_, Need::Impossible(r)) => Need::Impossible(r),
-            (Need::Above(a), Need::Above(b)) => Need::Above(a.max(b)),
-            (Need::Above(a), Need::NotNeeded(_)) | (Need::NotNeeded(_), Need::Above(a)) => Need::Above(a),
-            (Need::NotNeeded(r), Need::NotNeeded(_)) => Need::NotNeeded(r),
-        }
-    }
-
-    /// The smallest whole value (events or seconds) strictly above the bound.
-    pub fn minimal(&self) -> Option<f64> {
-        match self {
-            Need::Above(x) => Some(smallest_whole_above(*x)),
-            _ => None,
-        }
-    }
-}
-
-/// The smallest whole number strictly above `x`. The bounds are sums and products of decimal
-/// seconds, so a bound that is a whole number in exact arithmetic can come out a hair below it
-/// (100 × 2.02 s = 201.99999999999997): `x` is first rounded to a millionth.
-fn smallest_whole_above(x: f64) -> f64 {
-    ((x * 1e6).round() / 1e6).floor() + 1.0
-}
 
 /// One way the stream breaks, and what surviving it takes.
 #[derive(Clone, Debug, PartialEq)]
@@ -476,54 +332,67 @@ fn break_case(
         "the resume reaches the server ℓ = {} (one network latency, at most) after it is sent",
         show_s(hop)
     ));
-    // The server can honour the resume if every event after the last one the client saw is still
-    // held when the resume arrives (the last seen itself may be gone: nothing after it is lost).
-    let (retention, window) = match last_event_age {
+    // The bounds themselves are the model's (`schedule::retention_bounds`); the lines below show
+    // how they come about.
+    let (retention, window) =
+        match retention_bounds(input.event_rate, last_event_age.map(|(a, _)| a), away, input.latency) {
+            Ok(RetentionBounds { retention, window }) => (retention, window),
+            Err(e) => (Need::Impossible(e.to_string()), Need::Impossible(e.to_string())),
+        };
+    let shown = |need: &Need| match need {
+        Need::Above(x) => show_n(*x),
+        other => describe_need(other, ""),
+    };
+    let shown_s = |need: &Need| match need {
+        Need::Above(x) => show_s(*x),
+        other => describe_need(other, ""),
+    };
+    match last_event_age {
         Some((a, why)) => {
             let span = secs(a) + dl + hop;
-            let interval = 1.0 / input.event_rate;
             steps.push(format!("the last event the client saw was a = {} old at the break ({why})", show_s(secs(a))));
             steps.push(format!(
                 "every event after it must still be held: they were produced over a + D + L + ℓ = {}",
                 show_s(span)
             ));
-            let count = input.event_rate * span;
-            steps.push(format!(
-                "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
-                show_n(input.event_rate),
-                show_s(span),
-                show_n(count),
-                show_n(count - 1.0)
-            ));
-            // A silent stream produces nothing while the client is away but its result, which
-            // must then be held for up to the whole span.
-            let oldest_needed = if interval.is_finite() { span - interval } else { span };
-            steps.push(format!(
-                "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
-                show_s(oldest_needed)
-            ));
-            (Need::Above((count - 1.0).max(0.0)), Need::Above(oldest_needed))
+            if input.event_rate > 0.0 {
+                steps.push(format!(
+                    "count bound: R ≥ r·(a + D + L + ℓ) = {} × {} = {} events after the last seen, i.e. R > {}",
+                    show_n(input.event_rate),
+                    show_s(span),
+                    show_n(input.event_rate * span),
+                    shown(&retention)
+                ));
+                steps.push(format!(
+                    "window: the oldest event needed is one interval younger than the last seen: W > a + D + L + ℓ − 1/r = {}",
+                    shown_s(&window)
+                ));
+            } else {
+                steps.push(format!(
+                    "count bound: r = 0, no event is produced while away; one must still be held: R > {}",
+                    shown(&retention)
+                ));
+                steps.push(format!(
+                    "window: r = 0, only the result comes after the last seen, which must reach back: W > a + D + L + ℓ = {}",
+                    shown_s(&window)
+                ));
+            }
         }
         None => {
-            let why = "a silent stream keeps its first event id indefinitely: no time window is safe";
-            steps.push("count bound: no event is produced while away; the last one seen must stay: R > 0".into());
-            steps.push(format!("window: {why}"));
-            (Need::Above(0.0), Need::Impossible(why.into()))
+            steps.push(format!(
+                "count bound: no event is produced while away; the last one seen must stay: R > {}",
+                shown(&retention)
+            ));
+            let window_text = match &window {
+                Need::Impossible(why) => why.clone(),
+                other => describe_need(other, "s"),
+            };
+            steps.push(format!("window: {window_text}"));
         }
-    };
+    }
     let idle_ttl = idle_need(scenario.server.idle_rule, dl + hop, request_age);
     steps.push(format!("idle TTL ({}): {}", idle_rule_name(scenario.server.idle_rule), describe_need(&idle_ttl, "s")));
     BreakCase { cause, outage, reconnect, away: Some(away), retention, window, idle_ttl, steps }
-}
-
-/// What the idle TTL must exceed when the client's resume arrives `away` seconds after the break.
-fn idle_need(rule: IdleRule, away: f64, request_age: Option<Duration>) -> Need {
-    match rule {
-        IdleRule::NeverWhileBusy => Need::NotNeeded("the countdown is held while a tool runs".into()),
-        IdleRule::NoOpenRequest => Need::Above(away),
-        // The countdown started at the client's last request, before the break.
-        IdleRule::LastRequest => Need::Above(request_age.map_or(0.0, secs) + away),
-    }
 }
 
 fn idle_rule_name(rule: IdleRule) -> &'static str {
@@ -654,15 +523,13 @@ pub struct VerifyOptions {
     pub margin: u32,
     /// Worker threads; 0 for the machine's available parallelism.
     pub jobs: usize,
-    /// How replay commands start.
-    pub program: String,
 }
 
 /// One probe: a setting's value and what the runs at it came to.
 #[derive(Clone, Debug)]
 pub struct Probe {
     pub value: String,
-    pub result: CellResult,
+    pub result: Tally,
 }
 
 /// Below and above one predicted setting.
@@ -719,6 +586,7 @@ pub fn verify(
     advice: &Advice,
     opts: &VerifyOptions,
     runner: &RunFn,
+    progress: &dyn Progress,
 ) -> Result<VerifyReport, SimError> {
     if opts.seeds == 0 {
         return Err(SimError::Usage("--verify needs at least one seed".into()));
@@ -742,23 +610,16 @@ pub fn verify(
         s.apply_overrides(&[(other.to_string(), off.to_string())])?;
         plans.push((key, below, show_value(key, minimal + margin), s));
     }
-    let mut cells = Vec::new();
+    let mut scenarios = Vec::new();
     for (key, below, above, s) in &plans {
         for value in below.iter().chain([above]) {
             let mut s = s.clone();
             s.apply_overrides(&[(key.to_string(), value.clone())])?;
-            cells.push(Cell { values: vec![value.clone()], scenario: s });
+            scenarios.push(s);
         }
     }
-    let refs: Vec<&Cell> = cells.iter().collect();
-    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let mut results: Vec<Option<CellResult>> = vec![None; cells.len()];
-    let on_done = |i: usize, r: CellResult| {
-        results[i] = Some(r);
-        Ok(())
-    };
-    run_cells(&refs, opts.seeds, jobs, runner, &opts.program, on_done, |_| {})?;
-    let mut results = results.into_iter().map(|r| r.expect("every probe ran"));
+    let cells: Vec<PoolCell> = scenarios.iter().map(|scenario| PoolCell { scenario, seeds: 0..opts.seeds }).collect();
+    let mut results = run_cells(&cells, opts.jobs, runner, progress, |_, _| Ok(()))?.into_iter();
     let mut probe = |value| Probe { value, result: results.next().expect("one result per probe, in order") };
     let checks = plans
         .into_iter()
@@ -816,7 +677,7 @@ pub fn render_verify(report: &VerifyReport) -> String {
 }
 
 /// The replay command of a run that was not loss-free.
-fn first_loss(r: &CellResult) -> Option<&String> {
+fn first_loss(r: &Tally) -> Option<&String> {
     [Outcome::SilentLoss, Outcome::GapReported, Outcome::Unresolved, Outcome::CallFailed, Outcome::SessionLost]
         .iter()
         .find_map(|o| r.replays.get(o))
@@ -987,6 +848,7 @@ pub fn render_longest(scenario: &Scenario, input: &AdviseInput, longest: &Longes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::studies::pool::Silent;
     use mcpsim_model::profiles;
 
     fn assert_above(need: &Need, expected: f64) {
@@ -1143,7 +1005,7 @@ mod tests {
         assert_eq!(predict(&s, "lb.idle_timeout"), None);
     }
 
-    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::studies::sweep::RunOutcome {
+    fn fake_run(trace_kinds: Vec<mcpsim_model::trace::StepKind>) -> crate::studies::pool::RunOutcome {
         let mut trace = mcpsim_model::trace::Trace::new(0, serde_json::json!({}));
         for (i, kind) in trace_kinds.into_iter().enumerate() {
             trace.steps.push(mcpsim_model::trace::Step {
@@ -1154,11 +1016,11 @@ mod tests {
                 kind,
             });
         }
-        crate::studies::sweep::RunOutcome { trace, violations: vec![] }
+        crate::studies::pool::RunOutcome { trace, violations: vec![] }
     }
 
     /// Loss-free exactly when the count and the window hold the advised 271 events / 271 s.
-    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::studies::sweep::RunOutcome, SimError> {
+    fn as_advised(s: &Scenario, _seed: u64) -> Result<crate::studies::pool::RunOutcome, SimError> {
         let count_ok = s.server.retention.max_events.is_none_or(|r| r >= 271);
         let window_ok = s.server.retention.window.is_none_or(|w| w >= Duration::from_secs(271));
         let gap =
@@ -1167,7 +1029,7 @@ mod tests {
     }
 
     fn verify_options() -> VerifyOptions {
-        VerifyOptions { seeds: 3, margin: 2, jobs: 2, program: "mcpsim".into() }
+        VerifyOptions { seeds: 3, margin: 2, jobs: 2 }
     }
 
     #[test]
@@ -1196,7 +1058,7 @@ mod tests {
     fn verify_probes_below_and_above_the_answer() {
         let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         let advice = advise(&s, &AdviseInput::from_scenario(&s));
-        let report = verify(&s, &advice, &verify_options(), &as_advised).unwrap();
+        let report = verify(&s, &advice, &verify_options(), &as_advised, &Silent).unwrap();
         let probed: Vec<(&str, Option<&str>, &str)> = report
             .checks
             .iter()
@@ -1209,14 +1071,11 @@ mod tests {
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
         assert!(text.contains("server.retention=269: loss-free 0/3"), "{text}");
-        assert!(
-            text.contains("e.g. mcpsim run --client reference --server reference --scenario chatty-tool"),
-            "{text}"
-        );
+        assert!(text.contains(" run --client reference --server reference --scenario chatty-tool"), "{text}");
         let never = |_: &Scenario, _: u64| {
             Ok(fake_run(vec![mcpsim_model::trace::StepKind::AppSessionLost { session: "s".into() }]))
         };
-        let text = render_verify(&verify(&s, &advice, &verify_options(), &never).unwrap());
+        let text = render_verify(&verify(&s, &advice, &verify_options(), &never, &Silent).unwrap());
         assert!(text.contains("NOT clean above the answer"), "{text}");
     }
 
@@ -1242,8 +1101,8 @@ mod tests {
     fn verify_confirms_the_rmcp_answer_with_real_runs() {
         let s = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
         let advice = advise(&s, &AdviseInput::from_scenario(&s));
-        let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2, program: "mcpsim".into() };
-        let report = verify(&s, &advice, &opts, &crate::engine::runner::run).unwrap();
+        let opts = VerifyOptions { seeds: 2, margin: 2, jobs: 2 };
+        let report = verify(&s, &advice, &opts, &crate::engine::runner::run, &Silent).unwrap();
         let text = render_verify(&report);
         assert_eq!(text.matches("as predicted").count(), 4, "{text}");
         assert!(text.contains("server.retention=253: loss-free 0/2"), "{text}");
@@ -1347,9 +1206,45 @@ mod tests {
     fn rates_parse_with_units() {
         assert_eq!(parse_rate("2/s").unwrap(), 2.0);
         assert_eq!(parse_rate("30/m").unwrap(), 0.5);
-        assert_eq!(parse_rate("1.5").unwrap(), 1.5);
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("2/day").is_err());
-        assert!(parse_rate("-1/s").is_err());
+        assert_eq!(parse_rate("0/s").unwrap(), 0.0);
+        assert_eq!(parse_rate("1000000/s").unwrap(), MAX_RATE);
+        assert!((parse_rate("0.001/h").unwrap() - MIN_RATE).abs() < 1e-18);
+        let problem = |text: &str| parse_rate(text).unwrap_err().to_string();
+        assert!(problem("1.5").contains("needs a unit"), "{}", problem("1.5"));
+        assert!(problem("10").contains("write e.g. 10/s"), "{}", problem("10"));
+        assert!(problem("fast").contains("needs a unit"));
+        assert!(problem("fast/s").contains("not a number"));
+        assert!(problem("2/day").contains("/s, /m or /h"));
+        assert!(problem("-1/s").contains("zero or positive"));
+        assert!(problem("NaN/s").contains("zero or positive"));
+        assert!(problem("1e-20/s").contains("between 0.001/h and 1000000/s"));
+        assert!(problem("1e308/s").contains("between"));
+        assert!(problem("1e400/s").contains("zero or positive"), "inf");
+    }
+
+    #[test]
+    fn a_silent_stream_needs_one_event_held_not_minus_one() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let input = AdviseInput::from_scenario(&s).with_flags(None, Some("0/s"), None).unwrap();
+        let text = render(&advise(&s, &input));
+        assert!(!text.contains("R > -"), "{text}");
+        assert!(!text.contains("inf"), "{text}");
+        assert!(text.contains("r = 0, no event is produced while away; one must still be held: R > 0"), "{text}");
+        assert!(text.contains("server.retention         > 0 → at least 1 event per stream"), "{text}");
+        // Fewer than one event while away (a slow stream): still one held, never a negative bound.
+        let input = AdviseInput::from_scenario(&s).with_flags(None, Some("1/h"), Some("10s")).unwrap();
+        let text = render(&advise(&s, &input));
+        assert!(!text.contains("R > -"), "{text}");
+    }
+
+    #[test]
+    fn rates_below_what_parse_accepts_do_not_panic_in_the_library() {
+        let s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        for rate in [1e-20, f64::MIN_POSITIVE, 1e-300] {
+            let input = AdviseInput { event_rate: rate, ..AdviseInput::from_scenario(&s) };
+            let advice = advise(&s, &input);
+            assert!(advice.retention.minimal().is_some(), "{:?}", advice.retention);
+            let _ = render(&advice);
+        }
     }
 }

@@ -4,17 +4,16 @@
 
 use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::report::artifacts::{program, replay_command, trace_file_name, write_file};
+use crate::report::artifacts::{program, trace_file_name, write_file};
 use crate::report::timeline;
 use crate::scenario::{Scenario, SCENARIO_NAMES};
+use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn, Silent};
+use crate::studies::tally::Tally;
 use mcpsim_model::profiles;
 use mcpsim_model::trace::StepKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant as WallClock};
 
 /// A change that fixes a class of failure, as `--set` overrides.
 #[derive(Debug)]
@@ -70,6 +69,7 @@ pub struct MatrixSpec {
     pub servers: Vec<String>,
     pub scenarios: Vec<String>,
     pub seeds: u64,
+    /// Worker threads; 0 for the machine's available parallelism.
     pub jobs: usize,
     pub mitigation: Option<&'static Mitigation>,
 }
@@ -82,17 +82,18 @@ impl MatrixSpec {
             servers: profiles::SERVER_NAMES.iter().map(|s| s.to_string()).collect(),
             scenarios: SCENARIO_NAMES.iter().map(|s| s.to_string()).collect(),
             seeds,
-            jobs: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            jobs: 0,
             mitigation: None,
         }
     }
 
-    /// Every cell's scenario, built and validated before anything runs.
+    /// Every cell's scenario, built and validated before anything runs: scenarios outermost,
+    /// then clients, then servers, each list in its order with repeats dropped (a cell runs once).
     fn cells(&self) -> Result<Vec<Scenario>, SimError> {
         let mut cells = Vec::new();
-        for scenario in &self.scenarios {
-            for client in &self.clients {
-                for server in &self.servers {
+        for scenario in unique(self.scenarios.iter()) {
+            for client in unique(self.clients.iter()) {
+                for server in unique(self.servers.iter()) {
                     cells.push(self.cell(client, server, scenario)?);
                 }
             }
@@ -109,95 +110,65 @@ impl MatrixSpec {
     }
 }
 
-/// One cell's result.
-#[derive(Clone, Debug, Serialize)]
-pub struct CellResult {
+/// One cell's result: which profiles and scenario, and the tally of its seeds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatrixCell {
     pub client: String,
     pub server: String,
     pub scenario: String,
-    /// Invariants broken, in registry order.
-    pub violations: Vec<String>,
-    /// For each broken invariant, how many seeds broke it.
-    pub counts: BTreeMap<String, u64>,
-    pub seeds: u64,
-    /// The first seed that broke anything.
-    pub failing_seed: Option<u64>,
-    /// The command that replays that seed.
-    pub replay: Option<String>,
+    pub tally: Tally,
 }
 
-/// Runs one cell over its seeds.
-fn run_cell(scenario: &Scenario, seeds: u64, runs: &AtomicU64) -> Result<CellResult, SimError> {
-    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-    let mut failing_seed = None;
-    for seed in 0..seeds {
-        let outcome = run(scenario, seed)?;
-        runs.fetch_add(1, Ordering::Relaxed);
-        let mut names: Vec<&str> = outcome.violations.iter().map(|v| v.invariant.name()).collect();
-        names.sort_unstable();
-        names.dedup();
-        for n in &names {
-            *counts.entry(n.to_string()).or_default() += 1;
-        }
-        if !names.is_empty() && failing_seed.is_none() {
-            failing_seed = Some(seed);
-        }
+impl MatrixCell {
+    /// Whether any seed broke an invariant.
+    pub fn violated(&self) -> bool {
+        self.tally.violated()
     }
-    let violations = mcpsim_model::oracle::INVARIANTS
-        .iter()
-        .map(|i| i.name.to_string())
-        .filter(|n| counts.contains_key(n))
-        .collect();
-    Ok(CellResult {
-        client: scenario.client.name.clone(),
-        server: scenario.server.name.clone(),
-        scenario: scenario.name.clone(),
-        violations,
-        counts,
-        seeds,
-        failing_seed,
-        replay: failing_seed.map(|s| replay_command(scenario, s)),
-    })
+
+    /// The seeds run.
+    pub fn seeds(&self) -> u64 {
+        self.tally.n
+    }
+
+    /// The first seed that broke anything.
+    pub fn failing_seed(&self) -> Option<u64> {
+        self.tally.first_violation.as_ref().map(|(seed, _)| *seed)
+    }
+
+    /// The command that replays that seed.
+    pub fn replay(&self) -> Option<&str> {
+        self.tally.first_violation.as_ref().map(|(_, replay)| replay.as_str())
+    }
 }
 
-/// Runs every cell on `spec.jobs` threads; progress on stderr when `progress`.
-pub fn run_matrix(spec: &MatrixSpec, progress: bool) -> Result<Vec<CellResult>, SimError> {
-    let cells = spec.cells()?;
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let runs = AtomicU64::new(0);
-    let results: Mutex<Vec<Option<Result<CellResult, SimError>>>> =
-        Mutex::new(std::iter::repeat_with(|| None).take(cells.len()).collect());
-    let started = WallClock::now();
-    std::thread::scope(|scope| {
-        for _ in 0..spec.jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(cell) = cells.get(i) else { break };
-                let r = run_cell(cell, spec.seeds, &runs);
-                if let Ok(mut all) = results.lock() {
-                    all[i] = Some(r);
-                }
-                done.fetch_add(1, Ordering::Relaxed);
-            });
-        }
-        if progress {
-            let total = cells.len();
-            while done.load(Ordering::Relaxed) < total {
-                std::thread::sleep(Duration::from_millis(500));
-                let d = done.load(Ordering::Relaxed);
-                let rate = runs.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                eprint!("\r  matrix: {d}/{total} cells, {rate:.0} runs/s   ");
-            }
-            eprintln!();
-        }
-    });
-    let all = results.into_inner().map_err(|_| SimError::Runtime("matrix results poisoned".into()))?;
-    all.into_iter().map(|r| r.unwrap_or_else(|| Err(SimError::Runtime("a matrix cell did not run".into())))).collect()
+/// Runs every cell on `spec.jobs` threads (0: one per core).
+pub fn run_matrix(spec: &MatrixSpec, progress: &dyn Progress) -> Result<Vec<MatrixCell>, SimError> {
+    run_matrix_with(spec, &run, progress)
+}
+
+/// [`run_matrix`] with another runner (a fake, in tests).
+pub fn run_matrix_with(
+    spec: &MatrixSpec,
+    runner: &RunFn,
+    progress: &dyn Progress,
+) -> Result<Vec<MatrixCell>, SimError> {
+    let scenarios = spec.cells()?;
+    let cells: Vec<PoolCell> = scenarios.iter().map(|scenario| PoolCell { scenario, seeds: 0..spec.seeds }).collect();
+    let tallies = run_cells(&cells, spec.jobs, runner, progress, |_, _| Ok(()))?;
+    Ok(scenarios
+        .iter()
+        .zip(tallies)
+        .map(|(s, tally)| MatrixCell {
+            client: s.client.name.clone(),
+            server: s.server.name.clone(),
+            scenario: s.name.clone(),
+            tally,
+        })
+        .collect())
 }
 
 /// The results as a Markdown table: one row per scenario × client, one column per server.
-pub fn to_markdown(results: &[CellResult]) -> String {
+pub fn to_markdown(results: &[MatrixCell]) -> String {
     let servers: Vec<&str> = unique(results.iter().map(|r| r.server.as_str()));
     let mut out = format!("| scenario | client | {} |\n", servers.join(" | "));
     out.push_str(&format!("|---|---|{}\n", "---|".repeat(servers.len())));
@@ -219,11 +190,12 @@ pub fn to_markdown(results: &[CellResult]) -> String {
     out
 }
 
-fn cell_text(r: &CellResult) -> String {
-    if r.violations.is_empty() {
+fn cell_text(r: &MatrixCell) -> String {
+    if !r.violated() {
         return "ok".to_string();
     }
-    r.violations.iter().map(|v| format!("{v} {}/{}", r.counts[v], r.seeds)).collect::<Vec<_>>().join("<br>")
+    let t = &r.tally;
+    t.broken().iter().map(|v| format!("{v} {}/{}", t.violations[*v], t.n)).collect::<Vec<_>>().join("<br>")
 }
 
 fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
@@ -236,28 +208,64 @@ fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-/// The results as CSV, one line per cell.
-pub fn to_csv(results: &[CellResult]) -> String {
-    let mut out = String::from("client,server,scenario,seeds,violations,failing_seed,replay\n");
-    for r in results {
-        let violations: Vec<String> = r.violations.iter().map(|v| format!("{v}={}", r.counts[v])).collect();
-        out.push_str(&format!(
-            "{},{},{},{},{},{},\"{}\"\n",
-            r.client,
-            r.server,
-            r.scenario,
-            r.seeds,
+/// The columns of [`to_csv`].
+pub const CSV_HEADER: [&str; 7] = ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
+
+/// The results as CSV (RFC 4180: fields quoted when they hold a comma, a quote or a line
+/// break), one record per cell; `violations` is `name=count` entries joined by `;`.
+pub fn to_csv(results: &[MatrixCell]) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let records = std::iter::once(CSV_HEADER.map(String::from)).chain(results.iter().map(|r| {
+        let violations: Vec<String> =
+            r.tally.broken().iter().map(|v| format!("{v}={}", r.tally.violations[*v])).collect();
+        [
+            r.client.clone(),
+            r.server.clone(),
+            r.scenario.clone(),
+            r.seeds().to_string(),
             violations.join(";"),
-            r.failing_seed.map(|s| s.to_string()).unwrap_or_default(),
-            r.replay.clone().unwrap_or_default().replace('"', "\"\"")
-        ));
+            r.failing_seed().map(|s| s.to_string()).unwrap_or_default(),
+            r.replay().unwrap_or_default().to_string(),
+        ]
+    }));
+    for record in records {
+        writer.write_record(&record).expect("writing CSV into memory cannot fail");
     }
-    out
+    let bytes = writer.into_inner().expect("flushing CSV into memory cannot fail");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
+}
+
+/// One cell as JSON.
+#[derive(Serialize)]
+struct CellJson<'a> {
+    client: &'a str,
+    server: &'a str,
+    scenario: &'a str,
+    /// Invariants broken, in registry order.
+    violations: Vec<&'a str>,
+    /// For each broken invariant, how many seeds broke it.
+    counts: &'a BTreeMap<String, u64>,
+    seeds: u64,
+    failing_seed: Option<u64>,
+    replay: Option<&'a str>,
 }
 
 /// The results as a JSON array.
-pub fn to_json(results: &[CellResult]) -> String {
-    serde_json::to_string_pretty(results).expect("cell results are plain data")
+pub fn to_json(results: &[MatrixCell]) -> String {
+    let cells: Vec<CellJson> = results
+        .iter()
+        .map(|r| CellJson {
+            client: &r.client,
+            server: &r.server,
+            scenario: &r.scenario,
+            violations: r.tally.broken(),
+            counts: &r.tally.violations,
+            seeds: r.seeds(),
+            failing_seed: r.failing_seed(),
+            replay: r.replay(),
+        })
+        .collect();
+    serde_json::to_string_pretty(&cells).expect("cell results are plain data")
 }
 
 /// Steps worth telling in a paragraph: faults, cuts, decisions, resumptions, sessions, side
@@ -282,23 +290,20 @@ fn key_steps(kind: &StepKind) -> bool {
 }
 
 /// The mitigations that make a broken cell clean over the same seeds.
-fn fixing_mitigations(spec: &MatrixSpec, r: &CellResult) -> Result<Vec<&'static str>, SimError> {
-    let mut fixes = Vec::new();
-    let counter = AtomicU64::new(0);
-    for m in MITIGATIONS {
-        let mitigated = MatrixSpec { mitigation: Some(m), ..spec.clone() };
-        let scenario = mitigated.cell(&r.client, &r.server, &r.scenario)?;
-        if run_cell(&scenario, r.seeds, &counter)?.violations.is_empty() {
-            fixes.push(m.name);
-        }
-    }
-    Ok(fixes)
+fn fixing_mitigations(spec: &MatrixSpec, r: &MatrixCell) -> Result<Vec<&'static str>, SimError> {
+    let scenarios = MITIGATIONS
+        .iter()
+        .map(|m| MatrixSpec { mitigation: Some(m), ..spec.clone() }.cell(&r.client, &r.server, &r.scenario))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cells: Vec<PoolCell> = scenarios.iter().map(|scenario| PoolCell { scenario, seeds: 0..r.seeds() }).collect();
+    let tallies = run_cells(&cells, spec.jobs, &run, &Silent, |_, _| Ok(()))?;
+    Ok(MITIGATIONS.iter().zip(tallies).filter(|(_, t)| !t.violated()).map(|(m, _)| m.name).collect())
 }
 
 /// Writes `docs/compatibility.md`: the table, then a paragraph per broken cell with the key steps
 /// of its first failing seed, the link to its trace (saved under `traces_dir`), and the
 /// mitigations that fix it.
-pub fn write_doc(spec: &MatrixSpec, results: &[CellResult], doc: &Path, traces_dir: &Path) -> Result<(), SimError> {
+pub fn write_doc(spec: &MatrixSpec, results: &[MatrixCell], doc: &Path, traces_dir: &Path) -> Result<(), SimError> {
     let mut out = String::new();
     out.push_str("# Compatibility matrix\n\n");
     out.push_str(&format!(
@@ -318,8 +323,8 @@ pub fn write_doc(spec: &MatrixSpec, results: &[CellResult], doc: &Path, traces_d
     out.push_str(TABLE_END);
     out.push_str("\n\n## Broken cells\n\n");
     let doc_dir = doc.parent().unwrap_or(Path::new("."));
-    for r in results.iter().filter(|r| !r.violations.is_empty()) {
-        let seed = r.failing_seed.expect("a broken cell has a failing seed");
+    for r in results.iter().filter(|r| r.violated()) {
+        let Some(seed) = r.failing_seed() else { continue };
         let scenario = spec.cell(&r.client, &r.server, &r.scenario)?;
         let outcome = run(&scenario, seed)?;
         let first = outcome.violations.first().map(|v| v.invariant.name()).unwrap_or("violation");
@@ -351,7 +356,7 @@ pub fn write_doc(spec: &MatrixSpec, results: &[CellResult], doc: &Path, traces_d
                 fixes.iter().map(|f| format!("`--mitigate {f}`")).collect::<Vec<_>>().join(", ")
             ));
         }
-        out.push_str(&format!("Replay: `{}`\n\n", r.replay.clone().unwrap_or_default()));
+        out.push_str(&format!("Replay: `{}`\n\n", r.replay().unwrap_or_default()));
     }
     out.push_str("## Mitigations\n\n");
     for m in MITIGATIONS {
@@ -386,18 +391,16 @@ fn relative(from_dir: &Path, file: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::studies::pool::RunOutcome;
+    use crate::studies::tally::tests::{trace_of, violation};
+    use std::sync::atomic::{AtomicU64, Ordering};
 
-    fn result(client: &str, server: &str, scenario: &str, broken: &[(&str, u64)]) -> CellResult {
-        CellResult {
-            client: client.into(),
-            server: server.into(),
-            scenario: scenario.into(),
-            violations: broken.iter().map(|(n, _)| n.to_string()).collect(),
-            counts: broken.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
-            seeds: 5,
-            failing_seed: (!broken.is_empty()).then_some(0),
-            replay: None,
-        }
+    fn result(client: &str, server: &str, scenario: &str, broken: &[(&str, u64)]) -> MatrixCell {
+        let mut tally = Tally::new();
+        tally.n = 5;
+        tally.violations = broken.iter().map(|(n, c)| (n.to_string(), *c)).collect();
+        tally.first_violation = (!broken.is_empty()).then(|| (0, "mcpsim run --seed 0".to_string()));
+        MatrixCell { client: client.into(), server: server.into(), scenario: scenario.into(), tally }
     }
 
     #[test]
@@ -421,14 +424,54 @@ mod tests {
     #[test]
     fn csv_and_json_carry_every_cell() {
         let rs = vec![result("naive", "reference", "long-tool", &[("no-duplicate-execution", 3)])];
-        assert!(to_csv(&rs)
-            .lines()
-            .nth(1)
-            .unwrap()
-            .starts_with("naive,reference,long-tool,5,no-duplicate-execution=3,0,"));
+        let csv = to_csv(&rs);
+        assert!(csv.starts_with("client,server,scenario,seeds,violations,failing_seed,replay\n"), "{csv}");
+        assert_eq!(
+            csv.lines().nth(1),
+            Some("naive,reference,long-tool,5,no-duplicate-execution=3,0,mcpsim run --seed 0")
+        );
         let json: serde_json::Value = serde_json::from_str(&to_json(&rs)).unwrap();
         assert_eq!(json[0]["violations"][0], "no-duplicate-execution");
-        assert_eq!(json[0]["seeds"], 5);
+        assert_eq!(json[0]["counts"]["no-duplicate-execution"], 3);
+        assert_eq!((json[0]["seeds"].as_u64(), json[0]["failing_seed"].as_u64()), (Some(5), Some(0)));
+    }
+
+    #[test]
+    fn csv_fields_with_commas_quotes_and_line_breaks_read_back() {
+        let mut r =
+            result("naive", "reference", "long-tool", &[("no-duplicate-execution", 1), ("no-silent-event-loss", 2)]);
+        r.tally.first_violation = Some((4, "run --set note=\"a,\nb\" --seed 4".into()));
+        let csv = to_csv(&[r]);
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(&rows[0][4], "no-duplicate-execution=1;no-silent-event-loss=2");
+        assert_eq!(&rows[0][6], "run --set note=\"a,\nb\" --seed 4");
+    }
+
+    #[test]
+    fn repeated_profiles_run_once_in_the_order_given() {
+        let calls = AtomicU64::new(0);
+        let runner = |_: &Scenario, _: u64| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![violation("no-duplicate-execution")] })
+        };
+        let spec = MatrixSpec {
+            clients: vec!["reference".into(), "naive".into(), "reference".into()],
+            servers: vec!["reference".into(), "reference".into()],
+            scenarios: vec!["long-tool".into()],
+            seeds: 2,
+            jobs: 2,
+            mitigation: None,
+        };
+        let cells = run_matrix_with(&spec, &runner, &Silent).unwrap();
+        let names: Vec<(&str, &str)> = cells.iter().map(|c| (c.client.as_str(), c.server.as_str())).collect();
+        assert_eq!(names, [("reference", "reference"), ("naive", "reference")]);
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
+        assert_eq!(cells[1].failing_seed(), Some(0));
+        assert!(cells[1]
+            .replay()
+            .is_some_and(|r| r.ends_with("--client naive --server reference --scenario long-tool --seed 0")));
     }
 
     #[test]

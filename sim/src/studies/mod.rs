@@ -2,6 +2,10 @@
 //! ([`sweep`]), the retention advice ([`advise`]), the compatibility matrix ([`matrix`]) and the
 //! benchmark ([`bench`]).
 //!
+//! Sweeps, the matrix and `advise --verify` run their cells through one worker pool ([`pool`])
+//! and count them in one tally ([`tally`]). Within studies, `sweep` uses `advise` (for its
+//! predicted boundaries), never the other way round.
+//!
 //! Depends on [`crate::report`], [`crate::engine`] and [`crate::scenario`]; nothing in those
 //! imports a study.
 
@@ -9,6 +13,8 @@ pub mod advise;
 pub mod bench;
 pub mod determinism;
 pub mod matrix;
+pub mod pool;
 pub mod search;
 pub mod stats;
 pub mod sweep;
+pub mod tally;

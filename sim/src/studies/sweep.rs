@@ -1,146 +1,25 @@
 //! Retention sweeps: a grid of one or two settable keys, each cell run over seeds `0..N`, every
-//! run classified by what the application saw, the counts written as CSV rows as cells finish,
-//! and the measured safe boundary printed beside the one `advise` predicts.
+//! run classified by what the application saw ([`crate::studies::tally`]), the counts written as
+//! CSV rows in grid order, and the measured safe boundary printed beside the one `advise`
+//! predicts.
 //!
 //! Everything a user can get wrong (keys, ranges, values a key rejects, paths, a CSV from another
 //! sweep) is checked before the first run. Results do not depend on the number of worker
-//! threads: each cell always runs the same seeds of the same scenario.
+//! threads: each cell always runs the same seeds of the same scenario on one thread
+//! ([`crate::studies::pool`]), and rows reach the CSV in grid order, so two identical sweeps
+//! write identical bytes.
 
 use crate::error::SimError;
+use crate::report::artifacts::check_writable;
 use crate::scenario::{setting, Scenario};
 use crate::studies::advise::{self, Prediction};
-use crate::studies::stats::wilson;
-use mcpsim_model::oracle::Violation;
+use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
+use crate::studies::tally::{Outcome, Tally};
 use mcpsim_model::time::{format_duration, parse_duration};
-use mcpsim_model::trace::{ResumeOutcome, StepKind, Trace};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant as WallClock};
-
-pub use crate::engine::runner::RunOutcome;
-
-/// Runs one seed of a scenario: `runner::run` in real sweeps, a fake in tests.
-pub type RunFn<'a> = dyn Fn(&Scenario, u64) -> Result<RunOutcome, SimError> + Sync + 'a;
-
-// ---------------------------------------------------------------------------------------------
-// Outcomes
-// ---------------------------------------------------------------------------------------------
-
-/// What one run came to, as the application saw it. A run can have several.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Outcome {
-    /// A resumption replayed events, with no gap and no violation.
-    CleanResume,
-    /// The application was told events may be missing, and no invariant was violated.
-    GapReported,
-    /// `no-silent-event-loss` was violated.
-    SilentLoss,
-    /// `no-duplicate-execution` was violated.
-    DuplicateExecution,
-    /// `every-call-resolves` was violated.
-    Unresolved,
-    /// A call ended in an error or an unknown outcome: its stream was not recovered.
-    CallFailed,
-    /// The application was told its session ended.
-    SessionLost,
-    /// Another invariant was violated.
-    OtherViolation,
-    /// Nothing the application was reading was lost: none of silent loss, gap, unresolved call,
-    /// failed call or lost session. The rate a safe retention must bring to 1.
-    LossFree,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 9] = [
-        Outcome::CleanResume,
-        Outcome::GapReported,
-        Outcome::SilentLoss,
-        Outcome::DuplicateExecution,
-        Outcome::Unresolved,
-        Outcome::CallFailed,
-        Outcome::SessionLost,
-        Outcome::OtherViolation,
-        Outcome::LossFree,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::CleanResume => "clean-resume",
-            Outcome::GapReported => "gap-reported",
-            Outcome::SilentLoss => "silent-loss",
-            Outcome::DuplicateExecution => "duplicate-execution",
-            Outcome::Unresolved => "unresolved",
-            Outcome::CallFailed => "call-failed",
-            Outcome::SessionLost => "session-lost",
-            Outcome::OtherViolation => "other-violation",
-            Outcome::LossFree => "loss-free",
-        }
-    }
-
-    /// The CSV column name.
-    pub fn column(self) -> String {
-        self.name().replace('-', "_")
-    }
-
-    /// Whether a cell keeps a replay command for its first run with this outcome.
-    pub fn notable(self) -> bool {
-        !matches!(self, Outcome::CleanResume | Outcome::LossFree)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// The invariant behind [`Outcome::SilentLoss`].
-pub const SILENT_LOSS: &str = "no-silent-event-loss";
-/// The invariant behind [`Outcome::DuplicateExecution`].
-pub const DUPLICATE_EXECUTION: &str = "no-duplicate-execution";
-/// The invariant behind [`Outcome::Unresolved`].
-pub const UNRESOLVED: &str = "every-call-resolves";
-
-/// How one run is counted.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunClass {
-    pub outcomes: BTreeSet<Outcome>,
-    /// The names of the violated invariants.
-    pub violations: BTreeSet<&'static str>,
-}
-
-/// Classifies a run from its trace and violations (the one place outcomes are defined):
-/// - `clean-resume`: a server `Resume` step with `Replayed`, no `AppGap`, no violation;
-/// - `gap-reported`: an `AppGap` step and no violation;
-/// - `silent-loss`, `duplicate-execution`, `unresolved`: that invariant was violated;
-/// - `call-failed`: an `AppError` or `AppUnknownOutcome` step; `session-lost`: `AppSessionLost`;
-/// - `other-violation`: any other invariant was violated;
-/// - `loss-free`: none of silent-loss, gap-reported's gap, unresolved, call-failed, session-lost.
-pub fn classify(trace: &Trace, violations: &[Violation]) -> RunClass {
-    let names: BTreeSet<&'static str> = violations.iter().map(|v| v.invariant.name()).collect();
-    let has = |pred: fn(&StepKind) -> bool| trace.steps.iter().any(|s| pred(&s.kind));
-    let gap = has(|k| matches!(k, StepKind::AppGap { .. }));
-    let replayed = has(|k| matches!(k, StepKind::Resume { outcome: ResumeOutcome::Replayed { .. }, .. }));
-    let failed = has(|k| matches!(k, StepKind::AppError { .. } | StepKind::AppUnknownOutcome { .. }));
-    let session_lost = has(|k| matches!(k, StepKind::AppSessionLost { .. }));
-    let (silent, duplicate, unresolved) =
-        (names.contains(SILENT_LOSS), names.contains(DUPLICATE_EXECUTION), names.contains(UNRESOLVED));
-    let other = names.iter().any(|n| ![SILENT_LOSS, DUPLICATE_EXECUTION, UNRESOLVED].contains(n));
-    let flags = [
-        (Outcome::CleanResume, replayed && !gap && names.is_empty()),
-        (Outcome::GapReported, gap && names.is_empty()),
-        (Outcome::SilentLoss, silent),
-        (Outcome::DuplicateExecution, duplicate),
-        (Outcome::Unresolved, unresolved),
-        (Outcome::CallFailed, failed),
-        (Outcome::SessionLost, session_lost),
-        (Outcome::OtherViolation, other),
-        (Outcome::LossFree, !(silent || gap || unresolved || failed || session_lost)),
-    ];
-    RunClass { outcomes: flags.iter().filter(|(_, on)| *on).map(|(o, _)| *o).collect(), violations: names }
-}
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // The grid
@@ -308,142 +187,11 @@ fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
 // Cell results
 // ---------------------------------------------------------------------------------------------
 
-/// The tally of one cell.
+/// One cell's values (one per varied key, as `show` writes it) and its tally.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CellResult {
-    /// One value per varied key, as `show` writes it.
+pub struct SweepCell {
     pub values: Vec<String>,
-    /// Runs (seeds `0..n`).
-    pub n: u64,
-    counts: [u64; Outcome::ALL.len()],
-    /// Runs that violated each invariant.
-    pub violations: BTreeMap<String, u64>,
-    /// The replay command of the first seed with each notable outcome.
-    pub replays: BTreeMap<Outcome, String>,
-}
-
-impl CellResult {
-    /// An empty tally.
-    pub fn new(values: Vec<String>) -> CellResult {
-        CellResult {
-            values,
-            n: 0,
-            counts: [0; Outcome::ALL.len()],
-            violations: BTreeMap::new(),
-            replays: BTreeMap::new(),
-        }
-    }
-
-    /// Counts one run.
-    pub fn add(&mut self, class: &RunClass, replay: impl Fn() -> String) {
-        self.n += 1;
-        for o in &class.outcomes {
-            self.counts[o.index()] += 1;
-            if o.notable() && !self.replays.contains_key(o) {
-                self.replays.insert(*o, replay());
-            }
-        }
-        for v in &class.violations {
-            *self.violations.entry(v.to_string()).or_default() += 1;
-        }
-    }
-
-    pub fn count(&self, o: Outcome) -> u64 {
-        self.counts[o.index()]
-    }
-
-    pub fn rate(&self, o: Outcome) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.count(o) as f64 / self.n as f64
-        }
-    }
-
-    /// The Wilson 95% interval of the rate.
-    pub fn interval(&self, o: Outcome) -> (f64, f64) {
-        wilson(self.count(o), self.n)
-    }
-}
-
-/// The command that re-runs one seed of a cell.
-pub fn replay_command(program: &str, scenario: &Scenario, seed: u64) -> String {
-    format!("{program} run {} --seed {seed}", scenario.cli_args())
-}
-
-/// Runs seeds `0..seeds` of one cell, counting each finished run in `runs`.
-pub fn run_cell(
-    cell: &Cell,
-    seeds: u64,
-    runner: &RunFn,
-    program: &str,
-    runs: &AtomicU64,
-) -> Result<CellResult, SimError> {
-    let mut result = CellResult::new(cell.values.clone());
-    for seed in 0..seeds {
-        let outcome = runner(&cell.scenario, seed).map_err(|e| {
-            SimError::Runtime(format!("{e} (replay: {})", replay_command(program, &cell.scenario, seed)))
-        })?;
-        result.add(&classify(&outcome.trace, &outcome.violations), || replay_command(program, &cell.scenario, seed));
-        runs.fetch_add(1, Ordering::Relaxed);
-    }
-    Ok(result)
-}
-
-/// Runs `cells` on `jobs` worker threads pulling from a shared queue, handing each result to
-/// `on_done` as it finishes (in completion order), and the number of runs finished so far to
-/// `on_tick` after each cell and twice a second in between. Stops at the first error.
-pub fn run_cells(
-    cells: &[&Cell],
-    seeds: u64,
-    jobs: usize,
-    runner: &RunFn,
-    program: &str,
-    mut on_done: impl FnMut(usize, CellResult) -> Result<(), SimError>,
-    mut on_tick: impl FnMut(u64),
-) -> Result<(), SimError> {
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let runs = AtomicU64::new(0);
-    let (tx, rx) = mpsc::channel::<(usize, Result<CellResult, SimError>)>();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, cells.len().max(1)) {
-            let tx = tx.clone();
-            let (next, stop, runs) = (&next, &stop, &runs);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= cells.len() || stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                if tx.send((i, run_cell(cells[i], seeds, runner, program, runs))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut first_error = None;
-        loop {
-            let (i, result) = match rx.recv_timeout(Duration::from_millis(500)) {
-                Ok(done) => done,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    on_tick(runs.load(Ordering::Relaxed));
-                    continue;
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            };
-            if first_error.is_some() {
-                continue;
-            }
-            match result.and_then(|r| on_done(i, r)) {
-                Ok(()) => on_tick(runs.load(Ordering::Relaxed)),
-                Err(e) => {
-                    stop.store(true, Ordering::SeqCst);
-                    first_error = Some(e);
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    })
+    pub tally: Tally,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -458,37 +206,40 @@ pub fn csv_header(varies: &[Vary]) -> Vec<String> {
         let c = o.column();
         h.extend([c.clone(), format!("{c}_rate"), format!("{c}_lo"), format!("{c}_hi")]);
     }
-    h.push("violations".into());
+    h.extend(["violations".into(), "first_violation_seed".into(), "replay_first_violation".into()]);
     h.extend(Outcome::ALL.iter().filter(|o| o.notable()).map(|o| format!("replay_{}", o.column())));
     h.push("base".into());
     h
 }
 
 /// One cell's row; `base` is the base scenario's command-line arguments.
-fn csv_row(r: &CellResult, base: &str) -> Vec<String> {
-    let mut row = r.values.clone();
+fn csv_row(cell: &SweepCell, base: &str) -> Vec<String> {
+    let r = &cell.tally;
+    let mut row = cell.values.clone();
     row.push(r.n.to_string());
     for o in Outcome::ALL {
         let (lo, hi) = r.interval(o);
         row.extend([r.count(o).to_string(), format!("{:.4}", r.rate(o)), format!("{lo:.4}"), format!("{hi:.4}")]);
     }
     row.push(r.violations.iter().map(|(k, n)| format!("{k}:{n}")).collect::<Vec<_>>().join(";"));
+    let (seed, replay) = r.first_violation.clone().map_or((String::new(), String::new()), |(s, c)| (s.to_string(), c));
+    row.extend([seed, replay]);
     row.extend(Outcome::ALL.iter().filter(|o| o.notable()).map(|o| r.replays.get(o).cloned().unwrap_or_default()));
     row.push(base.to_string());
     row
 }
 
-/// Reads a row written by [`csv_row`] back into a tally.
-fn parse_row(header: &[String], fields: &[String], keys: usize) -> Result<(CellResult, String), String> {
+/// Reads a row written by [`csv_row`] back into a cell.
+fn parse_row(header: &[String], fields: &csv::StringRecord, keys: usize) -> Result<(SweepCell, String), String> {
     if fields.len() != header.len() {
         return Err(format!("{} fields where the header has {}", fields.len(), header.len()));
     }
-    let field = |name: &str| header.iter().position(|h| h == name).map(|i| fields[i].as_str()).unwrap_or_default();
+    let field = |name: &str| header.iter().position(|h| h == name).and_then(|i| fields.get(i)).unwrap_or_default();
     let number = |name: &str| field(name).parse::<u64>().map_err(|_| format!("{name} is not a count"));
-    let mut r = CellResult::new(fields[..keys].to_vec());
+    let mut r = Tally::new();
     r.n = number("n")?;
     for o in Outcome::ALL {
-        r.counts[o.index()] = number(&o.column())?;
+        r.set_count(o, number(&o.column())?);
         let replay = field(&format!("replay_{}", o.column()));
         if !replay.is_empty() {
             r.replays.insert(o, replay.to_string());
@@ -498,53 +249,27 @@ fn parse_row(header: &[String], fields: &[String], keys: usize) -> Result<(CellR
         let (name, n) = part.rsplit_once(':').ok_or_else(|| format!("violations entry {part:?} is not name:count"))?;
         r.violations.insert(name.into(), n.parse().map_err(|_| format!("violations entry {part:?}"))?);
     }
-    Ok((r, field("base").to_string()))
-}
-
-/// One CSV line: fields quoted when they hold a comma, a quote or a line break.
-pub fn csv_line(fields: &[String]) -> String {
-    let quoted: Vec<String> = fields
-        .iter()
-        .map(|f| if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.clone() })
-        .collect();
-    quoted.join(",")
-}
-
-/// Splits one CSV line written by [`csv_line`].
-pub fn parse_csv_line(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            (true, '"') => quoted = false,
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, ',') => fields.push(std::mem::take(&mut field)),
-            (_, c) => field.push(c),
-        }
+    if !field("first_violation_seed").is_empty() {
+        r.first_violation = Some((number("first_violation_seed")?, field("replay_first_violation").to_string()));
     }
-    if quoted {
-        return Err("a quoted field is not closed".into());
-    }
-    fields.push(field);
-    Ok(fields)
+    let values = fields.iter().take(keys).map(str::to_string).collect();
+    Ok((SweepCell { values, tally: r }, field("base").to_string()))
 }
 
-/// Where rows go as cells finish.
+/// Where rows go as cells finish, in grid order.
 struct CsvSink {
     path: PathBuf,
-    file: File,
+    writer: csv::Writer<File>,
     base: String,
+}
+
+fn io_error(path: &Path, e: impl std::fmt::Display) -> SimError {
+    SimError::Io { path: path.display().to_string(), problem: e.to_string() }
 }
 
 impl CsvSink {
     /// Opens the CSV before any run: a fresh file with its header, or with `resume` an existing
-    /// one whose header must match, read back into tallies.
+    /// one whose header must match, read back into cells.
     fn open(
         path: &Path,
         header: &[String],
@@ -552,145 +277,102 @@ impl CsvSink {
         base: &str,
         seeds: u64,
         resume: bool,
-    ) -> Result<(CsvSink, Vec<CellResult>), SimError> {
-        let io = |e: std::io::Error| SimError::Io { path: path.display().to_string(), problem: e.to_string() };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir)
-                .map_err(|e| SimError::Io { path: dir.display().to_string(), problem: e.to_string() })?;
-        }
-        let existing = if resume && path.exists() { Some(fs::read_to_string(path).map_err(io)?) } else { None };
-        let sink = |file| CsvSink { path: path.to_path_buf(), file, base: base.to_string() };
-        let Some(text) = existing.filter(|t| !t.trim().is_empty()) else {
-            let mut file = File::create(path).map_err(io)?;
-            writeln!(file, "{}", csv_line(header)).map_err(io)?;
-            return Ok((sink(file), vec![]));
+    ) -> Result<(CsvSink, Vec<SweepCell>), SimError> {
+        check_writable(path)?;
+        let existing =
+            if resume && path.exists() { Some(fs::read(path).map_err(|e| io_error(path, e))?) } else { None };
+        let sink = |writer| CsvSink { path: path.to_path_buf(), writer, base: base.to_string() };
+        let Some(bytes) = existing.filter(|t| !t.trim_ascii().is_empty()) else {
+            let mut writer = csv::Writer::from_path(path).map_err(|e| io_error(path, e))?;
+            writer.write_record(header).and_then(|()| Ok(writer.flush()?)).map_err(|e| io_error(path, e))?;
+            return Ok((sink(writer), vec![]));
         };
-        let rows = read_rows(path, &text, header, keys, base, seeds)?;
-        let file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        let (rows, complete) = read_rows(path, &bytes, header, keys, base, seeds)?;
+        let file = OpenOptions::new().append(true).open(path).map_err(|e| io_error(path, e))?;
         // A row cut short by an interrupted write is dropped: its cell runs again.
-        if !text.ends_with('\n') {
-            file.set_len(text.rfind('\n').map_or(0, |i| i + 1) as u64).map_err(io)?;
+        if complete < bytes.len() {
+            file.set_len(complete as u64).map_err(|e| io_error(path, e))?;
         }
-        Ok((sink(file), rows))
+        Ok((sink(csv::WriterBuilder::new().from_writer(file)), rows))
     }
 
-    fn append(&mut self, r: &CellResult) -> Result<(), SimError> {
-        let line = csv_line(&csv_row(r, &self.base));
-        writeln!(self.file, "{line}")
-            .and_then(|_| self.file.flush())
-            .map_err(|e| SimError::Io { path: self.path.display().to_string(), problem: e.to_string() })
+    fn append(&mut self, cell: &SweepCell) -> Result<(), SimError> {
+        let row = csv_row(cell, &self.base);
+        self.writer.write_record(&row).map_err(|e| io_error(&self.path, e))?;
+        self.writer.flush().map_err(|e| io_error(&self.path, e))
     }
 }
 
-/// The complete rows of an existing CSV, refusing one from another sweep.
+/// Writes the whole CSV anew (header, then `rows` in order) through a temporary file, so that
+/// the file is never half written.
+fn rewrite_csv(path: &Path, header: &[String], rows: &[Vec<String>]) -> Result<(), SimError> {
+    let name = path.file_name().map_or("sweep.csv".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut writer = csv::Writer::from_path(&tmp).map_err(|e| io_error(&tmp, e))?;
+    for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        writer.write_record(row).map_err(|e| io_error(&tmp, e))?;
+    }
+    writer.flush().map_err(|e| io_error(&tmp, e))?;
+    drop(writer);
+    fs::rename(&tmp, path).map_err(|e| io_error(path, e))
+}
+
+/// The complete rows of an existing CSV and the length in bytes they take (a last record cut
+/// short is not complete), refusing a file from another sweep.
 fn read_rows(
     path: &Path,
-    text: &str,
+    bytes: &[u8],
     header: &[String],
     keys: usize,
     base: &str,
     seeds: u64,
-) -> Result<Vec<CellResult>, SimError> {
+) -> Result<(Vec<SweepCell>, usize), SimError> {
     let refuse = |problem: String| SimError::Usage(format!("--resume {}: {problem}", path.display()));
-    let mut lines = text.lines();
-    let found = parse_csv_line(lines.next().unwrap_or_default()).map_err(|p| refuse(format!("line 1: {p}")))?;
-    if found != header {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
+    let mut records = Vec::new();
+    let mut record = csv::StringRecord::new();
+    loop {
+        let start = reader.position().byte() as usize;
+        let more = reader.read_record(&mut record).map_err(|e| refuse(e.to_string()))?;
+        if !more {
+            break;
+        }
+        let end = (reader.position().byte() as usize).min(bytes.len());
+        records.push((start, end, record.clone()));
+    }
+    let line = |record: &csv::StringRecord| record.position().map_or(0, |p| p.line());
+    let Some((_, header_end, found)) = records.first() else {
+        return Err(refuse("no header".into()));
+    };
+    if found.iter().ne(header.iter().map(String::as_str)) {
         return Err(refuse(format!(
             "its header does not match this sweep (found {:?}, expected {:?}); sweep the same keys or use another file",
             found.iter().take(keys + 1).collect::<Vec<_>>(),
             header.iter().take(keys + 1).collect::<Vec<_>>()
         )));
     }
-    let complete = if text.ends_with('\n') { text.lines().count() } else { text.lines().count() - 1 };
+    let mut complete = *header_end;
     let mut rows = Vec::new();
-    for (no, line) in lines.enumerate().take(complete.saturating_sub(1)) {
-        let fields = parse_csv_line(line).map_err(|p| refuse(format!("line {}: {p}", no + 2)))?;
-        let (row, row_base) = parse_row(header, &fields, keys).map_err(|p| refuse(format!("line {}: {p}", no + 2)))?;
-        if row_base != base {
-            return Err(refuse(format!("line {} is from another scenario ({row_base}); this sweep is {base}", no + 2)));
+    let last = records.len() - 1;
+    for (k, (start, end, record)) in records.iter().enumerate().skip(1) {
+        // Rows are written whole: only the last can have been cut short by an interrupted write.
+        let whole = bytes[..*end].ends_with(b"\n") && record.len() == header.len();
+        if k == last && !whole {
+            complete = *start;
+            break;
         }
-        if row.n != seeds {
-            return Err(refuse(format!("line {} ran {} seeds; this sweep runs {seeds}", no + 2, row.n)));
+        let at = line(record);
+        let (row, row_base) = parse_row(header, record, keys).map_err(|p| refuse(format!("line {at}: {p}")))?;
+        if row_base != base {
+            return Err(refuse(format!("line {at} is from another scenario ({row_base}); this sweep is {base}")));
+        }
+        if row.tally.n != seeds {
+            return Err(refuse(format!("line {at} ran {} seeds; this sweep runs {seeds}", row.tally.n)));
         }
         rows.push(row);
+        complete = *end;
     }
-    Ok(rows)
-}
-
-/// Fails before any run if `path` cannot be written.
-fn check_writable(path: &Path) -> Result<(), SimError> {
-    let io = |p: &Path, e: std::io::Error| SimError::Io { path: p.display().to_string(), problem: e.to_string() };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    }
-    OpenOptions::new().append(true).create(true).open(path).map(drop).map_err(|e| io(path, e))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Progress
-// ---------------------------------------------------------------------------------------------
-
-/// Cells done, runs per second and time left, on stderr: redrawn in place on a terminal (at
-/// most five times a second), a line every five seconds otherwise.
-struct Progress {
-    enabled: bool,
-    terminal: bool,
-    cells: usize,
-    cells_done: usize,
-    /// Runs of the whole sweep, and finished so far.
-    runs: u64,
-    runs_done: u64,
-    started: WallClock,
-    last_line: Option<WallClock>,
-}
-
-impl Progress {
-    fn new(enabled: bool, cells: usize, seeds: u64) -> Progress {
-        Progress {
-            enabled,
-            terminal: std::io::stderr().is_terminal(),
-            cells,
-            cells_done: 0,
-            runs: cells as u64 * seeds,
-            runs_done: 0,
-            started: WallClock::now(),
-            last_line: None,
-        }
-    }
-
-    fn cell_done(&mut self) {
-        self.cells_done += 1;
-    }
-
-    fn runs_done(&mut self, runs: u64) {
-        self.runs_done = runs;
-        let every = Duration::from_millis(if self.terminal { 200 } else { 5000 });
-        let due = self.last_line.is_none_or(|t| t.elapsed() >= every);
-        if self.enabled && (due || self.cells_done == self.cells) {
-            self.last_line = Some(WallClock::now());
-            let end = if self.terminal { "" } else { "\n" };
-            eprint!("\r{}{end}", self.line());
-        }
-    }
-
-    fn line(&self) -> String {
-        let elapsed = self.started.elapsed().as_secs_f64().max(1e-3);
-        let rate = self.runs_done as f64 / elapsed;
-        let left = if rate > 0.0 { (self.runs - self.runs_done) as f64 / rate } else { 0.0 };
-        format!(
-            "sweep: {}/{} cells, {:.1} runs/s, {} left   ",
-            self.cells_done,
-            self.cells,
-            rate,
-            format_duration(Duration::from_secs(left.ceil() as u64))
-        )
-    }
-
-    fn finish(&self) {
-        if self.enabled && self.terminal && self.last_line.is_some() {
-            eprintln!();
-        }
-    }
+    Ok((rows, complete))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -707,28 +389,13 @@ pub struct SweepOptions {
     pub csv: Option<PathBuf>,
     /// Skip the cells already in `csv` (which must come from the same sweep).
     pub resume: bool,
-    /// Write an SVG plot here.
-    pub plot: Option<PathBuf>,
     /// The loss-free rate a cell needs to count as safe (1.0: every seed).
     pub threshold: f64,
-    /// How replay commands start (`mcpsim`, `cargo run -p mcpsim --`).
-    pub program: String,
-    /// Show progress on stderr.
-    pub progress: bool,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        SweepOptions {
-            seeds: 20,
-            jobs: 0,
-            csv: None,
-            resume: false,
-            plot: None,
-            threshold: 1.0,
-            program: "mcpsim".into(),
-            progress: true,
-        }
+        SweepOptions { seeds: 20, jobs: 0, csv: None, resume: false, threshold: 1.0 }
     }
 }
 
@@ -770,7 +437,7 @@ pub struct SweepReport {
     pub threshold: f64,
     pub varies: Vec<Vary>,
     /// In grid order, resumed cells included.
-    pub cells: Vec<CellResult>,
+    pub cells: Vec<SweepCell>,
     /// How many cells were read back from the CSV instead of run.
     pub resumed: usize,
     /// Which vary the boundaries run along (the other is fixed per line).
@@ -778,13 +445,23 @@ pub struct SweepReport {
     pub boundaries: Vec<Boundary>,
 }
 
-/// Validates, runs and reports a sweep. Nothing runs until keys, values, the CSV (and its header
-/// on `--resume`) and the plot path have been checked.
+impl SweepReport {
+    /// Whether any run of any cell violated an invariant (the command then exits 1).
+    pub fn violated(&self) -> bool {
+        self.cells.iter().any(|c| c.tally.violated())
+    }
+}
+
+/// Validates, runs and reports a sweep. Nothing runs until keys, values and the CSV (and its
+/// header on `--resume`) have been checked. Rows reach the CSV in grid order as the cells before
+/// them finish; when the sweep is done the file is rewritten in grid order, resumed rows
+/// included (rows of cells outside this grid are kept, after them).
 pub fn sweep(
     base: &Scenario,
     vary_specs: &[String],
     opts: &SweepOptions,
     runner: &RunFn,
+    progress: &dyn Progress,
 ) -> Result<SweepReport, SimError> {
     if opts.seeds == 0 {
         return Err(SimError::Usage("a sweep needs at least one seed per cell".into()));
@@ -797,9 +474,6 @@ pub fn sweep(
     }
     let varies = vary_specs.iter().map(|s| parse_vary(s)).collect::<Result<Vec<_>, _>>()?;
     let grid = build_grid(base, varies)?;
-    if let Some(plot) = &opts.plot {
-        check_writable(plot)?;
-    }
     let header = csv_header(&grid.varies);
     let keys = grid.varies.len();
     let base_args = base.cli_args();
@@ -810,32 +484,32 @@ pub fn sweep(
         }
         None => (None, vec![]),
     };
-    let mut results: Vec<Option<CellResult>> = vec![None; grid.cells.len()];
+    let mut results: Vec<Option<SweepCell>> = vec![None; grid.cells.len()];
+    let mut outside = Vec::new();
     for row in existing {
-        if let Some(i) = grid.cells.iter().position(|c| c.values == row.values) {
-            results[i].get_or_insert(row);
+        match grid.cells.iter().position(|c| c.values == row.values) {
+            Some(i) if results[i].is_none() => results[i] = Some(row),
+            Some(_) => {}
+            None => outside.push(row),
         }
     }
     let resumed = results.iter().flatten().count();
     let todo: Vec<usize> = (0..grid.cells.len()).filter(|i| results[*i].is_none()).collect();
-    let cells: Vec<&Cell> = todo.iter().map(|i| &grid.cells[*i]).collect();
-    let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.jobs };
-    let progress = std::cell::RefCell::new(Progress::new(opts.progress, cells.len(), opts.seeds));
-    let on_done = |i: usize, result: CellResult| {
-        if let Some(sink) = sink.as_mut() {
-            sink.append(&result)?;
-        }
-        progress.borrow_mut().cell_done();
-        results[todo[i]] = Some(result);
-        Ok(())
-    };
-    let outcome = run_cells(&cells, opts.seeds, jobs, runner, &opts.program, on_done, |runs| {
-        progress.borrow_mut().runs_done(runs)
-    });
-    let progress = progress.into_inner();
-    progress.finish();
-    outcome?;
-    let cells: Vec<CellResult> = results.into_iter().map(|r| r.expect("every cell ran or was resumed")).collect();
+    let cells: Vec<PoolCell> =
+        todo.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
+    let tallies = run_cells(&cells, opts.jobs, runner, progress, |k, tally| match sink.as_mut() {
+        Some(sink) => sink.append(&SweepCell { values: grid.cells[todo[k]].values.clone(), tally: tally.clone() }),
+        None => Ok(()),
+    })?;
+    for (i, tally) in todo.iter().zip(tallies) {
+        results[*i] = Some(SweepCell { values: grid.cells[*i].values.clone(), tally });
+    }
+    let cells: Vec<SweepCell> = results.into_iter().map(|r| r.expect("every cell ran or was resumed")).collect();
+    if let (Some(path), Some(sink)) = (&opts.csv, sink) {
+        drop(sink);
+        let rows: Vec<Vec<String>> = cells.iter().chain(&outside).map(|c| csv_row(c, &base_args)).collect();
+        rewrite_csv(path, &header, &rows)?;
+    }
     let mut report = SweepReport {
         client: base.client.name.clone(),
         server: base.server.name.clone(),
@@ -849,10 +523,6 @@ pub fn sweep(
         boundaries: vec![],
     };
     report.boundaries = boundaries(base, &report);
-    #[cfg(feature = "cli")]
-    if let Some(plot) = &opts.plot {
-        crate::report::plot::plot_sweep(&report, plot)?;
-    }
     Ok(report)
 }
 
@@ -877,7 +547,7 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
     fixed_values
         .into_iter()
         .map(|value| {
-            let line: Vec<&CellResult> =
+            let line: Vec<&SweepCell> =
                 report.cells.iter().filter(|c| fixed.zip(value).is_none_or(|(f, v)| &c.values[f] == v)).collect();
             let mut scenario = base.clone();
             let fixed_pair = fixed.zip(value).map(|(f, v)| (report.varies[f].key, v.clone()));
@@ -900,13 +570,13 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
 }
 
 /// Whether a cell's loss-free rate reaches the threshold.
-fn safe(cell: &CellResult, threshold: f64) -> bool {
-    cell.n > 0 && cell.rate(Outcome::LossFree) >= threshold - 1e-12
+fn safe(cell: &SweepCell, threshold: f64) -> bool {
+    cell.tally.n > 0 && cell.tally.rate(Outcome::LossFree) >= threshold - 1e-12
 }
 
 /// The smallest value of the line from which on every cell is safe (values must be numeric).
-pub fn measure(line: &[&CellResult], along: usize, threshold: f64) -> Option<Measured> {
-    let mut points: Vec<(f64, &CellResult)> =
+pub fn measure(line: &[&SweepCell], along: usize, threshold: f64) -> Option<Measured> {
+    let mut points: Vec<(f64, &SweepCell)> =
         line.iter().map(|c| numeric(&c.values[along]).map(|x| (x, *c))).collect::<Option<Vec<_>>>()?;
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     let first_safe = points.iter().rposition(|(_, c)| !safe(c, threshold)).map_or(0, |i| i + 1);
@@ -914,9 +584,9 @@ pub fn measure(line: &[&CellResult], along: usize, threshold: f64) -> Option<Mea
     Some(Measured {
         value: cell.values[along].clone(),
         x: *x,
-        loss_free: cell.count(Outcome::LossFree),
-        n: cell.n,
-        interval: cell.interval(Outcome::LossFree),
+        loss_free: cell.tally.count(Outcome::LossFree),
+        n: cell.tally.n,
+        interval: cell.tally.interval(Outcome::LossFree),
         whole_line: first_safe == 0,
     })
 }
@@ -953,12 +623,12 @@ pub fn render_report(report: &SweepReport) -> String {
         "failed"
     ));
     for c in &report.cells {
-        let (lo, hi) = c.interval(Outcome::LossFree);
-        let count = |o| format!("{}", c.count(o));
+        let (lo, hi) = c.tally.interval(Outcome::LossFree);
+        let count = |o| format!("{}", c.tally.count(o));
         out.push_str(&format!(
             "{:<30} {:>22} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
             c.values.join(" × "),
-            format!("{:.2} [{lo:.2}, {hi:.2}]", c.rate(Outcome::LossFree)),
+            format!("{:.2} [{lo:.2}, {hi:.2}]", c.tally.rate(Outcome::LossFree)),
             count(Outcome::SilentLoss),
             count(Outcome::GapReported),
             count(Outcome::Unresolved),
@@ -1001,68 +671,20 @@ fn render_boundary(b: &Boundary, threshold: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpsim_model::ids::{CallKey, EventId, SessionId};
-    use mcpsim_model::time::Instant;
-    use mcpsim_model::trace::{Actor, Step};
+    use crate::studies::pool::{RunOutcome, Silent};
+    use crate::studies::stats::wilson;
+    use crate::studies::tally::tests::{gap, replayed, trace_of, violation};
+    use crate::studies::tally::{RunClass, SILENT_LOSS};
+    use std::collections::BTreeSet;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
-    fn trace_of(kinds: Vec<StepKind>) -> Trace {
-        let mut t = Trace::new(0, serde_json::json!({}));
-        for (i, kind) in kinds.into_iter().enumerate() {
-            t.steps.push(Step { seq: i as u64, t: i as u64, actor: Actor::App, client: None, kind });
-        }
-        t
-    }
-
-    fn replayed() -> StepKind {
-        StepKind::Resume {
-            session: SessionId::from("s"),
-            last_event_id: EventId::from("1-5"),
-            stream: None,
-            outcome: ResumeOutcome::Replayed { replayed: 3 },
-        }
-    }
-
-    fn gap() -> StepKind {
-        StepKind::AppGap {
-            session: SessionId::from("s"),
-            call: Some(CallKey(0)),
-            after: None,
-            head: EventId::from("1-9"),
-        }
-    }
-
-    fn violation(invariant: &'static str) -> Violation {
-        Violation {
-            invariant: invariant.parse().expect("a known invariant"),
-            step: 0,
-            at: Instant(0),
-            subject: "call0".into(),
-            detail: String::new(),
-        }
-    }
-
-    fn outcomes(class: &RunClass) -> Vec<&'static str> {
-        class.outcomes.iter().map(|o| o.name()).collect()
-    }
-
-    #[test]
-    fn runs_are_classified_by_what_the_application_saw() {
-        assert_eq!(outcomes(&classify(&trace_of(vec![replayed()]), &[])), ["clean-resume", "loss-free"]);
-        assert_eq!(outcomes(&classify(&trace_of(vec![replayed(), gap()]), &[])), ["gap-reported"]);
-        assert_eq!(outcomes(&classify(&trace_of(vec![]), &[])), ["loss-free"], "no break at all is loss-free");
-        let silent = classify(&trace_of(vec![replayed()]), &[violation(SILENT_LOSS)]);
-        assert_eq!(outcomes(&silent), ["silent-loss"]);
-        let several = classify(
-            &trace_of(vec![gap(), StepKind::AppError { call: CallKey(0), error: "x".into() }]),
-            &[violation(DUPLICATE_EXECUTION), violation(UNRESOLVED), violation("no-orphaned-session")],
-        );
-        assert_eq!(outcomes(&several), ["duplicate-execution", "unresolved", "call-failed", "other-violation"]);
-        assert_eq!(
-            several.violations.iter().copied().collect::<Vec<_>>(),
-            [UNRESOLVED, DUPLICATE_EXECUTION, "no-orphaned-session"]
-        );
-        let lost = classify(&trace_of(vec![StepKind::AppSessionLost { session: SessionId::from("s") }]), &[]);
-        assert_eq!(outcomes(&lost), ["session-lost"]);
+    fn run_sweep(
+        base: &Scenario,
+        specs: &[String],
+        opts: &SweepOptions,
+        runner: &RunFn,
+    ) -> Result<SweepReport, SimError> {
+        sweep(base, specs, opts, runner, &Silent)
     }
 
     #[test]
@@ -1160,7 +782,7 @@ mod tests {
     }
 
     fn options(dir: &Path, seeds: u64, jobs: usize) -> SweepOptions {
-        SweepOptions { seeds, jobs, csv: Some(dir.join("out.csv")), progress: false, ..SweepOptions::default() }
+        SweepOptions { seeds, jobs, csv: Some(dir.join("out.csv")), ..SweepOptions::default() }
     }
 
     fn temp_dir(name: &str) -> PathBuf {
@@ -1170,19 +792,26 @@ mod tests {
         dir
     }
 
+    /// The fields of every record of a CSV file.
+    fn records(path: &Path) -> Vec<Vec<String>> {
+        let mut reader = csv::ReaderBuilder::new().has_headers(false).from_path(path).unwrap();
+        reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect()
+    }
+
     #[test]
     fn a_sweep_counts_outcomes_and_finds_the_boundary_advise_predicts() {
         let dir = temp_dir("boundary");
         let calls = AtomicU64::new(0);
         let specs = vec!["server.retention=200..260:10".to_string()];
-        let report = sweep(&chatty(), &specs, &options(&dir, 10, 3), &fake(&calls)).unwrap();
+        let report = run_sweep(&chatty(), &specs, &options(&dir, 10, 3), &fake(&calls)).unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 70);
         let values: Vec<&str> = report.cells.iter().map(|c| c.values[0].as_str()).collect();
         assert_eq!(values, ["200", "210", "220", "230", "240", "250", "260"]);
-        let at240 = &report.cells[4];
+        let at240 = &report.cells[4].tally;
         assert_eq!((at240.count(Outcome::LossFree), at240.count(Outcome::GapReported), at240.n), (5, 5, 10));
         assert_eq!(at240.interval(Outcome::LossFree), wilson(5, 10));
         assert!(at240.replays[&Outcome::GapReported].ends_with("--set server.retention=240 --seed 0"));
+        assert!(!report.violated(), "gaps are reported, nothing is violated");
         let b = &report.boundaries[0];
         assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(242.0));
         let m = b.measured.as_ref().unwrap();
@@ -1193,7 +822,7 @@ mod tests {
         assert!(text.contains("+0.80 grid steps"), "{text}");
         // A lower threshold accepts 240, where half the seeds are loss-free.
         let lenient = SweepOptions { threshold: 0.5, csv: None, ..options(&dir, 10, 3) };
-        let report = sweep(&chatty(), &specs, &lenient, &fake(&calls)).unwrap();
+        let report = run_sweep(&chatty(), &specs, &lenient, &fake(&calls)).unwrap();
         assert_eq!(report.boundaries[0].measured.as_ref().map(|m| m.value.as_str()), Some("240"));
     }
 
@@ -1204,13 +833,54 @@ mod tests {
         let specs = vec!["server.retention=230..250:5".to_string(), "server.unhonourable=410,silent-head".to_string()];
         let mut base = chatty();
         base.server.name = "silent-head".into();
-        let one = sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 1) }, &fake(&calls)).unwrap();
-        let four = sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 4) }, &fake(&calls)).unwrap();
+        let one = run_sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 1) }, &fake(&calls)).unwrap();
+        let four = run_sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 4) }, &fake(&calls)).unwrap();
         assert_eq!(one.cells, four.cells);
         assert_eq!(one.boundaries, four.boundaries);
-        assert_eq!(one.cells[0].count(Outcome::SilentLoss), 6);
+        assert_eq!(one.cells[0].tally.count(Outcome::SilentLoss), 6);
+        assert!(one.violated());
         assert_eq!(one.along, 0, "boundaries run along the predicted key");
         assert_eq!(one.boundaries.len(), 2);
+    }
+
+    #[test]
+    fn two_identical_sweeps_write_byte_identical_csv_files_in_grid_order() {
+        let dir = temp_dir("bytes");
+        let calls = AtomicU64::new(0);
+        let specs = vec!["server.retention=230..250:5".to_string(), "server.unhonourable=410,silent-head".to_string()];
+        // Lower cells take longer, so with two workers they finish out of grid order.
+        let slow_low = |s: &Scenario, seed: u64| {
+            let r = u64::from(s.server.retention.max_events.unwrap_or(0));
+            let mut x = 0u64;
+            for k in 0..(260 - r) * 5_000 {
+                x = x.wrapping_mul(31).wrapping_add(k);
+            }
+            std::hint::black_box(x);
+            fake(&calls)(s, seed)
+        };
+        let a = SweepOptions { csv: Some(dir.join("a.csv")), ..options(&dir, 4, 2) };
+        let b = SweepOptions { csv: Some(dir.join("b.csv")), ..options(&dir, 4, 2) };
+        run_sweep(&chatty(), &specs, &a, &slow_low).unwrap();
+        run_sweep(&chatty(), &specs, &b, &slow_low).unwrap();
+        let (a, b) = (fs::read(dir.join("a.csv")).unwrap(), fs::read(dir.join("b.csv")).unwrap());
+        assert_eq!(a, b);
+        let rows = records(&dir.join("a.csv"));
+        let cells: Vec<String> = rows[1..].iter().map(|r| format!("{} {}", r[0], r[1])).collect();
+        assert_eq!(
+            cells,
+            [
+                "230 410",
+                "230 silent-head",
+                "235 410",
+                "235 silent-head",
+                "240 410",
+                "240 silent-head",
+                "245 410",
+                "245 silent-head",
+                "250 410",
+                "250 silent-head"
+            ]
+        );
     }
 
     #[test]
@@ -1218,7 +888,7 @@ mod tests {
         let dir = temp_dir("resume");
         let calls = AtomicU64::new(0);
         let opts = options(&dir, 4, 2);
-        sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
+        run_sweep(&chatty(), &["server.retention=200,300".to_string()], &opts, &fake(&calls)).unwrap();
         let text = fs::read_to_string(dir.join("out.csv")).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
@@ -1230,11 +900,40 @@ mod tests {
         assert!(row200.starts_with("200,4,0,0.0000,0.0000,0.4899,4,1.0000,"), "{row200}");
         calls.store(0, Ordering::SeqCst);
         let resumed = SweepOptions { resume: true, ..opts.clone() };
-        let report = sweep(&chatty(), &["server.retention=200,250,300".to_string()], &resumed, &fake(&calls)).unwrap();
+        let grid = ["server.retention=200,250,300".to_string()];
+        let report = run_sweep(&chatty(), &grid, &resumed, &fake(&calls)).unwrap();
         assert_eq!((calls.load(Ordering::SeqCst), report.resumed), (4, 2), "only the new cell runs");
-        assert_eq!(fs::read_to_string(dir.join("out.csv")).unwrap().lines().count(), 4);
-        assert_eq!(report.cells[0].count(Outcome::GapReported), 4, "resumed tallies are read back");
-        assert!(report.cells[0].replays[&Outcome::GapReported].contains("--seed 0"));
+        let rows = records(&dir.join("out.csv"));
+        let firsts: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(firsts, ["server.retention", "200", "250", "300"], "rewritten in grid order");
+        assert_eq!(report.cells[0].tally.count(Outcome::GapReported), 4, "resumed tallies are read back");
+        assert!(report.cells[0].tally.replays[&Outcome::GapReported].contains("--seed 0"));
+        // Resuming a finished sweep runs nothing and reads back the same tallies.
+        calls.store(0, Ordering::SeqCst);
+        let again = run_sweep(&chatty(), &grid, &resumed, &fake(&calls)).unwrap();
+        assert_eq!((calls.load(Ordering::SeqCst), again.resumed), (0, 3));
+        assert_eq!(again.cells, report.cells);
+    }
+
+    #[test]
+    fn fields_with_a_newline_a_comma_and_quotes_round_trip_through_resume() {
+        let dir = temp_dir("newline");
+        let calls = AtomicU64::new(0);
+        // An override whose value holds a comma, a quote and a line break: it reaches the base
+        // column and every replay command.
+        let mut base = chatty();
+        base.server.name = "silent-head".into();
+        base.overrides.push(("note".into(), "a, \"b\"\nc".into()));
+        let opts = options(&dir, 3, 2);
+        let first = run_sweep(&base, &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
+        let replay = &first.cells[0].tally.replays[&Outcome::SilentLoss];
+        assert!(replay.contains("--set 'note=a, \"b\"\nc'"), "{replay}");
+        assert_eq!(first.cells[0].tally.first_violation.as_ref().map(|(s, r)| (*s, r)), Some((0, replay)));
+        calls.store(0, Ordering::SeqCst);
+        let resumed = SweepOptions { resume: true, ..opts };
+        let again = run_sweep(&base, &["server.retention=200,250".to_string()], &resumed, &fake(&calls)).unwrap();
+        assert_eq!((calls.load(Ordering::SeqCst), again.resumed), (0, 2), "both rows read back");
+        assert_eq!(again.cells, first.cells);
     }
 
     #[test]
@@ -1242,21 +941,22 @@ mod tests {
         let dir = temp_dir("refuse");
         let calls = AtomicU64::new(0);
         let opts = options(&dir, 4, 2);
-        sweep(&chatty(), &["server.retention=200".to_string()], &opts, &fake(&calls)).unwrap();
+        run_sweep(&chatty(), &["server.retention=200".to_string()], &opts, &fake(&calls)).unwrap();
         calls.store(0, Ordering::SeqCst);
         let resumed = SweepOptions { resume: true, ..opts.clone() };
-        let err = sweep(&chatty(), &["server.retention_window=1m".to_string()], &resumed, &fake(&calls)).unwrap_err();
+        let err =
+            run_sweep(&chatty(), &["server.retention_window=1m".to_string()], &resumed, &fake(&calls)).unwrap_err();
         assert!(err.to_string().contains("header does not match"), "{err}");
-        let err = sweep(
+        let err = run_sweep(
             &chatty(),
             &["server.retention=300".to_string()],
             &SweepOptions { seeds: 5, ..resumed.clone() },
             &fake(&calls),
         )
         .unwrap_err();
-        assert!(err.to_string().contains("ran 4 seeds; this sweep runs 5"), "{err}");
+        assert!(err.to_string().contains("line 2 ran 4 seeds; this sweep runs 5"), "{err}");
         let other = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
-        let err = sweep(&other, &["server.retention=300".to_string()], &resumed, &fake(&calls)).unwrap_err();
+        let err = run_sweep(&other, &["server.retention=300".to_string()], &resumed, &fake(&calls)).unwrap_err();
         assert!(err.to_string().contains("another scenario"), "{err}");
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
@@ -1266,12 +966,12 @@ mod tests {
         let dir = temp_dir("cut");
         let calls = AtomicU64::new(0);
         let opts = options(&dir, 2, 1);
-        sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
+        run_sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
         let path = dir.join("out.csv");
         let text = fs::read_to_string(&path).unwrap();
         fs::write(&path, &text[..text.len() - 10]).unwrap();
         calls.store(0, Ordering::SeqCst);
-        let report = sweep(
+        let report = run_sweep(
             &chatty(),
             &["server.retention=200,250".to_string()],
             &SweepOptions { resume: true, ..opts },
@@ -1279,11 +979,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((calls.load(Ordering::SeqCst), report.resumed), (2, 1));
-        let text = fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 3);
-        assert!(text.lines().all(
-            |l| parse_csv_line(l).unwrap().len() == csv_header(&[parse_vary("server.retention=1").unwrap()]).len()
-        ));
+        assert_eq!(fs::read_to_string(&path).unwrap(), text, "the same file as before the cut");
     }
 
     #[test]
@@ -1294,15 +990,13 @@ mod tests {
         fs::write(&blocker, "x").unwrap();
         let specs = vec!["server.retention=200".to_string()];
         let under_file = SweepOptions { csv: Some(blocker.join("out.csv")), ..options(&dir, 2, 1) };
-        assert!(matches!(sweep(&chatty(), &specs, &under_file, &fake(&calls)), Err(SimError::Io { .. })));
-        let plot = SweepOptions { plot: Some(blocker.join("p.svg")), ..options(&dir, 2, 1) };
-        assert!(matches!(sweep(&chatty(), &specs, &plot, &fake(&calls)), Err(SimError::Io { .. })));
+        assert!(matches!(run_sweep(&chatty(), &specs, &under_file, &fake(&calls)), Err(SimError::Io { .. })));
         assert!(matches!(
-            sweep(&chatty(), &specs, &SweepOptions { seeds: 0, ..options(&dir, 2, 1) }, &fake(&calls)),
+            run_sweep(&chatty(), &specs, &SweepOptions { seeds: 0, ..options(&dir, 2, 1) }, &fake(&calls)),
             Err(SimError::Usage(_))
         ));
         let no_csv = SweepOptions { csv: None, resume: true, ..options(&dir, 2, 1) };
-        assert!(matches!(sweep(&chatty(), &specs, &no_csv, &fake(&calls)), Err(SimError::Usage(_))));
+        assert!(matches!(run_sweep(&chatty(), &specs, &no_csv, &fake(&calls)), Err(SimError::Usage(_))));
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 
@@ -1317,20 +1011,11 @@ mod tests {
             }
         };
         let err =
-            sweep(&chatty(), &["server.retention=200,250".to_string()], &options(&dir, 3, 1), &runner).unwrap_err();
+            run_sweep(&chatty(), &["server.retention=200,250".to_string()], &options(&dir, 3, 1), &runner).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("boom") && text.contains("--set server.retention=250 --seed 1"), "{text}");
         let csv = fs::read_to_string(dir.join("out.csv")).unwrap();
         assert!(csv.lines().nth(1).is_some_and(|l| l.starts_with("200,3,")), "{csv}");
-    }
-
-    #[test]
-    fn csv_fields_with_commas_and_quotes_round_trip() {
-        let fields: Vec<String> = ["a", "1m..2m,3m..4m", "say \"hi\"", ""].iter().map(|s| s.to_string()).collect();
-        let line = csv_line(&fields);
-        assert_eq!(line, "a,\"1m..2m,3m..4m\",\"say \"\"hi\"\"\",");
-        assert_eq!(parse_csv_line(&line).unwrap(), fields);
-        assert!(parse_csv_line("\"open").is_err());
     }
 
     /// Real runs: the boundary advise predicts for rmcp against the reference server (events
@@ -1339,27 +1024,27 @@ mod tests {
     #[test]
     fn the_simulator_agrees_with_the_predicted_boundary() {
         let base = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
-        let opts = SweepOptions { seeds: 2, jobs: 2, progress: false, ..SweepOptions::default() };
+        let opts = SweepOptions { seeds: 2, jobs: 2, ..SweepOptions::default() };
         let report =
-            sweep(&base, &["server.retention=254,255".to_string()], &opts, &crate::engine::runner::run).unwrap();
+            run_sweep(&base, &["server.retention=254,255".to_string()], &opts, &crate::engine::runner::run).unwrap();
         let b = &report.boundaries[0];
         assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(255.0));
-        assert_eq!(report.cells[0].count(Outcome::LossFree), 0, "{}", render_report(&report));
+        assert_eq!(report.cells[0].tally.count(Outcome::LossFree), 0, "{}", render_report(&report));
         assert_eq!(b.measured.as_ref().map(|m| (m.value.as_str(), m.loss_free)), Some(("255", 2)));
     }
 
     #[test]
     fn the_measured_boundary_needs_every_larger_value_safe() {
         let cell = |v: &str, free: u64| {
-            let mut c = CellResult::new(vec![v.to_string()]);
+            let mut tally = Tally::new();
             for i in 0..4 {
                 let outcomes = if i < free { [Outcome::LossFree].into() } else { [Outcome::GapReported].into() };
-                c.add(&RunClass { outcomes, violations: BTreeSet::new() }, || "r".into());
+                tally.add(i, &RunClass { outcomes, violations: BTreeSet::new() }, || "r".into());
             }
-            c
+            SweepCell { values: vec![v.to_string()], tally }
         };
         let cells = [cell("30s", 4), cell("1m", 2), cell("90s", 4), cell("2m", 4)];
-        let line: Vec<&CellResult> = cells.iter().collect();
+        let line: Vec<&SweepCell> = cells.iter().collect();
         assert_eq!(measure(&line, 0, 1.0).map(|m| m.value), Some("90s".to_string()));
         assert_eq!(measure(&line, 0, 0.5).map(|m| (m.value, m.whole_line)), Some(("30s".to_string(), true)));
         let unsafe_end = [cell("1m", 4), cell("2m", 3)];
