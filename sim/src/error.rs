@@ -15,6 +15,12 @@ pub enum SimError {
     BadOverride(String),
     #[error("{key}={value}: {problem}")]
     BadValue { key: String, value: String, problem: String },
+    /// A scenario asks for something the simulator refuses (`Scenario::validate`).
+    #[error("{key}: {problem}")]
+    Invalid { key: String, problem: String },
+    /// A profile file that cannot be read as one: `FILE:LINE:COL: message`.
+    #[error(transparent)]
+    Profile(#[from] mcpsim_model::profiles::ProfileError),
     #[error("{path}: {problem}")]
     Io { path: String, problem: String },
     #[error("{path}: {source}")]

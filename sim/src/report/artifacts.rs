@@ -68,8 +68,12 @@ pub fn recorded_scenario(path: &Path, trace: &Trace) -> Result<Scenario, SimErro
         path: path.display().to_string(),
         problem: "no \"scenario\" field".into(),
     })?;
-    serde_json::from_value(value)
-        .map_err(|e| SimError::BadScenario { path: path.display().to_string(), problem: e.to_string() })
+    let scenario: Scenario = serde_json::from_value(value)
+        .map_err(|e| SimError::BadScenario { path: path.display().to_string(), problem: e.to_string() })?;
+    scenario
+        .validate()
+        .map_err(|e| SimError::BadScenario { path: path.display().to_string(), problem: e.to_string() })?;
+    Ok(scenario)
 }
 
 /// Where two traces first differ, in words; `None` if their steps and footers are identical.
