@@ -83,7 +83,10 @@ pub fn targets(key: &str) -> Result<Vec<String>, SimError> {
     if let Ok(s) = setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
-    Ok(vec![field_path(key).map_err(|_| unknown_key(key))?.join(".")])
+    let path =
+        field_path(key)
+            .map_err(|m| if m.starts_with("unknown key") { unknown_key(key) } else { SimError::Usage(m) })?;
+    Ok(vec![path.join(".")])
 }
 
 /// The serde path of a field key, checked against the fields that exist.
@@ -800,4 +803,173 @@ pub fn key_for(path: &str) -> String {
         return s.key.to_string();
     }
     path.strip_prefix("tools.0.").map(|rest| format!("tool.{rest}")).unwrap_or_else(|| path.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioArgs;
+    use mcpsim_model::config::{CloseHandling, On404, SecondGet};
+
+    fn scenario() -> Scenario {
+        Scenario::build("chatty-tool", "reference", "reference").expect("a built-in scenario")
+    }
+
+    /// The error `--set KEY=VALUE` (alone) gets, as printed.
+    fn rejected(set: &str) -> String {
+        let args = ScenarioArgs {
+            client: "reference".into(),
+            server: "reference".into(),
+            scenario: "chatty-tool".into(),
+            sets: set.split(' ').map(str::to_string).collect(),
+        };
+        match args.build() {
+            Ok(_) => panic!("--set {set} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn accepted(sets: &[(&str, &str)]) -> Scenario {
+        let mut s = scenario();
+        let o: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        s.apply_overrides(&o).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+        s
+    }
+
+    #[test]
+    fn zero_never_silently_means_none() {
+        for set in ["server.keepalive=0s", "tool.event_interval=0s", "lb.idle_timeout=0s", "server.idle_ttl=0s"] {
+            let e = rejected(set);
+            assert!(e.contains("write none"), "{set}: {e}");
+        }
+        assert_eq!(accepted(&[("server.keepalive", "none")]).server.keepalive, None);
+        assert_eq!(accepted(&[("tool.event_interval", "none")]).tools[0].event_interval, None);
+        assert!(rejected("server.retry=0s").contains("none"));
+    }
+
+    #[test]
+    fn bounds_keep_a_run_bounded() {
+        assert!(rejected("server.keepalive=500ms").contains("least allowed, 1s"));
+        assert!(rejected("tool.event_interval=500us").contains("least allowed, 1ms"));
+        assert!(rejected("tool.duration=25h").contains("24h") || rejected("tool.duration=25h").contains("1440m"));
+        assert!(rejected("fault.reset=30h").contains("faults"));
+        let mut s = scenario();
+        s.clients = MAX_CLIENTS + 1;
+        assert!(s.validate().unwrap_err().to_string().starts_with("clients: 65 clients"));
+        s.clients = MAX_CLIENTS;
+        s.validate().expect("64 clients are allowed");
+        accepted(&[("server.keepalive", "1s"), ("tool.event_interval", "1ms"), ("tool.duration", "24h")]);
+    }
+
+    #[test]
+    fn backoff_must_grow_and_its_cap_must_be_above_its_start() {
+        assert!(rejected("client.backoff_factor=0.5").contains("below 1"), "{}", rejected("client.backoff_factor=0.5"));
+        accepted(&[("client.backoff_factor", "1")]);
+        let e = rejected("client.backoff_max=500ms");
+        assert!(e.starts_with("client.backoff_max: the cap 500ms is below the first delay 1s"), "{e}");
+        // The order of the two keys does not matter: the whole list is validated.
+        accepted(&[("client.backoff_max", "40s"), ("client.backoff_initial", "35s")]);
+    }
+
+    #[test]
+    fn negative_and_nan_numbers_are_rejected() {
+        assert!(rejected("tool.jitter=-2.0").contains("[0, 1)"));
+        assert!(rejected("client.reconnect.jitter=NaN").contains("finite"));
+        assert!(rejected("client.reconnect.jitter=-0.1").contains("[0, 1)"));
+        assert!(rejected("client.reconnect.factor=inf").contains("finite"));
+        assert_eq!(accepted(&[("client.reconnect.jitter", "0.5")]).client.reconnect.jitter, 0.5);
+    }
+
+    #[test]
+    fn list_entries_and_keys_are_given_once() {
+        assert!(rejected("fault.reset=10s,10s").contains("10s is given twice"));
+        assert!(rejected("fault.partition=1m..2m,1m..2m").contains("given twice"));
+        let e = rejected("lb.idle_timeout=1m lb.idle_timeout=2m");
+        assert!(e.contains("already set by --set lb.idle_timeout"), "{e}");
+        let e = rejected("fault.partition=1m..2m fault.partition=3m..4m");
+        assert!(e.contains("give each key once"), "{e}");
+        // An alias and the field it sets are one key.
+        let e = rejected("server.retention=5 server.retention.max_events=6");
+        assert!(e.contains("server.retention.max_events is already set"), "{e}");
+        assert!(rejected("client.backoff_max=40s client.reconnect.max=50s").contains("already set"));
+    }
+
+    #[test]
+    fn every_field_is_settable_by_its_path() {
+        let s = accepted(&[
+            ("client.reconnect.jitter", "0.3"),
+            ("client.reconnect.first_immediate", "true"),
+            ("client.reconnect.counter_reset", "on-event"),
+            ("client.open_standalone_stream", "yes"),
+            ("server.retention.max_events", "none"),
+            ("server.retention.drop_on_response", "true"),
+            ("server.priming.resume", "false"),
+            ("server.delete_status", "202"),
+            ("server.second_get", "409"),
+            ("server.retry_ms", "3000"),
+            ("lb.idle_timeout", "2m"),
+            ("tool.idempotent", "true"),
+            ("tools.0.duration", "90s"),
+        ]);
+        assert_eq!(s.client.reconnect.jitter, 0.3);
+        assert!(s.client.reconnect.first_immediate && s.client.open_standalone_stream);
+        assert_eq!((s.server.retention.max_events, s.server.retention.drop_on_response), (None, true));
+        assert_eq!(
+            (s.server.delete_status, s.server.second_get, s.server.retry_ms),
+            (202, SecondGet::Reject409, Some(3000))
+        );
+        assert!(!s.server.priming.resume && s.tools[0].idempotent);
+        assert_eq!((s.tools[0].duration, s.lb.idle_timeout), (Duration::from_secs(90), Some(Duration::from_secs(120))));
+        let inline = "{ kind = \"sdk\", on_404 = \"reinitialize-resend-once\", on_empty_resume = \"clean-close\", resume_post_needs_event_id = true }";
+        let s = accepted(&[("client.close_handling", inline)]);
+        assert!(matches!(s.client.close_handling, CloseHandling::Sdk(r) if r.on_404 == On404::ReinitializeResendOnce));
+        assert!(rejected("server.name=x").contains("the name comes from"));
+        assert!(rejected("client.reconnect.nope=1").contains("unknown key"));
+        assert!(rejected("client.reconnect.counter_reset=sometimes").contains("unknown variant"));
+        assert!(rejected("tools.3.duration=1s").contains("no tools.3"));
+    }
+
+    #[test]
+    fn one_spelling_per_value_the_traces_one_and_the_old_ones_accepted() {
+        let s = accepted(&[("server.unhonourable", "410")]);
+        let show = setting("server.unhonourable").map(|k| (k.show)(&s)).expect("a short key");
+        assert_eq!(show, "gone410");
+        assert_eq!(serde_json::to_value(s.server.evicted_id).expect("serializes"), "gone410");
+        assert_eq!(accepted(&[("server.unhonourable", "gone410")]).server.evicted_id, Unhonourable::Gone410);
+        assert_eq!(accepted(&[("server.evicted_id", "409")]).server.evicted_id, Unhonourable::Conflict409);
+        let s = accepted(&[("server.retention", "unbounded"), ("client.max_attempts", "unlimited")]);
+        let show = |k: &str| setting(k).map(|k| (k.show)(&s)).expect("a short key");
+        assert_eq!((show("server.retention"), show("client.max_attempts")), ("none".into(), "none".into()));
+    }
+
+    #[test]
+    fn printed_commands_set_each_key_once() {
+        let o = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        let kept = effective(&o(&[("fault.reset", "4m"), ("tool.duration", "1m"), ("fault.reset", "none")]));
+        assert_eq!(kept, o(&[("tool.duration", "1m"), ("fault.reset", "none")]));
+        // Setting one of two fields an alias sets does not make the alias redundant.
+        let kept = effective(&o(&[("server.unhonourable", "410"), ("server.evicted_id", "silent-head")]));
+        assert_eq!(kept.len(), 2);
+        check_distinct(&kept).expect_err("they do share a field");
+    }
+
+    #[test]
+    fn trace_headers_go_through_the_same_validation() {
+        let mut header = serde_json::to_value(scenario()).expect("serializes");
+        header["server"]["keepalive"] = "0s".into();
+        let s: Scenario = serde_json::from_value(header).expect("a well-formed header");
+        assert!(s.validate().unwrap_err().to_string().starts_with("server.keepalive: 0 is not no keep-alives"));
+    }
+
+    #[test]
+    fn every_family_with_every_profile_is_valid() {
+        for name in crate::scenario::SCENARIO_NAMES {
+            for c in profiles::CLIENT_NAMES {
+                for s in profiles::SERVER_NAMES {
+                    let sc = Scenario::build(name, c, s).expect("built-in scenarios are valid");
+                    assert_eq!(problems(&sc), vec![], "{name} {c} {s}");
+                }
+            }
+        }
+    }
 }
