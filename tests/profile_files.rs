@@ -135,7 +135,7 @@ fn bad_files_are_one_line_with_file_line_column_and_what_was_expected() {
     // The validation rules, at the value that breaks them.
     let f = write(&d, "zero.toml", "extends = \"ts-sdk\"\nkeepalive = \"0s\"\n");
     let e = error_of("reference", &f);
-    assert!(e.starts_with(&format!("{f}:2:13: keepalive: 0 is not no keep-alives: write none")), "{e}");
+    assert!(e.starts_with(&format!("{f}:2:13: keepalive: 0 does not mean no keep-alives: write none")), "{e}");
     let f = write(&d, "shrink.toml", "extends = \"reference\"\n\n[reconnect]\nfactor = 0.5\n");
     assert!(error_of(&f, "reference").starts_with(&format!("{f}:4:10: reconnect.factor: 0.5 is below 1")));
     let f = write(&d, "cap.toml", "extends = \"reference\"\n[reconnect]\nmax = \"100ms\"\n");

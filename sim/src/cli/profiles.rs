@@ -41,5 +41,11 @@ pub fn cmd_profiles() -> Result<Exit, SimError> {
         }
         println!(" {}", s.help);
     }
+    println!("every field is also a key, by its path (client.reconnect.jitter=0.2, tool.event_interval=2s);");
+    println!("`mcpsim profiles --dump client:NAME` prints a profile with every field explained:");
+    for role in [profiles::Role::Client, profiles::Role::Server, profiles::Role::Lb] {
+        let paths: Vec<String> = profiles::known_paths(role).into_iter().filter(|p| p != "name").collect();
+        println!("  {:<8} {}", role.as_str(), paths.join(" "));
+    }
     Ok(Exit::Clean)
 }

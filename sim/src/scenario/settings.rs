@@ -646,7 +646,7 @@ fn opt_span(out: &mut Vec<Problem>, path: &str, d: Option<Duration>, min: Durati
         out.push(problem(
             path,
             format!(
-                "0 is not {none_means}: write none for that, or a duration of at least {}",
+                "0 does not mean {none_means}: write none for that, or a duration of at least {}",
                 format_duration(min.max(Duration::from_millis(1)))
             ),
         ));
@@ -712,7 +712,7 @@ pub fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
     opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
     opt_span(&mut out, "retention.window", s.retention.window, Duration::from_millis(1), "no time limit");
     if s.retry_ms == Some(0) {
-        out.push(problem("retry_ms", "0 is not \"no retry: field\": write none for that, or at least 1 (ms)"));
+        out.push(problem("retry_ms", "0 does not mean no retry: field: write none for that, or at least 1 (ms)"));
     }
     if let Some(ms) = s.retry_ms {
         span(&mut out, "retry_ms", Duration::from_millis(ms));
@@ -958,7 +958,7 @@ mod tests {
         let mut header = serde_json::to_value(scenario()).expect("serializes");
         header["server"]["keepalive"] = "0s".into();
         let s: Scenario = serde_json::from_value(header).expect("a well-formed header");
-        assert!(s.validate().unwrap_err().to_string().starts_with("server.keepalive: 0 is not no keep-alives"));
+        assert!(s.validate().unwrap_err().to_string().starts_with("server.keepalive: 0 does not mean no keep-alives"));
     }
 
     #[test]
