@@ -69,7 +69,7 @@ fn check(path: &Path) -> Option<String> {
     // (c) the recorded verdict still holds, and it is the one the file is named after.
     let recorded_verdict: Vec<&str> =
         recorded.footer.as_ref().map(|f| f.verdict.iter().map(|v| v.invariant.as_str()).collect()).unwrap_or_default();
-    let verdict: Vec<&str> = outcome.violations.iter().map(|v| v.invariant).collect();
+    let verdict: Vec<&str> = outcome.violations.iter().map(|v| v.invariant.name()).collect();
     if verdict != recorded_verdict {
         return Some(format!("{name}: recorded verdict {recorded_verdict:?}, re-run's {verdict:?}"));
     }

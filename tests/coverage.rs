@@ -131,7 +131,7 @@ fn check(e: &Expect) -> Vec<String> {
     }
     e.reach
         .iter()
-        .filter(|any_of| any_of.iter().all(|event| total.get(event) == 0))
+        .filter(|any_of| any_of.iter().all(|event| total.get(event.parse().expect("a coverage event name")) == 0))
         .map(|any_of| {
             format!(
                 "{}: {} seed(s) never reached {any_of:?} (coverage {:?})\nreplay: {}",

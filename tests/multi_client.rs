@@ -28,7 +28,7 @@ fn run_ok(scenario: &Scenario, seed: u64) -> RunOutcome {
 }
 
 fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant).collect()
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 /// The violations, one per line (the first few), for failure messages.

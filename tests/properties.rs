@@ -57,7 +57,7 @@ fn assert_safe(client: &str, server: &str, scenario: &str, must_reach: &[&[&str]
     assert_eq!(report.cases, u64::from(cases));
     for any_of in must_reach {
         assert!(
-            any_of.iter().any(|event| report.coverage.get(event) > 0),
+            any_of.iter().any(|event| report.coverage.get(event.parse().expect("a coverage event name")) > 0),
             "{client} × {server} × {scenario}: {cases} cases never reached {any_of:?}, so their clean verdicts say \
              nothing about it; coverage: {:?}",
             report.coverage.0

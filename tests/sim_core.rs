@@ -19,7 +19,7 @@ fn run_ok(scenario: &Scenario, seed: u64) -> RunOutcome {
 }
 
 fn violated(outcome: &RunOutcome) -> Vec<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant).collect()
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 /// The violations, one per line, for failure messages.

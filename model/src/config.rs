@@ -12,6 +12,7 @@ use std::time::Duration;
 /// Everything that decides how a server behaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerPolicy {
+    /// The profile's name.
     pub name: String,
     /// How event ids are written, and so how the stream is found from a `Last-Event-ID`.
     pub event_ids: EventIdScheme,
@@ -210,6 +211,7 @@ pub enum SecondGet {
 /// A tool the server offers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The tool's name.
     pub name: String,
     /// How long one execution runs before its result is ready.
     #[serde(with = "serde_duration")]
@@ -228,6 +230,7 @@ pub struct ToolSpec {
 /// Everything that decides how a client library behaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClientPolicy {
+    /// The profile's name.
     pub name: String,
     /// How a stream that ended before its response is handled.
     pub close_handling: CloseHandling,
@@ -320,9 +323,12 @@ pub enum Persistence {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReconnectPolicy {
     #[serde(with = "serde_duration")]
+    /// The delay before the first reconnect attempt (`n = 0`).
     pub initial: Duration,
+    /// Growth per attempt: attempt `n` waits `initial * factor^n`.
     pub factor: f64,
     #[serde(with = "serde_duration")]
+    /// The cap on the grown delay.
     pub max: Duration,
     /// Consecutive failed attempts before giving up; `None` for unlimited.
     pub max_attempts: Option<u32>,

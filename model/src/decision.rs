@@ -15,8 +15,9 @@ use thiserror::Error;
 /// What the client knows when a stream closes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamClose {
-    /// The HTTP status that ended the stream; `None` for a transport-level end (reset, timeout,
-    /// refused connection, or a body that ended before its response).
+    /// The HTTP status that ended the stream; `None` for a transport-level end (a reset — the
+    /// model's form of the note's "timeout" too, since a load balancer's idle timeout reaches
+    /// the client as a reset —, a refused connection, or a body that ended before its response).
     pub status: Option<Status>,
     /// The server sent `event: close` before the stream ended.
     pub close_event: bool,
@@ -45,12 +46,18 @@ pub enum StreamOutcome {
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum NextAction {
     /// `GET` with `Last-Event-ID: last_event_id`, after backoff.
-    Resume { last_event_id: EventId },
+    Resume {
+        /// The `Last-Event-ID` sent.
+        last_event_id: EventId,
+    },
     /// Discard the session id, `initialize` again, and report every in-flight call as *unknown
     /// outcome* (never blindly re-run a non-idempotent tool).
     Reinitialize,
     /// Report a gap to the application, then resume from `head` (events after it).
-    ResumeAtHead { head: EventId },
+    ResumeAtHead {
+        /// The head event id the server named.
+        head: EventId,
+    },
     /// Stop reconnecting; the session is ending.
     Stop,
 }
@@ -61,7 +68,10 @@ pub enum NextAction {
 pub enum DecisionError {
     /// A status the procedure has no rule for.
     #[error("unexpected close status {status}; refusing to guess whether the session survived")]
-    UnexpectedStatus { status: u16 },
+    UnexpectedStatus {
+        /// The HTTP status.
+        status: u16,
+    },
     /// The stream is reconnectable but no event id was ever persisted for it.
     #[error(
         "reconnectable close but Last-Event-ID was never persisted; resumption is impossible and a \

@@ -27,6 +27,7 @@ pub enum Method {
 /// An HTTP request to the MCP endpoint, reduced to the headers that matter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Request {
+    /// The HTTP method.
     pub method: Method,
     /// `Mcp-Session-Id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,16 +115,29 @@ impl fmt::Display for Request {
 pub enum ClientMessage {
     /// `initialize`; `client` is `clientInfo.name`, which names the logical client.
     #[serde(rename = "initialize")]
-    Initialize { id: RequestId, client: String },
+    Initialize {
+        /// The JSON-RPC request id.
+        id: RequestId,
+        /// The client's name.
+        client: String,
+    },
     /// `notifications/initialized` (answered 202).
     #[serde(rename = "notifications/initialized")]
     Initialized,
     /// `tools/call`.
     #[serde(rename = "tools/call")]
-    CallTool { id: RequestId, call: ToolCall },
+    CallTool {
+        /// The JSON-RPC request id.
+        id: RequestId,
+        /// The application's logical call.
+        call: ToolCall,
+    },
     /// `notifications/cancelled` for an earlier request (answered 202).
     #[serde(rename = "notifications/cancelled")]
-    Cancelled { request: RequestId },
+    Cancelled {
+        /// The JSON-RPC request id.
+        request: RequestId,
+    },
 }
 
 impl ClientMessage {
@@ -165,15 +179,25 @@ pub struct ToolCall {
 pub struct Status(pub u16);
 
 impl Status {
+    /// 200 OK.
     pub const OK: Status = Status(200);
+    /// 202 Accepted.
     pub const ACCEPTED: Status = Status(202);
+    /// 400 Bad Request.
     pub const BAD_REQUEST: Status = Status(400);
+    /// 404 Not Found.
     pub const NOT_FOUND: Status = Status(404);
+    /// 405 Method Not Allowed.
     pub const METHOD_NOT_ALLOWED: Status = Status(405);
+    /// 409 Conflict.
     pub const CONFLICT: Status = Status(409);
+    /// 410 Gone.
     pub const GONE: Status = Status(410);
+    /// 500 Internal Server Error.
     pub const INTERNAL: Status = Status(500);
+    /// 502 Bad Gateway.
     pub const BAD_GATEWAY: Status = Status(502);
+    /// 503 Service Unavailable.
     pub const UNAVAILABLE: Status = Status(503);
 
     /// 2xx.
@@ -203,7 +227,9 @@ pub enum Body {
 /// The status line and headers of a response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResponseHead {
+    /// The status.
     pub status: Status,
+    /// What kind of body follows.
     pub body: Body,
     /// `Mcp-Session-Id`, set on the answer to `initialize`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,6 +277,7 @@ pub enum ErrorCode {
 /// The JSON error body of a 4xx/5xx.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {
+    /// The error code.
     pub code: ErrorCode,
     /// With `resume-window-exceeded`: the newest event id the server no longer holds. Resuming
     /// after it replays every event still held, so events after the client's last id up to this
@@ -290,11 +317,13 @@ pub enum EventKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SseEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The `id:` field, if any.
     pub id: Option<EventId>,
     /// The `retry:` field in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_ms: Option<u64>,
     #[serde(default)]
+    /// The `event:` field.
     pub kind: EventKind,
     /// `None` for a priming event (an id and an empty `data` field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -313,15 +342,38 @@ impl SseEvent {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ServerMessage {
     /// The result of `initialize`.
-    InitializeResult { request: RequestId },
+    InitializeResult {
+        /// The JSON-RPC request id.
+        request: RequestId,
+    },
     /// `notifications/progress` for a running tool call; `step` counts from 1.
-    Progress { request: RequestId, call: CallKey, step: u32 },
+    Progress {
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The application's logical call.
+        call: CallKey,
+        /// The progress step, from 1.
+        step: u32,
+    },
     /// A server notification on the standalone stream; `seq` counts from 1 per session.
-    Notification { seq: u32 },
+    Notification {
+        /// Its sequence number in the stream, from 1.
+        seq: u32,
+    },
     /// The result of a `tools/call`.
-    ToolResult { request: RequestId, call: CallKey },
+    ToolResult {
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The application's logical call.
+        call: CallKey,
+    },
     /// A JSON-RPC error response to a request.
-    Error { request: RequestId, message: String },
+    Error {
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The message.
+        message: String,
+    },
 }
 
 impl ServerMessage {
@@ -367,8 +419,6 @@ pub enum ConnEnd {
     Reset,
     /// The connection could not be opened at all (refused, unreachable).
     Refused,
-    /// This side gave up waiting (a client-side timeout) and closed it.
-    TimedOut,
     /// This side closed it on purpose (cancel, shutdown).
     Aborted,
 }
@@ -379,7 +429,6 @@ impl fmt::Display for ConnEnd {
             ConnEnd::Clean => "clean end",
             ConnEnd::Reset => "reset",
             ConnEnd::Refused => "refused",
-            ConnEnd::TimedOut => "timed out",
             ConnEnd::Aborted => "aborted",
         };
         f.write_str(s)

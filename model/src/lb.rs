@@ -22,7 +22,10 @@ pub struct Backend(pub u32);
 #[derive(Clone, Debug, PartialEq)]
 pub enum LbOutput {
     /// Cut the connection on both sides, as an abrupt close.
-    Cut { conn: ConnId },
+    Cut {
+        /// The connection.
+        conn: ConnId,
+    },
     /// Record a step.
     Record(StepKind),
 }
@@ -37,6 +40,7 @@ pub struct LoadBalancer {
 }
 
 impl LoadBalancer {
+    /// A load balancer with no connections.
     pub fn new(config: LbConfig) -> Self {
         LoadBalancer { config, last_bytes: BTreeMap::new(), outputs: VecDeque::new() }
     }
@@ -82,6 +86,7 @@ impl LoadBalancer {
         self.last_bytes.values().min().map(|last| *last + idle)
     }
 
+    /// The next output, if any; drain it after every input.
     pub fn poll_output(&mut self) -> Option<LbOutput> {
         self.outputs.pop_front()
     }

@@ -8,7 +8,11 @@
 //! - [`server::Server`], [`client::Client`], [`lb::LoadBalancer`]: the machines.
 //! - [`decision`]: the design note's decision procedure for a closed stream.
 //! - [`config`] and [`profiles`]: policies as data, and the named profiles.
+//! - [`schedule`]: reconnect schedules and the retention bounds they imply.
 //! - [`trace`]: the trace schema; [`oracle`]: the invariants, judged over a trace.
+//! - [`testing`]: the three machines wired together in memory, without madsim.
+
+#![warn(missing_docs)]
 
 pub mod client;
 pub mod config;
@@ -19,8 +23,10 @@ pub mod lb;
 pub mod oracle;
 pub mod profiles;
 pub mod rng;
+pub mod schedule;
 pub mod server;
 pub mod sse;
+pub mod testing;
 pub mod time;
 pub mod trace;
 

@@ -35,11 +35,15 @@ pub enum LogKey {
 /// One event in a log.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredEvent {
+    /// Its sequence number in the log, from 1.
     pub seq: u32,
+    /// Its event id.
     pub id: EventId,
+    /// When it was stored.
     pub stored: Instant,
     /// The session that emitted it (in a shared store, not necessarily the one reading it).
     pub session: SessionId,
+    /// The call whose stream it belongs to.
     pub call: Option<CallKey>,
     /// `None` for a priming event.
     pub message: Option<ServerMessage>,
@@ -108,6 +112,7 @@ impl StreamLog {
         self.ids.iter().find(|(_, s)| **s == seq).map(|(id, _)| id.clone())
     }
 
+    /// Where `id` stands in this log: honourable, evicted or unknown.
     pub fn position(&self, id: &EventId) -> Position {
         match self.ids.get(id) {
             Some(&seq) if self.evicted_after(seq) == 0 => Position::Honourable(seq),
@@ -177,12 +182,16 @@ pub struct EventStore {
 /// What an appended event is about.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewEvent {
+    /// The session the stream belongs to.
     pub session: SessionId,
+    /// The call whose stream it is.
     pub call: Option<CallKey>,
+    /// The message (`None` for a priming event).
     pub message: Option<ServerMessage>,
 }
 
 impl EventStore {
+    /// An empty store under `retention`.
     pub fn new(retention: Retention) -> Self {
         EventStore { retention, logs: BTreeMap::new() }
     }
@@ -222,6 +231,7 @@ impl EventStore {
         }
     }
 
+    /// The log under `key`, if it exists.
     pub fn log(&self, key: &LogKey) -> Option<&StreamLog> {
         self.logs.get(key)
     }

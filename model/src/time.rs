@@ -115,10 +115,12 @@ pub mod serde_duration {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
+    /// Writes a duration as text (`1.5s`).
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format_duration(*d))
     }
 
+    /// Reads a duration written as text.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
         parse_duration(&text).map_err(serde::de::Error::custom)
@@ -131,6 +133,7 @@ pub mod serde_opt_duration {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
+    /// Writes an optional duration as text, or null.
     pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_str(&format_duration(*d)),
@@ -138,6 +141,7 @@ pub mod serde_opt_duration {
         }
     }
 
+    /// Reads an optional duration written as text, or null.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         match Option::<String>::deserialize(d)? {
             None => Ok(None),

@@ -14,16 +14,18 @@ use std::fmt;
 use thiserror::Error;
 
 /// Bumped whenever a change to these types changes what a trace means.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The first line of a trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     /// Always `"mcpsim-trace"`: tells a trace from any other JSON Lines file.
     pub format: String,
+    /// The schema version ([`SCHEMA_VERSION`]).
     pub schema: u32,
     /// Version of the crate that recorded it.
     pub mcpsim_version: String,
+    /// The seed of the run.
     pub seed: u64,
     /// Everything needed to run it again (profiles, parameters, fault plan), as the simulator
     /// wrote it; oracles do not read it.
@@ -52,11 +54,15 @@ struct FooterLine {
 /// A violation as written into the footer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ViolationRecord {
+    /// The invariant's name.
     pub invariant: String,
+    /// Index (0-based, among the step lines) of the step that broke it.
+    pub step: u64,
     /// Simulated time of the step that broke it, in µs.
     pub t: u64,
     /// The call, stream, event or session concerned.
     pub subject: String,
+    /// What went wrong, in words.
     pub detail: String,
 }
 
@@ -68,7 +74,9 @@ pub enum Actor {
     Client,
     /// The application above the client library: what it was handed.
     App,
+    /// The load balancer.
     Lb,
+    /// The server.
     Server,
     /// The fault injector.
     Fault,
@@ -99,6 +107,7 @@ pub struct Step {
     pub seq: u64,
     /// Simulated time in µs.
     pub t: u64,
+    /// Who did it.
     pub actor: Actor,
     /// Which logical client (0-based) did a client or application step, set only in runs with
     /// several clients, so that single-client traces read exactly as before. Written as
@@ -106,6 +115,7 @@ pub struct Step {
     #[serde(rename = "client_index", default, skip_serializing_if = "Option::is_none")]
     pub client: Option<u32>,
     #[serde(flatten)]
+    /// What happened.
     pub kind: StepKind,
 }
 
@@ -120,7 +130,9 @@ impl Step {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SessionEndReason {
+    /// The client deleted it.
     Deleted,
+    /// It stayed idle past its TTL.
     IdleExpired,
     /// The server process restarted and lost it.
     ServerRestart,
@@ -131,22 +143,43 @@ pub enum SessionEndReason {
 #[serde(tag = "resume", rename_all = "kebab-case")]
 pub enum ResumeOutcome {
     /// Honoured: `replayed` events sent again (maybe 0), connection attached to the stream.
-    Replayed { replayed: u32 },
+    Replayed {
+        /// Events sent again.
+        replayed: u32,
+    },
     /// Rejected with a status (410/409 naming `head`, or 404 for an unknown session).
-    Rejected { status: Status, head: Option<EventId> },
+    Rejected {
+        /// The HTTP status.
+        status: Status,
+        /// The head event id named, if any.
+        head: Option<EventId>,
+    },
     /// Attached at the head without saying so; `skipped` events the client will never see.
-    SilentHead { skipped: u32 },
+    SilentHead {
+        /// Events the client will never see.
+        skipped: u32,
+    },
     /// Replayed from the oldest buffered event without saying events were skipped.
-    FromOldest { skipped: u32, replayed: u32 },
+    FromOldest {
+        /// Events the client will never see.
+        skipped: u32,
+        /// Events sent again.
+        replayed: u32,
+    },
     /// 200 with no events; `open` tells whether the connection was left open.
-    Empty { open: bool },
+    Empty {
+        /// Whether the connection was left open.
+        open: bool,
+    },
 }
 
 /// How a tool execution ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolEnd {
+    /// It ran to its end.
     Completed,
+    /// It was cancelled.
     Cancelled,
     /// Its server restarted under it.
     Lost,
@@ -159,164 +192,244 @@ pub enum StepKind {
     // --- client library: the network as it sees it ---
     /// It opened a connection and sent a request.
     Send {
+        /// The connection.
         conn: ConnId,
+        /// The JSON-RPC request id.
         request: Request,
     },
     /// A response head arrived.
     Response {
+        /// The connection.
         conn: ConnId,
+        /// The response head.
         head: ResponseHead,
     },
     /// An SSE event arrived.
     Event {
+        /// The connection.
         conn: ConnId,
+        /// The event.
         event: SseEvent,
     },
     /// A keep-alive comment arrived.
     Comment {
+        /// The connection.
         conn: ConnId,
     },
     /// A JSON body arrived.
     Json {
+        /// The connection.
         conn: ConnId,
+        /// The message.
         message: ServerMessage,
     },
     /// A connection ended.
     ConnEnd {
+        /// The connection.
         conn: ConnId,
+        /// How it ended.
         end: ConnEnd,
     },
     /// The decision procedure (or the profile's rule) judged a closed stream.
     Decision {
+        /// The call whose stream it is (`None` for the standalone stream).
         call: Option<CallKey>,
+        /// What the stream's end meant.
         outcome: Option<StreamOutcome>,
+        /// What the client does next.
         action: Option<NextAction>,
         /// Set when the procedure refused to guess.
         error: Option<String>,
     },
-    /// A reconnection was scheduled.
+    /// A reconnection of a stream was scheduled.
     Backoff {
+        /// The call (`None` for the standalone stream).
         call: Option<CallKey>,
+        /// The attempt number, 1 for the first.
         attempt: u32,
+        /// The wait before it, in µs.
+        delay_us: u64,
+    },
+    /// A failed `initialize` will be sent again.
+    InitializeBackoff {
+        /// The attempt number, 1 for the first.
+        attempt: u32,
+        /// The wait before it, in µs.
         delay_us: u64,
     },
     /// The client library (re)started: `restored` tells whether durable state was loaded.
     ClientStart {
+        /// Whether durable state was loaded.
         restored: bool,
     },
 
     // --- load balancer ---
     /// It closed a connection that carried no bytes for `idle_us`.
     LbIdleCut {
+        /// The connection.
         conn: ConnId,
+        /// How long it had been silent, in µs.
         idle_us: u64,
     },
 
     // --- server ---
+    /// A session was created.
     SessionCreated {
+        /// The session.
         session: SessionId,
+        /// The client's name.
         client: String,
     },
+    /// A session ended.
     SessionEnded {
+        /// The session.
         session: SessionId,
+        /// Why.
         reason: SessionEndReason,
     },
     /// A tool's side effect ran: the ledger the duplicate oracle reads.
     SideEffect {
+        /// The session.
         session: SessionId,
+        /// The JSON-RPC request id.
         request: RequestId,
+        /// The application's logical call.
         call: CallKey,
+        /// The tool's name.
         tool: String,
+        /// Whether running it twice is harmless.
         idempotent: bool,
     },
     /// An event was appended to a stream's log (`message` is `None` for a priming event).
     EventStored {
+        /// The session.
         session: SessionId,
+        /// The stream.
         stream: StreamNo,
+        /// Its sequence number in the stream, from 1.
         seq: u32,
+        /// The event id.
         id: EventId,
+        /// The application's logical call.
         call: Option<CallKey>,
+        /// The message.
         message: Option<ServerMessage>,
     },
     /// A `Last-Event-ID` was answered.
     Resume {
+        /// The session.
         session: SessionId,
+        /// The `Last-Event-ID` sent.
         last_event_id: EventId,
+        /// The stream.
         stream: Option<StreamNo>,
+        /// What the stream's end meant.
         outcome: ResumeOutcome,
     },
     /// A request was refused (404 unknown session, 400 missing header, 409 second GET, ...).
     Rejected {
+        /// The connection.
         conn: ConnId,
+        /// The HTTP status.
         status: Status,
+        /// The session.
         session: Option<SessionId>,
     },
+    /// A tool execution ended.
     ToolEnded {
+        /// The session.
         session: SessionId,
+        /// The JSON-RPC request id.
         request: RequestId,
+        /// The application's logical call.
         call: CallKey,
+        /// How it ended.
         end: ToolEnd,
     },
     /// The server process started; `epoch` counts its incarnations from 0.
     ServerStart {
+        /// Restarts before this one.
         epoch: u32,
     },
 
     // --- application: everything it was handed, in order ---
     /// The application issued a tool call.
     AppCall {
+        /// The application's logical call.
         call: CallKey,
+        /// The tool's name.
         tool: String,
+        /// Whether running it twice is harmless.
         idempotent: bool,
     },
     /// A progress event or notification was handed to the application.
     AppEvent {
+        /// The session.
         session: SessionId,
+        /// The id of the event it came in, if any.
         id: Option<EventId>,
+        /// The application's logical call.
         call: Option<CallKey>,
+        /// The message.
         message: ServerMessage,
     },
     /// The application was told events may be missing: those after `after` up to and including
     /// `head` on the stream `head` belongs to (all of the stream before `head` if `after` is None).
     AppGap {
+        /// The session.
         session: SessionId,
+        /// The application's logical call.
         call: Option<CallKey>,
+        /// The last event id the client saw, if any.
         after: Option<EventId>,
+        /// The newest event that may be missing.
         head: EventId,
     },
     /// A call's result was handed over.
     AppResult {
+        /// The application's logical call.
         call: CallKey,
+        /// The session.
         session: SessionId,
+        /// The id of the event it came in, if any.
         id: Option<EventId>,
     },
     /// A call failed with an error the application can act on.
     AppError {
+        /// The application's logical call.
         call: CallKey,
+        /// The error text.
         error: String,
     },
     /// The application was told the call may or may not have run.
     AppUnknownOutcome {
+        /// The application's logical call.
         call: CallKey,
+        /// Why.
         reason: String,
     },
     /// The application was told the session ended (and events of it may be lost).
     AppSessionLost {
+        /// The session.
         session: SessionId,
     },
 
     // --- faults and the run ---
     /// A planned fault was applied.
     Fault {
+        /// The fault, in words.
         fault: String,
     },
     /// Faults stop here and the network is healed: every call must resolve by `deadline`.
     Liveness {
+        /// When every call must have resolved, in µs.
         deadline: u64,
     },
     /// Final state, recorded when the run stops.
     RunEnd {
+        /// The session the (first) client holds.
         client_session: Option<SessionId>,
+        /// The sessions the server still knows.
         server_sessions: Vec<SessionId>,
         /// The sessions held by the clients after the first (clients 1..N), in client order;
         /// empty in a single-client run.
@@ -354,7 +467,9 @@ impl StepKind {
 /// A whole trace in memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trace {
+    /// The first line.
     pub header: Header,
+    /// The steps, in order.
     pub steps: Vec<Step>,
     /// Absent while recording, or in a truncated file.
     pub footer: Option<Footer>,
@@ -364,19 +479,49 @@ pub struct Trace {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum TraceError {
     #[error("the file is empty")]
+    /// The text is empty.
     Empty,
     #[error("line 1 is not an mcpsim trace header: {0}")]
+    /// The first line is not a trace header.
     NotATrace(String),
-    #[error("trace schema {found} is not the schema {expected} this mcpsim reads")]
-    Schema { found: u32, expected: u32 },
+    #[error(
+        "trace schema {found} is not the schema {expected} this mcpsim reads (recorded by another version: \
+         `mcpsim replay --rerecord FILE` records it again from its header)"
+    )]
+    /// A schema this version cannot read.
+    Schema {
+        /// What it holds.
+        found: u32,
+        /// What the trace should hold.
+        expected: u32,
+    },
     #[error("line {line}: {problem}")]
-    BadLine { line: usize, problem: String },
+    /// A line that does not parse.
+    BadLine {
+        /// The line number, from 1.
+        line: usize,
+        /// What is wrong.
+        problem: String,
+    },
     #[error("the trace has no footer line (truncated?)")]
+    /// The footer is missing.
     NoFooter,
     #[error("the footer says {expected} steps but the file has {found}")]
-    StepCount { expected: u64, found: u64 },
+    /// The footer counts another number of steps.
+    StepCount {
+        /// What the trace should hold.
+        expected: u64,
+        /// What it holds.
+        found: u64,
+    },
     #[error("the footer digest {expected} does not match the steps ({found}): the file was edited or damaged")]
-    Digest { expected: String, found: String },
+    /// The footer's digest does not match.
+    Digest {
+        /// What the trace should hold.
+        expected: String,
+        /// What it holds.
+        found: String,
+    },
 }
 
 /// The text of one step line (no newline).
@@ -444,6 +589,17 @@ impl Trace {
             out.push('\n');
         }
         out
+    }
+
+    /// Reads only the header line of a trace of any schema: what re-recording an old trace needs
+    /// (its seed and scenario).
+    pub fn parse_header(text: &str) -> Result<Header, TraceError> {
+        let first = text.lines().find(|l| !l.trim().is_empty()).ok_or(TraceError::Empty)?;
+        let header: Header = serde_json::from_str(first).map_err(|e| TraceError::NotATrace(e.to_string()))?;
+        if header.format != "mcpsim-trace" {
+            return Err(TraceError::NotATrace(format!("format is {:?}", header.format)));
+        }
+        Ok(header)
     }
 
     /// Reads a trace, checking header, schema, footer, step count and digest.
@@ -590,7 +746,7 @@ mod tests {
         assert!(matches!(Trace::parse(&edited), Err(TraceError::Digest { .. })));
         let garbage = text.replacen("\"step\":1", "\"step\":\"x\"", 1);
         assert!(matches!(Trace::parse(&garbage), Err(TraceError::BadLine { line: 3, .. })));
-        let schema = text.replacen("\"schema\":1", "\"schema\":99", 1);
+        let schema = text.replacen(&format!("\"schema\":{SCHEMA_VERSION}"), "\"schema\":99", 1);
         assert!(matches!(Trace::parse(&schema), Err(TraceError::Schema { found: 99, .. })));
     }
 }

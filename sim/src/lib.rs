@@ -11,13 +11,27 @@
 //! - [`report`]: timelines, sequence diagrams and plots of traces and studies.
 //! - `cli`: the commands of the `mcpsim` binary.
 
+#[cfg(not(madsim))]
+compile_error!(
+    "mcpsim simulates on madsim and must be built with `--cfg madsim`: put `[build] rustflags = [\"--cfg\", \"madsim\"]` in your .cargo/config.toml (see mcpsim's README, \"mcpsim as a library\")"
+);
+
+#[cfg(all(madsim, feature = "cli"))]
 pub mod cli;
+#[cfg(madsim)]
 pub mod engine;
+#[cfg(madsim)]
 pub mod error;
+#[cfg(madsim)]
 pub mod report;
+#[cfg(madsim)]
 pub mod scenario;
+#[cfg(madsim)]
 pub mod studies;
 
+#[cfg(madsim)]
 pub use engine::runner::{run, RunOutcome};
+#[cfg(madsim)]
 pub use error::SimError;
+#[cfg(madsim)]
 pub use scenario::Scenario;

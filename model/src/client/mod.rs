@@ -21,27 +21,37 @@
 //! get 405 from such a server and are judged by its own close rule. A client without sessions
 //! (`stateless-2026`) skips the handshake and never sends a session header: a server that requires
 //! sessions answers each request 400, which fails the call with an `AppError`.
+//!
+//! Layout: this file holds the `Client` machine (its inputs, polls and plumbing); `handshake.rs`
+//! the session handshake; `connection.rs` sending requests and reading what comes back;
+//! `close_rules/` what a stream's premature end leads to, one file per `CloseHandling` strategy;
+//! `reconnect.rs` attempts and backoff scheduling (`backoff.rs` the delay formula); `calls.rs`
+//! settling calls; `durable.rs` persistence across restarts.
 
 mod backoff;
+mod calls;
+mod close_rules;
+mod connection;
+mod durable;
+mod handshake;
 #[cfg(test)]
 mod pair;
+mod reconnect;
 #[cfg(test)]
 mod tests;
 
 pub use backoff::reconnect_delay;
+use close_rules::Ended;
+pub use durable::{DurableCall, DurableState};
 
-use crate::config::{ClientPolicy, CloseHandling, CounterReset, On404, OnEmptyResume, Persistence, SdkRules};
-use crate::decision::{self, DecisionError, NextAction, StreamClose, StreamOutcome};
-use crate::http::{
-    ClientMessage, ConnEnd, EventKind, Frame, Request, ResponseHead, ServerMessage, SseEvent, Status, ToolCall,
-};
+use crate::config::ClientPolicy;
+use crate::decision::{NextAction, StreamOutcome};
+use crate::http::{ConnEnd, Frame, Request, ResponseHead};
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use crate::rng::SplitMix64;
-use crate::time::{micros, Instant};
+use crate::time::Instant;
 use crate::trace::StepKind;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
 
 /// Something the client asks its actor to do or record.
 #[must_use]
@@ -49,37 +59,23 @@ use std::time::Duration;
 pub enum ClientOutput {
     /// Open a connection numbered `conn` to the server (through the load balancer) and send
     /// `request` on it. Frames that arrive on it go to `handle_frame`; its end to `handle_conn_end`.
-    Open { conn: ConnId, request: Request },
+    Open {
+        /// The connection.
+        conn: ConnId,
+        /// The JSON-RPC request id.
+        request: Request,
+    },
     /// Close `conn` from this side.
-    Abort { conn: ConnId },
+    Abort {
+        /// The connection.
+        conn: ConnId,
+    },
     /// Write this state to durable storage (only under `Persistence::Durable`). It is queued ahead
     /// of the other outputs of the same call (write-ahead): the state is on disk before the
     /// requests that depend on it leave.
     Persist(DurableState),
     /// Record a step.
     Record(StepKind),
-}
-
-/// What a durable client keeps across a process restart.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DurableState {
-    pub session: Option<SessionId>,
-    pub next_request: u64,
-    /// Calls in flight: their request id and the last event id seen on their stream.
-    pub calls: Vec<DurableCall>,
-    /// The last event id seen on the standalone GET stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub standalone_last_event_id: Option<EventId>,
-}
-
-/// One in-flight call in durable state.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DurableCall {
-    pub call: CallKey,
-    pub tool: String,
-    pub idempotent: bool,
-    pub request: RequestId,
-    pub last_event_id: Option<EventId>,
 }
 
 // Texts the application is handed. Tests and oracles match on some of them.
@@ -183,70 +179,6 @@ enum Handshake {
     Ready,
 }
 
-/// What the client saw of a stream's connection when it ended (or, on a restart, what it must
-/// assume: the connection broke while the process was down).
-#[derive(Debug)]
-struct Ended {
-    owner: Owner,
-    end: ConnEnd,
-    /// The status of a non-2xx answer.
-    status: Option<Status>,
-    head_event_id: Option<EventId>,
-    close_event: bool,
-    reconnect: bool,
-    got_ok: bool,
-    events: u32,
-    /// The process restarted: resume at once, without backoff.
-    restart: bool,
-}
-
-impl Ended {
-    fn from_conn(owner: Owner, conn: Conn, end: ConnEnd) -> Self {
-        let head = conn.head.as_ref();
-        let failed_head = head.filter(|h| !h.status.is_success());
-        Ended {
-            owner,
-            end,
-            status: failed_head.map(|h| h.status),
-            head_event_id: failed_head.and_then(|h| h.error.as_ref()).and_then(|e| e.head_event_id.clone()),
-            close_event: conn.close_event,
-            reconnect: conn.reconnect,
-            got_ok: head.is_some_and(|h| h.status.is_success()),
-            events: conn.events,
-            restart: false,
-        }
-    }
-
-    fn restart(owner: Owner) -> Self {
-        Ended {
-            owner,
-            end: ConnEnd::Reset,
-            status: None,
-            head_event_id: None,
-            close_event: false,
-            reconnect: false,
-            got_ok: false,
-            events: 0,
-            restart: true,
-        }
-    }
-
-    /// A stream error, as opposed to a clean end the server chose.
-    fn after_error(&self) -> bool {
-        self.end != ConnEnd::Clean || self.status.is_some()
-    }
-
-    /// The stream's first request (a POST), not a reconnect GET.
-    fn was_post(&self) -> bool {
-        !self.reconnect && matches!(self.owner, Owner::Call(_))
-    }
-
-    /// A reconnect answered 200 whose stream ended cleanly without a single event.
-    fn empty_resume(&self) -> bool {
-        self.reconnect && self.got_ok && self.events == 0 && self.end == ConnEnd::Clean
-    }
-}
-
 /// The client's state.
 #[derive(Debug)]
 pub struct Client {
@@ -307,33 +239,6 @@ impl Client {
         client
     }
 
-    /// Takes over durable state: the session and every call that was in flight.
-    fn load(&mut self, state: DurableState) {
-        self.session = state.session.clone();
-        self.next_request = state.next_request.max(1);
-        if let Some(stream) = self.standalone.as_mut() {
-            stream.last_event_id = state.standalone_last_event_id.clone();
-        }
-        for c in &state.calls {
-            let stream = Stream { last_event_id: c.last_event_id.clone(), ..Stream::default() };
-            let seq = self.take_seq();
-            let call = Call {
-                tool: c.tool.clone(),
-                idempotent: c.idempotent,
-                request: Some(c.request),
-                seq,
-                deadline: None,
-                stream,
-                resent_after_404: false,
-                resend_at: None,
-                sent: true,
-            };
-            self.calls.insert(c.call, call);
-            self.by_request.insert(c.request, c.call);
-        }
-        self.persisted = Some(state);
-    }
-
     /// Starts the client: initialize, or resume restored calls.
     pub fn start(&mut self, now: Instant) {
         let mark = self.outputs.len();
@@ -353,44 +258,6 @@ impl Client {
             self.restart_without_session();
         }
         self.persist_if_changed(mark);
-    }
-
-    /// A restored session: reattach the standalone stream and every call's stream, as if each
-    /// had broken while the process was down.
-    fn resume_restored(&mut self, now: Instant) {
-        self.handshake = Handshake::Ready;
-        for key in self.keys_in_issue_order() {
-            if self.calls.get(&key).is_some_and(|c| c.request.is_some()) {
-                self.stream_ended(now, Ended::restart(Owner::Call(key)));
-            }
-        }
-        // Calls the application made before `start` go out now, as after a handshake.
-        if self.handshake == Handshake::Ready {
-            self.become_ready();
-        }
-    }
-
-    /// No session to resume: restored calls cannot be re-attached. An idempotent one is sent
-    /// again after initializing; a non-idempotent one may have run, and must not run twice.
-    fn restart_without_session(&mut self) {
-        self.settle_sent_calls(UNKNOWN_RESTARTED);
-        self.begin_initialize();
-    }
-
-    /// Every call already sent: an idempotent one is marked to be sent again, a non-idempotent
-    /// one is reported as unknown outcome with `reason` (it may have run; it must not run twice).
-    fn settle_sent_calls(&mut self, reason: &str) {
-        for key in self.keys_in_issue_order() {
-            let Some(call) = self.calls.get(&key) else { continue };
-            if call.request.is_none() {
-                continue;
-            }
-            if call.idempotent {
-                self.mark_for_resend(key);
-            } else {
-                self.resolve_unknown(key, reason.to_string());
-            }
-        }
     }
 
     /// The application calls a tool.
@@ -503,6 +370,7 @@ impl Client {
         calls.chain([self.init_retry_at, standalone]).flatten().min()
     }
 
+    /// The next output, if any; drain it after every input.
     pub fn poll_output(&mut self) -> Option<ClientOutput> {
         self.outputs.pop_front()
     }
@@ -568,592 +436,6 @@ impl Client {
     }
 
     // -----------------------------------------------------------------------------------------
-    // The handshake
-    // -----------------------------------------------------------------------------------------
-
-    /// Starts a session; a client without sessions has no handshake and is ready at once.
-    fn begin_initialize(&mut self) {
-        self.init_retry_at = None;
-        if !self.policy.sessions {
-            return self.become_ready();
-        }
-        self.handshake = Handshake::Initializing;
-        let id = self.take_request_id();
-        self.open(Purpose::Initialize, Request::initialize(id, &self.name), false);
-    }
-
-    /// The `initialize` result arrived on `conn`: adopt the session and acknowledge.
-    fn init_answered(&mut self, conn: ConnId) {
-        let Some(c) = self.conns.remove(&conn) else { return };
-        self.session = c.head.and_then(|h| h.session);
-        self.handshake = Handshake::Acknowledging;
-        self.open(Purpose::Initialized, Request::post(self.session.clone(), ClientMessage::Initialized), false);
-    }
-
-    fn become_ready(&mut self) {
-        self.handshake = Handshake::Ready;
-        self.init_failures = 0;
-        self.open_standalone();
-        for key in self.keys_in_issue_order() {
-            let waiting = self
-                .calls
-                .get(&key)
-                .is_some_and(|c| c.request.is_none() && c.stream.conn.is_none() && c.resend_at.is_none());
-            if waiting {
-                self.send_call(key);
-            }
-        }
-    }
-
-    /// The handshake failed: retry with backoff, or give up and fail every call.
-    fn init_failed(&mut self, now: Instant, reason: String) {
-        self.handshake = Handshake::Idle;
-        self.init_failures += 1;
-        if self.policy.reconnect.max_attempts.is_some_and(|max| self.init_failures >= max) {
-            self.init_failures = 0;
-            for key in self.keys_in_issue_order() {
-                self.resolve_error(key, format!("initialize failed: {reason}"));
-            }
-            return;
-        }
-        let delay = self.next_delay(self.init_failures - 1, false);
-        self.record(StepKind::Backoff { call: None, attempt: self.init_failures, delay_us: micros(delay) });
-        self.init_retry_at = Some(now + delay);
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Streams: sending and reading
-    // -----------------------------------------------------------------------------------------
-
-    fn send_call(&mut self, key: CallKey) {
-        let Some(call) = self.calls.get(&key) else { return };
-        let tool = call.tool.clone();
-        let id = self.take_request_id();
-        let idempotency_key = self.policy.send_idempotency_keys.then(|| format!("{key}"));
-        let body = ClientMessage::CallTool { id, call: ToolCall { tool, key, idempotency_key } };
-        let conn = self.open(Purpose::Stream(Owner::Call(key)), Request::post(self.session.clone(), body), false);
-        self.by_request.insert(id, key);
-        if let Some(call) = self.calls.get_mut(&key) {
-            call.request = Some(id);
-            call.stream.conn = Some(conn);
-            call.resend_at = None;
-            call.sent = true;
-        }
-    }
-
-    /// Opens the standalone stream if it is wanted and neither open nor scheduled. After a
-    /// restart it resumes with the persisted id.
-    fn open_standalone(&mut self) {
-        let Some(stream) = self.standalone.as_ref() else { return };
-        if stream.conn.is_some() || stream.reconnect_at.is_some() {
-            return;
-        }
-        let last = stream.last_event_id.clone();
-        let reconnect = last.is_some();
-        let conn = self.open(Purpose::Stream(Owner::Standalone), Request::get(self.session.clone(), last), reconnect);
-        if let Some(stream) = self.standalone.as_mut() {
-            stream.conn = Some(conn);
-        }
-    }
-
-    /// A scheduled reconnect is due: `GET` with the chosen `Last-Event-ID`.
-    fn reconnect(&mut self, owner: Owner) {
-        let Some(stream) = self.stream_mut(owner) else { return };
-        stream.reconnect_at = None;
-        let last = stream.reconnect_with.take();
-        let conn = self.open(Purpose::Stream(owner), Request::get(self.session.clone(), last), true);
-        if let Some(stream) = self.stream_mut(owner) {
-            stream.conn = Some(conn);
-        }
-    }
-
-    fn on_head(&mut self, now: Instant, conn: ConnId, head: ResponseHead) {
-        let reset_on_ok = self.policy.reconnect.counter_reset == CounterReset::OnSuccessfulReconnect;
-        let Some(c) = self.conns.get_mut(&conn) else { return };
-        if c.head.is_some() {
-            return;
-        }
-        let ok = head.status.is_success();
-        let status = head.status;
-        c.head = Some(head);
-        let (purpose, reconnect) = (c.purpose, c.reconnect);
-        match purpose {
-            Purpose::Initialize if !ok => {
-                self.conns.remove(&conn);
-                self.init_failed(now, format!("HTTP {status}"));
-            }
-            Purpose::Initialized => {
-                self.conns.remove(&conn);
-                if ok {
-                    self.become_ready();
-                } else {
-                    self.init_failed(now, format!("HTTP {status}"));
-                }
-            }
-            Purpose::Stream(owner) if ok && reconnect && reset_on_ok => {
-                if let Some(stream) = self.stream_mut(owner) {
-                    stream.failures = 0;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn on_event(&mut self, now: Instant, conn: ConnId, event: SseEvent) {
-        let reset_on_event = self.policy.reconnect.counter_reset == CounterReset::OnEvent;
-        let Some(c) = self.conns.get_mut(&conn) else { return };
-        c.events += 1;
-        c.close_event |= event.kind == EventKind::Close;
-        let (purpose, reconnect) = (c.purpose, c.reconnect);
-        if let Some(ms) = event.retry_ms {
-            self.server_retry_ms = Some(ms);
-        }
-        if let Purpose::Stream(owner) = purpose {
-            if let Some(stream) = self.stream_mut(owner) {
-                if let Some(id) = &event.id {
-                    stream.last_event_id = Some(id.clone());
-                }
-                if reconnect && reset_on_event {
-                    stream.failures = 0;
-                }
-            }
-        }
-        // A priming event only hands over a cursor; a close event carries nothing for the app.
-        if let Some(data) = event.data {
-            self.on_message(now, conn, event.id, data);
-        }
-    }
-
-    fn on_message(&mut self, now: Instant, conn: ConnId, id: Option<EventId>, message: ServerMessage) {
-        let Some(c) = self.conns.get(&conn) else { return };
-        match (c.purpose, message) {
-            (Purpose::Initialize, ServerMessage::InitializeResult { .. }) => self.init_answered(conn),
-            (Purpose::Initialize, ServerMessage::Error { message, .. }) => {
-                self.conns.remove(&conn);
-                self.init_failed(now, message);
-            }
-            (Purpose::Stream(_), message) => {
-                let session = self.app_session(c.session.clone());
-                self.deliver(conn, session, id, message);
-            }
-            _ => {}
-        }
-    }
-
-    /// Hands a message to the application. Answers are routed by JSON-RPC request id, as the
-    /// SDKs do; anything for a call that already resolved is dropped.
-    fn deliver(&mut self, via: ConnId, session: SessionId, id: Option<EventId>, message: ServerMessage) {
-        let call = message.request().and_then(|r| self.by_request.get(&r).copied());
-        match (call, &message) {
-            (Some(call), ServerMessage::Progress { .. }) => {
-                self.record(StepKind::AppEvent { session, id, call: Some(call), message })
-            }
-            (Some(call), ServerMessage::ToolResult { .. }) => {
-                self.record(StepKind::AppResult { call, session, id });
-                self.resolve(call, Some(via));
-            }
-            (Some(call), ServerMessage::Error { message: text, .. }) => {
-                self.record(StepKind::AppError { call, error: text.clone() });
-                self.resolve(call, Some(via));
-            }
-            (_, ServerMessage::Notification { .. }) => {
-                self.record(StepKind::AppEvent { session, id, call: None, message })
-            }
-            _ => {}
-        }
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // A stream ended before its response: the policy decides
-    // -----------------------------------------------------------------------------------------
-
-    fn stream_ended(&mut self, now: Instant, ended: Ended) {
-        let still_owed = match ended.owner {
-            Owner::Call(key) => self.calls.get(&key).is_some_and(|c| c.request.is_some()),
-            Owner::Standalone => self.standalone.is_some(),
-        };
-        if !still_owed {
-            return;
-        }
-        let reset_on_end = self.policy.reconnect.counter_reset == CounterReset::WhenSuccessfulReconnectEnds;
-        if reset_on_end && ended.reconnect && ended.got_ok {
-            if let Some(stream) = self.stream_mut(ended.owner) {
-                stream.failures = 0;
-            }
-        }
-        match self.policy.close_handling.clone() {
-            CloseHandling::DecisionProcedure => self.apply_decision_procedure(now, ended),
-            CloseHandling::ReinitializeAndResend => self.apply_reinitialize_and_resend(now, ended),
-            CloseHandling::Sdk(rules) => self.apply_sdk_rules(now, ended, &rules),
-            CloseHandling::ReissueWithNewId => self.apply_reissue(now, ended),
-        }
-    }
-
-    /// The `reference` client: `decision::next_action` decides; this only carries it out.
-    fn apply_decision_procedure(&mut self, now: Instant, ended: Ended) {
-        let owner = ended.owner;
-        let last_seen = self.stream_mut(owner).and_then(|s| s.last_event_id.clone());
-        let close = StreamClose {
-            status: ended.status,
-            close_event: ended.close_event,
-            last_event_id_seen: last_seen.clone(),
-            server_head_event_id: ended.head_event_id.clone(),
-        };
-        match decision::next_action(&close) {
-            Ok((outcome, action)) => {
-                self.record_decision(owner, Some(outcome), Some(action.clone()), None);
-                match action {
-                    NextAction::Resume { last_event_id } => self.schedule_reconnect(now, &ended, Some(last_event_id)),
-                    NextAction::Reinitialize => self.session_lost(),
-                    NextAction::ResumeAtHead { head } => {
-                        let session = self.app_session(None);
-                        let gap =
-                            StepKind::AppGap { session, call: owner.call(), after: last_seen, head: head.clone() };
-                        self.record(gap);
-                        if let Some(stream) = self.stream_mut(owner) {
-                            stream.last_event_id = Some(head.clone());
-                        }
-                        self.resume_at_once(owner, head);
-                    }
-                    NextAction::Stop => self.stop_stream(owner, ERR_SESSION_CLOSED),
-                }
-            }
-            Err(error) => {
-                self.record_decision(owner, None, None, Some(error.to_string()));
-                match (owner, &error) {
-                    (Owner::Call(key), DecisionError::NeverPersisted) => {
-                        if self.calls.get(&key).is_some_and(|c| c.idempotent) {
-                            self.resend(key);
-                        } else {
-                            self.resolve_unknown(key, error.to_string());
-                        }
-                    }
-                    // Nothing was seen on the standalone stream, so nothing can be missed by
-                    // opening it afresh.
-                    (Owner::Standalone, DecisionError::NeverPersisted) => self.schedule_reconnect(now, &ended, None),
-                    (owner, _) => self.stop_stream(owner, &error.to_string()),
-                }
-            }
-        }
-    }
-
-    /// The `naive` client: any break of a call's stream is fatal to the session. It starts a new
-    /// one and re-sends every call in flight under the same key, never using `Last-Event-ID`.
-    fn apply_reinitialize_and_resend(&mut self, now: Instant, ended: Ended) {
-        let Owner::Call(key) = ended.owner else {
-            return self.schedule_reconnect(now, &ended, None);
-        };
-        self.record_decision(ended.owner, None, Some(NextAction::Reinitialize), None);
-        // Each re-send is an attempt; a 200 to the re-sent POST is no success, only a response
-        // is, so the count never resets and a call that keeps breaking is eventually failed.
-        if !self.spend_attempt(Owner::Call(key)) {
-            return self.give_up(Owner::Call(key));
-        }
-        self.drop_session();
-        for k in self.keys_in_issue_order() {
-            if self.calls.get(&k).is_some_and(|c| c.request.is_some()) {
-                self.mark_for_resend(k);
-            }
-        }
-        self.begin_initialize();
-    }
-
-    /// The real SDKs' rules (see `shared/docs/sdk-profiles.md`, "Clients").
-    fn apply_sdk_rules(&mut self, now: Instant, ended: Ended, rules: &SdkRules) {
-        let owner = ended.owner;
-        if let Some(status) = ended.status {
-            match owner {
-                Owner::Call(key) if ended.was_post() && status == Status::NOT_FOUND => {
-                    return self.sdk_on_404(key, rules.on_404);
-                }
-                Owner::Call(key) if ended.was_post() => {
-                    self.record_decision(owner, None, None, Some(format!("HTTP {status} to the POST")));
-                    return self.resolve_error(key, format!("HTTP {status}"));
-                }
-                // The server does not offer a standalone stream.
-                Owner::Standalone if status == Status::METHOD_NOT_ALLOWED => {
-                    self.record_decision(owner, None, None, Some(format!("HTTP {status}")));
-                    self.standalone = None;
-                    return;
-                }
-                // Any other refusal of a GET is one failed attempt.
-                _ => {}
-            }
-        }
-        if ended.empty_resume() {
-            match rules.on_empty_resume {
-                OnEmptyResume::SameId => {}
-                OnEmptyResume::WithoutId => {
-                    if let Some(stream) = self.stream_mut(owner) {
-                        stream.last_event_id = None;
-                    }
-                }
-                OnEmptyResume::CleanClose => {
-                    if let Owner::Call(key) = owner {
-                        self.record_decision(owner, None, None, Some("empty resume: a clean close".into()));
-                        return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
-                    }
-                }
-            }
-        }
-        let last = self.stream_mut(owner).and_then(|s| s.last_event_id.clone());
-        if let (Owner::Call(key), true, None) = (owner, ended.was_post() && rules.resume_post_needs_event_id, &last) {
-            self.record_decision(owner, None, None, Some("no event id arrived on the POST stream".into()));
-            return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
-        }
-        let action = last.clone().map(|last_event_id| NextAction::Resume { last_event_id });
-        self.record_decision(owner, None, action, None);
-        self.schedule_reconnect(now, &ended, last);
-    }
-
-    /// The 2026-07-28 revision's client: nothing is resumed. A call whose stream broke (a reset,
-    /// a refused connection, a 5xx, a close without the response) is issued again with a new id
-    /// after backoff; any other status fails it, and `event: close` stops it.
-    fn apply_reissue(&mut self, now: Instant, ended: Ended) {
-        let owner = ended.owner;
-        let Owner::Call(key) = owner else {
-            // The revision has no standalone stream: one opened anyway is not reopened.
-            self.record_decision(owner, None, None, Some("the standalone stream ended: not reopened".into()));
-            self.standalone = None;
-            return;
-        };
-        if ended.close_event {
-            self.record_decision(owner, None, None, Some("event: close".into()));
-            return self.stop_stream(owner, ERR_SESSION_CLOSED);
-        }
-        if let Some(status) = ended.status.filter(|s| !(500..600).contains(&s.0)) {
-            self.record_decision(owner, None, None, Some(format!("HTTP {status} to the POST")));
-            return self.resolve_error(key, format!("HTTP {status}"));
-        }
-        self.record_decision(owner, None, None, Some(NOTE_REISSUE.into()));
-        self.schedule_reissue(now, key, ended.after_error());
-    }
-
-    /// Forgets the call's broken request and schedules a new POST of it after the backoff for its
-    /// attempt; or gives up if its attempts are spent. Only a response ends the count: a 200 to a
-    /// re-issued POST is no success, so a call that keeps breaking is eventually given up.
-    fn schedule_reissue(&mut self, now: Instant, key: CallKey, after_error: bool) {
-        let Some(n) = self.calls.get(&key).map(|c| c.stream.failures) else { return };
-        if !self.spend_attempt(Owner::Call(key)) {
-            return self.give_up(Owner::Call(key));
-        }
-        self.mark_for_resend(key);
-        let delay = self.next_delay(n, after_error);
-        self.record(StepKind::Backoff { call: Some(key), attempt: n + 1, delay_us: micros(delay) });
-        if let Some(call) = self.calls.get_mut(&key) {
-            call.resend_at = Some(now + delay);
-        }
-    }
-
-    /// A scheduled re-issue is due: send it now, or after the handshake if one is under way.
-    fn reissue_due(&mut self, key: CallKey) {
-        if let Some(call) = self.calls.get_mut(&key) {
-            call.resend_at = None;
-        }
-        if self.handshake == Handshake::Ready {
-            self.send_call(key);
-        }
-    }
-
-    fn sdk_on_404(&mut self, key: CallKey, rule: On404) {
-        let note = format!("HTTP 404 to the POST: {rule:?}");
-        let already_resent = self.calls.get(&key).is_some_and(|c| c.resent_after_404);
-        match rule {
-            On404::ReinitializeResendOnce if !already_resent => {
-                self.record_decision(Owner::Call(key), None, Some(NextAction::Reinitialize), Some(note));
-                for other in self.keys_in_issue_order() {
-                    let sent = self.calls.get(&other).is_some_and(|c| c.request.is_some());
-                    if other != key && sent {
-                        self.resolve_error(other, ERR_REINITIALIZED.to_string());
-                    }
-                }
-                self.drop_session();
-                self.mark_for_resend(key);
-                if let Some(call) = self.calls.get_mut(&key) {
-                    call.resent_after_404 = true;
-                }
-                self.begin_initialize();
-            }
-            // The dead session id is kept: every later request gets 404 too.
-            _ => {
-                self.record_decision(Owner::Call(key), None, None, Some(note));
-                self.resolve_error(key, "session not found (HTTP 404)".to_string());
-            }
-        }
-    }
-
-    /// The `reference` client's answer to a 404: the session is gone. Tell the application, and
-    /// settle every call in flight without re-running a non-idempotent tool.
-    fn session_lost(&mut self) {
-        if let Some(session) = self.session.clone() {
-            self.record(StepKind::AppSessionLost { session });
-        }
-        self.drop_session();
-        self.settle_sent_calls(UNKNOWN_SESSION_LOST);
-        self.begin_initialize();
-    }
-
-    /// Reconnect `ended.owner` after the backoff for its attempt, with `last` as
-    /// `Last-Event-ID`; or give up if its attempts are spent. A restart reconnects at once.
-    fn schedule_reconnect(&mut self, now: Instant, ended: &Ended, last: Option<EventId>) {
-        let owner = ended.owner;
-        let Some(n) = self.stream_mut(owner).map(|s| s.failures) else { return };
-        if !self.spend_attempt(owner) {
-            return self.give_up(owner);
-        }
-        if ended.restart {
-            if let Some(stream) = self.stream_mut(owner) {
-                stream.reconnect_with = last;
-            }
-            return self.reconnect(owner);
-        }
-        let delay = self.next_delay(n, ended.after_error());
-        self.record(StepKind::Backoff { call: owner.call(), attempt: n + 1, delay_us: micros(delay) });
-        if let Some(stream) = self.stream_mut(owner) {
-            stream.reconnect_at = Some(now + delay);
-            stream.reconnect_with = last;
-        }
-    }
-
-    /// Resumes right away from `head`: the server just answered, so there is no outage to wait
-    /// out, and every second spent waiting lets a bounded buffer evict the head it named.
-    fn resume_at_once(&mut self, owner: Owner, head: EventId) {
-        if !self.spend_attempt(owner) {
-            return self.give_up(owner);
-        }
-        if let Some(stream) = self.stream_mut(owner) {
-            stream.reconnect_with = Some(head);
-        }
-        self.reconnect(owner);
-    }
-
-    /// Counts one more attempt for `owner`'s stream; false when none is left.
-    fn spend_attempt(&mut self, owner: Owner) -> bool {
-        let max = self.policy.reconnect.max_attempts;
-        let Some(stream) = self.stream_mut(owner) else { return false };
-        if max.is_some_and(|max| stream.failures >= max) {
-            return false;
-        }
-        stream.failures += 1;
-        true
-    }
-
-    /// Attempts exhausted.
-    fn give_up(&mut self, owner: Owner) {
-        let Owner::Call(key) = owner else {
-            self.record_decision(owner, None, None, Some(format!("standalone stream: {ERR_EXHAUSTED}")));
-            self.standalone = None;
-            return;
-        };
-        let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
-        match self.policy.close_handling {
-            CloseHandling::DecisionProcedure | CloseHandling::ReissueWithNewId if !idempotent => {
-                self.resolve_unknown(key, ERR_EXHAUSTED.to_string())
-            }
-            CloseHandling::Sdk(_) => self.resolve_error(key, ERR_CONNECTION_CLOSED.to_string()),
-            _ => self.resolve_error(key, ERR_EXHAUSTED.to_string()),
-        }
-    }
-
-    /// The stream will not be reconnected: its call fails with `error`.
-    fn stop_stream(&mut self, owner: Owner, error: &str) {
-        match owner {
-            Owner::Call(key) => self.resolve_error(key, error.to_string()),
-            Owner::Standalone => self.standalone = None,
-        }
-    }
-
-    /// Re-sends an idempotent call as a new POST (a new request id, the same call key).
-    fn resend(&mut self, key: CallKey) {
-        if !self.spend_attempt(Owner::Call(key)) {
-            return self.give_up(Owner::Call(key));
-        }
-        self.mark_for_resend(key);
-        if self.handshake == Handshake::Ready {
-            self.send_call(key);
-        }
-    }
-
-    /// Puts a sent call back in the waiting queue: its old request and stream are forgotten.
-    fn mark_for_resend(&mut self, key: CallKey) {
-        let Some(call) = self.calls.get_mut(&key) else { return };
-        if let Some(old) = call.request.take() {
-            self.by_request.remove(&old);
-        }
-        let failures = call.stream.failures;
-        let conn = call.stream.conn.take();
-        call.stream = Stream { failures, ..Stream::default() };
-        call.resend_at = None;
-        if let Some(conn) = conn {
-            self.abort(conn);
-        }
-    }
-
-    /// Forgets the session: every connection of it is closed, nothing is reconnected.
-    fn drop_session(&mut self) {
-        self.session = None;
-        self.handshake = Handshake::Idle;
-        let stream_conns: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| !matches!(c.purpose, Purpose::Notification | Purpose::Delete))
-            .map(|(id, _)| *id)
-            .collect();
-        for conn in stream_conns {
-            self.abort(conn);
-        }
-        for call in self.calls.values_mut() {
-            call.stream.conn = None;
-            call.stream.reconnect_at = None;
-        }
-        if self.standalone.is_some() {
-            self.standalone = Some(Stream::default());
-        }
-    }
-
-    fn time_out(&mut self, key: CallKey) {
-        if let Some(request) = self.calls.get(&key).and_then(|c| c.request) {
-            let cancel = Request::post(self.session.clone(), ClientMessage::Cancelled { request });
-            self.open(Purpose::Notification, cancel, false);
-        }
-        self.resolve_error(key, ERR_TIMED_OUT.to_string());
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Resolving calls
-    // -----------------------------------------------------------------------------------------
-
-    fn resolve_error(&mut self, key: CallKey, error: String) {
-        if self.calls.contains_key(&key) {
-            self.record(StepKind::AppError { call: key, error });
-            self.resolve(key, None);
-        }
-    }
-
-    fn resolve_unknown(&mut self, key: CallKey, reason: String) {
-        if self.calls.contains_key(&key) {
-            self.record(StepKind::AppUnknownOutcome { call: key, reason });
-            self.resolve(key, None);
-        }
-    }
-
-    /// Forgets a resolved call. Its connection is closed unless it is `via`, the one that carried
-    /// the answer (the server ends that one itself).
-    fn resolve(&mut self, key: CallKey, via: Option<ConnId>) {
-        let Some(call) = self.calls.remove(&key) else { return };
-        if let Some(request) = call.request {
-            self.by_request.remove(&request);
-        }
-        if let Some(conn) = call.stream.conn {
-            if Some(conn) == via {
-                self.conns.remove(&conn);
-            } else {
-                self.abort(conn);
-            }
-        }
-    }
-
-    // -----------------------------------------------------------------------------------------
     // Plumbing
     // -----------------------------------------------------------------------------------------
 
@@ -1195,12 +477,6 @@ impl Client {
         }
     }
 
-    /// The delay for attempt `n`, drawing the jitter from the seeded generator.
-    fn next_delay(&mut self, n: u32, after_error: bool) -> Duration {
-        let u = if self.policy.reconnect.jitter > 0.0 { self.rng.next_f64() } else { 0.0 };
-        reconnect_delay(&self.policy.reconnect, n, self.server_retry_ms, after_error, u)
-    }
-
     fn take_request_id(&mut self) -> RequestId {
         let id = RequestId(self.next_request);
         self.next_request += 1;
@@ -1222,40 +498,5 @@ impl Client {
     /// one. A server that mints no session id gets the empty id.
     fn app_session(&self, stream_session: Option<SessionId>) -> SessionId {
         stream_session.or_else(|| self.session.clone()).unwrap_or_else(|| SessionId(String::new()))
-    }
-
-    fn durable_state(&self) -> DurableState {
-        let calls = self
-            .calls
-            .iter()
-            .filter_map(|(key, c)| {
-                Some(DurableCall {
-                    call: *key,
-                    tool: c.tool.clone(),
-                    idempotent: c.idempotent,
-                    request: c.request?,
-                    last_event_id: c.stream.last_event_id.clone(),
-                })
-            })
-            .collect();
-        DurableState {
-            session: self.session.clone(),
-            next_request: self.next_request,
-            calls,
-            standalone_last_event_id: self.standalone.as_ref().and_then(|s| s.last_event_id.clone()),
-        }
-    }
-
-    /// Under `Persistence::Durable`, writes the state if it changed, ahead of the outputs queued
-    /// since `mark` (write-ahead: a crash after a request left never loses its record).
-    fn persist_if_changed(&mut self, mark: usize) {
-        if self.policy.persistence != Persistence::Durable {
-            return;
-        }
-        let state = self.durable_state();
-        if self.persisted.as_ref() != Some(&state) {
-            self.persisted = Some(state.clone());
-            self.outputs.insert(mark.min(self.outputs.len()), ClientOutput::Persist(state));
-        }
     }
 }

@@ -1,9 +1,14 @@
 //! The client driven directly with hand-written frames.
 
 use super::*;
+use crate::config::{CloseHandling, CounterReset, Persistence};
 use crate::config::{ReconnectPolicy, RetryField};
+use crate::decision::DecisionError;
 use crate::http::{Body, ErrorBody, ErrorCode, Method};
+use crate::http::{ClientMessage, EventKind, ServerMessage, SseEvent, Status, ToolCall};
 use crate::profiles;
+use crate::time::micros;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -188,7 +193,9 @@ fn backoffs(out: &[ClientOutput]) -> Vec<(u32, u64)> {
     steps(out)
         .into_iter()
         .filter_map(|s| match s {
-            StepKind::Backoff { attempt, delay_us, .. } => Some((attempt, delay_us)),
+            StepKind::Backoff { attempt, delay_us, .. } | StepKind::InitializeBackoff { attempt, delay_us } => {
+                Some((attempt, delay_us))
+            }
             _ => None,
         })
         .collect()

@@ -9,56 +9,100 @@ use crate::trace::{ResumeOutcome, SessionEndReason, StepKind, Trace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// A "sometimes" event: something a sweep of seeds should reach at least once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CoverageEvent {
+    /// A resumption replayed at least one event.
+    ResumeReplayed,
+    /// A resumption was honoured (maybe with nothing to replay).
+    ResumeAttached,
+    /// The application was told of a gap.
+    GapReported,
+    /// The load balancer cut an idle connection.
+    LbIdleCut,
+    /// A logical client got a second (third, ...) session: counts the sessions after the first.
+    SessionReinitialized,
+    /// A reconnection waited at least the `retry:` the server last sent.
+    RetryHonoured,
+    /// A server restart was followed by a result reaching the application.
+    ServerRestartSurvived,
+    /// A resumption the server answered without saying events were skipped or missing.
+    SilentResume,
+    /// The application was told a call may or may not have run.
+    UnknownOutcome,
+    /// A non-idempotent call ran twice (what `no-duplicate-execution` reports).
+    DuplicateExecution,
+    /// The server expired a session that sat idle past its TTL.
+    SessionExpired,
+    /// A session ended on the application's `DELETE`.
+    SessionDeleted,
+    /// A tool ran for a JSON-RPC request id another session had already run a tool for: the case a
+    /// store keyed by request id alone gets wrong.
+    RequestIdShared,
+}
+
 /// Every coverage event, in the order reports list them.
-pub const COVERAGE_EVENTS: &[&str] = &[
-    RESUME_REPLAYED,
-    RESUME_ATTACHED,
-    GAP_REPORTED,
-    LB_IDLE_CUT,
-    SESSION_REINITIALIZED,
-    RETRY_HONOURED,
-    SERVER_RESTART_SURVIVED,
-    SILENT_RESUME,
-    UNKNOWN_OUTCOME,
-    DUPLICATE_EXECUTION,
-    SESSION_EXPIRED,
-    SESSION_DELETED,
-    REQUEST_ID_SHARED,
+pub const COVERAGE_EVENTS: &[CoverageEvent] = &[
+    CoverageEvent::ResumeReplayed,
+    CoverageEvent::ResumeAttached,
+    CoverageEvent::GapReported,
+    CoverageEvent::LbIdleCut,
+    CoverageEvent::SessionReinitialized,
+    CoverageEvent::RetryHonoured,
+    CoverageEvent::ServerRestartSurvived,
+    CoverageEvent::SilentResume,
+    CoverageEvent::UnknownOutcome,
+    CoverageEvent::DuplicateExecution,
+    CoverageEvent::SessionExpired,
+    CoverageEvent::SessionDeleted,
+    CoverageEvent::RequestIdShared,
 ];
 
-/// A resumption replayed at least one event.
-const RESUME_REPLAYED: &str = "resume-replayed";
-/// A resumption was honoured (maybe with nothing to replay).
-const RESUME_ATTACHED: &str = "resume-attached";
-/// The application was told of a gap.
-const GAP_REPORTED: &str = "gap-reported";
-/// The load balancer cut an idle connection.
-const LB_IDLE_CUT: &str = "lb-idle-cut";
-/// A logical client got a second (third, ...) session: counts the sessions after the first.
-const SESSION_REINITIALIZED: &str = "session-reinitialized";
-/// A reconnection waited at least the `retry:` the server last sent.
-const RETRY_HONOURED: &str = "retry-honoured";
-/// A server restart was followed by a result reaching the application.
-const SERVER_RESTART_SURVIVED: &str = "server-restart-survived";
-/// A resumption the server answered without saying events were skipped or missing.
-const SILENT_RESUME: &str = "silent-resume";
-/// The application was told a call may or may not have run.
-const UNKNOWN_OUTCOME: &str = "unknown-outcome";
-/// A non-idempotent call ran twice (what `no-duplicate-execution` reports).
-const DUPLICATE_EXECUTION: &str = "duplicate-execution";
+impl CoverageEvent {
+    /// The stable name, as reports print it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CoverageEvent::ResumeReplayed => "resume-replayed",
+            CoverageEvent::ResumeAttached => "resume-attached",
+            CoverageEvent::GapReported => "gap-reported",
+            CoverageEvent::LbIdleCut => "lb-idle-cut",
+            CoverageEvent::SessionReinitialized => "session-reinitialized",
+            CoverageEvent::RetryHonoured => "retry-honoured",
+            CoverageEvent::ServerRestartSurvived => "server-restart-survived",
+            CoverageEvent::SilentResume => "silent-resume",
+            CoverageEvent::UnknownOutcome => "unknown-outcome",
+            CoverageEvent::DuplicateExecution => "duplicate-execution",
+            CoverageEvent::SessionExpired => "session-expired",
+            CoverageEvent::SessionDeleted => "session-deleted",
+            CoverageEvent::RequestIdShared => "request-id-shared",
+        }
+    }
+}
 
-/// The server expired a session that sat idle past its TTL.
-const SESSION_EXPIRED: &str = "session-expired";
-/// A session ended on the application's `DELETE`.
-const SESSION_DELETED: &str = "session-deleted";
-/// A tool ran for a JSON-RPC request id another session had already run a tool for: the case a
-/// store keyed by request id alone gets wrong.
-const REQUEST_ID_SHARED: &str = "request-id-shared";
+impl std::fmt::Display for CoverageEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CoverageEvent {
+    type Err = String;
+    /// Parses a stable name; the error names the unknown event.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        COVERAGE_EVENTS.iter().copied().find(|e| e.name() == s).ok_or_else(|| format!("unknown coverage event {s:?}"))
+    }
+}
+
+impl Serialize for CoverageEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
 
 /// How often each coverage event happened. Always holds every event of [`COVERAGE_EVENTS`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct Coverage(pub BTreeMap<&'static str, u32>);
+pub struct Coverage(pub BTreeMap<CoverageEvent, u32>);
 
 impl Default for Coverage {
     fn default() -> Self {
@@ -72,24 +116,24 @@ impl Coverage {
         Self::default()
     }
 
-    /// The count of an event (0 for a name that is no coverage event).
-    pub fn get(&self, event: &str) -> u32 {
-        self.0.get(event).copied().unwrap_or(0)
+    /// The count of an event.
+    pub fn get(&self, event: CoverageEvent) -> u32 {
+        self.0.get(&event).copied().unwrap_or(0)
     }
 
     /// Adds another trace's (or sweep's) counts to these.
     pub fn merge(&mut self, other: &Coverage) {
         for (event, n) in &other.0 {
-            self.add(event, *n);
+            self.add(*event, *n);
         }
     }
 
     /// The events that never happened, in [`COVERAGE_EVENTS`] order.
-    pub fn unreached(&self) -> Vec<&'static str> {
-        COVERAGE_EVENTS.iter().copied().filter(|e| self.get(e) == 0).collect()
+    pub fn unreached(&self) -> Vec<CoverageEvent> {
+        COVERAGE_EVENTS.iter().copied().filter(|e| self.get(*e) == 0).collect()
     }
 
-    fn add(&mut self, event: &'static str, n: u32) {
+    fn add(&mut self, event: CoverageEvent, n: u32) {
         let count = self.0.entry(event).or_insert(0);
         *count = count.saturating_add(n);
     }
@@ -105,46 +149,50 @@ pub fn coverage(trace: &Trace) -> Coverage {
     for step in &trace.steps {
         match &step.kind {
             StepKind::Resume { outcome, .. } => count_resume(&mut cov, outcome),
-            StepKind::AppGap { .. } => cov.add(GAP_REPORTED, 1),
-            StepKind::LbIdleCut { .. } => cov.add(LB_IDLE_CUT, 1),
-            StepKind::AppUnknownOutcome { .. } => cov.add(UNKNOWN_OUTCOME, 1),
+            StepKind::AppGap { .. } => cov.add(CoverageEvent::GapReported, 1),
+            StepKind::LbIdleCut { .. } => cov.add(CoverageEvent::LbIdleCut, 1),
+            StepKind::AppUnknownOutcome { .. } => cov.add(CoverageEvent::UnknownOutcome, 1),
             StepKind::SessionCreated { client, .. } => *sessions_per_client.entry(client).or_insert(0) += 1,
             StepKind::Event { event, .. } => last_retry_ms = event.retry_ms.or(last_retry_ms),
             StepKind::Backoff { delay_us, .. }
                 if last_retry_ms.is_some_and(|ms| *delay_us >= ms.saturating_mul(1_000)) =>
             {
-                cov.add(RETRY_HONOURED, 1)
+                cov.add(CoverageEvent::RetryHonoured, 1)
             }
             StepKind::ServerStart { epoch } if *epoch >= 1 => restarts_awaiting_result += 1,
             StepKind::AppResult { .. } => {
-                cov.add(SERVER_RESTART_SURVIVED, restarts_awaiting_result);
+                cov.add(CoverageEvent::ServerRestartSurvived, restarts_awaiting_result);
                 restarts_awaiting_result = 0;
             }
-            StepKind::SessionEnded { reason: SessionEndReason::IdleExpired, .. } => cov.add(SESSION_EXPIRED, 1),
-            StepKind::SessionEnded { reason: SessionEndReason::Deleted, .. } => cov.add(SESSION_DELETED, 1),
+            StepKind::SessionEnded { reason: SessionEndReason::IdleExpired, .. } => {
+                cov.add(CoverageEvent::SessionExpired, 1)
+            }
+            StepKind::SessionEnded { reason: SessionEndReason::Deleted, .. } => {
+                cov.add(CoverageEvent::SessionDeleted, 1)
+            }
             StepKind::SideEffect { session, request, .. }
                 if *first_session_of_request.entry(*request).or_insert(session) != session =>
             {
-                cov.add(REQUEST_ID_SHARED, 1)
+                cov.add(CoverageEvent::RequestIdShared, 1)
             }
             _ => {}
         }
     }
-    cov.add(SESSION_REINITIALIZED, sessions_per_client.values().map(|n| n.saturating_sub(1)).sum());
-    cov.add(DUPLICATE_EXECUTION, u32::try_from(duplicate_executions(trace).len()).unwrap_or(u32::MAX));
+    cov.add(CoverageEvent::SessionReinitialized, sessions_per_client.values().map(|n| n.saturating_sub(1)).sum());
+    cov.add(CoverageEvent::DuplicateExecution, u32::try_from(duplicate_executions(trace).len()).unwrap_or(u32::MAX));
     cov
 }
 
 fn count_resume(cov: &mut Coverage, outcome: &ResumeOutcome) {
     match outcome {
         ResumeOutcome::Replayed { replayed } => {
-            cov.add(RESUME_ATTACHED, 1);
+            cov.add(CoverageEvent::ResumeAttached, 1);
             if *replayed >= 1 {
-                cov.add(RESUME_REPLAYED, 1);
+                cov.add(CoverageEvent::ResumeReplayed, 1);
             }
         }
         ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { .. } | ResumeOutcome::Empty { .. } => {
-            cov.add(SILENT_RESUME, 1)
+            cov.add(CoverageEvent::SilentResume, 1)
         }
         ResumeOutcome::Rejected { .. } => {}
     }
@@ -170,7 +218,7 @@ mod tests {
         let cov = coverage(&TraceBuilder::new().build());
         assert_eq!(cov.0.len(), COVERAGE_EVENTS.len());
         assert_eq!(cov.unreached(), COVERAGE_EVENTS.to_vec());
-        assert_eq!(cov.get("not-an-event"), 0);
+        assert!("not-an-event".parse::<CoverageEvent>().is_err());
     }
 
     #[test]
@@ -218,14 +266,16 @@ mod tests {
             ("silent-resume", 2),
             ("unknown-outcome", 1),
         ];
-        assert_eq!(cov.0.into_iter().collect::<Vec<_>>(), expected);
+        let mut got: Vec<(&str, u32)> = cov.0.into_iter().map(|(e, n)| (e.name(), n)).collect();
+        got.sort();
+        assert_eq!(got, expected);
     }
 
     #[test]
     fn a_restart_with_no_result_after_it_is_not_survived() {
         let trace =
             TraceBuilder::new().app(app_result(0, &sid("A"), None)).server(StepKind::ServerStart { epoch: 1 }).build();
-        assert_eq!(coverage(&trace).get("server-restart-survived"), 0);
+        assert_eq!(coverage(&trace).get(CoverageEvent::ServerRestartSurvived), 0);
     }
 
     #[test]
@@ -234,7 +284,7 @@ mod tests {
         let mut total = Coverage::new();
         total.merge(&coverage(&trace));
         total.merge(&coverage(&trace));
-        assert_eq!(total.get("lb-idle-cut"), 4);
+        assert_eq!(total.get(CoverageEvent::LbIdleCut), 4);
         let json = serde_json::to_value(&total).expect("plain map");
         assert_eq!(json["lb-idle-cut"], 4);
         assert_eq!(json["gap-reported"], 0);

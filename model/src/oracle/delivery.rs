@@ -2,26 +2,29 @@
 //! order (`in-order-delivery`), and only events of the session it came through
 //! (`no-cross-session-delivery`).
 
-use super::{deliveries, event_subject, sorted, Delivery, EventLog, Invariant, Violation};
+use super::{deliveries, event_subject, sorted, Delivery, EventLog, Invariant, InvariantId, Violation};
 use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_DUPLICATE_DELIVERY: Invariant = Invariant {
-    name: "no-duplicate-delivery",
+    id: InvariantId::NoDuplicateDelivery,
+    name: InvariantId::NoDuplicateDelivery.name(),
     description: "The application is never handed the same event of a session twice, nor two results for one call.",
     check: duplicate_deliveries,
 };
 
 pub(super) const IN_ORDER_DELIVERY: Invariant = Invariant {
-    name: "in-order-delivery",
+    id: InvariantId::InOrderDelivery,
+    name: InvariantId::InOrderDelivery.name(),
     description: "The events of each stream reach the application in the order the server stored them.",
     check: out_of_order_deliveries,
 };
 
 pub(super) const NO_CROSS_SESSION_DELIVERY: Invariant = Invariant {
-    name: "no-cross-session-delivery",
+    id: InvariantId::NoCrossSessionDelivery,
+    name: InvariantId::NoCrossSessionDelivery.name(),
     description: "The application is handed, through a session, only events that session stored.",
     check: cross_session_deliveries,
 };
@@ -39,16 +42,17 @@ fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
     // The result handed over since the call was last issued.
     let mut result_given: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut violations = Vec::new();
-    for step in &trace.steps {
+    for (order, step) in trace.steps.iter().enumerate() {
         if let StepKind::AppCall { call, .. } = &step.kind {
             result_given.remove(call);
         }
-        let Some(d) = Delivery::of(step) else { continue };
+        let Some(d) = Delivery::of(order, step) else { continue };
         let first_seen = d.id.and_then(|id| seen.get(&(d.session, id)).copied());
         let first_result = d.result_of.and_then(|call| result_given.get(&call).copied());
         if let (Some(id), Some(first)) = (d.id, first_seen) {
             violations.push(Violation {
-                invariant: NO_DUPLICATE_DELIVERY.name,
+                invariant: InvariantId::NoDuplicateDelivery,
+                step: d.order,
                 at: d.at,
                 subject: subject(&log, d.session, id),
                 detail: format!(
@@ -59,7 +63,8 @@ fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
             });
         } else if let (Some(call), Some(first)) = (d.result_of, first_result) {
             violations.push(Violation {
-                invariant: NO_DUPLICATE_DELIVERY.name,
+                invariant: InvariantId::NoDuplicateDelivery,
+                step: d.order,
                 at: d.at,
                 subject: call.to_string(),
                 detail: format!(
@@ -95,7 +100,8 @@ fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
         let top = highest.entry((d.session, event.epoch, event.stream)).or_insert(event.seq);
         if event.seq < *top {
             violations.push(Violation {
-                invariant: IN_ORDER_DELIVERY.name,
+                invariant: InvariantId::InOrderDelivery,
+                step: d.order,
                 at: d.at,
                 subject: event_subject(d.session, Some(event.stream), id),
                 detail: format!("seq {} was handed to the application after seq {}", event.seq, top),
@@ -130,7 +136,8 @@ fn cross_session_deliveries(trace: &Trace) -> Vec<Violation> {
                 )
             };
             Some(Violation {
-                invariant: NO_CROSS_SESSION_DELIVERY.name,
+                invariant: InvariantId::NoCrossSessionDelivery,
+                step: d.order,
                 at: d.at,
                 subject: event_subject(d.session, None, id),
                 detail,
@@ -173,7 +180,7 @@ mod tests {
         let v = duplicate_deliveries(&trace);
         assert_eq!(v.len(), 1);
         assert_eq!(
-            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            (v[0].invariant.name(), v[0].at, v[0].subject.as_str()),
             ("no-duplicate-delivery", Instant(2_003), "session A stream1 event 1-2")
         );
         assert_eq!(out_of_order_deliveries(&trace), vec![]);
@@ -203,7 +210,7 @@ mod tests {
         let v = out_of_order_deliveries(&trace);
         assert_eq!(v.len(), 1);
         assert_eq!(
-            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            (v[0].invariant.name(), v[0].at, v[0].subject.as_str()),
             ("in-order-delivery", Instant(2_002), "session A stream1 event 1-2")
         );
         assert_eq!(v[0].detail, "seq 2 was handed to the application after seq 3");
@@ -288,7 +295,7 @@ mod tests {
         let v = cross_session_deliveries(&trace);
         assert_eq!(v.len(), 2);
         assert_eq!(
-            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            (v[0].invariant.name(), v[0].at, v[0].subject.as_str()),
             ("no-cross-session-delivery", Instant(3_000), "session A event 2-1")
         );
         assert_eq!(v[0].detail, "event 2-1 was stored by session B, but handed to the application as session A's");

@@ -1,13 +1,14 @@
 //! `no-duplicate-execution`: a non-idempotent tool call runs its side effect at most once.
 
-use super::{sorted, CallLedger, Invariant, Violation};
+use super::{sorted, CallLedger, Invariant, InvariantId, Violation};
 use crate::ids::{CallKey, SessionId};
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace};
 use std::collections::BTreeMap;
 
 pub(super) const NO_DUPLICATE_EXECUTION: Invariant = Invariant {
-    name: "no-duplicate-execution",
+    id: InvariantId::NoDuplicateExecution,
+    name: InvariantId::NoDuplicateExecution.name(),
     description: "A tool call the application declared non-idempotent runs its side effect at most once, across \
                   all sessions and server restarts.",
     check: duplicate_executions,
@@ -16,6 +17,8 @@ pub(super) const NO_DUPLICATE_EXECUTION: Invariant = Invariant {
 /// One run of a side effect.
 struct Execution<'a> {
     at: Instant,
+    /// Index of its `SideEffect` step.
+    order: usize,
     session: &'a SessionId,
     /// What the server's tool table said; used only for a call the application never issued.
     idempotent: bool,
@@ -25,16 +28,17 @@ struct Execution<'a> {
 pub(super) fn duplicate_executions(trace: &Trace) -> Vec<Violation> {
     let ledger = CallLedger::new(trace);
     let mut runs: BTreeMap<CallKey, Vec<Execution<'_>>> = BTreeMap::new();
-    for step in &trace.steps {
+    for (order, step) in trace.steps.iter().enumerate() {
         if let StepKind::SideEffect { session, call, idempotent, .. } = &step.kind {
-            runs.entry(*call).or_default().push(Execution { at: step.at(), session, idempotent: *idempotent });
+            runs.entry(*call).or_default().push(Execution { at: step.at(), order, session, idempotent: *idempotent });
         }
     }
     let violations = runs
         .into_iter()
         .filter(|(call, execs)| execs.len() > 1 && !declared_idempotent(&ledger, *call, execs))
         .map(|(call, execs)| Violation {
-            invariant: NO_DUPLICATE_EXECUTION.name,
+            invariant: InvariantId::NoDuplicateExecution,
+            step: execs[1].order,
             at: execs[1].at,
             subject: call.to_string(),
             detail: format!("non-idempotent {call} ran {} times: {}", execs.len(), list_runs(&execs)),
@@ -82,8 +86,8 @@ mod tests {
         let v = duplicate_executions(&twice(false));
         assert_eq!(v.len(), 1);
         assert_eq!(
-            (v[0].invariant, v[0].at, v[0].subject.as_str()),
-            ("no-duplicate-execution", Instant(5_000), "call0")
+            (v[0].invariant, v[0].step, v[0].at, v[0].subject.as_str()),
+            (InvariantId::NoDuplicateExecution, 2, Instant(5_000), "call0")
         );
         assert_eq!(v[0].detail, "non-idempotent call0 ran 2 times: in session A at 0.002s, in session B at 0.005s");
     }

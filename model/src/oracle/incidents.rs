@@ -1,5 +1,6 @@
 //! The design note's two incidents and a well-behaved run, in miniature, through `check_all`.
 
+use super::coverage::CoverageEvent;
 use super::testkit::*;
 use super::{check_all, coverage, Violation};
 use crate::http::{ClientMessage, ConnEnd, Request, SseEvent, ToolCall};
@@ -7,7 +8,7 @@ use crate::ids::{CallKey, ConnId, RequestId, SessionId};
 use crate::trace::{ResumeOutcome, StepKind};
 
 fn summary(violations: &[Violation]) -> Vec<(&'static str, u64, &str)> {
-    violations.iter().map(|v| (v.invariant, v.at.0, v.subject.as_str())).collect()
+    violations.iter().map(|v| (v.invariant.name(), v.at.0, v.subject.as_str())).collect()
 }
 
 fn initialize(conn: u64) -> StepKind {
@@ -65,8 +66,8 @@ fn the_naive_client_incident_is_a_duplicate_execution_and_an_orphaned_session() 
     );
     assert_eq!(v[0].detail, "client app got session B while its session A was still live");
     assert_eq!(v[1].detail, "non-idempotent call0 ran 2 times: in session A at 0.002s, in session B at 0.064s");
-    assert_eq!(coverage(&trace).get("duplicate-execution"), 1);
-    assert_eq!(coverage(&trace).get("session-reinitialized"), 1);
+    assert_eq!(coverage(&trace).get(CoverageEvent::DuplicateExecution), 1);
+    assert_eq!(coverage(&trace).get(CoverageEvent::SessionReinitialized), 1);
 }
 
 /// Incident 2: a chatty tool fills a bounded buffer while the client is away; the server resumes
@@ -110,7 +111,7 @@ fn the_silent_head_incident_loses_140_events_without_a_word() {
     assert_eq!(summary(&v), vec![("no-silent-event-loss", 40_000, "session A stream1 event 1-101")]);
     assert!(v[0].detail.starts_with("140 events"), "{}", v[0].detail);
     assert!(v[0].detail.ends_with("(seq 101 to 240)"), "{}", v[0].detail);
-    assert_eq!(coverage(&trace).get("silent-resume"), 1);
+    assert_eq!(coverage(&trace).get(CoverageEvent::SilentResume), 1);
 }
 
 #[test]
@@ -163,7 +164,7 @@ fn a_well_behaved_run_breaks_nothing() {
     assert_eq!(check_all(&trace), vec![]);
     let cov = coverage(&trace);
     for event in ["resume-replayed", "resume-attached", "lb-idle-cut", "retry-honoured"] {
-        assert_eq!(cov.get(event), 1, "{event}");
+        assert_eq!(cov.get(event.parse().expect("a coverage event")), 1, "{event}");
     }
-    assert_eq!(cov.get("duplicate-execution"), 0);
+    assert_eq!(cov.get(CoverageEvent::DuplicateExecution), 0);
 }

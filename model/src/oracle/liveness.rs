@@ -1,13 +1,14 @@
 //! `every-call-resolves`: the application learns how each call ended, once, by the deadline.
 
-use super::{final_state, liveness_step, sorted, Invariant, Resolution, Violation};
+use super::{final_state, liveness_step, sorted, step_at_or_after, Invariant, InvariantId, Resolution, Violation};
 use crate::ids::CallKey;
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace};
 use std::collections::BTreeMap;
 
 pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
-    name: "every-call-resolves",
+    id: InvariantId::EveryCallResolves,
+    name: InvariantId::EveryCallResolves.name(),
     description: "Every call the application issues is resolved (result, error or unknown outcome) by the liveness \
                   deadline, and resolved only once.",
     check: unresolved_calls,
@@ -28,35 +29,39 @@ fn unresolved_calls(trace: &Trace) -> Vec<Violation> {
     let mut open: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut settled: BTreeMap<CallKey, (Instant, Resolution)> = BTreeMap::new();
     let mut violations = Vec::new();
-    for step in &trace.steps {
+    let deadline_step = step_at_or_after(trace, deadline);
+    for (order, step) in trace.steps.iter().enumerate() {
         if let StepKind::AppCall { call, .. } = &step.kind {
             open.entry(*call).or_insert(step.at());
         }
         let Some((call, how)) = Resolution::of(&step.kind) else { continue };
         match open.remove(&call) {
             Some(issued) if issued <= deadline && step.at() > deadline => {
-                violations.push(late(call, issued, deadline, Some(step.at())));
+                violations.push(late(call, issued, (deadline, order), Some(step.at())));
             }
             Some(_) => {}
-            None => violations.push(resolved_again(call, step.at(), how, settled.get(&call))),
+            None => violations.push(resolved_again(call, (step.at(), order), how, settled.get(&call))),
         }
         settled.insert(call, (step.at(), how));
     }
     for (call, issued) in open {
         if issued <= deadline {
-            violations.push(late(call, issued, deadline, None));
+            violations.push(late(call, issued, (deadline, deadline_step), None));
         }
     }
     sorted(violations)
 }
 
-fn late(call: CallKey, issued: Instant, deadline: Instant, resolved: Option<Instant>) -> Violation {
+/// `deadline` is the time and the step it is drawn at: the late resolution, or the first step
+/// after the deadline.
+fn late(call: CallKey, issued: Instant, (deadline, step): (Instant, usize), resolved: Option<Instant>) -> Violation {
     let when = match resolved {
         Some(t) => format!("was resolved only at {}", format_micros(t.0)),
         None => "was never resolved".to_string(),
     };
     Violation {
-        invariant: EVERY_CALL_RESOLVES.name,
+        invariant: InvariantId::EveryCallResolves,
+        step,
         at: deadline,
         subject: call.to_string(),
         detail: format!(
@@ -67,7 +72,12 @@ fn late(call: CallKey, issued: Instant, deadline: Instant, resolved: Option<Inst
     }
 }
 
-fn resolved_again(call: CallKey, at: Instant, how: Resolution, before: Option<&(Instant, Resolution)>) -> Violation {
+fn resolved_again(
+    call: CallKey,
+    (at, step): (Instant, usize),
+    how: Resolution,
+    before: Option<&(Instant, Resolution)>,
+) -> Violation {
     let detail = match before {
         Some((t, first)) => format!(
             "the application was told the outcome of {call} twice: {} at {}, then {} at {}",
@@ -78,7 +88,7 @@ fn resolved_again(call: CallKey, at: Instant, how: Resolution, before: Option<&(
         ),
         None => format!("the application was handed {} for {call}, which it never issued", how.name()),
     };
-    Violation { invariant: EVERY_CALL_RESOLVES.name, at, subject: call.to_string(), detail }
+    Violation { invariant: InvariantId::EveryCallResolves, step, at, subject: call.to_string(), detail }
 }
 
 #[cfg(test)]
@@ -123,7 +133,7 @@ mod tests {
         let never = unresolved_calls(&call_resolved_at(None, Some(10_000)));
         assert_eq!(never.len(), 1);
         assert_eq!(
-            (never[0].invariant, never[0].at, never[0].subject.as_str()),
+            (never[0].invariant.name(), never[0].at, never[0].subject.as_str()),
             ("every-call-resolves", Instant(10_000), "call0")
         );
         assert!(never[0].detail.contains("never resolved"));

@@ -3,7 +3,7 @@
 
 use super::{
     delivered_set, event_subject, final_state, liveness_step, sessions_lost, sorted, CallLedger, EventLog, Invariant,
-    StoredEvent, Violation,
+    InvariantId, StoredEvent, Violation,
 };
 use crate::http::{Method, ServerMessage};
 use crate::ids::{EventId, SessionId, StreamNo};
@@ -12,7 +12,8 @@ use crate::trace::{StepKind, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
-    name: "no-silent-event-loss",
+    id: InvariantId::NoSilentEventLoss,
+    name: InvariantId::NoSilentEventLoss.name(),
     description: "Every event stored on a stream the application was reading is delivered to it, or lies in a gap, \
                   a failed call or a lost session the application was told about.",
     check: silent_losses,
@@ -61,7 +62,8 @@ impl<'a> Judge<'a> {
             .collect();
         let (first, last) = (lost.first()?, lost.last()?);
         Some(Violation {
-            invariant: NO_SILENT_EVENT_LOSS.name,
+            invariant: InvariantId::NoSilentEventLoss,
+            step: first.order,
             at: first.at,
             subject: event_subject(session, Some(stream), first.id),
             detail: format!(

@@ -2,8 +2,8 @@
 //!
 //! Every invariant is a pure function of a [`Trace`]: it reads the steps the machines recorded and
 //! returns what broke, never panics, and never looks at the scenario. The families live one per
-//! file: [`execution`] (duplicate side effects), [`loss`] (silent event loss), [`sessions`]
-//! (orphaned sessions), [`liveness`] (every call resolves) and [`delivery`] (what the application
+//! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
+//! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
@@ -29,16 +29,97 @@ use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::{Step, StepKind, Trace, ViolationRecord};
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+/// The invariants, by identity. Their stable names (`no-duplicate-execution`, …) are what traces,
+/// reports and `--invariant` use; [`InvariantId::name`] and [`str::parse`] convert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum InvariantId {
+    /// `no-duplicate-execution`.
+    NoDuplicateExecution,
+    /// `no-silent-event-loss`.
+    NoSilentEventLoss,
+    /// `no-orphaned-session`.
+    NoOrphanedSession,
+    /// `every-call-resolves`.
+    EveryCallResolves,
+    /// `no-duplicate-delivery`.
+    NoDuplicateDelivery,
+    /// `in-order-delivery`.
+    InOrderDelivery,
+    /// `no-cross-session-delivery`.
+    NoCrossSessionDelivery,
+}
+
+impl InvariantId {
+    /// Every invariant, in the order reports list them (the registry's order).
+    pub const ALL: [InvariantId; 7] = [
+        InvariantId::NoDuplicateExecution,
+        InvariantId::NoSilentEventLoss,
+        InvariantId::NoOrphanedSession,
+        InvariantId::EveryCallResolves,
+        InvariantId::NoDuplicateDelivery,
+        InvariantId::InOrderDelivery,
+        InvariantId::NoCrossSessionDelivery,
+    ];
+
+    /// The stable name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            InvariantId::NoDuplicateExecution => "no-duplicate-execution",
+            InvariantId::NoSilentEventLoss => "no-silent-event-loss",
+            InvariantId::NoOrphanedSession => "no-orphaned-session",
+            InvariantId::EveryCallResolves => "every-call-resolves",
+            InvariantId::NoDuplicateDelivery => "no-duplicate-delivery",
+            InvariantId::InOrderDelivery => "in-order-delivery",
+            InvariantId::NoCrossSessionDelivery => "no-cross-session-delivery",
+        }
+    }
+
+    /// The registry entry of this invariant.
+    pub fn invariant(self) -> &'static Invariant {
+        INVARIANTS.iter().find(|i| i.id == self).expect("every InvariantId has a registry entry (tested)")
+    }
+}
+
+impl fmt::Display for InvariantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no invariant's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown invariant {0:?} (see `mcpsim profiles`)")]
+pub struct UnknownInvariant(pub String);
+
+impl FromStr for InvariantId {
+    type Err = UnknownInvariant;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        InvariantId::ALL.into_iter().find(|i| i.name() == s).ok_or_else(|| UnknownInvariant(s.to_string()))
+    }
+}
+
+impl PartialEq<&str> for InvariantId {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
 
 /// One broken invariant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// The invariant's stable name, e.g. `no-duplicate-execution`.
-    pub invariant: &'static str,
+    /// Which invariant.
+    pub invariant: InvariantId,
+    /// The index in `trace.steps` of the step that broke it (for a deadline that passed: the
+    /// first step at or after the deadline, else the last step).
+    pub step: usize,
     /// When the step that broke it happened.
     pub at: Instant,
     /// The call, stream, event or session concerned.
     pub subject: String,
+    /// What went wrong, in words.
     pub detail: String,
 }
 
@@ -46,6 +127,7 @@ impl From<&Violation> for ViolationRecord {
     fn from(v: &Violation) -> Self {
         ViolationRecord {
             invariant: v.invariant.to_string(),
+            step: v.step as u64,
             t: v.at.0,
             subject: v.subject.clone(),
             detail: v.detail.clone(),
@@ -55,8 +137,13 @@ impl From<&Violation> for ViolationRecord {
 
 /// A named invariant.
 pub struct Invariant {
+    /// Which invariant this is.
+    pub id: InvariantId,
+    /// The stable name (`id.name()`).
     pub name: &'static str,
+    /// What it requires, in words.
     pub description: &'static str,
+    /// The check: the violations in a trace.
     pub check: fn(&Trace) -> Vec<Violation>,
 }
 
@@ -82,6 +169,12 @@ pub fn check_all(trace: &Trace) -> Vec<Violation> {
 /// The invariant with this name.
 pub fn by_name(name: &str) -> Option<&'static Invariant> {
     INVARIANTS.iter().find(|i| i.name == name)
+}
+
+/// The index of the first step at or after `t`, else the last step: where a deadline that
+/// passed is drawn.
+fn step_at_or_after(trace: &Trace, t: Instant) -> usize {
+    trace.steps.iter().position(|s| s.at() >= t).unwrap_or(trace.steps.len().saturating_sub(1))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,6 +285,8 @@ impl<'a> EventLog<'a> {
 #[derive(Clone, Copy, Debug)]
 struct Delivery<'a> {
     at: Instant,
+    /// Index of the step in the trace.
+    order: usize,
     session: &'a SessionId,
     id: Option<&'a EventId>,
     /// `Some` for an `AppResult`.
@@ -200,13 +295,13 @@ struct Delivery<'a> {
 
 impl<'a> Delivery<'a> {
     /// The delivery an `AppEvent` or `AppResult` step made.
-    fn of(step: &'a Step) -> Option<Self> {
+    fn of(order: usize, step: &'a Step) -> Option<Self> {
         match &step.kind {
             StepKind::AppEvent { session, id, .. } => {
-                Some(Delivery { at: step.at(), session, id: id.as_ref(), result_of: None })
+                Some(Delivery { at: step.at(), order, session, id: id.as_ref(), result_of: None })
             }
             StepKind::AppResult { call, session, id } => {
-                Some(Delivery { at: step.at(), session, id: id.as_ref(), result_of: Some(*call) })
+                Some(Delivery { at: step.at(), order, session, id: id.as_ref(), result_of: Some(*call) })
             }
             _ => None,
         }
@@ -215,7 +310,7 @@ impl<'a> Delivery<'a> {
 
 /// The `AppEvent` and `AppResult` steps, in trace order.
 fn deliveries(trace: &Trace) -> impl Iterator<Item = Delivery<'_>> {
-    trace.steps.iter().filter_map(Delivery::of)
+    trace.steps.iter().enumerate().filter_map(|(i, s)| Delivery::of(i, s))
 }
 
 /// The `(session, id)` pairs the application was handed.
@@ -290,6 +385,8 @@ impl CallLedger {
 /// The state the run ended in (the last `RunEnd` step).
 struct RunEnd<'a> {
     at: Instant,
+    /// Index of the `RunEnd` step.
+    order: usize,
     /// The session each logical client held, by client index (client 0 first).
     client_sessions: Vec<Option<&'a SessionId>>,
     server_sessions: &'a [SessionId],
@@ -309,11 +406,11 @@ impl<'a> RunEnd<'a> {
 }
 
 fn final_state(trace: &Trace) -> Option<RunEnd<'_>> {
-    trace.steps.iter().rev().find_map(|step| match &step.kind {
+    trace.steps.iter().enumerate().rev().find_map(|(order, step)| match &step.kind {
         StepKind::RunEnd { client_session, server_sessions, other_client_sessions } => {
             let others = other_client_sessions.iter().map(Option::as_ref);
             let client_sessions = std::iter::once(client_session.as_ref()).chain(others).collect();
-            Some(RunEnd { at: step.at(), client_sessions, server_sessions })
+            Some(RunEnd { at: step.at(), order, client_sessions, server_sessions })
         }
         _ => None,
     })
@@ -391,7 +488,7 @@ mod tests {
             .run(run_end(Some(&a), &[&a]))
             .build();
         let found: Vec<(&str, u64, String)> =
-            check_all(&trace).into_iter().map(|v| (v.invariant, v.at.0, v.subject)).collect();
+            check_all(&trace).into_iter().map(|v| (v.invariant.name(), v.at.0, v.subject)).collect();
         assert_eq!(
             found,
             vec![
@@ -405,8 +502,29 @@ mod tests {
 
     #[test]
     fn violations_become_footer_records() {
-        let v = Violation { invariant: "x", at: Instant(5), subject: "call1".into(), detail: "d".into() };
+        let v = Violation {
+            invariant: InvariantId::NoOrphanedSession,
+            step: 7,
+            at: Instant(5),
+            subject: "call1".into(),
+            detail: "d".into(),
+        };
         let r = ViolationRecord::from(&v);
-        assert_eq!((r.invariant.as_str(), r.t, r.subject.as_str(), r.detail.as_str()), ("x", 5, "call1", "d"));
+        assert_eq!(
+            (r.invariant.as_str(), r.step, r.t, r.subject.as_str(), r.detail.as_str()),
+            ("no-orphaned-session", 7, 5, "call1", "d")
+        );
+    }
+
+    #[test]
+    fn every_invariant_id_is_in_the_registry_once_under_its_name() {
+        assert_eq!(INVARIANTS.len(), InvariantId::ALL.len());
+        for id in InvariantId::ALL {
+            let entries: Vec<_> = INVARIANTS.iter().filter(|i| i.id == id).collect();
+            assert_eq!(entries.len(), 1, "{id}");
+            assert_eq!(entries[0].name, id.name());
+            assert_eq!(id.name().parse::<InvariantId>(), Ok(id));
+        }
+        assert!("no-duplicate".parse::<InvariantId>().is_err(), "a prefix names no invariant");
     }
 }

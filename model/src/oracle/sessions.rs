@@ -3,7 +3,7 @@
 
 use super::{
     client_of, delivered_set, event_subject, final_state, session_subject, sorted, CallLedger, EventLog, Invariant,
-    RunEnd, Violation,
+    InvariantId, RunEnd, Violation,
 };
 use crate::http::{ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
@@ -12,7 +12,8 @@ use crate::trace::{StepKind, Trace};
 use std::collections::BTreeMap;
 
 pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
-    name: "no-orphaned-session",
+    id: InvariantId::NoOrphanedSession,
+    name: InvariantId::NoOrphanedSession.name(),
     description: "No tool result is stored in a session nobody reads; a logical client holds at most one live \
                   session; a client answered 404 for its session does not keep the dead id.",
     check: orphaned_sessions,
@@ -51,7 +52,8 @@ fn orphaned_results(trace: &Trace) -> Vec<Violation> {
                 && !still_listening
         })
         .map(|(e, call)| Violation {
-            invariant: NO_ORPHANED_SESSION.name,
+            invariant: InvariantId::NoOrphanedSession,
+            step: e.order,
             at: e.at,
             subject: event_subject(e.session, Some(e.stream), e.id),
             detail: format!(
@@ -67,13 +69,14 @@ fn orphaned_results(trace: &Trace) -> Vec<Violation> {
 fn second_live_sessions(trace: &Trace) -> Vec<Violation> {
     let mut live: BTreeMap<&str, Vec<&SessionId>> = BTreeMap::new();
     let mut violations = Vec::new();
-    for step in &trace.steps {
+    for (order, step) in trace.steps.iter().enumerate() {
         match &step.kind {
             StepKind::SessionCreated { session, client } => {
                 let held = live.entry(client.as_str()).or_default();
                 if !held.is_empty() {
                     violations.push(Violation {
-                        invariant: NO_ORPHANED_SESSION.name,
+                        invariant: InvariantId::NoOrphanedSession,
+                        step: order,
                         at: step.at(),
                         subject: session_subject(session),
                         detail: format!(
@@ -113,7 +116,8 @@ fn dead_session_kept(trace: &Trace, end: &RunEnd<'_>, client: u32, held: &Sessio
     let told = not_found_answers(trace, client, held).into_iter().find(|t| ended.is_none_or(|end| *t >= end))?;
     let who = if end.several_clients() { format!("client {client}") } else { "the client".to_string() };
     Some(Violation {
-        invariant: NO_ORPHANED_SESSION.name,
+        invariant: InvariantId::NoOrphanedSession,
+        step: end.order,
         at: end.at,
         subject: session_subject(held),
         detail: format!(

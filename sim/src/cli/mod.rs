@@ -74,6 +74,6 @@ pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome
 
 /// Coverage totals: how often each "sometimes" event happened over the runs, zeros included.
 pub(crate) fn print_coverage(runs: u64, coverage: &Coverage) {
-    let counts: Vec<String> = COVERAGE_EVENTS.iter().map(|e| format!("{e}={}", coverage.get(e))).collect();
+    let counts: Vec<String> = COVERAGE_EVENTS.iter().map(|e| format!("{e}={}", coverage.get(*e))).collect();
     println!("coverage over {runs} run(s): {}", counts.join(" "));
 }

@@ -3,7 +3,10 @@
 use super::{print_verdict, Exit, ScenarioArgs};
 use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::report::artifacts::{check_writable, first_difference, program, read_trace, recorded_scenario, write_file};
+use crate::report::artifacts::{
+    check_writable, first_difference, program, read_header, read_trace, recorded_scenario, scenario_in_header,
+    write_file,
+};
 use crate::report::timeline;
 use crate::studies::determinism::run_twice_at_once;
 use std::path::Path;
@@ -41,6 +44,18 @@ pub fn cmd_run(
 
 /// `mcpsim replay`: re-runs a recorded trace, prints its timeline, compares.
 pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimError> {
+    if rerecord {
+        // From the header alone, so a trace of an older schema can be recorded again.
+        let header = read_header(path)?;
+        let scenario = scenario_in_header(path, &header)?;
+        let outcome = run(&scenario, header.seed)?;
+        let same = read_trace(path).ok().is_some_and(|old| first_difference(&old, &outcome.trace).is_none());
+        if !same {
+            write_file(path, &outcome.trace.to_jsonl())?;
+        }
+        println!("{} {}", if same { "unchanged:" } else { "re-recorded" }, path.display());
+        return Ok(Exit::Clean);
+    }
     let recorded = read_trace(path)?;
     let scenario = recorded_scenario(path, &recorded)?;
     let seed = recorded.header.seed;

@@ -7,8 +7,11 @@
 //! seed: compare traces, never logs.
 
 use std::cell::Cell;
+#[cfg(feature = "cli")]
 use tracing_subscriber::fmt::format::Writer;
+#[cfg(feature = "cli")]
 use tracing_subscriber::fmt::time::FormatTime;
+#[cfg(feature = "cli")]
 use tracing_subscriber::EnvFilter;
 
 thread_local! {
@@ -26,9 +29,11 @@ pub fn mark_run_end() {
     RUN_START.with(|start| start.set(None));
 }
 
+#[cfg(feature = "cli")]
 /// Prints simulated seconds since the run began, or `-` outside a run.
 struct SimulatedTime;
 
+#[cfg(feature = "cli")]
 impl FormatTime for SimulatedTime {
     fn format_time(&self, w: &mut Writer<'_>) -> std::fmt::Result {
         match RUN_START.with(Cell::get) {
@@ -41,9 +46,11 @@ impl FormatTime for SimulatedTime {
     }
 }
 
+#[cfg(feature = "cli")]
 /// Silences madsim's warning that it could not seed std's hasher.
 const MADSIM_HASHER_WARNING: &str = "madsim::sim::rand=error";
 
+#[cfg(feature = "cli")]
 /// Installs the global subscriber once, when `RUST_LOG` asks for logs; later calls (and a
 /// subscriber already set by someone else) are left alone.
 ///

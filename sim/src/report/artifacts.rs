@@ -4,7 +4,7 @@
 use crate::error::SimError;
 use crate::report::timeline;
 use crate::scenario::Scenario;
-use mcpsim_model::trace::{fnv1a, step_line, Trace, FNV_OFFSET};
+use mcpsim_model::trace::{fnv1a, step_line, Header, Trace, FNV_OFFSET};
 use std::fs;
 use std::path::Path;
 
@@ -62,9 +62,21 @@ pub fn read_trace(path: &Path) -> Result<Trace, SimError> {
     Trace::parse(&text).map_err(|source| SimError::Trace { path: path.display().to_string(), source })
 }
 
+/// Reads only a trace file's header, of any schema: enough to run it again.
+pub fn read_header(path: &Path) -> Result<Header, SimError> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+    Trace::parse_header(&text).map_err(|source| SimError::Trace { path: path.display().to_string(), source })
+}
+
 /// The scenario recorded in a trace header.
 pub fn recorded_scenario(path: &Path, trace: &Trace) -> Result<Scenario, SimError> {
-    let value = trace.header.scenario.get("scenario").cloned().ok_or_else(|| SimError::BadScenario {
+    scenario_in_header(path, &trace.header)
+}
+
+/// The scenario a header records.
+pub fn scenario_in_header(path: &Path, header: &Header) -> Result<Scenario, SimError> {
+    let value = header.scenario.get("scenario").cloned().ok_or_else(|| SimError::BadScenario {
         path: path.display().to_string(),
         problem: "no \"scenario\" field".into(),
     })?;

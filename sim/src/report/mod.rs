@@ -5,5 +5,6 @@
 
 pub mod artifacts;
 pub mod diagram;
+#[cfg(feature = "cli")]
 pub mod plot;
 pub mod timeline;

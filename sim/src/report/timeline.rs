@@ -80,6 +80,9 @@ pub fn describe(kind: &StepKind) -> String {
                 (None, None) => format!("{who}{outcome}no action"),
             }
         }
+        InitializeBackoff { attempt, delay_us } => {
+            format!("initialize: attempt {} in {}", attempt + 1, format_micros(*delay_us))
+        }
         Backoff { call, attempt, delay_us } => {
             let who = call.map(|c| c.to_string()).unwrap_or_else(|| "standalone stream".into());
             format!("{who}: reconnect attempt {attempt} in {}", format_micros(*delay_us))

@@ -133,7 +133,7 @@ fn run_cell(scenario: &Scenario, seeds: u64, runs: &AtomicU64) -> Result<CellRes
     for seed in 0..seeds {
         let outcome = run(scenario, seed)?;
         runs.fetch_add(1, Ordering::Relaxed);
-        let mut names: Vec<&str> = outcome.violations.iter().map(|v| v.invariant).collect();
+        let mut names: Vec<&str> = outcome.violations.iter().map(|v| v.invariant.name()).collect();
         names.sort_unstable();
         names.dedup();
         for n in &names {
@@ -322,7 +322,7 @@ pub fn write_doc(spec: &MatrixSpec, results: &[CellResult], doc: &Path, traces_d
         let seed = r.failing_seed.expect("a broken cell has a failing seed");
         let scenario = spec.cell(&r.client, &r.server, &r.scenario)?;
         let outcome = run(&scenario, seed)?;
-        let first = outcome.violations.first().map(|v| v.invariant).unwrap_or("violation");
+        let first = outcome.violations.first().map(|v| v.invariant.name()).unwrap_or("violation");
         let file = traces_dir.join(trace_file_name(&scenario, first, seed, &outcome.trace));
         write_file(&file, &outcome.trace.to_jsonl())?;
         let link = relative(doc_dir, &file);

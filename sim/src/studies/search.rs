@@ -596,7 +596,8 @@ mod tests {
     #[test]
     fn the_pinned_invariant_is_the_most_serious_or_the_target() {
         let v = |name: &'static str, at: u64| Violation {
-            invariant: name,
+            invariant: name.parse().expect("a known invariant"),
+            step: 0,
             at: mcpsim_model::time::Instant(at),
             subject: String::new(),
             detail: String::new(),

@@ -119,7 +119,7 @@ pub struct RunClass {
 /// - `other-violation`: any other invariant was violated;
 /// - `loss-free`: none of silent-loss, gap-reported's gap, unresolved, call-failed, session-lost.
 pub fn classify(trace: &Trace, violations: &[Violation]) -> RunClass {
-    let names: BTreeSet<&'static str> = violations.iter().map(|v| v.invariant).collect();
+    let names: BTreeSet<&'static str> = violations.iter().map(|v| v.invariant.name()).collect();
     let has = |pred: fn(&StepKind) -> bool| trace.steps.iter().any(|s| pred(&s.kind));
     let gap = has(|k| matches!(k, StepKind::AppGap { .. }));
     let replayed = has(|k| matches!(k, StepKind::Resume { outcome: ResumeOutcome::Replayed { .. }, .. }));
@@ -849,6 +849,7 @@ pub fn sweep(
         boundaries: vec![],
     };
     report.boundaries = boundaries(base, &report);
+    #[cfg(feature = "cli")]
     if let Some(plot) = &opts.plot {
         crate::report::plot::plot_sweep(&report, plot)?;
     }
@@ -1031,7 +1032,13 @@ mod tests {
     }
 
     fn violation(invariant: &'static str) -> Violation {
-        Violation { invariant, at: Instant(0), subject: "call0".into(), detail: String::new() }
+        Violation {
+            invariant: invariant.parse().expect("a known invariant"),
+            step: 0,
+            at: Instant(0),
+            subject: "call0".into(),
+            detail: String::new(),
+        }
     }
 
     fn outcomes(class: &RunClass) -> Vec<&'static str> {

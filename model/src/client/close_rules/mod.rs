@@ -1,0 +1,108 @@
+//! A stream ended before its response: `ClientPolicy::close_handling` decides what happens.
+//!
+//! [`Ended`] is what the client saw of the stream's end; `Client::stream_ended` hands it to one of
+//! four strategies, each in its own file:
+//!
+//! - `decision_procedure.rs`: the design note's procedure ([`crate::decision`]), the `reference` client;
+//! - `reinitialize.rs`: the first incident's naive client (a new session, every call re-sent);
+//! - `sdk.rs`: the real SDKs' rules (`SdkRules`);
+//! - `reissue.rs`: the 2026-07-28 revision's client (nothing resumed, calls re-issued with new ids).
+
+mod decision_procedure;
+mod reinitialize;
+mod reissue;
+mod sdk;
+
+use super::{Client, Conn, Owner};
+use crate::config::{CloseHandling, CounterReset};
+use crate::http::{ConnEnd, Status};
+use crate::ids::EventId;
+use crate::time::Instant;
+
+/// What the client saw of a stream's connection when it ended (or, on a restart, what it must
+/// assume: the connection broke while the process was down).
+#[derive(Debug)]
+pub(super) struct Ended {
+    pub(super) owner: Owner,
+    pub(super) end: ConnEnd,
+    /// The status of a non-2xx answer.
+    pub(super) status: Option<Status>,
+    pub(super) head_event_id: Option<EventId>,
+    pub(super) close_event: bool,
+    pub(super) reconnect: bool,
+    pub(super) got_ok: bool,
+    pub(super) events: u32,
+    /// The process restarted: resume at once, without backoff.
+    pub(super) restart: bool,
+}
+
+impl Ended {
+    pub(super) fn from_conn(owner: Owner, conn: Conn, end: ConnEnd) -> Self {
+        let head = conn.head.as_ref();
+        let failed_head = head.filter(|h| !h.status.is_success());
+        Ended {
+            owner,
+            end,
+            status: failed_head.map(|h| h.status),
+            head_event_id: failed_head.and_then(|h| h.error.as_ref()).and_then(|e| e.head_event_id.clone()),
+            close_event: conn.close_event,
+            reconnect: conn.reconnect,
+            got_ok: head.is_some_and(|h| h.status.is_success()),
+            events: conn.events,
+            restart: false,
+        }
+    }
+
+    pub(super) fn restart(owner: Owner) -> Self {
+        Ended {
+            owner,
+            end: ConnEnd::Reset,
+            status: None,
+            head_event_id: None,
+            close_event: false,
+            reconnect: false,
+            got_ok: false,
+            events: 0,
+            restart: true,
+        }
+    }
+
+    /// A stream error, as opposed to a clean end the server chose.
+    pub(super) fn after_error(&self) -> bool {
+        self.end != ConnEnd::Clean || self.status.is_some()
+    }
+
+    /// The stream's first request (a POST), not a reconnect GET.
+    pub(super) fn was_post(&self) -> bool {
+        !self.reconnect && matches!(self.owner, Owner::Call(_))
+    }
+
+    /// A reconnect answered 200 whose stream ended cleanly without a single event.
+    pub(super) fn empty_resume(&self) -> bool {
+        self.reconnect && self.got_ok && self.events == 0 && self.end == ConnEnd::Clean
+    }
+}
+
+impl Client {
+    pub(super) fn stream_ended(&mut self, now: Instant, ended: Ended) {
+        let still_owed = match ended.owner {
+            Owner::Call(key) => self.calls.get(&key).is_some_and(|c| c.request.is_some()),
+            Owner::Standalone => self.standalone.is_some(),
+        };
+        if !still_owed {
+            return;
+        }
+        let reset_on_end = self.policy.reconnect.counter_reset == CounterReset::WhenSuccessfulReconnectEnds;
+        if reset_on_end && ended.reconnect && ended.got_ok {
+            if let Some(stream) = self.stream_mut(ended.owner) {
+                stream.failures = 0;
+            }
+        }
+        match self.policy.close_handling.clone() {
+            CloseHandling::DecisionProcedure => self.apply_decision_procedure(now, ended),
+            CloseHandling::ReinitializeAndResend => self.apply_reinitialize_and_resend(now, ended),
+            CloseHandling::Sdk(rules) => self.apply_sdk_rules(now, ended, &rules),
+            CloseHandling::ReissueWithNewId => self.apply_reissue(now, ended),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! `CloseHandling::Sdk`: the real SDKs' rules, including their answers to a 404.
+
+use super::Ended;
+use crate::client::{Client, Owner, ERR_NO_RESPONSE, ERR_REINITIALIZED};
+use crate::config::{On404, OnEmptyResume, SdkRules};
+use crate::decision::NextAction;
+use crate::http::Status;
+use crate::ids::CallKey;
+use crate::time::Instant;
+
+impl Client {
+    /// The real SDKs' rules (see `shared/docs/sdk-profiles.md`, "Clients").
+    pub(in crate::client) fn apply_sdk_rules(&mut self, now: Instant, ended: Ended, rules: &SdkRules) {
+        let owner = ended.owner;
+        if let Some(status) = ended.status {
+            match owner {
+                Owner::Call(key) if ended.was_post() && status == Status::NOT_FOUND => {
+                    return self.sdk_on_404(key, rules.on_404);
+                }
+                Owner::Call(key) if ended.was_post() => {
+                    self.record_decision(owner, None, None, Some(format!("HTTP {status} to the POST")));
+                    return self.resolve_error(key, format!("HTTP {status}"));
+                }
+                // The server does not offer a standalone stream.
+                Owner::Standalone if status == Status::METHOD_NOT_ALLOWED => {
+                    self.record_decision(owner, None, None, Some(format!("HTTP {status}")));
+                    self.standalone = None;
+                    return;
+                }
+                // Any other refusal of a GET is one failed attempt.
+                _ => {}
+            }
+        }
+        if ended.empty_resume() {
+            match rules.on_empty_resume {
+                OnEmptyResume::SameId => {}
+                OnEmptyResume::WithoutId => {
+                    if let Some(stream) = self.stream_mut(owner) {
+                        stream.last_event_id = None;
+                    }
+                }
+                OnEmptyResume::CleanClose => {
+                    if let Owner::Call(key) = owner {
+                        self.record_decision(owner, None, None, Some("empty resume: a clean close".into()));
+                        return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
+                    }
+                }
+            }
+        }
+        let last = self.stream_mut(owner).and_then(|s| s.last_event_id.clone());
+        if let (Owner::Call(key), true, None) = (owner, ended.was_post() && rules.resume_post_needs_event_id, &last) {
+            self.record_decision(owner, None, None, Some("no event id arrived on the POST stream".into()));
+            return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
+        }
+        let action = last.clone().map(|last_event_id| NextAction::Resume { last_event_id });
+        self.record_decision(owner, None, action, None);
+        self.schedule_reconnect(now, &ended, last);
+    }
+
+    pub(in crate::client) fn sdk_on_404(&mut self, key: CallKey, rule: On404) {
+        let note = format!("HTTP 404 to the POST: {rule:?}");
+        let already_resent = self.calls.get(&key).is_some_and(|c| c.resent_after_404);
+        match rule {
+            On404::ReinitializeResendOnce if !already_resent => {
+                self.record_decision(Owner::Call(key), None, Some(NextAction::Reinitialize), Some(note));
+                for other in self.keys_in_issue_order() {
+                    let sent = self.calls.get(&other).is_some_and(|c| c.request.is_some());
+                    if other != key && sent {
+                        self.resolve_error(other, ERR_REINITIALIZED.to_string());
+                    }
+                }
+                self.drop_session();
+                self.mark_for_resend(key);
+                if let Some(call) = self.calls.get_mut(&key) {
+                    call.resent_after_404 = true;
+                }
+                self.begin_initialize();
+            }
+            // The dead session id is kept: every later request gets 404 too.
+            _ => {
+                self.record_decision(Owner::Call(key), None, None, Some(note));
+                self.resolve_error(key, "session not found (HTTP 404)".to_string());
+            }
+        }
+    }
+}

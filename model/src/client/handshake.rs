@@ -1,0 +1,82 @@
+//! The session handshake (`initialize`, then `notifications/initialized`), its retries, and
+//! forgetting a session.
+
+use super::{Client, Handshake, Purpose, Stream};
+use crate::http::{ClientMessage, Request};
+use crate::ids::ConnId;
+use crate::time::{micros, Instant};
+use crate::trace::StepKind;
+
+impl Client {
+    /// Starts a session; a client without sessions has no handshake and is ready at once.
+    pub(super) fn begin_initialize(&mut self) {
+        self.init_retry_at = None;
+        if !self.policy.sessions {
+            return self.become_ready();
+        }
+        self.handshake = Handshake::Initializing;
+        let id = self.take_request_id();
+        self.open(Purpose::Initialize, Request::initialize(id, &self.name), false);
+    }
+
+    /// The `initialize` result arrived on `conn`: adopt the session and acknowledge.
+    pub(super) fn init_answered(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.remove(&conn) else { return };
+        self.session = c.head.and_then(|h| h.session);
+        self.handshake = Handshake::Acknowledging;
+        self.open(Purpose::Initialized, Request::post(self.session.clone(), ClientMessage::Initialized), false);
+    }
+
+    pub(super) fn become_ready(&mut self) {
+        self.handshake = Handshake::Ready;
+        self.init_failures = 0;
+        self.open_standalone();
+        for key in self.keys_in_issue_order() {
+            let waiting = self
+                .calls
+                .get(&key)
+                .is_some_and(|c| c.request.is_none() && c.stream.conn.is_none() && c.resend_at.is_none());
+            if waiting {
+                self.send_call(key);
+            }
+        }
+    }
+
+    /// The handshake failed: retry with backoff, or give up and fail every call.
+    pub(super) fn init_failed(&mut self, now: Instant, reason: String) {
+        self.handshake = Handshake::Idle;
+        self.init_failures += 1;
+        if self.policy.reconnect.max_attempts.is_some_and(|max| self.init_failures >= max) {
+            self.init_failures = 0;
+            for key in self.keys_in_issue_order() {
+                self.resolve_error(key, format!("initialize failed: {reason}"));
+            }
+            return;
+        }
+        let delay = self.next_delay(self.init_failures - 1, false);
+        self.record(StepKind::InitializeBackoff { attempt: self.init_failures, delay_us: micros(delay) });
+        self.init_retry_at = Some(now + delay);
+    }
+
+    /// Forgets the session: every connection of it is closed, nothing is reconnected.
+    pub(super) fn drop_session(&mut self) {
+        self.session = None;
+        self.handshake = Handshake::Idle;
+        let stream_conns: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !matches!(c.purpose, Purpose::Notification | Purpose::Delete))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in stream_conns {
+            self.abort(conn);
+        }
+        for call in self.calls.values_mut() {
+            call.stream.conn = None;
+            call.stream.reconnect_at = None;
+        }
+        if self.standalone.is_some() {
+            self.standalone = Some(Stream::default());
+        }
+    }
+}

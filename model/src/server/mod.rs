@@ -1,0 +1,340 @@
+//! The MCP server: sessions, per-stream event logs, tools, idle expiry.
+//!
+//! One connection carries one HTTP exchange. A request is answered at once with `Frame::Head`
+//! and either a JSON body or SSE frames; JSON answers end at once (`End`, `Close`), SSE answers
+//! leave the connection open, attached to a stream, until the stream's response is sent, the
+//! session ends or the peer goes away. Events are stored in the stream's log whether or not a
+//! connection is attached (disconnection is not cancellation), and a `GET` with `Last-Event-ID`
+//! replays them under the policy's rules.
+//!
+//! Call order: `handle_request`/`handle_disconnect` as things arrive, then drain `poll_output`;
+//! sleep until `poll_timeout`, call `handle_timeout(now)` and drain again. `now` never goes back.
+//!
+//! Without sessions (`ServerPolicy::sessions == false`, the 2026-07-28 revision) every request is
+//! served in one implicit context named by the empty session id, the name the client gives the
+//! session when it holds none: it is never created, expired or reported as a session, and every
+//! `GET` and `DELETE` is answered 405. A session-ful client still works against such a server: its
+//! `initialize` is answered without a session id, so it sends its later requests without one.
+//!
+//! Layout: this file holds the `Server` machine (inputs, polls, request routing, timers, output
+//! plumbing); `sessions.rs` the session table, 400/404 answers and `DELETE`; `streams.rs` event
+//! logs, attached connections, priming and keep-alive; `replay.rs` `Last-Event-ID` resumption and
+//! the answers to ids it cannot honour; `tools.rs` tool runs and the side-effect ledger;
+//! `expiry.rs` the idle rules.
+
+mod expiry;
+mod replay;
+mod sessions;
+mod streams;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+use crate::config::{ServerPolicy, ToolSpec};
+use crate::http::{
+    Body, ClientMessage, ErrorBody, ErrorCode, Frame, Method, Request, ResponseHead, ServerMessage, Status,
+};
+use crate::ids::{ConnId, SessionId, StreamNo};
+use crate::rng::SplitMix64;
+use crate::sse::EventStore;
+use crate::time::{micros, Instant};
+use crate::trace::{SessionEndReason, StepKind, ToolEnd};
+use sessions::Session;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+use streams::OpenConn;
+use tools::RunningTool;
+
+/// Something the server asks its actor to do or record.
+#[must_use]
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerOutput {
+    /// Write a frame on a connection.
+    Send {
+        /// The connection.
+        conn: ConnId,
+        /// The frame.
+        frame: Frame,
+    },
+    /// Close a connection: after `Frame::End` for a clean end, or `abrupt` for a reset.
+    Close {
+        /// The connection.
+        conn: ConnId,
+        /// A reset rather than a clean end.
+        abrupt: bool,
+    },
+    /// Record a step.
+    Record(StepKind),
+}
+
+/// The server's state.
+#[derive(Debug)]
+pub struct Server {
+    policy: ServerPolicy,
+    tools: BTreeMap<String, ToolSpec>,
+    epoch: u32,
+    /// Draws session uuids, TypeScript stream ids and opaque event ids.
+    rng: SplitMix64,
+    sessions_minted: u64,
+    sessions: BTreeMap<SessionId, Session>,
+    store: EventStore,
+    /// Open SSE connections. JSON answers end at once and never appear here.
+    conns: BTreeMap<ConnId, OpenConn>,
+    running: BTreeMap<u64, RunningTool>,
+    tools_started: u64,
+    /// Idempotency keys whose side effect this process executed.
+    executed_keys: BTreeSet<String>,
+    outputs: VecDeque<ServerOutput>,
+    /// The process died: it does nothing any more.
+    crashed: bool,
+}
+
+/// The timers the server runs, ordered so that ties at one instant run deterministically.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Tool(u64),
+    Keepalive(ConnId),
+    Idle(SessionId),
+}
+
+/// The implicit context a server without sessions serves every request in. It is the name a
+/// client holding no session gives its streams (`Client::app_session`), so that the events the
+/// server records and those the application is handed name the same session.
+const NO_SESSION: SessionId = SessionId(String::new());
+
+/// A duration a timer can repeat at: zero (or sub-microsecond) intervals would never advance.
+fn repeating(d: Option<Duration>) -> Option<Duration> {
+    d.filter(|d| micros(*d) > 0)
+}
+
+impl Server {
+    /// A fresh server process. `epoch` counts restarts (it goes into session ids so that ids
+    /// never repeat across restarts); `id_seed` seeds the opaque ids some schemes need.
+    pub fn new(policy: ServerPolicy, tools: Vec<ToolSpec>, epoch: u32, id_seed: u64) -> Self {
+        let mut table = BTreeMap::new();
+        for tool in tools {
+            table.entry(tool.name.clone()).or_insert(tool);
+        }
+        // Mixing the epoch in keeps uuids of successive incarnations apart even with one seed.
+        let rng = SplitMix64::new(id_seed ^ u64::from(epoch).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut server = Server {
+            store: EventStore::new(policy.retention.clone()),
+            policy,
+            tools: table,
+            epoch,
+            rng,
+            sessions_minted: 0,
+            sessions: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            running: BTreeMap::new(),
+            tools_started: 0,
+            executed_keys: BTreeSet::new(),
+            outputs: VecDeque::new(),
+            crashed: false,
+        };
+        server.record(StepKind::ServerStart { epoch });
+        if !server.policy.sessions {
+            let context = server.new_session(&NO_SESSION);
+            server.sessions.insert(NO_SESSION, context);
+        }
+        server
+    }
+
+    /// A request arrived on `conn`.
+    pub fn handle_request(&mut self, now: Instant, conn: ConnId, request: Request) {
+        if self.crashed {
+            return;
+        }
+        match request.method {
+            Method::Post => self.handle_post(now, conn, request),
+            Method::Get => self.handle_get(now, conn, request),
+            Method::Delete => self.handle_delete(now, conn, request),
+        }
+    }
+
+    /// The peer closed `conn` (client gone, load balancer cut). Only the connection goes: its
+    /// stream's tool keeps running and its events keep being stored; unless the policy says a
+    /// disconnect cancels (`disconnect_cancels`), when the tools of the streams it carried are
+    /// cancelled.
+    pub fn handle_disconnect(&mut self, now: Instant, conn: ConnId) {
+        let cancelled = if self.policy.disconnect_cancels { self.tools_streamed_on(conn) } else { Vec::new() };
+        if let Some(session) = self.forget_conn(conn) {
+            for id in cancelled {
+                self.cancel_tool(now, id);
+            }
+            self.touch_idle(now, &session, false);
+        }
+    }
+
+    /// Runs every timer due at `now`, earliest first.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some((at, timer)) = self.timers().filter(|(at, _)| *at <= now).min() {
+            match timer {
+                Timer::Tool(id) => self.run_tool(now, id),
+                Timer::Keepalive(conn) => self.send_keepalive(at, conn),
+                Timer::Idle(session) => self.end_session(now, &session, SessionEndReason::IdleExpired),
+            }
+        }
+    }
+
+    /// When `handle_timeout` must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers().map(|(at, _)| at).min()
+    }
+
+    /// The next output, if any; drain it after every input.
+    pub fn poll_output(&mut self) -> Option<ServerOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// The process dies: records the loss of every session and running tool, and resets every
+    /// open connection. The server does nothing afterwards; a restart is a new `Server`.
+    pub fn crash(&mut self, _now: Instant) {
+        if self.crashed {
+            return;
+        }
+        for tool in std::mem::take(&mut self.running).into_values() {
+            self.record(StepKind::ToolEnded {
+                session: tool.session,
+                request: tool.request,
+                call: tool.call,
+                end: ToolEnd::Lost,
+            });
+        }
+        for session in self.live_sessions() {
+            self.record(StepKind::SessionEnded { session, reason: SessionEndReason::ServerRestart });
+        }
+        self.sessions.clear();
+        for conn in std::mem::take(&mut self.conns).into_keys() {
+            self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
+        }
+        self.store = EventStore::new(self.policy.retention.clone());
+        self.crashed = true;
+    }
+
+    /// Sessions the server still knows (none for a server without sessions).
+    pub fn live_sessions(&self) -> Vec<SessionId> {
+        if !self.policy.sessions {
+            return Vec::new();
+        }
+        self.sessions.keys().cloned().collect()
+    }
+
+    /// True while a tool runs (orphaned ones included): the simulator waits for them to end.
+    pub fn is_busy(&self) -> bool {
+        !self.running.is_empty()
+    }
+
+    /// Appends a server notification to every live session's standalone stream, stored even
+    /// when no GET is attached.
+    pub fn notify_all(&mut self, now: Instant) {
+        for session in self.live_sessions() {
+            let Some(state) = self.sessions.get_mut(&session) else { continue };
+            state.notifications += 1;
+            let message = ServerMessage::Notification { seq: state.notifications };
+            self.append(now, &session, StreamNo::STANDALONE, Some(message));
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Requests
+    // -----------------------------------------------------------------------------------------
+
+    fn handle_post(&mut self, now: Instant, conn: ConnId, request: Request) {
+        let Some(body) = request.body else {
+            return self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, request.session);
+        };
+        if !self.policy.sessions {
+            return self.handle_sessionless_post(now, conn, body);
+        }
+        if let (ClientMessage::Initialize { id, client }, None) = (&body, &request.session) {
+            return self.initialize(now, conn, *id, client);
+        }
+        let Some(session) = self.live_session(conn, request.session, Status::NOT_FOUND) else { return };
+        match body {
+            // Re-initializing inside a session is refused, as the SDKs do.
+            ClientMessage::Initialize { .. } => {
+                self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, Some(session.clone()))
+            }
+            ClientMessage::Initialized => self.respond_status(conn, ResponseHead::status(Status::ACCEPTED)),
+            ClientMessage::CallTool { id, call } => self.call_tool(now, conn, &session, id, call),
+            ClientMessage::Cancelled { request } => {
+                self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
+                self.cancel_request(now, &session, request);
+            }
+        }
+        self.touch_idle(now, &session, true);
+    }
+
+    /// A POST to a server without sessions: served whatever session header it carries, in the
+    /// one implicit context. `initialize` is answered like any request, with no session id.
+    fn handle_sessionless_post(&mut self, now: Instant, conn: ConnId, body: ClientMessage) {
+        match body {
+            ClientMessage::Initialize { id, .. } => {
+                let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+                self.respond_json(conn, head, ServerMessage::InitializeResult { request: id });
+            }
+            ClientMessage::Initialized => self.respond_status(conn, ResponseHead::status(Status::ACCEPTED)),
+            ClientMessage::CallTool { id, call } => self.call_tool(now, conn, &NO_SESSION, id, call),
+            ClientMessage::Cancelled { request } => {
+                self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
+                self.cancel_request(now, &NO_SESSION, request);
+            }
+        }
+    }
+
+    fn handle_get(&mut self, now: Instant, conn: ConnId, request: Request) {
+        if !self.policy.sessions {
+            return self.reject(conn, Status::METHOD_NOT_ALLOWED, ErrorCode::Other, None);
+        }
+        let Some(session) = self.live_session(conn, request.session, Status::NOT_FOUND) else { return };
+        match request.last_event_id {
+            Some(id) => self.resume(now, conn, &session, id),
+            None => self.open_standalone(now, conn, &session),
+        }
+        self.touch_idle(now, &session, true);
+    }
+}
+
+impl Server {
+    // Timers and outputs
+    // -----------------------------------------------------------------------------------------
+
+    fn timers(&self) -> impl Iterator<Item = (Instant, Timer)> + '_ {
+        let tools = self.running.iter().map(|(id, tool)| (tool.next_due(), Timer::Tool(*id)));
+        let keepalives =
+            self.conns.iter().filter_map(|(conn, open)| open.next_keepalive.map(|at| (at, Timer::Keepalive(*conn))));
+        let idle = self.sessions.iter().filter_map(|(id, session)| {
+            let deadline = session.idle_since? + self.policy.idle_ttl?;
+            Some((deadline, Timer::Idle(id.clone())))
+        });
+        tools.chain(keepalives).chain(idle)
+    }
+
+    fn record(&mut self, step: StepKind) {
+        self.outputs.push_back(ServerOutput::Record(step));
+    }
+
+    fn send(&mut self, conn: ConnId, frame: Frame) {
+        self.outputs.push_back(ServerOutput::Send { conn, frame });
+    }
+
+    /// A complete answer with no body (or only an error body).
+    fn respond_status(&mut self, conn: ConnId, head: ResponseHead) {
+        self.send(conn, Frame::Head(head));
+        self.send(conn, Frame::End);
+        self.outputs.push_back(ServerOutput::Close { conn, abrupt: false });
+    }
+
+    fn respond_json(&mut self, conn: ConnId, head: ResponseHead, message: ServerMessage) {
+        self.send(conn, Frame::Head(head));
+        self.send(conn, Frame::Json(message));
+        self.send(conn, Frame::End);
+        self.outputs.push_back(ServerOutput::Close { conn, abrupt: false });
+    }
+
+    fn reject(&mut self, conn: ConnId, status: Status, code: ErrorCode, session: Option<SessionId>) {
+        self.record(StepKind::Rejected { conn, status, session });
+        self.respond_status(conn, ResponseHead::error(status, ErrorBody { code, head_event_id: None }));
+    }
+}

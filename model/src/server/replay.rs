@@ -1,0 +1,162 @@
+//! Resumption: locating a `Last-Event-ID` in the per-stream logs (retention applied), replaying
+//! what follows it, and the policy's answer to an id it cannot honour (evicted or unknown).
+
+use super::Server;
+use crate::config::{EventIdScheme, Unhonourable};
+use crate::http::{ErrorBody, ErrorCode, Frame, ResponseHead, Status};
+use crate::ids::{ConnId, EventId, SessionId, StreamNo};
+use crate::sse::{stream_hint, LogKey, Position, StoredEvent, StreamHint, StreamLog};
+use crate::time::Instant;
+use crate::trace::{ResumeOutcome, StepKind};
+
+/// Where a `Last-Event-ID` led.
+#[derive(Debug)]
+pub(super) struct Located {
+    pub(super) key: Option<LogKey>,
+    /// The resuming session's stream writing into that log.
+    pub(super) target: Option<StreamNo>,
+    pub(super) position: Position,
+}
+
+/// A `GET` with `Last-Event-ID` being answered.
+#[derive(Debug)]
+pub(super) struct Resumption {
+    pub(super) conn: ConnId,
+    pub(super) session: SessionId,
+    pub(super) last_event_id: EventId,
+    pub(super) located: Located,
+}
+
+impl Located {
+    const NOWHERE: Located = Located { key: None, target: None, position: Position::Unknown };
+}
+
+impl Server {
+    pub(super) fn resume(&mut self, now: Instant, conn: ConnId, session: &SessionId, last_event_id: EventId) {
+        let located = self.locate(now, session, &last_event_id);
+        let resumption = Resumption { conn, session: session.clone(), last_event_id, located };
+        match resumption.located.position {
+            Position::Honourable(seq) => self.replay(now, &resumption, seq),
+            Position::Evicted(seq) => self.unhonourable(now, &resumption, self.policy.evicted_id, Some(seq)),
+            Position::Unknown => self.unhonourable(now, &resumption, self.policy.unknown_id, None),
+        }
+    }
+
+    /// Finds the log and position a `Last-Event-ID` names, the way the policy's scheme does.
+    pub(super) fn locate(&mut self, now: Instant, session: &SessionId, id: &EventId) -> Located {
+        let Some(state) = self.sessions.get(session) else { return Located::NOWHERE };
+        let key = match stream_hint(self.policy.event_ids, id) {
+            None => None,
+            Some(StreamHint::Number(n)) => state.streams.get(&n).map(|s| s.key.clone()),
+            Some(StreamHint::Label(label)) => state.streams.values().find(|s| s.label == label).map(|s| s.key.clone()),
+            Some(StreamHint::Lookup) => self.store.find_issuer(id, |key| match key {
+                LogKey::Session(owner, _) => owner == session,
+                LogKey::Shared(_) => true,
+            }),
+        };
+        let Some(key) = key else { return Located::NOWHERE };
+        self.store.expire(&key, now);
+        let position = self.store.log(&key).map_or(Position::Unknown, |log| log.position(id));
+        // In a shared store the log may hold another session's stream under the same key: the
+        // resuming session's own stream with that key (its newest) is what gets attached.
+        let target = state.streams.iter().rev().find(|(_, s)| s.key == key).map(|(n, _)| *n);
+        Located { key: Some(key), target, position }
+    }
+
+    /// An honourable resume: replay per the rule, then attach.
+    pub(super) fn replay(&mut self, now: Instant, r: &Resumption, seq: u32) {
+        let events = match (self.resumed_log(r), self.policy.event_ids) {
+            (None, _) => Vec::new(),
+            (Some(log), EventIdScheme::TsSdk) => log.replay_by_id_order(&r.last_event_id, self.policy.replay),
+            (Some(log), _) => log.replay_by_seq(seq, self.policy.replay),
+        };
+        self.record_resume(r, ResumeOutcome::Replayed { replayed: count(&events) });
+        self.open_resumed(now, r, &events);
+        self.attach_resumed(now, r);
+    }
+
+    /// A `Last-Event-ID` the server cannot honour: evicted when `given_seq` is known, else unknown.
+    pub(super) fn unhonourable(&mut self, now: Instant, r: &Resumption, rule: Unhonourable, given_seq: Option<u32>) {
+        let log = self.resumed_log(r);
+        match rule {
+            Unhonourable::Gone410 | Unhonourable::Conflict409 => {
+                let status = if rule == Unhonourable::Gone410 { Status::GONE } else { Status::CONFLICT };
+                let code =
+                    if given_seq.is_some() { ErrorCode::ResumeWindowExceeded } else { ErrorCode::UnknownEventId };
+                // The head named is the newest event the server no longer holds: resuming after
+                // it replays everything still held, so the reported gap is exactly the loss.
+                // (Naming the newest event instead would make the client skip held events, and
+                // the tool's result with them when the stream has finished.)
+                let head = log.and_then(|log| if given_seq.is_some() { log.last_evicted_id() } else { log.head_id() });
+                self.record_resume(r, ResumeOutcome::Rejected { status, head: head.clone() });
+                let error = ErrorBody { code, head_event_id: head };
+                self.respond_status(r.conn, ResponseHead::error(status, error));
+            }
+            Unhonourable::SilentHead => {
+                let skipped = given_seq.zip(log).map_or(0, |(seq, log)| log.issued_after(seq));
+                self.record_resume(r, ResumeOutcome::SilentHead { skipped });
+                self.open_resumed(now, r, &[]);
+                self.attach_resumed(now, r);
+            }
+            Unhonourable::FromOldest => {
+                let events: Vec<StoredEvent> = log.map(|log| log.retained().cloned().collect()).unwrap_or_default();
+                let skipped = given_seq.zip(log).map_or(0, |(seq, log)| log.evicted_after(seq));
+                self.record_resume(r, ResumeOutcome::FromOldest { skipped, replayed: count(&events) });
+                self.open_resumed(now, r, &events);
+                self.attach_resumed(now, r);
+            }
+            Unhonourable::EmptyClosed => {
+                self.record_resume(r, ResumeOutcome::Empty { open: false });
+                self.respond_status(r.conn, ResponseHead::event_stream());
+            }
+            Unhonourable::EmptyOpen => {
+                self.record_resume(r, ResumeOutcome::Empty { open: true });
+                self.open_resumed(now, r, &[]);
+            }
+        }
+    }
+
+    pub(super) fn resumed_log(&self, r: &Resumption) -> Option<&StreamLog> {
+        r.located.key.as_ref().and_then(|key| self.store.log(key))
+    }
+
+    /// Answers 200 `text/event-stream` on the resuming connection and replays `events` on it.
+    pub(super) fn open_resumed(&mut self, now: Instant, r: &Resumption, events: &[StoredEvent]) {
+        self.send(r.conn, Frame::Head(ResponseHead::event_stream()));
+        self.open_sse_conn(now, r.conn, &r.session);
+        for event in events {
+            self.send(r.conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
+        }
+    }
+
+    /// After a resume's replay: a finished stream ends the connection; a live one takes it as its
+    /// receiver (ending the one it had), with a priming event if the policy sends one. With no
+    /// stream of its own to attach to, the connection stays open and receives only keep-alives.
+    pub(super) fn attach_resumed(&mut self, now: Instant, r: &Resumption) {
+        let Some(stream) = r.located.target else { return };
+        let Some(state) = self.stream(&r.session, stream) else { return };
+        if state.finished {
+            return self.end_conn(now, r.conn);
+        }
+        if let Some(old) = state.attached.filter(|old| *old != r.conn) {
+            self.end_conn(now, old);
+        }
+        self.attach(&r.session, stream, r.conn);
+        if self.policy.priming.resume {
+            self.append(now, &r.session, stream, None);
+        }
+    }
+
+    pub(super) fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
+        self.record(StepKind::Resume {
+            session: r.session.clone(),
+            last_event_id: r.last_event_id.clone(),
+            stream: r.located.target,
+            outcome,
+        });
+    }
+}
+
+fn count(events: &[StoredEvent]) -> u32 {
+    u32::try_from(events.len()).unwrap_or(u32::MAX)
+}

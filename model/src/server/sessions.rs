@@ -1,0 +1,124 @@
+//! The session table: minting ids, the handshake, the 400/404 answers to requests naming no
+//! live session, `DELETE`, and ending a session (deleted or expired).
+
+use super::streams::SessionStream;
+use super::Server;
+use crate::config::{DeleteRule, EventIdScheme};
+use crate::http::{Body, ErrorCode, Request, ResponseHead, ServerMessage, Status};
+use crate::ids::{ConnId, RequestId, SessionId, StreamNo};
+use crate::sse::GET_STREAM_KEY;
+use crate::time::Instant;
+use crate::trace::{SessionEndReason, StepKind};
+use std::collections::BTreeMap;
+
+#[derive(Debug)]
+pub(super) struct Session {
+    pub(super) streams: BTreeMap<StreamNo, SessionStream>,
+    /// Number of POST streams opened (the next one gets this plus one).
+    pub(super) post_streams: u32,
+    /// Notifications sent on the standalone stream.
+    pub(super) notifications: u32,
+    /// When the idle countdown started; `None` while something holds the session.
+    pub(super) idle_since: Option<Instant>,
+}
+
+impl Server {
+    pub(super) fn handle_delete(&mut self, now: Instant, conn: ConnId, request: Request) {
+        if !self.policy.sessions {
+            return self.reject(conn, Status::METHOD_NOT_ALLOWED, ErrorCode::Other, None);
+        }
+        let unknown = Status(self.policy.delete_unknown_status);
+        let Some(session) = self.live_session(conn, request.session, unknown) else { return };
+        self.end_session(now, &session, SessionEndReason::Deleted);
+        self.respond_status(conn, ResponseHead::status(Status(self.policy.delete_status)));
+    }
+
+    /// The live session a request names; otherwise answers 400 (no header) or `unknown` and
+    /// returns `None`.
+    pub(super) fn live_session(
+        &mut self,
+        conn: ConnId,
+        session: Option<SessionId>,
+        unknown: Status,
+    ) -> Option<SessionId> {
+        match session {
+            None => {
+                self.reject(conn, Status::BAD_REQUEST, ErrorCode::SessionRequired, None);
+                None
+            }
+            Some(s) if self.sessions.contains_key(&s) => Some(s),
+            Some(_) if unknown.is_success() => {
+                self.respond_status(conn, ResponseHead::status(unknown));
+                None
+            }
+            Some(s) => {
+                self.reject(conn, unknown, ErrorCode::SessionNotFound, Some(s));
+                None
+            }
+        }
+    }
+
+    pub(super) fn initialize(&mut self, now: Instant, conn: ConnId, request: RequestId, client: &str) {
+        let id = self.mint_session_id();
+        let session = self.new_session(&id);
+        self.sessions.insert(id.clone(), session);
+        self.record(StepKind::SessionCreated { session: id.clone(), client: client.to_string() });
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: Some(id.clone()), error: None };
+        self.respond_json(conn, head, ServerMessage::InitializeResult { request });
+        self.touch_idle(now, &id, true);
+    }
+
+    /// A session's state before its first request: its standalone stream, nothing else.
+    pub(super) fn new_session(&self, id: &SessionId) -> Session {
+        let standalone = SessionStream {
+            key: self.log_key(id, StreamNo::STANDALONE, None),
+            label: match self.policy.event_ids {
+                EventIdScheme::TsSdk => GET_STREAM_KEY.to_string(),
+                _ => String::new(),
+            },
+            call: None,
+            attached: None,
+            finished: false,
+        };
+        Session {
+            streams: BTreeMap::from([(StreamNo::STANDALONE, standalone)]),
+            post_streams: 0,
+            notifications: 0,
+            idle_since: None,
+        }
+    }
+
+    pub(super) fn mint_session_id(&mut self) -> SessionId {
+        self.sessions_minted += 1;
+        match self.policy.event_ids {
+            EventIdScheme::Reference | EventIdScheme::Rmcp => {
+                SessionId(format!("{}-{}", self.epoch, self.sessions_minted))
+            }
+            EventIdScheme::TsSdk | EventIdScheme::PySdk => SessionId(self.rng.uuid()),
+        }
+    }
+
+    /// DELETE or idle expiry: running tools are cancelled (or, on DELETE under `RunOn`, left
+    /// running with nowhere to store their result), connections end, and the session is gone.
+    pub(super) fn end_session(&mut self, now: Instant, session: &SessionId, reason: SessionEndReason) {
+        let run_on = reason == SessionEndReason::Deleted && self.policy.delete_running_tool == DeleteRule::RunOn;
+        let tools: Vec<u64> =
+            self.running.iter().filter(|(_, t)| &t.session == session && !t.orphaned).map(|(id, _)| *id).collect();
+        for id in tools {
+            match self.running.get_mut(&id) {
+                Some(tool) if run_on => {
+                    tool.orphaned = true;
+                    tool.next_progress = None;
+                }
+                _ => self.cancel_tool(now, id),
+            }
+        }
+        let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| &c.session == session).map(|(id, _)| *id).collect();
+        for conn in conns {
+            self.end_conn(now, conn);
+        }
+        self.sessions.remove(session);
+        self.store.drop_session(session);
+        self.record(StepKind::SessionEnded { session: session.clone(), reason });
+    }
+}

@@ -1,0 +1,196 @@
+//! Tool runs: starting a call (and its side effect, once per honoured idempotency key),
+//! progress and result events, completion, cancellation.
+
+use super::streams::SessionStream;
+use super::{repeating, Server};
+use crate::config::{EventIdScheme, ToolSpec};
+use crate::http::{Body, Frame, ResponseHead, ServerMessage, Status, ToolCall};
+use crate::ids::{CallKey, ConnId, RequestId, SessionId, StreamNo};
+use crate::time::Instant;
+use crate::trace::{StepKind, ToolEnd};
+use std::time::Duration;
+
+#[derive(Debug)]
+pub(super) struct RunningTool {
+    pub(super) session: SessionId,
+    pub(super) request: RequestId,
+    pub(super) call: CallKey,
+    pub(super) stream: StreamNo,
+    pub(super) done_at: Instant,
+    pub(super) interval: Option<Duration>,
+    pub(super) next_progress: Option<Instant>,
+    pub(super) steps: u32,
+    /// Its session was deleted and the policy lets it run on: it stores nothing.
+    pub(super) orphaned: bool,
+}
+
+impl RunningTool {
+    /// Progress due strictly before the end; a progress tick that coincides with the end is
+    /// swallowed by the result.
+    pub(super) fn due_progress(&self) -> Option<Instant> {
+        self.next_progress.filter(|at| *at < self.done_at)
+    }
+
+    pub(super) fn next_due(&self) -> Instant {
+        self.due_progress().unwrap_or(self.done_at)
+    }
+}
+
+impl Server {
+    pub(super) fn call_tool(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        session: &SessionId,
+        request: RequestId,
+        call: ToolCall,
+    ) {
+        let Some(spec) = self.tools.get(&call.tool).cloned() else {
+            let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+            let message = format!("unknown tool {}", call.tool);
+            return self.respond_json(conn, head, ServerMessage::Error { request, message });
+        };
+        let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
+        self.send(conn, Frame::Head(ResponseHead::event_stream()));
+        self.open_sse_conn(now, conn, session);
+        self.attach(session, stream, conn);
+        if self.policy.priming.post {
+            self.append(now, session, stream, None);
+        }
+        self.start_tool(now, session, request, &call, &spec, stream);
+    }
+
+    /// Allocates the session's next POST stream.
+    pub(super) fn open_post_stream(
+        &mut self,
+        session: &SessionId,
+        request: RequestId,
+        call: CallKey,
+    ) -> Option<StreamNo> {
+        let number = StreamNo(self.sessions.get(session)?.post_streams + 1);
+        let key = self.log_key(session, number, Some(request));
+        let label = match self.policy.event_ids {
+            EventIdScheme::TsSdk => self.rng.uuid(),
+            _ => String::new(),
+        };
+        let state = self.sessions.get_mut(session)?;
+        state.post_streams = number.0;
+        let stream = SessionStream { key, label, call: Some(call), attached: None, finished: false };
+        state.streams.insert(number, stream);
+        Some(number)
+    }
+
+    /// Executes the side effect (unless an honoured idempotency key says it already ran) and
+    /// schedules progress and the result.
+    pub(super) fn start_tool(
+        &mut self,
+        now: Instant,
+        session: &SessionId,
+        request: RequestId,
+        call: &ToolCall,
+        spec: &ToolSpec,
+        stream: StreamNo,
+    ) {
+        let key = call.idempotency_key.clone();
+        let repeated =
+            self.policy.honour_idempotency_keys && key.as_ref().is_some_and(|k| self.executed_keys.contains(k));
+        if !repeated {
+            self.executed_keys.extend(key);
+            self.record(StepKind::SideEffect {
+                session: session.clone(),
+                request,
+                call: call.key,
+                tool: spec.name.clone(),
+                idempotent: spec.idempotent,
+            });
+        }
+        let interval = repeating(spec.event_interval);
+        self.tools_started += 1;
+        self.running.insert(
+            self.tools_started,
+            RunningTool {
+                session: session.clone(),
+                request,
+                call: call.key,
+                stream,
+                done_at: now + spec.duration,
+                interval,
+                next_progress: interval.map(|i| now + i),
+                steps: 0,
+                orphaned: false,
+            },
+        );
+    }
+
+    /// The tool's next timer fired: one progress event, or its completion.
+    pub(super) fn run_tool(&mut self, now: Instant, id: u64) {
+        let Some(tool) = self.running.get_mut(&id) else { return };
+        let Some(at) = tool.due_progress() else { return self.complete_tool(now, id) };
+        tool.steps += 1;
+        tool.next_progress = tool.interval.map(|i| at + i);
+        let (session, stream) = (tool.session.clone(), tool.stream);
+        let message = ServerMessage::Progress { request: tool.request, call: tool.call, step: tool.steps };
+        self.append(now, &session, stream, Some(message));
+    }
+
+    pub(super) fn complete_tool(&mut self, now: Instant, id: u64) {
+        let Some(tool) = self.running.remove(&id) else { return };
+        if !tool.orphaned {
+            let result = ServerMessage::ToolResult { request: tool.request, call: tool.call };
+            self.append(now, &tool.session, tool.stream, Some(result));
+        }
+        self.record(StepKind::ToolEnded {
+            session: tool.session.clone(),
+            request: tool.request,
+            call: tool.call,
+            end: ToolEnd::Completed,
+        });
+        if tool.orphaned {
+            return;
+        }
+        self.finish_stream(now, &tool.session, tool.stream);
+        if self.policy.retention.drop_on_response {
+            if let Some(key) = self.stream(&tool.session, tool.stream).map(|s| s.key.clone()) {
+                self.store.drop_log(&key);
+            }
+        }
+        self.touch_idle(now, &tool.session, false);
+    }
+
+    /// `notifications/cancelled`: the request's tool stops, its stream ends with no response.
+    pub(super) fn cancel_request(&mut self, now: Instant, session: &SessionId, request: RequestId) {
+        let ids: Vec<u64> = self
+            .running
+            .iter()
+            .filter(|(_, t)| &t.session == session && t.request == request && !t.orphaned)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.cancel_tool(now, id);
+        }
+    }
+
+    /// The running tools whose streams `conn` carries.
+    pub(super) fn tools_streamed_on(&self, conn: ConnId) -> Vec<u64> {
+        let Some(open) = self.conns.get(&conn) else { return Vec::new() };
+        let Some(session) = self.sessions.get(&open.session) else { return Vec::new() };
+        let carried: Vec<StreamNo> =
+            session.streams.iter().filter(|(_, s)| s.attached == Some(conn)).map(|(n, _)| *n).collect();
+        self.running
+            .iter()
+            .filter(|(_, t)| t.session == open.session && !t.orphaned && carried.contains(&t.stream))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    pub(super) fn cancel_tool(&mut self, now: Instant, id: u64) {
+        let Some(tool) = self.running.remove(&id) else { return };
+        self.record(StepKind::ToolEnded {
+            session: tool.session.clone(),
+            request: tool.request,
+            call: tool.call,
+            end: ToolEnd::Cancelled,
+        });
+        self.finish_stream(now, &tool.session, tool.stream);
+    }
+}
