@@ -75,7 +75,7 @@ fn every_builtin_profile_dumped_and_loaded_back_runs_byte_for_byte_the_same() {
 #[test]
 fn a_file_that_extends_a_builtin_changes_only_what_it_says() {
     let d = dir("extends");
-    let base = write(&d, "base.toml", "extends = \"rmcp\"\nkeepalive = \"none\"\n");
+    write(&d, "base.toml", "extends = \"rmcp\"\nkeepalive = \"none\"\n");
     // A path relative to the file that names it, over a file over a built-in.
     let mine = write(&d, "mine.toml", "extends = \"./base.toml\"\n\n[retention]\nmax_events = 50\n");
     let s = build("reference", &mine, "long-tool", &[]).expect("loads");

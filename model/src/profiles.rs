@@ -25,8 +25,11 @@ use thiserror::Error;
 /// Which machine a profile describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
+    /// A client library ([`ClientPolicy`]).
     Client,
+    /// A server ([`ServerPolicy`]).
     Server,
+    /// The load balancer between them ([`LbConfig`]).
     Lb,
 }
 
@@ -172,7 +175,9 @@ pub fn builtin_base(role: Role, name: &str, from: &Layer) -> Result<Layer, Profi
 /// A position in a file, 1-based.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pos {
+    /// The line, from 1.
     pub line: usize,
+    /// The column in characters, from 1.
     pub col: usize,
 }
 
@@ -192,9 +197,13 @@ impl Pos {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{origin}:{line}:{col}: {message}")]
 pub struct ProfileError {
+    /// The file (or `--set`).
     pub origin: String,
+    /// The line, from 1.
     pub line: usize,
+    /// The column, from 1.
     pub col: usize,
+    /// What is wrong, and what was expected.
     pub message: String,
 }
 
@@ -220,6 +229,7 @@ pub struct Layer {
     pub origin: String,
     /// What it extends, and where that is written.
     pub extends: Option<(String, Pos)>,
+    /// What the file says about itself.
     pub meta: Meta,
     /// The policy fields the file sets, as serde's data model (`"none"` already `null`).
     pub fields: Map<String, Value>,
@@ -497,7 +507,9 @@ pub fn merged(layers: &[Layer]) -> Map<String, Value> {
 /// read (the sources of every layer, a field set again without a source dropping its base's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolved<T> {
+    /// The policy.
     pub policy: T,
+    /// The top file's description and SDK, and the sources of every layer.
     pub meta: Meta,
 }
 
