@@ -1,12 +1,99 @@
-//! Named profiles: the policy values of the design note's reference implementations, its two
-//! incidents, and the real SDKs (`shared/docs/sdk-profiles.md`, protocol 2025-11-25).
+//! Profiles as files: the client, server and load-balancer policies of the design note's
+//! reference implementations, its two incidents and the real SDKs live as TOML files in
+//! `model/profiles/{client,server,lb}/NAME.toml` (embedded here), each naming the SDK version and
+//! where each behaviour was read (`shared/docs/sdk-profiles.md`, protocol 2025-11-25). Adding an
+//! SDK version is adding a file and a line in the table below.
+//!
+//! A profile file is the policy's fields (the serde names of [`ClientPolicy`], [`ServerPolicy`],
+//! [`LbConfig`]) plus a few keys about the file itself: `extends` (a built-in name, or a path for
+//! the caller to resolve), `description`, `sdk` and a `[sources]` table mapping a field (dotted)
+//! to where its value was read. `extends` layers the file over another: tables merge key by key,
+//! except a table with a `kind` (a tagged choice such as `close_handling`), which is replaced
+//! whole. The string `"none"` stands for an absent value (TOML has no null).
+//!
+//! Nothing here reads a file: [`parse_layer`] takes text, and [`chain`] asks its caller for the
+//! layer an `extends` names.
 
-use crate::config::*;
-use std::time::Duration;
+use crate::config::{ClientPolicy, LbConfig, ServerPolicy};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use thiserror::Error;
 
-const fn secs(s: u64) -> Duration {
-    Duration::from_secs(s)
+/// Which machine a profile describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// A client library ([`ClientPolicy`]).
+    Client,
+    /// A server ([`ServerPolicy`]).
+    Server,
+    /// The load balancer between them ([`LbConfig`]).
+    Lb,
 }
+
+impl Role {
+    /// Every role, in the order `mcpsim profiles` lists them.
+    pub const ALL: [Role; 3] = [Role::Client, Role::Server, Role::Lb];
+
+    /// `client`, `server` or `lb`: the folder of its built-in files and the first word of its keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+            Role::Lb => "lb",
+        }
+    }
+
+    /// The built-in profile names, in listing order.
+    pub fn names(self) -> &'static [&'static str] {
+        match self {
+            Role::Client => CLIENT_NAMES,
+            Role::Server => SERVER_NAMES,
+            Role::Lb => LB_NAMES,
+        }
+    }
+
+    fn files(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Role::Client => CLIENT_FILES,
+            Role::Server => SERVER_FILES,
+            Role::Lb => LB_FILES,
+        }
+    }
+
+    /// Whether the policy type has a `name` field (the load balancer's has none).
+    fn named(self) -> bool {
+        self != Role::Lb
+    }
+}
+
+macro_rules! builtin {
+    ($role:literal, $name:literal) => {
+        ($name, include_str!(concat!("../profiles/", $role, "/", $name, ".toml")))
+    };
+}
+
+const CLIENT_FILES: &[(&str, &str)] = &[
+    builtin!("client", "reference"),
+    builtin!("client", "naive"),
+    builtin!("client", "ts-sdk"),
+    builtin!("client", "py-sdk"),
+    builtin!("client", "rmcp"),
+    builtin!("client", "stateless-2026"),
+];
+
+const SERVER_FILES: &[(&str, &str)] = &[
+    builtin!("server", "reference"),
+    builtin!("server", "silent-head"),
+    builtin!("server", "ts-sdk"),
+    builtin!("server", "py-sdk"),
+    builtin!("server", "rmcp"),
+    builtin!("server", "stateless-2026"),
+];
+
+const LB_FILES: &[(&str, &str)] = &[builtin!("lb", "default")];
 
 /// Client profile names, in the order `mcpsim profiles` lists them.
 pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
@@ -14,229 +101,722 @@ pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "r
 /// Server profile names, in the order `mcpsim profiles` lists them.
 pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
 
-/// One line on each profile, for `mcpsim profiles`.
-pub fn describe(name: &str) -> &'static str {
-    match name {
-        "reference" => "the design note's decision procedure / conditions of validity",
-        "naive" => "first incident: a reset is fatal; re-initialize and re-send the call",
-        "silent-head" => "second incident: 100 events per stream; an evicted id resumes silently at the head",
-        "ts-sdk" => "TypeScript @modelcontextprotocol/sdk 1.32.2",
-        "py-sdk" => "Python mcp 2.3.0",
-        "rmcp" => "Rust rmcp 3.11.0",
-        "stateless-2026" => {
-            "contrast: 2026-07-28 revision, no sessions or resumption; a break cancels, the client re-issues"
-        }
-        _ => "",
-    }
+/// Load-balancer profile names.
+pub const LB_NAMES: &[&str] = &["default"];
+
+/// The text of a built-in profile file.
+pub fn builtin_text(role: Role, name: &str) -> Option<&'static str> {
+    role.files().iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+}
+
+/// Where a built-in file lives in the repository (for messages and `[sources]`).
+pub fn builtin_origin(role: Role, name: &str) -> String {
+    format!("model/profiles/{}/{name}.toml", role.as_str())
 }
 
 /// The client profile of that name.
 pub fn client(name: &str) -> Option<ClientPolicy> {
-    let p = match name {
-        "reference" => ClientPolicy {
-            name: name.into(),
-            close_handling: CloseHandling::DecisionProcedure,
-            persistence: Persistence::Durable,
-            reconnect: ReconnectPolicy {
-                initial: secs(1),
-                factor: 2.0,
-                max: secs(30),
-                max_attempts: Some(20),
-                counter_reset: CounterReset::OnSuccessfulReconnect,
-                retry_field: RetryField::AtLeast,
-                first_immediate: false,
-                jitter: 0.2,
-            },
-            request_timeout: None,
-            open_standalone_stream: false,
-            send_idempotency_keys: false,
-            sessions: true,
-        },
-        "naive" => ClientPolicy {
-            name: name.into(),
-            close_handling: CloseHandling::ReinitializeAndResend,
-            persistence: Persistence::Volatile,
-            reconnect: ReconnectPolicy {
-                initial: secs(1),
-                factor: 2.0,
-                max: secs(30),
-                max_attempts: Some(5),
-                counter_reset: CounterReset::OnSuccessfulReconnect,
-                retry_field: RetryField::Ignore,
-                first_immediate: false,
-                jitter: 0.2,
-            },
-            request_timeout: None,
-            open_standalone_stream: false,
-            send_idempotency_keys: false,
-            sessions: true,
-        },
-        "ts-sdk" => ClientPolicy {
-            name: name.into(),
-            close_handling: CloseHandling::Sdk(SdkRules {
-                on_404: On404::FailKeepSession,
-                on_empty_resume: OnEmptyResume::WithoutId,
-                resume_post_needs_event_id: true,
-            }),
-            persistence: Persistence::Volatile,
-            reconnect: ReconnectPolicy {
-                initial: secs(1),
-                factor: 1.5,
-                max: secs(30),
-                max_attempts: Some(2),
-                counter_reset: CounterReset::OnSuccessfulReconnect,
-                retry_field: RetryField::Replaces,
-                first_immediate: false,
-                jitter: 0.0,
-            },
-            request_timeout: Some(secs(60)),
-            open_standalone_stream: true,
-            send_idempotency_keys: false,
-            sessions: true,
-        },
-        "py-sdk" => ClientPolicy {
-            name: name.into(),
-            close_handling: CloseHandling::Sdk(SdkRules {
-                on_404: On404::FailKeepSession,
-                on_empty_resume: OnEmptyResume::SameId,
-                resume_post_needs_event_id: true,
-            }),
-            persistence: Persistence::Volatile,
-            reconnect: ReconnectPolicy {
-                initial: secs(1),
-                factor: 1.0,
-                max: secs(1),
-                max_attempts: Some(2),
-                counter_reset: CounterReset::WhenSuccessfulReconnectEnds,
-                retry_field: RetryField::Replaces,
-                first_immediate: false,
-                jitter: 0.0,
-            },
-            request_timeout: None,
-            open_standalone_stream: true,
-            send_idempotency_keys: false,
-            sessions: true,
-        },
-        "rmcp" => ClientPolicy {
-            name: name.into(),
-            close_handling: CloseHandling::Sdk(SdkRules {
-                on_404: On404::ReinitializeResendOnce,
-                on_empty_resume: OnEmptyResume::CleanClose,
-                resume_post_needs_event_id: true,
-            }),
-            persistence: Persistence::Volatile,
-            reconnect: ReconnectPolicy {
-                initial: secs(1),
-                factor: 2.0,
-                max: secs(300),
-                max_attempts: None,
-                counter_reset: CounterReset::OnEvent,
-                retry_field: RetryField::AtLeast,
-                first_immediate: true,
-                jitter: 0.0,
-            },
-            request_timeout: None,
-            open_standalone_stream: true,
-            send_idempotency_keys: false,
-            sessions: true,
-        },
-        // No session, no standalone stream, no resumption: a broken stream is re-issued with a
-        // new id after the same backoff as the reference client's (the revision names none).
-        "stateless-2026" => ClientPolicy {
-            name: name.into(),
-            close_handling: CloseHandling::ReissueWithNewId,
-            sessions: false,
-            // Otherwise the naive client's values: in-memory state, bounded re-issues.
-            ..client("naive").expect("the naive profile exists")
-        },
-        _ => return None,
-    };
-    Some(p)
+    builtin(Role::Client, name).map(|p| p.policy)
 }
 
 /// The server profile of that name.
 pub fn server(name: &str) -> Option<ServerPolicy> {
-    let reference = ServerPolicy {
-        name: name.into(),
-        event_ids: EventIdScheme::Reference,
-        store: StoreScope::PerSession,
-        retention: Retention::last(100),
-        replay: ReplayRule::After,
-        unknown_id: Unhonourable::Gone410,
-        evicted_id: Unhonourable::Gone410,
-        priming: Priming { post: true, standalone: true, resume: true },
-        retry_ms: None,
-        keepalive: None,
-        idle_ttl: Some(secs(1800)),
-        idle_rule: IdleRule::NeverWhileBusy,
-        delete_running_tool: DeleteRule::Cancel,
-        delete_unknown_status: 404,
-        delete_status: 200,
-        second_get: SecondGet::Reject409,
-        honour_idempotency_keys: false,
-        sessions: true,
-        disconnect_cancels: false,
+    builtin(Role::Server, name).map(|p| p.policy)
+}
+
+/// The load-balancer profile of that name.
+pub fn lb(name: &str) -> Option<LbConfig> {
+    builtin(Role::Lb, name).map(|p| p.policy)
+}
+
+/// One line on a client or server profile, for `mcpsim profiles` (the file's `description`).
+pub fn describe(name: &str) -> String {
+    [Role::Client, Role::Server, Role::Lb]
+        .into_iter()
+        .find_map(|role| {
+            builtin_layers(role, name).and_then(|l| l.ok()).and_then(|l| l.last()?.meta.description.clone())
+        })
+        .unwrap_or_default()
+}
+
+/// A built-in profile, resolved. The built-in files are part of the program, and a test loads
+/// every one of them, so a failure here is a bug in this crate, not bad input.
+fn builtin<T: DeserializeOwned>(role: Role, name: &str) -> Option<Resolved<T>> {
+    let layers = builtin_layers(role, name)?.expect("the built-in profile files are valid (tested)");
+    Some(resolve(role, &layers).expect("the built-in profile files are valid (tested)"))
+}
+
+/// The layers of a built-in profile, its bases first; `None` for an unknown name.
+pub fn builtin_layers(role: Role, name: &str) -> Option<Result<Vec<Layer>, ProfileError>> {
+    let text = builtin_text(role, name)?;
+    Some(parse_layer(role, text, &builtin_origin(role, name)).and_then(|top| chain(role, top, &mut builtin_base)))
+}
+
+/// Resolves an `extends` that names a built-in profile.
+pub fn builtin_base(role: Role, name: &str, from: &Layer) -> Result<Layer, ProfileError> {
+    let (_, pos) = from.extends.clone().unwrap_or_default();
+    let text = builtin_text(role, name).ok_or_else(|| {
+        from.error_at(
+            pos,
+            format!(
+                "extends {name:?}: no built-in {} profile of that name (known: {})",
+                role.as_str(),
+                role.names().join(", ")
+            ),
+        )
+    })?;
+    parse_layer(role, text, &builtin_origin(role, name))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors and positions
+// ---------------------------------------------------------------------------------------------
+
+/// A position in a file, 1-based.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pos {
+    /// The line, from 1.
+    pub line: usize,
+    /// The column in characters, from 1.
+    pub col: usize,
+}
+
+impl Pos {
+    /// The start of a file.
+    pub const START: Pos = Pos { line: 1, col: 1 };
+
+    fn of(text: &str, offset: usize) -> Pos {
+        let before = &text[..offset.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+        Pos { line, col }
+    }
+}
+
+/// What is wrong with a profile file, and where: printed `FILE:LINE:COL: message` on one line.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{origin}:{line}:{col}: {message}")]
+pub struct ProfileError {
+    /// The file (or `--set`).
+    pub origin: String,
+    /// The line, from 1.
+    pub line: usize,
+    /// The column, from 1.
+    pub col: usize,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers
+// ---------------------------------------------------------------------------------------------
+
+/// What a file says about itself besides the policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// One line on what the profile models.
+    pub description: Option<String>,
+    /// The SDK and version it was read from.
+    pub sdk: Option<String>,
+    /// Field (dotted) → where its value was read.
+    pub sources: BTreeMap<String, String>,
+}
+
+/// One profile file, parsed but not yet resolved against its bases.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layer {
+    /// The file, for messages.
+    pub origin: String,
+    /// What it extends, and where that is written.
+    pub extends: Option<(String, Pos)>,
+    /// What the file says about itself.
+    pub meta: Meta,
+    /// The policy fields the file sets, as serde's data model (`"none"` already `null`).
+    pub fields: Map<String, Value>,
+    /// Where each key (dotted path) is written.
+    pub keys: BTreeMap<String, Pos>,
+    /// Where each value (dotted path) is written.
+    pub values: BTreeMap<String, Pos>,
+}
+
+impl Layer {
+    /// An error at a position of this file.
+    pub fn error_at(&self, pos: Pos, message: impl Into<String>) -> ProfileError {
+        ProfileError { origin: self.origin.clone(), line: pos.line, col: pos.col, message: one_line(&message.into()) }
+    }
+
+    /// An error about a field (dotted), at its value if the file sets it, else at the start.
+    pub fn error_on(&self, path: &str, message: impl Into<String>) -> ProfileError {
+        let pos = self.values.get(path).or_else(|| self.keys.get(path)).copied().unwrap_or(Pos::START);
+        self.error_at(pos, message)
+    }
+
+    /// Sets the policy's `name` if the file does not (a user's file is named after itself).
+    pub fn name_if_missing(&mut self, name: &str) {
+        self.fields.entry("name").or_insert_with(|| Value::String(name.to_string()));
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// Parses one profile file's text. `origin` names it in messages.
+pub fn parse_layer(role: Role, text: &str, origin: &str) -> Result<Layer, ProfileError> {
+    let mut layer = Layer {
+        origin: origin.to_string(),
+        extends: None,
+        meta: Meta::default(),
+        fields: Map::new(),
+        keys: BTreeMap::new(),
+        values: BTreeMap::new(),
     };
-    let p = match name {
-        "reference" => reference,
-        "silent-head" => {
-            ServerPolicy { unknown_id: Unhonourable::SilentHead, evicted_id: Unhonourable::SilentHead, ..reference }
+    let table = toml::de::DeTable::parse(text).map_err(|e| {
+        let pos = e.span().map(|s| Pos::of(text, s.start)).unwrap_or(Pos::START);
+        layer.error_at(pos, e.message().to_string())
+    })?;
+    for (key, value) in table.get_ref() {
+        let name = key.get_ref().as_ref();
+        let key_pos = Pos::of(text, key.span().start);
+        let value_pos = Pos::of(text, value.span().start);
+        let string = |what: &str| {
+            value
+                .get_ref()
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| layer.error_at(value_pos, format!("{what} must be a string")))
+        };
+        match name {
+            "extends" => layer.extends = Some((string("extends")?, value_pos)),
+            "description" => layer.meta.description = Some(string("description")?),
+            "sdk" => layer.meta.sdk = Some(string("sdk")?),
+            "name" if !role.named() => {}
+            "sources" => {
+                let Some(sources) = value.get_ref().as_table() else {
+                    return Err(layer.error_at(value_pos, "[sources] must be a table of field = \"where it was read\""));
+                };
+                flatten_sources(&layer, text, "", sources, &mut BTreeMap::new())
+                    .map(|s| layer.meta.sources.extend(s))?;
+            }
+            _ => {
+                let converted = convert(&layer, text, name, name, value)?;
+                layer.keys.insert(name.to_string(), key_pos);
+                record_positions(text, name, value, &mut layer);
+                layer.fields.insert(name.to_string(), converted);
+            }
         }
-        "ts-sdk" => ServerPolicy {
-            event_ids: EventIdScheme::TsSdk,
-            retention: Retention::UNBOUNDED,
-            unknown_id: Unhonourable::EmptyOpen,
-            evicted_id: Unhonourable::EmptyOpen,
-            priming: Priming { post: true, standalone: false, resume: false },
-            keepalive: Some(secs(15)),
-            idle_rule: IdleRule::NoOpenRequest,
-            delete_running_tool: DeleteRule::RunOn,
-            ..reference
+    }
+    Ok(layer)
+}
+
+fn flatten_sources(
+    layer: &Layer,
+    text: &str,
+    prefix: &str,
+    table: &toml::de::DeTable<'_>,
+    out: &mut BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, ProfileError> {
+    for (k, v) in table {
+        let path = join(prefix, k.get_ref());
+        match v.get_ref() {
+            toml::de::DeValue::String(s) => {
+                out.insert(path, s.to_string());
+            }
+            toml::de::DeValue::Table(t) => {
+                flatten_sources(layer, text, &path, t, out)?;
+            }
+            _ => return Err(layer.error_at(Pos::of(text, v.span().start), "a source must be a string")),
+        }
+    }
+    Ok(out.clone())
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+fn record_positions(text: &str, path: &str, value: &toml::Spanned<toml::de::DeValue<'_>>, layer: &mut Layer) {
+    layer.values.insert(path.to_string(), Pos::of(text, value.span().start));
+    if let Some(table) = value.get_ref().as_table() {
+        for (k, v) in table {
+            let sub = join(path, k.get_ref());
+            layer.keys.insert(sub.clone(), Pos::of(text, k.span().start));
+            record_positions(text, &sub, v, layer);
+        }
+    }
+}
+
+/// A TOML value as serde's data model: `"none"` is `null`, spellings are made canonical.
+fn convert(
+    layer: &Layer,
+    text: &str,
+    path: &str,
+    field: &str,
+    value: &toml::Spanned<toml::de::DeValue<'_>>,
+) -> Result<Value, ProfileError> {
+    use toml::de::DeValue;
+    let at = Pos::of(text, value.span().start);
+    Ok(match value.get_ref() {
+        DeValue::String(s) => string_value(field, s),
+        DeValue::Integer(i) => {
+            let n = i64::from_str_radix(i.as_str(), i.radix())
+                .map_err(|_| layer.error_at(at, format!("{path}: the integer {i} is out of range")))?;
+            Value::from(n)
+        }
+        DeValue::Float(f) => {
+            let x: f64 = f.as_str().parse().map_err(|_| layer.error_at(at, format!("{path}: {f} is not a number")))?;
+            finite(x).map_err(|m| layer.error_at(at, format!("{path}: {m}")))?
+        }
+        DeValue::Boolean(b) => Value::Bool(*b),
+        DeValue::Datetime(_) => return Err(layer.error_at(at, format!("{path}: a date-time is no value here"))),
+        DeValue::Array(items) => {
+            Value::Array(items.iter().map(|v| convert(layer, text, path, field, v)).collect::<Result<Vec<_>, _>>()?)
+        }
+        DeValue::Table(table) => {
+            let mut out = Map::new();
+            for (k, v) in table {
+                let key = k.get_ref().as_ref();
+                out.insert(key.to_string(), convert(layer, text, &join(path, key), key, v)?);
+            }
+            Value::Object(out)
+        }
+    })
+}
+
+fn finite(x: f64) -> Result<Value, String> {
+    serde_json::Number::from_f64(x).map(Value::Number).ok_or_else(|| format!("{x} is not a finite number"))
+}
+
+/// Other spellings of enum values, accepted on input: (field, alias, canonical). The canonical
+/// spelling is serde's, the one traces are written in.
+const VALUE_ALIASES: &[(&str, &str, &str)] = &[
+    ("unknown_id", "410", "gone410"),
+    ("unknown_id", "gone", "gone410"),
+    ("unknown_id", "409", "conflict409"),
+    ("unknown_id", "conflict", "conflict409"),
+    ("evicted_id", "410", "gone410"),
+    ("evicted_id", "gone", "gone410"),
+    ("evicted_id", "409", "conflict409"),
+    ("evicted_id", "conflict", "conflict409"),
+    ("second_get", "409", "reject409"),
+    ("second_get", "reject", "reject409"),
+];
+
+/// A string value of `field` as serde's data model: `none` is null, aliases canonical.
+pub fn string_value(field: &str, text: &str) -> Value {
+    if text == "none" {
+        return Value::Null;
+    }
+    let canonical = VALUE_ALIASES.iter().find(|(f, alias, _)| *f == field && *alias == text).map(|(_, _, c)| *c);
+    Value::String(canonical.unwrap_or(text).to_string())
+}
+
+/// A value written on the command line (`--set client.reconnect.jitter=0.2`), read by the type of
+/// the value it replaces: `none` is null; a number, a bool or a string where one stands; an
+/// inline TOML table or array (`{ kind = "sdk", … }`) as is.
+pub fn value_from_text(field: &str, text: &str, current: &Value) -> Result<Value, String> {
+    let text = text.trim();
+    if text == "none" {
+        return Ok(Value::Null);
+    }
+    if text.starts_with('{') || text.starts_with('[') {
+        let doc = format!("v = {text}");
+        let layer = parse_layer(Role::Client, &doc, "--set").map_err(|e| e.message)?;
+        return layer.fields.get("v").cloned().ok_or_else(|| format!("{text:?} is not a TOML value"));
+    }
+    match current {
+        Value::Bool(_) => match text {
+            "true" | "yes" | "on" => Ok(Value::Bool(true)),
+            "false" | "no" | "off" => Ok(Value::Bool(false)),
+            _ => Err(format!("{text:?} is not true or false")),
         },
-        "py-sdk" => ServerPolicy {
-            event_ids: EventIdScheme::PySdk,
-            store: StoreScope::SharedByRequestId,
-            unknown_id: Unhonourable::EmptyClosed,
-            evicted_id: Unhonourable::EmptyClosed,
-            priming: Priming { post: true, standalone: false, resume: true },
-            idle_rule: IdleRule::NoOpenRequest,
-            ..reference
-        },
-        "rmcp" => ServerPolicy {
-            event_ids: EventIdScheme::Rmcp,
-            retention: Retention { max_events: Some(16), window: None, drop_on_response: true },
-            replay: ReplayRule::From,
-            unknown_id: Unhonourable::EmptyClosed,
-            evicted_id: Unhonourable::FromOldest,
-            priming: Priming { post: true, standalone: false, resume: false },
-            retry_ms: Some(3000),
-            keepalive: Some(secs(15)),
-            idle_ttl: Some(secs(300)),
-            idle_rule: IdleRule::LastRequest,
-            delete_unknown_status: 202,
-            delete_status: 202,
-            second_get: SecondGet::Accept,
-            ..reference
-        },
-        // No sessions (so no expiry and no DELETE), no GET: nothing is kept for a resumption, no
-        // priming event hands out a cursor, and the end of a POST's connection cancels its tool.
-        // No keep-alives either, so an idle load balancer cuts a silent tool's stream.
-        "stateless-2026" => ServerPolicy {
-            retention: Retention { max_events: None, window: None, drop_on_response: true },
-            priming: Priming { post: false, standalone: false, resume: false },
-            idle_ttl: None,
-            sessions: false,
-            disconnect_cancels: true,
-            ..reference
-        },
-        _ => return None,
+        Value::Number(_) => number(text),
+        Value::Null if VALUE_ALIASES.iter().any(|(f, a, _)| *f == field && *a == text) => Ok(string_value(field, text)),
+        Value::Null => Ok(number(text).unwrap_or_else(|_| string_value(field, text))),
+        _ => Ok(string_value(field, text)),
+    }
+}
+
+fn number(text: &str) -> Result<Value, String> {
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(Value::from(n));
+    }
+    if let Ok(n) = text.parse::<i64>() {
+        return Ok(Value::from(n));
+    }
+    let x: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    finite(x)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolving
+// ---------------------------------------------------------------------------------------------
+
+/// The most layers an `extends` chain may have (it also stops cycles).
+pub const MAX_EXTENDS: usize = 8;
+
+/// The layers of a profile, bases first: follows `extends`, asking `base` for each one.
+pub fn chain(
+    role: Role,
+    top: Layer,
+    base: &mut dyn FnMut(Role, &str, &Layer) -> Result<Layer, ProfileError>,
+) -> Result<Vec<Layer>, ProfileError> {
+    let mut layers = vec![top];
+    loop {
+        let last = layers.last().expect("the chain starts with the top layer");
+        let Some((name, pos)) = last.extends.clone() else { break };
+        if layers.len() > MAX_EXTENDS {
+            return Err(last.error_at(pos, format!("extends {name:?}: more than {MAX_EXTENDS} files deep (a cycle?)")));
+        }
+        let next = base(role, &name, last)?;
+        if layers.iter().any(|l| l.origin == next.origin) {
+            return Err(last.error_at(pos, format!("extends {name:?}: a cycle through {}", next.origin)));
+        }
+        layers.push(next);
+    }
+    layers.reverse();
+    Ok(layers)
+}
+
+/// Overlays `top` on `base`: tables merge key by key, except tagged ones (with a `kind`).
+fn merge(base: &mut Map<String, Value>, top: &Map<String, Value>) {
+    for (k, v) in top {
+        match (base.get_mut(k), v) {
+            (Some(Value::Object(b)), Value::Object(t)) if !t.contains_key("kind") => merge(b, t),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// The fields of the layers merged, bases first.
+pub fn merged(layers: &[Layer]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for layer in layers {
+        merge(&mut out, &layer.fields);
+    }
+    out
+}
+
+/// A resolved profile: the policy, what its top file says about itself, and where its fields were
+/// read (the sources of every layer, a field set again without a source dropping its base's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved<T> {
+    /// The policy.
+    pub policy: T,
+    /// The top file's description and SDK, and the sources of every layer.
+    pub meta: Meta,
+}
+
+/// Every field path (dotted) a profile of `role` may set: those the built-in files set.
+pub fn known_paths(role: Role) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (name, text) in role.files() {
+        if let Ok(layer) = parse_layer(role, text, &builtin_origin(role, name)) {
+            out.extend(layer.keys.into_keys());
+        }
+    }
+    out
+}
+
+/// Resolves layers (bases first) into a policy: unknown keys and wrong values are reported at
+/// their position in the file that wrote them.
+pub fn resolve<T: DeserializeOwned>(role: Role, layers: &[Layer]) -> Result<Resolved<T>, ProfileError> {
+    let top = layers.last().ok_or_else(|| ProfileError {
+        origin: "(none)".into(),
+        line: 1,
+        col: 1,
+        message: "no profile".into(),
+    })?;
+    let known = known_paths(role);
+    for layer in layers {
+        if let Some((path, pos)) = layer.keys.iter().find(|(p, _)| !known.contains(*p)) {
+            let top_level: BTreeSet<&str> = known.iter().filter(|p| !p.contains('.')).map(String::as_str).collect();
+            let names: Vec<&str> = top_level.into_iter().collect();
+            return Err(layer.error_at(
+                *pos,
+                format!(
+                    "unknown key `{path}` (a {} profile has: {}; and extends, description, sdk, [sources])",
+                    role.as_str(),
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    let all = merged(layers);
+    let policy = match serde_json::from_value::<T>(Value::Object(all)) {
+        Ok(p) => p,
+        Err(e) => return Err(locate::<T>(role, layers, e)),
     };
-    Some(ServerPolicy { name: name.into(), ..p })
+    let mut sources = BTreeMap::new();
+    for layer in layers {
+        for path in layer.values.keys() {
+            sources.retain(|k: &String, _| {
+                !(k == path || k.starts_with(&format!("{path}.")) || path.starts_with(&format!("{k}.")))
+            });
+        }
+        sources.extend(layer.meta.sources.clone());
+    }
+    let meta = Meta { sources, ..top.meta.clone() };
+    Ok(Resolved { policy, meta })
+}
+
+/// Finds which value of which file a deserialization error comes from: each setting of each
+/// file (a whole tagged table counts as one) is tried alone over a base known to be valid.
+fn locate<T: DeserializeOwned>(role: Role, layers: &[Layer], error: serde_json::Error) -> ProfileError {
+    let fallback = role.names().first().and_then(|n| builtin_layers(role, n)).and_then(Result::ok).map(|l| merged(&l));
+    for i in (0..layers.len()).rev() {
+        let below = merged(&layers[..i]);
+        let base = if i > 0 && serde_json::from_value::<T>(Value::Object(below.clone())).is_ok() {
+            below
+        } else if let Some(f) = &fallback {
+            f.clone()
+        } else {
+            continue;
+        };
+        let mut units = Vec::new();
+        units_of(&layers[i].fields, &base, "", &mut units);
+        units.sort_by_key(|(path, _)| layers[i].values.get(path).map(|p| (p.line, p.col)));
+        for (path, value) in units {
+            let mut candidate = base.clone();
+            set_path(&mut candidate, &path, value);
+            if let Err(e) = serde_json::from_value::<T>(Value::Object(candidate)) {
+                return layers[i].error_on(&path, format!("{path}: {e}"));
+            }
+        }
+    }
+    let top = layers.last().expect("resolve checked there is a layer");
+    let hint =
+        if top.extends.is_none() { " (or start the file with extends = \"NAME\" to inherit the rest)" } else { "" };
+    top.error_at(Pos::START, format!("{error}{hint}"))
+}
+
+/// The settings of a layer: leaves, and tagged (or new) tables whole.
+fn units_of(fields: &Map<String, Value>, base: &Map<String, Value>, prefix: &str, out: &mut Vec<(String, Value)>) {
+    for (k, v) in fields {
+        let path = join(prefix, k);
+        match (v, base.get(k)) {
+            (Value::Object(t), Some(Value::Object(b))) if !t.contains_key("kind") => units_of(t, b, &path, out),
+            _ => out.push((path, v.clone())),
+        }
+    }
+}
+
+/// Sets a dotted path in a JSON object, creating tables on the way.
+pub fn set_path(root: &mut Map<String, Value>, path: &str, value: Value) {
+    let mut parts = path.split('.').peekable();
+    let mut node = root;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            match (node.get_mut(part), value) {
+                (Some(Value::Object(b)), Value::Object(t)) if !t.contains_key("kind") => merge(b, &t),
+                (_, value) => {
+                    node.insert(part.to_string(), value);
+                }
+            }
+            return;
+        }
+        let entry = node.entry(part.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        node = entry.as_object_mut().expect("made an object just above");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dumping
+// ---------------------------------------------------------------------------------------------
+
+/// What each field means and which spec rule or SDK behaviour it models, for `--dump`.
+pub fn field_doc(role: Role, path: &str) -> &'static str {
+    let docs: &[(&str, &str)] = match role {
+        Role::Client => CLIENT_DOCS,
+        Role::Server => SERVER_DOCS,
+        Role::Lb => LB_DOCS,
+    };
+    docs.iter().find(|(p, _)| *p == path).map(|(_, d)| *d).unwrap_or("")
+}
+
+/// The documented fields of a role, in the order a dump writes them.
+pub fn documented_paths(role: Role) -> Vec<&'static str> {
+    let docs: &[(&str, &str)] = match role {
+        Role::Client => CLIENT_DOCS,
+        Role::Server => SERVER_DOCS,
+        Role::Lb => LB_DOCS,
+    };
+    docs.iter().map(|(p, _)| *p).collect()
+}
+
+const CLIENT_DOCS: &[(&str, &str)] = &[
+    ("name", "The profile's name, written into traces."),
+    ("persistence", "Where session id, last event ids and in-flight calls live: durable (kept across a client restart; the design note's condition 1) or volatile."),
+    ("request_timeout", "Give up on a call after this and send notifications/cancelled (a duration such as 60s, or none)."),
+    ("open_standalone_stream", "Open the standalone GET stream (server-initiated messages) after initializing."),
+    ("send_idempotency_keys", "Send an idempotency key with every tool call (an extension; a mitigation against duplicate execution)."),
+    ("sessions", "Run the session handshake (every revision up to 2025-11-25); false is the 2026-07-28 revision: no initialize, no Mcp-Session-Id."),
+    ("close_handling", "How a stream that ends before its response is handled."),
+    ("close_handling.kind", "decision-procedure (the design note: resume on transport faults, re-initialize on 404, report a gap on 409/410), reinitialize-and-resend (the first incident), sdk (the rules below), reissue-with-new-id (2026-07-28)."),
+    ("close_handling.on_404", "With kind = sdk: a 404 on the session: fail-keep-session (keep the dead id, never re-initialize) or reinitialize-resend-once."),
+    ("close_handling.on_empty_resume", "With kind = sdk: a resume answered 200 with no events that ends: same-id (reconnect with the same Last-Event-ID), without-id, or clean-close."),
+    ("close_handling.resume_post_needs_event_id", "With kind = sdk: resume a POST stream only if an event id arrived on it; otherwise the call fails locally."),
+    ("reconnect", "Backoff and attempts for reconnections (spec: the client SHOULD respect retry:, MAY resume with Last-Event-ID)."),
+    ("reconnect.initial", "The first reconnect delay (a duration)."),
+    ("reconnect.factor", "Growth of the delay per failed attempt (at least 1; 1 is a fixed delay)."),
+    ("reconnect.max", "Cap of the delay (a duration, at least initial)."),
+    ("reconnect.max_attempts", "Consecutive failed attempts before giving up (a count, or none for unlimited)."),
+    ("reconnect.counter_reset", "When the attempt counter goes back to 0: on-successful-reconnect (a 200), when-successful-reconnect-ends, or on-event."),
+    ("reconnect.retry_field", "How the server's retry: field enters the delay: ignore, replaces (used for good once seen), at-least."),
+    ("reconnect.first_immediate", "The first reconnection after a stream error is immediate."),
+    ("reconnect.jitter", "Each delay is multiplied by a factor drawn from [1 - jitter, 1] (0 for none, below 1)."),
+];
+
+const SERVER_DOCS: &[(&str, &str)] = &[
+    ("name", "The profile's name, written into traces."),
+    ("event_ids", "How event ids are written, and so how a stream is found from a Last-Event-ID: reference (<stream>-<seq>), ts-sdk, py-sdk, rmcp."),
+    ("store", "Event store scope: per-session, or shared-by-request-id (one store for all sessions keyed by JSON-RPC id)."),
+    ("replay", "Which events a resumption with Last-Event-ID: x replays: after (the spec's reading) or from (x included)."),
+    ("unknown_id", "The answer to a Last-Event-ID never issued or whose stream is gone (open spec issue #1939): gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open."),
+    ("evicted_id", "The answer to a Last-Event-ID evicted from a bounded buffer (same choices; gone410 is the design note's condition 3)."),
+    ("retry_ms", "The retry: field (milliseconds) sent with priming events, or none."),
+    ("keepalive", "Interval of `: keepalive` SSE comments on open streams (bytes for a load balancer's idle timer), or none; at least 1s."),
+    ("idle_ttl", "Idle time after which a session is expired and answered 404, or none."),
+    ("idle_rule", "Which activity holds a session alive against idle_ttl: last-request, no-open-request, never-while-busy."),
+    ("delete_running_tool", "What DELETE does to a running tool: cancel, or run-on (its result goes nowhere)."),
+    ("delete_unknown_status", "The status DELETE answers for a session the server does not know."),
+    ("delete_status", "The status DELETE answers when it ends a session."),
+    ("second_get", "What a second concurrent standalone GET gets: reject409, or accept (a shadow stream)."),
+    ("honour_idempotency_keys", "Honour idempotency keys across sessions (an extension; a mitigation)."),
+    ("sessions", "Keep protocol sessions (up to 2025-11-25); false is the 2026-07-28 revision: no sessions, GET and DELETE answered 405."),
+    ("disconnect_cancels", "The end of a request's connection cancels its tool (the 2026-07-28 rule; the earlier revisions say the opposite)."),
+    ("retention", "How much of each stream is kept for replay (the design note's condition 2: more than the worst-case reconnect latency)."),
+    ("retention.max_events", "Keep at most this many events per stream, oldest evicted first (a count, or none for unbounded)."),
+    ("retention.window", "Evict events older than this (a duration, or none)."),
+    ("retention.drop_on_response", "Drop a request stream's whole log as soon as its response is sent."),
+    ("priming", "Where a priming event (an id and empty data; spec 2025-11-25) is sent."),
+    ("priming.post", "At the start of each POST SSE stream."),
+    ("priming.standalone", "At the start of the standalone GET stream."),
+    ("priming.resume", "At the start of every successful resumption."),
+];
+
+const LB_DOCS: &[(&str, &str)] = &[(
+    "idle_timeout",
+    "Close a connection that carried no bytes either way for this long (SSE comments count), or none.",
+)];
+
+/// A built-in profile as a complete TOML file to start from: every field, each with what it means
+/// and where its value was read.
+pub fn dump(role: Role, name: &str) -> Option<Result<String, ProfileError>> {
+    let layers = match builtin_layers(role, name)? {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(match role {
+        Role::Client => resolve::<ClientPolicy>(role, &layers).map(|r| write_dump(role, name, &r)),
+        Role::Server => resolve::<ServerPolicy>(role, &layers).map(|r| write_dump(role, name, &r)),
+        Role::Lb => resolve::<LbConfig>(role, &layers).map(|r| write_dump(role, name, &r)),
+    })
+}
+
+fn write_dump<T: Serialize>(role: Role, name: &str, resolved: &Resolved<T>) -> String {
+    let mut fields = match serde_json::to_value(&resolved.policy) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    // Written only when it is not 200 (so old traces keep their bytes); a dump shows every field.
+    if role == Role::Server && !fields.contains_key("delete_status") {
+        fields.insert("delete_status".into(), Value::from(200));
+    }
+    let meta = &resolved.meta;
+    let mut out = String::new();
+    let _ = writeln!(out, "# The built-in {} profile {name:?}, every field written out.", role.as_str());
+    let _ = writeln!(out, "# Edit what differs, or keep only that under `extends = {name:?}`. Durations are written");
+    let _ = writeln!(out, "# 250ms, 15s, 4m, 1h; \"none\" stands for no value. Use it with --{} FILE.", role.as_str());
+    if role == Role::Lb {
+        let _ = writeln!(out, "name = {}", quote(name));
+    }
+    if let Some(d) = &meta.description {
+        let _ = writeln!(out, "description = {}", quote(d));
+    }
+    if let Some(s) = &meta.sdk {
+        let _ = writeln!(out, "sdk = {}", quote(s));
+    }
+    let order = documented_paths(role);
+    let mut keys: Vec<String> = order.iter().filter(|p| !p.contains('.')).map(|p| p.to_string()).collect();
+    let mut rest: Vec<String> = fields.keys().filter(|k| !keys.contains(k)).cloned().collect();
+    rest.sort();
+    keys.extend(rest);
+    let (tables, scalars): (Vec<_>, Vec<_>) =
+        keys.into_iter().filter(|k| fields.contains_key(k)).partition(|k| fields[k].is_object());
+    for key in scalars {
+        out.push('\n');
+        comment(&mut out, role, meta, &key);
+        let _ = writeln!(out, "{key} = {}", toml_value(&fields[&key]));
+    }
+    for key in tables {
+        out.push('\n');
+        comment(&mut out, role, meta, &key);
+        let _ = writeln!(out, "[{key}]");
+        let table = fields[&key].as_object().cloned().unwrap_or_default();
+        let mut sub: Vec<String> =
+            order.iter().filter_map(|p| p.strip_prefix(&format!("{key}.")).map(str::to_string)).collect();
+        let mut rest: Vec<String> = table.keys().filter(|k| !sub.contains(k)).cloned().collect();
+        rest.sort();
+        sub.extend(rest);
+        for k in sub.into_iter().filter(|k| table.contains_key(k)) {
+            comment(&mut out, role, meta, &format!("{key}.{k}"));
+            let _ = writeln!(out, "{k} = {}", toml_value(&table[&k]));
+        }
+    }
+    if !meta.sources.is_empty() {
+        out.push_str("\n# Where each value was read (field = source); not part of the policy.\n[sources]\n");
+        for (k, v) in &meta.sources {
+            let _ = writeln!(out, "{} = {}", quote(k), quote(v));
+        }
+    }
+    out
+}
+
+fn comment(out: &mut String, role: Role, meta: &Meta, path: &str) {
+    let doc = field_doc(role, path);
+    if !doc.is_empty() {
+        let _ = writeln!(out, "# {doc}");
+    }
+    if let Some(source) = meta.sources.get(path) {
+        let _ = writeln!(out, "# source: {source}");
+    }
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn toml_value(v: &Value) -> String {
+    match v {
+        Value::Null => "\"none\"".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) if n.is_f64() => format!("{:?}", n.as_f64().unwrap_or(0.0)),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => quote(s),
+        Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => {
+            format!(
+                "{{ {} }}",
+                m.iter().map(|(k, v)| format!("{k} = {}", toml_value(v))).collect::<Vec<_>>().join(", ")
+            )
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::*;
 
     #[test]
     fn every_listed_profile_exists_and_carries_its_name() {
@@ -249,6 +829,23 @@ mod tests {
             assert!(!describe(n).is_empty());
         }
         assert!(client("nope").is_none() && server("nope").is_none());
+        assert_eq!(lb("default").map(|l| l.idle_timeout), Some(Some(std::time::Duration::from_secs(60))));
+    }
+
+    #[test]
+    fn every_builtin_file_names_its_sdk_and_sources_and_every_field_is_documented() {
+        for role in Role::ALL {
+            for n in role.names() {
+                let layers = builtin_layers(role, n).unwrap().unwrap();
+                let top = layers.last().unwrap();
+                assert!(top.meta.description.is_some(), "{role:?} {n}: description");
+                assert!(role == Role::Lb || top.meta.sdk.is_some(), "{role:?} {n}: sdk");
+                assert!(!top.meta.sources.is_empty(), "{role:?} {n}: [sources]");
+            }
+            for path in known_paths(role) {
+                assert!(!field_doc(role, &path).is_empty(), "{role:?} {path} has no doc");
+            }
+        }
     }
 
     #[test]
@@ -286,5 +883,78 @@ mod tests {
         let mut old = serde_json::to_value(client("ts-sdk").unwrap()).unwrap();
         assert!(old.as_object_mut().unwrap().remove("sessions").is_some());
         assert_eq!(serde_json::from_value::<ClientPolicy>(old).unwrap(), client("ts-sdk").unwrap());
+    }
+
+    fn layer(role: Role, text: &str) -> Result<Vec<Layer>, ProfileError> {
+        chain(role, parse_layer(role, text, "my.toml")?, &mut builtin_base)
+    }
+
+    #[test]
+    fn a_file_extends_a_builtin_and_changes_only_what_differs() {
+        let layers = layer(Role::Client, "extends = \"ts-sdk\"\nname = \"mine\"\n[reconnect]\njitter = 0.3\n").unwrap();
+        let mine: ClientPolicy = resolve(Role::Client, &layers).unwrap().policy;
+        let ts = client("ts-sdk").unwrap();
+        assert_eq!(mine.reconnect.jitter, 0.3);
+        assert_eq!(
+            ClientPolicy {
+                name: "ts-sdk".into(),
+                reconnect: ReconnectPolicy { jitter: 0.0, ..mine.reconnect.clone() },
+                ..mine
+            },
+            ts
+        );
+    }
+
+    #[test]
+    fn bad_files_say_where_and_what_was_expected() {
+        let err = |role, text| match layer(role, text) {
+            Ok(l) => resolve::<ServerPolicy>(role, &l).map(|_| ()).unwrap_err().to_string(),
+            Err(e) => e.to_string(),
+        };
+        let e = err(Role::Server, "extends = \"rmcp\"\nkeepalive = = 3\n");
+        assert!(e.starts_with("my.toml:2:"), "{e}");
+        let e = err(Role::Server, "extends = \"rmcp\"\n\nkeepalive = \"soon\"\n");
+        assert!(e.starts_with("my.toml:3:13: keepalive: duration \"soon\""), "{e}");
+        let e = err(Role::Server, "extends = \"rmcp\"\n[retention]\nmax_event = 3\n");
+        assert!(e.starts_with("my.toml:3:1: unknown key `retention.max_event`"), "{e}");
+        let e = err(Role::Server, "extends = \"rmcp\"\nunknown_id = \"gone\"\nevicted_id = \"teapot\"\n");
+        assert!(e.starts_with("my.toml:3:14: evicted_id: unknown variant `teapot`, expected one of"), "{e}");
+        let e = err(Role::Server, "extends = \"nope\"\n");
+        assert!(e.starts_with("my.toml:1:11: extends \"nope\"") && e.contains("rmcp"), "{e}");
+        let e = err(Role::Server, "name = \"x\"\n");
+        assert!(e.starts_with("my.toml:1:1: missing field") && e.contains("extends"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn aliases_read_as_the_trace_spelling() {
+        let layers =
+            layer(Role::Server, "extends = \"reference\"\nevicted_id = \"410\"\nsecond_get = \"409\"\n").unwrap();
+        let s: ServerPolicy = resolve(Role::Server, &layers).unwrap().policy;
+        assert_eq!((s.evicted_id, s.second_get), (Unhonourable::Gone410, SecondGet::Reject409));
+        assert_eq!(value_from_text("evicted_id", "410", &Value::Null), Ok(Value::String("gone410".into())));
+        assert_eq!(value_from_text("jitter", "0.2", &Value::from(0.0)), Ok(Value::from(0.2)));
+        assert!(value_from_text("jitter", "NaN", &Value::from(0.0)).is_err());
+        assert_eq!(value_from_text("max_attempts", "none", &Value::from(3)), Ok(Value::Null));
+    }
+
+    #[test]
+    fn every_dump_reads_back_as_the_same_policy() {
+        for role in Role::ALL {
+            for n in role.names() {
+                let text = dump(role, n).unwrap().unwrap();
+                let layers = layer(role, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                match role {
+                    Role::Client => {
+                        assert_eq!(resolve::<ClientPolicy>(role, &layers).unwrap().policy, client(n).unwrap())
+                    }
+                    Role::Server => {
+                        assert_eq!(resolve::<ServerPolicy>(role, &layers).unwrap().policy, server(n).unwrap())
+                    }
+                    Role::Lb => assert_eq!(resolve::<LbConfig>(role, &layers).unwrap().policy, lb(n).unwrap()),
+                }
+                assert!(text.contains("# source: "), "{n}");
+            }
+        }
     }
 }

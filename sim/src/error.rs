@@ -18,6 +18,12 @@ pub enum SimError {
     BadOverride(String),
     #[error("{}={}: {}", Esc(.key), Esc(.value), Esc(.problem))]
     BadValue { key: String, value: String, problem: String },
+    /// A scenario asks for something the simulator refuses (`Scenario::validate`).
+    #[error("{}: {}", Esc(.key), Esc(.problem))]
+    Invalid { key: String, problem: String },
+    /// A profile file that cannot be read as one: `FILE:LINE:COL: message`.
+    #[error(transparent)]
+    Profile(#[from] mcpsim_model::profiles::ProfileError),
     #[error("{}: {}", Esc(.path), Esc(.problem))]
     Io { path: String, problem: String },
     #[error("{}: {}", Esc(.path), Esc(&.source.to_string()))]

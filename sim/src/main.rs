@@ -20,10 +20,11 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct Target {
-    /// Client profile (see `mcpsim profiles`).
+    /// Client profile: a name (see `mcpsim profiles`) or a TOML file (a path: contains `/` or
+    /// ends in `.toml`; `mcpsim profiles --dump NAME` writes one to start from).
     #[arg(long, default_value = "reference")]
     client: String,
-    /// Server profile.
+    /// Server profile: a name or a TOML file.
     #[arg(long, default_value = "reference")]
     server: String,
     /// Scenario family.
@@ -216,7 +217,12 @@ enum Command {
         seeds: u64,
     },
     /// List client and server profiles, scenarios, invariants and settable keys.
-    Profiles,
+    Profiles {
+        /// Print this built-in profile as a TOML file to start from (NAME, or client:NAME,
+        /// server:NAME, lb:NAME); use the file with --client FILE / --server FILE.
+        #[arg(long, value_name = "NAME")]
+        dump: Option<String>,
+    },
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
     Bench {
         /// Runs of each, per round.
@@ -273,7 +279,8 @@ fn main() -> ExitCode {
             };
             cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
         }
-        Command::Profiles => cli::cmd_profiles(),
+        Command::Profiles { dump: None } => cli::cmd_profiles(),
+        Command::Profiles { dump: Some(name) } => cli::cmd_dump(&name),
         Command::Bench { runs, rounds } => cli::cmd_bench(runs, rounds),
     };
     match result {

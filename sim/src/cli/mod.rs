@@ -6,6 +6,7 @@
 
 mod advise;
 mod bench;
+mod dump;
 mod explore;
 mod matrix;
 mod profiles;
@@ -16,6 +17,7 @@ mod sweep;
 
 pub use advise::cmd_advise;
 pub use bench::cmd_bench;
+pub use dump::cmd_dump;
 pub use explore::{cmd_explore, default_out_dir, ExploreArgs};
 pub use matrix::{cmd_matrix, MatrixArgs};
 pub use profiles::cmd_profiles;

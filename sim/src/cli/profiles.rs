@@ -25,16 +25,16 @@ fn print_table(title: &str, t: &Table) {
 
 /// `mcpsim profiles`.
 pub fn cmd_profiles() -> Result<Exit, SimError> {
-    let named = |header: &str, names: &[&str], describe: fn(&str) -> &'static str| {
+    let named = |header: &str, names: &[&str], describe: &dyn Fn(&str) -> String| {
         let mut t = table(&[header, "what it is"]);
         for n in names {
-            t.add_row(vec![n.to_string(), describe(n).to_string()]);
+            t.add_row(vec![n.to_string(), describe(n)]);
         }
         t
     };
-    print_table("clients:", &named("client", profiles::CLIENT_NAMES, profiles::describe));
-    print_table("servers:", &named("server", profiles::SERVER_NAMES, profiles::describe));
-    print_table("scenarios:", &named("scenario", scenario::SCENARIO_NAMES, scenario::describe));
+    print_table("clients:", &named("client", profiles::CLIENT_NAMES, &profiles::describe));
+    print_table("servers:", &named("server", profiles::SERVER_NAMES, &profiles::describe));
+    print_table("scenarios:", &named("scenario", scenario::SCENARIO_NAMES, &|n| scenario::describe(n).to_string()));
     let mut invariants = table(&["invariant", "what it checks"]);
     for i in INVARIANTS {
         invariants.add_row(vec![i.name.to_string(), i.description.to_string()]);
@@ -55,5 +55,11 @@ pub fn cmd_profiles() -> Result<Exit, SimError> {
         keys.add_row(row);
     }
     print_table("settable keys (--set key=value), with defaults for the reference profiles:", &keys);
+    println!("every field is also a key, by its path (client.reconnect.jitter=0.2, tool.event_interval=2s);");
+    println!("`mcpsim profiles --dump client:NAME` prints a profile with every field explained:");
+    for role in [profiles::Role::Client, profiles::Role::Server, profiles::Role::Lb] {
+        let paths: Vec<String> = profiles::known_paths(role).into_iter().filter(|p| p != "name").collect();
+        println!("  {:<8} {}", role.as_str(), paths.join(" "));
+    }
     Ok(Exit::Clean)
 }

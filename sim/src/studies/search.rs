@@ -212,7 +212,8 @@ fn parameters(space: &Space) -> BoxedStrategy<Vec<Override>> {
         keyed("server.keepalive", optional((5u64..=90).prop_map(secs).boxed())),
         keyed("server.retry", optional((1u64..=30).prop_map(secs).boxed())),
         keyed("client.backoff_initial", (100u64..=5_000).prop_map(millis)),
-        keyed("client.backoff_max", (1u64..=60).prop_map(secs)),
+        // From 5 s: never below the largest first delay above (a cap below it is refused).
+        keyed("client.backoff_max", (5u64..=60).prop_map(secs)),
         keyed("client.backoff_factor", (10u32..=30).prop_map(|f| format!("{:.1}", f64::from(f) / 10.0))),
     ];
     if !space.within_conditions {

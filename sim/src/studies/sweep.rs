@@ -869,15 +869,15 @@ mod tests {
         assert_eq!(
             cells,
             [
-                "230 410",
+                "230 gone410",
                 "230 silent-head",
-                "235 410",
+                "235 gone410",
                 "235 silent-head",
-                "240 410",
+                "240 gone410",
                 "240 silent-head",
-                "245 410",
+                "245 gone410",
                 "245 silent-head",
-                "250 410",
+                "250 gone410",
                 "250 silent-head"
             ]
         );

@@ -1,0 +1,975 @@
+//! Every parameter a user may change — with `--set key=value`, in a profile file, or in a trace
+//! header — and the one validation all three go through.
+//!
+//! Keys: every field of the client, server and load-balancer policies and of the scenario's tools
+//! is settable by its serde path (`client.reconnect.jitter=0.2`, `server.retention.max_events=50`,
+//! `tool.event_interval=2s` for the first tool, `tools.1.duration=30s` for another). The short
+//! keys of [`SETTINGS`] (`server.retention`, `client.backoff_max`, `fault.partition`, …) stay as
+//! aliases, so old command lines and the `cli_args()` of old traces keep working. Values are
+//! written as traces write them (`gone410`, `none`, `15s`); the older spellings (`410`,
+//! `unbounded`, `unlimited`) are accepted too.
+//!
+//! Validation ([`problems`]) is one list of rules over a whole scenario; `--set`, profile files
+//! ([`client_problems`] and friends, at the file's line and column) and trace headers
+//! (`Scenario::validate`) all use it. The bounds keep a run bounded:
+//!
+//! | what | bound |
+//! |---|---|
+//! | `server.keepalive` | none, or at least [`MIN_KEEPALIVE`] (1 s) |
+//! | `tool.event_interval`, the scenario's notification interval | none, or at least [`MIN_EVENT_INTERVAL`] (1 ms) |
+//! | every duration a scenario asks for (tool durations, timeouts, TTLs, fault times, grace) | at most [`MAX_DURATION`] (24 h) |
+//! | `server.idle_ttl`, `lb.idle_timeout`, `client.request_timeout`, `server.retention.window` | none, or above 0 |
+//! | `client.reconnect.initial` | at least 1 ms, at most `client.reconnect.max` |
+//! | `server.retry_ms` | none, or at least 1 |
+//! | `client.reconnect.factor` | finite, at least 1 |
+//! | `client.reconnect.jitter`, `tool.jitter` | finite, in [0, 1) |
+//! | clients | 1 to [`MAX_CLIENTS`] (64) |
+//! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
+//! | `net.latency` | MIN at most MAX, MAX at most 1 min |
+
+use super::faults::{parse_partition, parse_times, Fault, PlannedFault};
+use super::{profile_files, NetParams, Scenario};
+use crate::error::SimError;
+use mcpsim_model::config::{ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable};
+use mcpsim_model::profiles::{self, known_paths, Role};
+use mcpsim_model::time::{format_duration, parse_duration};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// The shortest keep-alive interval: below a second a run spends its steps on comments.
+pub const MIN_KEEPALIVE: Duration = Duration::from_secs(1);
+/// The shortest interval of tool progress events and server notifications.
+pub const MIN_EVENT_INTERVAL: Duration = Duration::from_millis(1);
+/// The longest duration a scenario may ask for: tool durations, timeouts, fault times.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The most logical clients a scenario may have.
+pub const MAX_CLIENTS: u32 = 64;
+/// The most planned faults.
+pub const MAX_FAULTS: usize = 256;
+/// The longest one-way network latency.
+pub const MAX_LATENCY: Duration = Duration::from_secs(60);
+
+/// A parameter `--set` can change.
+pub struct Setting {
+    pub key: &'static str,
+    /// The fields it sets (dotted serde paths of the scenario): two overrides of one field clash.
+    pub targets: &'static [&'static str],
+    /// What it means and how values are written.
+    pub help: &'static str,
+    pub apply: fn(&mut Scenario, &str) -> Result<(), String>,
+    /// The current value, written the way `apply` reads it.
+    pub show: fn(&Scenario) -> String,
+}
+
+/// The short key of that name.
+pub fn setting(key: &str) -> Result<&'static Setting, SimError> {
+    SETTINGS.iter().find(|s| s.key == key).ok_or_else(|| unknown_key(key))
+}
+
+fn unknown_key(key: &str) -> SimError {
+    SimError::UnknownKey {
+        key: key.to_string(),
+        known: format!(
+            "{}; or any field by its path: client.*, server.*, lb.*, tool.* (see `mcpsim profiles --dump NAME`)",
+            SETTINGS.iter().map(|s| s.key).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// The fields a key sets (dotted serde paths of the scenario): a short key's targets, or the path
+/// a field key stands for (`tool.duration` → `tools.0.duration`).
+pub fn targets(key: &str) -> Result<Vec<String>, SimError> {
+    if let Ok(s) = setting(key) {
+        return Ok(s.targets.iter().map(|t| t.to_string()).collect());
+    }
+    let path =
+        field_path(key)
+            .map_err(|m| if m.starts_with("unknown key") { unknown_key(key) } else { SimError::Usage(m) })?;
+    Ok(vec![path.join(".")])
+}
+
+/// The serde path of a field key, checked against the fields that exist.
+fn field_path(key: &str) -> Result<Vec<String>, String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (path, rest): (Vec<String>, &[&str]) = match parts.as_slice() {
+        ["tool", rest @ ..] => (vec!["tools".into(), "0".into()], rest),
+        ["tools", index, rest @ ..] if index.parse::<usize>().is_ok() => {
+            (vec!["tools".into(), index.to_string()], rest)
+        }
+        [role @ ("client" | "server" | "lb"), rest @ ..] => (vec![role.to_string()], rest),
+        _ => return Err(format!("unknown key {key:?}")),
+    };
+    let field = rest.join(".");
+    let known = match path[0].as_str() {
+        "client" => known_paths(Role::Client),
+        "server" => known_paths(Role::Server),
+        "lb" => known_paths(Role::Lb),
+        _ => ["duration", "event_interval", "idempotent"].into_iter().map(String::from).collect(),
+    };
+    if field == "name" {
+        return Err(format!("{key}: the name comes from --client / --server (or the profile file's name)"));
+    }
+    if !known.contains(&field) {
+        return Err(format!("unknown key {key:?}"));
+    }
+    Ok(path.into_iter().chain(rest.iter().map(|r| r.to_string())).collect())
+}
+
+/// Sets one field by its path, reading the value by the type of the one it replaces.
+fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
+    let path = field_path(key)?;
+    let mut json = serde_json::to_value(&*s).map_err(|e| e.to_string())?;
+    let (last, parents) = path.split_last().expect("a field path has a field");
+    let mut node = &mut json;
+    for part in parents {
+        node = match node {
+            Value::Object(m) => m.get_mut(part.as_str()),
+            Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+            _ => None,
+        }
+        .ok_or_else(|| format!("this scenario has no {}", parents.join(".")))?;
+    }
+    let fields = node.as_object_mut().ok_or_else(|| format!("{} is not a table", parents.join(".")))?;
+    let current = fields.get(last.as_str()).cloned().unwrap_or(Value::Null);
+    let new = profiles::value_from_text(last, value, &current)?;
+    match (fields.get_mut(last.as_str()), new) {
+        (Some(Value::Object(old)), Value::Object(new)) if !new.contains_key("kind") => old.extend(new),
+        (_, new) => {
+            fields.insert(last.clone(), new);
+        }
+    }
+    let (client_arg, server_arg) = (s.client_arg.take(), s.server_arg.take());
+    let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
+    (new.client_arg, new.server_arg) = (client_arg, server_arg);
+    *s = new;
+    Ok(())
+}
+
+/// Applies one `key=value`: a short key, or a field by its path.
+pub fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
+    let bad = |problem: String| SimError::BadValue { key: key.to_string(), value: value.to_string(), problem };
+    match setting(key) {
+        Ok(setting) => (setting.apply)(s, value).map_err(bad),
+        Err(_) => {
+            targets(key)?;
+            apply_field(s, key, value).map_err(bad)
+        }
+    }
+}
+
+/// Rejects a list of overrides that sets one field twice (the last would silently win, and for a
+/// fault key replace the first): `server.retention=5` and `server.retention.max_events=6` clash.
+pub fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for (key, value) in overrides {
+        for target in targets(key)? {
+            let clash = |t: &String| {
+                t == &target || t.starts_with(&format!("{target}.")) || target.starts_with(&format!("{t}."))
+            };
+            if let Some((_, first)) = seen.iter().find(|(t, _)| clash(t)) {
+                return Err(SimError::BadValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    problem: format!("{target} is already set by --set {first}: give each key once"),
+                });
+            }
+            seen.push((target, key));
+        }
+    }
+    Ok(())
+}
+
+/// The overrides that still matter: an override whose fields a later one sets again is dropped
+/// (what `cli_args` prints, so a printed command never sets a key twice).
+pub fn effective(overrides: &[(String, String)]) -> Vec<(String, String)> {
+    let fields = |k: &str| targets(k).unwrap_or_else(|_| vec![k.to_string()]);
+    let mut out = Vec::new();
+    for (i, (key, value)) in overrides.iter().enumerate() {
+        let mine = fields(key);
+        let later: BTreeSet<String> = overrides[i + 1..].iter().flat_map(|(k, _)| fields(k)).collect();
+        let covered = mine.iter().all(|t| later.iter().any(|l| t == l || t.starts_with(&format!("{l}."))));
+        if !covered {
+            out.push((key.clone(), value.clone()));
+        }
+    }
+    out
+}
+
+/// The key that sets every fault of a kind (`partition` → `fault.partition`); `None` for a name
+/// that is no fault kind.
+pub fn fault_setting(kind: &str) -> Option<&'static str> {
+    match kind {
+        "reset" => Some("fault.reset"),
+        "partition" => Some("fault.partition"),
+        "server-restart" => Some("fault.server_restart"),
+        "client-restart" => Some("fault.client_restart"),
+        _ => None,
+    }
+}
+
+/// Splits `key=value`, checking the key exists.
+pub fn parse_override(text: &str) -> Result<(String, String), SimError> {
+    let (k, v) = text.split_once('=').ok_or_else(|| SimError::BadOverride(text.to_string()))?;
+    targets(k.trim())?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+fn opt_duration(v: &str) -> Result<Option<Duration>, String> {
+    if v == "none" {
+        Ok(None)
+    } else {
+        parse_duration(v).map(Some)
+    }
+}
+
+fn show_opt_duration(d: Option<Duration>) -> String {
+    d.map(format_duration).unwrap_or_else(|| "none".to_string())
+}
+
+fn positive_f64(v: &str) -> Result<f64, String> {
+    let x: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("{v:?} must be a positive number"))
+    }
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "yes" | "on" => Ok(true),
+        "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("{v:?} is not true or false")),
+    }
+}
+
+fn replace_times(s: &mut Scenario, kind: &str, v: &str, make: fn() -> Fault) -> Result<(), String> {
+    s.faults.remove_kind(kind);
+    if v != "none" {
+        let times = parse_times(v)?;
+        if let Some(twice) = times.iter().enumerate().find(|(i, t)| times[..*i].contains(t)).map(|(_, t)| *t) {
+            return Err(format!("{} is given twice", format_duration(twice)));
+        }
+        for at in times {
+            s.faults.push(PlannedFault { at, fault: make() });
+        }
+    }
+    Ok(())
+}
+
+fn show_times(s: &Scenario, kind: &str) -> String {
+    let times: Vec<String> =
+        s.faults.faults().iter().filter(|f| f.fault.kind() == kind).map(|f| format_duration(f.at)).collect();
+    if times.is_empty() {
+        "none".into()
+    } else {
+        times.join(",")
+    }
+}
+
+/// Reads an answer to an unhonourable id in the trace spelling (`gone410`) or an older one (`410`).
+fn unhonourable(v: &str) -> Result<Unhonourable, String> {
+    serde_json::from_value(profiles::string_value("evicted_id", v)).map_err(|_| {
+        format!("{v:?} is not one of gone410 (or 410), conflict409 (or 409), silent-head, from-oldest, empty-closed, empty-open")
+    })
+}
+
+/// Writes an answer the way traces do.
+fn show_unhonourable(u: Unhonourable) -> String {
+    serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn show_count(n: Option<u32>) -> String {
+    n.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
+}
+
+/// Reads the `lb` key: a profile name, a file, or an inline table (`{ idle_timeout = "2m" }`).
+fn lb_profile(v: &str) -> Result<LbConfig, String> {
+    if v.starts_with('{') {
+        let mut base = serde_json::to_value(profiles::lb("default").unwrap_or(LbConfig { idle_timeout: None }))
+            .map_err(|e| e.to_string())?;
+        if let (Value::Object(b), Value::Object(t)) = (&mut base, profiles::value_from_text("lb", v, &Value::Null)?) {
+            b.extend(t);
+        }
+        return serde_json::from_value(base).map_err(|e| e.to_string());
+    }
+    profile_files::lb(v).map_err(|e| e.to_string())
+}
+
+fn show_lb(lb: &LbConfig) -> String {
+    if profiles::lb("default").as_ref() == Some(lb) {
+        return "default".into();
+    }
+    format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout))
+}
+
+/// Every short key. One table: `--set`, `mcpsim profiles` and the sweeps all read it.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        key: "lb",
+        targets: &["lb"],
+        help: "load-balancer profile: a name (default), a .toml file, or an inline table { idle_timeout = \"2m\" }",
+        apply: |s, v| {
+            s.lb = lb_profile(v)?;
+            Ok(())
+        },
+        show: |s| show_lb(&s.lb),
+    },
+    Setting {
+        key: "lb.idle_timeout",
+        targets: &["lb.idle_timeout"],
+        help: "load balancer closes a connection silent this long (duration or none)",
+        apply: |s, v| {
+            s.lb.idle_timeout = opt_duration(v)?;
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.lb.idle_timeout),
+    },
+    Setting {
+        key: "server.retention",
+        targets: &["server.retention.max_events"],
+        help: "events kept per stream (a count, or none for unbounded)",
+        apply: |s, v| {
+            s.server.retention.max_events = match v {
+                "unbounded" | "none" => None,
+                n => Some(n.parse().map_err(|_| format!("{n:?} is not a count or unbounded"))?),
+            };
+            Ok(())
+        },
+        show: |s| show_count(s.server.retention.max_events),
+    },
+    Setting {
+        key: "server.retention_window",
+        targets: &["server.retention.window"],
+        help: "events older than this are evicted (duration or none)",
+        apply: |s, v| {
+            s.server.retention.window = opt_duration(v)?;
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.server.retention.window),
+    },
+    Setting {
+        key: "server.unhonourable",
+        targets: &["server.evicted_id", "server.unknown_id"],
+        help: "answer to an evicted or unknown Last-Event-ID: gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open",
+        apply: |s, v| {
+            let u = unhonourable(v)?;
+            s.server.evicted_id = u;
+            s.server.unknown_id = u;
+            Ok(())
+        },
+        show: |s| show_unhonourable(s.server.evicted_id),
+    },
+    Setting {
+        key: "server.store",
+        targets: &["server.store"],
+        help: "event store scope: per-session, or shared-by-request-id (one store for all sessions)",
+        apply: |s, v| {
+            s.server.store = match v {
+                "per-session" => StoreScope::PerSession,
+                "shared-by-request-id" => StoreScope::SharedByRequestId,
+                _ => return Err(format!("{v:?} is not per-session or shared-by-request-id")),
+            };
+            Ok(())
+        },
+        show: |s| match s.server.store {
+            StoreScope::PerSession => "per-session".into(),
+            StoreScope::SharedByRequestId => "shared-by-request-id".into(),
+        },
+    },
+    Setting {
+        key: "server.idle_ttl",
+        targets: &["server.idle_ttl"],
+        help: "server expires an idle session after this (duration or none)",
+        apply: |s, v| {
+            s.server.idle_ttl = opt_duration(v)?;
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.server.idle_ttl),
+    },
+    Setting {
+        key: "server.keepalive",
+        targets: &["server.keepalive"],
+        help: "interval of SSE keep-alive comments (duration or none)",
+        apply: |s, v| {
+            s.server.keepalive = opt_duration(v)?;
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.server.keepalive),
+    },
+    Setting {
+        key: "server.retry",
+        targets: &["server.retry_ms"],
+        help: "retry: field sent with priming events (duration or none)",
+        apply: |s, v| {
+            s.server.retry_ms = opt_duration(v)?.map(|d| d.as_millis() as u64);
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.server.retry_ms.map(Duration::from_millis)),
+    },
+    Setting {
+        key: "server.idempotency_keys",
+        targets: &["server.honour_idempotency_keys"],
+        help: "server honours idempotency keys across sessions (true/false; a mitigation)",
+        apply: |s, v| {
+            s.server.honour_idempotency_keys = parse_bool(v)?;
+            Ok(())
+        },
+        show: |s| s.server.honour_idempotency_keys.to_string(),
+    },
+    Setting {
+        key: "tool.duration",
+        targets: &["tools.0.duration"],
+        help: "how long the scenario's tool runs (duration)",
+        apply: |s, v| {
+            s.main_tool()?.duration = parse_duration(v)?;
+            Ok(())
+        },
+        show: |s| s.tools.first().map(|t| format_duration(t.duration)).unwrap_or_default(),
+    },
+    Setting {
+        key: "tool.event_interval",
+        targets: &["tools.0.event_interval"],
+        help: "interval of the tool's progress events (duration or none)",
+        apply: |s, v| {
+            s.main_tool()?.event_interval = opt_duration(v)?;
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.tools.first().and_then(|t| t.event_interval)),
+    },
+    Setting {
+        key: "tool.idempotent",
+        targets: &["tools.0.idempotent"],
+        help: "whether running the tool twice is harmless (true/false)",
+        apply: |s, v| {
+            s.main_tool()?.idempotent = parse_bool(v)?;
+            Ok(())
+        },
+        show: |s| s.tools.first().map(|t| t.idempotent.to_string()).unwrap_or_default(),
+    },
+    Setting {
+        key: "tool.jitter",
+        targets: &["tool_jitter"],
+        help: "relative jitter of tool durations drawn from the seed (0.1 = ±10%)",
+        apply: |s, v| {
+            let j: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
+            if !(0.0..1.0).contains(&j) {
+                return Err("jitter must be in [0, 1)".into());
+            }
+            s.tool_jitter = j;
+            Ok(())
+        },
+        show: |s| s.tool_jitter.to_string(),
+    },
+    Setting {
+        key: "fault.partition",
+        targets: &["faults.partition"],
+        help: "client cut off from the load balancer over START..END (e.g. 60s..5m; a comma list; or none)",
+        apply: |s, v| {
+            s.faults.remove_kind("partition");
+            if v != "none" {
+                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+                for (i, part) in parts.iter().enumerate() {
+                    let fault = parse_partition(part)?;
+                    if parts[..i].iter().any(|p| parse_partition(p).ok() == Some(fault.clone())) {
+                        return Err(format!("{part} is given twice"));
+                    }
+                    s.faults.push(fault);
+                }
+            }
+            Ok(())
+        },
+        show: |s| {
+            let parts: Vec<String> = s
+                .faults
+                .faults()
+                .iter()
+                .filter(|f| f.fault.kind() == "partition")
+                .map(|f| format!("{}..{}", format_duration(f.at), format_duration(f.at + f.fault.duration())))
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(",")
+            }
+        },
+    },
+    Setting {
+        key: "fault.reset",
+        targets: &["faults.reset"],
+        help: "reset every client connection at these times (e.g. 30s,2m, or none)",
+        apply: |s, v| replace_times(s, "reset", v, || Fault::Reset),
+        show: |s| show_times(s, "reset"),
+    },
+    Setting {
+        key: "fault.server_restart",
+        targets: &["faults.server-restart"],
+        help: "restart the server process at these times (or none)",
+        apply: |s, v| replace_times(s, "server-restart", v, || Fault::ServerRestart),
+        show: |s| show_times(s, "server-restart"),
+    },
+    Setting {
+        key: "fault.client_restart",
+        targets: &["faults.client-restart"],
+        help: "restart the client process (client 0 when there are several) at these times (or none)",
+        apply: |s, v| replace_times(s, "client-restart", v, || Fault::ClientRestart),
+        show: |s| show_times(s, "client-restart"),
+    },
+    Setting {
+        key: "client.backoff_initial",
+        targets: &["client.reconnect.initial"],
+        help: "first reconnect delay (duration)",
+        apply: |s, v| {
+            s.client.reconnect.initial = parse_duration(v)?;
+            Ok(())
+        },
+        show: |s| format_duration(s.client.reconnect.initial),
+    },
+    Setting {
+        key: "client.backoff_factor",
+        targets: &["client.reconnect.factor"],
+        help: "growth factor of the reconnect delay",
+        apply: |s, v| {
+            s.client.reconnect.factor = positive_f64(v)?;
+            Ok(())
+        },
+        show: |s| s.client.reconnect.factor.to_string(),
+    },
+    Setting {
+        key: "client.backoff_max",
+        targets: &["client.reconnect.max"],
+        help: "cap of the reconnect delay (duration)",
+        apply: |s, v| {
+            s.client.reconnect.max = parse_duration(v)?;
+            Ok(())
+        },
+        show: |s| format_duration(s.client.reconnect.max),
+    },
+    Setting {
+        key: "client.max_attempts",
+        targets: &["client.reconnect.max_attempts"],
+        help: "consecutive failed reconnects before giving up (a count, or none for unlimited)",
+        apply: |s, v| {
+            s.client.reconnect.max_attempts = match v {
+                "unlimited" | "none" => None,
+                n => Some(n.parse().map_err(|_| format!("{n:?} is not a count or unlimited"))?),
+            };
+            Ok(())
+        },
+        show: |s| show_count(s.client.reconnect.max_attempts),
+    },
+    Setting {
+        key: "client.persistence",
+        targets: &["client.persistence"],
+        help: "where the client keeps session id and last event ids: durable or volatile",
+        apply: |s, v| {
+            s.client.persistence = match v {
+                "durable" => Persistence::Durable,
+                "volatile" => Persistence::Volatile,
+                _ => return Err(format!("{v:?} is not durable or volatile")),
+            };
+            Ok(())
+        },
+        show: |s| match s.client.persistence {
+            Persistence::Durable => "durable".into(),
+            Persistence::Volatile => "volatile".into(),
+        },
+    },
+    Setting {
+        key: "client.request_timeout",
+        targets: &["client.request_timeout"],
+        help: "client gives up on a call after this and cancels it (duration or none)",
+        apply: |s, v| {
+            s.client.request_timeout = opt_duration(v)?;
+            Ok(())
+        },
+        show: |s| show_opt_duration(s.client.request_timeout),
+    },
+    Setting {
+        key: "client.idempotency_keys",
+        targets: &["client.send_idempotency_keys"],
+        help: "client sends an idempotency key with every tool call (true/false; a mitigation)",
+        apply: |s, v| {
+            s.client.send_idempotency_keys = parse_bool(v)?;
+            Ok(())
+        },
+        show: |s| s.client.send_idempotency_keys.to_string(),
+    },
+    Setting {
+        key: "net.latency",
+        targets: &["net"],
+        help: "one-way message latency range MIN..MAX (e.g. 1ms..10ms)",
+        apply: |s, v| {
+            let (a, b) = v.split_once("..").ok_or_else(|| format!("{v:?} is not MIN..MAX"))?;
+            let (a, b) = (parse_duration(a)?, parse_duration(b)?);
+            if b < a {
+                return Err(format!("{v:?}: MAX is below MIN"));
+            }
+            s.net = NetParams { latency_min: a, latency_max: b };
+            Ok(())
+        },
+        show: |s| format!("{}..{}", format_duration(s.net.latency_min), format_duration(s.net.latency_max)),
+    },
+    Setting {
+        key: "run.liveness_grace",
+        targets: &["liveness_grace"],
+        help: "after the faults heal and the last tool is due, calls must resolve within this (duration)",
+        apply: |s, v| {
+            s.liveness_grace = parse_duration(v)?;
+            Ok(())
+        },
+        show: |s| format_duration(s.liveness_grace),
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Validation: the one place
+// ---------------------------------------------------------------------------------------------
+
+/// Something a scenario may not ask for: the field (dotted serde path, relative to the policy for
+/// the `*_problems` of one policy) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+fn problem(path: &str, message: impl Into<String>) -> Problem {
+    Problem { path: path.to_string(), message: message.into() }
+}
+
+/// A duration that must be absent (`none`) or within `min..=MAX_DURATION`; zero never means none.
+fn opt_span(out: &mut Vec<Problem>, path: &str, d: Option<Duration>, min: Duration, none_means: &str) {
+    let Some(d) = d else { return };
+    if d.is_zero() {
+        out.push(problem(
+            path,
+            format!(
+                "0 does not mean {none_means}: write none for that, or a duration of at least {}",
+                format_duration(min.max(Duration::from_millis(1)))
+            ),
+        ));
+    } else if d < min {
+        out.push(problem(path, format!("{} is below the least allowed, {}", format_duration(d), format_duration(min))));
+    } else {
+        span(out, path, d);
+    }
+}
+
+fn span(out: &mut Vec<Problem>, path: &str, d: Duration) {
+    if d > MAX_DURATION {
+        out.push(problem(
+            path,
+            format!("{} is above the most a run may ask for, {}", format_duration(d), format_duration(MAX_DURATION)),
+        ));
+    }
+}
+
+fn fraction(out: &mut Vec<Problem>, path: &str, x: f64) {
+    if !(x.is_finite() && (0.0..1.0).contains(&x)) {
+        out.push(problem(path, format!("{x} is not in [0, 1)")));
+    }
+}
+
+/// What is wrong with a client policy.
+pub fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let r = &c.reconnect;
+    if r.initial < Duration::from_millis(1) {
+        out.push(problem(
+            "reconnect.initial",
+            "the first reconnect delay must be at least 1ms (first_immediate = true makes the first one immediate)",
+        ));
+    }
+    span(&mut out, "reconnect.initial", r.initial);
+    span(&mut out, "reconnect.max", r.max);
+    if !(r.factor.is_finite() && r.factor >= 1.0) {
+        out.push(problem(
+            "reconnect.factor",
+            format!("{} is below 1: the delay would shrink (1 is a fixed delay)", r.factor),
+        ));
+    }
+    if r.max < r.initial {
+        out.push(problem(
+            "reconnect.max",
+            format!(
+                "the cap {} is below the first delay {} (reconnect.initial)",
+                format_duration(r.max),
+                format_duration(r.initial)
+            ),
+        ));
+    }
+    fraction(&mut out, "reconnect.jitter", r.jitter);
+    opt_span(&mut out, "request_timeout", c.request_timeout, Duration::from_millis(1), "no timeout");
+    out
+}
+
+/// What is wrong with a server policy.
+pub fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
+    let mut out = Vec::new();
+    opt_span(&mut out, "keepalive", s.keepalive, MIN_KEEPALIVE, "no keep-alives");
+    opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
+    opt_span(&mut out, "retention.window", s.retention.window, Duration::from_millis(1), "no time limit");
+    if s.retry_ms == Some(0) {
+        out.push(problem("retry_ms", "0 does not mean no retry: field: write none for that, or at least 1 (ms)"));
+    }
+    if let Some(ms) = s.retry_ms {
+        span(&mut out, "retry_ms", Duration::from_millis(ms));
+    }
+    for (path, status) in [("delete_status", s.delete_status), ("delete_unknown_status", s.delete_unknown_status)] {
+        if !(100..=599).contains(&status) {
+            out.push(problem(path, format!("{status} is no HTTP status")));
+        }
+    }
+    out
+}
+
+/// What is wrong with a load balancer.
+pub fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
+    let mut out = Vec::new();
+    opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
+    out
+}
+
+/// What is wrong with a tool.
+pub fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
+    let mut out = Vec::new();
+    span(&mut out, "duration", t.duration);
+    opt_span(&mut out, "event_interval", t.event_interval, MIN_EVENT_INTERVAL, "a silent tool");
+    out
+}
+
+/// Everything wrong with a scenario, each field by its serde path.
+pub fn problems(s: &Scenario) -> Vec<Problem> {
+    let prefixed = |prefix: &str, list: Vec<Problem>| {
+        list.into_iter()
+            .map(|p| Problem { path: format!("{prefix}.{}", p.path), message: p.message })
+            .collect::<Vec<_>>()
+    };
+    let mut out = prefixed("client", client_problems(&s.client));
+    out.extend(prefixed("server", server_problems(&s.server)));
+    out.extend(prefixed("lb", lb_problems(&s.lb)));
+    for (i, t) in s.tools.iter().enumerate() {
+        out.extend(prefixed(&format!("tools.{i}"), tool_problems(t)));
+    }
+    fraction(&mut out, "tool_jitter", s.tool_jitter);
+    opt_span(&mut out, "notify_interval", s.notify_interval, MIN_EVENT_INTERVAL, "no notifications");
+    span(&mut out, "liveness_grace", s.liveness_grace);
+    if !(1..=MAX_CLIENTS).contains(&s.clients) {
+        out.push(problem("clients", format!("{} clients: a scenario has 1 to {MAX_CLIENTS}", s.clients)));
+    }
+    if let Some(p) = s.clients_problem() {
+        out.push(problem("calls", p));
+    }
+    for c in &s.calls {
+        span(&mut out, "calls.at", c.at);
+        if s.tool(&c.tool).is_none() {
+            out.push(problem(
+                "calls.tool",
+                format!("call {} names tool {:?}, which the scenario does not offer", c.call.0, c.tool),
+            ));
+        }
+    }
+    if s.faults.len() > MAX_FAULTS {
+        out.push(problem("faults", format!("{} faults planned: at most {MAX_FAULTS}", s.faults.len())));
+    }
+    let faults = s.faults.faults();
+    for (i, f) in faults.iter().enumerate() {
+        span(&mut out, "faults", f.at + f.fault.duration());
+        if faults[..i].contains(f) {
+            out.push(problem("faults", format!("{f} is planned twice")));
+        }
+    }
+    let NetParams { latency_min, latency_max } = s.net;
+    if latency_max < latency_min || latency_max > MAX_LATENCY {
+        out.push(problem(
+            "net",
+            format!(
+                "latency {}..{}: MIN at most MAX, MAX at most {}",
+                format_duration(latency_min),
+                format_duration(latency_max),
+                format_duration(MAX_LATENCY)
+            ),
+        ));
+    }
+    out
+}
+
+/// The key a user would write for a field path (for messages): the short key if one sets exactly
+/// it, else the path (`tools.0.event_interval` → `tool.event_interval`).
+pub fn key_for(path: &str) -> String {
+    if let Some(s) = SETTINGS.iter().find(|s| s.targets.contains(&path)) {
+        return s.key.to_string();
+    }
+    path.strip_prefix("tools.0.").map(|rest| format!("tool.{rest}")).unwrap_or_else(|| path.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioArgs;
+    use mcpsim_model::config::{CloseHandling, On404, SecondGet};
+
+    fn scenario() -> Scenario {
+        Scenario::build("chatty-tool", "reference", "reference").expect("a built-in scenario")
+    }
+
+    /// The error `--set KEY=VALUE` (alone) gets, as printed.
+    fn rejected(set: &str) -> String {
+        let args = ScenarioArgs {
+            client: "reference".into(),
+            server: "reference".into(),
+            scenario: "chatty-tool".into(),
+            sets: set.split(' ').map(str::to_string).collect(),
+        };
+        match args.build() {
+            Ok(_) => panic!("--set {set} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn accepted(sets: &[(&str, &str)]) -> Scenario {
+        let mut s = scenario();
+        let o: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        s.apply_overrides(&o).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+        s
+    }
+
+    #[test]
+    fn zero_never_silently_means_none() {
+        for set in ["server.keepalive=0s", "tool.event_interval=0s", "lb.idle_timeout=0s", "server.idle_ttl=0s"] {
+            let e = rejected(set);
+            assert!(e.contains("write none"), "{set}: {e}");
+        }
+        assert_eq!(accepted(&[("server.keepalive", "none")]).server.keepalive, None);
+        assert_eq!(accepted(&[("tool.event_interval", "none")]).tools[0].event_interval, None);
+        assert!(rejected("server.retry=0s").contains("none"));
+    }
+
+    #[test]
+    fn bounds_keep_a_run_bounded() {
+        assert!(rejected("server.keepalive=500ms").contains("least allowed, 1s"));
+        assert!(rejected("tool.event_interval=500us").contains("least allowed, 1ms"));
+        assert!(rejected("tool.duration=25h").contains("24h") || rejected("tool.duration=25h").contains("1440m"));
+        assert!(rejected("fault.reset=30h").contains("faults"));
+        let mut s = scenario();
+        s.clients = MAX_CLIENTS + 1;
+        assert!(s.validate().unwrap_err().to_string().starts_with("clients: 65 clients"));
+        s.clients = MAX_CLIENTS;
+        s.validate().expect("64 clients are allowed");
+        accepted(&[("server.keepalive", "1s"), ("tool.event_interval", "1ms"), ("tool.duration", "24h")]);
+    }
+
+    #[test]
+    fn backoff_must_grow_and_its_cap_must_be_above_its_start() {
+        assert!(rejected("client.backoff_factor=0.5").contains("below 1"), "{}", rejected("client.backoff_factor=0.5"));
+        accepted(&[("client.backoff_factor", "1")]);
+        let e = rejected("client.backoff_max=500ms");
+        assert!(e.starts_with("client.backoff_max: the cap 500ms is below the first delay 1s"), "{e}");
+        // The order of the two keys does not matter: the whole list is validated.
+        accepted(&[("client.backoff_max", "40s"), ("client.backoff_initial", "35s")]);
+    }
+
+    #[test]
+    fn negative_and_nan_numbers_are_rejected() {
+        assert!(rejected("tool.jitter=-2.0").contains("[0, 1)"));
+        assert!(rejected("client.reconnect.jitter=NaN").contains("finite"));
+        assert!(rejected("client.reconnect.jitter=-0.1").contains("[0, 1)"));
+        assert!(rejected("client.reconnect.factor=inf").contains("finite"));
+        assert_eq!(accepted(&[("client.reconnect.jitter", "0.5")]).client.reconnect.jitter, 0.5);
+    }
+
+    #[test]
+    fn list_entries_and_keys_are_given_once() {
+        assert!(rejected("fault.reset=10s,10s").contains("10s is given twice"));
+        assert!(rejected("fault.partition=1m..2m,1m..2m").contains("given twice"));
+        let e = rejected("lb.idle_timeout=1m lb.idle_timeout=2m");
+        assert!(e.contains("already set by --set lb.idle_timeout"), "{e}");
+        let e = rejected("fault.partition=1m..2m fault.partition=3m..4m");
+        assert!(e.contains("give each key once"), "{e}");
+        // An alias and the field it sets are one key.
+        let e = rejected("server.retention=5 server.retention.max_events=6");
+        assert!(e.contains("server.retention.max_events is already set"), "{e}");
+        assert!(rejected("client.backoff_max=40s client.reconnect.max=50s").contains("already set"));
+    }
+
+    #[test]
+    fn every_field_is_settable_by_its_path() {
+        let s = accepted(&[
+            ("client.reconnect.jitter", "0.3"),
+            ("client.reconnect.first_immediate", "true"),
+            ("client.reconnect.counter_reset", "on-event"),
+            ("client.open_standalone_stream", "yes"),
+            ("server.retention.max_events", "none"),
+            ("server.retention.drop_on_response", "true"),
+            ("server.priming.resume", "false"),
+            ("server.delete_status", "202"),
+            ("server.second_get", "409"),
+            ("server.retry_ms", "3000"),
+            ("lb.idle_timeout", "2m"),
+            ("tool.idempotent", "true"),
+            ("tools.0.duration", "90s"),
+        ]);
+        assert_eq!(s.client.reconnect.jitter, 0.3);
+        assert!(s.client.reconnect.first_immediate && s.client.open_standalone_stream);
+        assert_eq!((s.server.retention.max_events, s.server.retention.drop_on_response), (None, true));
+        assert_eq!(
+            (s.server.delete_status, s.server.second_get, s.server.retry_ms),
+            (202, SecondGet::Reject409, Some(3000))
+        );
+        assert!(!s.server.priming.resume && s.tools[0].idempotent);
+        assert_eq!((s.tools[0].duration, s.lb.idle_timeout), (Duration::from_secs(90), Some(Duration::from_secs(120))));
+        let inline = "{ kind = \"sdk\", on_404 = \"reinitialize-resend-once\", on_empty_resume = \"clean-close\", resume_post_needs_event_id = true }";
+        let s = accepted(&[("client.close_handling", inline)]);
+        assert!(matches!(s.client.close_handling, CloseHandling::Sdk(r) if r.on_404 == On404::ReinitializeResendOnce));
+        assert!(rejected("server.name=x").contains("the name comes from"));
+        assert!(rejected("client.reconnect.nope=1").contains("unknown key"));
+        assert!(rejected("client.reconnect.counter_reset=sometimes").contains("unknown variant"));
+        assert!(rejected("tools.3.duration=1s").contains("no tools.3"));
+    }
+
+    #[test]
+    fn one_spelling_per_value_the_traces_one_and_the_old_ones_accepted() {
+        let s = accepted(&[("server.unhonourable", "410")]);
+        let show = setting("server.unhonourable").map(|k| (k.show)(&s)).expect("a short key");
+        assert_eq!(show, "gone410");
+        assert_eq!(serde_json::to_value(s.server.evicted_id).expect("serializes"), "gone410");
+        assert_eq!(accepted(&[("server.unhonourable", "gone410")]).server.evicted_id, Unhonourable::Gone410);
+        assert_eq!(accepted(&[("server.evicted_id", "409")]).server.evicted_id, Unhonourable::Conflict409);
+        let s = accepted(&[("server.retention", "unbounded"), ("client.max_attempts", "unlimited")]);
+        let show = |k: &str| setting(k).map(|k| (k.show)(&s)).expect("a short key");
+        assert_eq!((show("server.retention"), show("client.max_attempts")), ("none".into(), "none".into()));
+    }
+
+    #[test]
+    fn printed_commands_set_each_key_once() {
+        let o = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        let kept = effective(&o(&[("fault.reset", "4m"), ("tool.duration", "1m"), ("fault.reset", "none")]));
+        assert_eq!(kept, o(&[("tool.duration", "1m"), ("fault.reset", "none")]));
+        // Setting one of two fields an alias sets does not make the alias redundant.
+        let kept = effective(&o(&[("server.unhonourable", "410"), ("server.evicted_id", "silent-head")]));
+        assert_eq!(kept.len(), 2);
+        check_distinct(&kept).expect_err("they do share a field");
+    }
+
+    #[test]
+    fn trace_headers_go_through_the_same_validation() {
+        let mut header = serde_json::to_value(scenario()).expect("serializes");
+        header["server"]["keepalive"] = "0s".into();
+        let s: Scenario = serde_json::from_value(header).expect("a well-formed header");
+        assert!(s.validate().unwrap_err().to_string().starts_with("server.keepalive: 0 does not mean no keep-alives"));
+    }
+
+    #[test]
+    fn every_family_with_every_profile_is_valid() {
+        for name in crate::scenario::SCENARIO_NAMES {
+            for c in profiles::CLIENT_NAMES {
+                for s in profiles::SERVER_NAMES {
+                    let sc = Scenario::build(name, c, s).expect("built-in scenarios are valid");
+                    assert_eq!(problems(&sc), vec![], "{name} {c} {s}");
+                }
+            }
+        }
+    }
+}
