@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod probe;
 pub mod report;
 pub mod scenario;
 pub mod studies;
