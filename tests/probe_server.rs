@@ -70,7 +70,7 @@ fn replay_rule_delete_rule_and_second_get_are_decided() {
 #[test]
 fn a_bounded_buffer_that_resumes_from_its_oldest_event_is_measured_and_judged() {
     let r = probe_standin(
-        StandinConfig { retention: Some(40), unknown_id: StandinUnknown::EmptyClosed, ..Default::default() },
+        StandinConfig { retention: Some(40), evicted_from_oldest: true, ..Default::default() },
         &["cut-and-resume", "overrun"],
     )
     .expect("probe runs");

@@ -116,7 +116,9 @@ impl Rec {
                 let step = params.get("progress").and_then(Value::as_f64).unwrap_or(0.0) as u32;
                 Some(ServerMessage::Progress { request: RequestId(request), call, step })
             }
-            _ => Some(ServerMessage::Notification { seq: notify_seq(&params).unwrap_or(0) }),
+            // `probe_notify` ends with a list_changed after its numbered messages; any other
+            // notification is numbered after those too.
+            _ => Some(ServerMessage::Notification { seq: notify_seq(&params).unwrap_or(OTHER_NOTIFICATION_SEQ) }),
         }
     }
 
@@ -180,6 +182,9 @@ impl Default for Rec {
 fn token_id(v: &Value) -> Option<u64> {
     v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))
 }
+
+/// Where notifications that are not `probe_notify i/n` sit in their stream.
+pub const OTHER_NOTIFICATION_SEQ: u32 = 1_000_000;
 
 /// `probe_notify i/n` → i.
 pub fn notify_seq(params: &Value) -> Option<u32> {

@@ -332,6 +332,13 @@ impl<'a> Script<'a> {
         Ok((ex, self.calls.len() - 1))
     }
 
+    /// The application gives up on call `i` (it stopped reading, or deleted the session): it is
+    /// told the outcome is unknown, which resolves the call.
+    fn abandon(&self, i: usize, reason: &str) {
+        let call = self.calls[i].call;
+        self.rec.push(Actor::App, StepKind::AppUnknownOutcome { call, reason: reason.into() });
+    }
+
     /// Notes the result's tick count for call `i`, if `items` hold its result.
     fn saw_result(&mut self, i: usize, items: &[Item]) {
         if let Some(t) = find_result(items).as_ref().and_then(result_text).and_then(|t| t["ticks"].as_u64()) {
@@ -660,9 +667,10 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
 async fn cross_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "cross-session-id");
     let a = s.init("probe-scope-a").await?;
-    let (mut ex, _i) = s.work(&a, "scope", 3000, 500).await?;
+    let (mut ex, i) = s.work(&a, "scope", 3000, 500).await?;
     let first = ex.drain(Duration::from_millis(1300)).await;
     ex.abort();
+    s.abandon(i, "the script stopped reading session A's stream");
     let Some(a_id) = events(&first).into_iter().rev().find_map(|e| e.id.clone()) else {
         ctx.fp().leave_open("store", "no event id arrived in session A");
         return Ok(s.finish().await);
@@ -692,6 +700,9 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let status = s.delete(&session).await?;
     let end = ex.drain(Duration::from_secs(2)).await;
     s.saw_result(i, &end);
+    if find_result(&end).is_none() {
+        s.abandon(i, "the session was deleted while the tool ran");
+    }
     s.at(6.0).await;
     let key = s.calls[i].key.clone();
     let counted = ctx.count(&key).await;
@@ -751,7 +762,7 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let t_start = Instant::now();
     let mut last_byte = Instant::now();
     let mut comments: Vec<Duration> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(22);
+    let deadline = Instant::now() + Duration::from_secs(34);
     for _ in 0..1000 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || comments.len() >= 2 {
@@ -775,10 +786,19 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         let mut fp = ctx.fp();
         match comments.first() {
             Some(d) => {
+                // Two comments in a row give the interval; one alone, its distance from the last event.
+                let (d, how) = match comments.get(1) {
+                    Some(between) => (*between, "between two consecutive comments"),
+                    None => (*d, "from the last event to the only comment"),
+                };
                 let secs = d.as_secs_f64().round() as u64;
-                fp.decide("keepalive", format!("\"{}s\"", secs.max(1)), format!("comments on a silent standalone stream after {:?}", comments.iter().map(|c| format!("{:.1}s", c.as_secs_f64())).collect::<Vec<_>>()));
+                fp.decide(
+                    "keepalive",
+                    format!("\"{}s\"", secs.max(1)),
+                    format!("comments on a silent standalone stream: {:.1} s {how}", d.as_secs_f64()),
+                );
             }
-            None => fp.decide("keepalive", "\"none\"", "no comment on a standalone stream left silent for 20 s"),
+            None => fp.decide("keepalive", "\"none\"", "no comment on a standalone stream left silent for 30 s"),
         }
     }
     s.note(format!("{notes} events on the standalone stream after probe_notify(3); second GET {st2}"));

@@ -37,6 +37,9 @@ pub struct StandinConfig {
     pub keepalive: Option<Duration>,
     pub retry_ms: Option<u64>,
     pub priming: bool,
+    /// An evicted (issued, no longer kept) id replays from the oldest kept event instead of
+    /// getting the `unknown_id` answer (rmcp's rule).
+    pub evicted_from_oldest: bool,
 }
 
 impl Default for StandinConfig {
@@ -50,6 +53,7 @@ impl Default for StandinConfig {
             keepalive: None,
             retry_ms: Some(1000),
             priming: true,
+            evicted_from_oldest: false,
         }
     }
 }
@@ -403,12 +407,14 @@ async fn get(mut sock: TcpStream, st: Shared, sid: &str, last: Option<String>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (replay, unknown) = {
         let mut s = lock(&st);
-        let (from, unknown_rule) = (s.cfg.replay_from, s.cfg.unknown_id);
+        let (from, unknown_rule, oldest_rule) = (s.cfg.replay_from, s.cfg.unknown_id, s.cfg.evicted_from_oldest);
         let log = parsed.and_then(|(stream, seq)| {
             s.sessions.get_mut(sid).and_then(|x| x.streams.get_mut(&stream)).map(|l| (l, seq))
         });
         match log {
-            Some((l, seq)) if seq < l.next_seq && l.events.front().is_some_and(|(oldest, _)| *oldest <= seq + 1) => {
+            Some((l, seq))
+                if seq < l.next_seq && (oldest_rule || l.events.front().is_some_and(|(oldest, _)| *oldest <= seq + 1)) =>
+            {
                 let replay: Vec<String> = l
                     .events
                     .iter()
