@@ -564,12 +564,18 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     if status != 200 {
         fp.leave_open("replay", format!("GET with Last-Event-ID {last_id} during the tool answered {status}"));
     }
-    if let Some(first) = evs.first() {
-        fp.decide(
+    let seen_before: Vec<&str> = events(&before).iter().filter_map(|e| e.id.as_deref()).collect();
+    let fresh_priming = evs.iter().find(|e| e.is_priming() && e.id.as_deref().is_some_and(|id| !seen_before.contains(&id)));
+    match fresh_priming {
+        Some(p) => fp.decide(
             "priming.resume",
-            if first.is_priming() && first.id.as_deref() != Some(&last_id) { "true" } else { "false" },
-            format!("first event of a resumed stream: id {:?}, data empty: {}", first.id, first.is_priming()),
-        );
+            "true",
+            format!("the resumed stream carried a new priming event (id {:?}, empty data)", p.id.as_deref().unwrap_or("")),
+        ),
+        None if !evs.is_empty() => {
+            fp.decide("priming.resume", "false", format!("the resumed stream's {} events held no new priming event", evs.len()))
+        }
+        None => {}
     }
     let first_data = evs.iter().find(|e| !e.is_priming());
     match first_data {
@@ -671,7 +677,8 @@ async fn cross_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let first = ex.drain(Duration::from_millis(1300)).await;
     ex.abort();
     s.abandon(i, "the script stopped reading session A's stream");
-    let Some(a_id) = events(&first).into_iter().rev().find_map(|e| e.id.clone()) else {
+    // The earliest id: events after it exist, so a shared store has something to replay.
+    let Some(a_id) = events(&first).into_iter().find_map(|e| e.id.clone()) else {
         ctx.fp().leave_open("store", "no event id arrived in session A");
         return Ok(s.finish().await);
     };
@@ -838,9 +845,9 @@ async fn standalone_cut(ctx: &Ctx) -> Result<Outcome, ProbeError> {
 async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "overrun");
     let session = s.init("probe-overrun").await?;
-    // 120 ticks in 6 s; cut off from 1 s to 9 s; back at 9.5 s, after the tool finished.
-    let (mut ex, i) = s.work(&session, "overrun", 6000, 50).await?;
-    let _plan = s.faults(vec![parse_partition("1s..9s").map_err(ProbeError::Protocol)?])?;
+    // 200 ticks in 8 s; cut off from 1 s to 10 s; back at 10.5 s, after the tool finished.
+    let (mut ex, i) = s.work(&session, "overrun", 8000, 40).await?;
+    let _plan = s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
     let before = ex.drain(Duration::from_secs(3)).await;
     let (last_id, last_tick) = match events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0)))) {
         Some(x) => x,
@@ -849,7 +856,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             return Ok(s.finish().await);
         }
     };
-    s.at(9.5).await;
+    s.at(10.5).await;
     let stream = s.calls[i].stream;
     let mut r = s.get(&session, stream, Some(&last_id)).await?;
     let status = r.status;
@@ -882,7 +889,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         (200, Some(f)) if f <= expected_first => {
             fp.leave_open(
                 "retention.max_events",
-                format!("all {} events missed in an 8 s outage were replayed: at least that many are kept", missed.map_or("?".into(), |m| m.to_string())),
+                format!("all {} events missed in a 9 s outage were replayed: at least that many are kept", missed.map_or("?".into(), |m| m.to_string())),
             );
             fp.leave_open("evicted_id", "nothing was evicted in the overrun scenario");
         }
