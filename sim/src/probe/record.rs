@@ -25,8 +25,10 @@ pub struct Recorder {
     calls: BTreeMap<u64, CallKey>,
     /// JSON-RPC ids of `initialize` requests.
     inits: BTreeSet<u64>,
-    /// `(session, id)` already written as `event-stored`.
-    stored: BTreeSet<(String, String)>,
+    /// `(session, id)` already written as `event-stored`, with the message stored under it.
+    stored: BTreeMap<(String, String), Option<ServerMessage>>,
+    /// Event ids the server used for two different events of one session.
+    reused: Vec<String>,
 }
 
 /// A recorder shared by the tasks of one scenario.
@@ -40,7 +42,8 @@ impl Rec {
             steps: Vec::new(),
             calls: BTreeMap::new(),
             inits: BTreeSet::new(),
-            stored: BTreeSet::new(),
+            stored: BTreeMap::new(),
+            reused: Vec::new(),
         })))
     }
 
@@ -77,10 +80,20 @@ impl Rec {
         self.lock().calls.get(&id).copied()
     }
 
-    /// Records `event-stored` (inferred) once per `(session, id)`; returns whether it was new.
+    /// Records `event-stored` (inferred) once per `(session, id)` and message; returns whether
+    /// it was new. A replayed event (same id, same message) is not stored again; an id the server
+    /// gave to a *different* event is stored again (the later one wins in the oracles' log) and
+    /// remembered as reused.
     pub fn stored(&self, session: &SessionId, stream: StreamNo, seq: u32, id: &EventId, message: Option<ServerMessage>) -> bool {
-        if !self.lock().stored.insert((session.0.clone(), id.0.clone())) {
-            return false;
+        {
+            let mut r = self.lock();
+            let key = (session.0.clone(), id.0.clone());
+            match r.stored.get(&key) {
+                Some(m) if *m == message => return false,
+                Some(_) => r.reused.push(id.0.clone()),
+                None => {}
+            }
+            r.stored.insert(key, message.clone());
         }
         let call = message.as_ref().and_then(|m| m.request()).and_then(|r| self.call_of(r.0));
         self.push(
@@ -161,6 +174,11 @@ impl Rec {
             let id = EventId(format!("unseen:notification:{seq}"));
             self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));
         }
+    }
+
+    /// Event ids the server gave to two different events of one session.
+    pub fn reused_ids(&self) -> Vec<String> {
+        self.lock().reused.clone()
     }
 
     /// The finished trace: header marked as a wall-clock recording of a real server.

@@ -395,6 +395,12 @@ impl<'a> Script<'a> {
         if let Some((session, total)) = notifications {
             rec.infer_unseen_notifications(&session, total);
         }
+        let reused = rec.reused_ids();
+        if !reused.is_empty() {
+            let text = format!("{name}: the server gave one event id to two different events: {}", reused.join(", "));
+            ctx.fp().notes.push(text.clone());
+            notes.push(text);
+        }
         let live: Vec<SessionId> = created.iter().filter(|s| !deleted.contains(s)).cloned().collect();
         rec.push(
             Actor::Run,
@@ -913,25 +919,43 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.note(format!("overrun: last tick {last_tick} before the outage, resume {status}, {} data events, first tick {first_tick:?}, burst {burst}", data.len()));
     // A stream still running when the client returns (for servers that drop finished streams).
     if ctx.fp().value("retention.max_events").is_none() && ctx.fp().value("retention.drop_on_response") == Some("true") {
-        let (mut ex, j) = s.work(&session, "overrun-running", 14_000, 100).await?;
+        // 500 ms ticks, cut off for 12 s (24 ticks): the replay arrives at once.
+        let (mut ex, j) = s.work(&session, "overrun-running", 20_000, 500).await?;
         let t = s.t0.elapsed();
-        let _plan = s.faults(vec![PlannedFault { at: t + Duration::from_secs(1), fault: Fault::Partition { duration: Duration::from_secs(5) } }])?;
-        let before = ex.drain(Duration::from_secs(3)).await;
-        let last = events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))));
-        sleep_until(s.t0 + t + Duration::from_millis(6500)).await;
+        let _plan = s.faults(vec![PlannedFault { at: t + Duration::from_secs(1), fault: Fault::Partition { duration: Duration::from_secs(12) } }])?;
+        // Read until the cut, noting when the last tick arrived: ticks come every 500 ms, so
+        // resuming 250 ms after a tick's slot puts the replay burst mid-way between live ticks.
+        let mut last = None;
+        let mut last_at = Instant::now();
+        let cut_by = Instant::now() + Duration::from_secs(3);
+        for _ in 0..1000 {
+            match ex.next(cut_by.saturating_duration_since(Instant::now())).await {
+                Item::Event(e) => {
+                    if let (Some(id), Some(tick)) = (e.id.clone(), progress_tick(&e)) {
+                        last = Some((id, tick));
+                        last_at = Instant::now();
+                    }
+                }
+                Item::Comment => {}
+                _ => break,
+            }
+        }
+        let earliest = s.t0 + t + Duration::from_millis(13_500);
+        let slots = earliest.saturating_duration_since(last_at).as_millis().div_ceil(500) as u32;
+        sleep_until(last_at + Duration::from_millis(500) * slots + Duration::from_millis(250)).await;
         if let Some((last_id, last_tick)) = last {
             let stream = s.calls[j].stream;
             let mut r = s.get(&session, stream, Some(&last_id)).await?;
             let status = r.status;
-            let head_at = Instant::now();
             let mut burst: Vec<u32> = Vec::new();
             for _ in 0..10_000 {
-                match r.next(Duration::from_millis(300)).await {
-                    Item::Event(e) if head_at.elapsed() < Duration::from_millis(300) => {
+                match r.next(Duration::from_millis(125)).await {
+                    Item::Event(e) => {
                         if let Some(t) = progress_tick(&e) {
                             burst.push(t);
                         }
                     }
+                    Item::Comment => {}
                     _ => break,
                 }
             }
@@ -944,7 +968,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                     fp.decide(
                         "retention.max_events",
                         burst.len().to_string(),
-                        format!("a running 100 ms-tick stream resumed after tick {last_tick} replayed ticks {f}..{} at once ({} events; counted within 300 ms)", burst.last().unwrap_or(f), burst.len()),
+                        format!("a running 500 ms-tick stream resumed after tick {last_tick} replayed ticks {f}..{} at once ({} events, the burst before the first 250 ms pause)", burst.last().unwrap_or(f), burst.len()),
                     );
                     fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) of a running stream got 200 and a replay from tick {f}, no gap said"));
                 }
