@@ -34,8 +34,9 @@ fn a_410_server_and_an_empty_200_server_are_told_apart() {
     assert_eq!(field(&closed, "priming.post"), Some("false"), "{}", show(&closed));
     assert_eq!(field(&closed, "retry_ms"), None, "{}", show(&closed));
 
-    let open = probe_standin(StandinConfig { unknown_id: StandinUnknown::EmptyOpen, ..Default::default() }, &["made-up-id"])
-        .expect("probe runs");
+    let open =
+        probe_standin(StandinConfig { unknown_id: StandinUnknown::EmptyOpen, ..Default::default() }, &["made-up-id"])
+            .expect("probe runs");
     assert_eq!(field(&open, "unknown_id"), Some("\"empty-open\""), "{}", show(&open));
 }
 

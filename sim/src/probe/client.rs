@@ -42,7 +42,13 @@ pub struct Outgoing {
 
 impl Outgoing {
     pub fn post(session: Option<&str>, body: Value) -> Self {
-        Outgoing { method: "POST", session: session.map(str::to_string), body: Some(body), protocol: session.is_some(), ..Default::default() }
+        Outgoing {
+            method: "POST",
+            session: session.map(str::to_string),
+            body: Some(body),
+            protocol: session.is_some(),
+            ..Default::default()
+        }
     }
     pub fn get(session: &str, last_event_id: Option<&str>) -> Self {
         Outgoing {
@@ -306,7 +312,9 @@ impl Exchange {
     pub async fn json(&mut self, within: Duration) -> Option<Value> {
         self.drain(within).await.into_iter().find_map(|i| match i {
             Item::Json(v) => Some(v),
-            Item::Event(e) => e.data.and_then(|d| serde_json::from_str(&d).ok()).filter(|v: &Value| v.get("id").is_some()),
+            Item::Event(e) => {
+                e.data.and_then(|d| serde_json::from_str(&d).ok()).filter(|v: &Value| v.get("id").is_some())
+            }
             _ => None,
         })
     }
@@ -327,7 +335,8 @@ impl Exchange {
         let conn = self.conn;
         match item {
             Item::Event(e) => {
-                let value = e.data.as_deref().filter(|d| !d.is_empty()).and_then(|d| serde_json::from_str::<Value>(d).ok());
+                let value =
+                    e.data.as_deref().filter(|d| !d.is_empty()).and_then(|d| serde_json::from_str::<Value>(d).ok());
                 let message = value.as_ref().and_then(|v| self.rec.message(v));
                 let id = e.id.clone().map(EventId);
                 if let (Some(session), Some(id)) = (&t.session, &id) {

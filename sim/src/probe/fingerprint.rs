@@ -35,7 +35,9 @@ pub const FIELDS: &[&str] = &[
 /// Why the probe never decides these, whatever the server does.
 fn never_probed(field: &str) -> Option<&'static str> {
     Some(match field {
-        "idle_ttl" | "idle_rule" => "session expiry takes minutes to tens of minutes of idleness; the probe stays short",
+        "idle_ttl" | "idle_rule" => {
+            "session expiry takes minutes to tens of minutes of idleness; the probe stays short"
+        }
         "retention.window" => "a time window needs an outage longer than the window; the probe measures counts only",
         "honour_idempotency_keys" => "an extension no SDK implements; the probe sends no idempotency keys",
         _ => return None,

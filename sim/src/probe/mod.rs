@@ -90,7 +90,9 @@ pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, ProbeError>
     if authority.is_empty() || authority.contains('@') {
         return Err(bad("no host, or credentials in the URL"));
     }
-    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())) && !authority.ends_with(']') {
+    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+        && !authority.ends_with(']')
+    {
         authority.to_string()
     } else {
         format!("{authority}:80")
@@ -209,7 +211,10 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
 }
 
 fn write_files(dir: &std::path::Path, report: &mut ProbeReport) -> Result<(), ProbeError> {
-    let io = |path: &std::path::Path, e: std::io::Error| ProbeError::Io { path: path.display().to_string(), problem: e.to_string() };
+    let io = |path: &std::path::Path, e: std::io::Error| ProbeError::Io {
+        path: path.display().to_string(),
+        problem: e.to_string(),
+    };
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     for s in &mut report.scenarios {
         if let Some(t) = &s.trace {
@@ -240,7 +245,10 @@ pub fn verdict_table(report: &ProbeReport) -> String {
         };
         out.push_str(&format!("{:<24} {:<10} {}\n", s.name, verdict, detail));
         for v in &s.violations {
-            out.push_str(&format!("{:<24} {:<10}   {} at {}: {} — {}\n", "", "", v.invariant, v.at, v.subject, v.detail));
+            out.push_str(&format!(
+                "{:<24} {:<10}   {} at {}: {} — {}\n",
+                "", "", v.invariant, v.at, v.subject, v.detail
+            ));
         }
     }
     out

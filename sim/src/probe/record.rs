@@ -84,7 +84,14 @@ impl Rec {
     /// it was new. A replayed event (same id, same message) is not stored again; an id the server
     /// gave to a *different* event is stored again (the later one wins in the oracles' log) and
     /// remembered as reused.
-    pub fn stored(&self, session: &SessionId, stream: StreamNo, seq: u32, id: &EventId, message: Option<ServerMessage>) -> bool {
+    pub fn stored(
+        &self,
+        session: &SessionId,
+        stream: StreamNo,
+        seq: u32,
+        id: &EventId,
+        message: Option<ServerMessage>,
+    ) -> bool {
         {
             let mut r = self.lock();
             let key = (session.0.clone(), id.0.clone());
@@ -143,7 +150,9 @@ impl Rec {
             .steps
             .iter()
             .filter_map(|s| match &s.kind {
-                StepKind::EventStored { message: Some(ServerMessage::Progress { call: c, step, .. }), .. } if *c == call => {
+                StepKind::EventStored { message: Some(ServerMessage::Progress { call: c, step, .. }), .. }
+                    if *c == call =>
+                {
                     Some(*step)
                 }
                 _ => None,
@@ -157,19 +166,17 @@ impl Rec {
 
     /// Notifications `1..=total` of the standalone stream that never arrived (see `infer_unseen`).
     pub fn infer_unseen_notifications(&self, session: &SessionId, total: u32) {
-        let seen: BTreeSet<u32> = self
-            .lock()
-            .steps
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StepKind::EventStored { session: s2, message: Some(ServerMessage::Notification { seq }), .. }
-                    if s2 == session =>
-                {
-                    Some(*seq)
-                }
-                _ => None,
-            })
-            .collect();
+        let seen: BTreeSet<u32> =
+            self.lock()
+                .steps
+                .iter()
+                .filter_map(|s| match &s.kind {
+                    StepKind::EventStored {
+                        session: s2, message: Some(ServerMessage::Notification { seq }), ..
+                    } if s2 == session => Some(*seq),
+                    _ => None,
+                })
+                .collect();
         for seq in (1..=total.min(100_000)).filter(|t| !seen.contains(t)) {
             let id = EventId(format!("unseen:notification:{seq}"));
             self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));

@@ -129,7 +129,8 @@ fn initialize_body(id: u64, name: &str) -> Value {
 /// Untraced initialize + initialized: the session id.
 async fn handshake(client: &Client, id: u64, name: &str) -> Result<String, ProbeError> {
     let mut ex = client.send(Outgoing::post(None, initialize_body(id, name)), None).await?;
-    let session = ex.session_header.clone().ok_or_else(|| ProbeError::Protocol("initialize minted no Mcp-Session-Id".into()))?;
+    let session =
+        ex.session_header.clone().ok_or_else(|| ProbeError::Protocol("initialize minted no Mcp-Session-Id".into()))?;
     let _ = ex.json(Duration::from_secs(5)).await;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     if let Ok(mut ex) = client.send(Outgoing::post(Some(&session), note), None).await {
@@ -171,7 +172,8 @@ fn find_result(items: &[Item]) -> Option<Value> {
 pub fn classify(ids: &[String]) -> Option<EventIdScheme> {
     let is_uuid = |s: &str| {
         s.len() == 36
-            && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+            && s.char_indices()
+                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let is_ts = |s: &str| {
@@ -290,7 +292,8 @@ impl<'a> Script<'a> {
     async fn init(&mut self, client_name: &str) -> Result<SessionId, ProbeError> {
         let id = self.ctx.next_id();
         self.rec.bind_init(id);
-        let trace = TraceAs { request: Request::initialize(RequestId(id), client_name), session: None, stream: StreamNo(0) };
+        let trace =
+            TraceAs { request: Request::initialize(RequestId(id), client_name), session: None, stream: StreamNo(0) };
         let mut ex = self.client.send(Outgoing::post(None, initialize_body(id, client_name)), Some(trace)).await?;
         let status = ex.status;
         let Some(session) = ex.session_header.clone().map(SessionId) else {
@@ -312,7 +315,13 @@ impl<'a> Script<'a> {
     }
 
     /// POSTs `probe_work`; the exchange and the index of the call.
-    async fn work(&mut self, session: &SessionId, key: &str, duration_ms: u64, interval_ms: u64) -> Result<(Exchange, usize), ProbeError> {
+    async fn work(
+        &mut self,
+        session: &SessionId,
+        key: &str,
+        duration_ms: u64,
+        interval_ms: u64,
+    ) -> Result<(Exchange, usize), ProbeError> {
         let id = self.ctx.next_id();
         let call = CallKey(self.ctx.calls.fetch_add(1, Ordering::Relaxed));
         let key = format!("{}-{key}", self.ctx.run_tag);
@@ -323,9 +332,13 @@ impl<'a> Script<'a> {
         *n += 1;
         let request = Request::post(
             Some(session.clone()),
-            ClientMessage::CallTool { id: RequestId(id), call: ToolCall { tool: "probe_work".into(), key: call, idempotency_key: None } },
+            ClientMessage::CallTool {
+                id: RequestId(id),
+                call: ToolCall { tool: "probe_work".into(), key: call, idempotency_key: None },
+            },
         );
-        let body = tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}));
+        let body =
+            tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}));
         let trace = TraceAs { request, session: Some(session.clone()), stream };
         let ex = self.client.send(Outgoing::post(Some(&session.0), body), Some(trace)).await?;
         self.calls.push(CallRec { session: session.clone(), stream, request: RequestId(id), call, key, ticks: None });
@@ -353,7 +366,8 @@ impl<'a> Script<'a> {
     }
 
     async fn delete(&mut self, session: &SessionId) -> Result<u16, ProbeError> {
-        let trace = TraceAs { request: Request::delete(session.clone()), session: Some(session.clone()), stream: StreamNo(0) };
+        let trace =
+            TraceAs { request: Request::delete(session.clone()), session: Some(session.clone()), stream: StreamNo(0) };
         let mut ex = self.client.send(Outgoing::delete(&session.0), Some(trace)).await?;
         let status = ex.status;
         let _ = ex.drain(Duration::from_secs(5)).await;
@@ -466,7 +480,11 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let tools: Vec<String> = ex
         .json(Duration::from_secs(5))
         .await
-        .and_then(|v| v["result"]["tools"].as_array().map(|a| a.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect()))
+        .and_then(|v| {
+            v["result"]["tools"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
+        })
         .unwrap_or_default();
     let has = ["probe_work", "probe_count", "probe_notify"].iter().all(|t| tools.iter().any(|x| x == t));
     s.note(format!("tools/list: {}", tools.join(", ")));
@@ -484,27 +502,39 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.saw_result(i, &items);
     let evs = events(&items);
     let ids: Vec<String> = evs.iter().filter_map(|e| e.id.clone()).collect();
-    let mut fp = ctx.fp();
-    if let Some(first) = evs.first() {
-        fp.decide(
-            "priming.post",
-            if first.is_priming() { "true" } else { "false" },
-            format!("first event of a tools/call stream: id {:?}, data {:?}", first.id, first.data.as_deref().map(|d| &d[..d.len().min(40)])),
-        );
-        let retry = evs.iter().find_map(|e| e.retry_ms);
-        match retry {
-            Some(r) => fp.decide("retry_ms", r.to_string(), format!("retry: {r} on the tools/call stream")),
-            None => fp.leave_open("retry_ms", "no retry: field on a tools/call stream (none; TOML cannot write none: the reference default is none)"),
+    {
+        let mut fp = ctx.fp();
+        if let Some(first) = evs.first() {
+            fp.decide(
+                "priming.post",
+                if first.is_priming() { "true" } else { "false" },
+                format!(
+                    "first event of a tools/call stream: id {:?}, data {:?}",
+                    first.id,
+                    first.data.as_deref().map(|d| &d[..d.len().min(40)])
+                ),
+            );
+            let retry = evs.iter().find_map(|e| e.retry_ms);
+            match retry {
+                Some(r) => fp.decide("retry_ms", r.to_string(), format!("retry: {r} on the tools/call stream")),
+                None => fp.leave_open(
+                    "retry_ms",
+                    "no retry: field on a tools/call stream (none; TOML cannot write none: the reference default is none)",
+                ),
+            }
+        }
+        match classify(&ids) {
+            Some(scheme) => {
+                *ctx.scheme.lock().unwrap_or_else(|e| e.into_inner()) = Some(scheme);
+                fp.decide(
+                    "event_ids",
+                    format!("\"{}\"", scheme_name(scheme)),
+                    format!("event ids seen: {}", sample(&ids)),
+                );
+            }
+            None => fp.leave_open("event_ids", format!("ids match no known scheme: {}", sample(&ids))),
         }
     }
-    match classify(&ids) {
-        Some(scheme) => {
-            *ctx.scheme.lock().unwrap_or_else(|e| e.into_inner()) = Some(scheme);
-            fp.decide("event_ids", format!("\"{}\"", scheme_name(scheme)), format!("event ids seen: {}", sample(&ids)));
-        }
-        None => fp.leave_open("event_ids", format!("ids match no known scheme: {}", sample(&ids))),
-    }
-    drop(fp);
     Ok(s.finish().await)
 }
 
@@ -537,10 +567,15 @@ async fn unknown_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         "unknown Mcp-Session-Id: POST {post_status}, GET {get_status}, DELETE {delete_status}; no session header: GET {nohdr_status}"
     );
     let _ = post_body;
-    let mut fp = ctx.fp();
-    fp.decide("delete_unknown_status", delete_status.to_string(), format!("DELETE with a made-up session id answered {delete_status}"));
-    fp.notes.push(text.clone());
-    drop(fp);
+    {
+        let mut fp = ctx.fp();
+        fp.decide(
+            "delete_unknown_status",
+            delete_status.to_string(),
+            format!("DELETE with a made-up session id answered {delete_status}"),
+        );
+        fp.notes.push(text.clone());
+    }
     s.note(text);
     Ok(s.finish().await)
 }
@@ -552,7 +587,8 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let (mut ex, i) = s.work(&session, "cut", 6000, 500).await?;
     let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2200), fault: Fault::Reset }])?;
     let before = ex.drain(Duration::from_secs(4)).await;
-    let last = events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))));
+    let last =
+        events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))));
     let last_tick = events(&before).iter().filter_map(|e| progress_tick(e)).max().unwrap_or(0);
     s.at(4.0).await;
     let Some((last_id, _)) = last else {
@@ -566,48 +602,79 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let after = resumed.drain(Duration::from_secs(8)).await;
     s.saw_result(i, &after);
     let evs = events(&after);
-    let mut fp = ctx.fp();
-    if status != 200 {
-        fp.leave_open("replay", format!("GET with Last-Event-ID {last_id} during the tool answered {status}"));
-    }
-    let seen_before: Vec<&str> = events(&before).iter().filter_map(|e| e.id.as_deref()).collect();
-    let fresh_priming = evs.iter().find(|e| e.is_priming() && e.id.as_deref().is_some_and(|id| !seen_before.contains(&id)));
-    match fresh_priming {
-        Some(p) => fp.decide(
-            "priming.resume",
-            "true",
-            format!("the resumed stream carried a new priming event (id {:?}, empty data)", p.id.as_deref().unwrap_or("")),
-        ),
-        None if !evs.is_empty() => {
-            fp.decide("priming.resume", "false", format!("the resumed stream's {} events held no new priming event", evs.len()))
+    {
+        let mut fp = ctx.fp();
+        if status != 200 {
+            fp.leave_open("replay", format!("GET with Last-Event-ID {last_id} during the tool answered {status}"));
         }
-        None => {}
-    }
-    let first_data = evs.iter().find(|e| !e.is_priming());
-    match first_data {
-        Some(e) if e.id.as_deref() == Some(last_id.as_str()) || progress_tick(e) == Some(last_tick) && last_tick > 0 => {
-            *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(true);
-            fp.decide("replay", "\"from\"", format!("resumed after tick {last_tick} (id {last_id}): the replay began with that event again"));
+        let seen_before: Vec<&str> = events(&before).iter().filter_map(|e| e.id.as_deref()).collect();
+        let fresh_priming =
+            evs.iter().find(|e| e.is_priming() && e.id.as_deref().is_some_and(|id| !seen_before.contains(&id)));
+        match fresh_priming {
+            Some(p) => fp.decide(
+                "priming.resume",
+                "true",
+                format!(
+                    "the resumed stream carried a new priming event (id {:?}, empty data)",
+                    p.id.as_deref().unwrap_or("")
+                ),
+            ),
+            None if !evs.is_empty() => fp.decide(
+                "priming.resume",
+                "false",
+                format!("the resumed stream's {} events held no new priming event", evs.len()),
+            ),
+            None => {}
         }
-        Some(e) if progress_tick(e) == Some(last_tick + 1) || (last_tick == 0 && progress_tick(e) == Some(1)) => {
-            *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(false);
-            fp.decide("replay", "\"after\"", format!("resumed after tick {last_tick} (id {last_id}): the replay began with tick {}", last_tick + 1));
+        let first_data = evs.iter().find(|e| !e.is_priming());
+        match first_data {
+            Some(e)
+                if e.id.as_deref() == Some(last_id.as_str())
+                    || progress_tick(e) == Some(last_tick) && last_tick > 0 =>
+            {
+                *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(true);
+                fp.decide(
+                    "replay",
+                    "\"from\"",
+                    format!("resumed after tick {last_tick} (id {last_id}): the replay began with that event again"),
+                );
+            }
+            Some(e) if progress_tick(e) == Some(last_tick + 1) || (last_tick == 0 && progress_tick(e) == Some(1)) => {
+                *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(false);
+                fp.decide(
+                    "replay",
+                    "\"after\"",
+                    format!(
+                        "resumed after tick {last_tick} (id {last_id}): the replay began with tick {}",
+                        last_tick + 1
+                    ),
+                );
+            }
+            Some(e) => fp.leave_open("replay", format!("resumed after tick {last_tick}: first event was {:?}", e.data)),
+            None if status == 200 => {
+                fp.leave_open("replay", format!("resume with {last_id} answered 200 with no events"))
+            }
+            None => {}
         }
-        Some(e) => fp.leave_open("replay", format!("resumed after tick {last_tick}: first event was {:?}", e.data)),
-        None if status == 200 => fp.leave_open("replay", format!("resume with {last_id} answered 200 with no events")),
-        None => {}
     }
-    drop(fp);
     let got_result = find_result(&after).is_some();
     if let Some((started, completed)) = ctx.count(&s.calls[i].key).await {
         let mut fp = ctx.fp();
         if completed >= 1 {
-            fp.decide("disconnect_cancels", "false", format!("the tool whose stream was cut ran to completion (started {started}, completed {completed})"));
+            fp.decide(
+                "disconnect_cancels",
+                "false",
+                format!("the tool whose stream was cut ran to completion (started {started}, completed {completed})"),
+            );
         } else if started >= 1 {
             fp.decide("disconnect_cancels", "true", "the tool whose stream was cut never completed");
         }
     }
-    s.note(format!("resume {status}: {} events, result {}", evs.len(), if got_result { "delivered" } else { "missing" }));
+    s.note(format!(
+        "resume {status}: {} events, result {}",
+        evs.len(),
+        if got_result { "delivered" } else { "missing" }
+    ));
     Ok(s.finish().await)
 }
 
@@ -630,19 +697,27 @@ async fn after_completion(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let after = resumed.drain(Duration::from_secs(3)).await;
     s.saw_result(i, &after);
     let resumes_running = ctx.fp().value("replay").is_some();
-    let mut fp = ctx.fp();
-    if status == 200 && find_result(&after).is_some() {
-        fp.decide("retention.drop_on_response", "false", format!("2.5 s after the tool finished, a resume with {last_id} replayed its result"));
-    } else if status == 200 && events(&after).iter().all(|e| e.is_priming()) && resumes_running {
-        fp.decide(
-            "retention.drop_on_response",
-            "true",
-            format!("a resume during the tool replayed, but 2.5 s after it finished the resume with {last_id} got 200 and no events"),
-        );
-    } else {
-        fp.leave_open("retention.drop_on_response", format!("resume after completion answered {status} with {} events", events(&after).len()));
+    {
+        let mut fp = ctx.fp();
+        if status == 200 && find_result(&after).is_some() {
+            fp.decide(
+                "retention.drop_on_response",
+                "false",
+                format!("2.5 s after the tool finished, a resume with {last_id} replayed its result"),
+            );
+        } else if status == 200 && events(&after).iter().all(|e| e.is_priming()) && resumes_running {
+            fp.decide(
+                "retention.drop_on_response",
+                "true",
+                format!("a resume during the tool replayed, but 2.5 s after it finished the resume with {last_id} got 200 and no events"),
+            );
+        } else {
+            fp.leave_open(
+                "retention.drop_on_response",
+                format!("resume after completion answered {status} with {} events", events(&after).len()),
+            );
+        }
     }
-    drop(fp);
     s.note(format!("resume after completion: {status}, {} events", events(&after).len()));
     Ok(s.finish().await)
 }
@@ -658,18 +733,19 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let evs = events(&items);
     let ended = items.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
     let why = format!("GET with the made-up Last-Event-ID {fake} answered {status}");
-    let mut fp = ctx.fp();
-    match status {
-        410 => fp.decide("unknown_id", "\"gone410\"", why),
-        409 => fp.decide("unknown_id", "\"conflict409\"", why),
-        200 if evs.iter().any(|e| !e.is_priming()) => {
-            fp.leave_open("unknown_id", format!("{why} and replayed {} events (from where?)", evs.len()))
+    {
+        let mut fp = ctx.fp();
+        match status {
+            410 => fp.decide("unknown_id", "\"gone410\"", why),
+            409 => fp.decide("unknown_id", "\"conflict409\"", why),
+            200 if evs.iter().any(|e| !e.is_priming()) => {
+                fp.leave_open("unknown_id", format!("{why} and replayed {} events (from where?)", evs.len()))
+            }
+            200 if ended => fp.decide("unknown_id", "\"empty-closed\"", format!("{why}, no events, closed at once")),
+            200 => fp.decide("unknown_id", "\"empty-open\"", format!("{why}, no events, still open after 3 s")),
+            other => fp.leave_open("unknown_id", format!("{why}: no Unhonourable value answers {other}")),
         }
-        200 if ended => fp.decide("unknown_id", "\"empty-closed\"", format!("{why}, no events, closed at once")),
-        200 => fp.decide("unknown_id", "\"empty-open\"", format!("{why}, no events, still open after 3 s")),
-        other => fp.leave_open("unknown_id", format!("{why}: no Unhonourable value answers {other}")),
     }
-    drop(fp);
     ex.abort();
     s.note(format!("made-up id {fake}: {status}, {} events, ended {ended}", evs.len()));
     Ok(s.finish().await)
@@ -693,14 +769,26 @@ async fn cross_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let status = g.status;
     let items = g.drain(Duration::from_secs(3)).await;
     g.abort();
-    let foreign = events(&items).iter().filter(|e| progress_tick(e).is_some() || event_json(e).is_some_and(|v| v.get("result").is_some())).count();
-    let mut fp = ctx.fp();
-    if status == 200 && foreign > 0 {
-        fp.decide("store", "\"shared-by-request-id\"", format!("session B resuming with session A's id {a_id} was sent {foreign} of A's events"));
-    } else {
-        fp.decide("store", "\"per-session\"", format!("session B resuming with session A's id {a_id} got {status} and none of A's events"));
+    let foreign = events(&items)
+        .iter()
+        .filter(|e| progress_tick(e).is_some() || event_json(e).is_some_and(|v| v.get("result").is_some()))
+        .count();
+    {
+        let mut fp = ctx.fp();
+        if status == 200 && foreign > 0 {
+            fp.decide(
+                "store",
+                "\"shared-by-request-id\"",
+                format!("session B resuming with session A's id {a_id} was sent {foreign} of A's events"),
+            );
+        } else {
+            fp.decide(
+                "store",
+                "\"per-session\"",
+                format!("session B resuming with session A's id {a_id} got {status} and none of A's events"),
+            );
+        }
     }
-    drop(fp);
     s.at(3.5).await;
     Ok(s.finish().await)
 }
@@ -719,18 +807,37 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.at(6.0).await;
     let key = s.calls[i].key.clone();
     let counted = ctx.count(&key).await;
-    let mut again = s.client.send(Outgoing::post(Some(&session.0), json!({"jsonrpc":"2.0","id": ctx.next_id(),"method":"tools/list"})), None).await?;
+    let mut again = s
+        .client
+        .send(
+            Outgoing::post(Some(&session.0), json!({"jsonrpc":"2.0","id": ctx.next_id(),"method":"tools/list"})),
+            None,
+        )
+        .await?;
     let after_status = again.status;
     let _ = again.drain(Duration::from_secs(2)).await;
-    let mut fp = ctx.fp();
-    fp.decide("delete_status", status.to_string(), format!("DELETE of a session with a tool running answered {status}"));
-    match counted {
-        Some((_, 1)) => fp.decide("delete_running_tool", "\"run-on\"", "the tool running at DELETE completed anyway (probe_count completed = 1, 4.8 s later)"),
-        Some((1, 0)) => fp.decide("delete_running_tool", "\"cancel\"", "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have)"),
-        other => fp.leave_open("delete_running_tool", format!("probe_count after DELETE: {other:?}")),
+    {
+        let mut fp = ctx.fp();
+        fp.decide(
+            "delete_status",
+            status.to_string(),
+            format!("DELETE of a session with a tool running answered {status}"),
+        );
+        match counted {
+            Some((_, 1)) => fp.decide(
+                "delete_running_tool",
+                "\"run-on\"",
+                "the tool running at DELETE completed anyway (probe_count completed = 1, 4.8 s later)",
+            ),
+            Some((1, 0)) => fp.decide(
+                "delete_running_tool",
+                "\"cancel\"",
+                "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have)",
+            ),
+            other => fp.leave_open("delete_running_tool", format!("probe_count after DELETE: {other:?}")),
+        }
+        fp.notes.push(format!("after DELETE the session's requests get {after_status}"));
     }
-    fp.notes.push(format!("after DELETE the session's requests get {after_status}"));
-    drop(fp);
     s.note(format!("DELETE {status}; the tool's stream then {:?}; later requests {after_status}", end.last()));
     Ok(s.finish().await)
 }
@@ -741,17 +848,23 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut g1 = s.get(&session, StreamNo::STANDALONE, None).await?;
     if g1.status != 200 || !g1.is_sse() {
         let st = g1.status;
-        let mut fp = ctx.fp();
-        fp.leave_open("second_get", format!("the standalone GET answered {st}"));
-        fp.leave_open("keepalive", format!("the standalone GET answered {st}"));
+        {
+            let mut fp = ctx.fp();
+            fp.leave_open("second_get", format!("the standalone GET answered {st}"));
+            fp.leave_open("keepalive", format!("the standalone GET answered {st}"));
+        }
         return Ok(s.finish().await);
     }
     let first = g1.next(Duration::from_secs(1)).await;
     {
         let mut fp = ctx.fp();
         match &first {
-            Item::Event(e) if e.is_priming() => fp.decide("priming.standalone", "true", "the standalone GET began with an id and empty data"),
-            Item::TimedOut | Item::Comment => fp.decide("priming.standalone", "false", "nothing but comments in the standalone GET's first second"),
+            Item::Event(e) if e.is_priming() => {
+                fp.decide("priming.standalone", "true", "the standalone GET began with an id and empty data")
+            }
+            Item::TimedOut | Item::Comment => {
+                fp.decide("priming.standalone", "false", "nothing but comments in the standalone GET's first second")
+            }
             _ => {}
         }
     }
@@ -768,7 +881,13 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     }
     // Notifications not tied to a request go onto the standalone stream.
     let id = ctx.next_id();
-    let mut n = s.client.send(Outgoing::post(Some(&session.0), tool_call(id, "probe_notify", json!({"count": 3, "interval_ms": 300}))), None).await?;
+    let mut n = s
+        .client
+        .send(
+            Outgoing::post(Some(&session.0), tool_call(id, "probe_notify", json!({"count": 3, "interval_ms": 300}))),
+            None,
+        )
+        .await?;
     let _ = n.drain(Duration::from_secs(3)).await;
     s.notifications = Some((session.clone(), 3));
     let mut notes = 0;
@@ -828,7 +947,13 @@ async fn standalone_cut(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         return Ok(s.finish().await);
     }
     let id = ctx.next_id();
-    let mut n = s.client.send(Outgoing::post(Some(&session.0), tool_call(id, "probe_notify", json!({"count": 8, "interval_ms": 1000}))), None).await?;
+    let mut n = s
+        .client
+        .send(
+            Outgoing::post(Some(&session.0), tool_call(id, "probe_notify", json!({"count": 8, "interval_ms": 1000}))),
+            None,
+        )
+        .await?;
     let _ = n.drain(Duration::from_secs(3)).await;
     s.notifications = Some((session.clone(), 8));
     let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2800), fault: Fault::Reset }])?;
@@ -855,7 +980,11 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let (mut ex, i) = s.work(&session, "overrun", 8000, 40).await?;
     let _plan = s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
     let before = ex.drain(Duration::from_secs(3)).await;
-    let (last_id, last_tick) = match events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0)))) {
+    let (last_id, last_tick) = match events(&before)
+        .into_iter()
+        .rev()
+        .find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))))
+    {
         Some(x) => x,
         None => {
             ctx.fp().leave_open("retention.max_events", "no event id before the outage");
@@ -890,39 +1019,56 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let expected_first = if from { last_tick } else { last_tick + 1 };
     let total = s.calls[i].ticks;
     let missed = total.map(|t| t.saturating_sub(last_tick));
-    let mut fp = ctx.fp();
-    match (status, first_tick) {
-        (200, Some(f)) if f <= expected_first => {
-            fp.leave_open(
-                "retention.max_events",
-                format!("all {} events missed in a 9 s outage were replayed: at least that many are kept", missed.map_or("?".into(), |m| m.to_string())),
-            );
-            fp.leave_open("evicted_id", "nothing was evicted in the overrun scenario");
+    {
+        let mut fp = ctx.fp();
+        match (status, first_tick) {
+            (200, Some(f)) if f <= expected_first => {
+                fp.leave_open(
+                    "retention.max_events",
+                    format!(
+                        "all {} events missed in a 9 s outage were replayed: at least that many are kept",
+                        missed.map_or("?".into(), |m| m.to_string())
+                    ),
+                );
+                fp.leave_open("evicted_id", "nothing was evicted in the overrun scenario");
+            }
+            (200, Some(f)) => {
+                let kept = data.len();
+                fp.decide(
+                    "retention.max_events",
+                    kept.to_string(),
+                    format!("resumed after tick {last_tick} of a finished {}-tick stream: replay began at tick {f} and held {kept} events (the result included)", total.unwrap_or(0)),
+                );
+                fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) got 200 and a replay from the oldest kept event (tick {f}), no gap said"));
+            }
+            (200, None) if data.is_empty() => {
+                fp.leave_open(
+                    "retention.max_events",
+                    format!("a finished stream resumed after tick {last_tick}: 200 with no events"),
+                );
+            }
+            (410, _) => {
+                fp.decide("evicted_id", "\"gone410\"", format!("a resume with the evicted id {last_id} answered 410"))
+            }
+            (409, _) => fp.decide(
+                "evicted_id",
+                "\"conflict409\"",
+                format!("a resume with the evicted id {last_id} answered 409"),
+            ),
+            (other, _) => fp.leave_open("evicted_id", format!("the resume after the outage answered {other}")),
         }
-        (200, Some(f)) => {
-            let kept = data.len();
-            fp.decide(
-                "retention.max_events",
-                kept.to_string(),
-                format!("resumed after tick {last_tick} of a finished {}-tick stream: replay began at tick {f} and held {kept} events (the result included)", total.unwrap_or(0)),
-            );
-            fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) got 200 and a replay from the oldest kept event (tick {f}), no gap said"));
-        }
-        (200, None) if data.is_empty() => {
-            fp.leave_open("retention.max_events", format!("a finished stream resumed after tick {last_tick}: 200 with no events"));
-        }
-        (410, _) => fp.decide("evicted_id", "\"gone410\"", format!("a resume with the evicted id {last_id} answered 410")),
-        (409, _) => fp.decide("evicted_id", "\"conflict409\"", format!("a resume with the evicted id {last_id} answered 409")),
-        (other, _) => fp.leave_open("evicted_id", format!("the resume after the outage answered {other}")),
     }
-    drop(fp);
     s.note(format!("overrun: last tick {last_tick} before the outage, resume {status}, {} data events, first tick {first_tick:?}, burst {burst}", data.len()));
     // A stream still running when the client returns (for servers that drop finished streams).
-    if ctx.fp().value("retention.max_events").is_none() && ctx.fp().value("retention.drop_on_response") == Some("true") {
+    if ctx.fp().value("retention.max_events").is_none() && ctx.fp().value("retention.drop_on_response") == Some("true")
+    {
         // 500 ms ticks, cut off for 12 s (24 ticks): the replay arrives at once.
         let (mut ex, j) = s.work(&session, "overrun-running", 20_000, 500).await?;
         let t = s.t0.elapsed();
-        let _plan = s.faults(vec![PlannedFault { at: t + Duration::from_secs(1), fault: Fault::Partition { duration: Duration::from_secs(12) } }])?;
+        let _plan = s.faults(vec![PlannedFault {
+            at: t + Duration::from_secs(1),
+            fault: Fault::Partition { duration: Duration::from_secs(12) },
+        }])?;
         // Read until the cut, noting when the last tick arrived: ticks come every 500 ms, so
         // resuming 250 ms after a tick's slot puts the replay burst mid-way between live ticks.
         let mut last = None;
@@ -972,7 +1118,10 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                     );
                     fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) of a running stream got 200 and a replay from tick {f}, no gap said"));
                 }
-                _ => fp.leave_open("retention.max_events", format!("running-stream overrun: resume {status}, burst {burst:?}")),
+                _ => fp.leave_open(
+                    "retention.max_events",
+                    format!("running-stream overrun: resume {status}, burst {burst:?}"),
+                ),
             }
         }
     }

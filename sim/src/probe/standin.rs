@@ -288,7 +288,8 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
         return;
     }
     if method == "tools/list" {
-        let tools: Vec<Value> = ["probe_work", "probe_count", "probe_notify"].iter().map(|n| json!({"name": n})).collect();
+        let tools: Vec<Value> =
+            ["probe_work", "probe_count", "probe_notify"].iter().map(|n| json!({"name": n})).collect();
         respond(&mut sock, 200, "", Some(&result(&id, json!({"tools": tools})))).await;
         return;
     }
@@ -376,7 +377,15 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
             let keepalive = lock(&st).cfg.keepalive;
             write_stream(sock, first, rx, keepalive).await;
         }
-        _ => respond(&mut sock, 200, "", Some(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool"}}))).await,
+        _ => {
+            respond(
+                &mut sock,
+                200,
+                "",
+                Some(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool"}})),
+            )
+            .await
+        }
     }
 }
 
@@ -413,7 +422,8 @@ async fn get(mut sock: TcpStream, st: Shared, sid: &str, last: Option<String>) {
         });
         match log {
             Some((l, seq))
-                if seq < l.next_seq && (oldest_rule || l.events.front().is_some_and(|(oldest, _)| *oldest <= seq + 1)) =>
+                if seq < l.next_seq
+                    && (oldest_rule || l.events.front().is_some_and(|(oldest, _)| *oldest <= seq + 1)) =>
             {
                 let replay: Vec<String> = l
                     .events
@@ -449,8 +459,14 @@ async fn get(mut sock: TcpStream, st: Shared, sid: &str, last: Option<String>) {
 }
 
 /// Writes an SSE response: the head, `first`, then whatever arrives until the sender is dropped.
-async fn write_stream(mut sock: TcpStream, first: Vec<String>, mut rx: mpsc::UnboundedReceiver<Msg>, keepalive: Option<Duration>) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+async fn write_stream(
+    mut sock: TcpStream,
+    first: Vec<String>,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+    keepalive: Option<Duration>,
+) {
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
     if sock.write_all(head.as_bytes()).await.is_err() {
         return;
     }
@@ -494,8 +510,9 @@ pub fn probe_standin(cfg: StandinConfig, only: &[&str]) -> Result<super::ProbeRe
         .build()
         .map_err(|e| super::ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
     rt.block_on(async {
-        let standin =
-            Standin::start(cfg).await.map_err(|e| super::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
+        let standin = Standin::start(cfg)
+            .await
+            .map_err(|e| super::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
         let mut opts = super::ProbeOptions::new(&standin.url());
         opts.only = only.iter().map(|s| s.to_string()).collect();
         let target = super::parse_target(&opts.url, false)?;
