@@ -336,3 +336,96 @@ async fn drain(mut server: TcpStream, until: Instant) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    /// An upstream that writes `chunk` every 50 ms and reports whether a write ever failed.
+    async fn chatty_upstream() -> (SocketAddr, tokio::sync::oneshot::Receiver<bool>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut failed = false;
+            for _ in 0..30 {
+                if s.write_all(&[b'x'; 64]).await.is_err() {
+                    failed = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let _ = tx.send(failed);
+        });
+        (addr, rx)
+    }
+
+    #[test]
+    fn reset_after_bytes_cuts_the_client_off_at_the_limit() {
+        rt().block_on(async {
+            let (up, _) = chatty_upstream().await;
+            let proxy = Proxy::start(up).await.unwrap();
+            proxy.apply(&Toxic::ResetAfterBytes(100));
+            let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+            let mut got = 0;
+            let mut buf = [0u8; 1024];
+            let ended = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    match c.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got += n,
+                    }
+                }
+            })
+            .await;
+            assert!(ended.is_ok(), "the connection was cut");
+            assert_eq!(got, 100);
+        });
+    }
+
+    #[test]
+    fn a_client_side_close_leaves_the_server_writing_undisturbed() {
+        rt().block_on(async {
+            let (up, upstream_failed) = chatty_upstream().await;
+            let proxy = Proxy::start(up).await.unwrap();
+            let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+            let mut buf = [0u8; 64];
+            let _ = c.read(&mut buf).await.unwrap();
+            proxy.apply(&Toxic::ClientSideClose);
+            let r = tokio::time::timeout(Duration::from_secs(2), async {
+                loop {
+                    match c.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+            })
+            .await;
+            assert!(r.is_ok(), "the client side was closed");
+            let failed = tokio::time::timeout(Duration::from_secs(5), upstream_failed).await.unwrap().unwrap();
+            assert!(!failed, "the server never noticed");
+        });
+    }
+
+    #[test]
+    fn a_partition_refuses_new_connections_until_it_heals() {
+        rt().block_on(async {
+            let (up, _) = chatty_upstream().await;
+            let proxy = Proxy::start(up).await.unwrap();
+            proxy.apply(&Toxic::Partition(Duration::from_millis(500)));
+            let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+            let mut buf = [0u8; 64];
+            let first = tokio::time::timeout(Duration::from_secs(2), c.read(&mut buf)).await.unwrap();
+            assert!(matches!(first, Ok(0) | Err(_)), "refused during the partition: {first:?}");
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+            let n = tokio::time::timeout(Duration::from_secs(2), c.read(&mut buf)).await.unwrap().unwrap();
+            assert!(n > 0, "healed");
+        });
+    }
+}
