@@ -80,3 +80,15 @@ fn a_bounded_buffer_that_resumes_from_its_oldest_event_is_measured_and_judged() 
     let overrun = r.scenarios.iter().find(|s| s.name == "overrun").expect("ran");
     assert!(overrun.violations.iter().any(|v| v.invariant == "no-silent-event-loss"), "{}", show(&r));
 }
+
+#[test]
+fn an_evicted_id_answered_with_an_empty_stream_is_told_from_a_dropped_finished_stream() {
+    let r = probe_standin(
+        StandinConfig { retention: Some(40), unknown_id: StandinUnknown::EmptyClosed, ..Default::default() },
+        &["cut-and-resume", "resume-after-completion", "overrun"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&r, "retention.drop_on_response"), Some("false"), "{}", show(&r));
+    assert_eq!(field(&r, "evicted_id"), Some("\"empty-closed\""), "{}", show(&r));
+    assert_eq!(field(&r, "retention.max_events"), None, "{}", show(&r));
+}

@@ -1014,11 +1014,14 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     r.abort();
     s.saw_result(i, &items);
     let data: Vec<&RawEvent> = events(&items).into_iter().filter(|e| !e.is_priming()).collect();
+    let ended = items.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
+    let keeps_finished = ctx.fp().value("retention.drop_on_response") == Some("false");
     let first_tick = data.iter().find_map(|e| progress_tick(e));
     let from = *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) == Some(true);
     let expected_first = if from { last_tick } else { last_tick + 1 };
     let total = s.calls[i].ticks;
-    let missed = total.map(|t| t.saturating_sub(last_tick));
+    // Without the result, the contract's count (duration / interval) stands in for the total.
+    let missed = Some(total.unwrap_or(8000 / 40).saturating_sub(last_tick));
     {
         let mut fp = ctx.fp();
         match (status, first_tick) {
@@ -1040,6 +1043,21 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                     format!("resumed after tick {last_tick} of a finished {}-tick stream: replay began at tick {f} and held {kept} events (the result included)", total.unwrap_or(0)),
                 );
                 fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) got 200 and a replay from the oldest kept event (tick {f}), no gap said"));
+            }
+            // The server keeps finished streams (it replayed one 2.5 s after its end): an empty
+            // answer now means the id itself was evicted.
+            (200, None) if data.is_empty() && keeps_finished => {
+                let missed = missed.map_or("?".into(), |m| m.to_string());
+                fp.leave_open(
+                    "retention.max_events",
+                    format!("fewer than {missed}: the id {missed} events back from the head was gone"),
+                );
+                let (rule, how) = if ended { ("\"empty-closed\"", "closed at once") } else { ("\"empty-open\"", "left open") };
+                fp.decide(
+                    "evicted_id",
+                    rule,
+                    format!("a resume with an id {missed} events back from the head of a kept stream got 200, no events, {how}"),
+                );
             }
             (200, None) if data.is_empty() => {
                 fp.leave_open(
