@@ -32,6 +32,16 @@ pub fn cmd_probe_server(
     print!("{}", verdict_table(&report));
     println!();
     print!("{}", report.profile_toml);
+    // Beside the built-in profile its event ids point at (the reference profile otherwise).
+    let builtin = report.fingerprint.value("event_ids").map(|v| v.trim_matches('"').to_string());
+    let builtin = builtin.as_deref().filter(|n| mcpsim_model::profiles::server(n).is_some()).unwrap_or("reference");
+    if let Some(profile) = mcpsim_model::profiles::server(builtin) {
+        println!("\ncompared with the built-in server profile {builtin:?}:");
+        for (field, probed, theirs) in report.fingerprint.compare(&profile) {
+            let mark = if probed == theirs { "same" } else { "DIFFERS" };
+            println!("  {field:<28} probed {probed:<16} built-in {theirs:<16} {mark}");
+        }
+    }
     for s in &report.scenarios {
         if let Some(f) = &s.trace_file {
             println!("trace {}: {}", s.name, f.display());

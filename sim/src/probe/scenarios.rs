@@ -1052,7 +1052,8 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                     "retention.max_events",
                     format!("fewer than {missed}: the id {missed} events back from the head was gone"),
                 );
-                let (rule, how) = if ended { ("\"empty-closed\"", "closed at once") } else { ("\"empty-open\"", "left open") };
+                let (rule, how) =
+                    if ended { ("\"empty-closed\"", "closed at once") } else { ("\"empty-open\"", "left open") };
                 fp.decide(
                     "evicted_id",
                     rule,
