@@ -1,7 +1,7 @@
 //! An incremental `text/event-stream` parser that keeps what the probe needs and the usual
 //! parsers drop: comment lines (`: keepalive`), which is how a keep-alive interval is measured,
 //! and whether an event carried a `data:` field at all (a priming event has an id and an empty
-//! `data`). `sse-stream` and `eventsource-stream` both discard comments, hence this one.
+//! `data`). `sse-stream` 0.2.6 only logs comment lines and drops them, hence this one.
 
 /// One item of an event stream, in arrival order.
 #[derive(Clone, Debug, PartialEq, Eq)]
