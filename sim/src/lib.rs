@@ -22,6 +22,8 @@ pub mod cli;
 pub mod engine;
 #[cfg(madsim)]
 pub mod error;
+#[cfg(all(madsim, feature = "probe"))]
+pub mod probe;
 #[cfg(madsim)]
 pub mod report;
 #[cfg(madsim)]

@@ -232,6 +232,30 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// Probe a real system over loopback through a fault-injecting proxy.
+    #[command(subcommand)]
+    Probe(ProbeCommand),
+}
+
+#[derive(Subcommand)]
+enum ProbeCommand {
+    /// Probe an MCP server: a table of verdicts, a trace per scenario, a server profile TOML.
+    Server {
+        /// The MCP endpoint, e.g. http://127.0.0.1:3000/mcp (loopback only unless --allow-remote).
+        #[arg(long)]
+        url: String,
+        #[arg(long)]
+        allow_remote: bool,
+        /// Where traces and server-profile.toml go (default ./probe-out; real runs do not replay, so keep them out of traces/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Run only these scenarios (basics always runs); repeat or comma-separate.
+        #[arg(long = "scenario", value_delimiter = ',')]
+        scenarios: Vec<String>,
+        /// Wall-clock bound on one scenario, in seconds.
+        #[arg(long, default_value_t = 90)]
+        scenario_timeout: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -282,6 +306,9 @@ fn main() -> ExitCode {
         Command::Profiles { dump: None } => cli::cmd_profiles(),
         Command::Profiles { dump: Some(name) } => cli::cmd_dump(&name),
         Command::Bench { runs, rounds } => cli::cmd_bench(runs, rounds),
+        Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout }) => {
+            cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout)
+        }
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

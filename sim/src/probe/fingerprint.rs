@@ -1,0 +1,214 @@
+//! The server profile a probe run could determine, as a TOML file with the field names of
+//! `mcpsim_model::config::ServerPolicy`'s serde form: every determined field with a comment
+//! naming the observation that decided it, and every field it could not determine listed with
+//! the reason. `extends = "reference"` lets the undetermined ones default.
+
+use mcpsim_model::config::ServerPolicy;
+use std::collections::BTreeMap;
+
+/// Every field of `ServerPolicy` (dotted for nested tables) except `name`, in file order.
+pub const FIELDS: &[&str] = &[
+    "event_ids",
+    "store",
+    "replay",
+    "unknown_id",
+    "evicted_id",
+    "retry_ms",
+    "keepalive",
+    "idle_ttl",
+    "idle_rule",
+    "delete_running_tool",
+    "delete_unknown_status",
+    "delete_status",
+    "second_get",
+    "honour_idempotency_keys",
+    "sessions",
+    "disconnect_cancels",
+    "retention.max_events",
+    "retention.window",
+    "retention.drop_on_response",
+    "priming.post",
+    "priming.standalone",
+    "priming.resume",
+];
+
+/// Why the probe never decides these, whatever the server does.
+fn never_probed(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "idle_ttl" | "idle_rule" => {
+            "session expiry takes minutes to tens of minutes of idleness; the probe stays short"
+        }
+        "retention.window" => "a time window needs an outage longer than the window; the probe measures counts only",
+        "honour_idempotency_keys" => "an extension no SDK implements; the probe sends no idempotency keys",
+        _ => return None,
+    })
+}
+
+/// A determined field: its TOML literal and the observation that decided it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decided {
+    pub value: String,
+    pub why: String,
+}
+
+/// What one probe run determined.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub fields: BTreeMap<String, Decided>,
+    /// Why a field stayed open, when a scenario said so.
+    pub open: BTreeMap<String, String>,
+    /// Observations that are no `ServerPolicy` field (unknown-session answers, ...).
+    pub notes: Vec<String>,
+}
+
+impl Fingerprint {
+    /// Decides a field (the first decision stands; a contradicting later one is noted).
+    pub fn decide(&mut self, field: &str, value: impl Into<String>, why: impl Into<String>) {
+        let (value, why) = (value.into(), why.into());
+        match self.fields.get(field) {
+            Some(d) if d.value != value => {
+                self.notes.push(format!("{field}: also observed {value} ({why}); kept {}", d.value));
+            }
+            Some(_) => {}
+            None => {
+                self.open.remove(field);
+                self.fields.insert(field.to_string(), Decided { value, why });
+            }
+        }
+    }
+
+    /// Records why a field could not be decided (unless it was).
+    pub fn leave_open(&mut self, field: &str, why: impl Into<String>) {
+        if !self.fields.contains_key(field) {
+            self.open.entry(field.to_string()).or_insert_with(|| why.into());
+        }
+    }
+
+    /// A field's decided TOML literal.
+    pub fn value(&self, field: &str) -> Option<&str> {
+        self.fields.get(field).map(|d| d.value.as_str())
+    }
+
+    /// The fields not determined, each with the reason.
+    pub fn undetermined(&self) -> Vec<(&'static str, String)> {
+        FIELDS
+            .iter()
+            .filter(|f| !self.fields.contains_key(**f))
+            .map(|f| {
+                let why = self
+                    .open
+                    .get(*f)
+                    .cloned()
+                    .or_else(|| never_probed(f).map(str::to_string))
+                    .unwrap_or_else(|| "no scenario observed it".to_string());
+                (*f, why)
+            })
+            .collect()
+    }
+
+    /// The profile file.
+    pub fn to_toml(&self, name: &str, header: &[String]) -> String {
+        let mut out = String::new();
+        for line in header {
+            out.push_str(&format!("# {line}\n"));
+        }
+        out.push_str("extends = \"reference\"\n");
+        out.push_str(&format!("name = {}\n", quote(name)));
+        let mut tables: BTreeMap<&str, Vec<(&str, &Decided)>> = BTreeMap::new();
+        for field in FIELDS {
+            let Some(d) = self.fields.get(*field) else { continue };
+            match field.split_once('.') {
+                Some((table, key)) => tables.entry(table).or_default().push((key, d)),
+                None => out.push_str(&format!("\n# {}\n{field} = {}\n", one_line(&d.why), d.value)),
+            }
+        }
+        for (table, fields) in tables {
+            out.push_str(&format!("\n[{table}]\n"));
+            for (key, d) in fields {
+                out.push_str(&format!("# {}\n{key} = {}\n", one_line(&d.why), d.value));
+            }
+        }
+        out.push_str("\n# Not determined (left to `extends`):\n");
+        for (field, why) in self.undetermined() {
+            out.push_str(&format!("#   {field}: {}\n", one_line(&why)));
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\n# Other observations:\n");
+            for n in &self.notes {
+                out.push_str(&format!("#   {}\n", one_line(n)));
+            }
+        }
+        out
+    }
+
+    /// Each determined field beside the built-in profile's value, for the report.
+    pub fn compare(&self, profile: &ServerPolicy) -> Vec<(String, String, String)> {
+        let Ok(builtin) = serde_json::to_value(profile) else { return Vec::new() };
+        FIELDS
+            .iter()
+            .filter_map(|f| {
+                let d = self.fields.get(*f)?;
+                let mut v = &builtin;
+                for part in f.split('.') {
+                    match v.get(part) {
+                        Some(next) => v = next,
+                        // Written only when it is not 200.
+                        None if *f == "delete_status" => return Some((f.to_string(), d.value.clone(), "200".into())),
+                        None => return None,
+                    }
+                }
+                let theirs = match v {
+                    serde_json::Value::Null => "none".to_string(),
+                    serde_json::Value::String(s) => quote(s),
+                    other => other.to_string(),
+                };
+                Some((f.to_string(), d.value.clone(), theirs))
+            })
+            .collect()
+    }
+}
+
+/// A TOML basic string.
+pub fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_is_written_once_either_decided_or_listed_as_open() {
+        let mut f = Fingerprint::default();
+        f.decide("unknown_id", "\"gone410\"", "made-up id answered 410");
+        f.decide("unknown_id", "\"empty-closed\"", "second look");
+        f.decide("retention.max_events", "16", "16 events replayed");
+        f.leave_open("replay", "the resume got 404");
+        let text = f.to_toml("probed", &["probe".into()]);
+        assert!(text.contains("# made-up id answered 410\nunknown_id = \"gone410\"\n"), "{text}");
+        assert!(text.contains("[retention]\n# 16 events replayed\nmax_events = 16\n"), "{text}");
+        assert!(text.contains("#   replay: the resume got 404"), "{text}");
+        assert!(text.contains("#   idle_ttl: session expiry"), "{text}");
+        assert!(text.contains("also observed \"empty-closed\""), "{text}");
+        for field in FIELDS {
+            let key = field.rsplit('.').next().unwrap_or(field);
+            assert!(text.contains(&format!("{key} = ")) || text.contains(&format!("#   {field}: ")), "{field}");
+        }
+    }
+
+    #[test]
+    fn field_names_are_those_of_the_server_policy_serde_form() {
+        let policy = mcpsim_model::profiles::server("reference").unwrap();
+        let v = serde_json::to_value(&policy).unwrap();
+        for field in FIELDS.iter().filter(|f| **f != "delete_status") {
+            let mut cur = &v;
+            for part in field.split('.') {
+                cur = cur.get(part).unwrap_or_else(|| panic!("{field} is not a ServerPolicy field"));
+            }
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! `mcpsim probe`: the simulator's questions asked of a real server over loopback.
+//!
+//! A fault-injecting TCP proxy ([`proxy`]) sits between a scripted Streamable HTTP client
+//! ([`client`]) and the server under test. Each probe scenario ([`scenarios`]) is a short
+//! script with margins of seconds; it writes a trace in the simulator's schema ([`record`]),
+//! judged by the same oracles (`mcpsim_model::oracle`), and decides fields of the server's
+//! fingerprint ([`fingerprint`]), a `ServerPolicy` TOML profile.
+//!
+//! Nothing here is reachable from a simulated run: it uses real tokio sockets and the wall
+//! clock, and the engine does not import it. It refuses non-loopback URLs unless allowed,
+//! bounds every request and every loop, and stops by itself.
+
+pub mod client;
+pub mod fingerprint;
+pub mod proxy;
+pub mod record;
+pub mod scenarios;
+pub mod sse;
+pub mod standin;
+
+use fingerprint::Fingerprint;
+use mcpsim_model::oracle::{check_all, Violation};
+use mcpsim_model::trace::{Trace, ViolationRecord};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use thiserror::Error;
+
+/// What can stop a probe.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ProbeError {
+    #[error("bad url {url:?}: {problem}")]
+    BadUrl { url: String, problem: String },
+    #[error("{0} is not a loopback address; pass --allow-remote to probe it anyway")]
+    NotLoopback(String),
+    #[error("http: {0}")]
+    Http(String),
+    #[error("timed out: {0}")]
+    Timeout(String),
+    #[error("protocol: {0}")]
+    Protocol(String),
+    #[error("{path}: {problem}")]
+    Io { path: String, problem: String },
+    #[error("no scenario {0:?} (known: {known})", known = scenarios::SCENARIOS.join(", "))]
+    UnknownScenario(String),
+}
+
+/// The probe's inputs.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    pub url: String,
+    pub allow_remote: bool,
+    /// Where traces and the fingerprint go; nothing is written when `None`.
+    pub out_dir: Option<PathBuf>,
+    /// Run only these scenarios (`basics` always runs first).
+    pub only: Vec<String>,
+    /// Wall-clock bound on one scenario.
+    pub scenario_timeout: Duration,
+}
+
+impl ProbeOptions {
+    pub fn new(url: &str) -> Self {
+        ProbeOptions {
+            url: url.to_string(),
+            allow_remote: false,
+            out_dir: None,
+            only: Vec::new(),
+            scenario_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+/// A parsed `http://host:port/path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub host: String,
+    pub path: String,
+}
+
+/// Parses the URL and refuses a non-loopback one unless `allow_remote`.
+pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, ProbeError> {
+    let bad = |problem: &str| ProbeError::BadUrl { url: url.to_string(), problem: problem.to_string() };
+    let rest = url.strip_prefix("http://").ok_or_else(|| bad("only http:// URLs (no TLS on loopback)"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(bad("no host, or credentials in the URL"));
+    }
+    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+        && !authority.ends_with(']')
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let addrs: Vec<SocketAddr> = with_port.to_socket_addrs().map_err(|e| bad(&e.to_string()))?.collect();
+    let addr = *addrs.first().ok_or_else(|| bad("resolves to no address"))?;
+    if !allow_remote && !addrs.iter().all(|a| a.ip().is_loopback()) {
+        return Err(ProbeError::NotLoopback(authority.to_string()));
+    }
+    Ok(Target { addr, host: authority.to_string(), path: path.to_string() })
+}
+
+/// One scenario's verdict.
+#[derive(Debug)]
+pub struct ScenarioReport {
+    pub name: &'static str,
+    pub trace: Option<Trace>,
+    pub violations: Vec<Violation>,
+    pub skipped: Option<String>,
+    pub notes: Vec<String>,
+    pub trace_file: Option<PathBuf>,
+}
+
+/// The whole probe's result.
+#[derive(Debug)]
+pub struct ProbeReport {
+    pub target: Target,
+    pub scenarios: Vec<ScenarioReport>,
+    pub fingerprint: Fingerprint,
+    pub profile_toml: String,
+    pub profile_file: Option<PathBuf>,
+    pub proxy_log: Vec<proxy::ProxyEvent>,
+}
+
+/// Probes a server: every scenario in order, each bounded by `scenario_timeout`. Builds its own
+/// (real, current-thread) tokio runtime; call it from outside any runtime.
+pub fn probe_server(opts: &ProbeOptions) -> Result<ProbeReport, ProbeError> {
+    let target = parse_target(&opts.url, opts.allow_remote)?;
+    for name in &opts.only {
+        if !scenarios::SCENARIOS.contains(&name.as_str()) {
+            return Err(ProbeError::UnknownScenario(name.clone()));
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
+    rt.block_on(probe_async(opts, target))
+}
+
+/// The async body of [`probe_server`], for callers already inside a real tokio runtime.
+pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeReport, ProbeError> {
+    let proxy = Arc::new(
+        proxy::Proxy::start(target.addr)
+            .await
+            .map_err(|e| ProbeError::Io { path: "proxy".into(), problem: e.to_string() })?,
+    );
+    let via = client::Endpoint { addr: proxy.addr, host: target.host.clone(), path: target.path.clone() };
+    let direct = client::Endpoint { addr: target.addr, host: target.host.clone(), path: target.path.clone() };
+    let tag = format!(
+        "mcpsim{}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    );
+    let ctx = scenarios::Ctx::new(via, direct, proxy.clone(), tag);
+    let mut reports = Vec::new();
+    for name in scenarios::SCENARIOS {
+        if *name != "basics" && !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {
+            continue;
+        }
+        let outcome = match tokio::time::timeout(opts.scenario_timeout, scenarios::run(&ctx, name)).await {
+            Ok(o) => o,
+            Err(_) => scenarios::Outcome {
+                name,
+                trace: None,
+                skipped: Some(format!("timed out after {:?}", opts.scenario_timeout)),
+                notes: vec![],
+            },
+        };
+        // Let whatever the scenario cut settle before the next one starts.
+        proxy.apply(&proxy::Toxic::Reset);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut trace = outcome.trace;
+        let violations = trace.as_ref().map(check_all).unwrap_or_default();
+        if let Some(t) = &mut trace {
+            t.finish(violations.iter().map(ViolationRecord::from).collect());
+        }
+        reports.push(ScenarioReport {
+            name: outcome.name,
+            trace,
+            violations,
+            skipped: outcome.skipped,
+            notes: outcome.notes,
+            trace_file: None,
+        });
+    }
+    let fingerprint = ctx.fp().clone();
+    let name = format!("probed-{}", target.host.replace([':', '[', ']'], "-"));
+    let header = vec![
+        format!("mcpsim server profile fingerprinted by `mcpsim probe server --url {}`", opts.url),
+        format!("recorded from a real run (wall clock), mcpsim {}", env!("CARGO_PKG_VERSION")),
+        "Each field's comment is the observation that decided it; undetermined fields default to `extends`.".into(),
+    ];
+    let profile_toml = fingerprint.to_toml(&name, &header);
+    let mut report = ProbeReport {
+        target,
+        scenarios: reports,
+        fingerprint,
+        profile_toml,
+        profile_file: None,
+        proxy_log: proxy.log(),
+    };
+    if let Some(dir) = &opts.out_dir {
+        write_files(dir, &mut report)?;
+    }
+    Ok(report)
+}
+
+fn write_files(dir: &std::path::Path, report: &mut ProbeReport) -> Result<(), ProbeError> {
+    let io = |path: &std::path::Path, e: std::io::Error| ProbeError::Io {
+        path: path.display().to_string(),
+        problem: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    for s in &mut report.scenarios {
+        if let Some(t) = &s.trace {
+            let path = dir.join(format!("probe-{}.jsonl", s.name));
+            std::fs::write(&path, t.to_jsonl()).map_err(|e| io(&path, e))?;
+            s.trace_file = Some(path);
+        }
+    }
+    let path = dir.join("server-profile.toml");
+    std::fs::write(&path, &report.profile_toml).map_err(|e| io(&path, e))?;
+    report.profile_file = Some(path);
+    Ok(())
+}
+
+/// The table of verdicts, one line per scenario.
+pub fn verdict_table(report: &ProbeReport) -> String {
+    let mut out = format!("probe of {} ({})\n", report.target.host, report.target.path);
+    out.push_str(&format!("{:<24} {:<10} {}\n", "scenario", "verdict", "invariants broken / notes"));
+    for s in &report.scenarios {
+        let (verdict, detail) = match (&s.skipped, s.violations.is_empty()) {
+            (Some(why), _) => ("skipped", why.clone()),
+            (None, true) => ("ok", s.notes.join("; ")),
+            (None, false) => {
+                let mut names: Vec<&str> = s.violations.iter().map(|v| v.invariant.name()).collect();
+                names.dedup();
+                ("VIOLATED", format!("{} — {}", names.join(", "), s.notes.join("; ")))
+            }
+        };
+        out.push_str(&format!("{:<24} {:<10} {}\n", s.name, verdict, detail));
+        for v in &s.violations {
+            out.push_str(&format!(
+                "{:<24} {:<10}   {} at {}: {} — {}\n",
+                "", "", v.invariant, v.at, v.subject, v.detail
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_urls_unless_allowed() {
+        let t = parse_target("http://127.0.0.1:8080/mcp", false).unwrap();
+        assert_eq!((t.addr.port(), t.path.as_str()), (8080, "/mcp"));
+        assert!(parse_target("http://localhost:9/mcp", false).is_ok());
+        assert!(parse_target("http://[::1]:9/mcp", false).is_ok());
+        assert!(matches!(parse_target("http://10.1.2.3:80/mcp", false), Err(ProbeError::NotLoopback(_))));
+        assert!(parse_target("http://10.1.2.3:80/mcp", true).is_ok());
+        assert!(matches!(parse_target("https://127.0.0.1/mcp", false), Err(ProbeError::BadUrl { .. })));
+        assert!(matches!(parse_target("http://u:p@127.0.0.1/mcp", false), Err(ProbeError::BadUrl { .. })));
+    }
+
+    /// Real tokio sockets and the wall clock work in this crate's `--cfg madsim` build.
+    #[test]
+    fn real_tokio_works_outside_a_simulation() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let a = l.local_addr().unwrap();
+            let t0 = std::time::Instant::now();
+            let srv = tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                s.write_all(b"hi").await.unwrap();
+            });
+            let mut c = tokio::net::TcpStream::connect(a).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut b = Vec::new();
+            c.read_to_end(&mut b).await.unwrap();
+            srv.await.unwrap();
+            assert_eq!(b, b"hi");
+            assert!(t0.elapsed() >= Duration::from_millis(50));
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+            assert!(now > 1_700_000_000, "the wall clock, not madsim's 2022 simulated date: {now}");
+        });
+    }
+}

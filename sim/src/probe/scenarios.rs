@@ -1,0 +1,1148 @@
+//! The probe scenarios: small scripts against a real server through the fault proxy, each with
+//! margins of seconds so that timing noise cannot flip what they decide.
+//!
+//! Every scenario writes its own trace (client-side observations, the application's view, and
+//! the few server-side steps inferred from the probe tool's counters) and decides fingerprint
+//! fields. A server without the probe tools gets the scenarios that need no tool; the others
+//! are reported as skipped.
+
+use super::client::{Client, Endpoint, Exchange, Item, Outgoing, TraceAs};
+use super::fingerprint::Fingerprint;
+use super::proxy::Proxy;
+use super::record::Rec;
+use super::sse::RawEvent;
+use super::ProbeError;
+use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
+use mcpsim_model::config::EventIdScheme;
+use mcpsim_model::http::{ClientMessage, Request, ToolCall};
+use mcpsim_model::ids::{CallKey, RequestId, SessionId, StreamNo};
+use mcpsim_model::trace::{Actor, StepKind, Trace};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::time::{sleep_until, Instant};
+
+/// Names of the scenarios, in the order they run.
+pub const SCENARIOS: &[&str] = &[
+    "basics",
+    "unknown-session",
+    "cut-and-resume",
+    "resume-after-completion",
+    "made-up-id",
+    "cross-session-id",
+    "delete-during-tool",
+    "standalone",
+    "standalone-cut",
+    "overrun",
+];
+
+/// What every scenario shares.
+pub struct Ctx {
+    /// The server, through the proxy.
+    pub via_proxy: Endpoint,
+    /// The server, directly (instrumentation: `probe_count`).
+    pub direct: Endpoint,
+    pub proxy: Arc<Proxy>,
+    pub has_tools: std::sync::atomic::AtomicBool,
+    pub fp: Mutex<Fingerprint>,
+    pub scheme: Mutex<Option<EventIdScheme>>,
+    /// A session on the direct endpoint for `probe_count`.
+    pub admin: Mutex<Option<String>>,
+    ids: AtomicU64,
+    calls: AtomicU32,
+    /// A prefix for tool keys, unique to this probe run (the server's counters outlive it).
+    pub run_tag: String,
+    /// The stand-ins' replay rule, once known, decides which tick a resumption starts at.
+    pub replay_from: Mutex<Option<bool>>,
+}
+
+impl Ctx {
+    pub fn new(via_proxy: Endpoint, direct: Endpoint, proxy: Arc<Proxy>, run_tag: String) -> Self {
+        Ctx {
+            via_proxy,
+            direct,
+            proxy,
+            has_tools: std::sync::atomic::AtomicBool::new(false),
+            fp: Mutex::new(Fingerprint::default()),
+            scheme: Mutex::new(None),
+            admin: Mutex::new(None),
+            ids: AtomicU64::new(1),
+            calls: AtomicU32::new(0),
+            run_tag,
+            replay_from: Mutex::new(None),
+        }
+    }
+
+    pub fn fp(&self) -> MutexGuard<'_, Fingerprint> {
+        self.fp.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn scheme(&self) -> Option<EventIdScheme> {
+        *self.scheme.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `probe_count` for a key, on the direct endpoint: (executions started, completed).
+    pub async fn count(&self, key: &str) -> Option<(u64, u64)> {
+        let client = Client::new(self.direct.clone(), Rec::new());
+        let admin = self.admin.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let session = match admin {
+            Some(s) => s,
+            None => {
+                let s = handshake(&client, self.next_id(), "mcpsim-probe-admin").await.ok()?;
+                *self.admin.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
+                s
+            }
+        };
+        let body = tool_call(self.next_id(), "probe_count", json!({"key": key}));
+        let mut ex = client.send(Outgoing::post(Some(&session), body), None).await.ok()?;
+        let v = ex.json(Duration::from_secs(10)).await?;
+        let text: Value = serde_json::from_str(v["result"]["content"][0]["text"].as_str()?).ok()?;
+        Some((text["count"].as_u64()?, text["completed"].as_u64().unwrap_or(0)))
+    }
+}
+
+/// A scenario's result.
+#[derive(Debug)]
+pub struct Outcome {
+    pub name: &'static str,
+    pub trace: Option<Trace>,
+    pub skipped: Option<String>,
+    pub notes: Vec<String>,
+}
+
+fn tool_call(id: u64, name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args, "_meta": {"progressToken": id}}})
+}
+
+fn initialize_body(id: u64, name: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": mcpsim_model::http::PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": name, "version": "0"}}})
+}
+
+/// Untraced initialize + initialized: the session id.
+async fn handshake(client: &Client, id: u64, name: &str) -> Result<String, ProbeError> {
+    let mut ex = client.send(Outgoing::post(None, initialize_body(id, name)), None).await?;
+    let session =
+        ex.session_header.clone().ok_or_else(|| ProbeError::Protocol("initialize minted no Mcp-Session-Id".into()))?;
+    let _ = ex.json(Duration::from_secs(5)).await;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    if let Ok(mut ex) = client.send(Outgoing::post(Some(&session), note), None).await {
+        let _ = ex.drain(Duration::from_secs(5)).await;
+    }
+    Ok(session)
+}
+
+/// A progress tick's number, from an event's data.
+pub fn progress_tick(e: &RawEvent) -> Option<u32> {
+    let v: Value = serde_json::from_str(e.data.as_deref()?).ok()?;
+    (v["method"] == "notifications/progress").then(|| v["params"]["progress"].as_f64().map(|p| p as u32)).flatten()
+}
+
+/// The probe tool's result text, from an event's data or a JSON body.
+fn result_text(v: &Value) -> Option<Value> {
+    serde_json::from_str(v.get("result")?["content"][0]["text"].as_str()?).ok()
+}
+
+fn event_json(e: &RawEvent) -> Option<Value> {
+    serde_json::from_str(e.data.as_deref()?).ok()
+}
+
+/// The events of some items.
+fn events(items: &[Item]) -> Vec<&RawEvent> {
+    items.iter().filter_map(|i| if let Item::Event(e) = i { Some(e) } else { None }).collect()
+}
+
+/// The result of a tool call among items, if it came.
+fn find_result(items: &[Item]) -> Option<Value> {
+    items.iter().find_map(|i| match i {
+        Item::Event(e) => event_json(e).filter(|v| v.get("result").is_some()),
+        Item::Json(v) => v.get("result").is_some().then(|| v.clone()),
+        _ => None,
+    })
+}
+
+/// The event-id scheme the ids look like.
+pub fn classify(ids: &[String]) -> Option<EventIdScheme> {
+    let is_uuid = |s: &str| {
+        s.len() == 36
+            && s.char_indices()
+                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let is_ts = |s: &str| {
+        let parts: Vec<&str> = s.rsplitn(3, '_').collect();
+        parts.len() == 3 && digits(parts[1]) && !parts[0].is_empty()
+    };
+    let is_rmcp = |s: &str| match s.split_once('/') {
+        Some((a, b)) => digits(a) && digits(b),
+        None => digits(s),
+    };
+    let is_ref = |s: &str| s.split_once('-').is_some_and(|(a, b)| digits(a) && digits(b));
+    if ids.is_empty() {
+        return None;
+    }
+    let all = |f: &dyn Fn(&str) -> bool| ids.iter().all(|i| f(i));
+    if all(&is_uuid) {
+        Some(EventIdScheme::PySdk)
+    } else if all(&is_ts) {
+        Some(EventIdScheme::TsSdk)
+    } else if all(&is_rmcp) {
+        Some(EventIdScheme::Rmcp)
+    } else if all(&is_ref) {
+        Some(EventIdScheme::Reference)
+    } else {
+        None
+    }
+}
+
+fn scheme_name(s: EventIdScheme) -> &'static str {
+    match s {
+        EventIdScheme::Reference => "reference",
+        EventIdScheme::TsSdk => "ts-sdk",
+        EventIdScheme::PySdk => "py-sdk",
+        EventIdScheme::Rmcp => "rmcp",
+    }
+}
+
+/// A `Last-Event-ID` the server never issued, shaped like its own ids.
+pub fn made_up_id(scheme: Option<EventIdScheme>) -> &'static str {
+    match scheme {
+        Some(EventIdScheme::TsSdk) => "mcpsimprobe0000_0_madeupid",
+        Some(EventIdScheme::PySdk) => "00000000-0000-4000-8000-00000000beef",
+        Some(EventIdScheme::Rmcp) => "999/999",
+        Some(EventIdScheme::Reference) => "999-999",
+        None => "mcpsim-probe-made-up-id",
+    }
+}
+
+/// One tool call the script issued.
+struct CallRec {
+    session: SessionId,
+    stream: StreamNo,
+    request: RequestId,
+    call: CallKey,
+    key: String,
+    ticks: Option<u32>,
+}
+
+/// The per-scenario script state.
+struct Script<'a> {
+    ctx: &'a Ctx,
+    name: &'static str,
+    rec: Rec,
+    client: Client,
+    created: Vec<SessionId>,
+    deleted: Vec<SessionId>,
+    held: Option<SessionId>,
+    next_stream: std::collections::BTreeMap<SessionId, u32>,
+    calls: Vec<CallRec>,
+    notes: Vec<String>,
+    plan: FaultPlan,
+    notifications: Option<(SessionId, u32)>,
+    t0: Instant,
+}
+
+impl<'a> Script<'a> {
+    fn new(ctx: &'a Ctx, name: &'static str) -> Self {
+        let rec = Rec::new();
+        Script {
+            ctx,
+            name,
+            client: Client::new(ctx.via_proxy.clone(), rec.clone()),
+            rec,
+            created: Vec::new(),
+            deleted: Vec::new(),
+            held: None,
+            next_stream: Default::default(),
+            calls: Vec::new(),
+            notes: Vec::new(),
+            plan: FaultPlan::default(),
+            notifications: None,
+            t0: Instant::now(),
+        }
+    }
+
+    fn note(&mut self, s: impl Into<String>) {
+        self.notes.push(s.into());
+    }
+
+    async fn at(&self, secs: f64) {
+        sleep_until(self.t0 + Duration::from_secs_f64(secs)).await;
+    }
+
+    /// Schedules faults of the simulator's vocabulary, from the script's start.
+    fn faults(&mut self, faults: Vec<PlannedFault>) -> Result<tokio::task::JoinHandle<()>, ProbeError> {
+        let elapsed = self.t0.elapsed();
+        let shifted: Vec<PlannedFault> =
+            faults.iter().map(|f| PlannedFault { at: f.at.saturating_sub(elapsed), fault: f.fault.clone() }).collect();
+        for f in faults {
+            self.rec.push(Actor::Fault, StepKind::Fault { fault: f.to_string() });
+            self.plan.push(f);
+        }
+        self.ctx.proxy.run_plan(&FaultPlan::new(shifted)).map_err(ProbeError::Protocol)
+    }
+
+    async fn init(&mut self, client_name: &str) -> Result<SessionId, ProbeError> {
+        let id = self.ctx.next_id();
+        self.rec.bind_init(id);
+        let trace =
+            TraceAs { request: Request::initialize(RequestId(id), client_name), session: None, stream: StreamNo(0) };
+        let mut ex = self.client.send(Outgoing::post(None, initialize_body(id, client_name)), Some(trace)).await?;
+        let status = ex.status;
+        let Some(session) = ex.session_header.clone().map(SessionId) else {
+            return Err(ProbeError::Protocol(format!("initialize answered {status} without an Mcp-Session-Id")));
+        };
+        let _ = ex.json(Duration::from_secs(5)).await;
+        self.rec.push(Actor::Server, StepKind::SessionCreated { session: session.clone(), client: client_name.into() });
+        let trace = TraceAs {
+            request: Request::post(Some(session.clone()), ClientMessage::Initialized),
+            session: Some(session.clone()),
+            stream: StreamNo(0),
+        };
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let mut ex = self.client.send(Outgoing::post(Some(&session.0), note), Some(trace)).await?;
+        let _ = ex.drain(Duration::from_secs(5)).await;
+        self.created.push(session.clone());
+        self.held = Some(session.clone());
+        Ok(session)
+    }
+
+    /// POSTs `probe_work`; the exchange and the index of the call.
+    async fn work(
+        &mut self,
+        session: &SessionId,
+        key: &str,
+        duration_ms: u64,
+        interval_ms: u64,
+    ) -> Result<(Exchange, usize), ProbeError> {
+        let id = self.ctx.next_id();
+        let call = CallKey(self.ctx.calls.fetch_add(1, Ordering::Relaxed));
+        let key = format!("{}-{key}", self.ctx.run_tag);
+        self.rec.bind_call(id, call);
+        self.rec.push(Actor::App, StepKind::AppCall { call, tool: "probe_work".into(), idempotent: false });
+        let n = self.next_stream.entry(session.clone()).or_insert(1);
+        let stream = StreamNo(*n);
+        *n += 1;
+        let request = Request::post(
+            Some(session.clone()),
+            ClientMessage::CallTool {
+                id: RequestId(id),
+                call: ToolCall { tool: "probe_work".into(), key: call, idempotency_key: None },
+            },
+        );
+        let body =
+            tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}));
+        let trace = TraceAs { request, session: Some(session.clone()), stream };
+        let ex = self.client.send(Outgoing::post(Some(&session.0), body), Some(trace)).await?;
+        self.calls.push(CallRec { session: session.clone(), stream, request: RequestId(id), call, key, ticks: None });
+        Ok((ex, self.calls.len() - 1))
+    }
+
+    /// The application gives up on call `i` (it stopped reading, or deleted the session): it is
+    /// told the outcome is unknown, which resolves the call.
+    fn abandon(&self, i: usize, reason: &str) {
+        let call = self.calls[i].call;
+        self.rec.push(Actor::App, StepKind::AppUnknownOutcome { call, reason: reason.into() });
+    }
+
+    /// Notes the result's tick count for call `i`, if `items` hold its result.
+    fn saw_result(&mut self, i: usize, items: &[Item]) {
+        if let Some(t) = find_result(items).as_ref().and_then(result_text).and_then(|t| t["ticks"].as_u64()) {
+            self.calls[i].ticks = Some(t as u32);
+        }
+    }
+
+    async fn get(&self, session: &SessionId, stream: StreamNo, last: Option<&str>) -> Result<Exchange, ProbeError> {
+        let request = Request::get(Some(session.clone()), last.map(mcpsim_model::ids::EventId::from));
+        let trace = TraceAs { request, session: Some(session.clone()), stream };
+        self.client.send(Outgoing::get(&session.0, last), Some(trace)).await
+    }
+
+    async fn delete(&mut self, session: &SessionId) -> Result<u16, ProbeError> {
+        let trace =
+            TraceAs { request: Request::delete(session.clone()), session: Some(session.clone()), stream: StreamNo(0) };
+        let mut ex = self.client.send(Outgoing::delete(&session.0), Some(trace)).await?;
+        let status = ex.status;
+        let _ = ex.drain(Duration::from_secs(5)).await;
+        if (200..300).contains(&status) {
+            self.deleted.push(session.clone());
+            if self.held.as_ref() == Some(session) {
+                self.held = None;
+            }
+        }
+        Ok(status)
+    }
+
+    /// Reads the server's execution ledger, infers what was never seen, and seals the trace.
+    async fn finish(self) -> Outcome {
+        let Script { ctx, name, rec, created, deleted, held, calls, mut notes, plan, notifications, .. } = self;
+        for c in &calls {
+            match ctx.count(&c.key).await {
+                Some((started, _)) => {
+                    for _ in 0..started.min(100) {
+                        rec.push(
+                            Actor::Server,
+                            StepKind::SideEffect {
+                                session: c.session.clone(),
+                                request: c.request,
+                                call: c.call,
+                                tool: "probe_work".into(),
+                                idempotent: false,
+                            },
+                        );
+                    }
+                }
+                None => notes.push(format!("probe_count {} failed: executions unknown", c.key)),
+            }
+            match c.ticks {
+                Some(total) => rec.infer_unseen(&c.session, c.stream, c.request, c.call, total),
+                None => notes.push(format!("{}: no result seen, so unseen progress is not inferred", c.call)),
+            }
+        }
+        if let Some((session, total)) = notifications {
+            rec.infer_unseen_notifications(&session, total);
+        }
+        let reused = rec.reused_ids();
+        if !reused.is_empty() {
+            let text = format!("{name}: the server gave one event id to two different events: {}", reused.join(", "));
+            ctx.fp().notes.push(text.clone());
+            notes.push(text);
+        }
+        let live: Vec<SessionId> = created.iter().filter(|s| !deleted.contains(s)).cloned().collect();
+        rec.push(
+            Actor::Run,
+            StepKind::RunEnd { client_session: held, server_sessions: live, other_client_sessions: Vec::new() },
+        );
+        let header = json!({
+            "recorded": "real-run",
+            "clock": "wall",
+            "probe": name,
+            "server": ctx.direct.host,
+            "faults": plan,
+            "inferred": ["session-created", "event-stored", "side-effect"],
+            "started_unix_ms": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+        });
+        Outcome { name, trace: Some(rec.into_trace(header)), skipped: None, notes }
+    }
+}
+
+/// Runs one named scenario.
+pub async fn run(ctx: &Ctx, name: &'static str) -> Outcome {
+    let needs_tools = !matches!(name, "basics" | "unknown-session" | "made-up-id");
+    if needs_tools && !ctx.has_tools.load(Ordering::Relaxed) {
+        return Outcome {
+            name,
+            trace: None,
+            skipped: Some("the server lacks the probe tools (probe_work, probe_count, probe_notify)".into()),
+            notes: vec![],
+        };
+    }
+    let result = match name {
+        "basics" => basics(ctx).await,
+        "unknown-session" => unknown_session(ctx).await,
+        "cut-and-resume" => cut_and_resume(ctx).await,
+        "resume-after-completion" => after_completion(ctx).await,
+        "made-up-id" => made_up(ctx).await,
+        "cross-session-id" => cross_session(ctx).await,
+        "delete-during-tool" => delete_during_tool(ctx).await,
+        "standalone" => standalone(ctx).await,
+        "standalone-cut" => standalone_cut(ctx).await,
+        "overrun" => overrun(ctx).await,
+        _ => Err(ProbeError::Protocol(format!("no scenario {name}"))),
+    };
+    result.unwrap_or_else(|e| Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] })
+}
+
+async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "basics");
+    let session = match s.init("probe-basics").await {
+        Ok(session) => session,
+        Err(e) => {
+            ctx.fp().decide("sessions", "false", format!("initialize minted no session id ({e})"));
+            return Err(e);
+        }
+    };
+    ctx.fp().decide("sessions", "true", "initialize answered with an Mcp-Session-Id header");
+    // tools/list, untraced: which probe tools exist.
+    let id = ctx.next_id();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    let mut ex = s.client.send(Outgoing::post(Some(&session.0), body), None).await?;
+    let tools: Vec<String> = ex
+        .json(Duration::from_secs(5))
+        .await
+        .and_then(|v| {
+            v["result"]["tools"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
+        })
+        .unwrap_or_default();
+    let has = ["probe_work", "probe_count", "probe_notify"].iter().all(|t| tools.iter().any(|x| x == t));
+    s.note(format!("tools/list: {}", tools.join(", ")));
+    ctx.has_tools.store(has, Ordering::Relaxed);
+    if !has {
+        s.note("the probe tools are missing: only basics, unknown-session and made-up-id run");
+        return Ok(s.finish().await);
+    }
+    let (mut ex, i) = s.work(&session, "basic", 1500, 500).await?;
+    if !ex.is_sse() {
+        let mut fp = ctx.fp();
+        fp.leave_open("priming.post", format!("tools/call answered {} (no event stream)", ex.content_type));
+    }
+    let items = ex.drain(Duration::from_secs(10)).await;
+    s.saw_result(i, &items);
+    let evs = events(&items);
+    let ids: Vec<String> = evs.iter().filter_map(|e| e.id.clone()).collect();
+    {
+        let mut fp = ctx.fp();
+        if let Some(first) = evs.first() {
+            fp.decide(
+                "priming.post",
+                if first.is_priming() { "true" } else { "false" },
+                format!(
+                    "first event of a tools/call stream: id {:?}, data {:?}",
+                    first.id,
+                    first.data.as_deref().map(|d| &d[..d.len().min(40)])
+                ),
+            );
+            let retry = evs.iter().find_map(|e| e.retry_ms);
+            match retry {
+                Some(r) => fp.decide("retry_ms", r.to_string(), format!("retry: {r} on the tools/call stream")),
+                None => fp.leave_open(
+                    "retry_ms",
+                    "no retry: field on a tools/call stream (none; TOML cannot write none: the reference default is none)",
+                ),
+            }
+        }
+        match classify(&ids) {
+            Some(scheme) => {
+                *ctx.scheme.lock().unwrap_or_else(|e| e.into_inner()) = Some(scheme);
+                fp.decide(
+                    "event_ids",
+                    format!("\"{}\"", scheme_name(scheme)),
+                    format!("event ids seen: {}", sample(&ids)),
+                );
+            }
+            None => fp.leave_open("event_ids", format!("ids match no known scheme: {}", sample(&ids))),
+        }
+    }
+    Ok(s.finish().await)
+}
+
+fn sample(ids: &[String]) -> String {
+    let mut v: Vec<&str> = ids.iter().take(3).map(String::as_str).collect();
+    if ids.len() > 3 {
+        v.push("…");
+    }
+    v.join(", ")
+}
+
+async fn unknown_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "unknown-session");
+    let bogus = "mcpsim-probe-no-such-session";
+    let sid = SessionId::from(bogus);
+    let id = ctx.next_id();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    let mut post = s.client.send(Outgoing::post(Some(bogus), body), None).await?;
+    let post_status = post.status;
+    let post_body = post.drain(Duration::from_secs(3)).await;
+    let get = s.get(&sid, StreamNo(0), None).await?;
+    let get_status = get.status;
+    get.abort();
+    let delete_status = s.delete(&sid).await?;
+    s.deleted.clear();
+    let nohdr = s.client.send(Outgoing { method: "GET", protocol: true, ..Default::default() }, None).await?;
+    let nohdr_status = nohdr.status;
+    nohdr.abort();
+    let text = format!(
+        "unknown Mcp-Session-Id: POST {post_status}, GET {get_status}, DELETE {delete_status}; no session header: GET {nohdr_status}"
+    );
+    let _ = post_body;
+    {
+        let mut fp = ctx.fp();
+        fp.decide(
+            "delete_unknown_status",
+            delete_status.to_string(),
+            format!("DELETE with a made-up session id answered {delete_status}"),
+        );
+        fp.notes.push(text.clone());
+    }
+    s.note(text);
+    Ok(s.finish().await)
+}
+
+/// Cut a tool's stream, resume it: the replay rule, priming on resume, disconnection ≠ cancel.
+async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "cut-and-resume");
+    let session = s.init("probe-cut").await?;
+    let (mut ex, i) = s.work(&session, "cut", 6000, 500).await?;
+    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2200), fault: Fault::Reset }])?;
+    let before = ex.drain(Duration::from_secs(4)).await;
+    let last =
+        events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))));
+    let last_tick = events(&before).iter().filter_map(|e| progress_tick(e)).max().unwrap_or(0);
+    s.at(4.0).await;
+    let Some((last_id, _)) = last else {
+        s.note("no event id arrived before the cut: nothing to resume with");
+        ctx.fp().leave_open("replay", "no event id arrived on the tools/call stream before the cut");
+        return Ok(s.finish().await);
+    };
+    let stream = s.calls[i].stream;
+    let mut resumed = s.get(&session, stream, Some(&last_id)).await?;
+    let status = resumed.status;
+    let after = resumed.drain(Duration::from_secs(8)).await;
+    s.saw_result(i, &after);
+    let evs = events(&after);
+    {
+        let mut fp = ctx.fp();
+        if status != 200 {
+            fp.leave_open("replay", format!("GET with Last-Event-ID {last_id} during the tool answered {status}"));
+        }
+        let seen_before: Vec<&str> = events(&before).iter().filter_map(|e| e.id.as_deref()).collect();
+        let fresh_priming =
+            evs.iter().find(|e| e.is_priming() && e.id.as_deref().is_some_and(|id| !seen_before.contains(&id)));
+        match fresh_priming {
+            Some(p) => fp.decide(
+                "priming.resume",
+                "true",
+                format!(
+                    "the resumed stream carried a new priming event (id {:?}, empty data)",
+                    p.id.as_deref().unwrap_or("")
+                ),
+            ),
+            None if !evs.is_empty() => fp.decide(
+                "priming.resume",
+                "false",
+                format!("the resumed stream's {} events held no new priming event", evs.len()),
+            ),
+            None => {}
+        }
+        let first_data = evs.iter().find(|e| !e.is_priming());
+        match first_data {
+            Some(e)
+                if e.id.as_deref() == Some(last_id.as_str())
+                    || progress_tick(e) == Some(last_tick) && last_tick > 0 =>
+            {
+                *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(true);
+                fp.decide(
+                    "replay",
+                    "\"from\"",
+                    format!("resumed after tick {last_tick} (id {last_id}): the replay began with that event again"),
+                );
+            }
+            Some(e) if progress_tick(e) == Some(last_tick + 1) || (last_tick == 0 && progress_tick(e) == Some(1)) => {
+                *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) = Some(false);
+                fp.decide(
+                    "replay",
+                    "\"after\"",
+                    format!(
+                        "resumed after tick {last_tick} (id {last_id}): the replay began with tick {}",
+                        last_tick + 1
+                    ),
+                );
+            }
+            Some(e) => fp.leave_open("replay", format!("resumed after tick {last_tick}: first event was {:?}", e.data)),
+            None if status == 200 => {
+                fp.leave_open("replay", format!("resume with {last_id} answered 200 with no events"))
+            }
+            None => {}
+        }
+    }
+    let got_result = find_result(&after).is_some();
+    if let Some((started, completed)) = ctx.count(&s.calls[i].key).await {
+        let mut fp = ctx.fp();
+        if completed >= 1 {
+            fp.decide(
+                "disconnect_cancels",
+                "false",
+                format!("the tool whose stream was cut ran to completion (started {started}, completed {completed})"),
+            );
+        } else if started >= 1 {
+            fp.decide("disconnect_cancels", "true", "the tool whose stream was cut never completed");
+        }
+    }
+    s.note(format!(
+        "resume {status}: {} events, result {}",
+        evs.len(),
+        if got_result { "delivered" } else { "missing" }
+    ));
+    Ok(s.finish().await)
+}
+
+/// Come back after the tool finished: are a finished stream's events still there?
+async fn after_completion(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "resume-after-completion");
+    let session = s.init("probe-after").await?;
+    let (mut ex, i) = s.work(&session, "after", 1500, 300).await?;
+    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(700), fault: Fault::Reset }])?;
+    let before = ex.drain(Duration::from_secs(3)).await;
+    let last = events(&before).into_iter().rev().find_map(|e| e.id.clone());
+    s.at(4.5).await;
+    let Some(last_id) = last else {
+        ctx.fp().leave_open("retention.drop_on_response", "no event id arrived before the cut");
+        return Ok(s.finish().await);
+    };
+    let stream = s.calls[i].stream;
+    let mut resumed = s.get(&session, stream, Some(&last_id)).await?;
+    let status = resumed.status;
+    let after = resumed.drain(Duration::from_secs(3)).await;
+    s.saw_result(i, &after);
+    let resumes_running = ctx.fp().value("replay").is_some();
+    {
+        let mut fp = ctx.fp();
+        if status == 200 && find_result(&after).is_some() {
+            fp.decide(
+                "retention.drop_on_response",
+                "false",
+                format!("2.5 s after the tool finished, a resume with {last_id} replayed its result"),
+            );
+        } else if status == 200 && events(&after).iter().all(|e| e.is_priming()) && resumes_running {
+            fp.decide(
+                "retention.drop_on_response",
+                "true",
+                format!("a resume during the tool replayed, but 2.5 s after it finished the resume with {last_id} got 200 and no events"),
+            );
+        } else {
+            fp.leave_open(
+                "retention.drop_on_response",
+                format!("resume after completion answered {status} with {} events", events(&after).len()),
+            );
+        }
+    }
+    s.note(format!("resume after completion: {status}, {} events", events(&after).len()));
+    Ok(s.finish().await)
+}
+
+/// A `Last-Event-ID` the server never issued.
+async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "made-up-id");
+    let session = s.init("probe-madeup").await?;
+    let fake = made_up_id(ctx.scheme());
+    let mut ex = s.get(&session, StreamNo(1), Some(fake)).await?;
+    let status = ex.status;
+    let items = ex.drain(Duration::from_secs(3)).await;
+    let evs = events(&items);
+    let ended = items.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
+    let why = format!("GET with the made-up Last-Event-ID {fake} answered {status}");
+    {
+        let mut fp = ctx.fp();
+        match status {
+            410 => fp.decide("unknown_id", "\"gone410\"", why),
+            409 => fp.decide("unknown_id", "\"conflict409\"", why),
+            200 if evs.iter().any(|e| !e.is_priming()) => {
+                fp.leave_open("unknown_id", format!("{why} and replayed {} events (from where?)", evs.len()))
+            }
+            200 if ended => fp.decide("unknown_id", "\"empty-closed\"", format!("{why}, no events, closed at once")),
+            200 => fp.decide("unknown_id", "\"empty-open\"", format!("{why}, no events, still open after 3 s")),
+            other => fp.leave_open("unknown_id", format!("{why}: no Unhonourable value answers {other}")),
+        }
+    }
+    ex.abort();
+    s.note(format!("made-up id {fake}: {status}, {} events, ended {ended}", evs.len()));
+    Ok(s.finish().await)
+}
+
+/// Resume in session B with an id session A was given: one store for all sessions, or one each?
+async fn cross_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "cross-session-id");
+    let a = s.init("probe-scope-a").await?;
+    let (mut ex, i) = s.work(&a, "scope", 3000, 500).await?;
+    let first = ex.drain(Duration::from_millis(1300)).await;
+    ex.abort();
+    s.abandon(i, "the script stopped reading session A's stream");
+    // The earliest id: events after it exist, so a shared store has something to replay.
+    let Some(a_id) = events(&first).into_iter().find_map(|e| e.id.clone()) else {
+        ctx.fp().leave_open("store", "no event id arrived in session A");
+        return Ok(s.finish().await);
+    };
+    let b = s.init("probe-scope-b").await?;
+    let mut g = s.get(&b, StreamNo(1), Some(&a_id)).await?;
+    let status = g.status;
+    let items = g.drain(Duration::from_secs(3)).await;
+    g.abort();
+    let foreign = events(&items)
+        .iter()
+        .filter(|e| progress_tick(e).is_some() || event_json(e).is_some_and(|v| v.get("result").is_some()))
+        .count();
+    {
+        let mut fp = ctx.fp();
+        if status == 200 && foreign > 0 {
+            fp.decide(
+                "store",
+                "\"shared-by-request-id\"",
+                format!("session B resuming with session A's id {a_id} was sent {foreign} of A's events"),
+            );
+        } else {
+            fp.decide(
+                "store",
+                "\"per-session\"",
+                format!("session B resuming with session A's id {a_id} got {status} and none of A's events"),
+            );
+        }
+    }
+    s.at(3.5).await;
+    Ok(s.finish().await)
+}
+
+async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "delete-during-tool");
+    let session = s.init("probe-delete").await?;
+    let (mut ex, i) = s.work(&session, "delete", 4000, 500).await?;
+    let _ = ex.drain(Duration::from_millis(1200)).await;
+    let status = s.delete(&session).await?;
+    let end = ex.drain(Duration::from_secs(2)).await;
+    s.saw_result(i, &end);
+    if find_result(&end).is_none() {
+        s.abandon(i, "the session was deleted while the tool ran");
+    }
+    s.at(6.0).await;
+    let key = s.calls[i].key.clone();
+    let counted = ctx.count(&key).await;
+    let mut again = s
+        .client
+        .send(
+            Outgoing::post(Some(&session.0), json!({"jsonrpc":"2.0","id": ctx.next_id(),"method":"tools/list"})),
+            None,
+        )
+        .await?;
+    let after_status = again.status;
+    let _ = again.drain(Duration::from_secs(2)).await;
+    {
+        let mut fp = ctx.fp();
+        fp.decide(
+            "delete_status",
+            status.to_string(),
+            format!("DELETE of a session with a tool running answered {status}"),
+        );
+        match counted {
+            Some((_, 1)) => fp.decide(
+                "delete_running_tool",
+                "\"run-on\"",
+                "the tool running at DELETE completed anyway (probe_count completed = 1, 4.8 s later)",
+            ),
+            Some((1, 0)) => fp.decide(
+                "delete_running_tool",
+                "\"cancel\"",
+                "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have)",
+            ),
+            other => fp.leave_open("delete_running_tool", format!("probe_count after DELETE: {other:?}")),
+        }
+        fp.notes.push(format!("after DELETE the session's requests get {after_status}"));
+    }
+    s.note(format!("DELETE {status}; the tool's stream then {:?}; later requests {after_status}", end.last()));
+    Ok(s.finish().await)
+}
+
+async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "standalone");
+    let session = s.init("probe-standalone").await?;
+    let mut g1 = s.get(&session, StreamNo::STANDALONE, None).await?;
+    if g1.status != 200 || !g1.is_sse() {
+        let st = g1.status;
+        {
+            let mut fp = ctx.fp();
+            fp.leave_open("second_get", format!("the standalone GET answered {st}"));
+            fp.leave_open("keepalive", format!("the standalone GET answered {st}"));
+        }
+        return Ok(s.finish().await);
+    }
+    let first = g1.next(Duration::from_secs(1)).await;
+    {
+        let mut fp = ctx.fp();
+        match &first {
+            Item::Event(e) if e.is_priming() => {
+                fp.decide("priming.standalone", "true", "the standalone GET began with an id and empty data")
+            }
+            Item::TimedOut | Item::Comment => {
+                fp.decide("priming.standalone", "false", "nothing but comments in the standalone GET's first second")
+            }
+            _ => {}
+        }
+    }
+    let g2 = s.get(&session, StreamNo::STANDALONE, None).await?;
+    let st2 = g2.status;
+    g2.abort();
+    {
+        let mut fp = ctx.fp();
+        match st2 {
+            409 => fp.decide("second_get", "\"reject409\"", "a second GET while the first was open answered 409"),
+            200 => fp.decide("second_get", "\"accept\"", "a second GET while the first was open answered 200"),
+            other => fp.leave_open("second_get", format!("a second GET answered {other}")),
+        }
+    }
+    // Notifications not tied to a request go onto the standalone stream.
+    let id = ctx.next_id();
+    let mut n = s
+        .client
+        .send(
+            Outgoing::post(Some(&session.0), tool_call(id, "probe_notify", json!({"count": 3, "interval_ms": 300}))),
+            None,
+        )
+        .await?;
+    let _ = n.drain(Duration::from_secs(3)).await;
+    s.notifications = Some((session.clone(), 3));
+    let mut notes = 0;
+    let t_start = Instant::now();
+    let mut last_byte = Instant::now();
+    let mut comments: Vec<Duration> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(34);
+    for _ in 0..1000 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || comments.len() >= 2 {
+            break;
+        }
+        match g1.next(left).await {
+            Item::Event(_) => {
+                notes += 1;
+                last_byte = Instant::now();
+            }
+            Item::Comment => {
+                comments.push(last_byte.elapsed());
+                last_byte = Instant::now();
+            }
+            _ => break,
+        }
+    }
+    let _ = t_start;
+    g1.abort();
+    {
+        let mut fp = ctx.fp();
+        match comments.first() {
+            Some(d) => {
+                // Two comments in a row give the interval; one alone, its distance from the last event.
+                let (d, how) = match comments.get(1) {
+                    Some(between) => (*between, "between two consecutive comments"),
+                    None => (*d, "from the last event to the only comment"),
+                };
+                let secs = d.as_secs_f64().round() as u64;
+                fp.decide(
+                    "keepalive",
+                    format!("\"{}s\"", secs.max(1)),
+                    format!("comments on a silent standalone stream: {:.1} s {how}", d.as_secs_f64()),
+                );
+            }
+            None => fp.decide("keepalive", "\"none\"", "no comment on a standalone stream left silent for 30 s"),
+        }
+    }
+    s.note(format!("{notes} events on the standalone stream after probe_notify(3); second GET {st2}"));
+    Ok(s.finish().await)
+}
+
+async fn standalone_cut(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "standalone-cut");
+    let session = s.init("probe-standalone-cut").await?;
+    let mut g1 = s.get(&session, StreamNo::STANDALONE, None).await?;
+    if g1.status != 200 {
+        let st = g1.status;
+        s.note(format!("standalone GET answered {st}"));
+        return Ok(s.finish().await);
+    }
+    let id = ctx.next_id();
+    let mut n = s
+        .client
+        .send(
+            Outgoing::post(Some(&session.0), tool_call(id, "probe_notify", json!({"count": 8, "interval_ms": 1000}))),
+            None,
+        )
+        .await?;
+    let _ = n.drain(Duration::from_secs(3)).await;
+    s.notifications = Some((session.clone(), 8));
+    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2800), fault: Fault::Reset }])?;
+    let before = g1.drain(Duration::from_secs(4)).await;
+    let last = events(&before).into_iter().rev().find_map(|e| e.id.clone());
+    s.at(5.5).await;
+    let mut g2 = s.get(&session, StreamNo::STANDALONE, last.as_deref()).await?;
+    let st = g2.status;
+    let after = g2.drain(Duration::from_secs(6)).await;
+    g2.abort();
+    s.note(format!(
+        "{} events before the cut (last id {last:?}); resume {st}: {} events",
+        events(&before).len(),
+        events(&after).len()
+    ));
+    Ok(s.finish().await)
+}
+
+/// A chatty tool during an outage: how much is kept, and what an evicted id gets.
+async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let mut s = Script::new(ctx, "overrun");
+    let session = s.init("probe-overrun").await?;
+    // 200 ticks in 8 s; cut off from 1 s to 10 s; back at 10.5 s, after the tool finished.
+    let (mut ex, i) = s.work(&session, "overrun", 8000, 40).await?;
+    let _plan = s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
+    let before = ex.drain(Duration::from_secs(3)).await;
+    let (last_id, last_tick) = match events(&before)
+        .into_iter()
+        .rev()
+        .find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))))
+    {
+        Some(x) => x,
+        None => {
+            ctx.fp().leave_open("retention.max_events", "no event id before the outage");
+            return Ok(s.finish().await);
+        }
+    };
+    s.at(10.5).await;
+    let stream = s.calls[i].stream;
+    let mut r = s.get(&session, stream, Some(&last_id)).await?;
+    let status = r.status;
+    let head_at = Instant::now();
+    let mut items = Vec::new();
+    let mut burst = 0u32;
+    for _ in 0..10_000 {
+        let it = r.next(Duration::from_secs(3)).await;
+        let stop = matches!(it, Item::End | Item::Reset(_) | Item::TimedOut);
+        if let Item::Event(e) = &it {
+            if head_at.elapsed() < Duration::from_millis(400) && !e.is_priming() {
+                burst += 1;
+            }
+        }
+        items.push(it);
+        if stop {
+            break;
+        }
+    }
+    r.abort();
+    s.saw_result(i, &items);
+    let data: Vec<&RawEvent> = events(&items).into_iter().filter(|e| !e.is_priming()).collect();
+    let ended = items.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
+    let keeps_finished = ctx.fp().value("retention.drop_on_response") == Some("false");
+    let first_tick = data.iter().find_map(|e| progress_tick(e));
+    let from = *ctx.replay_from.lock().unwrap_or_else(|e| e.into_inner()) == Some(true);
+    let expected_first = if from { last_tick } else { last_tick + 1 };
+    let total = s.calls[i].ticks;
+    // Without the result, the contract's count (duration / interval) stands in for the total.
+    let missed = Some(total.unwrap_or(8000 / 40).saturating_sub(last_tick));
+    {
+        let mut fp = ctx.fp();
+        match (status, first_tick) {
+            (200, Some(f)) if f <= expected_first => {
+                fp.leave_open(
+                    "retention.max_events",
+                    format!(
+                        "all {} events missed in a 9 s outage were replayed: at least that many are kept",
+                        missed.map_or("?".into(), |m| m.to_string())
+                    ),
+                );
+                fp.leave_open("evicted_id", "nothing was evicted in the overrun scenario");
+            }
+            (200, Some(f)) => {
+                let kept = data.len();
+                fp.decide(
+                    "retention.max_events",
+                    kept.to_string(),
+                    format!("resumed after tick {last_tick} of a finished {}-tick stream: replay began at tick {f} and held {kept} events (the result included)", total.unwrap_or(0)),
+                );
+                fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) got 200 and a replay from the oldest kept event (tick {f}), no gap said"));
+            }
+            // The server keeps finished streams (it replayed one 2.5 s after its end): an empty
+            // answer now means the id itself was evicted.
+            (200, None) if data.is_empty() && keeps_finished => {
+                let missed = missed.map_or("?".into(), |m| m.to_string());
+                fp.leave_open(
+                    "retention.max_events",
+                    format!("fewer than {missed}: the id {missed} events back from the head was gone"),
+                );
+                let (rule, how) =
+                    if ended { ("\"empty-closed\"", "closed at once") } else { ("\"empty-open\"", "left open") };
+                fp.decide(
+                    "evicted_id",
+                    rule,
+                    format!("a resume with an id {missed} events back from the head of a kept stream got 200, no events, {how}"),
+                );
+            }
+            (200, None) if data.is_empty() => {
+                fp.leave_open(
+                    "retention.max_events",
+                    format!("a finished stream resumed after tick {last_tick}: 200 with no events"),
+                );
+            }
+            (410, _) => {
+                fp.decide("evicted_id", "\"gone410\"", format!("a resume with the evicted id {last_id} answered 410"))
+            }
+            (409, _) => fp.decide(
+                "evicted_id",
+                "\"conflict409\"",
+                format!("a resume with the evicted id {last_id} answered 409"),
+            ),
+            (other, _) => fp.leave_open("evicted_id", format!("the resume after the outage answered {other}")),
+        }
+    }
+    s.note(format!("overrun: last tick {last_tick} before the outage, resume {status}, {} data events, first tick {first_tick:?}, burst {burst}", data.len()));
+    // A stream still running when the client returns (for servers that drop finished streams).
+    if ctx.fp().value("retention.max_events").is_none() && ctx.fp().value("retention.drop_on_response") == Some("true")
+    {
+        // 500 ms ticks, cut off for 12 s (24 ticks): the replay arrives at once.
+        let (mut ex, j) = s.work(&session, "overrun-running", 20_000, 500).await?;
+        let t = s.t0.elapsed();
+        let _plan = s.faults(vec![PlannedFault {
+            at: t + Duration::from_secs(1),
+            fault: Fault::Partition { duration: Duration::from_secs(12) },
+        }])?;
+        // Read until the cut, noting when the last tick arrived: ticks come every 500 ms, so
+        // resuming 250 ms after a tick's slot puts the replay burst mid-way between live ticks.
+        let mut last = None;
+        let mut last_at = Instant::now();
+        let cut_by = Instant::now() + Duration::from_secs(3);
+        for _ in 0..1000 {
+            match ex.next(cut_by.saturating_duration_since(Instant::now())).await {
+                Item::Event(e) => {
+                    if let (Some(id), Some(tick)) = (e.id.clone(), progress_tick(&e)) {
+                        last = Some((id, tick));
+                        last_at = Instant::now();
+                    }
+                }
+                Item::Comment => {}
+                _ => break,
+            }
+        }
+        let earliest = s.t0 + t + Duration::from_millis(13_500);
+        let slots = earliest.saturating_duration_since(last_at).as_millis().div_ceil(500) as u32;
+        sleep_until(last_at + Duration::from_millis(500) * slots + Duration::from_millis(250)).await;
+        if let Some((last_id, last_tick)) = last {
+            let stream = s.calls[j].stream;
+            let mut r = s.get(&session, stream, Some(&last_id)).await?;
+            let status = r.status;
+            let mut burst: Vec<u32> = Vec::new();
+            for _ in 0..10_000 {
+                match r.next(Duration::from_millis(125)).await {
+                    Item::Event(e) => {
+                        if let Some(t) = progress_tick(&e) {
+                            burst.push(t);
+                        }
+                    }
+                    Item::Comment => {}
+                    _ => break,
+                }
+            }
+            let rest = r.drain(Duration::from_secs(10)).await;
+            r.abort();
+            s.saw_result(j, &rest);
+            let mut fp = ctx.fp();
+            match burst.first() {
+                Some(f) if status == 200 && *f > last_tick + 1 => {
+                    fp.decide(
+                        "retention.max_events",
+                        burst.len().to_string(),
+                        format!("a running 500 ms-tick stream resumed after tick {last_tick} replayed ticks {f}..{} at once ({} events, the burst before the first 250 ms pause)", burst.last().unwrap_or(f), burst.len()),
+                    );
+                    fp.decide("evicted_id", "\"from-oldest\"", format!("an evicted id (tick {last_tick}) of a running stream got 200 and a replay from tick {f}, no gap said"));
+                }
+                _ => fp.leave_open(
+                    "retention.max_events",
+                    format!("running-stream overrun: resume {status}, burst {burst:?}"),
+                ),
+            }
+        }
+    }
+    Ok(s.finish().await)
+}

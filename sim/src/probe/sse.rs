@@ -1,0 +1,125 @@
+//! An incremental `text/event-stream` parser that keeps what the probe needs and the usual
+//! parsers drop: comment lines (`: keepalive`), which is how a keep-alive interval is measured,
+//! and whether an event carried a `data:` field at all (a priming event has an id and an empty
+//! `data`). `sse-stream` 0.2.6 only logs comment lines and drops them, hence this one.
+
+/// One item of an event stream, in arrival order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SseItem {
+    /// A dispatched event (a blank line ended it).
+    Event(RawEvent),
+    /// A comment line, without its colon.
+    Comment(String),
+}
+
+/// An event as it was on the wire.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawEvent {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`; `None` when the event had no `data` field.
+    pub data: Option<String>,
+    pub retry_ms: Option<u64>,
+}
+
+impl RawEvent {
+    /// An id and an empty (or no) data field: only a cursor.
+    pub fn is_priming(&self) -> bool {
+        self.id.is_some() && self.data.as_deref().is_none_or(str::is_empty)
+    }
+}
+
+/// Bytes in, items out. Lines longer than [`SseParser::MAX_LINE`] are cut there (a server
+/// cannot make the probe buffer without bound).
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    pending: RawEvent,
+    /// The event has at least one field.
+    started: bool,
+    last_was_cr: bool,
+}
+
+impl SseParser {
+    /// The longest line kept.
+    pub const MAX_LINE: usize = 1 << 20;
+
+    /// Feeds bytes; returns the items they completed.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseItem> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if b == b'\n' && self.last_was_cr {
+                self.last_was_cr = false;
+                continue;
+            }
+            self.last_was_cr = b == b'\r';
+            if b == b'\n' || b == b'\r' {
+                let line = std::mem::take(&mut self.line);
+                if let Some(item) = self.line_done(&line) {
+                    out.push(item);
+                }
+            } else if self.line.len() < Self::MAX_LINE {
+                self.line.push(b);
+            }
+        }
+        out
+    }
+
+    fn line_done(&mut self, line: &[u8]) -> Option<SseItem> {
+        let line = String::from_utf8_lossy(line);
+        if line.is_empty() {
+            if !self.started {
+                return None;
+            }
+            self.started = false;
+            return Some(SseItem::Event(std::mem::take(&mut self.pending)));
+        }
+        if let Some(comment) = line.strip_prefix(':') {
+            return Some(SseItem::Comment(comment.trim_start().to_string()));
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line.as_ref(), ""),
+        };
+        self.started = true;
+        match field {
+            "id" => self.pending.id = Some(value.to_string()),
+            "event" => self.pending.event = Some(value.to_string()),
+            "retry" => self.pending.retry_ms = value.trim().parse().ok(),
+            "data" => match &mut self.pending.data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => self.pending.data = Some(value.to_string()),
+            },
+            _ => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_comments_priming_and_retry_survive_arbitrary_chunking() {
+        let text = b": keepalive\n\nid: 1-0\nretry: 3000\ndata:\n\nid: 1-1\r\ndata: {\"a\":1}\r\ndata: x\r\n\r\nevent: close\ndata: bye\n\n";
+        for split in 0..text.len() {
+            let mut p = SseParser::default();
+            let mut items = p.feed(&text[..split]);
+            items.extend(p.feed(&text[split..]));
+            assert_eq!(items.len(), 4, "split at {split}: {items:?}");
+            assert_eq!(items[0], SseItem::Comment("keepalive".into()));
+            let SseItem::Event(priming) = &items[1] else { panic!() };
+            assert!(priming.is_priming());
+            assert_eq!(priming.retry_ms, Some(3000));
+            let SseItem::Event(e) = &items[2] else { panic!() };
+            assert_eq!(e.data.as_deref(), Some("{\"a\":1}\nx"));
+            assert!(!e.is_priming());
+            let SseItem::Event(close) = &items[3] else { panic!() };
+            assert_eq!(close.event.as_deref(), Some("close"));
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The probe against loopback stand-in servers of known behaviour: its fingerprint must decide
+//! those behaviours, and the oracles must judge its traces.
+
+use mcpsim::probe::standin::{probe_standin, StandinConfig, StandinUnknown};
+use mcpsim::probe::{verdict_table, ProbeReport};
+
+fn field<'a>(r: &'a ProbeReport, name: &str) -> Option<&'a str> {
+    r.fingerprint.value(name)
+}
+
+fn show(r: &ProbeReport) -> String {
+    format!("{}\n{}", verdict_table(r), r.profile_toml)
+}
+
+#[test]
+fn a_410_server_and_an_empty_200_server_are_told_apart() {
+    let gone = probe_standin(
+        StandinConfig { unknown_id: StandinUnknown::Gone410, ..Default::default() },
+        &["made-up-id", "unknown-session"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&gone, "unknown_id"), Some("\"gone410\""), "{}", show(&gone));
+    assert_eq!(field(&gone, "event_ids"), Some("\"reference\""), "{}", show(&gone));
+    assert_eq!(field(&gone, "delete_unknown_status"), Some("404"), "{}", show(&gone));
+    assert_eq!(field(&gone, "priming.post"), Some("true"), "{}", show(&gone));
+    assert_eq!(field(&gone, "retry_ms"), Some("1000"), "{}", show(&gone));
+
+    let closed = probe_standin(
+        StandinConfig { unknown_id: StandinUnknown::EmptyClosed, priming: false, retry_ms: None, ..Default::default() },
+        &["made-up-id"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&closed, "unknown_id"), Some("\"empty-closed\""), "{}", show(&closed));
+    assert_eq!(field(&closed, "priming.post"), Some("false"), "{}", show(&closed));
+    assert_eq!(field(&closed, "retry_ms"), None, "{}", show(&closed));
+
+    let open =
+        probe_standin(StandinConfig { unknown_id: StandinUnknown::EmptyOpen, ..Default::default() }, &["made-up-id"])
+            .expect("probe runs");
+    assert_eq!(field(&open, "unknown_id"), Some("\"empty-open\""), "{}", show(&open));
+}
+
+#[test]
+fn replay_rule_delete_rule_and_second_get_are_decided() {
+    let a = probe_standin(
+        StandinConfig { replay_from: false, delete_cancels: true, second_get_409: true, ..Default::default() },
+        &["cut-and-resume", "resume-after-completion", "delete-during-tool", "cross-session-id"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&a, "replay"), Some("\"after\""), "{}", show(&a));
+    assert_eq!(field(&a, "delete_running_tool"), Some("\"cancel\""), "{}", show(&a));
+    assert_eq!(field(&a, "delete_status"), Some("200"), "{}", show(&a));
+    assert_eq!(field(&a, "disconnect_cancels"), Some("false"), "{}", show(&a));
+    assert_eq!(field(&a, "retention.drop_on_response"), Some("false"), "{}", show(&a));
+    assert_eq!(field(&a, "store"), Some("\"per-session\""), "{}", show(&a));
+    let cut = a.scenarios.iter().find(|s| s.name == "cut-and-resume").expect("ran");
+    assert!(cut.violations.is_empty(), "{}", show(&a));
+
+    let b = probe_standin(
+        StandinConfig { replay_from: true, delete_cancels: false, ..Default::default() },
+        &["cut-and-resume", "delete-during-tool"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&b, "replay"), Some("\"from\""), "{}", show(&b));
+    assert_eq!(field(&b, "delete_running_tool"), Some("\"run-on\""), "{}", show(&b));
+    // Replaying from the id hands the application that event twice: the oracles say so.
+    let cut = b.scenarios.iter().find(|s| s.name == "cut-and-resume").expect("ran");
+    assert!(cut.violations.iter().any(|v| v.invariant == "no-duplicate-delivery"), "{}", show(&b));
+}
+
+#[test]
+fn a_bounded_buffer_that_resumes_from_its_oldest_event_is_measured_and_judged() {
+    let r = probe_standin(
+        StandinConfig { retention: Some(40), evicted_from_oldest: true, ..Default::default() },
+        &["cut-and-resume", "overrun"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&r, "retention.max_events"), Some("40"), "{}", show(&r));
+    assert_eq!(field(&r, "evicted_id"), Some("\"from-oldest\""), "{}", show(&r));
+    let overrun = r.scenarios.iter().find(|s| s.name == "overrun").expect("ran");
+    assert!(overrun.violations.iter().any(|v| v.invariant == "no-silent-event-loss"), "{}", show(&r));
+}
+
+#[test]
+fn an_evicted_id_answered_with_an_empty_stream_is_told_from_a_dropped_finished_stream() {
+    let r = probe_standin(
+        StandinConfig { retention: Some(40), unknown_id: StandinUnknown::EmptyClosed, ..Default::default() },
+        &["cut-and-resume", "resume-after-completion", "overrun"],
+    )
+    .expect("probe runs");
+    assert_eq!(field(&r, "retention.drop_on_response"), Some("false"), "{}", show(&r));
+    assert_eq!(field(&r, "evicted_id"), Some("\"empty-closed\""), "{}", show(&r));
+    assert_eq!(field(&r, "retention.max_events"), None, "{}", show(&r));
+}
