@@ -8,6 +8,7 @@
 pub mod advise;
 pub mod bench;
 pub mod determinism;
+pub mod guided;
 pub mod matrix;
 pub mod search;
 pub mod stats;
