@@ -42,7 +42,7 @@ PROFILE = [
     "--release",
     "--config", "profile.release.lto=false",
     "--config", "profile.release.codegen-units=16",
-    "--config", "profile.release.incremental=true",
+    "--config", "profile.release.incremental=false",
 ]
 SRC = os.path.join(WORK, "src")
 ENV = dict(os.environ, CARGO_TARGET_DIR=os.path.join(WORK, "target"))
