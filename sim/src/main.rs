@@ -242,9 +242,20 @@ fn main() -> ExitCode {
         Command::Run { target, seed, trace, check_determinism } => {
             cli::cmd_run(&target.args(), seed, trace.as_deref(), check_determinism)
         }
-        Command::Explore { target, seeds, start_seed, out, search, guided, within_conditions, invariant, no_shrink } => {
+        Command::Explore {
+            target,
+            seeds,
+            start_seed,
+            out,
+            search,
+            guided,
+            within_conditions,
+            invariant,
+            no_shrink,
+        } => {
             let shrink = !no_shrink;
-            let explore = cli::ExploreArgs { seeds, start_seed, out, search, guided, within_conditions, invariant, shrink };
+            let explore =
+                cli::ExploreArgs { seeds, start_seed, out, search, guided, within_conditions, invariant, shrink };
             cli::cmd_explore(&target.args(), &explore)
         }
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),

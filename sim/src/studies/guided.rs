@@ -167,7 +167,14 @@ pub fn explore_guided(
         }
         progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
     }
-    Ok(GuidedReport { found: None, cases: cases_run, coverage: total, features: seen.len(), corpus: corpus.len(), growth })
+    Ok(GuidedReport {
+        found: None,
+        cases: cases_run,
+        coverage: total,
+        features: seen.len(),
+        corpus: corpus.len(),
+        growth,
+    })
 }
 
 /// `explore --guided`: [`explore_guided`] on `scenario` (inside the conditions of validity when
