@@ -94,8 +94,11 @@ enum Command {
         /// Generate cases (parameters and fault plans, swarm-tested) instead of running seeds.
         #[arg(long)]
         search: bool,
-        /// With --search: keep inside the design note's conditions of validity.
-        #[arg(long, requires = "search")]
+        /// Coverage-guided: keep the cases that reach a new feature and mutate them (AFL-style).
+        #[arg(long, conflicts_with = "search")]
+        guided: bool,
+        /// With --search or --guided: keep inside the design note's conditions of validity.
+        #[arg(long)]
         within_conditions: bool,
         /// Only a violation of this invariant counts (default: any).
         #[arg(long, value_name = "NAME")]
@@ -277,9 +280,20 @@ fn main() -> ExitCode {
         Command::Run { target, seed, trace, check_determinism } => {
             cli::cmd_run(&target.args(), seed, trace.as_deref(), check_determinism)
         }
-        Command::Explore { target, seeds, start_seed, out, search, within_conditions, invariant, no_shrink } => {
+        Command::Explore {
+            target,
+            seeds,
+            start_seed,
+            out,
+            search,
+            guided,
+            within_conditions,
+            invariant,
+            no_shrink,
+        } => {
+            let shrink = !no_shrink;
             let explore =
-                cli::ExploreArgs { seeds, start_seed, out, search, within_conditions, invariant, shrink: !no_shrink };
+                cli::ExploreArgs { seeds, start_seed, out, search, guided, within_conditions, invariant, shrink };
             cli::cmd_explore(&target.args(), &explore)
         }
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),

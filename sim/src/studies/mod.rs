@@ -12,6 +12,7 @@
 pub mod advise;
 pub mod bench;
 pub mod determinism;
+pub mod guided;
 pub mod matrix;
 pub mod pool;
 pub mod search;
