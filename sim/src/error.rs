@@ -50,7 +50,7 @@ pub enum SimError {
 /// Shows a string with its control characters escaped (`\n`, `\t`, `\u{1b}`, …) and everything
 /// else as it is: for text echoed from input into a one-line message.
 #[derive(Clone, Copy, Debug)]
-pub struct Esc<'a>(pub &'a str);
+pub(crate) struct Esc<'a>(pub &'a str);
 
 impl fmt::Display for Esc<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the run goes on once it looks finished, so that late effects still show.
-pub const SETTLE: Duration = Duration::from_secs(5);
+pub(crate) const SETTLE: Duration = Duration::from_secs(5);
 
 /// The result of one run.
 #[derive(Debug)]
@@ -97,14 +97,14 @@ impl Default for Budget {
 }
 
 /// The most logical clients a run starts (each is a madsim node with its own address).
-pub const MAX_CLIENTS: u32 = 256;
+pub(crate) const MAX_CLIENTS: u32 = 256;
 
 /// The longest simulated time a run may be planned for (its time limit): a century.
-pub const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub(crate) const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// What makes `scenario` impossible to run, checked before anything is started: its own
 /// validation, then the engine's bounds (clients, simulated time, latency).
-pub fn runnable(scenario: &Scenario) -> Result<(), String> {
+pub(crate) fn runnable(scenario: &Scenario) -> Result<(), String> {
     scenario.validate().map_err(|e| e.to_string())?;
     if let Some(problem) = scenario.clients_problem() {
         return Err(problem);

@@ -5,8 +5,8 @@
 
 pub mod artifacts;
 pub mod diagram;
-pub mod explain;
+pub(crate) mod explain;
 pub mod html;
 #[cfg(feature = "cli")]
-pub mod plot;
+pub(crate) mod plot;
 pub mod timeline;

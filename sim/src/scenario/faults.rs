@@ -106,7 +106,7 @@ impl FaultPlan {
     }
 
     /// Removes every fault of one kind.
-    pub fn remove_kind(&mut self, kind: &str) {
+    pub(crate) fn remove_kind(&mut self, kind: &str) {
         self.faults.retain(|f| f.fault.kind() != kind);
     }
 
@@ -127,7 +127,7 @@ pub fn parse_partition(text: &str) -> Result<PlannedFault, String> {
 }
 
 /// Parses a comma-separated list of times (`30s,2m`).
-pub fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
+pub(crate) fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
     text.split(',').map(|t| parse_duration(t.trim())).collect()
 }
 

@@ -8,7 +8,7 @@
 
 pub mod families;
 pub mod faults;
-pub mod profile_files;
+pub(crate) mod profile_files;
 pub mod settings;
 
 pub use families::{describe, SCENARIO_NAMES};
@@ -150,7 +150,7 @@ impl Scenario {
     }
 
     /// The tool of that name.
-    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
     }
 
@@ -160,7 +160,7 @@ impl Scenario {
     }
 
     /// The latest time a call's tool can finish, with jitter at its worst.
-    pub fn last_tool_due(&self) -> Duration {
+    pub(crate) fn last_tool_due(&self) -> Duration {
         self.calls
             .iter()
             .filter_map(|c| self.tool(&c.tool).map(|t| c.at + t.duration.mul_f64(1.0 + self.tool_jitter)))
@@ -185,7 +185,7 @@ impl Scenario {
 
     /// What is wrong with the scenario's clients, if anything: there must be at least one, and
     /// every call and delete must name one of them.
-    pub fn clients_problem(&self) -> Option<String> {
+    pub(crate) fn clients_problem(&self) -> Option<String> {
         if self.clients == 0 {
             return Some("a scenario needs at least one client".to_string());
         }

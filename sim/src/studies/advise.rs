@@ -555,7 +555,7 @@ pub struct VerifyReport {
 /// The chatty-tool scenario that reproduces the advice's inputs: the same profiles and `--set`
 /// overrides, events at the advised rate, a partition of the advised outage from 60 s on, the
 /// advised load-balancer timeout, and a tool that runs well past the client's return.
-pub fn verify_scenario(base: &Scenario, advice: &Advice) -> Result<Scenario, SimError> {
+pub(crate) fn verify_scenario(base: &Scenario, advice: &Advice) -> Result<Scenario, SimError> {
     let input = &advice.input;
     if input.event_rate <= 0.0 {
         return Err(SimError::Usage("--verify needs an event rate above zero (--event-rate)".into()));
@@ -698,11 +698,11 @@ pub struct Prediction {
 }
 
 /// The keys a prediction exists for.
-pub const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retention_window", "server.idle_ttl"];
+pub(crate) const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retention_window", "server.idle_ttl"];
 
 /// The predicted boundary of `key` in `scenario`: `None` if advise predicts nothing for the
 /// key, `Some(Err(why))` when no value or any value works.
-pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
+pub(crate) fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
     let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
     let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
     let need = match key {
@@ -717,7 +717,7 @@ pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, Stri
 }
 
 /// A value of a predicted key as the key writes it: a count of events, or a duration.
-pub fn show_value(key: &str, x: f64) -> String {
+pub(crate) fn show_value(key: &str, x: f64) -> String {
     if key == "server.retention" {
         show_n(x)
     } else {

@@ -147,7 +147,7 @@ pub fn run_matrix(spec: &MatrixSpec, progress: &dyn Progress) -> Result<Vec<Matr
 }
 
 /// [`run_matrix`] with another runner (a fake, in tests).
-pub fn run_matrix_with(
+pub(crate) fn run_matrix_with(
     spec: &MatrixSpec,
     runner: &RunFn,
     progress: &dyn Progress,
@@ -209,7 +209,7 @@ fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
 }
 
 /// The columns of [`to_csv`].
-pub const CSV_HEADER: [&str; 7] = ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
+pub(crate) const CSV_HEADER: [&str; 7] = ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
 
 /// The results as CSV (RFC 4180: fields quoted when they hold a comma, a quote or a line
 /// break), one record per cell; `violations` is `name=count` entries joined by `;`.
@@ -367,8 +367,8 @@ pub fn write_doc(spec: &MatrixSpec, results: &[MatrixCell], doc: &Path, traces_d
 }
 
 /// Markers around the generated table, so a test can compare just the table.
-pub const TABLE_BEGIN: &str = "<!-- matrix:begin -->";
-pub const TABLE_END: &str = "<!-- matrix:end -->";
+pub(crate) const TABLE_BEGIN: &str = "<!-- matrix:begin -->";
+pub(crate) const TABLE_END: &str = "<!-- matrix:end -->";
 
 /// The table between the markers of a generated document.
 pub fn table_in(doc: &str) -> Option<&str> {

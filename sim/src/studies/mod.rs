@@ -10,11 +10,11 @@
 //! imports a study.
 
 pub mod advise;
-pub mod bench;
+pub(crate) mod bench;
 pub mod determinism;
 pub mod matrix;
 pub mod pool;
 pub mod search;
-pub mod stats;
+pub(crate) mod stats;
 pub mod sweep;
 pub mod tally;

@@ -76,7 +76,7 @@ impl std::fmt::Display for Size {
 }
 
 /// The size of a scenario run and its trace.
-pub fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
+pub(crate) fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
     Size { faults: scenario.faults.len(), overrides: scenario.overrides.len(), steps: outcome.trace.steps.len() }
 }
 
@@ -109,7 +109,7 @@ impl Counterexample {
 /// The invariant a counterexample is pinned to: `target` if given and broken, otherwise the first
 /// broken one in the registry's order (most serious first: a duplicate payment before a lost
 /// event before an orphaned session), whatever the order in time.
-pub fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
+pub(crate) fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
     let broken = |name: &str| violations.iter().any(|v| v.invariant == name);
     INVARIANTS.iter().map(|i| i.name).find(|name| target.is_none_or(|t| t == *name) && broken(name))
 }
@@ -159,7 +159,7 @@ impl Space {
     /// (unbounded retention, no idle expiry, and no server restart of the family's own plan) and
     /// a client that never gives up reconnecting. Conditions 1, 3 and 4 come from the profiles
     /// under test.
-    pub fn constraints(&self, base: &Scenario) -> Vec<Override> {
+    pub(crate) fn constraints(&self, base: &Scenario) -> Vec<Override> {
         if !self.within_conditions {
             return vec![];
         }
@@ -172,7 +172,7 @@ impl Space {
     }
 
     /// The base a search of this space runs its cases on.
-    pub fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
+    pub(crate) fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
         let mut s = base.clone();
         s.apply_overrides(&self.constraints(base))?;
         Ok(s)
@@ -301,7 +301,7 @@ fn fault_plan(space: &Space) -> BoxedStrategy<(Swarm, Vec<Override>)> {
 }
 
 /// The strategy of cases for a scenario family.
-pub fn cases(space: &Space) -> BoxedStrategy<Case> {
+pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
     (params, fault_plan(space), any::<u64>().no_shrink())
         .prop_map(|(mut overrides, (swarm, faults), seed)| {
@@ -454,7 +454,7 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
 /// to `base`, keeping a change while the same seed still breaks `invariant` and the [`Size`]
 /// (faults, then overrides, then steps) gets smaller. `base`'s own overrides are kept: they are
 /// what the search was asked to explore. Returns the smallest counterexample and the runs spent.
-pub fn shrink_fixed(
+pub(crate) fn shrink_fixed(
     base: &Scenario,
     found: &Counterexample,
     invariant: &str,

@@ -112,20 +112,20 @@ fn number_range(a: &str, b: &str, step: &str) -> Result<(Vec<String>, f64), Stri
 
 /// A value's position on a numeric axis: durations in seconds, numbers as they are; `None` for
 /// words (`none`, `unbounded`, `410`… is a number, `silent-head` is not).
-pub fn numeric(value: &str) -> Option<f64> {
+pub(crate) fn numeric(value: &str) -> Option<f64> {
     parse_duration(value).map(|d| d.as_secs_f64()).ok().or_else(|| value.parse::<f64>().ok().filter(|x| x.is_finite()))
 }
 
 /// One cell of the grid: the base scenario with one value of each varied key.
 #[derive(Clone, Debug)]
-pub struct Cell {
+pub(crate) struct Cell {
     pub values: Vec<String>,
     pub scenario: Scenario,
 }
 
 /// The validated grid: canonical values and every cell's scenario.
 #[derive(Clone, Debug)]
-pub struct Grid {
+pub(crate) struct Grid {
     pub varies: Vec<Vary>,
     /// The cartesian product, the first key outermost.
     pub cells: Vec<Cell>,
@@ -133,7 +133,7 @@ pub struct Grid {
 
 /// Checks the varies against `base` (one or two distinct keys, every value accepted by its key's
 /// `apply`, no value twice) and builds the cells. Values become what `show` writes.
-pub fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, SimError> {
+pub(crate) fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, SimError> {
     if varies.is_empty() || varies.len() > 2 {
         return Err(SimError::Usage(format!("a sweep varies one or two keys, not {}", varies.len())));
     }
@@ -199,7 +199,7 @@ pub struct SweepCell {
 // ---------------------------------------------------------------------------------------------
 
 /// The CSV header of a sweep over `varies`.
-pub fn csv_header(varies: &[Vary]) -> Vec<String> {
+pub(crate) fn csv_header(varies: &[Vary]) -> Vec<String> {
     let mut h: Vec<String> = varies.iter().map(|v| v.key.to_string()).collect();
     h.push("n".into());
     for o in Outcome::ALL {
@@ -575,7 +575,7 @@ fn safe(cell: &SweepCell, threshold: f64) -> bool {
 }
 
 /// The smallest value of the line from which on every cell is safe (values must be numeric).
-pub fn measure(line: &[&SweepCell], along: usize, threshold: f64) -> Option<Measured> {
+pub(crate) fn measure(line: &[&SweepCell], along: usize, threshold: f64) -> Option<Measured> {
     let mut points: Vec<(f64, &SweepCell)> =
         line.iter().map(|c| numeric(&c.values[along]).map(|x| (x, *c))).collect::<Option<Vec<_>>>()?;
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
