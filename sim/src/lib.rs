@@ -11,6 +11,8 @@
 //! - [`report`]: timelines, sequence diagrams and plots of traces and studies.
 //! - `cli`: the commands of the `mcpsim` binary.
 
+#![warn(missing_docs)]
+
 #[cfg(not(madsim))]
 compile_error!(
     "mcpsim simulates on madsim and must be built with `--cfg madsim`: put `[build] rustflags = [\"--cfg\", \"madsim\"]` in your .cargo/config.toml (see mcpsim's README, \"mcpsim as a library\")"

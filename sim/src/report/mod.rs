@@ -1,5 +1,5 @@
 //! What a person reads: traces as a timeline ([`timeline`]), sequence diagrams ([`diagram`]), an
-//! HTML page ([`html`]) and plots ([`plot`]).
+//! HTML page ([`html`]) and plots (`plot`, with the `cli` feature).
 //!
 //! Depends on [`crate::scenario`], [`crate::engine`] and the model's trace schema only.
 

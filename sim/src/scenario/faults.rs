@@ -18,6 +18,7 @@ pub enum Fault {
     /// link are reset when it starts (as when an interface goes down) and new ones are refused
     /// until it heals.
     Partition {
+        /// How long the link stays cut.
         #[serde(with = "serde_duration")]
         duration: Duration,
     },
@@ -55,8 +56,10 @@ impl Fault {
 /// A fault at a time since the start of the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedFault {
+    /// When it happens, since the start of the run.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// What happens.
     #[serde(flatten)]
     pub fault: Fault,
 }
@@ -91,10 +94,12 @@ impl FaultPlan {
         &self.faults
     }
 
+    /// How many faults are planned.
     pub fn len(&self) -> usize {
         self.faults.len()
     }
 
+    /// Whether no fault is planned (a calm run).
     pub fn is_empty(&self) -> bool {
         self.faults.is_empty()
     }

@@ -3,7 +3,7 @@
 //!
 //! - [`families`]: the named scenario families.
 //! - [`settings`]: the settable keys and the one validation of a scenario.
-//! - [`profile_files`]: profiles named on the command line, built-in or TOML files.
+//! - `profile_files`: profiles named on the command line, built-in or TOML files.
 //! - [`faults`]: the fault plan.
 
 pub mod families;
@@ -28,7 +28,10 @@ pub struct CallSpec {
     /// When the application issues it.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// The call's key: the same on every re-send, so the server's ledger can tell a duplicate from
+    /// a second call.
     pub call: CallKey,
+    /// The tool it calls (one of `Scenario::tools`).
     pub tool: String,
     /// Which logical client issues it (0-based; see `Scenario::clients`).
     #[serde(default)]
@@ -38,8 +41,10 @@ pub struct CallSpec {
 /// The application ends its session with `DELETE` at a time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeleteSpec {
+    /// When the application sends the `DELETE`.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// Which logical client ends its session (0-based).
     #[serde(default)]
     pub client: u32,
 }
@@ -54,6 +59,7 @@ pub struct NetParams {
     /// One-way latency of each message is drawn from `latency_min..latency_max`.
     #[serde(with = "serde_duration")]
     pub latency_min: Duration,
+    /// The upper end of the latency range.
     #[serde(with = "serde_duration")]
     pub latency_max: Duration,
 }
@@ -63,14 +69,18 @@ pub struct NetParams {
 pub struct Scenario {
     /// The family name (`long-tool`, `chatty-tool`, ...).
     pub name: String,
+    /// The client profile: reconnect, persistence and close rules.
     pub client: ClientPolicy,
+    /// The server profile: sessions, event retention, keep-alives, replay.
     pub server: ServerPolicy,
+    /// The load balancer between clients and server: affinity and idle timeout.
     pub lb: LbConfig,
     /// Tools the server offers. Durations are nominal: each run draws the actual one within
     /// `tool_jitter` from the seed.
     pub tools: Vec<ToolSpec>,
     /// Relative jitter of tool durations (0.1 = up to ±10%).
     pub tool_jitter: f64,
+    /// The tool calls the application makes, in issue order.
     pub calls: Vec<CallSpec>,
     /// How many logical clients (each its own process and session) share the server.
     #[serde(default = "one")]
@@ -81,7 +91,9 @@ pub struct Scenario {
     /// Server notifications on every session's standalone stream at this interval.
     #[serde(with = "mcpsim_model::time::serde_opt_duration")]
     pub notify_interval: Option<Duration>,
+    /// The faults of the run, at their times (the safety phase ends when the last heals).
     pub faults: FaultPlan,
+    /// Latency of the simulated links.
     pub net: NetParams,
     /// After the faults heal and the last tool is due, every call must resolve within this.
     #[serde(with = "serde_duration")]
@@ -212,8 +224,11 @@ impl Scenario {
 /// The scenario a command names: profiles, family and overrides.
 #[derive(Clone, Debug)]
 pub struct ScenarioArgs {
+    /// `--client`: a built-in profile name or a TOML file.
     pub client: String,
+    /// `--server`: a built-in profile name or a TOML file.
     pub server: String,
+    /// `--scenario`: the family name.
     pub scenario: String,
     /// `key=value` overrides, in order.
     pub sets: Vec<String>,

@@ -9,8 +9,8 @@
 //! written as traces write them (`gone410`, `none`, `15s`); the older spellings (`410`,
 //! `unbounded`, `unlimited`) are accepted too.
 //!
-//! Validation ([`problems`]) is one list of rules over a whole scenario; `--set`, profile files
-//! ([`client_problems`] and friends, at the file's line and column) and trace headers
+//! Validation (`problems`) is one list of rules over a whole scenario; `--set`, profile files
+//! (`client_problems` and friends, at the file's line and column) and trace headers
 //! (`Scenario::validate`) all use it. The bounds keep a run bounded:
 //!
 //! | what | bound |
@@ -52,11 +52,13 @@ pub const MAX_LATENCY: Duration = Duration::from_secs(60);
 
 /// A parameter `--set` can change.
 pub struct Setting {
+    /// The short key `--set` takes (`server.keepalive`, `fault.partition`, …).
     pub key: &'static str,
     /// The fields it sets (dotted serde paths of the scenario): two overrides of one field clash.
     pub targets: &'static [&'static str],
     /// What it means and how values are written.
     pub help: &'static str,
+    /// Reads a value into the scenario, or says why it cannot.
     pub apply: fn(&mut Scenario, &str) -> Result<(), String>,
     /// The current value, written the way `apply` reads it.
     pub show: fn(&Scenario) -> String,

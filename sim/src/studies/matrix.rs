@@ -18,8 +18,11 @@ use std::path::Path;
 /// A change that fixes a class of failure, as `--set` overrides.
 #[derive(Debug)]
 pub struct Mitigation {
+    /// The name `--mitigate` takes.
     pub name: &'static str,
+    /// What it changes and why that helps, in words.
     pub description: &'static str,
+    /// The `key=value` overrides it applies to every cell.
     pub overrides: &'static [(&'static str, &'static str)],
 }
 
@@ -65,12 +68,17 @@ pub fn mitigation(name: &str) -> Result<&'static Mitigation, SimError> {
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct MatrixSpec {
+    /// Client profiles (names or TOML files).
     pub clients: Vec<String>,
+    /// Server profiles (names or TOML files).
     pub servers: Vec<String>,
+    /// Scenario families.
     pub scenarios: Vec<String>,
+    /// Seeds `0..seeds` per cell.
     pub seeds: u64,
     /// Worker threads; 0 for the machine's available parallelism.
     pub jobs: usize,
+    /// A mitigation applied to every cell, if any.
     pub mitigation: Option<&'static Mitigation>,
 }
 
@@ -113,9 +121,13 @@ impl MatrixSpec {
 /// One cell's result: which profiles and scenario, and the tally of its seeds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatrixCell {
+    /// The client profile.
     pub client: String,
+    /// The server profile.
     pub server: String,
+    /// The scenario family.
     pub scenario: String,
+    /// What the cell's seeds came to.
     pub tally: Tally,
 }
 

@@ -1,7 +1,7 @@
 //! The one worker pool of the studies: a list of cells (a scenario and a range of seeds) run on
 //! worker threads, each cell tallied ([`Tally`]), the results handed back in input order.
 //!
-//! Sweeps, the matrix and `advise --verify` all run through [`run_cells`], so they share its
+//! Sweeps, the matrix and `advise --verify` all run through `run_cells`, so they share its
 //! guarantees: a cell's seeds run in order on one thread, so its tally (first replays
 //! included) does not depend on the number of threads; results come back in input order, and
 //! `on_done` sees them in that order too, whatever order the cells finish in; the first error

@@ -8,7 +8,7 @@
 //!
 //! Shrinking has two stages. proptest shrinks the generated values: fault lists element by
 //! element (dropping faults, then moving each earlier), ranges towards their low end, optional
-//! values towards `none`. Then [`shrink_fixed`] — the same pass `explore` uses on a fixed
+//! values towards `none`. Then `shrink_fixed` — the same pass `explore` uses on a fixed
 //! scenario — removes each fault that is left (the family's planned ones included) and drops
 //! each override, so that a parameter that does not matter ends at its simplest value: the
 //! family's own, with no override at all. Both stages keep a change only while the same seed
@@ -64,8 +64,11 @@ impl Case {
 /// that priority: fewer faults first, then fewer overrides, then a shorter run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size {
+    /// Faults planned.
     pub faults: usize,
+    /// `--set` overrides applied.
     pub overrides: usize,
+    /// Steps the run recorded.
     pub steps: usize,
 }
 
@@ -83,8 +86,11 @@ pub(crate) fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
 /// A run that broke an invariant: what ran, under which seed, and what came of it.
 #[derive(Debug)]
 pub struct Counterexample {
+    /// The scenario that ran, overrides and swarm included.
     pub scenario: Scenario,
+    /// The run's seed.
     pub seed: u64,
+    /// Its trace and violations.
     pub outcome: RunOutcome,
 }
 
@@ -96,6 +102,7 @@ impl Clone for Counterexample {
 }
 
 impl Counterexample {
+    /// How big the case is, the order shrinking minimises.
     pub fn size(&self) -> Size {
         size(&self.scenario, &self.outcome)
     }
@@ -124,7 +131,7 @@ pub struct Space {
     /// Keep parameters inside the design note's conditions of validity (ample retention, no
     /// idle expiry, no server restart, a client that keeps retrying): used to check pairs that
     /// should be safe. The conditions are pinned as overrides of the base
-    /// ([`Space::constraints`]) that shrinking never drops, so a shrunk counterexample is still
+    /// (`Space::constraints`) that shrinking never drops, so a shrunk counterexample is still
     /// inside them.
     pub within_conditions: bool,
     /// Fault kinds the swarm may enable (names of [`Fault::KINDS`]).
@@ -329,6 +336,7 @@ pub struct Found {
 /// What a search did.
 #[derive(Debug)]
 pub struct SearchReport {
+    /// The first violation and its shrunk form; `None` when the budget ran out first.
     pub found: Option<Found>,
     /// Cases run until the first violation (or the whole budget).
     pub cases: u64,

@@ -1,5 +1,5 @@
 //! What many runs of one scenario came to: each run classified by what the application saw
-//! ([`classify`], the one place outcomes are defined), and the counts of a cell ([`Tally`]) that
+//! (`classify`, the one place outcomes are defined), and the counts of a cell ([`Tally`]) that
 //! sweeps, the matrix and `advise --verify` all report from.
 
 use crate::studies::stats::wilson;
@@ -32,6 +32,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order of the CSV columns.
     pub const ALL: [Outcome; 9] = [
         Outcome::CleanResume,
         Outcome::GapReported,
@@ -44,6 +45,7 @@ impl Outcome {
         Outcome::LossFree,
     ];
 
+    /// The outcome's name in reports (`silent-loss`, `loss-free`).
     pub fn name(self) -> &'static str {
         match self {
             Outcome::CleanResume => "clean-resume",
