@@ -5,6 +5,7 @@
 
 pub mod artifacts;
 pub mod diagram;
+#[cfg(feature = "cli")]
 pub(crate) mod explain;
 pub mod html;
 #[cfg(feature = "cli")]

@@ -10,6 +10,7 @@
 //! imports a study.
 
 pub mod advise;
+#[cfg(feature = "cli")]
 pub(crate) mod bench;
 pub mod determinism;
 pub mod matrix;
