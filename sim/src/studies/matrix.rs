@@ -221,7 +221,8 @@ fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
 }
 
 /// The columns of [`to_csv`].
-pub(crate) const CSV_HEADER: [&str; 7] = ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
+pub(crate) const CSV_HEADER: [&str; 7] =
+    ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
 
 /// The results as CSV (RFC 4180: fields quoted when they hold a comma, a quote or a line
 /// break), one record per cell; `violations` is `name=count` entries joined by `;`.
