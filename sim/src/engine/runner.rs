@@ -46,6 +46,20 @@ pub struct RunOutcome {
 ///
 /// The run has the [`Budget`] the environment sets ([`Budget::from_env`]); a run that goes
 /// over it is stopped and comes back as `SimError::OverBudget`.
+///
+/// ```
+/// // The design note's first incident: the load balancer cuts the silent stream of a long tool
+/// // call, and the naive client sends the call again in a new session.
+/// let s = mcpsim::Scenario::build("long-tool", "naive", "reference")?;
+/// let outcome = mcpsim::run(&s, 0)?;
+/// assert!(outcome.violations.iter().any(|v| v.invariant == "no-duplicate-execution"));
+/// // The verdict is written into the trace's footer too.
+/// assert_eq!(outcome.trace.footer.as_ref().map(|f| f.verdict.len()), Some(outcome.violations.len()));
+///
+/// // Same seed, same bytes.
+/// assert_eq!(mcpsim::run(&s, 0)?.trace.to_jsonl(), outcome.trace.to_jsonl());
+/// # Ok::<(), mcpsim::SimError>(())
+/// ```
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
     run_with_budget(scenario, seed, Budget::from_env()?)
 }

@@ -25,6 +25,25 @@ pub(crate) fn program() -> String {
 
 /// The command that re-runs one seed of a scenario, every argument quoted the way a POSIX shell
 /// reads it back (`--set 'fault.partition=70s..80s, 3m..4m'`).
+///
+/// The command starts with how this program was invoked: `mcpsim`, or `cargo run -p mcpsim --`
+/// from a checkout.
+///
+/// ```
+/// use mcpsim::report::artifacts::replay_command;
+///
+/// let mut s = mcpsim::Scenario::build("long-tool", "naive", "reference")?;
+/// s.apply_overrides(&[("fault.partition".into(), "70s..80s, 3m..4m".into())])?;
+/// let command = replay_command(&s, 7);
+/// assert!(
+///     command.ends_with(
+///         " run --client naive --server reference --scenario long-tool \
+///          --set 'fault.partition=70s..80s, 3m..4m' --seed 7"
+///     ),
+///     "{command}"
+/// );
+/// # Ok::<(), mcpsim::SimError>(())
+/// ```
 pub fn replay_command(scenario: &Scenario, seed: u64) -> String {
     format!("{} run {} --seed {seed}", program(), quoted_cli_args(scenario))
 }

@@ -115,6 +115,19 @@ pub struct Scenario {
 impl Scenario {
     /// The named family with the named profiles (built-in names or `.toml` files), before any
     /// `--set`.
+    ///
+    /// ```
+    /// use mcpsim::{Scenario, SimError};
+    ///
+    /// let s = Scenario::build("long-tool", "naive", "reference")?;
+    /// assert_eq!(s.cli_args(), "--client naive --server reference --scenario long-tool");
+    /// assert!(mcpsim::run(&s, 0)?.violations.iter().any(|v| v.invariant == "no-duplicate-execution"));
+    ///
+    /// // An unknown name is an error that lists the known ones.
+    /// let err = Scenario::build("long-tool", "naïve", "reference").unwrap_err();
+    /// assert!(matches!(err, SimError::UnknownProfile { role: "client", .. }), "{err}");
+    /// # Ok::<(), SimError>(())
+    /// ```
     pub fn build(name: &str, client: &str, server: &str) -> Result<Scenario, SimError> {
         let client_policy = profile_files::client(client)?;
         let server_policy = profile_files::server(server)?;
@@ -144,6 +157,21 @@ impl Scenario {
     }
 
     /// Applies `key=value` overrides in order, recording them, and validates the result.
+    ///
+    /// ```
+    /// use mcpsim::{Scenario, SimError};
+    ///
+    /// // A keep-alive shorter than the load balancer's 60 s idle timeout saves even the naive client.
+    /// let mut s = Scenario::build("long-tool", "naive", "reference")?;
+    /// s.apply_overrides(&[("server.keepalive".into(), "15s".into())])?;
+    /// assert_eq!(s.cli_args(), "--client naive --server reference --scenario long-tool --set server.keepalive=15s");
+    /// assert!(mcpsim::run(&s, 0)?.violations.is_empty());
+    ///
+    /// // A value out of its bounds is refused, naming the key.
+    /// let err = s.clone().apply_overrides(&[("server.keepalive".into(), "10ms".into())]).unwrap_err();
+    /// assert!(err.to_string().starts_with("server.keepalive"), "{err}");
+    /// # Ok::<(), SimError>(())
+    /// ```
     pub fn apply_overrides(&mut self, overrides: &[(String, String)]) -> Result<(), SimError> {
         for (key, value) in overrides {
             settings::apply(self, key, value)?;
