@@ -17,6 +17,7 @@ pub struct ExploreArgs {
     pub seeds: u64,
     /// First seed, or with `search` the generator's seed.
     pub start_seed: u64,
+    /// Where a found counterexample's trace is saved.
     pub out: PathBuf,
     /// Generated cases (`search::search`) instead of the scenario's seeds.
     pub search: bool,

@@ -40,9 +40,13 @@ pub use crate::scenario::ScenarioArgs;
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
+    /// No invariant violated, or a replay identical to its recording.
     Clean = 0,
+    /// An invariant was violated.
     Violated = 1,
+    /// Bad input: an unknown name, a bad value, an unreadable file.
     BadInput = 2,
+    /// A replay diverged from its recording.
     Diverged = 3,
     /// The simulation itself failed (a bug in mcpsim, not in the protocol under test).
     Internal = 4,

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the run goes on once it looks finished, so that late effects still show.
-pub const SETTLE: Duration = Duration::from_secs(5);
+pub(crate) const SETTLE: Duration = Duration::from_secs(5);
 
 /// The result of one run.
 #[derive(Debug)]
@@ -46,6 +46,20 @@ pub struct RunOutcome {
 ///
 /// The run has the [`Budget`] the environment sets ([`Budget::from_env`]); a run that goes
 /// over it is stopped and comes back as `SimError::OverBudget`.
+///
+/// ```
+/// // The design note's first incident: the load balancer cuts the silent stream of a long tool
+/// // call, and the naive client sends the call again in a new session.
+/// let s = mcpsim::Scenario::build("long-tool", "naive", "reference")?;
+/// let outcome = mcpsim::run(&s, 0)?;
+/// assert!(outcome.violations.iter().any(|v| v.invariant == "no-duplicate-execution"));
+/// // The verdict is written into the trace's footer too.
+/// assert_eq!(outcome.trace.footer.as_ref().map(|f| f.verdict.len()), Some(outcome.violations.len()));
+///
+/// // Same seed, same bytes.
+/// assert_eq!(mcpsim::run(&s, 0)?.trace.to_jsonl(), outcome.trace.to_jsonl());
+/// # Ok::<(), mcpsim::SimError>(())
+/// ```
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
     run_with_budget(scenario, seed, Budget::from_env()?)
 }
@@ -97,14 +111,14 @@ impl Default for Budget {
 }
 
 /// The most logical clients a run starts (each is a madsim node with its own address).
-pub const MAX_CLIENTS: u32 = 256;
+pub(crate) const MAX_CLIENTS: u32 = 256;
 
 /// The longest simulated time a run may be planned for (its time limit): a century.
-pub const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub(crate) const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// What makes `scenario` impossible to run, checked before anything is started: its own
 /// validation, then the engine's bounds (clients, simulated time, latency).
-pub fn runnable(scenario: &Scenario) -> Result<(), String> {
+pub(crate) fn runnable(scenario: &Scenario) -> Result<(), String> {
     scenario.validate().map_err(|e| e.to_string())?;
     if let Some(problem) = scenario.clients_problem() {
         return Err(problem);

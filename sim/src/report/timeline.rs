@@ -18,7 +18,7 @@ fn line_with_width(step: &Step, width: usize) -> String {
 }
 
 /// Who did a step: the actor, with the client's index in a multi-client trace (`client1`, `app0`).
-pub fn actor(step: &Step) -> String {
+pub(crate) fn actor(step: &Step) -> String {
     match step.client {
         Some(client) => format!("{}{client}", step.actor),
         None => step.actor.to_string(),
@@ -151,7 +151,7 @@ pub fn describe(kind: &StepKind) -> String {
 }
 
 /// What a server did with a `Last-Event-ID`: `replayed 3`, `SILENT head, skipped 140`, ….
-pub fn describe_resume(outcome: &ResumeOutcome) -> String {
+pub(crate) fn describe_resume(outcome: &ResumeOutcome) -> String {
     match outcome {
         ResumeOutcome::Replayed { replayed } => format!("replayed {replayed}"),
         ResumeOutcome::Rejected { status, head } => {

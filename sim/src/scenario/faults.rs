@@ -18,6 +18,7 @@ pub enum Fault {
     /// link are reset when it starts (as when an interface goes down) and new ones are refused
     /// until it heals.
     Partition {
+        /// How long the link stays cut.
         #[serde(with = "serde_duration")]
         duration: Duration,
     },
@@ -55,8 +56,10 @@ impl Fault {
 /// A fault at a time since the start of the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedFault {
+    /// When it happens, since the start of the run.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// What happens.
     #[serde(flatten)]
     pub fault: Fault,
 }
@@ -91,10 +94,12 @@ impl FaultPlan {
         &self.faults
     }
 
+    /// How many faults are planned.
     pub fn len(&self) -> usize {
         self.faults.len()
     }
 
+    /// Whether no fault is planned (a calm run).
     pub fn is_empty(&self) -> bool {
         self.faults.is_empty()
     }
@@ -106,7 +111,7 @@ impl FaultPlan {
     }
 
     /// Removes every fault of one kind.
-    pub fn remove_kind(&mut self, kind: &str) {
+    pub(crate) fn remove_kind(&mut self, kind: &str) {
         self.faults.retain(|f| f.fault.kind() != kind);
     }
 
@@ -127,7 +132,7 @@ pub fn parse_partition(text: &str) -> Result<PlannedFault, String> {
 }
 
 /// Parses a comma-separated list of times (`30s,2m`).
-pub fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
+pub(crate) fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
     text.split(',').map(|t| parse_duration(t.trim())).collect()
 }
 

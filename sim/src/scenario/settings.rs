@@ -9,8 +9,8 @@
 //! written as traces write them (`gone410`, `none`, `15s`); the older spellings (`410`,
 //! `unbounded`, `unlimited`) are accepted too.
 //!
-//! Validation ([`problems`]) is one list of rules over a whole scenario; `--set`, profile files
-//! ([`client_problems`] and friends, at the file's line and column) and trace headers
+//! Validation (`problems`) is one list of rules over a whole scenario; `--set`, profile files
+//! (`client_problems` and friends, at the file's line and column) and trace headers
 //! (`Scenario::validate`) all use it. The bounds keep a run bounded:
 //!
 //! | what | bound |
@@ -52,11 +52,13 @@ pub const MAX_LATENCY: Duration = Duration::from_secs(60);
 
 /// A parameter `--set` can change.
 pub struct Setting {
+    /// The short key `--set` takes (`server.keepalive`, `fault.partition`, …).
     pub key: &'static str,
     /// The fields it sets (dotted serde paths of the scenario): two overrides of one field clash.
     pub targets: &'static [&'static str],
     /// What it means and how values are written.
     pub help: &'static str,
+    /// Reads a value into the scenario, or says why it cannot.
     pub apply: fn(&mut Scenario, &str) -> Result<(), String>,
     /// The current value, written the way `apply` reads it.
     pub show: fn(&Scenario) -> String,
@@ -79,7 +81,7 @@ fn unknown_key(key: &str) -> SimError {
 
 /// The fields a key sets (dotted serde paths of the scenario): a short key's targets, or the path
 /// a field key stands for (`tool.duration` → `tools.0.duration`).
-pub fn targets(key: &str) -> Result<Vec<String>, SimError> {
+pub(crate) fn targets(key: &str) -> Result<Vec<String>, SimError> {
     if let Ok(s) = setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
@@ -147,7 +149,7 @@ fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
 }
 
 /// Applies one `key=value`: a short key, or a field by its path.
-pub fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
+pub(crate) fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
     let bad = |problem: String| SimError::BadValue { key: key.to_string(), value: value.to_string(), problem };
     match setting(key) {
         Ok(setting) => (setting.apply)(s, value).map_err(bad),
@@ -160,7 +162,7 @@ pub fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
 
 /// Rejects a list of overrides that sets one field twice (the last would silently win, and for a
 /// fault key replace the first): `server.retention=5` and `server.retention.max_events=6` clash.
-pub fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
+pub(crate) fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
     let mut seen: Vec<(String, &str)> = Vec::new();
     for (key, value) in overrides {
         for target in targets(key)? {
@@ -182,7 +184,7 @@ pub fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
 
 /// The overrides that still matter: an override whose fields a later one sets again is dropped
 /// (what `cli_args` prints, so a printed command never sets a key twice).
-pub fn effective(overrides: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn effective(overrides: &[(String, String)]) -> Vec<(String, String)> {
     let fields = |k: &str| targets(k).unwrap_or_else(|_| vec![k.to_string()]);
     let mut out = Vec::new();
     for (i, (key, value)) in overrides.iter().enumerate() {
@@ -630,7 +632,7 @@ pub const SETTINGS: &[Setting] = &[
 /// Something a scenario may not ask for: the field (dotted serde path, relative to the policy for
 /// the `*_problems` of one policy) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub path: String,
     pub message: String,
 }
@@ -673,7 +675,7 @@ fn fraction(out: &mut Vec<Problem>, path: &str, x: f64) {
 }
 
 /// What is wrong with a client policy.
-pub fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
+pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
     let mut out = Vec::new();
     let r = &c.reconnect;
     if r.initial < Duration::from_millis(1) {
@@ -706,7 +708,7 @@ pub fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
 }
 
 /// What is wrong with a server policy.
-pub fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
+pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
     let mut out = Vec::new();
     opt_span(&mut out, "keepalive", s.keepalive, MIN_KEEPALIVE, "no keep-alives");
     opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
@@ -726,14 +728,14 @@ pub fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
 }
 
 /// What is wrong with a load balancer.
-pub fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
+pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
     let mut out = Vec::new();
     opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
     out
 }
 
 /// What is wrong with a tool.
-pub fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
+pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     let mut out = Vec::new();
     span(&mut out, "duration", t.duration);
     opt_span(&mut out, "event_interval", t.event_interval, MIN_EVENT_INTERVAL, "a silent tool");
@@ -741,7 +743,7 @@ pub fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
 }
 
 /// Everything wrong with a scenario, each field by its serde path.
-pub fn problems(s: &Scenario) -> Vec<Problem> {
+pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     let prefixed = |prefix: &str, list: Vec<Problem>| {
         list.into_iter()
             .map(|p| Problem { path: format!("{prefix}.{}", p.path), message: p.message })
@@ -798,7 +800,7 @@ pub fn problems(s: &Scenario) -> Vec<Problem> {
 
 /// The key a user would write for a field path (for messages): the short key if one sets exactly
 /// it, else the path (`tools.0.event_interval` → `tool.event_interval`).
-pub fn key_for(path: &str) -> String {
+pub(crate) fn key_for(path: &str) -> String {
     if let Some(s) = SETTINGS.iter().find(|s| s.targets.contains(&path)) {
         return s.key.to_string();
     }

@@ -8,7 +8,7 @@
 //!
 //! Shrinking has two stages. proptest shrinks the generated values: fault lists element by
 //! element (dropping faults, then moving each earlier), ranges towards their low end, optional
-//! values towards `none`. Then [`shrink_fixed`] — the same pass `explore` uses on a fixed
+//! values towards `none`. Then `shrink_fixed` — the same pass `explore` uses on a fixed
 //! scenario — removes each fault that is left (the family's planned ones included) and drops
 //! each override, so that a parameter that does not matter ends at its simplest value: the
 //! family's own, with no override at all. Both stages keep a change only while the same seed
@@ -64,8 +64,11 @@ impl Case {
 /// that priority: fewer faults first, then fewer overrides, then a shorter run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size {
+    /// Faults planned.
     pub faults: usize,
+    /// `--set` overrides applied.
     pub overrides: usize,
+    /// Steps the run recorded.
     pub steps: usize,
 }
 
@@ -76,15 +79,18 @@ impl std::fmt::Display for Size {
 }
 
 /// The size of a scenario run and its trace.
-pub fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
+pub(crate) fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
     Size { faults: scenario.faults.len(), overrides: scenario.overrides.len(), steps: outcome.trace.steps.len() }
 }
 
 /// A run that broke an invariant: what ran, under which seed, and what came of it.
 #[derive(Debug)]
 pub struct Counterexample {
+    /// The scenario that ran, overrides and swarm included.
     pub scenario: Scenario,
+    /// The run's seed.
     pub seed: u64,
+    /// Its trace and violations.
     pub outcome: RunOutcome,
 }
 
@@ -96,6 +102,7 @@ impl Clone for Counterexample {
 }
 
 impl Counterexample {
+    /// How big the case is, the order shrinking minimises.
     pub fn size(&self) -> Size {
         size(&self.scenario, &self.outcome)
     }
@@ -109,7 +116,7 @@ impl Counterexample {
 /// The invariant a counterexample is pinned to: `target` if given and broken, otherwise the first
 /// broken one in the registry's order (most serious first: a duplicate payment before a lost
 /// event before an orphaned session), whatever the order in time.
-pub fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
+pub(crate) fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
     let broken = |name: &str| violations.iter().any(|v| v.invariant == name);
     INVARIANTS.iter().map(|i| i.name).find(|name| target.is_none_or(|t| t == *name) && broken(name))
 }
@@ -124,7 +131,7 @@ pub struct Space {
     /// Keep parameters inside the design note's conditions of validity (ample retention, no
     /// idle expiry, no server restart, a client that keeps retrying): used to check pairs that
     /// should be safe. The conditions are pinned as overrides of the base
-    /// ([`Space::constraints`]) that shrinking never drops, so a shrunk counterexample is still
+    /// (`Space::constraints`) that shrinking never drops, so a shrunk counterexample is still
     /// inside them.
     pub within_conditions: bool,
     /// Fault kinds the swarm may enable (names of [`Fault::KINDS`]).
@@ -159,7 +166,7 @@ impl Space {
     /// (unbounded retention with no time window, no idle expiry, and no server restart of the family's own plan) and
     /// a client that never gives up reconnecting. Conditions 1, 3 and 4 come from the profiles
     /// under test.
-    pub fn constraints(&self, base: &Scenario) -> Vec<Override> {
+    pub(crate) fn constraints(&self, base: &Scenario) -> Vec<Override> {
         if !self.within_conditions {
             return vec![];
         }
@@ -173,7 +180,7 @@ impl Space {
     }
 
     /// The base a search of this space runs its cases on.
-    pub fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
+    pub(crate) fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
         let mut s = base.clone();
         s.apply_overrides(&self.constraints(base))?;
         Ok(s)
@@ -356,7 +363,7 @@ fn fault_plan(space: &Space) -> BoxedStrategy<(Swarm, Vec<Override>)> {
 }
 
 /// The strategy of cases for a scenario family.
-pub fn cases(space: &Space) -> BoxedStrategy<Case> {
+pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
     (params, fault_plan(space), any::<u64>().no_shrink())
         .prop_map(|(mut overrides, (swarm, faults), seed)| {
@@ -384,6 +391,7 @@ pub struct Found {
 /// What a search did.
 #[derive(Debug)]
 pub struct SearchReport {
+    /// The first violation and its shrunk form; `None` when the budget ran out first.
     pub found: Option<Found>,
     /// Cases run until the first violation (or the whole budget).
     pub cases: u64,
@@ -509,7 +517,7 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
 /// to `base`, keeping a change while the same seed still breaks `invariant` and the [`Size`]
 /// (faults, then overrides, then steps) gets smaller. `base`'s own overrides are kept: they are
 /// what the search was asked to explore. Returns the smallest counterexample and the runs spent.
-pub fn shrink_fixed(
+pub(crate) fn shrink_fixed(
     base: &Scenario,
     found: &Counterexample,
     invariant: &str,
