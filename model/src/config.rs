@@ -371,10 +371,114 @@ pub enum RetryField {
 // Load balancer
 // ---------------------------------------------------------------------------------------------
 
-/// The load balancer between client and server.
+/// The load balancer between client and server, and the replicas behind it: the part of "your
+/// own system" between the client library and the MCP server, as data. Every field but
+/// `idle_timeout` is written into traces only when it differs from its default (one replica,
+/// today's balancer), so traces recorded before the fields existed keep their bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LbConfig {
     /// Close a connection that carried no bytes (either way) for this long; `None` for never.
     #[serde(with = "serde_opt_duration")]
     pub idle_timeout: Option<Duration>,
+    /// Close a connection this long after it opened, however busy (a CDN's maximum response
+    /// time, e.g. 100 s); `None` for never.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub max_lifetime: Option<Duration>,
+    /// Which sides a cut (idle or lifetime) closes.
+    #[serde(default, skip_serializing_if = "CutMode::is_default")]
+    pub cut_mode: CutMode,
+    /// Server replicas behind the balancer (1 to [`MAX_REPLICAS`]).
+    #[serde(default = "one_replica", skip_serializing_if = "is_one_replica")]
+    pub replicas: u32,
+    /// How a new connection picks its replica.
+    #[serde(default, skip_serializing_if = "Routing::is_default")]
+    pub routing: Routing,
+    /// Where the replicas keep sessions and event logs.
+    #[serde(default, skip_serializing_if = "ReplicaStore::is_default")]
+    pub store: ReplicaStore,
+}
+
+/// The most server replicas a balancer may have.
+pub const MAX_REPLICAS: u32 = 16;
+
+const fn one_replica() -> u32 {
+    1
+}
+
+fn is_one_replica(n: &u32) -> bool {
+    *n == 1
+}
+
+impl Default for LbConfig {
+    /// No idle timeout, no lifetime, one replica.
+    fn default() -> Self {
+        LbConfig {
+            idle_timeout: None,
+            max_lifetime: None,
+            cut_mode: CutMode::default(),
+            replicas: 1,
+            routing: Routing::default(),
+            store: ReplicaStore::default(),
+        }
+    }
+}
+
+/// Which sides of a proxied connection a cut closes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutMode {
+    /// Both: the client sees its stream end, the server a disconnect.
+    #[default]
+    Both,
+    /// The client side only: the upstream connection stays open, so the server never learns the
+    /// stream died and keeps it registered (writing events nobody reads).
+    ClientSide,
+}
+
+impl CutMode {
+    fn is_default(&self) -> bool {
+        *self == CutMode::default()
+    }
+}
+
+/// How the balancer picks a replica for a new connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// Each new connection goes to the next replica in turn.
+    #[default]
+    RoundRobin,
+    /// By `Mcp-Session-Id`: the balancer learns a session's replica from the answer that
+    /// created it (the header on the `initialize` response) and sends every later request of
+    /// the session there; requests without a known session go round-robin.
+    StickySession,
+    /// By client address: one client always reaches the same replica.
+    StickyClient,
+    /// A replica drawn at random for each connection (the draws come from the run's seed).
+    Random,
+}
+
+impl Routing {
+    fn is_default(&self) -> bool {
+        *self == Routing::default()
+    }
+}
+
+/// Where the replicas keep sessions and event logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicaStore {
+    /// Each replica its own: a session lives on the replica that created it and dies with it.
+    #[default]
+    Local,
+    /// One store all replicas consult (modelled as one server state machine behind every
+    /// replica): a session survives the restart of a replica, which only cuts that replica's
+    /// connections.
+    Shared,
+}
+
+impl ReplicaStore {
+    fn is_default(&self) -> bool {
+        *self == ReplicaStore::default()
+    }
 }

@@ -95,6 +95,13 @@ pub fn describe(kind: &StepKind) -> String {
             }
         }
         LbIdleCut { conn, idle_us } => format!("idle cut {conn} after {}", format_micros(*idle_us)),
+        LbLifetimeCut { conn, age_us } => format!("lifetime cut {conn} after {}", format_micros(*age_us)),
+        LbUpstreamKept { conn } => format!("{conn}: client side only, the upstream stays open"),
+        LbRouted { conn, replica, session } => {
+            let s = session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default();
+            format!("{conn} → server#{replica}{s}")
+        }
+        LbAnswered { conn, status } => format!("{conn} answered {status} by the balancer (no replica)"),
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),
         SideEffect { session, request, call, tool, idempotent } => {

@@ -27,10 +27,12 @@
 //! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 
-use super::faults::{parse_partition, parse_times, Fault, PlannedFault};
+use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
 use super::{profile_files, NetParams, Scenario};
 use crate::error::SimError;
-use mcpsim_model::config::{ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable};
+use mcpsim_model::config::{
+    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_REPLICAS,
+};
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
 use serde_json::Value;
@@ -206,6 +208,9 @@ pub fn fault_setting(kind: &str) -> Option<&'static str> {
         "partition" => Some("fault.partition"),
         "server-restart" => Some("fault.server_restart"),
         "client-restart" => Some("fault.client_restart"),
+        "restart" => Some("fault.restart"),
+        "cut" => Some("fault.cut"),
+        "deploy" => Some("fault.deploy"),
         _ => None,
     }
 }
@@ -282,6 +287,42 @@ fn show_unhonourable(u: Unhonourable) -> String {
     serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
+/// Replaces every fault of `kind` by the `TARGET@TIME` list in `v` (or none).
+fn replace_targeted(s: &mut Scenario, kind: &str, v: &str, make: fn(Target) -> Fault) -> Result<(), String> {
+    s.faults.remove_kind(kind);
+    if v != "none" {
+        let mut seen = Vec::new();
+        for part in v.split(',') {
+            let (target, at) = parse_targeted(part.trim())?;
+            if seen.contains(&(target, at)) {
+                return Err(format!("{} is given twice", part.trim()));
+            }
+            seen.push((target, at));
+            s.faults.push(PlannedFault { at, fault: make(target) });
+        }
+    }
+    Ok(())
+}
+
+fn show_targeted(s: &Scenario, kind: &str) -> String {
+    let parts: Vec<String> = s
+        .faults
+        .faults()
+        .iter()
+        .filter_map(|f| match &f.fault {
+            Fault::Restart { target } | Fault::Cut { target } if f.fault.kind() == kind => {
+                Some(format!("{target}@{}", format_duration(f.at)))
+            }
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(",")
+    }
+}
+
 fn show_count(n: Option<u32>) -> String {
     n.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
 }
@@ -289,8 +330,7 @@ fn show_count(n: Option<u32>) -> String {
 /// Reads the `lb` key: a profile name, a file, or an inline table (`{ idle_timeout = "2m" }`).
 fn lb_profile(v: &str) -> Result<LbConfig, String> {
     if v.starts_with('{') {
-        let mut base = serde_json::to_value(profiles::lb("default").unwrap_or(LbConfig { idle_timeout: None }))
-            .map_err(|e| e.to_string())?;
+        let mut base = serde_json::to_value(profiles::lb("default").unwrap_or_default()).map_err(|e| e.to_string())?;
         if let (Value::Object(b), Value::Object(t)) = (&mut base, profiles::value_from_text("lb", v, &Value::Null)?) {
             b.extend(t);
         }
@@ -519,6 +559,55 @@ pub const SETTINGS: &[Setting] = &[
         show: |s| show_times(s, "client-restart"),
     },
     Setting {
+        key: "fault.restart",
+        targets: &["faults.restart"],
+        help: "restart one node at a time: TARGET@TIME, TARGET clientN or replicaN (e.g. replica1@2m; a comma list; or none)",
+        apply: |s, v| replace_targeted(s, "restart", v, |target| Fault::Restart { target }),
+        show: |s| show_targeted(s, "restart"),
+    },
+    Setting {
+        key: "fault.cut",
+        targets: &["faults.cut"],
+        help: "reset every connection of one client, or every balancer connection to one replica: TARGET@TIME (e.g. client1@30s, replica0@1m; a comma list; or none)",
+        apply: |s, v| replace_targeted(s, "cut", v, |target| Fault::Cut { target }),
+        show: |s| show_targeted(s, "cut"),
+    },
+    Setting {
+        key: "fault.deploy",
+        targets: &["faults.deploy"],
+        help: "rolling deploy over lb.replicas (set that first): AT/INTERVAL without draining, AT/INTERVAL/DRAIN with (e.g. 2m/30s/1m; a comma list; or none)",
+        apply: |s, v| {
+            s.faults.remove_kind("deploy");
+            if v != "none" {
+                for part in v.split(',') {
+                    s.faults.push(parse_deploy(part, s.lb.replicas)?);
+                }
+            }
+            Ok(())
+        },
+        show: |s| {
+            let parts: Vec<String> = s
+                .faults
+                .faults()
+                .iter()
+                .filter_map(|f| match &f.fault {
+                    Fault::Deploy { interval, drain, .. } => Some(format!(
+                        "{}/{}{}",
+                        format_duration(f.at),
+                        format_duration(*interval),
+                        drain.map(|d| format!("/{}", format_duration(d))).unwrap_or_default()
+                    )),
+                    _ => None,
+                })
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(",")
+            }
+        },
+    },
+    Setting {
         key: "client.backoff_initial",
         targets: &["client.reconnect.initial"],
         help: "first reconnect delay (duration)",
@@ -731,6 +820,10 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
 pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
     let mut out = Vec::new();
     opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
+    opt_span(&mut out, "max_lifetime", lb.max_lifetime, Duration::from_millis(1), "no lifetime");
+    if !(1..=MAX_REPLICAS).contains(&lb.replicas) {
+        out.push(problem("replicas", format!("{} replicas: a balancer has 1 to {MAX_REPLICAS}", lb.replicas)));
+    }
     out
 }
 
@@ -781,6 +874,25 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
         span(&mut out, "faults", f.at + f.fault.duration());
         if faults[..i].contains(f) {
             out.push(problem("faults", format!("{f} is planned twice")));
+        }
+    }
+    for f in faults {
+        match &f.fault {
+            Fault::Restart { target } | Fault::Cut { target } => match target {
+                Target::Client(i) if *i >= s.clients => {
+                    out.push(problem("faults", format!("{f}: the scenario has {} client(s)", s.clients)))
+                }
+                Target::Replica(i) if *i >= s.lb.replicas => out.push(problem(
+                    "faults",
+                    format!("{f}: the balancer has {} replica(s) (lb.replicas)", s.lb.replicas),
+                )),
+                _ => {}
+            },
+            Fault::Deploy { replicas, .. } if *replicas != s.lb.replicas => out.push(problem(
+                "faults",
+                format!("{f}, but lb.replicas is {}: set lb.replicas before fault.deploy", s.lb.replicas),
+            )),
+            _ => {}
         }
     }
     let NetParams { latency_min, latency_max } = s.net;

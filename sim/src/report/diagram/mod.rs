@@ -403,6 +403,13 @@ fn item_of(step: &Step) -> Item {
         LbIdleCut { conn, idle_us } => {
             Item::new(t, Shape::Cut, format!("idle cut {conn} after {}", format_micros(*idle_us)))
         }
+        LbLifetimeCut { conn, age_us } => {
+            Item::new(t, Shape::Cut, format!("lifetime cut {conn} after {}", format_micros(*age_us)))
+        }
+        LbUpstreamKept { .. } | LbAnswered { .. } => Item::new(t, note(Lane::Lb), described()),
+        // The replica that handled the exchange, as a label on the lb lifeline (`server#2`).
+        LbRouted { conn, replica, .. } => Item::new(t, note(Lane::Lb), format!("{conn} → server#{replica}"))
+            .folding(Fold::noise("routed".into(), "connections routed to replicas".into())),
         SideEffect { .. } => Item::new(t, note(Lane::Server), described()).emphasised(true),
         EventStored { session, stream, id, .. } => {
             let fold = Fold::noise(format!("stored {session} {stream}"), format!("event stored in {session} {stream}"));
