@@ -111,7 +111,12 @@ fn explore_seeds(
         coverage.merge(&oracle::coverage(&outcome.trace));
         if let Some(invariant) = search::pinned_invariant(&outcome.violations, target) {
             let original = search::Counterexample { scenario: scenario.clone(), seed, outcome };
-            let family = Scenario::build(&scenario.name, &scenario.client.name, &scenario.server.name)?;
+            let arg = |a: &Option<String>, name: &str| a.clone().unwrap_or_else(|| name.to_string());
+            let family = Scenario::build(
+                &arg(&scenario.scenario_arg, &scenario.name),
+                &arg(&scenario.client_arg, &scenario.client.name),
+                &arg(&scenario.server_arg, &scenario.server.name),
+            )?;
             let (minimal, shrink_runs) = if explore.shrink {
                 search::shrink_fixed(&family, &original, invariant)?
             } else {

@@ -6,6 +6,7 @@
 
 mod advise;
 mod bench;
+mod check;
 mod dump;
 mod explore;
 mod matrix;
@@ -18,6 +19,7 @@ mod sweep;
 
 pub use advise::cmd_advise;
 pub use bench::cmd_bench;
+pub use check::{cmd_check, CheckArgs};
 pub use dump::cmd_dump;
 pub use explore::{cmd_explore, default_out_dir, ExploreArgs};
 pub use matrix::{cmd_matrix, MatrixArgs};

@@ -30,8 +30,6 @@ pub const LB_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 pub const SERVER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3));
 /// Where the load balancer listens.
 pub const LB_ADDR: SocketAddr = SocketAddr::new(LB_IP, 80);
-/// Where the server listens.
-pub const SERVER_ADDR: SocketAddr = SocketAddr::new(SERVER_IP, 80);
 
 /// Server replica `index`'s machine: [`SERVER_IP`] for replica 0, `10.0.1.x` for the others.
 pub fn replica_ip(index: u32) -> IpAddr {

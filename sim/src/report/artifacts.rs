@@ -57,11 +57,11 @@ pub fn replay_file_command(path: &Path) -> String {
 pub(crate) fn quoted_cli_args(scenario: &Scenario) -> String {
     let mut args = vec![
         "--client".to_string(),
-        shell_quote(&scenario.client.name),
+        shell_quote(scenario.client_arg.as_deref().unwrap_or(&scenario.client.name)),
         "--server".to_string(),
-        shell_quote(&scenario.server.name),
+        shell_quote(scenario.server_arg.as_deref().unwrap_or(&scenario.server.name)),
         "--scenario".to_string(),
-        shell_quote(&scenario.name),
+        shell_quote(scenario.scenario_arg.as_deref().unwrap_or(&scenario.name)),
     ];
     for (k, v) in &scenario.overrides {
         args.push("--set".to_string());

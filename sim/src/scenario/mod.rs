@@ -1,12 +1,13 @@
 //! Scenarios: a named family of workload, tools, load balancer and faults, with the client and
 //! server profiles it runs, and every parameter a user may change with `--set key=value`.
 //!
-//! - [`families`]: the named scenario families.
+//! - [`families`]: the named scenario families, as files ([`family_files`]).
 //! - [`settings`]: the settable keys and the one validation of a scenario.
 //! - `profile_files`: profiles named on the command line, built-in or TOML files.
 //! - [`faults`]: the fault plan.
 
 pub mod families;
+pub mod family_files;
 pub mod faults;
 pub(crate) mod profile_files;
 pub mod settings;
@@ -110,11 +111,14 @@ pub struct Scenario {
     /// The `--server` argument when it named a file (for `cli_args`); not in traces.
     #[serde(skip)]
     pub server_arg: Option<String>,
+    /// The `--scenario` argument when it named a file (for `cli_args`); not in traces.
+    #[serde(skip)]
+    pub scenario_arg: Option<String>,
 }
 
 impl Scenario {
-    /// The named family with the named profiles (built-in names or `.toml` files), before any
-    /// `--set`.
+    /// The named family (a built-in name or a family file) with the named profiles (built-in
+    /// names or `.toml` files), before any `--set`.
     ///
     /// ```
     /// use mcpsim::{Scenario, SimError};
@@ -149,9 +153,17 @@ impl Scenario {
             swarm: None,
             client_arg: profile_files::is_path(client).then(|| client.to_string()),
             server_arg: profile_files::is_path(server).then(|| server.to_string()),
+            scenario_arg: None,
         };
-        let scenario = families::apply(name, base)
-            .ok_or_else(|| SimError::UnknownScenario { name: name.to_string(), known: SCENARIO_NAMES.join(", ") })?;
+        let mut scenario = if profile_files::is_path(name) {
+            family_files::load(std::path::Path::new(name), base)?
+        } else {
+            families::apply(name, base).ok_or_else(|| SimError::UnknownScenario {
+                name: name.to_string(),
+                known: format!("{}; or a path to a .toml file", SCENARIO_NAMES.join(", ")),
+            })??
+        };
+        scenario.scenario_arg = profile_files::is_path(name).then(|| name.to_string());
         scenario.validate()?;
         Ok(scenario)
     }
@@ -241,7 +253,8 @@ impl Scenario {
     pub fn cli_args(&self) -> String {
         let client = self.client_arg.as_deref().unwrap_or(&self.client.name);
         let server = self.server_arg.as_deref().unwrap_or(&self.server.name);
-        let mut args = format!("--client {client} --server {server} --scenario {}", self.name);
+        let family = self.scenario_arg.as_deref().unwrap_or(&self.name);
+        let mut args = format!("--client {client} --server {server} --scenario {family}");
         for (k, v) in settings::effective(&self.overrides) {
             args.push_str(&format!(" --set {k}={v}"));
         }

@@ -143,9 +143,9 @@ fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
             fields.insert(last.clone(), new);
         }
     }
-    let (client_arg, server_arg) = (s.client_arg.take(), s.server_arg.take());
+    let (client_arg, server_arg, scenario_arg) = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
-    (new.client_arg, new.server_arg) = (client_arg, server_arg);
+    (new.client_arg, new.server_arg, new.scenario_arg) = (client_arg, server_arg, scenario_arg);
     *s = new;
     Ok(())
 }
