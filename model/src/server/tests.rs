@@ -27,7 +27,13 @@ fn policy(name: &str) -> ServerPolicy {
 }
 
 fn tool(name: &str, secs: u64, interval: Option<Duration>, idempotent: bool) -> ToolSpec {
-    ToolSpec { name: name.into(), duration: Duration::from_secs(secs), event_interval: interval, idempotent }
+    ToolSpec {
+        name: name.into(),
+        duration: Duration::from_secs(secs),
+        event_interval: interval,
+        idempotent,
+        ..ToolSpec::default()
+    }
 }
 
 /// `pay`: a silent 300 s side effect; `chatty`: 240 s with progress every second;
@@ -42,6 +48,7 @@ fn tools() -> Vec<ToolSpec> {
             duration: Duration::from_millis(1),
             event_interval: Some(Duration::from_micros(100)),
             idempotent: true,
+            ..ToolSpec::default()
         },
         tool("quick", 2, None, true),
     ]
@@ -498,7 +505,7 @@ fn no_open_request_expires_a_session_whose_tool_runs_on_after_its_post_was_cut()
     let mut s = server(idle_policy("py-sdk"));
     let session = init(&mut s, at(0));
     let _ = call(&mut s, at(0), POST, &session, "marathon");
-    assert!(drive_until(&mut s, at(100)).is_empty(), "an open POST holds the session");
+    assert!(session_ends(&drive_until(&mut s, at(100))).is_empty(), "an open POST holds the session");
     s.handle_disconnect(at(100), POST);
     assert!(session_ends(&drive_until(&mut s, at(159))).is_empty());
     let out = drive_until(&mut s, at(160));
@@ -672,7 +679,8 @@ fn second_standalone_get_is_refused_or_shadows_the_first() {
         vec![StepKind::Rejected { conn: OTHER, status: Status::CONFLICT, session: Some(session) }]
     );
 
-    let mut s = server(policy("rmcp"));
+    // rmcp before 0.17: the newest GET takes the notifications; the first stays open, silent.
+    let mut s = server(policy("rmcp-0.16"));
     let session = init(&mut s, at(0));
     s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
     s.handle_request(at(1), OTHER, Request::get(Some(session), None));
@@ -682,8 +690,21 @@ fn second_standalone_get_is_refused_or_shadows_the_first() {
     let out = drain(&mut s);
     assert!(frames(&out, GET).is_empty());
     assert_eq!(ids(&events(&out, OTHER)), vec!["0"]);
-    let later = drive_until(&mut s, at(15));
+    let later = drive_until(&mut s, at(17));
     assert_eq!(frames(&later, GET), vec![Frame::Comment], "the shadowed stream stays open");
+
+    // rmcp 0.17 and later: the second GET is the shadow, primed with `id: 0` and then silent.
+    let mut s = server(policy("rmcp"));
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    s.handle_request(at(1), OTHER, Request::get(Some(session), None));
+    let out = drain(&mut s);
+    assert_eq!(head_status(&out, OTHER), Status::OK);
+    assert_eq!(ids(&events(&out, OTHER)), vec!["0"], "the shadow's priming event");
+    s.notify_all(at(2));
+    let out = drain(&mut s);
+    assert!(frames(&out, OTHER).is_empty(), "a shadow receives no notification");
+    assert_eq!(ids(&events(&out, GET)), vec!["0"], "the first GET keeps them, reusing its priming id");
 }
 
 #[test]
