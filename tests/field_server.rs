@@ -80,8 +80,8 @@ fn sep_1699_polling_still_delivers_the_result_once() {
         ..profiles::server("reference").expect("built in")
     };
     let client = profiles::client("reference").expect("built in");
-    let mut pair = Pair::with_policies(client, server, vec![tool(30, None)], LbConfig { idle_timeout: None })
-        .expect("a pair");
+    let mut pair =
+        Pair::with_policies(client, server, vec![tool(30, None)], LbConfig { idle_timeout: None }).expect("a pair");
     pair.call(1, "job", false).expect("called");
     let violations = pair.run_until(at(120)).expect("runs");
     assert!(violations.is_empty(), "{violations:?}");
@@ -137,8 +137,10 @@ fn typescript_delete_runs_on_only_for_tools_that_ignore_the_abort_signal() {
 #[test]
 fn an_unknown_session_is_answered_with_the_policy_status() {
     for (rule, status) in [(UnknownSession::NotFound404, 404), (UnknownSession::BadRequest400, 400)] {
-        let server =
-            mcpsim_model::config::ServerPolicy { unknown_session: rule, ..profiles::server("ts-sdk").expect("built in") };
+        let server = mcpsim_model::config::ServerPolicy {
+            unknown_session: rule,
+            ..profiles::server("ts-sdk").expect("built in")
+        };
         let mut pair = Pair::with_policies(
             profiles::client("ts-sdk").expect("built in"),
             server,

@@ -1065,8 +1065,7 @@ fn rmcp_primes_a_fresh_get_with_the_id_its_first_notification_reuses() {
     s.notify_all(at(1));
     assert_eq!(ids(&events(&drain(&mut s), GET)), vec!["0"], "id 0 twice");
     // Stored, it takes an id of its own.
-    let stored_policy =
-        ServerPolicy { standalone_priming: crate::config::StandalonePriming::Stored, ..policy("rmcp") };
+    let stored_policy = ServerPolicy { standalone_priming: crate::config::StandalonePriming::Stored, ..policy("rmcp") };
     let mut s = server(stored_policy);
     let session = init(&mut s, at(0));
     s.handle_request(at(0), GET, Request::get(Some(session), None));
@@ -1114,8 +1113,7 @@ fn python_keeps_a_resumed_stream_open_after_its_response() {
 
 #[test]
 fn python_closes_a_resume_whose_request_stream_is_still_registered() {
-    for (rule, resumed_closed) in
-        [(ResumeWhileAttached::TakeOver, false), (ResumeWhileAttached::ReplayAndClose, true)]
+    for (rule, resumed_closed) in [(ResumeWhileAttached::TakeOver, false), (ResumeWhileAttached::ReplayAndClose, true)]
     {
         let mut s = server(ServerPolicy { resume_while_attached: rule, ..policy("py-sdk") });
         let session = init(&mut s, at(0));
@@ -1131,7 +1129,8 @@ fn python_closes_a_resume_whose_request_stream_is_still_registered() {
 
 #[test]
 fn sep_1699_polling_closes_the_post_after_its_priming_event_and_the_result_is_replayed() {
-    let polling = ServerPolicy { close_request_streams: Some(Duration::ZERO), retry_ms: Some(500), ..policy("reference") };
+    let polling =
+        ServerPolicy { close_request_streams: Some(Duration::ZERO), retry_ms: Some(500), ..policy("reference") };
     let mut s = server(polling);
     let session = init(&mut s, at(0));
     let mut out = call(&mut s, at(0), POST, &session, "quick");
@@ -1161,7 +1160,8 @@ fn typescript_loses_the_result_produced_after_close_sse_stream() {
         let priming = events(&out, POST)[0].id.clone().expect("primed");
         let out = drive_until(&mut s, at(3));
         assert_eq!(closes(&out, POST), vec![false], "the server closed the POST at 1 s");
-        let result_stored = stored(&out).iter().filter(|(_, _, m)| matches!(m, Some(ServerMessage::ToolResult { .. }))).count();
+        let result_stored =
+            stored(&out).iter().filter(|(_, _, m)| matches!(m, Some(ServerMessage::ToolResult { .. }))).count();
         assert_eq!(result_stored, results, "{rule:?}");
         assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
         let out = resume(&mut s, at(4), GET, &session, &priming);
@@ -1350,7 +1350,9 @@ fn typescript_delete_fires_the_abort_signal_a_tool_may_ignore() {
 
 #[test]
 fn due_stamps_give_a_burst_its_own_milliseconds_even_when_handled_late() {
-    for (stamp, expected) in [(IdStamp::Handled, vec!["1700000000009"; 2]), (IdStamp::Due, vec!["1700000000003", "1700000000005"])] {
+    for (stamp, expected) in
+        [(IdStamp::Handled, vec!["1700000000009"; 2]), (IdStamp::Due, vec!["1700000000003", "1700000000005"])]
+    {
         let tools = vec![ToolSpec {
             name: "ticks".into(),
             duration: Duration::from_millis(5),

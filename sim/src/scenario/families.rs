@@ -54,7 +54,13 @@ pub(super) fn apply(name: &str, base: Scenario) -> Option<Scenario> {
 }
 
 fn tool(name: &str, secs: u64, event_interval: Option<Duration>, idempotent: bool) -> ToolSpec {
-    ToolSpec { name: name.into(), duration: Duration::from_secs(secs), event_interval, idempotent, ..ToolSpec::default() }
+    ToolSpec {
+        name: name.into(),
+        duration: Duration::from_secs(secs),
+        event_interval,
+        idempotent,
+        ..ToolSpec::default()
+    }
 }
 
 fn call_at(secs: u64, key: u32, tool: &str, client: u32) -> CallSpec {
