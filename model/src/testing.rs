@@ -16,7 +16,7 @@
 //! use mcpsim_model::Instant;
 //! use std::time::Duration;
 //!
-//! let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(30), event_interval: None, idempotent: false };
+//! let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(30), event_interval: None, idempotent: false, ..ToolSpec::default() };
 //! let mut pair = Pair::new("reference", "reference", tool, None)?;
 //! pair.call(1, "pay", false)?;
 //! let violations = pair.run_until(Instant(60_000_000))?;

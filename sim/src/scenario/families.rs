@@ -83,7 +83,13 @@ pub(super) mod rust_built {
     }
 
     fn tool(name: &str, secs: u64, event_interval: Option<Duration>, idempotent: bool) -> ToolSpec {
-        ToolSpec { name: name.into(), duration: Duration::from_secs(secs), event_interval, idempotent }
+        ToolSpec {
+            name: name.into(),
+            duration: Duration::from_secs(secs),
+            event_interval,
+            idempotent,
+            ..ToolSpec::default()
+        }
     }
 
     fn call_at(secs: u64, key: u32, tool: &str, client: u32) -> CallSpec {

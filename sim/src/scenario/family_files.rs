@@ -331,8 +331,13 @@ impl Reader<'_> {
 
     fn tool(&self, i: usize, v: &Spanned<'_>) -> Result<(ToolSpec, Vec<(String, Pos)>), ProfileError> {
         let t = self.table("tools", v)?;
-        let mut tool =
-            ToolSpec { name: String::new(), duration: Duration::ZERO, event_interval: None, idempotent: false };
+        let mut tool = ToolSpec {
+            name: String::new(),
+            duration: Duration::ZERO,
+            event_interval: None,
+            idempotent: false,
+            ..ToolSpec::default()
+        };
         let (mut named, mut timed) = (false, false);
         let mut where_ = Vec::new();
         for (k, f) in t {

@@ -109,7 +109,10 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         "client" => known_paths(Role::Client),
         "server" => known_paths(Role::Server),
         "lb" => known_paths(Role::Lb),
-        _ => ["duration", "event_interval", "idempotent"].into_iter().map(String::from).collect(),
+        _ => ["duration", "event_interval", "idempotent", "side_effect", "on_abort"]
+            .into_iter()
+            .map(String::from)
+            .collect(),
     };
     if field == "name" {
         return Err(format!("{key}: the name comes from --client / --server (or the profile file's name)"));
