@@ -425,6 +425,14 @@ pub enum StepKind {
         /// When every call must have resolved, in µs.
         deadline: u64,
     },
+    /// The run's bounds an oracle needs besides the steps, recorded at the start of a run whose
+    /// scenario departs from their defaults (a trace without one has the defaults).
+    Bounds {
+        /// The most stream reconnects a logical client may make in any hour of the run
+        /// (`bounded-reconnects`; default [`DEFAULT_MAX_RECONNECTS_PER_HOUR`]).
+        #[serde(default = "default_max_reconnects_per_hour")]
+        max_reconnects_per_hour: u32,
+    },
     /// Final state, recorded when the run stops.
     RunEnd {
         /// The session the (first) client holds.
@@ -462,6 +470,13 @@ impl StepKind {
             _ => None,
         }
     }
+}
+
+/// The reconnect bound of a trace with no `Bounds` step: generous, two a minute.
+pub const DEFAULT_MAX_RECONNECTS_PER_HOUR: u32 = 120;
+
+fn default_max_reconnects_per_hour() -> u32 {
+    DEFAULT_MAX_RECONNECTS_PER_HOUR
 }
 
 /// A whole trace in memory.

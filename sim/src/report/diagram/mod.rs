@@ -432,7 +432,7 @@ fn item_of(step: &Step) -> Item {
         | AppError { .. }
         | AppUnknownOutcome { .. }
         | AppSessionLost { .. } => Item::new(t, note(Lane::App), described()),
-        Fault { .. } | Liveness { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
+        Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
     }
 }
 
