@@ -621,6 +621,16 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| format_duration(s.liveness_grace),
     },
+    Setting {
+        key: "run.max_reconnects_per_hour",
+        targets: &["max_reconnects_per_hour"],
+        help: "bounded-reconnects: the most stream reconnects a client may make in any hour (a count)",
+        apply: |s, v| {
+            s.max_reconnects_per_hour = v.parse().map_err(|_| format!("{v:?} is not a count"))?;
+            Ok(())
+        },
+        show: |s| s.max_reconnects_per_hour.to_string(),
+    },
 ];
 
 // ---------------------------------------------------------------------------------------------
