@@ -413,6 +413,14 @@ pub enum StepKind {
         /// The session.
         session: SessionId,
     },
+    /// The application was told the client gave up the standalone stream of `session`: events
+    /// stored on it after `after` (all of them if `None`) may never reach it.
+    AppStreamLost {
+        /// The session.
+        session: SessionId,
+        /// The last event id the client saw on the stream, if any.
+        after: Option<EventId>,
+    },
 
     // --- faults and the run ---
     /// A planned fault was applied.
@@ -458,6 +466,7 @@ impl StepKind {
                 | StepKind::AppError { .. }
                 | StepKind::AppUnknownOutcome { .. }
                 | StepKind::AppSessionLost { .. }
+                | StepKind::AppStreamLost { .. }
         )
     }
 

@@ -142,7 +142,12 @@ impl Walk {
                 | ResumeOutcome::SilentHead { .. }
                 | ResumeOutcome::FromOldest { .. } => Some(described()),
             },
-            AppCall { .. } | AppGap { .. } | AppUnknownOutcome { .. } | AppError { .. } | AppSessionLost { .. } => {
+            AppCall { .. }
+            | AppGap { .. }
+            | AppUnknownOutcome { .. }
+            | AppError { .. }
+            | AppSessionLost { .. }
+            | AppStreamLost { .. } => {
                 Some(described())
             }
             _ => None,
