@@ -436,6 +436,8 @@ pub fn value_from_text(field: &str, text: &str, current: &Value) -> Result<Value
         },
         Value::Number(_) => number(text),
         Value::Null if VALUE_ALIASES.iter().any(|(f, a, _)| *f == field && *a == text) => Ok(string_value(field, text)),
+        // A field skipped while at its default (an optional flag) has no current value to go by.
+        Value::Null if text == "true" || text == "false" => Ok(Value::Bool(text == "true")),
         Value::Null => Ok(number(text).unwrap_or_else(|_| string_value(field, text))),
         _ => Ok(string_value(field, text)),
     }

@@ -100,6 +100,10 @@ pub struct Scenario {
     /// runs with the default read as before).
     #[serde(default = "default_max_reconnects", skip_serializing_if = "is_default_max_reconnects")]
     pub max_reconnects_per_hour: u32,
+    /// The public report a run of this scenario reproduces (`rust-sdk#958`, an address), if any:
+    /// a field-failure reproduction names its source in its own trace header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduces: Option<String>,
     /// The `--set` overrides this scenario was built with, in order (for the replay command).
     pub overrides: Vec<(String, String)>,
     /// Swarm testing: the fault kinds a generated case enabled, each with its intensity (the most
@@ -135,6 +139,7 @@ impl Scenario {
             net: NetParams { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(10) },
             liveness_grace: Duration::from_secs(300),
             max_reconnects_per_hour: DEFAULT_MAX_RECONNECTS_PER_HOUR,
+            reproduces: None,
             overrides: vec![],
             swarm: None,
             client_arg: profile_files::is_path(client).then(|| client.to_string()),

@@ -631,6 +631,16 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| s.max_reconnects_per_hour.to_string(),
     },
+    Setting {
+        key: "run.reproduces",
+        targets: &["reproduces"],
+        help: "the public report a field-failure reproduction reproduces (text, e.g. rust-sdk#958; none to clear)",
+        apply: |s, v| {
+            s.reproduces = (v != "none" && !v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        show: |s| s.reproduces.clone().unwrap_or_else(|| "none".into()),
+    },
 ];
 
 // ---------------------------------------------------------------------------------------------
