@@ -68,7 +68,9 @@ fn opencode_28186_a_timeout_under_progress_reports_a_payment_that_ran_as_failed(
             matches!(&st.kind, StepKind::Send { request, .. }
                 if matches!(request.body, Some(ClientMessage::Cancelled { .. })))
         });
-        let error = steps.iter().position(|st| matches!(&st.kind, StepKind::AppError { error, .. } if error == "request timed out"));
+        let error = steps
+            .iter()
+            .position(|st| matches!(&st.kind, StepKind::AppError { error, .. } if error == "request timed out"));
         assert!(cancelled.is_some() && error.is_some(), "the client cancelled and reported an error; {replay}");
     }
     // The opt-in fix: progress restarts the timeout, and the payment's result arrives.

@@ -500,17 +500,16 @@ impl Client {
     fn open(&mut self, purpose: Purpose, request: Request, reconnect: bool) -> ConnId {
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
-        let state =
-            Conn {
-                purpose,
-                session: request.session.clone(),
-                reconnect,
-                head: None,
-                events: 0,
-                messages: 0,
-                ids: 0,
-                close_event: false,
-            };
+        let state = Conn {
+            purpose,
+            session: request.session.clone(),
+            reconnect,
+            head: None,
+            events: 0,
+            messages: 0,
+            ids: 0,
+            close_event: false,
+        };
         self.conns.insert(conn, state);
         self.record(StepKind::Send { conn, request: request.clone() });
         self.outputs.push_back(ClientOutput::Open { conn, request });

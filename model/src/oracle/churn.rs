@@ -134,7 +134,8 @@ mod tests {
         let bounded = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 });
         assert_eq!(max_reconnects_per_hour(&bounded.build()), 3);
         let a = sid("A");
-        let mut b = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 }).client(get_standalone(1, &a));
+        let mut b =
+            TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 }).client(get_standalone(1, &a));
         for i in 1..=4 {
             // A fresh GET in a session whose stream was opened before is a reconnect too.
             b = b.at(i * 300_000_000).client(get_standalone(i + 1, &a));

@@ -91,7 +91,10 @@ mod tests {
     fn an_error_for_a_payment_that_ran_is_a_false_failure() {
         let v = false_failures(&ran(false).at(60_000).app(app_error(0)).at(61_000).app(app_error(0)).build());
         assert_eq!(v.len(), 1, "one per call: {v:#?}");
-        assert_eq!((v[0].invariant, v[0].at, v[0].subject.as_str()), (InvariantId::NoFalseFailure, Instant(60_000), "call0"));
+        assert_eq!(
+            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            (InvariantId::NoFalseFailure, Instant(60_000), "call0")
+        );
         assert!(v[0].detail.contains("its side effect ran at 0.002s"), "{}", v[0].detail);
     }
 

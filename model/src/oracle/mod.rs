@@ -592,7 +592,8 @@ mod tests {
         };
         let cancel = |id: u64| Request::post(Some(a.clone()), ClientMessage::Cancelled { request: RequestId(id) });
         let trace = |cancelled: Option<u64>| {
-            let mut b = TraceBuilder::new().app(app_call(0, true)).client(StepKind::Send { conn: ConnId(1), request: post(2) });
+            let mut b =
+                TraceBuilder::new().app(app_call(0, true)).client(StepKind::Send { conn: ConnId(1), request: post(2) });
             if let Some(id) = cancelled {
                 b = b.at(60_000).client(StepKind::Send { conn: ConnId(2), request: cancel(id) });
             }

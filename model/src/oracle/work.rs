@@ -136,7 +136,10 @@ mod tests {
             running().at(120_000).server(expired(&a)).server(tool_ended(&a, ToolEnd::Cancelled)).app(app_unknown(0));
         let v = work_killed(&trace.build());
         assert_eq!(v.len(), 1, "one per call: {v:#?}");
-        assert_eq!((v[0].invariant, v[0].at, v[0].subject.as_str()), (InvariantId::NoWorkKilled, Instant(120_000), "call0"));
+        assert_eq!(
+            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            (InvariantId::NoWorkKilled, Instant(120_000), "call0")
+        );
         assert!(v[0].detail.starts_with("session A was expired as idle"), "{}", v[0].detail);
     }
 
@@ -172,7 +175,8 @@ mod tests {
             .server(tool_ended(&a, ToolEnd::Cancelled));
         assert_eq!(work_killed(&delete.build()), vec![]);
         // A restart lost it: a fault, not a decision.
-        let restart = running().at(60_000).server(tool_ended(&a, ToolEnd::Lost)).server(StepKind::ServerStart { epoch: 1 });
+        let restart =
+            running().at(60_000).server(tool_ended(&a, ToolEnd::Lost)).server(StepKind::ServerStart { epoch: 1 });
         assert_eq!(work_killed(&restart.build()), vec![]);
     }
 

@@ -147,9 +147,7 @@ impl Walk {
             | AppUnknownOutcome { .. }
             | AppError { .. }
             | AppSessionLost { .. }
-            | AppStreamLost { .. } => {
-                Some(described())
-            }
+            | AppStreamLost { .. } => Some(described()),
             _ => None,
         }
     }
