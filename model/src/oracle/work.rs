@@ -37,6 +37,15 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut cancelled: BTreeSet<(Option<&SessionId>, RequestId)> = BTreeSet::new();
     let mut deleted: BTreeSet<Option<&SessionId>> = BTreeSet::new();
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
+    // A server that expires a session cancels its tools first, at the same instant.
+    let expired_at: BTreeSet<(&SessionId, Instant)> = trace
+        .steps
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired } => Some((session, s.at())),
+            _ => None,
+        })
+        .collect();
     for (order, step) in trace.steps.iter().enumerate() {
         match &step.kind {
             StepKind::Send { request, .. } => match (&request.method, &request.body) {
@@ -57,7 +66,11 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                     || (session.0.is_empty() && cancelled.contains(&(None, *request)))
                     || deleted.contains(&Some(session));
                 if *end == ToolEnd::Cancelled && !asked && still_waiting(tool.call, order) {
-                    let what = format!("the server cancelled the tool of {} in session {session}", tool.call);
+                    let what = if expired_at.contains(&(session, step.at())) {
+                        format!("session {session} was expired as idle (its tool cancelled)")
+                    } else {
+                        format!("the server cancelled the tool of {} in session {session}", tool.call)
+                    };
                     violations.entry(tool.call).or_insert_with(|| killed(order, step.at(), &tool, what));
                 }
             }
@@ -136,6 +149,10 @@ mod tests {
             running().at(120_000).server(expired(&a)).server(tool_ended(&a, ToolEnd::Cancelled)).app(app_unknown(0));
         let v = work_killed(&trace.build());
         assert_eq!(v.len(), 1, "one per call: {v:#?}");
+        // Cancelled first, then expired, at the same instant: still an expiry.
+        let cancelled_first = running().at(120_000).server(tool_ended(&a, ToolEnd::Cancelled)).server(expired(&a));
+        let w = work_killed(&cancelled_first.build());
+        assert!(w[0].detail.starts_with("session A was expired as idle (its tool cancelled)"), "{}", w[0].detail);
         assert_eq!(
             (v[0].invariant, v[0].at, v[0].subject.as_str()),
             (InvariantId::NoWorkKilled, Instant(120_000), "call0")
