@@ -8,12 +8,15 @@
 //! scenario's `max_reconnects_per_hour`, read from the trace's `Bounds` step (a trace without one
 //! has [`DEFAULT_MAX_RECONNECTS_PER_HOUR`]).
 //!
-//! A reconnect is a `GET` that re-attaches a stream: one carrying `Last-Event-ID`, or a fresh
-//! `GET` in a session whose standalone stream was opened before.
+//! A reconnect is a `GET` that re-attaches a stream — one carrying `Last-Event-ID`, or a fresh
+//! `GET` in a session whose standalone stream was opened before — and that the server answered:
+//! the bound is about a network healthy apart from the scenario's faults, so an attempt a
+//! partition refused or cut before any answer is the fault's, not churn.
 
 use super::{client_of, sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::Method;
-use crate::ids::SessionId;
+use crate::http::Status;
+use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -46,18 +49,25 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let trace = ix.trace();
     let bound = max_reconnects_per_hour(trace);
     let mut opened: BTreeSet<(u32, Option<&SessionId>)> = BTreeSet::new();
+    let mut pending: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
     let mut windows: BTreeMap<u32, VecDeque<Instant>> = BTreeMap::new();
     let mut violations: BTreeMap<u32, Violation> = BTreeMap::new();
     for (order, step) in trace.steps.iter().enumerate() {
-        let StepKind::Send { request, .. } = &step.kind else { continue };
-        if request.method != Method::Get {
-            continue;
-        }
         let client = client_of(step);
-        let fresh = request.last_event_id.is_none();
-        if fresh && opened.insert((client, request.session.as_ref())) {
-            continue;
-        }
+        let session = match &step.kind {
+            StepKind::Send { conn, request } if request.method == Method::Get => {
+                let fresh = request.last_event_id.is_none();
+                if !(fresh && opened.insert((client, request.session.as_ref()))) {
+                    pending.insert((client, *conn), request.session.as_ref());
+                }
+                continue;
+            }
+            StepKind::Response { conn, .. } => match pending.remove(&(client, *conn)) {
+                Some(session) => session,
+                None => continue,
+            },
+            _ => continue,
+        };
         let window = windows.entry(client).or_default();
         let now = step.at();
         window.push_back(now);
@@ -66,7 +76,7 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         }
         if window.len() as u64 > u64::from(bound) && !violations.contains_key(&client) {
             let first = window.front().copied().unwrap_or(now);
-            let subject = match request.session.as_ref() {
+            let subject = match session {
                 Some(session) if trace.steps.iter().any(|s| s.client.is_some()) => {
                     format!("client {client} session {session}")
                 }
@@ -97,19 +107,36 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::http::ConnEnd;
 
     fn churn(trace: &Trace) -> Vec<Violation> {
         churn_in(&TraceIndex::new(trace))
     }
 
-    /// A fresh GET at 0, then `n` resumes, one every `every_us`.
+    /// A fresh GET at 0, then `n` resumes, one every `every_us`, each answered 200 at once.
     fn resumes(n: u64, every_us: u64) -> TraceBuilder {
         let a = sid("A");
         let mut b = TraceBuilder::new().client(get_standalone(1, &a));
         for i in 1..=n {
-            b = b.at(i * every_us).client(get_resume(i + 1, &a, ev(0, 3)));
+            b = b.at(i * every_us).client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
         }
         b
+    }
+
+    #[test]
+    fn attempts_no_server_answered_are_the_faults_not_churn() {
+        let a = sid("A");
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+        for i in 1..=500 {
+            b = b.at(i * 1_000_000).client(get_resume(i + 1, &a, ev(0, 3))).client(conn_end(i + 1, ConnEnd::Refused));
+        }
+        assert_eq!(churn(&b.build()), vec![]);
+        // A 410 is an answer: a client that resumes into it every second churns.
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+        for i in 1..=200 {
+            b = b.at(i * 1_000_000).client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::GONE));
+        }
+        assert_eq!(churn(&b.build()).len(), 1);
     }
 
     #[test]
@@ -138,7 +165,7 @@ mod tests {
             TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 }).client(get_standalone(1, &a));
         for i in 1..=4 {
             // A fresh GET in a session whose stream was opened before is a reconnect too.
-            b = b.at(i * 300_000_000).client(get_standalone(i + 1, &a));
+            b = b.at(i * 300_000_000).client(get_standalone(i + 1, &a)).client(response(i + 1, Status::OK));
         }
         let v = churn(&b.build());
         assert_eq!((v.len(), v[0].at), (1, Instant(1_200_000_000)));
@@ -160,12 +187,13 @@ mod tests {
         let two_each = || {
             let mut t = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 2 });
             for i in 1..=2 {
-                t = t.by(0).at(i).client(get_resume(i, &a, ev(0, 1))).by(1).client(get_resume(i, &b, ev(0, 1)));
+                t = t.by(0).at(i).client(get_resume(i, &a, ev(0, 1))).client(response(i, Status::OK));
+                t = t.by(1).client(get_resume(i, &b, ev(0, 1))).client(response(i, Status::OK));
             }
             t
         };
         assert_eq!(churn(&two_each().build()), vec![]);
-        let v = churn(&two_each().by(1).at(9).client(get_resume(9, &b, ev(0, 1))).build());
+        let v = churn(&two_each().by(1).at(9).client(get_resume(9, &b, ev(0, 1))).client(response(9, Status::OK)).build());
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "client 1 session B"));
     }
 }
