@@ -15,7 +15,6 @@
 
 use super::{client_of, sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::Method;
-use crate::http::Status;
 use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};
 use crate::trace::{StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
@@ -107,7 +106,7 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
-    use crate::http::ConnEnd;
+    use crate::http::{ConnEnd, Status};
 
     fn churn(trace: &Trace) -> Vec<Violation> {
         churn_in(&TraceIndex::new(trace))
@@ -193,7 +192,8 @@ mod tests {
             t
         };
         assert_eq!(churn(&two_each().build()), vec![]);
-        let v = churn(&two_each().by(1).at(9).client(get_resume(9, &b, ev(0, 1))).client(response(9, Status::OK)).build());
+        let v =
+            churn(&two_each().by(1).at(9).client(get_resume(9, &b, ev(0, 1))).client(response(9, Status::OK)).build());
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "client 1 session B"));
     }
 }
