@@ -26,7 +26,7 @@ fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
 /// balancer's idle cut. Two families, so the table has a clean row beside the broken one.
 const NAIVE: &str = r#"
 clients = ["naive", "reference"]
-families = ["long-tool", "resume-after-completion"]
+families = ["long-tool"]
 server = "reference"
 lb = { idle_timeout = "60s" }
 "#;
@@ -34,7 +34,7 @@ lb = { idle_timeout = "60s" }
 /// The same with the `keepalive` mitigation written into the server table.
 const FIXED: &str = r#"
 clients = ["naive", "reference"]
-families = ["long-tool", "resume-after-completion"]
+families = ["long-tool"]
 lb = { idle_timeout = "60s" }
 
 [server]

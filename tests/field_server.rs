@@ -80,8 +80,13 @@ fn sep_1699_polling_still_delivers_the_result_once() {
         ..profiles::server("reference").expect("built in")
     };
     let client = profiles::client("reference").expect("built in");
-    let mut pair =
-        Pair::with_policies(client, server, vec![tool(30, None)], LbConfig { idle_timeout: None }).expect("a pair");
+    let mut pair = Pair::with_policies(
+        client,
+        server,
+        vec![tool(30, None)],
+        LbConfig { idle_timeout: None, ..LbConfig::default() },
+    )
+    .expect("a pair");
     pair.call(1, "job", false).expect("called");
     let violations = pair.run_until(at(120)).expect("runs");
     assert!(violations.is_empty(), "{violations:?}");
@@ -100,7 +105,7 @@ fn a_side_effect_at_completion_is_not_done_by_a_deleted_run() {
             profiles::client("reference").expect("built in"),
             profiles::server("reference").expect("built in"),
             vec![spec],
-            LbConfig { idle_timeout: None },
+            LbConfig { idle_timeout: None, ..LbConfig::default() },
         )
         .expect("a pair");
         pair.call(1, "job", false).expect("called");
@@ -121,7 +126,7 @@ fn typescript_delete_runs_on_only_for_tools_that_ignore_the_abort_signal() {
             profiles::client("ts-sdk").expect("built in"),
             profiles::server("ts-sdk").expect("built in"),
             vec![spec],
-            LbConfig { idle_timeout: None },
+            LbConfig { idle_timeout: None, ..LbConfig::default() },
         )
         .expect("a pair");
         pair.call(1, "job", false).expect("called");
@@ -145,7 +150,7 @@ fn an_unknown_session_is_answered_with_the_policy_status() {
             profiles::client("ts-sdk").expect("built in"),
             server,
             vec![tool(1, None)],
-            LbConfig { idle_timeout: None },
+            LbConfig { idle_timeout: None, ..LbConfig::default() },
         )
         .expect("a pair");
         pair.restart_server().expect("restarted");

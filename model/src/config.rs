@@ -482,6 +482,29 @@ pub struct ClientPolicy {
     /// request then gets 400, which fails its call.
     #[serde(default = "yes")]
     pub sessions: bool,
+    /// Whether a progress notification for a call restarts its request timeout (TypeScript's
+    /// opt-in `resetTimeoutOnProgress`, off by default). Written into traces only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub timeout_resets_on_progress: bool,
+    /// After this many unhonourable resumes of a call's stream in a row (a 409/410, or a 200 that
+    /// ends without a single message) the call is resolved as unknown outcome instead of being
+    /// resumed again; `None` for no limit. Written into traces only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unhonoured_resumes: Option<u32>,
+    /// When the client gives up its standalone stream (attempts spent), it tells the application
+    /// that the stream was lost (an `AppStreamLost` step) instead of dropping it silently. Written
+    /// into traces only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub report_stream_given_up: bool,
+}
+
+/// Serde's `skip_serializing_if` for flags that are off by default.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// How a client reacts to a stream that ends before its response.
@@ -515,6 +538,33 @@ pub struct SdkRules {
     pub on_empty_resume: OnEmptyResume,
     /// Resume a POST stream only if an event id arrived on it; otherwise the call fails locally.
     pub resume_post_needs_event_id: bool,
+    /// What a call whose stream the client gave up on (attempts spent) gets. Written into traces
+    /// only when it is not `fail-call`.
+    #[serde(default, skip_serializing_if = "OnGiveUp::is_default")]
+    pub on_give_up: OnGiveUp,
+    /// Whether the `Last-Event-ID` a stream was resumed with survives a second break that comes
+    /// before any id-bearing event arrived on the resumed connection. `false` is
+    /// typescript-sdk#2499: the next reconnect goes without `Last-Event-ID`. Written into traces
+    /// only when `false`.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub resume_token_survives_recut: bool,
+}
+
+/// What an SDK client does with a call whose stream it gave up reconnecting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnGiveUp {
+    /// Fail the call at once with a local error (Python: "connection closed").
+    #[default]
+    FailCall,
+    /// Leave the call pending: it resolves only by its request timeout, if it has one (TypeScript).
+    LeavePending,
+}
+
+impl OnGiveUp {
+    fn is_default(&self) -> bool {
+        *self == OnGiveUp::FailCall
+    }
 }
 
 /// What an SDK client does with a 404 on its session.
@@ -525,6 +575,9 @@ pub enum On404 {
     FailKeepSession,
     /// Re-initialize and re-send each POST that got 404 once; fail the other pending ones (rmcp).
     ReinitializeResendOnce,
+    /// Re-initialize; every call in flight becomes unknown outcome (an idempotent one is re-sent),
+    /// as the design note's procedure does.
+    ReinitializeUnknownOutcome,
 }
 
 /// What an SDK client does when a resume gets 200 and an empty stream that ends.
@@ -535,8 +588,13 @@ pub enum OnEmptyResume {
     SameId,
     /// Reconnect again without `Last-Event-ID` (TypeScript).
     WithoutId,
-    /// Treat it as a clean end of the stream (rmcp).
+    /// Treat it as a clean end of the stream: a call whose stream it was fails with "stream ended
+    /// without a response".
     CleanClose,
+    /// A graceful close of a successful reconnect (rmcp, `SseAutoReconnectStream`): reconnect with
+    /// the same `Last-Event-ID` after the clean-close delay, the attempt counter reset to 0
+    /// (rust-sdk#958: against a server that answers every failed resume so, a loop for good).
+    GracefulClose,
 }
 
 /// Where client state lives.

@@ -444,6 +444,14 @@ pub enum StepKind {
         /// The session.
         session: SessionId,
     },
+    /// The application was told the client gave up the standalone stream of `session`: events
+    /// stored on it after `after` (all of them if `None`) may never reach it.
+    AppStreamLost {
+        /// The session.
+        session: SessionId,
+        /// The last event id the client saw on the stream, if any.
+        after: Option<EventId>,
+    },
 
     // --- faults and the run ---
     /// A planned fault was applied.
@@ -455,6 +463,14 @@ pub enum StepKind {
     Liveness {
         /// When every call must have resolved, in µs.
         deadline: u64,
+    },
+    /// The run's bounds an oracle needs besides the steps, recorded at the start of a run whose
+    /// scenario departs from their defaults (a trace without one has the defaults).
+    Bounds {
+        /// The most stream reconnects a logical client may make in any hour of the run
+        /// (`bounded-reconnects`; default [`DEFAULT_MAX_RECONNECTS_PER_HOUR`]).
+        #[serde(default = "default_max_reconnects_per_hour")]
+        max_reconnects_per_hour: u32,
     },
     /// Final state, recorded when the run stops.
     RunEnd {
@@ -481,6 +497,7 @@ impl StepKind {
                 | StepKind::AppError { .. }
                 | StepKind::AppUnknownOutcome { .. }
                 | StepKind::AppSessionLost { .. }
+                | StepKind::AppStreamLost { .. }
         )
     }
 
@@ -493,6 +510,13 @@ impl StepKind {
             _ => None,
         }
     }
+}
+
+/// The reconnect bound of a trace with no `Bounds` step: generous, two a minute.
+pub const DEFAULT_MAX_RECONNECTS_PER_HOUR: u32 = 120;
+
+fn default_max_reconnects_per_hour() -> u32 {
+    DEFAULT_MAX_RECONNECTS_PER_HOUR
 }
 
 /// A whole trace in memory.

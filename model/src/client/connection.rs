@@ -87,6 +87,8 @@ impl Client {
         let reset_on_event = self.policy.reconnect.counter_reset == CounterReset::OnEvent;
         let Some(c) = self.conns.get_mut(&conn) else { return };
         c.events += 1;
+        c.messages += u32::from(event.data.is_some());
+        c.ids += u32::from(event.id.is_some());
         c.close_event |= event.kind == EventKind::Close;
         let (purpose, reconnect) = (c.purpose, c.reconnect);
         if let Some(ms) = event.retry_ms {
@@ -99,6 +101,9 @@ impl Client {
                 }
                 if reconnect && reset_on_event {
                     stream.failures = 0;
+                }
+                if event.data.is_some() {
+                    stream.unhonoured = 0;
                 }
             }
         }
@@ -118,7 +123,7 @@ impl Client {
             }
             (Purpose::Stream(_), message) => {
                 let session = self.app_session(c.session.clone());
-                self.deliver(conn, session, id, message);
+                self.deliver(now, conn, session, id, message);
             }
             _ => {}
         }
@@ -126,11 +131,24 @@ impl Client {
 
     /// Hands a message to the application. Answers are routed by JSON-RPC request id, as the
     /// SDKs do; anything for a call that already resolved is dropped.
-    pub(super) fn deliver(&mut self, via: ConnId, session: SessionId, id: Option<EventId>, message: ServerMessage) {
+    pub(super) fn deliver(
+        &mut self,
+        now: Instant,
+        via: ConnId,
+        session: SessionId,
+        id: Option<EventId>,
+        message: ServerMessage,
+    ) {
         let call = message.request().and_then(|r| self.by_request.get(&r).copied());
         match (call, &message) {
             (Some(call), ServerMessage::Progress { .. }) => {
-                self.record(StepKind::AppEvent { session, id, call: Some(call), message })
+                self.record(StepKind::AppEvent { session, id, call: Some(call), message });
+                // TypeScript's opt-in `resetTimeoutOnProgress`.
+                if let (true, Some(timeout)) = (self.policy.timeout_resets_on_progress, self.policy.request_timeout) {
+                    if let Some(c) = self.calls.get_mut(&call) {
+                        c.deadline = Some(now + timeout);
+                    }
+                }
             }
             (Some(call), ServerMessage::ToolResult { .. }) => {
                 self.record(StepKind::AppResult { call, session, id });

@@ -20,6 +20,10 @@ pub struct DurableState {
     /// The last event id seen on the standalone GET stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standalone_last_event_id: Option<EventId>,
+    /// A session the application deleted whose `DELETE` was not answered yet: a restarted
+    /// client finishes it before it initializes a new session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_delete: Option<SessionId>,
 }
 
 /// One in-flight call in durable state.
@@ -41,6 +45,7 @@ impl Client {
     /// Takes over durable state: the session and every call that was in flight.
     pub(super) fn load(&mut self, state: DurableState) {
         self.session = state.session.clone();
+        self.pending_delete = state.pending_delete.clone();
         self.next_request = state.next_request.max(1);
         if let Some(stream) = self.standalone.as_mut() {
             stream.last_event_id = state.standalone_last_event_id.clone();
@@ -84,6 +89,11 @@ impl Client {
     /// again after initializing; a non-idempotent one may have run, and must not run twice.
     pub(super) fn restart_without_session(&mut self) {
         self.settle_sent_calls(UNKNOWN_RESTARTED);
+        if self.pending_delete.is_some() {
+            // The old session goes first: a new one beside it would be a second live session.
+            self.initialize_after_delete = true;
+            return self.send_pending_delete();
+        }
         self.begin_initialize();
     }
 
@@ -106,6 +116,7 @@ impl Client {
             next_request: self.next_request,
             calls,
             standalone_last_event_id: self.standalone.as_ref().and_then(|s| s.last_event_id.clone()),
+            pending_delete: self.pending_delete.clone(),
         }
     }
 

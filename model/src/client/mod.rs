@@ -90,6 +90,8 @@ const UNKNOWN_SESSION_LOST: &str =
 const UNKNOWN_RESTARTED: &str =
     "the client restarted without a session while the call was in flight; it may or may not have run";
 const SESSION_DELETED: &str = "session deleted by the application";
+const UNKNOWN_UNHONOURED: &str =
+    "the server could not honour the resumption of the call's stream; it may or may not have run";
 const NOTE_REISSUE: &str = "the stream ended before the response: re-issue the request with a new id";
 
 /// Whose stream a connection carries.
@@ -132,6 +134,10 @@ struct Conn {
     reconnect: bool,
     head: Option<ResponseHead>,
     events: u32,
+    /// Events that carried a message (not priming or close events).
+    messages: u32,
+    /// Events that carried an id.
+    ids: u32,
     close_event: bool,
 }
 
@@ -145,6 +151,8 @@ struct Stream {
     reconnect_at: Option<Instant>,
     /// The `Last-Event-ID` the scheduled reconnect sends.
     reconnect_with: Option<EventId>,
+    /// Resumes in a row the server could not honour (409/410, or a 200 without a message).
+    unhonoured: u32,
 }
 
 /// A call the application issued that has not resolved.
@@ -206,6 +214,15 @@ pub struct Client {
     outputs: VecDeque<ClientOutput>,
     /// The state last written to durable storage.
     persisted: Option<DurableState>,
+    /// A session the application deleted whose `DELETE` has not been answered yet (kept durably
+    /// by a durable client, and finished after a restart).
+    pending_delete: Option<SessionId>,
+    /// Failed `DELETE`s of `pending_delete` in a row.
+    delete_failures: u32,
+    delete_retry_at: Option<Instant>,
+    /// Initialize once the pending `DELETE` is done (a restarted client must not hold two live
+    /// sessions).
+    initialize_after_delete: bool,
 }
 
 impl Client {
@@ -232,6 +249,10 @@ impl Client {
             server_retry_ms: None,
             outputs: VecDeque::new(),
             persisted: None,
+            pending_delete: None,
+            delete_failures: 0,
+            delete_retry_at: None,
+            initialize_after_delete: false,
         };
         if let Some(state) = restored {
             client.load(state);
@@ -282,7 +303,9 @@ impl Client {
             self.calls.insert(call, entry);
             match self.handshake {
                 Handshake::Ready => self.send_call(call),
-                Handshake::Idle if self.started && self.init_retry_at.is_none() => self.begin_initialize(),
+                Handshake::Idle if self.started && self.init_retry_at.is_none() && !self.initialize_after_delete => {
+                    self.begin_initialize()
+                }
                 _ => {}
             }
         }
@@ -320,7 +343,8 @@ impl Client {
         if let Some(c) = self.conns.remove(&conn) {
             match c.purpose {
                 Purpose::Initialize | Purpose::Initialized => self.init_failed(now, format!("connection {end}")),
-                Purpose::Notification | Purpose::Delete => {}
+                Purpose::Notification => {}
+                Purpose::Delete => self.delete_ended(now, c.head.is_some()),
                 Purpose::Stream(owner) => {
                     if let Some(stream) = self.stream_mut(owner) {
                         stream.conn = None;
@@ -342,6 +366,10 @@ impl Client {
         }
         if self.init_retry_at.is_some_and(|t| t <= now) {
             self.begin_initialize();
+        }
+        if self.delete_retry_at.is_some_and(|t| t <= now) {
+            self.delete_retry_at = None;
+            self.send_pending_delete();
         }
         let due: Vec<CallKey> = self
             .calls
@@ -367,7 +395,7 @@ impl Client {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let calls = self.calls.values().flat_map(|c| [c.deadline, c.stream.reconnect_at, c.resend_at]);
         let standalone = self.standalone.as_ref().and_then(|s| s.reconnect_at);
-        calls.chain([self.init_retry_at, standalone]).flatten().min()
+        calls.chain([self.init_retry_at, standalone, self.delete_retry_at]).flatten().min()
     }
 
     /// The next output, if any; drain it after every input.
@@ -403,6 +431,7 @@ impl Client {
         self.calls.is_empty()
             && self.outputs.is_empty()
             && self.init_retry_at.is_none()
+            && self.pending_delete.is_none()
             && matches!(self.handshake, Handshake::Idle | Handshake::Ready)
             && self.standalone.as_ref().is_none_or(|s| s.reconnect_at.is_none())
     }
@@ -430,9 +459,38 @@ impl Client {
         self.init_retry_at = None;
         self.init_failures = 0;
         if let Some(session) = session {
-            self.open(Purpose::Delete, Request::delete(session), false);
+            self.pending_delete = Some(session);
+            self.delete_failures = 0;
+            self.send_pending_delete();
         }
         self.persist_if_changed(mark);
+    }
+
+    /// Sends the `DELETE` of the session the application ended, if one is pending.
+    fn send_pending_delete(&mut self) {
+        if let Some(session) = self.pending_delete.clone() {
+            self.open(Purpose::Delete, Request::delete(session), false);
+        }
+    }
+
+    /// The `DELETE` connection ended: any answer finishes it; a break without one retries it
+    /// after the reconnect backoff, within the reconnect attempts.
+    fn delete_ended(&mut self, now: Instant, answered: bool) {
+        if self.pending_delete.is_none() {
+            return;
+        }
+        self.delete_failures += 1;
+        let spent = self.policy.reconnect.max_attempts.is_some_and(|max| self.delete_failures >= max);
+        if answered || spent {
+            self.pending_delete = None;
+            self.delete_failures = 0;
+            if std::mem::take(&mut self.initialize_after_delete) {
+                self.begin_initialize();
+            }
+            return;
+        }
+        let delay = self.next_delay(self.delete_failures - 1, true);
+        self.delete_retry_at = Some(now + delay);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -442,8 +500,16 @@ impl Client {
     fn open(&mut self, purpose: Purpose, request: Request, reconnect: bool) -> ConnId {
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
-        let state =
-            Conn { purpose, session: request.session.clone(), reconnect, head: None, events: 0, close_event: false };
+        let state = Conn {
+            purpose,
+            session: request.session.clone(),
+            reconnect,
+            head: None,
+            events: 0,
+            messages: 0,
+            ids: 0,
+            close_event: false,
+        };
         self.conns.insert(conn, state);
         self.record(StepKind::Send { conn, request: request.clone() });
         self.outputs.push_back(ClientOutput::Open { conn, request });

@@ -40,18 +40,20 @@ fn stateless_under_an_idle_cut_runs_a_non_idempotent_tool_again_on_every_reissue
     assert_eq!(p.count(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Cancelled, .. })), 6);
     assert_eq!(p.count(|k| matches!(k, StepKind::SessionCreated { .. })), 0);
     assert_eq!(p.resolutions(), vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: ERR_EXHAUSTED.into() }]);
-    assert_eq!(names(&violations), vec!["no-duplicate-execution"], "{violations:#?}");
+    // The revision cancels a tool when its stream closes, though here the load balancer closed it
+    // and the client still waits: each cut kills the work it then runs again.
+    assert_eq!(names(&violations), vec!["no-work-killed", "no-duplicate-execution"], "{violations:#?}");
     Ok(())
 }
 
 #[test]
-fn stateless_reissues_of_an_idempotent_tool_break_no_invariant() -> Result<(), HarnessError> {
+fn stateless_reissues_of_an_idempotent_tool_only_kill_work() -> Result<(), HarnessError> {
     let mut p = Pair::new("stateless-2026", "stateless-2026", silent_tool(300, true), IDLE_CUT)?;
     p.call(1, TOOL, true)?;
     let violations = p.run_until(HOUR)?;
     assert_eq!(p.side_effects(), 6);
     assert_eq!(p.resolutions(), vec![StepKind::AppError { call: CallKey(1), error: ERR_EXHAUSTED.into() }]);
-    assert_eq!(violations, vec![]);
+    assert_eq!(names(&violations), vec!["no-work-killed"], "{violations:#?}");
     Ok(())
 }
 

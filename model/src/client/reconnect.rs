@@ -3,7 +3,7 @@
 
 use super::close_rules::Ended;
 use super::{reconnect_delay, Client, Handshake, Owner, Stream, ERR_CONNECTION_CLOSED, ERR_EXHAUSTED};
-use crate::config::CloseHandling;
+use crate::config::{CloseHandling, OnGiveUp};
 use crate::ids::{CallKey, EventId};
 use crate::time::{micros, Instant};
 use crate::trace::StepKind;
@@ -59,11 +59,22 @@ impl Client {
     pub(super) fn give_up(&mut self, owner: Owner) {
         let Owner::Call(key) = owner else {
             self.record_decision(owner, None, None, Some(format!("standalone stream: {ERR_EXHAUSTED}")));
-            self.standalone = None;
+            let seen = self.standalone.take().and_then(|s| s.last_event_id);
+            if let (true, Some(session)) = (self.policy.report_stream_given_up, self.session.clone()) {
+                self.record(StepKind::AppStreamLost { session, after: seen });
+            }
             return;
         };
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
-        match self.policy.close_handling {
+        match &self.policy.close_handling {
+            CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::LeavePending => {
+                let note = format!("{ERR_EXHAUSTED}: the call stays pending until its request timeout");
+                self.record_decision(owner, None, None, Some(note));
+                if let Some(call) = self.calls.get_mut(&key) {
+                    call.stream.reconnect_at = None;
+                    call.stream.reconnect_with = None;
+                }
+            }
             CloseHandling::DecisionProcedure | CloseHandling::ReissueWithNewId if !idempotent => {
                 self.resolve_unknown(key, ERR_EXHAUSTED.to_string())
             }

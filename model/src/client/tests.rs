@@ -1,7 +1,7 @@
 //! The client driven directly with hand-written frames.
 
 use super::*;
-use crate::config::{CloseHandling, CounterReset, Persistence};
+use crate::config::{CloseHandling, CounterReset, OnEmptyResume, Persistence};
 use crate::config::{ReconnectPolicy, RetryField};
 use crate::decision::DecisionError;
 use crate::http::{Body, ErrorBody, ErrorCode, Method};
@@ -248,6 +248,9 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         open_standalone_stream: false,
         send_idempotency_keys: false,
         sessions: true,
+        timeout_resets_on_progress: false,
+        max_unhonoured_resumes: None,
+        report_stream_given_up: false,
     }
 }
 
@@ -719,8 +722,32 @@ fn py_sdk_reconnects_with_the_same_id_after_an_empty_resume() {
 }
 
 #[test]
-fn rmcp_treats_an_empty_resume_as_a_clean_close() {
-    let (d, out) = empty_resume("rmcp");
+fn rmcp_takes_an_empty_resume_for_a_graceful_close_and_resumes_with_the_same_id_its_counter_reset() {
+    // rust-sdk#958: no error, no backoff growth; the same Last-Event-ID again after 1 s.
+    let (mut d, out) = empty_resume("rmcp");
+    assert_eq!(app(&out), vec![]);
+    assert_eq!(backoffs(&out), vec![(1, 1_000_000)], "a graceful close resets the counter");
+    for _ in 0..5 {
+        let (conn, get) = resume(&d.fire());
+        assert_eq!(get.last_event_id, ev("1-0"));
+        let out = d.answer(conn, vec![sse()]);
+        assert_eq!(backoffs(&out), vec![(1, 1_000_000)]);
+    }
+    assert_eq!(d.c.unresolved_calls(), vec![CallKey(1)]);
+}
+
+#[test]
+fn a_clean_close_rule_fails_the_call_after_an_empty_resume() {
+    let mut policy = profiles::client("rmcp").unwrap();
+    if let CloseHandling::Sdk(rules) = &mut policy.close_handling {
+        rules.on_empty_resume = OnEmptyResume::CleanClose;
+    }
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, _) = resume(&d.fire());
+    let out = d.answer(conn, vec![sse()]);
     assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_NO_RESPONSE.into() }]);
     assert!(d.c.unresolved_calls().is_empty());
 }
@@ -750,14 +777,28 @@ fn resume_opens(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {
 #[test]
 fn sdk_failed_resumes_count_and_exhaust_with_connection_closed() {
     let mut d = Driver::ready("ts-sdk"); // 2 attempts
+    let called = d.now;
     call_then_reset(&mut d, 1, false, Some("a_1"));
     let (conn, _) = resume(&d.fire());
     let out = d.answer(conn, vec![status(404)]);
     assert_eq!(backoffs(&out), vec![(2, 1_500_000)], "404 to a resume is a failed attempt");
     let (conn, _) = resume(&d.fire());
     let out = d.answer(conn, vec![status(409)]);
-    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_CONNECTION_CLOSED.into() }]);
+    // TypeScript gives up without a word: the call waits for its 60 s request timeout.
+    assert_eq!(app(&out), vec![]);
+    assert_eq!(d.c.unresolved_calls(), vec![CallKey(1)]);
+    assert_eq!(d.c.poll_timeout(), Some(called + Duration::from_secs(60)), "only the request timeout is left");
     assert_eq!(d.c.session(), Some(&sid(S1)));
+    // Python fails the call at once.
+    let mut d = Driver::ready("py-sdk"); // 2 attempts
+    call_then_reset(&mut d, 1, false, Some("a_1"));
+    for status_code in [404, 409] {
+        let (conn, _) = resume(&d.fire());
+        let out = d.answer(conn, vec![status(status_code)]);
+        if status_code == 409 {
+            assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_CONNECTION_CLOSED.into() }]);
+        }
+    }
 }
 
 #[test]
@@ -913,6 +954,7 @@ fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
             },
         ],
         standalone_last_event_id: None,
+        pending_delete: None,
     };
     let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(state), 1);
     let out = r.start();

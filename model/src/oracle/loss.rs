@@ -123,11 +123,24 @@ impl Gap {
     }
 }
 
-/// The `AppGap` steps, placed on their streams. A gap whose head the session never stored, or
+/// The `AppGap` steps, placed on their streams, and the `AppStreamLost` ones (a gap with no
+/// head on the standalone stream). A gap whose head the session never stored, or
 /// whose `after` lies on another stream, says nothing the oracle can place, so it covers nothing.
 fn gaps<'a>(trace: &'a Trace, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>> {
     let mut gaps: BTreeMap<_, Vec<Gap>> = BTreeMap::new();
     for step in &trace.steps {
+        if let StepKind::AppStreamLost { session, after } = &step.kind {
+            // The stream was given up: everything after `after` on it may be missing.
+            let after_seq = match after {
+                None => None,
+                Some(after) => match log.get(session, after).filter(|a| a.stream == StreamNo::STANDALONE) {
+                    Some(after) => Some(after.seq),
+                    None => continue,
+                },
+            };
+            gaps.entry((session, StreamNo::STANDALONE)).or_default().push(Gap { after_seq, head_seq: u32::MAX });
+            continue;
+        }
         let StepKind::AppGap { session, after, head, .. } = &step.kind else { continue };
         let Some(head) = log.get(session, head) else { continue };
         let after_seq = match after {
@@ -309,6 +322,31 @@ mod tests {
         // Never opened: nobody was reading.
         let unread = TraceBuilder::new().stored_range(&a, 0, None, 1..=3).build();
         assert_eq!(silent_losses(&unread), vec![]);
+    }
+
+    #[test]
+    fn a_standalone_stream_reported_lost_excuses_what_followed_the_last_event_seen() {
+        let a = sid("A");
+        let trace = |after: Option<EventId>| {
+            TraceBuilder::new()
+                .client(get_standalone(1, &a))
+                .at(1_000)
+                .stored_range(&a, 0, None, 1..=6)
+                .delivered_range(&a, 0, None, 1..=2)
+                .app(StepKind::AppStreamLost { session: a.clone(), after })
+                .build()
+        };
+        assert_eq!(silent_losses(&trace(Some(ev(0, 2)))), vec![]);
+        assert_eq!(silent_losses(&trace(None)), vec![]);
+        // Event 2 was missed before the last one seen (3): the notice does not cover it.
+        let missed = TraceBuilder::new()
+            .client(get_standalone(1, &a))
+            .at(1_000)
+            .stored_range(&a, 0, None, 1..=6)
+            .delivered_range(&a, 0, None, [1, 3])
+            .app(StepKind::AppStreamLost { session: a.clone(), after: Some(ev(0, 3)) })
+            .build();
+        assert_eq!(silent_losses(&missed)[0].subject, "session A stream0 event 0-2");
     }
 
     #[test]

@@ -4,18 +4,22 @@
 //! returns what broke, never panics, and never looks at the scenario. The families live one per
 //! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
 //! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
-//! was handed: no duplicates, in order, from the right session). [`coverage`] counts the
+//! was handed: no duplicates, in order, from the right session), `failure.rs` (no false failure),
+//! `work.rs` (no work killed) and `churn.rs` (bounded reconnects). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
 //! Event ids are unique inside a session but not across sessions, so everything here keys an
 //! event by `(session, id)`.
 
+mod churn;
 mod coverage;
 mod delivery;
 mod execution;
+mod failure;
 mod liveness;
 mod loss;
 mod sessions;
+mod work;
 
 #[cfg(test)]
 mod incidents;
@@ -24,8 +28,8 @@ mod testkit;
 
 pub use coverage::{coverage, Coverage, COVERAGE_EVENTS};
 
-use crate::http::ServerMessage;
-use crate::ids::{CallKey, EventId, SessionId, StreamNo};
+use crate::http::{ClientMessage, ServerMessage};
+use crate::ids::{CallKey, EventId, RequestId, SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::{Step, StepKind, Trace, ViolationRecord};
 use std::cell::OnceCell;
@@ -51,11 +55,17 @@ pub enum InvariantId {
     InOrderDelivery,
     /// `no-cross-session-delivery`.
     NoCrossSessionDelivery,
+    /// `no-false-failure`.
+    NoFalseFailure,
+    /// `no-work-killed`.
+    NoWorkKilled,
+    /// `bounded-reconnects`.
+    BoundedReconnects,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 7] = [
+    pub const ALL: [InvariantId; 10] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -63,6 +73,9 @@ impl InvariantId {
         InvariantId::NoDuplicateDelivery,
         InvariantId::InOrderDelivery,
         InvariantId::NoCrossSessionDelivery,
+        InvariantId::NoFalseFailure,
+        InvariantId::NoWorkKilled,
+        InvariantId::BoundedReconnects,
     ];
 
     /// The stable name.
@@ -75,6 +88,9 @@ impl InvariantId {
             InvariantId::NoDuplicateDelivery => "no-duplicate-delivery",
             InvariantId::InOrderDelivery => "in-order-delivery",
             InvariantId::NoCrossSessionDelivery => "no-cross-session-delivery",
+            InvariantId::NoFalseFailure => "no-false-failure",
+            InvariantId::NoWorkKilled => "no-work-killed",
+            InvariantId::BoundedReconnects => "bounded-reconnects",
         }
     }
 
@@ -157,6 +173,9 @@ pub const INVARIANTS: &[Invariant] = &[
     delivery::NO_DUPLICATE_DELIVERY,
     delivery::IN_ORDER_DELIVERY,
     delivery::NO_CROSS_SESSION_DELIVERY,
+    failure::NO_FALSE_FAILURE,
+    work::NO_WORK_KILLED,
+    churn::BOUNDED_RECONNECTS,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
@@ -415,12 +434,17 @@ struct CallLedger {
     /// Every call the application issued, with the idempotency its first `AppCall` declared.
     idempotent: BTreeMap<CallKey, bool>,
     resolutions: BTreeMap<CallKey, Vec<Resolution>>,
+    /// Calls whose client cancelled a request of theirs itself (`notifications/cancelled`: its
+    /// own request timeout): an error it then reported is its own giving up, not the server's.
+    cancelled_by_client: BTreeSet<CallKey>,
 }
 
 impl CallLedger {
     fn new(trace: &Trace) -> Self {
         let mut idempotent = BTreeMap::new();
         let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
+        let mut requests: BTreeMap<(u32, RequestId), CallKey> = BTreeMap::new();
+        let mut cancelled_by_client = BTreeSet::new();
         for step in &trace.steps {
             if let StepKind::AppCall { call, idempotent: i, .. } = &step.kind {
                 idempotent.entry(*call).or_insert(*i);
@@ -428,8 +452,21 @@ impl CallLedger {
             if let Some((call, how)) = Resolution::of(&step.kind) {
                 resolutions.entry(call).or_default().push(how);
             }
+            if let StepKind::Send { request, .. } = &step.kind {
+                match &request.body {
+                    Some(ClientMessage::CallTool { id, call }) => {
+                        requests.insert((client_of(step), *id), call.key);
+                    }
+                    Some(ClientMessage::Cancelled { request }) => {
+                        if let Some(call) = requests.get(&(client_of(step), *request)) {
+                            cancelled_by_client.insert(*call);
+                        }
+                    }
+                    _ => {}
+                }
+            }
         }
-        CallLedger { idempotent, resolutions }
+        CallLedger { idempotent, resolutions, cancelled_by_client }
     }
 
     fn issued(&self, call: CallKey) -> bool {
@@ -441,9 +478,15 @@ impl CallLedger {
     }
 
     /// The application was told the call failed or may not have run: whatever the call's
-    /// streams carried after that, the application knows not to expect it.
+    /// streams carried after that, the application knows not to expect it. An error after the
+    /// client cancelled the call's request itself (its own request timeout) is no such word: the
+    /// server was still working for it, so what the server stored after that was lost, not
+    /// reported.
     fn told_failure(&self, call: CallKey) -> bool {
-        self.resolutions.get(&call).is_some_and(|r| r.iter().any(|h| *h != Resolution::Result))
+        let gave_up = self.cancelled_by_client.contains(&call);
+        self.resolutions.get(&call).is_some_and(|r| {
+            r.iter().any(|h| *h == Resolution::UnknownOutcome || (*h == Resolution::Error && !gave_up))
+        })
     }
 }
 
@@ -515,7 +558,7 @@ mod tests {
     fn invariant_names_are_unique_and_found_by_name() {
         let names: BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
         assert_eq!(names.len(), INVARIANTS.len());
-        assert_eq!(INVARIANTS.len(), 7);
+        assert_eq!(INVARIANTS.len(), 10);
         for i in INVARIANTS {
             assert_eq!(by_name(i.name).map(|f| f.name), Some(i.name));
             assert!(!i.description.is_empty());
@@ -563,6 +606,37 @@ mod tests {
                 ("every-call-resolves", 9_000, "call1".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn a_result_lost_under_the_clients_own_timeout_is_a_loss_not_an_excuse() {
+        use crate::http::{Request, ToolCall};
+        use crate::ids::ConnId;
+        let a = sid("A");
+        let post = |id: u64| {
+            let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None };
+            Request::post(Some(a.clone()), ClientMessage::CallTool { id: RequestId(id), call })
+        };
+        let cancel = |id: u64| Request::post(Some(a.clone()), ClientMessage::Cancelled { request: RequestId(id) });
+        let trace = |cancelled: Option<u64>| {
+            let mut b =
+                TraceBuilder::new().app(app_call(0, true)).client(StepKind::Send { conn: ConnId(1), request: post(2) });
+            if let Some(id) = cancelled {
+                b = b.at(60_000).client(StepKind::Send { conn: ConnId(2), request: cancel(id) });
+            }
+            b.at(60_000)
+                .app(app_error(0))
+                .at(300_000)
+                .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
+                .build()
+        };
+        let names = |t: &Trace| check_all(t).into_iter().map(|v| v.invariant.name()).collect::<Vec<_>>();
+        // A plain error (the server failed it) excuses what the stream carried afterwards ...
+        assert_eq!(names(&trace(None)), Vec::<&str>::new());
+        // ... one the client reported after cancelling the request itself does not.
+        assert_eq!(names(&trace(Some(2))), vec!["no-orphaned-session"]);
+        // A cancel of another request is not this call's.
+        assert_eq!(names(&trace(Some(7))), Vec::<&str>::new());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::scenario::Scenario;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
-use mcpsim_model::trace::{Actor, StepKind, Trace, ViolationRecord};
+use mcpsim_model::trace::{Actor, StepKind, Trace, ViolationRecord, DEFAULT_MAX_RECONNECTS_PER_HOUR};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::net::IpAddr;
@@ -275,8 +275,12 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
 
 /// The runner's task: nodes up, agenda, stop condition, final record.
 async fn drive(world: &Arc<World>) {
-    let mut link = start_nodes(world).await;
     let scenario = &world.scenario;
+    if scenario.max_reconnects_per_hour != DEFAULT_MAX_RECONNECTS_PER_HOUR {
+        let max_reconnects_per_hour = scenario.max_reconnects_per_hour;
+        world.rec.record(Actor::Run, StepKind::Bounds { max_reconnects_per_hour });
+    }
+    let mut link = start_nodes(world).await;
     // The run may stop once the faults healed and the applications made their last delete.
     let last_delete = scenario.deletes.iter().map(|d| d.at).max().unwrap_or(Duration::ZERO);
     let heal = Instant(micros(scenario.faults.heal_time()));

@@ -164,7 +164,7 @@ fn cause(
             _ => None,
         },
         ConnEnd { conn, end: http::ConnEnd::Refused } => Some(format!("{conn} could not connect")),
-        AppGap { .. } | AppUnknownOutcome { .. } | AppSessionLost { .. } => {
+        AppGap { .. } | AppUnknownOutcome { .. } | AppSessionLost { .. } | AppStreamLost { .. } => {
             Some(crate::report::timeline::describe(&step.kind))
         }
         _ => None,

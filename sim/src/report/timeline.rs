@@ -139,8 +139,13 @@ pub fn describe(kind: &StepKind) -> String {
         AppError { call, error } => format!("app ← error for {call}: {error}"),
         AppUnknownOutcome { call, reason } => format!("app ← UNKNOWN OUTCOME for {call}: {reason}"),
         AppSessionLost { session } => format!("app ← session {session} lost"),
+        AppStreamLost { session, after } => {
+            let after = after.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "start".into());
+            format!("app ← STREAM LOST: the standalone stream of {session} was given up after {after}")
+        }
         Fault { fault } => format!("FAULT {fault}"),
         Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
+        Bounds { max_reconnects_per_hour } => format!("bounds: at most {max_reconnects_per_hour} reconnects an hour"),
         RunEnd { client_session, server_sessions, other_client_sessions } => {
             let held = |s: &Option<mcpsim_model::ids::SessionId>| {
                 s.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "none".into())

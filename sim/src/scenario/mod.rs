@@ -20,6 +20,7 @@ use crate::scenario::faults::FaultPlan;
 use mcpsim_model::config::{ClientPolicy, LbConfig, ServerPolicy, ToolSpec};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::time::serde_duration;
+use mcpsim_model::trace::DEFAULT_MAX_RECONNECTS_PER_HOUR;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -52,6 +53,14 @@ pub struct DeleteSpec {
 
 fn one() -> u32 {
     1
+}
+
+fn default_max_reconnects() -> u32 {
+    DEFAULT_MAX_RECONNECTS_PER_HOUR
+}
+
+fn is_default_max_reconnects(n: &u32) -> bool {
+    *n == DEFAULT_MAX_RECONNECTS_PER_HOUR
 }
 
 /// Network parameters of the simulated links.
@@ -99,6 +108,15 @@ pub struct Scenario {
     /// After the faults heal and the last tool is due, every call must resolve within this.
     #[serde(with = "serde_duration")]
     pub liveness_grace: Duration,
+    /// `bounded-reconnects`: the most stream reconnects a logical client may make in any hour.
+    /// Recorded as a `Bounds` step at the start of a run when it is not the default (so traces of
+    /// runs with the default read as before).
+    #[serde(default = "default_max_reconnects", skip_serializing_if = "is_default_max_reconnects")]
+    pub max_reconnects_per_hour: u32,
+    /// The public report a run of this scenario reproduces (`rust-sdk#958`, an address), if any:
+    /// a field-failure reproduction names its source in its own trace header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduces: Option<String>,
     /// The `--set` overrides this scenario was built with, in order (for the replay command).
     pub overrides: Vec<(String, String)>,
     /// Swarm testing: the fault kinds a generated case enabled, each with its intensity (the most
@@ -149,6 +167,8 @@ impl Scenario {
             faults: FaultPlan::default(),
             net: NetParams { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(10) },
             liveness_grace: Duration::from_secs(300),
+            max_reconnects_per_hour: DEFAULT_MAX_RECONNECTS_PER_HOUR,
+            reproduces: None,
             overrides: vec![],
             swarm: None,
             client_arg: profile_files::is_path(client).then(|| client.to_string()),

@@ -715,6 +715,26 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| format_duration(s.liveness_grace),
     },
+    Setting {
+        key: "run.max_reconnects_per_hour",
+        targets: &["max_reconnects_per_hour"],
+        help: "bounded-reconnects: the most stream reconnects a client may make in any hour (a count)",
+        apply: |s, v| {
+            s.max_reconnects_per_hour = v.parse().map_err(|_| format!("{v:?} is not a count"))?;
+            Ok(())
+        },
+        show: |s| s.max_reconnects_per_hour.to_string(),
+    },
+    Setting {
+        key: "run.reproduces",
+        targets: &["reproduces"],
+        help: "the public report a field-failure reproduction reproduces (text, e.g. rust-sdk#958; none to clear)",
+        apply: |s, v| {
+            s.reproduces = (v != "none" && !v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        show: |s| s.reproduces.clone().unwrap_or_else(|| "none".into()),
+    },
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -284,8 +284,9 @@ impl<'a> Explorer<'a> {
             let mutation = MUTATIONS[self.below(MUTATIONS.len() as u64) as usize];
             case = self.mutate(case, mutation)?;
         }
-        // A mutation that changed nothing is not worth a run: draw again.
-        (case != corpus[pick]).then_some(case)
+        // A mutation that changed nothing is not worth a run, nor is one the validation refuses
+        // (a stretched first delay past the backoff cap): draw again.
+        (case != corpus[pick] && case.scenario(self.base).is_ok()).then_some(case)
     }
 
     fn mutate(&mut self, mut case: Case, mutation: Mutation) -> Option<Case> {

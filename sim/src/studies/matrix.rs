@@ -299,6 +299,7 @@ fn key_steps(kind: &StepKind) -> bool {
             | StepKind::AppError { .. }
             | StepKind::AppUnknownOutcome { .. }
             | StepKind::AppSessionLost { .. }
+            | StepKind::AppStreamLost { .. }
     )
 }
 

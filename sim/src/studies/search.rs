@@ -265,7 +265,18 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         // must stay safe with them, so they are varied inside the conditions too.
         family_or("client.idempotency_keys", choice(&["true", "false"])),
         family_or("server.idempotency_keys", choice(&["true", "false"])),
+        // Topology: replicas behind the load balancer, and a CDN-like maximum connection age.
+        family_or("lb.replicas", choice(&["1", "2", "3"])),
+        family_or("lb.max_lifetime", optional((60u64..=600).prop_map(secs).boxed())),
+        family_or("lb.store", choice(&["local", "shared"])),
     ];
+    // Inside the conditions a session must reach the replica that holds it: always sticky by
+    // session id. Outside them any routing rule (round robin over local stores gives 404s).
+    if space.within_conditions {
+        dims.push(keyed("lb.routing", Just("sticky-session".to_string())).prop_map(Some).boxed());
+    } else {
+        dims.push(family_or("lb.routing", choice(&["round-robin", "sticky-session", "sticky-client", "random"])));
+    }
     if !space.within_conditions {
         // Condition 2 (retention outlasts the worst reconnect): within the conditions retention
         // is unbounded, so no time window either ([`Space::constraints`] pins it to none).
@@ -659,7 +670,10 @@ mod tests {
         // liveness grace judges a run rather than changing it.
         let base = long_tool();
         let drawn = drawn_keys(&Space::for_scenario(&base), 300);
-        let judged_only = ["run.liveness_grace"];
+        // `lb` names a whole load-balancer profile (its fields are generated one by one: idle
+        // timeout, replicas, routing, store, lifetime); the reconnect bound judges a run and
+        // `reproduces` labels one.
+        let judged_only = ["run.liveness_grace", "run.max_reconnects_per_hour", "run.reproduces", "lb"];
         for setting in crate::scenario::SETTINGS {
             let key = setting.key;
             if key.starts_with("fault.") || judged_only.contains(&key) {

@@ -13,7 +13,7 @@ mod reinitialize;
 mod reissue;
 mod sdk;
 
-use super::{Client, Conn, Owner};
+use super::{Client, Conn, Owner, UNKNOWN_UNHONOURED};
 use crate::config::{CloseHandling, CounterReset};
 use crate::http::{ConnEnd, Status};
 use crate::ids::EventId;
@@ -32,6 +32,10 @@ pub(super) struct Ended {
     pub(super) reconnect: bool,
     pub(super) got_ok: bool,
     pub(super) events: u32,
+    /// Events that carried a message.
+    pub(super) messages: u32,
+    /// Events that carried an id.
+    pub(super) ids: u32,
     /// The process restarted: resume at once, without backoff.
     pub(super) restart: bool,
 }
@@ -49,6 +53,8 @@ impl Ended {
             reconnect: conn.reconnect,
             got_ok: head.is_some_and(|h| h.status.is_success()),
             events: conn.events,
+            messages: conn.messages,
+            ids: conn.ids,
             restart: false,
         }
     }
@@ -63,6 +69,8 @@ impl Ended {
             reconnect: false,
             got_ok: false,
             events: 0,
+            messages: 0,
+            ids: 0,
             restart: true,
         }
     }
@@ -81,6 +89,14 @@ impl Ended {
     pub(super) fn empty_resume(&self) -> bool {
         self.reconnect && self.got_ok && self.events == 0 && self.end == ConnEnd::Clean
     }
+
+    /// A resume the server could not honour: a 409/410, or a 200 that ended cleanly without a
+    /// single message.
+    pub(super) fn unhonoured_resume(&self) -> bool {
+        let refused = self.status.is_some_and(|s| s == Status::CONFLICT || s == Status::GONE);
+        let empty = self.got_ok && self.messages == 0 && self.end == ConnEnd::Clean;
+        self.reconnect && (refused || empty)
+    }
 }
 
 impl Client {
@@ -96,6 +112,19 @@ impl Client {
         if reset_on_end && ended.reconnect && ended.got_ok {
             if let Some(stream) = self.stream_mut(ended.owner) {
                 stream.failures = 0;
+            }
+        }
+        if let (Owner::Call(key), Some(max)) = (ended.owner, self.policy.max_unhonoured_resumes) {
+            if ended.unhonoured_resume() {
+                let count = self.stream_mut(ended.owner).map(|s| {
+                    s.unhonoured += 1;
+                    s.unhonoured
+                });
+                if count.is_some_and(|n| n > max) {
+                    let note = format!("{max} resumes in a row could not be honoured: stop resuming");
+                    self.record_decision(ended.owner, None, None, Some(note));
+                    return self.resolve_unknown(key, UNKNOWN_UNHONOURED.to_string());
+                }
             }
         }
         match self.policy.close_handling.clone() {

@@ -31,9 +31,21 @@ impl Client {
                 _ => {}
             }
         }
+        // typescript-sdk#2499: the cursor of a resumed connection starts empty, so a break before
+        // an id-bearing event arrived on it forgets the `Last-Event-ID` it was opened with.
+        if ended.reconnect && ended.ids == 0 && !rules.resume_token_survives_recut {
+            if let Some(stream) = self.stream_mut(owner) {
+                stream.last_event_id = None;
+            }
+        }
         if ended.empty_resume() {
             match rules.on_empty_resume {
                 OnEmptyResume::SameId => {}
+                OnEmptyResume::GracefulClose => {
+                    if let Some(stream) = self.stream_mut(owner) {
+                        stream.failures = 0;
+                    }
+                }
                 OnEmptyResume::WithoutId => {
                     if let Some(stream) = self.stream_mut(owner) {
                         stream.last_event_id = None;
@@ -75,6 +87,10 @@ impl Client {
                     call.resent_after_404 = true;
                 }
                 self.begin_initialize();
+            }
+            On404::ReinitializeUnknownOutcome => {
+                self.record_decision(Owner::Call(key), None, Some(NextAction::Reinitialize), Some(note));
+                self.session_lost();
             }
             // The dead session id is kept: every later request gets 404 too.
             _ => {

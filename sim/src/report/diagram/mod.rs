@@ -438,8 +438,9 @@ fn item_of(step: &Step) -> Item {
         | AppResult { .. }
         | AppError { .. }
         | AppUnknownOutcome { .. }
-        | AppSessionLost { .. } => Item::new(t, note(Lane::App), described()),
-        Fault { .. } | Liveness { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
+        | AppSessionLost { .. }
+        | AppStreamLost { .. } => Item::new(t, note(Lane::App), described()),
+        Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
     }
 }
 

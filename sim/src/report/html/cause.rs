@@ -143,9 +143,12 @@ impl Walk {
                 | ResumeOutcome::SilentHead { .. }
                 | ResumeOutcome::FromOldest { .. } => Some(described()),
             },
-            AppCall { .. } | AppGap { .. } | AppUnknownOutcome { .. } | AppError { .. } | AppSessionLost { .. } => {
-                Some(described())
-            }
+            AppCall { .. }
+            | AppGap { .. }
+            | AppUnknownOutcome { .. }
+            | AppError { .. }
+            | AppSessionLost { .. }
+            | AppStreamLost { .. } => Some(described()),
             _ => None,
         }
     }

@@ -1,0 +1,205 @@
+//! Field failures: public reports reproduced by the model, and the reference client's gaps that
+//! the same invariants found, each closed. The recorded reproductions live in `traces/field/`
+//! (replayed byte for byte by `tests/corpus.rs`); the tests here fail if the model stops
+//! reproducing a report, or if a closed gap opens again.
+
+mod common;
+
+use mcpsim::engine::runner::{run, RunOutcome};
+use mcpsim::Scenario;
+use mcpsim_model::http::{ClientMessage, Method};
+use mcpsim_model::trace::StepKind;
+use std::collections::BTreeSet;
+
+fn scenario(client: &str, server: &str, name: &str, overrides: &[(&str, &str)]) -> Scenario {
+    let mut s = Scenario::build(name, client, server).expect("a known scenario and profiles");
+    let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    s.apply_overrides(&overrides).expect("valid overrides");
+    s
+}
+
+fn run_ok(scenario: &Scenario, seed: u64) -> RunOutcome {
+    run(scenario, seed).unwrap_or_else(|e| panic!("{e}\nreplay: {}", common::replay(scenario, seed)))
+}
+
+fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
+}
+
+fn verdict(outcome: &RunOutcome) -> String {
+    outcome.violations.iter().take(5).map(|v| format!("  {} at {}: {}\n", v.invariant, v.at, v.detail)).collect()
+}
+
+const SEEDS: [u64; 3] = [0, 1, 2];
+
+// ---------------------------------------------------------------------------------------------
+// Reproductions of public reports
+// ---------------------------------------------------------------------------------------------
+
+/// anomalyco/opencode#28186: the TypeScript SDK's 60 s request timeout fires while progress keeps
+/// arriving (resetTimeoutOnProgress is opt-in and needs onprogress); the client cancels a payment
+/// whose side effect already ran and reports a plain error. Trace:
+/// `traces/field/no-false-failure--ts-sdk--ts-sdk--long-tool--opencode-28186.jsonl`.
+fn opencode_28186(resets_on_progress: bool) -> Scenario {
+    let resets = if resets_on_progress { "true" } else { "false" };
+    scenario(
+        "ts-sdk",
+        "ts-sdk",
+        "long-tool",
+        &[
+            ("tool.event_interval", "10s"),
+            ("client.timeout_resets_on_progress", resets),
+            ("run.reproduces", "https://github.com/anomalyco/opencode/issues/28186"),
+        ],
+    )
+}
+
+#[test]
+fn opencode_28186_a_timeout_under_progress_reports_a_payment_that_ran_as_failed() {
+    let s = opencode_28186(false);
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-false-failure"), "{}{replay}", verdict(&outcome));
+        let steps = &outcome.trace.steps;
+        let progress = steps.iter().filter(|st| matches!(st.kind, StepKind::AppEvent { call: Some(_), .. })).count();
+        assert!(progress >= 5, "progress kept arriving before the timeout: {progress}; {replay}");
+        let cancelled = steps.iter().position(|st| {
+            matches!(&st.kind, StepKind::Send { request, .. }
+                if matches!(request.body, Some(ClientMessage::Cancelled { .. })))
+        });
+        let error = steps
+            .iter()
+            .position(|st| matches!(&st.kind, StepKind::AppError { error, .. } if error == "request timed out"));
+        assert!(cancelled.is_some() && error.is_some(), "the client cancelled and reported an error; {replay}");
+    }
+    // The opt-in fix: progress restarts the timeout, and the payment's result arrives.
+    let fixed = opencode_28186(true);
+    for seed in SEEDS {
+        let outcome = run_ok(&fixed, seed);
+        assert!(outcome.violations.is_empty(), "{}{}", verdict(&outcome), common::replay(&fixed, seed));
+    }
+}
+
+/// modelcontextprotocol/rust-sdk#958: a resume the server cannot honour is answered with an empty
+/// 200; rmcp's client takes it for a graceful close, resets its retries and resumes with the same
+/// id for good. Trace:
+/// `traces/field/bounded-reconnects--rmcp--rmcp--resume-after-completion--rust-sdk-958.jsonl`.
+fn rust_sdk_958() -> Scenario {
+    scenario(
+        "rmcp",
+        "rmcp",
+        "resume-after-completion",
+        &[
+            ("run.liveness_grace", "15m"),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/rust-sdk/issues/958"),
+        ],
+    )
+}
+
+#[test]
+fn rust_sdk_958_an_empty_200_to_a_resume_makes_rmcp_resume_with_the_same_id_for_good() {
+    let s = rust_sdk_958();
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        let broken = violated(&outcome);
+        assert!(broken.contains("bounded-reconnects"), "{}{replay}", verdict(&outcome));
+        assert!(broken.contains("every-call-resolves"), "{}{replay}", verdict(&outcome));
+        // After the heal (3 min) every resume of the call's stream carries one and the same
+        // Last-Event-ID (rmcp request-stream ids are `<index>/<request>`; the standalone stream's
+        // own resumes, with its priming id `0`, are another stream).
+        let ids: BTreeSet<_> = outcome
+            .trace
+            .steps
+            .iter()
+            .filter(|st| st.t > 200_000_000)
+            .filter_map(|st| match &st.kind {
+                StepKind::Send { request, .. } if request.method == Method::Get => {
+                    request.last_event_id.clone().filter(|id| id.to_string().contains('/'))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "{ids:?}; {replay}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference client's gaps, closed
+// ---------------------------------------------------------------------------------------------
+
+/// A client restart cut off the fire-and-forget DELETE, and the restarted client initialized a new
+/// session beside the old one (`no-orphaned-session`; found by `explore --client reference
+/// --server reference --scenario delete-during-tool --search --within-conditions`). The pending
+/// DELETE is now persisted and finished before the restarted client initializes.
+#[test]
+fn a_delete_cut_off_by_a_client_restart_is_finished_after_it() {
+    let s = scenario("reference", "reference", "delete-during-tool", &[("fault.client_restart", "2m")]);
+    for seed in [0, 1, 2, 3] {
+        let outcome = run_ok(&s, seed);
+        assert!(outcome.violations.is_empty(), "{}{}", verdict(&outcome), common::replay(&s, seed));
+        let deletes = outcome
+            .trace
+            .steps
+            .iter()
+            .filter(|st| matches!(&st.kind, StepKind::Send { request, .. } if request.method == Method::Delete))
+            .count();
+        assert!(deletes >= 1, "{}", common::replay(&s, seed));
+    }
+}
+
+/// With a single attempt the reference client gave its standalone stream up without a word
+/// (`no-silent-event-loss`); it now tells the application the stream was lost.
+#[test]
+fn giving_up_the_standalone_stream_is_reported() {
+    let s = scenario("reference", "reference", "standalone-notify", &[("client.max_attempts", "1")]);
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+        let told = outcome.trace.steps.iter().any(|st| matches!(st.kind, StepKind::AppStreamLost { .. }));
+        assert!(told, "{replay}");
+    }
+}
+
+/// With a 2-minute retention window the result of a finished call is evicted before the client
+/// comes back: the reference client resumed an empty stream for good (`every-call-resolves`); after
+/// three unhonourable resumes in a row it now resolves the call as unknown outcome.
+#[test]
+fn a_call_whose_resumes_cannot_be_honoured_ends_as_unknown_outcome() {
+    let s = scenario("reference", "reference", "resume-after-completion", &[("server.retention_window", "120s")]);
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+        let unknown = outcome.trace.steps.iter().any(|st| matches!(st.kind, StepKind::AppUnknownOutcome { .. }));
+        assert!(unknown, "{replay}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// no-work-killed on the default expire-during-tool run
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn expiring_a_session_mid_tool_kills_work_for_the_servers_that_do_it() {
+    // rmcp is not among them: its session worker restarts the idle countdown on the session's own
+    // outgoing events too (`idle_reset = requests-and-events`), so the tool's progress keeps it.
+    let s = scenario("reference", "rmcp", "expire-during-tool", &[]);
+    assert!(!violated(&run_ok(&s, 0)).contains("no-work-killed"), "{}", common::replay(&s, 0));
+    for server in ["py-sdk", "ts-sdk"] {
+        let s = scenario("reference", server, "expire-during-tool", &[]);
+        let outcome = run_ok(&s, 0);
+        assert!(
+            violated(&outcome).contains("no-work-killed"),
+            "{server}: {}{}",
+            verdict(&outcome),
+            common::replay(&s, 0)
+        );
+    }
+    // The reference server never expires a session that still owes its client something.
+    let s = scenario("reference", "reference", "expire-during-tool", &[]);
+    let outcome = run_ok(&s, 0);
+    assert!(outcome.violations.is_empty(), "{}{}", verdict(&outcome), common::replay(&s, 0));
+}
