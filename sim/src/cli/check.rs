@@ -11,11 +11,15 @@ use std::path::{Path, PathBuf};
 /// The flags of `mcpsim check`.
 #[derive(Clone, Debug)]
 pub struct CheckArgs {
+    /// The deployment file.
     pub file: PathBuf,
+    /// Seeds per cell.
     pub seeds: u64,
     /// `text` or `html`.
     pub format: String,
+    /// Where the HTML report goes (`html` only).
     pub output: Option<PathBuf>,
+    /// Worker threads (0: one per core).
     pub jobs: usize,
 }
 

@@ -31,16 +31,24 @@ pub enum Fault {
     /// One node restarts: a client process (as `ClientRestart`, for client N) or one server
     /// replica (its sessions and event logs go with it unless the replicas share a store; then
     /// only its connections go).
-    Restart { target: Target },
+    Restart {
+        /// The client or replica.
+        target: Target,
+    },
     /// Every connection of one client, or every connection the load balancer holds to one
     /// replica, is reset (both sides).
-    Cut { target: Target },
+    Cut {
+        /// The client or replica whose connections are cut.
+        target: Target,
+    },
     /// A rolling deploy: replica 0, 1, … restart one by one, `interval` apart. With `drain`, each
     /// replica is first taken out of the balancer's rotation (no new connections) and restarts
     /// `drain` later, so that open requests shorter than that finish.
     Deploy {
+        /// Between one replica's restart and the next one's.
         #[serde(with = "serde_duration")]
         interval: Duration,
+        /// How long a replica drains (no new connections) before it restarts; `None`: at once.
         #[serde(default, with = "mcpsim_model::time::serde_opt_duration", skip_serializing_if = "Option::is_none")]
         drain: Option<Duration>,
         /// The replicas it walks through (the scenario's `lb.replicas` when it was set).

@@ -50,7 +50,9 @@ const KEYS: &[&str] =
 /// A position in the deployment file, 1-based.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pos {
+    /// The line, from 1.
     pub line: usize,
+    /// The column (in characters), from 1.
     pub col: usize,
 }
 
@@ -68,8 +70,11 @@ impl Pos {
 /// One `--set` a deployment makes, and where the file makes it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Override {
+    /// The settable key.
     pub key: String,
+    /// Its value, as `--set` takes it.
     pub value: String,
+    /// Where the file sets it.
     pub pos: Pos,
     /// Only for the families whose tool emits events (`event_rate`).
     pub chatty_only: bool,
@@ -80,6 +85,7 @@ pub struct Override {
 pub struct Deployment {
     /// The file, for messages.
     pub origin: String,
+    /// The file's own `description`, if it has one.
     pub description: Option<String>,
     /// The `--server` argument, and where the file names it.
     pub server: (String, Pos),
@@ -374,7 +380,9 @@ pub struct CheckCell {
     pub client: String,
     /// The `--scenario` argument.
     pub family: String,
+    /// The scenario the cell ran.
     pub scenario: Scenario,
+    /// What its seeds did.
     pub tally: Tally,
     /// The mitigations that make the cell clean over the same seeds (empty for a clean cell).
     pub fixes: Vec<&'static str>,
@@ -399,7 +407,9 @@ impl CheckCell {
 /// What `advise` says for one client against the deployment's server.
 #[derive(Clone, Debug)]
 pub struct CheckAdvice {
+    /// The client profile advised for.
     pub client: String,
+    /// The retention and idle-TTL answer.
     pub advice: advise::Advice,
     /// The server as the deployment configures it.
     pub server: mcpsim_model::config::ServerPolicy,
@@ -408,10 +418,13 @@ pub struct CheckAdvice {
 /// The whole answer.
 #[derive(Clone, Debug)]
 pub struct CheckReport {
+    /// The deployment checked.
     pub deployment: Deployment,
+    /// Seeds per cell.
     pub seeds: u64,
     /// Clients outermost, then families, each in the file's order.
     pub cells: Vec<CheckCell>,
+    /// `advise`'s answer per client.
     pub advice: Vec<CheckAdvice>,
 }
 
