@@ -53,6 +53,17 @@ pub const MITIGATIONS: &[Mitigation] = &[
         description: "the server keeps one event store per session instead of one keyed by request id",
         overrides: &[("server.store", "per-session")],
     },
+    Mitigation {
+        name: "timeout-resets-on-progress",
+        description:
+            "the client's request timeout restarts on every progress notification (TS: resetTimeoutOnProgress)",
+        overrides: &[("client.timeout_resets_on_progress", "true")],
+    },
+    Mitigation {
+        name: "no-request-timeout",
+        description: "the client waits for a tool's outcome instead of failing it after a fixed request timeout",
+        overrides: &[("client.request_timeout", "none")],
+    },
 ];
 
 /// The mitigation of that name.
