@@ -874,54 +874,7 @@ mod tests {
         profiles::client(name).expect("a known profile").reconnect
     }
 
-    fn times(r: &Reconnect) -> Vec<u64> {
-        r.attempts().iter().map(|a| a.at.as_millis() as u64).collect()
-    }
-
-    #[test]
-    fn the_reference_schedule_doubles_to_its_cap_and_stops_at_the_first_attempt_after_the_outage() {
-        let r = reconnect_schedule(&policy("reference"), None, Duration::from_secs(240));
-        let secs: Vec<u64> = times(&r).iter().map(|ms| ms / 1000).collect();
-        assert_eq!(secs, [1, 3, 7, 15, 31, 61, 91, 121, 151, 181, 211, 241]);
-        assert_eq!(r, Reconnect::Back { attempts: r.attempts().to_vec(), latency: Duration::from_secs(1) });
-    }
-
-    #[test]
-    fn sdk_clients_with_two_attempts_give_up_on_a_long_outage() {
-        // TypeScript: 1 s then 1.5 s; Python: 1 s twice.
-        let ts = reconnect_schedule(&policy("ts-sdk"), None, Duration::from_secs(60));
-        assert!(matches!(ts, Reconnect::GivesUp { .. }));
-        assert_eq!(times(&ts), [1000, 2500]);
-        let py = reconnect_schedule(&policy("py-sdk"), None, Duration::from_secs(2));
-        assert_eq!(
-            (times(&py), py.clone()),
-            (vec![1000, 2000], Reconnect::Back { attempts: py.attempts().to_vec(), latency: Duration::ZERO })
-        );
-    }
-
-    #[test]
-    fn rmcp_tries_at_once_and_the_server_retry_is_a_floor() {
-        let p = policy("rmcp");
-        assert_eq!(times(&reconnect_schedule(&p, None, Duration::from_secs(5))), [0, 2000, 6000]);
-        // rmcp's own server sends retry: 3000, a floor under 2 s and no change above it.
-        assert_eq!(times(&reconnect_schedule(&p, Some(3000), Duration::from_secs(5))), [0, 3000, 7000]);
-        // An outage of zero (a load-balancer cut): back at once.
-        let cut = reconnect_schedule(&p, Some(3000), Duration::ZERO);
-        assert_eq!(cut, Reconnect::Back { attempts: cut.attempts().to_vec(), latency: Duration::ZERO });
-    }
-
-    #[test]
-    fn a_server_retry_replaces_the_typescript_backoff() {
-        assert_eq!(times(&reconnect_schedule(&policy("ts-sdk"), Some(3000), Duration::from_secs(5))), [3000, 6000]);
-    }
-
-    #[test]
-    fn zero_delays_never_reach_the_end_of_an_outage() {
-        let p =
-            ReconnectPolicy { initial: Duration::ZERO, max: Duration::ZERO, max_attempts: None, ..policy("reference") };
-        let r = reconnect_schedule(&p, None, Duration::from_secs(1));
-        assert!(matches!(r, Reconnect::NeverBack { .. }), "{:?}", &r.attempts()[..3]);
-    }
+    // The reconnect schedule itself is tested where it lives, in `mcpsim_model::schedule`.
 
     #[test]
     fn the_chatty_incident_without_jitter_needs_242_events_and_a_241_second_window() {
