@@ -13,6 +13,7 @@
 pub mod client;
 pub mod fingerprint;
 pub mod proxy;
+pub mod reality;
 pub mod record;
 pub mod scenarios;
 pub mod sse;
