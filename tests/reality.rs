@@ -91,7 +91,17 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
         .expect("docs/reality.md has the generated table between its markers");
     let ran: Vec<&str> = sdks.iter().map(|s| s.name()).collect();
     let keep = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
-        rows.into_iter().filter(|r| r.first().is_some_and(|s| ran.contains(&s.as_str()))).collect()
+        rows.into_iter()
+            .filter(|r| r.first().is_some_and(|s| ran.contains(&s.as_str())))
+            .map(|mut r| {
+                // A row whose real verdict goes either way: only its simulated verdict is compared.
+                if r.len() == 5 && reality::varies(&r[0], &r[1]) {
+                    r[2] = "(varies)".into();
+                    r[4] = "(varies)".into();
+                }
+                r
+            })
+            .collect()
     };
     let (was, now) = (keep(reality::verdict_columns(checked_in)), keep(reality::verdict_columns(&table)));
     if was != now {

@@ -370,11 +370,36 @@ pub struct KnownDisagreement {
     /// The real verdict and the simulated one as [`Verdict`] prints them.
     pub real: &'static str,
     pub sim: &'static str,
+    /// The real verdict depends on timing: some runs agree, some say `real`. The doc's verdict
+    /// columns of this row are then not compared.
+    pub varies: bool,
     pub why: &'static str,
 }
 
 /// Every known disagreement between a real verdict and the simulator's.
-pub const KNOWN_DISAGREEMENTS: &[KnownDisagreement] = &[];
+pub const KNOWN_DISAGREEMENTS: &[KnownDisagreement] = &[
+    KnownDisagreement {
+        sdk: Sdk::Ts,
+        scenario: "standalone-cut",
+        real: "no-silent-event-loss",
+        sim: "ok",
+        varies: false,
+        why: "TS bug, not modelled: a resumed standalone GET gets nothing, replayed or live: the example store derives stream id \"\" from `_GET_stream_<ms>_<x>` (split at the first `_`), so the resumed connection is registered under \"\" (OBSERVED.md, 'resume of the standalone GET stream'); no ServerPolicy field says a standalone resume is lost",
+    },
+    KnownDisagreement {
+        sdk: Sdk::Ts,
+        scenario: "resume-after-completion",
+        real: "in-order-delivery",
+        sim: "ok",
+        varies: true,
+        why: "TS, not modelled: the example store replays ids sorted with localeCompare, and ids of one millisecond sort by their random suffix; the last progress tick and the result share a millisecond about half the time, and then the replay hands the tick after the result (OBSERVED.md, 'TS replay order is not emission order')",
+    },
+];
+
+/// Whether the real verdict of this row may go either way (its doc columns are not compared).
+pub fn varies(sdk: &str, scenario: &str) -> bool {
+    KNOWN_DISAGREEMENTS.iter().any(|k| k.varies && k.sdk.name() == sdk && k.scenario == scenario)
+}
 
 /// One cell of the agreement table.
 #[derive(Clone, Debug)]
@@ -427,6 +452,10 @@ pub fn rows(sdk: Sdk, report: &ProbeReport) -> Vec<Row> {
             let mut notes: Vec<String> = Vec::new();
             if let Some(k) = row.known() {
                 notes.push(k.why.to_string());
+            } else if let Some(k) =
+                KNOWN_DISAGREEMENTS.iter().find(|k| k.varies && k.sdk == sdk && k.scenario == s.name)
+            {
+                notes.push(format!("agreed this time; some runs say {}: {}", k.real, k.why));
             }
             notes.extend(seed_note);
             notes.extend(s.notes.iter().cloned());
