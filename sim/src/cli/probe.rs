@@ -106,7 +106,8 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
-        std::fs::write(&path, new).map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+        std::fs::write(&path, new)
+            .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
         println!("wrote {}", path.display());
     }
     let new_field = all.iter().flat_map(|r| &r.fields).any(|f| f.status == FieldStatus::New);
