@@ -503,16 +503,16 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
     let mut rows = rows(sdk, &report);
     let fields = compare_fields(sdk, &report);
     let mut retried = Vec::new();
-    for i in 0..rows.len() {
-        if !rows[i].unexplained() {
+    for row in rows.iter_mut() {
+        if !row.unexplained() {
             continue;
         }
-        let name = rows[i].scenario;
+        let name = row.scenario;
         retried.push(name);
         let again = probe_server(&ProbeOptions { only: vec![name.to_string()], ..ProbeOptions::new(&server.url) })?;
-        if let Some(row) = self::rows(sdk, &again).into_iter().find(|r| r.scenario == name) {
-            rows[i] =
-                Row { note: format!("probed twice (the first run said {}); {}", show(&rows[i].real), row.note), ..row };
+        if let Some(second) = self::rows(sdk, &again).into_iter().find(|r| r.scenario == name) {
+            let note = format!("probed twice (the first run said {}); {}", show(&row.real), second.note);
+            *row = Row { note, ..second };
         }
     }
     Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone() })
