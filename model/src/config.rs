@@ -67,6 +67,196 @@ pub struct ServerPolicy {
     /// say the opposite, so `false` for every session-ful profile.
     #[serde(default)]
     pub disconnect_cancels: bool,
+
+    // Fields below were read from the real servers on the wire (`sim/probe/fixtures/OBSERVED.md`)
+    // or from their source. Each defaults to the behaviour the model had before it existed and is
+    // written into traces only when it differs, so traces recorded earlier keep their bytes.
+    /// When keep-alive comments are written: at a fixed interval, or only after `keepalive` of
+    /// silence on the connection (rmcp).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub keepalive_timer: KeepaliveTimer,
+    /// How the priming event of the standalone GET stream (`priming.standalone`) is named.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub standalone_priming: StandalonePriming,
+    /// What a fresh standalone GET (no `Last-Event-ID`) receives besides new notifications.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fresh_get: FreshGet,
+    /// What a resumption of a stream whose response was already sent does after the replay.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub finished_resume: ConnAfterResponse,
+    /// What a resumed connection of a live stream does once the stream's response is sent.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub resumed_on_response: ConnAfterResponse,
+    /// What a resumption gets while the stream still has a connection of its own registered.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub resume_while_attached: ResumeWhileAttached,
+    /// Whether events of a request stream produced while no connection is attached are stored
+    /// (typescript-sdk#2151: after `closeSSEStream` they are not, so the result is lost).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub detached_request_events: DetachedEvents,
+    /// The server ends each request's SSE connection itself this long after it opened (after the
+    /// priming event, whose `retry:` tells the client when to come back): SEP-1699 polling with
+    /// `0s`, TypeScript `closeSSEStream` from a tool after a while. `None`: never.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub close_request_streams: Option<Duration>,
+    /// The server ends the standalone GET connection itself after this long with no event on it
+    /// (a graceful idle close). `None`: never.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub close_idle_standalone: Option<Duration>,
+    /// How the server learns that a connection's client side is gone when its own side was not
+    /// told (`Server::handle_client_gone`: a proxy that cut only the client side).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub dead_stream: DeadStream,
+    /// The answer to a request naming a session the server does not know (or no longer knows).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub unknown_session: UnknownSession,
+    /// The status a server without sessions answers to `GET` and `DELETE` (405, 400 or 404).
+    #[serde(default = "method_not_allowed", skip_serializing_if = "is_method_not_allowed")]
+    pub sessionless_get_status: u16,
+    /// What restarts the idle countdown besides the session's requests.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub idle_reset: IdleReset,
+    /// What idle expiry does to a tool still running for the session (as `delete_running_tool`
+    /// for `DELETE`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub expire_running_tool: DeleteRule,
+    /// Which clock an event id with a time in it (TypeScript) is stamped with.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub id_stamp: IdStamp,
+}
+
+/// Whether a field holds its default (then it is left out of traces).
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// Serde default of [`ServerPolicy::sessionless_get_status`].
+const fn method_not_allowed() -> u16 {
+    405
+}
+
+fn is_method_not_allowed(status: &u16) -> bool {
+    *status == method_not_allowed()
+}
+
+/// When keep-alive comments are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepaliveTimer {
+    /// Every `keepalive`, whatever else was sent (TypeScript, Python).
+    #[default]
+    Fixed,
+    /// After `keepalive` with nothing written on the connection: each event restarts it (rmcp).
+    AfterSilence,
+}
+
+/// How the standalone stream's priming event is named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StandalonePriming {
+    /// Stored like any event, with an id of its own.
+    #[default]
+    Stored,
+    /// Sent with the id the stream's next event will take and not stored: the first real event
+    /// repeats it (rmcp: `id: 0` twice).
+    ReusedId,
+}
+
+/// What a fresh standalone GET receives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FreshGet {
+    /// Only what is sent from now on: notifications stored while no GET was open stay in the
+    /// store, reachable by a resumption only (TypeScript, Python).
+    #[default]
+    NewOnly,
+    /// The notifications still buffered for the standalone stream first (rmcp: its ring from
+    /// index 0), then new ones.
+    Buffered,
+}
+
+/// What a connection does after its stream's response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnAfterResponse {
+    /// The server ends it.
+    #[default]
+    Close,
+    /// It stays open (only keep-alives arrive) until the client closes it.
+    StayOpen,
+}
+
+/// What a resumption gets while the stream's own connection is still registered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResumeWhileAttached {
+    /// The resuming connection takes the stream over; the old one is ended.
+    #[default]
+    TakeOver,
+    /// The replay is sent and the resuming connection is closed at once; the old one keeps the
+    /// stream (Python: `stream_id not in self._request_streams`).
+    ReplayAndClose,
+}
+
+/// What happens to a request stream's events while no connection is attached to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DetachedEvents {
+    /// Stored for a later resumption (the spec: disconnection is not cancellation).
+    #[default]
+    Store,
+    /// Neither stored nor sent (typescript-sdk#2151); the standalone stream still stores.
+    Drop,
+}
+
+/// How the server notices a connection whose client side is gone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeadStream {
+    /// At once, as if its own side had been closed.
+    #[default]
+    Immediate,
+    /// When it next writes on it, an event or a keep-alive comment (the write fails).
+    OnWrite,
+    /// Only when a keep-alive comment is written (events are queued without an error).
+    OnKeepalive,
+}
+
+/// The answer to a request for a session the server does not know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnknownSession {
+    /// `404 Not Found` (the spec; all three SDKs).
+    #[default]
+    NotFound404,
+    /// `400 Bad Request`.
+    BadRequest400,
+    /// `200` with a JSON-RPC error body (`-32600` or `-32001`, "Session not found").
+    RpcError200,
+}
+
+/// What restarts a session's idle countdown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleReset {
+    /// The session's requests only.
+    #[default]
+    Requests,
+    /// Its requests and every event the session itself sends (rmcp: the session worker's idle
+    /// sleep restarts at each message in or out).
+    RequestsAndEvents,
+}
+
+/// Which clock a time-stamped event id carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdStamp {
+    /// When the server handled the timer that produced it.
+    #[default]
+    Handled,
+    /// When the event was due: a burst in one millisecond shares its stamp, and the store orders
+    /// it by the random suffix as the real store does.
+    Due,
 }
 
 /// Serde default of the fields that are `true` unless a profile says otherwise.
@@ -184,14 +374,18 @@ pub enum IdleRule {
     NeverWhileBusy,
 }
 
-/// What `DELETE` does to a tool still running for the session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What `DELETE` (or idle expiry) does to a tool still running for the session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeleteRule {
     /// Cancel it: no result, and the side effect stays as far as it got.
+    #[default]
     Cancel,
     /// Let it run to completion; its result goes nowhere.
     RunOn,
+    /// Fire the handler's abort signal (TypeScript `extra.signal`): a tool that checks it
+    /// (`ToolSpec::on_abort = stop`) is cancelled, one that ignores it runs on.
+    AbortSignal,
 }
 
 /// What a second concurrent standalone GET gets.
@@ -200,16 +394,24 @@ pub enum DeleteRule {
 pub enum SecondGet {
     /// `409 Conflict`.
     Reject409,
-    /// Accepted as a second stream; the newest one receives the events.
+    /// Accepted as a second stream; the newest one receives the events and the earlier one
+    /// stays open receiving nothing (rmcp before 0.17: the common sender was replaced).
     Accept,
+    /// `400 Bad Request`.
+    Reject400,
+    /// Accepted; the earlier connection is ended and the new one receives the events.
+    Replace,
+    /// Accepted as a shadow stream that receives nothing but keep-alives; the earlier one keeps
+    /// the events (rmcp 0.17 and later, while the earlier one's receiver is alive).
+    Shadow,
 }
 
 // ---------------------------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------------------------
 
-/// A tool the server offers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A tool the server offers. (`Default` is a nameless instant tool, to fill in with `..`.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
@@ -219,8 +421,37 @@ pub struct ToolSpec {
     /// Interval of progress notifications while it runs; `None` for a silent tool.
     #[serde(with = "serde_opt_duration")]
     pub event_interval: Option<Duration>,
-    /// Whether running it twice is harmless. The side effect is executed when the call starts.
+    /// Whether running it twice is harmless.
     pub idempotent: bool,
+    /// When its side effect happens: at the start (default) or when it completes.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub side_effect: SideEffectAt,
+    /// What it does when its handler's abort signal fires (`DeleteRule::AbortSignal`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_abort: OnAbort,
+}
+
+/// When a tool's side effect happens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideEffectAt {
+    /// When the call starts: a cancelled run has already done it.
+    #[default]
+    Start,
+    /// When it completes: a cancelled run never does it, one left running after its session
+    /// ended still does.
+    Completion,
+}
+
+/// What a tool does when its handler's abort signal fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnAbort {
+    /// Ignores it and runs on.
+    #[default]
+    Ignore,
+    /// Checks it and stops (cancelled).
+    Stop,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -371,10 +602,114 @@ pub enum RetryField {
 // Load balancer
 // ---------------------------------------------------------------------------------------------
 
-/// The load balancer between client and server.
+/// The load balancer between client and server, and the replicas behind it: the part of "your
+/// own system" between the client library and the MCP server, as data. Every field but
+/// `idle_timeout` is written into traces only when it differs from its default (one replica,
+/// today's balancer), so traces recorded before the fields existed keep their bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LbConfig {
     /// Close a connection that carried no bytes (either way) for this long; `None` for never.
     #[serde(with = "serde_opt_duration")]
     pub idle_timeout: Option<Duration>,
+    /// Close a connection this long after it opened, however busy (a CDN's maximum response
+    /// time, e.g. 100 s); `None` for never.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub max_lifetime: Option<Duration>,
+    /// Which sides a cut (idle or lifetime) closes.
+    #[serde(default, skip_serializing_if = "CutMode::is_default")]
+    pub cut_mode: CutMode,
+    /// Server replicas behind the balancer (1 to [`MAX_REPLICAS`]).
+    #[serde(default = "one_replica", skip_serializing_if = "is_one_replica")]
+    pub replicas: u32,
+    /// How a new connection picks its replica.
+    #[serde(default, skip_serializing_if = "Routing::is_default")]
+    pub routing: Routing,
+    /// Where the replicas keep sessions and event logs.
+    #[serde(default, skip_serializing_if = "ReplicaStore::is_default")]
+    pub store: ReplicaStore,
+}
+
+/// The most server replicas a balancer may have.
+pub const MAX_REPLICAS: u32 = 16;
+
+const fn one_replica() -> u32 {
+    1
+}
+
+fn is_one_replica(n: &u32) -> bool {
+    *n == 1
+}
+
+impl Default for LbConfig {
+    /// No idle timeout, no lifetime, one replica.
+    fn default() -> Self {
+        LbConfig {
+            idle_timeout: None,
+            max_lifetime: None,
+            cut_mode: CutMode::default(),
+            replicas: 1,
+            routing: Routing::default(),
+            store: ReplicaStore::default(),
+        }
+    }
+}
+
+/// Which sides of a proxied connection a cut closes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutMode {
+    /// Both: the client sees its stream end, the server a disconnect.
+    #[default]
+    Both,
+    /// The client side only: the upstream connection stays open, so the server never learns the
+    /// stream died and keeps it registered (writing events nobody reads).
+    ClientSide,
+}
+
+impl CutMode {
+    fn is_default(&self) -> bool {
+        *self == CutMode::default()
+    }
+}
+
+/// How the balancer picks a replica for a new connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// Each new connection goes to the next replica in turn.
+    #[default]
+    RoundRobin,
+    /// By `Mcp-Session-Id`: the balancer learns a session's replica from the answer that
+    /// created it (the header on the `initialize` response) and sends every later request of
+    /// the session there; requests without a known session go round-robin.
+    StickySession,
+    /// By client address: one client always reaches the same replica.
+    StickyClient,
+    /// A replica drawn at random for each connection (the draws come from the run's seed).
+    Random,
+}
+
+impl Routing {
+    fn is_default(&self) -> bool {
+        *self == Routing::default()
+    }
+}
+
+/// Where the replicas keep sessions and event logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicaStore {
+    /// Each replica its own: a session lives on the replica that created it and dies with it.
+    #[default]
+    Local,
+    /// One store all replicas consult (modelled as one server state machine behind every
+    /// replica): a session survives the restart of a replica, which only cuts that replica's
+    /// connections.
+    Shared,
+}
+
+impl ReplicaStore {
+    fn is_default(&self) -> bool {
+        *self == ReplicaStore::default()
+    }
 }

@@ -97,7 +97,48 @@ pub fn classify_close(close: &StreamClose) -> Result<StreamOutcome, DecisionErro
     }
 }
 
-/// The outcome of a close and the action it calls for.
+/// The outcome of a close and the action it calls for: the decision table.
+///
+/// | the stream ended with | outcome | action |
+/// |---|---|---|
+/// | a reset, a refused connection, a 5xx | `Reconnectable` | `Resume` after the last persisted id (none persisted: `NeverPersisted`) |
+/// | 404 | `SessionTerminated` | `Reinitialize`; in-flight calls are unknown outcomes |
+/// | 409 or 410 | `EventsLost` | `ResumeAtHead` the server named, and report a gap (no head: `NoHeadAdvertised`) |
+/// | `event: close` | `ServerClosed` | `Stop` |
+/// | any other status | — | `UnexpectedStatus`: refuse to guess |
+///
+/// ```
+/// use mcpsim_model::decision::{next_action, DecisionError, NextAction, StreamClose, StreamOutcome};
+/// use mcpsim_model::http::Status;
+/// use mcpsim_model::ids::EventId;
+///
+/// let close = |status: Option<u16>, seen: Option<&str>, head: Option<&str>| StreamClose {
+///     status: status.map(Status),
+///     close_event: false,
+///     last_event_id_seen: seen.map(EventId::from),
+///     server_head_event_id: head.map(EventId::from),
+/// };
+///
+/// // A reset (no status): a transport fact, so resume where the client left off.
+/// assert_eq!(
+///     next_action(&close(None, Some("0-7"), None)),
+///     Ok((StreamOutcome::Reconnectable, NextAction::Resume { last_event_id: EventId::from("0-7") }))
+/// );
+/// // 404: the server no longer knows the session.
+/// assert_eq!(next_action(&close(Some(404), Some("0-7"), None))?.1, NextAction::Reinitialize);
+/// // 410 naming its head: the session lives, the events in between are lost.
+/// assert_eq!(
+///     next_action(&close(Some(410), Some("0-7"), Some("0-42")))?.1,
+///     NextAction::ResumeAtHead { head: EventId::from("0-42") }
+/// );
+/// // `event: close` ends the session, whatever else is known.
+/// let closed = StreamClose { close_event: true, ..close(None, Some("0-7"), None) };
+/// assert_eq!(next_action(&closed)?, (StreamOutcome::ServerClosed, NextAction::Stop));
+/// // What the procedure refuses to guess about.
+/// assert_eq!(next_action(&close(None, None, None)), Err(DecisionError::NeverPersisted));
+/// assert_eq!(next_action(&close(Some(403), Some("0-7"), None)), Err(DecisionError::UnexpectedStatus { status: 403 }));
+/// # Ok::<(), DecisionError>(())
+/// ```
 pub fn next_action(close: &StreamClose) -> Result<(StreamOutcome, NextAction), DecisionError> {
     let outcome = classify_close(close)?;
     let action = match outcome {

@@ -91,6 +91,9 @@ const SERVER_FILES: &[(&str, &str)] = &[
     builtin!("server", "py-sdk"),
     builtin!("server", "rmcp"),
     builtin!("server", "stateless-2026"),
+    builtin!("server", "py-sdk-1.27"),
+    builtin!("server", "rmcp-1.3"),
+    builtin!("server", "rmcp-0.16"),
 ];
 
 const LB_FILES: &[(&str, &str)] = &[builtin!("lb", "default")];
@@ -100,6 +103,10 @@ pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "r
 
 /// Server profile names, in the order `mcpsim profiles` lists them.
 pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
+
+/// Server profiles of earlier SDK releases, each `extends` the current one and names the change.
+/// Built in and usable by name (`--server rmcp-1.3`), but not columns of the compatibility matrix.
+pub const SERVER_VERSIONED_NAMES: &[&str] = &["py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
 
 /// Load-balancer profile names.
 pub const LB_NAMES: &[&str] = &["default"];
@@ -687,10 +694,10 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("keepalive", "Interval of `: keepalive` SSE comments on open streams (bytes for a load balancer's idle timer), or none; at least 1s."),
     ("idle_ttl", "Idle time after which a session is expired and answered 404, or none."),
     ("idle_rule", "Which activity holds a session alive against idle_ttl: last-request, no-open-request, never-while-busy."),
-    ("delete_running_tool", "What DELETE does to a running tool: cancel, or run-on (its result goes nowhere)."),
+    ("delete_running_tool", "What DELETE does to a running tool: cancel, run-on (its result goes nowhere), or abort-signal (tools with on_abort = stop are cancelled, the others run on)."),
     ("delete_unknown_status", "The status DELETE answers for a session the server does not know."),
     ("delete_status", "The status DELETE answers when it ends a session."),
-    ("second_get", "What a second concurrent standalone GET gets: reject409, or accept (a shadow stream)."),
+    ("second_get", "What a second concurrent standalone GET gets: reject409, reject400, accept (the newest receives), replace (the old one is ended), shadow (the new one receives nothing)."),
     ("honour_idempotency_keys", "Honour idempotency keys across sessions (an extension; a mitigation)."),
     ("sessions", "Keep protocol sessions (up to 2025-11-25); false is the 2026-07-28 revision: no sessions, GET and DELETE answered 405."),
     ("disconnect_cancels", "The end of a request's connection cancels its tool (the 2026-07-28 rule; the earlier revisions say the opposite)."),
@@ -702,12 +709,31 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("priming.post", "At the start of each POST SSE stream."),
     ("priming.standalone", "At the start of the standalone GET stream."),
     ("priming.resume", "At the start of every successful resumption."),
+    ("keepalive_timer", "When keep-alive comments are written: fixed (every keepalive) or after-silence (after keepalive with nothing written; rmcp)."),
+    ("standalone_priming", "The standalone stream's priming event: stored (an id of its own) or reused-id (the next event's id, not stored; rmcp)."),
+    ("fresh_get", "What a fresh standalone GET receives: new-only, or buffered (the notifications stored while no GET was open first; rmcp)."),
+    ("finished_resume", "A resume of a stream whose response was sent: close after the replay, or stay-open."),
+    ("resumed_on_response", "A resumed connection once its stream's response is sent: close, or stay-open (Python)."),
+    ("resume_while_attached", "A resume while the stream's own connection is still registered: take-over, or replay-and-close (Python)."),
+    ("detached_request_events", "Events of a request stream whose connection the server closed itself: store, or drop (typescript-sdk#2151)."),
+    ("close_request_streams", "The server ends each request's SSE connection this long after opening it (SEP-1699 polling: 0s), or none."),
+    ("close_idle_standalone", "The server ends the standalone GET after this long with no event on it (a graceful idle close), or none."),
+    ("dead_stream", "How a connection cut on the client side only is noticed: immediate, on-write, on-keepalive."),
+    ("unknown_session", "The answer to a POST or GET naming an unknown session: not-found404, bad-request400, rpc-error200."),
+    ("sessionless_get_status", "The status GET and DELETE get from a server without sessions: 405, 400 or 404."),
+    ("idle_reset", "What restarts the idle countdown besides requests: requests, or requests-and-events (rmcp)."),
+    ("expire_running_tool", "What idle expiry does to a running tool: cancel, run-on, abort-signal."),
+    ("id_stamp", "The time in a clocked event id (ts-sdk): handled (when the timer ran) or due (when the event was due)."),
 ];
 
-const LB_DOCS: &[(&str, &str)] = &[(
-    "idle_timeout",
-    "Close a connection that carried no bytes either way for this long (SSE comments count), or none.",
-)];
+const LB_DOCS: &[(&str, &str)] = &[
+    ("idle_timeout", "Close a connection that carried no bytes either way for this long (SSE comments count), or none."),
+    ("max_lifetime", "Close a connection this long after it opened, however busy (a CDN's cap, e.g. 100s), or none."),
+    ("cut_mode", "Which sides a cut closes: both, or client-side (the upstream stays open and the server keeps the stream)."),
+    ("replicas", "Server replicas behind the balancer (1 to 16)."),
+    ("routing", "How a new connection picks its replica: round-robin, sticky-session (by Mcp-Session-Id), sticky-client (by address), random (seeded)."),
+    ("store", "Where replicas keep sessions and event logs: local (each its own, lost on restart) or shared (survives a replica restart)."),
+];
 
 /// A built-in profile as a complete TOML file to start from: every field, each with what it means
 /// and where its value was read.

@@ -16,7 +16,7 @@
 //! use mcpsim_model::Instant;
 //! use std::time::Duration;
 //!
-//! let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(30), event_interval: None, idempotent: false };
+//! let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(30), event_interval: None, idempotent: false, ..ToolSpec::default() };
 //! let mut pair = Pair::new("reference", "reference", tool, None)?;
 //! pair.call(1, "pay", false)?;
 //! let violations = pair.run_until(Instant(60_000_000))?;
@@ -151,7 +151,12 @@ impl Pair {
         let unknown = |kind, name: &str| HarnessError::UnknownProfile { kind, name: name.to_string() };
         let client_policy = profiles::client(client).ok_or_else(|| unknown("client", client))?;
         let server_policy = profiles::server(server).ok_or_else(|| unknown("server", server))?;
-        Pair::with_policies(client_policy, server_policy, vec![tool], LbConfig { idle_timeout: lb_idle })
+        Pair::with_policies(
+            client_policy,
+            server_policy,
+            vec![tool],
+            LbConfig { idle_timeout: lb_idle, ..LbConfig::default() },
+        )
     }
 
     /// A pair from explicit policies. The client is started and the pair pumped until it settles.
@@ -423,7 +428,7 @@ impl Pair {
 
     fn carry_lb(&mut self, out: LbOutput) {
         match out {
-            LbOutput::Cut { conn } => {
+            LbOutput::Cut { conn, .. } => {
                 self.ledger.entry(conn).or_default().lb_cuts += 1;
                 if self.end(conn) {
                     self.client.handle_conn_end(self.now, conn, ConnEnd::Reset);

@@ -271,6 +271,37 @@ pub enum StepKind {
         /// How long it had been silent, in µs.
         idle_us: u64,
     },
+    /// It closed a connection that reached its maximum lifetime (`lb.max_lifetime`).
+    LbLifetimeCut {
+        /// The connection.
+        conn: ConnId,
+        /// How long it had been open, in µs.
+        age_us: u64,
+    },
+    /// A cut closed only the client side of `conn` (`lb.cut_mode = "client-side"`): the upstream
+    /// connection stays open, so the server still holds the stream.
+    LbUpstreamKept {
+        /// The connection.
+        conn: ConnId,
+    },
+    /// It sent a new connection to a replica (recorded only with several replicas).
+    LbRouted {
+        /// The connection (the balancer's numbering).
+        conn: ConnId,
+        /// The replica, from 0.
+        replica: u32,
+        /// The request's `Mcp-Session-Id`, when routing read it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<SessionId>,
+    },
+    /// It answered a connection itself: no replica could take it (502 unreachable, 503 none
+    /// available). Recorded only with several replicas.
+    LbAnswered {
+        /// The connection.
+        conn: ConnId,
+        /// The status it answered.
+        status: Status,
+    },
 
     // --- server ---
     /// A session was created.

@@ -68,6 +68,7 @@ fn setup() -> impl Strategy<Value = Setup> {
             duration: Duration::from_secs(secs),
             event_interval: interval.map(Duration::from_millis),
             idempotent,
+            ..ToolSpec::default()
         });
     (
         prop::sample::select(CLIENT_NAMES),

@@ -10,6 +10,35 @@
 //! - [`studies`]: search and shrinking, sweeps, advice, the compatibility matrix, the benchmark.
 //! - [`report`]: timelines, sequence diagrams and plots of traces and studies.
 //! - `cli`: the commands of the `mcpsim` binary.
+//!
+//! ## Using mcpsim as a library
+//!
+//! A crate that tests its own settings against the simulator adds mcpsim as a dev-dependency
+//! without the command line (`default-features = false`: the `cli` feature brings clap, plots and
+//! logs), and builds in madsim's simulation mode: `[build] rustflags = ["--cfg", "madsim"]` in its
+//! `.cargo/config.toml` (without it the build stops with one message saying so). Then a seeded run
+//! is a function call, and a failing seed prints the command that replays it:
+//!
+//! ```
+//! let mut s = mcpsim::Scenario::build("long-tool", "naive", "reference")?;
+//! s.apply_overrides(&[("server.keepalive".into(), "15s".into())])?;
+//! for seed in 0..20 {
+//!     assert!(mcpsim::run(&s, seed)?.violations.is_empty(), "replay: mcpsim run {} --seed {seed}", s.cli_args());
+//! }
+//! # Ok::<(), mcpsim::SimError>(())
+//! ```
+//!
+//! What a downstream crate uses (`sim/examples/downstream/` is one):
+//! - a run: [`Scenario`] (built from names, or from command-line words with
+//!   [`scenario::ScenarioArgs`]), [`run`], [`RunOutcome`], [`SimError`]; the profiles, the trace
+//!   schema and the oracles are `mcpsim-model`'s (`profiles`, `trace`, `oracle`);
+//! - trace files: [`report::artifacts`] (read, parse, compare, the replay command);
+//! - studies: [`studies::search`] ([`search`](studies::search::search) and its
+//!   [`Found`](studies::search::Found) counterexamples), [`studies::sweep`], [`studies::matrix`],
+//!   [`studies::advise`];
+//! - reports: [`report::timeline`], [`report::diagram`], [`report::html`].
+
+#![warn(missing_docs)]
 
 #[cfg(not(madsim))]
 compile_error!(

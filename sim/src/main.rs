@@ -27,7 +27,7 @@ struct Target {
     /// Server profile: a name or a TOML file.
     #[arg(long, default_value = "reference")]
     server: String,
-    /// Scenario family.
+    /// Scenario family: a name or a TOML file (a path; see sim/scenarios/*.toml).
     #[arg(long, default_value = "long-tool")]
     scenario: String,
     /// Override a parameter: --set key=value (repeatable; see `mcpsim profiles`).
@@ -94,8 +94,11 @@ enum Command {
         /// Generate cases (parameters and fault plans, swarm-tested) instead of running seeds.
         #[arg(long)]
         search: bool,
-        /// With --search: keep inside the design note's conditions of validity.
-        #[arg(long, requires = "search")]
+        /// Coverage-guided: keep the cases that reach a new feature and mutate them (AFL-style).
+        #[arg(long, conflicts_with = "search")]
+        guided: bool,
+        /// With --search or --guided: keep inside the design note's conditions of validity.
+        #[arg(long)]
         within_conditions: bool,
         /// Only a violation of this invariant counts (default: any).
         #[arg(long, value_name = "NAME")]
@@ -162,6 +165,26 @@ enum Command {
         /// Where the document's traces go.
         #[arg(long, default_value = "traces/matrix")]
         traces: PathBuf,
+    },
+    /// Check your own deployment (server, load balancer, clients, workload as a TOML file)
+    /// against every scenario family: per client × family ok or the invariants broken, the
+    /// mitigations that fix each broken cell, and the advised retention and idle TTL. Exit
+    /// status: 0 every cell clean, 1 some cell broke an invariant, 2 bad input.
+    Check {
+        /// The deployment file (see docs/examples/deployment.toml and docs/your-system.md).
+        file: PathBuf,
+        /// Seeds per cell.
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// text, or html (one self-contained page; needs -o).
+        #[arg(long, default_value = "text")]
+        format: String,
+        /// Write the report here.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
     },
     /// Vary one or two keys over a grid; per cell, how often each outcome occurred (with Wilson
     /// intervals), the predicted and the measured safe boundary. Exit status: 0 no run violated an
@@ -287,9 +310,20 @@ fn main() -> ExitCode {
         Command::Run { target, seed, trace, check_determinism } => {
             cli::cmd_run(&target.args(), seed, trace.as_deref(), check_determinism)
         }
-        Command::Explore { target, seeds, start_seed, out, search, within_conditions, invariant, no_shrink } => {
+        Command::Explore {
+            target,
+            seeds,
+            start_seed,
+            out,
+            search,
+            guided,
+            within_conditions,
+            invariant,
+            no_shrink,
+        } => {
+            let shrink = !no_shrink;
             let explore =
-                cli::ExploreArgs { seeds, start_seed, out, search, within_conditions, invariant, shrink: !no_shrink };
+                cli::ExploreArgs { seeds, start_seed, out, search, guided, within_conditions, invariant, shrink };
             cli::cmd_explore(&target.args(), &explore)
         }
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),
@@ -299,6 +333,9 @@ fn main() -> ExitCode {
         Command::Matrix { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces } => {
             let args = cli::MatrixArgs { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces };
             cli::cmd_matrix(&args)
+        }
+        Command::Check { file, seeds, format, output, jobs } => {
+            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs })
         }
         Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold } => {
             let opts = mcpsim::studies::sweep::SweepOptions { seeds, jobs, csv, resume, threshold };

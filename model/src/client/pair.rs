@@ -14,7 +14,13 @@ use std::time::Duration;
 const TOOL: &str = "pay";
 
 fn silent_tool(secs: u64, idempotent: bool) -> ToolSpec {
-    ToolSpec { name: TOOL.into(), duration: Duration::from_secs(secs), event_interval: None, idempotent }
+    ToolSpec {
+        name: TOOL.into(),
+        duration: Duration::from_secs(secs),
+        event_interval: None,
+        idempotent,
+        ..ToolSpec::default()
+    }
 }
 
 fn names(violations: &[Violation]) -> Vec<&'static str> {

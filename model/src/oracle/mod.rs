@@ -161,6 +161,33 @@ pub const INVARIANTS: &[Invariant] = &[
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
 /// registry's order).
+///
+/// A trace where the server ran one non-idempotent call in two sessions breaks
+/// `no-duplicate-execution`, reported at the second run:
+///
+/// ```
+/// use mcpsim_model::ids::{CallKey, RequestId, SessionId};
+/// use mcpsim_model::oracle::{check_all, InvariantId};
+/// use mcpsim_model::trace::{Actor, Step, StepKind, Trace};
+/// use mcpsim_model::Instant;
+///
+/// let ran = |session: &str| StepKind::SideEffect {
+///     session: SessionId::from(session),
+///     request: RequestId(1),
+///     call: CallKey(0),
+///     tool: "pay".to_string(),
+///     idempotent: false,
+/// };
+/// let mut trace = Trace::new(0, serde_json::json!({}));
+/// for (seq, (t, session)) in [(2_000, "A"), (5_000, "B")].into_iter().enumerate() {
+///     trace.steps.push(Step { seq: seq as u64, t, actor: Actor::Server, client: None, kind: ran(session) });
+/// }
+///
+/// let violations = check_all(&trace);
+/// assert_eq!(violations.len(), 1);
+/// assert_eq!(violations[0].invariant, InvariantId::NoDuplicateExecution);
+/// assert_eq!((violations[0].step, violations[0].at), (1, Instant(5_000)));
+/// ```
 pub fn check_all(trace: &Trace) -> Vec<Violation> {
     let index = TraceIndex::new(trace);
     let mut all: Vec<Violation> = INVARIANTS.iter().flat_map(|i| (i.check)(&index)).collect();

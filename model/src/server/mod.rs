@@ -30,7 +30,7 @@ mod streams;
 mod tests;
 mod tools;
 
-use crate::config::{ServerPolicy, ToolSpec};
+use crate::config::{DeadStream, ServerPolicy, ToolSpec};
 use crate::http::{
     Body, ClientMessage, ErrorBody, ErrorCode, Frame, Method, Request, ResponseHead, ServerMessage, Status,
 };
@@ -95,6 +95,7 @@ enum Timer {
     Tool(u64),
     Keepalive(ConnId),
     Idle(SessionId),
+    Close(ConnId),
 }
 
 /// The implicit context a server without sessions serves every request in. It is the name a
@@ -157,12 +158,33 @@ impl Server {
     /// disconnect cancels (`disconnect_cancels`), when the tools of the streams it carried are
     /// cancelled.
     pub fn handle_disconnect(&mut self, now: Instant, conn: ConnId) {
+        if self.crashed {
+            return;
+        }
         let cancelled = if self.policy.disconnect_cancels { self.tools_streamed_on(conn) } else { Vec::new() };
         if let Some(session) = self.forget_conn(conn) {
             for id in cancelled {
                 self.cancel_tool(now, id);
             }
             self.touch_idle(now, &session, false);
+        }
+    }
+
+    /// The client side of `conn` is gone but the server's own side was not told (a proxy cut
+    /// only the client's connection). The server notices under `ServerPolicy::dead_stream`: at
+    /// once, or when a later write on it fails; until then the connection stays registered (a
+    /// standalone stream still counts as open for `second_get`) and frames are still written to it.
+    pub fn handle_client_gone(&mut self, now: Instant, conn: ConnId) {
+        if self.crashed {
+            return;
+        }
+        match self.policy.dead_stream {
+            DeadStream::Immediate => self.handle_disconnect(now, conn),
+            DeadStream::OnWrite | DeadStream::OnKeepalive => {
+                if let Some(open) = self.conns.get_mut(&conn) {
+                    open.dead = true;
+                }
+            }
         }
     }
 
@@ -173,6 +195,7 @@ impl Server {
                 Timer::Tool(id) => self.run_tool(now, id),
                 Timer::Keepalive(conn) => self.send_keepalive(at, conn),
                 Timer::Idle(session) => self.end_session(now, &session, SessionEndReason::IdleExpired),
+                Timer::Close(conn) => self.server_close(now, conn),
             }
         }
     }
@@ -250,7 +273,7 @@ impl Server {
         if let (ClientMessage::Initialize { id, client }, None) = (&body, &request.session) {
             return self.initialize(now, conn, *id, client);
         }
-        let Some(session) = self.live_session(conn, request.session, Status::NOT_FOUND) else { return };
+        let Some(session) = self.live_session(conn, request.session, None, body.request_id()) else { return };
         match body {
             // Re-initializing inside a session is refused, as the SDKs do.
             ClientMessage::Initialize { .. } => {
@@ -285,9 +308,9 @@ impl Server {
 
     fn handle_get(&mut self, now: Instant, conn: ConnId, request: Request) {
         if !self.policy.sessions {
-            return self.reject(conn, Status::METHOD_NOT_ALLOWED, ErrorCode::Other, None);
+            return self.reject(conn, Status(self.policy.sessionless_get_status), ErrorCode::Other, None);
         }
-        let Some(session) = self.live_session(conn, request.session, Status::NOT_FOUND) else { return };
+        let Some(session) = self.live_session(conn, request.session, None, None) else { return };
         match request.last_event_id {
             Some(id) => self.resume(now, conn, &session, id),
             None => self.open_standalone(now, conn, &session),
@@ -308,7 +331,8 @@ impl Server {
             let deadline = session.idle_since? + self.policy.idle_ttl?;
             Some((deadline, Timer::Idle(id.clone())))
         });
-        tools.chain(keepalives).chain(idle)
+        let closes = self.conns.iter().filter_map(|(conn, open)| open.close_at.map(|at| (at, Timer::Close(*conn))));
+        tools.chain(keepalives).chain(idle).chain(closes)
     }
 
     fn record(&mut self, step: StepKind) {

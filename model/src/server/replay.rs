@@ -1,8 +1,9 @@
 //! Resumption: locating a `Last-Event-ID` in the per-stream logs (retention applied), replaying
 //! what follows it, and the policy's answer to an id it cannot honour (evicted or unknown).
 
+use super::streams::ConnKind;
 use super::Server;
-use crate::config::{EventIdScheme, Unhonourable};
+use crate::config::{ConnAfterResponse, EventIdScheme, ResumeWhileAttached, Unhonourable};
 use crate::http::{ErrorBody, ErrorCode, Frame, ResponseHead, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::sse::{stream_hint, LogKey, Position, StoredEvent, StreamHint, StreamLog};
@@ -123,23 +124,31 @@ impl Server {
     /// Answers 200 `text/event-stream` on the resuming connection and replays `events` on it.
     pub(super) fn open_resumed(&mut self, now: Instant, r: &Resumption, events: &[StoredEvent]) {
         self.send(r.conn, Frame::Head(ResponseHead::event_stream()));
-        self.open_sse_conn(now, r.conn, &r.session);
+        self.open_sse_conn(now, r.conn, &r.session, ConnKind::Resumed);
         for event in events {
             self.send(r.conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
         }
     }
 
-    /// After a resume's replay: a finished stream ends the connection; a live one takes it as its
-    /// receiver (ending the one it had), with a priming event if the policy sends one. With no
-    /// stream of its own to attach to, the connection stays open and receives only keep-alives.
+    /// After a resume's replay: a finished stream ends the connection (or, under
+    /// `finished_resume = stay-open`, keeps it open); a live one takes it as its receiver (ending
+    /// the one it had, unless `resume_while_attached` closes the resuming one instead), with a
+    /// priming event if the policy sends one. With no stream of its own to attach to, the
+    /// connection stays open and receives only keep-alives.
     pub(super) fn attach_resumed(&mut self, now: Instant, r: &Resumption) {
         let Some(stream) = r.located.target else { return };
         let Some(state) = self.stream(&r.session, stream) else { return };
-        if state.finished {
+        if state.finished && self.policy.finished_resume == ConnAfterResponse::Close {
             return self.end_conn(now, r.conn);
         }
         if let Some(old) = state.attached.filter(|old| *old != r.conn) {
+            if self.policy.resume_while_attached == ResumeWhileAttached::ReplayAndClose {
+                return self.end_conn(now, r.conn);
+            }
             self.end_conn(now, old);
+        }
+        if let Some(state) = self.stream_mut(&r.session, stream) {
+            state.server_closed = false;
         }
         self.attach(&r.session, stream, r.conn);
         if self.policy.priming.resume {

@@ -3,7 +3,7 @@
 
 use super::streams::SessionStream;
 use super::Server;
-use crate::config::{DeleteRule, EventIdScheme};
+use crate::config::{DeleteRule, EventIdScheme, OnAbort, UnknownSession};
 use crate::http::{Body, ErrorCode, Request, ResponseHead, ServerMessage, Status};
 use crate::ids::{ConnId, RequestId, SessionId, StreamNo};
 use crate::sse::GET_STREAM_KEY;
@@ -25,22 +25,41 @@ pub(super) struct Session {
 impl Server {
     pub(super) fn handle_delete(&mut self, now: Instant, conn: ConnId, request: Request) {
         if !self.policy.sessions {
-            return self.reject(conn, Status::METHOD_NOT_ALLOWED, ErrorCode::Other, None);
+            return self.reject(conn, Status(self.policy.sessionless_get_status), ErrorCode::Other, None);
         }
         let unknown = Status(self.policy.delete_unknown_status);
-        let Some(session) = self.live_session(conn, request.session, unknown) else { return };
+        let Some(session) = self.live_session(conn, request.session, Some(unknown), None) else { return };
         self.end_session(now, &session, SessionEndReason::Deleted);
         self.respond_status(conn, ResponseHead::status(Status(self.policy.delete_status)));
     }
 
-    /// The live session a request names; otherwise answers 400 (no header) or `unknown` and
-    /// returns `None`.
+    /// The live session a request names; otherwise answers 400 (no header), or for an unknown
+    /// session `unknown` (`DELETE`'s status) or the policy's `unknown_session` answer, and
+    /// returns `None`. `request` is the JSON-RPC id a 200 error body answers.
     pub(super) fn live_session(
         &mut self,
         conn: ConnId,
         session: Option<SessionId>,
-        unknown: Status,
+        unknown: Option<Status>,
+        request: Option<RequestId>,
     ) -> Option<SessionId> {
+        let unknown = match (unknown, self.policy.unknown_session) {
+            (Some(status), _) => status,
+            (None, UnknownSession::NotFound404) => Status::NOT_FOUND,
+            (None, UnknownSession::BadRequest400) => Status::BAD_REQUEST,
+            (None, UnknownSession::RpcError200) => match session {
+                Some(s) if !self.sessions.contains_key(&s) => {
+                    self.record(StepKind::Rejected { conn, status: Status::OK, session: Some(s) });
+                    let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+                    // JSON-RPC `"id": null` when the request had none (a GET): the model's 0.
+                    let request = request.unwrap_or(RequestId(0));
+                    let message = "Session not found".to_string();
+                    self.respond_json(conn, head, ServerMessage::Error { request, message });
+                    return None;
+                }
+                _ => Status::NOT_FOUND,
+            },
+        };
         match session {
             None => {
                 self.reject(conn, Status::BAD_REQUEST, ErrorCode::SessionRequired, None);
@@ -79,6 +98,7 @@ impl Server {
             call: None,
             attached: None,
             finished: false,
+            server_closed: false,
         };
         Session {
             streams: BTreeMap::from([(StreamNo::STANDALONE, standalone)]),
@@ -98,15 +118,23 @@ impl Server {
         }
     }
 
-    /// DELETE or idle expiry: running tools are cancelled (or, on DELETE under `RunOn`, left
-    /// running with nowhere to store their result), connections end, and the session is gone.
+    /// DELETE or idle expiry: running tools are cancelled (or, under `RunOn` or an ignored abort
+    /// signal, left running with nowhere to store their result), connections end, and the
+    /// session is gone.
     pub(super) fn end_session(&mut self, now: Instant, session: &SessionId, reason: SessionEndReason) {
-        let run_on = reason == SessionEndReason::Deleted && self.policy.delete_running_tool == DeleteRule::RunOn;
+        let rule = match reason {
+            SessionEndReason::Deleted => self.policy.delete_running_tool,
+            SessionEndReason::IdleExpired => self.policy.expire_running_tool,
+            _ => DeleteRule::Cancel,
+        };
         let tools: Vec<u64> =
             self.running.iter().filter(|(_, t)| &t.session == session && !t.orphaned).map(|(id, _)| *id).collect();
         for id in tools {
             match self.running.get_mut(&id) {
-                Some(tool) if run_on => {
+                Some(tool)
+                    if rule == DeleteRule::RunOn
+                        || (rule == DeleteRule::AbortSignal && tool.on_abort == OnAbort::Ignore) =>
+                {
                     tool.orphaned = true;
                     tool.next_progress = None;
                 }

@@ -2,10 +2,13 @@
 //! priming, the standalone GET stream, open SSE connections and their keep-alive comments.
 
 use super::{repeating, Server, ServerOutput};
-use crate::config::{SecondGet, StoreScope};
-use crate::http::{ErrorCode, Frame, ResponseHead, ServerMessage, Status};
+use crate::config::{
+    ConnAfterResponse, DeadStream, DetachedEvents, FreshGet, IdleReset, KeepaliveTimer, SecondGet, StandalonePriming,
+    StoreScope,
+};
+use crate::http::{ErrorCode, EventKind, Frame, ResponseHead, ServerMessage, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
-use crate::sse::{mint_event_id, LogKey, NewEvent, GET_STREAM_KEY};
+use crate::sse::{mint_event_id, LogKey, NewEvent, StoredEvent, StreamLog, GET_STREAM_KEY};
 use crate::time::Instant;
 use crate::trace::StepKind;
 
@@ -21,12 +24,31 @@ pub(super) struct SessionStream {
     pub(super) attached: Option<ConnId>,
     /// Its response was appended, or its call cancelled: nothing more will be appended.
     pub(super) finished: bool,
+    /// The server ended its connection itself and no connection has attached since.
+    pub(super) server_closed: bool,
 }
 
 #[derive(Debug)]
 pub(super) struct OpenConn {
     pub(super) session: SessionId,
     pub(super) next_keepalive: Option<Instant>,
+    /// When the server ends it itself (`close_request_streams`, `close_idle_standalone`).
+    pub(super) close_at: Option<Instant>,
+    /// What kind of answer it carries.
+    pub(super) kind: ConnKind,
+    /// Its client side is gone and the server has not noticed yet.
+    pub(super) dead: bool,
+}
+
+/// What an open SSE connection was opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ConnKind {
+    /// A POST's own stream.
+    Request,
+    /// A fresh standalone GET.
+    Standalone,
+    /// A `GET` with `Last-Event-ID`.
+    Resumed,
 }
 
 impl Server {
@@ -41,16 +63,58 @@ impl Server {
 
     pub(super) fn open_standalone(&mut self, now: Instant, conn: ConnId, session: &SessionId) {
         let attached = self.stream(session, StreamNo::STANDALONE).and_then(|s| s.attached);
-        if attached.is_some() && self.policy.second_get == SecondGet::Reject409 {
-            return self.reject(conn, Status::CONFLICT, ErrorCode::StreamAlreadyOpen, Some(session.clone()));
+        if let Some(old) = attached {
+            match self.policy.second_get {
+                SecondGet::Reject409 => {
+                    return self.reject(conn, Status::CONFLICT, ErrorCode::StreamAlreadyOpen, Some(session.clone()))
+                }
+                SecondGet::Reject400 => {
+                    return self.reject(conn, Status::BAD_REQUEST, ErrorCode::StreamAlreadyOpen, Some(session.clone()))
+                }
+                SecondGet::Shadow => {
+                    // Open, primed, never attached: only keep-alives arrive on it.
+                    self.send(conn, Frame::Head(ResponseHead::event_stream()));
+                    self.open_sse_conn(now, conn, session, ConnKind::Standalone);
+                    if self.policy.priming.standalone {
+                        self.send_unstored_priming(now, session, conn);
+                    }
+                    return;
+                }
+                SecondGet::Replace => self.end_conn(now, old),
+                // The earlier connection stays open but no longer receives events.
+                SecondGet::Accept => {}
+            }
         }
-        // Under `Accept` the earlier connection stays open but no longer receives events.
         self.send(conn, Frame::Head(ResponseHead::event_stream()));
-        self.open_sse_conn(now, conn, session);
+        self.open_sse_conn(now, conn, session, ConnKind::Standalone);
         self.attach(session, StreamNo::STANDALONE, conn);
         if self.policy.priming.standalone {
-            self.append(now, session, StreamNo::STANDALONE, None);
+            match self.policy.standalone_priming {
+                StandalonePriming::Stored => self.append(now, session, StreamNo::STANDALONE, None),
+                StandalonePriming::ReusedId => self.send_unstored_priming(now, session, conn),
+            }
         }
+        if self.policy.fresh_get == FreshGet::Buffered {
+            let key = self.stream(session, StreamNo::STANDALONE).map(|s| s.key.clone());
+            let buffered: Vec<StoredEvent> = key
+                .and_then(|key| self.store.log(&key))
+                .map(|log| log.retained().filter(|e| e.message.is_some()).cloned().collect())
+                .unwrap_or_default();
+            for event in buffered {
+                self.write(now, conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
+            }
+        }
+    }
+
+    /// A priming event that is sent but not stored: its id is the one the stream's next event
+    /// will take (rmcp's standalone stream: `id: 0`, then a notification with `id: 0`).
+    fn send_unstored_priming(&mut self, now: Instant, session: &SessionId, conn: ConnId) {
+        let Some(state) = self.stream(session, StreamNo::STANDALONE) else { return };
+        let label = state.label.clone();
+        let next = self.store.log(&state.key).map_or(0, StreamLog::issued);
+        let id = mint_event_id(self.policy.event_ids, StreamNo::STANDALONE, &label, next, now, &mut self.rng);
+        let event = SseEvent { id: Some(id), retry_ms: self.policy.retry_ms, kind: EventKind::Message, data: None };
+        self.write(now, conn, Frame::Event(event));
     }
 
     pub(super) fn stream(&self, session: &SessionId, stream: StreamNo) -> Option<&SessionStream> {
@@ -69,14 +133,35 @@ impl Server {
         stream: StreamNo,
         message: Option<ServerMessage>,
     ) {
+        self.append_stamped(now, now, session, stream, message);
+    }
+
+    /// [`Server::append`] with the instant a time-stamped event id carries (`IdStamp`).
+    pub(super) fn append_stamped(
+        &mut self,
+        now: Instant,
+        stamp: Instant,
+        session: &SessionId,
+        stream: StreamNo,
+        message: Option<ServerMessage>,
+    ) {
         let Some(state) = self.stream(session, stream) else { return };
         let (key, label, call, attached) = (state.key.clone(), state.label.clone(), state.call, state.attached);
+        let dropped = stream != StreamNo::STANDALONE
+            && attached.is_none()
+            && state.server_closed
+            && self.policy.detached_request_events == DetachedEvents::Drop;
+        if dropped {
+            // typescript-sdk#2151: `send()` finds no stream mapping, stores nothing.
+            return;
+        }
+        let is_message = message.is_some();
         let scheme = self.policy.event_ids;
         let rng = &mut self.rng;
         let new = NewEvent { session: session.clone(), call, message };
         let epoch = (!self.policy.sessions).then_some(self.epoch);
         let event = self.store.append(&key, now, new, |seq| {
-            let id = mint_event_id(scheme, stream, &label, seq, now, rng);
+            let id = mint_event_id(scheme, stream, &label, seq, stamp, rng);
             match epoch {
                 Some(epoch) => EventId(format!("{epoch}.{id}")),
                 None => id,
@@ -91,8 +176,36 @@ impl Server {
             message: event.message.clone(),
         });
         if let Some(conn) = attached {
-            self.send(conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
+            self.write(now, conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
         }
+        if is_message && self.policy.idle_reset == IdleReset::RequestsAndEvents {
+            self.touch_idle(now, session, true);
+        }
+    }
+
+    /// Writes an event or a comment on an open SSE connection. A write on a connection whose
+    /// client side is gone fails when the policy says the server notices it there: the server
+    /// then drops the connection as if its own side had been closed. Every write restarts an
+    /// after-silence keep-alive and a standalone connection's idle close.
+    pub(super) fn write(&mut self, now: Instant, conn: ConnId, frame: Frame) {
+        let Some(open) = self.conns.get_mut(&conn) else { return self.send(conn, frame) };
+        if open.dead {
+            let notices = match self.policy.dead_stream {
+                DeadStream::Immediate | DeadStream::OnWrite => true,
+                DeadStream::OnKeepalive => frame == Frame::Comment,
+            };
+            if notices {
+                self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
+                return self.handle_disconnect(now, conn);
+            }
+        }
+        if self.policy.keepalive_timer == KeepaliveTimer::AfterSilence {
+            open.next_keepalive = repeating(self.policy.keepalive).map(|k| now + k);
+        }
+        if let (ConnKind::Standalone, Some(after)) = (open.kind, self.policy.close_idle_standalone) {
+            open.close_at = Some(now + after);
+        }
+        self.send(conn, frame);
     }
 
     /// Makes `conn` the receiver of the stream's new events.
@@ -103,9 +216,29 @@ impl Server {
     }
 
     /// Registers an SSE answer that stays open.
-    pub(super) fn open_sse_conn(&mut self, now: Instant, conn: ConnId, session: &SessionId) {
+    pub(super) fn open_sse_conn(&mut self, now: Instant, conn: ConnId, session: &SessionId, kind: ConnKind) {
         let next_keepalive = repeating(self.policy.keepalive).map(|k| now + k);
-        self.conns.insert(conn, OpenConn { session: session.clone(), next_keepalive });
+        let close_after = match kind {
+            ConnKind::Request => self.policy.close_request_streams,
+            ConnKind::Standalone => self.policy.close_idle_standalone,
+            ConnKind::Resumed => None,
+        };
+        let close_at = close_after.map(|d| now + d);
+        self.conns.insert(conn, OpenConn { session: session.clone(), next_keepalive, close_at, kind, dead: false });
+    }
+
+    /// The server ends a connection on its own (`Timer::Close`): the streams it carried remember
+    /// it, for `detached_request_events`.
+    pub(super) fn server_close(&mut self, now: Instant, conn: ConnId) {
+        let Some(open) = self.conns.get_mut(&conn) else { return };
+        open.close_at = None;
+        let session = open.session.clone();
+        if let Some(state) = self.sessions.get_mut(&session) {
+            for stream in state.streams.values_mut().filter(|s| s.attached == Some(conn)) {
+                stream.server_closed = true;
+            }
+        }
+        self.end_conn(now, conn);
     }
 
     /// Ends an open SSE connection cleanly.
@@ -132,15 +265,19 @@ impl Server {
     pub(super) fn send_keepalive(&mut self, at: Instant, conn: ConnId) {
         let Some(open) = self.conns.get_mut(&conn) else { return };
         open.next_keepalive = repeating(self.policy.keepalive).map(|k| at + k);
-        self.send(conn, Frame::Comment);
+        self.write(at, conn, Frame::Comment);
     }
 
-    /// Nothing more will be appended to the stream: its attached connection ends cleanly.
+    /// Nothing more will be appended to the stream: its attached connection ends cleanly (a
+    /// resumed one stays open under `resumed_on_response = stay-open`).
     pub(super) fn finish_stream(&mut self, now: Instant, session: &SessionId, stream: StreamNo) {
         let Some(state) = self.stream_mut(session, stream) else { return };
         state.finished = true;
-        if let Some(conn) = state.attached {
-            self.end_conn(now, conn);
+        let Some(conn) = state.attached else { return };
+        let resumed = self.conns.get(&conn).is_some_and(|c| c.kind == ConnKind::Resumed);
+        if resumed && self.policy.resumed_on_response == ConnAfterResponse::StayOpen {
+            return;
         }
+        self.end_conn(now, conn);
     }
 }

@@ -27,7 +27,13 @@ fn policy(name: &str) -> ServerPolicy {
 }
 
 fn tool(name: &str, secs: u64, interval: Option<Duration>, idempotent: bool) -> ToolSpec {
-    ToolSpec { name: name.into(), duration: Duration::from_secs(secs), event_interval: interval, idempotent }
+    ToolSpec {
+        name: name.into(),
+        duration: Duration::from_secs(secs),
+        event_interval: interval,
+        idempotent,
+        ..ToolSpec::default()
+    }
 }
 
 /// `pay`: a silent 300 s side effect; `chatty`: 240 s with progress every second;
@@ -42,6 +48,7 @@ fn tools() -> Vec<ToolSpec> {
             duration: Duration::from_millis(1),
             event_interval: Some(Duration::from_micros(100)),
             idempotent: true,
+            ..ToolSpec::default()
         },
         tool("quick", 2, None, true),
     ]
@@ -498,7 +505,7 @@ fn no_open_request_expires_a_session_whose_tool_runs_on_after_its_post_was_cut()
     let mut s = server(idle_policy("py-sdk"));
     let session = init(&mut s, at(0));
     let _ = call(&mut s, at(0), POST, &session, "marathon");
-    assert!(drive_until(&mut s, at(100)).is_empty(), "an open POST holds the session");
+    assert!(session_ends(&drive_until(&mut s, at(100))).is_empty(), "an open POST holds the session");
     s.handle_disconnect(at(100), POST);
     assert!(session_ends(&drive_until(&mut s, at(159))).is_empty());
     let out = drive_until(&mut s, at(160));
@@ -672,7 +679,8 @@ fn second_standalone_get_is_refused_or_shadows_the_first() {
         vec![StepKind::Rejected { conn: OTHER, status: Status::CONFLICT, session: Some(session) }]
     );
 
-    let mut s = server(policy("rmcp"));
+    // rmcp before 0.17: the newest GET takes the notifications; the first stays open, silent.
+    let mut s = server(policy("rmcp-0.16"));
     let session = init(&mut s, at(0));
     s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
     s.handle_request(at(1), OTHER, Request::get(Some(session), None));
@@ -682,8 +690,21 @@ fn second_standalone_get_is_refused_or_shadows_the_first() {
     let out = drain(&mut s);
     assert!(frames(&out, GET).is_empty());
     assert_eq!(ids(&events(&out, OTHER)), vec!["0"]);
-    let later = drive_until(&mut s, at(15));
+    let later = drive_until(&mut s, at(17));
     assert_eq!(frames(&later, GET), vec![Frame::Comment], "the shadowed stream stays open");
+
+    // rmcp 0.17 and later: the second GET is the shadow, primed with `id: 0` and then silent.
+    let mut s = server(policy("rmcp"));
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    s.handle_request(at(1), OTHER, Request::get(Some(session), None));
+    let out = drain(&mut s);
+    assert_eq!(head_status(&out, OTHER), Status::OK);
+    assert_eq!(ids(&events(&out, OTHER)), vec!["0"], "the shadow's priming event");
+    s.notify_all(at(2));
+    let out = drain(&mut s);
+    assert!(frames(&out, OTHER).is_empty(), "a shadow receives no notification");
+    assert_eq!(ids(&events(&out, GET)), vec!["0"], "the first GET keeps them, reusing its priming id");
 }
 
 #[test]
@@ -970,4 +991,397 @@ fn delete_with_a_tool_running_follows_each_sdk() {
         assert_eq!(frames(&out, POST), vec![Frame::End], "{profile}: the stream ends with no response");
         assert!(stored(&drive_until(&mut s, at(400))).is_empty(), "{profile}: no result is stored");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field behaviours (OBSERVED.md and the SDKs' sources): each field changes what a test sees.
+// ---------------------------------------------------------------------------------------------
+
+use crate::config::{
+    ConnAfterResponse, DeadStream, DeleteRule, DetachedEvents, FreshGet, IdStamp, IdleReset, IdleRule, KeepaliveTimer,
+    OnAbort, ResumeWhileAttached, SecondGet, SideEffectAt, UnknownSession,
+};
+
+fn comments(out: &[ServerOutput], conn: ConnId) -> usize {
+    frames(out, conn).iter().filter(|f| **f == Frame::Comment).count()
+}
+
+fn server_with(policy: ServerPolicy, tools: Vec<ToolSpec>) -> Server {
+    let mut s = Server::new(policy, tools, 0, 42);
+    let _ = drain(&mut s);
+    s
+}
+
+#[test]
+fn an_after_silence_keepalive_never_comes_on_a_stream_with_frequent_events() {
+    for (timer, expected) in [(KeepaliveTimer::Fixed, 1), (KeepaliveTimer::AfterSilence, 0)] {
+        let mut s = server(ServerPolicy { keepalive_timer: timer, ..policy("rmcp") });
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "chatty");
+        let out = drive_until(&mut s, at(20));
+        assert_eq!(comments(&out, POST), expected, "{timer:?}");
+    }
+    // A silent stream gets them either way: rmcp after 15 s of silence.
+    let mut s = server(policy("rmcp"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "marathon");
+    assert_eq!(comments(&drive_until(&mut s, at(31)), POST), 2);
+}
+
+#[test]
+fn python_sends_keepalive_comments_every_15_seconds() {
+    let mut s = server(policy("py-sdk"));
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session), None));
+    let _ = drain(&mut s);
+    assert_eq!(comments(&drive_until(&mut s, at(46)), GET), 3);
+}
+
+#[test]
+fn rmcp_delivers_notifications_sent_with_no_get_open_on_the_next_fresh_get() {
+    for (name, fresh, delivered) in [("rmcp", FreshGet::Buffered, 2), ("py-sdk", FreshGet::NewOnly, 0)] {
+        let mut s = server(ServerPolicy { fresh_get: fresh, ..policy(name) });
+        let session = init(&mut s, at(0));
+        s.notify_all(at(1));
+        s.notify_all(at(2));
+        let _ = drain(&mut s);
+        s.handle_request(at(3), GET, Request::get(Some(session), None));
+        let out = drain(&mut s);
+        let messages = events(&out, GET).into_iter().filter(|e| e.data.is_some()).count();
+        assert_eq!(messages, delivered, "{name}");
+    }
+}
+
+#[test]
+fn rmcp_primes_a_fresh_get_with_the_id_its_first_notification_reuses() {
+    let mut s = server(policy("rmcp"));
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session), None));
+    let out = drain(&mut s);
+    let priming = events(&out, GET);
+    assert_eq!(ids(&priming), vec!["0"]);
+    assert_eq!(priming[0].retry_ms, Some(3000));
+    assert!(stored(&out).is_empty(), "the priming event is not stored");
+    s.notify_all(at(1));
+    assert_eq!(ids(&events(&drain(&mut s), GET)), vec!["0"], "id 0 twice");
+    // Stored, it takes an id of its own.
+    let stored_policy = ServerPolicy { standalone_priming: crate::config::StandalonePriming::Stored, ..policy("rmcp") };
+    let mut s = server(stored_policy);
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session), None));
+    let _ = drain(&mut s);
+    s.notify_all(at(1));
+    assert_eq!(ids(&events(&drain(&mut s), GET)), vec!["1"]);
+}
+
+/// Runs `quick` (2 s) to completion on POST and returns the ids it sent there.
+fn finished_call(s: &mut Server, session: &SessionId) -> Vec<EventId> {
+    let mut out = call(s, at(0), POST, session, "quick");
+    out.extend(drive_until(s, at(3)));
+    events(&out, POST).into_iter().filter_map(|e| e.id).collect()
+}
+
+#[test]
+fn a_finished_stream_resumed_replays_its_response_and_closes_or_stays_open() {
+    for (rule, closed) in [(ConnAfterResponse::Close, true), (ConnAfterResponse::StayOpen, false)] {
+        let mut s = server(ServerPolicy { finished_resume: rule, ..policy("ts-sdk") });
+        let session = init(&mut s, at(0));
+        let sent = finished_call(&mut s, &session);
+        let out = resume(&mut s, at(10), GET, &session, &sent[0]);
+        let replayed = events(&out, GET);
+        assert!(replayed.iter().any(|e| matches!(e.data, Some(ServerMessage::ToolResult { .. }))), "{rule:?}");
+        assert_eq!(!closes(&out, GET).is_empty(), closed, "{rule:?}");
+    }
+}
+
+#[test]
+fn python_keeps_a_resumed_stream_open_after_its_response() {
+    for (rule, closed) in [(ConnAfterResponse::Close, true), (ConnAfterResponse::StayOpen, false)] {
+        let mut s = server(ServerPolicy { resumed_on_response: rule, ..policy("py-sdk") });
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "quick");
+        let priming = events(&out, POST)[0].id.clone().expect("primed");
+        s.handle_disconnect(at(1), POST);
+        let _ = drain(&mut s);
+        let out = resume(&mut s, at(1), GET, &session, &priming);
+        assert_eq!(events(&out, GET).len(), 1, "the new priming event after the (empty) replay");
+        let out = drive_until(&mut s, at(3));
+        assert!(matches!(events(&out, GET)[..], [SseEvent { data: Some(ServerMessage::ToolResult { .. }), .. }]));
+        assert_eq!(!closes(&out, GET).is_empty(), closed, "{rule:?}");
+    }
+}
+
+#[test]
+fn python_closes_a_resume_whose_request_stream_is_still_registered() {
+    for (rule, resumed_closed) in [(ResumeWhileAttached::TakeOver, false), (ResumeWhileAttached::ReplayAndClose, true)]
+    {
+        let mut s = server(ServerPolicy { resume_while_attached: rule, ..policy("py-sdk") });
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "chatty");
+        let priming = events(&out, POST)[0].id.clone().expect("primed");
+        let _ = drive_until(&mut s, at(2));
+        let out = resume(&mut s, at(2), GET, &session, &priming);
+        assert_eq!(events(&out, GET).iter().filter(|e| e.data.is_some()).count(), 2, "the replay");
+        assert_eq!(!closes(&out, GET).is_empty(), resumed_closed, "{rule:?}");
+        assert_eq!(closes(&out, POST).is_empty(), resumed_closed, "{rule:?}: the old one ends on take-over");
+    }
+}
+
+#[test]
+fn sep_1699_polling_closes_the_post_after_its_priming_event_and_the_result_is_replayed() {
+    let polling =
+        ServerPolicy { close_request_streams: Some(Duration::ZERO), retry_ms: Some(500), ..policy("reference") };
+    let mut s = server(polling);
+    let session = init(&mut s, at(0));
+    let mut out = call(&mut s, at(0), POST, &session, "quick");
+    out.extend(drive_until(&mut s, at(0)));
+    let sent = events(&out, POST);
+    assert_eq!(ids(&sent), vec!["1-0"]);
+    assert_eq!(sent[0].retry_ms, Some(500));
+    assert_eq!(closes(&out, POST), vec![false], "closed cleanly by the server");
+    let _ = drive_until(&mut s, at(3));
+    let out = resume(&mut s, at(3), GET, &session, &EventId::from("1-0"));
+    assert!(matches!(events(&out, GET)[..], [SseEvent { data: Some(ServerMessage::ToolResult { .. }), .. }]));
+}
+
+/// typescript-sdk#2151: after `closeSSEStream`, the result produced while no connection is
+/// attached is not stored, so a resumption finds nothing and the call never resolves.
+#[test]
+fn typescript_loses_the_result_produced_after_close_sse_stream() {
+    for (rule, results) in [(DetachedEvents::Store, 1), (DetachedEvents::Drop, 0)] {
+        let closing = ServerPolicy {
+            close_request_streams: Some(Duration::from_secs(1)),
+            detached_request_events: rule,
+            ..policy("ts-sdk")
+        };
+        let mut s = server(closing);
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "quick");
+        let priming = events(&out, POST)[0].id.clone().expect("primed");
+        let out = drive_until(&mut s, at(3));
+        assert_eq!(closes(&out, POST), vec![false], "the server closed the POST at 1 s");
+        let result_stored =
+            stored(&out).iter().filter(|(_, _, m)| matches!(m, Some(ServerMessage::ToolResult { .. }))).count();
+        assert_eq!(result_stored, results, "{rule:?}");
+        assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+        let out = resume(&mut s, at(4), GET, &session, &priming);
+        assert_eq!(events(&out, GET).len(), results, "{rule:?}");
+    }
+}
+
+#[test]
+fn an_idle_standalone_stream_is_closed_by_the_server_and_events_restart_the_countdown() {
+    let closing = ServerPolicy { close_idle_standalone: Some(Duration::from_secs(30)), ..policy("reference") };
+    let mut s = server(closing);
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session), None));
+    let _ = drain(&mut s);
+    s.notify_all(at(20));
+    let _ = drain(&mut s);
+    assert!(closes(&drive_until(&mut s, at(49)), GET).is_empty());
+    assert_eq!(closes(&drive_until(&mut s, at(50)), GET), vec![false]);
+}
+
+#[test]
+fn a_dead_standalone_stream_holds_its_place_until_a_write_fails() {
+    for (rule, notify_notices) in
+        [(DeadStream::Immediate, true), (DeadStream::OnWrite, true), (DeadStream::OnKeepalive, false)]
+    {
+        let mut s = server(ServerPolicy { dead_stream: rule, ..policy("ts-sdk") });
+        let session = init(&mut s, at(0));
+        s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+        let _ = drain(&mut s);
+        s.handle_client_gone(at(1), GET);
+        let _ = drain(&mut s);
+        s.handle_request(at(2), OTHER, Request::get(Some(session.clone()), None));
+        let expected = if rule == DeadStream::Immediate { Status::OK } else { Status::CONFLICT };
+        assert_eq!(head_status(&drain(&mut s), OTHER), expected, "{rule:?}");
+        if rule == DeadStream::Immediate {
+            continue;
+        }
+        s.notify_all(at(3));
+        let out = drain(&mut s);
+        assert_eq!(closes(&out, GET) == vec![true], notify_notices, "{rule:?}: the failed write resets it");
+        let _ = drive_until(&mut s, at(16)); // the keep-alive at 15 s notices it in any case
+        s.handle_request(at(17), OTHER, Request::get(Some(session), None));
+        assert_eq!(head_status(&drain(&mut s), OTHER), Status::OK, "{rule:?}");
+    }
+}
+
+#[test]
+fn a_second_get_can_get_400_or_replace_the_first() {
+    let mut s = server(ServerPolicy { second_get: SecondGet::Reject400, ..policy("reference") });
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    s.handle_request(at(1), OTHER, Request::get(Some(session), None));
+    assert_eq!(head_status(&drain(&mut s), OTHER), Status::BAD_REQUEST);
+
+    let mut s = server(ServerPolicy { second_get: SecondGet::Replace, ..policy("reference") });
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    s.handle_request(at(1), OTHER, Request::get(Some(session), None));
+    let out = drain(&mut s);
+    assert_eq!(closes(&out, GET), vec![false], "the old one is ended");
+    s.notify_all(at(2));
+    let out = drain(&mut s);
+    assert!(frames(&out, GET).is_empty());
+    assert_eq!(events(&out, OTHER).len(), 1);
+}
+
+#[test]
+fn an_unknown_session_gets_404_400_or_a_json_rpc_error_with_200() {
+    let ghost = SessionId::from("ghost");
+    for (rule, status) in [
+        (UnknownSession::NotFound404, Status::NOT_FOUND),
+        (UnknownSession::BadRequest400, Status::BAD_REQUEST),
+        (UnknownSession::RpcError200, Status::OK),
+    ] {
+        let mut s = server(ServerPolicy { unknown_session: rule, ..policy("reference") });
+        s.handle_request(at(0), POST, call_request(&ghost, 5, "quick", 1));
+        let out = drain(&mut s);
+        assert_eq!(head_status(&out, POST), status, "{rule:?}");
+        let json = frames(&out, POST).into_iter().find_map(|f| match f {
+            Frame::Json(ServerMessage::Error { request, .. }) => Some(request),
+            _ => None,
+        });
+        assert_eq!(json, (rule == UnknownSession::RpcError200).then_some(RequestId(5)), "{rule:?}");
+        // DELETE keeps its own status.
+        s.handle_request(at(1), OTHER, Request::delete(ghost.clone()));
+        assert_eq!(head_status(&drain(&mut s), OTHER), Status::NOT_FOUND);
+    }
+}
+
+#[test]
+fn a_server_without_sessions_answers_get_and_delete_with_its_status() {
+    for status in [405, 400, 404] {
+        let mut s = server(ServerPolicy { sessionless_get_status: status, ..policy("stateless-2026") });
+        s.handle_request(at(0), GET, Request::get(None, None));
+        s.handle_request(at(0), OTHER, Request::delete(SessionId::from("x")));
+        let out = drain(&mut s);
+        assert_eq!((head_status(&out, GET), head_status(&out, OTHER)), (Status(status), Status(status)));
+    }
+}
+
+#[test]
+fn rmcp_outgoing_events_hold_an_idle_session() {
+    for (reset, expires) in [(IdleReset::Requests, true), (IdleReset::RequestsAndEvents, false)] {
+        let p = ServerPolicy {
+            idle_ttl: Some(Duration::from_secs(60)),
+            idle_rule: IdleRule::LastRequest,
+            idle_reset: reset,
+            ..policy("rmcp")
+        };
+        let mut s = server(p);
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "chatty");
+        let out = drive_until(&mut s, at(100));
+        assert_eq!(!session_ends(&out).is_empty(), expires, "{reset:?}");
+    }
+}
+
+fn effect_tools(at_: SideEffectAt, on_abort: OnAbort) -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "job".into(),
+        duration: Duration::from_secs(100),
+        event_interval: None,
+        idempotent: false,
+        side_effect: at_,
+        on_abort,
+    }]
+}
+
+fn job(s: &mut Server, session: &SessionId) -> Vec<ServerOutput> {
+    call(s, at(0), POST, session, "job")
+}
+
+#[test]
+fn a_side_effect_at_completion_never_happens_for_a_cancelled_run() {
+    for (when, effects_at_start) in [(SideEffectAt::Start, 1), (SideEffectAt::Completion, 0)] {
+        let mut s = server_with(policy("reference"), effect_tools(when, OnAbort::Ignore));
+        let session = init(&mut s, at(0));
+        assert_eq!(side_effects(&job(&mut s, &session)), effects_at_start, "{when:?}");
+        s.handle_request(at(10), OTHER, Request::delete(session));
+        let mut out = drain(&mut s);
+        out.extend(drive_until(&mut s, at(200)));
+        assert_eq!(side_effects(&out), 0, "{when:?}: cancelled at 10 s");
+        assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled]);
+    }
+    let mut s = server_with(policy("reference"), effect_tools(SideEffectAt::Completion, OnAbort::Ignore));
+    let session = init(&mut s, at(0));
+    let _ = job(&mut s, &session);
+    assert_eq!(side_effects(&drive_until(&mut s, at(99))), 0);
+    assert_eq!(side_effects(&drive_until(&mut s, at(100))), 1);
+}
+
+#[test]
+fn a_tool_can_run_to_completion_after_its_session_expired() {
+    for (rule, end) in [(DeleteRule::Cancel, ToolEnd::Cancelled), (DeleteRule::RunOn, ToolEnd::Completed)] {
+        let p = ServerPolicy {
+            idle_ttl: Some(Duration::from_secs(60)),
+            idle_rule: IdleRule::LastRequest,
+            expire_running_tool: rule,
+            ..policy("reference")
+        };
+        let mut s = server_with(p, effect_tools(SideEffectAt::Completion, OnAbort::Ignore));
+        let session = init(&mut s, at(0));
+        let _ = job(&mut s, &session);
+        let out = drive_until(&mut s, at(200));
+        assert_eq!(session_ends(&out), vec![SessionEndReason::IdleExpired]);
+        assert_eq!(tool_ends(&out), vec![end], "{rule:?}");
+        let effects = usize::from(rule == DeleteRule::RunOn);
+        assert_eq!(side_effects(&out), effects, "{rule:?}: the orphan still does its side effect");
+        assert!(stored(&out).iter().all(|(_, _, m)| !matches!(m, Some(ServerMessage::ToolResult { .. }))));
+    }
+}
+
+#[test]
+fn typescript_delete_fires_the_abort_signal_a_tool_may_ignore() {
+    for (on_abort, end) in [(OnAbort::Ignore, ToolEnd::Completed), (OnAbort::Stop, ToolEnd::Cancelled)] {
+        let mut s = server_with(policy("ts-sdk"), effect_tools(SideEffectAt::Start, on_abort));
+        let session = init(&mut s, at(0));
+        let _ = job(&mut s, &session);
+        s.handle_request(at(1), OTHER, Request::delete(session));
+        let mut out = drain(&mut s);
+        assert_eq!(closes(&out, POST), vec![false], "the POST ends without a response");
+        out.extend(drive_until(&mut s, at(200)));
+        assert_eq!(tool_ends(&out), vec![end], "{on_abort:?}");
+    }
+}
+
+#[test]
+fn due_stamps_give_a_burst_its_own_milliseconds_even_when_handled_late() {
+    for (stamp, expected) in
+        [(IdStamp::Handled, vec!["1700000000009"; 2]), (IdStamp::Due, vec!["1700000000003", "1700000000005"])]
+    {
+        let tools = vec![ToolSpec {
+            name: "ticks".into(),
+            duration: Duration::from_millis(5),
+            event_interval: Some(Duration::from_millis(3)),
+            idempotent: true,
+            ..ToolSpec::default()
+        }];
+        let mut s = server_with(ServerPolicy { id_stamp: stamp, ..policy("ts-sdk") }, tools);
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "ticks");
+        s.handle_timeout(at_ms(9)); // the actor woke late: both timers are past due
+        let out = drain(&mut s);
+        let clocks: Vec<String> =
+            ids(&events(&out, POST)).iter().map(|id| id.split('_').nth(1).unwrap_or_default().to_string()).collect();
+        assert_eq!(clocks, expected, "{stamp:?}");
+    }
+}
+
+#[test]
+fn versioned_profiles_name_their_release_and_differ_where_they_say() {
+    for name in profiles::SERVER_VERSIONED_NAMES {
+        let layers = profiles::builtin_layers(profiles::Role::Server, name).expect("built in").expect("valid");
+        let top = layers.last().expect("a layer");
+        assert!(top.meta.sdk.is_some() && !top.meta.sources.is_empty(), "{name}");
+        assert!(top.extends.is_some(), "{name} extends the current profile");
+    }
+    assert_eq!(policy("rmcp-1.3").idle_ttl, None);
+    assert_eq!(policy("rmcp").idle_ttl, Some(Duration::from_secs(300)));
+    assert_eq!(policy("rmcp-0.16").second_get, SecondGet::Accept);
+    assert_eq!(policy("py-sdk-1.27").idle_rule, IdleRule::LastRequest);
+    assert_eq!(policy("py-sdk").idle_rule, IdleRule::NoOpenRequest);
 }

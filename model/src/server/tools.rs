@@ -1,9 +1,9 @@
 //! Tool runs: starting a call (and its side effect, once per honoured idempotency key),
 //! progress and result events, completion, cancellation.
 
-use super::streams::SessionStream;
+use super::streams::{ConnKind, SessionStream};
 use super::{repeating, Server};
-use crate::config::{EventIdScheme, ToolSpec};
+use crate::config::{EventIdScheme, IdStamp, OnAbort, SideEffectAt, ToolSpec};
 use crate::http::{Body, Frame, ResponseHead, ServerMessage, Status, ToolCall};
 use crate::ids::{CallKey, ConnId, RequestId, SessionId, StreamNo};
 use crate::time::Instant;
@@ -22,6 +22,18 @@ pub(super) struct RunningTool {
     pub(super) steps: u32,
     /// Its session was deleted and the policy lets it run on: it stores nothing.
     pub(super) orphaned: bool,
+    /// What it does when its abort signal fires.
+    pub(super) on_abort: OnAbort,
+    /// Its side effect, still to be executed at completion (`SideEffectAt::Completion`).
+    pub(super) pending_effect: Option<PendingEffect>,
+}
+
+/// A side effect a tool executes when it completes.
+#[derive(Debug)]
+pub(super) struct PendingEffect {
+    tool: String,
+    idempotent: bool,
+    idempotency_key: Option<String>,
 }
 
 impl RunningTool {
@@ -52,7 +64,7 @@ impl Server {
         };
         let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
         self.send(conn, Frame::Head(ResponseHead::event_stream()));
-        self.open_sse_conn(now, conn, session);
+        self.open_sse_conn(now, conn, session, ConnKind::Request);
         self.attach(session, stream, conn);
         if self.policy.priming.post {
             self.append(now, session, stream, None);
@@ -75,7 +87,8 @@ impl Server {
         };
         let state = self.sessions.get_mut(session)?;
         state.post_streams = number.0;
-        let stream = SessionStream { key, label, call: Some(call), attached: None, finished: false };
+        let stream =
+            SessionStream { key, label, call: Some(call), attached: None, finished: false, server_closed: false };
         state.streams.insert(number, stream);
         Some(number)
     }
@@ -91,19 +104,18 @@ impl Server {
         spec: &ToolSpec,
         stream: StreamNo,
     ) {
-        let key = call.idempotency_key.clone();
-        let repeated =
-            self.policy.honour_idempotency_keys && key.as_ref().is_some_and(|k| self.executed_keys.contains(k));
-        if !repeated {
-            self.executed_keys.extend(key);
-            self.record(StepKind::SideEffect {
-                session: session.clone(),
-                request,
-                call: call.key,
-                tool: spec.name.clone(),
-                idempotent: spec.idempotent,
-            });
-        }
+        let effect = PendingEffect {
+            tool: spec.name.clone(),
+            idempotent: spec.idempotent,
+            idempotency_key: call.idempotency_key.clone(),
+        };
+        let pending_effect = match spec.side_effect {
+            SideEffectAt::Start => {
+                self.side_effect(session, request, call.key, effect);
+                None
+            }
+            SideEffectAt::Completion => Some(effect),
+        };
         let interval = repeating(spec.event_interval);
         self.tools_started += 1;
         self.running.insert(
@@ -118,8 +130,35 @@ impl Server {
                 next_progress: interval.map(|i| now + i),
                 steps: 0,
                 orphaned: false,
+                on_abort: spec.on_abort,
+                pending_effect,
             },
         );
+    }
+
+    /// Executes a side effect, unless an honoured idempotency key says it already ran.
+    fn side_effect(&mut self, session: &SessionId, request: RequestId, call: CallKey, effect: PendingEffect) {
+        let key = effect.idempotency_key;
+        let repeated =
+            self.policy.honour_idempotency_keys && key.as_ref().is_some_and(|k| self.executed_keys.contains(k));
+        if !repeated {
+            self.executed_keys.extend(key);
+            self.record(StepKind::SideEffect {
+                session: session.clone(),
+                request,
+                call,
+                tool: effect.tool,
+                idempotent: effect.idempotent,
+            });
+        }
+    }
+
+    /// The instant an event due at `due` and produced at `now` is stamped with.
+    fn stamp(&self, now: Instant, due: Instant) -> Instant {
+        match self.policy.id_stamp {
+            IdStamp::Handled => now,
+            IdStamp::Due => due,
+        }
     }
 
     /// The tool's next timer fired: one progress event, or its completion.
@@ -130,14 +169,19 @@ impl Server {
         tool.next_progress = tool.interval.map(|i| at + i);
         let (session, stream) = (tool.session.clone(), tool.stream);
         let message = ServerMessage::Progress { request: tool.request, call: tool.call, step: tool.steps };
-        self.append(now, &session, stream, Some(message));
+        let stamp = self.stamp(now, at);
+        self.append_stamped(now, stamp, &session, stream, Some(message));
     }
 
     pub(super) fn complete_tool(&mut self, now: Instant, id: u64) {
-        let Some(tool) = self.running.remove(&id) else { return };
+        let Some(mut tool) = self.running.remove(&id) else { return };
+        if let Some(effect) = tool.pending_effect.take() {
+            self.side_effect(&tool.session, tool.request, tool.call, effect);
+        }
         if !tool.orphaned {
             let result = ServerMessage::ToolResult { request: tool.request, call: tool.call };
-            self.append(now, &tool.session, tool.stream, Some(result));
+            let stamp = self.stamp(now, tool.done_at);
+            self.append_stamped(now, stamp, &tool.session, tool.stream, Some(result));
         }
         self.record(StepKind::ToolEnded {
             session: tool.session.clone(),

@@ -5,7 +5,7 @@ use crate::engine::runner::run;
 use crate::error::SimError;
 use crate::report::artifacts::{check_writable, quoted_cli_args, replay_file_command, trace_file_name, write_file};
 use crate::scenario::Scenario;
-use crate::studies::search;
+use crate::studies::{guided, search};
 use mcpsim_model::oracle::{self, by_name, Coverage};
 use std::path::PathBuf;
 use std::time::Instant as WallClock;
@@ -17,9 +17,12 @@ pub struct ExploreArgs {
     pub seeds: u64,
     /// First seed, or with `search` the generator's seed.
     pub start_seed: u64,
+    /// Where a found counterexample's trace is saved.
     pub out: PathBuf,
     /// Generated cases (`search::search`) instead of the scenario's seeds.
     pub search: bool,
+    /// Coverage-guided cases (`guided::explore_guided`) instead of the scenario's seeds.
+    pub guided: bool,
     /// With `search`: stay inside the design note's conditions of validity.
     pub within_conditions: bool,
     /// Only this invariant counts.
@@ -36,8 +39,8 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     if let Some(t) = target.filter(|t| by_name(t).is_none()) {
         return Err(SimError::Usage(format!("unknown invariant {t:?} (see `mcpsim profiles`)")));
     }
-    if explore.within_conditions && !explore.search {
-        return Err(SimError::Usage("--within-conditions needs --search".into()));
+    if explore.within_conditions && !explore.search && !explore.guided {
+        return Err(SimError::Usage("--within-conditions needs --search or --guided".into()));
     }
     if !explore.search && explore.seeds > 0 && explore.start_seed.checked_add(explore.seeds - 1).is_none() {
         return Err(SimError::Usage(format!(
@@ -50,14 +53,17 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     }
     check_writable(&explore.out.join("probe"))?;
     let started = WallClock::now();
-    let (found, runs, coverage) = if explore.search {
+    let (found, runs, coverage) = if explore.guided {
+        let (within, seeds, seed) = (explore.within_conditions, explore.seeds, explore.start_seed);
+        guided::explore_guided_reporting(&scenario, within, seeds, seed, explore.shrink, target)?
+    } else if explore.search {
         explore_cases(&scenario, explore, target)?
     } else {
         explore_seeds(&scenario, explore, target)?
     };
     let secs = started.elapsed().as_secs_f64();
     let Some(found) = found else {
-        let what = if explore.search { "generated case(s)" } else { "seed(s)" };
+        let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
         println!(
             "no violation in {runs} {what} from {} of {} ({secs:.2}s, {:.0} runs/s)",
             explore.start_seed,
@@ -72,7 +78,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
         explore.out.join(trace_file_name(&minimal.scenario, found.invariant, minimal.seed, &minimal.outcome.trace));
     write_file(&path, &minimal.outcome.trace.to_jsonl())?;
     print_verdict(&minimal.scenario, minimal.seed, &minimal.outcome, Some(found.invariant));
-    let what = if explore.search { "case(s)" } else { "seed(s)" };
+    let what = if explore.search || explore.guided { "case(s)" } else { "seed(s)" };
     println!("found {} after {runs} {what} ({secs:.2}s wall, shrinking included)", found.invariant);
     if !explore.shrink {
         println!("not shrunk (--no-shrink): {}", minimal.size());
@@ -105,7 +111,12 @@ fn explore_seeds(
         coverage.merge(&oracle::coverage(&outcome.trace));
         if let Some(invariant) = search::pinned_invariant(&outcome.violations, target) {
             let original = search::Counterexample { scenario: scenario.clone(), seed, outcome };
-            let family = Scenario::build(&scenario.name, &scenario.client.name, &scenario.server.name)?;
+            let arg = |a: &Option<String>, name: &str| a.clone().unwrap_or_else(|| name.to_string());
+            let family = Scenario::build(
+                &arg(&scenario.scenario_arg, &scenario.name),
+                &arg(&scenario.client_arg, &scenario.client.name),
+                &arg(&scenario.server_arg, &scenario.server.name),
+            )?;
             let (minimal, shrink_runs) = if explore.shrink {
                 search::shrink_fixed(&family, &original, invariant)?
             } else {

@@ -9,14 +9,23 @@ use std::path::PathBuf;
 /// The flags of `mcpsim matrix`.
 #[derive(Clone, Debug)]
 pub struct MatrixArgs {
+    /// Client profiles, one row group each.
     pub clients: Vec<String>,
+    /// Server profiles.
     pub servers: Vec<String>,
+    /// Scenario families.
     pub scenarios: Vec<String>,
+    /// Seeds `0..seeds` per cell.
     pub seeds: u64,
+    /// `table`, `csv`, `json` or `markdown`.
     pub format: String,
+    /// A mitigation applied to every cell (see `studies::matrix::MITIGATIONS`).
     pub mitigate: Option<String>,
+    /// Worker threads; `None` for the machine's available parallelism.
     pub jobs: Option<usize>,
+    /// A markdown file whose table (between the matrix markers) is rewritten.
     pub doc: Option<PathBuf>,
+    /// Where the first failing trace of each violated cell is saved, with `doc`.
     pub traces: PathBuf,
 }
 

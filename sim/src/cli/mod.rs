@@ -6,6 +6,7 @@
 
 mod advise;
 mod bench;
+mod check;
 mod dump;
 mod explore;
 mod matrix;
@@ -18,6 +19,7 @@ mod sweep;
 
 pub use advise::cmd_advise;
 pub use bench::cmd_bench;
+pub use check::{cmd_check, CheckArgs};
 pub use dump::cmd_dump;
 pub use explore::{cmd_explore, default_out_dir, ExploreArgs};
 pub use matrix::{cmd_matrix, MatrixArgs};
@@ -40,9 +42,13 @@ pub use crate::scenario::ScenarioArgs;
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
+    /// No invariant violated, or a replay identical to its recording.
     Clean = 0,
+    /// An invariant was violated.
     Violated = 1,
+    /// Bad input: an unknown name, a bad value, an unreadable file.
     BadInput = 2,
+    /// A replay diverged from its recording.
     Diverged = 3,
     /// The simulation itself failed (a bug in mcpsim, not in the protocol under test).
     Internal = 4,

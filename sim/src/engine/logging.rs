@@ -20,12 +20,12 @@ thread_local! {
 }
 
 /// Marks the start of the run on this thread. Call from inside the simulation.
-pub fn mark_run_start() {
+pub(crate) fn mark_run_start() {
     RUN_START.with(|start| start.set(Some(std::time::Instant::now())));
 }
 
 /// Marks the end of the run on this thread: lines logged between runs carry no time.
-pub fn mark_run_end() {
+pub(crate) fn mark_run_end() {
     RUN_START.with(|start| start.set(None));
 }
 

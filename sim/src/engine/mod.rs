@@ -5,7 +5,7 @@
 
 pub(crate) mod actors;
 pub mod logging;
-pub mod net;
-pub mod recorder;
+pub(crate) mod net;
+pub(crate) mod recorder;
 pub mod run_thread;
 pub mod runner;

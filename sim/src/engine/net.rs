@@ -30,8 +30,34 @@ pub const LB_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 pub const SERVER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3));
 /// Where the load balancer listens.
 pub const LB_ADDR: SocketAddr = SocketAddr::new(LB_IP, 80);
-/// Where the server listens.
-pub const SERVER_ADDR: SocketAddr = SocketAddr::new(SERVER_IP, 80);
+
+/// Server replica `index`'s machine: [`SERVER_IP`] for replica 0, `10.0.1.x` for the others.
+pub fn replica_ip(index: u32) -> IpAddr {
+    match index {
+        0 => SERVER_IP,
+        i => IpAddr::V4(Ipv4Addr::new(10, 0, 1, i.min(255) as u8)),
+    }
+}
+
+/// Where server replica `index` listens.
+pub fn replica_addr(index: u32) -> SocketAddr {
+    SocketAddr::new(replica_ip(index), 80)
+}
+
+/// A number standing for a client's address, for sticky-client routing.
+pub fn address_key(addr: SocketAddr) -> u64 {
+    match addr.ip() {
+        IpAddr::V4(v4) => u64::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6) as u64,
+    }
+}
+
+/// The first whole frame of a run of frames (as [`FrameReader::next_frames`] returns), if it is
+/// all there.
+pub fn first_frame(frames: &[u8]) -> Option<&[u8]> {
+    let len = u32::from_be_bytes(frames.get(..HEADER)?.try_into().ok()?) as usize;
+    frames.get(..HEADER + len)
+}
 
 /// Bytes of the length prefix.
 const HEADER: usize = 4;

@@ -100,11 +100,6 @@ impl Recorder {
     pub async fn progressed(&self) {
         self.progress.notified().await;
     }
-
-    /// Takes the recorded steps out.
-    pub fn take_steps(&self) -> Vec<Step> {
-        std::mem::take(&mut *lock(&self.steps))
-    }
 }
 
 /// Locks a mutex, ignoring poisoning: a panic inside the simulation ends the run anyway, and the

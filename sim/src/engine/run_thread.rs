@@ -42,7 +42,7 @@ pub fn on_calling_thread<T: Send + 'static>(
 
 /// Runs `simulation` on a brand-new OS thread, the way every run used to happen: what the
 /// determinism tests compare calling-thread runs against.
-pub fn on_fresh_thread<T: Send + 'static>(
+pub(crate) fn on_fresh_thread<T: Send + 'static>(
     simulation: impl FnOnce() -> T + Send + 'static,
 ) -> Result<Result<T, Panic>, std::io::Error> {
     Ok(std::thread::Builder::new().name("mcpsim-fresh".to_string()).spawn(simulation)?.join())

@@ -7,12 +7,13 @@
 //! was made and no tool runs (plus a settle period), or at the scenario's time limit.
 
 use crate::engine::actors::injector::{self, Link};
-use crate::engine::actors::{self, client_node, World, LB_NODE, SERVER_NODE};
+use crate::engine::actors::{self, client_node, replica_node, World, LB_NODE};
 use crate::engine::logging;
-use crate::engine::net::{client_ip, LB_IP, SERVER_IP};
+use crate::engine::net::{client_ip, replica_ip, LB_IP};
 use crate::engine::recorder::{lock, Recorder, SharedSteps};
 use crate::engine::run_thread;
 use crate::error::SimError;
+use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the run goes on once it looks finished, so that late effects still show.
-pub const SETTLE: Duration = Duration::from_secs(5);
+pub(crate) const SETTLE: Duration = Duration::from_secs(5);
 
 /// The result of one run.
 #[derive(Debug)]
@@ -46,6 +47,20 @@ pub struct RunOutcome {
 ///
 /// The run has the [`Budget`] the environment sets ([`Budget::from_env`]); a run that goes
 /// over it is stopped and comes back as `SimError::OverBudget`.
+///
+/// ```
+/// // The design note's first incident: the load balancer cuts the silent stream of a long tool
+/// // call, and the naive client sends the call again in a new session.
+/// let s = mcpsim::Scenario::build("long-tool", "naive", "reference")?;
+/// let outcome = mcpsim::run(&s, 0)?;
+/// assert!(outcome.violations.iter().any(|v| v.invariant == "no-duplicate-execution"));
+/// // The verdict is written into the trace's footer too.
+/// assert_eq!(outcome.trace.footer.as_ref().map(|f| f.verdict.len()), Some(outcome.violations.len()));
+///
+/// // Same seed, same bytes.
+/// assert_eq!(mcpsim::run(&s, 0)?.trace.to_jsonl(), outcome.trace.to_jsonl());
+/// # Ok::<(), mcpsim::SimError>(())
+/// ```
 pub fn run(scenario: &Scenario, seed: u64) -> Result<RunOutcome, SimError> {
     run_with_budget(scenario, seed, Budget::from_env()?)
 }
@@ -97,14 +112,14 @@ impl Default for Budget {
 }
 
 /// The most logical clients a run starts (each is a madsim node with its own address).
-pub const MAX_CLIENTS: u32 = 256;
+pub(crate) const MAX_CLIENTS: u32 = 256;
 
 /// The longest simulated time a run may be planned for (its time limit): a century.
-pub const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub(crate) const MAX_SIMULATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// What makes `scenario` impossible to run, checked before anything is started: its own
 /// validation, then the engine's bounds (clients, simulated time, latency).
-pub fn runnable(scenario: &Scenario) -> Result<(), String> {
+pub(crate) fn runnable(scenario: &Scenario) -> Result<(), String> {
     scenario.validate().map_err(|e| e.to_string())?;
     if let Some(problem) = scenario.clients_problem() {
         return Err(problem);
@@ -226,6 +241,11 @@ enum Agenda {
     Heal(usize),
     /// The plan's n-th fault starts.
     Fault(usize),
+    /// The plan's n-th fault, a rolling deploy, reaches a replica (draining it, or restarting it
+    /// without draining).
+    DeployStep(usize, u32),
+    /// The plan's n-th fault, a rolling deploy, restarts a replica it drained.
+    DeployRestart(usize, u32),
     /// Faults are over: the liveness phase begins.
     Liveness,
 }
@@ -235,8 +255,18 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
     let mut items = vec![(at(scenario.faults.heal_time()), Agenda::Liveness)];
     for (i, planned) in scenario.faults.faults().iter().enumerate() {
         items.push((at(planned.at), Agenda::Fault(i)));
-        if planned.fault.duration() > Duration::ZERO {
-            items.push((at(planned.at + planned.fault.duration()), Agenda::Heal(i)));
+        match planned.fault {
+            Fault::Partition { duration } => items.push((at(planned.at + duration), Agenda::Heal(i))),
+            Fault::Deploy { interval, drain, replicas } => {
+                for r in 0..replicas.min(scenario.lb.replicas) {
+                    let step = planned.at + interval * r;
+                    items.push((at(step), Agenda::DeployStep(i, r)));
+                    if let Some(drain) = drain {
+                        items.push((at(step + drain), Agenda::DeployRestart(i, r)));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     items.sort();
@@ -288,6 +318,11 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     match item {
         Agenda::Heal(_) => link.heal(),
         Agenda::Fault(i) => injector::apply(world, link, &faults[i]),
+        Agenda::DeployStep(i, replica) => {
+            let drain = matches!(faults[i].fault, Fault::Deploy { drain: Some(_), .. });
+            injector::deploy_step(world, replica, drain)
+        }
+        Agenda::DeployRestart(_, replica) => injector::deploy_restart(world, replica),
         Agenda::Liveness => {
             let deadline = micros(world.scenario.liveness_deadline());
             world.rec.record(Actor::Run, StepKind::Liveness { deadline });
@@ -299,7 +334,7 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
 /// pending (a standalone stream waiting to reconnect must get its chance to resume).
 fn is_quiet(world: &Arc<World>) -> bool {
     world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
-        && !world.with_server(|core| core.is_busy()).unwrap_or(false)
+        && !world.stores().any(|store| world.with_store(store, |core| core.is_busy()).unwrap_or(false))
         && world.client_indexes().all(|i| world.with_client(i, |core| core.is_quiet()).unwrap_or(true))
 }
 
@@ -309,7 +344,13 @@ fn finish(world: &Arc<World>) {
     let mut sessions = world.client_indexes().map(|i| world.with_client(i, |core| core.session()).flatten());
     let client_session = sessions.next().flatten();
     let other_client_sessions = sessions.collect();
-    let server_sessions = world.with_server(|core| core.live_sessions()).unwrap_or_default();
+    let mut server_sessions: Vec<_> = world
+        .stores()
+        .flat_map(|store| world.with_store(store, |core| core.live_sessions()).unwrap_or_default())
+        .collect();
+    if world.stores().len() > 1 {
+        server_sessions.sort();
+    }
     world.rec.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions, other_client_sessions });
     kill_nodes(world);
 }
@@ -318,17 +359,27 @@ fn finish(world: &Arc<World>) {
 /// goes.
 fn kill_nodes(world: &Arc<World>) {
     let handle = Handle::current();
-    for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string(), SERVER_NODE.to_string()]) {
+    let servers = world.replicas().map(replica_node);
+    for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string()]).chain(servers) {
         handle.kill(node);
     }
 }
 
-/// Server and load balancer first; the clients once both listen, so their first connects find
-/// them.
+/// Server replicas and load balancer first; the clients once all listen, so their first
+/// connects find them. A shared store is started here, on the runner's node, so that it outlives
+/// the restart of any replica.
 async fn start_nodes(world: &Arc<World>) -> Link {
-    start_node(world, SERVER_NODE, SERVER_IP, actors::server::main);
+    if world.shared_store() {
+        actors::server::start_store(world, 0);
+    }
+    for replica in world.replicas() {
+        start_node(world, &replica_node(replica), replica_ip(replica), move |world| {
+            actors::server::main(world, replica)
+        });
+    }
     let lb = start_node(world, LB_NODE, LB_IP, actors::lb::main);
-    world.listening.acquire_many(2).await.expect("the semaphore is never closed").forget();
+    let listeners = world.replicas().len() as u32 + 1;
+    world.listening.acquire_many(listeners).await.expect("the semaphore is never closed").forget();
     let clients = world
         .client_indexes()
         .map(|i| start_node(world, &client_node(i), client_ip(i), move |world| actors::client::main(world, i)).id())

@@ -183,7 +183,11 @@ impl Proxy {
         match fault {
             Fault::Reset => Some(Toxic::Reset),
             Fault::Partition { duration } => Some(Toxic::Partition(*duration)),
-            Fault::ServerRestart | Fault::ClientRestart => None,
+            Fault::ServerRestart
+            | Fault::ClientRestart
+            | Fault::Restart { .. }
+            | Fault::Cut { .. }
+            | Fault::Deploy { .. } => None,
         }
     }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// How the user invokes this binary, for the commands we print: `cargo run` from a checkout,
 /// `mcpsim` once installed.
-pub fn program() -> String {
+pub(crate) fn program() -> String {
     let exe = std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     if exe.contains("/target/release/") {
         "cargo run --release -p mcpsim --".to_string()
@@ -25,6 +25,25 @@ pub fn program() -> String {
 
 /// The command that re-runs one seed of a scenario, every argument quoted the way a POSIX shell
 /// reads it back (`--set 'fault.partition=70s..80s, 3m..4m'`).
+///
+/// The command starts with how this program was invoked: `mcpsim`, or `cargo run -p mcpsim --`
+/// from a checkout.
+///
+/// ```
+/// use mcpsim::report::artifacts::replay_command;
+///
+/// let mut s = mcpsim::Scenario::build("long-tool", "naive", "reference")?;
+/// s.apply_overrides(&[("fault.partition".into(), "70s..80s, 3m..4m".into())])?;
+/// let command = replay_command(&s, 7);
+/// assert!(
+///     command.ends_with(
+///         " run --client naive --server reference --scenario long-tool \
+///          --set 'fault.partition=70s..80s, 3m..4m' --seed 7"
+///     ),
+///     "{command}"
+/// );
+/// # Ok::<(), mcpsim::SimError>(())
+/// ```
 pub fn replay_command(scenario: &Scenario, seed: u64) -> String {
     format!("{} run {} --seed {seed}", program(), quoted_cli_args(scenario))
 }
@@ -35,14 +54,14 @@ pub fn replay_file_command(path: &Path) -> String {
 }
 
 /// The arguments that rebuild `scenario` (`--client … --set …`), quoted for a shell.
-pub fn quoted_cli_args(scenario: &Scenario) -> String {
+pub(crate) fn quoted_cli_args(scenario: &Scenario) -> String {
     let mut args = vec![
         "--client".to_string(),
-        shell_quote(&scenario.client.name),
+        shell_quote(scenario.client_arg.as_deref().unwrap_or(&scenario.client.name)),
         "--server".to_string(),
-        shell_quote(&scenario.server.name),
+        shell_quote(scenario.server_arg.as_deref().unwrap_or(&scenario.server.name)),
         "--scenario".to_string(),
-        shell_quote(&scenario.name),
+        shell_quote(scenario.scenario_arg.as_deref().unwrap_or(&scenario.name)),
     ];
     for (k, v) in &scenario.overrides {
         args.push("--set".to_string());
@@ -52,7 +71,7 @@ pub fn quoted_cli_args(scenario: &Scenario) -> String {
 }
 
 /// One argument as a POSIX shell reads it back: as it is when it is safe, else quoted.
-pub fn shell_quote(arg: &str) -> String {
+pub(crate) fn shell_quote(arg: &str) -> String {
     // `key=value` with plain characters reads back as it is in every POSIX shell (shlex quotes any
     // `=`, for zsh's `=cmd` expansion at the start of a word only).
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
@@ -73,7 +92,7 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), SimError> {
 }
 
 /// Fails early, before any run, if `path` cannot be written.
-pub fn check_writable(path: &Path) -> Result<(), SimError> {
+pub(crate) fn check_writable(path: &Path) -> Result<(), SimError> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| SimError::Io { path: dir.display().to_string(), problem: e.to_string() })?;
     if dir.metadata().map(|m| m.permissions().readonly()).unwrap_or(true) {
@@ -84,7 +103,7 @@ pub fn check_writable(path: &Path) -> Result<(), SimError> {
 
 /// The file name a found counterexample is saved under: invariant, profiles, family and a short
 /// hash of seed, overrides and steps (two counterexamples of one family differ in one of those).
-pub fn trace_file_name(scenario: &Scenario, invariant: &str, seed: u64, trace: &Trace) -> String {
+pub(crate) fn trace_file_name(scenario: &Scenario, invariant: &str, seed: u64, trace: &Trace) -> String {
     let (digest, _) = trace.digest();
     let mut h = fnv1a(FNV_OFFSET, &seed.to_le_bytes());
     h = fnv1a(h, scenario.cli_args().as_bytes());

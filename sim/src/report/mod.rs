@@ -1,12 +1,13 @@
 //! What a person reads: traces as a timeline ([`timeline`]), sequence diagrams ([`diagram`]), an
-//! HTML page ([`html`]) and plots ([`plot`]).
+//! HTML page ([`html`]) and plots (`plot`, with the `cli` feature).
 //!
 //! Depends on [`crate::scenario`], [`crate::engine`] and the model's trace schema only.
 
 pub mod artifacts;
 pub mod diagram;
-pub mod explain;
+#[cfg(feature = "cli")]
+pub(crate) mod explain;
 pub mod html;
 #[cfg(feature = "cli")]
-pub mod plot;
+pub(crate) mod plot;
 pub mod timeline;

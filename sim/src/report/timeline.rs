@@ -18,7 +18,7 @@ fn line_with_width(step: &Step, width: usize) -> String {
 }
 
 /// Who did a step: the actor, with the client's index in a multi-client trace (`client1`, `app0`).
-pub fn actor(step: &Step) -> String {
+pub(crate) fn actor(step: &Step) -> String {
     match step.client {
         Some(client) => format!("{}{client}", step.actor),
         None => step.actor.to_string(),
@@ -95,6 +95,13 @@ pub fn describe(kind: &StepKind) -> String {
             }
         }
         LbIdleCut { conn, idle_us } => format!("idle cut {conn} after {}", format_micros(*idle_us)),
+        LbLifetimeCut { conn, age_us } => format!("lifetime cut {conn} after {}", format_micros(*age_us)),
+        LbUpstreamKept { conn } => format!("{conn}: client side only, the upstream stays open"),
+        LbRouted { conn, replica, session } => {
+            let s = session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default();
+            format!("{conn} → server#{replica}{s}")
+        }
+        LbAnswered { conn, status } => format!("{conn} answered {status} by the balancer (no replica)"),
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),
         SideEffect { session, request, call, tool, idempotent } => {
@@ -151,7 +158,7 @@ pub fn describe(kind: &StepKind) -> String {
 }
 
 /// What a server did with a `Last-Event-ID`: `replayed 3`, `SILENT head, skipped 140`, ….
-pub fn describe_resume(outcome: &ResumeOutcome) -> String {
+pub(crate) fn describe_resume(outcome: &ResumeOutcome) -> String {
     match outcome {
         ResumeOutcome::Replayed { replayed } => format!("replayed {replayed}"),
         ResumeOutcome::Rejected { status, head } => {

@@ -18,6 +18,7 @@ pub enum Fault {
     /// link are reset when it starts (as when an interface goes down) and new ones are refused
     /// until it heals.
     Partition {
+        /// How long the link stays cut.
         #[serde(with = "serde_duration")]
         duration: Duration,
     },
@@ -27,11 +28,78 @@ pub enum Fault {
     /// re-issues calls it has not seen resolved and the restored client does not hold. With
     /// several clients, only client 0 restarts. (Resets and partitions hit every client.)
     ClientRestart,
+    /// One node restarts: a client process (as `ClientRestart`, for client N) or one server
+    /// replica (its sessions and event logs go with it unless the replicas share a store; then
+    /// only its connections go).
+    Restart { target: Target },
+    /// Every connection of one client, or every connection the load balancer holds to one
+    /// replica, is reset (both sides).
+    Cut { target: Target },
+    /// A rolling deploy: replica 0, 1, … restart one by one, `interval` apart. With `drain`, each
+    /// replica is first taken out of the balancer's rotation (no new connections) and restarts
+    /// `drain` later, so that open requests shorter than that finish.
+    Deploy {
+        #[serde(with = "serde_duration")]
+        interval: Duration,
+        #[serde(default, with = "mcpsim_model::time::serde_opt_duration", skip_serializing_if = "Option::is_none")]
+        drain: Option<Duration>,
+        /// The replicas it walks through (the scenario's `lb.replicas` when it was set).
+        replicas: u32,
+    },
+}
+
+/// The node a targeted fault hits: `client0`, `client1`, …, `replica0`, `replica1`, ….
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Target {
+    /// Logical client N.
+    Client(u32),
+    /// Server replica N.
+    Replica(u32),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Client(i) => write!(f, "client{i}"),
+            Target::Replica(i) => write!(f, "replica{i}"),
+        }
+    }
+}
+
+impl From<Target> for String {
+    fn from(t: Target) -> String {
+        t.to_string()
+    }
+}
+
+impl TryFrom<String> for Target {
+    type Error = String;
+    fn try_from(s: String) -> Result<Target, String> {
+        s.parse()
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Target, String> {
+        let number = |rest: &str| rest.parse::<u32>().map_err(|_| format!("{s:?} is not clientN or replicaN"));
+        if let Some(rest) = s.strip_prefix("client") {
+            Ok(Target::Client(number(rest)?))
+        } else if let Some(rest) = s.strip_prefix("replica") {
+            Ok(Target::Replica(number(rest)?))
+        } else {
+            Err(format!("{s:?} is not clientN or replicaN (e.g. replica1)"))
+        }
+    }
 }
 
 impl Fault {
     /// Every fault kind's name, as plans and swarm tests spell them.
     pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart"];
+
+    /// The fault kinds that target one node or walk the replicas (not drawn by swarm searches).
+    pub const TARGETED_KINDS: &'static [&'static str] = &["restart", "cut", "deploy"];
 
     /// The name of this fault's kind.
     pub fn kind(&self) -> &'static str {
@@ -40,6 +108,9 @@ impl Fault {
             Fault::Partition { .. } => "partition",
             Fault::ServerRestart => "server-restart",
             Fault::ClientRestart => "client-restart",
+            Fault::Restart { .. } => "restart",
+            Fault::Cut { .. } => "cut",
+            Fault::Deploy { .. } => "deploy",
         }
     }
 
@@ -47,6 +118,10 @@ impl Fault {
     pub fn duration(&self) -> Duration {
         match self {
             Fault::Partition { duration } => *duration,
+            // The last replica restarts (after its drain) this long after the start.
+            Fault::Deploy { interval, drain, replicas } => {
+                *interval * replicas.saturating_sub(1) + drain.unwrap_or(Duration::ZERO)
+            }
             _ => Duration::ZERO,
         }
     }
@@ -55,8 +130,10 @@ impl Fault {
 /// A fault at a time since the start of the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedFault {
+    /// When it happens, since the start of the run.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// What happens.
     #[serde(flatten)]
     pub fault: Fault,
 }
@@ -66,6 +143,20 @@ impl fmt::Display for PlannedFault {
         match &self.fault {
             Fault::Partition { duration } => {
                 write!(f, "partition {}..{}", format_duration(self.at), format_duration(self.at + *duration))
+            }
+            Fault::Restart { target } => write!(f, "restart {target} at {}", format_duration(self.at)),
+            Fault::Cut { target } => write!(f, "cut {target} at {}", format_duration(self.at)),
+            Fault::Deploy { interval, drain, replicas } => {
+                write!(
+                    f,
+                    "deploy of {replicas} replicas at {} every {}",
+                    format_duration(self.at),
+                    format_duration(*interval)
+                )?;
+                match drain {
+                    Some(d) => write!(f, ", draining up to {}", format_duration(*d)),
+                    None => write!(f, ", without draining"),
+                }
             }
             other => write!(f, "{} at {}", other.kind(), format_duration(self.at)),
         }
@@ -91,10 +182,12 @@ impl FaultPlan {
         &self.faults
     }
 
+    /// How many faults are planned.
     pub fn len(&self) -> usize {
         self.faults.len()
     }
 
+    /// Whether no fault is planned (a calm run).
     pub fn is_empty(&self) -> bool {
         self.faults.is_empty()
     }
@@ -106,7 +199,7 @@ impl FaultPlan {
     }
 
     /// Removes every fault of one kind.
-    pub fn remove_kind(&mut self, kind: &str) {
+    pub(crate) fn remove_kind(&mut self, kind: &str) {
         self.faults.retain(|f| f.fault.kind() != kind);
     }
 
@@ -126,8 +219,30 @@ pub fn parse_partition(text: &str) -> Result<PlannedFault, String> {
     Ok(PlannedFault { at: start, fault: Fault::Partition { duration: end - start } })
 }
 
+/// Parses `TARGET@TIME` (e.g. `replica1@2m`).
+pub fn parse_targeted(text: &str) -> Result<(Target, Duration), String> {
+    let (target, at) =
+        text.split_once('@').ok_or_else(|| format!("{text:?} is not TARGET@TIME (e.g. replica1@2m, client0@30s)"))?;
+    Ok((target.trim().parse()?, parse_duration(at.trim())?))
+}
+
+/// Parses a rolling deploy `AT/INTERVAL` or `AT/INTERVAL/DRAIN` (e.g. `2m/30s/1m`) over
+/// `replicas` replicas.
+pub fn parse_deploy(text: &str, replicas: u32) -> Result<PlannedFault, String> {
+    let parts: Vec<&str> = text.split('/').map(str::trim).collect();
+    let (at, interval, drain) = match parts.as_slice() {
+        [at, interval] => (parse_duration(at)?, parse_duration(interval)?, None),
+        [at, interval, drain] => (parse_duration(at)?, parse_duration(interval)?, Some(parse_duration(drain)?)),
+        _ => return Err(format!("deploy {text:?} is not AT/INTERVAL or AT/INTERVAL/DRAIN (e.g. 2m/30s/1m)")),
+    };
+    if interval.is_zero() || drain.is_some_and(|d| d.is_zero()) {
+        return Err(format!("deploy {text:?}: the interval and the drain timeout must be above 0"));
+    }
+    Ok(PlannedFault { at, fault: Fault::Deploy { interval, drain, replicas } })
+}
+
 /// Parses a comma-separated list of times (`30s,2m`).
-pub fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
+pub(crate) fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
     text.split(',').map(|t| parse_duration(t.trim())).collect()
 }
 
@@ -158,6 +273,24 @@ mod tests {
         assert!(parse_partition("60s").is_err());
         assert!(parse_partition("x..5m").is_err());
         assert_eq!(p.to_string(), "partition 1m..5m");
+    }
+
+    #[test]
+    fn targeted_faults_and_deploys_parse_show_and_round_trip() {
+        assert_eq!(parse_targeted("replica1@2m").unwrap(), (Target::Replica(1), Duration::from_secs(120)));
+        assert_eq!(parse_targeted("client0@30s").unwrap().0, Target::Client(0));
+        assert!(parse_targeted("server@2m").is_err() && parse_targeted("replica1").is_err());
+        let d = parse_deploy("2m/30s/1m", 3).unwrap();
+        assert_eq!(d.fault.duration(), Duration::from_secs(120));
+        assert_eq!(d.to_string(), "deploy of 3 replicas at 2m every 30s, draining up to 1m");
+        assert!(parse_deploy("2m", 2).is_err() && parse_deploy("2m/0s", 2).is_err());
+        let plan = FaultPlan::new(vec![
+            d,
+            PlannedFault { at: Duration::from_secs(5), fault: Fault::Restart { target: Target::Replica(1) } },
+        ]);
+        let text = serde_json::to_string(&plan).unwrap();
+        assert!(text.contains(r#""fault":"restart","target":"replica1""#), "{text}");
+        assert_eq!(serde_json::from_str::<FaultPlan>(&text).unwrap(), plan);
     }
 
     #[test]

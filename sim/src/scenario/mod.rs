@@ -1,14 +1,15 @@
 //! Scenarios: a named family of workload, tools, load balancer and faults, with the client and
 //! server profiles it runs, and every parameter a user may change with `--set key=value`.
 //!
-//! - [`families`]: the named scenario families.
+//! - [`families`]: the named scenario families, as files ([`family_files`]).
 //! - [`settings`]: the settable keys and the one validation of a scenario.
-//! - [`profile_files`]: profiles named on the command line, built-in or TOML files.
+//! - `profile_files`: profiles named on the command line, built-in or TOML files.
 //! - [`faults`]: the fault plan.
 
 pub mod families;
+pub mod family_files;
 pub mod faults;
-pub mod profile_files;
+pub(crate) mod profile_files;
 pub mod settings;
 
 pub use families::{describe, SCENARIO_NAMES};
@@ -28,7 +29,10 @@ pub struct CallSpec {
     /// When the application issues it.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// The call's key: the same on every re-send, so the server's ledger can tell a duplicate from
+    /// a second call.
     pub call: CallKey,
+    /// The tool it calls (one of `Scenario::tools`).
     pub tool: String,
     /// Which logical client issues it (0-based; see `Scenario::clients`).
     #[serde(default)]
@@ -38,8 +42,10 @@ pub struct CallSpec {
 /// The application ends its session with `DELETE` at a time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeleteSpec {
+    /// When the application sends the `DELETE`.
     #[serde(with = "serde_duration")]
     pub at: Duration,
+    /// Which logical client ends its session (0-based).
     #[serde(default)]
     pub client: u32,
 }
@@ -54,6 +60,7 @@ pub struct NetParams {
     /// One-way latency of each message is drawn from `latency_min..latency_max`.
     #[serde(with = "serde_duration")]
     pub latency_min: Duration,
+    /// The upper end of the latency range.
     #[serde(with = "serde_duration")]
     pub latency_max: Duration,
 }
@@ -63,14 +70,18 @@ pub struct NetParams {
 pub struct Scenario {
     /// The family name (`long-tool`, `chatty-tool`, ...).
     pub name: String,
+    /// The client profile: reconnect, persistence and close rules.
     pub client: ClientPolicy,
+    /// The server profile: sessions, event retention, keep-alives, replay.
     pub server: ServerPolicy,
+    /// The load balancer between clients and server: affinity and idle timeout.
     pub lb: LbConfig,
     /// Tools the server offers. Durations are nominal: each run draws the actual one within
     /// `tool_jitter` from the seed.
     pub tools: Vec<ToolSpec>,
     /// Relative jitter of tool durations (0.1 = up to ±10%).
     pub tool_jitter: f64,
+    /// The tool calls the application makes, in issue order.
     pub calls: Vec<CallSpec>,
     /// How many logical clients (each its own process and session) share the server.
     #[serde(default = "one")]
@@ -81,7 +92,9 @@ pub struct Scenario {
     /// Server notifications on every session's standalone stream at this interval.
     #[serde(with = "mcpsim_model::time::serde_opt_duration")]
     pub notify_interval: Option<Duration>,
+    /// The faults of the run, at their times (the safety phase ends when the last heals).
     pub faults: FaultPlan,
+    /// Latency of the simulated links.
     pub net: NetParams,
     /// After the faults heal and the last tool is due, every call must resolve within this.
     #[serde(with = "serde_duration")]
@@ -98,11 +111,27 @@ pub struct Scenario {
     /// The `--server` argument when it named a file (for `cli_args`); not in traces.
     #[serde(skip)]
     pub server_arg: Option<String>,
+    /// The `--scenario` argument when it named a file (for `cli_args`); not in traces.
+    #[serde(skip)]
+    pub scenario_arg: Option<String>,
 }
 
 impl Scenario {
-    /// The named family with the named profiles (built-in names or `.toml` files), before any
-    /// `--set`.
+    /// The named family (a built-in name or a family file) with the named profiles (built-in
+    /// names or `.toml` files), before any `--set`.
+    ///
+    /// ```
+    /// use mcpsim::{Scenario, SimError};
+    ///
+    /// let s = Scenario::build("long-tool", "naive", "reference")?;
+    /// assert_eq!(s.cli_args(), "--client naive --server reference --scenario long-tool");
+    /// assert!(mcpsim::run(&s, 0)?.violations.iter().any(|v| v.invariant == "no-duplicate-execution"));
+    ///
+    /// // An unknown name is an error that lists the known ones.
+    /// let err = Scenario::build("long-tool", "naïve", "reference").unwrap_err();
+    /// assert!(matches!(err, SimError::UnknownProfile { role: "client", .. }), "{err}");
+    /// # Ok::<(), SimError>(())
+    /// ```
     pub fn build(name: &str, client: &str, server: &str) -> Result<Scenario, SimError> {
         let client_policy = profile_files::client(client)?;
         let server_policy = profile_files::server(server)?;
@@ -124,14 +153,37 @@ impl Scenario {
             swarm: None,
             client_arg: profile_files::is_path(client).then(|| client.to_string()),
             server_arg: profile_files::is_path(server).then(|| server.to_string()),
+            scenario_arg: None,
         };
-        let scenario = families::apply(name, base)
-            .ok_or_else(|| SimError::UnknownScenario { name: name.to_string(), known: SCENARIO_NAMES.join(", ") })?;
+        let mut scenario = if profile_files::is_path(name) {
+            family_files::load(std::path::Path::new(name), base)?
+        } else {
+            families::apply(name, base).ok_or_else(|| SimError::UnknownScenario {
+                name: name.to_string(),
+                known: format!("{}; or a path to a .toml file", SCENARIO_NAMES.join(", ")),
+            })??
+        };
+        scenario.scenario_arg = profile_files::is_path(name).then(|| name.to_string());
         scenario.validate()?;
         Ok(scenario)
     }
 
     /// Applies `key=value` overrides in order, recording them, and validates the result.
+    ///
+    /// ```
+    /// use mcpsim::{Scenario, SimError};
+    ///
+    /// // A keep-alive shorter than the load balancer's 60 s idle timeout saves even the naive client.
+    /// let mut s = Scenario::build("long-tool", "naive", "reference")?;
+    /// s.apply_overrides(&[("server.keepalive".into(), "15s".into())])?;
+    /// assert_eq!(s.cli_args(), "--client naive --server reference --scenario long-tool --set server.keepalive=15s");
+    /// assert!(mcpsim::run(&s, 0)?.violations.is_empty());
+    ///
+    /// // A value out of its bounds is refused, naming the key.
+    /// let err = s.clone().apply_overrides(&[("server.keepalive".into(), "10ms".into())]).unwrap_err();
+    /// assert!(err.to_string().starts_with("server.keepalive"), "{err}");
+    /// # Ok::<(), SimError>(())
+    /// ```
     pub fn apply_overrides(&mut self, overrides: &[(String, String)]) -> Result<(), SimError> {
         for (key, value) in overrides {
             settings::apply(self, key, value)?;
@@ -150,7 +202,7 @@ impl Scenario {
     }
 
     /// The tool of that name.
-    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
     }
 
@@ -160,7 +212,7 @@ impl Scenario {
     }
 
     /// The latest time a call's tool can finish, with jitter at its worst.
-    pub fn last_tool_due(&self) -> Duration {
+    pub(crate) fn last_tool_due(&self) -> Duration {
         self.calls
             .iter()
             .filter_map(|c| self.tool(&c.tool).map(|t| c.at + t.duration.mul_f64(1.0 + self.tool_jitter)))
@@ -185,7 +237,7 @@ impl Scenario {
 
     /// What is wrong with the scenario's clients, if anything: there must be at least one, and
     /// every call and delete must name one of them.
-    pub fn clients_problem(&self) -> Option<String> {
+    pub(crate) fn clients_problem(&self) -> Option<String> {
         if self.clients == 0 {
             return Some("a scenario needs at least one client".to_string());
         }
@@ -201,7 +253,8 @@ impl Scenario {
     pub fn cli_args(&self) -> String {
         let client = self.client_arg.as_deref().unwrap_or(&self.client.name);
         let server = self.server_arg.as_deref().unwrap_or(&self.server.name);
-        let mut args = format!("--client {client} --server {server} --scenario {}", self.name);
+        let family = self.scenario_arg.as_deref().unwrap_or(&self.name);
+        let mut args = format!("--client {client} --server {server} --scenario {family}");
         for (k, v) in settings::effective(&self.overrides) {
             args.push_str(&format!(" --set {k}={v}"));
         }
@@ -212,8 +265,11 @@ impl Scenario {
 /// The scenario a command names: profiles, family and overrides.
 #[derive(Clone, Debug)]
 pub struct ScenarioArgs {
+    /// `--client`: a built-in profile name or a TOML file.
     pub client: String,
+    /// `--server`: a built-in profile name or a TOML file.
     pub server: String,
+    /// `--scenario`: the family name.
     pub scenario: String,
     /// `key=value` overrides, in order.
     pub sets: Vec<String>,

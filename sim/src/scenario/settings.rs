@@ -9,8 +9,8 @@
 //! written as traces write them (`gone410`, `none`, `15s`); the older spellings (`410`,
 //! `unbounded`, `unlimited`) are accepted too.
 //!
-//! Validation ([`problems`]) is one list of rules over a whole scenario; `--set`, profile files
-//! ([`client_problems`] and friends, at the file's line and column) and trace headers
+//! Validation (`problems`) is one list of rules over a whole scenario; `--set`, profile files
+//! (`client_problems` and friends, at the file's line and column) and trace headers
 //! (`Scenario::validate`) all use it. The bounds keep a run bounded:
 //!
 //! | what | bound |
@@ -27,10 +27,12 @@
 //! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 
-use super::faults::{parse_partition, parse_times, Fault, PlannedFault};
+use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
 use super::{profile_files, NetParams, Scenario};
 use crate::error::SimError;
-use mcpsim_model::config::{ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable};
+use mcpsim_model::config::{
+    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_REPLICAS,
+};
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
 use serde_json::Value;
@@ -52,11 +54,13 @@ pub const MAX_LATENCY: Duration = Duration::from_secs(60);
 
 /// A parameter `--set` can change.
 pub struct Setting {
+    /// The short key `--set` takes (`server.keepalive`, `fault.partition`, …).
     pub key: &'static str,
     /// The fields it sets (dotted serde paths of the scenario): two overrides of one field clash.
     pub targets: &'static [&'static str],
     /// What it means and how values are written.
     pub help: &'static str,
+    /// Reads a value into the scenario, or says why it cannot.
     pub apply: fn(&mut Scenario, &str) -> Result<(), String>,
     /// The current value, written the way `apply` reads it.
     pub show: fn(&Scenario) -> String,
@@ -79,7 +83,7 @@ fn unknown_key(key: &str) -> SimError {
 
 /// The fields a key sets (dotted serde paths of the scenario): a short key's targets, or the path
 /// a field key stands for (`tool.duration` → `tools.0.duration`).
-pub fn targets(key: &str) -> Result<Vec<String>, SimError> {
+pub(crate) fn targets(key: &str) -> Result<Vec<String>, SimError> {
     if let Ok(s) = setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
@@ -105,7 +109,10 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         "client" => known_paths(Role::Client),
         "server" => known_paths(Role::Server),
         "lb" => known_paths(Role::Lb),
-        _ => ["duration", "event_interval", "idempotent"].into_iter().map(String::from).collect(),
+        _ => ["duration", "event_interval", "idempotent", "side_effect", "on_abort"]
+            .into_iter()
+            .map(String::from)
+            .collect(),
     };
     if field == "name" {
         return Err(format!("{key}: the name comes from --client / --server (or the profile file's name)"));
@@ -139,15 +146,15 @@ fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
             fields.insert(last.clone(), new);
         }
     }
-    let (client_arg, server_arg) = (s.client_arg.take(), s.server_arg.take());
+    let (client_arg, server_arg, scenario_arg) = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
-    (new.client_arg, new.server_arg) = (client_arg, server_arg);
+    (new.client_arg, new.server_arg, new.scenario_arg) = (client_arg, server_arg, scenario_arg);
     *s = new;
     Ok(())
 }
 
 /// Applies one `key=value`: a short key, or a field by its path.
-pub fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
+pub(crate) fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
     let bad = |problem: String| SimError::BadValue { key: key.to_string(), value: value.to_string(), problem };
     match setting(key) {
         Ok(setting) => (setting.apply)(s, value).map_err(bad),
@@ -160,7 +167,7 @@ pub fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
 
 /// Rejects a list of overrides that sets one field twice (the last would silently win, and for a
 /// fault key replace the first): `server.retention=5` and `server.retention.max_events=6` clash.
-pub fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
+pub(crate) fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
     let mut seen: Vec<(String, &str)> = Vec::new();
     for (key, value) in overrides {
         for target in targets(key)? {
@@ -182,7 +189,7 @@ pub fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
 
 /// The overrides that still matter: an override whose fields a later one sets again is dropped
 /// (what `cli_args` prints, so a printed command never sets a key twice).
-pub fn effective(overrides: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn effective(overrides: &[(String, String)]) -> Vec<(String, String)> {
     let fields = |k: &str| targets(k).unwrap_or_else(|_| vec![k.to_string()]);
     let mut out = Vec::new();
     for (i, (key, value)) in overrides.iter().enumerate() {
@@ -204,6 +211,9 @@ pub fn fault_setting(kind: &str) -> Option<&'static str> {
         "partition" => Some("fault.partition"),
         "server-restart" => Some("fault.server_restart"),
         "client-restart" => Some("fault.client_restart"),
+        "restart" => Some("fault.restart"),
+        "cut" => Some("fault.cut"),
+        "deploy" => Some("fault.deploy"),
         _ => None,
     }
 }
@@ -280,6 +290,42 @@ fn show_unhonourable(u: Unhonourable) -> String {
     serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
+/// Replaces every fault of `kind` by the `TARGET@TIME` list in `v` (or none).
+fn replace_targeted(s: &mut Scenario, kind: &str, v: &str, make: fn(Target) -> Fault) -> Result<(), String> {
+    s.faults.remove_kind(kind);
+    if v != "none" {
+        let mut seen = Vec::new();
+        for part in v.split(',') {
+            let (target, at) = parse_targeted(part.trim())?;
+            if seen.contains(&(target, at)) {
+                return Err(format!("{} is given twice", part.trim()));
+            }
+            seen.push((target, at));
+            s.faults.push(PlannedFault { at, fault: make(target) });
+        }
+    }
+    Ok(())
+}
+
+fn show_targeted(s: &Scenario, kind: &str) -> String {
+    let parts: Vec<String> = s
+        .faults
+        .faults()
+        .iter()
+        .filter_map(|f| match &f.fault {
+            Fault::Restart { target } | Fault::Cut { target } if f.fault.kind() == kind => {
+                Some(format!("{target}@{}", format_duration(f.at)))
+            }
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(",")
+    }
+}
+
 fn show_count(n: Option<u32>) -> String {
     n.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
 }
@@ -287,8 +333,7 @@ fn show_count(n: Option<u32>) -> String {
 /// Reads the `lb` key: a profile name, a file, or an inline table (`{ idle_timeout = "2m" }`).
 fn lb_profile(v: &str) -> Result<LbConfig, String> {
     if v.starts_with('{') {
-        let mut base = serde_json::to_value(profiles::lb("default").unwrap_or(LbConfig { idle_timeout: None }))
-            .map_err(|e| e.to_string())?;
+        let mut base = serde_json::to_value(profiles::lb("default").unwrap_or_default()).map_err(|e| e.to_string())?;
         if let (Value::Object(b), Value::Object(t)) = (&mut base, profiles::value_from_text("lb", v, &Value::Null)?) {
             b.extend(t);
         }
@@ -517,6 +562,55 @@ pub const SETTINGS: &[Setting] = &[
         show: |s| show_times(s, "client-restart"),
     },
     Setting {
+        key: "fault.restart",
+        targets: &["faults.restart"],
+        help: "restart one node at a time: TARGET@TIME, TARGET clientN or replicaN (e.g. replica1@2m; a comma list; or none)",
+        apply: |s, v| replace_targeted(s, "restart", v, |target| Fault::Restart { target }),
+        show: |s| show_targeted(s, "restart"),
+    },
+    Setting {
+        key: "fault.cut",
+        targets: &["faults.cut"],
+        help: "reset every connection of one client, or every balancer connection to one replica: TARGET@TIME (e.g. client1@30s, replica0@1m; a comma list; or none)",
+        apply: |s, v| replace_targeted(s, "cut", v, |target| Fault::Cut { target }),
+        show: |s| show_targeted(s, "cut"),
+    },
+    Setting {
+        key: "fault.deploy",
+        targets: &["faults.deploy"],
+        help: "rolling deploy over lb.replicas (set that first): AT/INTERVAL without draining, AT/INTERVAL/DRAIN with (e.g. 2m/30s/1m; a comma list; or none)",
+        apply: |s, v| {
+            s.faults.remove_kind("deploy");
+            if v != "none" {
+                for part in v.split(',') {
+                    s.faults.push(parse_deploy(part, s.lb.replicas)?);
+                }
+            }
+            Ok(())
+        },
+        show: |s| {
+            let parts: Vec<String> = s
+                .faults
+                .faults()
+                .iter()
+                .filter_map(|f| match &f.fault {
+                    Fault::Deploy { interval, drain, .. } => Some(format!(
+                        "{}/{}{}",
+                        format_duration(f.at),
+                        format_duration(*interval),
+                        drain.map(|d| format!("/{}", format_duration(d))).unwrap_or_default()
+                    )),
+                    _ => None,
+                })
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(",")
+            }
+        },
+    },
+    Setting {
         key: "client.backoff_initial",
         targets: &["client.reconnect.initial"],
         help: "first reconnect delay (duration)",
@@ -630,7 +724,7 @@ pub const SETTINGS: &[Setting] = &[
 /// Something a scenario may not ask for: the field (dotted serde path, relative to the policy for
 /// the `*_problems` of one policy) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub path: String,
     pub message: String,
 }
@@ -673,7 +767,7 @@ fn fraction(out: &mut Vec<Problem>, path: &str, x: f64) {
 }
 
 /// What is wrong with a client policy.
-pub fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
+pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
     let mut out = Vec::new();
     let r = &c.reconnect;
     if r.initial < Duration::from_millis(1) {
@@ -706,7 +800,7 @@ pub fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
 }
 
 /// What is wrong with a server policy.
-pub fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
+pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
     let mut out = Vec::new();
     opt_span(&mut out, "keepalive", s.keepalive, MIN_KEEPALIVE, "no keep-alives");
     opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
@@ -726,14 +820,18 @@ pub fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
 }
 
 /// What is wrong with a load balancer.
-pub fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
+pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
     let mut out = Vec::new();
     opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
+    opt_span(&mut out, "max_lifetime", lb.max_lifetime, Duration::from_millis(1), "no lifetime");
+    if !(1..=MAX_REPLICAS).contains(&lb.replicas) {
+        out.push(problem("replicas", format!("{} replicas: a balancer has 1 to {MAX_REPLICAS}", lb.replicas)));
+    }
     out
 }
 
 /// What is wrong with a tool.
-pub fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
+pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     let mut out = Vec::new();
     span(&mut out, "duration", t.duration);
     opt_span(&mut out, "event_interval", t.event_interval, MIN_EVENT_INTERVAL, "a silent tool");
@@ -741,7 +839,7 @@ pub fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
 }
 
 /// Everything wrong with a scenario, each field by its serde path.
-pub fn problems(s: &Scenario) -> Vec<Problem> {
+pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     let prefixed = |prefix: &str, list: Vec<Problem>| {
         list.into_iter()
             .map(|p| Problem { path: format!("{prefix}.{}", p.path), message: p.message })
@@ -781,6 +879,25 @@ pub fn problems(s: &Scenario) -> Vec<Problem> {
             out.push(problem("faults", format!("{f} is planned twice")));
         }
     }
+    for f in faults {
+        match &f.fault {
+            Fault::Restart { target } | Fault::Cut { target } => match target {
+                Target::Client(i) if *i >= s.clients => {
+                    out.push(problem("faults", format!("{f}: the scenario has {} client(s)", s.clients)))
+                }
+                Target::Replica(i) if *i >= s.lb.replicas => out.push(problem(
+                    "faults",
+                    format!("{f}: the balancer has {} replica(s) (lb.replicas)", s.lb.replicas),
+                )),
+                _ => {}
+            },
+            Fault::Deploy { replicas, .. } if *replicas != s.lb.replicas => out.push(problem(
+                "faults",
+                format!("{f}, but lb.replicas is {}: set lb.replicas before fault.deploy", s.lb.replicas),
+            )),
+            _ => {}
+        }
+    }
     let NetParams { latency_min, latency_max } = s.net;
     if latency_max < latency_min || latency_max > MAX_LATENCY {
         out.push(problem(
@@ -798,7 +915,7 @@ pub fn problems(s: &Scenario) -> Vec<Problem> {
 
 /// The key a user would write for a field path (for messages): the short key if one sets exactly
 /// it, else the path (`tools.0.event_interval` → `tool.event_interval`).
-pub fn key_for(path: &str) -> String {
+pub(crate) fn key_for(path: &str) -> String {
     if let Some(s) = SETTINGS.iter().find(|s| s.targets.contains(&path)) {
         return s.key.to_string();
     }

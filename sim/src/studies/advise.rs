@@ -166,12 +166,15 @@ pub struct BreakCase {
     pub cause: String,
     /// How long the network stays cut after the break.
     pub outage: Duration,
+    /// How the client fares after the outage: back after its attempts, or gone.
     pub reconnect: Reconnect,
     /// From the break until the client is back, at worst (`None` if it may never be).
     pub away: Option<Duration>,
     /// The count bound this case needs.
     pub retention: Need,
+    /// The time window (`server.retention_window`) this case needs, in seconds.
     pub window: Need,
+    /// The session idle TTL (`server.idle_ttl`) this case needs, in seconds.
     pub idle_ttl: Need,
     /// The arithmetic, one line a step.
     pub steps: Vec<String>,
@@ -180,11 +183,15 @@ pub struct BreakCase {
 /// The whole prediction for one client against one server.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Advice {
+    /// The client profile's name.
     pub client: String,
+    /// The server profile's name.
     pub server: String,
+    /// The numbers the arithmetic used (scenario values, flags on top).
     pub input: AdviseInput,
     /// The `retry:` the client is assumed to have seen.
     pub server_retry_ms: Option<u64>,
+    /// Every way the stream breaks, each with its need; the answer is the strictest.
     pub cases: Vec<BreakCase>,
     /// Events per stream.
     pub retention: Need,
@@ -528,16 +535,20 @@ pub struct VerifyOptions {
 /// One probe: a setting's value and what the runs at it came to.
 #[derive(Clone, Debug)]
 pub struct Probe {
+    /// The value of the probed key, as `--set` writes it.
     pub value: String,
+    /// The runs at that value.
     pub result: Tally,
 }
 
 /// Below and above one predicted setting.
 #[derive(Clone, Debug)]
 pub struct Verification {
+    /// The probed key (`server.retention` or `server.retention_window`).
     pub key: &'static str,
     /// `None` when the answer is within the margin of zero.
     pub below: Option<Probe>,
+    /// Just above the answer: every run should be loss-free.
     pub above: Probe,
 }
 
@@ -546,7 +557,9 @@ pub struct Verification {
 pub struct VerifyReport {
     /// The command-line arguments of the probed scenario, before the probed key.
     pub scenario_args: String,
+    /// Seeds run per probe.
     pub seeds: u64,
+    /// One entry per probed key.
     pub checks: Vec<Verification>,
     /// Why a setting was not probed.
     pub notes: Vec<String>,
@@ -555,7 +568,7 @@ pub struct VerifyReport {
 /// The chatty-tool scenario that reproduces the advice's inputs: the same profiles and `--set`
 /// overrides, events at the advised rate, a partition of the advised outage from 60 s on, the
 /// advised load-balancer timeout, and a tool that runs well past the client's return.
-pub fn verify_scenario(base: &Scenario, advice: &Advice) -> Result<Scenario, SimError> {
+pub(crate) fn verify_scenario(base: &Scenario, advice: &Advice) -> Result<Scenario, SimError> {
     let input = &advice.input;
     if input.event_rate <= 0.0 {
         return Err(SimError::Usage("--verify needs an event rate above zero (--event-rate)".into()));
@@ -690,6 +703,7 @@ fn first_loss(r: &Tally) -> Option<&String> {
 /// The predicted boundary of one settable key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prediction {
+    /// The key (`server.retention`, `server.retention_window` or `server.idle_ttl`).
     pub key: &'static str,
     /// The value must exceed this (events, or seconds for durations).
     pub exceed: f64,
@@ -698,11 +712,11 @@ pub struct Prediction {
 }
 
 /// The keys a prediction exists for.
-pub const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retention_window", "server.idle_ttl"];
+pub(crate) const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retention_window", "server.idle_ttl"];
 
 /// The predicted boundary of `key` in `scenario`: `None` if advise predicts nothing for the
 /// key, `Some(Err(why))` when no value or any value works.
-pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
+pub(crate) fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
     let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
     let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
     let need = match key {
@@ -717,7 +731,7 @@ pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, Stri
 }
 
 /// A value of a predicted key as the key writes it: a count of events, or a duration.
-pub fn show_value(key: &str, x: f64) -> String {
+pub(crate) fn show_value(key: &str, x: f64) -> String {
     if key == "server.retention" {
         show_n(x)
     } else {
@@ -745,6 +759,7 @@ pub enum OutageLimit {
 }
 
 impl OutageLimit {
+    /// How the limit is written in reports (`idle TTL`, `none`).
     pub fn name(self) -> &'static str {
         match self {
             OutageLimit::Attempts => "attempts",

@@ -18,8 +18,11 @@ use std::path::Path;
 /// A change that fixes a class of failure, as `--set` overrides.
 #[derive(Debug)]
 pub struct Mitigation {
+    /// The name `--mitigate` takes.
     pub name: &'static str,
+    /// What it changes and why that helps, in words.
     pub description: &'static str,
+    /// The `key=value` overrides it applies to every cell.
     pub overrides: &'static [(&'static str, &'static str)],
 }
 
@@ -65,12 +68,17 @@ pub fn mitigation(name: &str) -> Result<&'static Mitigation, SimError> {
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct MatrixSpec {
+    /// Client profiles (names or TOML files).
     pub clients: Vec<String>,
+    /// Server profiles (names or TOML files).
     pub servers: Vec<String>,
+    /// Scenario families.
     pub scenarios: Vec<String>,
+    /// Seeds `0..seeds` per cell.
     pub seeds: u64,
     /// Worker threads; 0 for the machine's available parallelism.
     pub jobs: usize,
+    /// A mitigation applied to every cell, if any.
     pub mitigation: Option<&'static Mitigation>,
 }
 
@@ -113,9 +121,13 @@ impl MatrixSpec {
 /// One cell's result: which profiles and scenario, and the tally of its seeds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatrixCell {
+    /// The client profile.
     pub client: String,
+    /// The server profile.
     pub server: String,
+    /// The scenario family.
     pub scenario: String,
+    /// What the cell's seeds came to.
     pub tally: Tally,
 }
 
@@ -147,7 +159,7 @@ pub fn run_matrix(spec: &MatrixSpec, progress: &dyn Progress) -> Result<Vec<Matr
 }
 
 /// [`run_matrix`] with another runner (a fake, in tests).
-pub fn run_matrix_with(
+pub(crate) fn run_matrix_with(
     spec: &MatrixSpec,
     runner: &RunFn,
     progress: &dyn Progress,
@@ -209,7 +221,8 @@ fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
 }
 
 /// The columns of [`to_csv`].
-pub const CSV_HEADER: [&str; 7] = ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
+pub(crate) const CSV_HEADER: [&str; 7] =
+    ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
 
 /// The results as CSV (RFC 4180: fields quoted when they hold a comma, a quote or a line
 /// break), one record per cell; `violations` is `name=count` entries joined by `;`.
@@ -367,8 +380,8 @@ pub fn write_doc(spec: &MatrixSpec, results: &[MatrixCell], doc: &Path, traces_d
 }
 
 /// Markers around the generated table, so a test can compare just the table.
-pub const TABLE_BEGIN: &str = "<!-- matrix:begin -->";
-pub const TABLE_END: &str = "<!-- matrix:end -->";
+pub(crate) const TABLE_BEGIN: &str = "<!-- matrix:begin -->";
+pub(crate) const TABLE_END: &str = "<!-- matrix:end -->";
 
 /// The table between the markers of a generated document.
 pub fn table_in(doc: &str) -> Option<&str> {

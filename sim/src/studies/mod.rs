@@ -1,6 +1,6 @@
 //! Studies built from many runs: the case search and shrinking ([`search`]), parameter sweeps
 //! ([`sweep`]), the retention advice ([`advise`]), the compatibility matrix ([`matrix`]) and the
-//! benchmark ([`bench`]).
+//! benchmark (`bench`), and `check` of a user's own deployment ([`check`]).
 //!
 //! Sweeps, the matrix and `advise --verify` run their cells through one worker pool ([`pool`])
 //! and count them in one tally ([`tally`]). Within studies, `sweep` uses `advise` (for its
@@ -10,11 +10,14 @@
 //! imports a study.
 
 pub mod advise;
-pub mod bench;
+#[cfg(feature = "cli")]
+pub(crate) mod bench;
+pub mod check;
 pub mod determinism;
+pub mod guided;
 pub mod matrix;
 pub mod pool;
 pub mod search;
-pub mod stats;
+pub(crate) mod stats;
 pub mod sweep;
 pub mod tally;

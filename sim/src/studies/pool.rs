@@ -1,7 +1,7 @@
 //! The one worker pool of the studies: a list of cells (a scenario and a range of seeds) run on
 //! worker threads, each cell tallied ([`Tally`]), the results handed back in input order.
 //!
-//! Sweeps, the matrix and `advise --verify` all run through [`run_cells`], so they share its
+//! Sweeps, the matrix and `advise --verify` all run through `run_cells`, so they share its
 //! guarantees: a cell's seeds run in order on one thread, so its tally (first replays
 //! included) does not depend on the number of threads; results come back in input order, and
 //! `on_done` sees them in that order too, whatever order the cells finish in; the first error
@@ -17,14 +17,14 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-pub use crate::engine::runner::RunOutcome;
+pub(crate) use crate::engine::runner::RunOutcome;
 
 /// Runs one seed of a scenario: `engine::runner::run` in real studies, a fake in tests.
 pub type RunFn<'a> = dyn Fn(&Scenario, u64) -> Result<RunOutcome, SimError> + Sync + 'a;
 
 /// One cell of work: these seeds of this scenario.
 #[derive(Clone, Debug)]
-pub struct PoolCell<'a> {
+pub(crate) struct PoolCell<'a> {
     pub scenario: &'a Scenario,
     pub seeds: Range<u64>,
 }
@@ -55,7 +55,7 @@ pub struct Silent;
 impl Progress for Silent {}
 
 /// The number of worker threads `jobs` asks for: 0 means the machine's available parallelism.
-pub fn threads(jobs: usize) -> usize {
+pub(crate) fn threads(jobs: usize) -> usize {
     if jobs == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -78,7 +78,7 @@ fn run_cell(cell: &PoolCell<'_>, runner: &RunFn<'_>, progress: &dyn Progress) ->
 /// Runs `cells` on `jobs` worker threads (0: one per core), calling `on_done(i, tally)` for each
 /// cell in input order as soon as it and every cell before it have finished, and returns the
 /// tallies in input order. An error from `on_done` stops the pool like a failed run.
-pub fn run_cells(
+pub(crate) fn run_cells(
     cells: &[PoolCell<'_>],
     jobs: usize,
     runner: &RunFn<'_>,

@@ -8,7 +8,7 @@
 //!
 //! Shrinking has two stages. proptest shrinks the generated values: fault lists element by
 //! element (dropping faults, then moving each earlier), ranges towards their low end, optional
-//! values towards `none`. Then [`shrink_fixed`] — the same pass `explore` uses on a fixed
+//! values towards `none`. Then `shrink_fixed` — the same pass `explore` uses on a fixed
 //! scenario — removes each fault that is left (the family's planned ones included) and drops
 //! each override, so that a parameter that does not matter ends at its simplest value: the
 //! family's own, with no override at all. Both stages keep a change only while the same seed
@@ -64,8 +64,11 @@ impl Case {
 /// that priority: fewer faults first, then fewer overrides, then a shorter run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size {
+    /// Faults planned.
     pub faults: usize,
+    /// `--set` overrides applied.
     pub overrides: usize,
+    /// Steps the run recorded.
     pub steps: usize,
 }
 
@@ -76,15 +79,18 @@ impl std::fmt::Display for Size {
 }
 
 /// The size of a scenario run and its trace.
-pub fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
+pub(crate) fn size(scenario: &Scenario, outcome: &RunOutcome) -> Size {
     Size { faults: scenario.faults.len(), overrides: scenario.overrides.len(), steps: outcome.trace.steps.len() }
 }
 
 /// A run that broke an invariant: what ran, under which seed, and what came of it.
 #[derive(Debug)]
 pub struct Counterexample {
+    /// The scenario that ran, overrides and swarm included.
     pub scenario: Scenario,
+    /// The run's seed.
     pub seed: u64,
+    /// Its trace and violations.
     pub outcome: RunOutcome,
 }
 
@@ -96,6 +102,7 @@ impl Clone for Counterexample {
 }
 
 impl Counterexample {
+    /// How big the case is, the order shrinking minimises.
     pub fn size(&self) -> Size {
         size(&self.scenario, &self.outcome)
     }
@@ -109,7 +116,7 @@ impl Counterexample {
 /// The invariant a counterexample is pinned to: `target` if given and broken, otherwise the first
 /// broken one in the registry's order (most serious first: a duplicate payment before a lost
 /// event before an orphaned session), whatever the order in time.
-pub fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
+pub(crate) fn pinned_invariant(violations: &[Violation], target: Option<&str>) -> Option<&'static str> {
     let broken = |name: &str| violations.iter().any(|v| v.invariant == name);
     INVARIANTS.iter().map(|i| i.name).find(|name| target.is_none_or(|t| t == *name) && broken(name))
 }
@@ -124,7 +131,7 @@ pub struct Space {
     /// Keep parameters inside the design note's conditions of validity (ample retention, no
     /// idle expiry, no server restart, a client that keeps retrying): used to check pairs that
     /// should be safe. The conditions are pinned as overrides of the base
-    /// ([`Space::constraints`]) that shrinking never drops, so a shrunk counterexample is still
+    /// (`Space::constraints`) that shrinking never drops, so a shrunk counterexample is still
     /// inside them.
     pub within_conditions: bool,
     /// Fault kinds the swarm may enable (names of [`Fault::KINDS`]).
@@ -156,14 +163,15 @@ impl Space {
     }
 
     /// Overrides every case of this space keeps, shrunk or not: condition 2 by construction
-    /// (unbounded retention, no idle expiry, and no server restart of the family's own plan) and
+    /// (unbounded retention with no time window, no idle expiry, and no server restart of the family's own plan) and
     /// a client that never gives up reconnecting. Conditions 1, 3 and 4 come from the profiles
     /// under test.
-    pub fn constraints(&self, base: &Scenario) -> Vec<Override> {
+    pub(crate) fn constraints(&self, base: &Scenario) -> Vec<Override> {
         if !self.within_conditions {
             return vec![];
         }
-        let mut pinned = vec![("server.retention", "unbounded"), ("server.idle_ttl", "none")];
+        let mut pinned =
+            vec![("server.retention", "unbounded"), ("server.retention_window", "none"), ("server.idle_ttl", "none")];
         if base.faults.faults().iter().any(|f| f.fault == Fault::ServerRestart) {
             pinned.push(("fault.server_restart", "none"));
         }
@@ -172,13 +180,13 @@ impl Space {
     }
 
     /// The base a search of this space runs its cases on.
-    pub fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
+    pub(crate) fn constrained(&self, base: &Scenario) -> Result<Scenario, SimError> {
         let mut s = base.clone();
         s.apply_overrides(&self.constraints(base))?;
         Ok(s)
     }
 
-    fn check(&self) -> Result<(), SimError> {
+    pub(crate) fn check(&self) -> Result<(), SimError> {
         match self.fault_kinds.iter().find(|k| fault_setting(k).is_none()) {
             Some(k) => Err(SimError::Usage(format!("unknown fault kind {k:?} (known: {})", Fault::KINDS.join(", ")))),
             None => Ok(()),
@@ -204,7 +212,20 @@ fn keyed(key: &'static str, value: impl Strategy<Value = String> + 'static) -> B
     value.prop_map(move |v| (key.to_string(), v)).boxed()
 }
 
-/// Environment parameters, as overrides. Each shrinks towards its smallest value.
+/// A dimension the family fixes: most cases keep the family's value (no override at all), the
+/// others override it with a value of `value`. Shrinks to the family's value first, then, while
+/// the override matters, along `value`.
+fn family_or(key: &'static str, value: BoxedStrategy<String>) -> BoxedStrategy<Option<Override>> {
+    prop_oneof![2 => Just(None), 1 => keyed(key, value).prop_map(Some)].boxed()
+}
+
+/// A one-way latency range `MIN..MAX`, in milliseconds: shrinks towards 0ms..1ms.
+fn latency() -> BoxedStrategy<String> {
+    (0u64..=50, 1u64..=200).prop_map(|(min, spread)| format!("{}..{}", millis(min), millis(min + spread))).boxed()
+}
+
+/// Environment parameters, as overrides. Those every case sets shrink towards their smallest
+/// value; the dimensions of [`family_dimensions`] towards the family's own value.
 fn parameters(space: &Space) -> BoxedStrategy<Vec<Override>> {
     let mut params = vec![
         keyed("tool.duration", (1u64..=600).prop_map(secs)),
@@ -222,11 +243,52 @@ fn parameters(space: &Space) -> BoxedStrategy<Vec<Override>> {
         params.push(keyed("server.idle_ttl", optional((30u64..=3_600).prop_map(secs).boxed())));
         params.push(keyed("client.max_attempts", count_or("unlimited", 30)));
     }
-    params.boxed()
+    (params, family_dimensions(space))
+        .prop_map(|(mut set, rest)| {
+            set.extend(rest.into_iter().flatten());
+            set
+        })
+        .boxed()
+}
+
+/// The settings a family fixes and a case may change: each stays at the family's value in two
+/// cases out of three. Inside the conditions of validity some must stay fixed (see each).
+fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
+    let choice = |values: &'static [&'static str]| prop::sample::select(values).prop_map(str::to_string).boxed();
+    let mut dims = vec![
+        // Environment: how often the tool speaks, whether it may run twice, how slow the wire is.
+        family_or("tool.event_interval", optional((1u64..=30).prop_map(secs).boxed())),
+        family_or("tool.idempotent", choice(&["true", "false"])),
+        family_or("net.latency", latency()),
+        family_or("tool.jitter", choice(&["0", "0.1", "0.25", "0.5"])),
+        // Mitigations: idempotency keys sent by the client, honoured by the server. Safe pairs
+        // must stay safe with them, so they are varied inside the conditions too.
+        family_or("client.idempotency_keys", choice(&["true", "false"])),
+        family_or("server.idempotency_keys", choice(&["true", "false"])),
+    ];
+    if !space.within_conditions {
+        // Condition 2 (retention outlasts the worst reconnect): within the conditions retention
+        // is unbounded, so no time window either ([`Space::constraints`] pins it to none).
+        dims.push(family_or("server.retention_window", optional((5u64..=600).prop_map(secs).boxed())));
+        // Condition 3 (an unhonourable Last-Event-ID is rejected explicitly) and the store's
+        // scope belong to the server profile under test: within the conditions they stay its own.
+        dims.push(family_or(
+            "server.unhonourable",
+            choice(&["410", "409", "silent-head", "from-oldest", "empty-closed", "empty-open"]),
+        ));
+        dims.push(family_or("server.store", choice(&["per-session", "shared-by-request-id"])));
+        // Condition 1 (the client persists Last-Event-ID durably) belongs to the client profile
+        // under test: within the conditions it stays its own.
+        dims.push(family_or("client.persistence", choice(&["durable", "volatile"])));
+        // A request timeout is a client that gives up on a call: within the conditions the
+        // client never gives up, so it stays the client profile's own.
+        dims.push(family_or("client.request_timeout", optional((5u64..=900).prop_map(secs).boxed())));
+    }
+    dims.boxed()
 }
 
 /// Renders fault times as the value of their kind's key.
-fn times_value(mut times: Vec<u64>) -> String {
+pub(crate) fn times_value(mut times: Vec<u64>) -> String {
     times.sort_unstable();
     times.dedup();
     if times.is_empty() {
@@ -237,7 +299,7 @@ fn times_value(mut times: Vec<u64>) -> String {
 
 /// Renders `(start, length)` partitions as the value of `fault.partition`, sorted and moved apart
 /// so that they do not overlap (an overlap would merge two faults into one).
-fn partitions_value(mut parts: Vec<(u64, u64)>) -> String {
+pub(crate) fn partitions_value(mut parts: Vec<(u64, u64)>) -> String {
     parts.sort_unstable();
     let mut out: Vec<String> = Vec::new();
     let mut free_from = 0;
@@ -301,7 +363,7 @@ fn fault_plan(space: &Space) -> BoxedStrategy<(Swarm, Vec<Override>)> {
 }
 
 /// The strategy of cases for a scenario family.
-pub fn cases(space: &Space) -> BoxedStrategy<Case> {
+pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
     (params, fault_plan(space), any::<u64>().no_shrink())
         .prop_map(|(mut overrides, (swarm, faults), seed)| {
@@ -329,6 +391,7 @@ pub struct Found {
 /// What a search did.
 #[derive(Debug)]
 pub struct SearchReport {
+    /// The first violation and its shrunk form; `None` when the budget ran out first.
     pub found: Option<Found>,
     /// Cases run until the first violation (or the whole budget).
     pub cases: u64,
@@ -454,7 +517,7 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
 /// to `base`, keeping a change while the same seed still breaks `invariant` and the [`Size`]
 /// (faults, then overrides, then steps) gets smaller. `base`'s own overrides are kept: they are
 /// what the search was asked to explore. Returns the smallest counterexample and the runs spent.
-pub fn shrink_fixed(
+pub(crate) fn shrink_fixed(
     base: &Scenario,
     found: &Counterexample,
     invariant: &str,
@@ -563,6 +626,50 @@ mod tests {
         assert_eq!(values["client.backoff_initial"], "100ms");
         assert_eq!(values["server.retention"], "unbounded");
         assert!(!values.keys().any(|k| k.starts_with("fault.")), "{values:?}");
+        // The dimensions a family fixes shrink back to the family's value: no override at all.
+        for key in FAMILY_KEYS {
+            assert!(!values.contains_key(key), "{key} did not shrink to the family's value: {values:?}");
+        }
+    }
+
+    /// The keys of [`family_dimensions`] outside the conditions of validity.
+    const FAMILY_KEYS: &[&str] = &[
+        "tool.event_interval",
+        "tool.idempotent",
+        "net.latency",
+        "tool.jitter",
+        "client.idempotency_keys",
+        "server.idempotency_keys",
+        "server.retention_window",
+        "server.unhonourable",
+        "server.store",
+        "client.persistence",
+        "client.request_timeout",
+    ];
+
+    fn drawn_keys(space: &Space, n: usize) -> std::collections::BTreeSet<String> {
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let strategy = cases(space);
+        (0..n).flat_map(|_| strategy.new_tree(&mut runner).unwrap().current().overrides).map(|(k, _)| k).collect()
+    }
+
+    #[test]
+    fn every_setting_that_changes_behaviour_is_generated() {
+        // Not generated: the fault keys come from the fault plan's swarm (by kind), and the
+        // liveness grace judges a run rather than changing it.
+        let base = long_tool();
+        let drawn = drawn_keys(&Space::for_scenario(&base), 300);
+        let judged_only = ["run.liveness_grace"];
+        for setting in crate::scenario::SETTINGS {
+            let key = setting.key;
+            if key.starts_with("fault.") || judged_only.contains(&key) {
+                continue;
+            }
+            assert!(drawn.contains(key), "{key} changes behaviour but no generated case sets it");
+        }
+        for kind in Fault::KINDS {
+            assert!(drawn.contains(fault_setting(kind).unwrap()), "no case plans a {kind}");
+        }
     }
 
     #[test]
@@ -619,6 +726,23 @@ mod tests {
         let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
         let case = cases(&space).new_tree(&mut runner).unwrap().current();
         assert!(case.overrides.iter().all(|(k, _)| k != "server.retention" && k != "server.idle_ttl"));
+        assert_eq!(constrained.server.retention.window, None);
+        // What the profiles under test decide (conditions 1 and 3, the store), a client that
+        // gives up, and condition 2 are never varied inside the conditions.
+        let drawn = drawn_keys(&space, 300);
+        for key in [
+            "server.retention",
+            "server.retention_window",
+            "server.idle_ttl",
+            "client.max_attempts",
+            "server.unhonourable",
+            "server.store",
+            "client.persistence",
+            "client.request_timeout",
+        ] {
+            assert!(!drawn.contains(key), "{key} varied inside the conditions");
+        }
+        assert!(drawn.contains("net.latency") && drawn.contains("tool.event_interval"), "{drawn:?}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::time::Duration;
 /// One varied key and its values, in grid order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Vary {
+    /// The settable key (its short form or serde path).
     pub key: &'static str,
     /// Values as the key's `show` writes them once validated (as given before).
     pub values: Vec<String>,
@@ -112,20 +113,20 @@ fn number_range(a: &str, b: &str, step: &str) -> Result<(Vec<String>, f64), Stri
 
 /// A value's position on a numeric axis: durations in seconds, numbers as they are; `None` for
 /// words (`none`, `unbounded`, `410`… is a number, `silent-head` is not).
-pub fn numeric(value: &str) -> Option<f64> {
+pub(crate) fn numeric(value: &str) -> Option<f64> {
     parse_duration(value).map(|d| d.as_secs_f64()).ok().or_else(|| value.parse::<f64>().ok().filter(|x| x.is_finite()))
 }
 
 /// One cell of the grid: the base scenario with one value of each varied key.
 #[derive(Clone, Debug)]
-pub struct Cell {
+pub(crate) struct Cell {
     pub values: Vec<String>,
     pub scenario: Scenario,
 }
 
 /// The validated grid: canonical values and every cell's scenario.
 #[derive(Clone, Debug)]
-pub struct Grid {
+pub(crate) struct Grid {
     pub varies: Vec<Vary>,
     /// The cartesian product, the first key outermost.
     pub cells: Vec<Cell>,
@@ -133,7 +134,7 @@ pub struct Grid {
 
 /// Checks the varies against `base` (one or two distinct keys, every value accepted by its key's
 /// `apply`, no value twice) and builds the cells. Values become what `show` writes.
-pub fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, SimError> {
+pub(crate) fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, SimError> {
     if varies.is_empty() || varies.len() > 2 {
         return Err(SimError::Usage(format!("a sweep varies one or two keys, not {}", varies.len())));
     }
@@ -190,7 +191,9 @@ fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
 /// One cell's values (one per varied key, as `show` writes it) and its tally.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepCell {
+    /// The cell's value of each varied key, in `varies` order.
     pub values: Vec<String>,
+    /// What the cell's seeds came to.
     pub tally: Tally,
 }
 
@@ -199,7 +202,7 @@ pub struct SweepCell {
 // ---------------------------------------------------------------------------------------------
 
 /// The CSV header of a sweep over `varies`.
-pub fn csv_header(varies: &[Vary]) -> Vec<String> {
+pub(crate) fn csv_header(varies: &[Vary]) -> Vec<String> {
     let mut h: Vec<String> = varies.iter().map(|v| v.key.to_string()).collect();
     h.push("n".into());
     for o in Outcome::ALL {
@@ -386,6 +389,7 @@ pub struct SweepOptions {
     pub seeds: u64,
     /// Worker threads; 0 for the machine's available parallelism.
     pub jobs: usize,
+    /// A CSV file to write one row per cell to (and to resume from).
     pub csv: Option<PathBuf>,
     /// Skip the cells already in `csv` (which must come from the same sweep).
     pub resume: bool,
@@ -404,9 +408,13 @@ impl Default for SweepOptions {
 pub struct Measured {
     /// The smallest grid value from which on every cell is safe, as shown.
     pub value: String,
+    /// That value as a number (seconds for durations).
     pub x: f64,
+    /// Loss-free runs of that cell.
     pub loss_free: u64,
+    /// Runs of that cell.
     pub n: u64,
+    /// The 95% Wilson interval of the loss-free rate.
     pub interval: (f64, f64),
     /// Every cell of the line is safe: the real boundary is at or below the grid's start.
     pub whole_line: bool,
@@ -417,7 +425,9 @@ pub struct Measured {
 pub struct Boundary {
     /// The other key's value, in a 2-key sweep.
     pub fixed: Option<(&'static str, String)>,
+    /// The key the boundary runs along.
     pub along: &'static str,
+    /// What `advise` predicts for that key, when it predicts anything.
     pub predicted: Option<Prediction>,
     /// Why there is no prediction, when there is none.
     pub unpredicted: Option<String>,
@@ -430,11 +440,17 @@ pub struct Boundary {
 /// Everything a sweep found.
 #[derive(Clone, Debug)]
 pub struct SweepReport {
+    /// The client profile's name.
     pub client: String,
+    /// The server profile's name.
     pub server: String,
+    /// The scenario family.
     pub scenario: String,
+    /// Seeds per cell.
     pub seeds: u64,
+    /// The loss-free rate a cell needed to count as safe.
     pub threshold: f64,
+    /// The varied keys, one or two.
     pub varies: Vec<Vary>,
     /// In grid order, resumed cells included.
     pub cells: Vec<SweepCell>,
@@ -442,6 +458,7 @@ pub struct SweepReport {
     pub resumed: usize,
     /// Which vary the boundaries run along (the other is fixed per line).
     pub along: usize,
+    /// One boundary per line of the grid along `along`.
     pub boundaries: Vec<Boundary>,
 }
 
@@ -575,7 +592,7 @@ fn safe(cell: &SweepCell, threshold: f64) -> bool {
 }
 
 /// The smallest value of the line from which on every cell is safe (values must be numeric).
-pub fn measure(line: &[&SweepCell], along: usize, threshold: f64) -> Option<Measured> {
+pub(crate) fn measure(line: &[&SweepCell], along: usize, threshold: f64) -> Option<Measured> {
     let mut points: Vec<(f64, &SweepCell)> =
         line.iter().map(|c| numeric(&c.values[along]).map(|x| (x, *c))).collect::<Option<Vec<_>>>()?;
     points.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -1,5 +1,5 @@
 //! What many runs of one scenario came to: each run classified by what the application saw
-//! ([`classify`], the one place outcomes are defined), and the counts of a cell ([`Tally`]) that
+//! (`classify`, the one place outcomes are defined), and the counts of a cell ([`Tally`]) that
 //! sweeps, the matrix and `advise --verify` all report from.
 
 use crate::studies::stats::wilson;
@@ -32,6 +32,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order of the CSV columns.
     pub const ALL: [Outcome; 9] = [
         Outcome::CleanResume,
         Outcome::GapReported,
@@ -44,6 +45,7 @@ impl Outcome {
         Outcome::LossFree,
     ];
 
+    /// The outcome's name in reports (`silent-loss`, `loss-free`).
     pub fn name(self) -> &'static str {
         match self {
             Outcome::CleanResume => "clean-resume",
@@ -74,15 +76,15 @@ impl Outcome {
 }
 
 /// The invariant behind [`Outcome::SilentLoss`].
-pub const SILENT_LOSS: &str = "no-silent-event-loss";
+pub(crate) const SILENT_LOSS: &str = "no-silent-event-loss";
 /// The invariant behind [`Outcome::DuplicateExecution`].
-pub const DUPLICATE_EXECUTION: &str = "no-duplicate-execution";
+pub(crate) const DUPLICATE_EXECUTION: &str = "no-duplicate-execution";
 /// The invariant behind [`Outcome::Unresolved`].
-pub const UNRESOLVED: &str = "every-call-resolves";
+pub(crate) const UNRESOLVED: &str = "every-call-resolves";
 
 /// How one run is counted.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunClass {
+pub(crate) struct RunClass {
     pub outcomes: BTreeSet<Outcome>,
     /// The names of the violated invariants.
     pub violations: BTreeSet<&'static str>,
@@ -95,7 +97,7 @@ pub struct RunClass {
 /// - `call-failed`: an `AppError` or `AppUnknownOutcome` step; `session-lost`: `AppSessionLost`;
 /// - `other-violation`: any other invariant was violated;
 /// - `loss-free`: none of silent-loss, gap-reported's gap, unresolved, call-failed, session-lost.
-pub fn classify(trace: &Trace, violations: &[Violation]) -> RunClass {
+pub(crate) fn classify(trace: &Trace, violations: &[Violation]) -> RunClass {
     let names: BTreeSet<&'static str> = violations.iter().map(|v| v.invariant.name()).collect();
     let has = |pred: fn(&StepKind) -> bool| trace.steps.iter().any(|s| pred(&s.kind));
     let gap = has(|k| matches!(k, StepKind::AppGap { .. }));
@@ -141,7 +143,7 @@ impl Tally {
     }
 
     /// Counts one run of `seed`; `replay` makes its replay command, called only when kept.
-    pub fn add(&mut self, seed: u64, class: &RunClass, replay: impl Fn() -> String) {
+    pub(crate) fn add(&mut self, seed: u64, class: &RunClass, replay: impl Fn() -> String) {
         self.n += 1;
         for o in &class.outcomes {
             self.counts[o.index()] += 1;
@@ -163,7 +165,7 @@ impl Tally {
     }
 
     /// Sets the count of `o`, for a tally read back from a file.
-    pub fn set_count(&mut self, o: Outcome, count: u64) {
+    pub(crate) fn set_count(&mut self, o: Outcome, count: u64) {
         self.counts[o.index()] = count;
     }
 

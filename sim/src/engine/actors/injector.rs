@@ -3,9 +3,10 @@
 //! madsim offers node kill/restart and link clogging, but no mid-stream reset: a reset is done by
 //! the actors themselves, dropping both ends of every client↔load-balancer connection.
 
-use super::{client_node, World, SERVER_NODE};
+use super::{client_node, replica_node, World};
+use crate::engine::net::client_ip;
 use crate::engine::recorder::lock;
-use crate::scenario::faults::{Fault, PlannedFault};
+use crate::scenario::faults::{Fault, PlannedFault, Target};
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
@@ -71,8 +72,50 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
             reset_client_connections(world);
         }
         Fault::ServerRestart => restart_server(world),
-        Fault::ClientRestart => restart_client(world),
+        Fault::ClientRestart => restart_client(world, 0),
+        Fault::Restart { target: Target::Client(i) } => restart_client(world, i),
+        Fault::Restart { target: Target::Replica(r) } => restart_replica(world, r),
+        Fault::Cut { target: Target::Client(i) } => {
+            world.with_client(i, |core| core.reset_connections(world));
+            world.with_lb(|core| core.reset_client(world, client_ip(i)));
+        }
+        Fault::Cut { target: Target::Replica(r) } => {
+            world.with_lb(|core| core.reset_replica(world, r));
+        }
+        // The runner walks the replicas (`deploy_step`); the deploy itself is only recorded.
+        Fault::Deploy { .. } => {}
     }
+}
+
+/// One step of a rolling deploy: replica `replica` leaves the rotation (`drain`: it restarts
+/// later, in [`deploy_restart`]) or restarts at once.
+pub(crate) fn deploy_step(world: &Arc<World>, replica: u32, drain: bool) {
+    if drain {
+        world.rec.record(Actor::Fault, StepKind::Fault { fault: format!("deploy: replica{replica} drains") });
+        world.with_lb(|core| core.set_draining(world, replica, true));
+    } else {
+        deploy_restart(world, replica);
+    }
+}
+
+/// A deployed replica restarts (after its drain) and rejoins the rotation.
+pub(crate) fn deploy_restart(world: &Arc<World>, replica: u32) {
+    world.rec.record(Actor::Fault, StepKind::Fault { fault: format!("deploy: replica{replica} restarts") });
+    restart_replica(world, replica);
+    world.with_lb(|core| core.set_draining(world, replica, false));
+}
+
+/// One replica restarts. With local stores its server process dies and comes back empty (a new
+/// epoch); with a shared store the state machine stays and only the replica's connections end.
+fn restart_replica(world: &Arc<World>, replica: u32) {
+    let store = world.store_of(replica);
+    if world.shared_store() {
+        world.with_store(store, |core| core.disconnect_replica(world, replica));
+    } else {
+        world.with_store(store, |core| core.crash(world));
+        *lock(&world.servers[store]) = None;
+    }
+    bounce(&replica_node(replica));
 }
 
 /// Every open client↔load-balancer connection, of every client, breaks abruptly on both sides:
@@ -85,20 +128,28 @@ fn reset_client_connections(world: &Arc<World>) {
     world.with_lb(|core| core.reset_connections(world));
 }
 
-/// The server process dies and comes back empty: the live model records what it loses, then
-/// the node restarts and its `main` builds a server of the next epoch.
+/// Every server process dies and comes back empty: the live models record what they lose, then
+/// the replica nodes restart and (with local stores) their `main`s build servers of the next
+/// epoch; a shared store is started again here.
 fn restart_server(world: &Arc<World>) {
-    world.with_server(|core| core.crash(world));
-    *lock(&world.server) = None;
-    bounce(SERVER_NODE);
+    for store in world.stores() {
+        world.with_store(store, |core| core.crash(world));
+        *lock(&world.servers[store]) = None;
+    }
+    if world.shared_store() {
+        super::server::start_store(world, 0);
+    }
+    for replica in world.replicas() {
+        bounce(&replica_node(replica));
+    }
 }
 
-/// Client 0's process dies and comes back with what its disk holds. Only client 0: the fault
-/// plan names no client, and the other clients of a multi-client scenario stand by as bystanders
-/// whose sessions a restart of their neighbour must not disturb.
-fn restart_client(world: &Arc<World>) {
-    *lock(&world.client_slot(0).core) = None;
-    bounce(&client_node(0));
+/// Client `index`'s process dies and comes back with what its disk holds. `client-restart` hits
+/// client 0 only: the other clients of a multi-client scenario stand by as bystanders whose
+/// sessions a restart of their neighbour must not disturb (`fault.restart=clientN@T` names one).
+fn restart_client(world: &Arc<World>, index: u32) {
+    *lock(&world.client_slot(index).core) = None;
+    bounce(&client_node(index));
 }
 
 /// Kills a node (its tasks and sockets go, peers see their streams end) and starts it again.

@@ -1,26 +1,41 @@
-//! The load balancer node: accepts client connections, opens one to the server for each, and
-//! pumps frames both ways, telling `mcpsim_model::lb::LoadBalancer` about every frame that passes.
+//! The load balancer node: accepts client connections, routes each to a server replica, opens
+//! one connection to it, and pumps frames both ways, telling `mcpsim_model::lb::LoadBalancer`
+//! about every frame that passes.
 //!
 //! madsim has no idle timeout and no mid-stream RST: when the model asks for a `Cut`, this actor
 //! drops both sockets of the connection (its pump task is aborted), so the client sees its stream
-//! end without `Frame::End` and the server sees a disconnect.
+//! end without `Frame::End` and the server sees a disconnect. A client-side-only cut drops the
+//! client socket and keeps reading (and discarding) the upstream until the server ends it.
 
-use super::{run_timer, TimerArm, World};
-use crate::engine::net::{self, FrameReader, LB_ADDR, SERVER_ADDR};
+use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
+use crate::engine::net::{self, address_key, replica_addr, FrameReader, LB_ADDR};
 use madsim::net::{TcpListener, TcpStream};
 use madsim::task::AbortHandle;
-use mcpsim_model::http::{Frame, ResponseHead, Status};
+use mcpsim_model::http::{Frame, Request, ResponseHead, Status};
 use mcpsim_model::ids::ConnId;
-use mcpsim_model::lb::{LbOutput, LoadBalancer};
-use mcpsim_model::trace::Actor;
+use mcpsim_model::lb::{Backend, LbOutput, LoadBalancer, Route};
+use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// One proxied connection's task.
+struct Pump {
+    task: AbortHandle,
+    /// The client's address.
+    client: IpAddr,
+    /// The replica it was routed to, once routed.
+    backend: Option<Backend>,
+    /// Tells the task to drop the client side only.
+    cut_client: Option<oneshot::Sender<()>>,
+}
 
 /// The load balancer process.
 pub(crate) struct LbCore {
     lb: LoadBalancer,
     /// Pump tasks of open connections, by the balancer's own connection number.
-    pumps: BTreeMap<ConnId, AbortHandle>,
+    pumps: BTreeMap<ConnId, Pump>,
     next_conn: u64,
     timer: TimerArm,
 }
@@ -29,10 +44,15 @@ impl LbCore {
     fn drain(&mut self, world: &Arc<World>) {
         while let Some(output) = self.lb.poll_output() {
             match output {
-                LbOutput::Cut { conn } => {
-                    tracing::debug!(%conn, "idle cut");
-                    if let Some(pump) = self.pumps.remove(&conn) {
-                        pump.abort();
+                LbOutput::Cut { conn, keep_upstream } => {
+                    tracing::debug!(%conn, keep_upstream, "cut");
+                    if let Some(mut pump) = self.pumps.remove(&conn) {
+                        match pump.cut_client.take().filter(|_| keep_upstream) {
+                            Some(cut) => {
+                                let _ = cut.send(());
+                            }
+                            None => pump.task.abort(),
+                        }
                     }
                 }
                 LbOutput::Record(kind) => world.rec.record(Actor::Lb, kind),
@@ -41,21 +61,46 @@ impl LbCore {
         self.timer.update(self.lb.poll_timeout());
     }
 
-    /// Every connection through the balancer is reset: both sockets of each go, and the balancer
-    /// forgets them.
-    pub(crate) fn reset_connections(&mut self, world: &Arc<World>) {
-        for (conn, pump) in std::mem::take(&mut self.pumps) {
-            pump.abort();
-            self.lb.handle_close(world.rec.now(), conn);
+    /// Every connection through the balancer that `hit` selects is reset: both sockets of each
+    /// go, and the balancer forgets them.
+    fn reset_where(&mut self, world: &Arc<World>, hit: impl Fn(&Pump) -> bool) {
+        let conns: Vec<ConnId> = self.pumps.iter().filter(|(_, p)| hit(p)).map(|(c, _)| *c).collect();
+        for conn in conns {
+            if let Some(pump) = self.pumps.remove(&conn) {
+                pump.task.abort();
+                self.lb.handle_close(world.rec.now(), conn);
+            }
         }
+        self.drain(world);
+    }
+
+    /// Every connection through the balancer is reset.
+    pub(crate) fn reset_connections(&mut self, world: &Arc<World>) {
+        self.reset_where(world, |_| true);
+    }
+
+    /// Every connection from the client at `ip` is reset.
+    pub(crate) fn reset_client(&mut self, world: &Arc<World>, ip: IpAddr) {
+        self.reset_where(world, |p| p.client == ip);
+    }
+
+    /// Every connection routed to `replica` is reset.
+    pub(crate) fn reset_replica(&mut self, world: &Arc<World>, replica: u32) {
+        self.reset_where(world, |p| p.backend == Some(Backend(replica)));
+    }
+
+    /// Takes `replica` out of the rotation, or puts it back.
+    pub(crate) fn set_draining(&mut self, world: &Arc<World>, replica: u32, draining: bool) {
+        self.lb.set_draining(Backend(replica), draining);
         self.drain(world);
     }
 }
 
 /// The load balancer node's main task: listen, and start a pump per accepted connection.
 pub(crate) async fn main(world: Arc<World>) {
+    let seed = derive_seed(world.seed, SeedPurpose::LbRouting, 0);
     let core = LbCore {
-        lb: LoadBalancer::new(world.scenario.lb.clone()),
+        lb: LoadBalancer::with_seed(world.scenario.lb.clone(), seed),
         pumps: BTreeMap::new(),
         next_conn: 1,
         timer: TimerArm::new(),
@@ -66,13 +111,16 @@ pub(crate) async fn main(world: Arc<World>) {
     let listener = TcpListener::bind(LB_ADDR).await.expect("the load balancer's address is free");
     world.listening.add_permits(1);
     loop {
-        let (stream, _) = listener.accept().await.expect("a listener accepts until its node dies");
+        let (stream, peer) = listener.accept().await.expect("a listener accepts until its node dies");
         world.with_lb(|core| {
             let conn = ConnId(core.next_conn);
             core.next_conn += 1;
             core.lb.handle_open(world.rec.now(), conn);
-            let pump = madsim::task::spawn(pump(world.clone(), conn, stream));
-            core.pumps.insert(conn, pump.abort_handle());
+            let (cut_client, cut) = oneshot::channel();
+            let task = madsim::task::spawn(pump(world.clone(), conn, stream, address_key(peer), cut));
+            let pump =
+                Pump { task: task.abort_handle(), client: peer.ip(), backend: None, cut_client: Some(cut_client) };
+            core.pumps.insert(conn, pump);
             core.drain(&world);
         });
     }
@@ -89,49 +137,135 @@ fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
     });
 }
 
-/// Proxies one client connection until either side closes it.
-async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream) {
-    match TcpStream::connect(SERVER_ADDR).await {
-        Ok(mut upstream) => relay(&world, conn, &mut client, &mut upstream).await,
-        Err(e) => {
-            tracing::debug!(%conn, error = %e, "server unreachable: 502");
-            bad_gateway(&mut client).await
+/// Proxies one client connection until either side closes it (or the client side is cut).
+async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key: u64, cut: oneshot::Receiver<()>) {
+    let mut from_client = FrameReader::new();
+    // Session routing reads the request before it picks the replica.
+    let by_session = world.with_lb(|core| core.lb.routes_by_session()).unwrap_or(false);
+    let mut request = Vec::new();
+    let mut session = None;
+    if by_session {
+        match from_client.next(&mut client).await {
+            Ok(Some(bytes)) => {
+                request = bytes.to_vec();
+                session = net::decode::<Request>(bytes).ok().and_then(|r| r.session);
+            }
+            Ok(None) | Err(_) => return close(&world, conn),
         }
     }
+    let route = world.with_lb(|core| {
+        let route = core.lb.route(conn, session.as_ref(), client_key);
+        if let (Route::To(b), Some(pump)) = (route, core.pumps.get_mut(&conn)) {
+            pump.backend = Some(b);
+        }
+        core.drain(&world);
+        route
+    });
+    match route {
+        Some(Route::To(backend)) => match TcpStream::connect(replica_addr(backend.0)).await {
+            Ok(mut upstream) => {
+                if !request.is_empty() {
+                    bytes_passed(&world, conn, 1);
+                    if net::send(&mut upstream, &request).await.is_err() {
+                        return close(&world, conn);
+                    }
+                }
+                let learn = by_session.then_some(backend);
+                if relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await == Relayed::ClientCut
+                {
+                    drop(client);
+                    drain_upstream(&mut upstream).await;
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(%conn, error = %e, "server unreachable: 502");
+                if world.scenario.lb.replicas > 1 {
+                    world.rec.record(Actor::Lb, StepKind::LbAnswered { conn, status: Status::BAD_GATEWAY });
+                }
+                answer(&mut client, Status::BAD_GATEWAY).await
+            }
+        },
+        Some(Route::Answer(status)) => answer(&mut client, status).await,
+        None => {}
+    }
+    close(&world, conn);
+}
+
+/// The pump of `conn` is over: the balancer forgets the connection.
+fn close(world: &Arc<World>, conn: ConnId) {
     world.with_lb(|core| {
         if core.pumps.remove(&conn).is_some() {
             core.lb.handle_close(world.rec.now(), conn);
-            core.drain(&world);
+            core.drain(world);
         }
     });
 }
 
+/// How a relay ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Relayed {
+    /// One side ended or a write failed.
+    Ended,
+    /// The balancer cut the client side only.
+    ClientCut,
+}
+
 /// Forwards frames both ways, as raw bytes, until one side ends or a write fails. Frames that
-/// arrived together leave together, in one flush.
-async fn relay(world: &Arc<World>, conn: ConnId, client: &mut TcpStream, upstream: &mut TcpStream) {
-    let (mut from_server, mut from_client) = (FrameReader::new(), FrameReader::new());
+/// arrived together leave together, in one flush. With `learn`, a response head naming a session
+/// tells the balancer the session lives on that replica.
+async fn relay(
+    world: &Arc<World>,
+    conn: ConnId,
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    mut from_client: FrameReader,
+    mut learn: Option<Backend>,
+    mut cut: oneshot::Receiver<()>,
+) -> Relayed {
+    let mut from_server = FrameReader::new();
     loop {
         let forwarded = tokio::select! {
             biased;
+            Ok(()) = &mut cut => return Relayed::ClientCut,
             read = from_server.next_frames(upstream) => match read {
                 Ok(Some((frames, count))) => {
+                    if let Some(backend) = learn.take() {
+                        learn_session(world, frames, backend);
+                    }
                     bytes_passed(world, conn, count);
                     net::send(client, frames).await
                 }
-                Ok(None) | Err(_) => return,
+                Ok(None) | Err(_) => return Relayed::Ended,
             },
             read = from_client.next_frames(client) => match read {
                 Ok(Some((frames, count))) => {
                     bytes_passed(world, conn, count);
                     net::send(upstream, frames).await
                 }
-                Ok(None) | Err(_) => return,
+                Ok(None) | Err(_) => return Relayed::Ended,
             },
         };
         if forwarded.is_err() {
-            return;
+            return Relayed::Ended;
         }
     }
+}
+
+/// The first frame from the server is the response head: if it names a session, the balancer
+/// learns where the session lives.
+fn learn_session(world: &Arc<World>, frames: &[u8], backend: Backend) {
+    let head = net::first_frame(frames).and_then(|f| net::decode::<Frame>(f).ok());
+    if let Some(Frame::Head(ResponseHead { session: Some(session), .. })) = head {
+        world.with_lb(|core| core.lb.handle_session(session, backend));
+    }
+}
+
+/// After a client-side cut: the upstream stays open, its bytes going nowhere, until the server
+/// ends it.
+async fn drain_upstream(upstream: &mut TcpStream) {
+    let mut reader = FrameReader::new();
+    while let Ok(Some(_)) = reader.next(upstream).await {}
 }
 
 /// `frames` frames passed on `conn` at once: the balancer hears of each.
@@ -141,10 +275,11 @@ fn bytes_passed(world: &Arc<World>, conn: ConnId, frames: usize) {
     world.with_lb(|core| (0..frames).for_each(|_| core.lb.handle_bytes(now, conn)));
 }
 
-/// The server cannot be reached (it is restarting): answer 502 as a real balancer does.
-async fn bad_gateway(client: &mut TcpStream) {
+/// No replica can take the connection: the balancer answers itself, as a real one does (502 when
+/// the replica cannot be reached, 503 when none is in the rotation).
+async fn answer(client: &mut TcpStream, status: Status) {
     let mut buf = Vec::new();
-    net::encode(&Frame::Head(ResponseHead::status(Status::BAD_GATEWAY)), &mut buf);
+    net::encode(&Frame::Head(ResponseHead::status(status)), &mut buf);
     net::encode(&Frame::End, &mut buf);
     let _ = net::send(client, &buf).await;
 }

@@ -18,7 +18,7 @@ pub(crate) mod server;
 use crate::engine::recorder::{lock, Recorder};
 use crate::scenario::Scenario;
 use mcpsim_model::client::DurableState;
-use mcpsim_model::config::ToolSpec;
+use mcpsim_model::config::{ReplicaStore, ToolSpec};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::time::Instant;
 use rand::{Rng, SeedableRng};
@@ -30,6 +30,14 @@ use tokio::sync::{Notify, Semaphore};
 /// madsim node names (also how the injector finds them).
 pub(crate) const LB_NODE: &str = "lb";
 pub(crate) const SERVER_NODE: &str = "server";
+
+/// The madsim node of server replica `index`: `server`, then `server-1`, `server-2`, ...
+pub(crate) fn replica_node(index: u32) -> String {
+    match index {
+        0 => SERVER_NODE.to_string(),
+        i => format!("{SERVER_NODE}-{i}"),
+    }
+}
 
 /// The madsim node of logical client `index`: `client`, then `client-1`, `client-2`, ...
 pub(crate) fn client_node(index: u32) -> String {
@@ -88,11 +96,13 @@ pub(crate) struct World {
     /// One slot per logical client (`scenario.clients`, at least one).
     pub clients: Vec<ClientSlot>,
     pub lb: Mutex<Option<lb::LbCore>>,
-    pub server: Mutex<Option<server::ServerCore>>,
-    /// Incarnations of the server started so far.
-    pub server_starts: AtomicU32,
-    /// One permit per listener bound (load balancer, server), so the clients start only once
-    /// they can connect.
+    /// The server processes' state: one per replica with local stores, one for all with a
+    /// shared store (see [`World::store_of`]).
+    pub servers: Vec<Mutex<Option<server::ServerCore>>>,
+    /// Incarnations started so far, per store.
+    pub server_starts: Vec<AtomicU32>,
+    /// One permit per listener bound (load balancer, each replica), so the clients start only
+    /// once they can connect.
     pub listening: Semaphore,
 }
 
@@ -100,6 +110,10 @@ impl World {
     pub(crate) fn new(scenario: Scenario, seed: u64, rec: Recorder) -> Self {
         let tools = jittered_tools(&scenario, seed);
         let clients = (0..scenario.clients.max(1)).map(|_| ClientSlot::new()).collect();
+        let stores = match scenario.lb.store {
+            ReplicaStore::Local => scenario.lb.replicas.max(1),
+            ReplicaStore::Shared => 1,
+        };
         World {
             scenario,
             seed,
@@ -107,10 +121,34 @@ impl World {
             rec,
             clients,
             lb: Mutex::new(None),
-            server: Mutex::new(None),
-            server_starts: AtomicU32::new(0),
+            servers: (0..stores).map(|_| Mutex::new(None)).collect(),
+            server_starts: (0..stores).map(|_| AtomicU32::new(0)).collect(),
             listening: Semaphore::new(0),
         }
+    }
+
+    /// The server replicas behind the load balancer.
+    pub(crate) fn replicas(&self) -> std::ops::Range<u32> {
+        0..self.scenario.lb.replicas.max(1)
+    }
+
+    /// Whether the replicas share one store (one server state machine behind every replica).
+    pub(crate) fn shared_store(&self) -> bool {
+        self.servers.len() == 1 && self.scenario.lb.store == ReplicaStore::Shared
+    }
+
+    /// The store replica `replica` serves from.
+    pub(crate) fn store_of(&self, replica: u32) -> usize {
+        if self.shared_store() {
+            0
+        } else {
+            replica as usize
+        }
+    }
+
+    /// The stores (server state machines), by index.
+    pub(crate) fn stores(&self) -> std::ops::Range<usize> {
+        0..self.servers.len()
     }
 
     /// The indexes of the logical clients.
@@ -143,9 +181,13 @@ impl World {
         lock(&self.lb).as_mut().map(f)
     }
 
-    /// Runs `f` on the live server core, if the server process is up.
-    pub(crate) fn with_server<R>(self: &Arc<Self>, f: impl FnOnce(&mut server::ServerCore) -> R) -> Option<R> {
-        lock(&self.server).as_mut().map(f)
+    /// Runs `f` on store `store`'s live server core, if its process is up.
+    pub(crate) fn with_store<R>(
+        self: &Arc<Self>,
+        store: usize,
+        f: impl FnOnce(&mut server::ServerCore) -> R,
+    ) -> Option<R> {
+        lock(&self.servers[store]).as_mut().map(f)
     }
 }
 
@@ -160,6 +202,7 @@ pub(crate) enum SeedPurpose {
     ToolJitter = 1,
     ClientBackoff = 2,
     ServerIds = 3,
+    LbRouting = 4,
 }
 
 /// The `index`-th seed for `purpose` under `root`.

@@ -1,9 +1,14 @@
-//! The server node: `mcpsim_model::server::Server` behind a listener. Each accepted connection
-//! is numbered, its first frame handed over as the request; the frames the server sends go out on
-//! it, and its end (the load balancer let go) becomes `handle_disconnect`.
+//! The server nodes: `mcpsim_model::server::Server` behind a listener on each replica. Each
+//! accepted connection is numbered, its first frame handed over as the request; the frames the
+//! server sends go out on it, and its end (the load balancer let go) becomes `handle_disconnect`.
+//!
+//! With local stores (the default) each replica node runs its own server process, started by the
+//! node's `main`, and a replica restart loses its sessions. With a shared store one server state
+//! machine (started by the runner, on its own node) serves every replica's connections: a replica
+//! restart only ends the connections that came through it.
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
-use crate::engine::net::{self, FrameReader, SERVER_ADDR};
+use crate::engine::net::{self, replica_addr, FrameReader};
 use madsim::net::{TcpListener, TcpStream};
 use mcpsim_model::http::{Frame, Request};
 use mcpsim_model::ids::{ConnId, SessionId};
@@ -25,8 +30,12 @@ enum Outgoing {
 /// The live server process.
 pub(crate) struct ServerCore {
     server: Server,
+    /// The process incarnation (unique across the stores of a run).
+    epoch: u32,
     /// Open connections: where their frames go.
     conns: BTreeMap<ConnId, UnboundedSender<Outgoing>>,
+    /// The replica each open connection came through.
+    via: BTreeMap<ConnId, u32>,
     next_conn: u64,
     timer: TimerArm,
 }
@@ -45,6 +54,7 @@ impl ServerCore {
                 // madsim has no RST: an abrupt close and a clean one both drop the socket; what
                 // tells them apart at the client is whether `Frame::End` came first.
                 ServerOutput::Close { conn, abrupt: _ } => {
+                    self.via.remove(&conn);
                     if let Some(out) = self.conns.remove(&conn) {
                         let _ = out.send(Outgoing::Close);
                     }
@@ -61,6 +71,18 @@ impl ServerCore {
         self.drain(world);
     }
 
+    /// Replica `replica` went away (a restart in front of a shared store): the connections that
+    /// came through it end, the state machine stays.
+    pub(crate) fn disconnect_replica(&mut self, world: &Arc<World>, replica: u32) {
+        let gone: Vec<ConnId> = self.via.iter().filter(|(_, r)| **r == replica).map(|(c, _)| *c).collect();
+        for conn in gone {
+            self.via.remove(&conn);
+            self.conns.remove(&conn);
+            self.server.handle_disconnect(world.rec.now(), conn);
+        }
+        self.drain(world);
+    }
+
     /// True while a tool runs.
     pub(crate) fn is_busy(&self) -> bool {
         self.server.is_busy()
@@ -72,53 +94,80 @@ impl ServerCore {
     }
 }
 
-/// The server node's main task: a fresh server process (one more epoch), then the listener.
-pub(crate) async fn main(world: Arc<World>) {
-    let epoch = world.server_starts.fetch_add(1, Ordering::Relaxed);
-    tracing::debug!(epoch, "server process starts");
+/// Starts store `store`'s server process (one more epoch), with its timer task and notifier on
+/// the current node. Epochs are unique across stores: `starts × stores + store`, which is the
+/// restart count when there is one store.
+pub(crate) fn start_store(world: &Arc<World>, store: usize) {
+    let starts = world.server_starts[store].fetch_add(1, Ordering::Relaxed);
+    let epoch = starts * world.servers.len() as u32 + store as u32;
+    tracing::debug!(epoch, store, "server process starts");
     let id_seed = derive_seed(world.seed, SeedPurpose::ServerIds, u64::from(epoch));
     let core = ServerCore {
         server: Server::new(world.scenario.server.clone(), world.tools.clone(), epoch, id_seed),
+        epoch,
         conns: BTreeMap::new(),
+        via: BTreeMap::new(),
         next_conn: 1,
         timer: TimerArm::new(),
     };
     let bell = core.timer.bell();
-    *crate::engine::recorder::lock(&world.server) = Some(core);
-    world.with_server(|core| core.drain(&world));
-    madsim::task::spawn(run_timer(world.clone(), "server", bell, arm_timer, fire_timer));
+    *crate::engine::recorder::lock(&world.servers[store]) = Some(core);
+    world.with_store(store, |core| core.drain(world));
+    madsim::task::spawn(run_timer(
+        world.clone(),
+        "server",
+        bell,
+        move |w| arm_timer(w, store, epoch),
+        move |w, now| fire_timer(w, store, epoch, now),
+    ));
     if let Some(interval) = world.scenario.notify_interval.filter(|i| micros(*i) > 0) {
-        madsim::task::spawn(notifier(world.clone(), micros(interval)));
+        madsim::task::spawn(notifier(world.clone(), store, epoch, micros(interval)));
     }
-    let listener = TcpListener::bind(SERVER_ADDR).await.expect("the server's address is free after a restart");
+}
+
+/// Replica `replica`'s main task: its server process (with local stores), then the listener.
+pub(crate) async fn main(world: Arc<World>, replica: u32) {
+    if !world.shared_store() {
+        start_store(&world, replica as usize);
+    }
+    let store = world.store_of(replica);
+    let listener =
+        TcpListener::bind(replica_addr(replica)).await.expect("the server's address is free after a restart");
     world.listening.add_permits(1);
     loop {
         let (stream, _) = listener.accept().await.expect("a listener accepts until its node dies");
-        let conn = world.with_server(|core| {
+        let conn = world.with_store(store, |core| {
             let conn = ConnId(core.next_conn);
             core.next_conn += 1;
             conn
         });
         if let Some(conn) = conn {
-            madsim::task::spawn(serve(world.clone(), conn, stream));
+            madsim::task::spawn(serve(world.clone(), store, replica, conn, stream));
         }
     }
 }
 
-fn arm_timer(world: &Arc<World>) -> Option<Instant> {
-    world.with_server(|core| core.timer.arm(core.server.poll_timeout())).flatten()
+/// The deadline of store `store`'s process of `epoch`; `None` once another incarnation took
+/// its place (the old timer task of a shared store then sleeps for good).
+fn arm_timer(world: &Arc<World>, store: usize, epoch: u32) -> Option<Instant> {
+    world
+        .with_store(store, |core| (core.epoch == epoch).then(|| core.timer.arm(core.server.poll_timeout())))
+        .flatten()
+        .flatten()
 }
 
-fn fire_timer(world: &Arc<World>, now: Instant) {
-    world.with_server(|core| {
-        core.server.handle_timeout(now);
-        core.drain(world);
+fn fire_timer(world: &Arc<World>, store: usize, epoch: u32, now: Instant) {
+    world.with_store(store, |core| {
+        if core.epoch == epoch {
+            core.server.handle_timeout(now);
+            core.drain(world);
+        }
     });
 }
 
 /// Server notifications at every multiple of the interval (from the start of the run), until
 /// the faults heal and the liveness phase begins.
-async fn notifier(world: Arc<World>, interval_us: u64) {
+async fn notifier(world: Arc<World>, store: usize, epoch: u32, interval_us: u64) {
     let liveness = micros(world.scenario.faults.heal_time());
     loop {
         let at = (world.rec.now().as_micros() / interval_us + 1) * interval_us;
@@ -126,15 +175,21 @@ async fn notifier(world: Arc<World>, interval_us: u64) {
             return;
         }
         madsim::time::sleep_until(world.rec.deadline(Instant(at))).await;
-        world.with_server(|core| {
-            core.server.notify_all(world.rec.now());
-            core.drain(&world);
+        let current = world.with_store(store, |core| {
+            if core.epoch == epoch {
+                core.server.notify_all(world.rec.now());
+                core.drain(&world);
+            }
+            core.epoch == epoch
         });
+        if current != Some(true) {
+            return;
+        }
     }
 }
 
 /// One connection: its request in, the server's frames out, until either side closes it.
-async fn serve(world: Arc<World>, conn: ConnId, mut stream: TcpStream) {
+async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut stream: TcpStream) {
     let mut reader = FrameReader::new();
     let request: Request = match reader.next(&mut stream).await {
         Ok(Some(bytes)) => net::decode(bytes).expect("the client encodes every request it sends"),
@@ -142,8 +197,9 @@ async fn serve(world: Arc<World>, conn: ConnId, mut stream: TcpStream) {
         Ok(None) | Err(_) => return,
     };
     let (out, mut frames) = unbounded_channel();
-    let accepted = world.with_server(|core| {
+    let accepted = world.with_store(store, |core| {
         core.conns.insert(conn, out);
+        core.via.insert(conn, replica);
         core.server.handle_request(world.rec.now(), conn, request);
         core.drain(&world);
     });
@@ -172,7 +228,8 @@ async fn serve(world: Arc<World>, conn: ConnId, mut stream: TcpStream) {
             },
         }
     }
-    world.with_server(|core| {
+    world.with_store(store, |core| {
+        core.via.remove(&conn);
         if core.conns.remove(&conn).is_some() {
             core.server.handle_disconnect(world.rec.now(), conn);
             core.drain(&world);

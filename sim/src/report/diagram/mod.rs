@@ -210,7 +210,7 @@ impl Diagram {
 }
 
 /// `mcpsim seed 7 · naive × reference × long-tool`; `?` for whatever the header lacks.
-pub fn title(header: &Header) -> String {
+pub(crate) fn title(header: &Header) -> String {
     let text = |pointer: &str| header.scenario.pointer(pointer).and_then(|v| v.as_str());
     let client = text("/scenario/client/name").unwrap_or("?");
     let server = text("/scenario/server/name").unwrap_or("?");
@@ -219,7 +219,7 @@ pub fn title(header: &Header) -> String {
 }
 
 /// `verdict: 2 violation(s): no-orphaned-session, no-duplicate-execution`.
-pub fn verdict_line(footer: Option<&Footer>) -> String {
+pub(crate) fn verdict_line(footer: Option<&Footer>) -> String {
     let Some(footer) = footer else {
         return "verdict: unknown (no footer: the trace is incomplete)".to_string();
     };
@@ -236,7 +236,7 @@ pub fn verdict_line(footer: Option<&Footer>) -> String {
 }
 
 /// `VIOLATION no-duplicate-execution: call0 — pay ran twice (at 1m00.021s)`.
-pub fn violation_text(v: &ViolationRecord) -> String {
+pub(crate) fn violation_text(v: &ViolationRecord) -> String {
     let detail = if v.detail.is_empty() { String::new() } else { format!(" — {}", v.detail) };
     format!("VIOLATION {}: {}{detail} (at {})", v.invariant, v.subject, format_micros(v.t))
 }
@@ -403,6 +403,13 @@ fn item_of(step: &Step) -> Item {
         LbIdleCut { conn, idle_us } => {
             Item::new(t, Shape::Cut, format!("idle cut {conn} after {}", format_micros(*idle_us)))
         }
+        LbLifetimeCut { conn, age_us } => {
+            Item::new(t, Shape::Cut, format!("lifetime cut {conn} after {}", format_micros(*age_us)))
+        }
+        LbUpstreamKept { .. } | LbAnswered { .. } => Item::new(t, note(Lane::Lb), described()),
+        // The replica that handled the exchange, as a label on the lb lifeline (`server#2`).
+        LbRouted { conn, replica, .. } => Item::new(t, note(Lane::Lb), format!("{conn} → server#{replica}"))
+            .folding(Fold::noise("routed".into(), "connections routed to replicas".into())),
         SideEffect { .. } => Item::new(t, note(Lane::Server), described()).emphasised(true),
         EventStored { session, stream, id, .. } => {
             let fold = Fold::noise(format!("stored {session} {stream}"), format!("event stored in {session} {stream}"));

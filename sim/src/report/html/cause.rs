@@ -23,6 +23,7 @@ pub struct Cause {
     pub t: u64,
     /// Who did it (`client`, `lb`, `client1` in a multi-client trace).
     pub actor: String,
+    /// What it did, in words.
     pub text: String,
 }
 

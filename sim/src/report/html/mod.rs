@@ -192,7 +192,7 @@ fn write_cause_chains(out: &mut String, id: &str, trace: &Trace, violations: &[V
 }
 
 /// Text as HTML character data or a quoted attribute value.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -210,7 +210,7 @@ pub fn escape(text: &str) -> String {
 /// JSON that can sit inside a `<script>` element: `<`, `>` and `&` are written as `\u003c`,
 /// `\u003e` and `\u0026` (they only occur inside strings, where JSON allows those escapes), so no
 /// `</script>` or `<!--` can end or confuse the element.
-pub fn script_json(value: &impl Serialize) -> String {
+pub(crate) fn script_json(value: &impl Serialize) -> String {
     // Serializing plain data with string keys cannot fail; `null` keeps the page loadable anyway.
     let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
     let mut out = String::with_capacity(json.len());

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Planted-bug benchmark: which of cargo-mutants' mutants of the reference behaviour each search
+catches. Run through sim/bench/mutants.sh (see docs/search.md); this file is its driver.
+
+For every sampled mutant (from `cargo mutants --list --json --diff`, files from
+.cargo/mutants.toml) it patches a private copy of the workspace, builds, and runs four checks:
+
+  unit     cargo test -p mcpsim-model --lib
+  random   explore --search --within-conditions   (reference x reference, every family)
+  guided   explore --guided --within-conditions   (same budget)
+  seeds    explore                                (the family as it is, seeds 0..budget)
+
+Each check counts as catching the mutant when it fails (a violation, a failed test, a crash or a
+timeout). One JSON line per mutant goes to results.jsonl; a Markdown summary to summary.md.
+"""
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WORK = os.environ.get("MUTANTS_WORK", "/tmp/mcpsim-mutants")
+SAMPLE = int(os.environ.get("MUTANTS_SAMPLE", "40"))
+BUDGET = int(os.environ.get("MUTANTS_BUDGET", "30"))
+ONLY = os.environ.get("MUTANTS_ONLY")  # a regex over mutant names, to rerun a few
+FAMILIES = [
+    "long-tool",
+    "chatty-tool",
+    "standalone-notify",
+    "expire-during-tool",
+    "server-restart",
+    "delete-during-tool",
+    "two-sessions-same-request-id",
+    "resume-after-completion",
+]
+PROFILE = [
+    "--release",
+    "--config", "profile.release.lto=false",
+    "--config", "profile.release.codegen-units=16",
+    "--config", "profile.release.incremental=false",
+]
+SRC = os.path.join(WORK, "src")
+ENV = dict(os.environ, CARGO_TARGET_DIR=os.path.join(WORK, "target"))
+FOUND = re.compile(r"found (\S+) after (\d+) (?:case|seed)\(s\) \(([\d.]+)s wall")
+
+
+def sh(args, timeout, cwd=SRC):
+    started = time.monotonic()
+    try:
+        p = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout + p.stderr, time.monotonic() - started
+    except subprocess.TimeoutExpired:
+        return "timeout", "", time.monotonic() - started
+
+
+def copy_workspace():
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    for f in files:
+        if f.startswith(("target/", "traces/found")) or not os.path.isfile(os.path.join(ROOT, f)):
+            continue
+        dst = os.path.join(SRC, f)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), dst)
+
+
+def sample_mutants():
+    out = subprocess.run(
+        ["cargo", "mutants", "--list", "--json", "--diff", "--package", "mcpsim-model"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+    mutants = json.loads(out)
+    if ONLY:
+        return [m for m in mutants if re.search(ONLY, m["name"])], len(mutants)
+    stride = max(1, len(mutants) // SAMPLE)
+    return mutants[::stride][:SAMPLE], len(mutants)
+
+
+def build():
+    code, out, secs = sh(["cargo", "build", "-p", "mcpsim", "--bin", "mcpsim", *PROFILE], 900)
+    if code != 0:
+        return False, secs, out[-2000:]
+    code, out, more = sh(["cargo", "test", "-p", "mcpsim-model", "--lib", "--no-run", *PROFILE], 900)
+    return code == 0, secs + more, out[-2000:]
+
+
+def unit():
+    code, out, secs = sh(["cargo", "test", "-p", "mcpsim-model", "--lib", *PROFILE], 600)
+    return {"caught": code != 0, "secs": round(secs, 2)}
+
+
+# Families a strategy already fails on without any mutant (a finding of its own, reported in the
+# baseline line): skipped for that strategy on the mutants, so they do not count as catches.
+SKIP = {}
+
+
+def explore(mode):
+    """One strategy over every family: caught at the first family that fails."""
+    binary = os.path.join(WORK, "target", "release", "mcpsim")
+    total_cases, total_secs = 0, 0.0
+    for family in FAMILIES:
+        if family in SKIP.get(mode, ()):
+            continue
+        args = [binary, "explore", "--client", "reference", "--server", "reference", "--scenario", family,
+                "--seeds", str(BUDGET), "--no-shrink", "--out", os.path.join(WORK, "found")]
+        if mode == "random":
+            args += ["--search", "--within-conditions"]
+        elif mode == "guided":
+            args += ["--guided", "--within-conditions"]
+        code, out, secs = sh(args, 300)
+        m = FOUND.search(out)
+        if code == 0:
+            total_cases += BUDGET
+            total_secs += secs
+            continue
+        cases = int(m.group(2)) if m else None
+        return {
+            "caught": True,
+            "family": family,
+            "invariant": m.group(1) if m else ("timeout" if code == "timeout" else "crash"),
+            "cases": total_cases + cases if cases is not None else None,
+            "secs": round(total_secs + (float(m.group(3)) if m else secs), 2),
+        }
+    return {"caught": False, "cases": total_cases, "secs": round(total_secs, 2)}
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    copy_workspace()
+    mutants, listed = sample_mutants()
+    results = os.path.join(WORK, "results.jsonl")
+    print(f"{len(mutants)} of {listed} mutants, budget {BUDGET} cases per family; work in {WORK}", file=sys.stderr)
+    ok, secs, log = build()
+    if not ok:
+        sys.exit(f"the unmutated workspace does not build:\n{log}")
+    baseline = {"mutant": "baseline", "unit": unit()}
+    for mode in ("random", "guided", "seeds"):
+        while (r := explore(mode))["caught"]:
+            SKIP.setdefault(mode, []).append(r["family"])
+            baseline.setdefault("baseline_failures", []).append({"mode": mode, **r})
+        baseline[mode] = r
+    baseline["skipped"] = SKIP
+    print(json.dumps(baseline), file=sys.stderr)
+    with open(results, "w") as out:
+        out.write(json.dumps(baseline) + "\n")
+        for i, m in enumerate(mutants):
+            path = os.path.join(SRC, m["file"])
+            original = open(path).read()
+            patched = subprocess.run(["patch", "-s", "-p0", path], input=m["diff"], text=True, capture_output=True)
+            row = {"mutant": m["name"], "file": m["file"]}
+            if patched.returncode != 0:
+                row["status"] = "patch-failed"
+            else:
+                ok, secs, log = build()
+                row["build_secs"] = round(secs, 1)
+                if not ok:
+                    row["status"] = "unviable"
+                else:
+                    row["status"] = "ran"
+                    row["unit"] = unit()
+                    for mode in ("random", "guided", "seeds"):
+                        row[mode] = explore(mode)
+            with open(path, "w") as f:
+                f.write(original)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(f"[{i + 1}/{len(mutants)}] {row.get('status')} {m['name']}", file=sys.stderr)
+    summarize(results)
+
+
+def summarize(results):
+    rows = [json.loads(line) for line in open(results)]
+    baseline, rows = rows[0], rows[1:]
+    ran = [r for r in rows if r.get("status") == "ran"]
+    modes = ("unit", "random", "guided", "seeds")
+    lines = [
+        f"Mutants sampled: {len(rows)}; viable (built): {len(ran)}; unviable: "
+        f"{sum(r.get('status') == 'unviable' for r in rows)}. Budget: {BUDGET} cases per family, 8 families.",
+        "",
+        "Baseline (unmutated): " + ", ".join(f"{m} {'FAILS' if baseline[m]['caught'] else 'clean'}" for m in modes)
+        + f"; families skipped per strategy because the unmutated model already fails them: {baseline.get('skipped', {})}",
+        "",
+        "| caught by | mutants | only this one | median cases to first | median s to first |",
+        "|---|---|---|---|---|",
+    ]
+    for m in modes:
+        caught = [r for r in ran if r[m]["caught"] and not baseline[m]["caught"]]
+        only = [r for r in caught if not any(r[o]["caught"] for o in modes if o != m)]
+        cases = [r[m]["cases"] for r in caught if r[m].get("cases") is not None]
+        secs = [r[m]["secs"] for r in caught]
+        med = lambda xs: f"{statistics.median(xs):g}" if xs else "—"
+        lines.append(f"| {m} | {len(caught)} | {len(only)} | {med(cases) if m != 'unit' else '—'} | {med(secs)} |")
+    lines += ["", "| mutant | unit | random | guided | seeds |", "|---|---|---|---|---|"]
+    show = lambda r: "caught " + (f"({r['family']}, {r['cases']} cases)" if "family" in r else "") if r["caught"] else "missed"
+    for r in ran:
+        lines.append(f"| `{r['mutant']}` | " + " | ".join(show(r[m]) for m in modes) + " |")
+    survivors = [r for r in ran if not any(r[m]["caught"] for m in modes)]
+    lines += ["", f"Survivors ({len(survivors)}):"] + [f"- `{r['mutant']}`" for r in survivors]
+    text = "\n".join(lines) + "\n"
+    open(os.path.join(WORK, "summary.md"), "w").write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "summarize":
+        summarize(os.path.join(WORK, "results.jsonl"))
+    else:
+        main()

@@ -1,0 +1,12 @@
+#!/bin/sh
+# Planted-bug benchmark (opt-in, about half an hour on a 2-core machine): cargo-mutants' mutants
+# of the reference behaviour (files in .cargo/mutants.toml), each run against the model's unit
+# tests, random search, guided search and plain seeds. Results: $MUTANTS_WORK/summary.md
+# (default /tmp/mcpsim-mutants); docs/search.md holds the latest.
+#
+#   MUTANTS_SAMPLE=40 MUTANTS_BUDGET=30 sim/bench/mutants.sh     # sample size, cases per family
+#   sim/bench/mutants.sh summarize                               # re-print the last summary
+#   MUTANTS_ONLY='decision.rs' sim/bench/mutants.sh              # only mutants matching a regex
+set -eu
+command -v cargo-mutants >/dev/null || { echo "needs cargo-mutants: cargo install cargo-mutants --locked" >&2; exit 2; }
+exec python3 "$(dirname "$0")/mutants.py" "$@"

@@ -1,0 +1,813 @@
+//! Scenario families as TOML files: the eight built-in ones (`sim/scenarios/NAME.toml`, embedded
+//! at build time) and a user's own (`--scenario ./my.toml`: an argument that contains `/` or ends
+//! in `.toml` is a file, as for profiles). `extends = "NAME"` — a built-in family, or a path
+//! relative to the file — layers a file over another, so a file says only what differs.
+//!
+//! A file is read into a list of settings and applied, in a fixed order, over the scenario the
+//! command's profiles give (`Scenario::build`): every value goes through the `--set` keys of
+//! [`settings`] (`[server] keepalive` is `server.keepalive`, `[faults] partition` is
+//! `fault.partition`, `lb` is `lb`, …) and the whole through the one validation, so a file can
+//! ask for nothing `--set` refuses. Every problem is one line, `FILE:LINE:COL: message`, at the
+//! value that causes it (the error type is the profiles', [`ProfileError`]).
+//!
+//! The keys (see `sim/scenarios/long-tool.toml` for the commented format): `name`,
+//! `description`, `extends`, `lb`, `clients`, `tool_jitter`, `latency`, `liveness_grace`,
+//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[client]`, `[server]`,
+//! `[fallback.client]` / `[fallback.server]` (set only where the profile has none) and
+//! `[faults]`. [`dump`] writes a scenario back as such a file.
+
+use super::settings::{self, problems};
+use super::{profile_files, CallSpec, DeleteSpec, Scenario};
+use crate::error::SimError;
+use mcpsim_model::config::ToolSpec;
+use mcpsim_model::ids::CallKey;
+use mcpsim_model::profiles::ProfileError;
+use mcpsim_model::time::{format_duration, parse_duration};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+use toml::de::{DeTable, DeValue};
+
+/// The most files an `extends` chain may have (it also stops cycles).
+const MAX_EXTENDS: usize = 8;
+
+/// The top-level keys a family file may have.
+const KEYS: &[&str] = &[
+    "name",
+    "description",
+    "extends",
+    "lb",
+    "clients",
+    "tool_jitter",
+    "latency",
+    "liveness_grace",
+    "notify_interval",
+    "tools",
+    "calls",
+    "deletes",
+    "client",
+    "server",
+    "fallback",
+    "faults",
+];
+
+/// The fault keys of `[faults]`, each a `fault.KEY` setting.
+const FAULT_KEYS: &[&str] = &["partition", "reset", "server_restart", "client_restart"];
+
+/// A position in a file, 1-based.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Pos {
+    line: usize,
+    col: usize,
+}
+
+impl Pos {
+    const START: Pos = Pos { line: 1, col: 1 };
+
+    fn of(text: &str, offset: usize) -> Pos {
+        let before = text.get(..offset.min(text.len())).unwrap_or(text);
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+        Pos { line, col }
+    }
+}
+
+/// One thing a file sets, in the order it is applied.
+#[derive(Clone, Debug)]
+enum Entry {
+    /// A `--set` key and its value as text.
+    Set {
+        key: String,
+        value: String,
+    },
+    /// A `--set` key applied only where the scenario's field (a dotted serde path) is absent.
+    Fallback {
+        key: String,
+        path: String,
+        value: String,
+    },
+    Clients(u32),
+    NotifyInterval(Option<Duration>),
+    Tools(Vec<ToolSpec>),
+    Calls(Vec<CallSpec>),
+    Deletes(Vec<DeleteSpec>),
+}
+
+/// One family file, read but not applied.
+#[derive(Clone, Debug)]
+struct FamilyFile {
+    origin: String,
+    name: Option<String>,
+    description: Option<String>,
+    extends: Option<(String, Pos)>,
+    /// What it sets, each with where, and the field paths it sets (for validation messages).
+    entries: Vec<(Entry, Pos, Vec<String>)>,
+    /// Where fields inside a list are written (`tools.0.duration`), for validation messages.
+    locations: Vec<(String, Pos)>,
+}
+
+impl FamilyFile {
+    fn error(&self, pos: Pos, message: impl Into<String>) -> ProfileError {
+        ProfileError { origin: self.origin.clone(), line: pos.line, col: pos.col, message: message.into() }
+    }
+}
+
+/// A family's description, read from its file's `description`.
+pub fn description_of(text: &str) -> Option<String> {
+    let table = DeTable::parse(text).ok()?;
+    table.get_ref().get("description").and_then(|v| v.get_ref().as_str().map(str::to_string))
+}
+
+/// Applies the built-in family file `text` (its origin `origin`) to `base`.
+pub fn apply_text(text: &str, origin: &str, name: &str, base: Scenario) -> Result<Scenario, SimError> {
+    let top = parse(text, origin)?;
+    let layers = chain(top)?;
+    finish(layers, name, base)
+}
+
+/// Applies the family file at `path` to `base`; its name is its `name`, else the file's stem.
+pub fn load(path: &Path, base: Scenario) -> Result<Scenario, SimError> {
+    let top = read(path)?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let layers = chain(top)?;
+    finish(layers, &stem, base)
+}
+
+fn read(path: &Path) -> Result<FamilyFile, SimError> {
+    let origin = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| SimError::Io { path: origin.clone(), problem: e.to_string() })?;
+    Ok(parse(&text, &origin)?)
+}
+
+/// The files of a family, bases first.
+fn chain(top: FamilyFile) -> Result<Vec<FamilyFile>, SimError> {
+    let mut layers = vec![top];
+    loop {
+        let last = layers.last().expect("the chain starts with the top file");
+        let Some((name, pos)) = last.extends.clone() else { break };
+        if layers.len() > MAX_EXTENDS {
+            return Err(last
+                .error(pos, format!("extends {name:?}: more than {MAX_EXTENDS} files deep (a cycle?)"))
+                .into());
+        }
+        let next = if profile_files::is_path(&name) {
+            let dir = Path::new(&last.origin).parent().unwrap_or(Path::new(""));
+            let path = dir.join(&name);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| last.error(pos, format!("extends {name:?}: {}: {e}", path.display())))?;
+            parse(&text, &path.display().to_string())?
+        } else {
+            let text = super::families::builtin_text(&name).ok_or_else(|| {
+                last.error(
+                    pos,
+                    format!(
+                        "extends {name:?}: no built-in scenario family of that name (known: {})",
+                        super::SCENARIO_NAMES.join(", ")
+                    ),
+                )
+            })?;
+            parse(text, &super::families::builtin_origin(&name))?
+        };
+        if layers.iter().any(|l| l.origin == next.origin) {
+            return Err(last.error(pos, format!("extends {name:?}: a cycle through {}", next.origin)).into());
+        }
+        layers.push(next);
+    }
+    layers.reverse();
+    Ok(layers)
+}
+
+/// Applies the layers over `base` and validates the result, locating a problem in the file that
+/// set the field last.
+fn finish(layers: Vec<FamilyFile>, default_name: &str, mut s: Scenario) -> Result<Scenario, SimError> {
+    let mut setters: Vec<(String, usize, Pos)> = Vec::new();
+    for (i, layer) in layers.iter().enumerate() {
+        for (entry, pos, paths) in &layer.entries {
+            apply(&mut s, entry).map_err(|m| layer.error(*pos, m))?;
+            setters.extend(paths.iter().map(|p| (p.clone(), i, *pos)));
+        }
+        setters.extend(layer.locations.iter().map(|(p, pos)| (p.clone(), i, *pos)));
+    }
+    s.name = layers.iter().rev().find_map(|l| l.name.clone()).unwrap_or_else(|| default_name.to_string());
+    if let Some(p) = problems(&s).into_iter().next() {
+        let top = layers.len() - 1;
+        let hit = |set: &String| {
+            *set == p.path || p.path.starts_with(&format!("{set}.")) || set.starts_with(&format!("{}.", p.path))
+        };
+        let (layer, pos) =
+            setters.iter().rev().find(|(set, _, _)| hit(set)).map_or((top, Pos::START), |(_, l, p)| (*l, *p));
+        let key = settings::key_for(&p.path);
+        return Err(layers[layer].error(pos, format!("{key}: {}", p.message)).into());
+    }
+    Ok(s)
+}
+
+fn apply(s: &mut Scenario, entry: &Entry) -> Result<(), String> {
+    match entry {
+        Entry::Set { key, value } => settings::apply(s, key, value).map_err(|e| e.to_string()),
+        Entry::Fallback { key, path, value } => {
+            let json = serde_json::to_value(&*s).map_err(|e| e.to_string())?;
+            let current = path.split('.').try_fold(&json, |node, part| node.get(part));
+            if current.is_none_or(Value::is_null) {
+                settings::apply(s, key, value).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+        Entry::Clients(n) => {
+            s.clients = *n;
+            Ok(())
+        }
+        Entry::NotifyInterval(d) => {
+            s.notify_interval = *d;
+            Ok(())
+        }
+        Entry::Tools(t) => {
+            s.tools = t.clone();
+            Ok(())
+        }
+        Entry::Calls(c) => {
+            s.calls = c.clone();
+            Ok(())
+        }
+        Entry::Deletes(d) => {
+            s.deletes = d.clone();
+            Ok(())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading a file
+// ---------------------------------------------------------------------------------------------
+
+type Spanned<'a> = toml::Spanned<DeValue<'a>>;
+
+struct Reader<'t> {
+    text: &'t str,
+    file: FamilyFile,
+}
+
+impl Reader<'_> {
+    fn pos(&self, v: &Spanned<'_>) -> Pos {
+        Pos::of(self.text, v.span().start)
+    }
+
+    fn err(&self, v: &Spanned<'_>, message: impl Into<String>) -> ProfileError {
+        self.file.error(self.pos(v), message)
+    }
+
+    fn string(&self, key: &str, v: &Spanned<'_>) -> Result<String, ProfileError> {
+        v.get_ref().as_str().map(str::to_string).ok_or_else(|| self.err(v, format!("{key} must be a string")))
+    }
+
+    fn duration(&self, key: &str, v: &Spanned<'_>) -> Result<Duration, ProfileError> {
+        parse_duration(&self.string(key, v)?).map_err(|m| self.err(v, format!("{key}: {m}")))
+    }
+
+    fn opt_duration(&self, key: &str, v: &Spanned<'_>) -> Result<Option<Duration>, ProfileError> {
+        if v.get_ref().as_str() == Some("none") {
+            return Ok(None);
+        }
+        self.duration(key, v).map(Some)
+    }
+
+    fn integer(&self, key: &str, v: &Spanned<'_>) -> Result<u32, ProfileError> {
+        match v.get_ref() {
+            DeValue::Integer(i) => u32::from_str_radix(i.as_str(), i.radix())
+                .map_err(|_| self.err(v, format!("{key}: {i} is not a count (0 to {})", u32::MAX))),
+            _ => Err(self.err(v, format!("{key} must be a whole number"))),
+        }
+    }
+
+    fn table<'a, 'b>(&self, key: &str, v: &'a Spanned<'b>) -> Result<&'a DeTable<'b>, ProfileError> {
+        v.get_ref().as_table().ok_or_else(|| self.err(v, format!("{key} must be a table")))
+    }
+
+    fn tables<'a, 'b>(&self, key: &str, v: &'a Spanned<'b>) -> Result<Vec<&'a Spanned<'b>>, ProfileError> {
+        match v.get_ref() {
+            DeValue::Array(items) => Ok(items.iter().collect()),
+            _ => Err(self.err(v, format!("{key} must be a list of tables ([[{key}]])"))),
+        }
+    }
+
+    fn push(&mut self, entry: Entry, pos: Pos, paths: Vec<String>) {
+        self.file.entries.push((entry, pos, paths));
+    }
+
+    /// A `--set key=value` from a TOML value, at the value's position.
+    fn set(&mut self, key: &str, v: &Spanned<'_>) -> Result<(), ProfileError> {
+        let value = setting_text(&to_json(v.get_ref()));
+        let paths = settings::targets(key).map_err(|e| self.err(v, e.to_string()))?;
+        let pos = self.pos(v);
+        self.push(Entry::Set { key: key.to_string(), value }, pos, paths);
+        Ok(())
+    }
+
+    /// The fields of a `[client]` / `[server]` table, each a `role.PATH` setting: leaves, and
+    /// tagged tables (with a `kind`) whole.
+    fn fields(&mut self, prefix: &str, table: &DeTable<'_>, fallback: bool) -> Result<(), ProfileError> {
+        for (k, v) in table {
+            let key = format!("{prefix}.{}", k.get_ref());
+            if let DeValue::Table(t) = v.get_ref() {
+                if !t.contains_key("kind") {
+                    self.fields(&key, t, fallback)?;
+                    continue;
+                }
+            }
+            if !fallback {
+                self.set(&key, v)?;
+                continue;
+            }
+            let paths = settings::targets(&key).map_err(|e| self.err(v, e.to_string()))?;
+            let value = setting_text(&to_json(v.get_ref()));
+            let pos = self.pos(v);
+            self.push(Entry::Fallback { key: key.clone(), path: key, value }, pos, paths);
+        }
+        Ok(())
+    }
+
+    fn tool(&self, i: usize, v: &Spanned<'_>) -> Result<(ToolSpec, Vec<(String, Pos)>), ProfileError> {
+        let t = self.table("tools", v)?;
+        let mut tool = ToolSpec {
+            name: String::new(),
+            duration: Duration::ZERO,
+            event_interval: None,
+            idempotent: false,
+            ..ToolSpec::default()
+        };
+        let (mut named, mut timed) = (false, false);
+        let mut where_ = Vec::new();
+        for (k, f) in t {
+            let key = k.get_ref().as_ref();
+            match key {
+                "name" => {
+                    tool.name = self.string("tools.name", f)?;
+                    named = true;
+                }
+                "duration" => {
+                    tool.duration = self.duration("tools.duration", f)?;
+                    timed = true;
+                }
+                "event_interval" => tool.event_interval = self.opt_duration("tools.event_interval", f)?,
+                "idempotent" => {
+                    tool.idempotent =
+                        f.get_ref().as_bool().ok_or_else(|| self.err(f, "tools.idempotent must be true or false"))?
+                }
+                _ => {
+                    return Err(self.file.error(
+                        Pos::of(self.text, k.span().start),
+                        format!(
+                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent)"
+                        ),
+                    ))
+                }
+            }
+            where_.push((format!("tools.{i}.{key}"), self.pos(f)));
+        }
+        if !named || !timed {
+            return Err(self.err(v, "a tool needs a name and a duration"));
+        }
+        Ok((tool, where_))
+    }
+
+    fn call(&self, i: usize, v: &Spanned<'_>) -> Result<CallSpec, ProfileError> {
+        let t = self.table("calls", v)?;
+        let mut call = CallSpec { at: Duration::ZERO, call: CallKey(i as u32), tool: String::new(), client: 0 };
+        let (mut at, mut tool) = (false, false);
+        for (k, f) in t {
+            match k.get_ref().as_ref() {
+                "at" => {
+                    call.at = self.duration("calls.at", f)?;
+                    at = true;
+                }
+                "tool" => {
+                    call.tool = self.string("calls.tool", f)?;
+                    tool = true;
+                }
+                "call" => call.call = CallKey(self.integer("calls.call", f)?),
+                "client" => call.client = self.integer("calls.client", f)?,
+                other => {
+                    return Err(self.file.error(
+                        Pos::of(self.text, k.span().start),
+                        format!("unknown key `{other}` in a call (a call has: at, tool, call, client)"),
+                    ))
+                }
+            }
+        }
+        if !at || !tool {
+            return Err(self.err(v, "a call needs at (a time) and tool (a tool's name)"));
+        }
+        Ok(call)
+    }
+
+    fn delete(&self, v: &Spanned<'_>) -> Result<DeleteSpec, ProfileError> {
+        let t = self.table("deletes", v)?;
+        let mut delete = DeleteSpec { at: Duration::ZERO, client: 0 };
+        let mut at = false;
+        for (k, f) in t {
+            match k.get_ref().as_ref() {
+                "at" => {
+                    delete.at = self.duration("deletes.at", f)?;
+                    at = true;
+                }
+                "client" => delete.client = self.integer("deletes.client", f)?,
+                other => {
+                    return Err(self.file.error(
+                        Pos::of(self.text, k.span().start),
+                        format!("unknown key `{other}` in a delete (a delete has: at, client)"),
+                    ))
+                }
+            }
+        }
+        if !at {
+            return Err(self.err(v, "a delete needs at (a time)"));
+        }
+        Ok(delete)
+    }
+}
+
+/// The order entries apply in, whatever order the file writes them: the load balancer replaces a
+/// whole profile, so it comes before anything else.
+fn rank(key: &str) -> usize {
+    KEYS.iter().position(|k| *k == key).unwrap_or(KEYS.len())
+}
+
+/// Reads one family file's text. `origin` names it in messages.
+fn parse(text: &str, origin: &str) -> Result<FamilyFile, ProfileError> {
+    let file = FamilyFile {
+        origin: origin.to_string(),
+        name: None,
+        description: None,
+        extends: None,
+        entries: vec![],
+        locations: vec![],
+    };
+    let table = DeTable::parse(text).map_err(|e| {
+        let pos = e.span().map(|s| Pos::of(text, s.start)).unwrap_or(Pos::START);
+        file.error(pos, e.message().replace('\n', " ").trim().to_string())
+    })?;
+    let mut r = Reader { text, file };
+    let mut items: Vec<(&toml::Spanned<std::borrow::Cow<'_, str>>, &Spanned<'_>)> = table.get_ref().iter().collect();
+    for (k, _) in &items {
+        let key = k.get_ref().as_ref();
+        if !KEYS.contains(&key) {
+            return Err(r.file.error(
+                Pos::of(text, k.span().start),
+                format!("unknown key `{key}` (a scenario file has: {})", KEYS.join(", ")),
+            ));
+        }
+    }
+    items.sort_by_key(|(k, _)| rank(k.get_ref()));
+    for (k, v) in items {
+        let key = k.get_ref().as_ref();
+        let pos = r.pos(v);
+        match key {
+            "name" => r.file.name = Some(r.string(key, v)?),
+            "description" => r.file.description = Some(r.string(key, v)?),
+            "extends" => r.file.extends = Some((r.string(key, v)?, pos)),
+            "lb" => r.set("lb", v)?,
+            "clients" => {
+                let n = r.integer(key, v)?;
+                r.push(Entry::Clients(n), pos, vec!["clients".into(), "calls".into()]);
+            }
+            "tool_jitter" => r.set("tool.jitter", v)?,
+            "latency" => r.set("net.latency", v)?,
+            "liveness_grace" => r.set("run.liveness_grace", v)?,
+            "notify_interval" => {
+                let d = r.opt_duration(key, v)?;
+                r.push(Entry::NotifyInterval(d), pos, vec!["notify_interval".into()]);
+            }
+            "tools" => {
+                let mut tools = Vec::new();
+                for (i, t) in r.tables(key, v)?.into_iter().enumerate() {
+                    let (tool, fields) = r.tool(i, t)?;
+                    tools.push(tool);
+                    r.file.locations.extend(fields);
+                }
+                let paths = vec!["tools".to_string()];
+                r.push(Entry::Tools(tools), pos, paths);
+            }
+            "calls" => {
+                let calls =
+                    r.tables(key, v)?.into_iter().enumerate().map(|(i, c)| r.call(i, c)).collect::<Result<_, _>>()?;
+                r.push(Entry::Calls(calls), pos, vec!["calls".into()]);
+            }
+            "deletes" => {
+                let deletes = r.tables(key, v)?.into_iter().map(|d| r.delete(d)).collect::<Result<_, _>>()?;
+                r.push(Entry::Deletes(deletes), pos, vec!["deletes".into()]);
+            }
+            "client" | "server" => {
+                let t = r.table(key, v)?;
+                r.fields(key, t, false)?;
+            }
+            "fallback" => {
+                let t = r.table(key, v)?;
+                for (role, sub) in t {
+                    let role_name = role.get_ref().as_ref();
+                    if !["client", "server"].contains(&role_name) {
+                        return Err(r.file.error(
+                            Pos::of(text, role.span().start),
+                            format!("unknown key `fallback.{role_name}` (fallback has: client, server)"),
+                        ));
+                    }
+                    let sub = r.table(&format!("fallback.{role_name}"), sub)?;
+                    r.fields(role_name, sub, true)?;
+                }
+            }
+            "faults" => {
+                let t = r.table(key, v)?;
+                for (fk, fv) in t {
+                    let name = fk.get_ref().as_ref();
+                    if !FAULT_KEYS.contains(&name) {
+                        return Err(r.file.error(
+                            Pos::of(text, fk.span().start),
+                            format!("unknown fault `{name}` (faults has: {})", FAULT_KEYS.join(", ")),
+                        ));
+                    }
+                    let joined = match fv.get_ref() {
+                        DeValue::Array(items) => {
+                            let parts: Result<Vec<String>, _> = items.iter().map(|i| r.string(name, i)).collect();
+                            Some(parts?.join(", "))
+                        }
+                        _ => None,
+                    };
+                    match joined {
+                        Some(list) => {
+                            let key = format!("fault.{name}");
+                            let paths = settings::targets(&key).map_err(|e| r.err(fv, e.to_string()))?;
+                            let at = r.pos(fv);
+                            r.push(Entry::Set { key, value: list }, at, paths);
+                        }
+                        None => r.set(&format!("fault.{name}"), fv)?,
+                    }
+                }
+            }
+            _ => unreachable!("every key of KEYS is handled"),
+        }
+    }
+    Ok(r.file)
+}
+
+/// A TOML value as serde's data model (`"none"` stays a string: the settings read it).
+fn to_json(v: &DeValue<'_>) -> Value {
+    match v {
+        DeValue::String(s) => Value::String(s.to_string()),
+        DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).map(Value::from).unwrap_or(Value::Null),
+        DeValue::Float(f) => {
+            f.as_str().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+        }
+        DeValue::Boolean(b) => Value::Bool(*b),
+        DeValue::Datetime(d) => Value::String(d.to_string()),
+        DeValue::Array(items) => Value::Array(items.iter().map(|i| to_json(i.get_ref())).collect()),
+        DeValue::Table(t) => {
+            Value::Object(t.iter().map(|(k, v)| (k.get_ref().to_string(), to_json(v.get_ref()))).collect::<Map<_, _>>())
+        }
+    }
+}
+
+/// A value as `--set` reads it: a string as it is, anything else as TOML.
+fn setting_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => toml_value(other),
+    }
+}
+
+/// A value written as TOML (inline tables and arrays on one line; null as `"none"`).
+fn toml_value(v: &Value) -> String {
+    match v {
+        Value::Null => "\"none\"".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) if n.is_f64() => format!("{:?}", n.as_f64().unwrap_or(0.0)),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => quote(s),
+        Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => {
+            format!(
+                "{{ {} }}",
+                m.iter().map(|(k, v)| format!("{k} = {}", toml_value(v))).collect::<Vec<_>>().join(", ")
+            )
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dumping
+// ---------------------------------------------------------------------------------------------
+
+/// A scenario as a complete family file: every scenario key, and under `[client]` / `[server]`
+/// each field where the scenario differs from the profile it names. Loaded back over the same
+/// profiles it gives the same scenario, and so runs byte for byte as it does.
+pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
+    let mut out = String::new();
+    let _ =
+        writeln!(out, "# The scenario family {:?}, every key written out (see sim/scenarios/long-tool.toml).", s.name);
+    let _ = writeln!(out, "name = {}", quote(&s.name));
+    if !description.is_empty() {
+        let _ = writeln!(out, "description = {}", quote(description));
+    }
+    let show = |key: &str| settings::setting(key).map(|set| (set.show)(s));
+    let lb = show("lb")?;
+    let lb = if lb.starts_with('{') { lb } else { quote(&lb) };
+    let _ = writeln!(out, "lb = {lb}");
+    let _ = writeln!(out, "clients = {}", s.clients);
+    let _ = writeln!(out, "tool_jitter = {:?}", s.tool_jitter);
+    let _ = writeln!(out, "latency = {}", quote(&show("net.latency")?));
+    let _ = writeln!(out, "liveness_grace = {}", quote(&format_duration(s.liveness_grace)));
+    let _ = writeln!(out, "notify_interval = {}", quote(&s.notify_interval.map_or("none".into(), format_duration)));
+    for t in &s.tools {
+        let _ =
+            writeln!(out, "\n[[tools]]\nname = {}\nduration = {}", quote(&t.name), quote(&format_duration(t.duration)));
+        let _ = writeln!(out, "event_interval = {}", quote(&t.event_interval.map_or("none".into(), format_duration)));
+        let _ = writeln!(out, "idempotent = {}", t.idempotent);
+    }
+    for c in &s.calls {
+        let _ = writeln!(out, "\n[[calls]]\nat = {}\ncall = {}", quote(&format_duration(c.at)), c.call.0);
+        let _ = writeln!(out, "tool = {}\nclient = {}", quote(&c.tool), c.client);
+    }
+    for d in &s.deletes {
+        let _ = writeln!(out, "\n[[deletes]]\nat = {}\nclient = {}", quote(&format_duration(d.at)), d.client);
+    }
+    let client = profile_files::client(s.client_arg.as_deref().unwrap_or(&s.client.name))?;
+    let server = profile_files::server(s.server_arg.as_deref().unwrap_or(&s.server.name))?;
+    for (role, mine, profile) in [
+        ("client", serde_json::to_value(&s.client), serde_json::to_value(&client)),
+        ("server", serde_json::to_value(&s.server), serde_json::to_value(&server)),
+    ] {
+        let (Ok(mine), Ok(profile)) = (mine, profile) else { continue };
+        let mut lines = Vec::new();
+        differences(&mine, &profile, "", &mut lines);
+        if !lines.is_empty() {
+            let _ = writeln!(out, "\n[{role}]");
+            for line in lines {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    out.push_str("\n[faults]\n");
+    for key in FAULT_KEYS {
+        let _ = writeln!(out, "{key} = {}", quote(&show(&format!("fault.{key}"))?));
+    }
+    Ok(out)
+}
+
+/// `path = value` lines where `mine` differs from `base`: leaves by their dotted path, tagged
+/// tables (with a `kind`) whole.
+fn differences(mine: &Value, base: &Value, prefix: &str, out: &mut Vec<String>) {
+    let (Value::Object(m), Value::Object(b)) = (mine, base) else { return };
+    let keys: BTreeMap<&String, &Value> = m.iter().collect();
+    for (k, v) in keys {
+        let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        match (v, b.get(k)) {
+            (_, Some(old)) if old == v => {}
+            (Value::Object(t), Some(old @ Value::Object(_))) if !t.contains_key("kind") => {
+                differences(v, old, &path, out)
+            }
+            _ if k == "name" => {}
+            _ => out.push(format!("{path} = {}", toml_value(v))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{families, SCENARIO_NAMES};
+    use mcpsim_model::profiles;
+
+    /// The scenario `Scenario::build` starts from, before the family.
+    fn base(name: &str, client: &str, server: &str) -> Scenario {
+        let mut s = Scenario::build("long-tool", client, server).unwrap();
+        let fresh = Scenario::build(name, client, server).unwrap();
+        // Everything a family leaves alone, as `Scenario::build` sets it.
+        s.client = profile_files::client(client).unwrap();
+        s.server = profile_files::server(server).unwrap();
+        s.lb = profile_files::lb("default").unwrap();
+        s.tools = vec![];
+        s.calls = vec![];
+        s.name = fresh.name;
+        s
+    }
+
+    #[test]
+    fn every_builtin_family_file_builds_what_its_rust_function_built() {
+        for name in SCENARIO_NAMES {
+            for c in profiles::CLIENT_NAMES {
+                for sv in profiles::SERVER_NAMES {
+                    let from_file = Scenario::build(name, c, sv).unwrap();
+                    let by_rust = families::rust_built::apply(name, base(name, c, sv)).unwrap();
+                    assert_eq!(from_file, by_rust, "{name} × {c} × {sv}");
+                    assert_eq!(
+                        serde_json::to_string(&from_file).unwrap(),
+                        serde_json::to_string(&by_rust).unwrap(),
+                        "{name}: the trace header's bytes"
+                    );
+                }
+            }
+        }
+    }
+
+    fn write(dir: &Path, file: &str, text: &str) -> String {
+        let path = dir.join(file);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+
+    fn tmp(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcpsim-family-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_dumped_family_loads_back_as_the_same_scenario() {
+        let dir = tmp("dump");
+        for name in SCENARIO_NAMES {
+            for (c, sv) in [("reference", "reference"), ("naive", "rmcp"), ("py-sdk", "ts-sdk")] {
+                let s = Scenario::build(name, c, sv).unwrap();
+                let text = dump(&s, &families::describe(name)).unwrap();
+                let path = write(&dir, &format!("dumped-{name}.toml"), &text);
+                let mut back = Scenario::build(&path, c, sv).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                assert_eq!(back.scenario_arg.as_deref(), Some(path.as_str()));
+                assert!(back.cli_args().contains(&format!("--scenario {path}")), "{}", back.cli_args());
+                if c == "naive" {
+                    // The header holds the family's name, written by the dump: the same bytes.
+                    let (a, b) = (crate::run(&s, 3).unwrap(), crate::run(&back, 3).unwrap());
+                    assert_eq!(a.trace.to_jsonl(), b.trace.to_jsonl(), "{name}");
+                }
+                back.scenario_arg = None;
+                assert_eq!(back, s, "{name} × {c} × {sv}\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_extends_a_family_and_says_only_what_differs() {
+        let dir = tmp("extends");
+        let path = write(&dir, "slow-pay.toml", "extends = \"long-tool\"\n\n[server]\nkeepalive = \"20s\"\n");
+        let s = Scenario::build(&path, "naive", "reference").unwrap();
+        let mut expected = Scenario::build("long-tool", "naive", "reference").unwrap();
+        expected.server.keepalive = Some(Duration::from_secs(20));
+        expected.name = "slow-pay".into();
+        expected.scenario_arg = Some(path.clone());
+        assert_eq!(s, expected);
+        // A file extending that file, by its path; tools replace the whole list.
+        let two = write(
+            &dir,
+            "two.toml",
+            "extends = \"slow-pay.toml\"\nname = \"faster\"\n[[tools]]\nname = \"pay\"\nduration = \"2m\"\n[faults]\nreset = [\"30s\", \"1m\"]\n",
+        );
+        let s = Scenario::build(&two, "naive", "reference").unwrap();
+        assert_eq!((s.name.as_str(), s.tools[0].duration, s.faults.len()), ("faster", Duration::from_secs(120), 2));
+        assert_eq!(s.server.keepalive, Some(Duration::from_secs(20)));
+    }
+
+    #[test]
+    fn the_fallback_sets_only_what_the_profile_leaves_out() {
+        // rmcp keeps alive every 15 s itself; reference has none, so server-restart gives it 15 s.
+        let dir = tmp("fallback");
+        let path = write(&dir, "f.toml", "extends = \"server-restart\"\n[fallback.server]\nkeepalive = \"40s\"\n");
+        assert_eq!(
+            Scenario::build(&path, "reference", "rmcp").unwrap().server.keepalive,
+            Some(Duration::from_secs(15))
+        );
+        assert_eq!(
+            Scenario::build(&path, "reference", "reference").unwrap().server.keepalive,
+            Some(Duration::from_secs(15)),
+            "the base's fallback came first"
+        );
+    }
+
+    #[test]
+    fn bad_files_say_where_and_what() {
+        let dir = tmp("bad");
+        let err = |text: &str| {
+            let path = write(&dir, "bad.toml", text);
+            Scenario::build(&path, "reference", "reference").unwrap_err().to_string()
+        };
+        let at = |e: &str, prefix: &str| assert!(e.contains(&format!("bad.toml:{prefix}")) && !e.contains('\n'), "{e}");
+        at(&err("extends = \"long-tool\"\nclients = = 2\n"), "2:");
+        at(&err("extends = \"long-tool\"\n\n[server]\nkeepalive = \"soon\"\n"), "4:13: server.keepalive=soon");
+        at(&err("extends = \"long-tool\"\nspeed = 3\n"), "2:1: unknown key `speed`");
+        at(&err("extends = \"nope\"\n"), "1:11: extends \"nope\"");
+        at(&err("extends = \"long-tool\"\n[faults]\nmeteor = \"1m\"\n"), "3:1: unknown fault `meteor`");
+        at(
+            &err("extends = \"long-tool\"\n[server]\nkeepalive = \"500ms\"\n"),
+            "3:13: server.keepalive: 500ms is below",
+        );
+        at(&err("extends = \"long-tool\"\n[[tools]]\nname = \"pay\"\nduration = \"48h\"\n"), "4:12: tool.duration");
+        at(&err("extends = \"long-tool\"\nclients = 0\n"), "2:11: clients");
+        at(&err("extends = \"long-tool\"\n[[calls]]\nat = \"1s\"\ntool = \"nope\"\n"), "2:1: calls.tool");
+        let e = err("extends = \"bad.toml\"\n");
+        assert!(e.contains("a cycle"), "{e}");
+        let e = Scenario::build("nope", "reference", "reference").unwrap_err().to_string();
+        assert!(e.contains("long-tool") && e.contains(".toml"), "{e}");
+    }
+}

@@ -1,0 +1,594 @@
+//! Coverage-guided exploration: a corpus of cases grown, as AFL grows one, by keeping every case
+//! whose run reached a *feature* no earlier case reached, and mutating the kept ones.
+//!
+//! A run's features are an abstraction of its trace ([`features`]): which decision-procedure
+//! outcomes and actions, resume answers, connection ends, statuses, session ends, tool ends and
+//! application verdicts it reached (each with a bucketed count, as AFL buckets hit counts), which
+//! of those followed which (the "edges"), which faults struck while a call was in flight or a
+//! stream was detached, and the coverage events with their bucketed counts.
+//!
+//! Cases are the same [`Case`]s `explore --search` generates — `--set` overrides and a madsim seed
+//! — so every case replays with one command. The corpus starts with the family's own case, then
+//! takes fresh cases from [`search::cases`] until it has a few; after that most cases are
+//! mutations of a corpus entry ([`Mutation`]: move a fault, stretch an interval, add or remove a
+//! fault, change one override, change the madsim seed), stacked one to three at a time, and every
+//! other case is fresh again (measured: fewer fresh cases found the second incident later). Every draw comes from one [`SplitMix64`] (mutations) and one
+//! proptest runner (fresh cases), both seeded by the caller: the same seed explores the same cases.
+//! A violation is shrunk by [`search::shrink_fixed`], the pass `explore` uses on fixed scenarios.
+
+use crate::engine::runner::run;
+use crate::error::SimError;
+use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
+use crate::scenario::{fault_setting, setting, Scenario};
+use crate::studies::search::{
+    self, cases, partitions_value, pinned_invariant, times_value, Case, Counterexample, Found, Override, Space, Swarm,
+};
+use mcpsim_model::decision::StreamOutcome;
+use mcpsim_model::oracle::{coverage, Coverage, INVARIANTS};
+use mcpsim_model::rng::SplitMix64;
+use mcpsim_model::time::{format_duration, parse_duration};
+use mcpsim_model::trace::{ResumeOutcome, StepKind, Trace};
+use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant as WallClock};
+
+/// A feature of a run: a hash of one abstract fact about its trace (FNV-1a, so stable across
+/// platforms and builds).
+pub type Feature = u64;
+
+/// Fresh (generated) cases the corpus starts with before mutating.
+const WARM_UP: u64 = 16;
+
+/// One case in this many is fresh from the generator, not a mutation.
+const FRESH_EVERY: u64 = 2;
+
+/// The longest partition a mutation plans or stretches to.
+const MAX_PARTITION: u64 = 300;
+
+/// How a guided exploration is bounded and seeded.
+#[derive(Clone, Debug)]
+pub struct Guided {
+    /// The most cases to run.
+    pub budget: u64,
+    /// Seeds the mutation generator and the fresh cases.
+    pub rng_seed: u64,
+    /// Shrink the first violation.
+    pub shrink: bool,
+    /// Only this invariant counts (any when `None`).
+    pub target: Option<String>,
+}
+
+/// Where an exploration stands, handed to the progress callback after every case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Cases run so far.
+    pub cases: u64,
+    /// Distinct features reached so far.
+    pub features: usize,
+    /// Cases kept in the corpus.
+    pub corpus: usize,
+}
+
+/// What a guided exploration did.
+#[derive(Debug)]
+pub struct GuidedReport {
+    /// The first violation, shrunk (unless shrinking was off).
+    pub found: Option<Found>,
+    /// Cases run until the first violation (or the whole budget).
+    pub cases: u64,
+    /// Coverage events over those cases.
+    pub coverage: Coverage,
+    /// Distinct features reached.
+    pub features: usize,
+    /// Cases kept because they reached a new feature.
+    pub corpus: usize,
+    /// `(case, features reached by then)` at every case that grew the feature set.
+    pub growth: Vec<(u64, usize)>,
+}
+
+/// One way to change a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mutation {
+    /// Move one planned fault earlier or later.
+    MoveFault,
+    /// Scale one duration: a partition's length or a duration-valued override.
+    Stretch,
+    /// Plan one more fault of a kind the space allows.
+    AddFault,
+    /// Remove one planned fault.
+    RemoveFault,
+    /// Replace (or add) one override with a value the generator drew.
+    ChangeOverride,
+    /// Draw another madsim seed.
+    Reseed,
+}
+
+const MUTATIONS: [Mutation; 6] = [
+    Mutation::MoveFault,
+    Mutation::Stretch,
+    Mutation::AddFault,
+    Mutation::RemoveFault,
+    Mutation::ChangeOverride,
+    Mutation::Reseed,
+];
+
+/// Coverage-guided exploration of `space` around `base`: up to `guided.budget` cases, stopping at
+/// the first that breaks the target invariant (any invariant when none is given), which is then
+/// shrunk. `progress` is called after every case.
+pub fn explore_guided(
+    base: &Scenario,
+    space: &Space,
+    guided: &Guided,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<GuidedReport, SimError> {
+    space.check()?;
+    let target = guided.target.as_deref();
+    if let Some(t) = target.filter(|t| !INVARIANTS.iter().any(|i| i.name == *t)) {
+        return Err(SimError::Usage(format!("unknown invariant {t:?} (see `mcpsim profiles`)")));
+    }
+    let base = space.constrained(base)?;
+    let mut explorer = Explorer::new(&base, space, guided.rng_seed);
+    let mut seen: BTreeSet<Feature> = BTreeSet::new();
+    let mut corpus: Vec<Case> = Vec::new();
+    let mut growth = Vec::new();
+    let mut total = Coverage::new();
+    let mut cases_run = 0;
+    // Draws that came out invalid or unchanged are drawn again, a bounded number of times.
+    let mut draws_left = guided.budget.saturating_mul(20);
+    while cases_run < guided.budget && draws_left > 0 {
+        draws_left -= 1;
+        let Some(case) = explorer.next_case(cases_run, &corpus) else { continue };
+        cases_run += 1;
+        let scenario = case.scenario(&base)?;
+        let outcome = run(&scenario, case.seed)?;
+        let reached = coverage(&outcome.trace);
+        total.merge(&reached);
+        if let Some(invariant) = pinned_invariant(&outcome.violations, target) {
+            let original = Counterexample { scenario, seed: case.seed, outcome };
+            let (minimal, shrink_runs) =
+                if guided.shrink { search::shrink_fixed(&base, &original, invariant)? } else { (original.clone(), 0) };
+            let found = Found { invariant, original, minimal, shrink_runs, shrink_error: None };
+            progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
+            return Ok(GuidedReport {
+                found: Some(found),
+                cases: cases_run,
+                coverage: total,
+                features: seen.len(),
+                corpus: corpus.len(),
+                growth,
+            });
+        }
+        let before = seen.len();
+        seen.extend(features(&outcome.trace, &reached));
+        if seen.len() > before {
+            corpus.push(case);
+            growth.push((cases_run, seen.len()));
+        }
+        progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
+    }
+    Ok(GuidedReport {
+        found: None,
+        cases: cases_run,
+        coverage: total,
+        features: seen.len(),
+        corpus: corpus.len(),
+        growth,
+    })
+}
+
+/// `explore --guided`: [`explore_guided`] on `scenario` (inside the conditions of validity when
+/// `within_conditions`), printing coverage growth on stderr every two seconds and a summary at the
+/// end. Returns what was found, the cases run and their coverage.
+pub fn explore_guided_reporting(
+    scenario: &Scenario,
+    within_conditions: bool,
+    budget: u64,
+    rng_seed: u64,
+    shrink: bool,
+    target: Option<&str>,
+) -> Result<(Option<Found>, u64, Coverage), SimError> {
+    let space = if within_conditions { Space::within_conditions(scenario) } else { Space::for_scenario(scenario) };
+    let guided = Guided { budget, rng_seed, shrink, target: target.map(str::to_string) };
+    let started = WallClock::now();
+    let mut last_line = started;
+    let mut elapsed = None;
+    let mut on_progress = |p: &Progress| {
+        if last_line.elapsed() >= Duration::from_secs(2) {
+            last_line = WallClock::now();
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "  guided: {}/{budget} cases, {} features ({:.1} features/s, {:.2} per case), corpus {}, {:.0} runs/s",
+                p.cases,
+                p.features,
+                p.features as f64 / secs,
+                p.features as f64 / p.cases.max(1) as f64,
+                p.corpus,
+                p.cases as f64 / secs
+            );
+        }
+        elapsed = Some(started.elapsed());
+    };
+    let report = explore_guided(scenario, &space, &guided, &mut on_progress)?;
+    let secs = elapsed.unwrap_or_default().as_secs_f64();
+    let growth: Vec<String> = report.growth.iter().rev().take(6).rev().map(|(c, f)| format!("{c}:{f}")).collect();
+    eprintln!(
+        "guided: {} features from {} case(s) in {secs:.2}s ({:.1} features/s, {:.2} per case); corpus {}; last growth \
+         (case:features) {}",
+        report.features,
+        report.cases,
+        report.features as f64 / secs.max(1e-9),
+        report.features as f64 / report.cases.max(1) as f64,
+        report.corpus,
+        growth.join(" ")
+    );
+    Ok((report.found, report.cases, report.coverage))
+}
+
+/// Draws the cases: the family's own, fresh ones, and mutations of the corpus.
+struct Explorer<'a> {
+    base: &'a Scenario,
+    space: &'a Space,
+    rng: SplitMix64,
+    fresh: TestRunner,
+    strategy: BoxedStrategy<Case>,
+    horizon: u64,
+}
+
+impl<'a> Explorer<'a> {
+    fn new(base: &'a Scenario, space: &'a Space, rng_seed: u64) -> Self {
+        let mut seed_bytes = [0u8; 32];
+        seed_bytes[..8].copy_from_slice(&rng_seed.to_le_bytes());
+        seed_bytes[8..16].copy_from_slice(b"guided\0\0");
+        let fresh = TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
+        Explorer {
+            base,
+            space,
+            rng: SplitMix64::new(rng_seed ^ 0x6775_6964_6564),
+            fresh,
+            strategy: cases(space),
+            horizon: space.horizon.as_secs().max(1),
+        }
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.rng.next_u64() % n
+        }
+    }
+
+    fn fresh_case(&mut self) -> Option<Case> {
+        self.strategy.new_tree(&mut self.fresh).ok().map(|t| t.current())
+    }
+
+    /// The case to run as number `n` (from 0); `None` when a draw came out invalid (drawn again).
+    fn next_case(&mut self, n: u64, corpus: &[Case]) -> Option<Case> {
+        if n == 0 {
+            // The family as it is, on the madsim seed `explore` without `--search` starts from.
+            return Some(Case { overrides: vec![], swarm: Swarm::new(), seed: self.rng.next_u64() % 1_000 });
+        }
+        if n < WARM_UP || corpus.is_empty() || self.below(FRESH_EVERY) == 0 {
+            return self.fresh_case();
+        }
+        // Favour the newest entries half the time: they opened the latest ground.
+        let pick = if self.below(2) == 0 {
+            let recent = corpus.len().min(8) as u64;
+            corpus.len() - 1 - self.below(recent) as usize
+        } else {
+            self.below(corpus.len() as u64) as usize
+        };
+        let mut case = corpus[pick].clone();
+        for _ in 0..=self.below(3) {
+            let mutation = MUTATIONS[self.below(MUTATIONS.len() as u64) as usize];
+            case = self.mutate(case, mutation)?;
+        }
+        // A mutation that changed nothing is not worth a run: draw again.
+        (case != corpus[pick]).then_some(case)
+    }
+
+    fn mutate(&mut self, mut case: Case, mutation: Mutation) -> Option<Case> {
+        let scenario = case.scenario(self.base).ok()?;
+        let mut faults: Vec<PlannedFault> = scenario.faults.faults().to_vec();
+        match mutation {
+            Mutation::Reseed => {
+                case.seed = self.rng.next_u64();
+                return Some(case);
+            }
+            Mutation::ChangeOverride => {
+                let drawn = self.fresh_case()?;
+                let params: Vec<&Override> = drawn.overrides.iter().filter(|(k, _)| !k.starts_with("fault.")).collect();
+                if params.is_empty() {
+                    return Some(case);
+                }
+                let (key, value) = params[self.below(params.len() as u64) as usize].clone();
+                case.overrides.retain(|(k, _)| *k != key);
+                case.overrides.push((key, value));
+                return Some(case);
+            }
+            Mutation::Stretch => {
+                let durations: Vec<usize> = (0..case.overrides.len())
+                    .filter(|i| !case.overrides[*i].0.starts_with("fault."))
+                    .filter(|i| parse_duration(&case.overrides[*i].1).is_ok())
+                    .collect();
+                let partitions: Vec<usize> =
+                    (0..faults.len()).filter(|i| faults[*i].fault.kind() == "partition").collect();
+                let choices = durations.len() + partitions.len();
+                if choices == 0 {
+                    return Some(case);
+                }
+                let factor = [0.5, 0.8, 1.25, 2.0][self.below(4) as usize];
+                let which = self.below(choices as u64) as usize;
+                if which < durations.len() {
+                    let i = durations[which];
+                    let d = parse_duration(&case.overrides[i].1).ok()?;
+                    let stretched = Duration::from_millis(((d.as_millis() as f64) * factor).round().max(1.0) as u64);
+                    case.overrides[i].1 = format_duration(stretched);
+                    return Some(case);
+                }
+                let f = &mut faults[partitions[which - durations.len()]];
+                let secs = ((f.fault.duration().as_secs() as f64) * factor).round() as u64;
+                f.fault = Fault::Partition { duration: Duration::from_secs(secs.clamp(1, MAX_PARTITION)) };
+            }
+            Mutation::MoveFault => {
+                if faults.is_empty() {
+                    return Some(case);
+                }
+                let i = self.below(faults.len() as u64) as usize;
+                let shift = 1 + self.below(60);
+                let at = faults[i].at.as_secs();
+                let moved = if self.below(2) == 0 { at.saturating_sub(shift) } else { (at + shift).min(self.horizon) };
+                faults[i].at = Duration::from_secs(moved);
+            }
+            Mutation::AddFault => {
+                if self.space.fault_kinds.is_empty() {
+                    return Some(case);
+                }
+                let kind = self.space.fault_kinds[self.below(self.space.fault_kinds.len() as u64) as usize];
+                let at = Duration::from_secs(self.below(self.horizon + 1));
+                let fault = match kind {
+                    "partition" => Fault::Partition { duration: Duration::from_secs(1 + self.below(MAX_PARTITION)) },
+                    "reset" => Fault::Reset,
+                    "server-restart" => Fault::ServerRestart,
+                    _ => Fault::ClientRestart,
+                };
+                let planned = faults.iter().filter(|f| f.fault.kind() == kind).count() as u32;
+                if planned >= self.space.max_intensity.max(1) {
+                    return Some(case);
+                }
+                faults.push(PlannedFault { at, fault });
+            }
+            Mutation::RemoveFault => {
+                if faults.is_empty() {
+                    return Some(case);
+                }
+                faults.remove(self.below(faults.len() as u64) as usize);
+            }
+        }
+        set_faults(&mut case, &scenario, faults);
+        Some(case)
+    }
+}
+
+/// Writes `faults` into `case` as the overrides of each kind that changed, and records the kinds
+/// the case now plans as its swarm (intensity: how many of that kind).
+fn set_faults(case: &mut Case, scenario: &Scenario, faults: Vec<PlannedFault>) {
+    for kind in Fault::KINDS {
+        let Some(key) = fault_setting(kind) else { continue };
+        let of_kind: Vec<&PlannedFault> = faults.iter().filter(|f| f.fault.kind() == *kind).collect();
+        let value = if *kind == "partition" {
+            partitions_value(of_kind.iter().map(|f| (f.at.as_secs(), f.fault.duration().as_secs())).collect())
+        } else {
+            times_value(of_kind.iter().map(|f| f.at.as_secs()).collect())
+        };
+        let current = setting(key).map(|s| (s.show)(scenario)).unwrap_or_default();
+        if value == current {
+            continue;
+        }
+        case.overrides.retain(|(k, _)| k != key);
+        case.overrides.push((key.to_string(), value));
+    }
+    let plan = FaultPlan::new(faults);
+    case.swarm = Fault::KINDS
+        .iter()
+        .filter_map(|kind| {
+            let n = plan.faults().iter().filter(|f| f.fault.kind() == *kind).count() as u32;
+            let key = fault_setting(kind)?;
+            case.overrides.iter().any(|(k, _)| k == key).then(|| (kind.to_string(), n.max(1)))
+        })
+        .collect();
+}
+
+/// AFL's hit-count buckets: 1, 2, 3, 4–7, 8–15, 16–31, 32–127, 128+.
+fn bucket(n: u32) -> u32 {
+    match n {
+        0..=3 => n,
+        4..=7 => 4,
+        8..=15 => 8,
+        16..=31 => 16,
+        32..=127 => 32,
+        _ => 128,
+    }
+}
+
+fn fnv(parts: &[&str]) -> Feature {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The abstract fact a step stands for, if it stands for one worth telling apart; the frequent
+/// data steps (events stored and delivered, keep-alives, sends) are left out, their effects show
+/// in the decisions and resumes they lead to.
+fn label(kind: &StepKind) -> Option<String> {
+    Some(match kind {
+        StepKind::Decision { call, outcome, action, error } => {
+            let stream = if call.is_some() { "post" } else { "get" };
+            let outcome = match outcome {
+                Some(StreamOutcome::Reconnectable) => "reconnectable",
+                Some(StreamOutcome::SessionTerminated) => "terminated",
+                Some(StreamOutcome::EventsLost) => "events-lost",
+                Some(StreamOutcome::ServerClosed) => "server-closed",
+                None => "none",
+            };
+            let action = action.as_ref().map(|a| format!("{a:?}").split([' ', '{']).next().unwrap_or("").to_string());
+            format!("decision:{stream}:{outcome}:{}:{}", action.unwrap_or_default(), error.is_some())
+        }
+        StepKind::ConnEnd { end, .. } => format!("conn-end:{end}"),
+        StepKind::Response { head, .. } => format!("status:{}", head.status),
+        StepKind::Backoff { call, attempt, .. } => format!("backoff:{}:{}", call.is_some(), bucket(*attempt)),
+        StepKind::InitializeBackoff { attempt, .. } => format!("init-backoff:{}", bucket(*attempt)),
+        StepKind::ClientStart { restored } => format!("client-start:{restored}"),
+        StepKind::LbIdleCut { .. } => "lb-idle-cut".into(),
+        StepKind::SessionCreated { .. } => "session-created".into(),
+        StepKind::SessionEnded { reason, .. } => format!("session-ended:{reason:?}"),
+        StepKind::SideEffect { idempotent, .. } => format!("side-effect:{idempotent}"),
+        StepKind::Resume { stream, outcome, .. } => {
+            let what = match outcome {
+                ResumeOutcome::Replayed { replayed } => format!("replayed:{}", bucket(*replayed)),
+                ResumeOutcome::Rejected { status, head } => format!("rejected:{status}:{}", head.is_some()),
+                ResumeOutcome::SilentHead { skipped } => format!("silent-head:{}", bucket(*skipped)),
+                ResumeOutcome::FromOldest { skipped, .. } => format!("from-oldest:{}", bucket(*skipped)),
+                ResumeOutcome::Empty { open } => format!("empty:{open}"),
+            };
+            format!("resume:{}:{what}", stream.is_some())
+        }
+        StepKind::Rejected { status, .. } => format!("rejected:{status}"),
+        StepKind::ToolEnded { end, .. } => format!("tool-ended:{end:?}"),
+        StepKind::ServerStart { epoch } => format!("server-start:{}", bucket(*epoch)),
+        StepKind::AppGap { .. } => "app-gap".into(),
+        StepKind::AppResult { .. } => "app-result".into(),
+        StepKind::AppError { .. } => "app-error".into(),
+        StepKind::AppUnknownOutcome { .. } => "app-unknown-outcome".into(),
+        StepKind::AppSessionLost { .. } => "app-session-lost".into(),
+        StepKind::Fault { fault } => format!("fault:{}", fault.split_whitespace().next().unwrap_or("")),
+        StepKind::Liveness { .. } => "liveness".into(),
+        _ => return None,
+    })
+}
+
+/// The features of a run: labels with bucketed counts, label-to-label edges, the state each fault
+/// struck in (calls in flight, a stream detached, a partition already on), and coverage events
+/// with bucketed counts.
+pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
+    let mut out = BTreeSet::new();
+    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    let mut previous = String::from("start");
+    let mut in_flight: i64 = 0;
+    let mut detached = false;
+    let mut partitioned_until = 0u64;
+    for step in &trace.steps {
+        match &step.kind {
+            StepKind::AppCall { .. } => in_flight += 1,
+            k if k.resolves().is_some() => in_flight -= 1,
+            StepKind::ConnEnd { end, .. } => detached = !matches!(end, mcpsim_model::http::ConnEnd::Clean),
+            StepKind::Send { .. } => detached = false,
+            _ => {}
+        }
+        let Some(label) = label(&step.kind) else { continue };
+        if let StepKind::Fault { fault } = &step.kind {
+            let overlapping = step.t < partitioned_until;
+            let state = format!("{}:{}:{overlapping}", in_flight > 0, detached);
+            out.insert(fnv(&["fault-in", &label, &state]));
+            if let Some(end) = partition_end(fault) {
+                partitioned_until = partitioned_until.max(end);
+            }
+        }
+        out.insert(fnv(&["edge", &previous, &label]));
+        *counts.entry(label.clone()).or_default() += 1;
+        previous = label;
+    }
+    for (label, n) in &counts {
+        out.insert(fnv(&["count", label, &bucket(*n).to_string()]));
+    }
+    for (event, n) in &reached.0 {
+        if *n > 0 {
+            out.insert(fnv(&["coverage", event.name(), &bucket(*n).to_string()]));
+        }
+    }
+    out
+}
+
+/// When a partition a `Fault` step announces heals, in µs (`partition 60s..4m`).
+fn partition_end(fault: &str) -> Option<u64> {
+    let range = fault.strip_prefix("partition ")?;
+    let (_, end) = range.split_once("..")?;
+    parse_duration(end.trim()).ok().map(|d| d.as_micros() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chatty() -> Scenario {
+        Scenario::build("chatty-tool", "reference", "silent-head").unwrap()
+    }
+
+    #[test]
+    fn mutations_keep_cases_valid_and_inside_the_space() {
+        let base = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let space = Space::within_conditions(&base);
+        let constrained = space.constrained(&base).unwrap();
+        let mut explorer = Explorer::new(&constrained, &space, 7);
+        let mut corpus = vec![explorer.fresh_case().unwrap()];
+        for n in 0..300 {
+            let Some(case) = explorer.next_case(WARM_UP + n, &corpus) else { continue };
+            let s = case.scenario(&constrained).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+            assert!(s.faults.faults().iter().all(|f| f.fault != Fault::ServerRestart), "{case:?}");
+            let parts: Vec<_> = s.faults.faults().iter().filter(|f| f.fault.kind() == "partition").collect();
+            assert!(parts.windows(2).all(|w| w[0].at + w[0].fault.duration() < w[1].at), "overlap: {case:?}");
+            assert_eq!(s.server.retention.max_events, None);
+            for kind in case.swarm.keys() {
+                assert!(case.overrides.iter().any(|(k, _)| Some(k.as_str()) == fault_setting(kind)), "{case:?}");
+            }
+            corpus.push(case);
+        }
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_cases() {
+        let base = chatty();
+        let space = Space::for_scenario(&base);
+        let draw = |seed| {
+            let mut explorer = Explorer::new(&base, &space, seed);
+            let mut corpus = Vec::new();
+            for n in 0..40 {
+                if let Some(case) = explorer.next_case(n, &corpus) {
+                    corpus.push(case);
+                }
+            }
+            corpus
+        };
+        assert_eq!(draw(3), draw(3));
+        assert_ne!(draw(3), draw(4));
+    }
+
+    #[test]
+    fn features_tell_a_cut_run_from_a_calm_one() {
+        let base = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let calm_scenario = {
+            let mut s = base.clone();
+            s.apply_overrides(&[("lb.idle_timeout".into(), "none".into())]).unwrap();
+            s
+        };
+        let cut = run(&base, 0).unwrap();
+        let calm = run(&calm_scenario, 0).unwrap();
+        let f = |o: &crate::engine::runner::RunOutcome| features(&o.trace, &coverage(&o.trace));
+        let (cut, calm) = (f(&cut), f(&calm));
+        assert!(!cut.is_empty() && !calm.is_empty());
+        assert!(cut.difference(&calm).count() > 0, "an idle cut reaches something a calm run does not");
+    }
+
+    #[test]
+    fn buckets_are_afl_hit_counts() {
+        assert_eq!([0, 1, 2, 3, 5, 9, 20, 100, 1000].map(bucket), [0, 1, 2, 3, 4, 8, 16, 32, 128]);
+        assert_eq!(partition_end("partition 60s..4m"), Some(240_000_000));
+        assert_eq!(partition_end("reset at 30s"), None);
+    }
+}

@@ -1,0 +1,122 @@
+//! `mcpsim check`: a deployment that breaks (a naive client, a silent 5-minute payment behind a
+//! 60 s-idle load balancer) exits 1 and names the invariant and the mitigation that fixes it;
+//! the same deployment with that mitigation applied exits 0; the HTML report holds a section for
+//! each broken cell; a bad file is exit 2 with FILE:LINE:COL.
+
+use mcpsim::cli::{cmd_check, CheckArgs, Exit};
+use mcpsim::run;
+use mcpsim::studies::check::{anchor, check, render_html, render_text, Deployment};
+use mcpsim::studies::pool::Silent;
+use std::path::{Path, PathBuf};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mcpsim-check-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("a writable temp dir");
+    d
+}
+
+fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, text).expect("a writable temp dir");
+    path
+}
+
+/// The first incident as a deployment: the naive client re-sends the payment after the load
+/// balancer's idle cut. Two families, so the table has a clean row beside the broken one.
+const NAIVE: &str = r#"
+clients = ["naive", "reference"]
+families = ["long-tool", "resume-after-completion"]
+server = "reference"
+lb = { idle_timeout = "60s" }
+"#;
+
+/// The same with the `keepalive` mitigation written into the server table.
+const FIXED: &str = r#"
+clients = ["naive", "reference"]
+families = ["long-tool", "resume-after-completion"]
+lb = { idle_timeout = "60s" }
+
+[server]
+extends = "reference"
+keepalive = "15s"
+"#;
+
+fn args(file: PathBuf, format: &str, output: Option<PathBuf>) -> CheckArgs {
+    CheckArgs { file, seeds: 2, format: format.into(), output, jobs: 2 }
+}
+
+#[test]
+fn a_breaking_deployment_exits_1_names_the_invariant_and_the_fix_and_the_fix_exits_0() {
+    let d = dir("exit");
+    let naive = write(&d, "naive.toml", NAIVE);
+    let deployment = Deployment::load(&naive).unwrap();
+    let report = check(&deployment, 2, 2, &run, &Silent).unwrap();
+    let broken: Vec<_> = report.cells.iter().filter(|c| c.broken()).collect();
+    assert_eq!(broken.len(), 1, "only naive × long-tool breaks:\n{}", render_text(&report));
+    let cell = broken[0];
+    assert_eq!((cell.client.as_str(), cell.family.as_str()), ("naive", "long-tool"));
+    assert!(cell.verdict().contains("no-duplicate-execution"), "{}", cell.verdict());
+    assert!(cell.fixes.contains(&"keepalive"), "{:?}", cell.fixes);
+    let text = render_text(&report);
+    assert!(text.contains("no-duplicate-execution") && text.contains("--mitigate keepalive"), "{text}");
+    // The replay command rebuilds the cell: the deployment's load balancer is a --set.
+    let (seed, replay) = cell.tally.first_violation.clone().unwrap();
+    assert!(replay.contains("--client naive --server reference --scenario long-tool --set lb.idle_timeout=60s"));
+    assert!(replay.ends_with(&format!("--seed {seed}")), "{replay}");
+    assert_eq!(cmd_check(&args(naive, "text", None)).unwrap(), Exit::Violated);
+
+    let fixed = write(&d, "fixed.toml", FIXED);
+    assert_eq!(cmd_check(&args(fixed, "text", None)).unwrap(), Exit::Clean);
+}
+
+#[test]
+fn the_html_report_has_the_table_and_a_section_per_broken_cell() {
+    let d = dir("html");
+    let naive = write(&d, "naive.toml", NAIVE);
+    let out = d.join("report.html");
+    assert_eq!(cmd_check(&args(naive.clone(), "html", Some(out.clone()))).unwrap(), Exit::Violated);
+    let page = std::fs::read_to_string(&out).expect("the report was written");
+    let report = check(&Deployment::load(&naive).unwrap(), 2, 1, &run, &Silent).unwrap();
+    assert_eq!(render_html(&report, &run).unwrap(), page, "the same deployment, the same bytes");
+    for cell in report.cells.iter().filter(|c| c.broken()) {
+        let id = anchor(cell);
+        assert!(page.contains(&format!("href=\"#{id}\"")), "the table links {id}");
+        assert!(page.contains(&format!("id=\"{id}\"")), "a section for {id}");
+    }
+    assert_eq!(page.matches("<section class=\"m-cell\"").count(), 1);
+    assert_eq!(page.matches("<section class=\"m-trace\"").count(), 1, "the first failing seed's trace");
+    for part in ["<svg", "Why no-duplicate-execution broke", "--mitigate keepalive", "m-check-table"] {
+        assert!(page.contains(part), "{part}");
+    }
+}
+
+#[test]
+fn bad_deployments_are_bad_input_at_their_line_and_column() {
+    let d = dir("bad");
+    let err = |text: &str| {
+        let f = write(&d, "bad.toml", text);
+        let e = cmd_check(&args(f, "text", None)).unwrap_err();
+        assert!(!matches!(e, mcpsim::SimError::Runtime(_)), "bad input, exit 2: {e}");
+        e.to_string()
+    };
+    let at = |e: String, what: &str| assert!(e.contains(&format!("bad.toml:{what}")) && !e.contains('\n'), "{e}");
+    at(err("server = \"reference\"\nclients = [\"naive\", \"nope\"]\n"), "2:21: unknown client profile \"nope\"");
+    at(err("server = \"reference\"\n[lb]\nidle_timeout = \"soon\"\n"), "3:16: lb.idle_timeout=soon");
+    at(err("[server]\nextends = \"py-sdk\"\nkeepalive = \"500ms\"\n"), "3:13: server.keepalive: 500ms is below");
+    at(err("server = \"reference\"\nspeed = 1\n"), "2:1: unknown key `speed`");
+    at(err("[server]\nkeepalive = \"15s\"\n"), "1:1: server: a table needs extends");
+    at(err("server = \"reference\"\nfamilies = [\"long-tool\", \"nope\"]\n"), "2:26: unknown scenario \"nope\"");
+    at(err("server = \"reference\"\n[set]\ntool.duration = \"48h\"\n"), "3:17: tool.duration");
+}
+
+#[test]
+fn the_example_deployment_reads() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples/deployment.toml");
+    let d = Deployment::load(&example).unwrap();
+    assert_eq!(d.server.0, "py-sdk");
+    let s = d.scenario("ts-sdk", "chatty-tool").unwrap();
+    assert_eq!(s.server.retention.window, Some(std::time::Duration::from_secs(600)));
+    assert_eq!(s.server.retention.max_events, None);
+    assert_eq!(s.lb.idle_timeout, Some(std::time::Duration::from_secs(60)));
+}
