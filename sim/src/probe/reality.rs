@@ -12,7 +12,7 @@ use super::{probe_server, ProbeError, ProbeOptions, ProbeReport, ScenarioReport}
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{CallSpec, DeleteSpec, Scenario};
-use mcpsim_model::config::ToolSpec;
+use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::ids::CallKey;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -194,6 +194,9 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
         duration: ms(duration),
         event_interval: Some(ms(interval)),
         idempotent: false,
+        // probe_work adds to its start counter first and checks the SDK's abort signal each tick.
+        side_effect: SideEffectAt::Start,
+        on_abort: OnAbort::Stop,
     };
     let call = || vec![CallSpec { at: Duration::ZERO, call: CallKey(0), tool: "probe_work".into(), client: 0 }];
     let reset = |at: u64| FaultPlan::new(vec![PlannedFault { at: ms(at), fault: Fault::Reset }]);
@@ -290,25 +293,17 @@ pub const KNOWN_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[
         profile: "ts-sdk",
         field: "delete_running_tool",
         probed: "\"cancel\"",
-        builtin: "\"run-on\"",
-        observation: "the fixture's probe_work checks extra.signal each tick; DELETE's close() aborts every in-flight handler's signal, so the tool stopped (probe_count completed 0)",
-        why_not_changed: "the SDK only signals: a tool that ignores extra.signal runs on (the profile's case); whether to model the cooperative tool is the field-srv branch's decision (OBSERVED.md, 'TS DELETE does not run on by itself')",
-    },
-    KnownFieldDifference {
-        profile: "py-sdk",
-        field: "keepalive",
-        probed: "\"15s\"",
-        builtin: "none",
-        observation: "': ping - <timestamp>' comment lines every 15 s on POST and GET streams (sse-starlette's default ping)",
-        why_not_changed: "profile fields are corrected on the field-srv branch from OBSERVED.md; this branch does not edit model/profiles",
+        builtin: "\"abort-signal\"",
+        observation: "DELETE's close() aborts every in-flight handler's extra.signal; the fixture's probe_work checks it each tick and stopped (probe_count completed 0)",
+        why_not_changed: "the same behaviour in two vocabularies: the profile's abort-signal leaves it to the tool (ToolSpec.on_abort), and with a tool that stops on abort (the mirror's, like the fixture's) it is cancel; the probe cannot tell the two apart without a second tool that ignores the signal",
     },
     KnownFieldDifference {
         profile: "rmcp",
-        field: "priming.standalone",
-        probed: "true",
-        builtin: "false",
-        observation: "a fresh standalone GET starts with 'id: 0' + 'retry: 3000' and empty data, and the first notification then reuses id 0",
-        why_not_changed: "profile fields are corrected on the field-srv branch from OBSERVED.md; the reused id 0 is not modelled by any field yet",
+        field: "second_get",
+        probed: "\"accept\"",
+        builtin: "\"shadow\"",
+        observation: "a second GET while the first was open answered 200 with a priming event and stayed open",
+        why_not_changed: "the probe's fingerprint knows only accept and reject409; telling shadow (the second stream receives nothing, OBSERVED.md) from accept needs a notification sent while both are open, which the standalone scenario does not check yet",
     },
 ];
 
