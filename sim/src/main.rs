@@ -279,6 +279,16 @@ enum ProbeCommand {
         #[arg(long, default_value_t = 90)]
         scenario_timeout: u64,
     },
+    /// Probe the real SDK fixture servers (sim/probe/fixtures, after install.sh) and compare each
+    /// probe scenario's verdict with the simulator's, and each probed field with the built-in profile.
+    Reality {
+        /// Only these SDKs (ts, py, rust); repeat or comma-separate. Default: all three.
+        #[arg(long = "sdk", value_delimiter = ',')]
+        sdks: Vec<String>,
+        /// Rewrite the generated table and field list of this document (docs/reality.md).
+        #[arg(long)]
+        doc: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -346,6 +356,7 @@ fn main() -> ExitCode {
         Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout }) => {
             cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout)
         }
+        Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

@@ -56,3 +56,61 @@ pub fn cmd_probe_server(
         Ok(Exit::Clean)
     }
 }
+
+/// `mcpsim probe reality [--sdk ts,py,rust] [--doc docs/reality.md]`: starts each installed
+/// SDK fixture server, probes it, mirrors every probe scenario in the simulator, prints the
+/// agreement table and the profile fields found different, and rewrites the generated parts of
+/// the doc. Exit 0 everything agrees or is explained, 1 a new unexplained difference, 2 a
+/// fixture is missing or the probe could not run.
+pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit, SimError> {
+    use crate::probe::reality::{self, FieldStatus, Sdk};
+    let mut chosen = Vec::new();
+    for name in if sdks.is_empty() { vec!["ts".into(), "py".into(), "rust".into()] } else { sdks } {
+        match Sdk::parse(&name) {
+            Some(s) => chosen.push(s),
+            None => {
+                eprintln!("mcpsim probe reality: no SDK {name:?} (known: ts, py, rust)");
+                return Ok(Exit::BadInput);
+            }
+        }
+    }
+    let fixtures = reality::fixtures_dir();
+    for sdk in &chosen {
+        if let Err(why) = sdk.installed(&fixtures) {
+            eprintln!("mcpsim probe reality: {why}");
+            return Ok(Exit::BadInput);
+        }
+    }
+    // The SDKs in parallel: each has its own server, proxy and runtime.
+    let handles: Vec<_> = chosen
+        .iter()
+        .map(|&sdk| {
+            let fixtures = fixtures.clone();
+            std::thread::spawn(move || reality::check_sdk(sdk, &fixtures))
+        })
+        .collect();
+    let mut all = Vec::new();
+    for (sdk, h) in chosen.iter().zip(handles) {
+        match h.join() {
+            Ok(Ok(r)) => all.push(r),
+            Ok(Err(e)) => {
+                eprintln!("mcpsim probe reality: {}: {e}", sdk.name());
+                return Ok(Exit::BadInput);
+            }
+            Err(_) => return Err(SimError::Runtime(format!("the {} probe thread panicked", sdk.name()))),
+        }
+    }
+    print!("{}", reality::table_markdown(&all));
+    println!();
+    print!("{}", reality::fields_markdown(&all));
+    if let Some(path) = doc {
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let new = reality::splice(&old, &all);
+        std::fs::write(&path, new)
+            .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+        println!("wrote {}", path.display());
+    }
+    let new_field = all.iter().flat_map(|r| &r.fields).any(|f| f.status == FieldStatus::New);
+    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained());
+    Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
+}

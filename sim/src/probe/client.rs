@@ -24,23 +24,31 @@ use tokio::time::timeout;
 /// Where requests go: a loopback address (the proxy's, usually) and the endpoint's path.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
+    /// The address to connect to.
     pub addr: SocketAddr,
+    /// `host:port` for the `Host` header.
     pub host: String,
+    /// The endpoint's path.
     pub path: String,
 }
 
 /// The headers and body of one request.
 #[derive(Clone, Debug, Default)]
 pub struct Outgoing {
+    /// `POST`, `GET` or `DELETE`.
     pub method: &'static str,
+    /// The `Mcp-Session-Id` to send.
     pub session: Option<String>,
+    /// The `Last-Event-ID` to send.
     pub last_event_id: Option<String>,
+    /// The JSON-RPC body (POST).
     pub body: Option<Value>,
     /// Send `MCP-Protocol-Version` (every request after `initialize`).
     pub protocol: bool,
 }
 
 impl Outgoing {
+    /// A POST of `body`, in `session` if any.
     pub fn post(session: Option<&str>, body: Value) -> Self {
         Outgoing {
             method: "POST",
@@ -50,6 +58,7 @@ impl Outgoing {
             ..Default::default()
         }
     }
+    /// A GET of the stream, resuming after `last_event_id` if any.
     pub fn get(session: &str, last_event_id: Option<&str>) -> Self {
         Outgoing {
             method: "GET",
@@ -59,6 +68,7 @@ impl Outgoing {
             ..Default::default()
         }
     }
+    /// A DELETE of the session.
     pub fn delete(session: &str) -> Self {
         Outgoing { method: "DELETE", session: Some(session.to_string()), protocol: true, ..Default::default() }
     }
@@ -68,16 +78,22 @@ impl Outgoing {
 /// its events belong to.
 #[derive(Clone, Debug)]
 pub struct TraceAs {
+    /// The model's request this exchange stands for.
     pub request: mcpsim_model::http::Request,
+    /// The session the trace files it under.
     pub session: Option<SessionId>,
+    /// The stream it opens or resumes.
     pub stream: StreamNo,
 }
 
 /// One item read from a response body.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
+    /// An SSE event.
     Event(RawEvent),
+    /// An SSE comment line (a keep-alive).
     Comment,
+    /// A JSON body.
     Json(Value),
     /// The body ended cleanly.
     End,
@@ -90,7 +106,9 @@ pub enum Item {
 /// The client: numbers connections and writes the traced ones.
 #[derive(Clone, Debug)]
 pub struct Client {
+    /// Where requests go.
     pub endpoint: Endpoint,
+    /// The trace recorder.
     pub rec: Rec,
     next_conn: Arc<AtomicU64>,
     /// Bound on connecting and on waiting for a response head.
@@ -99,10 +117,15 @@ pub struct Client {
 
 /// One response being read.
 pub struct Exchange {
+    /// The connection's number in the trace.
     pub conn: ConnId,
+    /// The HTTP status.
     pub status: u16,
+    /// The `Mcp-Session-Id` answered, if any.
     pub session_header: Option<String>,
+    /// The `Content-Type` answered.
     pub content_type: String,
+    /// The whole body, when it was not an event stream.
     pub body_text: Option<String>,
     body: Option<Incoming>,
     parser: SseParser,
@@ -120,6 +143,7 @@ impl Drop for Exchange {
 }
 
 impl Client {
+    /// A client of `endpoint` recording into `rec`.
     pub fn new(endpoint: Endpoint, rec: Rec) -> Self {
         Client { endpoint, rec, next_conn: Arc::new(AtomicU64::new(1)), head_timeout: Duration::from_secs(10) }
     }
@@ -208,10 +232,12 @@ impl Client {
 }
 
 impl Exchange {
+    /// Whether the answer is an event stream.
     pub fn is_sse(&self) -> bool {
         self.content_type.starts_with("text/event-stream")
     }
 
+    /// Whether the answer is a JSON body.
     pub fn is_json(&self) -> bool {
         self.content_type.starts_with("application/json")
     }

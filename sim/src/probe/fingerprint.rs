@@ -47,13 +47,16 @@ fn never_probed(field: &str) -> Option<&'static str> {
 /// A determined field: its TOML literal and the observation that decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decided {
+    /// The TOML literal.
     pub value: String,
+    /// The observation that decided it.
     pub why: String,
 }
 
 /// What one probe run determined.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fingerprint {
+    /// The decided fields, by dotted name.
     pub fields: BTreeMap<String, Decided>,
     /// Why a field stayed open, when a scenario said so.
     pub open: BTreeMap<String, String>,

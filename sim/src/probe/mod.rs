@@ -13,6 +13,7 @@
 pub mod client;
 pub mod fingerprint;
 pub mod proxy;
+pub mod reality;
 pub mod record;
 pub mod scenarios;
 pub mod sse;
@@ -31,25 +32,44 @@ use thiserror::Error;
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum ProbeError {
     #[error("bad url {url:?}: {problem}")]
-    BadUrl { url: String, problem: String },
+    /// The URL is not `http://host[:port]/path`.
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     #[error("{0} is not a loopback address; pass --allow-remote to probe it anyway")]
+    /// The URL's host is not loopback and remote probing was not allowed.
     NotLoopback(String),
     #[error("http: {0}")]
+    /// An HTTP exchange failed.
     Http(String),
     #[error("timed out: {0}")]
+    /// A request or a read took longer than its bound.
     Timeout(String),
     #[error("protocol: {0}")]
+    /// The server answered something the probe cannot use.
     Protocol(String),
     #[error("{path}: {problem}")]
-    Io { path: String, problem: String },
+    /// A file, process or socket could not be used.
+    Io {
+        /// The file, process or socket.
+        path: String,
+        /// The error.
+        problem: String,
+    },
     #[error("no scenario {0:?} (known: {known})", known = scenarios::SCENARIOS.join(", "))]
+    /// `--scenario` named no probe scenario.
     UnknownScenario(String),
 }
 
 /// The probe's inputs.
 #[derive(Clone, Debug)]
 pub struct ProbeOptions {
+    /// The MCP endpoint, `http://host:port/path`.
     pub url: String,
+    /// Probe a non-loopback host.
     pub allow_remote: bool,
     /// Where traces and the fingerprint go; nothing is written when `None`.
     pub out_dir: Option<PathBuf>,
@@ -60,6 +80,7 @@ pub struct ProbeOptions {
 }
 
 impl ProbeOptions {
+    /// Every scenario against `url`, nothing written, 90 s per scenario.
     pub fn new(url: &str) -> Self {
         ProbeOptions {
             url: url.to_string(),
@@ -74,8 +95,11 @@ impl ProbeOptions {
 /// A parsed `http://host:port/path`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
+    /// The address connected to.
     pub addr: SocketAddr,
+    /// `host:port` as written (the `Host` header).
     pub host: String,
+    /// The endpoint's path.
     pub path: String,
 }
 
@@ -108,22 +132,34 @@ pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, ProbeError>
 /// One scenario's verdict.
 #[derive(Debug)]
 pub struct ScenarioReport {
+    /// The scenario's name (one of `scenarios::SCENARIOS`).
     pub name: &'static str,
+    /// Its recorded trace, judged (none when it was skipped).
     pub trace: Option<Trace>,
+    /// What the oracles found in the trace.
     pub violations: Vec<Violation>,
+    /// Why it did not run, if it did not.
     pub skipped: Option<String>,
+    /// What the script observed, for the verdict table.
     pub notes: Vec<String>,
+    /// Where its trace was written.
     pub trace_file: Option<PathBuf>,
 }
 
 /// The whole probe's result.
 #[derive(Debug)]
 pub struct ProbeReport {
+    /// The server probed.
     pub target: Target,
+    /// Each scenario's verdict, in run order.
     pub scenarios: Vec<ScenarioReport>,
+    /// The fields the run decided.
     pub fingerprint: Fingerprint,
+    /// The fingerprint as a server profile TOML.
     pub profile_toml: String,
+    /// Where the profile was written.
     pub profile_file: Option<PathBuf>,
+    /// What the fault proxy did, in order.
     pub proxy_log: Vec<proxy::ProxyEvent>,
 }
 

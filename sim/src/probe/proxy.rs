@@ -50,7 +50,9 @@ pub enum Toxic {
 /// What the proxy did, for the scenario's trace and report.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProxyEvent {
+    /// Since the proxy started.
     pub at: Duration,
+    /// What happened.
     pub what: String,
 }
 
@@ -80,6 +82,7 @@ struct State {
 
 /// The proxy: listening on a loopback port, forwarding to `upstream`.
 pub struct Proxy {
+    /// Where the proxy listens.
     pub addr: SocketAddr,
     state: Arc<Mutex<State>>,
     accept: JoinHandle<()>,

@@ -36,6 +36,7 @@ pub struct Recorder {
 pub struct Rec(Arc<Mutex<Recorder>>);
 
 impl Rec {
+    /// An empty recorder.
     pub fn new() -> Self {
         Rec(Arc::new(Mutex::new(Recorder {
             start: Instant::now(),

@@ -43,9 +43,13 @@ pub struct Ctx {
     pub via_proxy: Endpoint,
     /// The server, directly (instrumentation: `probe_count`).
     pub direct: Endpoint,
+    /// The fault proxy.
     pub proxy: Arc<Proxy>,
+    /// Whether `basics` found the probe tools.
     pub has_tools: std::sync::atomic::AtomicBool,
+    /// The fingerprint the scenarios decide.
     pub fp: Mutex<Fingerprint>,
+    /// The server's event-id scheme, once `basics` saw ids.
     pub scheme: Mutex<Option<EventIdScheme>>,
     /// A session on the direct endpoint for `probe_count`.
     pub admin: Mutex<Option<String>>,
@@ -58,6 +62,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The context of one probe run.
     pub fn new(via_proxy: Endpoint, direct: Endpoint, proxy: Arc<Proxy>, run_tag: String) -> Self {
         Ctx {
             via_proxy,
@@ -74,6 +79,7 @@ impl Ctx {
         }
     }
 
+    /// The fingerprint, locked.
     pub fn fp(&self) -> MutexGuard<'_, Fingerprint> {
         self.fp.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -109,9 +115,13 @@ impl Ctx {
 /// A scenario's result.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The scenario's name.
     pub name: &'static str,
+    /// Its trace, when it ran.
     pub trace: Option<Trace>,
+    /// Why it did not run.
     pub skipped: Option<String>,
+    /// What the script observed.
     pub notes: Vec<String>,
 }
 

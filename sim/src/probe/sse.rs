@@ -15,10 +15,13 @@ pub enum SseItem {
 /// An event as it was on the wire.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawEvent {
+    /// The `id:` field.
     pub id: Option<String>,
+    /// The `event:` field.
     pub event: Option<String>,
     /// The `data:` lines joined with `\n`; `None` when the event had no `data` field.
     pub data: Option<String>,
+    /// The `retry:` field, in ms.
     pub retry_ms: Option<u64>,
 }
 

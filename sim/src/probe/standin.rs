@@ -19,23 +19,32 @@ use tokio::task::JoinHandle;
 /// The answer to a `Last-Event-ID` the stand-in cannot honour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StandinUnknown {
+    /// 410 Gone.
     Gone410,
+    /// 200, no events, closed at once.
     EmptyClosed,
+    /// 200, no events, left open.
     EmptyOpen,
 }
 
 /// The stand-in's behaviour.
 #[derive(Clone, Debug)]
 pub struct StandinConfig {
+    /// The answer to a made-up `Last-Event-ID`.
     pub unknown_id: StandinUnknown,
     /// Replay from the given id (included) instead of after it.
     pub replay_from: bool,
     /// Events kept per stream; `None` for all.
     pub retention: Option<usize>,
+    /// A second concurrent GET gets 409 (else it is accepted).
     pub second_get_409: bool,
+    /// DELETE cancels a running tool (else it runs on).
     pub delete_cancels: bool,
+    /// Keep-alive comments at this interval.
     pub keepalive: Option<Duration>,
+    /// The `retry:` field of the priming event.
     pub retry_ms: Option<u64>,
+    /// A priming event opens each POST stream.
     pub priming: bool,
     /// An evicted (issued, no longer kept) id replays from the oldest kept event instead of
     /// getting the `unknown_id` answer (rmcp's rule).
@@ -92,6 +101,7 @@ fn lock(s: &Shared) -> MutexGuard<'_, State> {
 
 /// A running stand-in; stops when dropped.
 pub struct Standin {
+    /// Where it listens.
     pub addr: SocketAddr,
     accept: JoinHandle<()>,
 }
