@@ -203,3 +203,45 @@ fn expiring_a_session_mid_tool_kills_work_for_the_servers_that_do_it() {
     let outcome = run_ok(&s, 0);
     assert!(outcome.violations.is_empty(), "{}{}", verdict(&outcome), common::replay(&s, 0));
 }
+
+/// modelcontextprotocol/python-sdk#880: several replicas behind a load balancer without session
+/// affinity; a request that lands on a replica that did not create its session gets 404
+/// ("Session not found"), intermittently. Round robin over two replicas with local sessions
+/// reproduces it; routing by `Mcp-Session-Id` does not.
+fn python_sdk_880(routing: &str) -> Scenario {
+    scenario(
+        "py-sdk",
+        "py-sdk",
+        "long-tool",
+        &[
+            ("lb.replicas", "2"),
+            ("lb.routing", routing),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/python-sdk/issues/880"),
+        ],
+    )
+}
+
+fn not_found_answers(outcome: &RunOutcome) -> usize {
+    outcome
+        .trace
+        .steps
+        .iter()
+        .filter(|st| matches!(&st.kind, StepKind::Response { head, .. } if head.status.0 == 404))
+        .count()
+}
+
+#[test]
+fn python_sdk_880_replicas_without_affinity_answer_session_not_found() {
+    for seed in SEEDS {
+        let s = python_sdk_880("round-robin");
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(not_found_answers(&outcome) > 0, "no 404 over two round-robin replicas; {replay}");
+        assert!(!outcome.violations.is_empty(), "the lost session went unnoticed; {replay}");
+        let sticky = python_sdk_880("sticky-session");
+        let outcome = run_ok(&sticky, seed);
+        let replay = common::replay(&sticky, seed);
+        assert_eq!(not_found_answers(&outcome), 0, "{replay}");
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+    }
+}
