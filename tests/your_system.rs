@@ -32,7 +32,8 @@ fn report_of(deployment: &Deployment) -> String {
 
 /// The table of a rendered report: from its `family` header to the first blank line after it.
 fn table(report: &str) -> String {
-    let lines: Vec<&str> = report.lines().skip_while(|l| !l.starts_with("family ")).take_while(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> =
+        report.lines().skip_while(|l| !l.starts_with("family ")).take_while(|l| !l.is_empty()).collect();
     lines.join("\n")
 }
 
@@ -69,7 +70,8 @@ fn marked_blocks(page: &str) -> BTreeMap<(String, String), Vec<String>> {
 fn the_page_prints_what_check_prints() {
     let page = std::fs::read_to_string(root().join(PAGE)).expect("the page exists");
     let blocks = marked_blocks(&page);
-    let files: Vec<&String> = blocks.keys().map(|(f, _)| f).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let files: Vec<&String> =
+        blocks.keys().map(|(f, _)| f).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     assert!(files.iter().any(|f| *f == "deployment.toml"), "the page marks the example deployment's table");
     assert!(files.iter().any(|f| *f == "deployment-fixed.toml"), "the page marks the fixed deployment's table");
     let mut problems = vec![];
@@ -113,9 +115,13 @@ fn the_cdn_changes_no_cell() {
 
 #[test]
 fn a_stale_table_is_caught() {
-    let page = "<!-- check:deployment.toml:table:begin -->\n```\nfamily  x\n```\n<!-- check:deployment.toml:table:end -->\n";
+    let page =
+        "<!-- check:deployment.toml:table:begin -->\n```\nfamily  x\n```\n<!-- check:deployment.toml:table:end -->\n";
     let blocks = marked_blocks(page);
     assert_eq!(blocks[&("deployment.toml".into(), "table".into())], vec!["family  x".to_string()]);
-    assert_ne!(blocks[&("deployment.toml".into(), "table".into())][0], table("seeds\n\nfamily  ok\n---\nlong  ok\n\n[1]"));
+    assert_ne!(
+        blocks[&("deployment.toml".into(), "table".into())][0],
+        table("seeds\n\nfamily  ok\n---\nlong  ok\n\n[1]")
+    );
     assert_eq!(table("seeds\n\nfamily  ok\n---\nlong  ok\n\n[1]"), "family  ok\n---\nlong  ok");
 }
