@@ -97,11 +97,14 @@ pub(crate) fn print_explanation(trace: &Trace, violation: Option<&Violation>) {
         }
     }
     let Some(v) = violation else { return };
-    let chain = explain::cause_chain(trace, v.at.as_micros());
+    let (chain, dropped) = crate::report::cause::cause_chain(&trace.steps, v.step);
     if chain.is_empty() {
         return;
     }
     println!("why (the steps that led to {} at {}):", v.invariant, v.at);
+    if dropped > 0 {
+        println!("  ({dropped} earlier step(s) of the chain left out)");
+    }
     for c in &chain {
         println!("  {}", c.line());
     }

@@ -4,6 +4,7 @@
 //! Depends on [`crate::scenario`], [`crate::engine`] and the model's trace schema only.
 
 pub mod artifacts;
+pub mod cause;
 pub mod diagram;
 #[cfg(feature = "cli")]
 pub(crate) mod explain;

@@ -18,9 +18,7 @@
 //! the page presses the first "jump to the violating step" button itself and records the step
 //! it scrolled to in `data-jumped`.
 
-mod cause;
-
-pub use cause::{cause_chain, Cause, MAX_CAUSES};
+pub use crate::report::cause::{cause_chain, Cause, MAX_CAUSES};
 
 use crate::report::diagram::{self, DiagramOptions, Format};
 use crate::report::timeline;

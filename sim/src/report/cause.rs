@@ -3,8 +3,7 @@
 //! Derived from the steps alone, whatever the invariant: faults and cut or broken connections,
 //! process restarts, sessions that ended or were created again for the same client, decisions to
 //! re-initialize, requests sent again, side effects run again, silent resumes and what the
-//! application was told. The branch `harden` is writing a text cause chain for `explore`'s
-//! output; the two should become one function in `crate::report`.
+//! application was told. The one cause chain: `run` and `explore` print it, the HTML page lists it.
 
 use crate::report::timeline;
 use mcpsim_model::decision::NextAction;
@@ -81,7 +80,7 @@ impl Walk {
             Fault { fault } => Some(format!("fault injected: {fault}")),
             LbIdleCut { conn, idle_us } => {
                 self.cut.insert(*conn);
-                Some(format!("cut {conn} after {} without a byte", format_micros(*idle_us)))
+                Some(format!("cut {conn} after {} without a byte (its idle timeout)", format_micros(*idle_us)))
             }
             StepKind::ConnEnd { conn, end } => match end {
                 http::ConnEnd::Reset if self.cut.contains(conn) => None,
