@@ -193,6 +193,9 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
         .map_err(|_| "the built-in profile does not build")?;
     s.tool_jitter = 0.0;
     s.client.reconnect.jitter = 0.0;
+    // The script keeps resuming a call whose resumes come back empty; it does not settle it as
+    // an unknown outcome after a few, as the reference client does.
+    s.client.max_unhonoured_resumes = None;
     s.faults = FaultPlan::default();
     s.liveness_grace = Duration::from_secs(60);
     let work = |duration: u64, interval: u64| ToolSpec {
