@@ -165,6 +165,29 @@ enum Command {
         /// Where the document's traces go.
         #[arg(long, default_value = "traces/matrix")]
         traces: PathBuf,
+        /// Run only shard K of N (cell i goes to shard i mod N + 1) and write its cells for
+        /// `mcpsim merge` (see docs/scale-out.md).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        /// Where the shard writes (default shard-K-of-N).
+        #[arg(long, value_name = "DIR")]
+        shard_out: Option<PathBuf>,
+    },
+    /// Merge the shard directories of one `matrix --shard K/N` run: prints (and with --doc
+    /// writes) exactly what the unsharded matrix does. Exit status as matrix.
+    Merge {
+        /// The shard directories, every K of N once.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// md, csv or json.
+        #[arg(long, default_value = "md")]
+        format: String,
+        /// Also write the compatibility document here.
+        #[arg(long)]
+        doc: Option<PathBuf>,
+        /// Where the document's traces go.
+        #[arg(long, default_value = "traces/matrix")]
+        traces: PathBuf,
     },
     /// Check your own deployment (server, load balancer, clients, workload as a TOML file)
     /// against every scenario family: per client × family ok or the invariants broken, the
@@ -330,10 +353,35 @@ fn main() -> ExitCode {
         Command::Show { file, format, no_collapse, max_rows, output } => {
             cli::cmd_show(&file, format, !no_collapse, max_rows, output.as_deref())
         }
-        Command::Matrix { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces } => {
-            let args = cli::MatrixArgs { clients, servers, scenarios, seeds, format, mitigate, jobs, doc, traces };
+        Command::Matrix {
+            clients,
+            servers,
+            scenarios,
+            seeds,
+            format,
+            mitigate,
+            jobs,
+            doc,
+            traces,
+            shard,
+            shard_out,
+        } => {
+            let args = cli::MatrixArgs {
+                clients,
+                servers,
+                scenarios,
+                seeds,
+                format,
+                mitigate,
+                jobs,
+                doc,
+                traces,
+                shard,
+                shard_out,
+            };
             cli::cmd_matrix(&args)
         }
+        Command::Merge { dirs, format, doc, traces } => cli::cmd_merge(&cli::MergeArgs { dirs, format, doc, traces }),
         Command::Check { file, seeds, format, output, jobs } => {
             cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs })
         }

@@ -3,7 +3,8 @@
 use super::progress::Bar;
 use super::Exit;
 use crate::error::SimError;
-use crate::report::artifacts::check_writable;
+use crate::report::artifacts::{check_writable, program};
+use crate::studies::shard::{self, Shard};
 use std::path::PathBuf;
 
 /// The flags of `mcpsim matrix`.
@@ -27,6 +28,10 @@ pub struct MatrixArgs {
     pub doc: Option<PathBuf>,
     /// Where the first failing trace of each violated cell is saved, with `doc`.
     pub traces: PathBuf,
+    /// Run only this shard's cells (`K/N`) and write them for `mcpsim merge`.
+    pub shard: Option<String>,
+    /// Where the shard writes (default `shard-K-of-N`).
+    pub shard_out: Option<PathBuf>,
 }
 
 /// `mcpsim matrix`: repeated profiles or scenarios in a list run once; exits 1 when any cell
@@ -51,6 +56,28 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         "json" => matrix::to_json,
         other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
     };
+    if let Some(text) = &args.shard {
+        let shard: Shard = text.parse()?;
+        if args.doc.is_some() {
+            return Err(SimError::Usage("--doc goes with `mcpsim merge`, not with --shard".into()));
+        }
+        let dir = args.shard_out.clone().unwrap_or_else(|| shard.default_dir());
+        check_writable(&dir.join(shard::MATRIX_FILE))?;
+        let (total, cells) = matrix::run_matrix_part(&spec, |i| shard.owns(i), &Bar::new("matrix shard"))?;
+        let question = shard::MatrixQuestion {
+            clients: spec.clients.clone(),
+            servers: spec.servers.clone(),
+            scenarios: spec.scenarios.clone(),
+            seeds: spec.seeds,
+            mitigation: args.mitigate.clone(),
+            cells: total,
+        };
+        let path = shard::write_matrix_shard(&dir, shard, &question, &cells)?;
+        eprintln!("shard {shard}: {} of {total} cells → {}", cells.len(), path.display());
+        eprintln!("when every shard is done: {} merge DIR... [--format md|csv|json] [--doc FILE]", program());
+        let broken = cells.iter().any(|(_, c)| c.violated());
+        return Ok(if broken { Exit::Violated } else { Exit::Clean });
+    }
     if let Some(doc) = &args.doc {
         check_writable(doc)?;
         check_writable(&args.traces.join("probe"))?;
@@ -58,6 +85,48 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
     let results = matrix::run_matrix(&spec, &Bar::new("matrix"))?;
     print!("{}", render(&results));
     if let Some(doc) = &args.doc {
+        matrix::write_doc(&spec, &results, doc, &args.traces)?;
+        println!("wrote {}", doc.display());
+    }
+    let broken = results.iter().any(matrix::MatrixCell::violated);
+    Ok(if broken { Exit::Violated } else { Exit::Clean })
+}
+
+/// The flags of `mcpsim merge`.
+#[derive(Clone, Debug)]
+pub struct MergeArgs {
+    /// The shard directories.
+    pub dirs: Vec<PathBuf>,
+    /// `md`, `csv` or `json`, as `matrix --format`.
+    pub format: String,
+    /// Also write the compatibility document here, as `matrix --doc`.
+    pub doc: Option<PathBuf>,
+    /// Where the document's traces go.
+    pub traces: PathBuf,
+}
+
+/// `mcpsim merge DIR...`: the shards of one `matrix --shard K/N` run, printed and written exactly
+/// as the unsharded command does; exit 1 when any cell broke an invariant.
+pub fn cmd_merge(args: &MergeArgs) -> Result<Exit, SimError> {
+    use crate::studies::matrix::{self, MatrixSpec};
+    let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_str() {
+        "md" | "markdown" => matrix::to_markdown,
+        "csv" => matrix::to_csv,
+        "json" => matrix::to_json,
+        other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
+    };
+    let (question, results) = shard::merge_matrix(&args.dirs)?;
+    if let Some(doc) = &args.doc {
+        check_writable(doc)?;
+        check_writable(&args.traces.join("probe"))?;
+    }
+    print!("{}", render(&results));
+    if let Some(doc) = &args.doc {
+        let mut spec = MatrixSpec::everything(question.seeds);
+        spec.clients = question.clients;
+        spec.servers = question.servers;
+        spec.scenarios = question.scenarios;
+        spec.mitigation = question.mitigation.as_deref().map(matrix::mitigation).transpose()?;
         matrix::write_doc(&spec, &results, doc, &args.traces)?;
         println!("wrote {}", doc.display());
     }

@@ -190,6 +190,33 @@ pub(crate) fn run_matrix_with(
         .collect())
 }
 
+/// The cells of one shard of the matrix (`--shard K/N`: the cells whose index `owns` accepts),
+/// each with its index in the whole matrix, and how many cells the whole matrix has.
+pub fn run_matrix_part(
+    spec: &MatrixSpec,
+    owns: impl Fn(usize) -> bool,
+    progress: &dyn Progress,
+) -> Result<(usize, Vec<(usize, MatrixCell)>), SimError> {
+    let scenarios = spec.cells()?;
+    let mine: Vec<(usize, &Scenario)> = scenarios.iter().enumerate().filter(|(i, _)| owns(*i)).collect();
+    let cells: Vec<PoolCell> = mine.iter().map(|(_, scenario)| PoolCell { scenario, seeds: 0..spec.seeds }).collect();
+    let tallies = run_cells(&cells, spec.jobs, &run, progress, |_, _| Ok(()))?;
+    let results = mine
+        .iter()
+        .zip(tallies)
+        .map(|((i, s), tally)| {
+            let cell = MatrixCell {
+                client: s.client.name.clone(),
+                server: s.server.name.clone(),
+                scenario: s.name.clone(),
+                tally,
+            };
+            (*i, cell)
+        })
+        .collect();
+    Ok((scenarios.len(), results))
+}
+
 /// The results as a Markdown table: one row per scenario × client, one column per server.
 pub fn to_markdown(results: &[MatrixCell]) -> String {
     let servers: Vec<&str> = unique(results.iter().map(|r| r.server.as_str()));

@@ -18,6 +18,7 @@ pub mod guided;
 pub mod matrix;
 pub mod pool;
 pub mod search;
+pub mod shard;
 pub(crate) mod stats;
 pub mod sweep;
 pub mod tally;
