@@ -174,6 +174,7 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key
                 if relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await == Relayed::ClientCut
                 {
                     drop(client);
+                    client_gone(&world, backend, &upstream);
                     drain_upstream(&mut upstream).await;
                     return;
                 }
@@ -259,6 +260,14 @@ fn learn_session(world: &Arc<World>, frames: &[u8], backend: Backend) {
     if let Some(Frame::Head(ResponseHead { session: Some(session), .. })) = head {
         world.with_lb(|core| core.lb.handle_session(session, backend));
     }
+}
+
+/// After a client-side cut the server's socket says nothing; the server model is told the
+/// client side is gone and decides, by its `dead_stream` rule, when it notices (a real server
+/// learns it when a write to the dead peer fails, or never).
+fn client_gone(world: &Arc<World>, backend: Backend, upstream: &TcpStream) {
+    let Ok(peer) = upstream.local_addr() else { return };
+    world.with_store(world.store_of(backend.0), |core| core.client_gone(world, peer));
 }
 
 /// After a client-side cut: the upstream stays open, its bytes going nowhere, until the server
