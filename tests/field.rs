@@ -252,7 +252,8 @@ fn python_sdk_880_replicas_without_affinity_answer_session_not_found() {
 /// reconnects get 409 and the TypeScript client gives up after its two attempts; the notification
 /// at 400 s reaches nobody (`no-silent-event-loss`). Trace: `traces/field/abap-mcp-server-3/`.
 fn abap_mcp_server_3(overrides: &[(&str, &str)]) -> Scenario {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/field/abap-mcp-server-3/silent-standalone.toml");
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/field/abap-mcp-server-3/silent-standalone.toml");
     let mut sets = vec![
         ("server.keepalive", "none"),
         ("server.dead_stream", "on-keepalive"),
@@ -281,7 +282,8 @@ fn abap_mcp_server_3_a_client_side_cut_leaves_a_stale_stream_that_409s_every_rec
         assert_eq!(conflicts(&outcome), 2, "both reconnects collide with the stale stream; {replay}");
         // A server told of the cut at once (or a balancer closing both sides) frees the stream:
         // the reconnect is accepted and the notification arrives.
-        for fixed in [abap_mcp_server_3(&[("server.dead_stream", "immediate")]), abap_mcp_server_3(&[("lb.cut_mode", "both")])]
+        for fixed in
+            [abap_mcp_server_3(&[("server.dead_stream", "immediate")]), abap_mcp_server_3(&[("lb.cut_mode", "both")])]
         {
             let outcome = run_ok(&fixed, seed);
             let replay = common::replay(&fixed, seed);
