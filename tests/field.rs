@@ -292,3 +292,42 @@ fn abap_mcp_server_3_a_client_side_cut_leaves_a_stale_stream_that_409s_every_rec
         }
     }
 }
+
+/// TryGhost/ghst#118, agentdeals#1098: a CDN holds the head of a silent standalone GET until its
+/// first body byte and cuts it at 125 s, answering 502: the client never sees the server's 200,
+/// each reconnect is cut the same way, the TypeScript client gives up after its two attempts and
+/// the notification at 400 s reaches nobody (`no-silent-event-loss`). Passing the head on at once
+/// turns each cut into a reset after a 200, which resets the attempt counter: the client stays.
+/// Trace: `traces/field/cdn-held-headers/`.
+fn cdn_held_headers(hold: &str) -> Scenario {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/field/cdn-held-headers/silent-get.toml");
+    let sets = [
+        ("server.keepalive", "none"),
+        ("lb.idle_timeout", "none"),
+        ("lb.max_lifetime", "125s"),
+        ("lb.hold_headers", hold),
+        ("run.reproduces", "https://github.com/TryGhost/ghst/issues/118"),
+    ];
+    scenario("ts-sdk", "ts-sdk", file.to_str().expect("a UTF-8 path"), &sets)
+}
+
+fn bad_gateways(outcome: &RunOutcome) -> usize {
+    let steps = &outcome.trace.steps;
+    steps.iter().filter(|st| matches!(&st.kind, StepKind::Response { head, .. } if head.status.0 == 502)).count()
+}
+
+#[test]
+fn a_cdn_holding_headers_turns_a_silent_get_into_502s_and_the_client_gives_up() {
+    for seed in SEEDS {
+        let s = cdn_held_headers("true");
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-silent-event-loss"), "{}{replay}", verdict(&outcome));
+        assert!(bad_gateways(&outcome) >= 2, "the held GETs were answered 502; {replay}");
+        let fixed = cdn_held_headers("false");
+        let outcome = run_ok(&fixed, seed);
+        let replay = common::replay(&fixed, seed);
+        assert_eq!(bad_gateways(&outcome), 0, "{replay}");
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+    }
+}

@@ -347,7 +347,8 @@ mod tests {
         let answered = LbOutput::Record(StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY });
         assert!(out.contains(&answered));
         // Without hold_headers nothing is held.
-        let mut lb = LoadBalancer::new(LbConfig { max_lifetime: Some(Duration::from_secs(125)), ..LbConfig::default() });
+        let mut lb =
+            LoadBalancer::new(LbConfig { max_lifetime: Some(Duration::from_secs(125)), ..LbConfig::default() });
         lb.handle_open(Instant::ZERO, ConnId(1));
         lb.handle_holding(ConnId(1), true);
         lb.handle_timeout(secs(125));

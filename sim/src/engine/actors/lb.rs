@@ -186,7 +186,8 @@ async fn pump(
                     }
                 }
                 let learn = by_session.then_some(backend);
-                if let Relayed::Cut(order) = relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await
+                if let Relayed::Cut(order) =
+                    relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await
                 {
                     if let Some(status) = order.answer {
                         answer(&mut client, status).await;
