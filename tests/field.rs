@@ -245,3 +245,89 @@ fn python_sdk_880_replicas_without_affinity_answer_session_not_found() {
         assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
     }
 }
+
+/// marianfoo/abap-mcp-server#3 (also LibreChat#14816, claude-code#31752): an intermediary aborts
+/// the silent standalone GET at 300 s, closing only the client's side; the server, which learns
+/// of a dead stream only at a keep-alive and sends none, keeps the stream registered. Both
+/// reconnects get 409 and the TypeScript client gives up after its two attempts; the notification
+/// at 400 s reaches nobody (`no-silent-event-loss`). Trace: `traces/field/abap-mcp-server-3/`.
+fn abap_mcp_server_3(overrides: &[(&str, &str)]) -> Scenario {
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/field/abap-mcp-server-3/silent-standalone.toml");
+    let mut sets = vec![
+        ("server.keepalive", "none"),
+        ("server.dead_stream", "on-keepalive"),
+        ("lb.idle_timeout", "300s"),
+        ("lb.cut_mode", "client-side"),
+        ("run.reproduces", "https://github.com/marianfoo/abap-mcp-server/issues/3"),
+    ];
+    sets.extend_from_slice(overrides);
+    scenario("ts-sdk", "ts-sdk", file.to_str().expect("a UTF-8 path"), &sets)
+}
+
+fn conflicts(outcome: &RunOutcome) -> usize {
+    let steps = &outcome.trace.steps;
+    steps.iter().filter(|st| matches!(&st.kind, StepKind::Response { head, .. } if head.status.0 == 409)).count()
+}
+
+#[test]
+fn abap_mcp_server_3_a_client_side_cut_leaves_a_stale_stream_that_409s_every_reconnect() {
+    for seed in SEEDS {
+        let s = abap_mcp_server_3(&[]);
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-silent-event-loss"), "{}{replay}", verdict(&outcome));
+        let kept = outcome.trace.steps.iter().any(|st| matches!(st.kind, StepKind::LbUpstreamKept { .. }));
+        assert!(kept, "the balancer cut the client side only; {replay}");
+        assert_eq!(conflicts(&outcome), 2, "both reconnects collide with the stale stream; {replay}");
+        // A server told of the cut at once (or a balancer closing both sides) frees the stream:
+        // the reconnect is accepted and the notification arrives.
+        for fixed in
+            [abap_mcp_server_3(&[("server.dead_stream", "immediate")]), abap_mcp_server_3(&[("lb.cut_mode", "both")])]
+        {
+            let outcome = run_ok(&fixed, seed);
+            let replay = common::replay(&fixed, seed);
+            assert_eq!(conflicts(&outcome), 0, "{replay}");
+            assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+        }
+    }
+}
+
+/// TryGhost/ghst#118, agentdeals#1098: a CDN holds the head of a silent standalone GET until its
+/// first body byte and cuts it at 125 s, answering 502: the client never sees the server's 200,
+/// each reconnect is cut the same way, the TypeScript client gives up after its two attempts and
+/// the notification at 400 s reaches nobody (`no-silent-event-loss`). Passing the head on at once
+/// turns each cut into a reset after a 200, which resets the attempt counter: the client stays.
+/// Trace: `traces/field/cdn-held-headers/`.
+fn cdn_held_headers(hold: &str) -> Scenario {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/field/cdn-held-headers/silent-get.toml");
+    let sets = [
+        ("server.keepalive", "none"),
+        ("lb.idle_timeout", "none"),
+        ("lb.max_lifetime", "125s"),
+        ("lb.hold_headers", hold),
+        ("run.reproduces", "https://github.com/TryGhost/ghst/issues/118"),
+    ];
+    scenario("ts-sdk", "ts-sdk", file.to_str().expect("a UTF-8 path"), &sets)
+}
+
+fn bad_gateways(outcome: &RunOutcome) -> usize {
+    let steps = &outcome.trace.steps;
+    steps.iter().filter(|st| matches!(&st.kind, StepKind::Response { head, .. } if head.status.0 == 502)).count()
+}
+
+#[test]
+fn a_cdn_holding_headers_turns_a_silent_get_into_502s_and_the_client_gives_up() {
+    for seed in SEEDS {
+        let s = cdn_held_headers("true");
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-silent-event-loss"), "{}{replay}", verdict(&outcome));
+        assert!(bad_gateways(&outcome) >= 2, "the held GETs were answered 502; {replay}");
+        let fixed = cdn_held_headers("false");
+        let outcome = run_ok(&fixed, seed);
+        let replay = common::replay(&fixed, seed);
+        assert_eq!(bad_gateways(&outcome), 0, "{replay}");
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+    }
+}

@@ -676,6 +676,11 @@ pub struct LbConfig {
     /// Which sides a cut (idle or lifetime) closes.
     #[serde(default, skip_serializing_if = "CutMode::is_default")]
     pub cut_mode: CutMode,
+    /// Hold a response's head until its first body frame (an SSE event or comment, a JSON body)
+    /// has come, as some CDNs do; a cut before any body frame was relayed then answers the client
+    /// `502` instead of ending a `200` (agentdeals#1098, TryGhost/ghst#118).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_headers: bool,
     /// Server replicas behind the balancer (1 to [`MAX_REPLICAS`]).
     #[serde(default = "one_replica", skip_serializing_if = "is_one_replica")]
     pub replicas: u32,
@@ -705,6 +710,7 @@ impl Default for LbConfig {
             idle_timeout: None,
             max_lifetime: None,
             cut_mode: CutMode::default(),
+            hold_headers: false,
             replicas: 1,
             routing: Routing::default(),
             store: ReplicaStore::default(),

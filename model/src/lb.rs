@@ -33,6 +33,9 @@ pub enum LbOutput {
         conn: ConnId,
         /// Leave the upstream connection to the replica open.
         keep_upstream: bool,
+        /// Answer the client this status before closing its side (`lb.hold_headers`: the
+        /// response's head was still held, no body frame had come).
+        answer: Option<Status>,
     },
     /// Record a step.
     Record(StepKind),
@@ -43,6 +46,8 @@ pub enum LbOutput {
 struct Proxied {
     opened: Instant,
     last_bytes: Instant,
+    /// A response head arrived and no body frame yet (only tracked with `hold_headers`).
+    holding: bool,
 }
 
 /// Where a new connection goes.
@@ -157,7 +162,20 @@ impl LoadBalancer {
 
     /// A client opened a connection through the balancer.
     pub fn handle_open(&mut self, now: Instant, conn: ConnId) {
-        self.conns.insert(conn, Proxied { opened: now, last_bytes: now });
+        self.conns.insert(conn, Proxied { opened: now, last_bytes: now, holding: false });
+    }
+
+    /// Whether response heads wait for their first body frame (`lb.hold_headers`).
+    pub fn holds_headers(&self) -> bool {
+        self.config.hold_headers
+    }
+
+    /// With `hold_headers`: the response head of `conn` arrived and is held (`true`), or its first
+    /// body frame came and the head went out with it (`false`).
+    pub fn handle_holding(&mut self, conn: ConnId, holding: bool) {
+        if let Some(p) = self.conns.get_mut(&conn) {
+            p.holding = holding && self.config.hold_headers;
+        }
     }
 
     /// Bytes passed on `conn`, in either direction.
@@ -193,7 +211,11 @@ impl LoadBalancer {
             if keep_upstream {
                 self.outputs.push_back(LbOutput::Record(StepKind::LbUpstreamKept { conn }));
             }
-            self.outputs.push_back(LbOutput::Cut { conn, keep_upstream });
+            let answer = p.holding.then_some(Status::BAD_GATEWAY);
+            if let Some(status) = answer {
+                self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status }));
+            }
+            self.outputs.push_back(LbOutput::Cut { conn, keep_upstream, answer });
         }
     }
 
@@ -256,7 +278,7 @@ mod tests {
         assert!(drain(&mut lb).is_empty());
         lb.handle_timeout(secs(60));
         let out = drain(&mut lb);
-        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false }));
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
         assert_eq!(lb.open_connections(), 0);
         assert_eq!(lb.poll_timeout(), None);
     }
@@ -302,9 +324,35 @@ mod tests {
             vec![
                 LbOutput::Record(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 100_000_000 }),
                 LbOutput::Record(StepKind::LbUpstreamKept { conn: ConnId(1) }),
-                LbOutput::Cut { conn: ConnId(1), keep_upstream: true },
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: true, answer: None },
             ]
         );
+    }
+
+    #[test]
+    fn a_cut_while_the_head_is_held_answers_502_and_a_body_frame_releases_it() {
+        let config =
+            LbConfig { max_lifetime: Some(Duration::from_secs(125)), hold_headers: true, ..LbConfig::default() };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        lb.handle_holding(ConnId(1), true);
+        lb.handle_holding(ConnId(2), true);
+        lb.handle_holding(ConnId(2), false);
+        lb.handle_timeout(secs(125));
+        let out = drain(&mut lb);
+        let bad = Some(Status::BAD_GATEWAY);
+        assert!(out.contains(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: bad }));
+        assert!(out.contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
+        let answered = LbOutput::Record(StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY });
+        assert!(out.contains(&answered));
+        // Without hold_headers nothing is held.
+        let mut lb =
+            LoadBalancer::new(LbConfig { max_lifetime: Some(Duration::from_secs(125)), ..LbConfig::default() });
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_holding(ConnId(1), true);
+        lb.handle_timeout(secs(125));
+        assert!(drain(&mut lb).contains(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
     }
 
     #[test]

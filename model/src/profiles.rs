@@ -737,6 +737,7 @@ const LB_DOCS: &[(&str, &str)] = &[
     ("idle_timeout", "Close a connection that carried no bytes either way for this long (SSE comments count), or none."),
     ("max_lifetime", "Close a connection this long after it opened, however busy (a CDN's cap, e.g. 100s), or none."),
     ("cut_mode", "Which sides a cut closes: both, or client-side (the upstream stays open and the server keeps the stream)."),
+    ("hold_headers", "Hold a response's head until its first body frame; a cut before one answers 502 (a CDN)."),
     ("replicas", "Server replicas behind the balancer (1 to 16)."),
     ("routing", "How a new connection picks its replica: round-robin, sticky-session (by Mcp-Session-Id), sticky-client (by address), random (seeded)."),
     ("store", "Where replicas keep sessions and event logs: local (each its own, lost on restart) or shared (survives a replica restart)."),

@@ -27,8 +27,17 @@ struct Pump {
     client: IpAddr,
     /// The replica it was routed to, once routed.
     backend: Option<Backend>,
-    /// Tells the task to drop the client side only.
-    cut_client: Option<oneshot::Sender<()>>,
+    /// Tells the task to carry out a cut itself (client side only, or answering first).
+    cut_client: Option<oneshot::Sender<CutOrder>>,
+}
+
+/// A cut the pump task carries out itself (the others abort it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CutOrder {
+    /// Leave the upstream open (`lb.cut_mode = "client-side"`).
+    keep_upstream: bool,
+    /// Answer the client this status first (`lb.hold_headers`: no body had gone out yet).
+    answer: Option<Status>,
 }
 
 /// The load balancer process.
@@ -44,12 +53,12 @@ impl LbCore {
     fn drain(&mut self, world: &Arc<World>) {
         while let Some(output) = self.lb.poll_output() {
             match output {
-                LbOutput::Cut { conn, keep_upstream } => {
-                    tracing::debug!(%conn, keep_upstream, "cut");
+                LbOutput::Cut { conn, keep_upstream, answer } => {
+                    tracing::debug!(%conn, keep_upstream, ?answer, "cut");
                     if let Some(mut pump) = self.pumps.remove(&conn) {
-                        match pump.cut_client.take().filter(|_| keep_upstream) {
+                        match pump.cut_client.take().filter(|_| keep_upstream || answer.is_some()) {
                             Some(cut) => {
-                                let _ = cut.send(());
+                                let _ = cut.send(CutOrder { keep_upstream, answer });
                             }
                             None => pump.task.abort(),
                         }
@@ -138,7 +147,13 @@ fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
 }
 
 /// Proxies one client connection until either side closes it (or the client side is cut).
-async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key: u64, cut: oneshot::Receiver<()>) {
+async fn pump(
+    world: Arc<World>,
+    conn: ConnId,
+    mut client: TcpStream,
+    client_key: u64,
+    cut: oneshot::Receiver<CutOrder>,
+) {
     let mut from_client = FrameReader::new();
     // Session routing reads the request before it picks the replica.
     let by_session = world.with_lb(|core| core.lb.routes_by_session()).unwrap_or(false);
@@ -171,10 +186,17 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key
                     }
                 }
                 let learn = by_session.then_some(backend);
-                if relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await == Relayed::ClientCut
+                if let Relayed::Cut(order) =
+                    relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await
                 {
+                    if let Some(status) = order.answer {
+                        answer(&mut client, status).await;
+                    }
                     drop(client);
-                    drain_upstream(&mut upstream).await;
+                    if order.keep_upstream {
+                        client_gone(&world, backend, &upstream);
+                        drain_upstream(&mut upstream).await;
+                    }
                     return;
                 }
             }
@@ -207,8 +229,8 @@ fn close(world: &Arc<World>, conn: ConnId) {
 enum Relayed {
     /// One side ended or a write failed.
     Ended,
-    /// The balancer cut the client side only.
-    ClientCut,
+    /// The balancer cut the connection and left the rest to the task.
+    Cut(CutOrder),
 }
 
 /// Forwards frames both ways, as raw bytes, until one side ends or a write fails. Frames that
@@ -221,22 +243,43 @@ async fn relay(
     upstream: &mut TcpStream,
     mut from_client: FrameReader,
     mut learn: Option<Backend>,
-    mut cut: oneshot::Receiver<()>,
+    mut cut: oneshot::Receiver<CutOrder>,
 ) -> Relayed {
     let mut from_server = FrameReader::new();
+    // With `hold_headers`: a response head that came alone waits here for the first body frame.
+    let mut hold = world.with_lb(|core| core.lb.holds_headers()).unwrap_or(false);
+    let mut held: Vec<u8> = Vec::new();
     loop {
         let forwarded = tokio::select! {
             biased;
-            Ok(()) = &mut cut => return Relayed::ClientCut,
+            Ok(order) = &mut cut => return Relayed::Cut(order),
             read = from_server.next_frames(upstream) => match read {
                 Ok(Some((frames, count))) => {
                     if let Some(backend) = learn.take() {
                         learn_session(world, frames, backend);
                     }
+                    if std::mem::take(&mut hold) && count == 1 {
+                        // Nothing reaches the client, so nothing passed for the idle clock either.
+                        held = frames.to_vec();
+                        world.with_lb(|core| core.lb.handle_holding(conn, true));
+                        continue;
+                    }
                     bytes_passed(world, conn, count);
-                    net::send(client, frames).await
+                    if held.is_empty() {
+                        net::send(client, frames).await
+                    } else {
+                        world.with_lb(|core| core.lb.handle_holding(conn, false));
+                        held.extend_from_slice(frames);
+                        net::send(client, &std::mem::take(&mut held)).await
+                    }
                 }
-                Ok(None) | Err(_) => return Relayed::Ended,
+                Ok(None) | Err(_) => {
+                    // The server ended before any body: the held head goes out after all.
+                    if !held.is_empty() {
+                        let _ = net::send(client, &held).await;
+                    }
+                    return Relayed::Ended;
+                }
             },
             read = from_client.next_frames(client) => match read {
                 Ok(Some((frames, count))) => {
@@ -259,6 +302,14 @@ fn learn_session(world: &Arc<World>, frames: &[u8], backend: Backend) {
     if let Some(Frame::Head(ResponseHead { session: Some(session), .. })) = head {
         world.with_lb(|core| core.lb.handle_session(session, backend));
     }
+}
+
+/// After a client-side cut the server's socket says nothing; the server model is told the
+/// client side is gone and decides, by its `dead_stream` rule, when it notices (a real server
+/// learns it when a write to the dead peer fails, or never).
+fn client_gone(world: &Arc<World>, backend: Backend, upstream: &TcpStream) {
+    let Ok(peer) = upstream.local_addr() else { return };
+    world.with_store(world.store_of(backend.0), |core| core.client_gone(world, peer));
 }
 
 /// After a client-side cut: the upstream stays open, its bytes going nowhere, until the server

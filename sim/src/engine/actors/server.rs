@@ -16,6 +16,7 @@ use mcpsim_model::server::{Server, ServerOutput};
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::Actor;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -36,6 +37,9 @@ pub(crate) struct ServerCore {
     conns: BTreeMap<ConnId, UnboundedSender<Outgoing>>,
     /// The replica each open connection came through.
     via: BTreeMap<ConnId, u32>,
+    /// Open connections by the address of their peer (the load balancer's end of the upstream),
+    /// so that a client-side-only cut can name the connection it left open.
+    peers: BTreeMap<SocketAddr, ConnId>,
     next_conn: u64,
     timer: TimerArm,
 }
@@ -83,6 +87,17 @@ impl ServerCore {
         self.drain(world);
     }
 
+    /// The load balancer cut the client side of the connection whose peer is `peer` and kept
+    /// the upstream open: the server is not told by its socket, so the model decides when it
+    /// notices (`ServerPolicy::dead_stream`: at once, at its next write, or at its next
+    /// keep-alive).
+    pub(crate) fn client_gone(&mut self, world: &Arc<World>, peer: SocketAddr) {
+        let Some(conn) = self.peers.get(&peer).copied().filter(|c| self.conns.contains_key(c)) else { return };
+        tracing::debug!(%conn, "client side gone, upstream kept");
+        self.server.handle_client_gone(world.rec.now(), conn);
+        self.drain(world);
+    }
+
     /// True while a tool runs.
     pub(crate) fn is_busy(&self) -> bool {
         self.server.is_busy()
@@ -107,6 +122,7 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
         epoch,
         conns: BTreeMap::new(),
         via: BTreeMap::new(),
+        peers: BTreeMap::new(),
         next_conn: 1,
         timer: TimerArm::new(),
     };
@@ -200,6 +216,9 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
     let accepted = world.with_store(store, |core| {
         core.conns.insert(conn, out);
         core.via.insert(conn, replica);
+        if let Ok(peer) = stream.peer_addr() {
+            core.peers.insert(peer, conn);
+        }
         core.server.handle_request(world.rec.now(), conn, request);
         core.drain(&world);
     });
