@@ -101,7 +101,9 @@ pub fn describe(kind: &StepKind) -> String {
             let s = session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default();
             format!("{conn} → server#{replica}{s}")
         }
-        LbAnswered { conn, status } => format!("{conn} answered {status} by the balancer (no replica)"),
+        LbAnswered { conn, status } => {
+            format!("{conn} answered {status} by the balancer itself (no replica reachable, or a held response cut)")
+        }
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),
         SideEffect { session, request, call, tool, idempotent } => {
