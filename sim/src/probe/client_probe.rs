@@ -321,6 +321,19 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         }
         _ => {}
     }
+    if rpc.as_deref() == Some("tools/list") {
+        // The stand-in lists bare names; real SDK clients validate `inputSchema`, so the tap
+        // answers with the probe-tool contract's full listing.
+        let body = json!({"jsonrpc": "2.0", "id": req.body.get("id").cloned().unwrap_or(Value::Null), "result": {"tools": tool_listing()}}).to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = sock.write_all(head.as_bytes()).await;
+        let _ = sock.write_all(body.as_bytes()).await;
+        let _ = sock.shutdown().await;
+        return;
+    }
     let Ok(mut up) = TcpStream::connect(upstream).await else {
         reset(sock);
         return;
@@ -354,6 +367,8 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
                         let ids: Vec<&str> = seen_text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
                         if ids.len() >= 2 {
                             let after = ids.last().map(|s| s.trim().to_string());
+                            // Let the proxy deliver what was written before the cut.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
                             {
                                 let mut t = lock(&tap);
                                 t.cut_at = Some(t.start.elapsed());
@@ -374,6 +389,16 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         }
     }
     let _ = sock.shutdown().await;
+}
+
+/// The probe tools with their input schemas (docs/probe-tool.md).
+fn tool_listing() -> Value {
+    let obj = |props: Value| json!({"type": "object", "properties": props});
+    json!([
+        {"name": "probe_work", "description": "runs for duration_ms, notifying every interval_ms", "inputSchema": obj(json!({"duration_ms": {"type": "integer"}, "interval_ms": {"type": "integer"}, "key": {"type": "string"}}))},
+        {"name": "probe_count", "description": "execution counters of key", "inputSchema": obj(json!({"key": {"type": "string"}}))},
+        {"name": "probe_notify", "description": "notifications on the standalone stream", "inputSchema": obj(json!({"count": {"type": "integer"}, "interval_ms": {"type": "integer"}}))},
+    ])
 }
 
 fn header_value(text: &str, name: &str) -> Option<String> {
@@ -803,6 +828,9 @@ pub fn run_table(report: &ClientProbeReport) -> String {
             })
             .collect();
         out.push_str(&format!("{:<14} {:<9} {:<6} {}\n", r.name, verdict, exit, reqs.join(" ")));
+        if let Some(last) = r.output.last() {
+            out.push_str(&format!("{:<14} {:<9}   client's last line: {last}\n", "", ""));
+        }
         for v in &r.violations {
             out.push_str(&format!("{:<14} {:<9}   {} at {}: {} — {}\n", "", "", v.invariant, v.at, v.subject, v.detail));
         }
