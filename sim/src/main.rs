@@ -305,6 +305,9 @@ enum ProbeCommand {
         /// The profile's name.
         #[arg(long, default_value = "probed-client")]
         name: String,
+        /// Compare the decided fields with this built-in client profile (e.g. py-sdk, ts-sdk).
+        #[arg(long)]
+        compare: Option<String>,
         /// The client command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -377,8 +380,8 @@ fn main() -> ExitCode {
             cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout)
         }
         Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
-        Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, command }) => {
-            cli::cmd_probe_client(command, out, runs, run_limit, name)
+        Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
+            cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
         }
     };
     match result {

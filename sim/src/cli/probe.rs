@@ -125,8 +125,9 @@ pub fn cmd_probe_client(
     runs: Vec<String>,
     run_limit_s: u64,
     name: String,
+    compare_with: Option<String>,
 ) -> Result<Exit, SimError> {
-    use crate::probe::client_probe::{probe_client, run_table, ClientProbeOptions};
+    use crate::probe::client_probe::{compare, probe_client, run_table, ClientProbeOptions};
     let mut opts = ClientProbeOptions::new(command);
     opts.out_dir = Some(out.unwrap_or_else(|| PathBuf::from("probe-out")));
     opts.only = runs;
@@ -142,6 +143,18 @@ pub fn cmd_probe_client(
     print!("{}", run_table(&report));
     println!();
     print!("{}", report.profile_toml);
+    if let Some(builtin) = compare_with {
+        match mcpsim_model::profiles::client(&builtin) {
+            Some(profile) => {
+                println!("\ncompared with the built-in client profile {builtin:?}:");
+                for (field, probed, theirs) in compare(&report.fields, &profile) {
+                    let mark = if probed == theirs { "same" } else { "DIFFERS" };
+                    println!("  {field:<28} probed {probed:<22} built-in {theirs:<22} {mark}");
+                }
+            }
+            None => eprintln!("mcpsim probe client: no built-in client profile {builtin:?} to compare with"),
+        }
+    }
     for r in &report.runs {
         if let Some(f) = &r.trace_file {
             println!("trace {}: {}", r.name, f.display());

@@ -141,6 +141,8 @@ pub struct ClientRun {
     pub cut_after: Option<String>,
     /// The client's exit code (`None` when killed at the limit).
     pub exit: Option<i32>,
+    /// When it exited, since the run started.
+    pub exit_at: Option<Duration>,
     /// The client's stdout lines (the fixtures print JSON observations).
     pub output: Vec<String>,
     /// The judged trace.
@@ -518,9 +520,11 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     }
     let deadline = Instant::now() + opts.run_limit;
     let mut exit = None;
+    let mut exit_at = None;
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.0.try_wait() {
             exit = Some(status.code().unwrap_or(-1));
+            exit_at = Some(lock(&tap).start.elapsed());
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -563,7 +567,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let violations = check_all(&trace);
     trace.finish(violations.iter().map(ViolationRecord::from).collect());
     let output = output.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok(ClientRun { name, seen, cut_at, cut_after, exit, output, trace, violations, trace_file: None })
+    Ok(ClientRun { name, seen, cut_at, cut_after, exit, exit_at, output, trace, violations, trace_file: None })
 }
 
 fn ms(d: Duration) -> u64 {
@@ -658,6 +662,25 @@ pub fn decide(runs: &[ClientRun]) -> (BTreeMap<String, (String, String)>, Vec<(S
                     open.push(("reconnect.factor".into(), "cut-refuse: fewer than two resumes".into()));
                 }
                 let last_at = rs.last().map(|s| s.at).unwrap_or(cut);
+                // The fixture clients exit as soon as their call settles: an exit right after the
+                // last refused resume is a call failed at once; no exit until the limit, a call
+                // left pending (its request timeout, if any, is longer than the run).
+                let settled = r.exit_at.map(|e| e.saturating_sub(last_at));
+                match settled {
+                    Some(d) if d < Duration::from_secs(2) => {
+                        f.insert(
+                            "close_handling.on_give_up".into(),
+                            ("\"fail-call\"".into(), format!("cut-refuse: the client exited {} ms after its last refused resume (its call failed at once)", ms(d))),
+                        );
+                    }
+                    None if r.seen.last().is_some_and(|s| s.at <= last_at) => {
+                        f.insert(
+                            "close_handling.on_give_up".into(),
+                            ("\"leave-pending\"".into(), "cut-refuse: after its last refused resume the client sent nothing and did not exit until killed at the run limit (the call stayed pending)".into()),
+                        );
+                    }
+                    _ => {}
+                }
                 let quiet = r.seen.iter().all(|s| s.at <= last_at || !(s.method == "GET" && s.last_event_id.is_some()));
                 if quiet {
                     f.insert(
@@ -728,6 +751,34 @@ pub fn decide(runs: &[ClientRun]) -> (BTreeMap<String, (String, String)>, Vec<(S
         }
     }
     (f, open)
+}
+
+/// `(field, probed, built-in)` for every decided field, the built-in value read from `profile`'s
+/// serde form (the same literals the profile file uses).
+pub fn compare(
+    fields: &BTreeMap<String, (String, String)>,
+    profile: &mcpsim_model::config::ClientPolicy,
+) -> Vec<(String, String, String)> {
+    let Ok(builtin) = serde_json::to_value(profile) else { return Vec::new() };
+    fields
+        .iter()
+        .map(|(f, (probed, _))| {
+            let mut v = Some(&builtin);
+            for part in f.split('.') {
+                v = v.and_then(|x| x.get(part));
+            }
+            let theirs = match v {
+                // Written only when it is not the default.
+                None if f == "close_handling.on_give_up" => toml_quote("fail-call"),
+                None => "(not written)".to_string(),
+                Some(Value::Null) => "none".to_string(),
+                Some(Value::String(s)) => toml_quote(s),
+                Some(Value::Number(n)) if n.is_f64() => format!("{:.1}", n.as_f64().unwrap_or(0.0)),
+                Some(other) => other.to_string(),
+            };
+            (f.clone(), probed.clone(), theirs)
+        })
+        .collect()
 }
 
 /// The profile file: every decided field with its observation, the undetermined ones listed.
