@@ -128,6 +128,12 @@ fn lock(t: &Tap) -> MutexGuard<'_, TapState> {
     t.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A decided field: its TOML literal and the observation that decided it.
+pub type Decided = (String, String);
+
+/// The decided fields by dotted name.
+pub type Fields = BTreeMap<String, Decided>;
+
 /// One run's result.
 #[derive(Debug)]
 pub struct ClientRun {
@@ -491,10 +497,10 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
             });
         }
     });
-    let (program, args) = opts.command.split_first().ok_or_else(|| ProbeError::Io {
-        path: "client command".into(),
-        problem: "empty".into(),
-    })?;
+    let (program, args) = opts
+        .command
+        .split_first()
+        .ok_or_else(|| ProbeError::Io { path: "client command".into(), problem: "empty".into() })?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env("MCPSIM_PROBE_URL", format!("http://{}/mcp", proxy.addr))
@@ -577,7 +583,7 @@ fn ms(d: Duration) -> u64 {
 /// A duration as the profiles write it, rounded to 100 ms.
 fn dur_literal(d: Duration) -> String {
     let tenths = (d.as_millis() as u64 + 50) / 100;
-    if tenths % 10 == 0 {
+    if tenths.is_multiple_of(10) {
         format!("\"{}s\"", tenths / 10)
     } else {
         format!("\"{}ms\"", tenths * 100)
@@ -585,7 +591,7 @@ fn dur_literal(d: Duration) -> String {
 }
 
 /// Decides `ClientPolicy` fields from the runs.
-pub fn decide(runs: &[ClientRun]) -> (BTreeMap<String, (String, String)>, Vec<(String, String)>) {
+pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     let mut f: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut open: Vec<(String, String)> = Vec::new();
     let resumes = |r: &ClientRun| -> Vec<Seen> {
@@ -627,7 +633,10 @@ pub fn decide(runs: &[ClientRun]) -> (BTreeMap<String, (String, String)>, Vec<(S
                         "close_handling.kind".into(),
                         "cut-resume: the cut POST stream was never resumed with Last-Event-ID".into(),
                     )),
-                    (None, _) => open.push(("close_handling.kind".into(), "cut-resume: the stream was never cut (no tool call?)".into())),
+                    (None, _) => open.push((
+                        "close_handling.kind".into(),
+                        "cut-resume: the stream was never cut (no tool call?)".into(),
+                    )),
                 }
             }
             "cut-refuse" => {
@@ -656,7 +665,10 @@ pub fn decide(runs: &[ClientRun]) -> (BTreeMap<String, (String, String)>, Vec<(S
                     let factor = (ms(delays[1]) as f64 / ms(delays[0]) as f64 * 10.0).round() / 10.0;
                     f.insert(
                         "reconnect.factor".into(),
-                        (format!("{factor:.1}"), format!("cut-refuse: delays between refused resumes {}", shown.join(", "))),
+                        (
+                            format!("{factor:.1}"),
+                            format!("cut-refuse: delays between refused resumes {}", shown.join(", ")),
+                        ),
                     );
                 } else {
                     open.push(("reconnect.factor".into(), "cut-refuse: fewer than two resumes".into()));
@@ -717,16 +729,40 @@ pub fn decide(runs: &[ClientRun]) -> (BTreeMap<String, (String, String)>, Vec<(S
             "empty-resume" => {
                 let rs = resumes(r);
                 let Some(i) = r.seen.iter().position(|s| s.answer == "empty-200") else {
-                    open.push(("close_handling.on_empty_resume".into(), "empty-resume: no resume to answer empty".into()));
+                    open.push((
+                        "close_handling.on_empty_resume".into(),
+                        "empty-resume: no resume to answer empty".into(),
+                    ));
                     continue;
                 };
                 let first = r.seen[i].last_event_id.clone();
-                let next = r.seen[i + 1..].iter().find(|s| s.method == "GET" && s.session == r.seen[i].session && s.last_event_id.as_deref().is_none_or(|l| !l.starts_with("0-")));
+                let next = r.seen[i + 1..].iter().find(|s| {
+                    s.method == "GET"
+                        && s.session == r.seen[i].session
+                        && s.last_event_id.as_deref().is_none_or(|l| !l.starts_with("0-"))
+                });
                 let (v, why) = match next {
-                    Some(s) if s.last_event_id == first => ("same-id", format!("empty-resume: after the empty 200, GET again with the same Last-Event-ID {} ({} ms later)", first.clone().unwrap_or_default(), ms(s.at.saturating_sub(r.seen[i].at)))),
-                    Some(s) if s.last_event_id.is_none() => ("without-id", format!("empty-resume: after the empty 200, GET without Last-Event-ID ({} ms later)", ms(s.at.saturating_sub(r.seen[i].at)))),
-                    Some(_) => ("same-id", "empty-resume: after the empty 200, GET with another Last-Event-ID".to_string()),
-                    None => ("clean-close", "empty-resume: after the empty 200, no further GET for the stream".to_string()),
+                    Some(s) if s.last_event_id == first => (
+                        "same-id",
+                        format!(
+                            "empty-resume: after the empty 200, GET again with the same Last-Event-ID {} ({} ms later)",
+                            first.clone().unwrap_or_default(),
+                            ms(s.at.saturating_sub(r.seen[i].at))
+                        ),
+                    ),
+                    Some(s) if s.last_event_id.is_none() => (
+                        "without-id",
+                        format!(
+                            "empty-resume: after the empty 200, GET without Last-Event-ID ({} ms later)",
+                            ms(s.at.saturating_sub(r.seen[i].at))
+                        ),
+                    ),
+                    Some(_) => {
+                        ("same-id", "empty-resume: after the empty 200, GET with another Last-Event-ID".to_string())
+                    }
+                    None => {
+                        ("clean-close", "empty-resume: after the empty 200, no further GET for the stream".to_string())
+                    }
                 };
                 let _ = rs;
                 f.insert("close_handling.on_empty_resume".into(), (format!("\"{v}\""), why));
@@ -782,14 +818,19 @@ pub fn compare(
 }
 
 /// The profile file: every decided field with its observation, the undetermined ones listed.
-pub fn profile_toml(name: &str, header: &[String], fields: &BTreeMap<String, (String, String)>, open: &[(String, String)]) -> String {
+pub fn profile_toml(
+    name: &str,
+    header: &[String],
+    fields: &BTreeMap<String, (String, String)>,
+    open: &[(String, String)],
+) -> String {
     let mut out = String::new();
     for line in header {
         out.push_str(&format!("# {line}\n"));
     }
     out.push_str("extends = \"reference\"\n");
     out.push_str(&format!("name = {}\n", toml_quote(name)));
-    let mut tables: BTreeMap<&str, Vec<(&str, &(String, String))>> = BTreeMap::new();
+    let mut tables: BTreeMap<&str, Vec<(&str, &Decided)>> = BTreeMap::new();
     for (k, v) in fields {
         match k.split_once('.') {
             Some((t, f)) => tables.entry(t).or_default().push((f, v)),
@@ -848,7 +889,10 @@ pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, Prob
     let profile_toml = profile_toml(&opts.name, &header, &fields, &undetermined);
     let mut report = ClientProbeReport { runs, fields, undetermined, profile_toml, profile_file: None };
     if let Some(dir) = &opts.out_dir {
-        let io = |p: &std::path::Path, e: std::io::Error| ProbeError::Io { path: p.display().to_string(), problem: e.to_string() };
+        let io = |p: &std::path::Path, e: std::io::Error| ProbeError::Io {
+            path: p.display().to_string(),
+            problem: e.to_string(),
+        };
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         for r in &mut report.runs {
             let path = dir.join(format!("probe-client-{}.jsonl", r.name));
@@ -864,7 +908,10 @@ pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, Prob
 
 /// The table of runs: what the server side saw and the oracles' verdict.
 pub fn run_table(report: &ClientProbeReport) -> String {
-    let mut out = format!("{:<14} {:<9} {:<6} {}\n", "run", "verdict", "exit", "requests seen (method [Last-Event-ID] → answer, ms)");
+    let mut out = format!(
+        "{:<14} {:<9} {:<6} {}\n",
+        "run", "verdict", "exit", "requests seen (method [Last-Event-ID] → answer, ms)"
+    );
     for r in &report.runs {
         let verdict = if r.violations.is_empty() { "ok" } else { "VIOLATED" };
         let exit = r.exit.map(|c| c.to_string()).unwrap_or_else(|| "killed".into());
@@ -883,7 +930,10 @@ pub fn run_table(report: &ClientProbeReport) -> String {
             out.push_str(&format!("{:<14} {:<9}   client's last line: {last}\n", "", ""));
         }
         for v in &r.violations {
-            out.push_str(&format!("{:<14} {:<9}   {} at {}: {} — {}\n", "", "", v.invariant, v.at, v.subject, v.detail));
+            out.push_str(&format!(
+                "{:<14} {:<9}   {} at {}: {} — {}\n",
+                "", "", v.invariant, v.at, v.subject, v.detail
+            ));
         }
     }
     out
