@@ -22,7 +22,7 @@ use super::ProbeError;
 use mcpsim_model::http::{ClientMessage, Method, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use mcpsim_model::oracle::{check_all, Violation};
-use mcpsim_model::trace::{Actor, StepKind, Trace, ViolationRecord};
+use mcpsim_model::trace::{Actor, SessionEndReason, StepKind, Trace, ViolationRecord};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -149,6 +149,8 @@ pub struct ClientRun {
     pub exit: Option<i32>,
     /// When it exited, since the run started.
     pub exit_at: Option<Duration>,
+    /// When the run ended (exit or the limit), since it started.
+    pub ended_at: Duration,
     /// The client's stdout lines (the fixtures print JSON observations).
     pub output: Vec<String>,
     /// The judged trace.
@@ -310,6 +312,13 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
     match answer {
         "404" => {
             rec.push(Actor::Fault, StepKind::Fault { fault: "the tool call's POST answered 404".into() });
+            // A 404 says the session is gone: the server side treats it so.
+            if let Some(sid) = &session {
+                rec.push(
+                    Actor::Server,
+                    StepKind::SessionEnded { session: SessionId(sid.clone()), reason: SessionEndReason::ServerRestart },
+                );
+            }
             let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
             let _ = sock.shutdown().await;
             return;
@@ -535,6 +544,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let ended_at = lock(&tap).start.elapsed();
     if exit.is_none() {
         rec.push(Actor::Run, StepKind::Fault { fault: format!("client killed at the {:?} limit", opts.run_limit) });
     }
@@ -573,7 +583,19 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let violations = check_all(&trace);
     trace.finish(violations.iter().map(ViolationRecord::from).collect());
     let output = output.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok(ClientRun { name, seen, cut_at, cut_after, exit, exit_at, output, trace, violations, trace_file: None })
+    Ok(ClientRun {
+        name,
+        seen,
+        cut_at,
+        cut_after,
+        exit,
+        exit_at,
+        ended_at,
+        output,
+        trace,
+        violations,
+        trace_file: None,
+    })
 }
 
 fn ms(d: Duration) -> u64 {
@@ -656,56 +678,95 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                     prev = s.at;
                 }
                 let shown: Vec<String> = delays.iter().map(|d| format!("{} ms", ms(*d))).collect();
-                let gave_up = r.exit.is_some();
+                let shown = shown.join(", ");
+                // A first resume within 100 ms of the cut is immediate (rmcp); the backoff proper
+                // starts with the next one.
+                let immediate = delays[0] < Duration::from_millis(100);
                 f.insert(
-                    "reconnect.initial".into(),
-                    (dur_literal(delays[0]), format!("cut-refuse: first resume {} ms after the cut", ms(delays[0]))),
+                    "reconnect.first_immediate".into(),
+                    (immediate.to_string(), format!("cut-refuse: first resume {} ms after the cut", ms(delays[0]))),
                 );
-                if delays.len() >= 2 && ms(delays[0]) > 0 {
-                    let factor = (ms(delays[1]) as f64 / ms(delays[0]) as f64 * 10.0).round() / 10.0;
-                    f.insert(
+                let backoff: &[Duration] = if immediate { &delays[1..] } else { &delays[..] };
+                // Attempt n waits initial * factor^n; with an immediate first attempt (n = 0) the
+                // first delay seen is attempt 1's, initial * factor.
+                let factor = (backoff.len() >= 2 && ms(backoff[0]) > 0)
+                    .then(|| (ms(backoff[1]) as f64 / ms(backoff[0]) as f64 * 10.0).round() / 10.0);
+                match factor {
+                    Some(k) => {
+                        f.insert(
+                            "reconnect.factor".into(),
+                            (format!("{k:.1}"), format!("cut-refuse: delays between refused resumes {shown}")),
+                        );
+                    }
+                    None => open.push((
                         "reconnect.factor".into(),
-                        (
-                            format!("{factor:.1}"),
-                            format!("cut-refuse: delays between refused resumes {}", shown.join(", ")),
+                        format!("cut-refuse: fewer than two backoff delays ({shown})"),
+                    )),
+                }
+                let initial = match (immediate, backoff.first(), factor) {
+                    (false, Some(d), _) => Some((*d, format!("cut-refuse: delays between refused resumes {shown}"))),
+                    (true, Some(d), Some(k)) if k > 0.0 => Some((
+                        d.div_f64(k),
+                        format!(
+                            "cut-refuse: delays between refused resumes {shown}: attempt 1 waited initial * factor"
                         ),
-                    );
-                } else {
-                    open.push(("reconnect.factor".into(), "cut-refuse: fewer than two resumes".into()));
+                    )),
+                    _ => None,
+                };
+                match initial {
+                    Some((d, why)) => {
+                        f.insert("reconnect.initial".into(), (dur_literal(d), why));
+                    }
+                    None => open.push(("reconnect.initial".into(), format!("cut-refuse: too few delays ({shown})"))),
                 }
                 let last_at = rs.last().map(|s| s.at).unwrap_or(cut);
+                // Given up: the client exited, or stayed silent for more than twice its last delay
+                // (and a second) before the run ended. Otherwise it may still be retrying.
+                let last_delay = delays.last().copied().unwrap_or_default();
+                let quiet_for = r.ended_at.saturating_sub(last_at);
+                let gave_up = r.exit.is_some() || quiet_for > last_delay * 2 + Duration::from_secs(1);
+                if !gave_up {
+                    open.push((
+                        "reconnect.max_attempts".into(),
+                        format!("cut-refuse: still retrying at the run limit ({} resumes: {shown}); unlimited, or more than the run allows", rs.len()),
+                    ));
+                    open.push((
+                        "close_handling.on_give_up".into(),
+                        "cut-refuse: the client never gave up within the run".into(),
+                    ));
+                    continue;
+                }
+                f.insert(
+                    "reconnect.max_attempts".into(),
+                    (
+                        rs.len().to_string(),
+                        format!(
+                            "cut-refuse: {} resumes, each reset before an answer, then none ({})",
+                            rs.len(),
+                            if r.exit.is_some() { "the client exited" } else { "silent until the run limit" }
+                        ),
+                    ),
+                );
                 // The fixture clients exit as soon as their call settles: an exit right after the
                 // last refused resume is a call failed at once; no exit until the limit, a call
                 // left pending (its request timeout, if any, is longer than the run).
-                let settled = r.exit_at.map(|e| e.saturating_sub(last_at));
-                match settled {
+                match r.exit_at.map(|e| e.saturating_sub(last_at)) {
                     Some(d) if d < Duration::from_secs(2) => {
                         f.insert(
                             "close_handling.on_give_up".into(),
                             ("\"fail-call\"".into(), format!("cut-refuse: the client exited {} ms after its last refused resume (its call failed at once)", ms(d))),
                         );
                     }
-                    None if r.seen.last().is_some_and(|s| s.at <= last_at) => {
+                    None => {
                         f.insert(
                             "close_handling.on_give_up".into(),
                             ("\"leave-pending\"".into(), "cut-refuse: after its last refused resume the client sent nothing and did not exit until killed at the run limit (the call stayed pending)".into()),
                         );
                     }
-                    _ => {}
-                }
-                let quiet = r.seen.iter().all(|s| s.at <= last_at || !(s.method == "GET" && s.last_event_id.is_some()));
-                if quiet {
-                    f.insert(
-                        "reconnect.max_attempts".into(),
-                        (
-                            rs.len().to_string(),
-                            format!(
-                                "cut-refuse: {} resumes, each reset before an answer, then none ({})",
-                                rs.len(),
-                                if gave_up { "the client exited" } else { "until the run limit" }
-                            ),
-                        ),
-                    );
+                    Some(_) => open.push((
+                        "close_handling.on_give_up".into(),
+                        "cut-refuse: the client exited, but seconds after its last resume".into(),
+                    )),
                 }
             }
             "not-found" => {
@@ -745,7 +806,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                     Some(s) if s.last_event_id == first => (
                         "same-id",
                         format!(
-                            "empty-resume: after the empty 200, GET again with the same Last-Event-ID {} ({} ms later)",
+                            "empty-resume: after the empty 200, GET again with the same Last-Event-ID {} ({} ms later; rmcp's graceful-close looks the same from here, it differs in the attempt counter only)",
                             first.clone().unwrap_or_default(),
                             ms(s.at.saturating_sub(r.seen[i].at))
                         ),
@@ -779,7 +840,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
         ("reconnect.counter_reset", "needs a run that alternates successful and failed resumes"),
         ("reconnect.retry_field", "the stand-in sends no retry: field (so the client's own delays show)"),
-        ("reconnect.first_immediate", "read from reconnect.initial; not decided separately"),
+        ("reconnect.first_immediate", "no resume after a cut was seen"),
         ("reconnect.jitter", "needs many delays to see a spread"),
     ] {
         if !f.contains_key(field) {
