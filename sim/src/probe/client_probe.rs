@@ -105,6 +105,8 @@ pub struct Seen {
     pub rpc: Option<String>,
     /// The tool of a `tools/call`.
     pub tool: Option<String>,
+    /// The JSON-RPC id of a POSTed request.
+    pub id: Option<u64>,
     /// What the tap did: `forwarded`, `cut`, `refused`, `404`, `empty-200`.
     pub answer: String,
 }
@@ -301,6 +303,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
             last_event_id: last.clone(),
             rpc: rpc.clone(),
             tool: tool.clone(),
+            id: rpc_id,
             answer: answer.to_string(),
         });
         (answer, t.conns)
@@ -358,6 +361,19 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
     if up.write_all(&req.bytes).await.is_err() {
         reset(sock);
         return;
+    }
+    if is_work {
+        // The stand-in counts an execution as soon as a probe_work POST reaches it.
+        rec.push(
+            Actor::Server,
+            StepKind::SideEffect {
+                session: SessionId(session.clone().unwrap_or_default()),
+                request: RequestId(rpc_id.unwrap_or(0)),
+                call: CallKey(1),
+                tool: "probe_work".into(),
+                idempotent: false,
+            },
+        );
     }
     let cut_this = is_work && lock(&tap).mode != Mode::NotFound && lock(&tap).cut_at.is_none();
     let mut buf = vec![0u8; 16 * 1024];
@@ -557,23 +573,6 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let (cut_at, cut_after) = (t.cut_at, t.cut_after.clone());
     drop(t);
     // The stand-in counts an execution when a probe_work POST reaches it: one side effect each.
-    let session_of_work = seen
-        .iter()
-        .filter(|s| s.tool.as_deref() == Some("probe_work") && s.answer != "404")
-        .map(|s| s.session.clone().unwrap_or_default())
-        .collect::<Vec<_>>();
-    for (i, sid) in session_of_work.into_iter().enumerate() {
-        rec.push(
-            Actor::Server,
-            StepKind::SideEffect {
-                session: SessionId(sid),
-                request: RequestId(i as u64),
-                call: CallKey(1),
-                tool: "probe_work".into(),
-                idempotent: false,
-            },
-        );
-    }
     let mut trace = rec.into_trace(json!({
         "probe": "client",
         "run": name,
