@@ -4,8 +4,8 @@
 //!
 //! Without the fixtures this skips with a message, unless `CI` or `MCPSIM_REALITY_REQUIRED` is
 //! set: then a missing fixture fails. `MCPSIM_FIXTURES_DIR` points at another checkout's
-//! installed fixtures. Real runs take wall-clock time (about 15 s per client, the two in
-//! parallel) and are not deterministic; the runs keep margins of a second.
+//! installed fixtures. Real runs take wall-clock time (about 20 s for py, 70 s for ts whose
+//! pending calls run into the 20 s run limit, the two in parallel) and are not deterministic; the runs keep margins of a second.
 
 use mcpsim::probe::client_probe::{compare, probe_client, ClientProbeOptions, ClientProbeReport};
 use mcpsim::probe::reality;
@@ -82,7 +82,12 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
         let profile = if *sdk == "py" { "py-sdk" } else { "ts-sdk" };
         let builtin = mcpsim_model::profiles::client(profile).expect("a built-in profile");
         // The fields the brief names, decided and equal to the built-in profile.
-        for must in ["reconnect.max_attempts", "close_handling.on_404", "close_handling.on_empty_resume"] {
+        for must in [
+            "reconnect.max_attempts",
+            "close_handling.on_404",
+            "close_handling.on_empty_resume",
+            "close_handling.resume_post_needs_event_id",
+        ] {
             assert!(r.fields.contains_key(must), "{sdk}: {must} undetermined: {:?}", r.undetermined);
         }
         let differs: Vec<_> = compare(&r.fields, &builtin).into_iter().filter(|(_, p, b)| p != b).collect();

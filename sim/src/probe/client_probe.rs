@@ -34,7 +34,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The probe runs, in order.
-pub const RUNS: &[&str] = &["cut-resume", "cut-refuse", "not-found", "empty-resume"];
+pub const RUNS: &[&str] = &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id"];
 
 /// The inputs of `probe client`.
 #[derive(Clone, Debug)]
@@ -76,6 +76,7 @@ enum Mode {
     CutRefuse,
     NotFound,
     EmptyResume,
+    CutBeforeId,
 }
 
 impl Mode {
@@ -85,6 +86,7 @@ impl Mode {
             "cut-refuse" => Mode::CutRefuse,
             "not-found" => Mode::NotFound,
             "empty-resume" => Mode::EmptyResume,
+            "cut-before-id" => Mode::CutBeforeId,
             _ => return None,
         })
     }
@@ -375,6 +377,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
             },
         );
     }
+    let mode = lock(&tap).mode;
     let cut_this = is_work && lock(&tap).mode != Mode::NotFound && lock(&tap).cut_at.is_none();
     let mut buf = vec![0u8; 16 * 1024];
     let mut up_buf = vec![0u8; 16 * 1024];
@@ -398,7 +401,12 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
                     }
                     if cut_this {
                         let ids: Vec<&str> = seen_text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
-                        if ids.len() >= 2 {
+                        let enough = if mode == Mode::CutBeforeId {
+                            seen_text.contains("\r\n\r\n") && ids.is_empty()
+                        } else {
+                            ids.len() >= 2
+                        };
+                        if enough {
                             let after = ids.last().map(|s| s.trim().to_string());
                             // Let the proxy deliver what was written before the cut.
                             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -495,7 +503,9 @@ impl Drop for Killer {
 async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> Result<ClientRun, ProbeError> {
     let io = |what: &str, e: std::io::Error| ProbeError::Io { path: what.into(), problem: e.to_string() };
     // No `retry:` field: the delays seen are the client's own.
-    let standin = Standin::start(StandinConfig { retry_ms: None, ..StandinConfig::default() })
+    // No priming event in `cut-before-id`: the stream is cut before any event id arrives.
+    let priming = mode != Mode::CutBeforeId;
+    let standin = Standin::start(StandinConfig { retry_ms: None, priming, ..StandinConfig::default() })
         .await
         .map_err(|e| io("stand-in", e))?;
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| io("tap", e))?;
@@ -786,6 +796,41 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                 };
                 f.insert("close_handling.on_404".into(), (format!("\"{v}\""), why));
             }
+            "cut-before-id" => {
+                let Some(cut) = r.cut_at else {
+                    open.push((
+                        "close_handling.resume_post_needs_event_id".into(),
+                        "cut-before-id: the stream was never cut before an event id".into(),
+                    ));
+                    continue;
+                };
+                let after: Vec<&Seen> = r.seen.iter().filter(|s| s.at >= cut).collect();
+                let resumed = after.iter().any(|s| s.method == "GET" && s.last_event_id.is_some());
+                let resent = after.iter().any(|s| s.tool.as_deref() == Some("probe_work"));
+                if !resumed && !resent {
+                    f.insert(
+                        "close_handling.resume_post_needs_event_id".into(),
+                        (
+                            "true".into(),
+                            "cut-before-id: the POST stream cut before any event id was neither resumed nor re-sent"
+                                .into(),
+                        ),
+                    );
+                } else if !resent {
+                    f.insert(
+                        "close_handling.resume_post_needs_event_id".into(),
+                        (
+                            "false".into(),
+                            "cut-before-id: the POST stream cut before any event id was resumed with a GET".into(),
+                        ),
+                    );
+                } else {
+                    open.push((
+                        "close_handling.resume_post_needs_event_id".into(),
+                        "cut-before-id: the call was POSTed again after the cut (no profile field says so)".into(),
+                    ));
+                }
+            }
             "empty-resume" => {
                 let rs = resumes(r);
                 let Some(i) = r.seen.iter().position(|s| s.answer == "empty-200") else {
@@ -834,7 +879,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("persistence", "needs a client restart; the probe runs one process per run"),
         ("request_timeout", "needs a tool longer than the timeout (minutes); the probe stays short"),
         ("send_idempotency_keys", "not looked at: the tap ignores arguments beyond the tool name"),
-        ("close_handling.resume_post_needs_event_id", "needs a cut before any event id (no run does that yet)"),
+        ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
         ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
         ("reconnect.counter_reset", "needs a run that alternates successful and failed resumes"),
