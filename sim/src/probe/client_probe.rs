@@ -19,7 +19,7 @@ use super::proxy::{Proxy, Toxic};
 use super::record::Rec;
 use super::standin::{Standin, StandinConfig};
 use super::ProbeError;
-use mcpsim_model::http::{ClientMessage, Method, Request, ToolCall};
+use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::trace::{Actor, SessionEndReason, StepKind, Trace, ViolationRecord};
@@ -480,15 +480,6 @@ fn to_model(
         }
         _ => return None,
     })
-}
-
-/// The model's method for a request line (unused methods map to POST).
-pub fn method_of(m: &str) -> Method {
-    match m {
-        "GET" => Method::Get,
-        "DELETE" => Method::Delete,
-        _ => Method::Post,
-    }
 }
 
 struct Killer(Child);
