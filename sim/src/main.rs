@@ -312,6 +312,29 @@ enum ProbeCommand {
         #[arg(long)]
         doc: Option<PathBuf>,
     },
+    /// Probe an MCP client: run COMMAND against mcpsim's own stand-in server (URL in
+    /// MCPSIM_PROBE_URL) behind the fault proxy, observe it from the server side; a trace per run,
+    /// the oracles' verdicts and a client profile TOML.
+    Client {
+        /// Where traces and client-profile.toml go (default ./probe-out).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Run only these probe runs (cut-resume, cut-refuse, not-found, empty-resume).
+        #[arg(long = "run", value_delimiter = ',')]
+        runs: Vec<String>,
+        /// Wall-clock limit of one run in seconds; the client is killed after it.
+        #[arg(long, default_value_t = 20)]
+        run_limit: u64,
+        /// The profile's name.
+        #[arg(long, default_value = "probed-client")]
+        name: String,
+        /// Compare the decided fields with this built-in client profile (e.g. py-sdk, ts-sdk).
+        #[arg(long)]
+        compare: Option<String>,
+        /// The client command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -405,6 +428,9 @@ fn main() -> ExitCode {
             cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout)
         }
         Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
+        Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
+            cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
+        }
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

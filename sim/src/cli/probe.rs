@@ -114,3 +114,58 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
 }
+
+/// `mcpsim probe client -- COMMAND...`: runs the client command against the stand-in behind the
+/// fault proxy once per probe run, prints what the server side saw, the verdicts and the client
+/// profile, and compares the decided fields with the built-in profile of the same name, if any.
+/// Exit 0 no invariant violated, 1 one was, 2 the probe could not run.
+pub fn cmd_probe_client(
+    command: Vec<String>,
+    out: Option<PathBuf>,
+    runs: Vec<String>,
+    run_limit_s: u64,
+    name: String,
+    compare_with: Option<String>,
+) -> Result<Exit, SimError> {
+    use crate::probe::client_probe::{compare, probe_client, run_table, ClientProbeOptions};
+    let mut opts = ClientProbeOptions::new(command);
+    opts.out_dir = Some(out.unwrap_or_else(|| PathBuf::from("probe-out")));
+    opts.only = runs;
+    opts.run_limit = Duration::from_secs(run_limit_s.clamp(5, 600));
+    opts.name = name;
+    let report = match probe_client(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcpsim probe client: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    print!("{}", run_table(&report));
+    println!();
+    print!("{}", report.profile_toml);
+    if let Some(builtin) = compare_with {
+        match mcpsim_model::profiles::client(&builtin) {
+            Some(profile) => {
+                println!("\ncompared with the built-in client profile {builtin:?}:");
+                for (field, probed, theirs) in compare(&report.fields, &profile) {
+                    let mark = if probed == theirs { "same" } else { "DIFFERS" };
+                    println!("  {field:<28} probed {probed:<22} built-in {theirs:<22} {mark}");
+                }
+            }
+            None => eprintln!("mcpsim probe client: no built-in client profile {builtin:?} to compare with"),
+        }
+    }
+    for r in &report.runs {
+        if let Some(f) = &r.trace_file {
+            println!("trace {}: {}", r.name, f.display());
+        }
+    }
+    if let Some(f) = &report.profile_file {
+        println!("profile: {}", f.display());
+    }
+    if report.runs.iter().any(|r| !r.violations.is_empty()) {
+        Ok(Exit::Violated)
+    } else {
+        Ok(Exit::Clean)
+    }
+}

@@ -11,6 +11,7 @@
 //! bounds every request and every loop, and stops by itself.
 
 pub mod client;
+pub mod client_probe;
 pub mod fingerprint;
 pub mod proxy;
 pub mod reality;

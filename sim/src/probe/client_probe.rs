@@ -1,0 +1,1036 @@
+//! `mcpsim probe client -- COMMAND...`: a real MCP client observed from the server side.
+//!
+//! Per probe run, mcpsim starts a stand-in server ([`super::standin`], no `retry:` field so the
+//! client's own delays show), an HTTP-aware tap in front of it that logs every request and
+//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The
+//! client command gets the proxy's URL in `MCPSIM_PROBE_URL` (and `MCPSIM_PROBE_DURATION_MS`,
+//! `MCPSIM_PROBE_INTERVAL_MS`, `MCPSIM_PROBE_KEY`, as the fixture clients expect), runs until it
+//! exits or the run's wall-clock limit, and is then killed (its own pid).
+//!
+//! Runs: `cut-resume` (the tool's POST stream is reset after its second event id; is it resumed
+//! with `Last-Event-ID`?), `cut-refuse` (same cut, every resume of that stream is reset at once:
+//! attempts and delays), `not-found` (the tool call gets 404: re-initialize? re-send? same session
+//! id?), `empty-resume` (the first resume gets an empty 200 that ends: what comes next?).
+//! What the server saw becomes a trace in the simulator's schema (`send` steps as received,
+//! `session-created`, `side-effect` per `probe_work` POST, `fault`), judged by the oracles; the
+//! decided fields become a `ClientPolicy` TOML profile.
+
+use super::proxy::{Proxy, Toxic};
+use super::record::Rec;
+use super::standin::{Standin, StandinConfig};
+use super::ProbeError;
+use mcpsim_model::http::{ClientMessage, Request, ToolCall};
+use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
+use mcpsim_model::oracle::{check_all, Violation};
+use mcpsim_model::trace::{Actor, SessionEndReason, StepKind, Trace, ViolationRecord};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The probe runs, in order.
+pub const RUNS: &[&str] = &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id"];
+
+/// The inputs of `probe client`.
+#[derive(Clone, Debug)]
+pub struct ClientProbeOptions {
+    /// The client command and its arguments.
+    pub command: Vec<String>,
+    /// Its working directory (inherited when `None`).
+    pub cwd: Option<PathBuf>,
+    /// Wall-clock limit of one run; the client is killed after it.
+    pub run_limit: Duration,
+    /// `MCPSIM_PROBE_DURATION_MS` / `MCPSIM_PROBE_INTERVAL_MS`.
+    pub work: (u64, u64),
+    /// Only these runs (all when empty).
+    pub only: Vec<String>,
+    /// Where traces and client-profile.toml go; nothing is written when `None`.
+    pub out_dir: Option<PathBuf>,
+    /// The profile's name.
+    pub name: String,
+}
+
+impl ClientProbeOptions {
+    /// Every run of `command`, 20 s each, a 3 s tool ticking every 200 ms.
+    pub fn new(command: Vec<String>) -> Self {
+        ClientProbeOptions {
+            command,
+            cwd: None,
+            run_limit: Duration::from_secs(20),
+            work: (3000, 200),
+            only: Vec::new(),
+            out_dir: None,
+            name: "probed-client".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    CutResume,
+    CutRefuse,
+    NotFound,
+    EmptyResume,
+    CutBeforeId,
+}
+
+impl Mode {
+    fn parse(name: &str) -> Option<Mode> {
+        Some(match name {
+            "cut-resume" => Mode::CutResume,
+            "cut-refuse" => Mode::CutRefuse,
+            "not-found" => Mode::NotFound,
+            "empty-resume" => Mode::EmptyResume,
+            "cut-before-id" => Mode::CutBeforeId,
+            _ => return None,
+        })
+    }
+}
+
+/// One request as the server side received it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// Since the run started.
+    pub at: Duration,
+    /// `POST`, `GET`, `DELETE`.
+    pub method: String,
+    /// `Mcp-Session-Id`.
+    pub session: Option<String>,
+    /// `Last-Event-ID`.
+    pub last_event_id: Option<String>,
+    /// The JSON-RPC method of a POST.
+    pub rpc: Option<String>,
+    /// The tool of a `tools/call`.
+    pub tool: Option<String>,
+    /// The JSON-RPC id of a POSTed request.
+    pub id: Option<u64>,
+    /// What the tap did: `forwarded`, `cut`, `refused`, `404`, `empty-200`.
+    pub answer: String,
+}
+
+struct TapState {
+    mode: Mode,
+    start: Instant,
+    seen: Vec<Seen>,
+    /// When the tool's POST stream was cut.
+    cut_at: Option<Duration>,
+    /// The last event id forwarded on the cut stream.
+    cut_after: Option<String>,
+    work_posts: u32,
+    resumes_answered: u32,
+    conns: u64,
+}
+
+type Tap = Arc<Mutex<TapState>>;
+
+fn lock(t: &Tap) -> MutexGuard<'_, TapState> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A decided field: its TOML literal and the observation that decided it.
+pub type Decided = (String, String);
+
+/// The decided fields by dotted name.
+pub type Fields = BTreeMap<String, Decided>;
+
+/// One run's result.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// The run's name (one of [`RUNS`]).
+    pub name: &'static str,
+    /// What the server side received, in order.
+    pub seen: Vec<Seen>,
+    /// When the tool's stream was cut.
+    pub cut_at: Option<Duration>,
+    /// The last event id the client had on the cut stream.
+    pub cut_after: Option<String>,
+    /// The client's exit code (`None` when killed at the limit).
+    pub exit: Option<i32>,
+    /// When it exited, since the run started.
+    pub exit_at: Option<Duration>,
+    /// When the run ended (exit or the limit), since it started.
+    pub ended_at: Duration,
+    /// The client's stdout lines (the fixtures print JSON observations).
+    pub output: Vec<String>,
+    /// The judged trace.
+    pub trace: Trace,
+    /// What the oracles found.
+    pub violations: Vec<Violation>,
+    /// Where the trace was written.
+    pub trace_file: Option<PathBuf>,
+}
+
+/// The whole client probe.
+#[derive(Debug)]
+pub struct ClientProbeReport {
+    /// The runs, in order.
+    pub runs: Vec<ClientRun>,
+    /// Decided `ClientPolicy` fields: dotted name → (TOML literal, observation).
+    pub fields: BTreeMap<String, (String, String)>,
+    /// Fields left undetermined, with the reason.
+    pub undetermined: Vec<(String, String)>,
+    /// The profile file's text.
+    pub profile_toml: String,
+    /// Where it was written.
+    pub profile_file: Option<PathBuf>,
+}
+
+struct RawReq {
+    head: String,
+    bytes: Vec<u8>,
+    headers: BTreeMap<String, String>,
+    body: Value,
+}
+
+async fn read_request(sock: &mut TcpStream) -> Option<RawReq> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let headers: BTreeMap<String, String> = head
+        .split("\r\n")
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    if headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        // Read the chunked body to its terminator; the stand-in gets it de-chunked below.
+        let mut raw = buf[head_end + 4..].to_vec();
+        for _ in 0..10_000u32 {
+            if raw.windows(5).any(|w| w == b"0\r\n\r\n") {
+                break;
+            }
+            let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
+            if n == 0 {
+                break;
+            }
+            raw.extend_from_slice(&chunk[..n]);
+        }
+        let body = dechunk(&raw);
+        let mut h = head
+            .split("\r\n")
+            .filter(|l| !l.to_ascii_lowercase().starts_with("transfer-encoding"))
+            .collect::<Vec<_>>()
+            .join("\r\n");
+        h.push_str(&format!("\r\nContent-Length: {}\r\n\r\n", body.len()));
+        let mut bytes = h.into_bytes();
+        bytes.extend_from_slice(&body);
+        let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        return Some(RawReq { head, bytes, headers, body: json });
+    }
+    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0).min(1 << 20);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < len {
+        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut bytes = buf[..head_end + 4].to_vec();
+    bytes.extend_from_slice(&body);
+    Some(RawReq { head, bytes, headers, body: json })
+}
+
+fn dechunk(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = raw;
+    for _ in 0..10_000u32 {
+        let Some(p) = rest.windows(2).position(|w| w == b"\r\n") else { break };
+        let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..p]).trim(), 16).unwrap_or(0);
+        if size == 0 || rest.len() < p + 2 + size {
+            break;
+        }
+        out.extend_from_slice(&rest[p + 2..p + 2 + size]);
+        rest = &rest[(p + 4 + size).min(rest.len())..];
+    }
+    out
+}
+
+fn reset(sock: TcpStream) {
+    let _ = sock.set_zero_linger();
+    drop(sock);
+}
+
+/// Serves one connection: logs the request, injects the run's fault or forwards it.
+async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Arc<Proxy>, rec: Rec) {
+    let Some(req) = read_request(&mut sock).await else { return };
+    let method = req.head.split(' ').next().unwrap_or("").to_string();
+    let session = req.headers.get("mcp-session-id").cloned();
+    let last = req.headers.get("last-event-id").cloned();
+    let rpc = req.body.get("method").and_then(Value::as_str).map(str::to_string);
+    let tool = req.body["params"]["name"].as_str().map(str::to_string);
+    let rpc_id = req.body.get("id").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
+    let is_work = tool.as_deref() == Some("probe_work");
+    // A resume of a POST stream: the stand-in's ids are `<stream>-<seq>`, stream 0 standalone.
+    let post_resume = last.as_deref().is_some_and(|l| !l.starts_with("0-"));
+    let (answer, conn) = {
+        let mut t = lock(&tap);
+        t.conns += 1;
+        let answer = match (t.mode, method.as_str()) {
+            (Mode::NotFound, "POST") if is_work && t.work_posts == 0 => "404",
+            (Mode::CutRefuse, "GET") if post_resume && t.cut_at.is_some() => "refused",
+            (Mode::EmptyResume, "GET") if post_resume && t.resumes_answered == 0 => "empty-200",
+            _ => "forwarded",
+        };
+        if is_work {
+            t.work_posts += 1;
+        }
+        if post_resume {
+            t.resumes_answered += 1;
+        }
+        let at = t.start.elapsed();
+        t.seen.push(Seen {
+            at,
+            method: method.clone(),
+            session: session.clone(),
+            last_event_id: last.clone(),
+            rpc: rpc.clone(),
+            tool: tool.clone(),
+            id: rpc_id,
+            answer: answer.to_string(),
+        });
+        (answer, t.conns)
+    };
+    let model_req = to_model(&method, &session, &last, &rpc, &tool, rpc_id);
+    if let Some(r) = model_req {
+        rec.push(Actor::Client, StepKind::Send { conn: ConnId(conn), request: r });
+    }
+    match answer {
+        "404" => {
+            rec.push(Actor::Fault, StepKind::Fault { fault: "the tool call's POST answered 404".into() });
+            // A 404 says the session is gone: the server side treats it so.
+            if let Some(sid) = &session {
+                rec.push(
+                    Actor::Server,
+                    StepKind::SessionEnded { session: SessionId(sid.clone()), reason: SessionEndReason::ServerRestart },
+                );
+            }
+            let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+            let _ = sock.shutdown().await;
+            return;
+        }
+        "refused" => {
+            rec.push(Actor::Fault, StepKind::Fault { fault: "resume reset before any answer".into() });
+            reset(sock);
+            return;
+        }
+        "empty-200" => {
+            rec.push(Actor::Fault, StepKind::Fault { fault: "resume answered 200, no events, closed".into() });
+            let _ = sock
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+                .await;
+            let _ = sock.shutdown().await;
+            return;
+        }
+        _ => {}
+    }
+    if rpc.as_deref() == Some("tools/list") {
+        // The stand-in lists bare names; real SDK clients validate `inputSchema`, so the tap
+        // answers with the probe-tool contract's full listing.
+        let body = json!({"jsonrpc": "2.0", "id": req.body.get("id").cloned().unwrap_or(Value::Null), "result": {"tools": tool_listing()}}).to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = sock.write_all(head.as_bytes()).await;
+        let _ = sock.write_all(body.as_bytes()).await;
+        let _ = sock.shutdown().await;
+        return;
+    }
+    let Ok(mut up) = TcpStream::connect(upstream).await else {
+        reset(sock);
+        return;
+    };
+    if up.write_all(&req.bytes).await.is_err() {
+        reset(sock);
+        return;
+    }
+    if is_work {
+        // The stand-in counts an execution as soon as a probe_work POST reaches it.
+        rec.push(
+            Actor::Server,
+            StepKind::SideEffect {
+                session: SessionId(session.clone().unwrap_or_default()),
+                request: RequestId(rpc_id.unwrap_or(0)),
+                call: CallKey(1),
+                tool: "probe_work".into(),
+                idempotent: false,
+            },
+        );
+    }
+    let mode = lock(&tap).mode;
+    let cut_this = is_work && lock(&tap).mode != Mode::NotFound && lock(&tap).cut_at.is_none();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut up_buf = vec![0u8; 16 * 1024];
+    let mut seen_text = String::new();
+    let mut created = false;
+    // Bounded: each round moves bytes or ends; the stand-in's own 300 s cap ends the stream.
+    for _ in 0..1_000_000u32 {
+        tokio::select! {
+            r = up.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    seen_text.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    if !created && rpc.as_deref() == Some("initialize") {
+                        if let Some(sid) = header_value(&seen_text, "mcp-session-id") {
+                            created = true;
+                            rec.push(Actor::Server, StepKind::SessionCreated { session: SessionId(sid), client: "probed".into() });
+                        }
+                    }
+                    if sock.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    if cut_this {
+                        let ids: Vec<&str> = seen_text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
+                        let enough = if mode == Mode::CutBeforeId {
+                            seen_text.contains("\r\n\r\n") && ids.is_empty()
+                        } else {
+                            ids.len() >= 2
+                        };
+                        if enough {
+                            let after = ids.last().map(|s| s.trim().to_string());
+                            // Let the proxy deliver what was written before the cut.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            {
+                                let mut t = lock(&tap);
+                                t.cut_at = Some(t.start.elapsed());
+                                t.cut_after = after.clone();
+                            }
+                            rec.push(Actor::Fault, StepKind::Fault { fault: format!("reset every connection after event {}", after.unwrap_or_default()) });
+                            proxy.apply(&Toxic::Reset);
+                            reset(sock);
+                            return;
+                        }
+                    }
+                }
+            },
+            r = sock.read(&mut up_buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => { let _ = up.write_all(&up_buf[..n]).await; }
+            },
+        }
+    }
+    let _ = sock.shutdown().await;
+}
+
+/// The probe tools with their input schemas (docs/probe-tool.md).
+fn tool_listing() -> Value {
+    let obj = |props: Value| json!({"type": "object", "properties": props});
+    json!([
+        {"name": "probe_work", "description": "runs for duration_ms, notifying every interval_ms", "inputSchema": obj(json!({"duration_ms": {"type": "integer"}, "interval_ms": {"type": "integer"}, "key": {"type": "string"}}))},
+        {"name": "probe_count", "description": "execution counters of key", "inputSchema": obj(json!({"key": {"type": "string"}}))},
+        {"name": "probe_notify", "description": "notifications on the standalone stream", "inputSchema": obj(json!({"count": {"type": "integer"}, "interval_ms": {"type": "integer"}}))},
+    ])
+}
+
+fn header_value(text: &str, name: &str) -> Option<String> {
+    let head = text.split("\r\n\r\n").next()?;
+    head.split("\r\n")
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+fn to_model(
+    method: &str,
+    session: &Option<String>,
+    last: &Option<String>,
+    rpc: &Option<String>,
+    tool: &Option<String>,
+    id: Option<u64>,
+) -> Option<Request> {
+    let sid = session.clone().map(SessionId);
+    Some(match method {
+        "GET" => Request::get(sid, last.clone().map(EventId)),
+        "DELETE" => Request::delete(sid?),
+        "POST" => {
+            let body = match rpc.as_deref() {
+                Some("initialize") => return Some(Request::initialize(RequestId(id.unwrap_or(0)), "probed")),
+                Some("notifications/initialized") => ClientMessage::Initialized,
+                Some("tools/call") => ClientMessage::CallTool {
+                    id: RequestId(id.unwrap_or(0)),
+                    call: ToolCall {
+                        tool: tool.clone().unwrap_or_default(),
+                        key: CallKey(if tool.as_deref() == Some("probe_work") { 1 } else { 0 }),
+                        idempotency_key: None,
+                    },
+                },
+                _ => return None,
+            };
+            Request::post(sid, body)
+        }
+        _ => return None,
+    })
+}
+
+struct Killer(Child);
+
+impl Drop for Killer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> Result<ClientRun, ProbeError> {
+    let io = |what: &str, e: std::io::Error| ProbeError::Io { path: what.into(), problem: e.to_string() };
+    // No `retry:` field: the delays seen are the client's own.
+    // No priming event in `cut-before-id`: the stream is cut before any event id arrives.
+    let priming = mode != Mode::CutBeforeId;
+    let standin = Standin::start(StandinConfig { retry_ms: None, priming, ..StandinConfig::default() })
+        .await
+        .map_err(|e| io("stand-in", e))?;
+    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| io("tap", e))?;
+    let tap_addr = listener.local_addr().map_err(|e| io("tap", e))?;
+    let proxy = Arc::new(Proxy::start(tap_addr).await.map_err(|e| io("proxy", e))?);
+    let rec = Rec::new();
+    let tap: Tap = Arc::new(Mutex::new(TapState {
+        mode,
+        start: Instant::now(),
+        seen: Vec::new(),
+        cut_at: None,
+        cut_after: None,
+        work_posts: 0,
+        resumes_answered: 0,
+        conns: 0,
+    }));
+    let (tap2, proxy2, rec2, upstream) = (tap.clone(), proxy.clone(), rec.clone(), standin.addr);
+    let accept = tokio::spawn(async move {
+        for _ in 0..100_000u32 {
+            let Ok((sock, _)) = listener.accept().await else { break };
+            let (t, p, r) = (tap2.clone(), proxy2.clone(), rec2.clone());
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(300), tap_conn(sock, t, upstream, p, r)).await;
+            });
+        }
+    });
+    let (program, args) = opts
+        .command
+        .split_first()
+        .ok_or_else(|| ProbeError::Io { path: "client command".into(), problem: "empty".into() })?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("MCPSIM_PROBE_URL", format!("http://{}/mcp", proxy.addr))
+        .env("MCPSIM_PROBE_DURATION_MS", opts.work.0.to_string())
+        .env("MCPSIM_PROBE_INTERVAL_MS", opts.work.1.to_string())
+        .env("MCPSIM_PROBE_KEY", format!("client-{name}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(d) = &opts.cwd {
+        cmd.current_dir(d);
+    }
+    let mut child = Killer(cmd.spawn().map_err(|e| io(program, e))?);
+    let output = Arc::new(Mutex::new(Vec::new()));
+    if let Some(out) = child.0.stdout.take() {
+        let sink = output.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok).take(10_000) {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+    }
+    let deadline = Instant::now() + opts.run_limit;
+    let mut exit = None;
+    let mut exit_at = None;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            exit = Some(status.code().unwrap_or(-1));
+            exit_at = Some(lock(&tap).start.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ended_at = lock(&tap).start.elapsed();
+    if exit.is_none() {
+        rec.push(Actor::Run, StepKind::Fault { fault: format!("client killed at the {:?} limit", opts.run_limit) });
+    }
+    drop(child);
+    // Let a DELETE sent on exit arrive.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    accept.abort();
+    let t = lock(&tap);
+    let seen = t.seen.clone();
+    let (cut_at, cut_after) = (t.cut_at, t.cut_after.clone());
+    drop(t);
+    // The stand-in counts an execution when a probe_work POST reaches it: one side effect each.
+    let mut trace = rec.into_trace(json!({
+        "probe": "client",
+        "run": name,
+        "command": opts.command,
+        "recorded": "wall clock, server side: send steps are requests as received; session-created, side-effect inferred from the stand-in",
+    }));
+    let violations = check_all(&trace);
+    trace.finish(violations.iter().map(ViolationRecord::from).collect());
+    let output = output.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(ClientRun {
+        name,
+        seen,
+        cut_at,
+        cut_after,
+        exit,
+        exit_at,
+        ended_at,
+        output,
+        trace,
+        violations,
+        trace_file: None,
+    })
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// A duration as the profiles write it, rounded to 100 ms.
+fn dur_literal(d: Duration) -> String {
+    let tenths = (d.as_millis() as u64 + 50) / 100;
+    if tenths.is_multiple_of(10) {
+        format!("\"{}s\"", tenths / 10)
+    } else {
+        format!("\"{}ms\"", tenths * 100)
+    }
+}
+
+/// Decides `ClientPolicy` fields from the runs.
+pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
+    let mut f: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut open: Vec<(String, String)> = Vec::new();
+    let resumes = |r: &ClientRun| -> Vec<Seen> {
+        r.seen
+            .iter()
+            .filter(|s| s.method == "GET" && s.last_event_id.as_deref().is_some_and(|l| !l.starts_with("0-")))
+            .cloned()
+            .collect()
+    };
+    for r in runs {
+        if r.seen.iter().any(|s| s.rpc.as_deref() == Some("initialize")) {
+            f.entry("sessions".into()).or_insert(("true".into(), format!("{}: it sent initialize", r.name)));
+        }
+        let init_at = r.seen.iter().position(|s| s.rpc.as_deref() == Some("notifications/initialized"));
+        if let Some(i) = init_at {
+            let get = r.seen[i..].iter().find(|s| s.method == "GET" && s.last_event_id.is_none());
+            let v = if get.is_some() { "true" } else { "false" };
+            f.entry("open_standalone_stream".into()).or_insert((
+                v.into(),
+                format!(
+                    "{}: {} GET without Last-Event-ID after notifications/initialized",
+                    r.name,
+                    if get.is_some() { "a" } else { "no" }
+                ),
+            ));
+        }
+        match r.name {
+            "cut-resume" => {
+                let rs = resumes(r);
+                match (r.cut_at, rs.first()) {
+                    (Some(_), Some(first)) => {
+                        let same = first.last_event_id == r.cut_after;
+                        f.insert(
+                            "close_handling.kind".into(),
+                            ("\"sdk\"".into(), format!("cut-resume: resumed the cut POST stream with GET Last-Event-ID={} (last id before the cut {}; {})", first.last_event_id.clone().unwrap_or_default(), r.cut_after.clone().unwrap_or_default(), if same { "the same" } else { "DIFFERENT" })),
+                        );
+                    }
+                    (Some(_), None) => open.push((
+                        "close_handling.kind".into(),
+                        "cut-resume: the cut POST stream was never resumed with Last-Event-ID".into(),
+                    )),
+                    (None, _) => open.push((
+                        "close_handling.kind".into(),
+                        "cut-resume: the stream was never cut (no tool call?)".into(),
+                    )),
+                }
+            }
+            "cut-refuse" => {
+                let rs = resumes(r);
+                let Some(cut) = r.cut_at else {
+                    open.push(("reconnect.*".into(), "cut-refuse: the stream was never cut".into()));
+                    continue;
+                };
+                if rs.is_empty() {
+                    open.push(("reconnect.*".into(), "cut-refuse: no resume after the cut".into()));
+                    continue;
+                }
+                let mut delays = Vec::new();
+                let mut prev = cut;
+                for s in &rs {
+                    delays.push(s.at.saturating_sub(prev));
+                    prev = s.at;
+                }
+                let shown: Vec<String> = delays.iter().map(|d| format!("{} ms", ms(*d))).collect();
+                let shown = shown.join(", ");
+                // A first resume within 100 ms of the cut is immediate (rmcp); the backoff proper
+                // starts with the next one.
+                let immediate = delays[0] < Duration::from_millis(100);
+                f.insert(
+                    "reconnect.first_immediate".into(),
+                    (immediate.to_string(), format!("cut-refuse: first resume {} ms after the cut", ms(delays[0]))),
+                );
+                let backoff: &[Duration] = if immediate { &delays[1..] } else { &delays[..] };
+                // Attempt n waits initial * factor^n; with an immediate first attempt (n = 0) the
+                // first delay seen is attempt 1's, initial * factor.
+                let factor = (backoff.len() >= 2 && ms(backoff[0]) > 0)
+                    .then(|| (ms(backoff[1]) as f64 / ms(backoff[0]) as f64 * 10.0).round() / 10.0);
+                match factor {
+                    Some(k) => {
+                        f.insert(
+                            "reconnect.factor".into(),
+                            (format!("{k:.1}"), format!("cut-refuse: delays between refused resumes {shown}")),
+                        );
+                    }
+                    None => open.push((
+                        "reconnect.factor".into(),
+                        format!("cut-refuse: fewer than two backoff delays ({shown})"),
+                    )),
+                }
+                let initial = match (immediate, backoff.first(), factor) {
+                    (false, Some(d), _) => Some((*d, format!("cut-refuse: delays between refused resumes {shown}"))),
+                    (true, Some(d), Some(k)) if k > 0.0 => Some((
+                        d.div_f64(k),
+                        format!(
+                            "cut-refuse: delays between refused resumes {shown}: attempt 1 waited initial * factor"
+                        ),
+                    )),
+                    _ => None,
+                };
+                match initial {
+                    Some((d, why)) => {
+                        f.insert("reconnect.initial".into(), (dur_literal(d), why));
+                    }
+                    None => open.push(("reconnect.initial".into(), format!("cut-refuse: too few delays ({shown})"))),
+                }
+                let last_at = rs.last().map(|s| s.at).unwrap_or(cut);
+                // Given up: the client exited, or stayed silent for more than twice its last delay
+                // (and a second) before the run ended. Otherwise it may still be retrying.
+                let last_delay = delays.last().copied().unwrap_or_default();
+                let quiet_for = r.ended_at.saturating_sub(last_at);
+                let gave_up = r.exit.is_some() || quiet_for > last_delay * 2 + Duration::from_secs(1);
+                if !gave_up {
+                    open.push((
+                        "reconnect.max_attempts".into(),
+                        format!("cut-refuse: still retrying at the run limit ({} resumes: {shown}); unlimited, or more than the run allows", rs.len()),
+                    ));
+                    open.push((
+                        "close_handling.on_give_up".into(),
+                        "cut-refuse: the client never gave up within the run".into(),
+                    ));
+                    continue;
+                }
+                f.insert(
+                    "reconnect.max_attempts".into(),
+                    (
+                        rs.len().to_string(),
+                        format!(
+                            "cut-refuse: {} resumes, each reset before an answer, then none ({})",
+                            rs.len(),
+                            if r.exit.is_some() { "the client exited" } else { "silent until the run limit" }
+                        ),
+                    ),
+                );
+                // The fixture clients exit as soon as their call settles: an exit right after the
+                // last refused resume is a call failed at once; no exit until the limit, a call
+                // left pending (its request timeout, if any, is longer than the run).
+                match r.exit_at.map(|e| e.saturating_sub(last_at)) {
+                    Some(d) if d < Duration::from_secs(2) => {
+                        f.insert(
+                            "close_handling.on_give_up".into(),
+                            ("\"fail-call\"".into(), format!("cut-refuse: the client exited {} ms after its last refused resume (its call failed at once)", ms(d))),
+                        );
+                    }
+                    None => {
+                        f.insert(
+                            "close_handling.on_give_up".into(),
+                            ("\"leave-pending\"".into(), "cut-refuse: after its last refused resume the client sent nothing and did not exit until killed at the run limit (the call stayed pending)".into()),
+                        );
+                    }
+                    Some(_) => open.push((
+                        "close_handling.on_give_up".into(),
+                        "cut-refuse: the client exited, but seconds after its last resume".into(),
+                    )),
+                }
+            }
+            "not-found" => {
+                let Some(i) = r.seen.iter().position(|s| s.answer == "404") else {
+                    open.push(("close_handling.on_404".into(), "not-found: no tool call got the 404".into()));
+                    continue;
+                };
+                let dead = r.seen[i].session.clone();
+                let after = &r.seen[i + 1..];
+                let reinit = after.iter().any(|s| s.rpc.as_deref() == Some("initialize"));
+                let resent = after.iter().any(|s| s.tool.as_deref() == Some("probe_work"));
+                let kept: Vec<&Seen> = after.iter().filter(|s| s.session == dead && dead.is_some()).collect();
+                let (v, why) = match (reinit, resent) {
+                    (false, false) => ("fail-keep-session", format!("not-found: after the 404 no initialize, no re-sent call; {} later request(s) still carried the dead session id", kept.len())),
+                    (true, true) => ("reinitialize-resend-once", "not-found: after the 404 an initialize and the same call again".to_string()),
+                    (true, false) => ("reinitialize-unknown-outcome", "not-found: after the 404 an initialize, the call not re-sent".to_string()),
+                    (false, true) => ("fail-keep-session", "not-found: the call re-sent on the dead session without initialize (no profile value says so)".to_string()),
+                };
+                f.insert("close_handling.on_404".into(), (format!("\"{v}\""), why));
+            }
+            "cut-before-id" => {
+                let Some(cut) = r.cut_at else {
+                    open.push((
+                        "close_handling.resume_post_needs_event_id".into(),
+                        "cut-before-id: the stream was never cut before an event id".into(),
+                    ));
+                    continue;
+                };
+                let after: Vec<&Seen> = r.seen.iter().filter(|s| s.at >= cut).collect();
+                let resumed = after.iter().any(|s| s.method == "GET" && s.last_event_id.is_some());
+                let resent = after.iter().any(|s| s.tool.as_deref() == Some("probe_work"));
+                if !resumed && !resent {
+                    f.insert(
+                        "close_handling.resume_post_needs_event_id".into(),
+                        (
+                            "true".into(),
+                            "cut-before-id: the POST stream cut before any event id was neither resumed nor re-sent"
+                                .into(),
+                        ),
+                    );
+                } else if !resent {
+                    f.insert(
+                        "close_handling.resume_post_needs_event_id".into(),
+                        (
+                            "false".into(),
+                            "cut-before-id: the POST stream cut before any event id was resumed with a GET".into(),
+                        ),
+                    );
+                } else {
+                    open.push((
+                        "close_handling.resume_post_needs_event_id".into(),
+                        "cut-before-id: the call was POSTed again after the cut (no profile field says so)".into(),
+                    ));
+                }
+            }
+            "empty-resume" => {
+                let rs = resumes(r);
+                let Some(i) = r.seen.iter().position(|s| s.answer == "empty-200") else {
+                    open.push((
+                        "close_handling.on_empty_resume".into(),
+                        "empty-resume: no resume to answer empty".into(),
+                    ));
+                    continue;
+                };
+                let first = r.seen[i].last_event_id.clone();
+                let next = r.seen[i + 1..].iter().find(|s| {
+                    s.method == "GET"
+                        && s.session == r.seen[i].session
+                        && s.last_event_id.as_deref().is_none_or(|l| !l.starts_with("0-"))
+                });
+                let (v, why) = match next {
+                    Some(s) if s.last_event_id == first => (
+                        "same-id",
+                        format!(
+                            "empty-resume: after the empty 200, GET again with the same Last-Event-ID {} ({} ms later; rmcp's graceful-close looks the same from here, it differs in the attempt counter only)",
+                            first.clone().unwrap_or_default(),
+                            ms(s.at.saturating_sub(r.seen[i].at))
+                        ),
+                    ),
+                    Some(s) if s.last_event_id.is_none() => (
+                        "without-id",
+                        format!(
+                            "empty-resume: after the empty 200, GET without Last-Event-ID ({} ms later)",
+                            ms(s.at.saturating_sub(r.seen[i].at))
+                        ),
+                    ),
+                    Some(_) => {
+                        ("same-id", "empty-resume: after the empty 200, GET with another Last-Event-ID".to_string())
+                    }
+                    None => {
+                        ("clean-close", "empty-resume: after the empty 200, no further GET for the stream".to_string())
+                    }
+                };
+                let _ = rs;
+                f.insert("close_handling.on_empty_resume".into(), (format!("\"{v}\""), why));
+            }
+            _ => {}
+        }
+    }
+    for (field, why) in [
+        ("persistence", "needs a client restart; the probe runs one process per run"),
+        ("request_timeout", "needs a tool longer than the timeout (minutes); the probe stays short"),
+        ("send_idempotency_keys", "not looked at: the tap ignores arguments beyond the tool name"),
+        ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
+        ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
+        ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
+        ("reconnect.counter_reset", "needs a run that alternates successful and failed resumes"),
+        ("reconnect.retry_field", "the stand-in sends no retry: field (so the client's own delays show)"),
+        ("reconnect.first_immediate", "no resume after a cut was seen"),
+        ("reconnect.jitter", "needs many delays to see a spread"),
+    ] {
+        if !f.contains_key(field) {
+            open.push((field.into(), why.into()));
+        }
+    }
+    (f, open)
+}
+
+/// `(field, probed, built-in)` for every decided field, the built-in value read from `profile`'s
+/// serde form (the same literals the profile file uses).
+pub fn compare(
+    fields: &BTreeMap<String, (String, String)>,
+    profile: &mcpsim_model::config::ClientPolicy,
+) -> Vec<(String, String, String)> {
+    let Ok(builtin) = serde_json::to_value(profile) else { return Vec::new() };
+    fields
+        .iter()
+        .map(|(f, (probed, _))| {
+            let mut v = Some(&builtin);
+            for part in f.split('.') {
+                v = v.and_then(|x| x.get(part));
+            }
+            let theirs = match v {
+                // Written only when it is not the default.
+                None if f == "close_handling.on_give_up" => toml_quote("fail-call"),
+                None => "(not written)".to_string(),
+                Some(Value::Null) => "none".to_string(),
+                Some(Value::String(s)) => toml_quote(s),
+                Some(Value::Number(n)) if n.is_f64() => format!("{:.1}", n.as_f64().unwrap_or(0.0)),
+                Some(other) => other.to_string(),
+            };
+            (f.clone(), probed.clone(), theirs)
+        })
+        .collect()
+}
+
+/// The profile file: every decided field with its observation, the undetermined ones listed.
+pub fn profile_toml(
+    name: &str,
+    header: &[String],
+    fields: &BTreeMap<String, (String, String)>,
+    open: &[(String, String)],
+) -> String {
+    let mut out = String::new();
+    for line in header {
+        out.push_str(&format!("# {line}\n"));
+    }
+    out.push_str("extends = \"reference\"\n");
+    out.push_str(&format!("name = {}\n", toml_quote(name)));
+    let mut tables: BTreeMap<&str, Vec<(&str, &Decided)>> = BTreeMap::new();
+    for (k, v) in fields {
+        match k.split_once('.') {
+            Some((t, f)) => tables.entry(t).or_default().push((f, v)),
+            None => {
+                out.push_str(&format!("# {}\n{k} = {}\n", v.1, v.0));
+            }
+        }
+    }
+    for (t, rows) in tables {
+        out.push_str(&format!("\n[{t}]\n"));
+        for (f, (v, why)) in rows {
+            out.push_str(&format!("# {why}\n{f} = {v}\n"));
+        }
+    }
+    if !open.is_empty() {
+        out.push_str("\n# Undetermined (default to `extends`):\n");
+        for (f, why) in open {
+            out.push_str(&format!("#   {f}: {why}\n"));
+        }
+    }
+    out
+}
+
+fn toml_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Runs every probe run in order on a fresh real tokio runtime; call from outside any runtime.
+pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, ProbeError> {
+    for o in &opts.only {
+        if Mode::parse(o).is_none() {
+            return Err(ProbeError::UnknownScenario(o.clone()));
+        }
+    }
+    if opts.command.is_empty() {
+        return Err(ProbeError::Io { path: "client command".into(), problem: "empty".into() });
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
+    let mut runs = Vec::new();
+    for name in RUNS {
+        if !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {
+            continue;
+        }
+        let mode = Mode::parse(name).expect("RUNS are all parseable");
+        runs.push(rt.block_on(run_one(opts, name, mode))?);
+    }
+    let (fields, undetermined) = decide(&runs);
+    let header = vec![
+        format!("mcpsim client profile observed by `mcpsim probe client -- {}`", opts.command.join(" ")),
+        format!("recorded from a real run (wall clock, server side), mcpsim {}", env!("CARGO_PKG_VERSION")),
+        "Each field's comment is the observation that decided it; undetermined fields default to `extends`.".into(),
+    ];
+    let profile_toml = profile_toml(&opts.name, &header, &fields, &undetermined);
+    let mut report = ClientProbeReport { runs, fields, undetermined, profile_toml, profile_file: None };
+    if let Some(dir) = &opts.out_dir {
+        let io = |p: &std::path::Path, e: std::io::Error| ProbeError::Io {
+            path: p.display().to_string(),
+            problem: e.to_string(),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        for r in &mut report.runs {
+            let path = dir.join(format!("probe-client-{}.jsonl", r.name));
+            std::fs::write(&path, r.trace.to_jsonl()).map_err(|e| io(&path, e))?;
+            r.trace_file = Some(path);
+        }
+        let path = dir.join("client-profile.toml");
+        std::fs::write(&path, &report.profile_toml).map_err(|e| io(&path, e))?;
+        report.profile_file = Some(path);
+    }
+    Ok(report)
+}
+
+/// The table of runs: what the server side saw and the oracles' verdict.
+pub fn run_table(report: &ClientProbeReport) -> String {
+    let mut out = format!(
+        "{:<14} {:<9} {:<6} {}\n",
+        "run", "verdict", "exit", "requests seen (method [Last-Event-ID] → answer, ms)"
+    );
+    for r in &report.runs {
+        let verdict = if r.violations.is_empty() { "ok" } else { "VIOLATED" };
+        let exit = r.exit.map(|c| c.to_string()).unwrap_or_else(|| "killed".into());
+        let reqs: Vec<String> = r
+            .seen
+            .iter()
+            .map(|s| {
+                let what = s.rpc.clone().map(|m| s.tool.clone().unwrap_or(m)).unwrap_or_else(|| s.method.clone());
+                let lei = s.last_event_id.as_deref().map(|l| format!(" [{l}]")).unwrap_or_default();
+                let ans = if s.answer == "forwarded" { String::new() } else { format!("→{}", s.answer) };
+                format!("{what}{lei}{ans}@{}", ms(s.at))
+            })
+            .collect();
+        out.push_str(&format!("{:<14} {:<9} {:<6} {}\n", r.name, verdict, exit, reqs.join(" ")));
+        if let Some(last) = r.output.last() {
+            out.push_str(&format!("{:<14} {:<9}   client's last line: {last}\n", "", ""));
+        }
+        for v in &r.violations {
+            out.push_str(&format!(
+                "{:<14} {:<9}   {} at {}: {} — {}\n",
+                "", "", v.invariant, v.at, v.subject, v.detail
+            ));
+        }
+    }
+    out
+}
