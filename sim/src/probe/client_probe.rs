@@ -17,7 +17,7 @@
 
 use super::proxy::{Proxy, Toxic};
 use super::record::Rec;
-use super::standin::{Standin, StandinConfig};
+use super::standin::{read_request, Standin, StandinConfig};
 use super::ProbeError;
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
@@ -180,91 +180,6 @@ pub struct ClientProbeReport {
     pub profile_file: Option<PathBuf>,
 }
 
-struct RawReq {
-    head: String,
-    bytes: Vec<u8>,
-    headers: BTreeMap<String, String>,
-    body: Value,
-}
-
-async fn read_request(sock: &mut TcpStream) -> Option<RawReq> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p;
-        }
-        if buf.len() > 64 * 1024 {
-            return None;
-        }
-        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let headers: BTreeMap<String, String> = head
-        .split("\r\n")
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    if headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        // Read the chunked body to its terminator; the stand-in gets it de-chunked below.
-        let mut raw = buf[head_end + 4..].to_vec();
-        for _ in 0..10_000u32 {
-            if raw.windows(5).any(|w| w == b"0\r\n\r\n") {
-                break;
-            }
-            let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
-            if n == 0 {
-                break;
-            }
-            raw.extend_from_slice(&chunk[..n]);
-        }
-        let body = dechunk(&raw);
-        let mut h = head
-            .split("\r\n")
-            .filter(|l| !l.to_ascii_lowercase().starts_with("transfer-encoding"))
-            .collect::<Vec<_>>()
-            .join("\r\n");
-        h.push_str(&format!("\r\nContent-Length: {}\r\n\r\n", body.len()));
-        let mut bytes = h.into_bytes();
-        bytes.extend_from_slice(&body);
-        let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        return Some(RawReq { head, bytes, headers, body: json });
-    }
-    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0).min(1 << 20);
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < len {
-        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let mut bytes = buf[..head_end + 4].to_vec();
-    bytes.extend_from_slice(&body);
-    Some(RawReq { head, bytes, headers, body: json })
-}
-
-fn dechunk(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut rest = raw;
-    for _ in 0..10_000u32 {
-        let Some(p) = rest.windows(2).position(|w| w == b"\r\n") else { break };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..p]).trim(), 16).unwrap_or(0);
-        if size == 0 || rest.len() < p + 2 + size {
-            break;
-        }
-        out.extend_from_slice(&rest[p + 2..p + 2 + size]);
-        rest = &rest[(p + 4 + size).min(rest.len())..];
-    }
-    out
-}
-
 fn reset(sock: TcpStream) {
     let _ = sock.set_zero_linger();
     drop(sock);
@@ -273,12 +188,13 @@ fn reset(sock: TcpStream) {
 /// Serves one connection: logs the request, injects the run's fault or forwards it.
 async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Arc<Proxy>, rec: Rec) {
     let Some(req) = read_request(&mut sock).await else { return };
-    let method = req.head.split(' ').next().unwrap_or("").to_string();
+    let method = req.method.clone();
+    let json: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     let session = req.headers.get("mcp-session-id").cloned();
     let last = req.headers.get("last-event-id").cloned();
-    let rpc = req.body.get("method").and_then(Value::as_str).map(str::to_string);
-    let tool = req.body["params"]["name"].as_str().map(str::to_string);
-    let rpc_id = req.body.get("id").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
+    let rpc = json.get("method").and_then(Value::as_str).map(str::to_string);
+    let tool = json["params"]["name"].as_str().map(str::to_string);
+    let rpc_id = json.get("id").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
     let is_work = tool.as_deref() == Some("probe_work");
     // A resume of a POST stream: the stand-in's ids are `<stream>-<seq>`, stream 0 standalone.
     let post_resume = last.as_deref().is_some_and(|l| !l.starts_with("0-"));
@@ -346,7 +262,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
     if rpc.as_deref() == Some("tools/list") {
         // The stand-in lists bare names; real SDK clients validate `inputSchema`, so the tap
         // answers with the probe-tool contract's full listing.
-        let body = json!({"jsonrpc": "2.0", "id": req.body.get("id").cloned().unwrap_or(Value::Null), "result": {"tools": tool_listing()}}).to_string();
+        let body = json!({"jsonrpc": "2.0", "id": json.get("id").cloned().unwrap_or(Value::Null), "result": {"tools": tool_listing()}}).to_string();
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
@@ -360,7 +276,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         reset(sock);
         return;
     };
-    if up.write_all(&req.bytes).await.is_err() {
+    if up.write_all(&req.to_bytes()).await.is_err() {
         reset(sock);
         return;
     }

@@ -142,13 +142,42 @@ impl Standin {
     }
 }
 
-struct Req {
-    method: String,
-    headers: BTreeMap<String, String>,
-    body: Vec<u8>,
+/// One HTTP/1.1 request as read off a socket: the probe's stand-in server and the client probe's
+/// tap both read requests with [`read_request`].
+pub(crate) struct Req {
+    /// The request line and headers as received (without the blank line).
+    pub(crate) head: String,
+    /// The method (`POST`, `GET`, `DELETE`).
+    pub(crate) method: String,
+    /// Header names lower-cased.
+    pub(crate) headers: BTreeMap<String, String>,
+    /// The body, de-chunked when it came chunked.
+    pub(crate) body: Vec<u8>,
+    /// Whether it came with `Transfer-Encoding: chunked`.
+    chunked: bool,
 }
 
-async fn read_request(sock: &mut TcpStream) -> Option<Req> {
+impl Req {
+    /// The request as bytes to forward upstream: as received, or, when it came chunked, with its
+    /// body de-chunked and a `Content-Length` instead.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut head = if self.chunked {
+            let kept: Vec<&str> =
+                self.head.split("\r\n").filter(|l| !l.to_ascii_lowercase().starts_with("transfer-encoding")).collect();
+            format!("{}\r\nContent-Length: {}", kept.join("\r\n"), self.body.len())
+        } else {
+            self.head.clone()
+        };
+        head.push_str("\r\n\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
+    }
+}
+
+/// Reads one request: a head of at most 64 KiB and a body of at most 1 MiB (Content-Length or
+/// chunked), each read bounded by 10 s; `None` when the peer closes or stalls.
+pub(crate) async fn read_request(sock: &mut TcpStream) -> Option<Req> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -171,16 +200,46 @@ async fn read_request(sock: &mut TcpStream) -> Option<Req> {
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0).min(1 << 20);
+    let chunked = headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked"));
     let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < len {
-        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
-        if n == 0 {
-            return None;
+    if chunked {
+        for _ in 0..10_000u32 {
+            if body.windows(5).any(|w| w == b"0\r\n\r\n") || body.len() > 1 << 20 {
+                break;
+            }
+            let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..n]);
         }
-        body.extend_from_slice(&chunk[..n]);
+        body = dechunk(&body);
+    } else {
+        let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0).min(1 << 20);
+        while body.len() < len {
+            let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await.ok()?.ok()?;
+            if n == 0 {
+                return None;
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
     }
-    Some(Req { method, headers, body })
+    Some(Req { head, method, headers, body, chunked })
+}
+
+fn dechunk(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = raw;
+    for _ in 0..10_000u32 {
+        let Some(p) = rest.windows(2).position(|w| w == b"\r\n") else { break };
+        let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..p]).trim(), 16).unwrap_or(0);
+        if size == 0 || rest.len() < p + 2 + size {
+            break;
+        }
+        out.extend_from_slice(&rest[p + 2..p + 2 + size]);
+        rest = &rest[(p + 4 + size).min(rest.len())..];
+    }
+    out
 }
 
 async fn respond(sock: &mut TcpStream, status: u16, extra: &str, body: Option<&Value>) {
