@@ -654,5 +654,8 @@ mod mermaid;
 
 mod svg;
 
+/// Text as XML (and HTML) character data or a quoted attribute value.
+pub(crate) use svg::xml as xml_escape;
+
 #[cfg(test)]
 mod tests;

@@ -34,7 +34,7 @@ fn text_w(text: &str) -> usize {
 }
 
 /// Text as XML character data or attribute value.
-pub(super) fn xml(text: &str) -> String {
+pub(crate) fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

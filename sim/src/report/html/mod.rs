@@ -189,21 +189,8 @@ fn write_cause_chains(out: &mut String, id: &str, trace: &Trace, violations: &[V
     }
 }
 
-/// Text as HTML character data or a quoted attribute value.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// Text as HTML character data or a quoted attribute value: the same escaping as the SVG's.
+pub(crate) use crate::report::diagram::xml_escape as escape;
 
 /// JSON that can sit inside a `<script>` element: `<`, `>` and `&` are written as `\u003c`,
 /// `\u003e` and `\u0026` (they only occur inside strings, where JSON allows those escapes), so no
