@@ -826,11 +826,14 @@ fn comment(out: &mut String, role: Role, meta: &Meta, path: &str) {
     }
 }
 
-fn quote(s: &str) -> String {
+/// A string as a TOML basic string (quoted and escaped).
+pub fn quote(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-fn toml_value(v: &Value) -> String {
+/// A JSON value written as TOML on one line (inline tables and arrays; null as `"none"`): how
+/// dumps of profiles and scenario families print a value.
+pub fn toml_value(v: &Value) -> String {
     match v {
         Value::Null => "\"none\"".into(),
         Value::Bool(b) => b.to_string(),

@@ -22,6 +22,7 @@ use crate::error::SimError;
 use mcpsim_model::config::ToolSpec;
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::profiles::ProfileError;
+use mcpsim_model::profiles::{quote, toml_value};
 use mcpsim_model::time::{format_duration, parse_duration};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -574,28 +575,6 @@ fn setting_text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => toml_value(other),
     }
-}
-
-/// A value written as TOML (inline tables and arrays on one line; null as `"none"`).
-fn toml_value(v: &Value) -> String {
-    match v {
-        Value::Null => "\"none\"".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) if n.is_f64() => format!("{:?}", n.as_f64().unwrap_or(0.0)),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => quote(s),
-        Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => {
-            format!(
-                "{{ {} }}",
-                m.iter().map(|(k, v)| format!("{k} = {}", toml_value(v))).collect::<Vec<_>>().join(", ")
-            )
-        }
-    }
-}
-
-fn quote(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
