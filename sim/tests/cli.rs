@@ -4,40 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn mcpsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpsim")).args(args).output().expect("the binary starts")
-}
+mod common;
 
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("the binary exits with a status")
-}
+use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh directory for one test.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpsim-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a writable temp dir");
-    dir
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("a UTF-8 temp path")
-}
-
-/// Asserts exit status 2 with exactly one line on stderr that contains `needle`.
-fn assert_bad_input(out: &Output, needle: &str) {
-    let err = stderr(out);
-    assert_eq!(code(out), 2, "stdout: {}\nstderr: {err}", stdout(out));
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
-    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    common::scratch("cli", test)
 }
 
 /// Writes the trace of a violated first-incident run and returns its path.

@@ -2,45 +2,14 @@
 //! contract (0 clean, 1 an invariant violated, 2 bad input on one line) and write deterministic
 //! files.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn mcpsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpsim")).args(args).output().expect("the binary starts")
-}
+mod common;
 
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("the binary exits with a status")
-}
+use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh directory for one test.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpsim-studies-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a writable temp dir");
-    dir
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("a UTF-8 temp path")
-}
-
-/// Asserts exit status 2 with exactly one line on stderr that contains `needle`, and nothing on
-/// stdout.
-fn assert_bad_input(out: &Output, needle: &str) {
-    let err = stderr(out);
-    assert_eq!(code(out), 2, "stdout: {}\nstderr: {err}", stdout(out));
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
-    assert!(err.contains(needle), "{needle:?} not in {err:?}");
-    assert!(!err.contains("panicked"), "{err}");
+    common::scratch("studies-cli", test)
 }
 
 #[test]
