@@ -110,6 +110,10 @@ pub struct ServerPolicy {
     /// The answer to a request naming a session the server does not know (or no longer knows).
     #[serde(default, skip_serializing_if = "is_default")]
     pub unknown_session: UnknownSession,
+    /// The JSON-RPC error code of the body `rpc-error200` answers an unknown session with
+    /// (`-32001` "Session not found", or JSON-RPC's `-32600` Invalid Request).
+    #[serde(default = "session_not_found_code", skip_serializing_if = "is_session_not_found_code")]
+    pub unknown_session_code: i64,
     /// The status a server without sessions answers to `GET` and `DELETE` (405, 400 or 404).
     #[serde(default = "method_not_allowed", skip_serializing_if = "is_method_not_allowed")]
     pub sessionless_get_status: u16,
@@ -128,6 +132,15 @@ pub struct ServerPolicy {
 /// Whether a field holds its default (then it is left out of traces).
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
+}
+
+/// Serde default of [`ServerPolicy::unknown_session_code`]: `-32001`, "Session not found".
+const fn session_not_found_code() -> i64 {
+    -32001
+}
+
+fn is_session_not_found_code(code: &i64) -> bool {
+    *code == session_not_found_code()
 }
 
 /// Serde default of [`ServerPolicy::sessionless_get_status`].

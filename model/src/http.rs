@@ -369,10 +369,15 @@ pub enum ServerMessage {
     },
     /// A JSON-RPC error response to a request.
     Error {
-        /// The JSON-RPC request id.
-        request: RequestId,
+        /// The JSON-RPC request id; `None` is JSON-RPC's `"id": null` (the request had no id,
+        /// as a GET has none).
+        request: Option<RequestId>,
         /// The message.
         message: String,
+        /// The JSON-RPC error code when the model states one (`rpc-error200`'s answer to an
+        /// unknown session); left out of traces when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i64>,
     },
 }
 
@@ -382,8 +387,8 @@ impl ServerMessage {
         match self {
             ServerMessage::InitializeResult { request }
             | ServerMessage::Progress { request, .. }
-            | ServerMessage::ToolResult { request, .. }
-            | ServerMessage::Error { request, .. } => Some(*request),
+            | ServerMessage::ToolResult { request, .. } => Some(*request),
+            ServerMessage::Error { request, .. } => *request,
             ServerMessage::Notification { .. } => None,
         }
     }
@@ -404,7 +409,8 @@ impl fmt::Display for ServerMessage {
             ServerMessage::Progress { request, step, .. } => write!(f, "progress {request} step {step}"),
             ServerMessage::Notification { seq } => write!(f, "notification {seq}"),
             ServerMessage::ToolResult { request, call } => write!(f, "result {request} {call}"),
-            ServerMessage::Error { request, message } => write!(f, "error {request}: {message}"),
+            ServerMessage::Error { request: Some(request), message, .. } => write!(f, "error {request}: {message}"),
+            ServerMessage::Error { request: None, message, .. } => write!(f, "error (id null): {message}"),
         }
     }
 }

@@ -727,6 +727,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("close_idle_standalone", "The server ends the standalone GET after this long with no event on it (a graceful idle close), or none."),
     ("dead_stream", "How a connection cut on the client side only is noticed: immediate, on-write, on-keepalive."),
     ("unknown_session", "The answer to a POST or GET naming an unknown session: not-found404, bad-request400, rpc-error200."),
+    ("unknown_session_code", "The JSON-RPC error code in the body of rpc-error200's answer: -32001 (\"Session not found\") or -32600 (Invalid Request)."),
     ("sessionless_get_status", "The status GET and DELETE get from a server without sessions: 405, 400 or 404."),
     ("idle_reset", "What restarts the idle countdown besides requests: requests, or requests-and-events (rmcp)."),
     ("expire_running_tool", "What idle expiry does to a running tool: cancel, run-on, abort-signal."),

@@ -51,10 +51,10 @@ impl Server {
                 Some(s) if !self.sessions.contains_key(&s) => {
                     self.record(StepKind::Rejected { conn, status: Status::OK, session: Some(s) });
                     let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
-                    // JSON-RPC `"id": null` when the request had none (a GET): the model's 0.
-                    let request = request.unwrap_or(RequestId(0));
+                    // JSON-RPC `"id": null` when the request had none (a GET), and the code.
+                    let code = Some(self.policy.unknown_session_code);
                     let message = "Session not found".to_string();
-                    self.respond_json(conn, head, ServerMessage::Error { request, message });
+                    self.respond_json(conn, head, ServerMessage::Error { request, message, code });
                     return None;
                 }
                 _ => Status::NOT_FOUND,

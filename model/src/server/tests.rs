@@ -789,7 +789,11 @@ fn an_unknown_tool_is_a_json_error() {
     let out = call(&mut s, at(0), POST, &session, "nope");
     assert_eq!(
         frames(&out, POST)[1],
-        Frame::Json(ServerMessage::Error { request: RequestId(2), message: "unknown tool nope".into() })
+        Frame::Json(ServerMessage::Error {
+            request: Some(RequestId(2)),
+            message: "unknown tool nope".into(),
+            code: None
+        })
     );
     assert_eq!(side_effects(&out), 0);
 }
@@ -1241,14 +1245,38 @@ fn an_unknown_session_gets_404_400_or_a_json_rpc_error_with_200() {
         let out = drain(&mut s);
         assert_eq!(head_status(&out, POST), status, "{rule:?}");
         let json = frames(&out, POST).into_iter().find_map(|f| match f {
-            Frame::Json(ServerMessage::Error { request, .. }) => Some(request),
+            Frame::Json(ServerMessage::Error { request, code, .. }) => Some((request, code)),
             _ => None,
         });
-        assert_eq!(json, (rule == UnknownSession::RpcError200).then_some(RequestId(5)), "{rule:?}");
+        let expected = (rule == UnknownSession::RpcError200).then_some((Some(RequestId(5)), Some(-32001)));
+        assert_eq!(json, expected, "{rule:?}");
         // DELETE keeps its own status.
         s.handle_request(at(1), OTHER, Request::delete(ghost.clone()));
         assert_eq!(head_status(&drain(&mut s), OTHER), Status::NOT_FOUND);
     }
+}
+
+#[test]
+fn a_json_rpc_error_for_an_unknown_session_carries_a_null_id_for_a_get_and_the_policys_code() {
+    let ghost = SessionId::from("ghost");
+    let p = ServerPolicy {
+        unknown_session: UnknownSession::RpcError200,
+        unknown_session_code: -32600,
+        ..policy("reference")
+    };
+    let mut s = server(p);
+    s.handle_request(at(0), GET, Request::get(Some(ghost.clone()), None));
+    let out = drain(&mut s);
+    assert_eq!(head_status(&out, GET), Status::OK);
+    let error = frames(&out, GET).into_iter().find(|f| matches!(f, Frame::Json(ServerMessage::Error { .. })));
+    let error = error.expect("a JSON-RPC error body");
+    assert_eq!(
+        serde_json::to_string(&error).unwrap(),
+        r#"{"frame":"json","type":"error","request":null,"message":"Session not found","code":-32600}"#
+    );
+    // An error the model states no code for keeps the bytes it always had.
+    let plain = ServerMessage::Error { request: Some(RequestId(2)), message: "x".into(), code: None };
+    assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"type":"error","request":2,"message":"x"}"#);
 }
 
 #[test]

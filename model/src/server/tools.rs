@@ -60,7 +60,7 @@ impl Server {
         let Some(spec) = self.tools.get(&call.tool).cloned() else {
             let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
             let message = format!("unknown tool {}", call.tool);
-            return self.respond_json(conn, head, ServerMessage::Error { request, message });
+            return self.respond_json(conn, head, ServerMessage::Error { request: Some(request), message, code: None });
         };
         let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
         self.send(conn, Frame::Head(ResponseHead::event_stream()));

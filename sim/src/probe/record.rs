@@ -114,11 +114,12 @@ impl Rec {
     /// The model's reading of a JSON-RPC message from the server, if it has one.
     pub fn message(&self, v: &Value) -> Option<ServerMessage> {
         let id = v.get("id").and_then(Value::as_u64);
+        if v.get("error").is_some() && (id.is_some() || v.get("id").is_some_and(Value::is_null)) {
+            let message = v["error"]["message"].as_str().unwrap_or("error").to_string();
+            let code = v["error"]["code"].as_i64();
+            return Some(ServerMessage::Error { request: id.map(RequestId), message, code });
+        }
         if let Some(id) = id {
-            if v.get("error").is_some() {
-                let message = v["error"]["message"].as_str().unwrap_or("error").to_string();
-                return Some(ServerMessage::Error { request: RequestId(id), message });
-            }
             if v.get("result").is_some() {
                 if self.lock().inits.contains(&id) {
                     return Some(ServerMessage::InitializeResult { request: RequestId(id) });

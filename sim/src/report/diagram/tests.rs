@@ -478,7 +478,8 @@ fn svg_draws_both_incidents_with_the_violation_in_red() {
 #[test]
 fn svg_escapes_labels_and_keeps_a_fixed_row_height() {
     let mut b = TraceBuilder::new("a&b", "<srv>", "x");
-    let message = ServerMessage::Error { request: RequestId(2), message: "bad <input> & \"quotes\"".into() };
+    let message =
+        ServerMessage::Error { request: Some(RequestId(2)), message: "bad <input> & \"quotes\"".into(), code: None };
     b.client(0, StepKind::Json { conn: ConnId(1), message });
     let out = render(&b.finish(vec![]), Format::Svg, &DiagramOptions::default());
     balanced_tags(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
