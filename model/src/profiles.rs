@@ -851,6 +851,133 @@ pub fn toml_value(v: &Value) -> String {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sources
+// ---------------------------------------------------------------------------------------------
+
+/// One field of a resolved profile: its value as a dump writes it, and where it was read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceRow {
+    /// The field (dotted).
+    pub path: String,
+    /// The value, written as TOML (`"none"` for no value).
+    pub value: String,
+    /// Where it was read: the field's own source, else its table's; `None` if no file says.
+    pub source: Option<String>,
+}
+
+/// Every field of a built-in profile (but `name`), in dump order, with its value and source.
+pub fn source_rows(role: Role, name: &str) -> Option<Result<Vec<SourceRow>, ProfileError>> {
+    let layers = match builtin_layers(role, name)? {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    let resolved = match role {
+        Role::Client => resolve::<ClientPolicy>(role, &layers).map(|r| (to_fields(&r.policy), r.meta)),
+        Role::Server => resolve::<ServerPolicy>(role, &layers).map(|r| (to_fields(&r.policy), r.meta)),
+        Role::Lb => resolve::<LbConfig>(role, &layers).map(|r| (to_fields(&r.policy), r.meta)),
+    };
+    let (fields, meta) = match resolved {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    // A field serde leaves out at its default: the value the files wrote for it (a test checks
+    // every SDK profile's files write each such field, and reads each table back as the policy).
+    let written = merged(&layers);
+    let leaves = documented_paths(role)
+        .into_iter()
+        .filter(|p| *p != "name")
+        .filter(|p| !documented_paths(role).iter().any(|q| q.starts_with(&format!("{p}."))))
+        .map(str::to_string);
+    let rows = leaves
+        .filter_map(|path| {
+            let value = [&fields, &written].into_iter().find_map(|m| get_path(m, &path))?;
+            let source = meta
+                .sources
+                .get(&path)
+                .or_else(|| path.rsplit_once('.').and_then(|(table, _)| meta.sources.get(table)));
+            Some(SourceRow { path, value: toml_value(value), source: source.cloned() })
+        })
+        .collect();
+    Some(Ok(rows))
+}
+
+fn to_fields<T: Serialize>(policy: &T) -> Map<String, Value> {
+    match serde_json::to_value(policy) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+fn get_path<'a>(root: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let (first, rest) = match path.split_once('.') {
+        Some((a, b)) => (a, Some(b)),
+        None => (path, None),
+    };
+    match (root.get(first)?, rest) {
+        (v, None) => Some(v),
+        (Value::Object(m), Some(rest)) => get_path(m, rest),
+        _ => None,
+    }
+}
+
+/// The built-in profiles that model an SDK release (their file names an `sdk` that is a
+/// package): clients first, then servers, current releases before earlier ones.
+pub fn sdk_profiles() -> Vec<(Role, &'static str)> {
+    let servers = SERVER_NAMES.iter().chain(SERVER_VERSIONED_NAMES);
+    let candidates = CLIENT_NAMES.iter().map(|n| (Role::Client, *n)).chain(servers.map(|n| (Role::Server, *n)));
+    candidates
+        .filter(|(role, n)| {
+            builtin_layers(*role, n)
+                .and_then(Result::ok)
+                .and_then(|l| l.last()?.meta.sdk.clone())
+                .is_some_and(|sdk| SDK_PACKAGES.iter().any(|p| sdk.contains(p)))
+        })
+        .collect()
+}
+
+/// The packages whose releases the SDK profiles model.
+const SDK_PACKAGES: &[&str] = &["(npm)", "(PyPI)", "(crates.io)"];
+
+/// Markers around the generated sources section of `docs/model.md`.
+pub const SOURCES_BEGIN: &str = "<!-- profile-sources:begin -->";
+/// The end marker of the generated sources section.
+pub const SOURCES_END: &str = "<!-- profile-sources:end -->";
+
+/// Every field of every SDK profile with its value and source, as Markdown: a table per profile
+/// (`mcpsim profiles --sources`; between the markers of `docs/model.md`).
+pub fn sources_markdown() -> Result<String, ProfileError> {
+    let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+    let mut out = String::new();
+    for (role, name) in sdk_profiles() {
+        let Some(rows) = source_rows(role, name) else { continue };
+        let sdk = builtin_layers(role, name).and_then(Result::ok).and_then(|l| l.last()?.meta.sdk.clone());
+        let _ = writeln!(out, "#### {} `{name}` ({})\n", role.as_str(), sdk.unwrap_or_default());
+        out.push_str("| field | value | source |\n|---|---|---|\n");
+        for row in rows? {
+            let source = row.source.as_deref().map(cell).unwrap_or_else(|| "(no source)".into());
+            let _ = writeln!(out, "| `{}` | `{}` | {source} |", row.path, cell(&row.value));
+        }
+        out.push('\n');
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// The text between the sources markers of a document, trimmed.
+pub fn sources_section(doc: &str) -> Option<&str> {
+    let start = doc.find(SOURCES_BEGIN)? + SOURCES_BEGIN.len();
+    let end = doc.find(SOURCES_END)?;
+    doc.get(start..end).map(str::trim)
+}
+
+/// The document with the text between its sources markers replaced by `section`; `None` if the
+/// markers are missing.
+pub fn with_sources_section(doc: &str, section: &str) -> Option<String> {
+    let start = doc.find(SOURCES_BEGIN)? + SOURCES_BEGIN.len();
+    let end = doc.find(SOURCES_END).filter(|e| *e >= start)?;
+    Some(format!("{}\n{}\n{}", &doc[..start], section.trim(), &doc[end..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -994,5 +1121,63 @@ mod tests {
                 assert!(text.contains("# source: "), "{n}");
             }
         }
+    }
+
+    #[test]
+    fn every_sdk_field_has_a_source_and_its_value_reads_back_as_the_policy() {
+        let profiles = sdk_profiles();
+        assert!(profiles.contains(&(Role::Client, "ts-sdk")) && profiles.contains(&(Role::Server, "rmcp-0.16")));
+        assert!(!profiles.iter().any(|(_, n)| *n == "reference" || *n == "naive"));
+        let mut failures = Vec::new();
+        for (role, name) in profiles {
+            let rows = source_rows(role, name).unwrap().unwrap();
+            let leaves = documented_paths(role)
+                .into_iter()
+                .filter(|p| *p != "name" && !documented_paths(role).iter().any(|q| q.starts_with(&format!("{p}."))))
+                .count();
+            if rows.len() != leaves {
+                let have: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+                let missing: Vec<&str> = documented_paths(role)
+                    .into_iter()
+                    .filter(|p| *p != "name" && !documented_paths(role).iter().any(|q| q.starts_with(&format!("{p}."))))
+                    .filter(|p| !have.contains(p))
+                    .collect();
+                failures.push(format!("{role:?} {name}: no file writes {}", missing.join(" ")));
+                continue;
+            }
+            let unsourced: Vec<&str> = rows.iter().filter(|r| r.source.is_none()).map(|r| r.path.as_str()).collect();
+            if !unsourced.is_empty() {
+                failures.push(format!("{role:?} {name}: no source for {}", unsourced.join(" ")));
+            }
+            // Every field, written from the table alone over the profile itself, and over the
+            // reference, gives the same policy: the values are the resolved ones.
+            let top = rows.iter().map(|r| format!("{} = {}", r.path, r.value)).collect::<Vec<_>>().join("\n");
+            let over_reference = format!("extends = \"reference\"\nname = {}\n{top}\n", quote(name));
+            match role {
+                Role::Client => {
+                    let p: ClientPolicy = resolve(role, &layer(role, &over_reference).unwrap()).unwrap().policy;
+                    assert_eq!(p, client(name).unwrap(), "{name}");
+                }
+                _ => {
+                    let p: ServerPolicy = resolve(role, &layer(role, &over_reference).unwrap()).unwrap().policy;
+                    assert_eq!(p, server(name).unwrap(), "{name}");
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn the_sources_section_is_replaced_between_its_markers_only() {
+        let doc = format!("intro\n{SOURCES_BEGIN}\nold\n{SOURCES_END}\nafter\n");
+        let new = with_sources_section(&doc, "new table").unwrap();
+        assert_eq!(new, format!("intro\n{SOURCES_BEGIN}\nnew table\n{SOURCES_END}\nafter\n"));
+        assert_eq!(sources_section(&new), Some("new table"));
+        assert_eq!(with_sources_section("no markers", "x"), None);
+        let markdown = sources_markdown().unwrap();
+        assert!(
+            markdown.contains("#### server `rmcp`") && markdown.contains("| `keepalive` | `\"15s\"` |"),
+            "{markdown}"
+        );
     }
 }
