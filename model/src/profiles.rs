@@ -91,6 +91,7 @@ const SERVER_FILES: &[(&str, &str)] = &[
     builtin!("server", "py-sdk"),
     builtin!("server", "rmcp"),
     builtin!("server", "stateless-2026"),
+    builtin!("server", "ts-sdk-1.29"),
     builtin!("server", "py-sdk-1.27"),
     builtin!("server", "rmcp-1.3"),
     builtin!("server", "rmcp-0.16"),
@@ -106,7 +107,7 @@ pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sd
 
 /// Server profiles of earlier SDK releases, each `extends` the current one and names the change.
 /// Built in and usable by name (`--server rmcp-1.3`), but not columns of the compatibility matrix.
-pub const SERVER_VERSIONED_NAMES: &[&str] = &["py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
+pub const SERVER_VERSIONED_NAMES: &[&str] = &["ts-sdk-1.29", "py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
 
 /// Load-balancer profile names.
 pub const LB_NAMES: &[&str] = &["default"];

@@ -266,8 +266,16 @@ enum Command {
     Profiles {
         /// Print this built-in profile as a TOML file to start from (NAME, or client:NAME,
         /// server:NAME, lb:NAME); use the file with --client FILE / --server FILE.
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", conflicts_with = "sources")]
         dump: Option<String>,
+        /// Print every field of every SDK profile with its value and the source line it was
+        /// read from, as Markdown tables.
+        #[arg(long)]
+        sources: bool,
+        /// With --sources: write the tables between the `profile-sources` markers of this file
+        /// (docs/model.md) instead of printing them.
+        #[arg(long, value_name = "FILE", requires = "sources")]
+        doc: Option<std::path::PathBuf>,
     },
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
     Bench {
@@ -421,8 +429,9 @@ fn main() -> ExitCode {
             };
             cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
         }
-        Command::Profiles { dump: None } => cli::cmd_profiles(),
-        Command::Profiles { dump: Some(name) } => cli::cmd_dump(&name),
+        Command::Profiles { sources: true, doc, .. } => cli::cmd_sources(doc.as_deref()),
+        Command::Profiles { dump: None, .. } => cli::cmd_profiles(),
+        Command::Profiles { dump: Some(name), .. } => cli::cmd_dump(&name),
         Command::Bench { runs, rounds } => cli::cmd_bench(runs, rounds),
         Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout }) => {
             cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout)

@@ -1412,4 +1412,7 @@ fn versioned_profiles_name_their_release_and_differ_where_they_say() {
     assert_eq!(policy("rmcp-0.16").second_get, SecondGet::Accept);
     assert_eq!(policy("py-sdk-1.27").idle_rule, IdleRule::LastRequest);
     assert_eq!(policy("py-sdk").idle_rule, IdleRule::NoOpenRequest);
+    assert_eq!((policy("ts-sdk-1.29").keepalive, policy("ts-sdk").keepalive), (None, Some(Duration::from_secs(15))));
+    assert_eq!(policy("ts-sdk-1.29").detached_request_events, DetachedEvents::Drop);
+    assert_eq!(policy("ts-sdk").detached_request_events, DetachedEvents::Store);
 }

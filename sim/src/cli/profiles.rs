@@ -2,11 +2,13 @@
 
 use super::Exit;
 use crate::error::SimError;
+use crate::report::artifacts::write_file;
 use crate::scenario::{self, Scenario, SETTINGS};
 use comfy_table::presets::NOTHING;
 use comfy_table::{ContentArrangement, Table};
 use mcpsim_model::oracle::INVARIANTS;
 use mcpsim_model::profiles;
+use std::path::Path;
 
 /// A borderless table, indented by two spaces, with a header row.
 fn table(header: &[&str]) -> Table {
@@ -61,5 +63,24 @@ pub fn cmd_profiles() -> Result<Exit, SimError> {
         let paths: Vec<String> = profiles::known_paths(role).into_iter().filter(|p| p != "name").collect();
         println!("  {:<8} {}", role.as_str(), paths.join(" "));
     }
+    Ok(Exit::Clean)
+}
+
+/// `mcpsim profiles --sources [--doc FILE]`: every field of every SDK profile with its value and
+/// source, printed as Markdown or written between the `profile-sources` markers of `doc`.
+pub fn cmd_sources(doc: Option<&Path>) -> Result<Exit, SimError> {
+    let tables = profiles::sources_markdown()?;
+    let Some(path) = doc else {
+        println!("{tables}");
+        return Ok(Exit::Clean);
+    };
+    let io = |e: std::io::Error| SimError::Io { path: path.display().to_string(), problem: e.to_string() };
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let updated = profiles::with_sources_section(&text, &tables).ok_or_else(|| SimError::Io {
+        path: path.display().to_string(),
+        problem: format!("no {} … {} markers to write between", profiles::SOURCES_BEGIN, profiles::SOURCES_END),
+    })?;
+    write_file(path, &updated)?;
+    println!("wrote the sources of {} SDK profiles into {}", profiles::sdk_profiles().len(), path.display());
     Ok(Exit::Clean)
 }

@@ -398,7 +398,7 @@ impl Exchange {
         let Some(session) = t.session.clone() else { return };
         match message {
             Some(M::ToolResult { call, .. }) => self.rec.push(Actor::App, StepKind::AppResult { call, session, id }),
-            Some(M::Error { request, message }) => {
+            Some(M::Error { request: Some(request), message, .. }) => {
                 if let Some(call) = self.rec.call_of(request.0) {
                     self.rec.push(Actor::App, StepKind::AppError { call, error: message });
                 }
