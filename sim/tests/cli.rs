@@ -366,3 +366,22 @@ fn a_fresh_thread_per_run_gives_the_same_trace_file() {
     let read = |p: &Path| std::fs::read(p).expect("the trace was written");
     assert!(read(&reused) == read(&fresh), "MCPSIM_FRESH_THREAD=1 changed the trace");
 }
+
+#[test]
+fn profiles_sources_prints_the_tables_and_writes_them_between_the_markers_only() {
+    let printed = stdout(&mcpsim(&["profiles", "--sources"]));
+    assert!(printed.starts_with("#### client `ts-sdk`") && printed.contains("| `reconnect.max_attempts` | `2` |"));
+    let dir = scratch("profiles-sources");
+    let doc = dir.join("model.md");
+    let markers = "<!-- profile-sources:begin -->\nold\n<!-- profile-sources:end -->";
+    std::fs::write(&doc, format!("# before\n{markers}\nafter\n")).unwrap();
+    let out = mcpsim(&["profiles", "--sources", "--doc", path(&doc)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let written = std::fs::read_to_string(&doc).unwrap();
+    assert!(written.starts_with("# before\n<!-- profile-sources:begin -->\n#### client `ts-sdk`"), "{written}");
+    assert!(written.ends_with(&format!("{}\n<!-- profile-sources:end -->\nafter\n", printed.trim())), "{written}");
+    let plain = dir.join("plain.md");
+    std::fs::write(&plain, "no markers\n").unwrap();
+    assert_bad_input(&mcpsim(&["profiles", "--sources", "--doc", path(&plain)]), "profile-sources:begin");
+    assert_eq!(std::fs::read_to_string(&plain).unwrap(), "no markers\n");
+}
