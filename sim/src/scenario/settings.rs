@@ -26,9 +26,10 @@
 //! | clients | 1 to [`MAX_CLIENTS`] (64) |
 //! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
+//! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
-use super::{profile_files, NetParams, Scenario};
+use super::{profile_files, NetParams, Scenario, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{
     ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_REPLICAS,
@@ -882,11 +883,26 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     }
     for c in &s.calls {
         span(&mut out, "calls.at", c.at);
+        if let Some(gap) = c.after_idle {
+            span(&mut out, "calls.after_idle", gap);
+        }
+        if c.max_reissues > MAX_REISSUES {
+            out.push(problem("calls.max_reissues", format!("{} re-issues: at most {MAX_REISSUES}", c.max_reissues)));
+        }
         if s.tool(&c.tool).is_none() {
             out.push(problem(
                 "calls.tool",
                 format!("call {} names tool {:?}, which the scenario does not offer", c.call.0, c.tool),
             ));
+        }
+    }
+    for d in &s.deletes {
+        span(&mut out, "deletes.at", d.at);
+    }
+    for r in &s.bogus_resumes {
+        span(&mut out, "bogus_resumes.at", r.at);
+        if r.id.is_empty() {
+            out.push(problem("bogus_resumes.id", "a bogus resume needs a Last-Event-ID to send".to_string()));
         }
     }
     if s.faults.len() > MAX_FAULTS {
