@@ -65,7 +65,6 @@ pub(super) mod rust_built {
     use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
     use crate::scenario::{CallSpec, DeleteSpec};
     use mcpsim_model::config::ToolSpec;
-    use mcpsim_model::ids::CallKey;
     use std::time::Duration;
 
     pub fn apply(name: &str, base: Scenario) -> Option<Scenario> {

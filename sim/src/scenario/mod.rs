@@ -5,11 +5,14 @@
 //! - [`settings`]: the settable keys and the one validation of a scenario.
 //! - `profile_files`: profiles named on the command line, built-in or TOML files.
 //! - [`faults`]: the fault plan.
+//! - `script`: a call script and operator deletes as one `--set` value (`app.calls`,
+//!   `app.operator_deletes`).
 
 pub mod families;
 pub mod family_files;
 pub mod faults;
 pub(crate) mod profile_files;
+pub(crate) mod script;
 pub mod settings;
 
 pub use families::{describe, SCENARIO_NAMES};

@@ -727,6 +727,23 @@ pub const SETTINGS: &[Setting] = &[
         show: |s| s.max_reconnects_per_hour.to_string(),
     },
     Setting {
+        key: "app.calls",
+        targets: &["calls"],
+        help: "the call script: `;`-separated calls, each a time (1s; +90s after the previous call settled; 1s+90s) and optional tool=, client=, call=, on_error=give-up|reissue|reinitialize-reissue, max_reissues= (none: no call)",
+        apply: |s, v| {
+            s.calls = super::script::parse_calls(s, v)?;
+            Ok(())
+        },
+        show: super::script::show_calls,
+    },
+    Setting {
+        key: "app.operator_deletes",
+        targets: &["deletes"],
+        help: "times an operator DELETEs a client's session from outside it: 2m (client 0) or 2m@1, comma-separated, or none",
+        apply: super::script::apply_operator_deletes,
+        show: super::script::show_operator_deletes,
+    },
+    Setting {
         key: "run.reproduces",
         targets: &["reproduces"],
         help: "the public report a field-failure reproduction reproduces (text, e.g. rust-sdk#958; none to clear)",
