@@ -88,9 +88,10 @@ impl Client {
     /// when the client has no stream to resume.
     pub fn resume_with_unissued_id(&mut self, _now: Instant, last: EventId) -> bool {
         let mark = self.outputs.len();
-        let in_flight = self.keys_in_issue_order().into_iter().find(|k| {
-            self.calls.get(k).is_some_and(|c| c.request.is_some() && c.resend_at.is_none())
-        });
+        let in_flight = self
+            .keys_in_issue_order()
+            .into_iter()
+            .find(|k| self.calls.get(k).is_some_and(|c| c.request.is_some() && c.resend_at.is_none()));
         let owner = match in_flight {
             Some(key) => Owner::Call(key),
             None if self.standalone.is_some() && self.handshake == Handshake::Ready => Owner::Standalone,

@@ -46,8 +46,7 @@ fn parse_call(entry: &str, index: u32, default_tool: &str) -> Result<CallSpec, S
         call.after_idle = Some(parse_duration(gap).map_err(|m| format!("call {index}: {m}"))?);
     }
     for token in tokens {
-        let (key, value) =
-            token.split_once('=').ok_or_else(|| format!("call {index}: {token:?} is not key=value"))?;
+        let (key, value) = token.split_once('=').ok_or_else(|| format!("call {index}: {token:?} is not key=value"))?;
         let count = || value.parse::<u32>().map_err(|_| format!("call {index}: {key}={value:?} is not a count"));
         match key {
             "tool" => call.tool = value.to_string(),

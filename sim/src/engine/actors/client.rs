@@ -12,13 +12,13 @@
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
 use crate::engine::net::{self, FrameReader, LB_ADDR};
 use crate::engine::recorder::lock;
+use crate::scenario::{DeleteBy, OnError};
 use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;
 use mcpsim_model::client::{Client, ClientOutput};
 use mcpsim_model::config::Persistence;
 use mcpsim_model::http::{ConnEnd, Frame, Request};
-use crate::scenario::{DeleteBy, OnError};
 use mcpsim_model::ids::{CallKey, ConnId, EventId};
 use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
@@ -343,7 +343,9 @@ fn delete_session(world: &Arc<World>, index: u32) {
 fn operator_delete(world: &Arc<World>, index: u32) {
     let session = world.with_client(index, |core| core.session()).flatten();
     let ended = session.as_ref().is_some_and(|session| {
-        world.stores().any(|store| world.with_store(store, |core| core.operator_delete(world, session)).unwrap_or(false))
+        world
+            .stores()
+            .any(|store| world.with_store(store, |core| core.operator_delete(world, session)).unwrap_or(false))
     });
     let what = match (&session, ended) {
         (Some(s), true) => format!("an operator deletes session {s} of client {index}"),
