@@ -341,3 +341,19 @@ max_sessions = 4
     let e = Scenario::build(&path, "reference", "reference").unwrap_err().to_string();
     assert!(e.contains("script.toml:5:12") && e.contains("give-up"), "{e}");
 }
+
+#[test]
+fn the_idle_gap_example_of_docs_your_system_says_what_it_does() {
+    // docs/your-system.md, section 6: (client, verdicts as the file is, with an application that
+    // gives up).
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/idle-gap.toml");
+    let expected: [(&str, &[&str], &[&str]); 3] =
+        [("ts-sdk", &[], &["no-orphaned-session"]), ("py-sdk", &[], &["no-orphaned-session"]), ("rmcp", &[], &[])];
+    for (client, reissuing, giving_up) in expected {
+        let s = Scenario::build(path, client, "reference").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(violated(&run_ok(&s, 0)), reissuing.iter().copied().collect(), "{client}");
+        let mut s = s.clone();
+        s.apply_overrides(&[("app.calls".into(), "1s; +90s".into())]).unwrap();
+        assert_eq!(violated(&run_ok(&s, 0)), giving_up.iter().copied().collect(), "{client}");
+    }
+}
