@@ -235,6 +235,9 @@ fn the_session_cap_is_settable_and_left_out_of_traces_at_its_default() {
     let s = scenario("long-tool", "reference", "reference", &[("server.max_sessions", "2")]);
     assert_eq!(s.server.max_sessions, Some(2));
     assert!(serde_json::to_string(&s).unwrap().contains("\"max_sessions\":2"));
+    let mut s = s.clone();
+    let e = s.apply_overrides(&[("server.max_sessions".into(), "0".into())]).unwrap_err().to_string();
+    assert!(e.starts_with("server.max_sessions") && e.contains("at least 1"), "{e}");
 }
 
 #[test]

@@ -27,6 +27,7 @@
 //! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 //! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
+//! | `server.max_sessions` | none, or at least 1 |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
 use super::{profile_files, NetParams, Scenario, MAX_REISSUES};
@@ -853,6 +854,9 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
         if !(100..=599).contains(&status) {
             out.push(problem(path, format!("{status} is no HTTP status")));
         }
+    }
+    if s.max_sessions == Some(0) {
+        out.push(problem("max_sessions", "0 refuses every session: at least 1, or none for no cap"));
     }
     out
 }
