@@ -127,6 +127,10 @@ pub struct ServerPolicy {
     /// Which clock an event id with a time in it (TypeScript) is stamped with.
     #[serde(default, skip_serializing_if = "is_default")]
     pub id_stamp: IdStamp,
+    /// The most live sessions one replica (one server state machine) holds: past it `initialize`
+    /// is answered `503 Service Unavailable` and no session is created. `None`: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<u32>,
 }
 
 /// Whether a field holds its default (then it is left out of traces).

@@ -733,6 +733,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("idle_reset", "What restarts the idle countdown besides requests: requests, or requests-and-events (rmcp)."),
     ("expire_running_tool", "What idle expiry does to a running tool: cancel, run-on, abort-signal."),
     ("id_stamp", "The time in a clocked event id (ts-sdk): handled (when the timer ran) or due (when the event was due)."),
+    ("max_sessions", "The most live sessions one replica holds; past it initialize is answered 503 (a count, or none for no cap)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

@@ -1,8 +1,10 @@
-//! Settling the application's calls: errors, unknown outcomes, time-outs.
+//! Settling the application's calls: errors, unknown outcomes, time-outs; and what the
+//! application does to the client on purpose besides calling (re-initialize, a bogus resume).
 
-use super::{Client, Purpose, ERR_TIMED_OUT};
+use super::{Client, Handshake, Owner, Purpose, ERR_TIMED_OUT};
 use crate::http::{ClientMessage, Request};
-use crate::ids::{CallKey, ConnId};
+use crate::ids::{CallKey, ConnId, EventId};
+use crate::time::Instant;
 use crate::trace::StepKind;
 
 impl Client {
@@ -58,5 +60,52 @@ impl Client {
                 self.abort(conn);
             }
         }
+    }
+}
+
+impl Client {
+    /// The application starts a new session on purpose (its reaction to a failed call,
+    /// `on_error = reinitialize-reissue`): the current session is forgotten — not deleted, the
+    /// server keeps it until it expires — its connections are closed and `initialize` is sent.
+    /// Calls issued from now on wait for the new session.
+    pub fn reinitialize(&mut self, _now: Instant) {
+        let mark = self.outputs.len();
+        self.drop_session();
+        self.init_retry_at = None;
+        self.init_failures = 0;
+        if self.started && self.pending_delete.is_none() {
+            self.begin_initialize();
+        } else if self.pending_delete.is_some() {
+            self.initialize_after_delete = true;
+        }
+        self.persist_if_changed(mark);
+    }
+
+    /// The client resumes a stream with a `Last-Event-ID` it was never given (a bug that mixes
+    /// up streams or sessions, a cursor restored from elsewhere): the oldest in-flight call's
+    /// stream, else the standalone stream, is reconnected at once with `GET` and `last`. What
+    /// the server answers is judged by the client's own rules, as for any resumption. False
+    /// when the client has no stream to resume.
+    pub fn resume_with_unissued_id(&mut self, _now: Instant, last: EventId) -> bool {
+        let mark = self.outputs.len();
+        let in_flight = self
+            .keys_in_issue_order()
+            .into_iter()
+            .find(|k| self.calls.get(k).is_some_and(|c| c.request.is_some() && c.resend_at.is_none()));
+        let owner = match in_flight {
+            Some(key) => Owner::Call(key),
+            None if self.standalone.is_some() && self.handshake == Handshake::Ready => Owner::Standalone,
+            None => return false,
+        };
+        let Some(stream) = self.stream_mut(owner) else { return false };
+        let old = stream.conn.take();
+        stream.reconnect_at = None;
+        stream.reconnect_with = Some(last);
+        if let Some(conn) = old {
+            self.abort(conn);
+        }
+        self.reconnect(owner);
+        self.persist_if_changed(mark);
+        true
     }
 }

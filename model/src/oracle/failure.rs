@@ -4,7 +4,9 @@
 //! An error tells the application the call did not happen, so it may run it again or report it as
 //! not done (opencode#28186: a 60 s request timeout fired while progress kept arriving, and a
 //! payment that had run was reported as a plain error). Only a non-idempotent call is judged:
-//! running an idempotent one again is harmless, so an error about it misleads nobody.
+//! running an idempotent one again is harmless, so an error about it misleads nobody. What the
+//! server does after the application issued the call again (its own re-issue after the error)
+//! belongs to the new attempt, not to the error.
 
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::ServerMessage;
@@ -33,8 +35,9 @@ struct Done<'a> {
 fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let trace = ix.trace();
     let ledger = ix.ledger();
-    let mut done: BTreeMap<CallKey, Done<'_>> = BTreeMap::new();
-    for step in &trace.steps {
+    // Every execution of each call, with its step's position.
+    let mut done: BTreeMap<CallKey, Vec<(usize, Done<'_>)>> = BTreeMap::new();
+    for (order, step) in trace.steps.iter().enumerate() {
         let (call, session, what) = match &step.kind {
             StepKind::SideEffect { call, session, .. } => (*call, session, "its side effect ran"),
             StepKind::EventStored { message: Some(ServerMessage::ToolResult { call, .. }), session, .. } => {
@@ -42,7 +45,7 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             }
             _ => continue,
         };
-        done.entry(call).or_insert(Done { at: step.at(), session, what });
+        done.entry(call).or_default().push((order, Done { at: step.at(), session, what }));
     }
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
     for (order, step) in trace.steps.iter().enumerate() {
@@ -50,7 +53,13 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         if ledger.idempotent.get(call) != Some(&false) || violations.contains_key(call) {
             continue;
         }
-        let Some(d) = done.get(call) else { continue };
+        // The application's next issue of the call after the error starts a new attempt.
+        let reissued = trace.steps[order..]
+            .iter()
+            .position(|s| matches!(&s.kind, StepKind::AppCall { call: c, .. } if c == call))
+            .map_or(usize::MAX, |i| order + i);
+        let before = done.get(call).and_then(|all| all.iter().find(|(at, _)| *at < reissued));
+        let Some((_, d)) = before else { continue };
         violations.insert(
             *call,
             Violation {
@@ -104,6 +113,33 @@ mod tests {
         assert_eq!(false_failures(&ran(false).app(app_unknown(0)).build()), vec![]);
         assert_eq!(false_failures(&ran(false).app(app_result(0, &a, None)).build()), vec![]);
         assert_eq!(false_failures(&ran(true).app(app_error(0)).build()), vec![]);
+    }
+
+    #[test]
+    fn an_execution_after_the_application_issued_the_call_again_is_the_new_attempts() {
+        let a = sid("A");
+        // Failed before it ran, issued again by the application, then run: a true failure.
+        let reissued = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(5_000)
+            .app(app_error(0))
+            .at(6_000)
+            .app(app_call(0, false))
+            .at(7_000)
+            .server(side_effect(&a, 3, 0))
+            .build();
+        assert_eq!(false_failures(&reissued), vec![]);
+        // Run after the error but before the re-issue: the failed attempt ran after all.
+        let late = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(5_000)
+            .app(app_error(0))
+            .at(5_500)
+            .server(side_effect(&a, 2, 0))
+            .at(6_000)
+            .app(app_call(0, false))
+            .build();
+        assert_eq!(false_failures(&late).len(), 1);
     }
 
     #[test]

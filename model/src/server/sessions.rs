@@ -78,6 +78,11 @@ impl Server {
     }
 
     pub(super) fn initialize(&mut self, now: Instant, conn: ConnId, request: RequestId, client: &str) {
+        // The session cap (`max_sessions`): a full replica creates no session and answers 503;
+        // the client retries under its initialize backoff.
+        if self.policy.max_sessions.is_some_and(|max| self.sessions.len() >= max as usize) {
+            return self.reject(conn, Status::UNAVAILABLE, ErrorCode::Other, None);
+        }
         let id = self.mint_session_id();
         let session = self.new_session(&id);
         self.sessions.insert(id.clone(), session);
@@ -116,6 +121,18 @@ impl Server {
             }
             EventIdScheme::TsSdk | EventIdScheme::PySdk => SessionId(self.rng.uuid()),
         }
+    }
+
+    /// An operator ends `session` from outside the client (an admin endpoint, a `DELETE` sent by
+    /// someone who knows the id): as a `DELETE` would, but no connection carries it and nobody
+    /// is answered. The client learns of it only from its next request's 404 (or from its open
+    /// streams ending). False when the server holds no such session.
+    pub fn operator_delete(&mut self, now: Instant, session: &SessionId) -> bool {
+        if !self.sessions.contains_key(session) {
+            return false;
+        }
+        self.end_session(now, session, SessionEndReason::Deleted);
+        true
     }
 
     /// DELETE or idle expiry: running tools are cancelled (or, under `RunOn` or an ignored abort

@@ -281,8 +281,8 @@ async fn drive(world: &Arc<World>) {
         world.rec.record(Actor::Run, StepKind::Bounds { max_reconnects_per_hour });
     }
     let mut link = start_nodes(world).await;
-    // The run may stop once the faults healed and the applications made their last delete.
-    let last_delete = scenario.deletes.iter().map(|d| d.at).max().unwrap_or(Duration::ZERO);
+    // The run may stop once the faults healed and the script made its last delete or resume.
+    let last_delete = scenario.last_scripted_act();
     let heal = Instant(micros(scenario.faults.heal_time()));
     let quiet_from = Instant(micros(scenario.faults.heal_time().max(last_delete)));
     let limit = Instant(micros(scenario.time_limit()));

@@ -13,7 +13,6 @@ use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{CallSpec, DeleteSpec, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
-use mcpsim_model::ids::CallKey;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -207,7 +206,7 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
         side_effect: SideEffectAt::Start,
         on_abort: OnAbort::Stop,
     };
-    let call = || vec![CallSpec { at: Duration::ZERO, call: CallKey(0), tool: "probe_work".into(), client: 0 }];
+    let call = || vec![CallSpec::new(Duration::ZERO, 0, "probe_work")];
     let reset = |at: u64| FaultPlan::new(vec![PlannedFault { at: ms(at), fault: Fault::Reset }]);
     match probe_scenario {
         "basics" => {
@@ -231,7 +230,7 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
         "delete-during-tool" => {
             s.tools = vec![work(4000, 500)];
             s.calls = call();
-            s.deletes = vec![DeleteSpec { at: ms(1200), client: 0 }];
+            s.deletes = vec![DeleteSpec { at: ms(1200), client: 0, by: Default::default() }];
         }
         "standalone" => {
             // The script's four notifications become one every 300 ms; no call, no cut.

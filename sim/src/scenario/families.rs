@@ -65,7 +65,6 @@ pub(super) mod rust_built {
     use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
     use crate::scenario::{CallSpec, DeleteSpec};
     use mcpsim_model::config::ToolSpec;
-    use mcpsim_model::ids::CallKey;
     use std::time::Duration;
 
     pub fn apply(name: &str, base: Scenario) -> Option<Scenario> {
@@ -93,7 +92,7 @@ pub(super) mod rust_built {
     }
 
     fn call_at(secs: u64, key: u32, tool: &str, client: u32) -> CallSpec {
-        CallSpec { at: Duration::from_secs(secs), call: CallKey(key), tool: tool.into(), client }
+        CallSpec { client, ..CallSpec::new(Duration::from_secs(secs), key, tool) }
     }
 
     fn partition(text: &str) -> FaultPlan {
@@ -155,7 +154,7 @@ pub(super) mod rust_built {
         s.tools = vec![tool("pay", 300, Some(Duration::from_secs(20)), false)];
         s.calls = vec![call_at(1, 0, "pay", 0)];
         s.server.keepalive = s.server.keepalive.or(Some(Duration::from_secs(15)));
-        s.deletes = vec![DeleteSpec { at: Duration::from_secs(120), client: 0 }];
+        s.deletes = vec![DeleteSpec { at: Duration::from_secs(120), client: 0, by: Default::default() }];
         s
     }
 

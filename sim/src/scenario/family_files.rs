@@ -12,14 +12,14 @@
 //!
 //! The keys (see `sim/scenarios/long-tool.toml` for the commented format): `name`,
 //! `description`, `extends`, `lb`, `clients`, `tool_jitter`, `latency`, `liveness_grace`,
-//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[client]`, `[server]`,
+//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[client]`, `[server]`,
 //! `[fallback.client]` / `[fallback.server]` (set only where the profile has none) and
 //! `[faults]`. [`dump`] writes a scenario back as such a file.
 
 use super::settings::{self, problems};
-use super::{profile_files, CallSpec, DeleteSpec, Scenario};
+use super::{profile_files, BogusResume, CallSpec, DeleteBy, DeleteSpec, OnError, Scenario};
 use crate::error::SimError;
-use mcpsim_model::config::ToolSpec;
+use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::profiles::ProfileError;
 use mcpsim_model::profiles::{quote, toml_value};
@@ -48,6 +48,7 @@ const KEYS: &[&str] = &[
     "tools",
     "calls",
     "deletes",
+    "bogus_resumes",
     "client",
     "server",
     "fallback",
@@ -94,6 +95,7 @@ enum Entry {
     Tools(Vec<ToolSpec>),
     Calls(Vec<CallSpec>),
     Deletes(Vec<DeleteSpec>),
+    BogusResumes(Vec<BogusResume>),
 }
 
 /// One family file, read but not applied.
@@ -237,6 +239,10 @@ fn apply(s: &mut Scenario, entry: &Entry) -> Result<(), String> {
             s.deletes = d.clone();
             Ok(())
         }
+        Entry::BogusResumes(b) => {
+            s.bogus_resumes = b.clone();
+            Ok(())
+        }
     }
 }
 
@@ -357,11 +363,25 @@ impl Reader<'_> {
                     tool.idempotent =
                         f.get_ref().as_bool().ok_or_else(|| self.err(f, "tools.idempotent must be true or false"))?
                 }
+                "side_effect" => {
+                    tool.side_effect = match self.string("tools.side_effect", f)?.as_str() {
+                        "start" => SideEffectAt::Start,
+                        "completion" => SideEffectAt::Completion,
+                        other => return Err(self.err(f, format!("tools.side_effect {other:?}: start or completion"))),
+                    }
+                }
+                "on_abort" => {
+                    tool.on_abort = match self.string("tools.on_abort", f)?.as_str() {
+                        "ignore" => OnAbort::Ignore,
+                        "stop" => OnAbort::Stop,
+                        other => return Err(self.err(f, format!("tools.on_abort {other:?}: ignore or stop"))),
+                    }
+                }
                 _ => {
                     return Err(self.file.error(
                         Pos::of(self.text, k.span().start),
                         format!(
-                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent)"
+                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort)"
                         ),
                     ))
                 }
@@ -376,7 +396,7 @@ impl Reader<'_> {
 
     fn call(&self, i: usize, v: &Spanned<'_>) -> Result<CallSpec, ProfileError> {
         let t = self.table("calls", v)?;
-        let mut call = CallSpec { at: Duration::ZERO, call: CallKey(i as u32), tool: String::new(), client: 0 };
+        let mut call = CallSpec::new(Duration::ZERO, i as u32, "");
         let (mut at, mut tool) = (false, false);
         for (k, f) in t {
             match k.get_ref().as_ref() {
@@ -390,23 +410,28 @@ impl Reader<'_> {
                 }
                 "call" => call.call = CallKey(self.integer("calls.call", f)?),
                 "client" => call.client = self.integer("calls.client", f)?,
+                "after_idle" => call.after_idle = Some(self.duration("calls.after_idle", f)?),
+                "on_error" => call.on_error = OnError::parse(&self.string("calls.on_error", f)?).map_err(|m| self.err(f, m))?,
+                "max_reissues" => call.max_reissues = self.integer("calls.max_reissues", f)?,
                 other => {
                     return Err(self.file.error(
                         Pos::of(self.text, k.span().start),
-                        format!("unknown key `{other}` in a call (a call has: at, tool, call, client)"),
+                        format!(
+                            "unknown key `{other}` in a call (a call has: at, after_idle, tool, call, client, on_error, max_reissues)"
+                        ),
                     ))
                 }
             }
         }
-        if !at || !tool {
-            return Err(self.err(v, "a call needs at (a time) and tool (a tool's name)"));
+        if !(at || call.after_idle.is_some()) || !tool {
+            return Err(self.err(v, "a call needs at (a time) or after_idle (a gap), and tool (a tool's name)"));
         }
         Ok(call)
     }
 
     fn delete(&self, v: &Spanned<'_>) -> Result<DeleteSpec, ProfileError> {
         let t = self.table("deletes", v)?;
-        let mut delete = DeleteSpec { at: Duration::ZERO, client: 0 };
+        let mut delete = DeleteSpec { at: Duration::ZERO, client: 0, by: DeleteBy::App };
         let mut at = false;
         for (k, f) in t {
             match k.get_ref().as_ref() {
@@ -415,10 +440,17 @@ impl Reader<'_> {
                     at = true;
                 }
                 "client" => delete.client = self.integer("deletes.client", f)?,
+                "by" => {
+                    delete.by = match self.string("deletes.by", f)?.as_str() {
+                        "app" => DeleteBy::App,
+                        "operator" => DeleteBy::Operator,
+                        other => return Err(self.err(f, format!("deletes.by {other:?}: app or operator"))),
+                    }
+                }
                 other => {
                     return Err(self.file.error(
                         Pos::of(self.text, k.span().start),
-                        format!("unknown key `{other}` in a delete (a delete has: at, client)"),
+                        format!("unknown key `{other}` in a delete (a delete has: at, client, by)"),
                     ))
                 }
             }
@@ -427,6 +459,35 @@ impl Reader<'_> {
             return Err(self.err(v, "a delete needs at (a time)"));
         }
         Ok(delete)
+    }
+
+    fn bogus_resume(&self, v: &Spanned<'_>) -> Result<BogusResume, ProfileError> {
+        let t = self.table("bogus_resumes", v)?;
+        let mut resume = BogusResume { at: Duration::ZERO, client: 0, id: String::new() };
+        let (mut at, mut id) = (false, false);
+        for (k, f) in t {
+            match k.get_ref().as_ref() {
+                "at" => {
+                    resume.at = self.duration("bogus_resumes.at", f)?;
+                    at = true;
+                }
+                "client" => resume.client = self.integer("bogus_resumes.client", f)?,
+                "id" => {
+                    resume.id = self.string("bogus_resumes.id", f)?;
+                    id = true;
+                }
+                other => {
+                    return Err(self.file.error(
+                        Pos::of(self.text, k.span().start),
+                        format!("unknown key `{other}` in a bogus resume (it has: at, client, id)"),
+                    ))
+                }
+            }
+        }
+        if !at || !id {
+            return Err(self.err(v, "a bogus resume needs at (a time) and id (the Last-Event-ID it sends)"));
+        }
+        Ok(resume)
     }
 }
 
@@ -499,6 +560,10 @@ fn parse(text: &str, origin: &str) -> Result<FamilyFile, ProfileError> {
             "deletes" => {
                 let deletes = r.tables(key, v)?.into_iter().map(|d| r.delete(d)).collect::<Result<_, _>>()?;
                 r.push(Entry::Deletes(deletes), pos, vec!["deletes".into()]);
+            }
+            "bogus_resumes" => {
+                let list = r.tables(key, v)?.into_iter().map(|b| r.bogus_resume(b)).collect::<Result<_, _>>()?;
+                r.push(Entry::BogusResumes(list), pos, vec!["bogus_resumes".into()]);
             }
             "client" | "server" => {
                 let t = r.table(key, v)?;
@@ -606,13 +671,32 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
             writeln!(out, "\n[[tools]]\nname = {}\nduration = {}", quote(&t.name), quote(&format_duration(t.duration)));
         let _ = writeln!(out, "event_interval = {}", quote(&t.event_interval.map_or("none".into(), format_duration)));
         let _ = writeln!(out, "idempotent = {}", t.idempotent);
+        if t.side_effect != SideEffectAt::default() {
+            let _ = writeln!(out, "side_effect = \"completion\"");
+        }
+        if t.on_abort != OnAbort::default() {
+            let _ = writeln!(out, "on_abort = \"stop\"");
+        }
     }
     for c in &s.calls {
         let _ = writeln!(out, "\n[[calls]]\nat = {}\ncall = {}", quote(&format_duration(c.at)), c.call.0);
         let _ = writeln!(out, "tool = {}\nclient = {}", quote(&c.tool), c.client);
+        if let Some(gap) = c.after_idle {
+            let _ = writeln!(out, "after_idle = {}", quote(&format_duration(gap)));
+        }
+        if c.on_error != OnError::GiveUp || c.max_reissues != 1 {
+            let _ = writeln!(out, "on_error = {}\nmax_reissues = {}", quote(c.on_error.as_str()), c.max_reissues);
+        }
     }
     for d in &s.deletes {
         let _ = writeln!(out, "\n[[deletes]]\nat = {}\nclient = {}", quote(&format_duration(d.at)), d.client);
+        if d.by == DeleteBy::Operator {
+            let _ = writeln!(out, "by = \"operator\"");
+        }
+    }
+    for b in &s.bogus_resumes {
+        let _ = writeln!(out, "\n[[bogus_resumes]]\nat = {}\nclient = {}", quote(&format_duration(b.at)), b.client);
+        let _ = writeln!(out, "id = {}", quote(&b.id));
     }
     let client = profile_files::client(s.client_arg.as_deref().unwrap_or(&s.client.name))?;
     let server = profile_files::server(s.server_arg.as_deref().unwrap_or(&s.server.name))?;

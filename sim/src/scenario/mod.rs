@@ -5,11 +5,14 @@
 //! - [`settings`]: the settable keys and the one validation of a scenario.
 //! - `profile_files`: profiles named on the command line, built-in or TOML files.
 //! - [`faults`]: the fault plan.
+//! - `script`: a call script and operator deletes as one `--set` value (`app.calls`,
+//!   `app.operator_deletes`).
 
 pub mod families;
 pub mod family_files;
 pub mod faults;
 pub(crate) mod profile_files;
+pub(crate) mod script;
 pub mod settings;
 
 pub use families::{describe, SCENARIO_NAMES};
@@ -27,7 +30,7 @@ use std::time::Duration;
 /// One tool call the application makes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CallSpec {
-    /// When the application issues it.
+    /// When the application issues it (with `after_idle`: not before this).
     #[serde(with = "serde_duration")]
     pub at: Duration,
     /// The call's key: the same on every re-send, so the server's ledger can tell a duplicate from
@@ -38,17 +41,116 @@ pub struct CallSpec {
     /// Which logical client issues it (0-based; see `Scenario::clients`).
     #[serde(default)]
     pub client: u32,
+    /// Issue it only this long after the same client's previous call (in the scenario's order)
+    /// resolved for good: an idle gap in which the session may expire between calls.
+    #[serde(default, with = "mcpsim_model::time::serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub after_idle: Option<Duration>,
+    /// What the application does when the call ends in an error or an unknown outcome.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_error: OnError,
+    /// The most re-issues `on_error` may make of this call.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub max_reissues: u32,
 }
 
-/// The application ends its session with `DELETE` at a time.
+impl CallSpec {
+    /// A call at `at` of `tool` by client 0, keyed `call`, with the default application
+    /// behaviour (give up on an error).
+    pub fn new(at: Duration, call: u32, tool: &str) -> CallSpec {
+        CallSpec {
+            at,
+            call: CallKey(call),
+            tool: tool.to_string(),
+            client: 0,
+            after_idle: None,
+            on_error: OnError::GiveUp,
+            max_reissues: 1,
+        }
+    }
+}
+
+/// The application's behaviour after a call ends in an error or an unknown outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnError {
+    /// Report it and move on.
+    #[default]
+    GiveUp,
+    /// Send the same call (the same call key) again, through the session the client holds.
+    Reissue,
+    /// Start a new session (`initialize`), then send the same call again.
+    ReinitializeReissue,
+}
+
+impl OnError {
+    /// The spellings, in files and `--set`.
+    pub const NAMES: [&'static str; 3] = ["give-up", "reissue", "reinitialize-reissue"];
+
+    /// The value of a spelling.
+    pub fn parse(text: &str) -> Result<OnError, String> {
+        match text {
+            "give-up" => Ok(OnError::GiveUp),
+            "reissue" => Ok(OnError::Reissue),
+            "reinitialize-reissue" => Ok(OnError::ReinitializeReissue),
+            other => Err(format!("on_error {other:?}: one of {}", OnError::NAMES.join(", "))),
+        }
+    }
+
+    /// Its spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnError::GiveUp => "give-up",
+            OnError::Reissue => "reissue",
+            OnError::ReinitializeReissue => "reinitialize-reissue",
+        }
+    }
+}
+
+/// Who sends a scripted `DELETE`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeleteBy {
+    /// The application, through its client: the client settles its calls and forgets the session.
+    #[default]
+    App,
+    /// An operator, from outside the client (it knows the session id): the server ends the
+    /// session, and the client learns of it only when its next request gets 404.
+    Operator,
+}
+
+/// A session ends with `DELETE` at a time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeleteSpec {
-    /// When the application sends the `DELETE`.
+    /// When the `DELETE` is sent.
     #[serde(with = "serde_duration")]
     pub at: Duration,
-    /// Which logical client ends its session (0-based).
+    /// Which logical client's session ends (0-based).
     #[serde(default)]
     pub client: u32,
+    /// Who sends it.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub by: DeleteBy,
+}
+
+/// At a time, a client resumes a stream with a `Last-Event-ID` it was never given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BogusResume {
+    /// When.
+    #[serde(with = "serde_duration")]
+    pub at: Duration,
+    /// Which logical client (0-based).
+    #[serde(default)]
+    pub client: u32,
+    /// The `Last-Event-ID` it sends.
+    pub id: String,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn one() -> u32 {
@@ -62,6 +164,9 @@ fn default_max_reconnects() -> u32 {
 fn is_default_max_reconnects(n: &u32) -> bool {
     *n == DEFAULT_MAX_RECONNECTS_PER_HOUR
 }
+
+/// The most re-issues one call's `on_error` may make.
+pub const MAX_REISSUES: u32 = 10;
 
 /// Network parameters of the simulated links.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,9 +200,12 @@ pub struct Scenario {
     /// How many logical clients (each its own process and session) share the server.
     #[serde(default = "one")]
     pub clients: u32,
-    /// When the application deletes its session.
+    /// When the application (or an operator) deletes a client's session.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deletes: Vec<DeleteSpec>,
+    /// When a client resumes with a `Last-Event-ID` it was never given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bogus_resumes: Vec<BogusResume>,
     /// Server notifications on every session's standalone stream at this interval.
     #[serde(with = "mcpsim_model::time::serde_opt_duration")]
     pub notify_interval: Option<Duration>,
@@ -163,6 +271,7 @@ impl Scenario {
             calls: vec![],
             clients: 1,
             deletes: vec![],
+            bogus_resumes: vec![],
             notify_interval: None,
             faults: FaultPlan::default(),
             net: NetParams { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(10) },
@@ -231,23 +340,64 @@ impl Scenario {
         self.tools.first_mut().ok_or_else(|| "this scenario has no tool".to_string())
     }
 
+    /// A call's tool at its worst (jitter), and the re-issues its `on_error` may add.
+    fn worst_run(&self, c: &CallSpec) -> Option<Duration> {
+        let t = self.tool(&c.tool)?;
+        let once = t.duration.mul_f64(1.0 + self.tool_jitter);
+        let runs = match c.on_error {
+            OnError::GiveUp => 1,
+            OnError::Reissue | OnError::ReinitializeReissue => 1 + c.max_reissues.min(MAX_REISSUES),
+        };
+        Some(once * runs)
+    }
+
+    /// When each call (in the scenario's order) is planned to be issued, with `start` the time
+    /// no call starts before: its `at`, or for a call `after_idle` its idle gap after the same
+    /// client's previous call is due (issued, run at its worst, re-issues included).
+    fn planned(&self, start: Duration) -> Vec<Duration> {
+        let mut due_of_client: std::collections::BTreeMap<u32, Duration> = Default::default();
+        let mut out = Vec::with_capacity(self.calls.len());
+        for c in &self.calls {
+            let earliest = match (c.after_idle, due_of_client.get(&c.client)) {
+                (Some(gap), Some(prev)) => c.at.max(*prev + gap),
+                (Some(gap), None) => c.at.max(gap),
+                (None, _) => c.at,
+            };
+            let issued = earliest.max(start);
+            let due = issued + self.worst_run(c).unwrap_or_default();
+            due_of_client.insert(c.client, due);
+            out.push(earliest);
+        }
+        out
+    }
+
     /// The latest time a call's tool can finish, with jitter at its worst.
     pub(crate) fn last_tool_due(&self) -> Duration {
+        let planned = self.planned(Duration::ZERO);
         self.calls
             .iter()
-            .filter_map(|c| self.tool(&c.tool).map(|t| c.at + t.duration.mul_f64(1.0 + self.tool_jitter)))
+            .zip(planned)
+            .filter_map(|(c, at)| self.worst_run(c).map(|run| at + run))
             .max()
             .unwrap_or(Duration::ZERO)
     }
 
     /// The liveness deadline: every call must have resolved by then. A call's tool may only
     /// start once the faults heal — a cut-off client cannot send it, a restarted server runs it
-    /// again — so each call gets its whole (worst-case) duration from `max(issued, healed)`.
+    /// again — so each call gets its whole (worst-case) duration from `max(issued, healed)`
+    /// (a call after an idle gap: from its gap after the previous call is due).
     pub fn liveness_deadline(&self) -> Duration {
         let heal = self.faults.heal_time();
-        let due =
-            |c: &CallSpec| self.tool(&c.tool).map(|t| c.at.max(heal) + t.duration.mul_f64(1.0 + self.tool_jitter));
-        self.calls.iter().filter_map(due).max().unwrap_or_default().max(heal) + self.liveness_grace
+        let planned = self.planned(heal);
+        let due = self.calls.iter().zip(planned).filter_map(|(c, at)| self.worst_run(c).map(|run| at.max(heal) + run));
+        due.max().unwrap_or_default().max(heal) + self.liveness_grace
+    }
+
+    /// The last time the script acts on its own besides calls (a delete, a bogus resume): the
+    /// run does not stop before it.
+    pub fn last_scripted_act(&self) -> Duration {
+        let deletes = self.deletes.iter().map(|d| d.at);
+        deletes.chain(self.bogus_resumes.iter().map(|b| b.at)).max().unwrap_or(Duration::ZERO)
     }
 
     /// A run never lasts longer than this in simulated time.
@@ -256,12 +406,13 @@ impl Scenario {
     }
 
     /// What is wrong with the scenario's clients, if anything: there must be at least one, and
-    /// every call and delete must name one of them.
+    /// every call, delete and bogus resume must name one of them.
     pub(crate) fn clients_problem(&self) -> Option<String> {
         if self.clients == 0 {
             return Some("a scenario needs at least one client".to_string());
         }
         let named = self.calls.iter().map(|c| c.client).chain(self.deletes.iter().map(|d| d.client));
+        let named = named.chain(self.bogus_resumes.iter().map(|b| b.client));
         named
             .filter(|c| *c >= self.clients)
             .map(|c| format!("the scenario names client {c}, but has only {} client(s)", self.clients))

@@ -26,9 +26,11 @@
 //! | clients | 1 to [`MAX_CLIENTS`] (64) |
 //! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
+//! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
+//! | `server.max_sessions` | none, or at least 1 |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
-use super::{profile_files, NetParams, Scenario};
+use super::{profile_files, NetParams, Scenario, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{
     ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_REPLICAS,
@@ -726,6 +728,23 @@ pub const SETTINGS: &[Setting] = &[
         show: |s| s.max_reconnects_per_hour.to_string(),
     },
     Setting {
+        key: "app.calls",
+        targets: &["calls"],
+        help: "the call script: `;`-separated calls, each a time (1s; +90s after the previous call settled; 1s+90s) and optional tool=, client=, call=, on_error=give-up|reissue|reinitialize-reissue, max_reissues= (none: no call)",
+        apply: |s, v| {
+            s.calls = super::script::parse_calls(s, v)?;
+            Ok(())
+        },
+        show: super::script::show_calls,
+    },
+    Setting {
+        key: "app.operator_deletes",
+        targets: &["deletes"],
+        help: "times an operator DELETEs a client's session from outside it: 2m (client 0) or 2m@1, comma-separated, or none",
+        apply: super::script::apply_operator_deletes,
+        show: super::script::show_operator_deletes,
+    },
+    Setting {
         key: "run.reproduces",
         targets: &["reproduces"],
         help: "the public report a field-failure reproduction reproduces (text, e.g. rust-sdk#958; none to clear)",
@@ -836,6 +855,9 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
             out.push(problem(path, format!("{status} is no HTTP status")));
         }
     }
+    if s.max_sessions == Some(0) {
+        out.push(problem("max_sessions", "0 refuses every session: at least 1, or none for no cap"));
+    }
     out
 }
 
@@ -882,11 +904,26 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     }
     for c in &s.calls {
         span(&mut out, "calls.at", c.at);
+        if let Some(gap) = c.after_idle {
+            span(&mut out, "calls.after_idle", gap);
+        }
+        if c.max_reissues > MAX_REISSUES {
+            out.push(problem("calls.max_reissues", format!("{} re-issues: at most {MAX_REISSUES}", c.max_reissues)));
+        }
         if s.tool(&c.tool).is_none() {
             out.push(problem(
                 "calls.tool",
                 format!("call {} names tool {:?}, which the scenario does not offer", c.call.0, c.tool),
             ));
+        }
+    }
+    for d in &s.deletes {
+        span(&mut out, "deletes.at", d.at);
+    }
+    for r in &s.bogus_resumes {
+        span(&mut out, "bogus_resumes.at", r.at);
+        if r.id.is_empty() {
+            out.push(problem("bogus_resumes.id", "a bogus resume needs a Last-Event-ID to send".to_string()));
         }
     }
     if s.faults.len() > MAX_FAULTS {

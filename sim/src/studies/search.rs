@@ -277,6 +277,20 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
     } else {
         dims.push(family_or("lb.routing", choice(&["round-robin", "sticky-session", "sticky-client", "random"])));
     }
+    // The workload, outside the conditions: a script of 1 to MAX_SCRIPT_CALLS calls of the
+    // family's main tool by client 0, each after an idle gap, with what the application does
+    // after an error (a re-issue of a non-idempotent call is a duplicate the pair cannot
+    // prevent), and operator DELETEs (no condition covers a session ended behind the client's
+    // back). Inside the conditions the family's own script stays: a new dimension there would
+    // change every later draw of the safe pairs' fixed-seed searches (see the branch's report).
+    if !space.within_conditions {
+        dims.push(family_or("app.calls", call_script()));
+        let horizon = space.horizon.as_secs().max(1);
+        dims.push(family_or(
+            "app.operator_deletes",
+            prop::collection::vec(0..=horizon, 1..=2).prop_map(times_value).boxed(),
+        ));
+    }
     if !space.within_conditions {
         // Condition 2 (retention outlasts the worst reconnect): within the conditions retention
         // is unbounded, so no time window either ([`Space::constraints`] pins it to none).
@@ -296,6 +310,33 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         dims.push(family_or("client.request_timeout", optional((5u64..=900).prop_map(secs).boxed())));
     }
     dims.boxed()
+}
+
+/// The most calls a generated script has.
+const MAX_SCRIPT_CALLS: usize = 4;
+
+/// A call script (`app.calls`): a first call at 1 s, then each after an idle gap of 0 to 10
+/// minutes (so the session may expire between calls), each with what the application does after
+/// an error. Shrinks towards one call, then shorter gaps and give-up.
+fn call_script() -> BoxedStrategy<String> {
+    let reaction = prop_oneof![3 => Just("give-up"), 1 => Just("reissue"), 1 => Just("reinitialize-reissue")];
+    let call = (0u64..=600, reaction);
+    prop::collection::vec(call, 1..=MAX_SCRIPT_CALLS)
+        .prop_map(|calls| {
+            let entries: Vec<String> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, (gap, on_error))| {
+                    let time = if i == 0 { "1s".to_string() } else { format!("+{}", secs(*gap)) };
+                    match *on_error {
+                        "give-up" => time,
+                        other => format!("{time} on_error={other}"),
+                    }
+                })
+                .collect();
+            entries.join("; ")
+        })
+        .boxed()
 }
 
 /// Renders fault times as the value of their kind's key.
@@ -656,6 +697,8 @@ mod tests {
         "server.store",
         "client.persistence",
         "client.request_timeout",
+        "app.calls",
+        "app.operator_deletes",
     ];
 
     fn drawn_keys(space: &Space, n: usize) -> std::collections::BTreeSet<String> {
@@ -708,6 +751,26 @@ mod tests {
     }
 
     #[test]
+    fn a_script_shrinks_to_the_fewest_calls_and_shortest_gap_that_still_fail() {
+        // A stand-in property that fails whenever a call waits 100 s or more of idle after the
+        // one before it: the smallest such script is two calls, the second 100 s after the first.
+        let base = long_tool();
+        let space = Space { vary_parameters: true, ..Space::for_scenario(&base) };
+        let config = Config { failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let result = runner.run(&cases(&space), |case| {
+            let s = case.scenario(&base).expect("valid");
+            match s.calls.iter().any(|c| c.after_idle.is_some_and(|g| g >= Duration::from_secs(100))) {
+                true => Err(TestCaseError::fail("a long idle gap")),
+                false => Ok(()),
+            }
+        });
+        let Err(TestError::Fail(_, minimal)) = result else { panic!("never failed: {result:?}") };
+        let script: Vec<&Override> = minimal.overrides.iter().filter(|(k, _)| k == "app.calls").collect();
+        assert_eq!(script, [&("app.calls".to_string(), "1s; +100s".to_string())], "{:?}", minimal.overrides);
+    }
+
+    #[test]
     fn partitions_never_overlap_and_times_are_sorted() {
         assert_eq!(partitions_value(vec![(100, 50), (0, 10), (120, 5)]), "0s..10s,100s..150s,151s..156s");
         assert_eq!(partitions_value(vec![]), "none");
@@ -753,6 +816,8 @@ mod tests {
             "server.store",
             "client.persistence",
             "client.request_timeout",
+            "app.operator_deletes",
+            "app.calls",
         ] {
             assert!(!drawn.contains(key), "{key} varied inside the conditions");
         }

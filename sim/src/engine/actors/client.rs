@@ -12,14 +12,15 @@
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
 use crate::engine::net::{self, FrameReader, LB_ADDR};
 use crate::engine::recorder::lock;
+use crate::scenario::{DeleteBy, OnError};
 use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;
 use mcpsim_model::client::{Client, ClientOutput};
 use mcpsim_model::config::Persistence;
 use mcpsim_model::http::{ConnEnd, Frame, Request};
-use mcpsim_model::ids::{CallKey, ConnId};
-use mcpsim_model::trace::Actor;
+use mcpsim_model::ids::{CallKey, ConnId, EventId};
+use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -36,11 +37,57 @@ pub(crate) struct ClientCore {
     /// input came from the fault injector, which runs elsewhere.
     node: NodeHandle,
     timer: TimerArm,
+    /// Calls that resolved during the current drain, each with whether it failed (an error or
+    /// an unknown outcome): the application reacts once the drain is done.
+    resolved: Vec<(CallKey, bool)>,
+    /// The application is ending its session itself: the calls it settles are not re-issued.
+    deleting: bool,
 }
 
 impl ClientCore {
-    /// Carries out the client's outputs.
+    /// Carries out the client's outputs, then lets the application react to the calls that
+    /// resolved (re-issuing a failed one under its `on_error`), until nothing is left.
     fn drain(&mut self, world: &Arc<World>) {
+        loop {
+            self.drain_outputs(world);
+            let resolved = std::mem::take(&mut self.resolved);
+            if resolved.is_empty() {
+                break;
+            }
+            for (call, failed) in resolved {
+                self.react(world, call, failed);
+            }
+        }
+        self.timer.update(self.client.poll_timeout());
+    }
+
+    /// The application's reaction to `call` resolving: re-issue it if it failed and its
+    /// `on_error` has re-issues left, otherwise mark it settled for good.
+    fn react(&mut self, world: &Arc<World>, call: CallKey, failed: bool) {
+        let slot = world.client_slot(self.index);
+        let spec = world.scenario.calls.iter().find(|c| c.call == call && c.client == self.index);
+        let reissue = spec.filter(|c| failed && !self.deleting && c.on_error != OnError::GiveUp).and_then(|c| {
+            let mut made = lock(&slot.reissues);
+            let n = made.entry(call).or_default();
+            (*n < c.max_reissues).then(|| {
+                *n += 1;
+                c
+            })
+        });
+        let Some(spec) = reissue else {
+            lock(&slot.settled_at).insert(call, world.rec.now());
+            slot.settled.notify_one();
+            return;
+        };
+        let now = world.rec.now();
+        if spec.on_error == OnError::ReinitializeReissue {
+            self.client.reinitialize(now);
+        }
+        let idempotent = world.scenario.tool(&spec.tool).is_some_and(|t| t.idempotent);
+        self.client.call_tool(now, call, &spec.tool, idempotent);
+    }
+
+    fn drain_outputs(&mut self, world: &Arc<World>) {
         while let Some(output) = self.client.poll_output() {
             match output {
                 ClientOutput::Open { conn, request } => {
@@ -56,12 +103,15 @@ impl ClientCore {
                 }
                 ClientOutput::Persist(state) => *lock(&world.client_slot(self.index).disk) = Some(state),
                 ClientOutput::Record(kind) => {
+                    if let Some(call) = kind.resolves() {
+                        let failed = !matches!(kind, StepKind::AppResult { .. });
+                        self.resolved.push((call, failed));
+                    }
                     let actor = if kind.is_app() { Actor::App } else { Actor::Client };
                     world.rec.record_for(actor, world.client_tag(self.index), kind);
                 }
             }
         }
-        self.timer.update(self.client.poll_timeout());
     }
 
     /// Nothing left to do: no call unresolved, no reconnect pending, nothing to send.
@@ -115,7 +165,15 @@ fn start_client(world: &Arc<World>, index: u32, incarnation: u32) {
     let node = Handle::current().get_node(client_node(index)).expect("the client node exists");
     let mut client = Client::new(policy, &client_name(index), restored, seed);
     client.number_connections_from(slot.next_conn.load(Ordering::Relaxed));
-    let core = ClientCore { index, client, conns: BTreeMap::new(), node, timer: TimerArm::new() };
+    let core = ClientCore {
+        index,
+        client,
+        conns: BTreeMap::new(),
+        node,
+        timer: TimerArm::new(),
+        resolved: Vec::new(),
+        deleting: false,
+    };
     *lock(&slot.core) = Some(core);
     world.with_client(index, |core| {
         core.client.start(world.rec.now());
@@ -144,50 +202,106 @@ enum Act {
     Call {
         call: CallKey,
         tool: String,
+        /// Only this long after this earlier call settled for good (`after_idle`).
+        after: Option<(CallKey, Duration)>,
     },
-    /// The scenario's `n`-th delete.
+    /// The scenario's `n`-th delete (by the application or an operator).
     Delete(usize),
+    /// The scenario's `n`-th bogus resume.
+    BogusResume(usize),
 }
 
-/// Client `index`'s part of the scenario, in time order (at one instant, calls before deletes).
+/// Client `index`'s part of the scenario, in time order (at one instant, calls before deletes
+/// before bogus resumes). A call after an idle gap is placed at its `at`, its earliest time.
 fn agenda(world: &World, index: u32) -> Vec<(Duration, Act)> {
     let scenario = &world.scenario;
-    let calls = scenario
-        .calls
-        .iter()
-        .filter(|c| c.client == index)
-        .map(|c| (c.at, Act::Call { call: c.call, tool: c.tool.clone() }));
+    let mut previous: Option<CallKey> = None;
+    let mut calls = Vec::new();
+    for c in scenario.calls.iter().filter(|c| c.client == index) {
+        let after = c.after_idle.map(|gap| (previous.unwrap_or(c.call), gap));
+        calls.push((c.at, Act::Call { call: c.call, tool: c.tool.clone(), after }));
+        previous = Some(c.call);
+    }
     let deletes =
         scenario.deletes.iter().enumerate().filter(|(_, d)| d.client == index).map(|(n, d)| (d.at, Act::Delete(n)));
-    let mut acts: Vec<(Duration, Act)> = calls.chain(deletes).collect();
+    let resumes = scenario
+        .bogus_resumes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.client == index)
+        .map(|(n, b)| (b.at, Act::BogusResume(n)));
+    let mut acts: Vec<(Duration, Act)> = calls.into_iter().chain(deletes).chain(resumes).collect();
     acts.sort_by_key(|(at, _)| *at);
     acts
 }
 
-/// Issues client `index`'s calls and makes its deletes at their times, skipping any an earlier
-/// incarnation already made.
+/// When an act is due: its time, or for a call after an idle gap, its gap after the call it
+/// follows settled (`None` while that call has not settled).
+fn due(world: &World, index: u32, at: Duration, act: &Act) -> Option<Duration> {
+    match act {
+        Act::Call { after: Some((prev, gap)), call, .. } if prev != call => {
+            let settled = lock(&world.client_slot(index).settled_at).get(prev).copied()?;
+            Some(at.max(Duration::from_micros(settled.as_micros()) + *gap))
+        }
+        Act::Call { after: Some((_, gap)), .. } => Some(at.max(*gap)),
+        _ => Some(at),
+    }
+}
+
+/// Issues client `index`'s calls, makes its deletes and bogus resumes at their times, skipping
+/// any an earlier incarnation already made. A call after an idle gap waits for the call before
+/// it to settle; without one the acts go strictly in time order.
 async fn application(world: &Arc<World>, index: u32) {
     let slot = world.client_slot(index);
-    for (at, act) in agenda(world, index) {
-        let done = match &act {
-            Act::Call { call, .. } => lock(&slot.issued).contains(call),
-            Act::Delete(n) => lock(&slot.deleted).contains(n),
-        };
-        if done {
+    let mut acts = agenda(world, index);
+    acts.retain(|(_, act)| match act {
+        Act::Call { call, .. } => !lock(&slot.issued).contains(call),
+        Act::Delete(n) => !lock(&slot.deleted).contains(n),
+        Act::BogusResume(n) => !lock(&slot.bogus_resumed).contains(n),
+    });
+    while !acts.is_empty() {
+        // The first act (in agenda order) with the earliest known time.
+        let next = acts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (at, act))| due(world, index, *at, act).map(|t| (t, i)))
+            .min_by_key(|(t, _)| *t);
+        let waiting = acts.iter().any(|(at, act)| due(world, index, *at, act).is_none());
+        let Some((t, i)) = next else {
+            // Every act left waits for a call to settle.
+            slot.settled.notified().await;
             continue;
-        }
-        let at = mcpsim_model::Instant(mcpsim_model::time::micros(at));
+        };
+        let at = mcpsim_model::Instant(mcpsim_model::time::micros(t));
         if at > world.rec.now() {
-            madsim::time::sleep_until(world.rec.deadline(at)).await;
+            let deadline = world.rec.deadline(at);
+            if waiting {
+                // A call settling may make a waiting act due earlier.
+                tokio::select! {
+                    biased;
+                    _ = slot.settled.notified() => continue,
+                    _ = madsim::time::sleep_until(deadline) => {}
+                }
+            } else {
+                madsim::time::sleep_until(deadline).await;
+            }
         }
+        let (_, act) = acts.remove(i);
         match act {
-            Act::Call { call, tool } => {
+            Act::Call { call, tool, .. } => {
                 lock(&slot.issued).push(call);
                 issue(world, index, call, &tool);
             }
             Act::Delete(n) => {
                 lock(&slot.deleted).push(n);
-                delete_session(world, index);
+                match world.scenario.deletes[n].by {
+                    DeleteBy::App => delete_session(world, index),
+                    DeleteBy::Operator => operator_delete(world, index),
+                }
+            }
+            Act::BogusResume(n) => {
+                lock(&slot.bogus_resumed).push(n);
+                bogus_resume(world, index, &world.scenario.bogus_resumes[n].id);
             }
         }
     }
@@ -217,7 +331,36 @@ fn issue(world: &Arc<World>, index: u32, call: CallKey, tool: &str) {
 /// The application ends its session: the client settles its calls and sends `DELETE`.
 fn delete_session(world: &Arc<World>, index: u32) {
     world.with_client(index, |core| {
+        core.deleting = true;
         core.client.delete_session(world.rec.now());
+        core.drain(world);
+        core.deleting = false;
+    });
+}
+
+/// An operator ends client `index`'s session from outside it: the server holding the session
+/// ends it, and the client is told nothing. Recorded as the fault injector's step.
+fn operator_delete(world: &Arc<World>, index: u32) {
+    let session = world.with_client(index, |core| core.session()).flatten();
+    let ended = session.as_ref().is_some_and(|session| {
+        world
+            .stores()
+            .any(|store| world.with_store(store, |core| core.operator_delete(world, session)).unwrap_or(false))
+    });
+    let what = match (&session, ended) {
+        (Some(s), true) => format!("an operator deletes session {s} of client {index}"),
+        (Some(s), false) => format!("an operator deletes session {s} of client {index}: no server holds it"),
+        (None, _) => format!("an operator deletes client {index}'s session: it holds none"),
+    };
+    world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
+}
+
+/// Client `index` resumes a stream with a `Last-Event-ID` it was never given.
+fn bogus_resume(world: &Arc<World>, index: u32, id: &str) {
+    let what = format!("client {index} resumes with a Last-Event-ID it was never given: {id}");
+    world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
+    world.with_client(index, |core| {
+        core.client.resume_with_unissued_id(world.rec.now(), EventId(id.to_string()));
         core.drain(world);
     });
 }

@@ -23,6 +23,7 @@ use mcpsim_model::ids::CallKey;
 use mcpsim_model::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
@@ -64,8 +65,17 @@ pub(crate) struct ClientSlot {
     /// Calls the application issued, in order: its own record (an order book, say), which
     /// survives a client restart.
     pub issued: Mutex<Vec<CallKey>>,
-    /// The scenario's deletes (by index) this application already made.
+    /// The scenario's deletes (by index) this application (or the operator) already made.
     pub deleted: Mutex<Vec<usize>>,
+    /// The scenario's bogus resumes (by index) already made.
+    pub bogus_resumed: Mutex<Vec<usize>>,
+    /// When each call resolved for good (no re-issue to follow): what a later call's
+    /// `after_idle` gap counts from.
+    pub settled_at: Mutex<BTreeMap<CallKey, Instant>>,
+    /// Re-issues the application made of each call (`on_error`).
+    pub reissues: Mutex<BTreeMap<CallKey, u32>>,
+    /// Rung when a call settles for good (the application may be waiting out an idle gap).
+    pub settled: Notify,
     /// Incarnations started so far.
     pub starts: AtomicU32,
     /// The number the client's next connection gets, across incarnations: a restarted process
@@ -80,6 +90,10 @@ impl ClientSlot {
             disk: Mutex::new(None),
             issued: Mutex::new(Vec::new()),
             deleted: Mutex::new(Vec::new()),
+            bogus_resumed: Mutex::new(Vec::new()),
+            settled_at: Mutex::new(BTreeMap::new()),
+            reissues: Mutex::new(BTreeMap::new()),
+            settled: Notify::new(),
             starts: AtomicU32::new(0),
             next_conn: AtomicU64::new(1),
         }

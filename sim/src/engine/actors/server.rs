@@ -69,6 +69,14 @@ impl ServerCore {
         self.timer.update(self.server.poll_timeout());
     }
 
+    /// An operator ends `session` from outside its client; false if this server has no such
+    /// session.
+    pub(crate) fn operator_delete(&mut self, world: &Arc<World>, session: &SessionId) -> bool {
+        let ended = self.server.operator_delete(world.rec.now(), session);
+        self.drain(world);
+        ended
+    }
+
     /// The process dies: the model records what is lost, and its connections close.
     pub(crate) fn crash(&mut self, world: &Arc<World>) {
         self.server.crash(world.rec.now());
