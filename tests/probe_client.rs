@@ -1,4 +1,4 @@
-//! `mcpsim probe client` against the real SDK fixture clients (`sim/probe/fixtures/{py,ts}`,
+//! `mcpsim probe client` against the real SDK fixture clients (`sim/probe/fixtures/{py,ts,rust}`,
 //! installed by `install.sh`): the fields it decides from the server side must equal the
 //! built-in client profile of that SDK.
 //!
@@ -27,6 +27,10 @@ fn command(sdk: &str) -> Result<Vec<String>, String> {
         "py" => {
             let py = f.join("py/.venv/bin/python");
             (py.clone(), vec![py.display().to_string(), f.join("py/client.py").display().to_string()])
+        }
+        "rust" => {
+            let bin = f.join("rust/target/debug/probe-client");
+            (bin.clone(), vec![bin.display().to_string()])
         }
         _ => (
             f.join("ts/node_modules/@modelcontextprotocol/sdk/package.json"),
@@ -72,14 +76,18 @@ fn field<'a>(r: &'a ClientProbeReport, name: &str) -> &'a str {
 
 #[test]
 fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
-    let all = probe(&["py", "ts"]);
+    let all = probe(&["py", "ts", "rust"]);
     if all.is_empty() {
         eprintln!("probe_client: no fixture client installed (run sim/probe/fixtures/install.sh); skipped");
         return;
     }
     for (sdk, r) in &all {
         eprintln!("{sdk}:\n{}\n{}", mcpsim::probe::client_probe::run_table(r), r.profile_toml);
-        let profile = if *sdk == "py" { "py-sdk" } else { "ts-sdk" };
+        let profile = match *sdk {
+            "py" => "py-sdk",
+            "ts" => "ts-sdk",
+            _ => "rmcp",
+        };
         let builtin = mcpsim_model::profiles::client(profile).expect("a built-in profile");
         // The fields the brief names, decided and equal to the built-in profile.
         for must in [
@@ -92,17 +100,27 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
         }
         let differs: Vec<_> = compare(&r.fields, &builtin).into_iter().filter(|(_, p, b)| p != b).collect();
         assert!(differs.is_empty(), "{sdk}: probed fields differ from {profile}: {differs:?}");
-        assert_eq!(field(r, "reconnect.max_attempts"), "2", "{sdk}");
-        assert_eq!(field(r, "close_handling.on_404"), "\"fail-keep-session\"", "{sdk}");
+        if *sdk == "rust" {
+            // rmcp: an immediate first attempt, then 1 s doubling without end or jitter; on 404
+            // a new session and the call once more.
+            assert_eq!(field(r, "reconnect.max_attempts"), "\"none\"", "{sdk}");
+            assert_eq!(field(r, "reconnect.first_immediate"), "true", "{sdk}");
+            assert_eq!(field(r, "reconnect.factor"), "2.0", "{sdk}");
+            assert_eq!(field(r, "reconnect.jitter"), "0.0", "{sdk}");
+            assert_eq!(field(r, "close_handling.on_404"), "\"reinitialize-resend-once\"", "{sdk}");
+        } else {
+            assert_eq!(field(r, "reconnect.max_attempts"), "2", "{sdk}");
+            assert_eq!(field(r, "close_handling.on_404"), "\"fail-keep-session\"", "{sdk}");
+            // On 404: no re-initialize, no re-sent call, the dead session id kept.
+            let nf = r.runs.iter().find(|x| x.name == "not-found").expect("the not-found run");
+            let i = nf.seen.iter().position(|s| s.answer == "404").expect("a 404 was answered");
+            assert_eq!(nf.seen.iter().filter(|s| s.rpc.as_deref() == Some("initialize")).count(), 1, "{sdk}");
+            assert!(nf.seen[i + 1..].iter().all(|s| s.session == nf.seen[i].session), "{sdk}: kept the session id");
+        }
         // Resumed the cut stream with the last event id it had.
         let cut = r.runs.iter().find(|x| x.name == "cut-resume").expect("the cut-resume run");
         let resume = cut.seen.iter().find(|s| s.method == "GET" && s.last_event_id.is_some());
         assert_eq!(resume.and_then(|s| s.last_event_id.clone()), cut.cut_after, "{sdk}: resumed with Last-Event-ID");
-        // On 404: no re-initialize, no re-sent call, the dead session id kept.
-        let nf = r.runs.iter().find(|x| x.name == "not-found").expect("the not-found run");
-        let i = nf.seen.iter().position(|s| s.answer == "404").expect("a 404 was answered");
-        assert_eq!(nf.seen.iter().filter(|s| s.rpc.as_deref() == Some("initialize")).count(), 1, "{sdk}");
-        assert!(nf.seen[i + 1..].iter().all(|s| s.session == nf.seen[i].session), "{sdk}: kept the session id");
         // The oracles found nothing: the call ran once per session.
         for run in &r.runs {
             assert!(run.violations.is_empty(), "{sdk} {}: {:?}", run.name, run.violations);
