@@ -14,13 +14,30 @@ pub fn cmd_probe_server(
     out: Option<PathBuf>,
     only: Vec<String>,
     scenario_timeout_s: u64,
+    idle_bound: Option<String>,
 ) -> Result<Exit, SimError> {
+    let idle_bound = match idle_bound.as_deref().map(mcpsim_model::time::parse_duration) {
+        None => None,
+        Some(Ok(d)) if d >= Duration::from_secs(2) && d <= Duration::from_secs(3600) => Some(d),
+        Some(Ok(d)) => {
+            eprintln!("mcpsim probe: --idle-bound {d:?} is outside 2s..1h");
+            return Ok(Exit::BadInput);
+        }
+        Some(Err(e)) => {
+            eprintln!("mcpsim probe: --idle-bound: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    // idle-expiry runs for its bound and a few seconds more.
+    let scenario_timeout = Duration::from_secs(scenario_timeout_s.clamp(5, 600))
+        .max(idle_bound.map(|b| b + Duration::from_secs(30)).unwrap_or_default());
     let opts = ProbeOptions {
         url: url.to_string(),
         allow_remote,
         out_dir: Some(out.unwrap_or_else(|| PathBuf::from("probe-out"))),
         only,
-        scenario_timeout: Duration::from_secs(scenario_timeout_s.clamp(5, 600)),
+        scenario_timeout,
+        idle_bound,
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,

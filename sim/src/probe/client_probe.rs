@@ -498,7 +498,11 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     }
     let ended_at = lock(&tap).start.elapsed();
     if exit.is_none() {
-        let why = if gave_up { "silent for twice its last delay and 3 s after its last refused resume" } else { "at the run limit" };
+        let why = if gave_up {
+            "silent for twice its last delay and 3 s after its last refused resume"
+        } else {
+            "at the run limit"
+        };
         rec.push(Actor::Run, StepKind::Fault { fault: format!("client killed after {} ms: {why}", ms(ended_at)) });
     }
     drop(child);
@@ -579,13 +583,7 @@ fn dur_literal(d: Duration) -> String {
 pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     let mut f: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut open: Vec<(String, String)> = Vec::new();
-    let resumes = |r: &ClientRun| -> Vec<Seen> {
-        r.seen
-            .iter()
-            .filter(|s| is_post_resume(s))
-            .cloned()
-            .collect()
-    };
+    let resumes = |r: &ClientRun| -> Vec<Seen> { r.seen.iter().filter(|s| is_post_resume(s)).cloned().collect() };
     for r in runs {
         if r.seen.iter().any(|s| s.rpc.as_deref() == Some("initialize")) {
             f.entry("sessions".into()).or_insert(("true".into(), format!("{}: it sent initialize", r.name)));
@@ -741,11 +739,15 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                         "close_handling.on_give_up".into(),
                         "cut-refuse: the client never gave up within the run".into(),
                     ));
-                    let capped = delays.len() >= 3 && delays[delays.len() - 1] <= delays[delays.len() - 2] + Duration::from_millis(200);
+                    let capped = delays.len() >= 3
+                        && delays[delays.len() - 1] <= delays[delays.len() - 2] + Duration::from_millis(200);
                     if !capped {
                         open.push((
                             "reconnect.max".into(),
-                            format!("cut-refuse: the delays ({shown}) still grew at the run's end: no cap up to {} ms", ms(last_delay)),
+                            format!(
+                                "cut-refuse: the delays ({shown}) still grew at the run's end: no cap up to {} ms",
+                                ms(last_delay)
+                            ),
                         ));
                     }
                     continue;
@@ -855,7 +857,8 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                 // client's own backoff (cut-refuse) grows is a graceful close, no counted attempt.
                 let empties: Vec<&Seen> = r.seen.iter().filter(|s| s.answer == "empty-200").collect();
                 let third = empties.get(1).and_then(|e2| rs.iter().find(|s| s.at > e2.at));
-                let backoff_grows = f.get("reconnect.factor").and_then(|(k, _)| k.parse::<f64>().ok()).is_some_and(|k| k >= 1.5);
+                let backoff_grows =
+                    f.get("reconnect.factor").and_then(|(k, _)| k.parse::<f64>().ok()).is_some_and(|k| k >= 1.5);
                 let steady = match (empties.first(), empties.get(1), third) {
                     (Some(a), Some(b), Some(c)) if b.last_event_id == first && c.last_event_id == first => {
                         let (g1, g2) = (b.at.saturating_sub(a.at), c.at.saturating_sub(b.at));
