@@ -1557,35 +1557,38 @@ async fn idle_expiry(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let monotone = first_gone.is_some_and(|i| {
         alive[..i].iter().all(|(_, a)| *a == Some(true)) && alive[i..].iter().all(|(_, a)| *a == Some(false))
     });
-    let mut fp = ctx.fp();
-    let ttl_hi = match (first_gone, monotone) {
-        (None, _) => {
-            let why =
-                format!("no idle session expired within the {} bound ({shown}): a longer TTL, or none", secs1(bound));
-            fp.leave_open("idle_ttl", why.clone());
-            fp.leave_open("idle_rule", why);
-            None
-        }
-        (Some(_), false) => {
-            fp.leave_open("idle_ttl", format!("idle sessions did not expire in order of idleness ({shown})"));
-            None
-        }
-        (Some(i), true) => {
-            let lo = if i == 0 { Duration::ZERO } else { alive[i - 1].0 };
-            let hi = alive[i].0;
-            let mid = (lo + hi) / 2;
-            fp.decide(
+    {
+        let mut fp = ctx.fp();
+        let ttl_hi = match (first_gone, monotone) {
+            (None, _) => {
+                let why = format!(
+                    "no idle session expired within the {} bound ({shown}): a longer TTL, or none",
+                    secs1(bound)
+                );
+                fp.leave_open("idle_ttl", why.clone());
+                fp.leave_open("idle_rule", why);
+                None
+            }
+            (Some(_), false) => {
+                fp.leave_open("idle_ttl", format!("idle sessions did not expire in order of idleness ({shown})"));
+                None
+            }
+            (Some(i), true) => {
+                let lo = if i == 0 { Duration::ZERO } else { alive[i - 1].0 };
+                let hi = alive[i].0;
+                let mid = (lo + hi) / 2;
+                fp.decide(
                 "idle_ttl",
                 format!("\"{}s\"", mid.as_secs_f64().round().max(1.0) as u64),
                 format!("idle sessions looked at once after {shown}: expired between {} and {} of idleness (the middle, ± {})", secs1(lo), secs1(hi), secs1((hi - lo) / 2)),
             );
-            Some(hi)
-        }
-    };
-    if let Some(hi) = ttl_hi {
-        let t_idle = t_check.saturating_duration_since(t_cut);
-        let tool_decides = t_idle > hi + Duration::from_secs(1);
-        match (h_open, h_alive, t_alive) {
+                Some(hi)
+            }
+        };
+        if let Some(hi) = ttl_hi {
+            let t_idle = t_check.saturating_duration_since(t_cut);
+            let tool_decides = t_idle > hi + Duration::from_secs(1);
+            match (h_open, h_alive, t_alive) {
             (true, Some(false), t) => {
                 fp.decide("idle_rule", "\"last-request\"", format!("a session holding its standalone GET open was gone after {} (sessions idle {} were gone)", secs1(bound), secs1(hi)));
                 if tool_decides {
@@ -1614,8 +1617,8 @@ async fn idle_expiry(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             (true, Some(true), _) => fp.leave_open("idle_rule", "an open GET held the session; the cut tool's session was looked at too soon to tell no-open-request from never-while-busy"),
             _ => fp.leave_open("idle_rule", format!("the held session's GET answered {}, looked at: {h_alive:?}", if h_open { "200" } else { "no stream" })),
         }
-    }
-    match replay {
+        }
+        match replay {
         Some((200, n, true)) => fp.decide(
             "retention.window",
             "\"none\"",
@@ -1624,7 +1627,7 @@ async fn idle_expiry(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         Some((st, n, res)) => fp.leave_open("retention.window", format!("resuming a finished stream {} later: {st}, {n} events, result {res} (first {r_events} events live); dropped on response, or a window", secs1(r_age))),
         None => fp.leave_open("retention.window", "the retained session did not stay alive or gave no event id"),
     }
-    drop(fp);
+    }
     s.note(format!("retained stream resumed {} after its end: {replay:?}", secs1(r_age)));
     Ok(s.finish().await)
 }
