@@ -4,10 +4,12 @@
 //!
 //! Without the fixtures this skips with a message, unless `CI` or `MCPSIM_REALITY_REQUIRED` is
 //! set: then a missing fixture fails. `MCPSIM_FIXTURES_DIR` points at another checkout's
-//! installed fixtures. Real runs take wall-clock time (about 20 s for py, 70 s for ts whose
-//! pending calls run into the 20 s run limit, the two in parallel) and are not deterministic; the runs keep margins of a second.
+//! installed fixtures. Real runs take wall-clock time (about 55 s, the three in parallel: rmcp's
+//! cut-refuse run takes 36 s to show five attempts) and are not deterministic; the runs keep
+//! margins of a second. The agreement of the same runs with the simulator is `tests/reality.rs`'s.
 
 use mcpsim::probe::client_probe::{compare, probe_client, ClientProbeOptions, ClientProbeReport};
+use mcpsim::probe::client_reality;
 use mcpsim::probe::reality;
 use std::path::PathBuf;
 
@@ -20,35 +22,12 @@ fn fixtures() -> PathBuf {
     std::env::var_os("MCPSIM_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(reality::fixtures_dir)
 }
 
-/// The fixture client's command, or why it is not installed.
-fn command(sdk: &str) -> Result<Vec<String>, String> {
-    let f = fixtures();
-    let (need, cmd) = match sdk {
-        "py" => {
-            let py = f.join("py/.venv/bin/python");
-            (py.clone(), vec![py.display().to_string(), f.join("py/client.py").display().to_string()])
-        }
-        "rust" => {
-            let bin = f.join("rust/target/debug/probe-client");
-            (bin.clone(), vec![bin.display().to_string()])
-        }
-        _ => (
-            f.join("ts/node_modules/@modelcontextprotocol/sdk/package.json"),
-            vec!["node".into(), f.join("ts/client.mjs").display().to_string()],
-        ),
-    };
-    if need.exists() {
-        Ok(cmd)
-    } else {
-        Err(format!("{} is missing: run sim/probe/fixtures/install.sh {sdk}", need.display()))
-    }
-}
-
 /// Probes each installed fixture client (in parallel), skipping or failing on a missing one.
 fn probe(sdks: &[&'static str]) -> Vec<(&'static str, ClientProbeReport)> {
     let mut handles = Vec::new();
     for &sdk in sdks {
-        match command(sdk) {
+        let kind = reality::Sdk::parse(sdk).expect("a fixture SDK");
+        match client_reality::client_command(kind, &fixtures()) {
             Ok(cmd) => handles.push((
                 sdk,
                 std::thread::spawn(move || {

@@ -120,6 +120,9 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     print!("{}", reality::table_markdown(&all));
     println!();
     print!("{}", reality::fields_markdown(&all));
+    println!();
+    let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
+    print!("{}", crate::probe::client_reality::client_table_markdown(&clients));
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
@@ -128,7 +131,8 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
         println!("wrote {}", path.display());
     }
     let new_field = all.iter().flat_map(|r| &r.fields).any(|f| f.status == FieldStatus::New);
-    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained());
+    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained())
+        || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
 }
 

@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod client_probe;
+pub mod client_reality;
 pub mod fingerprint;
 pub mod proxy;
 pub mod reality;

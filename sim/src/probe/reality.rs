@@ -317,16 +317,7 @@ pub struct KnownFieldDifference {
 }
 
 /// Every known difference between a probed fingerprint and its built-in profile.
-pub const KNOWN_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[
-    KnownFieldDifference {
-        profile: "ts-sdk",
-        field: "delete_running_tool",
-        probed: "\"cancel\"",
-        builtin: "\"abort-signal\"",
-        observation: "DELETE's close() aborts every in-flight handler's extra.signal; the fixture's probe_work checks it each tick and stopped (probe_count completed 0)",
-        why_not_changed: "the same behaviour in two vocabularies: the profile's abort-signal leaves it to the tool (ToolSpec.on_abort), and with a tool that stops on abort (the mirror's, like the fixture's) it is cancel; the probe cannot tell the two apart without a second tool that ignores the signal",
-    },
-];
+pub const KNOWN_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[];
 
 /// How a probed field compares with the built-in profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -535,11 +526,21 @@ pub struct SdkReality {
     pub retried: Vec<&'static str>,
     /// The fixture server's endpoint.
     pub url: String,
+    /// The fixture client's probe runs beside their mirrors.
+    pub clients: Vec<super::client_reality::ClientRow>,
 }
 
 /// Starts the SDK's fixture server, probes it, mirrors every scenario in the simulator and
 /// compares; an unexplained disagreement is probed once more (alone) before it stands.
 pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
+    // The client half runs beside the server half (its own stand-in, proxy and runtime).
+    let command = super::client_reality::client_command(sdk, fixtures)
+        .map_err(|problem| ProbeError::Io { path: sdk.name().into(), problem })?;
+    let client = std::thread::spawn(move || {
+        let mut opts = super::client_probe::ClientProbeOptions::new(command);
+        opts.name = format!("probed-{}", sdk.name());
+        super::client_probe::probe_client(&opts).map(|r| super::client_reality::client_rows(sdk, &r))
+    });
     let server = FixtureServer::start(sdk, fixtures)?;
     let opts = ProbeOptions::new(&server.url);
     let mut report = probe_server(&opts)?;
@@ -570,7 +571,10 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
             *row = Row { note, ..second };
         }
     }
-    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone() })
+    let clients = client
+        .join()
+        .map_err(|_| ProbeError::Protocol(format!("the {} client probe thread panicked", sdk.name())))??;
+    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients })
 }
 
 /// The fields `idle-expiry` decides.
@@ -704,7 +708,10 @@ pub fn splice(doc: &str, all: &[SdkReality]) -> String {
         }
     };
     let doc = put(doc, TABLE_BEGIN, TABLE_END, &table_markdown(all));
-    put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all))
+    let doc = put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all));
+    let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
+    use super::client_reality::{client_table_markdown, CLIENT_BEGIN, CLIENT_END};
+    put(&doc, CLIENT_BEGIN, CLIENT_END, &client_table_markdown(&clients))
 }
 
 #[cfg(test)]

@@ -886,7 +886,27 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "delete-during-tool");
     let session = s.init("probe-delete").await?;
     let (mut ex, i) = s.work(&session, "delete", 4000, 500).await?;
+    // Beside it, untraced on a session of its own, the same tool told to ignore the SDK's
+    // cooperative abort signal (`ignore_abort`), deleted at the same moment.
+    let side = Client::new(ctx.direct.clone(), Rec::new());
+    let side_sid = handshake(&side, ctx.next_id(), "probe-delete-ignore").await.ok();
+    let side_key = format!("{}-delete-ignore", ctx.run_tag);
+    let mut side_ex = match &side_sid {
+        Some(sid) => {
+            let args = json!({"duration_ms": 4000, "interval_ms": 500, "key": side_key, "ignore_abort": true});
+            side.send(Outgoing::post(Some(sid), tool_call(ctx.next_id(), "probe_work", args)), None).await.ok()
+        }
+        None => None,
+    };
     let _ = ex.drain(Duration::from_millis(1200)).await;
+    if let (Some(sid), Some(_)) = (&side_sid, &side_ex) {
+        if let Ok(mut d) = side.send(Outgoing::delete(sid), None).await {
+            let _ = d.drain(Duration::from_secs(2)).await;
+        }
+    }
+    if let Some(e) = side_ex.take() {
+        e.abort();
+    }
     let status = s.delete(&session).await?;
     let end = ex.drain(Duration::from_secs(2)).await;
     s.saw_result(i, &end);
@@ -896,6 +916,7 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.at(6.0).await;
     let key = s.calls[i].key.clone();
     let counted = ctx.count(&key).await;
+    let ignored = if side_sid.is_some() { ctx.count(&side_key).await } else { None };
     let mut again = s
         .client
         .send(
@@ -918,11 +939,22 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                 "\"run-on\"",
                 "the tool running at DELETE completed anyway (probe_count completed = 1, 4.8 s later)",
             ),
-            Some((1, 0)) => fp.decide(
-                "delete_running_tool",
-                "\"cancel\"",
-                "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have)",
-            ),
+            Some((1, 0)) => match ignored {
+                Some((_, 1)) => fp.decide(
+                    "delete_running_tool",
+                    "\"abort-signal\"",
+                    "at DELETE the tool that checks the SDK's abort signal stopped (completed 0) and the same tool told to ignore it (ignore_abort) ran to completion: the SDK signals, the tool decides",
+                ),
+                Some((1, 0)) => fp.decide(
+                    "delete_running_tool",
+                    "\"cancel\"",
+                    "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have), nor did one told to ignore the abort signal (ignore_abort)",
+                ),
+                other => fp.leave_open(
+                    "delete_running_tool",
+                    format!("the tool running at DELETE stopped; the one told to ignore the abort signal: probe_count {other:?}"),
+                ),
+            },
             other => fp.leave_open("delete_running_tool", format!("probe_count after DELETE: {other:?}")),
         }
         fp.notes.push(format!("after DELETE the session's requests get {after_status}"));
