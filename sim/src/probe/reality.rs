@@ -528,6 +528,8 @@ pub struct SdkReality {
     pub url: String,
     /// The fixture client's probe runs beside their mirrors.
     pub clients: Vec<super::client_reality::ClientRow>,
+    /// The fingerprint fields the probe left undetermined.
+    pub undetermined: Vec<&'static str>,
 }
 
 /// Starts the SDK's fixture server, probes it, mirrors every scenario in the simulator and
@@ -574,7 +576,8 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
     let clients = client
         .join()
         .map_err(|_| ProbeError::Protocol(format!("the {} client probe thread panicked", sdk.name())))??;
-    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients })
+    let undetermined = report.fingerprint.undetermined().into_iter().map(|(f, _)| f).collect();
+    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients, undetermined })
 }
 
 /// The fields `idle-expiry` decides.
@@ -660,6 +663,17 @@ fn short(v: &Result<Verdict, String>) -> String {
 pub fn fields_markdown(all: &[SdkReality]) -> String {
     let mut out = String::from("| SDK | profile | field | probed | built-in | status | observation |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
+    for r in all {
+        let same = r.fields.iter().filter(|f| f.status == FieldStatus::Same).count();
+        out.push_str(&format!(
+            "| {} | {} | (all) | {} of {} decided | | {same} equal to the built-in profile | undetermined: {} |\n",
+            r.sdk.name(),
+            r.sdk.profile(),
+            r.fields.len(),
+            super::fingerprint::FIELDS.len(),
+            r.undetermined.join(", ")
+        ));
+    }
     for r in all {
         for f in &r.fields {
             let status = match &f.status {
