@@ -55,6 +55,24 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
     eprintln!("{table}\n{fields}");
 
     let mut problems = Vec::new();
+    // What the scenarios are there to decide, on every fixture (a scenario that quietly stops
+    // deciding would otherwise pass as "nothing differs").
+    for r in &all {
+        for must in [
+            "idle_ttl",
+            "idle_rule",
+            "second_get",
+            "fresh_get",
+            "keepalive_timer",
+            "unknown_session",
+            "delete_running_tool",
+            "retention.max_events",
+        ] {
+            if !r.fields.iter().any(|f| f.field == must) {
+                problems.push(format!("{}: {must} was not decided (undetermined: {:?})", r.sdk.name(), r.undetermined));
+            }
+        }
+    }
     for r in &all {
         for f in &r.fields {
             match &f.status {

@@ -1750,7 +1750,7 @@ async fn measure_retention(ctx: &Ctx) -> Option<String> {
                 fp.push((
                     "retention.max_events",
                     Some((lo + 1).to_string()),
-                    format!("a finished stream of {n} event ids: a resume from the id {lo} events before the newest replayed events, one from {hi} before it nothing{note}: the last {} are kept", lo + 1),
+                    format!("a finished stream of {n} event ids: a resume from the id {lo} events before the newest replayed events, one from {hi} before it nothing{note}: the last {} are kept (as the simulator's store counts: it answers an id while the id itself is kept; a server that answers while every event after it is kept keeps one fewer)", lo + 1),
                 ));
             } else {
                 fp.push(("retention.max_events", None, format!("between {} and {hi} events kept{note}", lo + 1)));
