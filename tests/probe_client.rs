@@ -1,13 +1,15 @@
-//! `mcpsim probe client` against the real SDK fixture clients (`sim/probe/fixtures/{py,ts}`,
+//! `mcpsim probe client` against the real SDK fixture clients (`sim/probe/fixtures/{py,ts,rust}`,
 //! installed by `install.sh`): the fields it decides from the server side must equal the
 //! built-in client profile of that SDK.
 //!
 //! Without the fixtures this skips with a message, unless `CI` or `MCPSIM_REALITY_REQUIRED` is
 //! set: then a missing fixture fails. `MCPSIM_FIXTURES_DIR` points at another checkout's
-//! installed fixtures. Real runs take wall-clock time (about 20 s for py, 70 s for ts whose
-//! pending calls run into the 20 s run limit, the two in parallel) and are not deterministic; the runs keep margins of a second.
+//! installed fixtures. Real runs take wall-clock time (about 55 s, the three in parallel: rmcp's
+//! cut-refuse run takes 36 s to show five attempts) and are not deterministic; the runs keep
+//! margins of a second. The agreement of the same runs with the simulator is `tests/reality.rs`'s.
 
 use mcpsim::probe::client_probe::{compare, probe_client, ClientProbeOptions, ClientProbeReport};
+use mcpsim::probe::client_reality;
 use mcpsim::probe::reality;
 use std::path::PathBuf;
 
@@ -20,31 +22,12 @@ fn fixtures() -> PathBuf {
     std::env::var_os("MCPSIM_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(reality::fixtures_dir)
 }
 
-/// The fixture client's command, or why it is not installed.
-fn command(sdk: &str) -> Result<Vec<String>, String> {
-    let f = fixtures();
-    let (need, cmd) = match sdk {
-        "py" => {
-            let py = f.join("py/.venv/bin/python");
-            (py.clone(), vec![py.display().to_string(), f.join("py/client.py").display().to_string()])
-        }
-        _ => (
-            f.join("ts/node_modules/@modelcontextprotocol/sdk/package.json"),
-            vec!["node".into(), f.join("ts/client.mjs").display().to_string()],
-        ),
-    };
-    if need.exists() {
-        Ok(cmd)
-    } else {
-        Err(format!("{} is missing: run sim/probe/fixtures/install.sh {sdk}", need.display()))
-    }
-}
-
 /// Probes each installed fixture client (in parallel), skipping or failing on a missing one.
 fn probe(sdks: &[&'static str]) -> Vec<(&'static str, ClientProbeReport)> {
     let mut handles = Vec::new();
     for &sdk in sdks {
-        match command(sdk) {
+        let kind = reality::Sdk::parse(sdk).expect("a fixture SDK");
+        match client_reality::client_command(kind, &fixtures()) {
             Ok(cmd) => handles.push((
                 sdk,
                 std::thread::spawn(move || {
@@ -72,14 +55,18 @@ fn field<'a>(r: &'a ClientProbeReport, name: &str) -> &'a str {
 
 #[test]
 fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
-    let all = probe(&["py", "ts"]);
+    let all = probe(&["py", "ts", "rust"]);
     if all.is_empty() {
         eprintln!("probe_client: no fixture client installed (run sim/probe/fixtures/install.sh); skipped");
         return;
     }
     for (sdk, r) in &all {
         eprintln!("{sdk}:\n{}\n{}", mcpsim::probe::client_probe::run_table(r), r.profile_toml);
-        let profile = if *sdk == "py" { "py-sdk" } else { "ts-sdk" };
+        let profile = match *sdk {
+            "py" => "py-sdk",
+            "ts" => "ts-sdk",
+            _ => "rmcp",
+        };
         let builtin = mcpsim_model::profiles::client(profile).expect("a built-in profile");
         // The fields the brief names, decided and equal to the built-in profile.
         for must in [
@@ -92,17 +79,27 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
         }
         let differs: Vec<_> = compare(&r.fields, &builtin).into_iter().filter(|(_, p, b)| p != b).collect();
         assert!(differs.is_empty(), "{sdk}: probed fields differ from {profile}: {differs:?}");
-        assert_eq!(field(r, "reconnect.max_attempts"), "2", "{sdk}");
-        assert_eq!(field(r, "close_handling.on_404"), "\"fail-keep-session\"", "{sdk}");
+        if *sdk == "rust" {
+            // rmcp: an immediate first attempt, then 1 s doubling without end or jitter; on 404
+            // a new session and the call once more.
+            assert_eq!(field(r, "reconnect.max_attempts"), "\"none\"", "{sdk}");
+            assert_eq!(field(r, "reconnect.first_immediate"), "true", "{sdk}");
+            assert_eq!(field(r, "reconnect.factor"), "2.0", "{sdk}");
+            assert_eq!(field(r, "reconnect.jitter"), "0.0", "{sdk}");
+            assert_eq!(field(r, "close_handling.on_404"), "\"reinitialize-resend-once\"", "{sdk}");
+        } else {
+            assert_eq!(field(r, "reconnect.max_attempts"), "2", "{sdk}");
+            assert_eq!(field(r, "close_handling.on_404"), "\"fail-keep-session\"", "{sdk}");
+            // On 404: no re-initialize, no re-sent call, the dead session id kept.
+            let nf = r.runs.iter().find(|x| x.name == "not-found").expect("the not-found run");
+            let i = nf.seen.iter().position(|s| s.answer == "404").expect("a 404 was answered");
+            assert_eq!(nf.seen.iter().filter(|s| s.rpc.as_deref() == Some("initialize")).count(), 1, "{sdk}");
+            assert!(nf.seen[i + 1..].iter().all(|s| s.session == nf.seen[i].session), "{sdk}: kept the session id");
+        }
         // Resumed the cut stream with the last event id it had.
         let cut = r.runs.iter().find(|x| x.name == "cut-resume").expect("the cut-resume run");
         let resume = cut.seen.iter().find(|s| s.method == "GET" && s.last_event_id.is_some());
         assert_eq!(resume.and_then(|s| s.last_event_id.clone()), cut.cut_after, "{sdk}: resumed with Last-Event-ID");
-        // On 404: no re-initialize, no re-sent call, the dead session id kept.
-        let nf = r.runs.iter().find(|x| x.name == "not-found").expect("the not-found run");
-        let i = nf.seen.iter().position(|s| s.answer == "404").expect("a 404 was answered");
-        assert_eq!(nf.seen.iter().filter(|s| s.rpc.as_deref() == Some("initialize")).count(), 1, "{sdk}");
-        assert!(nf.seen[i + 1..].iter().all(|s| s.session == nf.seen[i].session), "{sdk}: kept the session id");
         // The oracles found nothing: the call ran once per session.
         for run in &r.runs {
             assert!(run.violations.is_empty(), "{sdk} {}: {:?}", run.name, run.violations);

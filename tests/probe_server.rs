@@ -90,5 +90,8 @@ fn an_evicted_id_answered_with_an_empty_stream_is_told_from_a_dropped_finished_s
     .expect("probe runs");
     assert_eq!(field(&r, "retention.drop_on_response"), Some("false"), "{}", show(&r));
     assert_eq!(field(&r, "evicted_id"), Some("\"empty-closed\""), "{}", show(&r));
-    assert_eq!(field(&r, "retention.max_events"), None, "{}", show(&r));
+    // Measured on a finished stream: the stand-in keeps 40 events but still answers the id just
+    // before the oldest of them (nothing after it is missing), which is how a store of 41 that
+    // needs the id itself answers: the count under which the simulator behaves alike.
+    assert_eq!(field(&r, "retention.max_events"), Some("41"), "{}", show(&r));
 }

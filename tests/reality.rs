@@ -8,6 +8,7 @@
 //! fails. Real runs take wall-clock time (about two minutes, the three SDKs in parallel) and
 //! are not deterministic; the probe keeps margins of seconds and probes a disagreement twice.
 
+use mcpsim::probe::client_reality;
 use mcpsim::probe::reality::{self, FieldStatus, Sdk, SdkReality};
 
 const DOC: &str = include_str!("../docs/reality.md");
@@ -54,6 +55,24 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
     eprintln!("{table}\n{fields}");
 
     let mut problems = Vec::new();
+    // What the scenarios are there to decide, on every fixture (a scenario that quietly stops
+    // deciding would otherwise pass as "nothing differs").
+    for r in &all {
+        for must in [
+            "idle_ttl",
+            "idle_rule",
+            "second_get",
+            "fresh_get",
+            "keepalive_timer",
+            "unknown_session",
+            "delete_running_tool",
+            "retention.max_events",
+        ] {
+            if !r.fields.iter().any(|f| f.field == must) {
+                problems.push(format!("{}: {must} was not decided (undetermined: {:?})", r.sdk.name(), r.undetermined));
+            }
+        }
+    }
     for r in &all {
         for f in &r.fields {
             match &f.status {
@@ -113,6 +132,41 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
             .unwrap_or_else(|| "the tables differ in length".into());
         problems.push(format!(
             "docs/reality.md's verdicts differ from this run:\n  {diff}\n  regenerate: cargo run -p mcpsim -- probe reality --doc docs/reality.md"
+        ));
+    }
+    // The client half: no unexplained disagreement, and the checked-in client table's columns
+    // (all but the note) are this run's.
+    let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
+    for row in clients.iter().filter(|r| r.unexplained()) {
+        problems.push(format!(
+            "{} client {}: real {} ({}), simulated {:?} ({:?}); not a known disagreement ({})",
+            row.sdk.name(),
+            row.run,
+            row.real,
+            row.real_seen,
+            row.sim,
+            row.sim_seen,
+            row.note
+        ));
+    }
+    let client_table = client_reality::client_table_markdown(&clients);
+    eprintln!("{client_table}");
+    let checked_in = reality::between(DOC, client_reality::CLIENT_BEGIN, client_reality::CLIENT_END)
+        .expect("docs/reality.md has the generated client table between its markers");
+    let only_ran = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
+        rows.into_iter().filter(|r| r.first().is_some_and(|s| ran.contains(&s.as_str()))).collect()
+    };
+    let (was, now) =
+        (only_ran(client_reality::client_columns(checked_in)), only_ran(client_reality::client_columns(&client_table)));
+    if was != now {
+        let diff = now
+            .iter()
+            .zip(&was)
+            .find(|(a, b)| a != b)
+            .map(|(now, was)| format!("checked in: {}\n  now:        {}", was.join(" | "), now.join(" | ")))
+            .unwrap_or_else(|| "the client tables differ in length".into());
+        problems.push(format!(
+            "docs/reality.md's client rows differ from this run:\n  {diff}\n  regenerate: cargo run -p mcpsim -- probe reality --doc docs/reality.md"
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

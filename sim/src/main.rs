@@ -309,6 +309,10 @@ enum ProbeCommand {
         /// Wall-clock bound on one scenario, in seconds.
         #[arg(long, default_value_t = 90)]
         scenario_timeout: u64,
+        /// Run idle-expiry: leave sessions idle up to this long (e.g. 90s, 10m) and decide the
+        /// idle TTL and rule within it. Without it the scenario is skipped.
+        #[arg(long)]
+        idle_bound: Option<String>,
     },
     /// Probe the real SDK fixture servers (sim/probe/fixtures, after install.sh) and compare each
     /// probe scenario's verdict with the simulator's, and each probed field with the built-in profile.
@@ -433,8 +437,8 @@ fn main() -> ExitCode {
         Command::Profiles { dump: None, .. } => cli::cmd_profiles(),
         Command::Profiles { dump: Some(name), .. } => cli::cmd_dump(&name),
         Command::Bench { runs, rounds } => cli::cmd_bench(runs, rounds),
-        Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout }) => {
-            cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout)
+        Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout, idle_bound }) => {
+            cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout, idle_bound)
         }
         Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {

@@ -14,13 +14,30 @@ pub fn cmd_probe_server(
     out: Option<PathBuf>,
     only: Vec<String>,
     scenario_timeout_s: u64,
+    idle_bound: Option<String>,
 ) -> Result<Exit, SimError> {
+    let idle_bound = match idle_bound.as_deref().map(mcpsim_model::time::parse_duration) {
+        None => None,
+        Some(Ok(d)) if d >= Duration::from_secs(2) && d <= Duration::from_secs(3600) => Some(d),
+        Some(Ok(d)) => {
+            eprintln!("mcpsim probe: --idle-bound {d:?} is outside 2s..1h");
+            return Ok(Exit::BadInput);
+        }
+        Some(Err(e)) => {
+            eprintln!("mcpsim probe: --idle-bound: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    // idle-expiry runs for its bound and a few seconds more.
+    let scenario_timeout = Duration::from_secs(scenario_timeout_s.clamp(5, 600))
+        .max(idle_bound.map(|b| b + Duration::from_secs(30)).unwrap_or_default());
     let opts = ProbeOptions {
         url: url.to_string(),
         allow_remote,
         out_dir: Some(out.unwrap_or_else(|| PathBuf::from("probe-out"))),
         only,
-        scenario_timeout: Duration::from_secs(scenario_timeout_s.clamp(5, 600)),
+        scenario_timeout,
+        idle_bound,
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,
@@ -103,6 +120,9 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     print!("{}", reality::table_markdown(&all));
     println!();
     print!("{}", reality::fields_markdown(&all));
+    println!();
+    let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
+    print!("{}", crate::probe::client_reality::client_table_markdown(&clients));
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
@@ -111,7 +131,8 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
         println!("wrote {}", path.display());
     }
     let new_field = all.iter().flat_map(|r| &r.fields).any(|f| f.status == FieldStatus::New);
-    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained());
+    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained())
+        || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
 }
 

@@ -33,6 +33,14 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// Refused resumes, still growing apart and still coming, after which `max_attempts` is taken as
+/// unlimited.
+const UNLIMITED_AFTER: usize = 5;
+
+/// `empty-resume` answers this many resumes empty: the gaps between them tell a graceful close
+/// (a steady delay) from a failed attempt (the backoff's).
+const EMPTY_RESUMES: u32 = 2;
+
 /// The probe runs, in order.
 pub const RUNS: &[&str] = &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id"];
 
@@ -45,6 +53,10 @@ pub struct ClientProbeOptions {
     pub cwd: Option<PathBuf>,
     /// Wall-clock limit of one run; the client is killed after it.
     pub run_limit: Duration,
+    /// Wall-clock limit of the `cut-refuse` run (at least `run_limit`): long enough for a
+    /// doubling backoff (rmcp: 0, 2, 4, 8, 16 s) to show five attempts. The run ends sooner once
+    /// the client has been silent for twice its last delay and 3 s more (it gave up).
+    pub refuse_limit: Duration,
     /// `MCPSIM_PROBE_DURATION_MS` / `MCPSIM_PROBE_INTERVAL_MS`.
     pub work: (u64, u64),
     /// Only these runs (all when empty).
@@ -62,6 +74,7 @@ impl ClientProbeOptions {
             command,
             cwd: None,
             run_limit: Duration::from_secs(20),
+            refuse_limit: Duration::from_secs(36),
             work: (3000, 200),
             only: Vec::new(),
             out_dir: None,
@@ -204,7 +217,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         let answer = match (t.mode, method.as_str()) {
             (Mode::NotFound, "POST") if is_work && t.work_posts == 0 => "404",
             (Mode::CutRefuse, "GET") if post_resume && t.cut_at.is_some() => "refused",
-            (Mode::EmptyResume, "GET") if post_resume && t.resumes_answered == 0 => "empty-200",
+            (Mode::EmptyResume, "GET") if post_resume && t.resumes_answered < EMPTY_RESUMES => "empty-200",
             _ => "forwarded",
         };
         if is_work {
@@ -466,20 +479,31 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
             }
         });
     }
-    let deadline = Instant::now() + opts.run_limit;
+    let limit = if mode == Mode::CutRefuse { opts.run_limit.max(opts.refuse_limit) } else { opts.run_limit };
+    let deadline = Instant::now() + limit;
     let mut exit = None;
     let mut exit_at = None;
+    let mut gave_up = false;
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.0.try_wait() {
             exit = Some(status.code().unwrap_or(-1));
             exit_at = Some(lock(&tap).start.elapsed());
             break;
         }
+        if mode == Mode::CutRefuse && silent_after_refusals(&lock(&tap)) {
+            gave_up = true;
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let ended_at = lock(&tap).start.elapsed();
     if exit.is_none() {
-        rec.push(Actor::Run, StepKind::Fault { fault: format!("client killed at the {:?} limit", opts.run_limit) });
+        let why = if gave_up {
+            "silent for twice its last delay and 3 s after its last refused resume"
+        } else {
+            "at the run limit"
+        };
+        rec.push(Actor::Run, StepKind::Fault { fault: format!("client killed after {} ms: {why}", ms(ended_at)) });
     }
     drop(child);
     // Let a DELETE sent on exit arrive.
@@ -514,6 +538,33 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     })
 }
 
+/// The resumes of the cut POST stream (the stand-in's standalone ids are `0-<seq>`).
+fn is_post_resume(s: &Seen) -> bool {
+    s.method == "GET" && s.last_event_id.as_deref().is_some_and(|l| !l.starts_with("0-"))
+}
+
+/// The delays before each resume of the cut stream: the first from the cut, then between resumes.
+fn resume_delays(cut: Duration, seen: &[Seen]) -> Vec<(Duration, Duration)> {
+    let mut prev = cut;
+    seen.iter()
+        .filter(|s| is_post_resume(s) && s.at >= cut)
+        .map(|s| {
+            let d = s.at.saturating_sub(prev);
+            prev = s.at;
+            (s.at, d)
+        })
+        .collect()
+}
+
+/// `cut-refuse`: the client resumed at least once and has been silent since for twice its last
+/// delay and 3 s more: it gave up (the verdict `decide` draws with a 1 s margin).
+fn silent_after_refusals(t: &TapState) -> bool {
+    let Some(cut) = t.cut_at else { return false };
+    let delays = resume_delays(cut, &t.seen);
+    let Some(&(last_at, last_delay)) = delays.last() else { return false };
+    t.start.elapsed().saturating_sub(last_at) > last_delay * 2 + Duration::from_secs(3)
+}
+
 fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
@@ -532,13 +583,7 @@ fn dur_literal(d: Duration) -> String {
 pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     let mut f: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut open: Vec<(String, String)> = Vec::new();
-    let resumes = |r: &ClientRun| -> Vec<Seen> {
-        r.seen
-            .iter()
-            .filter(|s| s.method == "GET" && s.last_event_id.as_deref().is_some_and(|l| !l.starts_with("0-")))
-            .cloned()
-            .collect()
-    };
+    let resumes = |r: &ClientRun| -> Vec<Seen> { r.seen.iter().filter(|s| is_post_resume(s)).cloned().collect() };
     for r in runs {
         if r.seen.iter().any(|s| s.rpc.as_deref() == Some("initialize")) {
             f.entry("sessions".into()).or_insert(("true".into(), format!("{}: it sent initialize", r.name)));
@@ -629,11 +674,41 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                     )),
                     _ => None,
                 };
-                match initial {
+                match &initial {
                     Some((d, why)) => {
-                        f.insert("reconnect.initial".into(), (dur_literal(d), why));
+                        f.insert("reconnect.initial".into(), (dur_literal(*d), why.clone()));
                     }
                     None => open.push(("reconnect.initial".into(), format!("cut-refuse: too few delays ({shown})"))),
+                }
+                // Jitter: with three or more backoff delays (initial and factor fitted from the
+                // first two), every later one where initial * factor^n puts it, within 10 %.
+                match (initial.as_ref(), factor) {
+                    (Some((init, _)), Some(k)) if backoff.len() >= 3 => {
+                        let first_n = if immediate { 1 } else { 0 };
+                        let worst = backoff
+                            .iter()
+                            .enumerate()
+                            .map(|(i, d)| {
+                                let want = init.as_secs_f64() * k.powi(first_n + i as i32);
+                                (d.as_secs_f64() - want).abs() / want.max(0.001)
+                            })
+                            .fold(0.0f64, f64::max);
+                        if worst < 0.1 {
+                            f.insert(
+                                "reconnect.jitter".into(),
+                                ("0.0".into(), format!("cut-refuse: {} backoff delays ({shown}) each within {:.0} % of initial * factor^n", backoff.len(), worst * 100.0)),
+                            );
+                        } else {
+                            open.push((
+                                "reconnect.jitter".into(),
+                                format!("cut-refuse: delays ({shown}) stray up to {:.0} % from initial * factor^n: jittered, or a cap; too few to measure the spread", worst * 100.0),
+                            ));
+                        }
+                    }
+                    _ => open.push((
+                        "reconnect.jitter".into(),
+                        format!("cut-refuse: {} backoff delay(s) ({shown}): the first two fit initial and factor, a third is needed to see a spread", backoff.len()),
+                    )),
                 }
                 let last_at = rs.last().map(|s| s.at).unwrap_or(cut);
                 // Given up: the client exited, or stayed silent for more than twice its last delay
@@ -642,14 +717,39 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                 let quiet_for = r.ended_at.saturating_sub(last_at);
                 let gave_up = r.exit.is_some() || quiet_for > last_delay * 2 + Duration::from_secs(1);
                 if !gave_up {
-                    open.push((
-                        "reconnect.max_attempts".into(),
-                        format!("cut-refuse: still retrying at the run limit ({} resumes: {shown}); unlimited, or more than the run allows", rs.len()),
-                    ));
+                    // Still retrying after five attempts, each delay longer than the last: more
+                    // than any bounded built-in profile allows (py, ts: 2). A finite run cannot
+                    // tell unlimited from a large cap; five is where the probe calls it unlimited.
+                    let growing = delays.windows(2).skip(usize::from(immediate)).all(|w| w[1] > w[0]);
+                    if rs.len() >= UNLIMITED_AFTER && growing {
+                        f.insert(
+                            "reconnect.max_attempts".into(),
+                            (
+                                "\"none\"".into(),
+                                format!("cut-refuse: {} resumes ({shown}), each reset before an answer, and still retrying {} ms after the last when the run ended: taken as unlimited (a finite run cannot tell it from a cap above {})", rs.len(), ms(quiet_for), rs.len()),
+                            ),
+                        );
+                    } else {
+                        open.push((
+                            "reconnect.max_attempts".into(),
+                            format!("cut-refuse: still retrying at the run limit ({} resumes: {shown}); unlimited, or more than the run allows", rs.len()),
+                        ));
+                    }
                     open.push((
                         "close_handling.on_give_up".into(),
                         "cut-refuse: the client never gave up within the run".into(),
                     ));
+                    let capped = delays.len() >= 3
+                        && delays[delays.len() - 1] <= delays[delays.len() - 2] + Duration::from_millis(200);
+                    if !capped {
+                        open.push((
+                            "reconnect.max".into(),
+                            format!(
+                                "cut-refuse: the delays ({shown}) still grew at the run's end: no cap up to {} ms",
+                                ms(last_delay)
+                            ),
+                        ));
+                    }
                     continue;
                 }
                 f.insert(
@@ -753,7 +853,33 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                         && s.session == r.seen[i].session
                         && s.last_event_id.as_deref().is_none_or(|l| !l.starts_with("0-"))
                 });
+                // Both empty answers, then the next GET of the stream: a steady gap where the
+                // client's own backoff (cut-refuse) grows is a graceful close, no counted attempt.
+                let empties: Vec<&Seen> = r.seen.iter().filter(|s| s.answer == "empty-200").collect();
+                let third = empties.get(1).and_then(|e2| rs.iter().find(|s| s.at > e2.at));
+                let backoff_grows =
+                    f.get("reconnect.factor").and_then(|(k, _)| k.parse::<f64>().ok()).is_some_and(|k| k >= 1.5);
+                let steady = match (empties.first(), empties.get(1), third) {
+                    (Some(a), Some(b), Some(c)) if b.last_event_id == first && c.last_event_id == first => {
+                        let (g1, g2) = (b.at.saturating_sub(a.at), c.at.saturating_sub(b.at));
+                        (ms(g1).abs_diff(ms(g2)) < 300).then_some((g1, g2))
+                    }
+                    _ => None,
+                };
                 let (v, why) = match next {
+                    Some(_) if backoff_grows && steady.is_some() => {
+                        let (g1, g2) = steady.unwrap_or_default();
+                        (
+                            "graceful-close",
+                            format!(
+                                "empty-resume: after each empty 200 the same Last-Event-ID {} again, {} ms then {} ms later: a steady delay where its failed attempts back off by {} (cut-refuse), so an empty answer is no failed attempt",
+                                first.clone().unwrap_or_default(),
+                                ms(g1),
+                                ms(g2),
+                                f.get("reconnect.factor").map(|(k, _)| k.as_str()).unwrap_or("?")
+                            ),
+                        )
+                    }
                     Some(s) if s.last_event_id == first => (
                         "same-id",
                         format!(
@@ -784,7 +910,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     }
     for (field, why) in [
         ("persistence", "needs a client restart; the probe runs one process per run"),
-        ("request_timeout", "needs a tool longer than the timeout (minutes); the probe stays short"),
+        ("request_timeout", "needs a tool longer than the timeout (ts: 60 s) and a run longer still; the probe's tool runs 3 s"),
         ("send_idempotency_keys", "not looked at: the tap ignores arguments beyond the tool name"),
         ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
@@ -792,9 +918,9 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("reconnect.counter_reset", "needs a run that alternates successful and failed resumes"),
         ("reconnect.retry_field", "the stand-in sends no retry: field (so the client's own delays show)"),
         ("reconnect.first_immediate", "no resume after a cut was seen"),
-        ("reconnect.jitter", "needs many delays to see a spread"),
+        ("reconnect.jitter", "needs three backoff delays or more (the first two fit initial and factor)"),
     ] {
-        if !f.contains_key(field) {
+        if !f.contains_key(field) && !open.iter().any(|(k, _)| k == field) {
             open.push((field.into(), why.into()));
         }
     }
@@ -819,7 +945,7 @@ pub fn compare(
                 // Written only when it is not the default.
                 None if f == "close_handling.on_give_up" => toml_quote("fail-call"),
                 None => "(not written)".to_string(),
-                Some(Value::Null) => "none".to_string(),
+                Some(Value::Null) => toml_quote("none"),
                 Some(Value::String(s)) => toml_quote(s),
                 Some(Value::Number(n)) if n.is_f64() => format!("{:.1}", n.as_f64().unwrap_or(0.0)),
                 Some(other) => other.to_string(),

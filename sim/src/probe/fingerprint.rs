@@ -30,7 +30,50 @@ pub const FIELDS: &[&str] = &[
     "priming.post",
     "priming.standalone",
     "priming.resume",
+    "keepalive_timer",
+    "standalone_priming",
+    "fresh_get",
+    "finished_resume",
+    "resumed_on_response",
+    "resume_while_attached",
+    "detached_request_events",
+    "close_request_streams",
+    "close_idle_standalone",
+    "dead_stream",
+    "unknown_session",
+    "sessionless_get_status",
+    "idle_reset",
+    "expire_running_tool",
+    "id_stamp",
 ];
+
+/// The TOML literal of a field the profiles' serde form leaves out at its default.
+pub fn default_literal(field: &str) -> Option<String> {
+    use mcpsim_model::config as c;
+    fn lit<T: serde::Serialize>(v: T) -> Option<String> {
+        match serde_json::to_value(v).ok()? {
+            serde_json::Value::String(s) => Some(quote(&s)),
+            other => Some(other.to_string()),
+        }
+    }
+    match field {
+        "delete_status" => Some("200".into()),
+        "sessionless_get_status" => Some("405".into()),
+        "close_request_streams" | "close_idle_standalone" => Some("\"none\"".into()),
+        "keepalive_timer" => lit(c::KeepaliveTimer::default()),
+        "standalone_priming" => lit(c::StandalonePriming::default()),
+        "fresh_get" => lit(c::FreshGet::default()),
+        "finished_resume" | "resumed_on_response" => lit(c::ConnAfterResponse::default()),
+        "resume_while_attached" => lit(c::ResumeWhileAttached::default()),
+        "detached_request_events" => lit(c::DetachedEvents::default()),
+        "dead_stream" => lit(c::DeadStream::default()),
+        "unknown_session" => lit(c::UnknownSession::default()),
+        "idle_reset" => lit(c::IdleReset::default()),
+        "expire_running_tool" => lit(c::DeleteRule::default()),
+        "id_stamp" => lit(c::IdStamp::default()),
+        _ => None,
+    }
+}
 
 /// Why the probe never decides these, whatever the server does.
 fn never_probed(field: &str) -> Option<&'static str> {
@@ -40,6 +83,24 @@ fn never_probed(field: &str) -> Option<&'static str> {
         }
         "retention.window" => "a time window needs an outage longer than the window; the probe measures counts only",
         "honour_idempotency_keys" => "an extension no SDK implements; the probe sends no idempotency keys",
+        "resume_while_attached" => {
+            "needs a resume while the POST's own connection is still registered at the server; the probe's cuts reset it first, and a server-side view of which connection holds the stream"
+        }
+        "detached_request_events" => {
+            "needs a server that ends a request's stream itself (closeSSEStream); no fixture does so by default"
+        }
+        "dead_stream" => {
+            "needs a cut of the client side only and a look at when the server notices; the proxy has the toxic but the server's side is not visible from the client"
+        }
+        "idle_reset" => {
+            "needs server-initiated events with no request of the session open, over a TTL; the probe's notifications come from a request"
+        }
+        "expire_running_tool" => {
+            "needs idle expiry while a tool runs (its POST cut): the idle-expiry scenario runs no tool"
+        }
+        "id_stamp" => {
+            "needs two events stamped within one millisecond and their replay order; a run cannot make that happen on purpose"
+        }
         _ => return None,
     })
 }
@@ -155,13 +216,12 @@ impl Fingerprint {
                 for part in f.split('.') {
                     match v.get(part) {
                         Some(next) => v = next,
-                        // Written only when it is not 200.
-                        None if *f == "delete_status" => return Some((f.to_string(), d.value.clone(), "200".into())),
-                        None => return None,
+                        // Left out of the serde form at its default.
+                        None => return default_literal(f).map(|lit| (f.to_string(), d.value.clone(), lit)),
                     }
                 }
                 let theirs = match v {
-                    serde_json::Value::Null => "none".to_string(),
+                    serde_json::Value::Null => quote("none"),
                     serde_json::Value::String(s) => quote(s),
                     other => other.to_string(),
                 };
@@ -207,11 +267,16 @@ mod tests {
     fn field_names_are_those_of_the_server_policy_serde_form() {
         let policy = mcpsim_model::profiles::server("reference").unwrap();
         let v = serde_json::to_value(&policy).unwrap();
-        for field in FIELDS.iter().filter(|f| **f != "delete_status") {
+        for field in FIELDS.iter().filter(|f| default_literal(f).is_none()) {
             let mut cur = &v;
             for part in field.split('.') {
                 cur = cur.get(part).unwrap_or_else(|| panic!("{field} is not a ServerPolicy field"));
             }
+        }
+        // The others are left out at their default: still fields of a server profile file.
+        let known = mcpsim_model::profiles::known_paths(mcpsim_model::profiles::Role::Server);
+        for field in FIELDS {
+            assert!(known.contains(*field), "{field} is not a server profile field");
         }
     }
 }

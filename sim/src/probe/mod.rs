@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod client_probe;
+pub mod client_reality;
 pub mod fingerprint;
 pub mod proxy;
 pub mod reality;
@@ -78,6 +79,9 @@ pub struct ProbeOptions {
     pub only: Vec<String>,
     /// Wall-clock bound on one scenario.
     pub scenario_timeout: Duration,
+    /// How long the `idle-expiry` scenario leaves sessions idle (`--idle-bound`); it is skipped
+    /// without one.
+    pub idle_bound: Option<Duration>,
 }
 
 impl ProbeOptions {
@@ -89,6 +93,7 @@ impl ProbeOptions {
             out_dir: None,
             only: Vec::new(),
             scenario_timeout: Duration::from_secs(90),
+            idle_bound: None,
         }
     }
 }
@@ -193,7 +198,8 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
         "mcpsim{}",
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     );
-    let ctx = scenarios::Ctx::new(via, direct, proxy.clone(), tag);
+    let mut ctx = scenarios::Ctx::new(via, direct, proxy.clone(), tag);
+    ctx.idle_bound = opts.idle_bound;
     let mut reports = Vec::new();
     for name in scenarios::SCENARIOS {
         if *name != "basics" && !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {

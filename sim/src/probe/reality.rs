@@ -106,12 +106,18 @@ pub struct FixtureServer {
 impl FixtureServer {
     /// Starts the SDK's fixture server and waits (at most 60 s) for its `LISTENING` line.
     pub fn start(sdk: Sdk, fixtures: &Path) -> Result<FixtureServer, ProbeError> {
+        FixtureServer::start_with(sdk, fixtures, &[])
+    }
+
+    /// [`FixtureServer::start`] with extra environment variables (`MCPSIM_PROBE_IDLE_TTL_MS`).
+    pub fn start_with(sdk: Sdk, fixtures: &Path, env: &[(&str, String)]) -> Result<FixtureServer, ProbeError> {
         sdk.installed(fixtures).map_err(|problem| ProbeError::Io { path: sdk.name().into(), problem })?;
         let (program, args) = sdk.server_command(fixtures);
         let io = |e: std::io::Error| ProbeError::Io { path: program.display().to_string(), problem: e.to_string() };
         let mut child = Command::new(&program)
             .args(&args)
             .env("PYTHONUNBUFFERED", "1")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -173,6 +179,13 @@ pub fn real_verdict(s: &ScenarioReport) -> Result<Verdict, String> {
         None => Ok(Verdict::of(s.violations.iter().map(|v| v.invariant.name()))),
     }
 }
+
+/// The idle TTL the fixture server of `idle-expiry` is started with (`MCPSIM_PROBE_IDLE_TTL_MS`;
+/// the SDKs' own defaults are 5 to 30 minutes), and the probe's `--idle-bound`. Checkpoints at
+/// 1, 3, 5, … 15 s put a 6 s TTL between 5 and 7 s.
+pub const FIXTURE_IDLE_TTL: Duration = Duration::from_secs(6);
+/// The `--idle-bound` of the reality check's `idle-expiry`.
+pub const IDLE_BOUND: Duration = Duration::from_secs(16);
 
 /// Simulated seeds per mirror: the verdict of the first, and a note when another differs.
 pub const SIM_SEEDS: [u64; 3] = [1, 2, 3];
@@ -259,6 +272,9 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
             return Err("the simulated client never sends a session id the server did not mint (server-restart is a different question)")
         }
         "made-up-id" => return Err("the simulated client only resumes with ids the server gave it"),
+        "idle-expiry" => {
+            return Err("the simulated client never leaves a session idle on purpose to look at it later")
+        }
         "cross-session-id" => return Err("the simulated client only resumes with ids of its own session"),
         _ => return Err("no mirror written for this scenario"),
     }
@@ -300,24 +316,7 @@ pub struct KnownFieldDifference {
 }
 
 /// Every known difference between a probed fingerprint and its built-in profile.
-pub const KNOWN_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[
-    KnownFieldDifference {
-        profile: "ts-sdk",
-        field: "delete_running_tool",
-        probed: "\"cancel\"",
-        builtin: "\"abort-signal\"",
-        observation: "DELETE's close() aborts every in-flight handler's extra.signal; the fixture's probe_work checks it each tick and stopped (probe_count completed 0)",
-        why_not_changed: "the same behaviour in two vocabularies: the profile's abort-signal leaves it to the tool (ToolSpec.on_abort), and with a tool that stops on abort (the mirror's, like the fixture's) it is cancel; the probe cannot tell the two apart without a second tool that ignores the signal",
-    },
-    KnownFieldDifference {
-        profile: "rmcp",
-        field: "second_get",
-        probed: "\"accept\"",
-        builtin: "\"shadow\"",
-        observation: "a second GET while the first was open answered 200 with a priming event and stayed open",
-        why_not_changed: "the probe's fingerprint knows only accept and reject409; telling shadow (the second stream receives nothing, OBSERVED.md) from accept needs a notification sent while both are open, which the standalone scenario does not check yet",
-    },
-];
+pub const KNOWN_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[];
 
 /// How a probed field compares with the built-in profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -353,7 +352,8 @@ fn close_enough(field: &str, probed: &str, builtin: &str) -> bool {
         return true;
     }
     let secs = |v: &str| v.trim_matches('"').strip_suffix('s').and_then(|n| n.parse::<i64>().ok());
-    field == "keepalive" && matches!((secs(probed), secs(builtin)), (Some(a), Some(b)) if (a - b).abs() <= 1)
+    matches!(field, "keepalive" | "idle_ttl")
+        && matches!((secs(probed), secs(builtin)), (Some(a), Some(b)) if (a - b).abs() <= 1)
 }
 
 /// Every decided field of the report compared with the SDK's built-in profile.
@@ -363,7 +363,15 @@ pub fn compare_fields(sdk: Sdk, report: &ProbeReport) -> Vec<FieldRow> {
         .fingerprint
         .compare(&profile)
         .into_iter()
-        .map(|(field, probed, builtin)| {
+        .map(|(field, probed, mut builtin)| {
+            let mut why = report.fingerprint.fields.get(&field).map(|d| d.why.clone()).unwrap_or_default();
+            if field == "idle_ttl" {
+                why = format!(
+                    "{why}; the fixture ran with MCPSIM_PROBE_IDLE_TTL_MS = {} (the profile's {builtin} is the SDK default)",
+                    FIXTURE_IDLE_TTL.as_millis()
+                );
+                builtin = format!("\"{}s\"", FIXTURE_IDLE_TTL.as_secs());
+            }
             let known = KNOWN_FIELD_DIFFERENCES.iter().find(|k| k.profile == sdk.profile() && k.field == field);
             let status = match (close_enough(&field, &probed, &builtin), known) {
                 (true, None) => FieldStatus::Same,
@@ -371,7 +379,6 @@ pub fn compare_fields(sdk: Sdk, report: &ProbeReport) -> Vec<FieldRow> {
                 (false, Some(k)) if k.probed == probed && k.builtin == builtin => FieldStatus::Known(k),
                 (false, _) => FieldStatus::New,
             };
-            let why = report.fingerprint.fields.get(&field).map(|d| d.why.clone()).unwrap_or_default();
             FieldRow { field, probed, builtin, status, why }
         })
         .collect()
@@ -518,14 +525,38 @@ pub struct SdkReality {
     pub retried: Vec<&'static str>,
     /// The fixture server's endpoint.
     pub url: String,
+    /// The fixture client's probe runs beside their mirrors.
+    pub clients: Vec<super::client_reality::ClientRow>,
+    /// The fingerprint fields the probe left undetermined.
+    pub undetermined: Vec<&'static str>,
 }
 
 /// Starts the SDK's fixture server, probes it, mirrors every scenario in the simulator and
 /// compares; an unexplained disagreement is probed once more (alone) before it stands.
 pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
+    // The client half runs beside the server half (its own stand-in, proxy and runtime).
+    let command = super::client_reality::client_command(sdk, fixtures)
+        .map_err(|problem| ProbeError::Io { path: sdk.name().into(), problem })?;
+    let client = std::thread::spawn(move || {
+        let mut opts = super::client_probe::ClientProbeOptions::new(command);
+        opts.name = format!("probed-{}", sdk.name());
+        super::client_probe::probe_client(&opts).map(|r| super::client_reality::client_rows(sdk, &r))
+    });
     let server = FixtureServer::start(sdk, fixtures)?;
     let opts = ProbeOptions::new(&server.url);
-    let report = probe_server(&opts)?;
+    let mut report = probe_server(&opts)?;
+    // idle-expiry against a second instance whose idle TTL is short enough to see (the first
+    // keeps the SDK's default, which the other scenarios' pauses rely on).
+    {
+        let env = [("MCPSIM_PROBE_IDLE_TTL_MS", FIXTURE_IDLE_TTL.as_millis().to_string())];
+        let short = FixtureServer::start_with(sdk, fixtures, &env)?;
+        let idle = probe_server(&ProbeOptions {
+            only: vec!["idle-expiry".into()],
+            idle_bound: Some(IDLE_BOUND),
+            ..ProbeOptions::new(&short.url)
+        })?;
+        merge_idle(&mut report, idle);
+    }
     let mut rows = rows(sdk, &report);
     let fields = compare_fields(sdk, &report);
     let mut retried = Vec::new();
@@ -541,7 +572,35 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
             *row = Row { note, ..second };
         }
     }
-    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone() })
+    let clients = client
+        .join()
+        .map_err(|_| ProbeError::Protocol(format!("the {} client probe thread panicked", sdk.name())))??;
+    let undetermined = report.fingerprint.undetermined().into_iter().map(|(f, _)| f).collect();
+    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients, undetermined })
+}
+
+/// The fields `idle-expiry` decides.
+const IDLE_FIELDS: &[&str] = &["idle_ttl", "idle_rule", "idle_reset", "expire_running_tool", "retention.window"];
+
+/// Puts the `idle-expiry` run of the short-TTL instance into the main report: its scenario row
+/// and the fields it decided (or left open).
+fn merge_idle(report: &mut ProbeReport, idle: ProbeReport) {
+    if let Some(row) = idle.scenarios.into_iter().find(|s| s.name == "idle-expiry") {
+        match report.scenarios.iter_mut().find(|s| s.name == "idle-expiry") {
+            Some(slot) => *slot = row,
+            None => report.scenarios.push(row),
+        }
+    }
+    let fp = &mut report.fingerprint;
+    for f in IDLE_FIELDS {
+        fp.fields.remove(*f);
+        fp.open.remove(*f);
+        if let Some(d) = idle.fingerprint.fields.get(*f) {
+            fp.decide(f, d.value.clone(), d.why.clone());
+        } else if let Some(why) = idle.fingerprint.open.get(*f) {
+            fp.leave_open(f, why.clone());
+        }
+    }
 }
 
 fn show(v: &Result<Verdict, String>) -> String {
@@ -604,6 +663,17 @@ pub fn fields_markdown(all: &[SdkReality]) -> String {
     let mut out = String::from("| SDK | profile | field | probed | built-in | status | observation |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
     for r in all {
+        let same = r.fields.iter().filter(|f| f.status == FieldStatus::Same).count();
+        out.push_str(&format!(
+            "| {} | {} | (all) | {} of {} decided | | {same} equal to the built-in profile | undetermined: {} |\n",
+            r.sdk.name(),
+            r.sdk.profile(),
+            r.fields.len(),
+            super::fingerprint::FIELDS.len(),
+            r.undetermined.join(", ")
+        ));
+    }
+    for r in all {
         for f in &r.fields {
             let status = match &f.status {
                 FieldStatus::Same => continue,
@@ -651,7 +721,10 @@ pub fn splice(doc: &str, all: &[SdkReality]) -> String {
         }
     };
     let doc = put(doc, TABLE_BEGIN, TABLE_END, &table_markdown(all));
-    put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all))
+    let doc = put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all));
+    let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
+    use super::client_reality::{client_table_markdown, CLIENT_BEGIN, CLIENT_END};
+    put(&doc, CLIENT_BEGIN, CLIENT_END, &client_table_markdown(&clients))
 }
 
 #[cfg(test)]

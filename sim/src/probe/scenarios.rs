@@ -13,7 +13,9 @@ use super::record::Rec;
 use super::sse::RawEvent;
 use super::ProbeError;
 use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
-use mcpsim_model::config::EventIdScheme;
+use mcpsim_model::config::{
+    ConnAfterResponse, EventIdScheme, FreshGet, KeepaliveTimer, SecondGet, StandalonePriming, UnknownSession,
+};
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, RequestId, SessionId, StreamNo};
 use mcpsim_model::trace::{Actor, StepKind, Trace};
@@ -35,6 +37,7 @@ pub const SCENARIOS: &[&str] = &[
     "standalone",
     "standalone-cut",
     "overrun",
+    "idle-expiry",
 ];
 
 /// What every scenario shares.
@@ -59,6 +62,8 @@ pub struct Ctx {
     pub run_tag: String,
     /// The stand-ins' replay rule, once known, decides which tick a resumption starts at.
     pub replay_from: Mutex<Option<bool>>,
+    /// The user's bound on idleness for `idle-expiry` (skipped when `None`).
+    pub idle_bound: Option<Duration>,
 }
 
 impl Ctx {
@@ -76,6 +81,7 @@ impl Ctx {
             calls: AtomicU32::new(0),
             run_tag,
             replay_from: Mutex::new(None),
+            idle_bound: None,
         }
     }
 
@@ -95,20 +101,28 @@ impl Ctx {
     /// `probe_count` for a key, on the direct endpoint: (executions started, completed).
     pub async fn count(&self, key: &str) -> Option<(u64, u64)> {
         let client = Client::new(self.direct.clone(), Rec::new());
-        let admin = self.admin.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let session = match admin {
-            Some(s) => s,
-            None => {
-                let s = handshake(&client, self.next_id(), "mcpsim-probe-admin").await.ok()?;
-                *self.admin.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
-                s
+        // The admin session may have expired (idle-expiry): then a new one, once.
+        for _ in 0..2 {
+            let admin = self.admin.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let session = match admin {
+                Some(s) => s,
+                None => {
+                    let s = handshake(&client, self.next_id(), "mcpsim-probe-admin").await.ok()?;
+                    *self.admin.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
+                    s
+                }
+            };
+            let body = tool_call(self.next_id(), "probe_count", json!({"key": key}));
+            let mut ex = client.send(Outgoing::post(Some(&session), body), None).await.ok()?;
+            if ex.status == 404 {
+                *self.admin.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                continue;
             }
-        };
-        let body = tool_call(self.next_id(), "probe_count", json!({"key": key}));
-        let mut ex = client.send(Outgoing::post(Some(&session), body), None).await.ok()?;
-        let v = ex.json(Duration::from_secs(10)).await?;
-        let text: Value = serde_json::from_str(v["result"]["content"][0]["text"].as_str()?).ok()?;
-        Some((text["count"].as_u64()?, text["completed"].as_u64().unwrap_or(0)))
+            let v = ex.json(Duration::from_secs(10)).await?;
+            let text: Value = serde_json::from_str(v["result"]["content"][0]["text"].as_str()?).ok()?;
+            return Some((text["count"].as_u64()?, text["completed"].as_u64().unwrap_or(0)));
+        }
+        None
     }
 }
 
@@ -468,6 +482,7 @@ pub async fn run(ctx: &Ctx, name: &'static str) -> Outcome {
         "standalone" => standalone(ctx).await,
         "standalone-cut" => standalone_cut(ctx).await,
         "overrun" => overrun(ctx).await,
+        "idle-expiry" => idle_expiry(ctx).await,
         _ => Err(ProbeError::Protocol(format!("no scenario {name}"))),
     };
     result.unwrap_or_else(|e| Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] })
@@ -576,7 +591,6 @@ async fn unknown_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let text = format!(
         "unknown Mcp-Session-Id: POST {post_status}, GET {get_status}, DELETE {delete_status}; no session header: GET {nohdr_status}"
     );
-    let _ = post_body;
     {
         let mut fp = ctx.fp();
         fp.decide(
@@ -584,10 +598,42 @@ async fn unknown_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             delete_status.to_string(),
             format!("DELETE with a made-up session id answered {delete_status}"),
         );
+        let answer = match (post_status, post_body_error(&post_body)) {
+            (404, _) => Some(UnknownSession::NotFound404),
+            (400, _) => Some(UnknownSession::BadRequest400),
+            (200, true) => Some(UnknownSession::RpcError200),
+            _ => None,
+        };
+        match answer.and_then(literal) {
+            Some(v) => {
+                fp.decide("unknown_session", v, format!("a POST with a made-up Mcp-Session-Id answered {post_status}"))
+            }
+            None => fp.leave_open(
+                "unknown_session",
+                format!("a POST with a made-up Mcp-Session-Id answered {post_status}: no UnknownSession value says so"),
+            ),
+        }
         fp.notes.push(text.clone());
     }
     s.note(text);
     Ok(s.finish().await)
+}
+
+/// A JSON-RPC error in a drained answer.
+fn post_body_error(items: &[Item]) -> bool {
+    items.iter().any(|i| match i {
+        Item::Json(v) => v.get("error").is_some(),
+        Item::Event(e) => event_json(e).is_some_and(|v| v.get("error").is_some()),
+        _ => false,
+    })
+}
+
+/// A policy value's TOML literal (its serde form).
+fn literal<T: serde::Serialize>(v: T) -> Option<String> {
+    match serde_json::to_value(v).ok()? {
+        Value::String(s) => Some(super::fingerprint::quote(&s)),
+        other => Some(other.to_string()),
+    }
 }
 
 /// Cut a tool's stream, resume it: the replay rule, priming on resume, disconnection ≠ cancel.
@@ -668,6 +714,19 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         }
     }
     let got_result = find_result(&after).is_some();
+    if got_result && status == 200 {
+        // The result arrives about 2 s into the 8 s read: 6 s to close, or not.
+        let ended = after.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
+        let v = if ended { ConnAfterResponse::Close } else { ConnAfterResponse::StayOpen };
+        let why = if ended {
+            "the resumed connection of the running tool ended after its result"
+        } else {
+            "the resumed connection of the running tool stayed open for seconds after its result"
+        };
+        if let Some(v) = literal(v) {
+            ctx.fp().decide("resumed_on_response", v, why);
+        }
+    }
     if let Some((started, completed)) = ctx.count(&s.calls[i].key).await {
         let mut fp = ctx.fp();
         if completed >= 1 {
@@ -725,6 +784,26 @@ async fn after_completion(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             fp.leave_open(
                 "retention.drop_on_response",
                 format!("resume after completion answered {status} with {} events", events(&after).len()),
+            );
+        }
+    }
+    {
+        let ended = after.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
+        let mut fp = ctx.fp();
+        if status == 200 && find_result(&after).is_some() {
+            let v = if ended { ConnAfterResponse::Close } else { ConnAfterResponse::StayOpen };
+            let why = if ended {
+                "the resume of the finished stream replayed its result, then the connection ended"
+            } else {
+                "the resume of the finished stream replayed its result and stayed open 3 s"
+            };
+            if let Some(v) = literal(v) {
+                fp.decide("finished_resume", v, why);
+            }
+        } else {
+            fp.leave_open(
+                "finished_resume",
+                format!("the resume of the finished stream replayed no result ({status}): its events were gone"),
             );
         }
     }
@@ -807,7 +886,27 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "delete-during-tool");
     let session = s.init("probe-delete").await?;
     let (mut ex, i) = s.work(&session, "delete", 4000, 500).await?;
+    // Beside it, untraced on a session of its own, the same tool told to ignore the SDK's
+    // cooperative abort signal (`ignore_abort`), deleted at the same moment.
+    let side = Client::new(ctx.direct.clone(), Rec::new());
+    let side_sid = handshake(&side, ctx.next_id(), "probe-delete-ignore").await.ok();
+    let side_key = format!("{}-delete-ignore", ctx.run_tag);
+    let mut side_ex = match &side_sid {
+        Some(sid) => {
+            let args = json!({"duration_ms": 4000, "interval_ms": 500, "key": side_key, "ignore_abort": true});
+            side.send(Outgoing::post(Some(sid), tool_call(ctx.next_id(), "probe_work", args)), None).await.ok()
+        }
+        None => None,
+    };
     let _ = ex.drain(Duration::from_millis(1200)).await;
+    if let (Some(sid), Some(_)) = (&side_sid, &side_ex) {
+        if let Ok(mut d) = side.send(Outgoing::delete(sid), None).await {
+            let _ = d.drain(Duration::from_secs(2)).await;
+        }
+    }
+    if let Some(e) = side_ex.take() {
+        e.abort();
+    }
     let status = s.delete(&session).await?;
     let end = ex.drain(Duration::from_secs(2)).await;
     s.saw_result(i, &end);
@@ -817,6 +916,7 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.at(6.0).await;
     let key = s.calls[i].key.clone();
     let counted = ctx.count(&key).await;
+    let ignored = if side_sid.is_some() { ctx.count(&side_key).await } else { None };
     let mut again = s
         .client
         .send(
@@ -839,11 +939,22 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                 "\"run-on\"",
                 "the tool running at DELETE completed anyway (probe_count completed = 1, 4.8 s later)",
             ),
-            Some((1, 0)) => fp.decide(
-                "delete_running_tool",
-                "\"cancel\"",
-                "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have)",
-            ),
+            Some((1, 0)) => match ignored {
+                Some((_, 1)) => fp.decide(
+                    "delete_running_tool",
+                    "\"abort-signal\"",
+                    "at DELETE the tool that checks the SDK's abort signal stopped (completed 0) and the same tool told to ignore it (ignore_abort) ran to completion: the SDK signals, the tool decides",
+                ),
+                Some((1, 0)) => fp.decide(
+                    "delete_running_tool",
+                    "\"cancel\"",
+                    "the tool running at DELETE never completed (probe_count completed = 0, 2 s after it would have), nor did one told to ignore the abort signal (ignore_abort)",
+                ),
+                other => fp.leave_open(
+                    "delete_running_tool",
+                    format!("the tool running at DELETE stopped; the one told to ignore the abort signal: probe_count {other:?}"),
+                ),
+            },
             other => fp.leave_open("delete_running_tool", format!("probe_count after DELETE: {other:?}")),
         }
         fp.notes.push(format!("after DELETE the session's requests get {after_status}"));
@@ -854,6 +965,9 @@ async fn delete_during_tool(ctx: &Ctx) -> Result<Outcome, ProbeError> {
 
 async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "standalone");
+    // Untraced, on a session of its own: what a fresh GET gets, and a tool whose events are 8 s
+    // apart for the keep-alive timer (read while the traced part runs).
+    let side = side_session(ctx).await;
     let session = s.init("probe-standalone").await?;
     let mut g1 = s.get(&session, StreamNo::STANDALONE, None).await?;
     if g1.status != 200 || !g1.is_sse() {
@@ -866,6 +980,10 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         return Ok(s.finish().await);
     }
     let first = g1.next(Duration::from_secs(1)).await;
+    let priming_id = match &first {
+        Item::Event(e) if e.is_priming() => e.id.clone(),
+        _ => None,
+    };
     {
         let mut fp = ctx.fp();
         match &first {
@@ -878,17 +996,13 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             _ => {}
         }
     }
-    let g2 = s.get(&session, StreamNo::STANDALONE, None).await?;
+    // A second GET, untraced and kept open while the notifications are sent: which one gets them?
+    let g2 = s.client.send(Outgoing::get(&session.0, None), None).await?;
     let st2 = g2.status;
-    g2.abort();
-    {
-        let mut fp = ctx.fp();
-        match st2 {
-            409 => fp.decide("second_get", "\"reject409\"", "a second GET while the first was open answered 409"),
-            200 => fp.decide("second_get", "\"accept\"", "a second GET while the first was open answered 200"),
-            other => fp.leave_open("second_get", format!("a second GET answered {other}")),
-        }
-    }
+    let g2_read = (st2 == 200).then(|| {
+        let mut g2 = g2;
+        tokio::spawn(async move { g2.drain(Duration::from_secs(5)).await })
+    });
     // Notifications not tied to a request go onto the standalone stream.
     let id = ctx.next_id();
     let mut n = s
@@ -901,7 +1015,8 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let _ = n.drain(Duration::from_secs(3)).await;
     s.notifications = Some((session.clone(), 3));
     let mut notes = 0;
-    let t_start = Instant::now();
+    let mut first_note_id: Option<Option<String>> = None;
+    let mut g1_ended = false;
     let mut last_byte = Instant::now();
     let mut comments: Vec<Duration> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(34);
@@ -911,21 +1026,77 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             break;
         }
         match g1.next(left).await {
-            Item::Event(_) => {
-                notes += 1;
+            Item::Event(e) => {
+                if !e.is_priming() {
+                    notes += 1;
+                    first_note_id.get_or_insert(e.id.clone());
+                }
                 last_byte = Instant::now();
             }
             Item::Comment => {
                 comments.push(last_byte.elapsed());
                 last_byte = Instant::now();
             }
+            Item::End | Item::Reset(_) => {
+                g1_ended = true;
+                break;
+            }
             _ => break,
         }
     }
-    let _ = t_start;
     g1.abort();
+    let on_g2 = match g2_read {
+        Some(h) => h.await.map(|items| events(&items).iter().filter(|e| !e.is_priming()).count()).ok(),
+        None => None,
+    };
+    let side = match side {
+        Some((fresh, timer)) => Some((fresh, timer.await.ok())),
+        None => None,
+    };
     {
         let mut fp = ctx.fp();
+        let second = match (st2, on_g2) {
+            (409, _) => Ok((SecondGet::Reject409, "a second GET while the first was open answered 409".to_string())),
+            (400, _) => Ok((SecondGet::Reject400, "a second GET while the first was open answered 400".to_string())),
+            (200, Some(n2)) => match (notes > 0, n2 > 0) {
+                (true, false) => Ok((SecondGet::Shadow, format!("a second GET answered 200 and stayed open; the {notes} notifications sent then went to the first, none to the second"))),
+                (false, true) if g1_ended => Ok((SecondGet::Replace, format!("a second GET answered 200; the first ended, the second got {n2} notifications"))),
+                (false, true) => Ok((SecondGet::Accept, format!("a second GET answered 200; the first stayed open with nothing, the second got {n2} notifications"))),
+                (a, b) => Err(format!("a second GET answered 200; notifications on the first: {a}, on the second: {b}")),
+            },
+            (other, _) => Err(format!("a second GET answered {other}")),
+        };
+        match second {
+            Ok((v, why)) => {
+                if let Some(v) = literal(v) {
+                    fp.decide("second_get", v, why)
+                }
+            }
+            Err(why) => fp.leave_open("second_get", why),
+        }
+        match (&priming_id, &first_note_id) {
+            (Some(p), Some(n)) => {
+                let (v, why) = if n.as_deref() == Some(p.as_str()) {
+                    (
+                        StandalonePriming::ReusedId,
+                        format!("the standalone priming event's id {p} came again on the first notification"),
+                    )
+                } else {
+                    (
+                        StandalonePriming::Stored,
+                        format!(
+                            "the standalone priming id {p}, the first notification's {}",
+                            n.as_deref().unwrap_or("none")
+                        ),
+                    )
+                };
+                if let Some(v) = literal(v) {
+                    fp.decide("standalone_priming", v, why);
+                }
+            }
+            (None, _) => fp.leave_open("standalone_priming", "the standalone GET had no priming event"),
+            (Some(_), None) => fp.leave_open("standalone_priming", "no notification arrived on the standalone GET"),
+        }
         match comments.first() {
             Some(d) => {
                 // Two comments in a row give the interval; one alone, its distance from the last event.
@@ -939,12 +1110,126 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                     format!("\"{}s\"", secs.max(1)),
                     format!("comments on a silent standalone stream: {:.1} s {how}", d.as_secs_f64()),
                 );
+                fp.decide(
+                    "close_idle_standalone",
+                    "\"none\"",
+                    format!(
+                        "the silent standalone stream stayed open {:.0} s",
+                        last_byte.elapsed().as_secs_f64().max(d.as_secs_f64())
+                    ),
+                );
             }
-            None => fp.decide("keepalive", "\"none\"", "no comment on a standalone stream left silent for 30 s"),
+            None if !g1_ended => {
+                fp.decide("keepalive", "\"none\"", "no comment on a standalone stream left silent for 30 s");
+                fp.decide("close_idle_standalone", "\"none\"", "the silent standalone stream stayed open 30 s");
+            }
+            None => fp.leave_open("keepalive", "the standalone stream ended before a comment"),
+        }
+        match side {
+            Some((fresh, timer)) => {
+                match fresh {
+                    Some(n) => {
+                        let (v, why) = if n > 0 {
+                            (
+                                FreshGet::Buffered,
+                                format!("a fresh GET received {n} notifications sent before it was opened"),
+                            )
+                        } else {
+                            (
+                                FreshGet::NewOnly,
+                                "a fresh GET received none of the 2 notifications sent before it was opened"
+                                    .to_string(),
+                            )
+                        };
+                        if let Some(v) = literal(v) {
+                            fp.decide("fresh_get", v, why);
+                        }
+                    }
+                    None => fp.leave_open("fresh_get", "the side session's fresh GET was not answered 200"),
+                }
+                match timer {
+                    Some(Some((comments, events, gap))) if events >= 2 => {
+                        let (v, why) = if comments > 0 {
+                            (KeepaliveTimer::Fixed, format!("{comments} comment(s) on a tool stream whose events came {gap} s apart, less than the keep-alive interval"))
+                        } else {
+                            (
+                                KeepaliveTimer::AfterSilence,
+                                format!(
+                                    "no comment on a 17 s tool stream whose {events} events came at most {gap} s apart"
+                                ),
+                            )
+                        };
+                        if fp.value("keepalive").is_some_and(|k| k != "\"none\"") {
+                            if let Some(v) = literal(v) {
+                                fp.decide("keepalive_timer", v, why);
+                            }
+                        }
+                    }
+                    _ => {
+                        fp.leave_open("keepalive_timer", "the side session's 17 s tool stream was not read to its end")
+                    }
+                }
+            }
+            None => {
+                fp.leave_open("fresh_get", "no side session could be opened");
+                fp.leave_open("keepalive_timer", "no side session could be opened");
+            }
         }
     }
     s.note(format!("{notes} events on the standalone stream after probe_notify(3); second GET {st2}"));
     Ok(s.finish().await)
+}
+
+/// A second tool stream's comments, events and the widest gap between events (whole seconds).
+type TimerRead = Option<(usize, usize, u64)>;
+
+/// An untraced session on the direct endpoint: notifications sent with no GET open, then a
+/// fresh GET (how many of them it got); then a 17 s tool with an event every 8 s, read in the
+/// background (comments, events, widest gap). `None` when the session cannot be opened.
+async fn side_session(ctx: &Ctx) -> Option<(Option<usize>, tokio::task::JoinHandle<TimerRead>)> {
+    let client = Client::new(ctx.direct.clone(), Rec::new());
+    let sid = handshake(&client, ctx.next_id(), "probe-side").await.ok()?;
+    let id = ctx.next_id();
+    let body = tool_call(id, "probe_notify", json!({"count": 2, "interval_ms": 100}));
+    if let Ok(mut ex) = client.send(Outgoing::post(Some(&sid), body), None).await {
+        let _ = ex.drain(Duration::from_secs(3)).await;
+    }
+    // probe_notify may answer before its notifications are out: let them all go first.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let fresh = match client.send(Outgoing::get(&sid, None), None).await {
+        Ok(mut g) if g.status == 200 => {
+            let items = g.drain(Duration::from_millis(1500)).await;
+            g.abort();
+            Some(events(&items).iter().filter(|e| !e.is_priming() && progress_tick(e).is_none()).count())
+        }
+        Ok(g) => {
+            g.abort();
+            None
+        }
+        Err(_) => None,
+    };
+    let key = format!("{}-keepalive-timer", ctx.run_tag);
+    let body = tool_call(ctx.next_id(), "probe_work", json!({"duration_ms": 17000, "interval_ms": 8000, "key": key}));
+    let ex = client.send(Outgoing::post(Some(&sid), body), None).await;
+    let timer = tokio::spawn(async move {
+        let mut ex = ex.ok()?;
+        let (mut comments, mut evs, mut gap, mut last) = (0, 0, 0u64, Instant::now());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for _ in 0..1000 {
+            match ex.next(deadline.saturating_duration_since(Instant::now())).await {
+                Item::Event(_) => {
+                    evs += 1;
+                    gap = gap.max(last.elapsed().as_secs_f64().round() as u64);
+                    last = Instant::now();
+                }
+                Item::Comment => comments += 1,
+                Item::End | Item::Json(_) => return Some((comments, evs, gap)),
+                _ => return None,
+            }
+        }
+        None
+    });
+    Some((fresh, timer))
 }
 
 async fn standalone_cut(ctx: &Ctx) -> Result<Outcome, ProbeError> {
@@ -1088,6 +1373,11 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         }
     }
     s.note(format!("overrun: last tick {last_tick} before the outage, resume {status}, {} data events, first tick {first_tick:?}, burst {burst}", data.len()));
+    if ctx.fp().value("retention.max_events").is_none() && keeps_finished {
+        if let Some(note) = measure_retention(ctx).await {
+            s.note(note);
+        }
+    }
     // A stream still running when the client returns (for servers that drop finished streams).
     if ctx.fp().value("retention.max_events").is_none() && ctx.fp().value("retention.drop_on_response") == Some("true")
     {
@@ -1155,4 +1445,330 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         }
     }
     Ok(s.finish().await)
+}
+
+/// Checkpoint sessions of `idle-expiry`: session k is looked at once, `(2k - 1) / (2 K)` of the
+/// bound after its last request.
+const IDLE_CHECKPOINTS: u32 = 8;
+
+/// Whether a session still answers: a `tools/list` POST, 200 yes, 404 no (untraced).
+async fn answers(client: &Client, ctx: &Ctx, sid: &str) -> Option<bool> {
+    let body = json!({"jsonrpc": "2.0", "id": ctx.next_id(), "method": "tools/list"});
+    let mut ex = client.send(Outgoing::post(Some(sid), body), None).await.ok()?;
+    let status = ex.status;
+    let _ = ex.drain(Duration::from_secs(3)).await;
+    match status {
+        200..=299 => Some(true),
+        404 => Some(false),
+        _ => None,
+    }
+}
+
+fn secs1(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+/// Sessions left idle up to the user's bound (`--idle-bound`): whether and when the server
+/// expires them (checkpoint sessions, each looked at once), which activity holds one alive (a
+/// session holding its GET open; one whose tool runs on after its POST was cut), what expiry
+/// does to that tool, and whether a finished stream's events are still replayed at the bound.
+/// Every request is untraced: the observations are the notes and the fingerprint.
+async fn idle_expiry(ctx: &Ctx) -> Result<Outcome, ProbeError> {
+    let Some(bound) = ctx.idle_bound else {
+        for f in ["idle_ttl", "idle_rule", "expire_running_tool", "retention.window"] {
+            ctx.fp().leave_open(f, "no --idle-bound given: idle-expiry did not run");
+        }
+        return Ok(Outcome {
+            name: "idle-expiry",
+            trace: None,
+            skipped: Some("no --idle-bound given".into()),
+            notes: vec![],
+        });
+    };
+    let mut s = Script::new(ctx, "idle-expiry");
+    let c = Client::new(ctx.via_proxy.clone(), Rec::new());
+    let k = IDLE_CHECKPOINTS;
+    let offsets: Vec<Duration> = (1..=k).map(|i| bound.mul_f64((2 * i - 1) as f64 / (2 * k) as f64)).collect();
+    // Checkpoint sessions, each idle from the end of its handshake.
+    let mut points = Vec::new();
+    for off in &offsets {
+        let sid = handshake(&c, ctx.next_id(), "probe-idle").await?;
+        points.push((sid, Instant::now() + *off, *off));
+    }
+    // H holds its standalone GET open for the whole bound.
+    let h = handshake(&c, ctx.next_id(), "probe-idle-hold").await?;
+    let h_get = c.send(Outgoing::get(&h, None), None).await?;
+    let h_open = h_get.status == 200;
+    let h_from = Instant::now();
+    // R runs a short tool to its end, then is kept alive by a request at each checkpoint; at the
+    // bound its stream is resumed from the first event id.
+    let r = handshake(&c, ctx.next_id(), "probe-idle-retain").await?;
+    let r_key = format!("{}-idle-retain", ctx.run_tag);
+    let mut r_ex = c
+        .send(
+            Outgoing::post(
+                Some(&r),
+                tool_call(ctx.next_id(), "probe_work", json!({"duration_ms": 300, "interval_ms": 100, "key": r_key})),
+            ),
+            None,
+        )
+        .await?;
+    let r_items = r_ex.drain(Duration::from_secs(5)).await;
+    let r_first = events(&r_items).iter().find_map(|e| e.id.clone());
+    let r_events = events(&r_items).len();
+    let r_from = Instant::now();
+    // T's tool runs three quarters of the bound after its POST is cut a second in.
+    let t = handshake(&c, ctx.next_id(), "probe-idle-tool").await?;
+    let t_key = format!("{}-idle-tool", ctx.run_tag);
+    let t_run = bound.mul_f64(0.75);
+    let t_body = tool_call(
+        ctx.next_id(),
+        "probe_work",
+        json!({"duration_ms": (t_run + Duration::from_secs(1)).as_millis() as u64, "interval_ms": 1000, "key": t_key}),
+    );
+    let mut t_ex = c.send(Outgoing::post(Some(&t), t_body), None).await?;
+    let _ = t_ex.next(Duration::from_secs(1)).await;
+    t_ex.abort();
+    let t_cut = Instant::now();
+    // T is looked at a second before its tool ends.
+    let t_check = t_cut + t_run.saturating_sub(Duration::from_secs(1));
+    let mut alive = Vec::new();
+    let mut t_alive = None;
+    let mut r_kept = true;
+    for (sid, due, off) in &points {
+        if t_alive.is_none() && t_check <= *due {
+            sleep_until(t_check).await;
+            t_alive = answers(&c, ctx, &t).await;
+        }
+        sleep_until(*due).await;
+        alive.push((*off, answers(&c, ctx, sid).await));
+        r_kept &= answers(&c, ctx, &r).await == Some(true);
+    }
+    if t_alive.is_none() {
+        sleep_until(t_check).await;
+        t_alive = answers(&c, ctx, &t).await;
+    }
+    sleep_until(h_from + bound).await;
+    let h_alive = answers(&c, ctx, &h).await;
+    h_get.abort();
+    let r_age = r_from.elapsed();
+    let replay = match (&r_first, r_kept) {
+        (Some(id), true) => match c.send(Outgoing::get(&r, Some(id)), None).await {
+            Ok(mut g) => {
+                let st = g.status;
+                let items = g.drain(Duration::from_secs(2)).await;
+                g.abort();
+                Some((st, events(&items).len(), find_result(&items).is_some()))
+            }
+            Err(_) => None,
+        },
+        _ => None,
+    };
+    sleep_until(t_cut + t_run + Duration::from_secs(1)).await;
+    let t_count = ctx.count(&t_key).await;
+    let shown: Vec<String> = alive
+        .iter()
+        .map(|(off, a)| {
+            format!(
+                "{}: {}",
+                secs1(*off),
+                match a {
+                    Some(true) => "alive",
+                    Some(false) => "gone",
+                    None => "?",
+                }
+            )
+        })
+        .collect();
+    let shown = shown.join(", ");
+    s.note(format!(
+        "idle sessions after {shown}; holding a GET: {h_alive:?} at {}; tool cut: {t_alive:?}",
+        secs1(bound)
+    ));
+    let first_gone = alive.iter().position(|(_, a)| *a == Some(false));
+    let monotone = first_gone.is_some_and(|i| {
+        alive[..i].iter().all(|(_, a)| *a == Some(true)) && alive[i..].iter().all(|(_, a)| *a == Some(false))
+    });
+    {
+        let mut fp = ctx.fp();
+        let ttl_hi = match (first_gone, monotone) {
+            (None, _) => {
+                let why = format!(
+                    "no idle session expired within the {} bound ({shown}): a longer TTL, or none",
+                    secs1(bound)
+                );
+                fp.leave_open("idle_ttl", why.clone());
+                fp.leave_open("idle_rule", why);
+                None
+            }
+            (Some(_), false) => {
+                fp.leave_open("idle_ttl", format!("idle sessions did not expire in order of idleness ({shown})"));
+                None
+            }
+            (Some(i), true) => {
+                let lo = if i == 0 { Duration::ZERO } else { alive[i - 1].0 };
+                let hi = alive[i].0;
+                let mid = (lo + hi) / 2;
+                fp.decide(
+                "idle_ttl",
+                format!("\"{}s\"", mid.as_secs_f64().round().max(1.0) as u64),
+                format!("idle sessions looked at once after {shown}: expired between {} and {} of idleness (the middle, ± {})", secs1(lo), secs1(hi), secs1((hi - lo) / 2)),
+            );
+                Some(hi)
+            }
+        };
+        if let Some(hi) = ttl_hi {
+            let t_idle = t_check.saturating_duration_since(t_cut);
+            let tool_decides = t_idle > hi + Duration::from_secs(1);
+            match (h_open, h_alive, t_alive) {
+            (true, Some(false), t) => {
+                fp.decide("idle_rule", "\"last-request\"", format!("a session holding its standalone GET open was gone after {} (sessions idle {} were gone)", secs1(bound), secs1(hi)));
+                if tool_decides {
+                    match t {
+                        Some(true) => fp.decide("idle_reset", "\"requests-and-events\"", format!("a session whose only activity was its cut tool's progress, one event a second, still answered after {} of no request", secs1(t_idle))),
+                        Some(false) => fp.decide("idle_reset", "\"requests\"", format!("a session whose cut tool kept sending progress was gone after {} of no request", secs1(t_idle))),
+                        None => {}
+                    }
+                }
+            }
+            (true, Some(true), Some(t)) if tool_decides => {
+                let (v, why) = if t {
+                    ("never-while-busy", format!("a session holding its GET open answered after {}, and so did one whose tool still ran {} after its POST was cut", secs1(bound), secs1(t_idle)))
+                } else {
+                    ("no-open-request", format!("a session holding its GET open answered after {}; one whose POST was cut was gone {} later while its tool still ran", secs1(bound), secs1(t_idle)))
+                };
+                fp.decide("idle_rule", format!("\"{v}\""), why);
+                if !t {
+                    match t_count {
+                        Some((_, 0)) => fp.decide("expire_running_tool", "\"cancel\"", format!("the tool of the expired session never completed (probe_count {t_count:?}, a second after it would have)")),
+                        Some((_, _)) => fp.decide("expire_running_tool", "\"run-on\"", format!("the tool of the expired session completed (probe_count {t_count:?})")),
+                        None => {}
+                    }
+                }
+            }
+            (true, Some(true), _) => fp.leave_open("idle_rule", "an open GET held the session; the cut tool's session was looked at too soon to tell no-open-request from never-while-busy"),
+            _ => fp.leave_open("idle_rule", format!("the held session's GET answered {}, looked at: {h_alive:?}", if h_open { "200" } else { "no stream" })),
+        }
+        }
+        match replay {
+        Some((200, n, true)) => fp.decide(
+            "retention.window",
+            "\"none\"",
+            format!("a finished stream's events {} old were replayed ({n} events, its result included): no window shorter than the {} bound (a longer one cannot be told from none)", secs1(r_age), secs1(bound)),
+        ),
+        Some((st, n, res)) => fp.leave_open("retention.window", format!("resuming a finished stream {} later: {st}, {n} events, result {res} (first {r_events} events live); dropped on response, or a window", secs1(r_age))),
+        None => fp.leave_open("retention.window", "the retained session did not stay alive or gave no event id"),
+    }
+    }
+    s.note(format!("retained stream resumed {} after its end: {replay:?}", secs1(r_age)));
+    Ok(s.finish().await)
+}
+
+/// Events of a finished stream the server still replays (untraced, on a session of its own): a
+/// tool of ~250 ticks read live, then resumes from ids ever deeper in it, bisecting for the
+/// deepest one still answered with events. Decides `retention.max_events` (or leaves it open).
+async fn measure_retention(ctx: &Ctx) -> Option<String> {
+    let client = Client::new(ctx.direct.clone(), Rec::new());
+    let sid = handshake(&client, ctx.next_id(), "probe-retention").await.ok()?;
+    let key = format!("{}-retention", ctx.run_tag);
+    let body = tool_call(ctx.next_id(), "probe_work", json!({"duration_ms": 2500, "interval_ms": 10, "key": key}));
+    let mut ex = client.send(Outgoing::post(Some(&sid), body), None).await.ok()?;
+    let items = ex.drain(Duration::from_secs(15)).await;
+    let ids: Vec<String> = events(&items).iter().filter_map(|e| e.id.clone()).collect();
+    let n = ids.len();
+    if n < 20 || find_result(&items).is_none() {
+        return Some(format!("retention: the 2.5 s tool gave {n} event ids and no result to measure with"));
+    }
+    // Whether a resume from the id `depth` events before the last replays anything, and whether
+    // it carried a priming event (which a store keeps as one more event of the stream). Read
+    // until 700 ms pass with nothing (a resumed stream may stay open), at most 4 s.
+    let kept = |depth: usize| {
+        let id = ids[n - 1 - depth].clone();
+        let (client, sid) = (&client, sid.clone());
+        async move {
+            let Ok(mut g) = client.send(Outgoing::get(&sid, Some(&id)), None).await else { return None };
+            if g.status != 200 {
+                g.abort();
+                return Some((false, false));
+            }
+            let deadline = Instant::now() + Duration::from_secs(4);
+            let (mut got, mut primed) = (false, false);
+            for _ in 0..10_000 {
+                let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(700));
+                match g.next(left).await {
+                    Item::Event(e) if e.is_priming() => primed = true,
+                    Item::Event(_) => got = true,
+                    Item::Comment => {}
+                    _ => break,
+                }
+            }
+            g.abort();
+            Some((got, primed))
+        }
+    };
+    let mut fp: Vec<(&str, Option<String>, String)> = Vec::new();
+    if kept(n - 1).await?.0 {
+        let why = format!("a resume from the first of a finished stream's {n} event ids replayed the rest");
+        if n >= 200 {
+            fp.push((
+                "retention.max_events",
+                Some("\"none\"".into()),
+                format!("{why}: more than any bounded built-in profile keeps (py 100, rmcp 16), taken as unbounded"),
+            ));
+        } else {
+            fp.push(("retention.max_events", None, format!("{why}: at least {n} kept")));
+        }
+    } else {
+        let (got1, primed1) = kept(1).await?;
+        if got1 {
+            // A resume that carried a priming event stored one more event in the stream
+            // (Python): the id `d` back from the original end is then `d + shift` back from the
+            // current one. Bisect on that distance: the greatest one still kept (lo), the least
+            // evicted (hi).
+            let mut shift = usize::from(primed1);
+            let (mut lo, mut hi) = (1, n - 1);
+            for _ in 0..16 {
+                if hi - lo <= 1 {
+                    break;
+                }
+                let mid = (lo + hi) / 2;
+                let Some(d) = mid.checked_sub(shift).filter(|d| (1..n).contains(d)) else { break };
+                let (got, primed) = kept(d).await?;
+                if got {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+                shift += usize::from(primed);
+            }
+            let note = if shift > 0 {
+                format!(" ({shift} resumes stored a priming event each, counted)")
+            } else {
+                String::new()
+            };
+            if hi - lo <= 1 {
+                fp.push((
+                    "retention.max_events",
+                    Some((lo + 1).to_string()),
+                    format!("a finished stream of {n} event ids: a resume from the id {lo} events before the newest replayed events, one from {hi} before it nothing{note}: the last {} are kept (as the simulator's store counts: it answers an id while the id itself is kept; a server that answers while every event after it is kept keeps one fewer)", lo + 1),
+                ));
+            } else {
+                fp.push(("retention.max_events", None, format!("between {} and {hi} events kept{note}", lo + 1)));
+            }
+        } else {
+            fp.push((
+                "retention.max_events",
+                None,
+                "a resume from the next-to-last id of a finished stream replayed nothing".into(),
+            ));
+        }
+    }
+    let mut f = ctx.fp();
+    for (field, value, why) in fp {
+        match value {
+            Some(v) => f.decide(field, v, why.clone()),
+            None => f.leave_open(field, why.clone()),
+        }
+    }
+    Some(format!("retention measured on a side session: {} event ids", n))
 }
