@@ -294,8 +294,30 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         // A request timeout is a client that gives up on a call: within the conditions the
         // client never gives up, so it stays the client profile's own.
         dims.push(family_or("client.request_timeout", optional((5u64..=900).prop_map(secs).boxed())));
+        // A chain of hops in front of the balancer (a CDN): lifetimes, idle timeouts that may
+        // ignore comments, response buffering. Outside the conditions only: buffered progress
+        // can outlast a request timeout. Shrinks to no chain, then to fewer hops.
+        dims.push(family_or("lb.hops", hops()));
     }
     dims.boxed()
+}
+
+/// One to three hops, as the inline TOML array `lb.hops` takes.
+fn hops() -> BoxedStrategy<String> {
+    let hop = (
+        optional((60u64..=600).prop_map(secs).boxed()),
+        optional((10u64..=300).prop_map(secs).boxed()),
+        any::<bool>(),
+        optional((1u64..=60).prop_map(secs).boxed()),
+        prop_oneof![Just("none".to_string()), (1u64..=16).prop_map(|k| format!("{k}KiB"))],
+    )
+        .prop_map(|(lifetime, idle, comments_count, flush, buffer)| {
+            format!(
+                "{{ max_lifetime = \"{lifetime}\", idle_timeout = \"{idle}\", comments_count = {comments_count}, \
+                 flush_interval = \"{flush}\", buffer = \"{buffer}\" }}"
+            )
+        });
+    prop::collection::vec(hop, 1..=3).prop_map(|hops| format!("[{}]", hops.join(", "))).boxed()
 }
 
 /// Renders fault times as the value of their kind's key.
@@ -705,6 +727,34 @@ mod tests {
         let Err(TestError::Fail(_, minimal)) = result else { panic!("never failed: {result:?}") };
         assert_eq!(minimal.overrides, [("fault.reset".to_string(), "100s".to_string())]);
         assert_eq!(minimal.swarm, Swarm::from([("reset".to_string(), 1)]));
+    }
+
+    #[test]
+    fn generated_chains_are_valid_and_shrink_towards_fewer_hops() {
+        let base = long_tool();
+        let space = Space::for_scenario(&base);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let mut chains = 0;
+        for _ in 0..200 {
+            let case = cases(&space).new_tree(&mut runner).unwrap().current();
+            if case.overrides.iter().any(|(k, _)| k == "lb.hops") {
+                chains += 1;
+                let s = case.scenario(&base).expect("a generated chain is valid");
+                assert!((1..=3).contains(&s.lb.hops.len()));
+            }
+        }
+        assert!(chains > 10, "{chains} cases of 200 had a chain");
+        // A stand-in property failing whenever there is a chain of two hops or more: shrinking
+        // ends at two hops, the smallest chain that still fails.
+        let config = Config { failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let result = runner.run(&cases(&space), |case| match case.scenario(&base).expect("valid").lb.hops.len() {
+            2.. => Err(TestCaseError::fail("a chain")),
+            _ => Ok(()),
+        });
+        let Err(TestError::Fail(_, minimal)) = result else { panic!("never failed: {result:?}") };
+        let s = minimal.scenario(&base).expect("valid");
+        assert_eq!(s.lb.hops.len(), 2, "{:?}", minimal.overrides);
     }
 
     #[test]
