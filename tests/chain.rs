@@ -121,8 +121,7 @@ fn a_hop_answers_524_when_no_response_head_comes_in_time() {
     assert_eq!(timed_out.first(), Some(&100_000_000));
     let answered = |o: &RunOutcome| {
         o.trace.steps.iter().any(|s| {
-            s.actor == Actor::Client
-                && matches!(&s.kind, StepKind::Response { head, .. } if head.status == Status(524))
+            s.actor == Actor::Client && matches!(&s.kind, StepKind::Response { head, .. } if head.status == Status(524))
         })
     };
     assert!(answered(&outcome), "the client saw the CDN's 524");
@@ -139,8 +138,10 @@ fn a_client_side_cut_at_the_cdn_leaves_the_server_its_stream() {
     };
     let both = kept("both");
     let client_side = kept("client-side");
-    let upstream_kept = |o: &RunOutcome| steps(o, |k| matches!(k, StepKind::LbUpstreamKept { hop: Some(0), .. })).count();
-    let lifetime_cuts = |o: &RunOutcome| steps(o, |k| matches!(k, StepKind::LbLifetimeCut { hop: Some(0), .. })).count();
+    let upstream_kept =
+        |o: &RunOutcome| steps(o, |k| matches!(k, StepKind::LbUpstreamKept { hop: Some(0), .. })).count();
+    let lifetime_cuts =
+        |o: &RunOutcome| steps(o, |k| matches!(k, StepKind::LbLifetimeCut { hop: Some(0), .. })).count();
     assert!(lifetime_cuts(&both) > 0 && upstream_kept(&both) == 0);
     assert!(lifetime_cuts(&client_side) > 0);
     assert_eq!(upstream_kept(&client_side), lifetime_cuts(&client_side), "every CDN cut keeps its upstream");

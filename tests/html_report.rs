@@ -12,11 +12,11 @@
 //! another binary; `MCPSIM_CHROMIUM=none` acts as if there were none.
 
 use mcpsim::report::artifacts::read_trace;
+use mcpsim::report::diagram::{violation_step, DiagramOptions};
+use mcpsim::report::html;
 use mcpsim::run;
 use mcpsim::studies::check::{anchor, check, render_html, Deployment};
 use mcpsim::studies::pool::Silent;
-use mcpsim::report::diagram::{violation_step, DiagramOptions};
-use mcpsim::report::html;
 use mcpsim_model::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -210,7 +210,9 @@ lb = { idle_timeout = "60s" }
 
 /// The opening tag of every `<section class="m-trace"` in the DOM.
 fn trace_sections(dom: &str) -> Vec<&str> {
-    dom.match_indices("<section class=\"m-trace\"").map(|(at, _)| &dom[at..at + dom[at..].find('>').unwrap_or(0)]).collect()
+    dom.match_indices("<section class=\"m-trace\"")
+        .map(|(at, _)| &dom[at..at + dom[at..].find('>').unwrap_or(0)])
+        .collect()
 }
 
 fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {

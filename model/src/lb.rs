@@ -320,7 +320,11 @@ impl LoadBalancer {
         let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
         // A head that came alone waits for the first body frame; nothing went on, so nothing
         // passed for the idle clock either.
-        if config.hold_headers && !at.headed && at.held.is_empty() && frames.len() == 1 && frames[0].0 == FrameKind::Head
+        if config.hold_headers
+            && !at.headed
+            && at.held.is_empty()
+            && frames.len() == 1
+            && frames[0].0 == FrameKind::Head
         {
             at.held = frames;
             return Vec::new();
@@ -352,7 +356,8 @@ impl LoadBalancer {
         if ended || config.buffer.is_some_and(|limit| size >= limit) {
             let released = std::mem::take(&mut at.buffer);
             at.buffered_since = None;
-            let flushed = StepKind::LbFlushed { conn, frames: released.len() as u32, held_us: micros(now - since), hop: label };
+            let flushed =
+                StepKind::LbFlushed { conn, frames: released.len() as u32, held_us: micros(now - since), hop: label };
             self.outputs.push_back(LbOutput::Record(flushed));
             frames.extend(released);
         }
@@ -393,8 +398,12 @@ impl LoadBalancer {
                 let at = &mut p.at[hop];
                 let released = std::mem::take(&mut at.buffer);
                 let since = at.buffered_since.take().unwrap_or(now);
-                let flushed =
-                    StepKind::LbFlushed { conn, frames: released.len() as u32, held_us: micros(now - since), hop: label };
+                let flushed = StepKind::LbFlushed {
+                    conn,
+                    frames: released.len() as u32,
+                    held_us: micros(now - since),
+                    hop: label,
+                };
                 self.outputs.push_back(LbOutput::Record(flushed));
                 let out = match hop {
                     0 => released,
@@ -652,7 +661,8 @@ mod tests {
 
     #[test]
     fn a_hop_that_ignores_comments_cuts_a_stream_kept_alive_by_them() {
-        let strict = HopConfig { idle_timeout: Some(Duration::from_secs(30)), comments_count: false, ..HopConfig::default() };
+        let strict =
+            HopConfig { idle_timeout: Some(Duration::from_secs(30)), comments_count: false, ..HopConfig::default() };
         let mut lb = chain(vec![strict], 60);
         lb.handle_open(Instant::ZERO, ConnId(1));
         for s in (10..=30).step_by(10) {
@@ -692,14 +702,22 @@ mod tests {
 
     #[test]
     fn a_first_byte_timeout_answers_its_status_and_restarting_a_hop_makes_the_one_in_front_answer() {
-        let cf = HopConfig { first_byte_timeout: Some(Duration::from_secs(100)), timeout_status: 524, ..HopConfig::default() };
+        let cf = HopConfig {
+            first_byte_timeout: Some(Duration::from_secs(100)),
+            timeout_status: 524,
+            ..HopConfig::default()
+        };
         let mut lb = chain(vec![cf.clone()], 600);
         lb.handle_open(Instant::ZERO, ConnId(1));
         lb.handle_open(Instant::ZERO, ConnId(2));
         let _ = lb.handle_response(secs(5), ConnId(2), head());
         lb.handle_timeout(secs(100));
         let out = drain(&mut lb);
-        assert!(out.contains(&LbOutput::Record(StepKind::LbTimedOut { conn: ConnId(1), waited_us: 100_000_000, hop: Some(0) })));
+        assert!(out.contains(&LbOutput::Record(StepKind::LbTimedOut {
+            conn: ConnId(1),
+            waited_us: 100_000_000,
+            hop: Some(0)
+        })));
         assert!(out.contains(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status(524)) }));
         assert_eq!(lb.open_connections(), 1, "the answered connection is not timed out");
         // The balancer (hop 1) restarts: hop 0 answers 502 where no head came through.
@@ -707,7 +725,11 @@ mod tests {
         assert!(lb.fail_hop(1, true));
         let out = drain(&mut lb);
         assert!(out.contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
-        assert!(out.contains(&LbOutput::Cut { conn: ConnId(3), keep_upstream: false, answer: Some(Status::BAD_GATEWAY) }));
+        assert!(out.contains(&LbOutput::Cut {
+            conn: ConnId(3),
+            keep_upstream: false,
+            answer: Some(Status::BAD_GATEWAY)
+        }));
         assert!(!lb.fail_hop(2, false));
     }
 

@@ -117,10 +117,18 @@ pub fn describe(kind: &StepKind) -> String {
             format!("hop{h}: {conn} answered {status} by the hop itself (upstream unreachable, slow or cut)")
         }
         LbTimedOut { conn, waited_us, hop } => {
-            format!("{}first-byte timeout on {conn}: no response head after {}", at_hop(*hop), format_micros(*waited_us))
+            format!(
+                "{}first-byte timeout on {conn}: no response head after {}",
+                at_hop(*hop),
+                format_micros(*waited_us)
+            )
         }
         LbFlushed { conn, frames, held_us, hop } => {
-            format!("{}released {frames} buffered frame(s) of {conn}, held up to {}", at_hop(*hop), format_micros(*held_us))
+            format!(
+                "{}released {frames} buffered frame(s) of {conn}, held up to {}",
+                at_hop(*hop),
+                format_micros(*held_us)
+            )
         }
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),

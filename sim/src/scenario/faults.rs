@@ -98,8 +98,7 @@ impl TryFrom<String> for Target {
 impl std::str::FromStr for Target {
     type Err = String;
     fn from_str(s: &str) -> Result<Target, String> {
-        let number =
-            |rest: &str| rest.parse::<u32>().map_err(|_| format!("{s:?} is not clientN, replicaN or hopN"));
+        let number = |rest: &str| rest.parse::<u32>().map_err(|_| format!("{s:?} is not clientN, replicaN or hopN"));
         if let Some(rest) = s.strip_prefix("client") {
             Ok(Target::Client(number(rest)?))
         } else if let Some(rest) = s.strip_prefix("replica") {

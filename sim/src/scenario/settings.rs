@@ -848,7 +848,10 @@ pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
         out.push(problem("replicas", format!("{} replicas: a balancer has 1 to {MAX_REPLICAS}", lb.replicas)));
     }
     if lb.hops.len() > MAX_HOPS {
-        out.push(problem("hops", format!("{} hops: a chain has at most {MAX_HOPS} in front of the balancer", lb.hops.len())));
+        out.push(problem(
+            "hops",
+            format!("{} hops: a chain has at most {MAX_HOPS} in front of the balancer", lb.hops.len()),
+        ));
     }
     for (i, hop) in lb.hops.iter().enumerate() {
         let at = |field: &str| format!("hops.{i}.{field}");
@@ -927,10 +930,7 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                 )),
                 Target::Hop(i) if *i as usize > s.lb.hops.len() => out.push(problem(
                     "faults",
-                    format!(
-                        "{f}: the chain has hop0..hop{n} ({n} in lb.hops, then the balancer)",
-                        n = s.lb.hops.len()
-                    ),
+                    format!("{f}: the chain has hop0..hop{n} ({n} in lb.hops, then the balancer)", n = s.lb.hops.len()),
                 )),
                 _ => {}
             },
