@@ -99,6 +99,9 @@ fn buffered_progress_arrives_too_late_for_the_request_timeout() {
         })
         .collect();
     assert!(held.iter().any(|(frames, held)| *frames >= 3 && *held == 20_000_000), "{held:?}");
+    // Same seed, same steps: buffered releases ride the balancer's timer, nothing else.
+    let again = run_ok(&scenario(&[("tool.event_interval", "5s"), ("lb.hops", r#"[{ flush_interval = "20s" }]"#)]), 0);
+    assert_eq!(format!("{:?}", again.trace.steps), format!("{:?}", bursts.trace.steps));
     // A size threshold releases without waiting.
     let sized = run_ok(&scenario(&[("tool.event_interval", "5s"), ("lb.hops", r#"[{ buffer = "1B" }]"#)]), 0);
     assert!(steps(&sized, |k| matches!(k, StepKind::LbFlushed { held_us: 1.., .. })).count() == 0);
@@ -162,6 +165,21 @@ fn a_fault_cuts_or_restarts_one_hop() {
     let restarted =
         run_ok(&scenario(&[("lb.hops", CDN), ("tool.event_interval", "10s"), ("fault.restart", "hop1@30s")]), 0);
     assert!(at_30s(&restarted));
+    // With the CDN still holding the head (no body yet), it answers 502 when the balancer behind
+    // it restarts; a cut answers nothing.
+    let holding =
+        [("lb.idle_timeout", "none"), ("server.priming.post", "false"), ("lb.hops", r#"[{ hold_headers = true }]"#)];
+    let got_502 = |fault: (&str, &str)| {
+        let mut set = holding.to_vec();
+        set.push(fault);
+        let outcome = run_ok(&scenario(&set), 0);
+        outcome.trace.steps.iter().any(|s| {
+            s.actor == Actor::Client
+                && matches!(&s.kind, StepKind::Response { head, .. } if head.status == Status::BAD_GATEWAY)
+        })
+    };
+    assert!(got_502(("fault.restart", "hop1@30s")));
+    assert!(!got_502(("fault.cut", "hop1@30s")));
     // A hop the chain does not have is refused.
     let mut s = scenario(&[("lb.hops", CDN)]);
     assert!(s.apply_overrides(&[("fault.cut".into(), "hop2@30s".into())]).is_err());
