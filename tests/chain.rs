@@ -201,3 +201,24 @@ fn bad_hops_are_refused() {
         assert!(s.apply_overrides(&[("lb.hops".into(), bad.into())]).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_scenario_with_a_chain_dumps_to_a_file_that_loads_back_the_same() {
+    let s = scenario(&[
+        (
+            "lb.hops",
+            r#"[{ max_lifetime = "100s", buffer = "4KiB", flush_interval = "10s" }, { idle_timeout = "30s" }]"#,
+        ),
+        ("lb.max_lifetime", "5m"),
+    ]);
+    let text = mcpsim::scenario::family_files::dump(&s, "a chain").expect("dumps");
+    let dir = std::env::temp_dir().join(format!("mcpsim-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a writable temp dir");
+    let path = dir.join("chain.toml");
+    std::fs::write(&path, &text).expect("a writable temp dir");
+    let path = path.display().to_string();
+    let back = Scenario::build(&path, "reference", "reference").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back.lb, s.lb, "{text}");
+    assert_eq!(back.lb.hops[0].buffer, Some(4096));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -346,7 +346,23 @@ fn show_lb(lb: &LbConfig) -> String {
     if profiles::lb("default").as_ref() == Some(lb) {
         return "default".into();
     }
-    format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout))
+    let default = profiles::lb("default").unwrap_or_default();
+    if (LbConfig { idle_timeout: lb.idle_timeout, ..default.clone() }) == *lb {
+        return format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout));
+    }
+    // Every field that differs from the default profile (a chain of hops included).
+    let (Ok(Value::Object(mine)), Ok(Value::Object(base))) = (serde_json::to_value(lb), serde_json::to_value(&default))
+    else {
+        return format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout));
+    };
+    let mut fields: Vec<String> = Vec::new();
+    for key in base.keys().chain(mine.keys().filter(|k| !base.contains_key(*k))) {
+        let value = mine.get(key).unwrap_or(&Value::Null);
+        if base.get(key) != Some(value) {
+            fields.push(format!("{key} = {}", profiles::toml_value(value)));
+        }
+    }
+    format!("{{ {} }}", fields.join(", "))
 }
 
 /// Every short key. One table: `--set`, `mcpsim profiles` and the sweeps all read it.
