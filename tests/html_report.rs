@@ -3,6 +3,10 @@
 //! script drew every step, threw nothing, and put the violating step in view when asked to jump
 //! to it (the page reports all that as attributes of `<html>`; see `sim/src/report/html/mod.rs`).
 //!
+//! `mcpsim check deployment.toml --format html` gets the same: a deployment with one broken
+//! cell is checked, its report loaded, and each broken cell's section must show its diagram with
+//! the violation marked and its violating timeline row laid out.
+//!
 //! Without Chromium the test prints why it is skipped and passes, unless `CI` is set: CI installs
 //! Chromium (`.ci/run`), and a missing browser there is a failure. `MCPSIM_CHROMIUM=PATH` picks
 //! another binary; `MCPSIM_CHROMIUM=none` acts as if there were none.
@@ -10,6 +14,9 @@
 use mcpsim::report::artifacts::read_trace;
 use mcpsim::report::diagram::{violation_step, DiagramOptions};
 use mcpsim::report::html;
+use mcpsim::run;
+use mcpsim::studies::check::{anchor, check, render_html, Deployment};
+use mcpsim::studies::pool::Silent;
 use mcpsim_model::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -191,4 +198,56 @@ fn a_page_whose_script_throws_is_caught() {
     assert_eq!(loaded.root_attr("data-errors"), Some("1"), "{}", loaded.stderr);
     assert_eq!(loaded.root_attr("data-ready"), None);
     assert_eq!(loaded.root_attr("data-violation-visible"), None);
+}
+
+/// The first incident as a deployment: naive × long-tool breaks, reference × long-tool does not.
+const DEPLOYMENT: &str = r#"
+clients = ["naive", "reference"]
+families = ["long-tool"]
+server = "reference"
+lb = { idle_timeout = "60s" }
+"#;
+
+/// The opening tag of every `<section class="m-trace"` in the DOM.
+fn trace_sections(dom: &str) -> Vec<&str> {
+    dom.match_indices("<section class=\"m-trace\"")
+        .map(|(at, _)| &dom[at..at + dom[at..].find('>').unwrap_or(0)])
+        .collect()
+}
+
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let at = tag.find(&key)? + key.len();
+    Some(&tag[at..at + tag[at..].find('"')?])
+}
+
+#[test]
+fn the_check_report_shows_each_broken_cells_diagram_and_violating_step_in_chromium() {
+    let Some(browser) = browser_or_skip() else { return };
+    let deployment = Deployment::parse(DEPLOYMENT, "deployment.toml").expect("a valid deployment");
+    let report = check(&deployment, 2, 2, &run, &Silent).expect("the check runs");
+    let broken: Vec<_> = report.cells.iter().filter(|c| c.broken()).collect();
+    assert_eq!(broken.len(), 1, "naive × long-tool breaks");
+    let page = render_html(&report, &run).expect("the report renders");
+    let loaded = load(&browser, "check", &page, "");
+    let context = || format!("<html> says {:?}; browser log:\n{}", loaded.dom.lines().nth(1), log(&loaded.stderr));
+    assert_eq!(loaded.root_attr("data-ready"), Some("1"), "the page's script did not finish: {}", context());
+    assert_eq!(loaded.root_attr("data-errors"), Some("0"), "uncaught script errors: {}", context());
+    assert!(uncaught(&loaded.stderr).is_empty(), "{:?}", uncaught(&loaded.stderr));
+    let sections = trace_sections(&loaded.dom);
+    assert_eq!(sections.len(), broken.len(), "one trace section per broken cell");
+    for (cell, tag) in broken.iter().zip(&sections) {
+        let id = anchor(cell);
+        assert!(loaded.dom.contains(&format!("id=\"{id}\"")), "the table links to a section {id}");
+        assert!(attr(tag, "data-violation-step").is_some(), "{tag}: no violating step");
+        assert_eq!(attr(tag, "data-violation-visible"), Some("1"), "{tag}: the violating row is not shown");
+        assert_eq!(attr(tag, "data-diagram-violation-visible"), Some("1"), "{tag}: the diagram shows no violation");
+        assert!(attr(tag, "data-rows").is_some_and(|n| n != "0"), "{tag}: no timeline rows");
+    }
+    // The same page with a broken script: the harness notices.
+    let broken_page = page.replacen("'use strict';", "'use strict'; undefinedFunctionOfABrokenPage();", 1);
+    assert_ne!(broken_page, page);
+    let loaded = load(&browser, "check-broken", &broken_page, "");
+    assert_eq!(loaded.root_attr("data-errors"), Some("1"), "{}", loaded.stderr);
+    assert!(trace_sections(&loaded.dom).iter().all(|t| attr(t, "data-violation-visible").is_none()));
 }

@@ -707,6 +707,140 @@ pub struct LbConfig {
     /// Where the replicas keep sessions and event logs.
     #[serde(default, skip_serializing_if = "ReplicaStore::is_default")]
     pub store: ReplicaStore,
+    /// Intermediaries in front of the balancer, the client's side first (`hops[0]` is the one the
+    /// client connects to, e.g. a CDN). Each connection passes every hop, then the balancer. In
+    /// traces and fault targets the hops are `hop0`, `hop1`, … and the balancer itself is the last
+    /// one, `hopN` (N = the number of hops).
+    #[serde(default, deserialize_with = "hops_or_none", skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<HopConfig>,
+}
+
+/// The most hops a chain may have in front of the balancer.
+pub const MAX_HOPS: usize = 4;
+
+fn hops_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HopConfig>, D::Error> {
+    Ok(Option::<Vec<HopConfig>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// One intermediary of the chain in front of the balancer (a CDN, a reverse proxy): it proxies
+/// every connection, cuts those silent or old, and may hold back what the server sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopConfig {
+    /// Close a connection that carried no bytes through this hop for this long; `None` for never.
+    #[serde(default, with = "serde_opt_duration")]
+    pub idle_timeout: Option<Duration>,
+    /// Close a connection this long after it opened, however busy (CDNs: 100 s); `None` for never.
+    #[serde(default, with = "serde_opt_duration")]
+    pub max_lifetime: Option<Duration>,
+    /// Whether SSE comments (`: keepalive`) count as bytes for the idle timeout. A proxy that
+    /// parses the stream may only count events.
+    #[serde(default = "yes")]
+    pub comments_count: bool,
+    /// Which sides a cut closes.
+    #[serde(default)]
+    pub cut_mode: CutMode,
+    /// Hold each response's head until its first body frame (a cut before it answers 502).
+    #[serde(default)]
+    pub hold_headers: bool,
+    /// Answer `timeout_status` and cut when no response head came through this long after the
+    /// request (a first-byte timeout); `None` for never.
+    #[serde(default, with = "serde_opt_duration")]
+    pub first_byte_timeout: Option<Duration>,
+    /// The status of a first-byte timeout: 504 (most proxies) or 524 (Cloudflare).
+    #[serde(default = "gateway_timeout")]
+    pub timeout_status: u16,
+    /// Response buffering: body frames are held back until this many bytes are waiting (then all
+    /// go at once), e.g. `"4KiB"`; `None` for no size threshold.
+    #[serde(default, with = "serde_opt_bytes")]
+    pub buffer: Option<u64>,
+    /// Response buffering: what is held back goes out at the latest this long after its first
+    /// frame arrived; `None` for no time limit (only the size threshold or the end of the
+    /// response release it).
+    #[serde(default, with = "serde_opt_duration")]
+    pub flush_interval: Option<Duration>,
+}
+
+const fn gateway_timeout() -> u16 {
+    504
+}
+
+impl Default for HopConfig {
+    /// A transparent hop: no timeouts, no buffering.
+    fn default() -> Self {
+        HopConfig {
+            idle_timeout: None,
+            max_lifetime: None,
+            comments_count: true,
+            cut_mode: CutMode::default(),
+            hold_headers: false,
+            first_byte_timeout: None,
+            timeout_status: gateway_timeout(),
+            buffer: None,
+            flush_interval: None,
+        }
+    }
+}
+
+impl HopConfig {
+    /// Whether this hop holds response frames back.
+    pub fn buffers(&self) -> bool {
+        self.buffer.is_some() || self.flush_interval.is_some()
+    }
+}
+
+/// Serde helper for an optional byte count: `"4KiB"`, `"512B"`, `"1MiB"` or a plain integer;
+/// `null` (or `"none"`) for none. Written back in the largest unit that divides it.
+pub mod serde_opt_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes a byte count as text (`4KiB`), or null.
+    pub fn serialize<S: Serializer>(b: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match b {
+            Some(b) => s.serialize_str(&format_bytes(*b)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Reads a byte count written as text or as an integer, or null.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Option::<Raw>::deserialize(d)? {
+            None => Ok(None),
+            Some(Raw::N(n)) => Ok(Some(n)),
+            Some(Raw::S(t)) if t == "none" => Ok(None),
+            Some(Raw::S(t)) => parse_bytes(&t).map(Some).map_err(serde::de::Error::custom),
+        }
+    }
+
+    /// Parses `4KiB`, `512B`, `1MiB`, `4096`.
+    pub fn parse_bytes(text: &str) -> Result<u64, String> {
+        let t = text.trim();
+        let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let n: u64 = t[..digits].parse().map_err(|_| format!("{text:?} is not a size (e.g. 4KiB, 512B)"))?;
+        let unit = match t[digits..].trim() {
+            "" | "B" => 1,
+            "KiB" | "K" | "KB" => 1024,
+            "MiB" | "M" | "MB" => 1024 * 1024,
+            other => return Err(format!("{text:?}: unknown unit {other:?} (B, KiB, MiB)")),
+        };
+        n.checked_mul(unit).ok_or_else(|| format!("{text:?} is too large"))
+    }
+
+    /// `4096` → `4KiB`.
+    pub fn format_bytes(b: u64) -> String {
+        match b {
+            0 => "0B".to_string(),
+            b if b % (1024 * 1024) == 0 => format!("{}MiB", b / (1024 * 1024)),
+            b if b % 1024 == 0 => format!("{}KiB", b / 1024),
+            b => format!("{b}B"),
+        }
+    }
 }
 
 /// The most server replicas a balancer may have.
@@ -731,6 +865,7 @@ impl Default for LbConfig {
             replicas: 1,
             routing: Routing::default(),
             store: ReplicaStore::default(),
+            hops: Vec::new(),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! pass, then drain `poll_output`; sleep until `poll_timeout`, then `handle_timeout(now)` and
 //! drain again. `set_draining` takes a replica out of (or back into) the rotation.
 
-use crate::config::{CutMode, LbConfig, Routing};
+use crate::config::{CutMode, HopConfig, LbConfig, Routing};
 use crate::http::Status;
 use crate::ids::{ConnId, SessionId};
 use crate::rng::SplitMix64;
@@ -27,27 +27,68 @@ pub struct Backend(pub u32);
 #[derive(Clone, Debug, PartialEq)]
 pub enum LbOutput {
     /// Cut the connection, as an abrupt close of the client side; of the upstream side too
-    /// unless `keep_upstream` (`lb.cut_mode = "client-side"`).
+    /// unless `keep_upstream` (`cut_mode = "client-side"`).
     Cut {
         /// The connection.
         conn: ConnId,
         /// Leave the upstream connection to the replica open.
         keep_upstream: bool,
-        /// Answer the client this status before closing its side (`lb.hold_headers`: the
-        /// response's head was still held, no body frame had come).
+        /// Answer the client this status before closing its side (a held head, a first-byte
+        /// timeout, a restarted hop behind the one that answers).
         answer: Option<Status>,
+    },
+    /// Write these frames (already encoded) to the client of `conn`: a buffering hop released
+    /// them on its timer.
+    Deliver {
+        /// The connection.
+        conn: ConnId,
+        /// The frames, as they go on the wire.
+        bytes: Vec<u8>,
     },
     /// Record a step.
     Record(StepKind),
 }
 
-/// What the balancer knows of one open connection.
-#[derive(Clone, Copy, Debug)]
+/// What one frame of a response is, as far as the intermediaries care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// The status line and headers (always the first frame).
+    Head,
+    /// An SSE event or a JSON body.
+    Body,
+    /// An SSE comment (`: keepalive`).
+    Comment,
+    /// The end of the response.
+    End,
+}
+
+/// Response frames on their way to the client: each with its kind and its wire bytes.
+pub type Frames = Vec<(FrameKind, Vec<u8>)>;
+
+/// What one intermediary knows of one open connection.
+#[derive(Clone, Debug)]
+struct AtHop {
+    last_bytes: Instant,
+    /// The response head went on through this intermediary.
+    headed: bool,
+    /// `hold_headers`: the head waits here for the first body frame.
+    held: Frames,
+    /// Response buffering: frames held back, and since when.
+    buffer: Frames,
+    buffered_since: Option<Instant>,
+}
+
+impl AtHop {
+    fn new(now: Instant) -> Self {
+        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None }
+    }
+}
+
+/// What the chain knows of one open connection: one [`AtHop`] per intermediary.
+#[derive(Clone, Debug)]
 struct Proxied {
     opened: Instant,
-    last_bytes: Instant,
-    /// A response head arrived and no body frame yet (only tracked with `hold_headers`).
-    holding: bool,
+    at: Vec<AtHop>,
 }
 
 /// Where a new connection goes.
@@ -59,10 +100,26 @@ pub enum Route {
     Answer(Status),
 }
 
-/// The load balancer's state.
+/// Something due on a connection at one intermediary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Due {
+    /// Past its maximum lifetime.
+    Lifetime,
+    /// Silent for the idle timeout.
+    Idle,
+    /// No response head within the first-byte timeout.
+    FirstByte,
+    /// Buffered frames reached the flush interval.
+    Flush,
+}
+
+/// The load balancer's state, with the chain of hops in front of it.
 #[derive(Debug)]
 pub struct LoadBalancer {
     config: LbConfig,
+    /// Every intermediary a connection passes, the client's side first: the hops, then the
+    /// balancer itself (as a hop with only its idle timeout, lifetime, cut mode and held heads).
+    chain: Vec<HopConfig>,
     conns: BTreeMap<ConnId, Proxied>,
     /// The replica the next round-robin connection tries first.
     next_turn: u32,
@@ -84,8 +141,17 @@ impl LoadBalancer {
     /// A load balancer whose random routing draws from `seed` (the simulator derives it from the
     /// run's seed).
     pub fn with_seed(config: LbConfig, seed: u64) -> Self {
+        let own = HopConfig {
+            idle_timeout: config.idle_timeout,
+            max_lifetime: config.max_lifetime,
+            cut_mode: config.cut_mode,
+            hold_headers: config.hold_headers,
+            ..HopConfig::default()
+        };
+        let chain = config.hops.iter().cloned().chain([own]).collect();
         LoadBalancer {
             config,
+            chain,
             conns: BTreeMap::new(),
             next_turn: 0,
             draining: BTreeSet::new(),
@@ -100,6 +166,33 @@ impl LoadBalancer {
         self.config.replicas.max(1)
     }
 
+    /// The intermediaries a connection passes: the hops and the balancer.
+    pub fn chain_len(&self) -> usize {
+        self.chain.len()
+    }
+
+    /// The balancer's own index in the chain (the last).
+    fn own(&self) -> usize {
+        self.chain.len() - 1
+    }
+
+    /// The index written into steps: none with the balancer alone (old traces keep their bytes).
+    fn label(&self, hop: usize) -> Option<u32> {
+        (self.chain.len() > 1).then_some(hop as u32)
+    }
+
+    /// Whether response frames pass untouched and need no kinds: the balancer alone, holding no
+    /// heads. The actor then only reports that bytes passed ([`LoadBalancer::handle_bytes`]).
+    pub fn is_transparent(&self) -> bool {
+        self.chain.len() == 1 && !self.config.hold_headers
+    }
+
+    /// Whether [`LoadBalancer::handle_response`] needs to tell comments and the end from other
+    /// body frames (some hop ignores comments or buffers); otherwise `Body` for all is enough.
+    pub fn needs_frame_kinds(&self) -> bool {
+        self.chain.iter().any(|h| !h.comments_count || h.buffers())
+    }
+
     /// Whether `route` needs the request's `Mcp-Session-Id` (the actor then reads the request
     /// before it connects upstream).
     pub fn routes_by_session(&self) -> bool {
@@ -112,9 +205,11 @@ impl LoadBalancer {
     /// answers 503 itself. With several replicas the choice is recorded.
     pub fn route(&mut self, conn: ConnId, session: Option<&SessionId>, client: u64) -> Route {
         let n = self.replicas();
+        let hop = self.label(self.own());
         let available: Vec<Backend> = (0..n).map(Backend).filter(|b| !self.draining.contains(b)).collect();
         if available.is_empty() {
-            self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status: Status::UNAVAILABLE }));
+            let status = Status::UNAVAILABLE;
+            self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status, hop }));
             return Route::Answer(Status::UNAVAILABLE);
         }
         let preferred = match self.config.routing {
@@ -138,9 +233,20 @@ impl LoadBalancer {
                 conn,
                 replica: backend.0,
                 session: session.filter(|_| self.routes_by_session()).cloned(),
+                hop,
             }));
         }
         Route::To(backend)
+    }
+
+    /// The balancer could not reach the replica: it answers 502 itself. Recorded with several
+    /// replicas or hops.
+    pub fn handle_unreachable(&mut self, conn: ConnId) -> Status {
+        if self.replicas() > 1 || self.chain.len() > 1 {
+            let hop = self.label(self.own());
+            self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status: Status::BAD_GATEWAY, hop }));
+        }
+        Status::BAD_GATEWAY
     }
 
     /// A response head from `backend` named `session` (the answer to `initialize`): sticky
@@ -160,75 +266,234 @@ impl LoadBalancer {
         }
     }
 
-    /// A client opened a connection through the balancer.
+    /// A client opened a connection through the chain.
     pub fn handle_open(&mut self, now: Instant, conn: ConnId) {
-        self.conns.insert(conn, Proxied { opened: now, last_bytes: now, holding: false });
+        let at = vec![AtHop::new(now); self.chain.len()];
+        self.conns.insert(conn, Proxied { opened: now, at });
     }
 
-    /// Whether response heads wait for their first body frame (`lb.hold_headers`).
-    pub fn holds_headers(&self) -> bool {
-        self.config.hold_headers
-    }
-
-    /// With `hold_headers`: the response head of `conn` arrived and is held (`true`), or its first
-    /// body frame came and the head went out with it (`false`).
-    pub fn handle_holding(&mut self, conn: ConnId, holding: bool) {
-        if let Some(p) = self.conns.get_mut(&conn) {
-            p.holding = holding && self.config.hold_headers;
-        }
-    }
-
-    /// Bytes passed on `conn`, in either direction.
+    /// Bytes passed on `conn` that no hop holds back (the request, or any frame when
+    /// [`LoadBalancer::is_transparent`]): every intermediary's idle clock restarts.
     pub fn handle_bytes(&mut self, now: Instant, conn: ConnId) {
         if let Some(p) = self.conns.get_mut(&conn) {
-            p.last_bytes = now;
+            p.at.iter_mut().for_each(|a| a.last_bytes = now);
         }
     }
 
-    /// One side closed `conn`; the balancer forgets it.
+    /// Response frames arrived from the replica on `conn`: they pass the chain from the balancer
+    /// outwards, each intermediary holding back what it holds. Returns the bytes that reach the
+    /// client now (maybe none). Drain `poll_output` after it (a buffer may have been flushed).
+    pub fn handle_response(&mut self, now: Instant, conn: ConnId, frames: Frames) -> Vec<u8> {
+        let from = self.own();
+        let out = self.carry(now, conn, from, frames);
+        concat(out)
+    }
+
+    /// The replica ended `conn`'s response (its socket closed): everything held back anywhere goes
+    /// out to the client, the oldest first.
+    pub fn handle_upstream_end(&mut self, conn: ConnId) -> Vec<u8> {
+        let Some(p) = self.conns.get_mut(&conn) else { return Vec::new() };
+        let mut out = Vec::new();
+        for at in &mut p.at {
+            out.extend(std::mem::take(&mut at.held));
+            out.extend(std::mem::take(&mut at.buffer));
+            at.buffered_since = None;
+        }
+        concat(out)
+    }
+
+    /// Passes `frames` through intermediaries `from`, `from - 1`, …, 0; returns what leaves hop 0.
+    fn carry(&mut self, now: Instant, conn: ConnId, from: usize, mut frames: Frames) -> Frames {
+        for hop in (0..=from).rev() {
+            if frames.is_empty() {
+                break;
+            }
+            frames = self.pass(now, conn, hop, frames);
+        }
+        frames
+    }
+
+    /// `frames` reach intermediary `hop` on `conn`: what it sends on.
+    fn pass(&mut self, now: Instant, conn: ConnId, hop: usize, frames: Frames) -> Frames {
+        let label = self.label(hop);
+        let config = &self.chain[hop];
+        let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
+        // A head that came alone waits for the first body frame; nothing went on, so nothing
+        // passed for the idle clock either.
+        if config.hold_headers
+            && !at.headed
+            && at.held.is_empty()
+            && frames.len() == 1
+            && frames[0].0 == FrameKind::Head
+        {
+            at.held = frames;
+            return Vec::new();
+        }
+        let mut frames = if at.held.is_empty() {
+            frames
+        } else {
+            let mut all = std::mem::take(&mut at.held);
+            all.extend(frames);
+            all
+        };
+        at.headed |= frames.iter().any(|(k, _)| *k == FrameKind::Head);
+        if frames.iter().any(|(k, _)| *k != FrameKind::Comment || config.comments_count) {
+            at.last_bytes = now;
+        }
+        if !config.buffers() {
+            return frames;
+        }
+        // Buffering: the head goes on, body frames wait for the size threshold, the flush
+        // interval or the end of the response.
+        let body_from = frames.iter().rposition(|(k, _)| *k == FrameKind::Head).map_or(0, |i| i + 1);
+        at.buffer.extend(frames.split_off(body_from));
+        let size: u64 = at.buffer.iter().map(|(_, b)| b.len() as u64).sum();
+        let ended = at.buffer.iter().any(|(k, _)| *k == FrameKind::End);
+        if at.buffer.is_empty() {
+            return frames;
+        }
+        let since = *at.buffered_since.get_or_insert(now);
+        if ended || config.buffer.is_some_and(|limit| size >= limit) {
+            let released = std::mem::take(&mut at.buffer);
+            at.buffered_since = None;
+            let flushed =
+                StepKind::LbFlushed { conn, frames: released.len() as u32, held_us: micros(now - since), hop: label };
+            self.outputs.push_back(LbOutput::Record(flushed));
+            frames.extend(released);
+        }
+        frames
+    }
+
+    /// One side closed `conn`; the chain forgets it.
     pub fn handle_close(&mut self, _now: Instant, conn: ConnId) {
         self.conns.remove(&conn);
     }
 
-    /// Cuts every connection past its lifetime, then every one silent for the idle timeout.
+    /// Carries out what is due: cuts of connections past a lifetime or silent for an idle
+    /// timeout, first-byte timeouts, buffer flushes; the intermediary nearest the client first.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let keep_upstream = self.config.cut_mode == CutMode::ClientSide;
-        let expired: Vec<(ConnId, Proxied)> = self
-            .conns
-            .iter()
-            .filter(|(_, p)| self.deadline(p).is_some_and(|d| d <= now))
-            .map(|(c, p)| (*c, *p))
-            .collect();
-        for (conn, p) in expired {
-            self.conns.remove(&conn);
-            let lifetime_due = self.config.max_lifetime.is_some_and(|l| p.opened + l <= now);
-            let step = if lifetime_due {
-                StepKind::LbLifetimeCut { conn, age_us: micros(now - p.opened) }
-            } else {
-                StepKind::LbIdleCut { conn, idle_us: micros(now - p.last_bytes) }
-            };
-            self.outputs.push_back(LbOutput::Record(step));
-            if keep_upstream {
-                self.outputs.push_back(LbOutput::Record(StepKind::LbUpstreamKept { conn }));
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in conns {
+            while let Some((_, hop, due)) = self.next_due(conn).filter(|(at, ..)| *at <= now) {
+                if !self.carry_out(now, conn, hop, due) {
+                    break;
+                }
             }
-            let answer = p.holding.then_some(Status::BAD_GATEWAY);
-            if let Some(status) = answer {
-                self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status }));
-            }
-            self.outputs.push_back(LbOutput::Cut { conn, keep_upstream, answer });
         }
     }
 
-    /// When `p` is next due for a cut.
-    fn deadline(&self, p: &Proxied) -> Option<Instant> {
-        let idle = self.config.idle_timeout.map(|i| p.last_bytes + i);
-        let lifetime = self.config.max_lifetime.map(|l| p.opened + l);
-        [idle, lifetime].into_iter().flatten().min()
+    /// Does what is due at `hop` on `conn`; false once the connection is gone.
+    fn carry_out(&mut self, now: Instant, conn: ConnId, hop: usize, due: Due) -> bool {
+        let Some(p) = self.conns.get(&conn) else { return false };
+        let config = &self.chain[hop];
+        let label = self.label(hop);
+        let keep_upstream = config.cut_mode == CutMode::ClientSide;
+        let mut records = Vec::new();
+        // Both due (a late timer): the lifetime names the cut.
+        let lifetime_due = config.max_lifetime.is_some_and(|l| p.opened + l <= now);
+        let due = if due == Due::Idle && lifetime_due { Due::Lifetime } else { due };
+        let answer = match due {
+            Due::Flush => {
+                let Some(p) = self.conns.get_mut(&conn) else { return false };
+                let at = &mut p.at[hop];
+                let released = std::mem::take(&mut at.buffer);
+                let since = at.buffered_since.take().unwrap_or(now);
+                let flushed = StepKind::LbFlushed {
+                    conn,
+                    frames: released.len() as u32,
+                    held_us: micros(now - since),
+                    hop: label,
+                };
+                self.outputs.push_back(LbOutput::Record(flushed));
+                let out = match hop {
+                    0 => released,
+                    _ => self.carry(now, conn, hop - 1, released),
+                };
+                if !out.is_empty() {
+                    self.outputs.push_back(LbOutput::Deliver { conn, bytes: concat(out) });
+                }
+                return true;
+            }
+            Due::FirstByte => {
+                records.push(StepKind::LbTimedOut { conn, waited_us: micros(now - p.opened), hop: label });
+                Some(Status(config.timeout_status))
+            }
+            Due::Lifetime => {
+                records.push(StepKind::LbLifetimeCut { conn, age_us: micros(now - p.opened), hop: label });
+                self.held_head(p, hop)
+            }
+            Due::Idle => {
+                records.push(StepKind::LbIdleCut { conn, idle_us: micros(now - p.at[hop].last_bytes), hop: label });
+                self.held_head(p, hop)
+            }
+        };
+        if keep_upstream {
+            records.push(StepKind::LbUpstreamKept { conn, hop: label });
+        }
+        if let Some(status) = answer {
+            // A hop behind the one that cut holds the head: the one in front answers 502.
+            records.push(StepKind::LbAnswered { conn, status, hop: label });
+        }
+        self.outputs.extend(records.into_iter().map(LbOutput::Record));
+        self.conns.remove(&conn);
+        self.outputs.push_back(LbOutput::Cut { conn, keep_upstream, answer });
+        false
     }
 
-    /// When the next cut is due.
+    /// 502 when an intermediary at or in front of `hop` holds `p`'s response head (the client
+    /// got no status yet and will get no body).
+    fn held_head(&self, p: &Proxied, hop: usize) -> Option<Status> {
+        p.at[..=hop].iter().any(|a| !a.held.is_empty()).then_some(Status::BAD_GATEWAY)
+    }
+
+    /// What is next due on `conn`: when, where, and what.
+    fn next_due(&self, conn: ConnId) -> Option<(Instant, usize, Due)> {
+        let p = self.conns.get(&conn)?;
+        let mut best: Option<(Instant, usize, Due)> = None;
+        for (hop, (config, at)) in self.chain.iter().zip(&p.at).enumerate() {
+            let candidates = [
+                config.max_lifetime.map(|l| (p.opened + l, Due::Lifetime)),
+                config.idle_timeout.map(|i| (at.last_bytes + i, Due::Idle)),
+                config.first_byte_timeout.filter(|_| !at.headed).map(|t| (p.opened + t, Due::FirstByte)),
+                config.flush_interval.zip(at.buffered_since).map(|(f, since)| (since + f, Due::Flush)),
+            ];
+            for (when, due) in candidates.into_iter().flatten() {
+                // Earliest first; at one instant the hop nearest the client, a cut before a flush.
+                if best.is_none_or(|(b, bh, bd)| (when, hop, due) < (b, bh, bd)) {
+                    best = Some((when, hop, due));
+                }
+            }
+        }
+        best
+    }
+
+    /// When the next thing is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.values().filter_map(|p| self.deadline(p)).min()
+        self.conns.keys().filter_map(|c| self.next_due(*c)).map(|(at, ..)| at).min()
+    }
+
+    /// Intermediary `hop` fails (a fault): every connection through it goes. With `restart`,
+    /// the intermediary in front of it answers 502 where it had passed no response head yet (its
+    /// upstream went away mid-request), and a restarted balancer forgets its sticky sessions.
+    /// Returns whether `hop` names an intermediary.
+    pub fn fail_hop(&mut self, hop: usize, restart: bool) -> bool {
+        if hop >= self.chain.len() {
+            return false;
+        }
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in conns {
+            let Some(p) = self.conns.remove(&conn) else { continue };
+            let answer = (restart && hop > 0 && !p.at[hop - 1].headed).then_some(Status::BAD_GATEWAY);
+            if let Some(status) = answer {
+                let label = self.label(hop - 1);
+                self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status, hop: label }));
+            }
+            self.outputs.push_back(LbOutput::Cut { conn, keep_upstream: false, answer });
+        }
+        if restart && hop == self.own() {
+            self.sessions.clear();
+        }
+        true
     }
 
     /// The next output, if any; drain it after every input.
@@ -240,6 +505,10 @@ impl LoadBalancer {
     pub fn open_connections(&self) -> usize {
         self.conns.len()
     }
+}
+
+fn concat(frames: Frames) -> Vec<u8> {
+    frames.into_iter().flat_map(|(_, b)| b).collect()
 }
 
 /// The first of `available` (sorted, not empty) at or after replica `from`, wrapping around.
@@ -322,8 +591,8 @@ mod tests {
         assert_eq!(
             drain(&mut lb),
             vec![
-                LbOutput::Record(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 100_000_000 }),
-                LbOutput::Record(StepKind::LbUpstreamKept { conn: ConnId(1) }),
+                LbOutput::Record(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 100_000_000, hop: None }),
+                LbOutput::Record(StepKind::LbUpstreamKept { conn: ConnId(1), hop: None }),
                 LbOutput::Cut { conn: ConnId(1), keep_upstream: true, answer: None },
             ]
         );
@@ -336,23 +605,132 @@ mod tests {
         let mut lb = LoadBalancer::new(config);
         lb.handle_open(Instant::ZERO, ConnId(1));
         lb.handle_open(Instant::ZERO, ConnId(2));
-        lb.handle_holding(ConnId(1), true);
-        lb.handle_holding(ConnId(2), true);
-        lb.handle_holding(ConnId(2), false);
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), head()).is_empty());
+        assert!(lb.handle_response(Instant::ZERO, ConnId(2), head()).is_empty());
+        assert_eq!(lb.handle_response(secs(1), ConnId(2), body(1)), [b"H".as_slice(), b"e"].concat());
         lb.handle_timeout(secs(125));
         let out = drain(&mut lb);
         let bad = Some(Status::BAD_GATEWAY);
         assert!(out.contains(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: bad }));
         assert!(out.contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
-        let answered = LbOutput::Record(StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY });
+        let answered =
+            LbOutput::Record(StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: None });
         assert!(out.contains(&answered));
         // Without hold_headers nothing is held.
         let mut lb =
             LoadBalancer::new(LbConfig { max_lifetime: Some(Duration::from_secs(125)), ..LbConfig::default() });
         lb.handle_open(Instant::ZERO, ConnId(1));
-        lb.handle_holding(ConnId(1), true);
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), head()), b"H");
         lb.handle_timeout(secs(125));
         assert!(drain(&mut lb).contains(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+    }
+
+    fn head() -> Frames {
+        vec![(FrameKind::Head, b"H".to_vec())]
+    }
+
+    fn body(n: usize) -> Frames {
+        vec![(FrameKind::Body, b"e".to_vec()); n]
+    }
+
+    fn chain(hops: Vec<HopConfig>, idle: u64) -> LoadBalancer {
+        LoadBalancer::new(LbConfig { idle_timeout: Some(Duration::from_secs(idle)), hops, ..LbConfig::default() })
+    }
+
+    #[test]
+    fn each_hop_cuts_by_its_own_clock_and_names_itself() {
+        // A CDN with a 100 s lifetime in front of a balancer with a 60 s idle timeout.
+        let cdn = HopConfig { max_lifetime: Some(Duration::from_secs(100)), ..HopConfig::default() };
+        let mut lb = chain(vec![cdn.clone()], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(60)));
+        lb.handle_timeout(secs(60));
+        let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: Some(1) };
+        assert_eq!(drain(&mut lb)[0], LbOutput::Record(idle));
+        // Busy, the same connection lives until the CDN's lifetime.
+        let mut lb = chain(vec![cdn], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        for s in (10..=100).step_by(10) {
+            let _ = lb.handle_response(secs(s), ConnId(1), body(1));
+        }
+        assert_eq!(lb.poll_timeout(), Some(secs(100)));
+        lb.handle_timeout(secs(100));
+        let cut = StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 100_000_000, hop: Some(0) };
+        assert_eq!(drain(&mut lb)[0], LbOutput::Record(cut));
+    }
+
+    #[test]
+    fn a_hop_that_ignores_comments_cuts_a_stream_kept_alive_by_them() {
+        let strict =
+            HopConfig { idle_timeout: Some(Duration::from_secs(30)), comments_count: false, ..HopConfig::default() };
+        let mut lb = chain(vec![strict], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        for s in (10..=30).step_by(10) {
+            let comment = vec![(FrameKind::Comment, b":".to_vec())];
+            assert_eq!(lb.handle_response(secs(s), ConnId(1), comment), b":");
+            lb.handle_timeout(secs(s));
+        }
+        let out = drain(&mut lb);
+        assert!(matches!(out[0], LbOutput::Record(StepKind::LbIdleCut { hop: Some(0), .. })), "{out:?}");
+    }
+
+    #[test]
+    fn a_buffering_hop_releases_by_size_by_interval_and_at_the_end() {
+        let buffering =
+            HopConfig { buffer: Some(3), flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let mut lb = chain(vec![buffering], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        // The head passes; body frames wait.
+        let mut first = head();
+        first.extend(body(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"H");
+        assert!(lb.handle_response(secs(1), ConnId(1), body(1)).is_empty());
+        // The third byte reaches the threshold: all three go at once.
+        assert_eq!(lb.handle_response(secs(2), ConnId(1), body(1)), b"eee");
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 3, held_us: 2_000_000, hop: Some(0) };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(flushed)]);
+        // One more waits for the interval.
+        assert!(lb.handle_response(secs(3), ConnId(1), body(1)).is_empty());
+        assert_eq!(lb.poll_timeout(), Some(secs(13)));
+        lb.handle_timeout(secs(13));
+        let out = drain(&mut lb);
+        assert_eq!(out.last(), Some(&LbOutput::Deliver { conn: ConnId(1), bytes: b"e".to_vec() }));
+        // The end of the response releases at once.
+        assert!(lb.handle_response(secs(14), ConnId(1), body(1)).is_empty());
+        assert_eq!(lb.handle_response(secs(15), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b"e$");
+    }
+
+    #[test]
+    fn a_first_byte_timeout_answers_its_status_and_restarting_a_hop_makes_the_one_in_front_answer() {
+        let cf = HopConfig {
+            first_byte_timeout: Some(Duration::from_secs(100)),
+            timeout_status: 524,
+            ..HopConfig::default()
+        };
+        let mut lb = chain(vec![cf.clone()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        let _ = lb.handle_response(secs(5), ConnId(2), head());
+        lb.handle_timeout(secs(100));
+        let out = drain(&mut lb);
+        assert!(out.contains(&LbOutput::Record(StepKind::LbTimedOut {
+            conn: ConnId(1),
+            waited_us: 100_000_000,
+            hop: Some(0)
+        })));
+        assert!(out.contains(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status(524)) }));
+        assert_eq!(lb.open_connections(), 1, "the answered connection is not timed out");
+        // The balancer (hop 1) restarts: hop 0 answers 502 where no head came through.
+        lb.handle_open(secs(101), ConnId(3));
+        assert!(lb.fail_hop(1, true));
+        let out = drain(&mut lb);
+        assert!(out.contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
+        assert!(out.contains(&LbOutput::Cut {
+            conn: ConnId(3),
+            keep_upstream: false,
+            answer: Some(Status::BAD_GATEWAY)
+        }));
+        assert!(!lb.fail_hop(2, false));
     }
 
     #[test]

@@ -97,7 +97,7 @@ const SERVER_FILES: &[(&str, &str)] = &[
     builtin!("server", "rmcp-0.16"),
 ];
 
-const LB_FILES: &[(&str, &str)] = &[builtin!("lb", "default")];
+const LB_FILES: &[(&str, &str)] = &[builtin!("lb", "default"), builtin!("lb", "cdn-alb")];
 
 /// Client profile names, in the order `mcpsim profiles` lists them.
 pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
@@ -110,7 +110,7 @@ pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sd
 pub const SERVER_VERSIONED_NAMES: &[&str] = &["ts-sdk-1.29", "py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
 
 /// Load-balancer profile names.
-pub const LB_NAMES: &[&str] = &["default"];
+pub const LB_NAMES: &[&str] = &["default", "cdn-alb"];
 
 /// The text of a built-in profile file.
 pub fn builtin_text(role: Role, name: &str) -> Option<&'static str> {
@@ -744,6 +744,7 @@ const LB_DOCS: &[(&str, &str)] = &[
     ("replicas", "Server replicas behind the balancer (1 to 16)."),
     ("routing", "How a new connection picks its replica: round-robin, sticky-session (by Mcp-Session-Id), sticky-client (by address), random (seeded)."),
     ("store", "Where replicas keep sessions and event logs: local (each its own, lost on restart) or shared (survives a replica restart)."),
+    ("hops", "Intermediaries in front of the balancer, the client's side first (hop0, hop1, …; the balancer is the last hop): each with idle_timeout, max_lifetime, comments_count, cut_mode, hold_headers, first_byte_timeout, timeout_status (504, or 524 for Cloudflare), buffer (e.g. 4KiB) and flush_interval (e.g. 10s)."),
 ];
 
 /// A built-in profile as a complete TOML file to start from: every field, each with what it means

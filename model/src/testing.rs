@@ -435,6 +435,8 @@ impl Pair {
                     self.server.handle_disconnect(self.now, conn);
                 }
             }
+            // The harness's balancer has no hops, so nothing is ever buffered.
+            LbOutput::Deliver { .. } => {}
             LbOutput::Record(kind) => self.record(Actor::Lb, kind),
         }
     }

@@ -270,6 +270,10 @@ pub enum StepKind {
         conn: ConnId,
         /// How long it had been silent, in µs.
         idle_us: u64,
+        /// Which intermediary acted, when the chain has more than one (`hops[i]`, or the
+        /// balancer itself as the last); absent with the balancer alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
     },
     /// It closed a connection that reached its maximum lifetime (`lb.max_lifetime`).
     LbLifetimeCut {
@@ -277,12 +281,20 @@ pub enum StepKind {
         conn: ConnId,
         /// How long it had been open, in µs.
         age_us: u64,
+        /// Which intermediary acted, when the chain has more than one (`hops[i]`, or the
+        /// balancer itself as the last); absent with the balancer alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
     },
     /// A cut closed only the client side of `conn` (`lb.cut_mode = "client-side"`): the upstream
     /// connection stays open, so the server still holds the stream.
     LbUpstreamKept {
         /// The connection.
         conn: ConnId,
+        /// Which intermediary acted, when the chain has more than one (`hops[i]`, or the
+        /// balancer itself as the last); absent with the balancer alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
     },
     /// It sent a new connection to a replica (recorded only with several replicas).
     LbRouted {
@@ -293,6 +305,10 @@ pub enum StepKind {
         /// The request's `Mcp-Session-Id`, when routing read it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<SessionId>,
+        /// Which intermediary acted, when the chain has more than one (`hops[i]`, or the
+        /// balancer itself as the last); absent with the balancer alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
     },
     /// It answered a connection itself: no replica could take it (502 unreachable, 503 none
     /// available). Recorded only with several replicas.
@@ -301,6 +317,34 @@ pub enum StepKind {
         conn: ConnId,
         /// The status it answered.
         status: Status,
+        /// Which intermediary acted, when the chain has more than one (`hops[i]`, or the
+        /// balancer itself as the last); absent with the balancer alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
+    },
+
+    /// A hop's first-byte timeout fired: no response head came through it for `waited_us`
+    /// after the request (it answers the client itself, see the `LbAnswered` that follows).
+    LbTimedOut {
+        /// The connection.
+        conn: ConnId,
+        /// How long it waited, in µs.
+        waited_us: u64,
+        /// Which intermediary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
+    },
+    /// A buffering hop released what it held back of `conn`'s response, all at once.
+    LbFlushed {
+        /// The connection.
+        conn: ConnId,
+        /// How many frames went out together.
+        frames: u32,
+        /// How long the first of them was held, in µs.
+        held_us: u64,
+        /// Which intermediary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
     },
 
     // --- server ---

@@ -209,7 +209,7 @@ pub fn resume(session: &SessionId, last: EventId, outcome: ResumeOutcome) -> Ste
 }
 
 pub fn lb_idle_cut(conn: u64) -> StepKind {
-    StepKind::LbIdleCut { conn: ConnId(conn), idle_us: 60_000_000 }
+    StepKind::LbIdleCut { conn: ConnId(conn), idle_us: 60_000_000, hop: None }
 }
 
 pub fn run_end(client_session: Option<&SessionId>, server_sessions: &[&SessionId]) -> StepKind {

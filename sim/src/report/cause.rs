@@ -78,9 +78,14 @@ impl Walk {
         let described = || timeline::describe(&step.kind);
         match &step.kind {
             Fault { fault } => Some(format!("fault injected: {fault}")),
-            LbIdleCut { conn, idle_us } => {
+            LbIdleCut { conn, idle_us, hop } => {
                 self.cut.insert(*conn);
-                Some(format!("cut {conn} after {} without a byte (its idle timeout)", format_micros(*idle_us)))
+                let who = timeline::at_hop(*hop);
+                Some(format!("{who}cut {conn} after {} without a byte (its idle timeout)", format_micros(*idle_us)))
+            }
+            LbLifetimeCut { conn, hop, .. } | LbTimedOut { conn, hop, .. } if hop.is_some() => {
+                self.cut.insert(*conn);
+                Some(described())
             }
             StepKind::ConnEnd { conn, end } => match end {
                 http::ConnEnd::Reset if self.cut.contains(conn) => None,

@@ -36,6 +36,11 @@ pub fn render(trace: &Trace) -> String {
     out
 }
 
+/// `hop1: ` when a chain step names its hop (a chain of several intermediaries), else nothing.
+pub(crate) fn at_hop(hop: Option<u32>) -> String {
+    hop.map(|h| format!("hop{h}: ")).unwrap_or_default()
+}
+
 /// What a step did, in words.
 pub fn describe(kind: &StepKind) -> String {
     use StepKind::*;
@@ -94,15 +99,36 @@ pub fn describe(kind: &StepKind) -> String {
                 "client process started".into()
             }
         }
-        LbIdleCut { conn, idle_us } => format!("idle cut {conn} after {}", format_micros(*idle_us)),
-        LbLifetimeCut { conn, age_us } => format!("lifetime cut {conn} after {}", format_micros(*age_us)),
-        LbUpstreamKept { conn } => format!("{conn}: client side only, the upstream stays open"),
-        LbRouted { conn, replica, session } => {
-            let s = session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default();
-            format!("{conn} → server#{replica}{s}")
+        LbIdleCut { conn, idle_us, hop } => {
+            format!("{}idle cut {conn} after {}", at_hop(*hop), format_micros(*idle_us))
         }
-        LbAnswered { conn, status } => {
+        LbLifetimeCut { conn, age_us, hop } => {
+            format!("{}lifetime cut {conn} after {}", at_hop(*hop), format_micros(*age_us))
+        }
+        LbUpstreamKept { conn, hop } => format!("{}{conn}: client side only, the upstream stays open", at_hop(*hop)),
+        LbRouted { conn, replica, session, hop } => {
+            let s = session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default();
+            format!("{}{conn} → server#{replica}{s}", at_hop(*hop))
+        }
+        LbAnswered { conn, status, hop: None } => {
             format!("{conn} answered {status} by the balancer itself (no replica reachable, or a held response cut)")
+        }
+        LbAnswered { conn, status, hop: Some(h) } => {
+            format!("hop{h}: {conn} answered {status} by the hop itself (upstream unreachable, slow or cut)")
+        }
+        LbTimedOut { conn, waited_us, hop } => {
+            format!(
+                "{}first-byte timeout on {conn}: no response head after {}",
+                at_hop(*hop),
+                format_micros(*waited_us)
+            )
+        }
+        LbFlushed { conn, frames, held_us, hop } => {
+            format!(
+                "{}released {frames} buffered frame(s) of {conn}, held up to {}",
+                at_hop(*hop),
+                format_micros(*held_us)
+            )
         }
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),

@@ -28,15 +28,17 @@ pub enum Fault {
     /// re-issues calls it has not seen resolved and the restored client does not hold. With
     /// several clients, only client 0 restarts. (Resets and partitions hit every client.)
     ClientRestart,
-    /// One node restarts: a client process (as `ClientRestart`, for client N) or one server
+    /// One node restarts: a client process (as `ClientRestart`, for client N), one server
     /// replica (its sessions and event logs go with it unless the replicas share a store; then
-    /// only its connections go).
+    /// only its connections go), or one hop of the chain (every connection through it goes; the
+    /// hop in front of it answers 502 where no response head had come yet; the balancer, the
+    /// last hop, forgets its sticky sessions).
     Restart {
         /// The client or replica.
         target: Target,
     },
-    /// Every connection of one client, or every connection the load balancer holds to one
-    /// replica, is reset (both sides).
+    /// Every connection of one client, every connection the load balancer holds to one
+    /// replica, or every connection through one hop of the chain, is reset (both sides).
     Cut {
         /// The client or replica whose connections are cut.
         target: Target,
@@ -56,7 +58,8 @@ pub enum Fault {
     },
 }
 
-/// The node a targeted fault hits: `client0`, `client1`, …, `replica0`, `replica1`, ….
+/// The node a targeted fault hits: `client0`, `client1`, …, `replica0`, `replica1`, …, `hop0`,
+/// `hop1`, … (the chain's hops from the client's side; the balancer itself is the last).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Target {
@@ -64,6 +67,9 @@ pub enum Target {
     Client(u32),
     /// Server replica N.
     Replica(u32),
+    /// Hop N of the chain in front of the replicas (`lb.hops[N]`, or the balancer for N =
+    /// the number of hops).
+    Hop(u32),
 }
 
 impl fmt::Display for Target {
@@ -71,6 +77,7 @@ impl fmt::Display for Target {
         match self {
             Target::Client(i) => write!(f, "client{i}"),
             Target::Replica(i) => write!(f, "replica{i}"),
+            Target::Hop(i) => write!(f, "hop{i}"),
         }
     }
 }
@@ -91,13 +98,15 @@ impl TryFrom<String> for Target {
 impl std::str::FromStr for Target {
     type Err = String;
     fn from_str(s: &str) -> Result<Target, String> {
-        let number = |rest: &str| rest.parse::<u32>().map_err(|_| format!("{s:?} is not clientN or replicaN"));
+        let number = |rest: &str| rest.parse::<u32>().map_err(|_| format!("{s:?} is not clientN, replicaN or hopN"));
         if let Some(rest) = s.strip_prefix("client") {
             Ok(Target::Client(number(rest)?))
         } else if let Some(rest) = s.strip_prefix("replica") {
             Ok(Target::Replica(number(rest)?))
+        } else if let Some(rest) = s.strip_prefix("hop") {
+            Ok(Target::Hop(number(rest)?))
         } else {
-            Err(format!("{s:?} is not clientN or replicaN (e.g. replica1)"))
+            Err(format!("{s:?} is not clientN, replicaN or hopN (e.g. replica1, hop0)"))
         }
     }
 }
@@ -287,6 +296,9 @@ mod tests {
     fn targeted_faults_and_deploys_parse_show_and_round_trip() {
         assert_eq!(parse_targeted("replica1@2m").unwrap(), (Target::Replica(1), Duration::from_secs(120)));
         assert_eq!(parse_targeted("client0@30s").unwrap().0, Target::Client(0));
+        assert_eq!(parse_targeted("hop1@2m").unwrap(), (Target::Hop(1), Duration::from_secs(120)));
+        assert_eq!(Target::Hop(1).to_string(), "hop1");
+        assert!(parse_targeted("hopx@2m").is_err());
         assert!(parse_targeted("server@2m").is_err() && parse_targeted("replica1").is_err());
         let d = parse_deploy("2m/30s/1m", 3).unwrap();
         assert_eq!(d.fault.duration(), Duration::from_secs(120));

@@ -33,7 +33,7 @@ use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, 
 use super::{profile_files, NetParams, Scenario, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{
-    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_REPLICAS,
+    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_HOPS, MAX_REPLICAS,
 };
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
@@ -348,7 +348,23 @@ fn show_lb(lb: &LbConfig) -> String {
     if profiles::lb("default").as_ref() == Some(lb) {
         return "default".into();
     }
-    format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout))
+    let default = profiles::lb("default").unwrap_or_default();
+    if (LbConfig { idle_timeout: lb.idle_timeout, ..default.clone() }) == *lb {
+        return format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout));
+    }
+    // Every field that differs from the default profile (a chain of hops included).
+    let (Ok(Value::Object(mine)), Ok(Value::Object(base))) = (serde_json::to_value(lb), serde_json::to_value(&default))
+    else {
+        return format!("{{ idle_timeout = \"{}\" }}", show_opt_duration(lb.idle_timeout));
+    };
+    let mut fields: Vec<String> = Vec::new();
+    for key in base.keys().chain(mine.keys().filter(|k| !base.contains_key(*k))) {
+        let value = mine.get(key).unwrap_or(&Value::Null);
+        if base.get(key) != Some(value) {
+            fields.push(format!("{key} = {}", profiles::toml_value(value)));
+        }
+    }
+    format!("{{ {} }}", fields.join(", "))
 }
 
 /// Every short key. One table: `--set`, `mcpsim profiles` and the sweeps all read it.
@@ -566,14 +582,14 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "fault.restart",
         targets: &["faults.restart"],
-        help: "restart one node at a time: TARGET@TIME, TARGET clientN or replicaN (e.g. replica1@2m; a comma list; or none)",
+        help: "restart one node at a time: TARGET@TIME, TARGET clientN, replicaN or hopN (a hop of lb.hops; the balancer is the last) (e.g. replica1@2m, hop0@90s; a comma list; or none)",
         apply: |s, v| replace_targeted(s, "restart", v, |target| Fault::Restart { target }),
         show: |s| show_targeted(s, "restart"),
     },
     Setting {
         key: "fault.cut",
         targets: &["faults.cut"],
-        help: "reset every connection of one client, or every balancer connection to one replica: TARGET@TIME (e.g. client1@30s, replica0@1m; a comma list; or none)",
+        help: "reset every connection of one client, every balancer connection to one replica, or every connection through one hop: TARGET@TIME (e.g. client1@30s, replica0@1m, hop0@30s; a comma list; or none)",
         apply: |s, v| replace_targeted(s, "cut", v, |target| Fault::Cut { target }),
         show: |s| show_targeted(s, "cut"),
     },
@@ -869,6 +885,25 @@ pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
     if !(1..=MAX_REPLICAS).contains(&lb.replicas) {
         out.push(problem("replicas", format!("{} replicas: a balancer has 1 to {MAX_REPLICAS}", lb.replicas)));
     }
+    if lb.hops.len() > MAX_HOPS {
+        out.push(problem(
+            "hops",
+            format!("{} hops: a chain has at most {MAX_HOPS} in front of the balancer", lb.hops.len()),
+        ));
+    }
+    for (i, hop) in lb.hops.iter().enumerate() {
+        let at = |field: &str| format!("hops.{i}.{field}");
+        opt_span(&mut out, &at("idle_timeout"), hop.idle_timeout, Duration::from_millis(1), "no idle timeout");
+        opt_span(&mut out, &at("max_lifetime"), hop.max_lifetime, Duration::from_millis(1), "no lifetime");
+        opt_span(&mut out, &at("first_byte_timeout"), hop.first_byte_timeout, Duration::from_millis(1), "no timeout");
+        opt_span(&mut out, &at("flush_interval"), hop.flush_interval, Duration::from_millis(1), "no interval");
+        if hop.buffer == Some(0) {
+            out.push(problem(&at("buffer"), "0 does not mean no buffering: write none for that".to_string()));
+        }
+        if !(500..=599).contains(&hop.timeout_status) {
+            out.push(problem(&at("timeout_status"), format!("{} is no 5xx status", hop.timeout_status)));
+        }
+    }
     out
 }
 
@@ -945,6 +980,10 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                 Target::Replica(i) if *i >= s.lb.replicas => out.push(problem(
                     "faults",
                     format!("{f}: the balancer has {} replica(s) (lb.replicas)", s.lb.replicas),
+                )),
+                Target::Hop(i) if *i as usize > s.lb.hops.len() => out.push(problem(
+                    "faults",
+                    format!("{f}: the chain has hop0..hop{n} ({n} in lb.hops, then the balancer)", n = s.lb.hops.len()),
                 )),
                 _ => {}
             },

@@ -138,6 +138,11 @@ pub struct Space {
     pub fault_kinds: Vec<&'static str>,
     /// The most faults of one kind a case may plan.
     pub max_intensity: u32,
+    /// Vary the chain of hops in front of the balancer (`lb.hops`: how many, their lifetimes,
+    /// idle timeouts, buffering). On by default for a scenario that has a chain; off otherwise,
+    /// so that the cases drawn for a chainless scenario (and the budgets of the searches that
+    /// find the known unsafe pairs) stay what they were.
+    pub vary_chain: bool,
 }
 
 impl Space {
@@ -150,6 +155,7 @@ impl Space {
             within_conditions: false,
             fault_kinds: Fault::KINDS.to_vec(),
             max_intensity: 3,
+            vary_chain: !base.lb.hops.is_empty(),
         }
     }
 
@@ -308,6 +314,12 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         // A request timeout is a client that gives up on a call: within the conditions the
         // client never gives up, so it stays the client profile's own.
         dims.push(family_or("client.request_timeout", optional((5u64..=900).prop_map(secs).boxed())));
+        // A chain of hops in front of the balancer (a CDN): lifetimes, idle timeouts that may
+        // ignore comments, response buffering. Outside the conditions only: buffered progress
+        // can outlast a request timeout. Shrinks to the family's chain, then to fewer hops.
+        if space.vary_chain {
+            dims.push(family_or("lb.hops", hops()));
+        }
     }
     dims.boxed()
 }
@@ -337,6 +349,24 @@ fn call_script() -> BoxedStrategy<String> {
             entries.join("; ")
         })
         .boxed()
+}
+
+/// One to three hops, as the inline TOML array `lb.hops` takes.
+fn hops() -> BoxedStrategy<String> {
+    let hop = (
+        optional((60u64..=600).prop_map(secs).boxed()),
+        optional((10u64..=300).prop_map(secs).boxed()),
+        any::<bool>(),
+        optional((1u64..=60).prop_map(secs).boxed()),
+        prop_oneof![Just("none".to_string()), (1u64..=16).prop_map(|k| format!("{k}KiB"))],
+    )
+        .prop_map(|(lifetime, idle, comments_count, flush, buffer)| {
+            format!(
+                "{{ max_lifetime = \"{lifetime}\", idle_timeout = \"{idle}\", comments_count = {comments_count}, \
+                 flush_interval = \"{flush}\", buffer = \"{buffer}\" }}"
+            )
+        });
+    prop::collection::vec(hop, 1..=3).prop_map(|hops| format!("[{}]", hops.join(", "))).boxed()
 }
 
 /// Renders fault times as the value of their kind's key.
@@ -768,6 +798,38 @@ mod tests {
         let Err(TestError::Fail(_, minimal)) = result else { panic!("never failed: {result:?}") };
         let script: Vec<&Override> = minimal.overrides.iter().filter(|(k, _)| k == "app.calls").collect();
         assert_eq!(script, [&("app.calls".to_string(), "1s; +100s".to_string())], "{:?}", minimal.overrides);
+    }
+
+    #[test]
+    fn generated_chains_are_valid_and_shrink_towards_fewer_hops() {
+        // Without a chain nothing varies it (the cases stay those drawn before chains existed).
+        let chainless = Space::for_scenario(&long_tool());
+        assert!(!chainless.vary_chain && !drawn_keys(&chainless, 100).contains("lb.hops"));
+        let mut base = long_tool();
+        base.apply_overrides(&[("lb.hops".into(), r#"[{ max_lifetime = "100s" }]"#.into())]).expect("a chain");
+        let space = Space::for_scenario(&base);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let mut chains = 0;
+        for _ in 0..200 {
+            let case = cases(&space).new_tree(&mut runner).unwrap().current();
+            if case.overrides.iter().any(|(k, _)| k == "lb.hops") {
+                chains += 1;
+                let s = case.scenario(&base).expect("a generated chain is valid");
+                assert!((1..=3).contains(&s.lb.hops.len()));
+            }
+        }
+        assert!(chains > 10, "{chains} cases of 200 varied the chain");
+        // A stand-in property failing whenever there is a chain of two hops or more: shrinking
+        // ends at two hops, the smallest chain that still fails (the family's own has one).
+        let config = Config { failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let result = runner.run(&cases(&space), |case| match case.scenario(&base).expect("valid").lb.hops.len() {
+            2.. => Err(TestCaseError::fail("a chain")),
+            _ => Ok(()),
+        });
+        let Err(TestError::Fail(_, minimal)) = result else { panic!("never failed: {result:?}") };
+        let s = minimal.scenario(&base).expect("valid");
+        assert_eq!(s.lb.hops.len(), 2, "{:?}", minimal.overrides);
     }
 
     #[test]

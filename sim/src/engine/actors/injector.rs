@@ -82,6 +82,12 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
         Fault::Cut { target: Target::Replica(r) } => {
             world.with_lb(|core| core.reset_replica(world, r));
         }
+        Fault::Cut { target: Target::Hop(h) } => {
+            world.with_lb(|core| core.fail_hop(world, h, false));
+        }
+        Fault::Restart { target: Target::Hop(h) } => {
+            world.with_lb(|core| core.fail_hop(world, h, true));
+        }
         // The runner walks the replicas (`deploy_step`); the deploy itself is only recorded.
         Fault::Deploy { .. } => {}
     }

@@ -6,6 +6,12 @@
 //! drops both sockets of the connection (its pump task is aborted), so the client sees its stream
 //! end without `Frame::End` and the server sees a disconnect. A client-side-only cut drops the
 //! client socket and keeps reading (and discarding) the upstream until the server ends it.
+//!
+//! Hops in front of the balancer (`lb.hops`, a CDN, a reverse proxy) are not nodes of their own:
+//! every connection passes them all and the balancer both, so one actor drives the whole chain
+//! through the model, which tracks each hop's clocks and what each holds back. The client's
+//! connection is the first hop's, the replica's connection the balancer's; a hop's timer
+//! releasing buffered frames hands them to the connection's task to write.
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
 use crate::engine::net::{self, address_key, replica_addr, FrameReader, LB_ADDR};
@@ -13,12 +19,12 @@ use madsim::net::{TcpListener, TcpStream};
 use madsim::task::AbortHandle;
 use mcpsim_model::http::{Frame, Request, ResponseHead, Status};
 use mcpsim_model::ids::ConnId;
-use mcpsim_model::lb::{Backend, LbOutput, LoadBalancer, Route};
-use mcpsim_model::trace::{Actor, StepKind};
+use mcpsim_model::lb::{Backend, FrameKind, Frames, LbOutput, LoadBalancer, Route};
+use mcpsim_model::trace::Actor;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 /// One proxied connection's task.
 struct Pump {
@@ -29,6 +35,8 @@ struct Pump {
     backend: Option<Backend>,
     /// Tells the task to carry out a cut itself (client side only, or answering first).
     cut_client: Option<oneshot::Sender<CutOrder>>,
+    /// Frames a buffering hop released on its timer, for the task to write to the client.
+    deliver: mpsc::UnboundedSender<Vec<u8>>,
 }
 
 /// A cut the pump task carries out itself (the others abort it).
@@ -62,6 +70,11 @@ impl LbCore {
                             }
                             None => pump.task.abort(),
                         }
+                    }
+                }
+                LbOutput::Deliver { conn, bytes } => {
+                    if let Some(pump) = self.pumps.get(&conn) {
+                        let _ = pump.deliver.send(bytes);
                     }
                 }
                 LbOutput::Record(kind) => world.rec.record(Actor::Lb, kind),
@@ -98,6 +111,14 @@ impl LbCore {
         self.reset_where(world, |p| p.backend == Some(Backend(replica)));
     }
 
+    /// Hop `hop` of the chain (the balancer itself is the last) is cut (`restart`: restarts): every
+    /// connection through it goes, which is every connection. Returns whether the hop exists.
+    pub(crate) fn fail_hop(&mut self, world: &Arc<World>, hop: u32, restart: bool) -> bool {
+        let known = self.lb.fail_hop(hop as usize, restart);
+        self.drain(world);
+        known
+    }
+
     /// Takes `replica` out of the rotation, or puts it back.
     pub(crate) fn set_draining(&mut self, world: &Arc<World>, replica: u32, draining: bool) {
         self.lb.set_draining(Backend(replica), draining);
@@ -126,9 +147,11 @@ pub(crate) async fn main(world: Arc<World>) {
             core.next_conn += 1;
             core.lb.handle_open(world.rec.now(), conn);
             let (cut_client, cut) = oneshot::channel();
-            let task = madsim::task::spawn(pump(world.clone(), conn, stream, address_key(peer), cut));
-            let pump =
-                Pump { task: task.abort_handle(), client: peer.ip(), backend: None, cut_client: Some(cut_client) };
+            let (deliver, delivered) = mpsc::unbounded_channel();
+            let orders = Orders { cut, delivered };
+            let task = madsim::task::spawn(pump(world.clone(), conn, stream, address_key(peer), orders));
+            let cut_client = Some(cut_client);
+            let pump = Pump { task: task.abort_handle(), client: peer.ip(), backend: None, cut_client, deliver };
             core.pumps.insert(conn, pump);
             core.drain(&world);
         });
@@ -146,14 +169,14 @@ fn fire_timer(world: &Arc<World>, now: mcpsim_model::Instant) {
     });
 }
 
-/// Proxies one client connection until either side closes it (or the client side is cut).
-async fn pump(
-    world: Arc<World>,
-    conn: ConnId,
-    mut client: TcpStream,
-    client_key: u64,
+/// What the balancer tells a connection's task: a cut to carry out, frames a hop released.
+struct Orders {
     cut: oneshot::Receiver<CutOrder>,
-) {
+    delivered: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+/// Proxies one client connection until either side closes it (or the client side is cut).
+async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key: u64, orders: Orders) {
     let mut from_client = FrameReader::new();
     // Session routing reads the request before it picks the replica.
     let by_session = world.with_lb(|core| core.lb.routes_by_session()).unwrap_or(false);
@@ -187,7 +210,7 @@ async fn pump(
                 }
                 let learn = by_session.then_some(backend);
                 if let Relayed::Cut(order) =
-                    relay(&world, conn, &mut client, &mut upstream, from_client, learn, cut).await
+                    relay(&world, conn, &mut client, &mut upstream, from_client, learn, orders).await
                 {
                     if let Some(status) = order.answer {
                         answer(&mut client, status).await;
@@ -202,10 +225,12 @@ async fn pump(
             }
             Err(e) => {
                 tracing::debug!(%conn, error = %e, "server unreachable: 502");
-                if world.scenario.lb.replicas > 1 {
-                    world.rec.record(Actor::Lb, StepKind::LbAnswered { conn, status: Status::BAD_GATEWAY });
-                }
-                answer(&mut client, Status::BAD_GATEWAY).await
+                let status = world.with_lb(|core| {
+                    let status = core.lb.handle_unreachable(conn);
+                    core.drain(&world);
+                    status
+                });
+                answer(&mut client, status.unwrap_or(Status::BAD_GATEWAY)).await
             }
         },
         Some(Route::Answer(status)) => answer(&mut client, status).await,
@@ -234,8 +259,9 @@ enum Relayed {
 }
 
 /// Forwards frames both ways, as raw bytes, until one side ends or a write fails. Frames that
-/// arrived together leave together, in one flush. With `learn`, a response head naming a session
-/// tells the balancer the session lives on that replica.
+/// arrived together leave together, in one flush, unless a hop holds some back (a held head,
+/// response buffering); what a hop releases later comes through `orders`. With `learn`, a
+/// response head naming a session tells the balancer the session lives on that replica.
 async fn relay(
     world: &Arc<World>,
     conn: ConnId,
@@ -243,38 +269,44 @@ async fn relay(
     upstream: &mut TcpStream,
     mut from_client: FrameReader,
     mut learn: Option<Backend>,
-    mut cut: oneshot::Receiver<CutOrder>,
+    mut orders: Orders,
 ) -> Relayed {
     let mut from_server = FrameReader::new();
-    // With `hold_headers`: a response head that came alone waits here for the first body frame.
-    let mut hold = world.with_lb(|core| core.lb.holds_headers()).unwrap_or(false);
-    let mut held: Vec<u8> = Vec::new();
+    let (transparent, kinds) =
+        world.with_lb(|core| (core.lb.is_transparent(), core.lb.needs_frame_kinds())).unwrap_or((true, false));
+    let mut first = true;
     loop {
         let forwarded = tokio::select! {
             biased;
-            Ok(order) = &mut cut => return Relayed::Cut(order),
+            Ok(order) = &mut orders.cut => return Relayed::Cut(order),
+            Some(bytes) = orders.delivered.recv() => net::send(client, &bytes).await,
             read = from_server.next_frames(upstream) => match read {
                 Ok(Some((frames, count))) => {
                     if let Some(backend) = learn.take() {
                         learn_session(world, frames, backend);
                     }
-                    if std::mem::take(&mut hold) && count == 1 {
-                        // Nothing reaches the client, so nothing passed for the idle clock either.
-                        held = frames.to_vec();
-                        world.with_lb(|core| core.lb.handle_holding(conn, true));
-                        continue;
-                    }
-                    bytes_passed(world, conn, count);
-                    if held.is_empty() {
+                    if transparent {
+                        bytes_passed(world, conn, count);
                         net::send(client, frames).await
                     } else {
-                        world.with_lb(|core| core.lb.handle_holding(conn, false));
-                        held.extend_from_slice(frames);
-                        net::send(client, &std::mem::take(&mut held)).await
+                        let pieces = split(frames, std::mem::take(&mut first), kinds);
+                        let out = world.with_lb(|core| {
+                            let out = core.lb.handle_response(world.rec.now(), conn, pieces);
+                            if core.lb.chain_len() > 1 {
+                                core.drain(world);
+                            }
+                            out
+                        });
+                        match out {
+                            Some(out) if !out.is_empty() => net::send(client, &out).await,
+                            _ => Ok(()),
+                        }
                     }
                 }
                 Ok(None) | Err(_) => {
-                    // The server ended before any body: the held head goes out after all.
+                    // The server ended: whatever a hop still holds (a head waiting for a body,
+                    // buffered events) goes out after all.
+                    let held = world.with_lb(|core| core.lb.handle_upstream_end(conn)).unwrap_or_default();
                     if !held.is_empty() {
                         let _ = net::send(client, &held).await;
                     }
@@ -293,6 +325,30 @@ async fn relay(
             return Relayed::Ended;
         }
     }
+}
+
+/// A run of frames as the hops see them: the response's first frame is its head; the others are
+/// told apart only when some hop cares (`kinds`), by decoding them.
+fn split(frames: &[u8], first: bool, kinds: bool) -> Frames {
+    let mut out = Vec::new();
+    let mut rest = frames;
+    while let Some(frame) = net::first_frame(rest) {
+        let kind = if first && out.is_empty() {
+            FrameKind::Head
+        } else if kinds {
+            match net::decode::<Frame>(frame) {
+                Ok(Frame::Comment) => FrameKind::Comment,
+                Ok(Frame::End) => FrameKind::End,
+                Ok(Frame::Head(_)) => FrameKind::Head,
+                _ => FrameKind::Body,
+            }
+        } else {
+            FrameKind::Body
+        };
+        out.push((kind, frame.to_vec()));
+        rest = &rest[frame.len()..];
+    }
+    out
 }
 
 /// The first frame from the server is the response head: if it names a session, the balancer

@@ -400,16 +400,24 @@ fn item_of(step: &Step) -> Item {
             Item::new(t, note(Lane::Client), described()).folding(fold.with_id("attempts", attempt.to_string()).retry())
         }
         ClientStart { .. } => Item::new(t, note(Lane::Client), described()),
-        LbIdleCut { conn, idle_us } => {
-            Item::new(t, Shape::Cut, format!("idle cut {conn} after {}", format_micros(*idle_us)))
-        }
-        LbLifetimeCut { conn, age_us } => {
-            Item::new(t, Shape::Cut, format!("lifetime cut {conn} after {}", format_micros(*age_us)))
-        }
-        LbUpstreamKept { .. } | LbAnswered { .. } => Item::new(t, note(Lane::Lb), described()),
+        LbIdleCut { conn, idle_us, hop } => Item::new(
+            t,
+            Shape::Cut,
+            format!("{}idle cut {conn} after {}", timeline::at_hop(*hop), format_micros(*idle_us)),
+        ),
+        LbLifetimeCut { conn, age_us, hop } => Item::new(
+            t,
+            Shape::Cut,
+            format!("{}lifetime cut {conn} after {}", timeline::at_hop(*hop), format_micros(*age_us)),
+        ),
+        LbUpstreamKept { .. } | LbAnswered { .. } | LbTimedOut { .. } => Item::new(t, note(Lane::Lb), described()),
+        LbFlushed { conn, .. } => Item::new(t, note(Lane::Lb), described())
+            .folding(Fold::noise(format!("flushed {conn}"), format!("buffered frames released on {conn}"))),
         // The replica that handled the exchange, as a label on the lb lifeline (`server#2`).
-        LbRouted { conn, replica, .. } => Item::new(t, note(Lane::Lb), format!("{conn} → server#{replica}"))
-            .folding(Fold::noise("routed".into(), "connections routed to replicas".into())),
+        LbRouted { conn, replica, hop, .. } => {
+            Item::new(t, note(Lane::Lb), format!("{}{conn} → server#{replica}", timeline::at_hop(*hop)))
+                .folding(Fold::noise("routed".into(), "connections routed to replicas".into()))
+        }
         SideEffect { .. } => Item::new(t, note(Lane::Server), described()).emphasised(true),
         EventStored { session, stream, id, .. } => {
             let fold = Fold::noise(format!("stored {session} {stream}"), format!("event stored in {session} {stream}"));

@@ -144,7 +144,7 @@ fn first_incident() -> Trace {
     b.stored(12, "s1", 0, None);
     b.respond(13, 2, ResponseHead::event_stream());
     b.event(14, 2, "1-0", None);
-    b.push(60_014, Actor::Lb, StepKind::LbIdleCut { conn: ConnId(7), idle_us: 60_000_000 });
+    b.push(60_014, Actor::Lb, StepKind::LbIdleCut { conn: ConnId(7), idle_us: 60_000_000, hop: None });
     b.end(60_015, 2, ConnEnd::Reset);
     b.client(
         60_016,

@@ -1,6 +1,7 @@
 // mcpsim: makes every trace section of the page interactive. Reads the section's step data
 // (script.m-data), draws the timeline, the actor filters, the step details and the jump button,
-// and reports on <html> what it did (data-ready, data-rows, data-violation-visible, data-jumped).
+// and reports on <html> what it did (data-ready, data-rows, data-violation-visible, data-jumped),
+// and on each section its own (data-rows, data-violation-visible, data-diagram-violation-visible).
 (function () {
   'use strict';
   var root = document.documentElement;
@@ -132,6 +133,18 @@
   var sections = Array.prototype.slice.call(document.querySelectorAll('section.m-trace'));
   var drawn = sections.map(init);
   var total = drawn.reduce(function (n, d) { return n + d.rows; }, 0);
+  // Each section's own report (a check page holds one per broken cell): its first violating row
+  // and the diagram's mark of it laid out.
+  sections.forEach(function (section, k) {
+    var d = drawn[k];
+    section.setAttribute('data-rows', String(d.rows));
+    if (!d.first) return;
+    section.setAttribute('data-violation-step', d.first.getAttribute('data-step'));
+    section.setAttribute('data-violation-visible', shown(d.first) ? '1' : '0');
+    var mark = section.querySelector('.m-diagram svg g.violation');
+    var box = mark ? mark.getBoundingClientRect() : null;
+    section.setAttribute('data-diagram-violation-visible', box && box.width > 0 && box.height > 0 ? '1' : '0');
+  });
   root.setAttribute('data-rows', String(total));
   var first = drawn.filter(function (d) { return d.first; })[0];
   if (first) {

@@ -32,7 +32,7 @@ fn incident() -> Trace {
         step(1, 1, Actor::App, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false }),
         step(2, 1, Actor::Client, call_tool(2, "s1")),
         step(3, 2, Actor::Server, effect(2, "s1")),
-        step(4, 60_000, Actor::Lb, StepKind::LbIdleCut { conn: ConnId(2), idle_us: 60_000_000 }),
+        step(4, 60_000, Actor::Lb, StepKind::LbIdleCut { conn: ConnId(2), idle_us: 60_000_000, hop: None }),
         step(5, 60_000, Actor::Client, StepKind::ConnEnd { conn: ConnId(2), end: mcpsim_model::http::ConnEnd::Reset }),
         step(6, 60_001, Actor::Fault, StepKind::Fault { fault: "</script><!-- & \"x\"".into() }),
         step(7, 60_002, Actor::Server, created("s2")),

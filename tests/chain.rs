@@ -1,0 +1,224 @@
+//! Intermediary chains end to end: hops in front of the balancer (a CDN in front of an ALB), each
+//! cutting by its own clocks, answering on its own, buffering responses, and failing on its own.
+
+use mcpsim::engine::runner::{run, RunOutcome};
+use mcpsim::Scenario;
+use mcpsim_model::http::{ConnEnd, Status};
+use mcpsim_model::ids::CallKey;
+use mcpsim_model::trace::{Actor, StepKind};
+use std::collections::BTreeSet;
+
+fn scenario(overrides: &[(&str, &str)]) -> Scenario {
+    let mut s = Scenario::build("long-tool", "reference", "reference").expect("a known scenario and profiles");
+    let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    s.apply_overrides(&overrides).expect("valid overrides");
+    s
+}
+
+fn run_ok(s: &Scenario, seed: u64) -> RunOutcome {
+    run(s, seed).unwrap_or_else(|e| panic!("{e}\nreplay: cargo run -p mcpsim -- run {} --seed {seed}", s.cli_args()))
+}
+
+fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
+}
+
+fn steps<'a>(outcome: &'a RunOutcome, pick: impl Fn(&StepKind) -> bool + 'a) -> impl Iterator<Item = &'a StepKind> {
+    outcome.trace.steps.iter().map(|s| &s.kind).filter(move |k| pick(k))
+}
+
+/// (hop, age or idle time in µs) of every cut, in order.
+fn cuts(outcome: &RunOutcome) -> Vec<(&'static str, Option<u32>, u64)> {
+    steps(outcome, |_| true)
+        .filter_map(|k| match *k {
+            StepKind::LbIdleCut { idle_us, hop, .. } => Some(("idle", hop, idle_us)),
+            StepKind::LbLifetimeCut { age_us, hop, .. } => Some(("lifetime", hop, age_us)),
+            _ => None,
+        })
+        .collect()
+}
+
+const CDN: &str = r#"[{ max_lifetime = "100s" }]"#;
+
+#[test]
+fn a_cdn_lifetime_in_front_of_an_alb_idle_timeout_cuts_where_each_predicts() {
+    // Silent tool: the ALB (hop1) cuts each stream after 60 s without a byte, before the CDN's
+    // 100 s lifetime comes.
+    let silent = run_ok(&scenario(&[("lb.hops", CDN)]), 0);
+    let c = cuts(&silent);
+    assert!(!c.is_empty() && c.iter().all(|cut| *cut == ("idle", Some(1), 60_000_000)), "{c:?}");
+    // Keep-alives every 15 s hold the ALB open: now the CDN (hop0) cuts at 100 s, however busy.
+    let busy = run_ok(&scenario(&[("lb.hops", CDN), ("server.keepalive", "15s")]), 0);
+    let c = cuts(&busy);
+    assert!(!c.is_empty() && c.iter().all(|cut| *cut == ("lifetime", Some(0), 100_000_000)), "{c:?}");
+    for outcome in [&silent, &busy] {
+        assert!(outcome.violations.is_empty(), "{:?}", violated(outcome));
+    }
+    // The balancer alone names no hop (its traces keep their bytes).
+    let alone = run_ok(&scenario(&[]), 0);
+    assert!(cuts(&alone).iter().all(|(_, hop, _)| hop.is_none()) && !cuts(&alone).is_empty());
+}
+
+#[test]
+fn a_hop_that_ignores_comments_cuts_a_stream_that_keepalives_hold_open_elsewhere() {
+    let counting = run_ok(&scenario(&[("lb.hops", r#"[{ idle_timeout = "30s" }]"#), ("server.keepalive", "15s")]), 0);
+    assert!(cuts(&counting).is_empty(), "{:?}", cuts(&counting));
+    let strict = r#"[{ idle_timeout = "30s", comments_count = false }]"#;
+    let ignoring = run_ok(&scenario(&[("lb.hops", strict), ("server.keepalive", "15s")]), 0);
+    let c = cuts(&ignoring);
+    assert!(!c.is_empty() && c.iter().all(|cut| *cut == ("idle", Some(0), 30_000_000)), "{c:?}");
+}
+
+#[test]
+fn buffered_progress_arrives_too_late_for_the_request_timeout() {
+    // Progress every 10 s restarts a 30 s request timeout; a hop flushing every 45 s holds it back.
+    let base = [
+        ("client.request_timeout", "30s"),
+        ("client.timeout_resets_on_progress", "true"),
+        ("tool.event_interval", "10s"),
+        ("tool.duration", "2m"),
+    ];
+    for seed in 0..2 {
+        let plain = run_ok(&scenario(&base), seed);
+        assert!(plain.violations.is_empty(), "seed {seed}: {:?}", violated(&plain));
+        assert_eq!(steps(&plain, |k| matches!(k, StepKind::AppError { .. })).count(), 0);
+        let mut buffered = base.to_vec();
+        buffered.push(("lb.hops", r#"[{ flush_interval = "45s" }]"#));
+        let outcome = run_ok(&scenario(&buffered), seed);
+        let error = steps(&outcome, |k| matches!(k, StepKind::AppError { call: CallKey(0), .. })).count();
+        assert!(error > 0, "seed {seed}: the call timed out waiting for buffered progress");
+        assert!(violated(&outcome).contains("no-false-failure"), "seed {seed}: {:?}", violated(&outcome));
+        assert!(steps(&outcome, |k| matches!(k, StepKind::LbFlushed { hop: Some(0), .. })).count() > 0);
+    }
+    // Released in bursts: frames arrive together, the first held up to the flush interval.
+    let bursts = run_ok(&scenario(&[("tool.event_interval", "5s"), ("lb.hops", r#"[{ flush_interval = "20s" }]"#)]), 0);
+    let held: Vec<(u32, u64)> = steps(&bursts, |_| true)
+        .filter_map(|k| match *k {
+            StepKind::LbFlushed { frames, held_us, .. } => Some((frames, held_us)),
+            _ => None,
+        })
+        .collect();
+    assert!(held.iter().any(|(frames, held)| *frames >= 3 && *held == 20_000_000), "{held:?}");
+    // Same seed, same steps: buffered releases ride the balancer's timer, nothing else.
+    let again = run_ok(&scenario(&[("tool.event_interval", "5s"), ("lb.hops", r#"[{ flush_interval = "20s" }]"#)]), 0);
+    assert_eq!(format!("{:?}", again.trace.steps), format!("{:?}", bursts.trace.steps));
+    // A size threshold releases without waiting.
+    let sized = run_ok(&scenario(&[("tool.event_interval", "5s"), ("lb.hops", r#"[{ buffer = "1B" }]"#)]), 0);
+    assert!(steps(&sized, |k| matches!(k, StepKind::LbFlushed { held_us: 1.., .. })).count() == 0);
+}
+
+#[test]
+fn a_hop_answers_524_when_no_response_head_comes_in_time() {
+    // The CDN holds the head until a body byte; the silent tool sends none (no priming event).
+    let base = [("lb.idle_timeout", "none"), ("server.priming.post", "false")];
+    let cdn = r#"[{ hold_headers = true, first_byte_timeout = "100s", timeout_status = 524 }]"#;
+    let mut with = base.to_vec();
+    with.push(("lb.hops", cdn));
+    let outcome = run_ok(&scenario(&with), 0);
+    let timed_out: Vec<u64> = steps(&outcome, |_| true)
+        .filter_map(|k| match *k {
+            StepKind::LbTimedOut { waited_us, hop: Some(0), .. } => Some(waited_us),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timed_out.first(), Some(&100_000_000));
+    let answered = |o: &RunOutcome| {
+        o.trace.steps.iter().any(|s| {
+            s.actor == Actor::Client && matches!(&s.kind, StepKind::Response { head, .. } if head.status == Status(524))
+        })
+    };
+    assert!(answered(&outcome), "the client saw the CDN's 524");
+    let mut without = base.to_vec();
+    without.push(("lb.hops", r#"[{ hold_headers = true }]"#));
+    assert!(!answered(&run_ok(&scenario(&without), 0)));
+}
+
+#[test]
+fn a_client_side_cut_at_the_cdn_leaves_the_server_its_stream() {
+    let kept = |mode: &str| {
+        let hops = format!(r#"[{{ max_lifetime = "100s", cut_mode = "{mode}" }}]"#);
+        run_ok(&scenario(&[("lb.hops", &hops), ("server.keepalive", "15s")]), 1)
+    };
+    let both = kept("both");
+    let client_side = kept("client-side");
+    let upstream_kept =
+        |o: &RunOutcome| steps(o, |k| matches!(k, StepKind::LbUpstreamKept { hop: Some(0), .. })).count();
+    let lifetime_cuts =
+        |o: &RunOutcome| steps(o, |k| matches!(k, StepKind::LbLifetimeCut { hop: Some(0), .. })).count();
+    assert!(lifetime_cuts(&both) > 0 && upstream_kept(&both) == 0);
+    assert!(lifetime_cuts(&client_side) > 0);
+    assert_eq!(upstream_kept(&client_side), lifetime_cuts(&client_side), "every CDN cut keeps its upstream");
+}
+
+#[test]
+fn a_fault_cuts_or_restarts_one_hop() {
+    let with_cut = run_ok(&scenario(&[("lb.hops", CDN), ("tool.event_interval", "10s"), ("fault.cut", "hop0@30s")]), 0);
+    let at_30s = |o: &RunOutcome| {
+        o.trace.steps.iter().any(|s| {
+            (30_000_000..30_100_000).contains(&s.t) && matches!(s.kind, StepKind::ConnEnd { end: ConnEnd::Reset, .. })
+        })
+    };
+    assert!(at_30s(&with_cut), "the CDN's connections broke at 30 s");
+    assert!(with_cut.violations.is_empty(), "{:?}", violated(&with_cut));
+    assert!(!at_30s(&run_ok(&scenario(&[("lb.hops", CDN), ("tool.event_interval", "10s")]), 0)));
+    // Restarting the balancer (hop1, behind the CDN) breaks the same connections.
+    let restarted =
+        run_ok(&scenario(&[("lb.hops", CDN), ("tool.event_interval", "10s"), ("fault.restart", "hop1@30s")]), 0);
+    assert!(at_30s(&restarted));
+    // With the CDN still holding the head (no body yet), it answers 502 when the balancer behind
+    // it restarts; a cut answers nothing.
+    let holding =
+        [("lb.idle_timeout", "none"), ("server.priming.post", "false"), ("lb.hops", r#"[{ hold_headers = true }]"#)];
+    let got_502 = |fault: (&str, &str)| {
+        let mut set = holding.to_vec();
+        set.push(fault);
+        let outcome = run_ok(&scenario(&set), 0);
+        outcome.trace.steps.iter().any(|s| {
+            s.actor == Actor::Client
+                && matches!(&s.kind, StepKind::Response { head, .. } if head.status == Status::BAD_GATEWAY)
+        })
+    };
+    assert!(got_502(("fault.restart", "hop1@30s")));
+    assert!(!got_502(("fault.cut", "hop1@30s")));
+    // A hop the chain does not have is refused.
+    let mut s = scenario(&[("lb.hops", CDN)]);
+    assert!(s.apply_overrides(&[("fault.cut".into(), "hop2@30s".into())]).is_err());
+    let mut s = scenario(&[]);
+    assert!(s.apply_overrides(&[("fault.cut".into(), "hop1@30s".into())]).is_err());
+}
+
+#[test]
+fn bad_hops_are_refused() {
+    for bad in [
+        r#"[{ idle_timeout = "0s" }]"#,
+        r#"[{ buffer = 0 }]"#,
+        r#"[{ timeout_status = 200 }]"#,
+        r#"[{ flush_interval = "soon" }]"#,
+        r#"[{ idle = "1m" }]"#,
+        "[{}, {}, {}, {}, {}]",
+    ] {
+        let mut s = scenario(&[]);
+        assert!(s.apply_overrides(&[("lb.hops".into(), bad.into())]).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_scenario_with_a_chain_dumps_to_a_file_that_loads_back_the_same() {
+    let s = scenario(&[
+        (
+            "lb.hops",
+            r#"[{ max_lifetime = "100s", buffer = "4KiB", flush_interval = "10s" }, { idle_timeout = "30s" }]"#,
+        ),
+        ("lb.max_lifetime", "5m"),
+    ]);
+    let text = mcpsim::scenario::family_files::dump(&s, "a chain").expect("dumps");
+    let dir = std::env::temp_dir().join(format!("mcpsim-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a writable temp dir");
+    let path = dir.join("chain.toml");
+    std::fs::write(&path, &text).expect("a writable temp dir");
+    let path = path.display().to_string();
+    let back = Scenario::build(&path, "reference", "reference").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back.lb, s.lb, "{text}");
+    assert_eq!(back.lb.hops[0].buffer, Some(4096));
+    let _ = std::fs::remove_dir_all(&dir);
+}
