@@ -174,3 +174,33 @@ fn the_trace_header_alone_replays_the_run() {
     assert_eq!(rebuilt, s);
     assert!(run_ok(&rebuilt, parsed.header.seed).trace.to_jsonl() == text, "replay: {}", replay(&s, 11));
 }
+
+/// Found by `explore --search --within-conditions` on standalone-notify: a partition cuts the
+/// first standalone GET before its priming event arrives, a notification is stored while no GET
+/// is open, and the client opens a fresh GET (it has no id to resume from). A server that sends a
+/// fresh GET only new notifications (new-only, as the TS and Python SDKs do) loses it silently;
+/// the reference replays what the standalone stream buffered (`fresh_get = buffered`).
+#[test]
+fn a_notification_stored_before_the_first_standalone_id_arrived_reaches_the_application() {
+    let mut s = scenario("reference", "reference", "standalone-notify");
+    let overrides: Vec<(String, String)> = [
+        ("server.retention", "unbounded"),
+        ("server.retention_window", "none"),
+        ("server.idle_ttl", "none"),
+        ("client.max_attempts", "unlimited"),
+        ("net.latency", "23ms..139ms"),
+        ("fault.partition", "1s..3s"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    s.apply_overrides(&overrides).expect("valid overrides");
+    let seed = 11547915699952729684;
+    let outcome = run_ok(&s, seed);
+    assert!(outcome.violations.is_empty(), "{}replay: {}", verdict(&outcome), replay(&s, seed));
+    // The same run against a new-only server loses the notification: the case is one that tests
+    // the fresh GET at all.
+    s.apply_overrides(&[("server.fresh_get".into(), "new-only".into())]).expect("valid override");
+    let outcome = run_ok(&s, seed);
+    assert_eq!(violated(&outcome), ["no-silent-event-loss"], "replay: {}", replay(&s, seed));
+}

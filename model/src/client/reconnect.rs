@@ -2,7 +2,7 @@
 //! re-sending a call as a new POST.
 
 use super::close_rules::Ended;
-use super::{reconnect_delay, Client, Handshake, Owner, Stream, ERR_CONNECTION_CLOSED, ERR_EXHAUSTED};
+use super::{reconnect_delay, Client, Owner, Stream, ERR_CONNECTION_CLOSED, ERR_EXHAUSTED};
 use crate::config::{CloseHandling, OnGiveUp};
 use crate::ids::{CallKey, EventId};
 use crate::time::{micros, Instant};
@@ -88,17 +88,6 @@ impl Client {
         match owner {
             Owner::Call(key) => self.resolve_error(key, error.to_string()),
             Owner::Standalone => self.standalone = None,
-        }
-    }
-
-    /// Re-sends an idempotent call as a new POST (a new request id, the same call key).
-    pub(super) fn resend(&mut self, key: CallKey) {
-        if !self.spend_attempt(Owner::Call(key)) {
-            return self.give_up(Owner::Call(key));
-        }
-        self.mark_for_resend(key);
-        if self.handshake == Handshake::Ready {
-            self.send_call(key);
         }
     }
 

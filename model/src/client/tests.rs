@@ -1374,3 +1374,25 @@ fn an_sdk_client_counts_a_409_standalone_get_as_a_failed_attempt_and_gives_up() 
     assert!(backoffs(&out).is_empty() && opens(&out).is_empty());
     assert_eq!(d.c.poll_timeout(), None);
 }
+
+#[test]
+fn ts_forgets_the_resume_token_only_when_an_answered_resume_breaks_before_an_id() {
+    // typescript-sdk#2499: a resumed stream's cursor starts empty, so an answered resume cut
+    // before any id-bearing event forgets its Last-Event-ID. A resume refused before any answer
+    // keeps it (TS 1.32.2 sent the same id on both refused attempts of `mcpsim probe client`).
+    let mut policy = profiles::client("ts-sdk").expect("a listed profile");
+    policy.reconnect.max_attempts = Some(5);
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    call_then_reset(&mut d, 1, false, Some("1-0"));
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-0"));
+    d.end(conn, ConnEnd::Refused);
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-0"), "a refused resume keeps its token");
+    d.frame(conn, sse());
+    d.end(conn, ConnEnd::Reset);
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, None, "an answered resume cut before an id forgets it");
+}

@@ -14,7 +14,6 @@ use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{CallSpec, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::http::{ClientMessage, Method};
-use mcpsim_model::ids::CallKey;
 use mcpsim_model::oracle::check_all;
 use mcpsim_model::trace::{StepKind, Trace};
 use std::path::Path;
@@ -128,7 +127,7 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
         side_effect: SideEffectAt::Start,
         on_abort: OnAbort::Stop,
     }];
-    s.calls = vec![CallSpec { at: Duration::ZERO, call: CallKey(0), tool: "probe_work".into(), client: 0 }];
+    s.calls = vec![CallSpec::new(Duration::ZERO, 0, "probe_work")];
     let at = |t: u64, fault: Fault| PlannedFault { at: ms(t), fault };
     s.faults = match run {
         "cut-resume" => FaultPlan::new(vec![at(250, Fault::Reset)]),
@@ -158,11 +157,9 @@ pub struct KnownClientDisagreement {
 }
 
 /// Every known disagreement between a real client run and its mirror.
-pub const KNOWN_CLIENT_DISAGREEMENTS: &[KnownClientDisagreement] = &[KnownClientDisagreement {
-    sdk: Sdk::Ts,
-    run: "cut-refuse",
-    why: "model, not the profile: the real client (1.32.2) sent the same Last-Event-ID on both refused resumes; the simulated ts-sdk client sends its second attempt without one, because the model applies resume_token_survives_recut = false (typescript-sdk#2499) to a resume refused before any answer, where the SDK loses the id only when a resumed stream was answered and then broke before an event (_handleSseStream); the fix is the client state machine's (model/src), outside the probe",
-}];
+/// (None now: the one there was, ts-sdk's cut-refuse, was the model's typescript-sdk#2499 rule
+/// applied to a resume refused before any answer; the rule now needs an answered resume.)
+pub const KNOWN_CLIENT_DISAGREEMENTS: &[KnownClientDisagreement] = &[];
 
 /// One row of the client agreement table.
 #[derive(Clone, Debug)]

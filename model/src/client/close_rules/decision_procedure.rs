@@ -41,8 +41,10 @@ impl Client {
                 self.record_decision(owner, None, None, Some(error.to_string()));
                 match (owner, &error) {
                     (Owner::Call(key), DecisionError::NeverPersisted) => {
+                        // An idempotent call is sent again, after the backoff of its attempt (a
+                        // refused connection would otherwise be retried in a tight loop).
                         if self.calls.get(&key).is_some_and(|c| c.idempotent) {
-                            self.resend(key);
+                            self.schedule_reissue(now, key, ended.after_error());
                         } else {
                             self.resolve_unknown(key, error.to_string());
                         }

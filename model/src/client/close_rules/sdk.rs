@@ -32,8 +32,11 @@ impl Client {
             }
         }
         // typescript-sdk#2499: the cursor of a resumed connection starts empty, so a break before
-        // an id-bearing event arrived on it forgets the `Last-Event-ID` it was opened with.
-        if ended.reconnect && ended.ids == 0 && !rules.resume_token_survives_recut {
+        // an id-bearing event arrived on it forgets the `Last-Event-ID` it was opened with. Only a
+        // resume the server answered has such a cursor: one refused before any answer is retried
+        // with the token it was scheduled with (TS 1.32.2 sent the same id on both refused
+        // attempts of `mcpsim probe client`'s cut-refuse run).
+        if ended.reconnect && ended.got_ok && ended.ids == 0 && !rules.resume_token_survives_recut {
             if let Some(stream) = self.stream_mut(owner) {
                 stream.last_event_id = None;
             }
