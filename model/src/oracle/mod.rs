@@ -370,7 +370,8 @@ impl<'a> EventLog<'a> {
                     key: len,
                 };
                 // Ids are unique per session; should a server store one twice, the first counts.
-                if let std::collections::btree_map::Entry::Vacant(slot) = by_session.entry(session).or_default().entry(id)
+                if let std::collections::btree_map::Entry::Vacant(slot) =
+                    by_session.entry(session).or_default().entry(id)
                 {
                     slot.insert(event);
                     len += 1;

@@ -48,10 +48,7 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
         })
         .filter(|(e, call)| {
             let still_listening = !ledger.resolved(*call) && held_at_end(e.session);
-            server_holds(e.session)
-                && !ix.was_delivered(e)
-                && !ledger.told_failure(*call)
-                && !still_listening
+            server_holds(e.session) && !ix.was_delivered(e) && !ledger.told_failure(*call) && !still_listening
         })
         .map(|(e, call)| Violation {
             invariant: InvariantId::NoOrphanedSession,

@@ -200,7 +200,8 @@ fn trace_header(scenario: &Scenario) -> Result<serde_json::Value, SimError> {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(Scenario, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
     }
-    if let Some(header) = LAST.with_borrow(|last| last.as_ref().filter(|(s, _)| s == scenario).map(|(_, h)| h.clone())) {
+    if let Some(header) = LAST.with_borrow(|last| last.as_ref().filter(|(s, _)| s == scenario).map(|(_, h)| h.clone()))
+    {
         return Ok(header);
     }
     let json = serde_json::to_value(scenario)
