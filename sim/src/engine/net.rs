@@ -8,10 +8,11 @@
 //! Inside the simulation a message is not serialized: [`encode`] files a copy of it in this run's
 //! [`Wire`] and the frame carries only its 8-byte handle; [`decode`] hands back a copy of the
 //! message behind a handle. Turning every frame into JSON and back was about a tenth of a
-//! `chatty-tool` run. Nothing that decides an interleaving reads the payload's bytes: madsim
-//! draws one latency per flushed write whatever its size, and every frame fits the readers'
-//! buffers, so the trace is the same as with JSON payloads (`tests/corpus.rs` replays the
-//! checked-in traces byte for byte). JSON stays for trace files.
+//! `chatty-tool` run. madsim draws one latency per flushed write whatever its size, so payload
+//! sizes matter only through the readers' buffers: with JSON, frames that arrived in one write but
+//! overflowed a read were forwarded by the load balancer in several writes, each with its own
+//! latency; with handles everything that arrived together is read and forwarded together. JSON
+//! stays for trace files.
 //!
 //! madsim's `TcpStream` hands bytes to the network only on `flush()`, so every frame is flushed.
 
