@@ -279,12 +279,18 @@ enum Command {
     },
     /// Runs per second of long-tool and chatty-tool beside an empty madsim runtime.
     Bench {
-        /// Runs of each, per round.
+        /// Runs of each, per round (a sixteenth of them for the two-hour chatty-tool line).
         #[arg(long, default_value_t = 2000)]
         runs: u64,
         /// Rounds of each: the table gives the median and the range.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
+        /// Run --runs seeds of the target (--client, --server, --scenario, --set) and nothing
+        /// else, and print their rate: the loop to put under `perf record`.
+        #[arg(long)]
+        profile: bool,
+        #[command(flatten)]
+        target: Target,
     },
     /// Probe a real system over loopback through a fault-injecting proxy.
     #[command(subcommand)]
@@ -436,7 +442,9 @@ fn main() -> ExitCode {
         Command::Profiles { sources: true, doc, .. } => cli::cmd_sources(doc.as_deref()),
         Command::Profiles { dump: None, .. } => cli::cmd_profiles(),
         Command::Profiles { dump: Some(name), .. } => cli::cmd_dump(&name),
-        Command::Bench { runs, rounds } => cli::cmd_bench(runs, rounds),
+        Command::Bench { runs, rounds, profile, target } => {
+            cli::cmd_bench(runs, rounds, profile.then(|| target.args()).as_ref())
+        }
         Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout, idle_bound }) => {
             cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout, idle_bound)
         }

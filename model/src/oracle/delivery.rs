@@ -3,13 +3,13 @@
 //! (`no-cross-session-delivery`).
 
 use super::TraceIndex;
-use super::{deliveries, event_subject, sorted, Delivery, EventLog, Invariant, InvariantId, Violation};
+use super::{event_subject, sorted, EventLog, Invariant, InvariantId, Violation};
 use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::StepKind;
 #[cfg(test)]
 use crate::trace::Trace;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 pub(super) const NO_DUPLICATE_DELIVERY: Invariant = Invariant {
     id: InvariantId::NoDuplicateDelivery,
@@ -48,16 +48,23 @@ fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
 fn duplicate_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let trace = ix.trace();
     let log = ix.log();
-    let mut seen: BTreeMap<(&SessionId, &EventId), Instant> = BTreeMap::new();
+    // When each stored event was first handed over, by key; ids the session never stored by name.
+    let mut seen_stored: Vec<Option<Instant>> = vec![None; ix.log().len];
+    let mut seen_other: BTreeMap<(&SessionId, &EventId), Instant> = BTreeMap::new();
     // The result handed over since the call was last issued.
     let mut result_given: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut violations = Vec::new();
+    let mut resolved = ix.resolved_deliveries().iter().peekable();
     for (order, step) in trace.steps.iter().enumerate() {
         if let StepKind::AppCall { call, .. } = &step.kind {
             result_given.remove(call);
         }
-        let Some(d) = Delivery::of(order, step) else { continue };
-        let first_seen = d.id.and_then(|id| seen.get(&(d.session, id)).copied());
+        let Some((d, stored)) = resolved.next_if(|(d, _)| d.order == order) else { continue };
+        let first_seen = match (d.id, stored) {
+            (None, _) => None,
+            (Some(_), Some(e)) => seen_stored[e.key],
+            (Some(id), None) => seen_other.get(&(d.session, id)).copied(),
+        };
         let first_result = d.result_of.and_then(|call| result_given.get(&call).copied());
         if let (Some(id), Some(first)) = (d.id, first_seen) {
             violations.push(Violation {
@@ -83,8 +90,14 @@ fn duplicate_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 ),
             });
         }
-        if let Some(id) = d.id {
-            seen.entry((d.session, id)).or_insert(d.at);
+        match (d.id, stored) {
+            (None, _) => {}
+            (Some(_), Some(e)) => {
+                seen_stored[e.key].get_or_insert(d.at);
+            }
+            (Some(id), None) => {
+                seen_other.entry((d.session, id)).or_insert(d.at);
+            }
         }
         if let Some(call) = d.result_of {
             result_given.entry(call).or_insert(d.at);
@@ -103,15 +116,12 @@ fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
 
 /// [`out_of_order_deliveries`] over a shared index.
 fn out_of_order_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
-    let log = ix.log();
     let mut highest: BTreeMap<(&SessionId, u32, StreamNo), u32> = BTreeMap::new();
-    let mut seen: BTreeSet<(&SessionId, &EventId)> = BTreeSet::new();
+    let mut seen = vec![false; ix.log().len];
     let mut violations = Vec::new();
-    for d in deliveries(trace) {
-        let Some(id) = d.id else { continue };
-        let Some(event) = log.get(d.session, id) else { continue };
-        if !seen.insert((d.session, id)) {
+    for (d, stored) in ix.resolved_deliveries() {
+        let (Some(id), Some(event)) = (d.id, stored) else { continue };
+        if std::mem::replace(&mut seen[event.key], true) {
             continue;
         }
         let top = highest.entry((d.session, event.epoch, event.stream)).or_insert(event.seq);
@@ -137,12 +147,13 @@ fn cross_session_deliveries(trace: &Trace) -> Vec<Violation> {
 
 /// [`cross_session_deliveries`] over a shared index.
 fn cross_session_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
     let log = ix.log();
-    let violations = deliveries(trace)
-        .filter_map(|d| {
+    let violations = ix
+        .resolved_deliveries()
+        .iter()
+        .filter_map(|(d, stored)| {
             let id = d.id?;
-            if log.get(d.session, id).is_some() {
+            if stored.is_some() {
                 return None;
             }
             let storers = log.other_storers(d.session, id);

@@ -6,7 +6,7 @@ use super::{
     StoredEvent, TraceIndex, Violation,
 };
 use crate::http::{Method, ServerMessage};
-use crate::ids::{EventId, SessionId, StreamNo};
+use crate::ids::{SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::{StepKind, Trace};
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,7 +47,8 @@ fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 /// Everything the judgement of one stream needs.
 struct Judge<'a> {
     ledger: &'a CallLedger,
-    delivered: &'a BTreeSet<(&'a SessionId, &'a EventId)>,
+    /// By [`StoredEvent::key`]: whether the application was handed the event.
+    delivered: &'a [bool],
     gaps: BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>>,
     lost_sessions: BTreeSet<&'a SessionId>,
     standalone_opened: BTreeMap<&'a SessionId, usize>,
@@ -97,7 +98,7 @@ impl<'a> Judge<'a> {
     }
 
     fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
-        self.delivered.contains(&(event.session, event.id))
+        self.delivered[event.key]
     }
 
     fn in_gap(&self, event: &StoredEvent<'a>) -> bool {
@@ -202,6 +203,7 @@ impl<'a> InFlight<'a> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::ids::EventId;
 
     /// A call's progress events 1..=5 on stream 1 of session A, then its result (seq 6).
     fn call_stream() -> TraceBuilder {

@@ -221,17 +221,31 @@ pub fn by_name(name: &str) -> Option<&'static Invariant> {
 
 /// What several invariants read of one trace, each part built once, when first asked for:
 /// [`check_all`] builds one index per trace, so the event log is not rebuilt per invariant.
+///
+/// Ids are strings, and comparing them was most of the oracles' time, growing faster than the
+/// trace (a two-hour run's maps outgrow the caches). So an event's `(session, id)` is looked up
+/// once, where it is stored and where it is delivered; after that the invariants use its
+/// [`StoredEvent::key`], a number.
 pub struct TraceIndex<'a> {
     trace: &'a Trace,
     log: OnceCell<EventLog<'a>>,
     ledger: OnceCell<CallLedger>,
-    delivered: OnceCell<BTreeSet<(&'a SessionId, &'a EventId)>>,
+    deliveries: OnceCell<Deliveries<'a>>,
+}
+
+/// The deliveries of a trace, each with the stored event it handed over (looked up once).
+struct Deliveries<'a> {
+    /// Every `AppEvent` and `AppResult`, in trace order, with the event its session stored under
+    /// its id (`None`: no id, or one its session never stored).
+    resolved: Vec<(Delivery<'a>, Option<StoredEvent<'a>>)>,
+    /// By [`StoredEvent::key`]: whether the application was handed the event.
+    delivered: Vec<bool>,
 }
 
 impl<'a> TraceIndex<'a> {
     /// An index over `trace`; nothing is built yet.
     pub fn new(trace: &'a Trace) -> Self {
-        TraceIndex { trace, log: OnceCell::new(), ledger: OnceCell::new(), delivered: OnceCell::new() }
+        TraceIndex { trace, log: OnceCell::new(), ledger: OnceCell::new(), deliveries: OnceCell::new() }
     }
 
     /// The trace indexed.
@@ -249,9 +263,33 @@ impl<'a> TraceIndex<'a> {
         self.ledger.get_or_init(|| CallLedger::new(self.trace))
     }
 
-    /// The `(session, id)` pairs the application was handed.
-    fn delivered(&self) -> &BTreeSet<(&'a SessionId, &'a EventId)> {
-        self.delivered.get_or_init(|| delivered_set(self.trace))
+    fn deliveries(&self) -> &Deliveries<'a> {
+        self.deliveries.get_or_init(|| {
+            let log = self.log();
+            let resolved: Vec<_> =
+                deliveries(self.trace).map(|d| (d, d.id.and_then(|id| log.get(d.session, id)).copied())).collect();
+            let mut delivered = vec![false; log.len];
+            for event in resolved.iter().filter_map(|(_, e)| e.as_ref()) {
+                delivered[event.key] = true;
+            }
+            Deliveries { resolved, delivered }
+        })
+    }
+
+    /// The `AppEvent` and `AppResult` steps, in trace order, each with the event its session
+    /// stored under its id, if any.
+    fn resolved_deliveries(&self) -> &[(Delivery<'a>, Option<StoredEvent<'a>>)] {
+        &self.deliveries().resolved
+    }
+
+    /// Whether the application was handed this stored event (under its session).
+    fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
+        self.delivered()[event.key]
+    }
+
+    /// By [`StoredEvent::key`]: whether the application was handed the event.
+    fn delivered(&self) -> &[bool] {
+        &self.deliveries().delivered
     }
 }
 
@@ -299,17 +337,21 @@ struct StoredEvent<'a> {
     /// The server process incarnation that stored it: stream numbers restart with a new process
     /// (which matters where a session outlives one, as with a session-less server).
     epoch: u32,
+    /// A number for `(session, id)`, unique in the log: 0, 1, … in the order stored.
+    key: usize,
 }
 
 /// Every stored event, by `(session, id)`.
 struct EventLog<'a> {
     by_session: BTreeMap<&'a SessionId, BTreeMap<&'a EventId, StoredEvent<'a>>>,
+    /// How many events: one more than the highest key.
+    len: usize,
 }
 
 impl<'a> EventLog<'a> {
     fn new(trace: &'a Trace) -> Self {
         let mut by_session: BTreeMap<&SessionId, BTreeMap<&EventId, StoredEvent<'a>>> = BTreeMap::new();
-        let mut epoch = 0;
+        let (mut epoch, mut len) = (0, 0);
         for (order, step) in trace.steps.iter().enumerate() {
             if let StepKind::ServerStart { epoch: e } = &step.kind {
                 epoch = *e;
@@ -325,12 +367,18 @@ impl<'a> EventLog<'a> {
                     call: *call,
                     message: message.as_ref(),
                     epoch,
+                    key: len,
                 };
                 // Ids are unique per session; should a server store one twice, the first counts.
-                by_session.entry(session).or_default().entry(id).or_insert(event);
+                if let std::collections::btree_map::Entry::Vacant(slot) =
+                    by_session.entry(session).or_default().entry(id)
+                {
+                    slot.insert(event);
+                    len += 1;
+                }
             }
         }
-        EventLog { by_session }
+        EventLog { by_session, len }
     }
 
     /// The event `session` stored under `id`.
@@ -395,11 +443,6 @@ impl<'a> Delivery<'a> {
 /// The `AppEvent` and `AppResult` steps, in trace order.
 fn deliveries(trace: &Trace) -> impl Iterator<Item = Delivery<'_>> {
     trace.steps.iter().enumerate().filter_map(|(i, s)| Delivery::of(i, s))
-}
-
-/// The `(session, id)` pairs the application was handed.
-fn delivered_set(trace: &Trace) -> BTreeSet<(&SessionId, &EventId)> {
-    deliveries(trace).filter_map(|d| d.id.map(|id| (d.session, id))).collect()
 }
 
 /// How the application learned a call's end.

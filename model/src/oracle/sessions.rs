@@ -37,7 +37,6 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let trace = ix.trace();
     let log = ix.log();
     let ledger = ix.ledger();
-    let delivered = ix.delivered();
     let end = final_state(trace);
     let held_at_end = |session: &SessionId| end.as_ref().is_some_and(|e| e.held(session));
     // Without a RunEnd step (a trace cut short) every session counts as still held.
@@ -49,10 +48,7 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
         })
         .filter(|(e, call)| {
             let still_listening = !ledger.resolved(*call) && held_at_end(e.session);
-            server_holds(e.session)
-                && !delivered.contains(&(e.session, e.id))
-                && !ledger.told_failure(*call)
-                && !still_listening
+            server_holds(e.session) && !ix.was_delivered(e) && !ledger.told_failure(*call) && !still_listening
         })
         .map(|(e, call)| Violation {
             invariant: InvariantId::NoOrphanedSession,

@@ -1,13 +1,23 @@
-//! The wire: addresses of the machines and length-prefixed JSON frames over simulated TCP.
+//! The wire: addresses of the machines and length-prefixed frames over simulated TCP.
 //!
-//! A frame is a 4-byte big-endian length, then that many bytes of `serde_json`. The client's first
+//! A frame is a 4-byte big-endian length, then that many bytes of payload. The client's first
 //! frame on a connection is its `Request`; everything after, server to client, is `Frame`s. The
-//! load balancer forwards frames as raw bytes without decoding them.
+//! load balancer forwards frames as raw bytes without decoding them (it only peeks at a
+//! request's session and a response's head).
+//!
+//! Inside the simulation a message is not serialized: [`encode`] files a copy of it in this run's
+//! [`Wire`] and the frame carries only its 8-byte handle; [`decode`] hands back a copy of the
+//! message behind a handle. Turning every frame into JSON and back was about a tenth of a
+//! `chatty-tool` run. madsim draws one latency per flushed write whatever its size, so payload
+//! sizes matter only through the readers' buffers: with JSON, frames that arrived in one write but
+//! overflowed a read were forwarded by the load balancer in several writes, each with its own
+//! latency; with handles everything that arrived together is read and forwarded together. JSON
+//! stays for trace files.
 //!
 //! madsim's `TcpStream` hands bytes to the network only on `flush()`, so every frame is flushed.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use std::any::Any;
+use std::cell::RefCell;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -64,18 +74,56 @@ const HEADER: usize = 4;
 /// A frame longer than this is a bug on the sending side, not something to buffer.
 const MAX_FRAME: usize = 1 << 24;
 
-/// Appends one frame (prefix and JSON) for `message` to `out`.
-pub fn encode<T: Serialize>(message: &T, out: &mut Vec<u8>) {
-    let at = out.len();
-    out.extend_from_slice(&[0; HEADER]);
-    serde_json::to_writer(&mut *out, message).expect("wire messages are plain data: always serializable");
-    let len = u32::try_from(out.len() - at - HEADER).expect("a wire message under 4 GiB");
-    out[at..at + HEADER].copy_from_slice(&len.to_be_bytes());
+/// The messages put on the wire during the current run, by handle. A run happens on one thread
+/// (madsim runs every task of a runtime there), so the wire is per thread, and the runner clears
+/// it when a run starts and ends ([`Wire::clear`]). A message stays filed until then: a frame may
+/// be read twice (the load balancer peeks at what it forwards), and frames lost with a killed
+/// connection are never read at all; the step budget bounds how many a run sends.
+pub struct Wire;
+
+thread_local! {
+    static WIRE: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Decodes a whole frame as returned by [`FrameReader::next`] (prefix included).
-pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> io::Result<T> {
-    serde_json::from_slice(&frame[HEADER.min(frame.len())..]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+impl Wire {
+    /// Forgets every message filed on this thread: the start and end of a run.
+    pub fn clear() {
+        WIRE.with_borrow_mut(|wire| *wire = Vec::new());
+    }
+
+    /// Files `message` and returns its handle.
+    fn file(message: Box<dyn Any>) -> u64 {
+        WIRE.with_borrow_mut(|wire| {
+            wire.push(message);
+            wire.len() as u64 - 1
+        })
+    }
+
+    /// A copy of the message filed under `handle`, if it is a `T`.
+    fn copy<T: Any + Clone>(handle: u64) -> Option<T> {
+        let index = usize::try_from(handle).ok()?;
+        WIRE.with_borrow(|wire| wire.get(index)?.downcast_ref::<T>().cloned())
+    }
+}
+
+/// Bytes of a frame's payload: a handle.
+const HANDLE: usize = 8;
+
+/// Appends one frame (prefix and handle) for a copy of `message` to `out`.
+pub fn encode<T: Any + Clone>(message: &T, out: &mut Vec<u8>) {
+    let handle = Wire::file(Box::new(message.clone()));
+    out.extend_from_slice(&(HANDLE as u32).to_be_bytes());
+    out.extend_from_slice(&handle.to_be_bytes());
+}
+
+/// Decodes a whole frame as returned by [`FrameReader::next`] (prefix included): a copy of the
+/// message it carries. A frame that is no handle of this run's wire, or a handle of a message of
+/// another type, is `InvalidData`.
+pub fn decode<T: Any + Clone>(frame: &[u8]) -> io::Result<T> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    let payload = frame.get(HEADER..).ok_or_else(|| invalid("a frame shorter than its length prefix"))?;
+    let handle = u64::from_be_bytes(payload.try_into().map_err(|_| invalid("a frame that is no handle"))?);
+    Wire::copy(handle).ok_or_else(|| invalid("a handle of no message of this type on this run's wire"))
 }
 
 /// Writes already-encoded frames and flushes them onto the simulated network.
@@ -85,7 +133,7 @@ pub async fn send<W: AsyncWrite + Unpin>(stream: &mut W, bytes: &[u8]) -> io::Re
 }
 
 /// Encodes `message` into `buf` (cleared first) and sends it.
-pub async fn send_message<W: AsyncWrite + Unpin, T: Serialize>(
+pub async fn send_message<W: AsyncWrite + Unpin, T: Any + Clone>(
     stream: &mut W,
     message: &T,
     buf: &mut Vec<u8>,
@@ -245,6 +293,19 @@ mod tests {
         });
         assert_eq!((len, count), (whole, 3));
         assert_eq!(then.unwrap_err().kind(), io::ErrorKind::UnexpectedEof, "the 2 stray bytes are half a prefix");
+    }
+
+    #[test]
+    fn a_frame_decodes_only_as_its_own_type_and_only_during_its_run() {
+        Wire::clear();
+        let mut bytes = Vec::new();
+        encode(&Frame::Comment, &mut bytes);
+        assert_eq!(decode::<Frame>(&bytes).unwrap(), Frame::Comment);
+        assert_eq!(decode::<Frame>(&bytes).unwrap(), Frame::Comment, "a frame may be read twice");
+        assert_eq!(decode::<Request>(&bytes).unwrap_err().kind(), io::ErrorKind::InvalidData);
+        assert_eq!(decode::<Frame>(&bytes[..HEADER + 3]).unwrap_err().kind(), io::ErrorKind::InvalidData);
+        Wire::clear();
+        assert_eq!(decode::<Frame>(&bytes).unwrap_err().kind(), io::ErrorKind::InvalidData, "a past run's handle");
     }
 
     #[test]

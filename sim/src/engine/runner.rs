@@ -9,7 +9,7 @@
 use crate::engine::actors::injector::{self, Link};
 use crate::engine::actors::{self, client_node, replica_node, World, LB_NODE};
 use crate::engine::logging;
-use crate::engine::net::{client_ip, replica_ip, LB_IP};
+use crate::engine::net::{client_ip, replica_ip, Wire, LB_IP};
 use crate::engine::recorder::{lock, Recorder, SharedSteps};
 use crate::engine::run_thread;
 use crate::error::SimError;
@@ -176,8 +176,7 @@ impl Thread {
 
 fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Result<RunOutcome, SimError> {
     runnable(scenario).map_err(SimError::Usage)?;
-    let scenario_json = serde_json::to_value(scenario)
-        .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
+    let header = trace_header(scenario)?;
     let steps = SharedSteps::default();
     let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
     let max_steps = usize::try_from(budget.max_steps).unwrap_or(usize::MAX);
@@ -187,11 +186,29 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
         let at = lock(&steps).last().map(|s| format_micros(s.t)).unwrap_or_else(|| "the start".to_string());
         return Err(SimError::OverBudget { seed, max_steps: budget.max_steps, at, var: MAX_STEPS_VAR });
     }
-    let mut trace = Trace::new(seed, serde_json::json!({ "scenario": scenario_json }));
+    let mut trace = Trace::new(seed, header);
     trace.steps = std::mem::take(&mut *lock(&steps));
     let violations = check_all(&trace);
     trace.finish(violations.iter().map(ViolationRecord::from).collect());
     Ok(RunOutcome { trace, violations })
+}
+
+/// The trace header of a run of `scenario`: `{"scenario": ...}`. Studies run one scenario over
+/// many seeds, so the last header built on this thread is kept and copied while the scenario
+/// stays the same (comparing two scenarios is cheaper than writing one as JSON).
+fn trace_header(scenario: &Scenario) -> Result<serde_json::Value, SimError> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(Scenario, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
+    }
+    if let Some(header) = LAST.with_borrow(|last| last.as_ref().filter(|(s, _)| s == scenario).map(|(_, h)| h.clone()))
+    {
+        return Ok(header);
+    }
+    let json = serde_json::to_value(scenario)
+        .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
+    let header = serde_json::Value::Object(serde_json::Map::from_iter([("scenario".to_string(), json)]));
+    LAST.set(Some((scenario.clone(), header.clone())));
+    Ok(header)
 }
 
 /// Runs `simulation` on `thread`; its panic becomes an error naming the seed and how far the run
@@ -214,6 +231,7 @@ fn simulate_on<T: Send + 'static>(
 /// The simulation itself, on the current thread. Returns whether it was stopped at its step
 /// budget.
 fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
+    Wire::clear();
     let runtime = Runtime::with_seed_and_config(seed, madsim_config(&scenario));
     let over_budget = runtime.block_on(async move {
         logging::mark_run_start();
@@ -222,6 +240,7 @@ fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize)
         world.rec.over_budget()
     });
     logging::mark_run_end();
+    Wire::clear();
     over_budget
 }
 

@@ -2,28 +2,99 @@
 //! with three idle nodes measured in the same process, so the ratio is comparable across machines.
 //!
 //! Each line is measured in several rounds, the rounds of all lines interleaved, so that a noisy
-//! neighbour slows every line alike; the table gives the median round and the range.
+//! neighbour slows every line alike; the table gives the median round and the range. A scenario
+//! round is a fixed number of seeds; an empty-runtime round runs for a fixed wall-clock time
+//! ([`EMPTY_ROUND`]), so its rate is as precise whatever the machine. Each scenario line also
+//! says how many steps its seed 0 records and what judging that trace costs (the oracles), so
+//! that a longer run's line shows whether the cost grows with the steps alone.
+//!
+//! Time is the bench thread's own CPU time where Linux tells it (`/proc/thread-self/schedstat`,
+//! exact to a scheduler tick), else wall-clock time: on a machine shared with other work a
+//! round's wall-clock time counts the time other processes held the core, its CPU time does not.
+//!
+//! [`profile`] is the mode for `perf`: one scenario, many seeds, no other work.
 
 use crate::engine::run_thread::on_calling_thread;
 use crate::engine::runner::run;
 use crate::error::SimError;
 use crate::scenario::Scenario;
+use mcpsim_model::oracle::check_all;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as WallClock};
 
-/// One measured line: `runs` runs in each round.
+/// How long one round of the empty runtime runs.
+pub const EMPTY_ROUND: Duration = Duration::from_millis(300);
+
+/// How long the oracles' cost is measured for, per scenario line.
+const ORACLE_TIMING: Duration = Duration::from_millis(100);
+
+/// One measured round: this many runs took this long.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Round {
+    pub runs: u64,
+    /// Seconds of the bench thread's CPU time (see [`Clock`]).
+    pub seconds: f64,
+}
+
+/// The time a round is measured in: the calling thread's CPU time, else wall-clock time.
+#[derive(Clone, Copy, Debug)]
+enum Clock {
+    Cpu(Duration),
+    Wall(WallClock),
+}
+
+impl Clock {
+    fn now() -> Clock {
+        thread_cpu_time().map_or_else(|| Clock::Wall(WallClock::now()), Clock::Cpu)
+    }
+
+    /// Time since `self`, on the same clock.
+    fn elapsed(self) -> Duration {
+        match self {
+            Clock::Cpu(start) => thread_cpu_time().unwrap_or(start).saturating_sub(start),
+            Clock::Wall(start) => start.elapsed(),
+        }
+    }
+}
+
+/// The calling thread's CPU time so far, where Linux tells it (the first field of
+/// `/proc/thread-self/schedstat`, in nanoseconds).
+fn thread_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok().map(Duration::from_nanos)
+}
+
+/// What the rounds are timed in, for the table's note.
+pub fn clock_name() -> &'static str {
+    if thread_cpu_time().is_some() {
+        "CPU time of the bench thread"
+    } else {
+        "wall-clock time"
+    }
+}
+
+/// What seed 0 of a scenario line records, and what judging it costs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Judged {
+    /// Steps of its trace.
+    pub steps: usize,
+    /// Microseconds of `check_all` over it (the mean of repeated checks).
+    pub oracle_micros: f64,
+}
+
+/// One measured line.
 #[derive(Clone, Debug)]
 pub struct BenchLine {
     pub what: String,
-    pub runs: u64,
-    /// Wall-clock seconds of each round.
-    pub seconds: Vec<f64>,
+    pub rounds: Vec<Round>,
+    /// For a scenario line: its seed 0, judged.
+    pub judged: Option<Judged>,
 }
 
 impl BenchLine {
     /// Runs per second of each round, slowest first.
     pub fn rates(&self) -> Vec<f64> {
-        let mut rates: Vec<f64> = self.seconds.iter().map(|s| self.runs as f64 / s.max(1e-9)).collect();
+        let mut rates: Vec<f64> = self.rounds.iter().map(|r| r.runs as f64 / r.seconds.max(1e-9)).collect();
         rates.sort_by(f64::total_cmp);
         rates
     }
@@ -33,6 +104,13 @@ impl BenchLine {
         let rates = self.rates();
         rates.get(rates.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
     }
+}
+
+/// A scenario to measure: its label, the scenario, and the seeds of each round.
+pub struct Subject {
+    pub label: String,
+    pub scenario: Scenario,
+    pub runs: u64,
 }
 
 /// An empty runtime with three idle nodes, on the calling thread as real runs are.
@@ -55,52 +133,106 @@ fn empty_runtime(seed: u64) -> Result<(), SimError> {
     }
 }
 
-/// Wall-clock seconds of `runs` seeds of `one`.
-fn time_round(runs: u64, one: &mut dyn FnMut(u64) -> Result<(), SimError>) -> Result<f64, SimError> {
-    let start = WallClock::now();
-    for seed in 0..runs {
-        one(seed)?;
-    }
-    Ok(start.elapsed().as_secs_f64())
+/// How long a round goes on: a number of seeds, or a wall-clock time.
+#[derive(Clone, Copy, Debug)]
+enum Length {
+    Runs(u64),
+    For(Duration),
 }
 
-/// Measures the empty runtime and each of `scenarios` over `runs` seeds, `rounds` times each.
-pub fn bench(scenarios: &[Scenario], runs: u64, rounds: u32) -> Result<Vec<BenchLine>, SimError> {
-    type Subject<'a> = (String, Box<dyn FnMut(u64) -> Result<(), SimError> + 'a>);
-    let mut subjects: Vec<Subject> = vec![("empty runtime, 3 idle nodes".to_string(), Box::new(empty_runtime))];
-    for s in scenarios {
-        let label = format!("{} × {} × {}", s.client.name, s.server.name, s.name);
-        subjects.push((label, Box::new(move |seed| run(s, seed).map(|_| ()))));
+/// One round of `one`: seeds from 0 until `length` is reached (a duration by the wall clock,
+/// which is cheap to read between runs; the round is measured on [`Clock`]).
+fn time_round(length: Length, one: &mut dyn FnMut(u64) -> Result<(), SimError>) -> Result<Round, SimError> {
+    let (start, wall) = (Clock::now(), WallClock::now());
+    let mut runs = 0;
+    loop {
+        let done = match length {
+            Length::Runs(n) => runs >= n,
+            Length::For(d) => wall.elapsed() >= d,
+        };
+        if done {
+            return Ok(Round { runs, seconds: start.elapsed().as_secs_f64() });
+        }
+        one(runs)?;
+        runs += 1;
     }
-    let mut lines: Vec<BenchLine> =
-        subjects.iter().map(|(what, _)| BenchLine { what: what.clone(), runs, seconds: Vec::new() }).collect();
+}
+
+/// Seed 0 of `scenario`, judged again and again for [`ORACLE_TIMING`].
+fn judge(scenario: &Scenario) -> Result<Judged, SimError> {
+    let trace = run(scenario, 0)?.trace;
+    let (start, wall) = (Clock::now(), WallClock::now());
+    let mut checks = 0u32;
+    while checks == 0 || wall.elapsed() < ORACLE_TIMING {
+        std::hint::black_box(check_all(std::hint::black_box(&trace)));
+        checks += 1;
+    }
+    let oracle_micros = start.elapsed().as_secs_f64() * 1e6 / f64::from(checks);
+    Ok(Judged { steps: trace.steps.len(), oracle_micros })
+}
+
+/// Measures the empty runtime and each subject, `rounds` times each, rounds interleaved.
+pub fn bench(subjects: &[Subject], rounds: u32) -> Result<Vec<BenchLine>, SimError> {
+    type Line<'a> = (Length, Box<dyn FnMut(u64) -> Result<(), SimError> + 'a>);
+    let mut measured: Vec<Line> = vec![(Length::For(EMPTY_ROUND), Box::new(empty_runtime))];
+    let mut lines =
+        vec![BenchLine { what: "empty runtime, 3 idle nodes".to_string(), rounds: Vec::new(), judged: None }];
+    for s in subjects {
+        measured.push((Length::Runs(s.runs), Box::new(move |seed| run(&s.scenario, seed).map(|_| ()))));
+        lines.push(BenchLine { what: s.label.clone(), rounds: Vec::new(), judged: Some(judge(&s.scenario)?) });
+    }
     for _ in 0..rounds {
-        for ((_, one), line) in subjects.iter_mut().zip(&mut lines) {
-            line.seconds.push(time_round(runs, one.as_mut())?);
+        for ((length, one), line) in measured.iter_mut().zip(&mut lines) {
+            line.rounds.push(time_round(*length, one.as_mut())?);
         }
     }
     Ok(lines)
 }
 
-/// Prints the lines as a table: the median round, the range over rounds, and each line's cost
-/// relative to the empty runtime (medians).
+/// Runs `runs` seeds of `scenario` and nothing else: what to put under `perf record`.
+pub fn profile(scenario: &Scenario, runs: u64) -> Result<Round, SimError> {
+    time_round(Length::Runs(runs), &mut |seed| run(scenario, seed).map(|_| ()))
+}
+
+/// Prints the lines as a table: the median round, the range over rounds, each line's cost
+/// relative to the empty runtime (medians), and for scenario lines the steps of seed 0 and the
+/// oracles' share of a run.
 pub fn print(lines: &[BenchLine]) {
     let base = lines.first().map(|l| l.runs_per_second()).unwrap_or(1.0);
-    let rounds = lines.first().map_or(0, |l| l.seconds.len());
-    println!("{:<44} {:>6} {:>8} {:>18} {:>12}", "what", "runs", "runs/s", "range", "× empty cost");
+    let rounds = lines.first().map_or(0, |l| l.rounds.len());
+    println!(
+        "{:<46} {:>6} {:>9} {:>17} {:>8} {:>11} {:>8}",
+        "what", "steps", "runs/s", "range", "× empty", "oracles µs", "of a run"
+    );
     for l in lines {
         let rates = l.rates();
         let (low, high) = (rates.first().copied().unwrap_or(0.0), rates.last().copied().unwrap_or(0.0));
+        let rate = l.runs_per_second();
+        let (steps, oracles, share) = match l.judged {
+            Some(j) => (
+                j.steps.to_string(),
+                format!("{:.0}", j.oracle_micros),
+                format!("{:.0} %", j.oracle_micros * rate / 1e4),
+            ),
+            None => ("".to_string(), "".to_string(), "".to_string()),
+        };
         println!(
-            "{:<44} {:>6} {:>8.0} {:>18} {:>12.1}",
+            "{:<46} {:>6} {:>9.0} {:>17} {:>8.1} {:>11} {:>8}",
             l.what,
-            l.runs,
-            l.runs_per_second(),
+            steps,
+            rate,
             format!("{low:.0}–{high:.0}"),
-            base / l.runs_per_second().max(1e-9)
+            base / rate.max(1e-9),
+            oracles,
+            share
         );
     }
-    println!("(runs/s: the median of {rounds} round(s) of each line, rounds interleaved; one core)");
+    let empty = EMPTY_ROUND.as_millis();
+    println!(
+        "(runs/s: the median of {rounds} round(s) of each line, rounds interleaved, one core, in {};",
+        clock_name()
+    );
+    println!(" an empty-runtime round lasts {empty} ms; steps and oracles: seed 0's trace, judged repeatedly)");
     if cfg!(debug_assertions) {
         println!("(debug build: use `cargo run --release -p mcpsim -- bench` for numbers worth quoting)");
     }
@@ -112,19 +244,35 @@ mod tests {
 
     #[test]
     fn the_rate_is_the_median_round() {
-        let line = BenchLine { what: "x".into(), runs: 100, seconds: vec![1.0, 0.25, 0.5] };
+        let round = |runs, seconds| Round { runs, seconds };
+        let line = BenchLine {
+            what: "x".into(),
+            rounds: vec![round(100, 1.0), round(100, 0.25), round(100, 0.5)],
+            judged: None,
+        };
         assert_eq!(line.rates(), vec![100.0, 200.0, 400.0]);
         assert_eq!(line.runs_per_second(), 200.0);
-        let even = BenchLine { what: "x".into(), runs: 100, seconds: vec![1.0, 0.5] };
+        let even = BenchLine { what: "x".into(), rounds: vec![round(100, 1.0), round(300, 1.0)], judged: None };
         assert_eq!(even.runs_per_second(), 100.0);
     }
 
     #[test]
-    fn every_line_gets_every_round() {
+    fn every_line_gets_every_round_and_the_empty_runtime_is_timed_by_duration() {
         let scenario = Scenario::build("long-tool", "reference", "reference").expect("builds");
-        let lines = bench(&[scenario], 2, 3).expect("runs");
+        let subject = Subject { label: "long".into(), scenario, runs: 2 };
+        let lines = bench(&[subject], 3).expect("runs");
         assert_eq!(lines.len(), 2);
-        assert!(lines.iter().all(|l| l.seconds.len() == 3 && l.runs == 2), "{lines:?}");
-        assert!(lines[1].what.contains("long-tool"));
+        assert!(lines.iter().all(|l| l.rounds.len() == 3), "{lines:?}");
+        assert!(lines[1].rounds.iter().all(|r| r.runs == 2), "{lines:?}");
+        assert!(lines[0].rounds.iter().all(|r| r.runs > 0), "{lines:?}");
+        let judged = lines[1].judged.expect("a scenario line is judged");
+        assert!(judged.steps > 10 && judged.oracle_micros > 0.0, "{judged:?}");
+        assert!(lines[0].judged.is_none());
+    }
+
+    #[test]
+    fn a_profile_runs_the_seeds_asked_for() {
+        let scenario = Scenario::build("long-tool", "reference", "reference").expect("builds");
+        assert_eq!(profile(&scenario, 3).expect("runs").runs, 3);
     }
 }
