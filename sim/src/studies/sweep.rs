@@ -14,6 +14,7 @@ use crate::report::artifacts::check_writable;
 use crate::scenario::{setting, Scenario};
 use crate::studies::advise::{self, Prediction};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
+use crate::studies::shard::Shard;
 use crate::studies::tally::{Outcome, Tally};
 use mcpsim_model::time::{format_duration, parse_duration};
 use std::collections::BTreeMap;
@@ -469,6 +470,14 @@ impl SweepReport {
     }
 }
 
+/// Where a sweep's tallies come from.
+pub enum SweepCells<'a> {
+    /// Run every cell here.
+    Run(&'a RunFn<'a>, &'a dyn Progress),
+    /// Run by the shards of a `--shard K/N` sweep: every cell's tally, in grid order.
+    Given(Vec<Tally>),
+}
+
 /// Validates, runs and reports a sweep. Nothing runs until keys, values and the CSV (and its
 /// header on `--resume`) have been checked. Rows reach the CSV in grid order as the cells before
 /// them finish; when the sweep is done the file is rewritten in grid order, resumed rows
@@ -480,6 +489,11 @@ pub fn sweep(
     runner: &RunFn,
     progress: &dyn Progress,
 ) -> Result<SweepReport, SimError> {
+    sweep_from(base, vary_specs, opts, SweepCells::Run(runner, progress))
+}
+
+/// Checks a sweep's options and builds its grid, before anything runs.
+fn plan(base: &Scenario, vary_specs: &[String], opts: &SweepOptions) -> Result<Grid, SimError> {
     if opts.seeds == 0 {
         return Err(SimError::Usage("a sweep needs at least one seed per cell".into()));
     }
@@ -490,7 +504,47 @@ pub fn sweep(
         return Err(SimError::Usage("--resume needs --csv: the file to resume".into()));
     }
     let varies = vary_specs.iter().map(|s| parse_vary(s)).collect::<Result<Vec<_>, _>>()?;
-    let grid = build_grid(base, varies)?;
+    build_grid(base, varies)
+}
+
+/// One shard of a sweep (`--shard K/N`): the cells it owns, by index in grid order, with their
+/// tallies, and how many cells the whole grid has. The CSV and the plot are `merge`'s to write.
+pub fn sweep_shard(
+    base: &Scenario,
+    vary_specs: &[String],
+    opts: &SweepOptions,
+    shard: Shard,
+    runner: &RunFn,
+    progress: &dyn Progress,
+) -> Result<(usize, Vec<(usize, Tally)>), SimError> {
+    if opts.csv.is_some() || opts.resume {
+        return Err(SimError::Usage("--csv and --resume go with `mcpsim merge`, not with --shard".into()));
+    }
+    let grid = plan(base, vary_specs, opts)?;
+    let owned: Vec<usize> = (0..grid.cells.len()).filter(|i| shard.owns(*i)).collect();
+    let cells: Vec<PoolCell> =
+        owned.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
+    let tallies = run_cells(&cells, opts.jobs, runner, progress, |_, _| Ok(()))?;
+    Ok((grid.cells.len(), owned.into_iter().zip(tallies).collect()))
+}
+
+/// [`sweep`], its tallies run here or given by the shards of a sharded sweep.
+pub fn sweep_from(
+    base: &Scenario,
+    vary_specs: &[String],
+    opts: &SweepOptions,
+    source: SweepCells,
+) -> Result<SweepReport, SimError> {
+    let grid = plan(base, vary_specs, opts)?;
+    if let SweepCells::Given(given) = &source {
+        if given.len() != grid.cells.len() {
+            return Err(SimError::Usage(format!(
+                "merge: {} cells given, the sweep has {}",
+                given.len(),
+                grid.cells.len()
+            )));
+        }
+    }
     let header = csv_header(&grid.varies);
     let keys = grid.varies.len();
     let base_args = base.cli_args();
@@ -512,12 +566,26 @@ pub fn sweep(
     }
     let resumed = results.iter().flatten().count();
     let todo: Vec<usize> = (0..grid.cells.len()).filter(|i| results[*i].is_none()).collect();
-    let cells: Vec<PoolCell> =
-        todo.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
-    let tallies = run_cells(&cells, opts.jobs, runner, progress, |k, tally| match sink.as_mut() {
+    let mut on_done = |k: usize, tally: &Tally| match sink.as_mut() {
         Some(sink) => sink.append(&SweepCell { values: grid.cells[todo[k]].values.clone(), tally: tally.clone() }),
         None => Ok(()),
-    })?;
+    };
+    let tallies = match source {
+        SweepCells::Run(runner, progress) => {
+            let cells: Vec<PoolCell> =
+                todo.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
+            run_cells(&cells, opts.jobs, runner, progress, on_done)?
+        }
+        SweepCells::Given(mut given) => {
+            let mut tallies = Vec::with_capacity(todo.len());
+            for (k, i) in todo.iter().enumerate() {
+                let tally = std::mem::take(&mut given[*i]);
+                on_done(k, &tally)?;
+                tallies.push(tally);
+            }
+            tallies
+        }
+    };
     for (i, tally) in todo.iter().zip(tallies) {
         results[*i] = Some(SweepCell { values: grid.cells[*i].values.clone(), tally });
     }
