@@ -36,6 +36,14 @@ pub type Swarm = BTreeMap<String, u32>;
 /// proptest's shrinking stops after this many runs (each run is one simulation).
 pub const MAX_SHRINK_RUNS: u32 = 1_000;
 
+/// The most simulated steps one counterexample's shrinking may spend, proptest's pass and
+/// [`shrink_fixed`] together: a deterministic bound (the same case shrinks to the same bytes on
+/// any machine) that keeps a shrink within seconds when its candidates run long. chatty-tool's
+/// every-call-resolves counterexamples loop resumes until the liveness deadline (≈ 4 300 steps a
+/// run) once an override that stopped the loop is dropped; without a bound their shrink took 10 s.
+/// When the budget runs out the smallest case found so far is the answer.
+pub const SHRINK_STEP_BUDGET: u64 = 400_000;
+
 /// The longest partition a case plans.
 const MAX_PARTITION: u64 = 300;
 
@@ -430,6 +438,8 @@ struct Learned {
     original: Option<Counterexample>,
     cases: u64,
     shrink_runs: u64,
+    /// Simulated steps spent shrinking (see [`SHRINK_STEP_BUDGET`]).
+    shrink_steps: u64,
     coverage: Coverage,
     /// A simulation error before anything was found: ends the search.
     error: Option<SimError>,
@@ -478,7 +488,8 @@ pub fn search_for(
     let mut minimal = Counterexample { scenario, seed: minimal.seed, outcome };
     let mut shrink_runs = learned.shrink_runs + 1;
     if shrink {
-        let (smaller, runs) = shrink_fixed(&base, &minimal, invariant)?;
+        let left = SHRINK_STEP_BUDGET.saturating_sub(learned.shrink_steps);
+        let (smaller, runs) = shrink_fixed_within(&base, &minimal, invariant, left)?;
         minimal = smaller;
         shrink_runs += runs;
     }
@@ -492,10 +503,17 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
     let searching = learned.target.is_none();
     if searching {
         learned.cases += 1;
+    } else if learned.shrink_steps >= SHRINK_STEP_BUDGET {
+        // Out of shrinking budget: proptest takes a rejection as a pass and walks back to the
+        // smallest failing case, without running anything more.
+        return Err(TestCaseError::reject("shrink budget spent"));
     } else {
         learned.shrink_runs += 1;
     }
     let ran = case.scenario(base).and_then(|s| run(&s, case.seed).map(|o| (s, o)));
+    if let (false, Ok((_, outcome))) = (searching, &ran) {
+        learned.shrink_steps += outcome.trace.steps.len() as u64;
+    }
     let (scenario, outcome) = match ran {
         Ok(ran) => ran,
         Err(e) if searching => {
@@ -533,6 +551,17 @@ pub(crate) fn shrink_fixed(
     found: &Counterexample,
     invariant: &str,
 ) -> Result<(Counterexample, u64), SimError> {
+    shrink_fixed_within(base, found, invariant, SHRINK_STEP_BUDGET)
+}
+
+/// [`shrink_fixed`] spending at most `budget` simulated steps: it stops with the smallest case
+/// found so far once its runs have taken that many.
+pub(crate) fn shrink_fixed_within(
+    base: &Scenario,
+    found: &Counterexample,
+    invariant: &str,
+    budget: u64,
+) -> Result<(Counterexample, u64), SimError> {
     if !found.breaks(invariant) {
         return Err(SimError::Runtime(format!("the counterexample to shrink does not break {invariant}")));
     }
@@ -541,7 +570,7 @@ pub(crate) fn shrink_fixed(
         return Err(SimError::Runtime("the counterexample was not built on this base".into()));
     }
     let mut best = found.clone();
-    let mut runs = 0;
+    let (mut runs, mut steps) = (0, 0u64);
     'improve: loop {
         let added = best.scenario.overrides[kept..].to_vec();
         for candidate in smaller_candidates(&best.scenario, &added)? {
@@ -552,8 +581,12 @@ pub(crate) fn shrink_fixed(
             if (scenario.faults.len(), scenario.overrides.len()) > (best_size.faults, best_size.overrides) {
                 continue;
             }
+            if steps >= budget {
+                return Ok((best, runs));
+            }
             runs += 1;
             let outcome = run(&scenario, best.seed)?;
+            steps += outcome.trace.steps.len() as u64;
             let tried = Counterexample { scenario, seed: best.seed, outcome };
             if tried.breaks(invariant) && tried.size() < best_size {
                 best = tried;
