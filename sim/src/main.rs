@@ -30,6 +30,10 @@ struct Target {
     /// Scenario family: a name or a TOML file (a path; see sim/scenarios/*.toml).
     #[arg(long, default_value = "long-tool")]
     scenario: String,
+    /// Load balancer: a name or a TOML file (the same as --set lb=NAME|FILE, applied before
+    /// the other --set overrides).
+    #[arg(long, value_name = "NAME|FILE")]
+    lb: Option<String>,
     /// Override a parameter: --set key=value (repeatable; see `mcpsim profiles`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -41,9 +45,14 @@ impl Target {
             client: self.client.clone(),
             server: self.server.clone(),
             scenario: self.scenario.clone(),
-            sets: self.sets.clone(),
+            sets: with_lb(self.lb.as_deref(), &self.sets),
         }
     }
+}
+
+/// `--lb NAME|FILE` as the `--set lb=…` it stands for, first among the overrides.
+fn with_lb(lb: Option<&str>, sets: &[String]) -> Vec<String> {
+    lb.map(|lb| format!("lb={lb}")).into_iter().chain(sets.iter().cloned()).collect()
 }
 
 #[derive(clap::Args, Clone)]
@@ -60,6 +69,9 @@ struct AdviseTarget {
     /// Override a parameter: --set key=value.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Load balancer: a name or a TOML file (the same as --set lb=NAME|FILE).
+    #[arg(long, value_name = "NAME|FILE")]
+    lb: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -240,7 +252,8 @@ enum Command {
     Sweep {
         #[command(flatten)]
         target: Target,
-        /// KEY=A..B:STEP or KEY=v1,v2,… (once or twice).
+        /// KEY=A..B:STEP or KEY=v1,v2,… (once or twice); KEY is any key --set takes, a short
+        /// key or a field by its path (server.retention.max_events, lb.max_lifetime).
         #[arg(long = "vary", value_name = "KEY=RANGE", required = true)]
         vary: Vec<String>,
         /// Seeds per cell.
@@ -463,7 +476,7 @@ fn main() -> ExitCode {
                 client: target.client,
                 server: target.server,
                 scenario: target.scenario,
-                sets: target.sets,
+                sets: with_lb(target.lb.as_deref(), &target.sets),
             };
             cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
         }

@@ -41,8 +41,17 @@ pub const MAX_SHRINK_RUNS: u32 = 1_000;
 /// any machine) that keeps a shrink within seconds when its candidates run long. chatty-tool's
 /// every-call-resolves counterexamples loop resumes until the liveness deadline (≈ 4 300 steps a
 /// run) once an override that stopped the loop is dropped; without a bound their shrink took 10 s.
-/// When the budget runs out the smallest case found so far is the answer.
+/// When the budget runs out the smallest case found so far is the answer. proptest's pass may
+/// spend three quarters of it, so `shrink_fixed` always has some left.
 pub const SHRINK_STEP_BUDGET: u64 = 400_000;
+
+/// A shrinking candidate of proptest's pass whose run takes more steps than this for a case of
+/// `steps` is refused: proptest simplifies values towards one end of their range (a shorter
+/// event interval, for one), which can turn a 235-step case into a 46 000-step one that is no
+/// smaller by [`Size`] and makes every later candidate as slow.
+fn longest_candidate(steps: u64) -> u64 {
+    steps.saturating_mul(4).max(steps + 2_000)
+}
 
 /// The longest partition a case plans.
 const MAX_PARTITION: u64 = 300;
@@ -486,6 +495,10 @@ pub fn search_for(
     let scenario = minimal.scenario(&base)?;
     let outcome = run(&scenario, minimal.seed)?;
     let mut minimal = Counterexample { scenario, seed: minimal.seed, outcome };
+    if minimal.size() > original.size() || !minimal.breaks(invariant) {
+        // proptest's pass made nothing smaller by our measure: start again from the case found.
+        minimal = original.clone();
+    }
     let mut shrink_runs = learned.shrink_runs + 1;
     if shrink {
         let left = SHRINK_STEP_BUDGET.saturating_sub(learned.shrink_steps);
@@ -503,7 +516,7 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
     let searching = learned.target.is_none();
     if searching {
         learned.cases += 1;
-    } else if learned.shrink_steps >= SHRINK_STEP_BUDGET {
+    } else if learned.shrink_steps >= SHRINK_STEP_BUDGET / 4 * 3 {
         // Out of shrinking budget: proptest takes a rejection as a pass and walks back to the
         // smallest failing case, without running anything more.
         return Err(TestCaseError::reject("shrink budget spent"));
@@ -512,7 +525,12 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
     }
     let ran = case.scenario(base).and_then(|s| run(&s, case.seed).map(|o| (s, o)));
     if let (false, Ok((_, outcome))) = (searching, &ran) {
-        learned.shrink_steps += outcome.trace.steps.len() as u64;
+        let steps = outcome.trace.steps.len() as u64;
+        learned.shrink_steps += steps;
+        let original = learned.original.as_ref().map_or(0, |o| o.outcome.trace.steps.len() as u64);
+        if steps > longest_candidate(original) {
+            return Err(TestCaseError::reject("runs far longer than the case it shrinks"));
+        }
     }
     let (scenario, outcome) = match ran {
         Ok(ran) => ran,

@@ -11,7 +11,7 @@
 
 use crate::error::SimError;
 use crate::report::artifacts::check_writable;
-use crate::scenario::{setting, Scenario};
+use crate::scenario::{setting, settings, Scenario};
 use crate::studies::advise::{self, Prediction};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
 use crate::studies::shard::Shard;
@@ -29,8 +29,9 @@ use std::time::Duration;
 /// One varied key and its values, in grid order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Vary {
-    /// The settable key (its short form or serde path).
-    pub key: &'static str,
+    /// The settable key: a short key (`server.retention`) or any field by its path
+    /// (`server.retention.max_events`, `lb.max_lifetime`), as `--set` takes them.
+    pub key: String,
     /// Values as the key's `show` writes them once validated (as given before).
     pub values: Vec<String>,
     /// The step of a range, in the key's numeric unit (seconds for durations); `None` for a list.
@@ -46,9 +47,12 @@ pub fn parse_vary(spec: &str) -> Result<Vary, SimError> {
     let (key, text) = spec
         .split_once('=')
         .ok_or_else(|| SimError::Usage(format!("--vary {spec:?} is not KEY=A..B:STEP or KEY=v1,v2,…")))?;
-    let key = setting(key.trim())?.key;
+    let key = key.trim();
+    // The one check of a key is `--set`'s: a short key, or a field by its path.
+    settings::targets(key)?;
+    let key = key.to_string();
     let text = text.trim();
-    let bad = |problem: String| SimError::BadValue { key: key.into(), value: text.into(), problem };
+    let bad = |problem: String| SimError::BadValue { key: key.clone(), value: text.into(), problem };
     let range = text.rsplit_once(':').and_then(|(r, step)| r.split_once("..").map(|(a, b)| (a, b, step)));
     let (values, step) = match range {
         Some((a, b, step)) => {
@@ -149,7 +153,7 @@ pub(crate) fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, Sim
         for cell in &cells {
             for value in &vary.values {
                 let mut scenario = cell.scenario.clone();
-                scenario.apply_overrides(&[(vary.key.to_string(), value.clone())])?;
+                scenario.apply_overrides(&[(vary.key.clone(), value.clone())])?;
                 let mut values = cell.values.clone();
                 values.push(value.clone());
                 next.push(Cell { values, scenario });
@@ -160,22 +164,23 @@ pub(crate) fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, Sim
     Ok(Grid { varies, cells })
 }
 
-/// Applies each value to a copy of `base` and keeps what the key's `show` makes of it.
+/// Applies each value to a copy of `base` and keeps what the key's `show` makes of it (a field
+/// given by its path keeps its value as written; two values that set the field alike clash).
 fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
-    let setting = setting(vary.key)?;
+    let Ok(setting) = setting(&vary.key) else { return canonical_field(base, vary) };
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut values = Vec::with_capacity(vary.values.len());
     for value in &vary.values {
         let mut scenario = base.clone();
         (setting.apply)(&mut scenario, value).map_err(|problem| SimError::BadValue {
-            key: vary.key.into(),
+            key: vary.key.clone(),
             value: value.clone(),
             problem,
         })?;
         let shown = (setting.show)(&scenario);
         if let Some(first) = seen.insert(shown.clone(), value.clone()) {
             return Err(SimError::BadValue {
-                key: vary.key.into(),
+                key: vary.key.clone(),
                 value: value.clone(),
                 problem: format!("the same value as {first:?} ({shown}): each cell once"),
             });
@@ -183,6 +188,26 @@ fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
         values.push(shown);
     }
     Ok(Vary { values, ..vary })
+}
+
+/// [`canonical`] for a field given by its path: each value is applied (and the scenario
+/// validated) as `--set` does; values stay as written.
+fn canonical_field(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for value in &vary.values {
+        let mut scenario = base.clone();
+        scenario.apply_overrides(&[(vary.key.clone(), value.clone())])?;
+        scenario.overrides = vec![];
+        let set = serde_json::to_string(&scenario).map_err(|e| SimError::Runtime(e.to_string()))?;
+        if let Some(first) = seen.insert(set, value.clone()) {
+            return Err(SimError::BadValue {
+                key: vary.key.clone(),
+                value: value.clone(),
+                problem: format!("sets {} as {first:?} does: each cell once", vary.key),
+            });
+        }
+    }
+    Ok(vary)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,9 +450,9 @@ pub struct Measured {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Boundary {
     /// The other key's value, in a 2-key sweep.
-    pub fixed: Option<(&'static str, String)>,
+    pub fixed: Option<(String, String)>,
     /// The key the boundary runs along.
-    pub along: &'static str,
+    pub along: String,
     /// What `advise` predicts for that key, when it predicts anything.
     pub predicted: Option<Prediction>,
     /// Why there is no prediction, when there is none.
@@ -617,7 +642,7 @@ pub fn sweep_from(
 
 /// The vary boundaries run along: the last one advise predicts, else the last one.
 fn along_axis(varies: &[Vary]) -> usize {
-    let predicted = |v: &Vary| advise::PREDICTED_KEYS.contains(&v.key);
+    let predicted = |v: &Vary| advise::PREDICTED_KEYS.contains(&v.key.as_str());
     varies.iter().rposition(predicted).unwrap_or(varies.len() - 1)
 }
 
@@ -635,13 +660,13 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
             let line: Vec<&SweepCell> =
                 report.cells.iter().filter(|c| fixed.zip(value).is_none_or(|(f, v)| &c.values[f] == v)).collect();
             let mut scenario = base.clone();
-            let fixed_pair = fixed.zip(value).map(|(f, v)| (report.varies[f].key, v.clone()));
+            let fixed_pair = fixed.zip(value).map(|(f, v)| (report.varies[f].key.clone(), v.clone()));
             if let Some((key, v)) = &fixed_pair {
                 // The value was validated with this base when the grid was built.
                 let _ = scenario.apply_overrides(&[(key.to_string(), v.clone())]);
             }
             let vary = &report.varies[along];
-            let (predicted, unpredicted) = match advise::predict(&scenario, vary.key) {
+            let (predicted, unpredicted) = match advise::predict(&scenario, &vary.key) {
                 Some(Ok(p)) => (Some(p), None),
                 Some(Err(why)) => (None, Some(why)),
                 None => (None, Some(format!("advise predicts {} only", advise::PREDICTED_KEYS.join(", ")))),
@@ -649,7 +674,7 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
             let measured = measure(&line, along, report.threshold);
             let steps_apart =
                 predicted.as_ref().zip(measured.as_ref()).and_then(|(p, m)| steps_between(vary, p.minimal, m.x));
-            Boundary { fixed: fixed_pair, along: vary.key, predicted, unpredicted, measured, steps_apart }
+            Boundary { fixed: fixed_pair, along: vary.key.clone(), predicted, unpredicted, measured, steps_apart }
         })
         .collect()
 }
@@ -696,7 +721,7 @@ pub fn render_report(report: &SweepReport) -> String {
         report.seeds,
         if report.resumed > 0 { format!(" ({} cells resumed from the CSV)", report.resumed) } else { String::new() }
     );
-    let keys: Vec<&str> = report.varies.iter().map(|v| v.key).collect();
+    let keys: Vec<&str> = report.varies.iter().map(|v| v.key.as_str()).collect();
     out.push_str(&format!(
         "{:<30} {:>22} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
         keys.join(" × "),
@@ -776,7 +801,7 @@ mod tests {
     fn ranges_of_durations_and_numbers_expand_inclusively() {
         let v = parse_vary("server.retention_window=30s..2m:30s").unwrap();
         assert_eq!(
-            (v.key, v.values.clone(), v.step),
+            (v.key.as_str(), v.values.clone(), v.step),
             ("server.retention_window", vec!["30s".into(), "1m".into(), "90s".into(), "2m".into()], Some(30.0))
         );
         let v = parse_vary("server.retention=50..400:25").unwrap();
@@ -787,6 +812,27 @@ mod tests {
         assert_eq!(v.values, ["50"], "the end is included only when a step lands on it");
         let v = parse_vary("server.unhonourable=410, silent-head").unwrap();
         assert_eq!((v.values, v.step), (vec!["410".to_string(), "silent-head".into()], None));
+    }
+
+    #[test]
+    fn a_field_given_by_its_path_is_varied_as_set_takes_it() {
+        let base = chatty();
+        let v = parse_vary("server.retention.max_events=10..30:10").unwrap();
+        assert_eq!(
+            (v.key.as_str(), v.values.clone()),
+            ("server.retention.max_events", vec!["10".into(), "20".into(), "30".into()])
+        );
+        let g = build_grid(&base, vec![v, parse_vary("lb.max_lifetime=100s,none").unwrap()]).unwrap();
+        assert_eq!(g.cells.len(), 6);
+        assert_eq!(g.cells[1].scenario.server.retention.max_events, Some(10));
+        assert_eq!(g.cells[1].scenario.lb.max_lifetime, None);
+        assert_eq!(g.cells[4].scenario.server.retention.max_events, Some(30));
+        // The key is checked as --set checks it, and so is each value, before anything runs.
+        assert!(matches!(parse_vary("server.nope=1,2"), Err(SimError::UnknownKey { .. })));
+        let bad = build_grid(&base, vec![parse_vary("server.retention.max_events=10,ten").unwrap()]);
+        assert!(matches!(bad, Err(SimError::BadValue { .. })), "{bad:?}");
+        let twice = build_grid(&base, vec![parse_vary("server.retention.max_events=10, 10").unwrap()]);
+        assert!(matches!(twice, Err(SimError::BadValue { .. })), "{twice:?}");
     }
 
     #[test]
