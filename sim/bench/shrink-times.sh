@@ -17,7 +17,7 @@ trap 'rm -rf "$out"' EXIT
 cpu() {
   # shellcheck disable=SC2086
   /usr/bin/time -f '%U %S' -o "$out/time" "$B" explore $1 >"$out/stdout" 2>/dev/null || true
-  grep -q '^found ' "$out/stdout" && awk '{ print $1 + $2 }' "$out/time"
+  grep -q '^found ' "$out/stdout" && tail -n 1 "$out/time" | awk '{ print $1 + $2 }'
 }
 echo "| family | pair | invariant | shrink runs | shrink CPU | size before → after |"
 echo "|---|---|---|---|---|---|"

@@ -121,7 +121,7 @@ pub fn plot_data(report: &SweepReport) -> SweepPlot {
             .varies
             .iter()
             .map(|v| PlotKey {
-                key: v.key.into(),
+                key: v.key.clone(),
                 values: v.values.clone(),
                 numeric: v.values.iter().map(|x| numeric(x)).collect(),
             })

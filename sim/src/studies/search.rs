@@ -837,6 +837,22 @@ mod tests {
     }
 
     #[test]
+    fn shrinking_stops_once_its_step_budget_is_spent() {
+        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let mut scenario = base.clone();
+        let extra = [("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")];
+        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let outcome = run(&scenario, 1).unwrap();
+        let found = Counterexample { scenario, seed: 1, outcome };
+        let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", 0).unwrap();
+        assert_eq!((runs, same.size()), (0, found.size()));
+        // The budget is checked before each run: one step of budget buys one run.
+        let (_, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", 1).unwrap();
+        assert_eq!(runs, 1);
+        assert!(longest_candidate(235) >= 2_235 && longest_candidate(10_000) == 40_000);
+    }
+
+    #[test]
     fn shrink_fixed_removes_a_planned_fault_it_cannot_drop_with_an_override() {
         // The base itself plans a reset (as a family plans its faults): it stays in the base's
         // overrides, and the shrunk scenario removes it with `fault.reset=none` instead.

@@ -757,8 +757,8 @@ fn render_boundary(b: &Boundary, threshold: f64) -> String {
     let predicted = match &b.predicted {
         Some(p) => format!(
             "> {} (safe from {})",
-            advise::show_value(b.along, p.exceed),
-            advise::show_value(b.along, p.minimal)
+            advise::show_value(&b.along, p.exceed),
+            advise::show_value(&b.along, p.minimal)
         ),
         None => format!("none ({})", b.unpredicted.as_deref().unwrap_or("no prediction")),
     };
