@@ -178,10 +178,13 @@ pub fn write_shard<Q: Serialize, P: Serialize>(
     Ok(path)
 }
 
+/// One shard's part of the answer, with the directory it was read from.
+pub type Part<P> = (Shard, PathBuf, P);
+
 /// Reads the shards of one `command` run from `dirs`, in shard order. Refuses shards of another
 /// command or question (`what` names the command's question in the message), a shard given
 /// twice, and a set with a shard missing. Each part comes with the directory it was read from.
-pub fn read_shards<Q, P>(dirs: &[PathBuf], command: &str, what: &str) -> Result<(Q, Vec<(Shard, PathBuf, P)>), SimError>
+pub fn read_shards<Q, P>(dirs: &[PathBuf], command: &str, what: &str) -> Result<(Q, Vec<Part<P>>), SimError>
 where
     Q: DeserializeOwned + PartialEq,
     P: DeserializeOwned,
