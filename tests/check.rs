@@ -43,7 +43,7 @@ keepalive = "15s"
 "#;
 
 fn args(file: PathBuf, format: &str, output: Option<PathBuf>) -> CheckArgs {
-    CheckArgs { file, seeds: 2, format: format.into(), output, jobs: 2 }
+    CheckArgs { file, seeds: 2, format: format.into(), output, jobs: 2, shard: Default::default() }
 }
 
 #[test]

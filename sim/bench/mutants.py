@@ -77,7 +77,7 @@ def sample_mutants():
     ).stdout
     mutants = json.loads(out)
     if ONLY:
-        return [m for m in mutants if re.search(ONLY, m["name"])], len(mutants)
+        mutants = [m for m in mutants if re.search(ONLY, m["name"])]
     stride = max(1, len(mutants) // SAMPLE)
     return mutants[::stride][:SAMPLE], len(mutants)
 

@@ -30,6 +30,10 @@ struct Target {
     /// Scenario family: a name or a TOML file (a path; see sim/scenarios/*.toml).
     #[arg(long, default_value = "long-tool")]
     scenario: String,
+    /// Load balancer: a name or a TOML file (the same as --set lb=NAME|FILE, applied before
+    /// the other --set overrides).
+    #[arg(long, value_name = "NAME|FILE")]
+    lb: Option<String>,
     /// Override a parameter: --set key=value (repeatable; see `mcpsim profiles`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -41,9 +45,14 @@ impl Target {
             client: self.client.clone(),
             server: self.server.clone(),
             scenario: self.scenario.clone(),
-            sets: self.sets.clone(),
+            sets: with_lb(self.lb.as_deref(), &self.sets),
         }
     }
+}
+
+/// `--lb NAME|FILE` as the `--set lb=…` it stands for, first among the overrides.
+fn with_lb(lb: Option<&str>, sets: &[String]) -> Vec<String> {
+    lb.map(|lb| format!("lb={lb}")).into_iter().chain(sets.iter().cloned()).collect()
 }
 
 #[derive(clap::Args, Clone)]
@@ -60,6 +69,9 @@ struct AdviseTarget {
     /// Override a parameter: --set key=value.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Load balancer: a name or a TOML file (the same as --set lb=NAME|FILE).
+    #[arg(long, value_name = "NAME|FILE")]
+    lb: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -106,6 +118,12 @@ enum Command {
         /// Save the counterexample as found, without shrinking it.
         #[arg(long)]
         no_shrink: bool,
+        /// Run only the K-th of N consecutive blocks of the seeds and write its part for `mcpsim merge` (see docs/scale-out.md).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        /// Where the shard writes (default shard-K-of-N).
+        #[arg(long, value_name = "DIR")]
+        shard_out: Option<PathBuf>,
     },
     /// Re-run a recorded trace, print its timeline, and check it is byte-identical.
     Replay {
@@ -173,21 +191,34 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         shard_out: Option<PathBuf>,
     },
-    /// Merge the shard directories of one `matrix --shard K/N` run: prints (and with --doc
-    /// writes) exactly what the unsharded matrix does. Exit status as matrix.
+    /// Merge the shard directories of one `matrix`, `sweep`, `check` or `explore` run with
+    /// --shard K/N: prints (and writes) exactly what the unsharded command does. Exit status as
+    /// that command.
     Merge {
         /// The shard directories, every K of N once.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// md, csv or json.
-        #[arg(long, default_value = "md")]
-        format: String,
-        /// Also write the compatibility document here.
+        /// matrix: md, csv or json (default md); check: text or html (default text).
+        #[arg(long)]
+        format: Option<String>,
+        /// matrix: also write the compatibility document here.
         #[arg(long)]
         doc: Option<PathBuf>,
-        /// Where the document's traces go.
+        /// matrix: where the document's traces go.
         #[arg(long, default_value = "traces/matrix")]
         traces: PathBuf,
+        /// sweep: write each cell's row here.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// sweep: draw the plot here (SVG).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// check: write the report here.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// explore: where the counterexample's trace goes.
+        #[arg(long, default_value = "traces/found")]
+        out: PathBuf,
     },
     /// Check your own deployment (server, load balancer, clients, workload as a TOML file)
     /// against every scenario family: per client × family ok or the invariants broken, the
@@ -208,6 +239,12 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
+        /// Run only shard K of N (cell i goes to shard i mod N + 1) and write its part for `mcpsim merge` (see docs/scale-out.md).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        /// Where the shard writes (default shard-K-of-N).
+        #[arg(long, value_name = "DIR")]
+        shard_out: Option<PathBuf>,
     },
     /// Vary one or two keys over a grid; per cell, how often each outcome occurred (with Wilson
     /// intervals), the predicted and the measured safe boundary. Exit status: 0 no run violated an
@@ -215,7 +252,8 @@ enum Command {
     Sweep {
         #[command(flatten)]
         target: Target,
-        /// KEY=A..B:STEP or KEY=v1,v2,… (once or twice).
+        /// KEY=A..B:STEP or KEY=v1,v2,… (once or twice); KEY is any key --set takes, a short
+        /// key or a field by its path (server.retention.max_events, lb.max_lifetime).
         #[arg(long = "vary", value_name = "KEY=RANGE", required = true)]
         vary: Vec<String>,
         /// Seeds per cell.
@@ -236,6 +274,12 @@ enum Command {
         /// The loss-free rate a cell needs to count as safe.
         #[arg(long, default_value_t = 1.0)]
         threshold: f64,
+        /// Run only shard K of N (cell i goes to shard i mod N + 1) and write its part for `mcpsim merge` (see docs/scale-out.md).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        /// Where the shard writes (default shard-K-of-N).
+        #[arg(long, value_name = "DIR")]
+        shard_out: Option<PathBuf>,
     },
     /// The minimal safe retention (events per stream, time window) and idle TTL for a client
     /// policy, with the arithmetic shown.
@@ -384,10 +428,22 @@ fn main() -> ExitCode {
             within_conditions,
             invariant,
             no_shrink,
+            shard,
+            shard_out,
         } => {
             let shrink = !no_shrink;
-            let explore =
-                cli::ExploreArgs { seeds, start_seed, out, search, guided, within_conditions, invariant, shrink };
+            let shard = cli::ShardArgs { shard, out: shard_out };
+            let explore = cli::ExploreArgs {
+                seeds,
+                start_seed,
+                out,
+                search,
+                guided,
+                within_conditions,
+                invariant,
+                shrink,
+                shard,
+            };
             cli::cmd_explore(&target.args(), &explore)
         }
         Command::Replay { file, quiet, rerecord } => cli::cmd_replay(&file, quiet, rerecord),
@@ -417,25 +473,28 @@ fn main() -> ExitCode {
                 jobs,
                 doc,
                 traces,
-                shard,
-                shard_out,
+                shard: cli::ShardArgs { shard, out: shard_out },
             };
             cli::cmd_matrix(&args)
         }
-        Command::Merge { dirs, format, doc, traces } => cli::cmd_merge(&cli::MergeArgs { dirs, format, doc, traces }),
-        Command::Check { file, seeds, format, output, jobs } => {
-            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs })
+        Command::Merge { dirs, format, doc, traces, csv, plot, output, out } => {
+            cli::cmd_merge(&cli::MergeArgs { dirs, format, doc, traces, csv, plot, output, out })
         }
-        Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold } => {
+        Command::Check { file, seeds, format, output, jobs, shard, shard_out } => {
+            let shard = cli::ShardArgs { shard, out: shard_out };
+            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs, shard })
+        }
+        Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold, shard, shard_out } => {
             let opts = mcpsim::studies::sweep::SweepOptions { seeds, jobs, csv, resume, threshold };
-            cli::cmd_sweep(&target.args(), &vary, &opts, plot.as_deref())
+            let shard = cli::ShardArgs { shard, out: shard_out };
+            cli::cmd_sweep(&target.args(), &vary, &opts, plot.as_deref(), &shard)
         }
         Command::Advise { target, lb_idle, event_rate, max_outage, retention, verify, seeds } => {
             let args = ScenarioArgs {
                 client: target.client,
                 server: target.server,
                 scenario: target.scenario,
-                sets: target.sets,
+                sets: with_lb(target.lb.as_deref(), &target.sets),
             };
             cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
         }

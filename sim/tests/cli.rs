@@ -33,6 +33,18 @@ fn a_clean_run_exits_0_and_a_violated_one_1_with_its_replay_command() {
 }
 
 #[test]
+fn lb_flag_is_set_lb_by_another_name() {
+    let table = r#"{ idle_timeout = "30s" }"#;
+    let by_flag = mcpsim(&["run", "--client", "naive", "--lb", table, "--seed", "3"]);
+    let by_set = mcpsim(&["run", "--client", "naive", "--set", &format!("lb={table}"), "--seed", "3"]);
+    let plain = mcpsim(&["run", "--client", "naive", "--seed", "3"]);
+    assert_eq!(code(&by_flag), code(&by_set));
+    assert_eq!(stdout(&by_flag), stdout(&by_set));
+    assert_ne!(stdout(&by_flag), stdout(&plain), "a 30 s idle timeout changes the run");
+    assert_bad_input(&mcpsim(&["run", "--lb", "no-such-lb"]), "no-such-lb");
+}
+
+#[test]
 fn check_determinism_runs_the_seed_twice_at_once() {
     let out = mcpsim(&["run", "--scenario", "chatty-tool", "--seed", "5", "--check-determinism"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));

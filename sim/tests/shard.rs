@@ -1,6 +1,7 @@
-//! Scale-out: `matrix --shard K/N` in four processes, merged by `mcpsim merge`, gives byte for
-//! byte what the unsharded matrix prints and writes (table, JSON, and the compatibility document
-//! with its traces).
+//! Scale-out: `matrix`, `sweep`, `check` and `explore` with `--shard K/N` in four processes at
+//! once, merged by `mcpsim merge`, give byte for byte what the unsharded command prints and
+//! writes (tables, CSV, plots, reports, the compatibility document and traces). `explore`'s
+//! wall-clock seconds are the one exception: they are masked before comparing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -106,5 +107,179 @@ fn a_missing_a_repeated_or_a_foreign_shard_is_refused() {
     for bad in ["0/2", "3/2", "1/0", "a/b", "2"] {
         let out = run(&dir, &with(&["--shard", bad]));
         assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+}
+
+/// Runs `args` plus `--shard K/4 --shard-out {prefix}K` for K = 1..4 as four processes at once;
+/// returns the four directories, and asserts each exited 0 or 1.
+fn four_shards(dir: &Path, args: &[&str], prefix: &str) -> Vec<String> {
+    let dirs: Vec<String> = (1..=4).map(|k| format!("{prefix}{k}")).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            let shard = format!("{}/4", i + 1);
+            Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+                .current_dir(dir)
+                .args(args)
+                .args(["--shard", &shard, "--shard-out", out])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("the binary starts")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("a shard ends");
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    dirs
+}
+
+/// `mcpsim merge` of `dirs` with `extra` flags.
+fn merge(dir: &Path, dirs: &[String], extra: &[&str]) -> Output {
+    let mut args: Vec<&str> = vec!["merge"];
+    args.extend(dirs.iter().map(String::as_str));
+    args.extend(extra);
+    mcpsim(dir, &args)
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn bytes(dir: &Path, file: &str) -> Vec<u8> {
+    std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn four_sweep_shards_merge_into_the_unsharded_sweep_csv_and_plot_included() {
+    let dir = scratch("sweep");
+    let sweep = [
+        "sweep",
+        "--client",
+        "naive",
+        "--scenario",
+        "chatty-tool",
+        "--vary",
+        "server.retention=10,100,400",
+        "--vary",
+        "tool.event_interval=1s,4s",
+        "--seeds",
+        "2",
+    ];
+    let mut whole_args = sweep.to_vec();
+    whole_args.extend(["--csv", "whole.csv", "--plot", "whole.svg"]);
+    let whole = mcpsim(&dir, &whole_args);
+    let shards = four_shards(&dir, &sweep, "sweep-s");
+    let merged = merge(&dir, &shards, &["--csv", "merged.csv", "--plot", "merged.svg"]);
+    assert_eq!(merged.status.code(), whole.status.code(), "{}", String::from_utf8_lossy(&merged.stderr));
+    assert_eq!(text(&merged).replace("merged.", "whole."), text(&whole));
+    assert!(bytes(&dir, "merged.csv") == bytes(&dir, "whole.csv"), "the CSV files differ");
+    assert!(bytes(&dir, "merged.svg") == bytes(&dir, "whole.svg"), "the plots differ");
+    // Shards of another sweep are refused.
+    let mut other = sweep.to_vec();
+    other[10] = "3";
+    let others = four_shards(&dir, &other, "other-s");
+    let out = merge(&dir, &[shards[0].clone(), shards[1].clone(), shards[2].clone(), others[3].clone()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another sweep"));
+}
+
+#[test]
+fn four_check_shards_merge_into_the_unsharded_check_text_and_html() {
+    let dir = scratch("check");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/deployment.toml");
+    let file = file.to_str().expect("a UTF-8 path");
+    let check = ["check", file, "--seeds", "2"];
+    let whole = mcpsim(&dir, &check);
+    assert_eq!(whole.status.code(), Some(1), "the example deployment has broken cells");
+    let mut html = check.to_vec();
+    html.extend(["--format", "html", "-o", "whole.html"]);
+    let whole_html = mcpsim(&dir, &html);
+    let shards = four_shards(&dir, &check, "check-s");
+    let merged = merge(&dir, &shards, &[]);
+    assert_eq!(merged.status.code(), Some(1), "{}", String::from_utf8_lossy(&merged.stderr));
+    assert_eq!(text(&merged), text(&whole));
+    let merged_html = merge(&dir, &shards, &["--format", "html", "-o", "merged.html"]);
+    assert_eq!(text(&merged_html).replace("merged.", "whole."), text(&whole_html));
+    assert!(bytes(&dir, "merged.html") == bytes(&dir, "whole.html"), "the HTML reports differ");
+}
+
+/// Explore's output with its wall-clock figures (`(0.31s wall`, `(0.05s, 170 runs/s)`) masked.
+fn without_wall_clock(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.rfind(" (") {
+            Some(at) if line.contains("s wall") || line.contains("runs/s)") => format!("{} (…)", &line[..at]),
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
+    let dir = scratch("explore");
+    // Seed 3 is the first to break every-call-resolves: in the second of four blocks of two
+    // seeds; the fourth block finds one too, which must not win.
+    let found = [
+        "explore",
+        "--client",
+        "py-sdk",
+        "--server",
+        "rmcp",
+        "--scenario",
+        "long-tool",
+        "--invariant",
+        "every-call-resolves",
+        "--seeds",
+        "8",
+    ];
+    let clean = ["explore", "--scenario", "long-tool", "--seeds", "8"];
+    for (name, args, status) in [("found", &found[..], 1), ("clean", &clean[..], 0)] {
+        let mut whole_args = args.to_vec();
+        whole_args.extend(["--out", "whole"]);
+        let whole = mcpsim(&dir, &whole_args);
+        assert_eq!(whole.status.code(), Some(status), "{name}: {}", String::from_utf8_lossy(&whole.stderr));
+        let shards = four_shards(&dir, args, &format!("{name}-s"));
+        let merged = merge(&dir, &shards, &["--out", "merged"]);
+        assert_eq!(merged.status.code(), Some(status), "{name}: {}", String::from_utf8_lossy(&merged.stderr));
+        assert_eq!(without_wall_clock(&text(&merged).replace("merged/", "whole/")), without_wall_clock(&text(&whole)));
+        if status == 1 {
+            assert!(text(&whole).contains("after 4 seed(s)"), "{}", text(&whole));
+            let names = |p: &str| {
+                let mut v: Vec<_> =
+                    std::fs::read_dir(dir.join(p)).expect("a trace dir").map(|e| e.unwrap().path()).collect();
+                v.sort();
+                v
+            };
+            let (w, m) = (names("whole"), names("merged"));
+            assert_eq!(w.len(), 1);
+            assert_eq!(w[0].file_name(), m[0].file_name());
+            assert!(std::fs::read(&w[0]).unwrap() == std::fs::read(&m[0]).unwrap(), "the traces differ");
+        }
+    }
+}
+
+#[test]
+fn flags_that_belong_elsewhere_are_refused() {
+    let dir = scratch("flags");
+    for (args, needle) in [
+        (vec!["explore", "--search", "--seeds", "4", "--shard", "1/2"], "sequential search"),
+        (vec!["explore", "--guided", "--seeds", "4", "--shard", "1/2"], "sequential search"),
+        (vec!["sweep", "--vary", "server.retention=1,2", "--csv", "x.csv", "--shard", "1/2"], "--csv"),
+        (vec!["explore", "--seeds", "4", "--shard-out", "x"], "--shard-out needs --shard"),
+    ] {
+        let out = mcpsim(&dir, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+    let out = run(&dir, &with(&["--shard", "1/1", "--shard-out", "m"]));
+    assert!(matches!(out.status.code(), Some(0 | 1)));
+    for (flag, value) in [("--csv", "x.csv"), ("--plot", "x.svg"), ("-o", "x.txt")] {
+        let out = mcpsim(&dir, &["merge", "m", flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("does not go with the shards of matrix"));
     }
 }

@@ -1,13 +1,18 @@
 //! `mcpsim explore`: seeds or generated cases until the first violation, shrunk and saved.
 
-use super::{print_coverage, print_verdict, Exit, ScenarioArgs};
+use super::{print_coverage, verdict_text, Exit, ScenarioArgs, ShardArgs};
 use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::report::artifacts::{check_writable, quoted_cli_args, replay_file_command, trace_file_name, write_file};
+use crate::report::artifacts::{
+    check_writable, program, quoted_cli_args, replay_file_command, trace_file_name, write_file,
+};
 use crate::scenario::Scenario;
+use crate::studies::shard::{self, Shard};
 use crate::studies::{guided, search};
 use mcpsim_model::oracle::{self, by_name, Coverage};
-use std::path::PathBuf;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Instant as WallClock;
 
 /// The flags of `mcpsim explore`.
@@ -29,6 +34,8 @@ pub struct ExploreArgs {
     pub invariant: Option<String>,
     /// Shrink what is found before saving it.
     pub shrink: bool,
+    /// Run only this shard's block of seeds and write it for `mcpsim merge`.
+    pub shard: ShardArgs,
 }
 
 /// `mcpsim explore`: seeds in order (or generated cases) until the first violation, which is
@@ -51,6 +58,9 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
             u64::MAX - explore.start_seed + 1
         )));
     }
+    if let Some((shard, dir)) = explore.shard.parse()? {
+        return explore_shard(args, &scenario, explore, target, shard, &dir);
+    }
     check_writable(&explore.out.join("probe"))?;
     let started = WallClock::now();
     let (found, runs, coverage) = if explore.guided {
@@ -59,51 +69,208 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     } else if explore.search {
         explore_cases(&scenario, explore, target)?
     } else {
-        explore_seeds(&scenario, explore, target)?
+        explore_seeds(&scenario, explore.start_seed, explore.seeds, explore.shrink, target)?
     };
     let secs = started.elapsed().as_secs_f64();
+    let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
-        let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
-        println!(
-            "no violation in {runs} {what} from {} of {} ({secs:.2}s, {:.0} runs/s)",
-            explore.start_seed,
-            quoted_cli_args(&scenario),
-            runs as f64 / secs.max(1e-9)
-        );
-        print_coverage(runs, &coverage);
+        print_none(runs, what, explore.start_seed, &scenario, secs, &coverage);
         return Ok(Exit::Clean);
     };
-    let minimal = &found.minimal;
-    let path =
-        explore.out.join(trace_file_name(&minimal.scenario, found.invariant, minimal.seed, &minimal.outcome.trace));
-    write_file(&path, &minimal.outcome.trace.to_jsonl())?;
-    print_verdict(&minimal.scenario, minimal.seed, &minimal.outcome, Some(found.invariant));
+    let summary = Summary::of(&found);
+    let path = explore.out.join(&summary.trace);
+    write_file(&path, &found.minimal.outcome.trace.to_jsonl())?;
     let what = if explore.search || explore.guided { "case(s)" } else { "seed(s)" };
-    println!("found {} after {runs} {what} ({secs:.2}s wall, shrinking included)", found.invariant);
-    if !explore.shrink {
-        println!("not shrunk (--no-shrink): {}", minimal.size());
-    } else if found.original.size() != minimal.size() {
-        println!("shrunk in {} run(s): {} → {}", found.shrink_runs, found.original.size(), minimal.size());
+    print_found(&summary, &path, runs, what, secs, explore.shrink, &coverage);
+    Ok(Exit::Violated)
+}
+
+/// What `explore` prints of a counterexample, and the name of its trace file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Summary {
+    /// The shrunk case's verdict, explanation and rerun command.
+    verdict: String,
+    invariant: String,
+    original: String,
+    minimal: String,
+    shrink_runs: u64,
+    shrink_error: Option<String>,
+    /// The trace's file name (in `--out`).
+    trace: String,
+}
+
+impl Summary {
+    fn of(found: &search::Found) -> Summary {
+        let minimal = &found.minimal;
+        Summary {
+            verdict: verdict_text(&minimal.scenario, minimal.seed, &minimal.outcome, Some(found.invariant)),
+            invariant: found.invariant.to_string(),
+            original: found.original.size().to_string(),
+            minimal: minimal.size().to_string(),
+            shrink_runs: found.shrink_runs,
+            shrink_error: found.shrink_error.clone(),
+            trace: trace_file_name(&minimal.scenario, found.invariant, minimal.seed, &minimal.outcome.trace),
+        }
     }
-    if let Some(e) = &found.shrink_error {
+}
+
+/// The end of an `explore` that found nothing.
+fn print_none(runs: u64, what: &str, start_seed: u64, scenario: &Scenario, secs: f64, coverage: &Coverage) {
+    println!(
+        "no violation in {runs} {what} from {start_seed} of {} ({secs:.2}s, {:.0} runs/s)",
+        quoted_cli_args(scenario),
+        runs as f64 / secs.max(1e-9)
+    );
+    print_coverage(runs, coverage);
+}
+
+/// The end of an `explore` that found a counterexample, its trace saved at `path`.
+fn print_found(s: &Summary, path: &Path, runs: u64, what: &str, secs: f64, shrink: bool, coverage: &Coverage) {
+    print!("{}", s.verdict);
+    println!("found {} after {runs} {what} ({secs:.2}s wall, shrinking included)", s.invariant);
+    if !shrink {
+        println!("not shrunk (--no-shrink): {}", s.minimal);
+    } else if s.original != s.minimal {
+        println!("shrunk in {} run(s): {} → {}", s.shrink_runs, s.original, s.minimal);
+    }
+    if let Some(e) = &s.shrink_error {
         eprintln!("warning: a shrinking candidate failed to simulate (skipped): {e}");
     }
     println!("trace: {}", path.display());
-    println!("replay the trace (timeline, byte-for-byte check): {}", replay_file_command(&path));
-    print_coverage(runs, &coverage);
-    Ok(Exit::Violated)
+    println!("replay the trace (timeline, byte-for-byte check): {}", replay_file_command(path));
+    print_coverage(runs, coverage);
+}
+
+/// What every shard of one sharded `explore` must share.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct ExploreQuestion {
+    client: String,
+    server: String,
+    scenario: String,
+    sets: Vec<String>,
+    seeds: u64,
+    start_seed: u64,
+    invariant: Option<String>,
+    shrink: bool,
+}
+
+/// One shard's block of seeds: how many ran (up to its first counterexample), what they covered,
+/// and the counterexample, its trace beside the shard file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct ExplorePart {
+    first_seed: u64,
+    seeds: u64,
+    runs: u64,
+    coverage: BTreeMap<String, u32>,
+    found: Option<Summary>,
+    secs: f64,
+}
+
+/// `explore --shard K/N`: the K-th of N consecutive blocks of the seeds, explored up to its
+/// first counterexample. The first counterexample in seed order is in the first shard that
+/// found one, so `merge` needs nothing of the shards after it.
+fn explore_shard(
+    args: &ScenarioArgs,
+    scenario: &Scenario,
+    explore: &ExploreArgs,
+    target: Option<&str>,
+    shard: Shard,
+    dir: &Path,
+) -> Result<Exit, SimError> {
+    if explore.search || explore.guided {
+        return Err(SimError::Usage(
+            "--shard splits seeds: --search and --guided are one sequential search each (run N of them with \
+             different --start-seed instead)"
+                .into(),
+        ));
+    }
+    check_writable(&dir.join(shard::file_name("explore")))?;
+    let (first, count) = shard.block(explore.start_seed, explore.seeds);
+    let started = WallClock::now();
+    let (found, runs, coverage) = explore_seeds(scenario, first, count, explore.shrink, target)?;
+    let summary = found.as_ref().map(Summary::of);
+    if let (Some(found), Some(s)) = (&found, &summary) {
+        write_file(&dir.join(&s.trace), &found.minimal.outcome.trace.to_jsonl())?;
+    }
+    let part = ExplorePart {
+        first_seed: first,
+        seeds: count,
+        runs,
+        coverage: coverage.0.iter().map(|(e, n)| (e.to_string(), *n)).collect(),
+        found: summary,
+        secs: started.elapsed().as_secs_f64(),
+    };
+    let question = ExploreQuestion {
+        client: args.client.clone(),
+        server: args.server.clone(),
+        scenario: args.scenario.clone(),
+        sets: args.sets.clone(),
+        seeds: explore.seeds,
+        start_seed: explore.start_seed,
+        invariant: explore.invariant.clone(),
+        shrink: explore.shrink,
+    };
+    let path = shard::write_shard(dir, "explore", shard, &question, &part)?;
+    let verdict = part.found.as_ref().map_or("none violated".to_string(), |f| format!("{} found", f.invariant));
+    eprintln!("shard {shard}: seeds {first}.. ({runs} of {count} run, {verdict}) → {}", path.display());
+    eprintln!("when every shard is done: {} merge DIR... [--out DIR]", program());
+    Ok(if part.found.is_some() { Exit::Violated } else { Exit::Clean })
+}
+
+/// `mcpsim merge` of an `explore --shard K/N` run: what the unsharded `explore` prints, its
+/// counterexample's trace copied into `out`. Only the wall-clock figures differ (the shards'
+/// seconds added up).
+pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimError> {
+    let what = "profiles, scenario, seeds, invariant or shrinking";
+    let (q, parts) = shard::read_shards::<ExploreQuestion, ExplorePart>(dirs, "explore", what)?;
+    let args = ScenarioArgs { client: q.client, server: q.server, scenario: q.scenario, sets: q.sets };
+    let scenario = args.build()?;
+    let (mut runs, mut secs, mut coverage) = (0u64, 0f64, Coverage::new());
+    let mut expected = q.start_seed;
+    for (shard, dir, part) in &parts {
+        if (part.first_seed, part.seeds) != shard.block(q.start_seed, q.seeds) || part.first_seed != expected {
+            return Err(SimError::Usage(format!("merge: shard {shard} ran other seeds than its block")));
+        }
+        expected = part.first_seed.wrapping_add(part.seeds);
+        runs += part.runs;
+        secs += part.secs;
+        let mut covered = BTreeMap::new();
+        for (name, n) in &part.coverage {
+            let event = name.parse().map_err(|_| SimError::Usage(format!("merge: unknown coverage event {name:?}")))?;
+            covered.insert(event, *n);
+        }
+        coverage.merge(&Coverage(covered));
+        let Some(found) = &part.found else {
+            if part.runs != part.seeds {
+                return Err(SimError::Usage(format!("merge: shard {shard} stopped early without a counterexample")));
+            }
+            continue;
+        };
+        check_writable(&out.join("probe"))?;
+        let source = dir.join(&found.trace);
+        let text = std::fs::read_to_string(&source)
+            .map_err(|e| SimError::Io { path: source.display().to_string(), problem: e.to_string() })?;
+        let path = out.join(&found.trace);
+        write_file(&path, &text)?;
+        print_found(found, &path, runs, "seed(s)", secs, q.shrink, &coverage);
+        return Ok(Exit::Violated);
+    }
+    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage);
+    Ok(Exit::Clean)
 }
 
 /// `explore` over the scenario's seeds: the first violation, shrunk by `search::shrink_fixed`.
 fn explore_seeds(
     scenario: &Scenario,
-    explore: &ExploreArgs,
+    first: u64,
+    count: u64,
+    shrink: bool,
     target: Option<&str>,
 ) -> Result<(Option<search::Found>, u64, Coverage), SimError> {
     let started = WallClock::now();
     let mut last_report = started;
     let mut coverage = Coverage::new();
-    let seeds = (0..explore.seeds).map_while(|i| explore.start_seed.checked_add(i));
+    let seeds = (0..count).map_while(|i| first.checked_add(i));
     let mut ran = 0u64;
     for (i, seed) in seeds.enumerate() {
         ran += 1;
@@ -117,18 +284,15 @@ fn explore_seeds(
                 &arg(&scenario.client_arg, &scenario.client.name),
                 &arg(&scenario.server_arg, &scenario.server.name),
             )?;
-            let (minimal, shrink_runs) = if explore.shrink {
-                search::shrink_fixed(&family, &original, invariant)?
-            } else {
-                (original.clone(), 0)
-            };
+            let (minimal, shrink_runs) =
+                if shrink { search::shrink_fixed(&family, &original, invariant)? } else { (original.clone(), 0) };
             let found = search::Found { invariant, original, minimal, shrink_runs, shrink_error: None };
             return Ok((Some(found), i as u64 + 1, coverage));
         }
         if last_report.elapsed().as_secs_f64() >= 2.0 {
             last_report = WallClock::now();
             let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
-            eprintln!("  explored {}/{} seeds ({rate:.0} runs/s)", i + 1, explore.seeds);
+            eprintln!("  explored {}/{count} seeds ({rate:.0} runs/s)", i + 1);
         }
     }
     Ok((None, ran, coverage))

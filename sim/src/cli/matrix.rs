@@ -1,10 +1,10 @@
 //! `mcpsim matrix`.
 
 use super::progress::Bar;
-use super::Exit;
+use super::{Exit, ShardArgs};
 use crate::error::SimError;
 use crate::report::artifacts::{check_writable, program};
-use crate::studies::shard::{self, Shard};
+use crate::studies::shard;
 use std::path::PathBuf;
 
 /// The flags of `mcpsim matrix`.
@@ -29,9 +29,7 @@ pub struct MatrixArgs {
     /// Where the first failing trace of each violated cell is saved, with `doc`.
     pub traces: PathBuf,
     /// Run only this shard's cells (`K/N`) and write them for `mcpsim merge`.
-    pub shard: Option<String>,
-    /// Where the shard writes (default `shard-K-of-N`).
-    pub shard_out: Option<PathBuf>,
+    pub shard: ShardArgs,
 }
 
 /// `mcpsim matrix`: repeated profiles or scenarios in a list run once; exits 1 when any cell
@@ -56,13 +54,11 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         "json" => matrix::to_json,
         other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
     };
-    if let Some(text) = &args.shard {
-        let shard: Shard = text.parse()?;
+    if let Some((shard, dir)) = args.shard.parse()? {
         if args.doc.is_some() {
             return Err(SimError::Usage("--doc goes with `mcpsim merge`, not with --shard".into()));
         }
-        let dir = args.shard_out.clone().unwrap_or_else(|| shard.default_dir());
-        check_writable(&dir.join(shard::MATRIX_FILE))?;
+        check_writable(&dir.join(shard::file_name("matrix")))?;
         let (total, cells) = matrix::run_matrix_part(&spec, |i| shard.owns(i), &Bar::new("matrix shard"))?;
         let question = shard::MatrixQuestion {
             clients: spec.clients.clone(),
@@ -97,19 +93,52 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
 pub struct MergeArgs {
     /// The shard directories.
     pub dirs: Vec<PathBuf>,
-    /// `md`, `csv` or `json`, as `matrix --format`.
-    pub format: String,
-    /// Also write the compatibility document here, as `matrix --doc`.
+    /// matrix: `md`, `csv` or `json`; check: `text` or `html` (default: the command's).
+    pub format: Option<String>,
+    /// matrix: also write the compatibility document here, as `matrix --doc`.
     pub doc: Option<PathBuf>,
-    /// Where the document's traces go.
+    /// matrix: where the document's traces go.
     pub traces: PathBuf,
+    /// sweep: the CSV to write, as `sweep --csv`.
+    pub csv: Option<PathBuf>,
+    /// sweep: the SVG plot to draw, as `sweep --plot`.
+    pub plot: Option<PathBuf>,
+    /// check: the report file, as `check -o`.
+    pub output: Option<PathBuf>,
+    /// explore: where the counterexample's trace goes, as `explore --out`.
+    pub out: PathBuf,
 }
 
-/// `mcpsim merge DIR...`: the shards of one `matrix --shard K/N` run, printed and written exactly
-/// as the unsharded command does; exit 1 when any cell broke an invariant.
+/// `mcpsim merge DIR...`: the shards of one `matrix`, `sweep`, `check` or `explore` run with
+/// `--shard K/N`, printed and written exactly as the unsharded command does, with its exit
+/// status. Flags that belong to another command are bad input.
 pub fn cmd_merge(args: &MergeArgs) -> Result<Exit, SimError> {
+    let first = args.dirs.first().ok_or_else(|| SimError::Usage("merge needs the shard directories".into()))?;
+    let command = shard::command_in(first)?;
+    let given = [
+        ("--format", args.format.is_some(), ["matrix", "check"].as_slice()),
+        ("--doc", args.doc.is_some(), &["matrix"]),
+        ("--csv", args.csv.is_some(), &["sweep"]),
+        ("--plot", args.plot.is_some(), &["sweep"]),
+        ("--output", args.output.is_some(), &["check"]),
+    ];
+    if let Some((flag, _, _)) = given.iter().find(|(_, set, of)| *set && !of.contains(&command)) {
+        return Err(SimError::Usage(format!("{flag} does not go with the shards of {command}")));
+    }
+    match command {
+        "sweep" => super::sweep::merge_sweep(&args.dirs, args.csv.clone(), args.plot.as_deref()),
+        "check" => {
+            super::check::merge_check(&args.dirs, args.format.as_deref().unwrap_or("text"), args.output.as_deref())
+        }
+        "explore" => super::explore::merge_explore(&args.dirs, &args.out),
+        _ => merge_matrix(args),
+    }
+}
+
+/// `mcpsim merge` of a `matrix --shard K/N` run: exit 1 when any cell broke an invariant.
+fn merge_matrix(args: &MergeArgs) -> Result<Exit, SimError> {
     use crate::studies::matrix::{self, MatrixSpec};
-    let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_str() {
+    let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_deref().unwrap_or("md") {
         "md" | "markdown" => matrix::to_markdown,
         "csv" => matrix::to_csv,
         "json" => matrix::to_json,

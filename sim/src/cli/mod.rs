@@ -30,14 +30,41 @@ pub use show::cmd_show;
 pub use sweep::cmd_sweep;
 
 use crate::engine::runner::RunOutcome;
+use crate::error::SimError;
 use crate::report::artifacts::replay_command;
 use crate::report::explain;
 use crate::scenario::Scenario;
+use crate::studies::shard::Shard;
 use mcpsim_model::oracle::{Coverage, Violation, COVERAGE_EVENTS};
 use mcpsim_model::time::format_micros;
 use mcpsim_model::trace::Trace;
+use std::path::PathBuf;
 
 pub use crate::scenario::ScenarioArgs;
+
+/// `--shard K/N` and `--shard-out DIR`, as `explore`, `matrix`, `sweep` and `check` take them.
+#[derive(Clone, Debug, Default)]
+pub struct ShardArgs {
+    /// `K/N`, when the command runs one shard.
+    pub shard: Option<String>,
+    /// Where the shard writes (default `shard-K-of-N`).
+    pub out: Option<PathBuf>,
+}
+
+impl ShardArgs {
+    /// The shard and its directory, or `None` for an unsharded run; `--shard-out` without
+    /// `--shard` is bad input.
+    pub fn parse(&self) -> Result<Option<(Shard, PathBuf)>, SimError> {
+        match (&self.shard, &self.out) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(SimError::Usage("--shard-out needs --shard K/N".into())),
+            (Some(text), out) => {
+                let shard: Shard = text.parse()?;
+                Ok(Some((shard, out.clone().unwrap_or_else(|| shard.default_dir()))))
+            }
+        }
+    }
+}
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,57 +84,60 @@ pub enum Exit {
 /// Prints a run's verdict; returns whether it violated anything. A violation comes with what
 /// happened and why, explained for `pinned` (default: the first violation).
 pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> bool {
+    print!("{}", verdict_text(scenario, seed, outcome, pinned));
+    !outcome.violations.is_empty()
+}
+
+/// [`print_verdict`]'s text.
+pub(crate) fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> String {
+    use std::fmt::Write;
     let end = outcome.trace.steps.last().map(|s| s.t).unwrap_or(0);
+    let mut out = String::new();
+    let (client, server, name) = (&scenario.client.name, &scenario.server.name, &scenario.name);
+    let (steps, simulated) = (outcome.trace.steps.len(), format_micros(end));
     if outcome.violations.is_empty() {
-        println!(
-            "ok: no invariant violated ({} × {} × {}, seed {seed}, {} steps, {} simulated)",
-            scenario.client.name,
-            scenario.server.name,
-            scenario.name,
-            outcome.trace.steps.len(),
-            format_micros(end)
+        let _ = writeln!(
+            out,
+            "ok: no invariant violated ({client} × {server} × {name}, seed {seed}, {steps} steps, {simulated} simulated)"
         );
-        return false;
+        return out;
     }
-    println!(
-        "VIOLATED ({} × {} × {}, seed {seed}, {} steps, {} simulated):",
-        scenario.client.name,
-        scenario.server.name,
-        scenario.name,
-        outcome.trace.steps.len(),
-        format_micros(end)
-    );
+    let _ =
+        writeln!(out, "VIOLATED ({client} × {server} × {name}, seed {seed}, {steps} steps, {simulated} simulated):");
     for v in &outcome.violations {
-        println!("  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
+        let _ = writeln!(out, "  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
     }
     let explained = outcome.violations.iter().find(|v| pinned.is_none_or(|p| v.invariant == p));
-    print_explanation(&outcome.trace, explained.or(outcome.violations.first()));
-    println!("rerun (same seed, same steps): {}", replay_command(scenario, seed));
-    true
+    out.push_str(&explanation_text(&outcome.trace, explained.or(outcome.violations.first())));
+    let _ = writeln!(out, "rerun (same seed, same steps): {}", replay_command(scenario, seed));
+    out
 }
 
 /// What happened and why, from the trace: each call's tool executions, and the chain of steps
 /// that led to `violation`.
-pub(crate) fn print_explanation(trace: &Trace, violation: Option<&Violation>) {
+fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let runs = explain::executions(trace);
     if !runs.is_empty() {
-        println!("what happened:");
+        out.push_str("what happened:\n");
         for e in &runs {
-            println!("  {}", e.sentence());
+            let _ = writeln!(out, "  {}", e.sentence());
         }
     }
-    let Some(v) = violation else { return };
+    let Some(v) = violation else { return out };
     let (chain, dropped) = crate::report::cause::cause_chain(&trace.steps, v.step);
     if chain.is_empty() {
-        return;
+        return out;
     }
-    println!("why (the steps that led to {} at {}):", v.invariant, v.at);
+    let _ = writeln!(out, "why (the steps that led to {} at {}):", v.invariant, v.at);
     if dropped > 0 {
-        println!("  ({dropped} earlier step(s) of the chain left out)");
+        let _ = writeln!(out, "  ({dropped} earlier step(s) of the chain left out)");
     }
     for c in &chain {
-        println!("  {}", c.line());
+        let _ = writeln!(out, "  {}", c.line());
     }
+    out
 }
 
 /// Coverage totals: how often each "sometimes" event happened over the runs, zeros included.

@@ -444,43 +444,80 @@ pub fn check(
     runner: &RunFn,
     progress: &dyn Progress,
 ) -> Result<CheckReport, SimError> {
+    let (_, results) = check_part(deployment, seeds, jobs, |_| true, runner, progress)?;
+    assemble(deployment, seeds, results.into_iter().map(|(_, r)| r).collect())
+}
+
+/// One cell's result: its tally and the mitigations that fix it.
+pub type CellResult = (Tally, Vec<&'static str>);
+
+/// Every client × family cell's scenario, clients outermost, then families, each in the file's
+/// order: the cells' indices for `--shard K/N`.
+fn plan(deployment: &Deployment) -> Result<Vec<(String, String, Scenario)>, SimError> {
     let mut cells = Vec::new();
     for (client, _) in &deployment.clients {
         for (family, _) in &deployment.families {
-            let scenario = deployment.scenario(client, family)?;
-            cells.push(CheckCell {
-                client: client.clone(),
-                family: family.clone(),
-                scenario,
-                tally: Tally::new(),
-                fixes: vec![],
-            });
+            cells.push((client.clone(), family.clone(), deployment.scenario(client, family)?));
         }
     }
-    let work: Vec<PoolCell> = cells.iter().map(|c| PoolCell { scenario: &c.scenario, seeds: 0..seeds }).collect();
+    Ok(cells)
+}
+
+/// The cells `owns` picks (by index, see [`plan`]), each run over seeds `0..seeds` and, when
+/// broken, under every mitigation: what one shard of a sharded check runs. Returns how many
+/// cells there are in all and the results of those picked.
+pub fn check_part(
+    deployment: &Deployment,
+    seeds: u64,
+    jobs: usize,
+    owns: impl Fn(usize) -> bool,
+    runner: &RunFn,
+    progress: &dyn Progress,
+) -> Result<(usize, Vec<(usize, CellResult)>), SimError> {
+    let all = plan(deployment)?;
+    let picked: Vec<(usize, &Scenario)> =
+        all.iter().enumerate().filter(|(i, _)| owns(*i)).map(|(i, c)| (i, &c.2)).collect();
+    let work: Vec<PoolCell> = picked.iter().map(|(_, s)| PoolCell { scenario: s, seeds: 0..seeds }).collect();
     let tallies = run_cells(&work, jobs, runner, progress, |_, _| Ok(()))?;
-    for (cell, tally) in cells.iter_mut().zip(tallies) {
-        cell.tally = tally;
-    }
     // Every mitigation on every broken cell, in one batch.
     let mut mitigated: Vec<(usize, &'static str, Scenario)> = Vec::new();
-    for (i, cell) in cells.iter().enumerate().filter(|(_, c)| c.broken()) {
+    for (k, _) in tallies.iter().enumerate().filter(|(_, t)| t.violated()) {
         for m in MITIGATIONS {
-            let mut s = cell.scenario.clone();
+            let mut s = picked[k].1.clone();
             let sets: Vec<(String, String)> = m.overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             // A mitigation the scenario refuses (none today) fixes nothing.
             if s.apply_overrides(&sets).is_ok() {
-                mitigated.push((i, m.name, s));
+                mitigated.push((k, m.name, s));
             }
         }
     }
     let work: Vec<PoolCell> = mitigated.iter().map(|(_, _, s)| PoolCell { scenario: s, seeds: 0..seeds }).collect();
-    let tallies = run_cells(&work, jobs, runner, &Silent, |_, _| Ok(()))?;
-    for ((i, name, _), tally) in mitigated.iter().zip(tallies) {
+    let fixed = run_cells(&work, jobs, runner, &Silent, |_, _| Ok(()))?;
+    let mut results: Vec<(usize, CellResult)> =
+        picked.iter().zip(tallies).map(|((i, _), t)| (*i, (t, vec![]))).collect();
+    for ((k, name, _), tally) in mitigated.iter().zip(fixed) {
         if !tally.violated() {
-            cells[*i].fixes.push(name);
+            results[*k].1 .1.push(name);
         }
     }
+    Ok((all.len(), results))
+}
+
+/// The report from every cell's result (in [`plan`]'s order) and `advise`'s answer per client.
+pub fn assemble(deployment: &Deployment, seeds: u64, results: Vec<CellResult>) -> Result<CheckReport, SimError> {
+    let all = plan(deployment)?;
+    if all.len() != results.len() {
+        return Err(SimError::Usage(format!(
+            "{} cell results for the deployment's {} cells",
+            results.len(),
+            all.len()
+        )));
+    }
+    let cells = all
+        .into_iter()
+        .zip(results)
+        .map(|((client, family, scenario), (tally, fixes))| CheckCell { client, family, scenario, tally, fixes })
+        .collect();
     let mut advice = Vec::new();
     for (client, _) in &deployment.clients {
         let s = deployment.scenario(client, ADVISE_FAMILY)?;

@@ -131,6 +131,10 @@ pub fn explore_guided(
     let mut explorer = Explorer::new(&base, space, guided.rng_seed);
     let mut seen: BTreeSet<Feature> = BTreeSet::new();
     let mut corpus: Vec<Case> = Vec::new();
+    // How many runs reached each feature, and the features each corpus entry was the first to
+    // reach: an entry whose features few runs reach is picked more often (a power schedule).
+    let mut hits: BTreeMap<Feature, u64> = BTreeMap::new();
+    let mut opened: Vec<Vec<Feature>> = Vec::new();
     let mut growth = Vec::new();
     let mut total = Coverage::new();
     let mut cases_run = 0;
@@ -138,7 +142,9 @@ pub fn explore_guided(
     let mut draws_left = guided.budget.saturating_mul(20);
     while cases_run < guided.budget && draws_left > 0 {
         draws_left -= 1;
-        let Some(case) = explorer.next_case(cases_run, &corpus) else { continue };
+        let rarity: Vec<u64> =
+            opened.iter().map(|fs| fs.iter().map(|f| hits.get(f).copied().unwrap_or(0)).min().unwrap_or(0)).collect();
+        let Some(case) = explorer.next_case(cases_run, &corpus, &rarity) else { continue };
         cases_run += 1;
         let scenario = case.scenario(&base)?;
         let outcome = run(&scenario, case.seed)?;
@@ -159,10 +165,15 @@ pub fn explore_guided(
                 growth,
             });
         }
-        let before = seen.len();
-        seen.extend(features(&outcome.trace, &reached));
-        if seen.len() > before {
+        let reached_features = features(&outcome.trace, &reached);
+        let new: Vec<Feature> = reached_features.iter().copied().filter(|f| !seen.contains(f)).collect();
+        for f in &reached_features {
+            *hits.entry(*f).or_insert(0) += 1;
+        }
+        seen.extend(reached_features);
+        if !new.is_empty() {
             corpus.push(case);
+            opened.push(new);
             growth.push((cases_run, seen.len()));
         }
         progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
@@ -264,7 +275,8 @@ impl<'a> Explorer<'a> {
     }
 
     /// The case to run as number `n` (from 0); `None` when a draw came out invalid (drawn again).
-    fn next_case(&mut self, n: u64, corpus: &[Case]) -> Option<Case> {
+    /// `rarity[i]`: how many runs reached the rarest feature corpus entry `i` opened.
+    fn next_case(&mut self, n: u64, corpus: &[Case], rarity: &[u64]) -> Option<Case> {
         if n == 0 {
             // The family as it is, on the madsim seed `explore` without `--search` starts from.
             return Some(Case { overrides: vec![], swarm: Swarm::new(), seed: self.rng.next_u64() % 1_000 });
@@ -272,10 +284,12 @@ impl<'a> Explorer<'a> {
         if n < WARM_UP || corpus.is_empty() || self.below(FRESH_EVERY) == 0 {
             return self.fresh_case();
         }
-        // Favour the newest entries half the time: they opened the latest ground.
+        // Half the time one of the 8 entries whose features the fewest runs reach (the newest
+        // first among equals): they border the least explored ground.
         let pick = if self.below(2) == 0 {
-            let recent = corpus.len().min(8) as u64;
-            corpus.len() - 1 - self.below(recent) as usize
+            let mut rarest: Vec<usize> = (0..corpus.len()).collect();
+            rarest.sort_by_key(|i| (rarity.get(*i).copied().unwrap_or(0), std::cmp::Reverse(*i)));
+            rarest[self.below(rarest.len().min(8) as u64) as usize]
         } else {
             self.below(corpus.len() as u64) as usize
         };
@@ -539,7 +553,7 @@ mod tests {
         let mut explorer = Explorer::new(&constrained, &space, 7);
         let mut corpus = vec![explorer.fresh_case().unwrap()];
         for n in 0..300 {
-            let Some(case) = explorer.next_case(WARM_UP + n, &corpus) else { continue };
+            let Some(case) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
             let s = case.scenario(&constrained).unwrap_or_else(|e| panic!("{case:?}: {e}"));
             assert!(s.faults.faults().iter().all(|f| f.fault != Fault::ServerRestart), "{case:?}");
             let parts: Vec<_> = s.faults.faults().iter().filter(|f| f.fault.kind() == "partition").collect();
@@ -560,7 +574,7 @@ mod tests {
             let mut explorer = Explorer::new(&base, &space, seed);
             let mut corpus = Vec::new();
             for n in 0..40 {
-                if let Some(case) = explorer.next_case(n, &corpus) {
+                if let Some(case) = explorer.next_case(n, &corpus, &[]) {
                     corpus.push(case);
                 }
             }

@@ -36,6 +36,23 @@ pub type Swarm = BTreeMap<String, u32>;
 /// proptest's shrinking stops after this many runs (each run is one simulation).
 pub const MAX_SHRINK_RUNS: u32 = 1_000;
 
+/// The most simulated steps one counterexample's shrinking may spend, proptest's pass and
+/// [`shrink_fixed`] together: a deterministic bound (the same case shrinks to the same bytes on
+/// any machine) that keeps a shrink within seconds when its candidates run long. chatty-tool's
+/// every-call-resolves counterexamples loop resumes until the liveness deadline (≈ 4 300 steps a
+/// run) once an override that stopped the loop is dropped; without a bound their shrink took 10 s.
+/// When the budget runs out the smallest case found so far is the answer. proptest's pass may
+/// spend three quarters of it, so `shrink_fixed` always has some left.
+pub const SHRINK_STEP_BUDGET: u64 = 400_000;
+
+/// A shrinking candidate of proptest's pass whose run takes more steps than this for a case of
+/// `steps` is refused: proptest simplifies values towards one end of their range (a shorter
+/// event interval, for one), which can turn a 235-step case into a 46 000-step one that is no
+/// smaller by [`Size`] and makes every later candidate as slow.
+fn longest_candidate(steps: u64) -> u64 {
+    steps.saturating_mul(4).max(steps + 2_000)
+}
+
 /// The longest partition a case plans.
 const MAX_PARTITION: u64 = 300;
 
@@ -501,6 +518,8 @@ struct Learned {
     original: Option<Counterexample>,
     cases: u64,
     shrink_runs: u64,
+    /// Simulated steps spent shrinking (see [`SHRINK_STEP_BUDGET`]).
+    shrink_steps: u64,
     coverage: Coverage,
     /// A simulation error before anything was found: ends the search.
     error: Option<SimError>,
@@ -547,9 +566,14 @@ pub fn search_for(
     let scenario = minimal.scenario(&base)?;
     let outcome = run(&scenario, minimal.seed)?;
     let mut minimal = Counterexample { scenario, seed: minimal.seed, outcome };
+    if minimal.size() > original.size() || !minimal.breaks(invariant) {
+        // proptest's pass made nothing smaller by our measure: start again from the case found.
+        minimal = original.clone();
+    }
     let mut shrink_runs = learned.shrink_runs + 1;
     if shrink {
-        let (smaller, runs) = shrink_fixed(&base, &minimal, invariant)?;
+        let left = SHRINK_STEP_BUDGET.saturating_sub(learned.shrink_steps);
+        let (smaller, runs) = shrink_fixed_within(&base, &minimal, invariant, left)?;
         minimal = smaller;
         shrink_runs += runs;
     }
@@ -563,10 +587,22 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
     let searching = learned.target.is_none();
     if searching {
         learned.cases += 1;
+    } else if learned.shrink_steps >= SHRINK_STEP_BUDGET / 4 * 3 {
+        // Out of shrinking budget: proptest takes a rejection as a pass and walks back to the
+        // smallest failing case, without running anything more.
+        return Err(TestCaseError::reject("shrink budget spent"));
     } else {
         learned.shrink_runs += 1;
     }
     let ran = case.scenario(base).and_then(|s| run(&s, case.seed).map(|o| (s, o)));
+    if let (false, Ok((_, outcome))) = (searching, &ran) {
+        let steps = outcome.trace.steps.len() as u64;
+        learned.shrink_steps += steps;
+        let original = learned.original.as_ref().map_or(0, |o| o.outcome.trace.steps.len() as u64);
+        if steps > longest_candidate(original) {
+            return Err(TestCaseError::reject("runs far longer than the case it shrinks"));
+        }
+    }
     let (scenario, outcome) = match ran {
         Ok(ran) => ran,
         Err(e) if searching => {
@@ -604,6 +640,17 @@ pub(crate) fn shrink_fixed(
     found: &Counterexample,
     invariant: &str,
 ) -> Result<(Counterexample, u64), SimError> {
+    shrink_fixed_within(base, found, invariant, SHRINK_STEP_BUDGET)
+}
+
+/// [`shrink_fixed`] spending at most `budget` simulated steps: it stops with the smallest case
+/// found so far once its runs have taken that many.
+pub(crate) fn shrink_fixed_within(
+    base: &Scenario,
+    found: &Counterexample,
+    invariant: &str,
+    budget: u64,
+) -> Result<(Counterexample, u64), SimError> {
     if !found.breaks(invariant) {
         return Err(SimError::Runtime(format!("the counterexample to shrink does not break {invariant}")));
     }
@@ -612,7 +659,7 @@ pub(crate) fn shrink_fixed(
         return Err(SimError::Runtime("the counterexample was not built on this base".into()));
     }
     let mut best = found.clone();
-    let mut runs = 0;
+    let (mut runs, mut steps) = (0, 0u64);
     'improve: loop {
         let added = best.scenario.overrides[kept..].to_vec();
         for candidate in smaller_candidates(&best.scenario, &added)? {
@@ -623,8 +670,12 @@ pub(crate) fn shrink_fixed(
             if (scenario.faults.len(), scenario.overrides.len()) > (best_size.faults, best_size.overrides) {
                 continue;
             }
+            if steps >= budget {
+                return Ok((best, runs));
+            }
             runs += 1;
             let outcome = run(&scenario, best.seed)?;
+            steps += outcome.trace.steps.len() as u64;
             let tried = Counterexample { scenario, seed: best.seed, outcome };
             if tried.breaks(invariant) && tried.size() < best_size {
                 best = tried;
@@ -910,6 +961,22 @@ mod tests {
         assert!(minimal.breaks("no-duplicate-execution"));
         assert_eq!((minimal.size().faults, minimal.size().overrides), (0, 0), "{:?}", minimal.scenario.overrides);
         assert!(runs >= 2);
+    }
+
+    #[test]
+    fn shrinking_stops_once_its_step_budget_is_spent() {
+        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let mut scenario = base.clone();
+        let extra = [("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")];
+        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let outcome = run(&scenario, 1).unwrap();
+        let found = Counterexample { scenario, seed: 1, outcome };
+        let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", 0).unwrap();
+        assert_eq!((runs, same.size()), (0, found.size()));
+        // The budget is checked before each run: one step of budget buys one run.
+        let (_, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", 1).unwrap();
+        assert_eq!(runs, 1);
+        assert!(longest_candidate(235) >= 2_235 && longest_candidate(10_000) == 40_000);
     }
 
     #[test]

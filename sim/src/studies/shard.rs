@@ -8,6 +8,7 @@
 use crate::error::SimError;
 use crate::studies::matrix::MatrixCell;
 use crate::studies::tally::{Outcome, Tally};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,9 +17,6 @@ use std::str::FromStr;
 
 /// The most shards a run may be split into.
 pub const MAX_SHARDS: u64 = 100_000;
-
-/// The file a matrix shard writes in its directory.
-pub const MATRIX_FILE: &str = "matrix-shard.json";
 
 /// One shard of N: `k` counts from 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +31,15 @@ impl Shard {
     /// Whether cell `index` (0-based, in the unsharded order) is this shard's.
     pub fn owns(&self, index: usize) -> bool {
         index as u64 % self.n == self.k - 1
+    }
+
+    /// This shard's block of `count` consecutive items from `first` (seeds in order, for a
+    /// study that stops at the first hit): the first item and how many. Blocks of the N shards
+    /// tile the range in shard order and differ in length by one at most.
+    pub fn block(&self, first: u64, count: u64) -> (u64, u64) {
+        let edge = |k: u64| (u128::from(count) * u128::from(k) / u128::from(self.n)) as u64;
+        let (from, to) = (edge(self.k - 1), edge(self.k));
+        (first + from, to - from)
     }
 
     /// The directory a shard writes by default: `shard-K-of-N`.
@@ -84,7 +91,7 @@ pub struct MatrixQuestion {
 
 /// A tally as a shard file holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct TallyRecord {
+pub struct TallyRecord {
     n: u64,
     counts: BTreeMap<String, u64>,
     violations: BTreeMap<String, u64>,
@@ -93,7 +100,8 @@ struct TallyRecord {
 }
 
 impl TallyRecord {
-    fn of(t: &Tally) -> TallyRecord {
+    /// The record of `t`.
+    pub fn of(t: &Tally) -> TallyRecord {
         TallyRecord {
             n: t.n,
             counts: Outcome::ALL.iter().map(|o| (o.name().to_string(), t.count(*o))).collect(),
@@ -103,7 +111,8 @@ impl TallyRecord {
         }
     }
 
-    fn tally(&self) -> Result<Tally, String> {
+    /// The tally recorded, or what in the record is not a tally.
+    pub fn tally(&self) -> Result<Tally, String> {
         let outcome = |name: &str| {
             Outcome::ALL.iter().copied().find(|o| o.name() == name).ok_or_else(|| format!("unknown outcome {name:?}"))
         };
@@ -121,79 +130,84 @@ impl TallyRecord {
     }
 }
 
-/// One cell of a matrix shard, at its index in the whole matrix.
+/// What one shard of any command wrote: the command, which shard, the question every shard of
+/// the run must share (the flags that decide the work), and this shard's part of the answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct CellRecord {
-    index: usize,
-    client: String,
-    server: String,
-    scenario: String,
-    tally: TallyRecord,
-}
-
-/// What one matrix shard wrote.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct MatrixShardFile {
+struct ShardFile<Q, P> {
     command: String,
     shard: Shard,
-    question: MatrixQuestion,
-    cells: Vec<CellRecord>,
+    question: Q,
+    cells: P,
 }
 
-/// Writes a matrix shard's cells (each with its index in the whole matrix) to `dir`.
-pub fn write_matrix_shard(
+/// The file `command`'s shard writes in its directory.
+pub fn file_name(command: &str) -> String {
+    format!("{command}-shard.json")
+}
+
+/// Which command's shard `dir` holds (the first of matrix, sweep, check, explore whose file is
+/// there), so `mcpsim merge` needs no flag to tell.
+pub fn command_in(dir: &Path) -> Result<&'static str, SimError> {
+    ["matrix", "sweep", "check", "explore"].into_iter().find(|c| dir.join(file_name(c)).is_file()).ok_or_else(|| {
+        SimError::Io {
+            path: dir.display().to_string(),
+            problem: "no shard file here (matrix-, sweep-, check- or explore-shard.json)".into(),
+        }
+    })
+}
+
+/// Writes one shard's part of `command`'s answer to `dir`.
+pub fn write_shard<Q: Serialize, P: Serialize>(
     dir: &Path,
+    command: &str,
     shard: Shard,
-    question: &MatrixQuestion,
-    cells: &[(usize, MatrixCell)],
+    question: &Q,
+    part: &P,
 ) -> Result<PathBuf, SimError> {
-    let file = MatrixShardFile {
-        command: "matrix".into(),
-        shard,
-        question: question.clone(),
-        cells: cells
-            .iter()
-            .map(|(index, c)| CellRecord {
-                index: *index,
-                client: c.client.clone(),
-                server: c.server.clone(),
-                scenario: c.scenario.clone(),
-                tally: TallyRecord::of(&c.tally),
-            })
-            .collect(),
-    };
-    let path = dir.join(MATRIX_FILE);
+    #[derive(Serialize)]
+    struct Out<'a, Q, P> {
+        command: &'a str,
+        shard: Shard,
+        question: &'a Q,
+        cells: &'a P,
+    }
+    let path = dir.join(file_name(command));
+    let file = Out { command, shard, question, cells: part };
     let text = serde_json::to_string_pretty(&file).expect("a shard file is plain data");
     crate::report::artifacts::write_file(&path, &(text + "\n"))?;
     Ok(path)
 }
 
-/// Reads the matrix shards in `dirs` and puts their cells back in the whole matrix's order.
-/// Refuses shards of different questions, a shard given twice, and a set with a shard missing.
-pub fn merge_matrix(dirs: &[PathBuf]) -> Result<(MatrixQuestion, Vec<MatrixCell>), SimError> {
+/// One shard's part of the answer, with the directory it was read from.
+pub type Part<P> = (Shard, PathBuf, P);
+
+/// Reads the shards of one `command` run from `dirs`, in shard order. Refuses shards of another
+/// command or question (`what` names the command's question in the message), a shard given
+/// twice, and a set with a shard missing. Each part comes with the directory it was read from.
+pub fn read_shards<Q, P>(dirs: &[PathBuf], command: &str, what: &str) -> Result<(Q, Vec<Part<P>>), SimError>
+where
+    Q: DeserializeOwned + PartialEq,
+    P: DeserializeOwned,
+{
     let bad = |path: &Path, problem: String| SimError::Io { path: path.display().to_string(), problem };
-    let mut question: Option<MatrixQuestion> = None;
-    let mut n: Option<u64> = None;
-    let mut seen = BTreeMap::new();
-    let mut cells: BTreeMap<usize, MatrixCell> = BTreeMap::new();
     if dirs.is_empty() {
         return Err(SimError::Usage("merge needs the shard directories".into()));
     }
+    let mut question: Option<Q> = None;
+    let mut n: Option<u64> = None;
+    let mut parts: BTreeMap<u64, (PathBuf, P)> = BTreeMap::new();
     for dir in dirs {
-        let path = dir.join(MATRIX_FILE);
+        let path = dir.join(file_name(command));
         let text = std::fs::read_to_string(&path).map_err(|e| bad(&path, e.to_string()))?;
-        let file: MatrixShardFile =
-            serde_json::from_str(&text).map_err(|e| bad(&path, format!("not a matrix shard: {e}")))?;
-        if file.command != "matrix" {
-            return Err(bad(&path, format!("a shard of {:?}, not of matrix", file.command)));
+        let file: ShardFile<Q, P> =
+            serde_json::from_str(&text).map_err(|e| bad(&path, format!("not a {command} shard: {e}")))?;
+        if file.command != command {
+            return Err(bad(&path, format!("a shard of {:?}, not of {command}", file.command)));
         }
         match &question {
-            None => question = Some(file.question.clone()),
+            None => question = Some(file.question),
             Some(q) if *q != file.question => {
-                return Err(bad(
-                    &path,
-                    "a shard of another matrix (profiles, scenarios, seeds or mitigation differ)".into(),
-                ))
+                return Err(bad(&path, format!("a shard of another {command} ({what} differ)")))
             }
             Some(_) => {}
         }
@@ -204,30 +218,82 @@ pub fn merge_matrix(dirs: &[PathBuf]) -> Result<(MatrixQuestion, Vec<MatrixCell>
             }
             Some(_) => {}
         }
-        if let Some(other) = seen.insert(file.shard.k, dir.clone()) {
+        if let Some((other, _)) = parts.get(&file.shard.k) {
             return Err(bad(&path, format!("shard {} given twice (also {})", file.shard, other.display())));
         }
-        for c in file.cells {
-            if !file.shard.owns(c.index) {
-                return Err(bad(&path, format!("cell {} does not belong to shard {}", c.index, file.shard)));
-            }
-            let tally = c.tally.tally().map_err(|e| bad(&path, e))?;
-            cells.insert(c.index, MatrixCell { client: c.client, server: c.server, scenario: c.scenario, tally });
-        }
+        parts.insert(file.shard.k, (dir.clone(), file.cells));
     }
     let (question, n) = (question.expect("one shard at least was read"), n.expect("one shard at least was read"));
-    let missing: Vec<String> = (1..=n).filter(|k| !seen.contains_key(k)).map(|k| format!("{k}/{n}")).collect();
+    let missing: Vec<String> = (1..=n).filter(|k| !parts.contains_key(k)).map(|k| format!("{k}/{n}")).collect();
     if !missing.is_empty() {
         return Err(SimError::Usage(format!("merge: shard(s) {} missing", missing.join(", "))));
     }
-    if cells.len() != question.cells || cells.keys().copied().ne(0..question.cells) {
-        return Err(SimError::Usage(format!(
-            "merge: {} of the matrix's {} cells present",
-            cells.len(),
-            question.cells
-        )));
+    Ok((question, parts.into_iter().map(|(k, (dir, p))| (Shard { k, n }, dir, p)).collect()))
+}
+
+/// Puts the indexed cells of every shard back in the whole run's order, checking each cell
+/// belongs to the shard that wrote it and that all `total` are there.
+pub fn collect_cells<C>(parts: Vec<(Shard, Vec<(usize, C)>)>, total: usize) -> Result<Vec<C>, SimError> {
+    let mut cells: BTreeMap<usize, C> = BTreeMap::new();
+    for (shard, part) in parts {
+        for (index, cell) in part {
+            if !shard.owns(index) || cells.insert(index, cell).is_some() {
+                return Err(SimError::Usage(format!("merge: cell {index} does not belong to shard {shard}")));
+            }
+        }
     }
-    Ok((question, cells.into_values().collect()))
+    if cells.len() != total || cells.keys().copied().ne(0..total) {
+        return Err(SimError::Usage(format!("merge: {} of the run's {total} cells present", cells.len())));
+    }
+    Ok(cells.into_values().collect())
+}
+
+/// One cell of a matrix shard, at its index in the whole matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct CellRecord {
+    index: usize,
+    client: String,
+    server: String,
+    scenario: String,
+    tally: TallyRecord,
+}
+
+/// Writes a matrix shard's cells (each with its index in the whole matrix) to `dir`.
+pub fn write_matrix_shard(
+    dir: &Path,
+    shard: Shard,
+    question: &MatrixQuestion,
+    cells: &[(usize, MatrixCell)],
+) -> Result<PathBuf, SimError> {
+    let records: Vec<CellRecord> = cells
+        .iter()
+        .map(|(index, c)| CellRecord {
+            index: *index,
+            client: c.client.clone(),
+            server: c.server.clone(),
+            scenario: c.scenario.clone(),
+            tally: TallyRecord::of(&c.tally),
+        })
+        .collect();
+    write_shard(dir, "matrix", shard, question, &records)
+}
+
+/// Reads the matrix shards in `dirs` and puts their cells back in the whole matrix's order.
+/// Refuses shards of different questions, a shard given twice, and a set with a shard missing.
+pub fn merge_matrix(dirs: &[PathBuf]) -> Result<(MatrixQuestion, Vec<MatrixCell>), SimError> {
+    let what = "profiles, scenarios, seeds or mitigation";
+    let (question, parts) = read_shards::<MatrixQuestion, Vec<CellRecord>>(dirs, "matrix", what)?;
+    let mut indexed = Vec::new();
+    for (shard, _, records) in parts {
+        let mut cells = Vec::new();
+        for c in records {
+            let tally = c.tally.tally().map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?;
+            cells.push((c.index, MatrixCell { client: c.client, server: c.server, scenario: c.scenario, tally }));
+        }
+        indexed.push((shard, cells));
+    }
+    let cells = collect_cells(indexed, question.cells)?;
+    Ok((question, cells))
 }
 
 #[cfg(test)]
@@ -244,6 +310,20 @@ mod tests {
         let shards: Vec<Shard> = (1..=4).map(|k| Shard { k, n: 4 }).collect();
         for i in 0..100 {
             assert_eq!(shards.iter().filter(|s| s.owns(i)).count(), 1, "cell {i}");
+        }
+    }
+
+    #[test]
+    fn blocks_tile_the_range_in_shard_order() {
+        for (first, count, n) in [(0u64, 10u64, 4u64), (7, 3, 5), (u64::MAX - 9, 10, 3), (0, 0, 2)] {
+            let mut next = first;
+            for k in 1..=n {
+                let (from, len) = Shard { k, n }.block(first, count);
+                assert_eq!(from, next, "{first} {count} {k}/{n}");
+                assert!(len == count / n || len == count / n + 1);
+                next = from.wrapping_add(len);
+            }
+            assert_eq!(next, first.wrapping_add(count));
         }
     }
 

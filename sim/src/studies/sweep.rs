@@ -11,9 +11,10 @@
 
 use crate::error::SimError;
 use crate::report::artifacts::check_writable;
-use crate::scenario::{setting, Scenario};
+use crate::scenario::{setting, settings, Scenario};
 use crate::studies::advise::{self, Prediction};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
+use crate::studies::shard::Shard;
 use crate::studies::tally::{Outcome, Tally};
 use mcpsim_model::time::{format_duration, parse_duration};
 use std::collections::BTreeMap;
@@ -28,8 +29,9 @@ use std::time::Duration;
 /// One varied key and its values, in grid order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Vary {
-    /// The settable key (its short form or serde path).
-    pub key: &'static str,
+    /// The settable key: a short key (`server.retention`) or any field by its path
+    /// (`server.retention.max_events`, `lb.max_lifetime`), as `--set` takes them.
+    pub key: String,
     /// Values as the key's `show` writes them once validated (as given before).
     pub values: Vec<String>,
     /// The step of a range, in the key's numeric unit (seconds for durations); `None` for a list.
@@ -45,9 +47,12 @@ pub fn parse_vary(spec: &str) -> Result<Vary, SimError> {
     let (key, text) = spec
         .split_once('=')
         .ok_or_else(|| SimError::Usage(format!("--vary {spec:?} is not KEY=A..B:STEP or KEY=v1,v2,…")))?;
-    let key = setting(key.trim())?.key;
+    let key = key.trim();
+    // The one check of a key is `--set`'s: a short key, or a field by its path.
+    settings::targets(key)?;
+    let key = key.to_string();
     let text = text.trim();
-    let bad = |problem: String| SimError::BadValue { key: key.into(), value: text.into(), problem };
+    let bad = |problem: String| SimError::BadValue { key: key.clone(), value: text.into(), problem };
     let range = text.rsplit_once(':').and_then(|(r, step)| r.split_once("..").map(|(a, b)| (a, b, step)));
     let (values, step) = match range {
         Some((a, b, step)) => {
@@ -148,7 +153,7 @@ pub(crate) fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, Sim
         for cell in &cells {
             for value in &vary.values {
                 let mut scenario = cell.scenario.clone();
-                scenario.apply_overrides(&[(vary.key.to_string(), value.clone())])?;
+                scenario.apply_overrides(&[(vary.key.clone(), value.clone())])?;
                 let mut values = cell.values.clone();
                 values.push(value.clone());
                 next.push(Cell { values, scenario });
@@ -159,22 +164,23 @@ pub(crate) fn build_grid(base: &Scenario, varies: Vec<Vary>) -> Result<Grid, Sim
     Ok(Grid { varies, cells })
 }
 
-/// Applies each value to a copy of `base` and keeps what the key's `show` makes of it.
+/// Applies each value to a copy of `base` and keeps what the key's `show` makes of it (a field
+/// given by its path keeps its value as written; two values that set the field alike clash).
 fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
-    let setting = setting(vary.key)?;
+    let Ok(setting) = setting(&vary.key) else { return canonical_field(base, vary) };
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut values = Vec::with_capacity(vary.values.len());
     for value in &vary.values {
         let mut scenario = base.clone();
         (setting.apply)(&mut scenario, value).map_err(|problem| SimError::BadValue {
-            key: vary.key.into(),
+            key: vary.key.clone(),
             value: value.clone(),
             problem,
         })?;
         let shown = (setting.show)(&scenario);
         if let Some(first) = seen.insert(shown.clone(), value.clone()) {
             return Err(SimError::BadValue {
-                key: vary.key.into(),
+                key: vary.key.clone(),
                 value: value.clone(),
                 problem: format!("the same value as {first:?} ({shown}): each cell once"),
             });
@@ -182,6 +188,26 @@ fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
         values.push(shown);
     }
     Ok(Vary { values, ..vary })
+}
+
+/// [`canonical`] for a field given by its path: each value is applied (and the scenario
+/// validated) as `--set` does; values stay as written.
+fn canonical_field(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for value in &vary.values {
+        let mut scenario = base.clone();
+        scenario.apply_overrides(&[(vary.key.clone(), value.clone())])?;
+        scenario.overrides = vec![];
+        let set = serde_json::to_string(&scenario).map_err(|e| SimError::Runtime(e.to_string()))?;
+        if let Some(first) = seen.insert(set, value.clone()) {
+            return Err(SimError::BadValue {
+                key: vary.key.clone(),
+                value: value.clone(),
+                problem: format!("sets {} as {first:?} does: each cell once", vary.key),
+            });
+        }
+    }
+    Ok(vary)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -424,9 +450,9 @@ pub struct Measured {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Boundary {
     /// The other key's value, in a 2-key sweep.
-    pub fixed: Option<(&'static str, String)>,
+    pub fixed: Option<(String, String)>,
     /// The key the boundary runs along.
-    pub along: &'static str,
+    pub along: String,
     /// What `advise` predicts for that key, when it predicts anything.
     pub predicted: Option<Prediction>,
     /// Why there is no prediction, when there is none.
@@ -469,6 +495,14 @@ impl SweepReport {
     }
 }
 
+/// Where a sweep's tallies come from.
+pub enum SweepCells<'a> {
+    /// Run every cell here.
+    Run(&'a RunFn<'a>, &'a dyn Progress),
+    /// Run by the shards of a `--shard K/N` sweep: every cell's tally, in grid order.
+    Given(Vec<Tally>),
+}
+
 /// Validates, runs and reports a sweep. Nothing runs until keys, values and the CSV (and its
 /// header on `--resume`) have been checked. Rows reach the CSV in grid order as the cells before
 /// them finish; when the sweep is done the file is rewritten in grid order, resumed rows
@@ -480,6 +514,11 @@ pub fn sweep(
     runner: &RunFn,
     progress: &dyn Progress,
 ) -> Result<SweepReport, SimError> {
+    sweep_from(base, vary_specs, opts, SweepCells::Run(runner, progress))
+}
+
+/// Checks a sweep's options and builds its grid, before anything runs.
+fn plan(base: &Scenario, vary_specs: &[String], opts: &SweepOptions) -> Result<Grid, SimError> {
     if opts.seeds == 0 {
         return Err(SimError::Usage("a sweep needs at least one seed per cell".into()));
     }
@@ -490,7 +529,47 @@ pub fn sweep(
         return Err(SimError::Usage("--resume needs --csv: the file to resume".into()));
     }
     let varies = vary_specs.iter().map(|s| parse_vary(s)).collect::<Result<Vec<_>, _>>()?;
-    let grid = build_grid(base, varies)?;
+    build_grid(base, varies)
+}
+
+/// One shard of a sweep (`--shard K/N`): the cells it owns, by index in grid order, with their
+/// tallies, and how many cells the whole grid has. The CSV and the plot are `merge`'s to write.
+pub fn sweep_shard(
+    base: &Scenario,
+    vary_specs: &[String],
+    opts: &SweepOptions,
+    shard: Shard,
+    runner: &RunFn,
+    progress: &dyn Progress,
+) -> Result<(usize, Vec<(usize, Tally)>), SimError> {
+    if opts.csv.is_some() || opts.resume {
+        return Err(SimError::Usage("--csv and --resume go with `mcpsim merge`, not with --shard".into()));
+    }
+    let grid = plan(base, vary_specs, opts)?;
+    let owned: Vec<usize> = (0..grid.cells.len()).filter(|i| shard.owns(*i)).collect();
+    let cells: Vec<PoolCell> =
+        owned.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
+    let tallies = run_cells(&cells, opts.jobs, runner, progress, |_, _| Ok(()))?;
+    Ok((grid.cells.len(), owned.into_iter().zip(tallies).collect()))
+}
+
+/// [`sweep`], its tallies run here or given by the shards of a sharded sweep.
+pub fn sweep_from(
+    base: &Scenario,
+    vary_specs: &[String],
+    opts: &SweepOptions,
+    source: SweepCells,
+) -> Result<SweepReport, SimError> {
+    let grid = plan(base, vary_specs, opts)?;
+    if let SweepCells::Given(given) = &source {
+        if given.len() != grid.cells.len() {
+            return Err(SimError::Usage(format!(
+                "merge: {} cells given, the sweep has {}",
+                given.len(),
+                grid.cells.len()
+            )));
+        }
+    }
     let header = csv_header(&grid.varies);
     let keys = grid.varies.len();
     let base_args = base.cli_args();
@@ -512,12 +591,26 @@ pub fn sweep(
     }
     let resumed = results.iter().flatten().count();
     let todo: Vec<usize> = (0..grid.cells.len()).filter(|i| results[*i].is_none()).collect();
-    let cells: Vec<PoolCell> =
-        todo.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
-    let tallies = run_cells(&cells, opts.jobs, runner, progress, |k, tally| match sink.as_mut() {
+    let mut on_done = |k: usize, tally: &Tally| match sink.as_mut() {
         Some(sink) => sink.append(&SweepCell { values: grid.cells[todo[k]].values.clone(), tally: tally.clone() }),
         None => Ok(()),
-    })?;
+    };
+    let tallies = match source {
+        SweepCells::Run(runner, progress) => {
+            let cells: Vec<PoolCell> =
+                todo.iter().map(|i| PoolCell { scenario: &grid.cells[*i].scenario, seeds: 0..opts.seeds }).collect();
+            run_cells(&cells, opts.jobs, runner, progress, on_done)?
+        }
+        SweepCells::Given(mut given) => {
+            let mut tallies = Vec::with_capacity(todo.len());
+            for (k, i) in todo.iter().enumerate() {
+                let tally = std::mem::take(&mut given[*i]);
+                on_done(k, &tally)?;
+                tallies.push(tally);
+            }
+            tallies
+        }
+    };
     for (i, tally) in todo.iter().zip(tallies) {
         results[*i] = Some(SweepCell { values: grid.cells[*i].values.clone(), tally });
     }
@@ -549,7 +642,7 @@ pub fn sweep(
 
 /// The vary boundaries run along: the last one advise predicts, else the last one.
 fn along_axis(varies: &[Vary]) -> usize {
-    let predicted = |v: &Vary| advise::PREDICTED_KEYS.contains(&v.key);
+    let predicted = |v: &Vary| advise::PREDICTED_KEYS.contains(&v.key.as_str());
     varies.iter().rposition(predicted).unwrap_or(varies.len() - 1)
 }
 
@@ -567,13 +660,13 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
             let line: Vec<&SweepCell> =
                 report.cells.iter().filter(|c| fixed.zip(value).is_none_or(|(f, v)| &c.values[f] == v)).collect();
             let mut scenario = base.clone();
-            let fixed_pair = fixed.zip(value).map(|(f, v)| (report.varies[f].key, v.clone()));
+            let fixed_pair = fixed.zip(value).map(|(f, v)| (report.varies[f].key.clone(), v.clone()));
             if let Some((key, v)) = &fixed_pair {
                 // The value was validated with this base when the grid was built.
                 let _ = scenario.apply_overrides(&[(key.to_string(), v.clone())]);
             }
             let vary = &report.varies[along];
-            let (predicted, unpredicted) = match advise::predict(&scenario, vary.key) {
+            let (predicted, unpredicted) = match advise::predict(&scenario, &vary.key) {
                 Some(Ok(p)) => (Some(p), None),
                 Some(Err(why)) => (None, Some(why)),
                 None => (None, Some(format!("advise predicts {} only", advise::PREDICTED_KEYS.join(", ")))),
@@ -581,7 +674,7 @@ fn boundaries(base: &Scenario, report: &SweepReport) -> Vec<Boundary> {
             let measured = measure(&line, along, report.threshold);
             let steps_apart =
                 predicted.as_ref().zip(measured.as_ref()).and_then(|(p, m)| steps_between(vary, p.minimal, m.x));
-            Boundary { fixed: fixed_pair, along: vary.key, predicted, unpredicted, measured, steps_apart }
+            Boundary { fixed: fixed_pair, along: vary.key.clone(), predicted, unpredicted, measured, steps_apart }
         })
         .collect()
 }
@@ -628,7 +721,7 @@ pub fn render_report(report: &SweepReport) -> String {
         report.seeds,
         if report.resumed > 0 { format!(" ({} cells resumed from the CSV)", report.resumed) } else { String::new() }
     );
-    let keys: Vec<&str> = report.varies.iter().map(|v| v.key).collect();
+    let keys: Vec<&str> = report.varies.iter().map(|v| v.key.as_str()).collect();
     out.push_str(&format!(
         "{:<30} {:>22} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
         keys.join(" × "),
@@ -664,8 +757,8 @@ fn render_boundary(b: &Boundary, threshold: f64) -> String {
     let predicted = match &b.predicted {
         Some(p) => format!(
             "> {} (safe from {})",
-            advise::show_value(b.along, p.exceed),
-            advise::show_value(b.along, p.minimal)
+            advise::show_value(&b.along, p.exceed),
+            advise::show_value(&b.along, p.minimal)
         ),
         None => format!("none ({})", b.unpredicted.as_deref().unwrap_or("no prediction")),
     };
@@ -708,7 +801,7 @@ mod tests {
     fn ranges_of_durations_and_numbers_expand_inclusively() {
         let v = parse_vary("server.retention_window=30s..2m:30s").unwrap();
         assert_eq!(
-            (v.key, v.values.clone(), v.step),
+            (v.key.as_str(), v.values.clone(), v.step),
             ("server.retention_window", vec!["30s".into(), "1m".into(), "90s".into(), "2m".into()], Some(30.0))
         );
         let v = parse_vary("server.retention=50..400:25").unwrap();
@@ -719,6 +812,27 @@ mod tests {
         assert_eq!(v.values, ["50"], "the end is included only when a step lands on it");
         let v = parse_vary("server.unhonourable=410, silent-head").unwrap();
         assert_eq!((v.values, v.step), (vec!["410".to_string(), "silent-head".into()], None));
+    }
+
+    #[test]
+    fn a_field_given_by_its_path_is_varied_as_set_takes_it() {
+        let base = chatty();
+        let v = parse_vary("server.retention.max_events=10..30:10").unwrap();
+        assert_eq!(
+            (v.key.as_str(), v.values.clone()),
+            ("server.retention.max_events", vec!["10".into(), "20".into(), "30".into()])
+        );
+        let g = build_grid(&base, vec![v, parse_vary("lb.max_lifetime=100s,none").unwrap()]).unwrap();
+        assert_eq!(g.cells.len(), 6);
+        assert_eq!(g.cells[1].scenario.server.retention.max_events, Some(10));
+        assert_eq!(g.cells[1].scenario.lb.max_lifetime, None);
+        assert_eq!(g.cells[4].scenario.server.retention.max_events, Some(30));
+        // The key is checked as --set checks it, and so is each value, before anything runs.
+        assert!(matches!(parse_vary("server.nope=1,2"), Err(SimError::UnknownKey { .. })));
+        let bad = build_grid(&base, vec![parse_vary("server.retention.max_events=10,ten").unwrap()]);
+        assert!(matches!(bad, Err(SimError::BadValue { .. })), "{bad:?}");
+        let twice = build_grid(&base, vec![parse_vary("server.retention.max_events=10, 10").unwrap()]);
+        assert!(matches!(twice, Err(SimError::BadValue { .. })), "{twice:?}");
     }
 
     #[test]
