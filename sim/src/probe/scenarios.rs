@@ -1640,7 +1640,9 @@ async fn idle_expiry(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                 fp.decide("idle_rule", format!("\"{v}\""), why);
                 if !t {
                     match t_count {
-                        Some((_, 0)) => fp.decide("expire_running_tool", "\"cancel\"", format!("the tool of the expired session never completed (probe_count {t_count:?}, a second after it would have)")),
+                        // probe_work stops on its abort signal, so "cancel" and "abort-signal"
+                        // (the SDK signals, the tool stops) look alike here.
+                        Some((_, 0)) => fp.leave_open("expire_running_tool", format!("the tool of the expired session never completed (probe_count {t_count:?}, a second after it would have): cancel, or abort-signal with a tool that stops on it (the idle-expiry scenario runs no ignore_abort tool yet)")),
                         Some((_, _)) => fp.decide("expire_running_tool", "\"run-on\"", format!("the tool of the expired session completed (probe_count {t_count:?})")),
                         None => {}
                     }
