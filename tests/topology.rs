@@ -178,3 +178,47 @@ fn a_single_replica_records_no_routing_and_targeted_faults_are_validated() {
         s.apply_overrides(&[("fault.deploy".into(), "1m/30s".into()), ("lb.replicas".into(), "3".into())]).unwrap_err();
     assert!(e.to_string().contains("set lb.replicas before fault.deploy"), "{e}");
 }
+
+fn routes(outcome: &RunOutcome) -> Vec<u32> {
+    outcome
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s.kind {
+            StepKind::LbRouted { replica, .. } => Some(replica),
+            _ => None,
+        })
+        .collect()
+}
+
+fn not_found(outcome: &RunOutcome) -> usize {
+    count(outcome, |k| matches!(k, StepKind::Rejected { status, .. } if *status == Status::NOT_FOUND))
+}
+
+#[test]
+fn sticky_by_client_address_keeps_each_clients_session_on_its_replica() {
+    // Two clients, each its own session, over two local replicas: by address, every connection
+    // of a client reaches the replica that holds its session, so nothing is refused.
+    let s = scenario("two-sessions-same-request-id", &[TWO_REPLICAS, ("lb.routing", "sticky-client")]);
+    for seed in 0..3 {
+        let outcome = run_ok(&s, seed);
+        assert_eq!(not_found(&outcome), 0, "seed {seed}");
+        assert!(!violated(&outcome).contains("no-orphaned-session"), "seed {seed}: {:?}", violated(&outcome));
+        assert!(got_result(&outcome, 0) && got_result(&outcome, 1), "seed {seed}");
+    }
+    // The same two clients routed round robin do meet the replica that does not know them.
+    let rr = scenario("two-sessions-same-request-id", &[TWO_REPLICAS, ("lb.routing", "round-robin")]);
+    assert!((0..3).any(|seed| not_found(&run_ok(&rr, seed)) > 0), "round robin never split a session");
+}
+
+#[test]
+fn random_routing_is_drawn_from_the_seed_and_splits_sessions_over_local_replicas() {
+    let s = scenario("long-tool", &[TWO_REPLICAS, ("lb.routing", "random")]);
+    let outcomes: Vec<RunOutcome> = (0..6).map(|seed| run_ok(&s, seed)).collect();
+    // Some seed sends a request of the session to the replica that does not hold it.
+    assert!(outcomes.iter().any(|o| not_found(o) > 0), "no seed in 0..6 split a session");
+    // The draws differ between seeds and repeat for one seed.
+    let all: BTreeSet<Vec<u32>> = outcomes.iter().map(routes).collect();
+    assert!(all.len() > 1, "every seed routed alike: {all:?}");
+    assert_eq!(routes(&run_ok(&s, 3)), routes(&outcomes[3]), "seed 3 routed differently twice");
+}
