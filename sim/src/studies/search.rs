@@ -337,6 +337,12 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         if space.vary_chain {
             dims.push(family_or("lb.hops", hops()));
         }
+        // A rolling deploy: the replicas restarted one by one from a time within the horizon,
+        // 10 s to 2 min apart, with or without draining. Outside the conditions only: a restart
+        // without draining cuts streams (and with local stores ends sessions), which the
+        // conditions leave to the profiles' own persistence. Shrinks to no deploy, then earlier.
+        let horizon = space.horizon.as_secs().max(1);
+        dims.push(family_or("fault.deploy", deploy(horizon)));
     }
     dims.boxed()
 }
@@ -364,6 +370,17 @@ fn call_script() -> BoxedStrategy<String> {
                 })
                 .collect();
             entries.join("; ")
+        })
+        .boxed()
+}
+
+/// A rolling deploy `AT/INTERVAL[/DRAIN]` (see `scenario::faults::parse_deploy`): at 0 s to
+/// `horizon`, replicas 10 s to 2 min apart, draining up to 2 min or not at all.
+fn deploy(horizon: u64) -> BoxedStrategy<String> {
+    (0..=horizon, 10u64..=120, prop::option::of(1u64..=120))
+        .prop_map(|(at, interval, drain)| match drain {
+            Some(d) => format!("{}/{}/{}", secs(at), secs(interval), secs(d)),
+            None => format!("{}/{}", secs(at), secs(interval)),
         })
         .boxed()
 }
@@ -729,7 +746,9 @@ mod tests {
             let case = strategy.new_tree(&mut runner).unwrap().current();
             let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
             assert_eq!(s.swarm.as_ref(), Some(&case.swarm));
-            for kind in s.faults.faults().iter().map(|f| f.fault.kind()) {
+            // A rolling deploy is a dimension of its own (`fault.deploy`), not a swarm kind.
+            for kind in s.faults.faults().iter().map(|f| f.fault.kind()).filter(|k| !Fault::TARGETED_KINDS.contains(k))
+            {
                 assert!(case.swarm.contains_key(kind), "{kind} planned but not enabled: {case:?}");
             }
             for (kind, n) in &case.swarm {
@@ -808,6 +827,7 @@ mod tests {
         for kind in Fault::KINDS {
             assert!(drawn.contains(fault_setting(kind).unwrap()), "no case plans a {kind}");
         }
+        assert!(drawn.contains("fault.deploy"), "no case plans a rolling deploy");
     }
 
     #[test]
