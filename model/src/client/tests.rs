@@ -541,7 +541,9 @@ fn reference_without_an_event_id_reports_unknown_outcome_or_resends_an_idempoten
 
     let (first, out) = call_then_reset(&mut d, 2, true, None);
     assert!(app(&out).is_empty());
-    let (_, again, call) = tool_call(&out);
+    assert_eq!(backoffs(&out).len(), 1, "an idempotent call is re-sent after a backoff, not at once");
+    assert!(opens(&out).is_empty());
+    let (_, again, call) = tool_call(&d.fire());
     assert_eq!((call.key, again > first), (CallKey(2), true), "re-sent as a new POST");
 }
 
@@ -1063,8 +1065,8 @@ fn on_event_resets_the_counter_only_on_a_reconnected_stream() {
     policy.reconnect.counter_reset = CounterReset::OnEvent;
     let mut d = ready_with(policy);
     // No id: the idempotent call is re-sent as a new POST, which spends an attempt.
-    let (_, out) = call_then_reset(&mut d, 1, true, None);
-    let (conn, _, _) = tool_call(&out);
+    call_then_reset(&mut d, 1, true, None);
+    let (conn, _, _) = tool_call(&d.fire());
     // Events on that POST stream are no successful reconnect.
     d.frames(conn, vec![sse(), priming("1-0")]);
     let out = d.end(conn, ConnEnd::Reset);

@@ -11,7 +11,7 @@
 use super::{probe_server, ProbeError, ProbeOptions, ProbeReport, ScenarioReport};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{CallSpec, DeleteSpec, Scenario};
+use crate::scenario::{BogusResume, CallSpec, DeleteSpec, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -271,7 +271,15 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
         "unknown-session" => {
             return Err("the simulated client never sends a session id the server did not mint (server-restart is a different question)")
         }
-        "made-up-id" => return Err("the simulated client only resumes with ids the server gave it"),
+        "made-up-id" => {
+            // A session with its standalone GET, which resumes at 0.5 s with an id of the server's
+            // own shape that it never minted (`[[bogus_resumes]]`); no call.
+            s.tools = vec![work(1000, 500)];
+            s.calls = vec![];
+            s.client.open_standalone_stream = true;
+            let id = super::scenarios::made_up_id(Some(s.server.event_ids)).to_string();
+            s.bogus_resumes = vec![BogusResume { at: ms(500), client: 0, id }];
+        }
         "idle-expiry" => {
             return Err("the simulated client never leaves a session idle on purpose to look at it later")
         }

@@ -41,10 +41,18 @@ impl Client {
                 self.record_decision(owner, None, None, Some(error.to_string()));
                 match (owner, &error) {
                     (Owner::Call(key), DecisionError::NeverPersisted) => {
-                        // An idempotent call is sent again, after the backoff of its attempt (a
-                        // refused connection would otherwise be retried in a tight loop).
+                        // An idempotent call is sent again: at once after a restart, else after
+                        // the backoff of its attempt (a refused connection would otherwise be
+                        // retried in a tight loop).
                         if self.calls.get(&key).is_some_and(|c| c.idempotent) {
-                            self.schedule_reissue(now, key, ended.after_error());
+                            if !ended.restart {
+                                return self.schedule_reissue(now, key, ended.after_error());
+                            }
+                            if !self.spend_attempt(owner) {
+                                return self.give_up(owner);
+                            }
+                            self.mark_for_resend(key);
+                            self.reissue_due(key);
                         } else {
                             self.resolve_unknown(key, error.to_string());
                         }
