@@ -11,7 +11,7 @@ use super::client_probe::{ClientProbeReport, ClientRun};
 use super::reality::{Sdk, Verdict};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{CallSpec, Scenario};
+use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::http::{ClientMessage, Method};
 use mcpsim_model::oracle::check_all;
@@ -137,8 +137,16 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
             s.server.priming.post = false;
             FaultPlan::new(vec![at(100, Fault::Reset)])
         }
-        "not-found" => return Err("the simulated server answers 404 only for a session it lost, and then to every request, not to one tools/call"),
-        "empty-resume" => return Err("the simulated server answers a resume from its store; it never answers a valid id empty once"),
+        // The stand-in answers the first tools/call 404: here an operator's DELETE ends the
+        // session at 100 ms, before the call (moved to 300 ms) names it.
+        "not-found" => {
+            s.calls = vec![CallSpec::new(ms(300), 0, "probe_work")];
+            s.deletes = vec![DeleteSpec { at: ms(100), client: 0, by: DeleteBy::Operator }];
+            FaultPlan::default()
+        }
+        "empty-resume" => {
+            return Err("the simulated server answers a resume from its store; it never answers a valid id empty once")
+        }
         _ => return Err("no mirror written for this run"),
     };
     s.validate().map_err(|_| "the mirror does not validate")?;

@@ -11,7 +11,7 @@
 use super::{probe_server, ProbeError, ProbeOptions, ProbeReport, ScenarioReport};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{BogusResume, CallSpec, DeleteSpec, Scenario};
+use crate::scenario::{BogusResume, CallSpec, DeleteBy, DeleteSpec, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -265,11 +265,19 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
             // 200 ticks in 8 s; partitioned from 1 s to 10 s; resumed at 10.5 s.
             s.tools = vec![work(8000, 40)];
             s.calls = call();
-            s.faults = FaultPlan::new(vec![PlannedFault { at: ms(1000), fault: Fault::Partition { duration: ms(9000) } }]);
+            s.faults =
+                FaultPlan::new(vec![PlannedFault { at: ms(1000), fault: Fault::Partition { duration: ms(9000) } }]);
             s.client.reconnect.initial = ms(9500);
         }
         "unknown-session" => {
-            return Err("the simulated client never sends a session id the server did not mint (server-restart is a different question)")
+            // Requests naming a session the server does not know: an operator's DELETE ends the
+            // session behind the client's back at 0.3 s, then its standalone GET and a call at
+            // 0.6 s name it (the probe sends an id the server never minted; both meet the
+            // server's unknown-session answer).
+            s.tools = vec![work(1000, 500)];
+            s.calls = vec![CallSpec::new(ms(600), 0, "probe_work")];
+            s.client.open_standalone_stream = true;
+            s.deletes = vec![DeleteSpec { at: ms(300), client: 0, by: DeleteBy::Operator }];
         }
         "made-up-id" => {
             // A session with its standalone GET, which resumes at 0.5 s with an id of the server's
@@ -281,7 +289,13 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
             s.bogus_resumes = vec![BogusResume { at: ms(500), client: 0, id }];
         }
         "idle-expiry" => {
-            return Err("the simulated client never leaves a session idle on purpose to look at it later")
+            // A session left idle past the instance's TTL, then used: a call, then one after an
+            // idle gap of twice the TTL (`after_idle`), on the SDK's profile with the fixture's TTL.
+            s.tools = vec![work(1000, 500)];
+            s.server.idle_ttl = Some(FIXTURE_IDLE_TTL);
+            let mut later = CallSpec::new(Duration::ZERO, 1, "probe_work");
+            later.after_idle = Some(FIXTURE_IDLE_TTL * 2);
+            s.calls = vec![CallSpec::new(Duration::ZERO, 0, "probe_work"), later];
         }
         "cross-session-id" => return Err("the simulated client only resumes with ids of its own session"),
         _ => return Err("no mirror written for this scenario"),
