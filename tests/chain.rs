@@ -1,26 +1,20 @@
 //! Intermediary chains end to end: hops in front of the balancer (a CDN in front of an ALB), each
 //! cutting by its own clocks, answering on its own, buffering responses, and failing on its own.
 
-use mcpsim::engine::runner::{run, RunOutcome};
+mod common;
+use common::{run_ok, violated};
+
+use mcpsim::engine::runner::RunOutcome;
 use mcpsim::Scenario;
 use mcpsim_model::http::{ConnEnd, Status};
 use mcpsim_model::ids::CallKey;
 use mcpsim_model::trace::{Actor, StepKind};
-use std::collections::BTreeSet;
 
 fn scenario(overrides: &[(&str, &str)]) -> Scenario {
     let mut s = Scenario::build("long-tool", "reference", "reference").expect("a known scenario and profiles");
     let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     s.apply_overrides(&overrides).expect("valid overrides");
     s
-}
-
-fn run_ok(s: &Scenario, seed: u64) -> RunOutcome {
-    run(s, seed).unwrap_or_else(|e| panic!("{e}\nreplay: cargo run -p mcpsim -- run {} --seed {seed}", s.cli_args()))
-}
-
-fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 fn steps<'a>(outcome: &'a RunOutcome, pick: impl Fn(&StepKind) -> bool + 'a) -> impl Iterator<Item = &'a StepKind> {

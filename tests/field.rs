@@ -4,8 +4,9 @@
 //! reproducing a report, or if a closed gap opens again.
 
 mod common;
+use common::{run_ok, violated};
 
-use mcpsim::engine::runner::{run, RunOutcome};
+use mcpsim::engine::runner::RunOutcome;
 use mcpsim::Scenario;
 use mcpsim_model::http::{ClientMessage, Method};
 use mcpsim_model::trace::StepKind;
@@ -16,14 +17,6 @@ fn scenario(client: &str, server: &str, name: &str, overrides: &[(&str, &str)]) 
     let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     s.apply_overrides(&overrides).expect("valid overrides");
     s
-}
-
-fn run_ok(scenario: &Scenario, seed: u64) -> RunOutcome {
-    run(scenario, seed).unwrap_or_else(|e| panic!("{e}\nreplay: {}", common::replay(scenario, seed)))
-}
-
-fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 fn verdict(outcome: &RunOutcome) -> String {

@@ -1,7 +1,10 @@
 //! Several logical clients, and the application deleting its session: the two scenario families
 //! `two-sessions-same-request-id` and `delete-during-tool`, end to end.
 
-use mcpsim::engine::runner::{run, RunOutcome};
+mod common;
+use common::{run_ok, violated};
+
+use mcpsim::engine::runner::RunOutcome;
 use mcpsim::Scenario;
 use mcpsim_model::http::ConnEnd;
 use mcpsim_model::ids::ConnId;
@@ -21,14 +24,6 @@ fn scenario(client: &str, server: &str, name: &str, overrides: &[(&str, &str)]) 
 /// The command that replays one run, for failure messages.
 fn replay(scenario: &Scenario, seed: u64) -> String {
     format!("cargo run --release -p mcpsim -- run {} --seed {seed}", scenario.cli_args())
-}
-
-fn run_ok(scenario: &Scenario, seed: u64) -> RunOutcome {
-    run(scenario, seed).unwrap_or_else(|e| panic!("{e}\nreplay: {}", replay(scenario, seed)))
-}
-
-fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 /// The violations, one per line (the first few), for failure messages.

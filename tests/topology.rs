@@ -1,7 +1,10 @@
 //! Your own system as data: server replicas behind the load balancer, routing, local or shared
 //! stores, rolling deploys, a CDN's lifetime cap and client-side-only cuts, end to end.
 
-use mcpsim::engine::runner::{run, RunOutcome};
+mod common;
+use common::{run_ok, violated};
+
+use mcpsim::engine::runner::RunOutcome;
 use mcpsim::Scenario;
 use mcpsim_model::http::{ConnEnd, Status};
 use mcpsim_model::ids::CallKey;
@@ -13,14 +16,6 @@ fn scenario(name: &str, overrides: &[(&str, &str)]) -> Scenario {
     let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     s.apply_overrides(&overrides).expect("valid overrides");
     s
-}
-
-fn run_ok(s: &Scenario, seed: u64) -> RunOutcome {
-    run(s, seed).unwrap_or_else(|e| panic!("{e}\nreplay: cargo run -p mcpsim -- run {} --seed {seed}", s.cli_args()))
-}
-
-fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
 
 fn count(outcome: &RunOutcome, pick: impl Fn(&StepKind) -> bool) -> usize {
@@ -38,22 +33,12 @@ fn round_robin_over_two_local_replicas_gives_404s_and_orphans_sessions() {
     let s = scenario("long-tool", &[TWO_REPLICAS, ("lb.routing", "round-robin")]);
     for seed in 0..3 {
         let outcome = run_ok(&s, seed);
-        let not_found =
-            count(&outcome, |k| matches!(k, StepKind::Rejected { status, .. } if *status == Status::NOT_FOUND));
-        assert!(not_found > 0, "seed {seed}: a request reached the replica that does not know the session");
+        assert!(not_found(&outcome) > 0, "seed {seed}: a request reached the replica that does not know the session");
         // The reference client re-initializes on every 404, so each session it opens on one
         // replica is left live there while it holds the next: no-orphaned-session (rule b).
         let broken = violated(&outcome);
         assert!(broken.contains("no-orphaned-session"), "seed {seed}: {broken:?}");
-        let routed: BTreeSet<u32> = outcome
-            .trace
-            .steps
-            .iter()
-            .filter_map(|s| match s.kind {
-                StepKind::LbRouted { replica, .. } => Some(replica),
-                _ => None,
-            })
-            .collect();
+        let routed: BTreeSet<u32> = routes(&outcome).into_iter().collect();
         assert_eq!(routed, BTreeSet::from([0, 1]), "seed {seed}: the trace names both replicas");
     }
 }

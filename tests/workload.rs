@@ -3,7 +3,10 @@
 //! re-issue), an operator's DELETE, a client resuming with a Last-Event-ID it was never given,
 //! and the server's session cap (`server.max_sessions`, 503 past it).
 
-use mcpsim::engine::runner::{run, RunOutcome};
+mod common;
+use common::violated;
+
+use mcpsim::engine::runner::RunOutcome;
 use mcpsim::scenario::faults::FaultPlan;
 use mcpsim::scenario::{BogusResume, CallSpec, DeleteBy, OnError};
 use mcpsim::Scenario;
@@ -22,11 +25,7 @@ fn scenario(name: &str, client: &str, server: &str, overrides: &[(&str, &str)]) 
 
 fn run_ok(s: &Scenario, seed: u64) -> RunOutcome {
     s.validate().expect("a valid scenario");
-    run(s, seed).unwrap_or_else(|e| panic!("{e}\nreplay: cargo run -p mcpsim -- run {} --seed {seed}", s.cli_args()))
-}
-
-fn violated(outcome: &RunOutcome) -> BTreeSet<&'static str> {
-    outcome.violations.iter().map(|v| v.invariant.name()).collect()
+    common::run_ok(s, seed)
 }
 
 fn count(outcome: &RunOutcome, pick: impl Fn(&StepKind) -> bool) -> usize {

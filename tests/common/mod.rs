@@ -49,3 +49,13 @@ pub fn describe(found: &Counterexample) -> String {
         found.outcome.violations.iter().map(|v| format!("  {} at {}: {}", v.invariant, v.at, v.detail)).collect();
     format!("{}\nreplay: {}", verdict.join("\n"), replay(&found.scenario, found.seed))
 }
+
+/// Runs one seed; a run that fails to run panics with the command that replays it.
+pub fn run_ok(scenario: &Scenario, seed: u64) -> mcpsim::engine::runner::RunOutcome {
+    mcpsim::engine::runner::run(scenario, seed).unwrap_or_else(|e| panic!("{e}\nreplay: {}", replay(scenario, seed)))
+}
+
+/// The names of the invariants a run broke.
+pub fn violated(outcome: &mcpsim::engine::runner::RunOutcome) -> std::collections::BTreeSet<&'static str> {
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
+}
