@@ -3,6 +3,8 @@
 use mcpsim::studies::matrix::{run_matrix, seeds_in, table_in, to_markdown, MatrixSpec};
 use mcpsim::studies::pool::Silent;
 
+mod common;
+
 const DOC: &str = include_str!("../docs/compatibility.md");
 
 #[test]
@@ -12,13 +14,7 @@ fn the_checked_in_compatibility_table_matches_the_code() {
     let results = run_matrix(&MatrixSpec::everything(seeds), &Silent).expect("every matrix cell runs");
     let now = to_markdown(&results);
     if now.trim() != checked_in {
-        let first_difference = now
-            .trim()
-            .lines()
-            .zip(checked_in.lines())
-            .find(|(a, b)| a != b)
-            .map(|(now, was)| format!("\n  checked in: {was}\n  now:        {now}"))
-            .unwrap_or_else(|| "\n  (the tables differ in length)".to_string());
+        let first_difference = common::first_difference(now.trim(), checked_in);
         panic!(
             "docs/compatibility.md no longer matches what the code produces:{first_difference}\n\
              regenerate it with: cargo run --release -p mcpsim -- matrix --seeds {seeds} --doc docs/compatibility.md"

@@ -4,6 +4,8 @@
 
 use mcpsim_model::profiles;
 
+mod common;
+
 const DOC: &str = include_str!("../docs/model.md");
 
 #[test]
@@ -11,13 +13,7 @@ fn the_sources_section_of_the_model_doc_matches_the_profile_files() {
     let checked_in = profiles::sources_section(DOC).expect("docs/model.md has the profile-sources markers");
     let now = profiles::sources_markdown().expect("the built-in profiles resolve");
     if now.trim() != checked_in {
-        let first_difference = now
-            .trim()
-            .lines()
-            .zip(checked_in.lines())
-            .find(|(a, b)| a != b)
-            .map(|(now, was)| format!("\n  checked in: {was}\n  now:        {now}"))
-            .unwrap_or_else(|| "\n  (the sections differ in length)".to_string());
+        let first_difference = common::first_difference(now.trim(), checked_in);
         panic!(
             "docs/model.md's profile sources no longer match model/profiles:{first_difference}\n\
              regenerate them with: cargo run -p mcpsim -- profiles --sources --doc docs/model.md"

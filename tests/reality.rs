@@ -8,6 +8,8 @@
 //! fails. Real runs take wall-clock time (about two minutes, the three SDKs in parallel) and
 //! are not deterministic; the probe keeps margins of seconds and probes a disagreement twice.
 
+mod common;
+
 use mcpsim::probe::client_reality;
 use mcpsim::probe::reality::{self, FieldStatus, Sdk, SdkReality};
 
@@ -124,14 +126,9 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
     };
     let (was, now) = (keep(reality::verdict_columns(checked_in)), keep(reality::verdict_columns(&table)));
     if was != now {
-        let diff = now
-            .iter()
-            .zip(&was)
-            .find(|(a, b)| a != b)
-            .map(|(now, was)| format!("checked in: {}\n  now:        {}", was.join(" | "), now.join(" | ")))
-            .unwrap_or_else(|| "the tables differ in length".into());
+        let diff = common::first_row_difference(&now, &was);
         problems.push(format!(
-            "docs/reality.md's verdicts differ from this run:\n  {diff}\n  regenerate: cargo run -p mcpsim -- probe reality --doc docs/reality.md"
+            "docs/reality.md's verdicts differ from this run:{diff}\n  regenerate: cargo run -p mcpsim -- probe reality --doc docs/reality.md"
         ));
     }
     // The client half: no unexplained disagreement, and the checked-in client table's columns
@@ -159,14 +156,9 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
     let (was, now) =
         (only_ran(client_reality::client_columns(checked_in)), only_ran(client_reality::client_columns(&client_table)));
     if was != now {
-        let diff = now
-            .iter()
-            .zip(&was)
-            .find(|(a, b)| a != b)
-            .map(|(now, was)| format!("checked in: {}\n  now:        {}", was.join(" | "), now.join(" | ")))
-            .unwrap_or_else(|| "the client tables differ in length".into());
+        let diff = common::first_row_difference(&now, &was);
         problems.push(format!(
-            "docs/reality.md's client rows differ from this run:\n  {diff}\n  regenerate: cargo run -p mcpsim -- probe reality --doc docs/reality.md"
+            "docs/reality.md's client rows differ from this run:{diff}\n  regenerate: cargo run -p mcpsim -- probe reality --doc docs/reality.md"
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -59,3 +59,20 @@ pub fn run_ok(scenario: &Scenario, seed: u64) -> mcpsim::engine::runner::RunOutc
 pub fn violated(outcome: &mcpsim::engine::runner::RunOutcome) -> std::collections::BTreeSet<&'static str> {
     outcome.violations.iter().map(|v| v.invariant.name()).collect()
 }
+
+/// Where a regenerated document section differs from the checked-in one, for a failure message:
+/// the first differing line of each, or that one is longer.
+pub fn first_difference(now: &str, checked_in: &str) -> String {
+    now.lines()
+        .zip(checked_in.lines())
+        .find(|(a, b)| a != b)
+        .map(|(now, was)| format!("\n  checked in: {was}\n  now:        {now}"))
+        .unwrap_or_else(|| "\n  (one is longer than the other)".to_string())
+}
+
+/// [`first_difference`] of two tables given as rows of cells (a row is one line, cells joined
+/// by ` | `).
+pub fn first_row_difference(now: &[Vec<String>], checked_in: &[Vec<String>]) -> String {
+    let lines = |rows: &[Vec<String>]| rows.iter().map(|r| r.join(" | ")).collect::<Vec<_>>().join("\n");
+    first_difference(&lines(now), &lines(checked_in))
+}
