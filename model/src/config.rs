@@ -11,6 +11,7 @@ use std::time::Duration;
 
 /// Everything that decides how a server behaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServerPolicy {
     /// The profile's name.
     pub name: String,
@@ -318,6 +319,7 @@ pub enum StoreScope {
 
 /// What a stream's event log keeps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Retention {
     /// Keep at most this many events per stream (oldest evicted first); `None` for unbounded.
     pub max_events: Option<u32>,
@@ -368,6 +370,7 @@ pub enum Unhonourable {
 
 /// Where priming events (an id and empty data) are sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Priming {
     /// At the start of each POST SSE stream.
     pub post: bool,
@@ -477,6 +480,7 @@ pub enum OnAbort {
 
 /// Everything that decides how a client library behaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClientPolicy {
     /// The profile's name.
     pub name: String,
@@ -548,6 +552,7 @@ pub enum CloseHandling {
 
 /// The close rules of the real SDK clients.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SdkRules {
     /// What a 404 to a POST or a resume does.
     pub on_404: On404,
@@ -627,6 +632,7 @@ pub enum Persistence {
 
 /// Reconnection backoff and attempts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReconnectPolicy {
     #[serde(with = "serde_duration")]
     /// The delay before the first reconnect attempt (`n = 0`).

@@ -1184,39 +1184,3 @@ mod tests {
         );
     }
 }
-
-#[cfg(test)]
-mod known_key_tests {
-    use super::*;
-
-    /// The keys a file may use are those the built-in files use, so a key misplaced in one of
-    /// them (`fresh_get` under `[priming]`) would silently become "known" and be ignored. No
-    /// built-in writes a top-level field's name inside a table.
-    #[test]
-    fn no_builtin_writes_a_top_level_field_inside_a_table() {
-        for role in Role::ALL {
-            let layers: Vec<(&str, Layer)> = role
-                .files()
-                .iter()
-                .map(|(name, text)| (*name, parse_layer(role, text, &builtin_origin(role, name)).expect("parses")))
-                .collect();
-            let top: BTreeSet<&str> = layers
-                .iter()
-                .flat_map(|(_, l)| l.keys.keys())
-                .filter(|k| !k.contains('.'))
-                .map(String::as_str)
-                .collect();
-            for (name, layer) in &layers {
-                for key in layer.keys.keys() {
-                    if let Some((table, last)) = key.rsplit_once('.') {
-                        assert!(
-                            !top.contains(last),
-                            "{} profile {name}: `{last}` is written under [{table}]",
-                            role.as_str()
-                        );
-                    }
-                }
-            }
-        }
-    }
-}
