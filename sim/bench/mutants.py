@@ -6,9 +6,16 @@ For every sampled mutant (from `cargo mutants --list --json --diff`, files from
 .cargo/mutants.toml) it patches a private copy of the workspace, builds, and runs four checks:
 
   unit     cargo test -p mcpsim-model --lib
-  random   explore --search --within-conditions   (reference x reference, every family)
-  guided   explore --guided --within-conditions   (same budget)
+  random   explore --search --within-conditions   (every pair of MUTANTS_PAIRS x every family)
+  guided   explore --guided --within-conditions   (same targets, same budget per target)
   seeds    explore                                (the family as it is, seeds 0..budget)
+
+A target is a client x server pair and a family. The pairs default to the reference client
+against each SDK server and each SDK client against the reference server beside reference x
+reference: the files under test carry every profile's rules, and a rule only an SDK profile uses
+(an event-id lookup, a dropped detached event) is reached only through that profile. A target the
+unmutated model already fails for a strategy (a known bug of an SDK, found inside the conditions)
+is skipped for that strategy, so it does not count as a catch.
 
 Each check counts as catching the mutant when it fails (a violation, a failed test, a crash or a
 timeout). One JSON line per mutant goes to results.jsonl; a Markdown summary to summary.md.
@@ -28,6 +35,14 @@ WORK = os.environ.get("MUTANTS_WORK", "/tmp/mcpsim-mutants")
 SAMPLE = int(os.environ.get("MUTANTS_SAMPLE", "40"))
 BUDGET = int(os.environ.get("MUTANTS_BUDGET", "30"))
 ONLY = os.environ.get("MUTANTS_ONLY")  # a regex over mutant names, to rerun a few
+PAIRS = [
+    tuple(p.split(":"))
+    for p in os.environ.get(
+        "MUTANTS_PAIRS",
+        "reference:reference,reference:ts-sdk,reference:py-sdk,reference:rmcp,"
+        "ts-sdk:reference,py-sdk:reference,rmcp:reference",
+    ).split(",")
+]
 FAMILIES = [
     "long-tool",
     "chatty-tool",
@@ -100,14 +115,19 @@ def unit():
 SKIP = {}
 
 
+def targets():
+    return [(client, server, family) for client, server in PAIRS for family in FAMILIES]
+
+
 def explore(mode):
-    """One strategy over every family: caught at the first family that fails."""
+    """One strategy over every target: caught at the first target that fails."""
     binary = os.path.join(WORK, "target", "release", "mcpsim")
     total_cases, total_secs = 0, 0.0
-    for family in FAMILIES:
-        if family in SKIP.get(mode, ()):
+    for client, server, family in targets():
+        target = f"{client}x{server}x{family}"
+        if target in SKIP.get(mode, ()):
             continue
-        args = [binary, "explore", "--client", "reference", "--server", "reference", "--scenario", family,
+        args = [binary, "explore", "--client", client, "--server", server, "--scenario", family,
                 "--seeds", str(BUDGET), "--no-shrink", "--out", os.path.join(WORK, "found")]
         if mode == "random":
             args += ["--search", "--within-conditions"]
@@ -122,7 +142,7 @@ def explore(mode):
         cases = int(m.group(2)) if m else None
         return {
             "caught": True,
-            "family": family,
+            "family": target,
             "invariant": m.group(1) if m else ("timeout" if code == "timeout" else "crash"),
             "cases": total_cases + cases if cases is not None else None,
             "secs": round(total_secs + (float(m.group(3)) if m else secs), 2),
@@ -181,7 +201,8 @@ def summarize(results):
     modes = ("unit", "random", "guided", "seeds")
     lines = [
         f"Mutants sampled: {len(rows)}; viable (built): {len(ran)}; unviable: "
-        f"{sum(r.get('status') == 'unviable' for r in rows)}. Budget: {BUDGET} cases per family, 8 families.",
+        f"{sum(r.get('status') == 'unviable' for r in rows)}. Budget: {BUDGET} cases per target; "
+        f"{len(targets())} targets ({len(PAIRS)} pairs x {len(FAMILIES)} families).",
         "",
         "Baseline (unmutated): " + ", ".join(f"{m} {'FAILS' if baseline[m]['caught'] else 'clean'}" for m in modes)
         + f"; families skipped per strategy because the unmutated model already fails them: {baseline.get('skipped', {})}",
@@ -196,6 +217,13 @@ def summarize(results):
         secs = [r[m]["secs"] for r in caught]
         med = lambda xs: f"{statistics.median(xs):g}" if xs else "—"
         lines.append(f"| {m} | {len(caught)} | {len(only)} | {med(cases) if m != 'unit' else '—'} | {med(secs)} |")
+    both = [r for r in ran if r["random"]["caught"] and r["guided"]["caught"]
+            and r["random"].get("cases") is not None and r["guided"].get("cases") is not None]
+    fewer = lambda a, b: sum(r[a]["cases"] < r[b]["cases"] for r in both)
+    lines += ["", f"Caught by both searches: {len(both)}; guided in fewer cases on {fewer('guided', 'random')}, "
+              f"random in fewer on {fewer('random', 'guided')}, "
+              f"the same on {len(both) - fewer('guided', 'random') - fewer('random', 'guided')}. "
+              f"Cases to first are summed over the targets tried before the one that failed."]
     lines += ["", "| mutant | unit | random | guided | seeds |", "|---|---|---|---|---|"]
     show = lambda r: "caught " + (f"({r['family']}, {r['cases']} cases)" if "family" in r else "") if r["caught"] else "missed"
     for r in ran:
