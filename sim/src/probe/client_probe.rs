@@ -39,7 +39,7 @@ const UNLIMITED_AFTER: usize = 5;
 
 /// `empty-resume` answers this many resumes empty: the gaps between them tell a graceful close
 /// (a steady delay) from a failed attempt (the backoff's).
-const EMPTY_RESUMES: u32 = 2;
+pub const EMPTY_RESUMES: u32 = 2;
 
 /// The probe runs, in order.
 pub const RUNS: &[&str] = &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id"];

@@ -7,11 +7,11 @@
 //!
 //! What may differ is listed in [`KNOWN_CLIENT_DISAGREEMENTS`], each with its reason.
 
-use super::client_probe::{ClientProbeReport, ClientRun};
+use super::client_probe::{ClientProbeReport, ClientRun, EMPTY_RESUMES};
 use super::reality::{Sdk, Verdict};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, Scenario};
+use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, EmptyResumes, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::http::{ClientMessage, Method};
 use mcpsim_model::oracle::check_all;
@@ -144,8 +144,12 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
             s.deletes = vec![DeleteSpec { at: ms(100), client: 0, by: DeleteBy::Operator }];
             FaultPlan::default()
         }
+        // The tap answers the first resumes of the cut stream itself (200, no events, closed)
+        // and forwards the later ones to the stand-in: the same cut, and as many resumes
+        // answered empty in front of the server (`[[empty_resumes]]`).
         "empty-resume" => {
-            return Err("the simulated server answers a resume from its store; it never answers a valid id empty once")
+            s.empty_resumes = vec![EmptyResumes { at: Duration::ZERO, client: 0, count: EMPTY_RESUMES }];
+            FaultPlan::new(vec![at(250, Fault::Reset)])
         }
         _ => return Err("no mirror written for this run"),
     };
@@ -318,6 +322,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_empty_resume_mirror_answers_the_first_resumes_empty_in_front_of_the_server() {
+        // py-sdk's client resumes with the same id after an empty 200 (`same-id`): two empty
+        // answers, then the server's replay: three resumes, as the tap saw the real client make.
+        let s = client_mirror("empty-resume", "py-sdk", Duration::from_secs(20)).unwrap();
+        let out = runner::run(&s, 1).unwrap();
+        let empties = out
+            .trace
+            .steps
+            .iter()
+            .filter(
+                |st| matches!(&st.kind, StepKind::Fault { fault } if fault.contains("resume answered 200, no events")),
+            )
+            .count();
+        assert_eq!(empties, EMPTY_RESUMES as usize);
+        // Of the call's stream (the standalone stream's ids are `0-…`).
+        let resumes_seen_by_server = out
+            .trace
+            .steps
+            .iter()
+            .filter(
+                |st| matches!(&st.kind, StepKind::Resume { last_event_id, .. } if !last_event_id.0.starts_with("0-")),
+            )
+            .count();
+        let seen = observed(&out.trace, Duration::from_secs(20));
+        assert_eq!(seen.resumes, 3, "{seen}");
+        assert_eq!(resumes_seen_by_server, 1, "the server hears only the resume after the empty ones");
+        assert!(verdict_of(&server_side(&out.trace)).0.is_empty());
     }
 
     #[test]
