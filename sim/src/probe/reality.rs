@@ -332,6 +332,28 @@ pub fn sim_verdict(scenario: &Scenario) -> Result<(Verdict, Option<String>), Str
     Ok((first, note))
 }
 
+/// What the simulated server answered client 1's resume with client 0's id (seed 1), for the
+/// note beside the real run's.
+fn foreign_resume(scenario: &Scenario) -> Option<String> {
+    use mcpsim_model::trace::{ResumeOutcome, StepKind};
+    let out = runner::run(scenario, SIM_SEEDS[0]).ok()?;
+    let b = out.trace.steps.iter().find_map(|st| match &st.kind {
+        StepKind::SessionCreated { session, client } if client == "app-1" => Some(session.clone()),
+        _ => None,
+    })?;
+    let outcome = out.trace.steps.iter().find_map(|st| match &st.kind {
+        StepKind::Resume { session, outcome, .. } if *session == b => Some(outcome.clone()),
+        _ => None,
+    })?;
+    let what = match outcome {
+        ResumeOutcome::Replayed { replayed } => format!("200, {replayed} of client 0's events replayed"),
+        ResumeOutcome::Empty { open } => format!("200, no events, {}", if open { "left open" } else { "closed" }),
+        ResumeOutcome::Rejected { status, .. } => format!("{}", status.0),
+        other => format!("{other:?}"),
+    };
+    Some(format!("simulated: client 1 resumed with client 0's first id: {what}"))
+}
+
 /// A profile field the probe found different from the built-in profile, explained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KnownFieldDifference {
@@ -531,6 +553,9 @@ pub fn rows(sdk: Sdk, report: &ProbeReport) -> Vec<Row> {
             };
             let mut row = Row { sdk, scenario: s.name, real, sim, note: String::new() };
             let mut notes: Vec<String> = Vec::new();
+            if s.name == "cross-session-id" {
+                notes.extend(mirror("cross-session-id", sdk.profile()).ok().and_then(|m| foreign_resume(&m)));
+            }
             if let Some(k) = row.known() {
                 notes.push(k.why.to_string());
             } else if let Some(k) =
