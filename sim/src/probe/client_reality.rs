@@ -7,7 +7,7 @@
 //!
 //! What may differ is listed in [`KNOWN_CLIENT_DISAGREEMENTS`], each with its reason.
 
-use super::client_probe::{ClientProbeReport, ClientRun, EMPTY_RESUMES};
+use super::client_probe::{ClientProbeReport, ClientRun, EMPTY_RESUMES, RETRY_LONG_MS, RETRY_SHORT_MS};
 use super::reality::{Sdk, Verdict};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
@@ -133,6 +133,12 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
         "cut-resume" => FaultPlan::new(vec![at(250, Fault::Reset)]),
         // Every resume reset before an answer until the run's end: a partition that long.
         "cut-refuse" => FaultPlan::new(vec![at(250, Fault::Partition { duration: limit })]),
+        // The same refusals, the server's events carrying `retry:` (the stand-in's priming
+        // event does; the reference server puts it on every event, and the client keeps the last).
+        "retry-short" | "retry-long" => {
+            s.server.retry_ms = Some(if run == "retry-short" { RETRY_SHORT_MS } else { RETRY_LONG_MS });
+            FaultPlan::new(vec![at(250, Fault::Partition { duration: limit })])
+        }
         "cut-before-id" => {
             s.server.priming.post = false;
             FaultPlan::new(vec![at(100, Fault::Reset)])
