@@ -361,6 +361,45 @@ mod tests {
     }
 
     #[test]
+    fn the_retry_mirrors_resume_when_the_probed_retry_field_says() {
+        // The times (ms) the real fixture clients resumed the cut stream under `retry:`
+        // (docs/probe-client.md): the simulated SDK profiles must resume then too.
+        let cases: [(&str, &str, &[u64]); 6] = [
+            ("py-sdk", "retry-short", &[550, 850]),
+            ("py-sdk", "retry-long", &[3250, 6250]),
+            ("ts-sdk", "retry-short", &[550, 850]),
+            ("ts-sdk", "retry-long", &[3250, 6250]),
+            ("rmcp", "retry-short", &[250, 2250, 6250]),
+            ("rmcp", "retry-long", &[250, 3250, 7250]),
+        ];
+        for (profile, run, want) in cases {
+            let s = client_mirror(run, profile, Duration::from_secs(9)).unwrap();
+            let out = runner::run(&s, 1).unwrap();
+            let at: Vec<u64> = out
+                .trace
+                .steps
+                .iter()
+                .filter(|st| st.t <= 9_000_000)
+                .filter_map(|st| match &st.kind {
+                    StepKind::Send { request, .. }
+                        if request.last_event_id.as_ref().is_some_and(|l| !l.0.starts_with("0-")) =>
+                    {
+                        Some(st.t / 1000)
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(at.len(), want.len(), "{profile} {run}: resumes at {at:?} ms, the real client's at {want:?}");
+            for (got, want) in at.iter().zip(want) {
+                assert!(
+                    got.abs_diff(*want) < 100,
+                    "{profile} {run}: resumes at {at:?} ms, the real client's at {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_server_side_view_keeps_only_what_the_tap_records() {
         let s = client_mirror("cut-resume", "py-sdk", Duration::from_secs(20)).unwrap();
         let out = runner::run(&s, 1).unwrap();
