@@ -4,7 +4,7 @@
 //!
 //! Without the fixtures this skips with a message, unless `CI` or `MCPSIM_REALITY_REQUIRED` is
 //! set: then a missing fixture fails. `MCPSIM_FIXTURES_DIR` points at another checkout's
-//! installed fixtures. Real runs take wall-clock time (about 55 s, the three in parallel: rmcp's
+//! installed fixtures. Real runs take wall-clock time (about 75 s, the three in parallel: rmcp's
 //! cut-refuse run takes 36 s to show five attempts) and are not deterministic; the runs keep
 //! margins of a second. The agreement of the same runs with the simulator is `tests/reality.rs`'s.
 
@@ -74,6 +74,7 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
             "close_handling.on_404",
             "close_handling.on_empty_resume",
             "close_handling.resume_post_needs_event_id",
+            "reconnect.retry_field",
         ] {
             assert!(r.fields.contains_key(must), "{sdk}: {must} undetermined: {:?}", r.undetermined);
         }
@@ -87,9 +88,13 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
             assert_eq!(field(r, "reconnect.factor"), "2.0", "{sdk}");
             assert_eq!(field(r, "reconnect.jitter"), "0.0", "{sdk}");
             assert_eq!(field(r, "close_handling.on_404"), "\"reinitialize-resend-once\"", "{sdk}");
+            // retry: 3 s after a 2 s own delay waits 3 s, before a 4 s one 4 s: the larger.
+            assert_eq!(field(r, "reconnect.retry_field"), "\"at-least\"", "{sdk}");
         } else {
             assert_eq!(field(r, "reconnect.max_attempts"), "2", "{sdk}");
             assert_eq!(field(r, "close_handling.on_404"), "\"fail-keep-session\"", "{sdk}");
+            // retry: 300 ms where its own delay is 1 s: the field's, not the larger.
+            assert_eq!(field(r, "reconnect.retry_field"), "\"replaces\"", "{sdk}");
             // On 404: no re-initialize, no re-sent call, the dead session id kept.
             let nf = r.runs.iter().find(|x| x.name == "not-found").expect("the not-found run");
             let i = nf.seen.iter().position(|s| s.answer == "404").expect("a 404 was answered");

@@ -381,7 +381,7 @@ enum ProbeCommand {
         /// Where traces and client-profile.toml go (default ./probe-out).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Run only these probe runs (cut-resume, cut-refuse, not-found, empty-resume).
+        /// Run only these probe runs (cut-resume, cut-refuse, not-found, empty-resume, cut-before-id, retry-short, retry-long).
         #[arg(long = "run", value_delimiter = ',')]
         runs: Vec<String>,
         /// Wall-clock limit of one run in seconds; the client is killed after it.

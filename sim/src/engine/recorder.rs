@@ -3,10 +3,11 @@
 //! madsim runs every task on one thread, one at a time, so the order in which steps reach the
 //! recorder is the order the seed dictates: the trace is deterministic without any sorting.
 
-use mcpsim_model::ids::CallKey;
+use mcpsim_model::http::ClientMessage;
+use mcpsim_model::ids::{CallKey, ConnId, EventId};
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::{Actor, Step, StepKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
@@ -98,6 +99,27 @@ impl Recorder {
     /// How many times the application was told how `call` ended.
     pub fn resolutions(&self, call: CallKey) -> u32 {
         lock(&self.resolutions).get(&call).copied().unwrap_or(0)
+    }
+
+    /// The id of the `nth` event (from 1) with an id that the client tagged `client` received so
+    /// far on the response stream of one of its `tools/call` POSTs (a call's own stream: not a
+    /// standalone or resumed GET); `client` as [`Recorder::record_for`] stamps its steps.
+    pub fn received_event_id(&self, client: Option<u32>, nth: u32) -> Option<EventId> {
+        let steps = lock(&self.steps);
+        let mine = || steps.iter().filter(|s| s.actor == Actor::Client && s.client == client);
+        let posts: BTreeSet<ConnId> = mine()
+            .filter_map(|s| match &s.kind {
+                StepKind::Send { conn, request } if matches!(request.body, Some(ClientMessage::CallTool { .. })) => {
+                    Some(*conn)
+                }
+                _ => None,
+            })
+            .collect();
+        let mut ids = mine().filter_map(|s| match &s.kind {
+            StepKind::Event { conn, event } if posts.contains(conn) => event.id.clone(),
+            _ => None,
+        });
+        ids.nth(usize::try_from(nth).ok()?.checked_sub(1)?)
     }
 
     /// Resolves when a call resolved or a tool ended since the last wait.

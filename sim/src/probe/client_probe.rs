@@ -10,7 +10,9 @@
 //! Runs: `cut-resume` (the tool's POST stream is reset after its second event id; is it resumed
 //! with `Last-Event-ID`?), `cut-refuse` (same cut, every resume of that stream is reset at once:
 //! attempts and delays), `not-found` (the tool call gets 404: re-initialize? re-send? same session
-//! id?), `empty-resume` (the first resume gets an empty 200 that ends: what comes next?).
+//! id?), `empty-resume` (the first resume gets an empty 200 that ends: what comes next?),
+//! `cut-before-id`, and `retry-short` / `retry-long` (the `cut-refuse` cut and refusals under a
+//! stand-in whose priming event carries `retry:` 300 ms / 3 s: do its delays follow the field?).
 //! What the server saw becomes a trace in the simulator's schema (`send` steps as received,
 //! `session-created`, `side-effect` per `probe_work` POST, `fault`), judged by the oracles; the
 //! decided fields become a `ClientPolicy` TOML profile.
@@ -39,10 +41,23 @@ const UNLIMITED_AFTER: usize = 5;
 
 /// `empty-resume` answers this many resumes empty: the gaps between them tell a graceful close
 /// (a steady delay) from a failed attempt (the backoff's).
-const EMPTY_RESUMES: u32 = 2;
+pub const EMPTY_RESUMES: u32 = 2;
 
-/// The probe runs, in order.
-pub const RUNS: &[&str] = &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id"];
+/// The `retry:` of `retry-short`: below every fixture's own first backoff delay (1 s), so a client
+/// whose delay is the field's shows 300 ms, one whose delay is at least its own backoff does not.
+pub const RETRY_SHORT_MS: u64 = 300;
+/// The `retry:` of `retry-long`: above a doubling backoff's second delay (rmcp: 2 s) and below
+/// its third (4 s), so "at least the field" (3 s, then 4 s) differs from both "the field" (3 s,
+/// 3 s) and "ignored" (2 s, 4 s).
+pub const RETRY_LONG_MS: u64 = 3000;
+
+/// Refused resumes after which a `retry-*` run ends (a second after the last): enough to see two
+/// backoff delays past an immediate first attempt.
+const RETRY_RESUMES: usize = 3;
+
+/// The probe runs, in order (`retry-*` read `cut-refuse`'s delays, so they come after it).
+pub const RUNS: &[&str] =
+    &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id", "retry-short", "retry-long"];
 
 /// The inputs of `probe client`.
 #[derive(Clone, Debug)]
@@ -90,9 +105,16 @@ enum Mode {
     NotFound,
     EmptyResume,
     CutBeforeId,
+    /// `cut-refuse` under a stand-in that sends `retry:` this many ms.
+    Retry(u64),
 }
 
 impl Mode {
+    /// Every resume of the cut stream is refused.
+    fn refuses(self) -> bool {
+        matches!(self, Mode::CutRefuse | Mode::Retry(_))
+    }
+
     fn parse(name: &str) -> Option<Mode> {
         Some(match name {
             "cut-resume" => Mode::CutResume,
@@ -100,6 +122,8 @@ impl Mode {
             "not-found" => Mode::NotFound,
             "empty-resume" => Mode::EmptyResume,
             "cut-before-id" => Mode::CutBeforeId,
+            "retry-short" => Mode::Retry(RETRY_SHORT_MS),
+            "retry-long" => Mode::Retry(RETRY_LONG_MS),
             _ => return None,
         })
     }
@@ -216,7 +240,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         t.conns += 1;
         let answer = match (t.mode, method.as_str()) {
             (Mode::NotFound, "POST") if is_work && t.work_posts == 0 => "404",
-            (Mode::CutRefuse, "GET") if post_resume && t.cut_at.is_some() => "refused",
+            (mode, "GET") if mode.refuses() && post_resume && t.cut_at.is_some() => "refused",
             (Mode::EmptyResume, "GET") if post_resume && t.resumes_answered < EMPTY_RESUMES => "empty-200",
             _ => "forwarded",
         };
@@ -422,10 +446,14 @@ impl Drop for Killer {
 
 async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> Result<ClientRun, ProbeError> {
     let io = |what: &str, e: std::io::Error| ProbeError::Io { path: what.into(), problem: e.to_string() };
-    // No `retry:` field: the delays seen are the client's own.
+    // No `retry:` field (but in `retry-*`): the delays seen are the client's own.
     // No priming event in `cut-before-id`: the stream is cut before any event id arrives.
     let priming = mode != Mode::CutBeforeId;
-    let standin = Standin::start(StandinConfig { retry_ms: None, priming, ..StandinConfig::default() })
+    let retry_ms = match mode {
+        Mode::Retry(ms) => Some(ms),
+        _ => None,
+    };
+    let standin = Standin::start(StandinConfig { retry_ms, priming, ..StandinConfig::default() })
         .await
         .map_err(|e| io("stand-in", e))?;
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| io("tap", e))?;
@@ -490,8 +518,11 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
             exit_at = Some(lock(&tap).start.elapsed());
             break;
         }
-        if mode == Mode::CutRefuse && silent_after_refusals(&lock(&tap)) {
+        if mode.refuses() && silent_after_refusals(&lock(&tap)) {
             gave_up = true;
+            break;
+        }
+        if matches!(mode, Mode::Retry(_)) && enough_refusals(&lock(&tap)) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -500,6 +531,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     if exit.is_none() {
         let why = if gave_up {
             "silent for twice its last delay and 3 s after its last refused resume"
+        } else if matches!(mode, Mode::Retry(_)) && enough_refusals(&lock(&tap)) {
+            "a second after its third refused resume"
         } else {
             "at the run limit"
         };
@@ -563,6 +596,57 @@ fn silent_after_refusals(t: &TapState) -> bool {
     let delays = resume_delays(cut, &t.seen);
     let Some(&(last_at, last_delay)) = delays.last() else { return false };
     t.start.elapsed().saturating_sub(last_at) > last_delay * 2 + Duration::from_secs(3)
+}
+
+/// `retry-*`: the third refused resume was a second ago.
+fn enough_refusals(t: &TapState) -> bool {
+    let Some(cut) = t.cut_at else { return false };
+    let delays = resume_delays(cut, &t.seen);
+    delays.get(RETRY_RESUMES - 1).is_some_and(|&(at, _)| t.start.elapsed().saturating_sub(at) > Duration::from_secs(1))
+}
+
+/// How the `retry:` field enters the delays, from `cut-refuse` (the client's own delays) and the
+/// `retry-*` runs (the same refusals under a `retry:`): each value's prediction for every delay
+/// both show (an immediate first attempt left out) — `ignore` the own delay, `replaces` the
+/// field, `at-least` the larger — kept if every delay is within 250 ms or 15 % of it.
+fn decide_retry_field(runs: &[ClientRun]) -> Result<Decided, String> {
+    let delays = |r: &ClientRun| -> Vec<Duration> {
+        r.cut_at.map(|cut| resume_delays(cut, &r.seen).into_iter().map(|(_, d)| d).collect()).unwrap_or_default()
+    };
+    let own = runs.iter().find(|r| r.name == "cut-refuse").map(delays).ok_or("cut-refuse did not run")?;
+    if own.is_empty() {
+        return Err("cut-refuse saw no resume: no own delays to compare with".into());
+    }
+    // rmcp's first attempt after a broken stream is immediate, whatever the field says.
+    let skip = usize::from(own[0] < Duration::from_millis(100));
+    let mut candidates = vec!["ignore", "replaces", "at-least"];
+    let mut seen = Vec::new();
+    for (name, retry_ms) in [("retry-short", RETRY_SHORT_MS), ("retry-long", RETRY_LONG_MS)] {
+        let Some(run) = runs.iter().find(|r| r.name == name) else { continue };
+        let retry = Duration::from_millis(retry_ms);
+        let got = delays(run);
+        let pairs: Vec<(Duration, Duration)> = own.iter().copied().zip(got.iter().copied()).skip(skip).collect();
+        if pairs.is_empty() {
+            seen.push(format!("{name}: no delay past the first to compare"));
+            continue;
+        }
+        let near = |d: Duration, want: Duration| ms(d).abs_diff(ms(want)) <= 250.max(ms(want) * 15 / 100);
+        candidates.retain(|c| {
+            pairs.iter().all(|&(b, d)| match *c {
+                "ignore" => near(d, b),
+                "replaces" => near(d, retry),
+                _ => near(d, b.max(retry)),
+            })
+        });
+        let shown: Vec<String> = pairs.iter().map(|(b, d)| format!("{} (own {})", ms(*d), ms(*b))).collect();
+        seen.push(format!("{name} (retry: {retry_ms}): delays {} ms", shown.join(", ")));
+    }
+    let seen = seen.join("; ");
+    match candidates.as_slice() {
+        [one] => Ok((format!("\"{one}\""), format!("{seen}: only `{one}` predicts every delay"))),
+        [] => Err(format!("{seen}: no value predicts every delay")),
+        many => Err(format!("{seen}: {} all predict them", many.join(", "))),
+    }
 }
 
 fn ms(d: Duration) -> u64 {
@@ -908,6 +992,14 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
             _ => {}
         }
     }
+    if runs.iter().any(|r| r.name.starts_with("retry-")) {
+        match decide_retry_field(runs) {
+            Ok(d) => {
+                f.insert("reconnect.retry_field".into(), d);
+            }
+            Err(why) => open.push(("reconnect.retry_field".into(), why)),
+        }
+    }
     for (field, why) in [
         ("persistence", "needs a client restart; the probe runs one process per run"),
         ("request_timeout", "needs a tool longer than the timeout (ts: 60 s) and a run longer still; the probe's tool runs 3 s"),
@@ -916,7 +1008,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
         ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
         ("reconnect.counter_reset", "needs a run that alternates successful and failed resumes"),
-        ("reconnect.retry_field", "the stand-in sends no retry: field (so the client's own delays show)"),
+        ("reconnect.retry_field", "the retry-short and retry-long runs did not run"),
         ("reconnect.first_immediate", "no resume after a cut was seen"),
         ("reconnect.jitter", "needs three backoff delays or more (the first two fit initial and factor)"),
     ] {
@@ -1075,4 +1167,63 @@ pub fn run_table(report: &ClientProbeReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run whose cut stream was cut at 250 ms and resumed (refused) at these times, in ms.
+    fn run(name: &'static str, resumes_at: &[u64]) -> ClientRun {
+        let resume = |at: u64| Seen {
+            at: Duration::from_millis(at),
+            method: "GET".into(),
+            session: Some("s".into()),
+            last_event_id: Some("1-1".into()),
+            rpc: None,
+            tool: None,
+            id: None,
+            answer: "refused".into(),
+        };
+        ClientRun {
+            name,
+            seen: resumes_at.iter().map(|at| resume(*at)).collect(),
+            cut_at: Some(Duration::from_millis(250)),
+            cut_after: Some("1-1".into()),
+            exit: None,
+            exit_at: None,
+            ended_at: Duration::from_secs(20),
+            output: Vec::new(),
+            trace: Trace::new(0, json!({})),
+            violations: Vec::new(),
+            trace_file: None,
+        }
+    }
+
+    fn retry_field(runs: &[ClientRun]) -> Result<String, String> {
+        decide_retry_field(runs).map(|(v, _)| v)
+    }
+
+    #[test]
+    fn the_retry_field_is_the_one_value_that_predicts_every_delay() {
+        // Python-like: own delays 1 s, 1 s; under retry: the field's, 300 ms and 3 s.
+        let py = [run("cut-refuse", &[1250, 2250]), run("retry-short", &[550, 850]), run("retry-long", &[3250, 6250])];
+        assert_eq!(retry_field(&py).as_deref(), Ok("\"replaces\""));
+        // rmcp-like: immediate, then 2 s, 4 s own; 300 ms changes nothing, 3 s makes 3 s, 4 s.
+        let rmcp = [
+            run("cut-refuse", &[260, 2260, 6260]),
+            run("retry-short", &[260, 2260, 6260]),
+            run("retry-long", &[260, 3260, 7260]),
+        ];
+        assert_eq!(retry_field(&rmcp).as_deref(), Ok("\"at-least\""));
+        let ignores =
+            [run("cut-refuse", &[1250, 2250]), run("retry-short", &[1250, 2250]), run("retry-long", &[1250, 2250])];
+        assert_eq!(retry_field(&ignores).as_deref(), Ok("\"ignore\""));
+        // The long run alone cannot tell replaces from at-least when the own delays stay short.
+        let e = retry_field(&[run("cut-refuse", &[1250, 2250]), run("retry-long", &[3250, 6250])]).unwrap_err();
+        assert!(e.contains("replaces, at-least all predict"), "{e}");
+        // Delays no value predicts.
+        let e = retry_field(&[run("cut-refuse", &[1250, 2250]), run("retry-short", &[5250, 10250])]).unwrap_err();
+        assert!(e.contains("no value"), "{e}");
+    }
 }

@@ -7,11 +7,11 @@
 //!
 //! What may differ is listed in [`KNOWN_CLIENT_DISAGREEMENTS`], each with its reason.
 
-use super::client_probe::{ClientProbeReport, ClientRun};
+use super::client_probe::{ClientProbeReport, ClientRun, EMPTY_RESUMES, RETRY_LONG_MS, RETRY_SHORT_MS};
 use super::reality::{Sdk, Verdict};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, Scenario};
+use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, EmptyResumes, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::http::{ClientMessage, Method};
 use mcpsim_model::oracle::check_all;
@@ -133,6 +133,12 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
         "cut-resume" => FaultPlan::new(vec![at(250, Fault::Reset)]),
         // Every resume reset before an answer until the run's end: a partition that long.
         "cut-refuse" => FaultPlan::new(vec![at(250, Fault::Partition { duration: limit })]),
+        // The same refusals, the server's events carrying `retry:` (the stand-in's priming
+        // event does; the reference server puts it on every event, and the client keeps the last).
+        "retry-short" | "retry-long" => {
+            s.server.retry_ms = Some(if run == "retry-short" { RETRY_SHORT_MS } else { RETRY_LONG_MS });
+            FaultPlan::new(vec![at(250, Fault::Partition { duration: limit })])
+        }
         "cut-before-id" => {
             s.server.priming.post = false;
             FaultPlan::new(vec![at(100, Fault::Reset)])
@@ -144,8 +150,12 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
             s.deletes = vec![DeleteSpec { at: ms(100), client: 0, by: DeleteBy::Operator }];
             FaultPlan::default()
         }
+        // The tap answers the first resumes of the cut stream itself (200, no events, closed)
+        // and forwards the later ones to the stand-in: the same cut, and as many resumes
+        // answered empty in front of the server (`[[empty_resumes]]`).
         "empty-resume" => {
-            return Err("the simulated server answers a resume from its store; it never answers a valid id empty once")
+            s.empty_resumes = vec![EmptyResumes { at: Duration::ZERO, client: 0, count: EMPTY_RESUMES }];
+            FaultPlan::new(vec![at(250, Fault::Reset)])
         }
         _ => return Err("no mirror written for this run"),
     };
@@ -316,6 +326,75 @@ mod tests {
                     Ok(s) => assert!(runner::runnable(&s).is_ok(), "{run} {sdk:?}"),
                     Err(why) => assert!(!why.is_empty()),
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_empty_resume_mirror_answers_the_first_resumes_empty_in_front_of_the_server() {
+        // py-sdk's client resumes with the same id after an empty 200 (`same-id`): two empty
+        // answers, then the server's replay: three resumes, as the tap saw the real client make.
+        let s = client_mirror("empty-resume", "py-sdk", Duration::from_secs(20)).unwrap();
+        let out = runner::run(&s, 1).unwrap();
+        let empties = out
+            .trace
+            .steps
+            .iter()
+            .filter(
+                |st| matches!(&st.kind, StepKind::Fault { fault } if fault.contains("resume answered 200, no events")),
+            )
+            .count();
+        assert_eq!(empties, EMPTY_RESUMES as usize);
+        // Of the call's stream (the standalone stream's ids are `0-…`).
+        let resumes_seen_by_server = out
+            .trace
+            .steps
+            .iter()
+            .filter(
+                |st| matches!(&st.kind, StepKind::Resume { last_event_id, .. } if !last_event_id.0.starts_with("0-")),
+            )
+            .count();
+        let seen = observed(&out.trace, Duration::from_secs(20));
+        assert_eq!(seen.resumes, 3, "{seen}");
+        assert_eq!(resumes_seen_by_server, 1, "the server hears only the resume after the empty ones");
+        assert!(verdict_of(&server_side(&out.trace)).0.is_empty());
+    }
+
+    #[test]
+    fn the_retry_mirrors_resume_when_the_probed_retry_field_says() {
+        // The times (ms) the real fixture clients resumed the cut stream under `retry:`
+        // (docs/probe-client.md): the simulated SDK profiles must resume then too.
+        let cases: [(&str, &str, &[u64]); 6] = [
+            ("py-sdk", "retry-short", &[550, 850]),
+            ("py-sdk", "retry-long", &[3250, 6250]),
+            ("ts-sdk", "retry-short", &[550, 850]),
+            ("ts-sdk", "retry-long", &[3250, 6250]),
+            ("rmcp", "retry-short", &[250, 2250, 6250]),
+            ("rmcp", "retry-long", &[250, 3250, 7250]),
+        ];
+        for (profile, run, want) in cases {
+            let s = client_mirror(run, profile, Duration::from_secs(9)).unwrap();
+            let out = runner::run(&s, 1).unwrap();
+            let at: Vec<u64> = out
+                .trace
+                .steps
+                .iter()
+                .filter(|st| st.t <= 9_000_000)
+                .filter_map(|st| match &st.kind {
+                    StepKind::Send { request, .. }
+                        if request.last_event_id.as_ref().is_some_and(|l| !l.0.starts_with("0-")) =>
+                    {
+                        Some(st.t / 1000)
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(at.len(), want.len(), "{profile} {run}: resumes at {at:?} ms, the real client's at {want:?}");
+            for (got, want) in at.iter().zip(want) {
+                assert!(
+                    got.abs_diff(*want) < 100,
+                    "{profile} {run}: resumes at {at:?} ms, the real client's at {want}"
+                );
             }
         }
     }

@@ -11,7 +11,7 @@
 use super::{probe_server, ProbeError, ProbeOptions, ProbeReport, ScenarioReport};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{BogusResume, CallSpec, DeleteBy, DeleteSpec, Scenario};
+use crate::scenario::{BogusResume, CallSpec, DeleteBy, DeleteSpec, ResumeId, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -286,7 +286,7 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
             s.calls = vec![];
             s.client.open_standalone_stream = true;
             let id = super::scenarios::made_up_id(Some(s.server.event_ids)).to_string();
-            s.bogus_resumes = vec![BogusResume { at: ms(500), client: 0, id }];
+            s.bogus_resumes = vec![BogusResume { at: ms(500), client: 0, id: id.into() }];
         }
         "idle-expiry" => {
             // A session left idle past the instance's TTL, then used: a call, then one after an
@@ -297,7 +297,19 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
             later.after_idle = Some(FIXTURE_IDLE_TTL * 2);
             s.calls = vec![CallSpec::new(Duration::ZERO, 0, "probe_work"), later];
         }
-        "cross-session-id" => return Err("the simulated client only resumes with ids of its own session"),
+        "cross-session-id" => {
+            // Two clients, a session each (the script's A and B). Client 0 calls probe_work(3000,
+            // 500) at once; at 1.3 s client 1 resumes its standalone stream with the first id
+            // client 0 received on its call's stream (the script takes A's earliest id at 1.3 s).
+            // Unlike the script, client 0 reads its stream to the end: the script stops reading
+            // A at 1.3 s and tells its application the outcome is unknown; both resolve the call.
+            s.clients = 2;
+            s.tools = vec![work(3000, 500)];
+            s.calls = call();
+            s.client.open_standalone_stream = true;
+            let id = ResumeId::ReceivedBy { client: 0, nth: 1 };
+            s.bogus_resumes = vec![BogusResume { at: ms(1300), client: 1, id }];
+        }
         _ => return Err("no mirror written for this scenario"),
     }
     s.validate().map_err(|_| "the mirror does not validate")?;
@@ -318,6 +330,28 @@ pub fn sim_verdict(scenario: &Scenario) -> Result<(Verdict, Option<String>), Str
         .find(|(v, _)| **v != first)
         .map(|(v, seed)| format!("seed {seed} of the simulation says {v}"));
     Ok((first, note))
+}
+
+/// What the simulated server answered client 1's resume with client 0's id (seed 1), for the
+/// note beside the real run's.
+fn foreign_resume(scenario: &Scenario) -> Option<String> {
+    use mcpsim_model::trace::{ResumeOutcome, StepKind};
+    let out = runner::run(scenario, SIM_SEEDS[0]).ok()?;
+    let b = out.trace.steps.iter().find_map(|st| match &st.kind {
+        StepKind::SessionCreated { session, client } if client == "app-1" => Some(session.clone()),
+        _ => None,
+    })?;
+    let outcome = out.trace.steps.iter().find_map(|st| match &st.kind {
+        StepKind::Resume { session, outcome, .. } if *session == b => Some(outcome.clone()),
+        _ => None,
+    })?;
+    let what = match outcome {
+        ResumeOutcome::Replayed { replayed } => format!("200, {replayed} of client 0's events replayed"),
+        ResumeOutcome::Empty { open } => format!("200, no events, {}", if open { "left open" } else { "closed" }),
+        ResumeOutcome::Rejected { status, .. } => format!("{}", status.0),
+        other => format!("{other:?}"),
+    };
+    Some(format!("simulated: client 1 resumed with client 0's first id: {what}"))
 }
 
 /// A profile field the probe found different from the built-in profile, explained.
@@ -519,6 +553,9 @@ pub fn rows(sdk: Sdk, report: &ProbeReport) -> Vec<Row> {
             };
             let mut row = Row { sdk, scenario: s.name, real, sim, note: String::new() };
             let mut notes: Vec<String> = Vec::new();
+            if s.name == "cross-session-id" {
+                notes.extend(mirror("cross-session-id", sdk.profile()).ok().and_then(|m| foreign_resume(&m)));
+            }
             if let Some(k) = row.known() {
                 notes.push(k.why.to_string());
             } else if let Some(k) =
@@ -761,6 +798,46 @@ mod tests {
                     Ok(s) => assert!(runner::runnable(&s).is_ok(), "{name} {sdk:?}"),
                     Err(why) => assert!(!why.is_empty()),
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_cross_session_mirror_resumes_with_an_id_the_server_minted_for_the_other_session() {
+        use mcpsim_model::trace::{ResumeOutcome, StepKind};
+        for sdk in Sdk::ALL {
+            let s = mirror("cross-session-id", sdk.profile()).expect("cross-session-id has a mirror");
+            let out = runner::run(&s, 1).expect("the mirror runs");
+            let steps = &out.trace.steps;
+            // The session each client's initialize created, by the client's name.
+            let session_of = |name: &str| {
+                steps.iter().find_map(|st| match &st.kind {
+                    StepKind::SessionCreated { session, client } if client == name => Some(session.clone()),
+                    _ => None,
+                })
+            };
+            let (a, b) = (session_of("app").expect("client 0's session"), session_of("app-1").expect("client 1's"));
+            // Client 1 resumes with an id the server stored for client 0's call.
+            let (id, outcome) = steps
+                .iter()
+                .find_map(|st| match &st.kind {
+                    StepKind::Resume { session, last_event_id, outcome, .. } if *session == b => {
+                        Some((last_event_id.clone(), outcome.clone()))
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{sdk:?}: client 1 made no resume"));
+            let minted_for = steps.iter().find_map(|st| match &st.kind {
+                StepKind::EventStored { session, id: stored, call: Some(_), .. } if *stored == id => Some(session),
+                _ => None,
+            });
+            assert_eq!(minted_for, Some(&a), "{sdk:?}: {id} is not an event of client 0's call");
+            // One store for all sessions (Python) replays client 0's events to client 1; a store
+            // per session does not know the id.
+            match (sdk, outcome) {
+                (Sdk::Py, ResumeOutcome::Replayed { replayed }) => assert!(replayed > 0),
+                (Sdk::Ts, ResumeOutcome::Empty { open: true }) | (Sdk::Rust, ResumeOutcome::Empty { open: false }) => {}
+                (sdk, other) => panic!("{sdk:?}: the foreign resume was answered {other:?}"),
             }
         }
     }

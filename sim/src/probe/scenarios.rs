@@ -878,6 +878,7 @@ async fn cross_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             );
         }
     }
+    s.note(format!("session B resumed with session A's first id: {status}, {foreign} of A's events"));
     s.at(3.5).await;
     Ok(s.finish().await)
 }

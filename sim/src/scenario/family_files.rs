@@ -12,12 +12,13 @@
 //!
 //! The keys (see `sim/scenarios/long-tool.toml` for the commented format): `name`,
 //! `description`, `extends`, `lb`, `clients`, `tool_jitter`, `latency`, `liveness_grace`,
-//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[client]`, `[server]`,
+//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[[empty_resumes]]`,
+//! `[client]`, `[server]`,
 //! `[fallback.client]` / `[fallback.server]` (set only where the profile has none) and
 //! `[faults]`. [`dump`] writes a scenario back as such a file.
 
 use super::settings::{self, problems};
-use super::{profile_files, BogusResume, CallSpec, DeleteBy, DeleteSpec, OnError, Scenario};
+use super::{profile_files, BogusResume, CallSpec, DeleteBy, DeleteSpec, EmptyResumes, OnError, ResumeId, Scenario};
 use crate::error::SimError;
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::ids::CallKey;
@@ -49,6 +50,7 @@ const KEYS: &[&str] = &[
     "calls",
     "deletes",
     "bogus_resumes",
+    "empty_resumes",
     "client",
     "server",
     "fallback",
@@ -96,6 +98,7 @@ enum Entry {
     Calls(Vec<CallSpec>),
     Deletes(Vec<DeleteSpec>),
     BogusResumes(Vec<BogusResume>),
+    EmptyResumes(Vec<EmptyResumes>),
 }
 
 /// One family file, read but not applied.
@@ -241,6 +244,10 @@ fn apply(s: &mut Scenario, entry: &Entry) -> Result<(), String> {
         }
         Entry::BogusResumes(b) => {
             s.bogus_resumes = b.clone();
+            Ok(())
+        }
+        Entry::EmptyResumes(e) => {
+            s.empty_resumes = e.clone();
             Ok(())
         }
     }
@@ -463,7 +470,7 @@ impl Reader<'_> {
 
     fn bogus_resume(&self, v: &Spanned<'_>) -> Result<BogusResume, ProfileError> {
         let t = self.table("bogus_resumes", v)?;
-        let mut resume = BogusResume { at: Duration::ZERO, client: 0, id: String::new() };
+        let mut resume = BogusResume { at: Duration::ZERO, client: 0, id: ResumeId::Given(String::new()) };
         let (mut at, mut id) = (false, false);
         for (k, f) in t {
             match k.get_ref().as_ref() {
@@ -473,7 +480,7 @@ impl Reader<'_> {
                 }
                 "client" => resume.client = self.integer("bogus_resumes.client", f)?,
                 "id" => {
-                    resume.id = self.string("bogus_resumes.id", f)?;
+                    resume.id = self.resume_id(f)?;
                     id = true;
                 }
                 other => {
@@ -488,6 +495,50 @@ impl Reader<'_> {
             return Err(self.err(v, "a bogus resume needs at (a time) and id (the Last-Event-ID it sends)"));
         }
         Ok(resume)
+    }
+
+    /// A bogus resume's id: a string, or `{ client = N, nth = K }` (the id of client N's K-th
+    /// event).
+    fn resume_id(&self, v: &Spanned<'_>) -> Result<ResumeId, ProfileError> {
+        let Some(t) = v.get_ref().as_table() else {
+            return self.string("bogus_resumes.id", v).map(ResumeId::Given);
+        };
+        let (mut client, mut nth) = (None, None);
+        for (k, f) in t {
+            match k.get_ref().as_ref() {
+                "client" => client = Some(self.integer("bogus_resumes.id.client", f)?),
+                "nth" => nth = Some(self.integer("bogus_resumes.id.nth", f)?),
+                other => {
+                    return Err(self.file.error(
+                        Pos::of(self.text, k.span().start),
+                        format!("unknown key `{other}` in a bogus resume's id (it has: client, nth)"),
+                    ))
+                }
+            }
+        }
+        match (client, nth) {
+            (Some(client), Some(nth)) => Ok(ResumeId::ReceivedBy { client, nth }),
+            _ => Err(self.err(v, "id = { client = N, nth = K } names client N's K-th event with an id")),
+        }
+    }
+
+    fn empty_resumes(&self, v: &Spanned<'_>) -> Result<EmptyResumes, ProfileError> {
+        let t = self.table("empty_resumes", v)?;
+        let mut empty = EmptyResumes { at: Duration::ZERO, client: 0, count: 1 };
+        for (k, f) in t {
+            match k.get_ref().as_ref() {
+                "at" => empty.at = self.duration("empty_resumes.at", f)?,
+                "client" => empty.client = self.integer("empty_resumes.client", f)?,
+                "count" => empty.count = self.integer("empty_resumes.count", f)?,
+                other => {
+                    return Err(self.file.error(
+                        Pos::of(self.text, k.span().start),
+                        format!("unknown key `{other}` in empty resumes (they have: at, client, count)"),
+                    ))
+                }
+            }
+        }
+        Ok(empty)
     }
 }
 
@@ -564,6 +615,10 @@ fn parse(text: &str, origin: &str) -> Result<FamilyFile, ProfileError> {
             "bogus_resumes" => {
                 let list = r.tables(key, v)?.into_iter().map(|b| r.bogus_resume(b)).collect::<Result<_, _>>()?;
                 r.push(Entry::BogusResumes(list), pos, vec!["bogus_resumes".into()]);
+            }
+            "empty_resumes" => {
+                let list = r.tables(key, v)?.into_iter().map(|e| r.empty_resumes(e)).collect::<Result<_, _>>()?;
+                r.push(Entry::EmptyResumes(list), pos, vec!["empty_resumes".into()]);
             }
             "client" | "server" => {
                 let t = r.table(key, v)?;
@@ -696,7 +751,15 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
     }
     for b in &s.bogus_resumes {
         let _ = writeln!(out, "\n[[bogus_resumes]]\nat = {}\nclient = {}", quote(&format_duration(b.at)), b.client);
-        let _ = writeln!(out, "id = {}", quote(&b.id));
+        match &b.id {
+            ResumeId::Given(id) => writeln!(out, "id = {}", quote(id)),
+            ResumeId::ReceivedBy { client, nth } => writeln!(out, "id = {{ client = {client}, nth = {nth} }}"),
+        }
+        .ok();
+    }
+    for e in &s.empty_resumes {
+        let _ = writeln!(out, "\n[[empty_resumes]]\nat = {}", quote(&format_duration(e.at)));
+        let _ = writeln!(out, "client = {}\ncount = {}", e.client, e.count);
     }
     let client = profile_files::client(s.client_arg.as_deref().unwrap_or(&s.client.name))?;
     let server = profile_files::server(s.server_arg.as_deref().unwrap_or(&s.server.name))?;
@@ -846,6 +909,40 @@ mod tests {
             Some(Duration::from_secs(15)),
             "the base's fallback came first"
         );
+    }
+
+    #[test]
+    fn a_borrowed_resume_id_and_empty_resumes_read_dump_and_read_back() {
+        let dir = tmp("acts");
+        let text = "extends = \"long-tool\"\nclients = 2\n\n[[bogus_resumes]]\nat = \"2s\"\nclient = 1\nid = { client = 0, nth = 3 }\n\n[[empty_resumes]]\nat = \"1s\"\ncount = 2\n";
+        let path = write(&dir, "acts.toml", text);
+        let s = Scenario::build(&path, "reference", "reference").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.bogus_resumes[0].id, ResumeId::ReceivedBy { client: 0, nth: 3 });
+        assert_eq!(s.empty_resumes, vec![EmptyResumes { at: Duration::from_secs(1), client: 0, count: 2 }]);
+        let dumped = write(&dir, "dumped.toml", &dump(&s, "").unwrap());
+        let mut back = Scenario::build(&dumped, "reference", "reference").unwrap();
+        back.scenario_arg = s.scenario_arg.clone();
+        back.name = s.name.clone();
+        assert_eq!(back, s);
+        // In a trace header a written id stays a plain string.
+        let header = serde_json::to_string(&BogusResume { at: Duration::ZERO, client: 0, id: "x".into() }).unwrap();
+        assert!(header.contains(r#""id":"x""#), "{header}");
+        let err = |body: &str| {
+            let path = write(&dir, "bad-acts.toml", &format!("extends = \"long-tool\"\nclients = 2\n{body}"));
+            Scenario::build(&path, "reference", "reference").unwrap_err().to_string()
+        };
+        let e = err("[[bogus_resumes]]\nat = \"1s\"\nclient = 1\nid = { client = 1, nth = 1 }\n");
+        assert!(e.contains("an id of its own"), "{e}");
+        let e = err("[[bogus_resumes]]\nat = \"1s\"\nclient = 1\nid = { client = 0, nth = 0 }\n");
+        assert!(e.contains("from 1"), "{e}");
+        let e = err("[[bogus_resumes]]\nat = \"1s\"\nclient = 1\nid = { client = 3, nth = 1 }\n");
+        assert!(e.contains("names client 3"), "{e}");
+        let e = err("[[bogus_resumes]]\nat = \"1s\"\nid = { client = 1 }\n");
+        assert!(e.contains("client = N, nth = K"), "{e}");
+        let e = err("[[empty_resumes]]\nat = \"1s\"\ncount = 0\n");
+        assert!(e.contains("empty_resumes.count"), "{e}");
+        let e = err("[[empty_resumes]]\nat = \"1s\"\nclient = 2\n");
+        assert!(e.contains("names client 2"), "{e}");
     }
 
     #[test]

@@ -142,8 +142,72 @@ pub struct BogusResume {
     #[serde(default)]
     pub client: u32,
     /// The `Last-Event-ID` it sends.
-    pub id: String,
+    pub id: ResumeId,
 }
+
+/// The `Last-Event-ID` of a bogus resume: written out, or one the server really minted for
+/// another client's session (`id = { client = 0, nth = 1 }` in a family file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResumeId {
+    /// This id, as written.
+    Given(String),
+    /// The id of the `nth` event (from 1) with an id that logical client `client` received on
+    /// the stream of one of its `tools/call` POSTs (a call's own stream), by the time of the resume (none
+    /// yet: the resume is not made, and the trace says so).
+    ReceivedBy {
+        /// The client whose event's id is borrowed.
+        client: u32,
+        /// Which of its events with an id, counting from 1.
+        nth: u32,
+    },
+}
+
+impl From<&str> for ResumeId {
+    fn from(id: &str) -> Self {
+        ResumeId::Given(id.to_string())
+    }
+}
+
+impl From<String> for ResumeId {
+    fn from(id: String) -> Self {
+        ResumeId::Given(id)
+    }
+}
+
+impl PartialEq<&str> for ResumeId {
+    fn eq(&self, other: &&str) -> bool {
+        matches!(self, ResumeId::Given(id) if id == other)
+    }
+}
+
+impl std::fmt::Display for ResumeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResumeId::Given(id) => write!(f, "{id}"),
+            ResumeId::ReceivedBy { client, nth } => write!(f, "the id of client {client}'s event {nth}"),
+        }
+    }
+}
+
+/// From a time on, the next `count` resumes (`GET` with `Last-Event-ID`) of a client's call
+/// streams are answered in front of the server, which never sees them: 200 `text/event-stream`,
+/// no events, closed (as `mcpsim probe client`'s `empty-resume` tap answers them). A resume whose
+/// id shows it is of the standalone stream (the server's id scheme says so) is passed on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmptyResumes {
+    /// From when.
+    #[serde(with = "serde_duration")]
+    pub at: Duration,
+    /// Which logical client's resumes (0-based).
+    #[serde(default)]
+    pub client: u32,
+    /// How many of them.
+    pub count: u32,
+}
+
+/// The most resumes one `[[empty_resumes]]` entry answers empty.
+pub const MAX_EMPTY_RESUMES: u32 = 100;
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
@@ -206,6 +270,9 @@ pub struct Scenario {
     /// When a client resumes with a `Last-Event-ID` it was never given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bogus_resumes: Vec<BogusResume>,
+    /// When the next resumes of a client are answered empty, in front of the server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub empty_resumes: Vec<EmptyResumes>,
     /// Server notifications on every session's standalone stream at this interval.
     #[serde(with = "mcpsim_model::time::serde_opt_duration")]
     pub notify_interval: Option<Duration>,
@@ -272,6 +339,7 @@ impl Scenario {
             clients: 1,
             deletes: vec![],
             bogus_resumes: vec![],
+            empty_resumes: vec![],
             notify_interval: None,
             faults: FaultPlan::default(),
             net: NetParams { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(10) },
@@ -393,11 +461,12 @@ impl Scenario {
         due.max().unwrap_or_default().max(heal) + self.liveness_grace
     }
 
-    /// The last time the script acts on its own besides calls (a delete, a bogus resume): the
-    /// run does not stop before it.
+    /// The last time the script acts on its own besides calls (a delete, a bogus resume, empty
+    /// resumes): the run does not stop before it.
     pub fn last_scripted_act(&self) -> Duration {
         let deletes = self.deletes.iter().map(|d| d.at);
-        deletes.chain(self.bogus_resumes.iter().map(|b| b.at)).max().unwrap_or(Duration::ZERO)
+        let acts = deletes.chain(self.bogus_resumes.iter().map(|b| b.at));
+        acts.chain(self.empty_resumes.iter().map(|e| e.at)).max().unwrap_or(Duration::ZERO)
     }
 
     /// A run never lasts longer than this in simulated time.
@@ -406,13 +475,19 @@ impl Scenario {
     }
 
     /// What is wrong with the scenario's clients, if anything: there must be at least one, and
-    /// every call, delete and bogus resume must name one of them.
+    /// every call, delete, bogus resume (and the client whose id it borrows) and empty resumes
+    /// must name one of them.
     pub(crate) fn clients_problem(&self) -> Option<String> {
         if self.clients == 0 {
             return Some("a scenario needs at least one client".to_string());
         }
         let named = self.calls.iter().map(|c| c.client).chain(self.deletes.iter().map(|d| d.client));
         let named = named.chain(self.bogus_resumes.iter().map(|b| b.client));
+        let borrowed = self.bogus_resumes.iter().filter_map(|b| match b.id {
+            ResumeId::ReceivedBy { client, .. } => Some(client),
+            ResumeId::Given(_) => None,
+        });
+        let named = named.chain(borrowed).chain(self.empty_resumes.iter().map(|e| e.client));
         named
             .filter(|c| *c >= self.clients)
             .map(|c| format!("the scenario names client {c}, but has only {} client(s)", self.clients))

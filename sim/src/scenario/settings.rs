@@ -30,7 +30,7 @@
 //! | `server.max_sessions` | none, or at least 1 |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
-use super::{profile_files, NetParams, Scenario, MAX_REISSUES};
+use super::{profile_files, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{
     ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_HOPS, MAX_REPLICAS,
@@ -957,8 +957,28 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     }
     for r in &s.bogus_resumes {
         span(&mut out, "bogus_resumes.at", r.at);
-        if r.id.is_empty() {
-            out.push(problem("bogus_resumes.id", "a bogus resume needs a Last-Event-ID to send".to_string()));
+        match &r.id {
+            ResumeId::Given(id) if id.is_empty() => {
+                out.push(problem("bogus_resumes.id", "a bogus resume needs a Last-Event-ID to send".to_string()))
+            }
+            ResumeId::Given(_) => {}
+            ResumeId::ReceivedBy { nth: 0, .. } => {
+                out.push(problem("bogus_resumes.id", "id.nth counts a client's events from 1".to_string()))
+            }
+            ResumeId::ReceivedBy { client, .. } if *client == r.client => out.push(problem(
+                "bogus_resumes.id",
+                format!("client {client} would resume with an id of its own: id.client must name another client"),
+            )),
+            ResumeId::ReceivedBy { .. } => {}
+        }
+    }
+    for e in &s.empty_resumes {
+        span(&mut out, "empty_resumes.at", e.at);
+        if !(1..=MAX_EMPTY_RESUMES).contains(&e.count) {
+            out.push(problem(
+                "empty_resumes.count",
+                format!("{} resumes answered empty: 1 to {MAX_EMPTY_RESUMES}", e.count),
+            ));
         }
     }
     if s.faults.len() > MAX_FAULTS {

@@ -12,7 +12,7 @@
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
 use crate::engine::net::{self, FrameReader, LB_ADDR};
 use crate::engine::recorder::lock;
-use crate::scenario::{DeleteBy, OnError};
+use crate::scenario::{DeleteBy, OnError, ResumeId};
 use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;
@@ -209,10 +209,12 @@ enum Act {
     Delete(usize),
     /// The scenario's `n`-th bogus resume.
     BogusResume(usize),
+    /// The scenario's `n`-th empty-resumes entry.
+    EmptyResumes(usize),
 }
 
 /// Client `index`'s part of the scenario, in time order (at one instant, calls before deletes
-/// before bogus resumes). A call after an idle gap is placed at its `at`, its earliest time.
+/// before bogus resumes before empty resumes). A call after an idle gap is placed at its `at`, its earliest time.
 fn agenda(world: &World, index: u32) -> Vec<(Duration, Act)> {
     let scenario = &world.scenario;
     let mut previous: Option<CallKey> = None;
@@ -230,7 +232,13 @@ fn agenda(world: &World, index: u32) -> Vec<(Duration, Act)> {
         .enumerate()
         .filter(|(_, b)| b.client == index)
         .map(|(n, b)| (b.at, Act::BogusResume(n)));
-    let mut acts: Vec<(Duration, Act)> = calls.into_iter().chain(deletes).chain(resumes).collect();
+    let empties = scenario
+        .empty_resumes
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.client == index)
+        .map(|(n, e)| (e.at, Act::EmptyResumes(n)));
+    let mut acts: Vec<(Duration, Act)> = calls.into_iter().chain(deletes).chain(resumes).chain(empties).collect();
     acts.sort_by_key(|(at, _)| *at);
     acts
 }
@@ -258,6 +266,7 @@ async fn application(world: &Arc<World>, index: u32) {
         Act::Call { call, .. } => !lock(&slot.issued).contains(call),
         Act::Delete(n) => !lock(&slot.deleted).contains(n),
         Act::BogusResume(n) => !lock(&slot.bogus_resumed).contains(n),
+        Act::EmptyResumes(n) => !lock(&slot.empty_armed).contains(n),
     });
     while !acts.is_empty() {
         // The first act (in agenda order) with the earliest known time.
@@ -302,6 +311,13 @@ async fn application(world: &Arc<World>, index: u32) {
             Act::BogusResume(n) => {
                 lock(&slot.bogus_resumed).push(n);
                 bogus_resume(world, index, &world.scenario.bogus_resumes[n].id);
+            }
+            Act::EmptyResumes(n) => {
+                lock(&slot.empty_armed).push(n);
+                let count = world.scenario.empty_resumes[n].count;
+                slot.empty_resumes.fetch_add(count, Ordering::Relaxed);
+                let what = format!("client {index}'s next {count} resume(s) will be answered 200, no events, closed");
+                world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
             }
         }
     }
@@ -355,12 +371,24 @@ fn operator_delete(world: &Arc<World>, index: u32) {
     world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
 }
 
-/// Client `index` resumes a stream with a `Last-Event-ID` it was never given.
-fn bogus_resume(world: &Arc<World>, index: u32, id: &str) {
+/// Client `index` resumes a stream with a `Last-Event-ID` it was never given (one borrowed from
+/// another client's events: not made while that client has received no such event).
+fn bogus_resume(world: &Arc<World>, index: u32, id: &ResumeId) {
+    let id = match id {
+        ResumeId::Given(id) => id.clone(),
+        ResumeId::ReceivedBy { client, nth } => match world.rec.received_event_id(world.client_tag(*client), *nth) {
+            Some(borrowed) => borrowed.0,
+            None => {
+                let what = format!("client {index} would resume with {id}: none received yet, no resume made");
+                world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
+                return;
+            }
+        },
+    };
     let what = format!("client {index} resumes with a Last-Event-ID it was never given: {id}");
     world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
     world.with_client(index, |core| {
-        core.client.resume_with_unissued_id(world.rec.now(), EventId(id.to_string()));
+        core.client.resume_with_unissued_id(world.rec.now(), EventId(id.clone()));
         core.drain(world);
     });
 }

@@ -69,6 +69,10 @@ pub(crate) struct ClientSlot {
     pub deleted: Mutex<Vec<usize>>,
     /// The scenario's bogus resumes (by index) already made.
     pub bogus_resumed: Mutex<Vec<usize>>,
+    /// The scenario's empty-resume entries (by index) already armed.
+    pub empty_armed: Mutex<Vec<usize>>,
+    /// Resumes of this client's session still to be answered empty in front of the server.
+    pub empty_resumes: AtomicU32,
     /// When each call resolved for good (no re-issue to follow): what a later call's
     /// `after_idle` gap counts from.
     pub settled_at: Mutex<BTreeMap<CallKey, Instant>>,
@@ -91,6 +95,8 @@ impl ClientSlot {
             issued: Mutex::new(Vec::new()),
             deleted: Mutex::new(Vec::new()),
             bogus_resumed: Mutex::new(Vec::new()),
+            empty_armed: Mutex::new(Vec::new()),
+            empty_resumes: AtomicU32::new(0),
             settled_at: Mutex::new(BTreeMap::new()),
             reissues: Mutex::new(BTreeMap::new()),
             settled: Notify::new(),

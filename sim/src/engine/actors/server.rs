@@ -10,11 +10,13 @@
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
 use crate::engine::net::{self, replica_addr, FrameReader};
 use madsim::net::{TcpListener, TcpStream};
-use mcpsim_model::http::{Frame, Request};
-use mcpsim_model::ids::{ConnId, SessionId};
+use mcpsim_model::config::EventIdScheme;
+use mcpsim_model::http::{Frame, Method, Request, ResponseHead};
+use mcpsim_model::ids::{ConnId, SessionId, StreamNo};
 use mcpsim_model::server::{Server, ServerOutput};
+use mcpsim_model::sse::{stream_hint, StreamHint};
 use mcpsim_model::time::{micros, Instant};
-use mcpsim_model::trace::Actor;
+use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -220,6 +222,15 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
         // The peer left before sending anything: the server never heard of this connection.
         Ok(None) | Err(_) => return,
     };
+    if let Some(index) = answered_empty(&world, &request) {
+        let what = format!("client {index}'s resume answered 200, no events, closed (the server never sees it)");
+        world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
+        let mut buf = Vec::new();
+        net::encode(&Frame::Head(ResponseHead::event_stream()), &mut buf);
+        net::encode(&Frame::End, &mut buf);
+        let _ = net::send(&mut stream, &buf).await;
+        return;
+    }
     let (out, mut frames) = unbounded_channel();
     let accepted = world.with_store(store, |core| {
         core.conns.insert(conn, out);
@@ -262,6 +273,32 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             core.drain(&world);
         }
     });
+}
+
+/// The client whose session `request` resumes a call's stream of, if one of its resumes is still
+/// to be answered empty (`[[empty_resumes]]`): that one is used up. A resume whose id shows it
+/// is of the standalone stream passes (as the probe's tap lets `0-…` ids pass).
+fn answered_empty(world: &Arc<World>, request: &Request) -> Option<u32> {
+    let id = request.last_event_id.as_ref().filter(|_| request.method == Method::Get)?;
+    let scheme = world.scenario.server.event_ids;
+    let standalone = match stream_hint(scheme, id) {
+        Some(StreamHint::Number(n)) => n == StreamNo::STANDALONE,
+        None => scheme == EventIdScheme::TsSdk,
+        _ => false,
+    };
+    if standalone {
+        return None;
+    }
+    let session = request.session.as_ref()?;
+    world.client_indexes().find(|&index| {
+        let slot = world.client_slot(index);
+        let armed = slot.empty_resumes.load(Ordering::Relaxed);
+        let hit = armed > 0 && world.with_client(index, |core| core.session()).flatten().as_ref() == Some(session);
+        if hit {
+            slot.empty_resumes.store(armed - 1, Ordering::Relaxed);
+        }
+        hit
+    })
 }
 
 /// Encodes `first` and every frame already queued behind it into `buf`, to go out in one flush;
