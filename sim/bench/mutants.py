@@ -82,7 +82,9 @@ def copy_workspace():
             continue
         dst = os.path.join(SRC, f)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, f), dst)
+        # A fresh modification time, not the original's: a target directory left by an
+        # interrupted run holds a mutant's build, which cargo would otherwise take as up to date.
+        shutil.copy(os.path.join(ROOT, f), dst)
 
 
 def sample_mutants():
