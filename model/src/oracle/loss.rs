@@ -314,6 +314,25 @@ mod tests {
     }
 
     #[test]
+    fn merged_gaps_cover_exactly_what_one_of_the_gaps_covers() {
+        // Overlapping, adjacent, nested, empty (after >= head) and unbounded gaps.
+        let gap = |after: Option<u32>, head: u32| Gap { after_seq: after, head_seq: head };
+        let sets = [
+            vec![gap(Some(3), 7), gap(Some(5), 9), gap(Some(12), 14), gap(Some(9), 10), gap(Some(20), 20)],
+            vec![gap(None, 2), gap(Some(1), 4), gap(Some(30), 40), gap(Some(32), 35), gap(Some(40), u32::MAX)],
+            vec![gap(Some(u32::MAX), u32::MAX), gap(Some(6), 5)],
+            vec![],
+        ];
+        for gaps in &sets {
+            let covered = Covered::new(gaps);
+            for seq in (0..60).chain([u32::MAX - 1, u32::MAX]) {
+                let any = gaps.iter().any(|g| g.after_seq.is_none_or(|after| seq > after) && seq <= g.head_seq);
+                assert_eq!(covered.covers(seq), any, "seq {seq} in {:?}", covered.0);
+            }
+        }
+    }
+
+    #[test]
     fn events_are_judged_against_the_session_that_stored_them() {
         // B stores ids equal to A's; B's events reaching the app do not make up for A's.
         let (a, b) = (sid("A"), sid("B"));

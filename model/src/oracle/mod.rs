@@ -24,6 +24,8 @@ mod work;
 #[cfg(test)]
 mod incidents;
 #[cfg(test)]
+mod scaling;
+#[cfg(test)]
 mod testkit;
 
 pub use coverage::{coverage, Coverage, COVERAGE_EVENTS};
