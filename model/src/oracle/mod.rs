@@ -395,8 +395,8 @@ fn step_at_or_after(ix: &TraceIndex<'_>, t: Instant) -> usize {
 /// its order never reaches a verdict.
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// The hash rustc uses for its own maps (a multiply and a rotate per 8 bytes): ids are short, and
-/// SipHash's setup would cost more than the id. Deterministic: no random state.
+/// The hash rustc uses for its own maps (a multiply and a rotate per 8 bytes), with a finalizer:
+/// ids are short, and SipHash's setup would cost more than the id. Deterministic: no random state.
 #[derive(Default)]
 struct FxHasher(u64);
 
@@ -438,8 +438,14 @@ impl Hasher for FxHasher {
         self.add(i as u64);
     }
 
+    /// The multiply leaves the low bits depending on the input's low bytes alone (the first
+    /// characters of an id, much the same across ids), and a hash table picks its bucket by the
+    /// low bits: so the high bits are folded in (murmur3's finalizer).
     fn finish(&self) -> u64 {
-        self.0
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
     }
 }
 
@@ -495,9 +501,71 @@ struct EventLog<'a> {
     /// By session: its [`StoredEvent::session_no`].
     session_nos: IdMap<&'a str, u32>,
     /// By `(session_no, id)`: the event's key.
-    keys: IdMap<(u32, &'a str), usize>,
+    keys: IdTable,
     /// The sessions that stored events, sorted (built when first asked for).
     sessions: OnceCell<Vec<&'a SessionId>>,
+}
+
+/// The stored events' ids by `(session_no, id)`, each copied once into one buffer: a trace's ids
+/// live in as many allocations as it has steps, scattered over the heap, and reading one again to
+/// confirm a hash match costs a cache miss once the trace outgrows the cache. The copies, side by
+/// side, stay in it.
+struct IdTable {
+    /// Every id, one after the other, by key.
+    bytes: Vec<u8>,
+    /// By key: where its id lies in `bytes`.
+    spans: Vec<std::ops::Range<usize>>,
+    /// By `(session_no, hash of the id)`: the last key added with it.
+    last: IdMap<(u32, u64), usize>,
+    /// By key: the key added before it with the same `(session_no, hash)`, if any.
+    before: Vec<Option<usize>>,
+}
+
+impl IdTable {
+    fn with_capacity(ids: usize) -> Self {
+        IdTable {
+            bytes: Vec::with_capacity(ids * 8),
+            spans: Vec::with_capacity(ids),
+            last: IdMap::with_capacity_and_hasher(ids, Default::default()),
+            before: Vec::with_capacity(ids),
+        }
+    }
+
+    fn hash(id: &str) -> u64 {
+        let mut hasher = FxHasher::default();
+        hasher.write(id.as_bytes());
+        hasher.finish()
+    }
+
+    fn find(&self, session_no: u32, id: &str, hash: u64) -> Option<usize> {
+        let mut key = self.last.get(&(session_no, hash)).copied();
+        while let Some(k) = key {
+            if self.bytes.get(self.spans[k].clone()) == Some(id.as_bytes()) {
+                return Some(k);
+            }
+            key = self.before[k];
+        }
+        None
+    }
+
+    /// The key of `id` in the session numbered `session_no`.
+    fn get(&self, session_no: u32, id: &str) -> Option<usize> {
+        self.find(session_no, id, Self::hash(id))
+    }
+
+    /// Adds `id` under the next key (0, 1, …) unless the session has it already; whether it did.
+    fn insert(&mut self, session_no: u32, id: &str) -> bool {
+        let hash = Self::hash(id);
+        if self.find(session_no, id, hash).is_some() {
+            return false;
+        }
+        let key = self.spans.len();
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(id.as_bytes());
+        self.spans.push(start..self.bytes.len());
+        self.before.push(self.last.insert((session_no, hash), key));
+        true
+    }
 }
 
 /// The session number of the step before, so that a run of steps of one session (most of them)
@@ -523,7 +591,7 @@ impl<'a> EventLog<'a> {
         // Sized once: growing a table rehashes (and moves) everything it held.
         let stored = ix.steps().filter(|(_, s)| matches!(s.kind, StepKind::EventStored { .. })).count();
         let mut events: Vec<StoredEvent<'a>> = Vec::with_capacity(stored);
-        let mut keys: IdMap<(u32, &str), usize> = IdMap::with_capacity_and_hasher(stored, Default::default());
+        let mut keys = IdTable::with_capacity(stored);
         let mut session_nos: IdMap<&str, u32> = IdMap::default();
         let mut last = LastSession::default();
         let mut epoch = 0;
@@ -539,8 +607,7 @@ impl<'a> EventLog<'a> {
                     })
                     .expect("a session number is found or made");
                 // Ids are unique per session; should a server store one twice, the first counts.
-                if let std::collections::hash_map::Entry::Vacant(slot) = keys.entry((session_no, id.0.as_str())) {
-                    slot.insert(events.len());
+                if keys.insert(session_no, &id.0) {
                     events.push(StoredEvent {
                         at: step.at(),
                         order,
@@ -577,7 +644,7 @@ impl<'a> EventLog<'a> {
 
     /// The event the session numbered `session_no` stored under `id`.
     fn get_in(&self, session_no: u32, id: &EventId) -> Option<&StoredEvent<'a>> {
-        self.keys.get(&(session_no, id.0.as_str())).map(|key| &self.events[*key])
+        self.keys.get(session_no, &id.0).map(|key| &self.events[key])
     }
 
     /// Every stored event, in the order stored.
