@@ -3,11 +3,18 @@
 //! 5 000 and 22 000 steps. The throughput is in steps, so criterion's "elements/s" line of each
 //! reads directly as steps judged per second: flat when the cost grows with the steps alone.
 //!
+//! Beside each, `read_ids`: one pass that reads the session and id of every stored and delivered
+//! event once and does nothing else, the least any judge of event ids pays. A trace recorded by a
+//! run holds its strings in as many allocations as it has steps, scattered over the heap among
+//! the run's own; once the trace outgrows the core's cache, reading them costs more per step.
+//! That floor's growth is the cache's; the oracles' cost per step is flat beside it.
+//!
 //! `cargo bench -p mcpsim --bench oracles` (add `-- --quick` for a rough figure in seconds).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mcpsim::{run, Scenario};
 use mcpsim_model::oracle::check_all;
+use mcpsim_model::trace::{StepKind, Trace};
 
 /// The tool's duration for each trace, with the steps seed 0 records.
 const DURATIONS: [&str; 3] = ["7m", "28m", "2h"];
@@ -23,11 +30,29 @@ fn oracles(c: &mut Criterion) {
         let trace = run(&scenario, 0).expect("seed 0 runs").trace;
         let steps = trace.steps.len();
         group.throughput(Throughput::Elements(steps as u64));
-        group.bench_with_input(BenchmarkId::new("check_all", format!("{steps} steps ({duration})")), &trace, |b, t| {
+        let label = format!("{steps} steps ({duration})");
+        group.bench_with_input(BenchmarkId::new("check_all", &label), &trace, |b, t| {
             b.iter(|| check_all(std::hint::black_box(t)))
+        });
+        group.bench_with_input(BenchmarkId::new("read_ids", &label), &trace, |b, t| {
+            b.iter(|| read_ids(std::hint::black_box(t)))
         });
     }
     group.finish();
+}
+
+/// Every byte of the session and id of each stored and delivered event, summed.
+fn read_ids(trace: &Trace) -> u64 {
+    let sum = |s: &str| s.bytes().map(u64::from).sum::<u64>();
+    trace
+        .steps
+        .iter()
+        .map(|step| match &step.kind {
+            StepKind::EventStored { session, id, .. } => sum(&session.0) + sum(&id.0),
+            StepKind::AppEvent { session, id: Some(id), .. } => sum(&session.0) + sum(&id.0),
+            _ => 0,
+        })
+        .sum()
 }
 
 criterion_group!(benches, oracles);

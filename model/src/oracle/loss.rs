@@ -222,8 +222,7 @@ impl<'a> InFlight<'a> {
 
     /// `held`: whether the event's session is one a client held at the end.
     fn excuses(&self, held: bool, event: &StoredEvent<'_>, last_delivered_seq: Option<u32>) -> bool {
-        held && event.at >= self.quiet_from
-            && last_delivered_seq.is_none_or(|last| event.seq > last)
+        held && event.at >= self.quiet_from && last_delivered_seq.is_none_or(|last| event.seq > last)
     }
 }
 

@@ -2,9 +2,7 @@
 //! live session at a time, and a client told its session is gone does not keep it.
 
 use super::TraceIndex;
-use super::{
-    client_of, event_subject, session_subject, sorted, Invariant, InvariantId, RunEnd, Violation,
-};
+use super::{client_of, event_subject, session_subject, sorted, Invariant, InvariantId, RunEnd, Violation};
 use crate::http::{ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};

@@ -11,9 +11,9 @@ use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::{ClientMessage, Method};
 use crate::ids::{CallKey, RequestId, SessionId};
 use crate::time::{format_micros, Instant};
-use crate::trace::{SessionEndReason, StepKind, ToolEnd};
 #[cfg(test)]
 use crate::trace::Trace;
+use crate::trace::{SessionEndReason, StepKind, ToolEnd};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_WORK_KILLED: Invariant = Invariant {
