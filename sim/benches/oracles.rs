@@ -4,12 +4,16 @@
 //! reads directly as steps judged per second: flat when the cost grows with the steps alone.
 //!
 //! Beside each, `read_ids`: one pass that reads the session and id of every stored and delivered
-//! event once and does nothing else, the least any judge of event ids pays. A trace recorded by a
-//! run holds its strings in as many allocations as it has steps, scattered over the heap among
-//! the run's own; once the trace outgrows the core's cache, reading them costs more per step.
-//! That floor's growth is the cache's; the oracles' cost per step is flat beside it.
+//! event and does nothing else, to show what memory alone does to the cost per step as the trace
+//! outgrows the core's cache (a recorded trace holds its strings in as many allocations as it has
+//! steps, scattered among the run's own). On a machine shared with other work, the longest
+//! trace's figures move with the neighbours' use of the shared cache: compare runs made together.
 //!
 //! `cargo bench -p mcpsim --bench oracles` (add `-- --quick` for a rough figure in seconds).
+
+// The command line's allocator, so that a run's trace lies in memory as it does under `mcpsim`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mcpsim::{run, Scenario};
