@@ -124,7 +124,7 @@ fn out_of_order_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         if std::mem::replace(&mut seen[event.key], true) {
             continue;
         }
-        let top = highest.entry((event.session_no, event.epoch, event.stream)).or_insert(event.seq);
+        let top = highest.get_or_insert_with((event.session_no, event.epoch, event.stream), || event.seq);
         if event.seq < *top {
             violations.push(Violation {
                 invariant: InvariantId::InOrderDelivery,

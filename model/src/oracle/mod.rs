@@ -35,7 +35,7 @@ use crate::ids::{CallKey, EventId, RequestId, SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::{Step, StepKind, Trace, ViolationRecord};
 use std::cell::{Cell, OnceCell};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
@@ -391,9 +391,44 @@ fn step_at_or_after(ix: &TraceIndex<'_>, t: Instant) -> usize {
     ix.steps().find(|(_, s)| s.at() >= t).map_or(ix.len().saturating_sub(1), |(i, _)| i)
 }
 
-/// A map keyed by ids, hashed with [`FxHasher`]. Nothing here iterates one (lookups only), so
-/// its order never reaches a verdict.
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash map keyed by ids, hashed with [`FxHasher`] (no random state), that offers lookups and
+/// inserts but no iteration: its order can never reach a verdict. (The workspace bans std's
+/// `HashMap` for its iteration order; this wrapper is the one place the oracles use it.)
+struct IdMap<K, V>(
+    #[allow(clippy::disallowed_types, reason = "never iterated: only get, insert and len are exposed")]
+    std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>,
+);
+
+impl<K: std::hash::Hash + Eq, V> IdMap<K, V> {
+    #[allow(clippy::disallowed_types, reason = "the one construction of the wrapped map")]
+    fn with_capacity(capacity: usize) -> Self {
+        IdMap(std::collections::HashMap::with_capacity_and_hasher(capacity, BuildHasherDefault::default()))
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.0.get(key)
+    }
+
+    /// The value before, if any.
+    fn insert(&mut self, key: K, value: V) -> Option<V> {
+        self.0.insert(key, value)
+    }
+
+    /// The value under `key`, made by `make` if there was none.
+    fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        self.0.entry(key).or_insert_with(make)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> Default for IdMap<K, V> {
+    fn default() -> Self {
+        IdMap::with_capacity(0)
+    }
+}
 
 /// The hash rustc uses for its own maps (a multiply and a rotate per 8 bytes), with a finalizer:
 /// ids are short, and SipHash's setup would cost more than the id. Deterministic: no random state.
@@ -526,7 +561,7 @@ impl IdTable {
         IdTable {
             bytes: Vec::with_capacity(ids * 8),
             spans: Vec::with_capacity(ids),
-            last: IdMap::with_capacity_and_hasher(ids, Default::default()),
+            last: IdMap::with_capacity(ids),
             before: Vec::with_capacity(ids),
         }
     }
@@ -603,7 +638,7 @@ impl<'a> EventLog<'a> {
                 let session_no = last
                     .get(session, |session| {
                         let next = session_nos.len() as u32;
-                        Some(*session_nos.entry(session.0.as_str()).or_insert(next))
+                        Some(*session_nos.get_or_insert_with(session.0.as_str(), || next))
                     })
                     .expect("a session number is found or made");
                 // Ids are unique per session; should a server store one twice, the first counts.
@@ -634,7 +669,7 @@ impl<'a> EventLog<'a> {
 
     /// The number of a session that stored events.
     fn session_no(&self, session: &SessionId) -> Option<u32> {
-        self.session_nos.get(session.0.as_str()).copied()
+        self.session_nos.get(&session.0.as_str()).copied()
     }
 
     /// The event `session` stored under `id`.
@@ -673,7 +708,7 @@ impl<'a> EventLog<'a> {
             let stream = (e.session_no, e.stream);
             let g = match last {
                 Some((s, g)) if s == stream => g,
-                _ => *group_of.entry(stream).or_insert_with(|| {
+                _ => *group_of.get_or_insert_with(stream, || {
                     groups.push(((e.session, e.stream), Vec::new()));
                     groups.len() - 1
                 }),
