@@ -17,7 +17,7 @@ use super::{client_of, sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::Method;
 use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};
-use crate::trace::{StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
+use crate::trace::{StepKind, DEFAULT_MAX_RECONNECTS_PER_HOUR};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub(super) const BOUNDED_RECONNECTS: Invariant = Invariant {
@@ -32,11 +32,9 @@ pub(super) const BOUNDED_RECONNECTS: Invariant = Invariant {
 const HOUR_US: u64 = 3_600_000_000;
 
 /// The bound the trace records, else the default.
-pub(super) fn max_reconnects_per_hour(trace: &Trace) -> u32 {
-    trace
-        .steps
-        .iter()
-        .find_map(|s| match s.kind {
+fn max_reconnects_per_hour(ix: &TraceIndex<'_>) -> u32 {
+    ix.steps()
+        .find_map(|(_, s)| match s.kind {
             StepKind::Bounds { max_reconnects_per_hour } => Some(max_reconnects_per_hour),
             _ => None,
         })
@@ -45,13 +43,14 @@ pub(super) fn max_reconnects_per_hour(trace: &Trace) -> u32 {
 
 /// One violation per logical client, at the reconnect that first went over the bound.
 fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
-    let bound = max_reconnects_per_hour(trace);
+    let bound = max_reconnects_per_hour(ix);
+    // Whether more than one logical client ran: read once, at the first violation that asks.
+    let mut several_clients: Option<bool> = None;
     let mut opened: BTreeSet<(u32, Option<&SessionId>)> = BTreeSet::new();
     let mut pending: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
     let mut windows: BTreeMap<u32, VecDeque<Instant>> = BTreeMap::new();
     let mut violations: BTreeMap<u32, Violation> = BTreeMap::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         let client = client_of(step);
         let session = match &step.kind {
             StepKind::Send { conn, request } if request.method == Method::Get => {
@@ -75,8 +74,10 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         }
         if window.len() as u64 > u64::from(bound) && !violations.contains_key(&client) {
             let first = window.front().copied().unwrap_or(now);
+            let several = session.is_some()
+                && *several_clients.get_or_insert_with(|| ix.steps().any(|(_, s)| s.client.is_some()));
             let subject = match session {
-                Some(session) if trace.steps.iter().any(|s| s.client.is_some()) => {
+                Some(session) if several => {
                     format!("client {client} session {session}")
                 }
                 Some(session) => format!("session {session}"),
@@ -107,6 +108,12 @@ mod tests {
     use super::super::testkit::*;
     use super::*;
     use crate::http::{ConnEnd, Status};
+
+    use crate::trace::Trace;
+
+    fn max_reconnects_per_hour(trace: &Trace) -> u32 {
+        super::max_reconnects_per_hour(&TraceIndex::new(trace))
+    }
 
     fn churn(trace: &Trace) -> Vec<Violation> {
         churn_in(&TraceIndex::new(trace))

@@ -3,7 +3,7 @@
 //! (`no-cross-session-delivery`).
 
 use super::TraceIndex;
-use super::{event_subject, sorted, EventLog, Invariant, InvariantId, Violation};
+use super::{event_subject, sorted, EventLog, IdMap, Invariant, InvariantId, Violation};
 use crate::ids::{CallKey, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::StepKind;
@@ -46,16 +46,15 @@ fn duplicate_deliveries(trace: &Trace) -> Vec<Violation> {
 
 /// [`duplicate_deliveries`] over a shared index.
 fn duplicate_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
     let log = ix.log();
     // When each stored event was first handed over, by key; ids the session never stored by name.
-    let mut seen_stored: Vec<Option<Instant>> = vec![None; ix.log().len];
+    let mut seen_stored: Vec<Option<Instant>> = vec![None; log.len()];
     let mut seen_other: BTreeMap<(&SessionId, &EventId), Instant> = BTreeMap::new();
     // The result handed over since the call was last issued.
     let mut result_given: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut violations = Vec::new();
     let mut resolved = ix.resolved_deliveries().iter().peekable();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         if let StepKind::AppCall { call, .. } = &step.kind {
             result_given.remove(call);
         }
@@ -116,15 +115,16 @@ fn out_of_order_deliveries(trace: &Trace) -> Vec<Violation> {
 
 /// [`out_of_order_deliveries`] over a shared index.
 fn out_of_order_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let mut highest: BTreeMap<(&SessionId, u32, StreamNo), u32> = BTreeMap::new();
-    let mut seen = vec![false; ix.log().len];
+    // By (session, epoch, stream): the session is the one the event was looked up in, by number.
+    let mut highest: IdMap<(u32, u32, StreamNo), u32> = IdMap::default();
+    let mut seen = vec![false; ix.log().len()];
     let mut violations = Vec::new();
     for (d, stored) in ix.resolved_deliveries() {
         let (Some(id), Some(event)) = (d.id, stored) else { continue };
         if std::mem::replace(&mut seen[event.key], true) {
             continue;
         }
-        let top = highest.entry((d.session, event.epoch, event.stream)).or_insert(event.seq);
+        let top = highest.get_or_insert_with((event.session_no, event.epoch, event.stream), || event.seq);
         if event.seq < *top {
             violations.push(Violation {
                 invariant: InvariantId::InOrderDelivery,

@@ -31,9 +31,9 @@ pub(super) fn duplicate_executions(trace: &Trace) -> Vec<Violation> {
 
 /// [`duplicate_executions`] over a shared index.
 pub(super) fn duplicate_executions_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let (trace, ledger) = (ix.trace(), ix.ledger());
+    let ledger = ix.ledger();
     let mut runs: BTreeMap<CallKey, Vec<Execution<'_>>> = BTreeMap::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         if let StepKind::SideEffect { session, call, idempotent, .. } = &step.kind {
             runs.entry(*call).or_default().push(Execution { at: step.at(), order, session, idempotent: *idempotent });
         }

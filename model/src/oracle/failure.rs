@@ -33,12 +33,17 @@ struct Done<'a> {
 
 /// One violation per call, at its first error.
 fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
     let ledger = ix.ledger();
-    // Every execution of each call, with its step's position.
+    // Every execution of each call, with its step's position, in trace order.
     let mut done: BTreeMap<CallKey, Vec<(usize, Done<'_>)>> = BTreeMap::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    // The positions of each call's `AppCall` steps, in trace order.
+    let mut issued: BTreeMap<CallKey, Vec<usize>> = BTreeMap::new();
+    for (order, step) in ix.steps() {
         let (call, session, what) = match &step.kind {
+            StepKind::AppCall { call, .. } => {
+                issued.entry(*call).or_default().push(order);
+                continue;
+            }
             StepKind::SideEffect { call, session, .. } => (*call, session, "its side effect ran"),
             StepKind::EventStored { message: Some(ServerMessage::ToolResult { call, .. }), session, .. } => {
                 (*call, session, "its result was stored")
@@ -48,17 +53,19 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         done.entry(call).or_default().push((order, Done { at: step.at(), session, what }));
     }
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         let StepKind::AppError { call, error } = &step.kind else { continue };
         if ledger.idempotent.get(call) != Some(&false) || violations.contains_key(call) {
             continue;
         }
         // The application's next issue of the call after the error starts a new attempt.
-        let reissued = trace.steps[order..]
-            .iter()
-            .position(|s| matches!(&s.kind, StepKind::AppCall { call: c, .. } if c == call))
-            .map_or(usize::MAX, |i| order + i);
-        let before = done.get(call).and_then(|all| all.iter().find(|(at, _)| *at < reissued));
+        let reissued = issued
+            .get(call)
+            .and_then(|at| at.get(at.partition_point(|issue| *issue < order)))
+            .copied()
+            .unwrap_or(usize::MAX);
+        // In trace order: the first execution is before the re-issue, or none is.
+        let before = done.get(call).and_then(|all| all.first()).filter(|(at, _)| *at < reissued);
         let Some((_, d)) = before else { continue };
         violations.insert(
             *call,

@@ -1,10 +1,12 @@
 //! `every-call-resolves`: the application learns how each call ended, once, by the deadline.
 
 use super::TraceIndex;
-use super::{final_state, liveness_step, sorted, step_at_or_after, Invariant, InvariantId, Resolution, Violation};
+use super::{sorted, step_at_or_after, Invariant, InvariantId, Resolution, Violation};
 use crate::ids::CallKey;
 use crate::time::{format_micros, Instant};
-use crate::trace::{StepKind, Trace};
+use crate::trace::StepKind;
+#[cfg(test)]
+use crate::trace::Trace;
 use std::collections::BTreeMap;
 
 pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
@@ -16,8 +18,8 @@ pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
 };
 
 /// By when calls must be resolved: the `Liveness` deadline, else the end of the run.
-fn deadline(trace: &Trace) -> Option<Instant> {
-    liveness_step(trace).map(|(_, deadline)| deadline).or_else(|| final_state(trace).map(|end| end.at))
+fn deadline(ix: &TraceIndex<'_>) -> Option<Instant> {
+    ix.liveness_step().map(|(_, deadline)| deadline).or_else(|| ix.final_state().map(|end| end.at))
 }
 
 /// An `AppCall` opens its call (the application may issue a key again after it was resolved); an
@@ -32,13 +34,12 @@ fn unresolved_calls(trace: &Trace) -> Vec<Violation> {
 
 /// [`unresolved_calls`] over a shared index.
 fn unresolved_calls_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
-    let deadline = deadline(trace).unwrap_or(Instant(u64::MAX));
+    let deadline = deadline(ix).unwrap_or(Instant(u64::MAX));
     let mut open: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut settled: BTreeMap<CallKey, (Instant, Resolution)> = BTreeMap::new();
     let mut violations = Vec::new();
-    let deadline_step = step_at_or_after(trace, deadline);
-    for (order, step) in trace.steps.iter().enumerate() {
+    let deadline_step = step_at_or_after(ix, deadline);
+    for (order, step) in ix.steps() {
         if let StepKind::AppCall { call, .. } = &step.kind {
             open.entry(*call).or_insert(step.at());
         }

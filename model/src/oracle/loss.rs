@@ -2,13 +2,15 @@
 //! or the application was told it might not.
 
 use super::{
-    event_subject, final_state, liveness_step, sessions_lost, sorted, CallLedger, EventLog, Invariant, InvariantId,
-    StoredEvent, TraceIndex, Violation,
+    event_subject, sessions_lost, sorted, CallLedger, EventLog, Invariant, InvariantId, StoredEvent, TraceIndex,
+    Violation,
 };
 use crate::http::{Method, ServerMessage};
 use crate::ids::{SessionId, StreamNo};
 use crate::time::Instant;
-use crate::trace::{StepKind, Trace};
+use crate::trace::StepKind;
+#[cfg(test)]
+use crate::trace::Trace;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
@@ -27,14 +29,14 @@ fn silent_losses(trace: &Trace) -> Vec<Violation> {
 
 /// [`silent_losses`] over a shared index.
 fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let (trace, log) = (ix.trace(), ix.log());
+    let log = ix.log();
     let judge = Judge {
         ledger: ix.ledger(),
         delivered: ix.delivered(),
-        gaps: gaps(trace, log),
-        lost_sessions: sessions_lost(trace),
-        standalone_opened: standalone_opened(trace),
-        in_flight: InFlight::new(trace),
+        gaps: gaps(ix, log),
+        lost_sessions: sessions_lost(ix),
+        standalone_opened: standalone_opened(ix),
+        in_flight: InFlight::new(ix),
     };
     let violations = log
         .streams()
@@ -49,23 +51,29 @@ struct Judge<'a> {
     ledger: &'a CallLedger,
     /// By [`StoredEvent::key`]: whether the application was handed the event.
     delivered: &'a [bool],
-    gaps: BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>>,
+    gaps: BTreeMap<(&'a SessionId, StreamNo), Covered>,
     lost_sessions: BTreeSet<&'a SessionId>,
     standalone_opened: BTreeMap<&'a SessionId, usize>,
     in_flight: InFlight<'a>,
 }
 
 impl<'a> Judge<'a> {
-    fn stream(&self, session: &SessionId, stream: StreamNo, events: &[StoredEvent<'a>]) -> Option<Violation> {
+    /// `events`: the stream's, in seq order. Whatever holds for the whole stream (its gaps, its
+    /// session's) is looked up once, not per event.
+    fn stream(&self, session: &SessionId, stream: StreamNo, events: &[&StoredEvent<'a>]) -> Option<Violation> {
         let reading_since = self.reading_since(session, stream, events)?;
         if self.lost_sessions.contains(session) {
             return None;
         }
+        let covered = self.gaps.get(&(session, stream));
+        let held = self.in_flight.held.contains(session);
         let last_delivered = events.iter().filter(|e| self.was_delivered(e)).map(|e| e.seq).max();
         let lost: Vec<&StoredEvent<'a>> = events
             .iter()
+            .copied()
             .filter(|e| e.order >= reading_since && is_owed_here(e))
-            .filter(|e| !self.was_delivered(e) && !self.in_gap(e) && !self.in_flight.excuses(e, last_delivered))
+            .filter(|e| !self.was_delivered(e) && !covered.is_some_and(|c| c.covers(e.seq)))
+            .filter(|e| !self.in_flight.excuses(held, e, last_delivered))
             .collect();
         let (first, last) = (lost.first()?, lost.last()?);
         Some(Violation {
@@ -86,7 +94,7 @@ impl<'a> Judge<'a> {
     /// The trace position from which the application was reading the stream, if it was: a POST
     /// stream from its start, when its call is one the application issued and the application is
     /// still owed its outcome; the standalone stream from the first GET that opened it.
-    fn reading_since(&self, session: &SessionId, stream: StreamNo, events: &[StoredEvent<'a>]) -> Option<usize> {
+    fn reading_since(&self, session: &SessionId, stream: StreamNo, events: &[&StoredEvent<'a>]) -> Option<usize> {
         if stream == StreamNo::STANDALONE {
             return self.standalone_opened.get(session).copied();
         }
@@ -99,10 +107,6 @@ impl<'a> Judge<'a> {
 
     fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
         self.delivered[event.key]
-    }
-
-    fn in_gap(&self, event: &StoredEvent<'a>) -> bool {
-        self.gaps.get(&(event.session, event.stream)).is_some_and(|gaps| gaps.iter().any(|g| g.covers(event.seq)))
     }
 }
 
@@ -118,18 +122,42 @@ struct Gap {
     head_seq: u32,
 }
 
-impl Gap {
+/// The seqs of one stream that its gaps cover, as sorted disjoint inclusive ranges: whether an
+/// event lies in a gap is a binary search, however many gaps the stream had.
+struct Covered(Vec<(u64, u64)>);
+
+impl Covered {
+    fn new(gaps: &[Gap]) -> Self {
+        let mut ranges: Vec<(u64, u64)> = gaps
+            .iter()
+            .map(|g| (g.after_seq.map_or(0, |after| u64::from(after) + 1), u64::from(g.head_seq)))
+            .filter(|(from, to)| from <= to)
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+        for (from, to) in ranges {
+            match merged.last_mut() {
+                Some(last) if from <= last.1 + 1 => last.1 = last.1.max(to),
+                _ => merged.push((from, to)),
+            }
+        }
+        Covered(merged)
+    }
+
+    /// Whether some gap covers `seq`: `after < seq <= head`.
     fn covers(&self, seq: u32) -> bool {
-        self.after_seq.is_none_or(|after| seq > after) && seq <= self.head_seq
+        let seq = u64::from(seq);
+        let after = self.0.partition_point(|(from, _)| *from <= seq);
+        after > 0 && self.0[after - 1].1 >= seq
     }
 }
 
 /// The `AppGap` steps, placed on their streams, and the `AppStreamLost` ones (a gap with no
 /// head on the standalone stream). A gap whose head the session never stored, or
 /// whose `after` lies on another stream, says nothing the oracle can place, so it covers nothing.
-fn gaps<'a>(trace: &'a Trace, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, StreamNo), Vec<Gap>> {
+fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, StreamNo), Covered> {
     let mut gaps: BTreeMap<_, Vec<Gap>> = BTreeMap::new();
-    for step in &trace.steps {
+    for (_, step) in ix.steps() {
         if let StepKind::AppStreamLost { session, after } = &step.kind {
             // The stream was given up: everything after `after` on it may be missing.
             let after_seq = match after {
@@ -153,14 +181,14 @@ fn gaps<'a>(trace: &'a Trace, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, St
         };
         gaps.entry((session, head.stream)).or_default().push(Gap { after_seq, head_seq: head.seq });
     }
-    gaps
+    gaps.into_iter().map(|(stream, gaps)| (stream, Covered::new(&gaps))).collect()
 }
 
 /// For each session, the position of the first GET that opened its standalone stream (no
 /// `Last-Event-ID`): events stored before it were never meant for the application.
-fn standalone_opened(trace: &Trace) -> BTreeMap<&SessionId, usize> {
+fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
     let mut opened = BTreeMap::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         if let StepKind::Send { request, .. } = &step.kind {
             if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
                 opened.entry(session).or_insert(order);
@@ -181,21 +209,20 @@ struct InFlight<'a> {
 }
 
 impl<'a> InFlight<'a> {
-    fn new(trace: &'a Trace) -> Self {
-        let end = final_state(trace);
-        let quiet_from = match (liveness_step(trace), &end) {
+    fn new(ix: &TraceIndex<'a>) -> Self {
+        let end = ix.final_state();
+        let quiet_from = match (ix.liveness_step(), end) {
             (Some((step, _)), _) => step.at(),
             (None, Some(end)) => end.at,
             (None, None) => Instant(u64::MAX),
         };
-        let held = end.map(|e| e.client_sessions.into_iter().flatten().collect()).unwrap_or_default();
+        let held = end.map(|e| e.client_sessions.iter().copied().flatten().collect()).unwrap_or_default();
         InFlight { held, quiet_from }
     }
 
-    fn excuses(&self, event: &StoredEvent<'_>, last_delivered_seq: Option<u32>) -> bool {
-        self.held.contains(event.session)
-            && event.at >= self.quiet_from
-            && last_delivered_seq.is_none_or(|last| event.seq > last)
+    /// `held`: whether the event's session is one a client held at the end.
+    fn excuses(&self, held: bool, event: &StoredEvent<'_>, last_delivered_seq: Option<u32>) -> bool {
+        held && event.at >= self.quiet_from && last_delivered_seq.is_none_or(|last| event.seq > last)
     }
 }
 
@@ -283,6 +310,25 @@ mod tests {
         assert!(after_lost[0].detail.starts_with("1 events"), "{}", after_lost[0].detail);
         // A head the session never stored covers nothing.
         assert_eq!(silent_losses(&with_gap(None, ev(2, 4))).len(), 1);
+    }
+
+    #[test]
+    fn merged_gaps_cover_exactly_what_one_of_the_gaps_covers() {
+        // Overlapping, adjacent, nested, empty (after >= head) and unbounded gaps.
+        let gap = |after: Option<u32>, head: u32| Gap { after_seq: after, head_seq: head };
+        let sets = [
+            vec![gap(Some(3), 7), gap(Some(5), 9), gap(Some(12), 14), gap(Some(9), 10), gap(Some(20), 20)],
+            vec![gap(None, 2), gap(Some(1), 4), gap(Some(30), 40), gap(Some(32), 35), gap(Some(40), u32::MAX)],
+            vec![gap(Some(u32::MAX), u32::MAX), gap(Some(6), 5)],
+            vec![],
+        ];
+        for gaps in &sets {
+            let covered = Covered::new(gaps);
+            for seq in (0..60).chain([u32::MAX - 1, u32::MAX]) {
+                let any = gaps.iter().any(|g| g.after_seq.is_none_or(|after| seq > after) && seq <= g.head_seq);
+                assert_eq!(covered.covers(seq), any, "seq {seq} in {:?}", covered.0);
+            }
+        }
     }
 
     #[test]

@@ -24,6 +24,8 @@ mod work;
 #[cfg(test)]
 mod incidents;
 #[cfg(test)]
+mod scaling;
+#[cfg(test)]
 mod testkit;
 
 pub use coverage::{coverage, Coverage, COVERAGE_EVENTS};
@@ -32,9 +34,10 @@ use crate::http::{ClientMessage, ServerMessage};
 use crate::ids::{CallKey, EventId, RequestId, SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::{Step, StepKind, Trace, ViolationRecord};
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
 
 /// The invariants, by identity. Their stable names (`no-duplicate-execution`, …) are what traces,
@@ -223,14 +226,24 @@ pub fn by_name(name: &str) -> Option<&'static Invariant> {
 /// [`check_all`] builds one index per trace, so the event log is not rebuilt per invariant.
 ///
 /// Ids are strings, and comparing them was most of the oracles' time, growing faster than the
-/// trace (a two-hour run's maps outgrow the caches). So an event's `(session, id)` is looked up
-/// once, where it is stored and where it is delivered; after that the invariants use its
-/// [`StoredEvent::key`], a number.
+/// trace (ordered maps of a two-hour run's ids: a logarithm of string comparisons per lookup,
+/// and maps that outgrow the caches). So an event's `(session, id)` is hashed once, where it is
+/// stored and where it is delivered; after that the invariants use its [`StoredEvent::key`], a
+/// number, and the cost of judging a trace grows with its steps alone.
+///
+/// The invariants read the steps only through [`TraceIndex::steps`], which counts every step it
+/// hands out ([`TraceIndex::steps_read`]): a handful of passes per trace, the same handful
+/// whatever the trace's length. A scan of the steps per step (the quadratic cost that a long run
+/// makes visible) shows up as a count that grows with the trace, which a test checks.
 pub struct TraceIndex<'a> {
     trace: &'a Trace,
+    /// Steps handed out by [`TraceIndex::steps`] so far.
+    read: Cell<usize>,
     log: OnceCell<EventLog<'a>>,
     ledger: OnceCell<CallLedger>,
     deliveries: OnceCell<Deliveries<'a>>,
+    end: OnceCell<Option<RunEnd<'a>>>,
+    liveness: OnceCell<Option<(&'a Step, Instant)>>,
 }
 
 /// The deliveries of a trace, each with the stored event it handed over (looked up once).
@@ -242,33 +255,97 @@ struct Deliveries<'a> {
     delivered: Vec<bool>,
 }
 
+/// The steps of a trace in order, each with its index in `trace.steps`, counted as they are
+/// read (see [`TraceIndex::steps_read`]).
+pub struct Steps<'a, 'i> {
+    inner: std::iter::Enumerate<std::slice::Iter<'a, Step>>,
+    read: &'i Cell<usize>,
+}
+
+impl<'a> Iterator for Steps<'a, '_> {
+    type Item = (usize, &'a Step);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.inner.next();
+        if next.is_some() {
+            self.read.set(self.read.get() + 1);
+        }
+        next
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Steps<'_, '_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let next = self.inner.next_back();
+        if next.is_some() {
+            self.read.set(self.read.get() + 1);
+        }
+        next
+    }
+}
+
 impl<'a> TraceIndex<'a> {
     /// An index over `trace`; nothing is built yet.
     pub fn new(trace: &'a Trace) -> Self {
-        TraceIndex { trace, log: OnceCell::new(), ledger: OnceCell::new(), deliveries: OnceCell::new() }
+        TraceIndex {
+            trace,
+            read: Cell::new(0),
+            log: OnceCell::new(),
+            ledger: OnceCell::new(),
+            deliveries: OnceCell::new(),
+            end: OnceCell::new(),
+            liveness: OnceCell::new(),
+        }
     }
 
-    /// The trace indexed.
-    pub fn trace(&self) -> &'a Trace {
-        self.trace
+    /// The trace's steps, in order, each with its index; every step this hands out is counted.
+    pub fn steps(&self) -> Steps<'a, '_> {
+        Steps { inner: self.trace.steps.iter().enumerate(), read: &self.read }
+    }
+
+    /// How many steps [`TraceIndex::steps`] has handed out so far, over all the invariants that
+    /// read through this index: a fixed number of passes over the trace, whatever its length.
+    pub fn steps_read(&self) -> usize {
+        self.read.get()
+    }
+
+    /// How many steps the trace has (reads none).
+    pub fn len(&self) -> usize {
+        self.trace.steps.len()
+    }
+
+    /// Whether the trace has no steps.
+    pub fn is_empty(&self) -> bool {
+        self.trace.steps.is_empty()
     }
 
     /// Every stored event, by `(session, id)`.
     fn log(&self) -> &EventLog<'a> {
-        self.log.get_or_init(|| EventLog::new(self.trace))
+        self.log.get_or_init(|| EventLog::new(self))
     }
 
     /// The application's calls and how each was resolved.
     fn ledger(&self) -> &CallLedger {
-        self.ledger.get_or_init(|| CallLedger::new(self.trace))
+        self.ledger.get_or_init(|| CallLedger::new(self.steps()))
     }
 
     fn deliveries(&self) -> &Deliveries<'a> {
         self.deliveries.get_or_init(|| {
             let log = self.log();
-            let resolved: Vec<_> =
-                deliveries(self.trace).map(|d| (d, d.id.and_then(|id| log.get(d.session, id)).copied())).collect();
-            let mut delivered = vec![false; log.len];
+            let mut last = LastSession::default();
+            let resolved: Vec<_> = self
+                .steps()
+                .filter_map(|(i, s)| Delivery::of(i, s))
+                .map(|d| {
+                    let stored = d.id.and_then(|id| log.get_in(last.get(d.session, |s| log.session_no(s))?, id));
+                    (d, stored.copied())
+                })
+                .collect();
+            let mut delivered = vec![false; log.len()];
             for event in resolved.iter().filter_map(|(_, e)| e.as_ref()) {
                 delivered[event.key] = true;
             }
@@ -291,12 +368,120 @@ impl<'a> TraceIndex<'a> {
     fn delivered(&self) -> &[bool] {
         &self.deliveries().delivered
     }
+
+    /// The state the run ended in (the last `RunEnd` step), if it says.
+    fn final_state(&self) -> Option<&RunEnd<'a>> {
+        self.end.get_or_init(|| final_state(self.steps())).as_ref()
+    }
+
+    /// The first `Liveness` step: when the network healed, and the deadline it set.
+    fn liveness_step(&self) -> Option<(&'a Step, Instant)> {
+        *self.liveness.get_or_init(|| {
+            self.steps().find_map(|(_, step)| match step.kind {
+                StepKind::Liveness { deadline } => Some((step, Instant(deadline))),
+                _ => None,
+            })
+        })
+    }
 }
 
 /// The index of the first step at or after `t`, else the last step: where a deadline that
 /// passed is drawn.
-fn step_at_or_after(trace: &Trace, t: Instant) -> usize {
-    trace.steps.iter().position(|s| s.at() >= t).unwrap_or(trace.steps.len().saturating_sub(1))
+fn step_at_or_after(ix: &TraceIndex<'_>, t: Instant) -> usize {
+    ix.steps().find(|(_, s)| s.at() >= t).map_or(ix.len().saturating_sub(1), |(i, _)| i)
+}
+
+/// A hash map keyed by ids, hashed with [`FxHasher`] (no random state), that offers lookups and
+/// inserts but no iteration: its order can never reach a verdict. (The workspace bans std's
+/// `HashMap` for its iteration order; this wrapper is the one place the oracles use it.)
+struct IdMap<K, V>(
+    #[allow(clippy::disallowed_types, reason = "never iterated: only get, insert and len are exposed")]
+    std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>,
+);
+
+impl<K: std::hash::Hash + Eq, V> IdMap<K, V> {
+    #[allow(clippy::disallowed_types, reason = "the one construction of the wrapped map")]
+    fn with_capacity(capacity: usize) -> Self {
+        IdMap(std::collections::HashMap::with_capacity_and_hasher(capacity, BuildHasherDefault::default()))
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.0.get(key)
+    }
+
+    /// The value before, if any.
+    fn insert(&mut self, key: K, value: V) -> Option<V> {
+        self.0.insert(key, value)
+    }
+
+    /// The value under `key`, made by `make` if there was none.
+    fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        self.0.entry(key).or_insert_with(make)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> Default for IdMap<K, V> {
+    fn default() -> Self {
+        IdMap::with_capacity(0)
+    }
+}
+
+/// The hash rustc uses for its own maps (a multiply and a rotate per 8 bytes), with a finalizer:
+/// ids are short, and SipHash's setup would cost more than the id. Deterministic: no random state.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    /// The multiply leaves the low bits depending on the input's low bytes alone (the first
+    /// characters of an id, much the same across ids), and a hash table picks its bucket by the
+    /// low bits: so the high bits are folded in (murmur3's finalizer).
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,77 +524,204 @@ struct StoredEvent<'a> {
     epoch: u32,
     /// A number for `(session, id)`, unique in the log: 0, 1, … in the order stored.
     key: usize,
+    /// A number for the session, unique in the log: 0, 1, … in the order first stored in.
+    session_no: u32,
 }
 
 /// Every stored event, by `(session, id)`.
 struct EventLog<'a> {
-    by_session: BTreeMap<&'a SessionId, BTreeMap<&'a EventId, StoredEvent<'a>>>,
-    /// How many events: one more than the highest key.
-    len: usize,
+    /// Every stored event, by key: in the order stored (an id its session stored again is left
+    /// out: the first counts).
+    events: Vec<StoredEvent<'a>>,
+    /// By session: its [`StoredEvent::session_no`].
+    session_nos: IdMap<&'a str, u32>,
+    /// By `(session_no, id)`: the event's key.
+    keys: IdTable,
+    /// The sessions that stored events, sorted (built when first asked for).
+    sessions: OnceCell<Vec<&'a SessionId>>,
+}
+
+/// The stored events' ids by `(session_no, id)`, each copied once into one buffer: a trace's ids
+/// live in as many allocations as it has steps, scattered over the heap, and reading one again to
+/// confirm a hash match costs a cache miss once the trace outgrows the cache. The copies, side by
+/// side, stay in it.
+struct IdTable {
+    /// Every id, one after the other, by key.
+    bytes: Vec<u8>,
+    /// By key: where its id lies in `bytes`.
+    spans: Vec<std::ops::Range<usize>>,
+    /// By `(session_no, hash of the id)`: the last key added with it.
+    last: IdMap<(u32, u64), usize>,
+    /// By key: the key added before it with the same `(session_no, hash)`, if any.
+    before: Vec<Option<usize>>,
+}
+
+impl IdTable {
+    fn with_capacity(ids: usize) -> Self {
+        IdTable {
+            bytes: Vec::with_capacity(ids * 8),
+            spans: Vec::with_capacity(ids),
+            last: IdMap::with_capacity(ids),
+            before: Vec::with_capacity(ids),
+        }
+    }
+
+    fn hash(id: &str) -> u64 {
+        let mut hasher = FxHasher::default();
+        hasher.write(id.as_bytes());
+        hasher.finish()
+    }
+
+    fn find(&self, session_no: u32, id: &str, hash: u64) -> Option<usize> {
+        let mut key = self.last.get(&(session_no, hash)).copied();
+        while let Some(k) = key {
+            if self.bytes.get(self.spans[k].clone()) == Some(id.as_bytes()) {
+                return Some(k);
+            }
+            key = self.before[k];
+        }
+        None
+    }
+
+    /// The key of `id` in the session numbered `session_no`.
+    fn get(&self, session_no: u32, id: &str) -> Option<usize> {
+        self.find(session_no, id, Self::hash(id))
+    }
+
+    /// Adds `id` under the next key (0, 1, …) unless the session has it already; whether it did.
+    fn insert(&mut self, session_no: u32, id: &str) -> bool {
+        let hash = Self::hash(id);
+        if self.find(session_no, id, hash).is_some() {
+            return false;
+        }
+        let key = self.spans.len();
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(id.as_bytes());
+        self.spans.push(start..self.bytes.len());
+        self.before.push(self.last.insert((session_no, hash), key));
+        true
+    }
+}
+
+/// The session number of the step before, so that a run of steps of one session (most of them)
+/// hashes its id once.
+#[derive(Default)]
+struct LastSession<'s>(Option<(&'s SessionId, u32)>);
+
+impl<'s> LastSession<'s> {
+    fn get(&mut self, session: &'s SessionId, look_up: impl FnOnce(&'s SessionId) -> Option<u32>) -> Option<u32> {
+        match self.0 {
+            Some((last, no)) if std::ptr::eq(last, session) || last == session => Some(no),
+            _ => {
+                let no = look_up(session)?;
+                self.0 = Some((session, no));
+                Some(no)
+            }
+        }
+    }
 }
 
 impl<'a> EventLog<'a> {
-    fn new(trace: &'a Trace) -> Self {
-        let mut by_session: BTreeMap<&SessionId, BTreeMap<&EventId, StoredEvent<'a>>> = BTreeMap::new();
-        let (mut epoch, mut len) = (0, 0);
-        for (order, step) in trace.steps.iter().enumerate() {
+    fn new(ix: &TraceIndex<'a>) -> Self {
+        // Sized once: growing a table rehashes (and moves) everything it held.
+        let stored = ix.steps().filter(|(_, s)| matches!(s.kind, StepKind::EventStored { .. })).count();
+        let mut events: Vec<StoredEvent<'a>> = Vec::with_capacity(stored);
+        let mut keys = IdTable::with_capacity(stored);
+        let mut session_nos: IdMap<&str, u32> = IdMap::default();
+        let mut last = LastSession::default();
+        let mut epoch = 0;
+        for (order, step) in ix.steps() {
             if let StepKind::ServerStart { epoch: e } = &step.kind {
                 epoch = *e;
             }
             if let StepKind::EventStored { session, stream, seq, id, call, message } = &step.kind {
-                let event = StoredEvent {
-                    at: step.at(),
-                    order,
-                    session,
-                    stream: *stream,
-                    seq: *seq,
-                    id,
-                    call: *call,
-                    message: message.as_ref(),
-                    epoch,
-                    key: len,
-                };
+                let session_no = last
+                    .get(session, |session| {
+                        let next = session_nos.len() as u32;
+                        Some(*session_nos.get_or_insert_with(session.0.as_str(), || next))
+                    })
+                    .expect("a session number is found or made");
                 // Ids are unique per session; should a server store one twice, the first counts.
-                if let std::collections::btree_map::Entry::Vacant(slot) =
-                    by_session.entry(session).or_default().entry(id)
-                {
-                    slot.insert(event);
-                    len += 1;
+                if keys.insert(session_no, &id.0) {
+                    events.push(StoredEvent {
+                        at: step.at(),
+                        order,
+                        session,
+                        stream: *stream,
+                        seq: *seq,
+                        id,
+                        call: *call,
+                        message: message.as_ref(),
+                        epoch,
+                        key: events.len(),
+                        session_no,
+                    });
                 }
             }
         }
-        EventLog { by_session, len }
+        EventLog { events, session_nos, keys, sessions: OnceCell::new() }
+    }
+
+    /// How many events: one more than the highest key.
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The number of a session that stored events.
+    fn session_no(&self, session: &SessionId) -> Option<u32> {
+        self.session_nos.get(&session.0.as_str()).copied()
     }
 
     /// The event `session` stored under `id`.
     fn get(&self, session: &SessionId, id: &EventId) -> Option<&StoredEvent<'a>> {
-        self.by_session.get(session)?.get(id)
+        self.get_in(self.session_no(session)?, id)
     }
 
-    /// Every stored event, by session then id.
+    /// The event the session numbered `session_no` stored under `id`.
+    fn get_in(&self, session_no: u32, id: &EventId) -> Option<&StoredEvent<'a>> {
+        self.keys.get(session_no, &id.0).map(|key| &self.events[key])
+    }
+
+    /// Every stored event, in the order stored.
     fn events(&self) -> impl Iterator<Item = &StoredEvent<'a>> {
-        self.by_session.values().flat_map(BTreeMap::values)
+        self.events.iter()
     }
 
-    /// The sessions other than `session` that stored an event under `id`.
+    /// The sessions other than `session` that stored an event under `id`, sorted.
     fn other_storers(&self, session: &SessionId, id: &EventId) -> Vec<&'a SessionId> {
-        self.by_session
-            .iter()
-            .filter(|(s, events)| **s != session && events.contains_key(id))
-            .map(|(s, _)| *s)
-            .collect()
+        let sessions = self.sessions.get_or_init(|| {
+            let mut seen: IdMap<&SessionId, ()> = IdMap::default();
+            let mut sessions: Vec<&SessionId> =
+                self.events.iter().map(|e| e.session).filter(|s| seen.insert(s, ()).is_none()).collect();
+            sessions.sort();
+            sessions
+        });
+        sessions.iter().copied().filter(|s| *s != session && self.get(s, id).is_some()).collect()
     }
 
-    /// Events grouped by `(session, stream)`, each group in seq order.
-    fn streams(&self) -> BTreeMap<(&'a SessionId, StreamNo), Vec<StoredEvent<'a>>> {
-        let mut streams: BTreeMap<_, Vec<StoredEvent<'a>>> = BTreeMap::new();
-        for e in self.events() {
-            streams.entry((e.session, e.stream)).or_default().push(*e);
+    /// Events grouped by `(session, stream)`, the groups sorted by that, each group in seq order.
+    fn streams(&self) -> Vec<((&'a SessionId, StreamNo), Vec<&StoredEvent<'a>>)> {
+        let mut group_of: IdMap<(u32, StreamNo), usize> = IdMap::default();
+        let mut groups: Vec<((&'a SessionId, StreamNo), Vec<&StoredEvent<'a>>)> = Vec::new();
+        let mut last: Option<((u32, StreamNo), usize)> = None;
+        for e in &self.events {
+            let stream = (e.session_no, e.stream);
+            let g = match last {
+                Some((s, g)) if s == stream => g,
+                _ => *group_of.get_or_insert_with(stream, || {
+                    groups.push(((e.session, e.stream), Vec::new()));
+                    groups.len() - 1
+                }),
+            };
+            last = Some((stream, g));
+            groups[g].1.push(e);
         }
-        for events in streams.values_mut() {
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, events) in &mut groups {
+            // Mostly in seq order already (stored in order), which a stable sort takes in one pass.
             events.sort_by_key(|e| (e.seq, e.order));
         }
-        streams
+        groups
     }
 }
 
@@ -438,11 +750,6 @@ impl<'a> Delivery<'a> {
             _ => None,
         }
     }
-}
-
-/// The `AppEvent` and `AppResult` steps, in trace order.
-fn deliveries(trace: &Trace) -> impl Iterator<Item = Delivery<'_>> {
-    trace.steps.iter().enumerate().filter_map(|(i, s)| Delivery::of(i, s))
 }
 
 /// How the application learned a call's end.
@@ -483,12 +790,12 @@ struct CallLedger {
 }
 
 impl CallLedger {
-    fn new(trace: &Trace) -> Self {
+    fn new(steps: Steps<'_, '_>) -> Self {
         let mut idempotent = BTreeMap::new();
         let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
         let mut requests: BTreeMap<(u32, RequestId), CallKey> = BTreeMap::new();
         let mut cancelled_by_client = BTreeSet::new();
-        for step in &trace.steps {
+        for (_, step) in steps {
             if let StepKind::AppCall { call, idempotent: i, .. } = &step.kind {
                 idempotent.entry(*call).or_insert(*i);
             }
@@ -556,8 +863,8 @@ impl<'a> RunEnd<'a> {
     }
 }
 
-fn final_state(trace: &Trace) -> Option<RunEnd<'_>> {
-    trace.steps.iter().enumerate().rev().find_map(|(order, step)| match &step.kind {
+fn final_state<'a>(steps: Steps<'a, '_>) -> Option<RunEnd<'a>> {
+    steps.rev().find_map(|(order, step)| match &step.kind {
         StepKind::RunEnd { client_session, server_sessions, other_client_sessions } => {
             let others = other_client_sessions.iter().map(Option::as_ref);
             let client_sessions = std::iter::once(client_session.as_ref()).chain(others).collect();
@@ -572,20 +879,10 @@ fn client_of(step: &Step) -> u32 {
     step.client.unwrap_or(0)
 }
 
-/// The first `Liveness` step: when the network healed, and the deadline it set.
-fn liveness_step(trace: &Trace) -> Option<(&Step, Instant)> {
-    trace.steps.iter().find_map(|step| match step.kind {
-        StepKind::Liveness { deadline } => Some((step, Instant(deadline))),
-        _ => None,
-    })
-}
-
 /// Sessions the application was told it lost.
-fn sessions_lost(trace: &Trace) -> BTreeSet<&SessionId> {
-    trace
-        .steps
-        .iter()
-        .filter_map(|step| match &step.kind {
+fn sessions_lost<'a>(ix: &TraceIndex<'a>) -> BTreeSet<&'a SessionId> {
+    ix.steps()
+        .filter_map(|(_, step)| match &step.kind {
             StepKind::AppSessionLost { session } => Some(session),
             _ => None,
         })

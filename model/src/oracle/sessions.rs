@@ -2,13 +2,11 @@
 //! live session at a time, and a client told its session is gone does not keep it.
 
 use super::TraceIndex;
-use super::{
-    client_of, event_subject, final_state, session_subject, sorted, Invariant, InvariantId, RunEnd, Violation,
-};
+use super::{client_of, event_subject, session_subject, sorted, Invariant, InvariantId, RunEnd, Violation};
 use crate::http::{ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};
-use crate::trace::{StepKind, Trace};
+use crate::trace::StepKind;
 use std::collections::BTreeMap;
 
 pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
@@ -21,10 +19,9 @@ pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
 
 /// Rules a, b and c over a shared index.
 fn orphaned_sessions_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
     let mut violations = orphaned_results(ix);
-    violations.extend(second_live_sessions(trace));
-    violations.extend(dead_sessions_kept(trace));
+    violations.extend(second_live_sessions(ix));
+    violations.extend(dead_sessions_kept(ix));
     sorted(violations)
 }
 
@@ -34,13 +31,12 @@ fn orphaned_sessions_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 /// unresolved in a session its client holds at the end is not orphaned (it may be in flight;
 /// every-call-resolves judges it).
 fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
     let log = ix.log();
     let ledger = ix.ledger();
-    let end = final_state(trace);
-    let held_at_end = |session: &SessionId| end.as_ref().is_some_and(|e| e.held(session));
+    let end = ix.final_state();
+    let held_at_end = |session: &SessionId| end.is_some_and(|e| e.held(session));
     // Without a RunEnd step (a trace cut short) every session counts as still held.
-    let server_holds = |session: &SessionId| end.as_ref().is_none_or(|e| e.server_sessions.contains(session));
+    let server_holds = |session: &SessionId| end.is_none_or(|e| e.server_sessions.contains(session));
     log.events()
         .filter_map(|e| match e.message {
             Some(ServerMessage::ToolResult { call, .. }) => Some((e, *call)),
@@ -65,10 +61,10 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
 }
 
 /// Rule b: a session created for a client that still has a live one.
-fn second_live_sessions(trace: &Trace) -> Vec<Violation> {
+fn second_live_sessions(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut live: BTreeMap<&str, Vec<&SessionId>> = BTreeMap::new();
     let mut violations = Vec::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         match &step.kind {
             StepKind::SessionCreated { session, client } => {
                 let held = live.entry(client.as_str()).or_default();
@@ -99,20 +95,23 @@ fn second_live_sessions(trace: &Trace) -> Vec<Violation> {
 
 /// Rule c, per logical client: at the end a client holds a session the server no longer has,
 /// though a 404 for it reached that client after the session ended.
-fn dead_sessions_kept(trace: &Trace) -> Vec<Violation> {
-    let Some(end) = final_state(trace) else { return Vec::new() };
-    (0u32..)
+fn dead_sessions_kept(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let Some(end) = ix.final_state() else { return Vec::new() };
+    let kept: Vec<(u32, &SessionId)> = (0u32..)
         .zip(&end.client_sessions)
-        .filter_map(|(client, held)| dead_session_kept(trace, &end, client, (*held)?))
-        .collect()
+        .filter_map(|(client, held)| Some((client, (*held)?)))
+        .filter(|(_, held)| !end.server_sessions.contains(held))
+        .collect();
+    if kept.is_empty() {
+        return Vec::new();
+    }
+    let answers = Answers::new(ix);
+    kept.into_iter().filter_map(|(client, held)| dead_session_kept(&answers, end, client, held)).collect()
 }
 
-fn dead_session_kept(trace: &Trace, end: &RunEnd<'_>, client: u32, held: &SessionId) -> Option<Violation> {
-    if end.server_sessions.contains(held) {
-        return None;
-    }
-    let ended = ended_at(trace, held);
-    let told = not_found_answers(trace, client, held).into_iter().find(|t| ended.is_none_or(|end| *t >= end))?;
+fn dead_session_kept(answers: &Answers<'_>, end: &RunEnd<'_>, client: u32, held: &SessionId) -> Option<Violation> {
+    let ended = answers.ended.get(held).copied();
+    let told = answers.not_found.get(&(client, held))?.iter().find(|t| ended.is_none_or(|end| **t >= end))?;
     let who = if end.several_clients() { format!("client {client}") } else { "the client".to_string() };
     Some(Violation {
         invariant: InvariantId::NoOrphanedSession,
@@ -126,34 +125,40 @@ fn dead_session_kept(trace: &Trace, end: &RunEnd<'_>, client: u32, held: &Sessio
     })
 }
 
-/// When `session` ended, if the trace says.
-fn ended_at(trace: &Trace, session: &SessionId) -> Option<Instant> {
-    trace.steps.iter().find_map(|step| match &step.kind {
-        StepKind::SessionEnded { session: s, .. } if s == session => Some(step.at()),
-        _ => None,
-    })
+/// What rule c reads of the steps, in one pass for every client.
+struct Answers<'a> {
+    /// When each session first ended, if the trace says.
+    ended: BTreeMap<&'a SessionId, Instant>,
+    /// By client and session: the times the client received a 404 to a request of its own that
+    /// carried the session, in trace order.
+    not_found: BTreeMap<(u32, &'a SessionId), Vec<Instant>>,
 }
 
-/// Times at which `client` received a 404 to a request of its own that carried `session`.
-fn not_found_answers(trace: &Trace, client: u32, session: &SessionId) -> Vec<Instant> {
-    // Each client numbers its own connections, so a number names an exchange only together with
-    // the client; should a number be reused, its latest request counts.
-    let mut sent_with: BTreeMap<ConnId, Option<&SessionId>> = BTreeMap::new();
-    let mut answers = Vec::new();
-    for step in trace.steps.iter().filter(|step| client_of(step) == client) {
-        match &step.kind {
-            StepKind::Send { conn, request } => {
-                sent_with.insert(*conn, request.session.as_ref());
+impl<'a> Answers<'a> {
+    fn new(ix: &TraceIndex<'a>) -> Self {
+        // Each client numbers its own connections, so a number names an exchange only together
+        // with the client; should a number be reused, its latest request counts.
+        let mut sent_with: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
+        let mut ended = BTreeMap::new();
+        let mut not_found: BTreeMap<(u32, &SessionId), Vec<Instant>> = BTreeMap::new();
+        for (_, step) in ix.steps() {
+            match &step.kind {
+                StepKind::SessionEnded { session, .. } => {
+                    ended.entry(session).or_insert(step.at());
+                }
+                StepKind::Send { conn, request } => {
+                    sent_with.insert((client_of(step), *conn), request.session.as_ref());
+                }
+                StepKind::Response { conn, head } if head.status == Status::NOT_FOUND => {
+                    if let Some(Some(session)) = sent_with.get(&(client_of(step), *conn)) {
+                        not_found.entry((client_of(step), session)).or_default().push(step.at());
+                    }
+                }
+                _ => {}
             }
-            StepKind::Response { conn, head }
-                if head.status == Status::NOT_FOUND && sent_with.get(conn).copied().flatten() == Some(session) =>
-            {
-                answers.push(step.at())
-            }
-            _ => {}
         }
+        Answers { ended, not_found }
     }
-    answers
 }
 
 fn join(sessions: &[&SessionId]) -> String {
@@ -165,8 +170,18 @@ mod tests {
     use super::super::testkit::*;
     use super::*;
 
+    use crate::trace::Trace;
+
     fn orphaned(trace: &Trace) -> Vec<Violation> {
         orphaned_results(&TraceIndex::new(trace))
+    }
+
+    fn second_live_sessions(trace: &Trace) -> Vec<Violation> {
+        super::second_live_sessions(&TraceIndex::new(trace))
+    }
+
+    fn dead_sessions_kept(trace: &Trace) -> Vec<Violation> {
+        super::dead_sessions_kept(&TraceIndex::new(trace))
     }
     use crate::http::Request;
 

@@ -11,7 +11,9 @@ use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::{ClientMessage, Method};
 use crate::ids::{CallKey, RequestId, SessionId};
 use crate::time::{format_micros, Instant};
-use crate::trace::{SessionEndReason, StepKind, ToolEnd, Trace};
+#[cfg(test)]
+use crate::trace::Trace;
+use crate::trace::{SessionEndReason, StepKind, ToolEnd};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_WORK_KILLED: Invariant = Invariant {
@@ -30,23 +32,21 @@ struct Running {
 
 /// One violation per call, at the first step that killed its work.
 fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let trace = ix.trace();
-    let resolved_at = first_resolutions(trace);
+    let resolved_at = first_resolutions(ix);
     let still_waiting = |call: CallKey, order: usize| resolved_at.get(&call).is_none_or(|r| *r > order);
     let mut running: BTreeMap<(&SessionId, RequestId), Running> = BTreeMap::new();
     let mut cancelled: BTreeSet<(Option<&SessionId>, RequestId)> = BTreeSet::new();
     let mut deleted: BTreeSet<Option<&SessionId>> = BTreeSet::new();
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
     // A server that expires a session cancels its tools first, at the same instant.
-    let expired_at: BTreeSet<(&SessionId, Instant)> = trace
-        .steps
-        .iter()
-        .filter_map(|s| match &s.kind {
+    let expired_at: BTreeSet<(&SessionId, Instant)> = ix
+        .steps()
+        .filter_map(|(_, s)| match &s.kind {
             StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired } => Some((session, s.at())),
             _ => None,
         })
         .collect();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         match &step.kind {
             StepKind::Send { request, .. } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
@@ -75,7 +75,8 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 }
             }
             StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired } => {
-                let tools: Vec<_> = running.keys().filter(|(s, _)| *s == session).copied().collect();
+                let tools: Vec<_> =
+                    running.range((session, RequestId(0))..=(session, RequestId(u64::MAX))).map(|(k, _)| *k).collect();
                 for key in tools {
                     let Some(tool) = running.remove(&key) else { continue };
                     if still_waiting(tool.call, order) {
@@ -107,9 +108,9 @@ fn killed(order: usize, at: Instant, tool: &Running, what: String) -> Violation 
 }
 
 /// The index of the first step resolving each call.
-fn first_resolutions(trace: &Trace) -> BTreeMap<CallKey, usize> {
+fn first_resolutions(ix: &TraceIndex<'_>) -> BTreeMap<CallKey, usize> {
     let mut first = BTreeMap::new();
-    for (order, step) in trace.steps.iter().enumerate() {
+    for (order, step) in ix.steps() {
         if let Some(call) = step.kind.resolves() {
             first.entry(call).or_insert(order);
         }
