@@ -71,7 +71,7 @@ impl Client {
                 if ok {
                     self.become_ready();
                 } else {
-                    self.init_failed(now, format!("HTTP {status}"));
+                    self.acknowledge_failed(now, Some(status), format!("HTTP {status}"));
                 }
             }
             Purpose::Stream(owner) if ok && reconnect && reset_on_ok => {

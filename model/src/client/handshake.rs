@@ -2,7 +2,8 @@
 //! forgetting a session.
 
 use super::{Client, Handshake, Purpose, Stream};
-use crate::http::{ClientMessage, Request};
+use crate::config::CloseHandling;
+use crate::http::{ClientMessage, Request, Status};
 use crate::ids::ConnId;
 use crate::time::{micros, Instant};
 use crate::trace::StepKind;
@@ -23,6 +24,36 @@ impl Client {
     pub(super) fn init_answered(&mut self, conn: ConnId) {
         let Some(c) = self.conns.remove(&conn) else { return };
         self.session = c.head.and_then(|h| h.session);
+        self.handshake = Handshake::Acknowledging;
+        self.open(Purpose::Initialized, Request::post(self.session.clone(), ClientMessage::Initialized), false);
+    }
+
+    /// `notifications/initialized` failed (`status`: the answer, when one came).
+    ///
+    /// The design note's client keeps the session the server gave it and sends the notification
+    /// again after the initialize backoff, on a transport failure or a 5xx: a new `initialize`
+    /// beside it would leave that session live and orphaned. (Found by `explore --search
+    /// --within-conditions` on reference × reference × standalone-notify: a partition reset the
+    /// notification and the client's second session was created while the first lived.) A 404
+    /// says the server forgot the session, and any other answer refuses it: initialize again.
+    /// The other clients start over, as an SDK's failed `connect()` does.
+    pub(super) fn acknowledge_failed(&mut self, now: Instant, status: Option<Status>, reason: String) {
+        let keeps = self.policy.close_handling == CloseHandling::DecisionProcedure
+            && self.session.is_some()
+            && status.is_none_or(|s| s.0 >= 500);
+        self.init_failed(now, reason);
+        if keeps && self.init_retry_at.is_some() {
+            self.handshake = Handshake::AwaitingAckRetry;
+        }
+    }
+
+    /// The handshake's backoff is over: send `notifications/initialized` again on the session
+    /// held, or `initialize` again.
+    pub(super) fn retry_handshake(&mut self) {
+        if self.handshake != Handshake::AwaitingAckRetry {
+            return self.begin_initialize();
+        }
+        self.init_retry_at = None;
         self.handshake = Handshake::Acknowledging;
         self.open(Purpose::Initialized, Request::post(self.session.clone(), ClientMessage::Initialized), false);
     }

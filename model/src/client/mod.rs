@@ -183,6 +183,9 @@ enum Handshake {
     Initializing,
     /// `notifications/initialized` is in flight.
     Acknowledging,
+    /// `notifications/initialized` failed; it is sent again on the same session when
+    /// `init_retry_at` comes (the design note's client: see `Client::acknowledge_failed`).
+    AwaitingAckRetry,
     /// Calls can be sent.
     Ready,
 }
@@ -342,7 +345,8 @@ impl Client {
         self.record(StepKind::ConnEnd { conn, end });
         if let Some(c) = self.conns.remove(&conn) {
             match c.purpose {
-                Purpose::Initialize | Purpose::Initialized => self.init_failed(now, format!("connection {end}")),
+                Purpose::Initialize => self.init_failed(now, format!("connection {end}")),
+                Purpose::Initialized => self.acknowledge_failed(now, None, format!("connection {end}")),
                 Purpose::Notification => {}
                 Purpose::Delete => self.delete_ended(now, c.head.is_some()),
                 Purpose::Stream(owner) => {
@@ -365,7 +369,7 @@ impl Client {
             self.time_out(key);
         }
         if self.init_retry_at.is_some_and(|t| t <= now) {
-            self.begin_initialize();
+            self.retry_handshake();
         }
         if self.delete_retry_at.is_some_and(|t| t <= now) {
             self.delete_retry_at = None;

@@ -1398,3 +1398,49 @@ fn ts_forgets_the_resume_token_only_when_an_answered_resume_breaks_before_an_id(
     let (_, get) = resume(&d.fire());
     assert_eq!(get.last_event_id, None, "an answered resume cut before an id forgets it");
 }
+
+/// Starts `profile`, answers `initialize` with session `s1`, and breaks the `initialized`
+/// notification's connection with `end` (or answers it with `code`); then runs the backoff timer.
+/// What the client opens after the backoff.
+fn after_failed_acknowledgement(profile: &str, end: Option<ConnEnd>, code: Option<u16>) -> Request {
+    let mut d = Driver::new(profile);
+    let out = d.start();
+    let (init, req) = only_open(&out, |r| matches!(r.body, Some(ClientMessage::Initialize { .. })));
+    let id = req.body.as_ref().and_then(|b| b.request_id()).expect("initialize has an id");
+    let head = ResponseHead { session: Some(SessionId::from(S1)), ..json_head() };
+    let out = d.answer(init, vec![Frame::Head(head), Frame::Json(ServerMessage::InitializeResult { request: id })]);
+    let (ack, _) = only_open(&out, |r| r.body == Some(ClientMessage::Initialized));
+    let out = match (end, code) {
+        (Some(end), _) => d.end(ack, end),
+        (None, Some(code)) => d.answer(ack, vec![status(code)]),
+        (None, None) => unreachable!("the test names a failure"),
+    };
+    assert_eq!(backoffs(&out).len(), 1, "a failed acknowledgement waits the initialize backoff");
+    let (_, req) = only_open(&d.fire(), |_| true);
+    req
+}
+
+#[test]
+fn the_reference_client_sends_initialized_again_on_the_same_session_after_a_transport_failure() {
+    // A new `initialize` instead would leave s1 live beside the new session: an orphan.
+    for end in [ConnEnd::Reset, ConnEnd::Refused] {
+        let req = after_failed_acknowledgement("reference", Some(end), None);
+        assert_eq!(req.body, Some(ClientMessage::Initialized), "after {end}");
+        assert_eq!(req.session, Some(SessionId::from(S1)), "after {end}");
+    }
+    let req = after_failed_acknowledgement("reference", None, Some(503));
+    assert_eq!((req.body, req.session), (Some(ClientMessage::Initialized), Some(SessionId::from(S1))));
+}
+
+#[test]
+fn a_404_to_initialized_and_other_clients_start_a_new_session() {
+    // The server forgot s1: nothing is orphaned by a new session.
+    let req = after_failed_acknowledgement("reference", None, Some(404));
+    assert!(matches!(req.body, Some(ClientMessage::Initialize { .. })));
+    assert_eq!(req.session, None);
+    // The SDKs' failed `connect()` starts over.
+    for profile in ["naive", "ts-sdk", "py-sdk", "rmcp"] {
+        let req = after_failed_acknowledgement(profile, Some(ConnEnd::Reset), None);
+        assert!(matches!(req.body, Some(ClientMessage::Initialize { .. })), "{profile}");
+    }
+}

@@ -6,8 +6,8 @@ use super::{client_of, event_subject, session_subject, sorted, Invariant, Invari
 use crate::http::{ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};
-use crate::trace::StepKind;
-use std::collections::BTreeMap;
+use crate::trace::{Actor, StepKind};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
     id: InvariantId::NoOrphanedSession,
@@ -61,12 +61,25 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
 }
 
 /// Rule b: a session created for a client that still has a live one.
+///
+/// A session counts only if its id reached a client (a response head carrying it): one whose
+/// `initialize` answer was lost on the way never did, so no client can use or end it — the
+/// server's idle expiry is its only end, and no client behaviour could have avoided it.
 fn second_live_sessions(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let mut live: BTreeMap<&str, Vec<&SessionId>> = BTreeMap::new();
-    let mut violations = Vec::new();
+    let mut known: BTreeSet<&SessionId> = BTreeSet::new();
+    let mut changes = Vec::new();
     for (order, step) in ix.steps() {
         match &step.kind {
-            StepKind::SessionCreated { session, client } => {
+            StepKind::Response { head, .. } if step.actor == Actor::Client => known.extend(head.session.as_ref()),
+            StepKind::SessionCreated { .. } | StepKind::SessionEnded { .. } => changes.push((order, step)),
+            _ => {}
+        }
+    }
+    let mut live: BTreeMap<&str, Vec<&SessionId>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (order, step) in changes {
+        match &step.kind {
+            StepKind::SessionCreated { session, client } if known.contains(session) => {
                 let held = live.entry(client.as_str()).or_default();
                 if !held.is_empty() {
                     violations.push(Violation {
@@ -170,6 +183,7 @@ mod tests {
     use super::super::testkit::*;
     use super::*;
 
+    use crate::http::ConnEnd;
     use crate::trace::Trace;
 
     fn orphaned(trace: &Trace) -> Vec<Violation> {
@@ -246,9 +260,12 @@ mod tests {
         let trace = TraceBuilder::new()
             .at(1_000)
             .server(session_created(&a, "app"))
+            .client(session_answer(1, &a))
             .server(session_created(&c, "other-app"))
+            .client(session_answer(2, &c))
             .at(2_000)
             .server(session_created(&b, "app"))
+            .client(session_answer(3, &b))
             .build();
         let v = second_live_sessions(&trace);
         assert_eq!(v.len(), 1);
@@ -347,13 +364,37 @@ mod tests {
     }
 
     #[test]
+    fn a_session_whose_id_never_reached_the_client_is_not_one_it_holds() {
+        // `initialize` ran on the server (A) but its answer was lost: the client never learned A,
+        // initialized again and got B. No client could have used or ended A.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |a_arrives: bool| {
+            let first = TraceBuilder::new().at(1_000).server(session_created(&a, "app"));
+            let first = if a_arrives { first.client(session_answer(1, &a)) } else { first };
+            first
+                .client(conn_end(1, ConnEnd::Reset))
+                .at(2_000)
+                .server(session_created(&b, "app"))
+                .client(session_answer(2, &b))
+                .build()
+        };
+        assert_eq!(second_live_sessions(&trace(false)), vec![]);
+        // Had A's id arrived, B beside it is the client's second live session.
+        assert_eq!(second_live_sessions(&trace(true)).len(), 1);
+    }
+
+    #[test]
     fn two_clients_each_with_one_live_session_is_no_second_session() {
         let (a, b, c) = (sid("A"), sid("B"), sid("C"));
         let trace = TraceBuilder::new()
             .server(session_created(&a, "app"))
+            .client(session_answer(1, &a))
             .server(session_created(&b, "app-1"))
+            .by(1)
+            .client(session_answer(1, &b))
             .at(2_000)
             .server(session_created(&c, "app-1"))
+            .client(session_answer(2, &c))
             .build();
         let v = second_live_sessions(&trace);
         assert_eq!(v.len(), 1, "{v:?}");

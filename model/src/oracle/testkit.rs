@@ -192,6 +192,14 @@ pub fn get_resume(conn: u64, session: &SessionId, last: EventId) -> StepKind {
     StepKind::Send { conn: ConnId(conn), request: Request::get(Some(session.clone()), Some(last)) }
 }
 
+/// The answer to `initialize` on `conn`: it hands `session`'s id to the client.
+pub fn session_answer(conn: u64, session: &SessionId) -> StepKind {
+    StepKind::Response {
+        conn: ConnId(conn),
+        head: ResponseHead { session: Some(session.clone()), ..ResponseHead::status(Status::OK) },
+    }
+}
+
 pub fn response(conn: u64, status: Status) -> StepKind {
     StepKind::Response { conn: ConnId(conn), head: ResponseHead::status(status) }
 }
