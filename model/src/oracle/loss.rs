@@ -6,7 +6,7 @@ use super::{
     Violation,
 };
 use crate::http::{Method, ServerMessage};
-use crate::ids::{SessionId, StreamNo};
+use crate::ids::{CallKey, SessionId, StreamNo};
 use crate::time::Instant;
 use crate::trace::StepKind;
 #[cfg(test)]
@@ -37,6 +37,7 @@ fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         lost_sessions: sessions_lost(ix),
         standalone_opened: standalone_opened(ix),
         in_flight: InFlight::new(ix),
+        answered_from: answered_from(log, ix.delivered()),
     };
     let violations = log
         .streams()
@@ -55,6 +56,19 @@ struct Judge<'a> {
     lost_sessions: BTreeSet<&'a SessionId>,
     standalone_opened: BTreeMap<&'a SessionId, usize>,
     in_flight: InFlight<'a>,
+    /// Per call, the stream its result reached the application from.
+    answered_from: BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
+}
+
+/// Per call, the stream whose result the application was handed.
+fn answered_from<'a>(log: &EventLog<'a>, delivered: &[bool]) -> BTreeMap<CallKey, (&'a SessionId, StreamNo)> {
+    log.events()
+        .filter(|e| delivered[e.key])
+        .filter_map(|e| match e.message {
+            Some(ServerMessage::ToolResult { call, .. }) => Some((*call, (e.session, e.stream))),
+            _ => None,
+        })
+        .collect()
 }
 
 impl<'a> Judge<'a> {
@@ -102,7 +116,12 @@ impl<'a> Judge<'a> {
         // An unresolved call is every-call-resolves' to judge; a failed or unknown one told the
         // application not to count on the stream.
         let owed = self.ledger.issued(call) && self.ledger.resolved(call) && !self.ledger.told_failure(call);
-        owed.then_some(0)
+        // A call answered from another stream was sent again and read there: this stream's events
+        // belong to an execution the client abandoned (whether running it twice was allowed is
+        // no-duplicate-execution's to judge), and the application got the progress of the one
+        // that answered it.
+        let superseded = self.answered_from.get(&call).is_some_and(|from| *from != (session, stream));
+        (owed && !superseded).then_some(0)
     }
 
     fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
@@ -272,6 +291,29 @@ mod tests {
         assert_eq!(v[0].at, Instant(3_001));
         assert_eq!(v[0].subject, "session A stream1 event 1-2");
         assert!(v[0].detail.starts_with("3 events"), "{}", v[0].detail);
+    }
+
+    #[test]
+    fn a_stream_the_client_abandoned_for_a_re_sent_request_is_not_owed() {
+        // Stream 1 (the first execution's) is never read; the call is sent again, and stream 2
+        // answers it in full.
+        let a = sid("A");
+        let answered_from = |stream: u32| {
+            call_stream()
+                .at(5_000)
+                .server(stored(&a, 2, 0, Some(0), None))
+                .stored_range(&a, 2, Some(0), 1..=5)
+                .server(stored(&a, 2, 6, Some(0), Some(tool_result(2, 0))))
+                .at(6_000)
+                .delivered_range(&a, 2, Some(0), [1, 2, 3, 4, 5])
+                .app(app_result(0, &a, Some(ev(stream, 6))))
+                .build()
+        };
+        assert_eq!(silent_losses(&answered_from(2)), vec![]);
+        // Answered from stream 1 (which nobody read): its progress was lost.
+        let v = silent_losses(&answered_from(1));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].subject, "session A stream1 event 1-1");
     }
 
     #[test]
