@@ -37,7 +37,7 @@ fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         lost_sessions: sessions_lost(ix),
         standalone_opened: standalone_opened(ix),
         in_flight: InFlight::new(ix),
-        answered_from: answered_from(log, ix.delivered()),
+        answered_from: ix.answered_from(),
     };
     let violations = log
         .streams()
@@ -58,17 +58,6 @@ struct Judge<'a> {
     in_flight: InFlight<'a>,
     /// Per call, the stream its result reached the application from.
     answered_from: BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
-}
-
-/// Per call, the stream whose result the application was handed.
-fn answered_from<'a>(log: &EventLog<'a>, delivered: &[bool]) -> BTreeMap<CallKey, (&'a SessionId, StreamNo)> {
-    log.events()
-        .filter(|e| delivered[e.key])
-        .filter_map(|e| match e.message {
-            Some(ServerMessage::ToolResult { call, .. }) => Some((*call, (e.session, e.stream))),
-            _ => None,
-        })
-        .collect()
 }
 
 impl<'a> Judge<'a> {

@@ -353,6 +353,19 @@ impl<'a> TraceIndex<'a> {
         })
     }
 
+    /// Per call answered with a result, the stream the result came from (the first such result):
+    /// a call sent again is read on the stream that answered it, and the streams of the requests
+    /// the client abandoned owe the application nothing.
+    fn answered_from(&self) -> BTreeMap<CallKey, (&'a SessionId, StreamNo)> {
+        let mut from = BTreeMap::new();
+        for (d, stored) in self.resolved_deliveries() {
+            if let (Some(call), Some(e)) = (d.result_of, stored) {
+                from.entry(call).or_insert((e.session, e.stream));
+            }
+        }
+        from
+    }
+
     /// The `AppEvent` and `AppResult` steps, in trace order, each with the event its session
     /// stored under its id, if any.
     fn resolved_deliveries(&self) -> &[(Delivery<'a>, Option<StoredEvent<'a>>)] {

@@ -35,6 +35,7 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let ledger = ix.ledger();
     let end = ix.final_state();
     let held_at_end = |session: &SessionId| end.is_some_and(|e| e.held(session));
+    let answered_from = ix.answered_from();
     // Without a RunEnd step (a trace cut short) every session counts as still held.
     let server_holds = |session: &SessionId| end.is_none_or(|e| e.server_sessions.contains(session));
     log.events()
@@ -44,7 +45,15 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
         })
         .filter(|(e, call)| {
             let still_listening = !ledger.resolved(*call) && held_at_end(e.session);
-            server_holds(e.session) && !ix.was_delivered(e) && !ledger.told_failure(*call) && !still_listening
+            // Sent again in the same session and answered there: the client abandoned this request
+            // for another in a session it kept, and nothing is orphaned (a result left in a session
+            // the client dropped still is).
+            let superseded = answered_from.get(call).is_some_and(|from| from.0 == e.session && from.1 != e.stream);
+            server_holds(e.session)
+                && !ix.was_delivered(e)
+                && !ledger.told_failure(*call)
+                && !still_listening
+                && !superseded
         })
         .map(|(e, call)| Violation {
             invariant: InvariantId::NoOrphanedSession,
@@ -251,6 +260,27 @@ mod tests {
             .run(run_end(Some(&a), &[&a, &b]))
             .build();
         let v = orphaned(&resolved_elsewhere);
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream1 event 1-1"));
+    }
+
+    #[test]
+    fn a_result_left_on_a_request_sent_again_in_the_same_session_is_not_orphaned() {
+        let (a, b) = (sid("A"), sid("B"));
+        // Stream 1 of A holds the abandoned request's result; the call was answered on stream 2
+        // of `answered_in`.
+        let trace = |answered_in: &SessionId| {
+            TraceBuilder::new()
+                .app(app_call(0, true))
+                .at(2_000)
+                .server(stored(&a, 1, 1, Some(0), Some(tool_result(1, 0))))
+                .server(stored(answered_in, 2, 1, Some(0), Some(tool_result(2, 0))))
+                .app(app_result(0, answered_in, Some(ev(2, 1))))
+                .run(run_end(Some(answered_in), &[&a, &b]))
+                .build()
+        };
+        assert_eq!(orphaned(&trace(&a)), vec![]);
+        // Answered in another session: A, which the client dropped, holds a result nobody reads.
+        let v = orphaned(&trace(&b));
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream1 event 1-1"));
     }
 
