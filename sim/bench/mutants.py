@@ -87,7 +87,16 @@ def copy_workspace():
         shutil.copy(os.path.join(ROOT, f), dst)
 
 
+PLANTED = os.environ.get("MUTANTS_PLANTED") == "1"
+
+
 def sample_mutants():
+    if PLANTED:
+        # Bugs the searches found in the model (docs/search.md), put back as one-line patches:
+        # the benchmark's targets for search power, where cargo-mutants' mutants are caught at a
+        # target's first cases or not at all.
+        planted = json.load(open(os.path.join(os.path.dirname(__file__), "planted.json")))
+        return planted, len(planted)
     out = subprocess.run(
         ["cargo", "mutants", "--list", "--json", "--diff", "--package", "mcpsim-model"],
         cwd=ROOT, capture_output=True, text=True, check=True,

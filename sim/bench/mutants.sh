@@ -7,6 +7,7 @@
 #   MUTANTS_SAMPLE=40 MUTANTS_BUDGET=30 sim/bench/mutants.sh     # sample size, cases per family
 #   sim/bench/mutants.sh summarize                               # re-print the last summary
 #   MUTANTS_ONLY='decision.rs' sim/bench/mutants.sh              # only mutants matching a regex (sampled)
+#   MUTANTS_PLANTED=1 MUTANTS_BUDGET=1000 sim/bench/mutants.sh   # the found bugs of sim/bench/planted.json instead
 set -eu
 command -v cargo-mutants >/dev/null || { echo "needs cargo-mutants: cargo install cargo-mutants --locked" >&2; exit 2; }
 exec python3 "$(dirname "$0")/mutants.py" "$@"
