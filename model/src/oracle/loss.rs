@@ -57,7 +57,7 @@ struct Judge<'a> {
     standalone_opened: BTreeMap<&'a SessionId, usize>,
     in_flight: InFlight<'a>,
     /// Per call, the stream its result reached the application from.
-    answered_from: BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
+    answered_from: &'a BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
 }
 
 impl<'a> Judge<'a> {

@@ -253,6 +253,8 @@ struct Deliveries<'a> {
     resolved: Vec<(Delivery<'a>, Option<StoredEvent<'a>>)>,
     /// By [`StoredEvent::key`]: whether the application was handed the event.
     delivered: Vec<bool>,
+    /// Per call answered with a result, the stream the (first) result came from.
+    answered_from: BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
 }
 
 /// The steps of a trace in order, each with its index in `trace.steps`, counted as they are
@@ -346,24 +348,22 @@ impl<'a> TraceIndex<'a> {
                 })
                 .collect();
             let mut delivered = vec![false; log.len()];
-            for event in resolved.iter().filter_map(|(_, e)| e.as_ref()) {
+            let mut answered_from = BTreeMap::new();
+            for (d, event) in resolved.iter().filter_map(|(d, e)| Some((d, e.as_ref()?))) {
                 delivered[event.key] = true;
+                if let Some(call) = d.result_of {
+                    answered_from.entry(call).or_insert((event.session, event.stream));
+                }
             }
-            Deliveries { resolved, delivered }
+            Deliveries { resolved, delivered, answered_from }
         })
     }
 
     /// Per call answered with a result, the stream the result came from (the first such result):
     /// a call sent again is read on the stream that answered it, and the streams of the requests
     /// the client abandoned owe the application nothing.
-    fn answered_from(&self) -> BTreeMap<CallKey, (&'a SessionId, StreamNo)> {
-        let mut from = BTreeMap::new();
-        for (d, stored) in self.resolved_deliveries() {
-            if let (Some(call), Some(e)) = (d.result_of, stored) {
-                from.entry(call).or_insert((e.session, e.stream));
-            }
-        }
-        from
+    fn answered_from(&self) -> &BTreeMap<CallKey, (&'a SessionId, StreamNo)> {
+        &self.deliveries().answered_from
     }
 
     /// The `AppEvent` and `AppResult` steps, in trace order, each with the event its session

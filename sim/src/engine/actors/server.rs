@@ -279,6 +279,9 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
 /// to be answered empty (`[[empty_resumes]]`): that one is used up. A resume whose id shows it
 /// is of the standalone stream passes (as the probe's tap lets `0-…` ids pass).
 fn answered_empty(world: &Arc<World>, request: &Request) -> Option<u32> {
+    if world.scenario.empty_resumes.is_empty() {
+        return None;
+    }
     let id = request.last_event_id.as_ref().filter(|_| request.method == Method::Get)?;
     let scheme = world.scenario.server.event_ids;
     let standalone = match stream_hint(scheme, id) {
