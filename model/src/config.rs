@@ -132,6 +132,12 @@ pub struct ServerPolicy {
     /// is answered `503 Service Unavailable` and no session is created. `None`: no cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_sessions: Option<u32>,
+    /// How long the HTTP server keeps a kept-alive connection open with no request on it before
+    /// closing it (between requests only; a response in progress is never cut by it). `None`:
+    /// never. It matters only behind a balancer that keeps upstream connections alive
+    /// (`LbConfig::upstream_keep_alive`).
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub keep_alive_timeout: Option<Duration>,
 }
 
 /// Whether a field holds its default (then it is left out of traces).
@@ -517,6 +523,45 @@ pub struct ClientPolicy {
     /// into traces only when set.
     #[serde(default, skip_serializing_if = "is_false")]
     pub report_stream_given_up: bool,
+    /// The HTTP library under the client: whether it keeps connections alive and reuses them, and
+    /// what it re-sends by itself when a kept-alive connection fails. Left out of traces at its
+    /// default (one connection per exchange), so traces recorded before it existed keep their
+    /// bytes.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub http: HttpPolicy,
+}
+
+/// The client's HTTP connection pool (`ClientPolicy::http`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpPolicy {
+    /// Keep a connection open after a complete response and send a later request on it (HTTP/1.1
+    /// keep-alive); `false`: every exchange opens its own connection and closes it at its end.
+    #[serde(default)]
+    pub keep_alive: bool,
+    /// The client closes a pooled connection that stayed idle this long; `None` for never.
+    #[serde(default, with = "serde_opt_duration")]
+    pub idle_expiry: Option<Duration>,
+    /// What the library re-sends by itself, on a fresh connection, when a kept-alive connection
+    /// fails under a request.
+    #[serde(default)]
+    pub retry: HttpRetry,
+}
+
+/// What a client's HTTP library re-sends by itself when a reused (kept-alive) connection fails
+/// before any byte of the response came back. A connection whose close the library had already
+/// seen is never reused (every pool drops it), so this is about a close still on its way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpRetry {
+    /// Only a request that could not be written (the connection was found closed as it was
+    /// sent): it never left, so sending it again is safe. A request that was written and then
+    /// met the close fails to the caller.
+    #[default]
+    Unsent,
+    /// Also a request that was written: any request on a reused connection that ended before a
+    /// response byte is sent again once, whatever its method (a POST included).
+    ReusedBeforeResponse,
 }
 
 /// Serde's `skip_serializing_if` for flags that are off by default.
@@ -719,6 +764,37 @@ pub struct LbConfig {
     /// one, `hopN` (N = the number of hops).
     #[serde(default, deserialize_with = "hops_or_none", skip_serializing_if = "Vec::is_empty")]
     pub hops: Vec<HopConfig>,
+    /// Keep upstream connections to the replicas alive and send later requests on them (a pool
+    /// per replica, each idle connection closed after `idle_timeout`); `false`: one upstream
+    /// connection per request. A client connection is kept alive whenever the client asks for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upstream_keep_alive: bool,
+    /// Which requests the balancer sends again, once, on a fresh upstream connection when the
+    /// upstream connection ends before any byte of the response.
+    #[serde(default, skip_serializing_if = "UpstreamRetry::is_default")]
+    pub retry_upstream: UpstreamRetry,
+}
+
+/// What a balancer re-sends when an upstream connection ends before any byte of the response
+/// (`LbConfig::retry_upstream`). Without a re-send, a request that went out on a reused upstream
+/// connection is answered `502`; one on a fresh connection has its client connection closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamRetry {
+    /// Nothing (an ALB).
+    #[default]
+    Never,
+    /// `GET` and `DELETE` (nginx's `proxy_next_upstream error`: a `POST` already sent is not
+    /// passed on since 1.9.13).
+    Idempotent,
+    /// Every request, a `POST` included (nginx with `non_idempotent`, Envoy's `retry_on: reset`).
+    Any,
+}
+
+impl UpstreamRetry {
+    fn is_default(&self) -> bool {
+        *self == UpstreamRetry::default()
+    }
 }
 
 /// The most hops a chain may have in front of the balancer.
@@ -872,6 +948,8 @@ impl Default for LbConfig {
             routing: Routing::default(),
             store: ReplicaStore::default(),
             hops: Vec::new(),
+            upstream_keep_alive: false,
+            retry_upstream: UpstreamRetry::default(),
         }
     }
 }

@@ -87,8 +87,12 @@ impl AtHop {
 /// What the chain knows of one open connection: one [`AtHop`] per intermediary.
 #[derive(Clone, Debug)]
 struct Proxied {
+    /// When the connection opened, or when its current request came (kept alive): the start of
+    /// the lifetime and first-byte clocks, which are per response.
     opened: Instant,
     at: Vec<AtHop>,
+    /// Kept alive between two exchanges: only the idle timeouts apply.
+    between: bool,
 }
 
 /// Where a new connection goes.
@@ -269,7 +273,27 @@ impl LoadBalancer {
     /// A client opened a connection through the chain.
     pub fn handle_open(&mut self, now: Instant, conn: ConnId) {
         let at = vec![AtHop::new(now); self.chain.len()];
-        self.conns.insert(conn, Proxied { opened: now, at });
+        self.conns.insert(conn, Proxied { opened: now, at, between: false });
+    }
+
+    /// `conn`'s response is complete and the client keeps the connection alive: until its next
+    /// request only the idle timeouts apply (every intermediary's idle clock starts now), so a
+    /// kept-alive connection left idle is closed like a silent stream.
+    pub fn handle_response_end(&mut self, now: Instant, conn: ConnId) {
+        if let Some(p) = self.conns.get_mut(&conn) {
+            p.between = true;
+            p.at = vec![AtHop::new(now); p.at.len()];
+        }
+    }
+
+    /// A new request came on kept-alive `conn`: the per-response clocks (lifetime, first byte)
+    /// start again, as each intermediary sees a new response.
+    pub fn handle_request(&mut self, now: Instant, conn: ConnId) {
+        if let Some(p) = self.conns.get_mut(&conn) {
+            p.between = false;
+            p.opened = now;
+            p.at = vec![AtHop::new(now); p.at.len()];
+        }
     }
 
     /// Bytes passed on `conn` that no hop holds back (the request, or any frame when
@@ -387,10 +411,11 @@ impl LoadBalancer {
         let Some(p) = self.conns.get(&conn) else { return false };
         let config = &self.chain[hop];
         let label = self.label(hop);
-        let keep_upstream = config.cut_mode == CutMode::ClientSide;
+        // Between two exchanges there is no upstream to keep.
+        let keep_upstream = config.cut_mode == CutMode::ClientSide && !p.between;
         let mut records = Vec::new();
         // Both due (a late timer): the lifetime names the cut.
-        let lifetime_due = config.max_lifetime.is_some_and(|l| p.opened + l <= now);
+        let lifetime_due = !p.between && config.max_lifetime.is_some_and(|l| p.opened + l <= now);
         let due = if due == Due::Idle && lifetime_due { Due::Lifetime } else { due };
         let answer = match due {
             Due::Flush => {
@@ -451,6 +476,15 @@ impl LoadBalancer {
         let p = self.conns.get(&conn)?;
         let mut best: Option<(Instant, usize, Due)> = None;
         for (hop, (config, at)) in self.chain.iter().zip(&p.at).enumerate() {
+            if p.between {
+                // Kept alive with no request on it: nothing but silence can be due.
+                if let Some(when) = config.idle_timeout.map(|i| at.last_bytes + i) {
+                    if best.is_none_or(|(b, bh, bd)| (when, hop, Due::Idle) < (b, bh, bd)) {
+                        best = Some((when, hop, Due::Idle));
+                    }
+                }
+                continue;
+            }
             let candidates = [
                 config.max_lifetime.map(|l| (p.opened + l, Due::Lifetime)),
                 config.idle_timeout.map(|i| (at.last_bytes + i, Due::Idle)),
@@ -550,6 +584,33 @@ mod tests {
         assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
         assert_eq!(lb.open_connections(), 0);
         assert_eq!(lb.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_kept_alive_connection_between_requests_is_cut_only_by_silence() {
+        let hop = HopConfig {
+            max_lifetime: Some(Duration::from_secs(100)),
+            first_byte_timeout: Some(Duration::from_secs(30)),
+            ..HopConfig::default()
+        };
+        let config = LbConfig { idle_timeout: Some(Duration::from_secs(60)), hops: vec![hop], ..LbConfig::default() };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        // The response is complete at 1 s: no first-byte timeout, no lifetime, only the 60 s idle clock.
+        lb.handle_response_end(secs(1), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(61)));
+        lb.handle_timeout(secs(60));
+        assert!(drain(&mut lb).is_empty());
+        // A request at 60 s: the per-response clocks start again from it (first byte by 90 s).
+        lb.handle_request(secs(60), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(90)));
+        lb.handle_response(secs(61), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(61), ConnId(1));
+        lb.handle_timeout(secs(121));
+        let out = drain(&mut lb);
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }), "{out:?}");
+        assert!(matches!(out[0], LbOutput::Record(StepKind::LbIdleCut { idle_us: 60_000_000, hop: Some(1), .. })));
     }
 
     #[test]

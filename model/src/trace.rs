@@ -262,6 +262,23 @@ pub enum StepKind {
         /// Whether durable state was loaded.
         restored: bool,
     },
+    /// The HTTP library sent `conn`'s request on a kept-alive connection (`client.http`), one
+    /// that had been idle in its pool for `idle_us`.
+    ConnReused {
+        /// The exchange.
+        conn: ConnId,
+        /// How long the connection had been idle, in µs.
+        idle_us: u64,
+    },
+    /// The HTTP library sent `conn`'s request again, by itself, on a fresh connection: the
+    /// kept-alive one ended before any byte of the response (`written`: after the request had
+    /// gone out on it).
+    HttpResent {
+        /// The exchange.
+        conn: ConnId,
+        /// Whether the request had been written on the failed connection.
+        written: bool,
+    },
 
     // --- load balancer ---
     /// It closed a connection that carried no bytes for `idle_us`.
@@ -346,8 +363,32 @@ pub enum StepKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hop: Option<u32>,
     },
+    /// It sent `conn`'s request upstream on a kept-alive connection to `replica`, idle in its
+    /// pool for `idle_us` (`lb.upstream_keep_alive`).
+    LbUpstreamReused {
+        /// The client's connection (the balancer's numbering).
+        conn: ConnId,
+        /// The replica.
+        replica: u32,
+        /// How long the upstream connection had been idle, in µs.
+        idle_us: u64,
+    },
+    /// The upstream connection of `conn`'s request ended before any byte of the response, and
+    /// the balancer sent the request again on a fresh one (`lb.retry_upstream`).
+    LbResent {
+        /// The client's connection (the balancer's numbering).
+        conn: ConnId,
+        /// Whether the lost upstream connection was a reused (kept-alive) one.
+        reused: bool,
+    },
 
     // --- server ---
+    /// The HTTP server closed a kept-alive connection that carried no request for `idle_us`
+    /// (`server.keep_alive_timeout`).
+    KeepAliveClosed {
+        /// How long the connection had been idle, in µs.
+        idle_us: u64,
+    },
     /// A session was created.
     SessionCreated {
         /// The session.

@@ -251,6 +251,7 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         timeout_resets_on_progress: false,
         max_unhonoured_resumes: None,
         report_stream_given_up: false,
+        http: Default::default(),
     }
 }
 

@@ -6,6 +6,7 @@
 pub(crate) mod actors;
 pub mod logging;
 pub(crate) mod net;
+pub(crate) mod pool;
 pub(crate) mod recorder;
 pub mod run_thread;
 pub mod runner;

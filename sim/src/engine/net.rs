@@ -126,6 +126,25 @@ pub fn decode<T: Any + Clone>(frame: &[u8]) -> io::Result<T> {
     Wire::copy(handle).ok_or_else(|| invalid("a handle of no message of this type on this run's wire"))
 }
 
+/// Whether the message behind a whole frame is a `T` for which `test` holds, without copying it.
+pub fn peek<T: Any>(frame: &[u8], test: impl FnOnce(&T) -> bool) -> bool {
+    let Some(payload) = frame.get(HEADER..) else { return false };
+    let Ok(bytes) = <[u8; HANDLE]>::try_from(payload) else { return false };
+    let Ok(index) = usize::try_from(u64::from_be_bytes(bytes)) else { return false };
+    WIRE.with_borrow(|wire| wire.get(index).and_then(|m| m.downcast_ref::<T>()).is_some_and(test))
+}
+
+/// The last whole frame of a run of frames.
+pub fn last_frame(frames: &[u8]) -> Option<&[u8]> {
+    let mut rest = frames;
+    let mut last = None;
+    while let Some(frame) = first_frame(rest) {
+        last = Some(frame);
+        rest = &rest[frame.len()..];
+    }
+    last
+}
+
 /// Writes already-encoded frames and flushes them onto the simulated network.
 pub async fn send<W: AsyncWrite + Unpin>(stream: &mut W, bytes: &[u8]) -> io::Result<()> {
     stream.write_all(bytes).await?;

@@ -99,8 +99,27 @@ pub fn describe(kind: &StepKind) -> String {
                 "client process started".into()
             }
         }
+        ConnReused { conn, idle_us } => {
+            format!("{conn} sent on a kept-alive connection, idle {}", format_micros(*idle_us))
+        }
+        HttpResent { conn, written: true } => {
+            format!("{conn}: the kept-alive connection ended before any answer; the HTTP library sends it again")
+        }
+        HttpResent { conn, written: false } => {
+            format!("{conn}: the kept-alive connection was closed as it was sent; the HTTP library sends it again")
+        }
         LbIdleCut { conn, idle_us, hop } => {
             format!("{}idle cut {conn} after {}", at_hop(*hop), format_micros(*idle_us))
+        }
+        LbUpstreamReused { conn, replica, idle_us } => {
+            format!("{conn} → server#{replica} on a kept-alive upstream connection, idle {}", format_micros(*idle_us))
+        }
+        LbResent { conn, reused } => {
+            let which = if *reused { "kept-alive" } else { "fresh" };
+            format!("{conn}: the {which} upstream connection ended before any answer; the balancer sends the request again")
+        }
+        KeepAliveClosed { idle_us } => {
+            format!("server closes a kept-alive connection idle {}", format_micros(*idle_us))
         }
         LbLifetimeCut { conn, age_us, hop } => {
             format!("{}lifetime cut {conn} after {}", at_hop(*hop), format_micros(*age_us))

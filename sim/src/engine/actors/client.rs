@@ -11,13 +11,14 @@
 
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
 use crate::engine::net::{self, FrameReader, LB_ADDR};
+use crate::engine::pool::{Claim, Parked, Pool};
 use crate::engine::recorder::lock;
 use crate::scenario::{DeleteBy, OnError, ResumeId};
 use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;
 use mcpsim_model::client::{Client, ClientOutput};
-use mcpsim_model::config::Persistence;
+use mcpsim_model::config::{HttpRetry, Persistence};
 use mcpsim_model::http::{ConnEnd, Frame, Request};
 use mcpsim_model::ids::{CallKey, ConnId, EventId};
 use mcpsim_model::trace::{Actor, StepKind};
@@ -42,6 +43,8 @@ pub(crate) struct ClientCore {
     resolved: Vec<(CallKey, bool)>,
     /// The application is ending its session itself: the calls it settles are not re-issued.
     deleting: bool,
+    /// The HTTP library's kept-alive connections to the load balancer (`client.http`).
+    pool: Pool<()>,
 }
 
 impl ClientCore {
@@ -92,7 +95,8 @@ impl ClientCore {
             match output {
                 ClientOutput::Open { conn, request } => {
                     world.client_slot(self.index).next_conn.fetch_max(conn.0 + 1, Ordering::Relaxed);
-                    let task = self.node.spawn(connection(world.clone(), self.index, conn, request));
+                    let claim = self.pool.claim(&());
+                    let task = self.node.spawn(connection(world.clone(), self.index, conn, request, claim));
                     self.conns.insert(conn, task.abort_handle());
                 }
                 ClientOutput::Abort { conn } => {
@@ -127,6 +131,7 @@ impl ClientCore {
     /// Every open connection breaks under the client (a reset or a partition): the tasks go,
     /// taking their sockets with them, and the client hears `Reset` for each.
     pub(crate) fn reset_connections(&mut self, world: &Arc<World>) {
+        self.pool.close_where(|_| true);
         for (conn, task) in std::mem::take(&mut self.conns) {
             task.abort();
             self.client.handle_conn_end(world.rec.now(), conn, ConnEnd::Reset);
@@ -173,6 +178,7 @@ fn start_client(world: &Arc<World>, index: u32, incarnation: u32) {
         timer: TimerArm::new(),
         resolved: Vec::new(),
         deleting: false,
+        pool: Pool::new(),
     };
     *lock(&slot.core) = Some(core);
     world.with_client(index, |core| {
@@ -397,9 +403,10 @@ fn bogus_resume(world: &Arc<World>, index: u32, id: &ResumeId) {
 // Connections
 // ---------------------------------------------------------------------------------------------
 
-/// One HTTP exchange of client `index`, from connect to end.
-async fn connection(world: Arc<World>, index: u32, conn: ConnId, request: Request) {
-    if let Some(end) = exchange(&world, index, conn, request).await {
+/// One HTTP exchange of client `index`, from connect (or a kept-alive connection claimed from
+/// the pool) to end.
+async fn connection(world: Arc<World>, index: u32, conn: ConnId, request: Request, claim: Option<Claim>) {
+    if let Some(end) = exchange(&world, index, conn, request, claim).await {
         world.with_client(index, |core| {
             if core.conns.remove(&conn).is_some() {
                 core.client.handle_conn_end(world.rec.now(), conn, end);
@@ -409,25 +416,58 @@ async fn connection(world: Arc<World>, index: u32, conn: ConnId, request: Reques
     }
 }
 
+/// How the exchange's request went out.
+enum Sent {
+    /// It is on its way; the response is read from this connection.
+    Out(TcpStream),
+    /// It could not go out: the end to report.
+    Failed(ConnEnd),
+}
+
 /// Runs the exchange; the end to report, or `None` if the client let go of the connection.
-async fn exchange(world: &Arc<World>, index: u32, conn: ConnId, request: Request) -> Option<ConnEnd> {
-    let mut stream = match TcpStream::connect(LB_ADDR).await {
-        Ok(stream) => stream,
-        Err(e) => {
-            tracing::debug!(%conn, error = %e, "connect failed");
-            return Some(ConnEnd::Refused);
-        }
+///
+/// On a kept-alive connection the HTTP library may send the request again, once, on a fresh
+/// connection (`client.http.retry`): always when the request could not be written (the
+/// connection was closed as it was sent), and under `reused-before-response` also when it was
+/// written and the connection ended before any byte of the response came back.
+async fn exchange(world: &Arc<World>, index: u32, conn: ConnId, request: Request, claim: Option<Claim>) -> Option<ConnEnd> {
+    let http = &world.scenario.client.http;
+    let reused = match claim {
+        Some(claim) => claim.await.ok(),
+        None => None,
     };
-    if net::send_message(&mut stream, &request, &mut Vec::new()).await.is_err() {
-        return Some(ConnEnd::Reset);
-    }
+    let mut on_reused = reused.is_some();
+    let mut stream = match send_on(world, index, conn, &request, reused).await {
+        Sent::Out(stream) => stream,
+        Sent::Failed(end) => return Some(end),
+    };
     let mut reader = FrameReader::new();
+    let mut answered = false;
     loop {
         let frame: Frame = match reader.next(&mut stream).await {
             Ok(Some(bytes)) => net::decode(bytes).expect("the server encodes every frame it sends"),
+            Ok(None) | Err(_) if on_reused && !answered && http.retry == HttpRetry::ReusedBeforeResponse => {
+                record(world, index, StepKind::HttpResent { conn, written: true });
+                on_reused = false;
+                stream = match send_on(world, index, conn, &request, None).await {
+                    Sent::Out(stream) => stream,
+                    Sent::Failed(end) => return Some(end),
+                };
+                reader = FrameReader::new();
+                continue;
+            }
             Ok(None) | Err(_) => return Some(ConnEnd::Reset),
         };
+        answered = true;
         let end = matches!(frame, Frame::End);
+        if end && http.keep_alive {
+            // The response is complete: the connection goes back to the pool before the client
+            // hears the end, so a request the end sets off can go out on it.
+            let now = world.rec.now();
+            world.with_client(index, |core| core.pool.park((), stream, now, http.idle_expiry));
+            deliver(world, index, conn, frame);
+            return Some(ConnEnd::Clean);
+        }
         if !deliver(world, index, conn, frame) {
             return None;
         }
@@ -435,6 +475,38 @@ async fn exchange(world: &Arc<World>, index: u32, conn: ConnId, request: Request
             return Some(ConnEnd::Clean);
         }
     }
+}
+
+/// Sends `request` on the kept-alive connection `reused`, or on a fresh one. A kept-alive
+/// connection found closed as the request is written is given up for a fresh one (every
+/// library does that much).
+async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request, reused: Option<Parked>) -> Sent {
+    let mut buf = Vec::new();
+    if let Some(parked) = reused {
+        let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
+        record(world, index, StepKind::ConnReused { conn, idle_us });
+        let mut stream = parked.stream;
+        if net::send_message(&mut stream, request, &mut buf).await.is_ok() {
+            return Sent::Out(stream);
+        }
+        record(world, index, StepKind::HttpResent { conn, written: false });
+    }
+    let mut stream = match TcpStream::connect(LB_ADDR).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::debug!(%conn, error = %e, "connect failed");
+            return Sent::Failed(ConnEnd::Refused);
+        }
+    };
+    match net::send_message(&mut stream, request, &mut buf).await {
+        Ok(()) => Sent::Out(stream),
+        Err(_) => Sent::Failed(ConnEnd::Reset),
+    }
+}
+
+/// Records a step of client `index`'s HTTP library.
+fn record(world: &Arc<World>, index: u32, kind: StepKind) {
+    world.rec.record_for(Actor::Client, world.client_tag(index), kind);
 }
 
 /// Hands a frame to the client; false once the client no longer holds the connection.

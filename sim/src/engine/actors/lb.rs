@@ -15,12 +15,14 @@
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
 use crate::engine::net::{self, address_key, replica_addr, FrameReader, LB_ADDR};
+use crate::engine::pool::Pool;
 use madsim::net::{TcpListener, TcpStream};
 use madsim::task::AbortHandle;
-use mcpsim_model::http::{Frame, Request, ResponseHead, Status};
+use mcpsim_model::config::UpstreamRetry;
+use mcpsim_model::http::{Frame, Method, Request, ResponseHead, Status};
 use mcpsim_model::ids::ConnId;
 use mcpsim_model::lb::{Backend, FrameKind, Frames, LbOutput, LoadBalancer, Route};
-use mcpsim_model::trace::Actor;
+use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -55,6 +57,8 @@ pub(crate) struct LbCore {
     pumps: BTreeMap<ConnId, Pump>,
     next_conn: u64,
     timer: TimerArm,
+    /// Kept-alive upstream connections by replica (`lb.upstream_keep_alive`).
+    upstreams: Pool<u32>,
 }
 
 impl LbCore {
@@ -96,8 +100,9 @@ impl LbCore {
         self.drain(world);
     }
 
-    /// Every connection through the balancer is reset.
+    /// Every connection through the balancer is reset, kept-alive upstream ones included.
     pub(crate) fn reset_connections(&mut self, world: &Arc<World>) {
+        self.upstreams.close_where(|_| true);
         self.reset_where(world, |_| true);
     }
 
@@ -108,6 +113,7 @@ impl LbCore {
 
     /// Every connection routed to `replica` is reset.
     pub(crate) fn reset_replica(&mut self, world: &Arc<World>, replica: u32) {
+        self.upstreams.close_where(|r| *r == replica);
         self.reset_where(world, |p| p.backend == Some(Backend(replica)));
     }
 
@@ -134,6 +140,7 @@ pub(crate) async fn main(world: Arc<World>) {
         pumps: BTreeMap::new(),
         next_conn: 1,
         timer: TimerArm::new(),
+        upstreams: Pool::new(),
     };
     let bell = core.timer.bell();
     *crate::engine::recorder::lock(&world.lb) = Some(core);
@@ -175,68 +182,269 @@ struct Orders {
     delivered: mpsc::UnboundedReceiver<Vec<u8>>,
 }
 
-/// Proxies one client connection until either side closes it (or the client side is cut).
-async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key: u64, orders: Orders) {
+/// Proxies one client connection until either side closes it (or the client side is cut): one
+/// exchange, or with keep-alive (`client.http.keep_alive`, `lb.upstream_keep_alive`) one after
+/// another, each read whole before it is routed.
+async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key: u64, mut orders: Orders) {
     let mut from_client = FrameReader::new();
-    // Session routing reads the request before it picks the replica.
+    // Session routing reads the request before it picks the replica; so does keep-alive, whose
+    // later requests come on an idle connection.
     let by_session = world.with_lb(|core| core.lb.routes_by_session()).unwrap_or(false);
+    let client_keeps = world.scenario.client.http.keep_alive;
+    let keep_alive = client_keeps || world.scenario.lb.upstream_keep_alive;
     let mut request = Vec::new();
     let mut session = None;
-    if by_session {
-        match from_client.next(&mut client).await {
-            Ok(Some(bytes)) => {
-                request = bytes.to_vec();
-                session = net::decode::<Request>(bytes).ok().and_then(|r| r.session);
-            }
-            Ok(None) | Err(_) => return close(&world, conn),
-        }
-    }
-    let route = world.with_lb(|core| {
-        let route = core.lb.route(conn, session.as_ref(), client_key);
-        if let (Route::To(b), Some(pump)) = (route, core.pumps.get_mut(&conn)) {
-            pump.backend = Some(b);
-        }
-        core.drain(&world);
-        route
-    });
-    match route {
-        Some(Route::To(backend)) => match TcpStream::connect(replica_addr(backend.0)).await {
-            Ok(mut upstream) => {
-                if !request.is_empty() {
-                    bytes_passed(&world, conn, 1);
-                    if net::send(&mut upstream, &request).await.is_err() {
-                        return close(&world, conn);
-                    }
+    for exchange in 0u64.. {
+        if by_session || keep_alive {
+            match from_client.next(&mut client).await {
+                Ok(Some(bytes)) => {
+                    request = bytes.to_vec();
+                    session = net::decode::<Request>(bytes).ok().and_then(|r| r.session);
                 }
-                let learn = by_session.then_some(backend);
-                if let Relayed::Cut(order) =
-                    relay(&world, conn, &mut client, &mut upstream, from_client, learn, orders).await
-                {
-                    if let Some(status) = order.answer {
-                        answer(&mut client, status).await;
-                    }
+                Ok(None) | Err(_) => return close(&world, conn),
+            }
+            if exchange > 0 {
+                world.with_lb(|core| core.lb.handle_request(world.rec.now(), conn));
+            }
+        }
+        let route = world.with_lb(|core| {
+            let route = core.lb.route(conn, session.as_ref(), client_key);
+            if let (Route::To(b), Some(pump)) = (route, core.pumps.get_mut(&conn)) {
+                pump.backend = Some(b);
+            }
+            core.drain(&world);
+            route
+        });
+        let mut exchange = Exchange {
+            world: &world,
+            conn,
+            client: &mut client,
+            from_client: &mut from_client,
+            orders: &mut orders,
+            request: &mut request,
+            learn: by_session,
+            keep_alive,
+        };
+        match route {
+            Some(Route::To(backend)) => match exchange.forward(backend).await {
+                Forwarded::Complete if client_keeps => {
+                    world.with_lb(|core| {
+                        core.lb.handle_response_end(world.rec.now(), conn);
+                        if let Some(pump) = core.pumps.get_mut(&conn) {
+                            pump.backend = None;
+                        }
+                    });
+                    request.clear();
+                    continue;
+                }
+                Forwarded::Complete | Forwarded::Ended => {}
+                Forwarded::Cut(kept) => {
                     drop(client);
-                    if order.keep_upstream {
+                    if let Some((mut upstream, backend)) = kept {
                         client_gone(&world, backend, &upstream);
-                        drain_upstream(&mut upstream).await;
+                        drain_upstream(&mut upstream, keep_alive).await;
                     }
                     return;
                 }
-            }
-            Err(e) => {
-                tracing::debug!(%conn, error = %e, "server unreachable: 502");
-                let status = world.with_lb(|core| {
-                    let status = core.lb.handle_unreachable(conn);
-                    core.drain(&world);
-                    status
-                });
-                answer(&mut client, status.unwrap_or(Status::BAD_GATEWAY)).await
-            }
-        },
-        Some(Route::Answer(status)) => answer(&mut client, status).await,
-        None => {}
+            },
+            Some(Route::Answer(status)) => answer(&mut client, status).await,
+            None => {}
+        }
+        break;
     }
     close(&world, conn);
+}
+
+/// How an exchange through the balancer ended.
+enum Forwarded {
+    /// The response went out whole: a kept-alive connection waits for its next request.
+    Complete,
+    /// It ended otherwise (a side closed, a write failed, the balancer answered itself): the
+    /// client connection closes.
+    Ended,
+    /// The balancer cut the connection (any answer is written): the client socket goes; with
+    /// a client-side-only cut the upstream connection stays open, to be drained.
+    Cut(Option<(TcpStream, Backend)>),
+}
+
+/// One request's way through the balancer, with what it needs of the client connection.
+struct Exchange<'a> {
+    world: &'a Arc<World>,
+    conn: ConnId,
+    client: &'a mut TcpStream,
+    from_client: &'a mut FrameReader,
+    orders: &'a mut Orders,
+    /// The request's bytes, once read (before routing, or as they pass).
+    request: &'a mut Vec<u8>,
+    /// Learn the session's replica from the response head (sticky-session routing).
+    learn: bool,
+    /// Watch for the end of the response (keep-alive on either side).
+    keep_alive: bool,
+}
+
+impl Exchange<'_> {
+    /// Sends the request to `backend` (on a kept-alive upstream connection when the pool has
+    /// one) and relays the response. An upstream connection that ends before any byte of the
+    /// response is retried once on a fresh connection when `lb.retry_upstream` allows; otherwise
+    /// a reused one is answered `502` (the request may not even have reached the replica).
+    async fn forward(&mut self, backend: Backend) -> Forwarded {
+        let (world, conn) = (self.world, self.conn);
+        let mut resent = false;
+        loop {
+            let pooled = if resent { None } else { world.with_lb(|core| core.upstreams.claim(&backend.0)).flatten() };
+            let parked = match pooled {
+                Some(claim) => claim.await.ok(),
+                None => None,
+            };
+            let reused = parked.is_some();
+            let mut upstream = match parked {
+                Some(parked) => {
+                    let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
+                    let reused = StepKind::LbUpstreamReused { conn, replica: backend.0, idle_us };
+                    world.rec.record(Actor::Lb, reused);
+                    parked.stream
+                }
+                None => match TcpStream::connect(replica_addr(backend.0)).await {
+                    Ok(upstream) => upstream,
+                    Err(e) => {
+                        tracing::debug!(%conn, error = %e, "server unreachable: 502");
+                        let status = world.with_lb(|core| {
+                            let status = core.lb.handle_unreachable(conn);
+                            core.drain(world);
+                            status
+                        });
+                        answer(self.client, status.unwrap_or(Status::BAD_GATEWAY)).await;
+                        return Forwarded::Ended;
+                    }
+                },
+            };
+            let mut lost = false;
+            if !self.request.is_empty() {
+                if !resent {
+                    bytes_passed(world, conn, 1);
+                }
+                if net::send(&mut upstream, self.request).await.is_err() {
+                    // Found closed as the request went out.
+                    if !reused {
+                        return Forwarded::Ended;
+                    }
+                    lost = true;
+                }
+            }
+            let relayed = if lost { Relayed::Lost } else { self.relay(&mut upstream, backend).await };
+            match relayed {
+                Relayed::Complete => {
+                    if world.scenario.lb.upstream_keep_alive {
+                        let (now, expiry) = (world.rec.now(), world.scenario.lb.idle_timeout);
+                        world.with_lb(|core| core.upstreams.park(backend.0, upstream, now, expiry));
+                    }
+                    return Forwarded::Complete;
+                }
+                Relayed::Lost if !resent && self.may_resend() => {
+                    world.rec.record(Actor::Lb, StepKind::LbResent { conn, reused });
+                    resent = true;
+                }
+                Relayed::Lost if reused => {
+                    world.rec.record(Actor::Lb, StepKind::LbAnswered { conn, status: Status::BAD_GATEWAY, hop: None });
+                    answer(self.client, Status::BAD_GATEWAY).await;
+                    return Forwarded::Ended;
+                }
+                Relayed::Lost | Relayed::Ended => return Forwarded::Ended,
+                Relayed::Cut(order) => {
+                    if let Some(status) = order.answer {
+                        answer(self.client, status).await;
+                    }
+                    return Forwarded::Cut(order.keep_upstream.then_some((upstream, backend)));
+                }
+            }
+        }
+    }
+
+    /// Whether `lb.retry_upstream` lets the balancer send this request again.
+    fn may_resend(&self) -> bool {
+        let Some(frame) = net::first_frame(self.request) else { return false };
+        match self.world.scenario.lb.retry_upstream {
+            UpstreamRetry::Never => false,
+            UpstreamRetry::Idempotent => net::peek::<Request>(frame, |r| r.method != Method::Post),
+            UpstreamRetry::Any => true,
+        }
+    }
+
+    /// Forwards frames both ways, as raw bytes, until one side ends, a write fails, or (with
+    /// keep-alive) the response's end went out. Frames that arrived together leave together, in
+    /// one flush, unless a hop holds some back (a held head, response buffering); what a hop
+    /// releases later comes through `orders`. When learning, a response head naming a session
+    /// tells the balancer the session lives on `backend`.
+    async fn relay(&mut self, upstream: &mut TcpStream, backend: Backend) -> Relayed {
+        let (world, conn) = (self.world, self.conn);
+        let mut learn = self.learn.then_some(backend);
+        let mut from_server = FrameReader::new();
+        let (transparent, kinds) =
+            world.with_lb(|core| (core.lb.is_transparent(), core.lb.needs_frame_kinds())).unwrap_or((true, false));
+        let mut first = true;
+        loop {
+            let mut complete = false;
+            let forwarded = tokio::select! {
+                biased;
+                Ok(order) = &mut self.orders.cut => return Relayed::Cut(order),
+                Some(bytes) = self.orders.delivered.recv() => net::send(self.client, &bytes).await,
+                read = from_server.next_frames(upstream) => match read {
+                    Ok(Some((frames, count))) => {
+                        let head_run = std::mem::take(&mut first);
+                        if let Some(backend) = learn.take() {
+                            learn_session(world, frames, backend);
+                        }
+                        complete = self.keep_alive
+                            && net::last_frame(frames).is_some_and(|f| net::peek::<Frame>(f, |m| *m == Frame::End));
+                        if transparent {
+                            bytes_passed(world, conn, count);
+                            net::send(self.client, frames).await
+                        } else {
+                            let pieces = split(frames, head_run, kinds);
+                            let out = world.with_lb(|core| {
+                                let out = core.lb.handle_response(world.rec.now(), conn, pieces);
+                                if core.lb.chain_len() > 1 {
+                                    core.drain(world);
+                                }
+                                out
+                            });
+                            match out {
+                                Some(out) if !out.is_empty() => net::send(self.client, &out).await,
+                                _ => Ok(()),
+                            }
+                        }
+                    }
+                    Ok(None) | Err(_) if first => return Relayed::Lost,
+                    Ok(None) | Err(_) => {
+                        // The server ended: whatever a hop still holds (a head waiting for a body,
+                        // buffered events) goes out after all.
+                        let held = world.with_lb(|core| core.lb.handle_upstream_end(conn)).unwrap_or_default();
+                        if !held.is_empty() {
+                            let _ = net::send(self.client, &held).await;
+                        }
+                        return Relayed::Ended;
+                    }
+                },
+                read = self.from_client.next_frames(self.client) => match read {
+                    Ok(Some((frames, count))) => {
+                        // Kept for a re-send only: copying every request costs.
+                        if self.request.is_empty() && self.world.scenario.lb.retry_upstream != UpstreamRetry::Never {
+                            self.request.extend_from_slice(frames);
+                        }
+                        bytes_passed(world, conn, count);
+                        net::send(upstream, frames).await
+                    }
+                    Ok(None) | Err(_) => return Relayed::Ended,
+                },
+            };
+            if forwarded.is_err() {
+                return Relayed::Ended;
+            }
+            if complete {
+                return Relayed::Complete;
+            }
+        }
+    }
 }
 
 /// The pump of `conn` is over: the balancer forgets the connection.
@@ -254,77 +462,12 @@ fn close(world: &Arc<World>, conn: ConnId) {
 enum Relayed {
     /// One side ended or a write failed.
     Ended,
+    /// The upstream connection ended before any byte of the response.
+    Lost,
+    /// The response's end went out (keep-alive).
+    Complete,
     /// The balancer cut the connection and left the rest to the task.
     Cut(CutOrder),
-}
-
-/// Forwards frames both ways, as raw bytes, until one side ends or a write fails. Frames that
-/// arrived together leave together, in one flush, unless a hop holds some back (a held head,
-/// response buffering); what a hop releases later comes through `orders`. With `learn`, a
-/// response head naming a session tells the balancer the session lives on that replica.
-async fn relay(
-    world: &Arc<World>,
-    conn: ConnId,
-    client: &mut TcpStream,
-    upstream: &mut TcpStream,
-    mut from_client: FrameReader,
-    mut learn: Option<Backend>,
-    mut orders: Orders,
-) -> Relayed {
-    let mut from_server = FrameReader::new();
-    let (transparent, kinds) =
-        world.with_lb(|core| (core.lb.is_transparent(), core.lb.needs_frame_kinds())).unwrap_or((true, false));
-    let mut first = true;
-    loop {
-        let forwarded = tokio::select! {
-            biased;
-            Ok(order) = &mut orders.cut => return Relayed::Cut(order),
-            Some(bytes) = orders.delivered.recv() => net::send(client, &bytes).await,
-            read = from_server.next_frames(upstream) => match read {
-                Ok(Some((frames, count))) => {
-                    if let Some(backend) = learn.take() {
-                        learn_session(world, frames, backend);
-                    }
-                    if transparent {
-                        bytes_passed(world, conn, count);
-                        net::send(client, frames).await
-                    } else {
-                        let pieces = split(frames, std::mem::take(&mut first), kinds);
-                        let out = world.with_lb(|core| {
-                            let out = core.lb.handle_response(world.rec.now(), conn, pieces);
-                            if core.lb.chain_len() > 1 {
-                                core.drain(world);
-                            }
-                            out
-                        });
-                        match out {
-                            Some(out) if !out.is_empty() => net::send(client, &out).await,
-                            _ => Ok(()),
-                        }
-                    }
-                }
-                Ok(None) | Err(_) => {
-                    // The server ended: whatever a hop still holds (a head waiting for a body,
-                    // buffered events) goes out after all.
-                    let held = world.with_lb(|core| core.lb.handle_upstream_end(conn)).unwrap_or_default();
-                    if !held.is_empty() {
-                        let _ = net::send(client, &held).await;
-                    }
-                    return Relayed::Ended;
-                }
-            },
-            read = from_client.next_frames(client) => match read {
-                Ok(Some((frames, count))) => {
-                    bytes_passed(world, conn, count);
-                    net::send(upstream, frames).await
-                }
-                Ok(None) | Err(_) => return Relayed::Ended,
-            },
-        };
-        if forwarded.is_err() {
-            return Relayed::Ended;
-        }
-    }
 }
 
 /// A run of frames as the hops see them: the response's first frame is its head; the others are
@@ -369,10 +512,15 @@ fn client_gone(world: &Arc<World>, backend: Backend, upstream: &TcpStream) {
 }
 
 /// After a client-side cut: the upstream stays open, its bytes going nowhere, until the server
-/// ends it.
-async fn drain_upstream(upstream: &mut TcpStream) {
+/// ends it (with keep-alive, until the response's end: the server keeps the connection, the
+/// balancer lets it go).
+async fn drain_upstream(upstream: &mut TcpStream, keep_alive: bool) {
     let mut reader = FrameReader::new();
-    while let Ok(Some(_)) = reader.next(upstream).await {}
+    while let Ok(Some(frame)) = reader.next(upstream).await {
+        if keep_alive && net::peek::<Frame>(frame, |m| *m == Frame::End) {
+            return;
+        }
+    }
 }
 
 /// `frames` frames passed on `conn` at once: the balancer hears of each.

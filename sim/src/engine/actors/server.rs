@@ -26,8 +26,9 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 /// What the server asks of one connection's task.
 enum Outgoing {
     Frame(Frame),
-    /// Close it (after the frames queued before).
-    Close,
+    /// The exchange is over (after the frames queued before): a clean end leaves a kept-alive
+    /// connection open for the next request; otherwise the connection closes.
+    Close { abrupt: bool },
 }
 
 /// The live server process.
@@ -59,10 +60,10 @@ impl ServerCore {
                 }
                 // madsim has no RST: an abrupt close and a clean one both drop the socket; what
                 // tells them apart at the client is whether `Frame::End` came first.
-                ServerOutput::Close { conn, abrupt: _ } => {
+                ServerOutput::Close { conn, abrupt } => {
                     self.via.remove(&conn);
                     if let Some(out) = self.conns.remove(&conn) {
-                        let _ = out.send(Outgoing::Close);
+                        let _ = out.send(Outgoing::Close { abrupt });
                     }
                 }
                 ServerOutput::Record(kind) => world.rec.record(Actor::Server, kind),
@@ -162,12 +163,7 @@ pub(crate) async fn main(world: Arc<World>, replica: u32) {
     world.listening.add_permits(1);
     loop {
         let (stream, _) = listener.accept().await.expect("a listener accepts until its node dies");
-        let conn = world.with_store(store, |core| {
-            let conn = ConnId(core.next_conn);
-            core.next_conn += 1;
-            conn
-        });
-        if let Some(conn) = conn {
+        if let Some(conn) = next_conn(&world, store) {
             madsim::task::spawn(serve(world.clone(), store, replica, conn, stream));
         }
     }
@@ -214,23 +210,81 @@ async fn notifier(world: Arc<World>, store: usize, epoch: u32, interval_us: u64)
     }
 }
 
-/// One connection: its request in, the server's frames out, until either side closes it.
+/// A number for the next exchange of store `store`'s server (each request is an exchange of its
+/// own in the model, also when it came on a kept-alive connection).
+fn next_conn(world: &Arc<World>, store: usize) -> Option<ConnId> {
+    world.with_store(store, |core| {
+        let conn = ConnId(core.next_conn);
+        core.next_conn += 1;
+        conn
+    })
+}
+
+/// One connection: its request in, the server's frames out, until either side closes it. Behind
+/// a balancer that keeps upstream connections alive (`lb.upstream_keep_alive`) a cleanly ended
+/// exchange leaves the connection open for the next request, until the server's
+/// `keep_alive_timeout` of idleness closes it.
 async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut stream: TcpStream) {
+    let keep_alive = world.scenario.lb.upstream_keep_alive;
     let mut reader = FrameReader::new();
-    let request: Request = match reader.next(&mut stream).await {
-        Ok(Some(bytes)) => net::decode(bytes).expect("the client encodes every request it sends"),
-        // The peer left before sending anything: the server never heard of this connection.
-        Ok(None) | Err(_) => return,
-    };
-    if let Some(index) = answered_empty(&world, &request) {
-        let what = format!("client {index}'s resume answered 200, no events, closed (the server never sees it)");
-        world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
-        let mut buf = Vec::new();
-        net::encode(&Frame::Head(ResponseHead::event_stream()), &mut buf);
-        net::encode(&Frame::End, &mut buf);
-        let _ = net::send(&mut stream, &buf).await;
-        return;
+    let mut conn = Some(conn);
+    loop {
+        let idle_since = world.rec.now();
+        let read = match (conn.is_some(), world.scenario.server.keep_alive_timeout) {
+            // Waiting for a later request on a kept-alive connection, for at most the timeout.
+            (false, Some(timeout)) => tokio::select! {
+                read = reader.next(&mut stream) => read,
+                _ = madsim::time::sleep(timeout) => {
+                    let idle_us = world.rec.now().as_micros().saturating_sub(idle_since.as_micros());
+                    world.rec.record(Actor::Server, StepKind::KeepAliveClosed { idle_us });
+                    return;
+                }
+            },
+            _ => reader.next(&mut stream).await,
+        };
+        let request: Request = match read {
+            Ok(Some(bytes)) => net::decode(bytes).expect("the balancer forwards every request as the client encoded it"),
+            // The peer left before sending anything: the server never heard of this exchange.
+            Ok(None) | Err(_) => return,
+        };
+        if let Some(index) = answered_empty(&world, &request) {
+            let what = format!("client {index}'s resume answered 200, no events, closed (the server never sees it)");
+            world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
+            let mut buf = Vec::new();
+            net::encode(&Frame::Head(ResponseHead::event_stream()), &mut buf);
+            net::encode(&Frame::End, &mut buf);
+            let _ = net::send(&mut stream, &buf).await;
+            if !keep_alive {
+                return;
+            }
+            continue;
+        }
+        let Some(this) = conn.take().or_else(|| next_conn(&world, store)) else { return };
+        match exchange(&world, store, replica, this, &mut stream, &mut reader, request).await {
+            Served::Kept if keep_alive => continue,
+            _ => return,
+        }
     }
+}
+
+/// How one exchange on a server connection ended.
+enum Served {
+    /// Cleanly: the connection may carry another request.
+    Kept,
+    /// The connection is to close (or is gone).
+    Closed,
+}
+
+/// One exchange: `request` handed to the server, its frames out, until it ends it.
+async fn exchange(
+    world: &Arc<World>,
+    store: usize,
+    replica: u32,
+    conn: ConnId,
+    stream: &mut TcpStream,
+    reader: &mut FrameReader,
+    request: Request,
+) -> Served {
     let (out, mut frames) = unbounded_channel();
     let accepted = world.with_store(store, |core| {
         core.conns.insert(conn, out);
@@ -239,10 +293,10 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             core.peers.insert(peer, conn);
         }
         core.server.handle_request(world.rec.now(), conn, request);
-        core.drain(&world);
+        core.drain(world);
     });
     if accepted.is_none() {
-        return;
+        return Served::Closed;
     }
     let mut buf = Vec::new();
     loop {
@@ -251,17 +305,20 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             next = frames.recv() => match next {
                 Some(Outgoing::Frame(frame)) => {
                     let closing = encode_queued(frame, &mut frames, &mut buf);
-                    if net::send(&mut stream, &buf).await.is_err() {
+                    if net::send(stream, &buf).await.is_err() {
                         break;
                     }
-                    if closing {
-                        return;
+                    match closing {
+                        Some(false) => return Served::Kept,
+                        Some(true) => return Served::Closed,
+                        None => {}
                     }
                 }
-                Some(Outgoing::Close) | None => return,
+                Some(Outgoing::Close { abrupt: false }) => return Served::Kept,
+                Some(Outgoing::Close { abrupt: true }) | None => return Served::Closed,
             },
-            // A client sends nothing after its request: anything but more bytes is the end.
-            read = reader.next(&mut stream) => if !matches!(read, Ok(Some(_))) {
+            // A client sends nothing while its response runs: anything but more bytes is the end.
+            read = reader.next(stream) => if !matches!(read, Ok(Some(_))) {
                 break;
             },
         }
@@ -270,9 +327,10 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
         core.via.remove(&conn);
         if core.conns.remove(&conn).is_some() {
             core.server.handle_disconnect(world.rec.now(), conn);
-            core.drain(&world);
+            core.drain(world);
         }
     });
+    Served::Closed
 }
 
 /// The client whose session `request` resumes a call's stream of, if one of its resumes is still
@@ -305,15 +363,15 @@ fn answered_empty(world: &Arc<World>, request: &Request) -> Option<u32> {
 }
 
 /// Encodes `first` and every frame already queued behind it into `buf`, to go out in one flush;
-/// true if a `Close` was queued among them.
-fn encode_queued(first: Frame, frames: &mut UnboundedReceiver<Outgoing>, buf: &mut Vec<u8>) -> bool {
+/// `Some(abrupt)` if a `Close` was queued among them.
+fn encode_queued(first: Frame, frames: &mut UnboundedReceiver<Outgoing>, buf: &mut Vec<u8>) -> Option<bool> {
     buf.clear();
     net::encode(&first, buf);
     while let Ok(next) = frames.try_recv() {
         match next {
             Outgoing::Frame(frame) => net::encode(&frame, buf),
-            Outgoing::Close => return true,
+            Outgoing::Close { abrupt } => return Some(abrupt),
         }
     }
-    false
+    None
 }

@@ -400,6 +400,13 @@ fn item_of(step: &Step) -> Item {
             Item::new(t, note(Lane::Client), described()).folding(fold.with_id("attempts", attempt.to_string()).retry())
         }
         ClientStart { .. } => Item::new(t, note(Lane::Client), described()),
+        ConnReused { .. } => Item::new(t, note(Lane::Client), described())
+            .folding(Fold::noise("reused".into(), "requests sent on kept-alive connections".into())),
+        HttpResent { .. } => Item::new(t, note(Lane::Client), described()),
+        LbResent { .. } => Item::new(t, note(Lane::Lb), described()),
+        LbUpstreamReused { .. } => Item::new(t, note(Lane::Lb), described())
+            .folding(Fold::noise("upstream reused".into(), "kept-alive upstream connections reused".into())),
+        KeepAliveClosed { .. } => Item::new(t, note(Lane::Server), described()),
         LbIdleCut { conn, idle_us, hop } => Item::new(
             t,
             Shape::Cut,
