@@ -689,6 +689,10 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("reconnect.retry_field", "How the server's retry: field enters the delay: ignore, replaces (used for good once seen), at-least."),
     ("reconnect.first_immediate", "The first reconnection after a stream error is immediate."),
     ("reconnect.jitter", "Each delay is multiplied by a factor drawn from [1 - jitter, 1] (0 for none, below 1)."),
+    ("http", "The HTTP library under the client: connection reuse (keep-alive) and what it re-sends by itself."),
+    ("http.keep_alive", "Keep a connection open after a complete response and send later requests on it (HTTP/1.1 keep-alive); false: one connection per exchange."),
+    ("http.idle_expiry", "Close a pooled connection idle this long (a duration, or none for never)."),
+    ("http.retry", "What the library re-sends on a fresh connection when a kept-alive one fails before any response byte: unsent (only a request that could not be written), or reused-before-response (also one already written, a POST included)."),
 ];
 
 const SERVER_DOCS: &[(&str, &str)] = &[
@@ -734,6 +738,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("expire_running_tool", "What idle expiry does to a running tool: cancel, run-on, abort-signal."),
     ("id_stamp", "The time in a clocked event id (ts-sdk): handled (when the timer ran) or due (when the event was due)."),
     ("max_sessions", "The most live sessions one replica holds; past it initialize is answered 503 (a count, or none for no cap)."),
+    ("keep_alive_timeout", "Close a kept-alive connection that carried no request this long (a duration, or none for never); it matters behind a balancer with upstream_keep_alive."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[
@@ -745,6 +750,8 @@ const LB_DOCS: &[(&str, &str)] = &[
     ("routing", "How a new connection picks its replica: round-robin, sticky-session (by Mcp-Session-Id), sticky-client (by address), random (seeded)."),
     ("store", "Where replicas keep sessions and event logs: local (each its own, lost on restart) or shared (survives a replica restart)."),
     ("hops", "Intermediaries in front of the balancer, the client's side first (hop0, hop1, …; the balancer is the last hop): each with idle_timeout, max_lifetime, comments_count, cut_mode, hold_headers, first_byte_timeout, timeout_status (504, or 524 for Cloudflare), buffer (e.g. 4KiB) and flush_interval (e.g. 10s)."),
+    ("upstream_keep_alive", "Keep upstream connections to the replicas alive and reuse them (a pool per replica, idle ones closed after idle_timeout); false: one upstream connection per request."),
+    ("retry_upstream", "What the balancer sends again, once, on a fresh upstream connection when one ends before any response byte: never (a reused one is answered 502), idempotent (GET and DELETE), any (a POST too)."),
 ];
 
 /// A built-in profile as a complete TOML file to start from: every field, each with what it means

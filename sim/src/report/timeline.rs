@@ -130,7 +130,7 @@ pub fn describe(kind: &StepKind) -> String {
             format!("{}{conn} → server#{replica}{s}", at_hop(*hop))
         }
         LbAnswered { conn, status, hop: None } => {
-            format!("{conn} answered {status} by the balancer itself (no replica reachable, or a held response cut)")
+            format!("{conn} answered {status} by the balancer itself (no replica reachable, a held response cut, or a kept-alive upstream connection closed under the request)")
         }
         LbAnswered { conn, status, hop: Some(h) } => {
             format!("hop{h}: {conn} answered {status} by the hop itself (upstream unreachable, slow or cut)")

@@ -133,7 +133,9 @@ fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
     let mut node = &mut json;
     for part in parents {
         node = match node {
-            Value::Object(m) => m.get_mut(part.as_str()),
+            // A table left out at its default (`client.http`) is written in empty: serde fills
+            // in the fields not set.
+            Value::Object(m) => Some(m.entry(part.as_str()).or_insert_with(|| Value::Object(Default::default()))),
             Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
             _ => None,
         }
