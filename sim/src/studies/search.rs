@@ -346,6 +346,17 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         // conditions leave to the profiles' own persistence. Shrinks to no deploy, then earlier.
         let horizon = space.horizon.as_secs().max(1);
         dims.push(family_or("fault.deploy", deploy(horizon)));
+        // HTTP keep-alive on every side: the client library's pool (its idle expiry, and what it
+        // re-sends by itself), the balancer's upstream pool and re-sends, the server's keep-alive
+        // timeout. Outside the conditions only: a library or balancer that re-sends a written POST
+        // duplicates it, and a kept-alive connection closed under a request fails a call the
+        // pair would have answered; within them every exchange keeps its own connection.
+        dims.push(family_or("client.http.keep_alive", choice(&["true", "false"])));
+        dims.push(family_or("client.http.idle_expiry", optional((1u64..=120).prop_map(secs).boxed())));
+        dims.push(family_or("client.http.retry", choice(&["unsent", "reused-before-response"])));
+        dims.push(family_or("lb.upstream_keep_alive", choice(&["true", "false"])));
+        dims.push(family_or("lb.retry_upstream", choice(&["never", "idempotent", "any"])));
+        dims.push(family_or("server.keep_alive_timeout", optional((1u64..=120).prop_map(secs).boxed())));
     }
     dims.boxed()
 }
@@ -802,6 +813,12 @@ mod tests {
         "client.request_timeout",
         "app.calls",
         "app.operator_deletes",
+        "client.http.keep_alive",
+        "client.http.idle_expiry",
+        "client.http.retry",
+        "lb.upstream_keep_alive",
+        "lb.retry_upstream",
+        "server.keep_alive_timeout",
     ];
 
     fn drawn_keys(space: &Space, n: usize) -> std::collections::BTreeSet<String> {
@@ -957,6 +974,9 @@ mod tests {
             "app.operator_deletes",
             "app.calls",
             "lb.routing",
+            "client.http.keep_alive",
+            "lb.upstream_keep_alive",
+            "server.keep_alive_timeout",
         ] {
             assert!(!drawn.contains(key), "{key} varied inside the conditions");
         }
