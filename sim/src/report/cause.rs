@@ -118,6 +118,9 @@ impl Walk {
                 Some(text)
             }
             SessionEnded { .. } | Rejected { .. } => Some(described()),
+            // A request sent again below the client model (its HTTP library, the balancer), and
+            // what sets it up: a kept-alive connection closed under a request.
+            HttpResent { .. } | LbResent { .. } | KeepAliveClosed { .. } => Some(described()),
             Send { request, .. } => {
                 let Some(ClientMessage::CallTool { id, call }) = &request.body else {
                     return None;

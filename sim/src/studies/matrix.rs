@@ -60,6 +60,11 @@ pub const MITIGATIONS: &[Mitigation] = &[
         overrides: &[("client.timeout_resets_on_progress", "true")],
     },
     Mitigation {
+        name: "no-blind-resend",
+        description: "neither the client's HTTP library nor the balancer sends a written POST again when a connection fails under it",
+        overrides: &[("client.http.retry", "unsent"), ("lb.retry_upstream", "idempotent")],
+    },
+    Mitigation {
         name: "no-request-timeout",
         description: "the client waits for a tool's outcome instead of failing it after a fixed request timeout",
         overrides: &[("client.request_timeout", "none")],
