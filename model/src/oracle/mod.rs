@@ -231,19 +231,76 @@ pub fn by_name(name: &str) -> Option<&'static Invariant> {
 /// stored and where it is delivered; after that the invariants use its [`StoredEvent::key`], a
 /// number, and the cost of judging a trace grows with its steps alone.
 ///
-/// The invariants read the steps only through [`TraceIndex::steps`], which counts every step it
-/// hands out ([`TraceIndex::steps_read`]): a handful of passes per trace, the same handful
-/// whatever the trace's length. A scan of the steps per step (the quadratic cost that a long run
-/// makes visible) shows up as a count that grows with the trace, which a test checks.
+/// Most of a long trace is events: each stored, carried and handed over (`EventStored`, `Event`,
+/// `AppEvent`), a step of some 180 bytes each. Past a few thousand steps the trace outgrows the
+/// core's cache, and every pass over it costs a read from the shared cache per step, whatever
+/// the pass looks for. So the steps are read once, in one pass that files the stored events in
+/// the [`EventLog`] and notes where the deliveries and all the other steps lie; after that the
+/// invariants read only the few steps they judge ([`TraceIndex::others`]) and the log.
+///
+/// The invariants read the steps only through [`TraceIndex::steps`] and [`TraceIndex::others`],
+/// which count every step they hand out ([`TraceIndex::steps_read`]): a handful of passes per
+/// trace, the same handful whatever the trace's length. A scan of the steps per step (the
+/// quadratic cost that a long run makes visible) shows up as a count that grows with the trace,
+/// which a test checks.
 pub struct TraceIndex<'a> {
     trace: &'a Trace,
-    /// Steps handed out by [`TraceIndex::steps`] so far.
+    /// Steps handed out by [`TraceIndex::steps`] and [`TraceIndex::others`] so far.
     read: Cell<usize>,
-    log: OnceCell<EventLog<'a>>,
+    split: OnceCell<Split<'a>>,
     ledger: OnceCell<CallLedger>,
     deliveries: OnceCell<Deliveries<'a>>,
     end: OnceCell<Option<RunEnd<'a>>>,
     liveness: OnceCell<Option<(&'a Step, Instant)>>,
+}
+
+/// The one pass over every step: the stored events, and where the other steps lie.
+struct Split<'a> {
+    log: EventLog<'a>,
+    /// The `AppEvent` and `AppResult` steps, by index.
+    deliveries: Vec<u32>,
+    /// By index, every step but the bulk of events: an `Event`, an `AppEvent`, or an
+    /// `EventStored` other than a tool result. What no invariant reads outside the log and the
+    /// deliveries.
+    others: Vec<u32>,
+    /// Whether some step names its logical client (a multi-client trace).
+    several_clients: bool,
+}
+
+/// The steps at some indexes of a trace, in order, each with its index, counted as they are read
+/// (see [`TraceIndex::steps_read`]).
+pub struct Picked<'a, 'i> {
+    steps: &'a [Step],
+    orders: std::slice::Iter<'i, u32>,
+    read: &'i Cell<usize>,
+}
+
+impl<'a> Picked<'a, '_> {
+    fn step(&self, order: u32) -> (usize, &'a Step) {
+        self.read.set(self.read.get() + 1);
+        let order = order as usize;
+        (order, &self.steps[order])
+    }
+}
+
+impl<'a> Iterator for Picked<'a, '_> {
+    type Item = (usize, &'a Step);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let order = *self.orders.next()?;
+        Some(self.step(order))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.orders.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Picked<'_, '_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let order = *self.orders.next_back()?;
+        Some(self.step(order))
+    }
 }
 
 /// The deliveries of a trace, each with the stored event it handed over (looked up once).
@@ -296,7 +353,7 @@ impl<'a> TraceIndex<'a> {
         TraceIndex {
             trace,
             read: Cell::new(0),
-            log: OnceCell::new(),
+            split: OnceCell::new(),
             ledger: OnceCell::new(),
             deliveries: OnceCell::new(),
             end: OnceCell::new(),
@@ -309,8 +366,26 @@ impl<'a> TraceIndex<'a> {
         Steps { inner: self.trace.steps.iter().enumerate(), read: &self.read }
     }
 
-    /// How many steps [`TraceIndex::steps`] has handed out so far, over all the invariants that
-    /// read through this index: a fixed number of passes over the trace, whatever its length.
+    /// Every step but the bulk of events (`Event`, `AppEvent`, an `EventStored` other than a tool
+    /// result), in order, each with its index; every step this hands out is counted. The first
+    /// call reads all the steps, once for all.
+    pub fn others(&self) -> Picked<'a, '_> {
+        self.picked(&self.split().others)
+    }
+
+    /// The steps at `orders` (indexes into the trace, ascending).
+    fn picked<'i>(&'i self, orders: &'i [u32]) -> Picked<'a, 'i> {
+        Picked { steps: &self.trace.steps, orders: orders.iter(), read: &self.read }
+    }
+
+    /// Whether some step names its logical client (a multi-client trace).
+    fn several_clients(&self) -> bool {
+        self.split().several_clients
+    }
+
+    /// How many steps [`TraceIndex::steps`] and [`TraceIndex::others`] have handed out so far,
+    /// over all the invariants that read through this index: a fixed number of passes over the
+    /// trace, whatever its length.
     pub fn steps_read(&self) -> usize {
         self.read.get()
     }
@@ -325,14 +400,19 @@ impl<'a> TraceIndex<'a> {
         self.trace.steps.is_empty()
     }
 
+    /// The one pass over every step.
+    fn split(&self) -> &Split<'a> {
+        self.split.get_or_init(|| Split::new(self))
+    }
+
     /// Every stored event, by `(session, id)`.
     fn log(&self) -> &EventLog<'a> {
-        self.log.get_or_init(|| EventLog::new(self))
+        &self.split().log
     }
 
     /// The application's calls and how each was resolved.
     fn ledger(&self) -> &CallLedger {
-        self.ledger.get_or_init(|| CallLedger::new(self.steps()))
+        self.ledger.get_or_init(|| CallLedger::new(self.others()))
     }
 
     fn deliveries(&self) -> &Deliveries<'a> {
@@ -340,7 +420,7 @@ impl<'a> TraceIndex<'a> {
             let log = self.log();
             let mut last = LastSession::default();
             let resolved: Vec<_> = self
-                .steps()
+                .picked(&self.split().deliveries)
                 .filter_map(|(i, s)| Delivery::of(i, s))
                 .map(|d| {
                     let stored = d.id.and_then(|id| log.get_in(last.get(d.session, |s| log.session_no(s))?, id));
@@ -384,13 +464,13 @@ impl<'a> TraceIndex<'a> {
 
     /// The state the run ended in (the last `RunEnd` step), if it says.
     fn final_state(&self) -> Option<&RunEnd<'a>> {
-        self.end.get_or_init(|| final_state(self.steps())).as_ref()
+        self.end.get_or_init(|| final_state(self.others())).as_ref()
     }
 
     /// The first `Liveness` step: when the network healed, and the deadline it set.
     fn liveness_step(&self) -> Option<(&'a Step, Instant)> {
         *self.liveness.get_or_init(|| {
-            self.steps().find_map(|(_, step)| match step.kind {
+            self.others().find_map(|(_, step)| match step.kind {
                 StepKind::Liveness { deadline } => Some((step, Instant(deadline))),
                 _ => None,
             })
@@ -570,13 +650,8 @@ struct IdTable {
 }
 
 impl IdTable {
-    fn with_capacity(ids: usize) -> Self {
-        IdTable {
-            bytes: Vec::with_capacity(ids * 8),
-            spans: Vec::with_capacity(ids),
-            last: IdMap::with_capacity(ids),
-            before: Vec::with_capacity(ids),
-        }
+    fn default() -> Self {
+        IdTable { bytes: Vec::new(), spans: Vec::new(), last: IdMap::default(), before: Vec::new() }
     }
 
     fn hash(id: &str) -> u64 {
@@ -634,16 +709,32 @@ impl<'s> LastSession<'s> {
     }
 }
 
-impl<'a> EventLog<'a> {
+impl<'a> Split<'a> {
     fn new(ix: &TraceIndex<'a>) -> Self {
-        // Sized once: growing a table rehashes (and moves) everything it held.
-        let stored = ix.steps().filter(|(_, s)| matches!(s.kind, StepKind::EventStored { .. })).count();
-        let mut events: Vec<StoredEvent<'a>> = Vec::with_capacity(stored);
-        let mut keys = IdTable::with_capacity(stored);
+        let mut events: Vec<StoredEvent<'a>> = Vec::new();
+        let mut keys = IdTable::default();
         let mut session_nos: IdMap<&str, u32> = IdMap::default();
         let mut last = LastSession::default();
         let mut epoch = 0;
+        let (mut deliveries, mut others) = (Vec::new(), Vec::new());
+        let mut several_clients = false;
         for (order, step) in ix.steps() {
+            several_clients |= step.client.is_some();
+            let index = u32::try_from(order).expect("a trace has fewer than 2^32 steps");
+            match &step.kind {
+                StepKind::Event { .. } => continue,
+                StepKind::AppEvent { .. } => {
+                    deliveries.push(index);
+                    continue;
+                }
+                StepKind::AppResult { .. } => {
+                    deliveries.push(index);
+                    others.push(index);
+                }
+                StepKind::EventStored { message, .. } if !matches!(message, Some(ServerMessage::ToolResult { .. })) => {
+                }
+                _ => others.push(index),
+            }
             if let StepKind::ServerStart { epoch: e } = &step.kind {
                 epoch = *e;
             }
@@ -672,9 +763,12 @@ impl<'a> EventLog<'a> {
                 }
             }
         }
-        EventLog { events, session_nos, keys, sessions: OnceCell::new() }
+        let log = EventLog { events, session_nos, keys, sessions: OnceCell::new() };
+        Split { log, deliveries, others, several_clients }
     }
+}
 
+impl<'a> EventLog<'a> {
     /// How many events: one more than the highest key.
     fn len(&self) -> usize {
         self.events.len()
@@ -803,7 +897,7 @@ struct CallLedger {
 }
 
 impl CallLedger {
-    fn new(steps: Steps<'_, '_>) -> Self {
+    fn new<'s>(steps: impl Iterator<Item = (usize, &'s Step)>) -> Self {
         let mut idempotent = BTreeMap::new();
         let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
         let mut requests: BTreeMap<(u32, RequestId), CallKey> = BTreeMap::new();
@@ -876,7 +970,7 @@ impl<'a> RunEnd<'a> {
     }
 }
 
-fn final_state<'a>(steps: Steps<'a, '_>) -> Option<RunEnd<'a>> {
+fn final_state<'a>(steps: impl DoubleEndedIterator<Item = (usize, &'a Step)>) -> Option<RunEnd<'a>> {
     steps.rev().find_map(|(order, step)| match &step.kind {
         StepKind::RunEnd { client_session, server_sessions, other_client_sessions } => {
             let others = other_client_sessions.iter().map(Option::as_ref);
@@ -894,7 +988,7 @@ fn client_of(step: &Step) -> u32 {
 
 /// Sessions the application was told it lost.
 fn sessions_lost<'a>(ix: &TraceIndex<'a>) -> BTreeSet<&'a SessionId> {
-    ix.steps()
+    ix.others()
         .filter_map(|(_, step)| match &step.kind {
             StepKind::AppSessionLost { session } => Some(session),
             _ => None,
