@@ -296,6 +296,8 @@ impl<'a> Iterator for Picked<'a, '_> {
     }
 }
 
+impl ExactSizeIterator for Picked<'_, '_> {}
+
 impl DoubleEndedIterator for Picked<'_, '_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let order = *self.orders.next_back()?;
@@ -419,14 +421,22 @@ impl<'a> TraceIndex<'a> {
         self.deliveries.get_or_init(|| {
             let log = self.log();
             let mut last = LastSession::default();
-            let resolved: Vec<_> = self
-                .picked(&self.split().deliveries)
-                .filter_map(|(i, s)| Delivery::of(i, s))
-                .map(|d| {
-                    let stored = d.id.and_then(|id| log.get_in(last.get(d.session, |s| log.session_no(s))?, id));
-                    (d, stored.copied())
-                })
-                .collect();
+            // Events are mostly handed over in the order stored: the one after the last found.
+            let mut next: Option<usize> = None;
+            let deliveries = self.picked(&self.split().deliveries);
+            let mut resolved = Vec::with_capacity(deliveries.len());
+            for d in deliveries.filter_map(|(i, s)| Delivery::of(i, s)) {
+                let stored = match d.id {
+                    Some(id) => {
+                        last.get(d.session, |s| log.session_no(s)).and_then(|no| log.get_guessing(no, id, next))
+                    }
+                    None => None,
+                };
+                if let Some(e) = stored {
+                    next = Some(e.key + 1);
+                }
+                resolved.push((d, stored.copied()));
+            }
             let mut delivered = vec![false; log.len()];
             let mut answered_from = BTreeMap::new();
             for (d, event) in resolved.iter().filter_map(|(d, e)| Some((d, e.as_ref()?))) {
@@ -634,60 +644,84 @@ struct EventLog<'a> {
     sessions: OnceCell<Vec<&'a SessionId>>,
 }
 
-/// The stored events' ids by `(session_no, id)`, each copied once into one buffer: a trace's ids
-/// live in as many allocations as it has steps, scattered over the heap, and reading one again to
-/// confirm a hash match costs a cache miss once the trace outgrows the cache. The copies, side by
-/// side, stay in it.
+/// The stored events' ids by `(session_no, id)`, each copied once into one buffer, and every
+/// field in small integers: a trace's ids live in as many allocations as it has steps, scattered
+/// over the heap, and reading one again to confirm a hash match costs a cache miss once the trace
+/// outgrows the cache. The copies, side by side, stay in it.
 struct IdTable {
     /// Every id, one after the other, by key.
     bytes: Vec<u8>,
-    /// By key: where its id lies in `bytes`.
-    spans: Vec<std::ops::Range<usize>>,
-    /// By `(session_no, hash of the id)`: the last key added with it.
-    last: IdMap<(u32, u64), usize>,
-    /// By key: the key added before it with the same `(session_no, hash)`, if any.
-    before: Vec<Option<usize>>,
+    /// By key: where its id ends in `bytes` (it starts where the one before ends).
+    ends: Vec<usize>,
+    /// By key: the number of the session that stored it.
+    session_nos: Vec<u32>,
+    /// By hash of `(session_no, id)`: the last key added with it.
+    last: IdMap<u64, u32>,
+    /// By key: the key added before it with the same hash, else [`IdTable::NONE`].
+    before: Vec<u32>,
 }
 
 impl IdTable {
-    fn default() -> Self {
-        IdTable { bytes: Vec::new(), spans: Vec::new(), last: IdMap::default(), before: Vec::new() }
+    /// No key.
+    const NONE: u32 = u32::MAX;
+
+    fn with_capacity(ids: usize) -> Self {
+        IdTable {
+            bytes: Vec::with_capacity(ids * 8),
+            ends: Vec::with_capacity(ids),
+            session_nos: Vec::with_capacity(ids),
+            last: IdMap::with_capacity(ids),
+            before: Vec::with_capacity(ids),
+        }
     }
 
-    fn hash(id: &str) -> u64 {
+    fn hash(session_no: u32, id: &str) -> u64 {
         let mut hasher = FxHasher::default();
+        hasher.write_u32(session_no);
         hasher.write(id.as_bytes());
         hasher.finish()
     }
 
+    /// Whether `key` is `id` stored by the session numbered `session_no`.
+    fn is(&self, key: usize, session_no: u32, id: &str) -> bool {
+        let start = key.checked_sub(1).map_or(0, |k| self.ends[k]);
+        self.session_nos.get(key) == Some(&session_no) && self.bytes.get(start..self.ends[key]) == Some(id.as_bytes())
+    }
+
     fn find(&self, session_no: u32, id: &str, hash: u64) -> Option<usize> {
-        let mut key = self.last.get(&(session_no, hash)).copied();
-        while let Some(k) = key {
-            if self.bytes.get(self.spans[k].clone()) == Some(id.as_bytes()) {
-                return Some(k);
+        let mut key = self.last.get(&hash).copied().unwrap_or(Self::NONE);
+        while key != Self::NONE {
+            if self.is(key as usize, session_no, id) {
+                return Some(key as usize);
             }
-            key = self.before[k];
+            key = self.before[key as usize];
         }
         None
     }
 
-    /// The key of `id` in the session numbered `session_no`.
-    fn get(&self, session_no: u32, id: &str) -> Option<usize> {
-        self.find(session_no, id, Self::hash(id))
+    /// The key of `id` in the session numbered `session_no`. `guess`, when given, is tried first
+    /// (confirmed by comparing the id, so a wrong guess costs a comparison, not a wrong answer):
+    /// events are mostly handed over in the order stored, so the key after the last one found.
+    fn get(&self, session_no: u32, id: &str, guess: Option<usize>) -> Option<usize> {
+        match guess {
+            Some(key) if key < self.ends.len() && self.is(key, session_no, id) => Some(key),
+            _ => self.find(session_no, id, Self::hash(session_no, id)),
+        }
     }
 
-    /// Adds `id` under the next key (0, 1, …) unless the session has it already; whether it did.
-    fn insert(&mut self, session_no: u32, id: &str) -> bool {
-        let hash = Self::hash(id);
+    /// Adds `id` under the next key (0, 1, …) unless the session has it already; the new key.
+    fn insert(&mut self, session_no: u32, id: &str) -> Option<usize> {
+        let hash = Self::hash(session_no, id);
         if self.find(session_no, id, hash).is_some() {
-            return false;
+            return None;
         }
-        let key = self.spans.len();
-        let start = self.bytes.len();
+        let key = self.ends.len();
+        let small = u32::try_from(key).ok().filter(|k| *k != Self::NONE).expect("fewer than 2^32 - 1 events");
         self.bytes.extend_from_slice(id.as_bytes());
-        self.spans.push(start..self.bytes.len());
-        self.before.push(self.last.insert((session_no, hash), key));
-        true
+        self.ends.push(self.bytes.len());
+        self.session_nos.push(session_no);
+        self.before.push(self.last.insert(hash, small).unwrap_or(Self::NONE));
+        Some(key)
     }
 }
 
@@ -711,33 +745,49 @@ impl<'s> LastSession<'s> {
 
 impl<'a> Split<'a> {
     fn new(ix: &TraceIndex<'a>) -> Self {
-        let mut events: Vec<StoredEvent<'a>> = Vec::new();
-        let mut keys = IdTable::default();
-        let mut session_nos: IdMap<&str, u32> = IdMap::default();
-        let mut last = LastSession::default();
         let mut epoch = 0;
         let (mut deliveries, mut others) = (Vec::new(), Vec::new());
+        // The `EventStored` steps, by index, each with the server incarnation that stored it.
+        let (mut stored, mut epochs) = (Vec::new(), Vec::new());
         let mut several_clients = false;
         for (order, step) in ix.steps() {
             several_clients |= step.client.is_some();
             let index = u32::try_from(order).expect("a trace has fewer than 2^32 steps");
             match &step.kind {
-                StepKind::Event { .. } => continue,
-                StepKind::AppEvent { .. } => {
-                    deliveries.push(index);
-                    continue;
-                }
+                StepKind::Event { .. } => {}
+                StepKind::AppEvent { .. } => deliveries.push(index),
                 StepKind::AppResult { .. } => {
                     deliveries.push(index);
                     others.push(index);
                 }
-                StepKind::EventStored { message, .. } if !matches!(message, Some(ServerMessage::ToolResult { .. })) => {
+                StepKind::EventStored { message, .. } => {
+                    stored.push(index);
+                    epochs.push(epoch);
+                    if matches!(message, Some(ServerMessage::ToolResult { .. })) {
+                        others.push(index);
+                    }
+                }
+                StepKind::ServerStart { epoch: e } => {
+                    epoch = *e;
+                    others.push(index);
                 }
                 _ => others.push(index),
             }
-            if let StepKind::ServerStart { epoch: e } = &step.kind {
-                epoch = *e;
-            }
+        }
+        let log = EventLog::new(ix.picked(&stored).zip(epochs));
+        Split { log, deliveries, others, several_clients }
+    }
+}
+
+impl<'a> EventLog<'a> {
+    /// The log of the `EventStored` steps, each with the server incarnation that stored it, in
+    /// trace order (sized once: growing a table rehashes and moves everything it held).
+    fn new(stored: impl ExactSizeIterator<Item = ((usize, &'a Step), u32)>) -> Self {
+        let mut events: Vec<StoredEvent<'a>> = Vec::with_capacity(stored.len());
+        let mut keys = IdTable::with_capacity(stored.len());
+        let mut session_nos: IdMap<&str, u32> = IdMap::default();
+        let mut last = LastSession::default();
+        for ((order, step), epoch) in stored {
             if let StepKind::EventStored { session, stream, seq, id, call, message } = &step.kind {
                 let session_no = last
                     .get(session, |session| {
@@ -746,7 +796,7 @@ impl<'a> Split<'a> {
                     })
                     .expect("a session number is found or made");
                 // Ids are unique per session; should a server store one twice, the first counts.
-                if keys.insert(session_no, &id.0) {
+                if keys.insert(session_no, &id.0).is_some() {
                     events.push(StoredEvent {
                         at: step.at(),
                         order,
@@ -763,12 +813,9 @@ impl<'a> Split<'a> {
                 }
             }
         }
-        let log = EventLog { events, session_nos, keys, sessions: OnceCell::new() };
-        Split { log, deliveries, others, several_clients }
+        EventLog { events, session_nos, keys, sessions: OnceCell::new() }
     }
-}
 
-impl<'a> EventLog<'a> {
     /// How many events: one more than the highest key.
     fn len(&self) -> usize {
         self.events.len()
@@ -786,7 +833,12 @@ impl<'a> EventLog<'a> {
 
     /// The event the session numbered `session_no` stored under `id`.
     fn get_in(&self, session_no: u32, id: &EventId) -> Option<&StoredEvent<'a>> {
-        self.keys.get(session_no, &id.0).map(|key| &self.events[key])
+        self.get_guessing(session_no, id, None)
+    }
+
+    /// [`EventLog::get_in`], trying the event keyed `guess` first.
+    fn get_guessing(&self, session_no: u32, id: &EventId, guess: Option<usize>) -> Option<&StoredEvent<'a>> {
+        self.keys.get(session_no, &id.0, guess).map(|key| &self.events[key])
     }
 
     /// Every stored event, in the order stored.
@@ -1084,6 +1136,26 @@ mod tests {
         assert_eq!(names(&trace(Some(2))), vec!["no-orphaned-session"]);
         // A cancel of another request is not this call's.
         assert_eq!(names(&trace(Some(7))), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_delivery_is_looked_up_in_its_own_session_whatever_was_stored_next() {
+        // Key 0 is A's 1-1, key 1 B's 1-2, key 2 A's 1-2: after A's 1-1 is handed over, the next
+        // key (B's) carries the very id A's next delivery names, and must not be taken for it.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = TraceBuilder::new()
+            .server(stored(&a, 1, 1, Some(0), None))
+            .server(stored(&b, 1, 2, Some(1), None))
+            .server(stored(&a, 1, 2, Some(0), None))
+            .app(app_event(&a, ev(1, 1), Some(0)))
+            .app(app_event(&a, ev(1, 2), Some(0)))
+            .app(app_event(&b, ev(1, 2), Some(1)))
+            .build();
+        let ix = TraceIndex::new(&trace);
+        let found: Vec<_> =
+            ix.resolved_deliveries().iter().map(|(d, e)| (d.session.0.as_str(), e.map(|e| e.key))).collect();
+        assert_eq!(found, vec![("A", Some(0)), ("A", Some(2)), ("B", Some(1))]);
+        assert_eq!(ix.delivered(), &[true, true, true]);
     }
 
     #[test]
