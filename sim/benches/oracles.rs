@@ -4,10 +4,12 @@
 //! reads directly as steps judged per second: flat when the cost grows with the steps alone.
 //!
 //! Beside each, `read_ids`: one pass that reads the session and id of every stored and delivered
-//! event and does nothing else, to show what memory alone does to the cost per step as the trace
-//! outgrows the core's cache (a recorded trace holds its strings in as many allocations as it has
-//! steps, scattered among the run's own). On a machine shared with other work, the longest
-//! trace's figures move with the neighbours' use of the shared cache: compare runs made together.
+//! event and does nothing else — the least any judgement of the trace must read (a recorded trace
+//! holds its strings in as many allocations as it has steps, scattered among the run's own). The
+//! trace itself outgrows the core's cache past a few thousand steps (some 180 bytes a step), so
+//! the oracles read it once (`TraceIndex`) and then only the index. On a machine shared with
+//! other work, the longest trace's figures move with the neighbours' use of the shared cache:
+//! compare runs made together.
 //!
 //! `cargo bench -p mcpsim --bench oracles` (add `-- --quick` for a rough figure in seconds).
 

@@ -33,7 +33,7 @@ const HOUR_US: u64 = 3_600_000_000;
 
 /// The bound the trace records, else the default.
 fn max_reconnects_per_hour(ix: &TraceIndex<'_>) -> u32 {
-    ix.steps()
+    ix.others()
         .find_map(|(_, s)| match s.kind {
             StepKind::Bounds { max_reconnects_per_hour } => Some(max_reconnects_per_hour),
             _ => None,
@@ -44,13 +44,11 @@ fn max_reconnects_per_hour(ix: &TraceIndex<'_>) -> u32 {
 /// One violation per logical client, at the reconnect that first went over the bound.
 fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let bound = max_reconnects_per_hour(ix);
-    // Whether more than one logical client ran: read once, at the first violation that asks.
-    let mut several_clients: Option<bool> = None;
     let mut opened: BTreeSet<(u32, Option<&SessionId>)> = BTreeSet::new();
     let mut pending: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
     let mut windows: BTreeMap<u32, VecDeque<Instant>> = BTreeMap::new();
     let mut violations: BTreeMap<u32, Violation> = BTreeMap::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         let client = client_of(step);
         let session = match &step.kind {
             StepKind::Send { conn, request } if request.method == Method::Get => {
@@ -74,8 +72,7 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         }
         if window.len() as u64 > u64::from(bound) && !violations.contains_key(&client) {
             let first = window.front().copied().unwrap_or(now);
-            let several = session.is_some()
-                && *several_clients.get_or_insert_with(|| ix.steps().any(|(_, s)| s.client.is_some()));
+            let several = session.is_some() && ix.several_clients();
             let subject = match session {
                 Some(session) if several => {
                     format!("client {client} session {session}")

@@ -53,12 +53,17 @@ fn duplicate_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     // The result handed over since the call was last issued.
     let mut result_given: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut violations = Vec::new();
-    let mut resolved = ix.resolved_deliveries().iter().peekable();
-    for (order, step) in ix.steps() {
-        if let StepKind::AppCall { call, .. } = &step.kind {
-            result_given.remove(call);
+    // The `AppCall` steps, merged in trace order with the deliveries.
+    let mut calls = ix.others().filter_map(|(order, step)| match &step.kind {
+        StepKind::AppCall { call, .. } => Some((order, *call)),
+        _ => None,
+    });
+    let mut next_call = calls.next();
+    for (d, stored) in ix.resolved_deliveries() {
+        while let Some((_, call)) = next_call.filter(|(order, _)| *order < d.order) {
+            result_given.remove(&call);
+            next_call = calls.next();
         }
-        let Some((d, stored)) = resolved.next_if(|(d, _)| d.order == order) else { continue };
         let first_seen = match (d.id, stored) {
             (None, _) => None,
             (Some(_), Some(e)) => seen_stored[e.key],

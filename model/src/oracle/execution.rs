@@ -33,7 +33,7 @@ pub(super) fn duplicate_executions(trace: &Trace) -> Vec<Violation> {
 pub(super) fn duplicate_executions_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let ledger = ix.ledger();
     let mut runs: BTreeMap<CallKey, Vec<Execution<'_>>> = BTreeMap::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         if let StepKind::SideEffect { session, call, idempotent, .. } = &step.kind {
             runs.entry(*call).or_default().push(Execution { at: step.at(), order, session, idempotent: *idempotent });
         }

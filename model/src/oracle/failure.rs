@@ -38,7 +38,7 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut done: BTreeMap<CallKey, Vec<(usize, Done<'_>)>> = BTreeMap::new();
     // The positions of each call's `AppCall` steps, in trace order.
     let mut issued: BTreeMap<CallKey, Vec<usize>> = BTreeMap::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         let (call, session, what) = match &step.kind {
             StepKind::AppCall { call, .. } => {
                 issued.entry(*call).or_default().push(order);
@@ -53,7 +53,7 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         done.entry(call).or_default().push((order, Done { at: step.at(), session, what }));
     }
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         let StepKind::AppError { call, error } = &step.kind else { continue };
         if ledger.idempotent.get(call) != Some(&false) || violations.contains_key(call) {
             continue;

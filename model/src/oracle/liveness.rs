@@ -38,8 +38,10 @@ fn unresolved_calls_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut open: BTreeMap<CallKey, Instant> = BTreeMap::new();
     let mut settled: BTreeMap<CallKey, (Instant, Resolution)> = BTreeMap::new();
     let mut violations = Vec::new();
-    let deadline_step = step_at_or_after(ix, deadline);
-    for (order, step) in ix.steps() {
+    // Read only when some call was left unresolved: where the deadline is drawn.
+    let deadline_step = std::cell::OnceCell::new();
+    let deadline_step = || *deadline_step.get_or_init(|| step_at_or_after(ix, deadline));
+    for (order, step) in ix.others() {
         if let StepKind::AppCall { call, .. } = &step.kind {
             open.entry(*call).or_insert(step.at());
         }
@@ -55,7 +57,7 @@ fn unresolved_calls_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     }
     for (call, issued) in open {
         if issued <= deadline {
-            violations.push(late(call, issued, (deadline, deadline_step), None));
+            violations.push(late(call, issued, (deadline, deadline_step()), None));
         }
     }
     sorted(violations)

@@ -165,7 +165,7 @@ impl Covered {
 /// whose `after` lies on another stream, says nothing the oracle can place, so it covers nothing.
 fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId, StreamNo), Covered> {
     let mut gaps: BTreeMap<_, Vec<Gap>> = BTreeMap::new();
-    for (_, step) in ix.steps() {
+    for (_, step) in ix.others() {
         if let StepKind::AppStreamLost { session, after } = &step.kind {
             // The stream was given up: everything after `after` on it may be missing.
             let after_seq = match after {
@@ -196,7 +196,7 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
 /// `Last-Event-ID`): events stored before it were never meant for the application.
 fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
     let mut opened = BTreeMap::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         if let StepKind::Send { request, .. } = &step.kind {
             if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
                 opened.entry(session).or_insert(order);

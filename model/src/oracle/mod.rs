@@ -231,19 +231,78 @@ pub fn by_name(name: &str) -> Option<&'static Invariant> {
 /// stored and where it is delivered; after that the invariants use its [`StoredEvent::key`], a
 /// number, and the cost of judging a trace grows with its steps alone.
 ///
-/// The invariants read the steps only through [`TraceIndex::steps`], which counts every step it
-/// hands out ([`TraceIndex::steps_read`]): a handful of passes per trace, the same handful
-/// whatever the trace's length. A scan of the steps per step (the quadratic cost that a long run
-/// makes visible) shows up as a count that grows with the trace, which a test checks.
+/// Most of a long trace is events: each stored, carried and handed over (`EventStored`, `Event`,
+/// `AppEvent`), a step of some 180 bytes each. Past a few thousand steps the trace outgrows the
+/// core's cache, and every pass over it costs a read from the shared cache per step, whatever
+/// the pass looks for. So the steps are read once, in one pass that files the stored events in
+/// the [`EventLog`] and notes where the deliveries and all the other steps lie; after that the
+/// invariants read only the few steps they judge ([`TraceIndex::others`]) and the log.
+///
+/// The invariants read the steps only through [`TraceIndex::steps`] and [`TraceIndex::others`],
+/// which count every step they hand out ([`TraceIndex::steps_read`]): a handful of passes per
+/// trace, the same handful whatever the trace's length. A scan of the steps per step (the
+/// quadratic cost that a long run makes visible) shows up as a count that grows with the trace,
+/// which a test checks.
 pub struct TraceIndex<'a> {
     trace: &'a Trace,
-    /// Steps handed out by [`TraceIndex::steps`] so far.
+    /// Steps handed out by [`TraceIndex::steps`] and [`TraceIndex::others`] so far.
     read: Cell<usize>,
-    log: OnceCell<EventLog<'a>>,
+    split: OnceCell<Split<'a>>,
     ledger: OnceCell<CallLedger>,
     deliveries: OnceCell<Deliveries<'a>>,
     end: OnceCell<Option<RunEnd<'a>>>,
     liveness: OnceCell<Option<(&'a Step, Instant)>>,
+}
+
+/// The one pass over every step: the stored events, and where the other steps lie.
+struct Split<'a> {
+    log: EventLog<'a>,
+    /// The `AppEvent` and `AppResult` steps, by index.
+    deliveries: Vec<u32>,
+    /// By index, every step but the bulk of events: an `Event`, an `AppEvent`, or an
+    /// `EventStored` other than a tool result. What no invariant reads outside the log and the
+    /// deliveries.
+    others: Vec<u32>,
+    /// Whether some step names its logical client (a multi-client trace).
+    several_clients: bool,
+}
+
+/// The steps at some indexes of a trace, in order, each with its index, counted as they are read
+/// (see [`TraceIndex::steps_read`]).
+pub struct Picked<'a, 'i> {
+    steps: &'a [Step],
+    orders: std::slice::Iter<'i, u32>,
+    read: &'i Cell<usize>,
+}
+
+impl<'a> Picked<'a, '_> {
+    fn step(&self, order: u32) -> (usize, &'a Step) {
+        self.read.set(self.read.get() + 1);
+        let order = order as usize;
+        (order, &self.steps[order])
+    }
+}
+
+impl<'a> Iterator for Picked<'a, '_> {
+    type Item = (usize, &'a Step);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let order = *self.orders.next()?;
+        Some(self.step(order))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.orders.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Picked<'_, '_> {}
+
+impl DoubleEndedIterator for Picked<'_, '_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let order = *self.orders.next_back()?;
+        Some(self.step(order))
+    }
 }
 
 /// The deliveries of a trace, each with the stored event it handed over (looked up once).
@@ -296,7 +355,7 @@ impl<'a> TraceIndex<'a> {
         TraceIndex {
             trace,
             read: Cell::new(0),
-            log: OnceCell::new(),
+            split: OnceCell::new(),
             ledger: OnceCell::new(),
             deliveries: OnceCell::new(),
             end: OnceCell::new(),
@@ -309,8 +368,26 @@ impl<'a> TraceIndex<'a> {
         Steps { inner: self.trace.steps.iter().enumerate(), read: &self.read }
     }
 
-    /// How many steps [`TraceIndex::steps`] has handed out so far, over all the invariants that
-    /// read through this index: a fixed number of passes over the trace, whatever its length.
+    /// Every step but the bulk of events (`Event`, `AppEvent`, an `EventStored` other than a tool
+    /// result), in order, each with its index; every step this hands out is counted. The first
+    /// call reads all the steps, once for all.
+    pub fn others(&self) -> Picked<'a, '_> {
+        self.picked(&self.split().others)
+    }
+
+    /// The steps at `orders` (indexes into the trace, ascending).
+    fn picked<'i>(&'i self, orders: &'i [u32]) -> Picked<'a, 'i> {
+        Picked { steps: &self.trace.steps, orders: orders.iter(), read: &self.read }
+    }
+
+    /// Whether some step names its logical client (a multi-client trace).
+    fn several_clients(&self) -> bool {
+        self.split().several_clients
+    }
+
+    /// How many steps [`TraceIndex::steps`] and [`TraceIndex::others`] have handed out so far,
+    /// over all the invariants that read through this index: a fixed number of passes over the
+    /// trace, whatever its length.
     pub fn steps_read(&self) -> usize {
         self.read.get()
     }
@@ -325,28 +402,41 @@ impl<'a> TraceIndex<'a> {
         self.trace.steps.is_empty()
     }
 
+    /// The one pass over every step.
+    fn split(&self) -> &Split<'a> {
+        self.split.get_or_init(|| Split::new(self))
+    }
+
     /// Every stored event, by `(session, id)`.
     fn log(&self) -> &EventLog<'a> {
-        self.log.get_or_init(|| EventLog::new(self))
+        &self.split().log
     }
 
     /// The application's calls and how each was resolved.
     fn ledger(&self) -> &CallLedger {
-        self.ledger.get_or_init(|| CallLedger::new(self.steps()))
+        self.ledger.get_or_init(|| CallLedger::new(self.others()))
     }
 
     fn deliveries(&self) -> &Deliveries<'a> {
         self.deliveries.get_or_init(|| {
             let log = self.log();
             let mut last = LastSession::default();
-            let resolved: Vec<_> = self
-                .steps()
-                .filter_map(|(i, s)| Delivery::of(i, s))
-                .map(|d| {
-                    let stored = d.id.and_then(|id| log.get_in(last.get(d.session, |s| log.session_no(s))?, id));
-                    (d, stored.copied())
-                })
-                .collect();
+            // Events are mostly handed over in the order stored: the one after the last found.
+            let mut next: Option<usize> = None;
+            let deliveries = self.picked(&self.split().deliveries);
+            let mut resolved = Vec::with_capacity(deliveries.len());
+            for d in deliveries.filter_map(|(i, s)| Delivery::of(i, s)) {
+                let stored = match d.id {
+                    Some(id) => {
+                        last.get(d.session, |s| log.session_no(s)).and_then(|no| log.get_guessing(no, id, next))
+                    }
+                    None => None,
+                };
+                if let Some(e) = stored {
+                    next = Some(e.key + 1);
+                }
+                resolved.push((d, stored.copied()));
+            }
             let mut delivered = vec![false; log.len()];
             let mut answered_from = BTreeMap::new();
             for (d, event) in resolved.iter().filter_map(|(d, e)| Some((d, e.as_ref()?))) {
@@ -384,13 +474,13 @@ impl<'a> TraceIndex<'a> {
 
     /// The state the run ended in (the last `RunEnd` step), if it says.
     fn final_state(&self) -> Option<&RunEnd<'a>> {
-        self.end.get_or_init(|| final_state(self.steps())).as_ref()
+        self.end.get_or_init(|| final_state(self.others())).as_ref()
     }
 
     /// The first `Liveness` step: when the network healed, and the deadline it set.
     fn liveness_step(&self) -> Option<(&'a Step, Instant)> {
         *self.liveness.get_or_init(|| {
-            self.steps().find_map(|(_, step)| match step.kind {
+            self.others().find_map(|(_, step)| match step.kind {
                 StepKind::Liveness { deadline } => Some((step, Instant(deadline))),
                 _ => None,
             })
@@ -554,65 +644,84 @@ struct EventLog<'a> {
     sessions: OnceCell<Vec<&'a SessionId>>,
 }
 
-/// The stored events' ids by `(session_no, id)`, each copied once into one buffer: a trace's ids
-/// live in as many allocations as it has steps, scattered over the heap, and reading one again to
-/// confirm a hash match costs a cache miss once the trace outgrows the cache. The copies, side by
-/// side, stay in it.
+/// The stored events' ids by `(session_no, id)`, each copied once into one buffer, and every
+/// field in small integers: a trace's ids live in as many allocations as it has steps, scattered
+/// over the heap, and reading one again to confirm a hash match costs a cache miss once the trace
+/// outgrows the cache. The copies, side by side, stay in it.
 struct IdTable {
     /// Every id, one after the other, by key.
     bytes: Vec<u8>,
-    /// By key: where its id lies in `bytes`.
-    spans: Vec<std::ops::Range<usize>>,
-    /// By `(session_no, hash of the id)`: the last key added with it.
-    last: IdMap<(u32, u64), usize>,
-    /// By key: the key added before it with the same `(session_no, hash)`, if any.
-    before: Vec<Option<usize>>,
+    /// By key: where its id ends in `bytes` (it starts where the one before ends).
+    ends: Vec<usize>,
+    /// By key: the number of the session that stored it.
+    session_nos: Vec<u32>,
+    /// By hash of `(session_no, id)`: the last key added with it.
+    last: IdMap<u64, u32>,
+    /// By key: the key added before it with the same hash, else [`IdTable::NONE`].
+    before: Vec<u32>,
 }
 
 impl IdTable {
+    /// No key.
+    const NONE: u32 = u32::MAX;
+
     fn with_capacity(ids: usize) -> Self {
         IdTable {
             bytes: Vec::with_capacity(ids * 8),
-            spans: Vec::with_capacity(ids),
+            ends: Vec::with_capacity(ids),
+            session_nos: Vec::with_capacity(ids),
             last: IdMap::with_capacity(ids),
             before: Vec::with_capacity(ids),
         }
     }
 
-    fn hash(id: &str) -> u64 {
+    fn hash(session_no: u32, id: &str) -> u64 {
         let mut hasher = FxHasher::default();
+        hasher.write_u32(session_no);
         hasher.write(id.as_bytes());
         hasher.finish()
     }
 
+    /// Whether `key` is `id` stored by the session numbered `session_no`.
+    fn is(&self, key: usize, session_no: u32, id: &str) -> bool {
+        let start = key.checked_sub(1).map_or(0, |k| self.ends[k]);
+        self.session_nos.get(key) == Some(&session_no) && self.bytes.get(start..self.ends[key]) == Some(id.as_bytes())
+    }
+
     fn find(&self, session_no: u32, id: &str, hash: u64) -> Option<usize> {
-        let mut key = self.last.get(&(session_no, hash)).copied();
-        while let Some(k) = key {
-            if self.bytes.get(self.spans[k].clone()) == Some(id.as_bytes()) {
-                return Some(k);
+        let mut key = self.last.get(&hash).copied().unwrap_or(Self::NONE);
+        while key != Self::NONE {
+            if self.is(key as usize, session_no, id) {
+                return Some(key as usize);
             }
-            key = self.before[k];
+            key = self.before[key as usize];
         }
         None
     }
 
-    /// The key of `id` in the session numbered `session_no`.
-    fn get(&self, session_no: u32, id: &str) -> Option<usize> {
-        self.find(session_no, id, Self::hash(id))
+    /// The key of `id` in the session numbered `session_no`. `guess`, when given, is tried first
+    /// (confirmed by comparing the id, so a wrong guess costs a comparison, not a wrong answer):
+    /// events are mostly handed over in the order stored, so the key after the last one found.
+    fn get(&self, session_no: u32, id: &str, guess: Option<usize>) -> Option<usize> {
+        match guess {
+            Some(key) if key < self.ends.len() && self.is(key, session_no, id) => Some(key),
+            _ => self.find(session_no, id, Self::hash(session_no, id)),
+        }
     }
 
-    /// Adds `id` under the next key (0, 1, …) unless the session has it already; whether it did.
-    fn insert(&mut self, session_no: u32, id: &str) -> bool {
-        let hash = Self::hash(id);
+    /// Adds `id` under the next key (0, 1, …) unless the session has it already; the new key.
+    fn insert(&mut self, session_no: u32, id: &str) -> Option<usize> {
+        let hash = Self::hash(session_no, id);
         if self.find(session_no, id, hash).is_some() {
-            return false;
+            return None;
         }
-        let key = self.spans.len();
-        let start = self.bytes.len();
+        let key = self.ends.len();
+        let small = u32::try_from(key).ok().filter(|k| *k != Self::NONE).expect("fewer than 2^32 - 1 events");
         self.bytes.extend_from_slice(id.as_bytes());
-        self.spans.push(start..self.bytes.len());
-        self.before.push(self.last.insert((session_no, hash), key));
-        true
+        self.ends.push(self.bytes.len());
+        self.session_nos.push(session_no);
+        self.before.push(self.last.insert(hash, small).unwrap_or(Self::NONE));
+        Some(key)
     }
 }
 
@@ -634,19 +743,51 @@ impl<'s> LastSession<'s> {
     }
 }
 
-impl<'a> EventLog<'a> {
+impl<'a> Split<'a> {
     fn new(ix: &TraceIndex<'a>) -> Self {
-        // Sized once: growing a table rehashes (and moves) everything it held.
-        let stored = ix.steps().filter(|(_, s)| matches!(s.kind, StepKind::EventStored { .. })).count();
-        let mut events: Vec<StoredEvent<'a>> = Vec::with_capacity(stored);
-        let mut keys = IdTable::with_capacity(stored);
+        let mut epoch = 0;
+        let (mut deliveries, mut others) = (Vec::new(), Vec::new());
+        // The `EventStored` steps, by index, each with the server incarnation that stored it.
+        let (mut stored, mut epochs) = (Vec::new(), Vec::new());
+        let mut several_clients = false;
+        for (order, step) in ix.steps() {
+            several_clients |= step.client.is_some();
+            let index = u32::try_from(order).expect("a trace has fewer than 2^32 steps");
+            match &step.kind {
+                StepKind::Event { .. } => {}
+                StepKind::AppEvent { .. } => deliveries.push(index),
+                StepKind::AppResult { .. } => {
+                    deliveries.push(index);
+                    others.push(index);
+                }
+                StepKind::EventStored { message, .. } => {
+                    stored.push(index);
+                    epochs.push(epoch);
+                    if matches!(message, Some(ServerMessage::ToolResult { .. })) {
+                        others.push(index);
+                    }
+                }
+                StepKind::ServerStart { epoch: e } => {
+                    epoch = *e;
+                    others.push(index);
+                }
+                _ => others.push(index),
+            }
+        }
+        let log = EventLog::new(ix.picked(&stored).zip(epochs));
+        Split { log, deliveries, others, several_clients }
+    }
+}
+
+impl<'a> EventLog<'a> {
+    /// The log of the `EventStored` steps, each with the server incarnation that stored it, in
+    /// trace order (sized once: growing a table rehashes and moves everything it held).
+    fn new(stored: impl ExactSizeIterator<Item = ((usize, &'a Step), u32)>) -> Self {
+        let mut events: Vec<StoredEvent<'a>> = Vec::with_capacity(stored.len());
+        let mut keys = IdTable::with_capacity(stored.len());
         let mut session_nos: IdMap<&str, u32> = IdMap::default();
         let mut last = LastSession::default();
-        let mut epoch = 0;
-        for (order, step) in ix.steps() {
-            if let StepKind::ServerStart { epoch: e } = &step.kind {
-                epoch = *e;
-            }
+        for ((order, step), epoch) in stored {
             if let StepKind::EventStored { session, stream, seq, id, call, message } = &step.kind {
                 let session_no = last
                     .get(session, |session| {
@@ -655,7 +796,7 @@ impl<'a> EventLog<'a> {
                     })
                     .expect("a session number is found or made");
                 // Ids are unique per session; should a server store one twice, the first counts.
-                if keys.insert(session_no, &id.0) {
+                if keys.insert(session_no, &id.0).is_some() {
                     events.push(StoredEvent {
                         at: step.at(),
                         order,
@@ -692,7 +833,12 @@ impl<'a> EventLog<'a> {
 
     /// The event the session numbered `session_no` stored under `id`.
     fn get_in(&self, session_no: u32, id: &EventId) -> Option<&StoredEvent<'a>> {
-        self.keys.get(session_no, &id.0).map(|key| &self.events[key])
+        self.get_guessing(session_no, id, None)
+    }
+
+    /// [`EventLog::get_in`], trying the event keyed `guess` first.
+    fn get_guessing(&self, session_no: u32, id: &EventId, guess: Option<usize>) -> Option<&StoredEvent<'a>> {
+        self.keys.get(session_no, &id.0, guess).map(|key| &self.events[key])
     }
 
     /// Every stored event, in the order stored.
@@ -803,7 +949,7 @@ struct CallLedger {
 }
 
 impl CallLedger {
-    fn new(steps: Steps<'_, '_>) -> Self {
+    fn new<'s>(steps: impl Iterator<Item = (usize, &'s Step)>) -> Self {
         let mut idempotent = BTreeMap::new();
         let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
         let mut requests: BTreeMap<(u32, RequestId), CallKey> = BTreeMap::new();
@@ -876,7 +1022,7 @@ impl<'a> RunEnd<'a> {
     }
 }
 
-fn final_state<'a>(steps: Steps<'a, '_>) -> Option<RunEnd<'a>> {
+fn final_state<'a>(steps: impl DoubleEndedIterator<Item = (usize, &'a Step)>) -> Option<RunEnd<'a>> {
     steps.rev().find_map(|(order, step)| match &step.kind {
         StepKind::RunEnd { client_session, server_sessions, other_client_sessions } => {
             let others = other_client_sessions.iter().map(Option::as_ref);
@@ -894,7 +1040,7 @@ fn client_of(step: &Step) -> u32 {
 
 /// Sessions the application was told it lost.
 fn sessions_lost<'a>(ix: &TraceIndex<'a>) -> BTreeSet<&'a SessionId> {
-    ix.steps()
+    ix.others()
         .filter_map(|(_, step)| match &step.kind {
             StepKind::AppSessionLost { session } => Some(session),
             _ => None,
@@ -990,6 +1136,26 @@ mod tests {
         assert_eq!(names(&trace(Some(2))), vec!["no-orphaned-session"]);
         // A cancel of another request is not this call's.
         assert_eq!(names(&trace(Some(7))), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_delivery_is_looked_up_in_its_own_session_whatever_was_stored_next() {
+        // Key 0 is A's 1-1, key 1 B's 1-2, key 2 A's 1-2: after A's 1-1 is handed over, the next
+        // key (B's) carries the very id A's next delivery names, and must not be taken for it.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = TraceBuilder::new()
+            .server(stored(&a, 1, 1, Some(0), None))
+            .server(stored(&b, 1, 2, Some(1), None))
+            .server(stored(&a, 1, 2, Some(0), None))
+            .app(app_event(&a, ev(1, 1), Some(0)))
+            .app(app_event(&a, ev(1, 2), Some(0)))
+            .app(app_event(&b, ev(1, 2), Some(1)))
+            .build();
+        let ix = TraceIndex::new(&trace);
+        let found: Vec<_> =
+            ix.resolved_deliveries().iter().map(|(d, e)| (d.session.0.as_str(), e.map(|e| e.key))).collect();
+        assert_eq!(found, vec![("A", Some(0)), ("A", Some(2)), ("B", Some(1))]);
+        assert_eq!(ix.delivered(), &[true, true, true]);
     }
 
     #[test]

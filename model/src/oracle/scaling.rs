@@ -74,5 +74,7 @@ fn every_step_is_read_a_fixed_number_of_times_whatever_the_length_of_the_trace()
     assert!(found_long > found_short * 10, "{found_short} → {found_long}");
     // 50 times the steps, the same passes: a scan per block would multiply them by ~50.
     assert!(long <= short * 1.05, "steps read per step: {short:.2} at 8 blocks, {long:.2} at 400");
-    assert!(long < 30.0, "steps read per step: {long:.2}");
+    // One pass over every step, then the few steps other than events (9.2 here, where most
+    // steps are not events): passes over the whole trace per invariant would make it ~20.
+    assert!(long < 15.0, "steps read per step: {long:.2}");
 }

@@ -77,7 +77,7 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
 fn second_live_sessions(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut known: BTreeSet<&SessionId> = BTreeSet::new();
     let mut changes = Vec::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         match &step.kind {
             StepKind::Response { head, .. } if step.actor == Actor::Client => known.extend(head.session.as_ref()),
             StepKind::SessionCreated { .. } | StepKind::SessionEnded { .. } => changes.push((order, step)),
@@ -163,7 +163,7 @@ impl<'a> Answers<'a> {
         let mut sent_with: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
         let mut ended = BTreeMap::new();
         let mut not_found: BTreeMap<(u32, &SessionId), Vec<Instant>> = BTreeMap::new();
-        for (_, step) in ix.steps() {
+        for (_, step) in ix.others() {
             match &step.kind {
                 StepKind::SessionEnded { session, .. } => {
                     ended.entry(session).or_insert(step.at());

@@ -46,7 +46,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             _ => None,
         })
         .collect();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         match &step.kind {
             StepKind::Send { request, .. } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
@@ -110,7 +110,7 @@ fn killed(order: usize, at: Instant, tool: &Running, what: String) -> Violation 
 /// The index of the first step resolving each call.
 fn first_resolutions(ix: &TraceIndex<'_>) -> BTreeMap<CallKey, usize> {
     let mut first = BTreeMap::new();
-    for (order, step) in ix.steps() {
+    for (order, step) in ix.others() {
         if let Some(call) = step.kind.resolves() {
             first.entry(call).or_insert(order);
         }
