@@ -116,7 +116,9 @@ pub fn describe(kind: &StepKind) -> String {
         }
         LbResent { conn, reused } => {
             let which = if *reused { "kept-alive" } else { "fresh" };
-            format!("{conn}: the {which} upstream connection ended before any answer; the balancer sends the request again")
+            format!(
+                "{conn}: the {which} upstream connection ended before any answer; the balancer sends the request again"
+            )
         }
         KeepAliveClosed { idle_us } => {
             format!("server closes a kept-alive connection idle {}", format_micros(*idle_us))

@@ -430,7 +430,13 @@ enum Sent {
 /// connection (`client.http.retry`): always when the request could not be written (the
 /// connection was closed as it was sent), and under `reused-before-response` also when it was
 /// written and the connection ended before any byte of the response came back.
-async fn exchange(world: &Arc<World>, index: u32, conn: ConnId, request: Request, claim: Option<Claim>) -> Option<ConnEnd> {
+async fn exchange(
+    world: &Arc<World>,
+    index: u32,
+    conn: ConnId,
+    request: Request,
+    claim: Option<Claim>,
+) -> Option<ConnEnd> {
     let http = &world.scenario.client.http;
     let reused = match claim {
         Some(claim) => claim.await.ok(),

@@ -28,7 +28,9 @@ enum Outgoing {
     Frame(Frame),
     /// The exchange is over (after the frames queued before): a clean end leaves a kept-alive
     /// connection open for the next request; otherwise the connection closes.
-    Close { abrupt: bool },
+    Close {
+        abrupt: bool,
+    },
 }
 
 /// The live server process.
@@ -243,7 +245,9 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             _ => reader.next(&mut stream).await,
         };
         let request: Request = match read {
-            Ok(Some(bytes)) => net::decode(bytes).expect("the balancer forwards every request as the client encoded it"),
+            Ok(Some(bytes)) => {
+                net::decode(bytes).expect("the balancer forwards every request as the client encoded it")
+            }
             // The peer left before sending anything: the server never heard of this exchange.
             Ok(None) | Err(_) => return,
         };
