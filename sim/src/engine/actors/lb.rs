@@ -121,6 +121,10 @@ impl LbCore {
     /// connection through it goes, which is every connection. Returns whether the hop exists.
     pub(crate) fn fail_hop(&mut self, world: &Arc<World>, hop: u32, restart: bool) -> bool {
         let known = self.lb.fail_hop(hop as usize, restart);
+        // The balancer itself (the last hop) going down takes its kept-alive upstream connections.
+        if known && hop as usize + 1 == self.lb.chain_len() {
+            self.upstreams.close_where(|_| true);
+        }
         self.drain(world);
         known
     }
