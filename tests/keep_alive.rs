@@ -139,3 +139,25 @@ fn a_server_keep_alive_shorter_than_the_balancers_pool_answers_502_and_a_longer_
     assert_eq!(count(&outcome, bad_gateway), 0, "replay: {}", common::replay(&fixed, 0));
     assert!(got_result(&outcome, 1));
 }
+
+#[test]
+fn kept_alive_runs_are_deterministic() {
+    // Every pool, re-send and keep-alive timer on, with faults that close connections under them.
+    let s = scenario(&[
+        ("client.http.keep_alive", "true"),
+        ("client.http.idle_expiry", "30s"),
+        ("client.http.retry", "reused-before-response"),
+        ("lb.upstream_keep_alive", "true"),
+        ("lb.retry_upstream", "any"),
+        ("server.keep_alive_timeout", "5s"),
+        ("app.calls", "1s; +4.97s; +59.99s"),
+        ("tool.duration", "20s"),
+        ("fault.reset", "30s"),
+    ]);
+    for seed in 0..4 {
+        let first = run_ok(&s, seed).trace.to_jsonl();
+        let second = run_ok(&s, seed).trace.to_jsonl();
+        assert!(first == second, "seed {seed}: two runs differ\nreplay: {}", replay(&s, seed));
+        assert!(first.contains("conn-reused") && first.contains("lb-upstream-reused"), "seed {seed}");
+    }
+}
