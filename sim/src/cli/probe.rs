@@ -38,6 +38,7 @@ pub fn cmd_probe_server(
         only,
         scenario_timeout,
         idle_bound,
+        keep_alive_bound: Some(crate::probe::keepalive::KEEP_ALIVE_BOUND),
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,

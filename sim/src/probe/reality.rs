@@ -402,10 +402,14 @@ pub struct FieldRow {
     pub why: String,
 }
 
-/// A measured duration like `"15s"` and the profile's within a second: the same.
+/// A measured duration like `"15s"` and the profile's within a second: the same; a keep-alive
+/// timeout as [`super::keepalive::agrees`] says (still open at the bound agrees with any longer).
 fn close_enough(field: &str, probed: &str, builtin: &str) -> bool {
     if probed == builtin {
         return true;
+    }
+    if field == "keep_alive_timeout" {
+        return super::keepalive::agrees(probed, builtin, super::keepalive::KEEP_ALIVE_BOUND);
     }
     let secs = |v: &str| v.trim_matches('"').strip_suffix('s').and_then(|n| n.parse::<i64>().ok());
     matches!(field, "keepalive" | "idle_ttl")
@@ -612,6 +616,7 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         let idle = probe_server(&ProbeOptions {
             only: vec!["idle-expiry".into()],
             idle_bound: Some(IDLE_BOUND),
+            keep_alive_bound: None,
             ..ProbeOptions::new(&short.url)
         })?;
         merge_idle(&mut report, idle);
@@ -625,7 +630,11 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         }
         let name = row.scenario;
         retried.push(name);
-        let again = probe_server(&ProbeOptions { only: vec![name.to_string()], ..ProbeOptions::new(&server.url) })?;
+        let again = probe_server(&ProbeOptions {
+            only: vec![name.to_string()],
+            keep_alive_bound: None,
+            ..ProbeOptions::new(&server.url)
+        })?;
         if let Some(second) = self::rows(sdk, &again).into_iter().find(|r| r.scenario == name) {
             let note = format!("probed twice (the first run said {}); {}", show(&row.real), second.note);
             *row = Row { note, ..second };
