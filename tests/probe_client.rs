@@ -1,6 +1,6 @@
 //! `mcpsim probe client` against the real SDK fixture clients (`sim/probe/fixtures/{py,ts,rust}`,
 //! installed by `install.sh`): the fields it decides from the server side must equal the
-//! built-in client profile of that SDK.
+//! built-in client profile of that SDK, or be a known difference (`KNOWN_CLIENT_FIELD_DIFFERENCES`).
 //!
 //! Without the fixtures this skips with a message, unless `CI` or `MCPSIM_REALITY_REQUIRED` is
 //! set: then a missing fixture fails. `MCPSIM_FIXTURES_DIR` points at another checkout's
