@@ -136,7 +136,11 @@ fn a_client_that_reuses_a_kept_alive_connection_is_told_from_one_that_does_not()
         let mut opts = ClientProbeOptions::new(vec!["sh".into(), "-c".into(), script]);
         opts.only = vec!["cut-resume".into()];
         let r = probe_client(&opts).expect("the probe runs");
-        let (v, why) = r.fields.get("http.keep_alive").cloned().unwrap_or_else(|| ("(undetermined)".into(), format!("{:?}", r.undetermined)));
+        let (v, why) = r
+            .fields
+            .get("http.keep_alive")
+            .cloned()
+            .unwrap_or_else(|| ("(undetermined)".into(), format!("{:?}", r.undetermined)));
         (v, why, r)
     };
     let (v, why, r) = keep(format!("{one} --next {body}"));

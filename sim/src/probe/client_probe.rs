@@ -314,7 +314,8 @@ async fn read_head(up: &mut TcpStream) -> Option<(Vec<u8>, Vec<u8>)> {
 /// The last event id, when the tool's stream has reached the run's cut point.
 fn cut_due(mode: Mode, seen_text: &str) -> Option<Option<String>> {
     let ids: Vec<&str> = seen_text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
-    let enough = if mode == Mode::CutBeforeId { seen_text.contains("\r\n\r\n") && ids.is_empty() } else { ids.len() >= 2 };
+    let enough =
+        if mode == Mode::CutBeforeId { seen_text.contains("\r\n\r\n") && ids.is_empty() } else { ids.len() >= 2 };
     enough.then(|| ids.last().map(|s| s.trim().to_string()))
 }
 
@@ -492,7 +493,9 @@ async fn tap_request(
                 }
                 rec.push(
                     Actor::Fault,
-                    StepKind::Fault { fault: format!("reset every connection after event {}", after.unwrap_or_default()) },
+                    StepKind::Fault {
+                        fault: format!("reset every connection after event {}", after.unwrap_or_default()),
+                    },
                 );
                 proxy.apply(&Toxic::Reset);
                 return Served::Reset;
@@ -794,7 +797,8 @@ pub fn decide_keep_alive(runs: &[ClientRun]) -> Result<Decided, String> {
     let conns: u64 = runs.iter().map(|r| r.tcp_connections).sum();
     let offers: u64 = runs.iter().map(|r| r.kept_alive).sum();
     let reused = runs.iter().flat_map(|r| &r.seen).filter(|s| s.reused_after.is_some()).count();
-    let per_run: Vec<String> = runs.iter().map(|r| format!("{} {}/{}", r.name, r.seen.len(), r.tcp_connections)).collect();
+    let per_run: Vec<String> =
+        runs.iter().map(|r| format!("{} {}/{}", r.name, r.seen.len(), r.tcp_connections)).collect();
     let totals = format!(
         "{requests} requests on {conns} TCP connections (requests/connections per run: {})",
         per_run.join(", ")
@@ -802,7 +806,8 @@ pub fn decide_keep_alive(runs: &[ClientRun]) -> Result<Decided, String> {
     let first = runs.iter().find_map(|r| r.seen.iter().find_map(|s| Some((r.name, s, s.reused_after.as_ref()?))));
     if let Some((run, s, after)) = first {
         let what = s.rpc.clone().map(|m| s.tool.clone().unwrap_or(m)).unwrap_or_else(|| s.method.clone());
-        let mut kinds: Vec<&str> = runs.iter().flat_map(|r| &r.seen).filter_map(|s| s.reused_after.as_deref()).collect();
+        let mut kinds: Vec<&str> =
+            runs.iter().flat_map(|r| &r.seen).filter_map(|s| s.reused_after.as_deref()).collect();
         kinds.sort_unstable();
         kinds.dedup();
         return Ok((

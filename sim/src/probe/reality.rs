@@ -813,7 +813,10 @@ pub fn keep_alive_markdown(all: &[SdkReality]) -> String {
     };
     for r in all {
         let server = r.fields.iter().find(|f| f.field == "keep_alive_timeout");
-        let rows = [(format!("server {}", r.sdk.profile()), server), (format!("client {}", r.sdk.profile()), r.client_keep_alive.as_ref())];
+        let rows = [
+            (format!("server {}", r.sdk.profile()), server),
+            (format!("client {}", r.sdk.profile()), r.client_keep_alive.as_ref()),
+        ];
         for (profile, row) in rows {
             match row {
                 Some(f) => out.push_str(&format!(
