@@ -2,7 +2,9 @@
 //!
 //! Per probe run, mcpsim starts a stand-in server ([`super::standin`], no `retry:` field so the
 //! client's own delays show), an HTTP-aware tap in front of it that logs every request and
-//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The
+//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The tap
+//! keeps a client connection open after an answer it can frame (`Content-Length`) and numbers
+//! the TCP connections, so the runs also show whether the client reuses one (`http.keep_alive`). The
 //! client command gets the proxy's URL in `MCPSIM_PROBE_URL` (and `MCPSIM_PROBE_DURATION_MS`,
 //! `MCPSIM_PROBE_INTERVAL_MS`, `MCPSIM_PROBE_KEY`, as the fixture clients expect), runs until it
 //! exits or the run's wall-clock limit, and is then killed (its own pid).

@@ -4,7 +4,8 @@
 //! ([`client`]) and the server under test. Each probe scenario ([`scenarios`]) is a short
 //! script with margins of seconds; it writes a trace in the simulator's schema ([`record`]),
 //! judged by the same oracles (`mcpsim_model::oracle`), and decides fields of the server's
-//! fingerprint ([`fingerprint`]), a `ServerPolicy` TOML profile.
+//! fingerprint ([`fingerprint`]), a `ServerPolicy` TOML profile. Beside the scenarios, on a
+//! connection of its own, [`keepalive`] times the server's close of an idle kept-alive connection.
 //!
 //! Nothing here is reachable from a simulated run: it uses real tokio sockets and the wall
 //! clock, and the engine does not import it. It refuses non-loopback URLs unless allowed,
