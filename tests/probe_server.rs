@@ -24,6 +24,8 @@ fn a_410_server_and_an_empty_200_server_are_told_apart() {
     assert_eq!(field(&gone, "delete_unknown_status"), Some("404"), "{}", show(&gone));
     assert_eq!(field(&gone, "priming.post"), Some("true"), "{}", show(&gone));
     assert_eq!(field(&gone, "retry_ms"), Some("1000"), "{}", show(&gone));
+    // The stand-in answers every request with `Connection: close`: it keeps no idle connection.
+    assert_eq!(field(&gone, "keep_alive_timeout"), Some("\"0s\""), "{}", show(&gone));
 
     let closed = probe_standin(
         StandinConfig { unknown_id: StandinUnknown::EmptyClosed, priming: false, retry_ms: None, ..Default::default() },

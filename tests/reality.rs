@@ -54,7 +54,7 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
         .collect();
     let table = reality::table_markdown(&all);
     let fields = reality::fields_markdown(&all);
-    eprintln!("{table}\n{fields}");
+    eprintln!("{table}\n{fields}\n{}", reality::keep_alive_markdown(&all));
 
     let mut problems = Vec::new();
     // What the scenarios are there to decide, on every fixture (a scenario that quietly stops
@@ -69,6 +69,7 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
             "unknown_session",
             "delete_running_tool",
             "retention.max_events",
+            "keep_alive_timeout",
         ] {
             if !r.fields.iter().any(|f| f.field == must) {
                 problems.push(format!("{}: {must} was not decided (undetermined: {:?})", r.sdk.name(), r.undetermined));
@@ -93,6 +94,17 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
                 ),
                 _ => {}
             }
+        }
+        match &r.client_keep_alive {
+            None => problems.push(format!("{}: the client's http.keep_alive was not decided", r.sdk.name())),
+            Some(f) if f.status == FieldStatus::New => problems.push(format!(
+                "{}: the client's http.keep_alive probed {} but the built-in client profile says {}, and no known difference explains it ({})",
+                r.sdk.name(),
+                f.probed,
+                f.builtin,
+                f.why
+            )),
+            Some(_) => {}
         }
         for row in r.rows.iter().filter(|row| row.unexplained()) {
             problems.push(format!(

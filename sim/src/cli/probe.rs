@@ -38,6 +38,7 @@ pub fn cmd_probe_server(
         only,
         scenario_timeout,
         idle_bound,
+        keep_alive_bound: Some(crate::probe::keepalive::KEEP_ALIVE_BOUND),
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,
@@ -121,6 +122,8 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     println!();
     print!("{}", reality::fields_markdown(&all));
     println!();
+    print!("{}", reality::keep_alive_markdown(&all));
+    println!();
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
     print!("{}", crate::probe::client_reality::client_table_markdown(&clients));
     if let Some(path) = doc {
@@ -130,7 +133,8 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
             .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
         println!("wrote {}", path.display());
     }
-    let new_field = all.iter().flat_map(|r| &r.fields).any(|f| f.status == FieldStatus::New);
+    let new_field =
+        all.iter().flat_map(|r| r.fields.iter().chain(&r.client_keep_alive)).any(|f| f.status == FieldStatus::New);
     let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained())
         || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })

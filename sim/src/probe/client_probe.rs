@@ -2,7 +2,9 @@
 //!
 //! Per probe run, mcpsim starts a stand-in server ([`super::standin`], no `retry:` field so the
 //! client's own delays show), an HTTP-aware tap in front of it that logs every request and
-//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The
+//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The tap
+//! keeps a client connection open after an answer it can frame (`Content-Length`) and numbers
+//! the TCP connections, so the runs also show whether the client reuses one (`http.keep_alive`). The
 //! client command gets the proxy's URL in `MCPSIM_PROBE_URL` (and `MCPSIM_PROBE_DURATION_MS`,
 //! `MCPSIM_PROBE_INTERVAL_MS`, `MCPSIM_PROBE_KEY`, as the fixture clients expect), runs until it
 //! exits or the run's wall-clock limit, and is then killed (its own pid).
@@ -148,6 +150,11 @@ pub struct Seen {
     pub id: Option<u64>,
     /// What the tap did: `forwarded`, `cut`, `refused`, `404`, `empty-200`.
     pub answer: String,
+    /// The TCP connection it came on, numbered as the tap accepted them (from 1).
+    pub tcp: u64,
+    /// The complete answer the connection it came on had already carried (kept alive), e.g.
+    /// `initialize: 200 application/json`; `None` on a new connection.
+    pub reused_after: Option<String>,
 }
 
 struct TapState {
@@ -160,7 +167,12 @@ struct TapState {
     cut_after: Option<String>,
     work_posts: u32,
     resumes_answered: u32,
+    /// Requests received (each request's `ConnId` in the trace: one per exchange).
     conns: u64,
+    /// TCP connections the tap accepted.
+    tcp_conns: u64,
+    /// Complete framed answers after which the tap kept the connection for another request.
+    kept_alive: u64,
 }
 
 type Tap = Arc<Mutex<TapState>>;
@@ -182,6 +194,11 @@ pub struct ClientRun {
     pub name: &'static str,
     /// What the server side received, in order.
     pub seen: Vec<Seen>,
+    /// TCP connections the client opened to the tap.
+    pub tcp_connections: u64,
+    /// Complete framed answers after which the tap kept the connection open for another request
+    /// (the client's chances to reuse one).
+    pub kept_alive: u64,
     /// When the tool's stream was cut.
     pub cut_at: Option<Duration>,
     /// The last event id the client had on the cut stream.
@@ -222,9 +239,100 @@ fn reset(sock: TcpStream) {
     drop(sock);
 }
 
-/// Serves one connection: logs the request, injects the run's fault or forwards it.
+/// What became of the client's connection after one request.
+enum Served {
+    /// A complete, framed answer went back without `Connection: close`: the tap waits for the
+    /// client's next request on the connection. What the answer was (`initialize: 200
+    /// application/json`).
+    KeptAlive(String),
+    /// The answer ended with the connection (close-delimited, or `Connection: close`).
+    Close,
+    /// The connection is reset.
+    Reset,
+}
+
+/// How long a kept-alive client connection may stay idle before the tap closes it (the SDK
+/// clients' pools close theirs sooner: undici after 4 s).
+pub const TAP_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Serves one client connection: a request at a time, each logged and either answered with the
+/// run's fault or forwarded to the stand-in on a connection of its own. An answer the stand-in
+/// frames (`Content-Length`, no event stream) goes back without its `Connection: close`, so
+/// that a client whose HTTP library keeps connections alive may send its next request on the
+/// same connection (`Seen::reused`); event streams stay close-delimited, as before.
 async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Arc<Proxy>, rec: Rec) {
-    let Some(req) = read_request(&mut sock).await else { return };
+    let tcp = {
+        let mut t = lock(&tap);
+        t.tcp_conns += 1;
+        t.tcp_conns
+    };
+    let mut carried: Option<String> = None;
+    // Bounded: a connection carries at most this many requests.
+    for _ in 0..10_000u32 {
+        let req = if carried.is_none() {
+            read_request(&mut sock).await
+        } else {
+            tokio::time::timeout(TAP_KEEP_ALIVE, read_request(&mut sock)).await.ok().flatten()
+        };
+        let Some(req) = req else { return };
+        match tap_request(&mut sock, req, (tcp, carried.take()), &tap, upstream, &proxy, &rec).await {
+            Served::KeptAlive(answer) => {
+                carried = Some(answer);
+                lock(&tap).kept_alive += 1;
+            }
+            Served::Close => {
+                let _ = sock.shutdown().await;
+                return;
+            }
+            Served::Reset => {
+                reset(sock);
+                return;
+            }
+        }
+    }
+}
+
+/// Reads a response head (bounded: 64 KiB, 30 s): the head with its blank line, and the bytes
+/// read past it.
+async fn read_head(up: &mut TcpStream) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = buf.split_off(p + 4);
+            return Some((buf, rest));
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+        let n = tokio::time::timeout(Duration::from_secs(30), up.read(&mut chunk)).await.ok()?.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The last event id, when the tool's stream has reached the run's cut point.
+fn cut_due(mode: Mode, seen_text: &str) -> Option<Option<String>> {
+    let ids: Vec<&str> = seen_text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
+    let enough =
+        if mode == Mode::CutBeforeId { seen_text.contains("\r\n\r\n") && ids.is_empty() } else { ids.len() >= 2 };
+    enough.then(|| ids.last().map(|s| s.trim().to_string()))
+}
+
+/// Serves one request of a client connection: logs it, injects the run's fault or forwards it.
+/// `(tcp, reused_after)`: the client connection's number and the complete answer it had already
+/// carried, if any.
+async fn tap_request(
+    sock: &mut TcpStream,
+    req: super::standin::Req,
+    (tcp, reused_after): (u64, Option<String>),
+    tap: &Tap,
+    upstream: SocketAddr,
+    proxy: &Arc<Proxy>,
+    rec: &Rec,
+) -> Served {
     let method = req.method.clone();
     let json: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     let session = req.headers.get("mcp-session-id").cloned();
@@ -233,10 +341,11 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
     let tool = json["params"]["name"].as_str().map(str::to_string);
     let rpc_id = json.get("id").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
     let is_work = tool.as_deref() == Some("probe_work");
+    let client_keeps = !req.headers.get("connection").is_some_and(|v| v.to_ascii_lowercase().contains("close"));
     // A resume of a POST stream: the stand-in's ids are `<stream>-<seq>`, stream 0 standalone.
     let post_resume = last.as_deref().is_some_and(|l| !l.starts_with("0-"));
     let (answer, conn) = {
-        let mut t = lock(&tap);
+        let mut t = lock(tap);
         t.conns += 1;
         let answer = match (t.mode, method.as_str()) {
             (Mode::NotFound, "POST") if is_work && t.work_posts == 0 => "404",
@@ -260,6 +369,8 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
             tool: tool.clone(),
             id: rpc_id,
             answer: answer.to_string(),
+            tcp,
+            reused_after,
         });
         (answer, t.conns)
     };
@@ -278,21 +389,18 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
                 );
             }
             let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
-            let _ = sock.shutdown().await;
-            return;
+            return Served::Close;
         }
         "refused" => {
             rec.push(Actor::Fault, StepKind::Fault { fault: "resume reset before any answer".into() });
-            reset(sock);
-            return;
+            return Served::Reset;
         }
         "empty-200" => {
             rec.push(Actor::Fault, StepKind::Fault { fault: "resume answered 200, no events, closed".into() });
             let _ = sock
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
                 .await;
-            let _ = sock.shutdown().await;
-            return;
+            return Served::Close;
         }
         _ => {}
     }
@@ -306,16 +414,13 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         );
         let _ = sock.write_all(head.as_bytes()).await;
         let _ = sock.write_all(body.as_bytes()).await;
-        let _ = sock.shutdown().await;
-        return;
+        return Served::Close;
     }
     let Ok(mut up) = TcpStream::connect(upstream).await else {
-        reset(sock);
-        return;
+        return Served::Reset;
     };
     if up.write_all(&req.to_bytes()).await.is_err() {
-        reset(sock);
-        return;
+        return Served::Reset;
     }
     if is_work {
         // The stand-in counts an execution as soon as a probe_work POST reaches it.
@@ -330,49 +435,81 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
             },
         );
     }
-    let mode = lock(&tap).mode;
-    let cut_this = is_work && lock(&tap).mode != Mode::NotFound && lock(&tap).cut_at.is_none();
+    let mode = lock(tap).mode;
+    let cut_this = is_work && mode != Mode::NotFound && lock(tap).cut_at.is_none();
+    let Some((head, rest)) = read_head(&mut up).await else {
+        return Served::Reset;
+    };
+    let head_text = String::from_utf8_lossy(&head).to_string();
+    if rpc.as_deref() == Some("initialize") {
+        if let Some(sid) = header_value(&head_text, "mcp-session-id") {
+            rec.push(Actor::Server, StepKind::SessionCreated { session: SessionId(sid), client: "probed".into() });
+        }
+    }
+    let length = header_value(&head_text, "content-length").and_then(|v| v.parse::<usize>().ok());
+    let stream = header_value(&head_text, "content-type").is_some_and(|v| v.starts_with("text/event-stream"));
+    if let (Some(length), false, true) = (length, stream, client_keeps) {
+        // A framed answer: passed on without `Connection: close`, the connection kept.
+        let kept: Vec<&str> =
+            head_text.trim_end().split("\r\n").filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).collect();
+        let mut out = format!("{}\r\n\r\n", kept.join("\r\n")).into_bytes();
+        let mut body = rest;
+        let mut buf = vec![0u8; 16 * 1024];
+        // Bounded: each round reads bytes or ends; every read is bounded in time.
+        for _ in 0..100_000u32 {
+            if body.len() >= length {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_secs(10), up.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => body.extend_from_slice(&buf[..n]),
+                _ => return Served::Reset,
+            }
+        }
+        body.truncate(length);
+        out.extend_from_slice(&body);
+        let status = head_text.split(' ').nth(1).unwrap_or("?");
+        let kind = header_value(&head_text, "content-type").map(|c| format!(" {c}")).unwrap_or_default();
+        let what = rpc.clone().unwrap_or_else(|| method.clone());
+        let answer = format!("{what}: {status}{kind}");
+        return if sock.write_all(&out).await.is_ok() { Served::KeptAlive(answer) } else { Served::Reset };
+    }
+    let mut seen_text = head_text;
+    seen_text.push_str(&String::from_utf8_lossy(&rest));
+    let mut first = head;
+    first.extend_from_slice(&rest);
+    if sock.write_all(&first).await.is_err() {
+        return Served::Close;
+    }
     let mut buf = vec![0u8; 16 * 1024];
     let mut up_buf = vec![0u8; 16 * 1024];
-    let mut seen_text = String::new();
-    let mut created = false;
     // Bounded: each round moves bytes or ends; the stand-in's own 300 s cap ends the stream.
     for _ in 0..1_000_000u32 {
+        if cut_this {
+            if let Some(after) = cut_due(mode, &seen_text) {
+                // Let the proxy deliver what was written before the cut.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                {
+                    let mut t = lock(tap);
+                    t.cut_at = Some(t.start.elapsed());
+                    t.cut_after = after.clone();
+                }
+                rec.push(
+                    Actor::Fault,
+                    StepKind::Fault {
+                        fault: format!("reset every connection after event {}", after.unwrap_or_default()),
+                    },
+                );
+                proxy.apply(&Toxic::Reset);
+                return Served::Reset;
+            }
+        }
         tokio::select! {
             r = up.read(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     seen_text.push_str(&String::from_utf8_lossy(&buf[..n]));
-                    if !created && rpc.as_deref() == Some("initialize") {
-                        if let Some(sid) = header_value(&seen_text, "mcp-session-id") {
-                            created = true;
-                            rec.push(Actor::Server, StepKind::SessionCreated { session: SessionId(sid), client: "probed".into() });
-                        }
-                    }
                     if sock.write_all(&buf[..n]).await.is_err() {
                         break;
-                    }
-                    if cut_this {
-                        let ids: Vec<&str> = seen_text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
-                        let enough = if mode == Mode::CutBeforeId {
-                            seen_text.contains("\r\n\r\n") && ids.is_empty()
-                        } else {
-                            ids.len() >= 2
-                        };
-                        if enough {
-                            let after = ids.last().map(|s| s.trim().to_string());
-                            // Let the proxy deliver what was written before the cut.
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            {
-                                let mut t = lock(&tap);
-                                t.cut_at = Some(t.start.elapsed());
-                                t.cut_after = after.clone();
-                            }
-                            rec.push(Actor::Fault, StepKind::Fault { fault: format!("reset every connection after event {}", after.unwrap_or_default()) });
-                            proxy.apply(&Toxic::Reset);
-                            reset(sock);
-                            return;
-                        }
                     }
                 }
             },
@@ -382,7 +519,7 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
             },
         }
     }
-    let _ = sock.shutdown().await;
+    Served::Close
 }
 
 /// The probe tools with their input schemas (docs/probe-tool.md).
@@ -469,6 +606,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         work_posts: 0,
         resumes_answered: 0,
         conns: 0,
+        tcp_conns: 0,
+        kept_alive: 0,
     }));
     let (tap2, proxy2, rec2, upstream) = (tap.clone(), proxy.clone(), rec.clone(), standin.addr);
     let accept = tokio::spawn(async move {
@@ -545,6 +684,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let t = lock(&tap);
     let seen = t.seen.clone();
     let (cut_at, cut_after) = (t.cut_at, t.cut_after.clone());
+    let (tcp_connections, kept_alive) = (t.tcp_conns, t.kept_alive);
     drop(t);
     // The stand-in counts an execution when a probe_work POST reaches it: one side effect each.
     let mut trace = rec.into_trace(json!({
@@ -559,6 +699,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     Ok(ClientRun {
         name,
         seen,
+        tcp_connections,
+        kept_alive,
         cut_at,
         cut_after,
         exit,
@@ -647,6 +789,45 @@ fn decide_retry_field(runs: &[ClientRun]) -> Result<Decided, String> {
         [] => Err(format!("{seen}: no value predicts every delay")),
         many => Err(format!("{seen}: {} all predict them", many.join(", "))),
     }
+}
+
+/// `http.keep_alive`: `true` when any request came on a connection that had already carried a
+/// complete answer; `false` when the tap left connections open after complete answers (a run
+/// with such an answer and more requests after it) and every request still came on a new one.
+pub fn decide_keep_alive(runs: &[ClientRun]) -> Result<Decided, String> {
+    let requests: usize = runs.iter().map(|r| r.seen.len()).sum();
+    let conns: u64 = runs.iter().map(|r| r.tcp_connections).sum();
+    let offers: u64 = runs.iter().map(|r| r.kept_alive).sum();
+    let reused = runs.iter().flat_map(|r| &r.seen).filter(|s| s.reused_after.is_some()).count();
+    let per_run: Vec<String> =
+        runs.iter().map(|r| format!("{} {}/{}", r.name, r.seen.len(), r.tcp_connections)).collect();
+    let totals = format!(
+        "{requests} requests on {conns} TCP connections (requests/connections per run: {})",
+        per_run.join(", ")
+    );
+    let first = runs.iter().find_map(|r| r.seen.iter().find_map(|s| Some((r.name, s, s.reused_after.as_ref()?))));
+    if let Some((run, s, after)) = first {
+        let what = s.rpc.clone().map(|m| s.tool.clone().unwrap_or(m)).unwrap_or_else(|| s.method.clone());
+        let mut kinds: Vec<&str> =
+            runs.iter().flat_map(|r| &r.seen).filter_map(|s| s.reused_after.as_deref()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        return Ok((
+            "true".into(),
+            format!(
+                "{totals}: {reused} went on a connection that had already carried a complete answer (the first: {run}, {what} at {} ms after {after}; reused after: {})",
+                ms(s.at),
+                kinds.join("; ")
+            ),
+        ));
+    }
+    if runs.iter().any(|r| r.kept_alive > 0 && r.seen.len() > 1) {
+        return Ok((
+            "false".into(),
+            format!("{totals}: {offers} complete answers left their connection open (no Connection: close), and every request came on a new connection"),
+        ));
+    }
+    Err(format!("{totals}: no complete answer left a connection open, so none could be reused"))
 }
 
 fn ms(d: Duration) -> u64 {
@@ -1000,6 +1181,12 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
             Err(why) => open.push(("reconnect.retry_field".into(), why)),
         }
     }
+    match decide_keep_alive(runs) {
+        Ok(d) => {
+            f.insert("http.keep_alive".into(), d);
+        }
+        Err(why) => open.push(("http.keep_alive".into(), why)),
+    }
     for (field, why) in [
         ("persistence", "needs a client restart; the probe runs one process per run"),
         ("request_timeout", "needs a tool longer than the timeout (ts: 60 s) and a run longer still; the probe's tool runs 3 s"),
@@ -1019,6 +1206,45 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     (f, open)
 }
 
+/// A decided client field that differs from the built-in client profile, explained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownClientFieldDifference {
+    /// The built-in client profile.
+    pub profile: &'static str,
+    /// The field, dotted.
+    pub field: &'static str,
+    /// The probed TOML literal.
+    pub probed: &'static str,
+    /// The built-in profile's TOML literal when this entry was written.
+    pub builtin: &'static str,
+    /// What the real client did.
+    pub observation: &'static str,
+    /// Why the profile is not (yet) changed.
+    pub why_not_changed: &'static str,
+}
+
+/// Every known difference between a probed client field and its built-in profile.
+pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownClientFieldDifference] = &[KnownClientFieldDifference {
+    profile: "py-sdk",
+    field: "http.keep_alive",
+    probed: "true",
+    builtin: "false",
+    observation: "the py fixture client sent notifications/initialized on the connection that had carried the stand-in's initialize answer (200 application/json, Content-Length): mcp 2.3.0 mcp/client/streamable_http.py:457 reads a JSON answer to its end (response.aread()), so httpx2 pools the connection; against the py fixture server, whose answers are event streams closed before their end and 202s left unread, it opened 6 connections for 6 requests (OBSERVED.md, 'Keep-alive')",
+    why_not_changed: "the py client reuses a connection only after a JSON answer; `http.keep_alive` is one flag for every answer, and `false` is right against SDK servers that answer with event streams (the py fixture's default); `true` would make it reuse after every stream. Modelling it needs a model change (reuse after JSON answers only)",
+}];
+
+/// The known difference that explains a probed client field, if any.
+pub fn known_client_difference(
+    profile: &str,
+    field: &str,
+    probed: &str,
+    builtin: &str,
+) -> Option<&'static KnownClientFieldDifference> {
+    KNOWN_CLIENT_FIELD_DIFFERENCES
+        .iter()
+        .find(|k| k.profile == profile && k.field == field && k.probed == probed && k.builtin == builtin)
+}
+
 /// `(field, probed, built-in)` for every decided field, the built-in value read from `profile`'s
 /// serde form (the same literals the profile file uses).
 pub fn compare(
@@ -1036,6 +1262,8 @@ pub fn compare(
             let theirs = match v {
                 // Written only when it is not the default.
                 None if f == "close_handling.on_give_up" => toml_quote("fail-call"),
+                // The `[http]` table is left out at its default: no keep-alive.
+                None if f == "http.keep_alive" => "false".to_string(),
                 None => "(not written)".to_string(),
                 Some(Value::Null) => toml_quote("none"),
                 Some(Value::String(s)) => toml_quote(s),
@@ -1140,7 +1368,7 @@ pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, Prob
 pub fn run_table(report: &ClientProbeReport) -> String {
     let mut out = format!(
         "{:<14} {:<9} {:<6} {}\n",
-        "run", "verdict", "exit", "requests seen (method [Last-Event-ID] → answer, ms)"
+        "run", "verdict", "exit", "requests seen (method [Last-Event-ID] → answer, ms, TCP connection)"
     );
     for r in &report.runs {
         let verdict = if r.violations.is_empty() { "ok" } else { "VIOLATED" };
@@ -1152,10 +1380,19 @@ pub fn run_table(report: &ClientProbeReport) -> String {
                 let what = s.rpc.clone().map(|m| s.tool.clone().unwrap_or(m)).unwrap_or_else(|| s.method.clone());
                 let lei = s.last_event_id.as_deref().map(|l| format!(" [{l}]")).unwrap_or_default();
                 let ans = if s.answer == "forwarded" { String::new() } else { format!("→{}", s.answer) };
-                format!("{what}{lei}{ans}@{}", ms(s.at))
+                let kept = if s.reused_after.is_some() { " kept-alive" } else { "" };
+                format!("{what}{lei}{ans}@{} (conn {}{kept})", ms(s.at), s.tcp)
             })
             .collect();
         out.push_str(&format!("{:<14} {:<9} {:<6} {}\n", r.name, verdict, exit, reqs.join(" ")));
+        let reused = r.seen.iter().filter(|s| s.reused_after.is_some()).count();
+        out.push_str(&format!(
+            "{:<14} {:<9}   {} requests on {} TCP connections, {reused} on a kept-alive one\n",
+            "",
+            "",
+            r.seen.len(),
+            r.tcp_connections
+        ));
         if let Some(last) = r.output.last() {
             out.push_str(&format!("{:<14} {:<9}   client's last line: {last}\n", "", ""));
         }
@@ -1184,10 +1421,14 @@ mod tests {
             tool: None,
             id: None,
             answer: "refused".into(),
+            tcp: 1,
+            reused_after: None,
         };
         ClientRun {
             name,
             seen: resumes_at.iter().map(|at| resume(*at)).collect(),
+            tcp_connections: resumes_at.len() as u64,
+            kept_alive: 0,
             cut_at: Some(Duration::from_millis(250)),
             cut_after: Some("1-1".into()),
             exit: None,
@@ -1198,6 +1439,44 @@ mod tests {
             violations: Vec::new(),
             trace_file: None,
         }
+    }
+
+    /// A run of requests, each `(connection, the answer its connection had carried)`.
+    fn conns(name: &'static str, reqs: &[(u64, Option<&str>)], kept_alive: u64) -> ClientRun {
+        let mut r = run(name, &[]);
+        r.seen = reqs
+            .iter()
+            .enumerate()
+            .map(|(i, (tcp, after))| Seen {
+                at: Duration::from_millis(100 * i as u64),
+                method: "POST".into(),
+                session: None,
+                last_event_id: None,
+                rpc: Some(format!("m{i}")),
+                tool: None,
+                id: None,
+                answer: "forwarded".into(),
+                tcp: *tcp,
+                reused_after: after.map(str::to_string),
+            })
+            .collect();
+        r.tcp_connections = reqs.iter().map(|(t, _)| *t).max().unwrap_or(0);
+        r.kept_alive = kept_alive;
+        r
+    }
+
+    #[test]
+    fn keep_alive_is_true_only_for_a_request_on_a_connection_that_carried_a_complete_answer() {
+        let reuses = [conns("cut-resume", &[(1, None), (1, Some("m0: 200 application/json")), (2, None)], 2)];
+        let (v, why) = decide_keep_alive(&reuses).expect("decided");
+        assert_eq!(v, "true");
+        assert!(why.contains("3 requests on 2 TCP connections") && why.contains("m1 at 100 ms after m0: 200"), "{why}");
+        // Offered (the connection left open after a complete answer), never taken.
+        let never = [conns("cut-resume", &[(1, None), (2, None), (3, None)], 2)];
+        let (v, why) = decide_keep_alive(&never).expect("decided");
+        assert_eq!(v, "false", "{why}");
+        // Never offered: nothing to decide from.
+        assert!(decide_keep_alive(&[conns("cut-resume", &[(1, None), (2, None)], 0)]).is_err());
     }
 
     fn retry_field(runs: &[ClientRun]) -> Result<String, String> {

@@ -45,6 +45,7 @@ pub const FIELDS: &[&str] = &[
     "idle_reset",
     "expire_running_tool",
     "id_stamp",
+    "keep_alive_timeout",
 ];
 
 /// The TOML literal of a field the profiles' serde form leaves out at its default.
@@ -71,6 +72,7 @@ pub fn default_literal(field: &str) -> Option<String> {
         "idle_reset" => lit(c::IdleReset::default()),
         "expire_running_tool" => lit(c::DeleteRule::default()),
         "id_stamp" => lit(c::IdStamp::default()),
+        "keep_alive_timeout" => Some("\"none\"".into()),
         _ => None,
     }
 }

@@ -4,7 +4,8 @@
 //! ([`client`]) and the server under test. Each probe scenario ([`scenarios`]) is a short
 //! script with margins of seconds; it writes a trace in the simulator's schema ([`record`]),
 //! judged by the same oracles (`mcpsim_model::oracle`), and decides fields of the server's
-//! fingerprint ([`fingerprint`]), a `ServerPolicy` TOML profile.
+//! fingerprint ([`fingerprint`]), a `ServerPolicy` TOML profile. Beside the scenarios, on a
+//! connection of its own, [`keepalive`] times the server's close of an idle kept-alive connection.
 //!
 //! Nothing here is reachable from a simulated run: it uses real tokio sockets and the wall
 //! clock, and the engine does not import it. It refuses non-loopback URLs unless allowed,
@@ -14,6 +15,7 @@ pub mod client;
 pub mod client_probe;
 pub mod client_reality;
 pub mod fingerprint;
+pub mod keepalive;
 pub mod proxy;
 pub mod reality;
 pub mod record;
@@ -82,10 +84,14 @@ pub struct ProbeOptions {
     /// How long the `idle-expiry` scenario leaves sessions idle (`--idle-bound`); it is skipped
     /// without one.
     pub idle_bound: Option<Duration>,
+    /// How long to wait for the server to close an idle kept-alive connection
+    /// (`keep_alive_timeout`, measured beside the scenarios); not measured when `None`.
+    pub keep_alive_bound: Option<Duration>,
 }
 
 impl ProbeOptions {
-    /// Every scenario against `url`, nothing written, 90 s per scenario.
+    /// Every scenario against `url`, nothing written, 90 s per scenario, the keep-alive timeout
+    /// measured up to [`keepalive::KEEP_ALIVE_BOUND`].
     pub fn new(url: &str) -> Self {
         ProbeOptions {
             url: url.to_string(),
@@ -94,6 +100,7 @@ impl ProbeOptions {
             only: Vec::new(),
             scenario_timeout: Duration::from_secs(90),
             idle_bound: None,
+            keep_alive_bound: Some(keepalive::KEEP_ALIVE_BOUND),
         }
     }
 }
@@ -198,6 +205,11 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
         "mcpsim{}",
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     );
+    // The keep-alive timeout is timed on its own direct connection while the scenarios run.
+    let keep_alive = opts.keep_alive_bound.map(|bound| {
+        let direct = direct.clone();
+        tokio::spawn(async move { keepalive::measure(&direct, bound).await })
+    });
     let mut ctx = scenarios::Ctx::new(via, direct, proxy.clone(), tag);
     ctx.idle_bound = opts.idle_bound;
     let mut reports = Vec::new();
@@ -230,6 +242,10 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
             notes: outcome.notes,
             trace_file: None,
         });
+    }
+    if let Some(task) = keep_alive {
+        let measured = task.await.unwrap_or_else(|e| Err(ProbeError::Protocol(format!("keep-alive measurement: {e}"))));
+        keepalive::decide(&mut ctx.fp(), measured);
     }
     let fingerprint = ctx.fp().clone();
     let name = format!("probed-{}", target.host.replace([':', '[', ']'], "-"));

@@ -385,6 +385,8 @@ pub enum FieldStatus {
     New,
     /// An entry says it differs, but now it is the same (the entry can go).
     Stale(&'static KnownFieldDifference),
+    /// A client field that differs as the entry explains.
+    KnownClient(&'static super::client_probe::KnownClientFieldDifference),
 }
 
 /// One probed field beside the built-in profile.
@@ -402,10 +404,14 @@ pub struct FieldRow {
     pub why: String,
 }
 
-/// A measured duration like `"15s"` and the profile's within a second: the same.
+/// A measured duration like `"15s"` and the profile's within a second: the same; a keep-alive
+/// timeout as [`super::keepalive::agrees`] says (still open at the bound agrees with any longer).
 fn close_enough(field: &str, probed: &str, builtin: &str) -> bool {
     if probed == builtin {
         return true;
+    }
+    if field == "keep_alive_timeout" {
+        return super::keepalive::agrees(probed, builtin, super::keepalive::KEEP_ALIVE_BOUND);
     }
     let secs = |v: &str| v.trim_matches('"').strip_suffix('s').and_then(|n| n.parse::<i64>().ok());
     matches!(field, "keepalive" | "idle_ttl")
@@ -586,6 +592,9 @@ pub struct SdkReality {
     pub url: String,
     /// The fixture client's probe runs beside their mirrors.
     pub clients: Vec<super::client_reality::ClientRow>,
+    /// The client's decided `http.keep_alive` beside the built-in client profile (none when the
+    /// probe left it undetermined).
+    pub client_keep_alive: Option<FieldRow>,
     /// The fingerprint fields the probe left undetermined.
     pub undetermined: Vec<&'static str>,
 }
@@ -599,7 +608,8 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
     let client = std::thread::spawn(move || {
         let mut opts = super::client_probe::ClientProbeOptions::new(command);
         opts.name = format!("probed-{}", sdk.name());
-        super::client_probe::probe_client(&opts).map(|r| super::client_reality::client_rows(sdk, &r))
+        super::client_probe::probe_client(&opts)
+            .map(|r| (super::client_reality::client_rows(sdk, &r), client_keep_alive(sdk, &r)))
     });
     let server = FixtureServer::start(sdk, fixtures)?;
     let opts = ProbeOptions::new(&server.url);
@@ -612,6 +622,7 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         let idle = probe_server(&ProbeOptions {
             only: vec!["idle-expiry".into()],
             idle_bound: Some(IDLE_BOUND),
+            keep_alive_bound: None,
             ..ProbeOptions::new(&short.url)
         })?;
         merge_idle(&mut report, idle);
@@ -625,17 +636,43 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         }
         let name = row.scenario;
         retried.push(name);
-        let again = probe_server(&ProbeOptions { only: vec![name.to_string()], ..ProbeOptions::new(&server.url) })?;
+        let again = probe_server(&ProbeOptions {
+            only: vec![name.to_string()],
+            keep_alive_bound: None,
+            ..ProbeOptions::new(&server.url)
+        })?;
         if let Some(second) = self::rows(sdk, &again).into_iter().find(|r| r.scenario == name) {
             let note = format!("probed twice (the first run said {}); {}", show(&row.real), second.note);
             *row = Row { note, ..second };
         }
     }
-    let clients = client
+    let (clients, client_keep_alive) = client
         .join()
         .map_err(|_| ProbeError::Protocol(format!("the {} client probe thread panicked", sdk.name())))??;
     let undetermined = report.fingerprint.undetermined().into_iter().map(|(f, _)| f).collect();
-    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients, undetermined })
+    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients, client_keep_alive, undetermined })
+}
+
+/// The client probe's `http.keep_alive` beside the SDK's built-in client profile.
+fn client_keep_alive(sdk: Sdk, report: &super::client_probe::ClientProbeReport) -> Option<FieldRow> {
+    use super::client_probe::{compare, known_client_difference};
+    const FIELD: &str = "http.keep_alive";
+    let profile = mcpsim_model::profiles::client(super::client_reality::client_profile(sdk))?;
+    let (why, probed, builtin) = match report.fields.get(FIELD) {
+        Some((_, why)) => {
+            let (_, probed, builtin) = compare(&report.fields, &profile).into_iter().find(|(f, _, _)| f == FIELD)?;
+            (why.clone(), probed, builtin)
+        }
+        None => return None,
+    };
+    let status = if probed == builtin {
+        FieldStatus::Same
+    } else if let Some(k) = known_client_difference(sdk.profile(), FIELD, &probed, &builtin) {
+        FieldStatus::KnownClient(k)
+    } else {
+        FieldStatus::New
+    };
+    Some(FieldRow { field: FIELD.into(), probed, builtin, status, why })
 }
 
 /// The fields `idle-expiry` decides.
@@ -739,6 +776,7 @@ pub fn fields_markdown(all: &[SdkReality]) -> String {
                 FieldStatus::Known(k) => format!("known: {}", k.why_not_changed),
                 FieldStatus::New => "NEW".into(),
                 FieldStatus::Stale(_) => "same now (the known-difference entry can go)".into(),
+                FieldStatus::KnownClient(k) => format!("known: {}", k.why_not_changed),
             };
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
@@ -750,6 +788,48 @@ pub fn fields_markdown(all: &[SdkReality]) -> String {
                 cell(&status),
                 cell(&f.why)
             ));
+        }
+    }
+    out
+}
+
+/// The markers around the generated keep-alive table.
+pub const KEEP_ALIVE_BEGIN: &str = "<!-- reality keep-alive: generated -->";
+/// The end marker of the keep-alive table.
+pub const KEEP_ALIVE_END: &str = "<!-- end of reality keep-alive -->";
+
+/// The keep-alive fields, probed on both sides, beside the built-in profiles (markdown, between
+/// the markers): the server's `keep_alive_timeout` (bounded wait) and the client's
+/// `http.keep_alive` (requests per TCP connection through the client probe's tap).
+pub fn keep_alive_markdown(all: &[SdkReality]) -> String {
+    let mut out = String::from("| SDK | profile | field | probed | built-in | agree | observation |\n");
+    out.push_str("|---|---|---|---|---|---|---|\n");
+    let agree = |s: &FieldStatus| match s {
+        FieldStatus::Same => "yes".to_string(),
+        FieldStatus::Known(k) => format!("no (known: {})", k.why_not_changed),
+        FieldStatus::KnownClient(k) => format!("no (known: {})", k.why_not_changed),
+        FieldStatus::New => "NO".to_string(),
+        FieldStatus::Stale(_) => "yes (the known-difference entry can go)".to_string(),
+    };
+    for r in all {
+        let server = r.fields.iter().find(|f| f.field == "keep_alive_timeout");
+        let rows = [
+            (format!("server {}", r.sdk.profile()), server),
+            (format!("client {}", r.sdk.profile()), r.client_keep_alive.as_ref()),
+        ];
+        for (profile, row) in rows {
+            match row {
+                Some(f) => out.push_str(&format!(
+                    "| {} | {profile} | {} | {} | {} | {} | {} |\n",
+                    r.sdk.name(),
+                    f.field,
+                    cell(&f.probed),
+                    cell(&f.builtin),
+                    cell(&agree(&f.status)),
+                    cell(&f.why)
+                )),
+                None => out.push_str(&format!("| {} | {profile} | (undetermined) | | | n/a | |\n", r.sdk.name())),
+            }
         }
     }
     out
@@ -781,6 +861,7 @@ pub fn splice(doc: &str, all: &[SdkReality]) -> String {
     };
     let doc = put(doc, TABLE_BEGIN, TABLE_END, &table_markdown(all));
     let doc = put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all));
+    let doc = put(&doc, KEEP_ALIVE_BEGIN, KEEP_ALIVE_END, &keep_alive_markdown(all));
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
     use super::client_reality::{client_table_markdown, CLIENT_BEGIN, CLIENT_END};
     put(&doc, CLIENT_BEGIN, CLIENT_END, &client_table_markdown(&clients))
