@@ -87,7 +87,8 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
             .collect();
         assert!(differs.is_empty(), "{sdk}: probed fields differ from {profile}: {differs:?}");
         // Connection reuse through the tap: ts and py send a request on a connection that carried
-        // a complete JSON answer (py only after JSON answers: a known difference), rmcp never.
+        // a complete JSON answer (py only after JSON answers: `reuse_after = "json-body"`), rmcp
+        // never.
         let want = if *sdk == "rust" { "false" } else { "true" };
         assert_eq!(field(r, "http.keep_alive"), want, "{sdk}: {:?}", r.fields.get("http.keep_alive"));
         if *sdk == "rust" {

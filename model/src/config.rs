@@ -546,6 +546,23 @@ pub struct HttpPolicy {
     /// fails under a request.
     #[serde(default)]
     pub retry: HttpRetry,
+    /// Which complete responses leave their connection reusable (with `keep_alive`). Written
+    /// only when it is not `any`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub reuse_after: ReuseAfter,
+}
+
+/// Which complete responses leave a kept-alive connection reusable (`HttpPolicy::reuse_after`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReuseAfter {
+    /// Every response that came to its end.
+    #[default]
+    Any,
+    /// Only a response with a JSON body, which the library reads to its end; a client that stops
+    /// reading an event stream once it has its answer, or leaves a bodiless 202 unread, leaves the
+    /// pool a connection it must close (mcp 2.3.0's Python client over httpx2).
+    JsonBody,
 }
 
 /// What a client's HTTP library re-sends by itself when a reused (kept-alive) connection fails

@@ -693,6 +693,7 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("http.keep_alive", "Keep a connection open after a complete response and send later requests on it (HTTP/1.1 keep-alive); false: one connection per exchange."),
     ("http.idle_expiry", "Close a pooled connection idle this long (a duration, or none for never)."),
     ("http.retry", "What the library re-sends on a fresh connection when a kept-alive one fails before any response byte: unsent (only a request that could not be written), or reused-before-response (also one already written, a POST included)."),
+    ("http.reuse_after", "Which complete responses leave their connection reusable: any, or json-body (only a JSON body read to its end; a client that stops reading an event stream early or leaves a 202 unread closes the connection)."),
 ];
 
 const SERVER_DOCS: &[(&str, &str)] = &[

@@ -1224,14 +1224,7 @@ pub struct KnownClientFieldDifference {
 }
 
 /// Every known difference between a probed client field and its built-in profile.
-pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownClientFieldDifference] = &[KnownClientFieldDifference {
-    profile: "py-sdk",
-    field: "http.keep_alive",
-    probed: "true",
-    builtin: "false",
-    observation: "the py fixture client sent notifications/initialized on the connection that had carried the stand-in's initialize answer (200 application/json, Content-Length): mcp 2.3.0 mcp/client/streamable_http.py:457 reads a JSON answer to its end (response.aread()), so httpx2 pools the connection; against the py fixture server, whose answers are event streams closed before their end and 202s left unread, it opened 6 connections for 6 requests (OBSERVED.md, 'Keep-alive')",
-    why_not_changed: "the py client reuses a connection only after a JSON answer; `http.keep_alive` is one flag for every answer, and `false` is right against SDK servers that answer with event streams (the py fixture's default); `true` would make it reuse after every stream. Modelling it needs a model change (reuse after JSON answers only)",
-}];
+pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownClientFieldDifference] = &[];
 
 /// The known difference that explains a probed client field, if any.
 pub fn known_client_difference(

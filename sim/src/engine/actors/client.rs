@@ -18,7 +18,7 @@ use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;
 use mcpsim_model::client::{Client, ClientOutput};
-use mcpsim_model::config::{HttpRetry, Persistence};
+use mcpsim_model::config::{HttpRetry, Persistence, ReuseAfter};
 use mcpsim_model::http::{ConnEnd, Frame, Request};
 use mcpsim_model::ids::{CallKey, ConnId, EventId};
 use mcpsim_model::trace::{Actor, StepKind};
@@ -449,6 +449,8 @@ async fn exchange(
     };
     let mut reader = FrameReader::new();
     let mut answered = false;
+    // Whether the response had a JSON body (`http.reuse_after = json-body`).
+    let mut json = false;
     loop {
         let frame: Frame = match reader.next(&mut stream).await {
             Ok(Some(bytes)) => net::decode(bytes).expect("the server encodes every frame it sends"),
@@ -465,8 +467,9 @@ async fn exchange(
             Ok(None) | Err(_) => return Some(ConnEnd::Reset),
         };
         answered = true;
+        json |= matches!(frame, Frame::Json(_));
         let end = matches!(frame, Frame::End);
-        if end && http.keep_alive {
+        if end && http.keep_alive && (http.reuse_after == ReuseAfter::Any || json) {
             // The response is complete: the connection goes back to the pool before the client
             // hears the end, so a request the end sets off can go out on it.
             let now = world.rec.now();
