@@ -91,6 +91,16 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
         // never.
         let want = if *sdk == "rust" { "false" } else { "true" };
         assert_eq!(field(r, "http.keep_alive"), want, "{sdk}: {:?}", r.fields.get("http.keep_alive"));
+        // Which answers leave a connection reusable: any (ts: after a 202 too), a JSON body only
+        // (py, which stops reading event streams early and leaves 202s unread); rmcp never reuses.
+        let reuse = match *sdk {
+            "ts" => Some("\"any\""),
+            "py" => Some("\"json-body\""),
+            _ => None,
+        };
+        if let Some(want) = reuse {
+            assert_eq!(field(r, "http.reuse_after"), want, "{sdk}: {:?}", r.fields.get("http.reuse_after"));
+        }
         if *sdk == "rust" {
             // rmcp: an immediate first attempt, then 1 s doubling without end or jitter; on 404
             // a new session and the call once more.

@@ -106,6 +106,18 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
             )),
             Some(_) => {}
         }
+        // `http.reuse_after` may stay undetermined (a client that never reuses); decided, it must agree.
+        if let Ok(f) = &r.client_reuse_after {
+            if f.status == FieldStatus::New {
+                problems.push(format!(
+                    "{}: the client's http.reuse_after probed {} but the built-in client profile says {} ({})",
+                    r.sdk.name(),
+                    f.probed,
+                    f.builtin,
+                    f.why
+                ));
+            }
+        }
         for row in r.rows.iter().filter(|row| row.unexplained()) {
             problems.push(format!(
                 "{} {}: real verdict {:?}, simulated {:?}, even when probed again; not a known disagreement ({})",

@@ -133,8 +133,10 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
             .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
         println!("wrote {}", path.display());
     }
-    let new_field =
-        all.iter().flat_map(|r| r.fields.iter().chain(&r.client_keep_alive)).any(|f| f.status == FieldStatus::New);
+    let new_field = all
+        .iter()
+        .flat_map(|r| r.fields.iter().chain(&r.client_keep_alive).chain(r.client_reuse_after.as_ref().ok()))
+        .any(|f| f.status == FieldStatus::New);
     let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained())
         || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })

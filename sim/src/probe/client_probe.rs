@@ -173,6 +173,8 @@ struct TapState {
     tcp_conns: u64,
     /// Complete framed answers after which the tap kept the connection for another request.
     kept_alive: u64,
+    /// Those answers, each as `method: status content-type`.
+    offered: Vec<String>,
 }
 
 type Tap = Arc<Mutex<TapState>>;
@@ -199,6 +201,8 @@ pub struct ClientRun {
     /// Complete framed answers after which the tap kept the connection open for another request
     /// (the client's chances to reuse one).
     pub kept_alive: u64,
+    /// Those answers, each as `method: status content-type` (as `Seen::reused_after` names them).
+    pub offered: Vec<String>,
     /// When the tool's stream was cut.
     pub cut_at: Option<Duration>,
     /// The last event id the client had on the cut stream.
@@ -277,8 +281,10 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
         let Some(req) = req else { return };
         match tap_request(&mut sock, req, (tcp, carried.take()), &tap, upstream, &proxy, &rec).await {
             Served::KeptAlive(answer) => {
+                let mut t = lock(&tap);
+                t.kept_alive += 1;
+                t.offered.push(answer.clone());
                 carried = Some(answer);
-                lock(&tap).kept_alive += 1;
             }
             Served::Close => {
                 let _ = sock.shutdown().await;
@@ -608,6 +614,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         conns: 0,
         tcp_conns: 0,
         kept_alive: 0,
+        offered: Vec::new(),
     }));
     let (tap2, proxy2, rec2, upstream) = (tap.clone(), proxy.clone(), rec.clone(), standin.addr);
     let accept = tokio::spawn(async move {
@@ -684,7 +691,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let t = lock(&tap);
     let seen = t.seen.clone();
     let (cut_at, cut_after) = (t.cut_at, t.cut_after.clone());
-    let (tcp_connections, kept_alive) = (t.tcp_conns, t.kept_alive);
+    let (tcp_connections, kept_alive, offered) = (t.tcp_conns, t.kept_alive, t.offered.clone());
     drop(t);
     // The stand-in counts an execution when a probe_work POST reaches it: one side effect each.
     let mut trace = rec.into_trace(json!({
@@ -701,6 +708,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         seen,
         tcp_connections,
         kept_alive,
+        offered,
         cut_at,
         cut_after,
         exit,
@@ -828,6 +836,30 @@ pub fn decide_keep_alive(runs: &[ClientRun]) -> Result<Decided, String> {
         ));
     }
     Err(format!("{totals}: no complete answer left a connection open, so none could be reused"))
+}
+
+/// `http.reuse_after`: `any` when a request came on a connection whose last answer had no JSON
+/// body (a 202, an error without one); `json-body` when every reuse followed a JSON answer while
+/// answers without one were also left open and none of those connections was reused.
+pub fn decide_reuse_after(runs: &[ClientRun]) -> Result<Decided, String> {
+    let json = |a: &str| a.contains("application/json");
+    let after: Vec<&str> = runs.iter().flat_map(|r| &r.seen).filter_map(|s| s.reused_after.as_deref()).collect();
+    let offered: Vec<&str> = runs.iter().flat_map(|r| &r.offered).map(String::as_str).collect();
+    let other_offers = offered.iter().filter(|a| !json(a)).count();
+    if let Some(a) = after.iter().find(|a| !json(a)) {
+        return Ok((
+            "\"any\"".into(),
+            format!("a request came on a connection whose last answer had no JSON body ({a})"),
+        ));
+    }
+    match (after.len(), other_offers) {
+        (0, _) => Err("no connection was reused".into()),
+        (_, 0) => Err(format!("{} reuses, each after a JSON answer, and no answer without one was left open", after.len())),
+        (n, k) => Ok((
+            "\"json-body\"".into(),
+            format!("{n} reuses, each after a JSON answer; {k} answers without a JSON body were left open and none of those connections was reused"),
+        )),
+    }
 }
 
 fn ms(d: Duration) -> u64 {
@@ -1181,6 +1213,12 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
             Err(why) => open.push(("reconnect.retry_field".into(), why)),
         }
     }
+    match decide_reuse_after(runs) {
+        Ok(d) => {
+            f.insert("http.reuse_after".into(), d);
+        }
+        Err(why) => open.push(("http.reuse_after".into(), why)),
+    }
     match decide_keep_alive(runs) {
         Ok(d) => {
             f.insert("http.keep_alive".into(), d);
@@ -1257,6 +1295,7 @@ pub fn compare(
                 None if f == "close_handling.on_give_up" => toml_quote("fail-call"),
                 // The `[http]` table is left out at its default: no keep-alive.
                 None if f == "http.keep_alive" => "false".to_string(),
+                None if f == "http.reuse_after" => toml_quote("any"),
                 None => "(not written)".to_string(),
                 Some(Value::Null) => toml_quote("none"),
                 Some(Value::String(s)) => toml_quote(s),
@@ -1422,6 +1461,7 @@ mod tests {
             seen: resumes_at.iter().map(|at| resume(*at)).collect(),
             tcp_connections: resumes_at.len() as u64,
             kept_alive: 0,
+            offered: Vec::new(),
             cut_at: Some(Duration::from_millis(250)),
             cut_after: Some("1-1".into()),
             exit: None,
@@ -1470,6 +1510,25 @@ mod tests {
         assert_eq!(v, "false", "{why}");
         // Never offered: nothing to decide from.
         assert!(decide_keep_alive(&[conns("cut-resume", &[(1, None), (2, None)], 0)]).is_err());
+    }
+
+    #[test]
+    fn reuse_after_tells_a_client_that_reuses_after_any_answer_from_one_that_reuses_after_json_only() {
+        let json = "initialize: 200 application/json";
+        let accepted = "notifications/initialized: 202";
+        // Reused after a 202: any complete answer will do.
+        let mut any = conns("cut-resume", &[(1, None), (1, Some(json)), (1, Some(accepted))], 2);
+        any.offered = vec![json.into(), accepted.into()];
+        assert_eq!(decide_reuse_after(&[any]).expect("decided").0, "\"any\"");
+        // Reused after the JSON answer only, while the 202's connection was left open unused.
+        let mut json_only = conns("cut-resume", &[(1, None), (1, Some(json)), (2, None)], 2);
+        json_only.offered = vec![json.into(), accepted.into()];
+        let (v, why) = decide_reuse_after(&[json_only]).expect("decided");
+        assert_eq!(v, "\"json-body\"", "{why}");
+        // Only JSON answers were ever left open: nothing tells the two apart.
+        let mut undecided = conns("cut-resume", &[(1, None), (1, Some(json))], 1);
+        undecided.offered = vec![json.into()];
+        assert!(decide_reuse_after(&[undecided]).is_err());
     }
 
     fn retry_field(runs: &[ClientRun]) -> Result<String, String> {

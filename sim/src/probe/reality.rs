@@ -595,6 +595,9 @@ pub struct SdkReality {
     /// The client's decided `http.keep_alive` beside the built-in client profile (none when the
     /// probe left it undetermined).
     pub client_keep_alive: Option<FieldRow>,
+    /// The client's decided `http.reuse_after` beside the built-in client profile, or why the
+    /// probe left it undetermined.
+    pub client_reuse_after: Result<FieldRow, String>,
     /// The fingerprint fields the probe left undetermined.
     pub undetermined: Vec<&'static str>,
 }
@@ -608,8 +611,11 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
     let client = std::thread::spawn(move || {
         let mut opts = super::client_probe::ClientProbeOptions::new(command);
         opts.name = format!("probed-{}", sdk.name());
-        super::client_probe::probe_client(&opts)
-            .map(|r| (super::client_reality::client_rows(sdk, &r), client_keep_alive(sdk, &r)))
+        super::client_probe::probe_client(&opts).map(|r| {
+            let reuse = client_field(sdk, &r, "http.reuse_after");
+            let keep_alive = client_field(sdk, &r, "http.keep_alive").and_then(Result::ok);
+            (super::client_reality::client_rows(sdk, &r), keep_alive, reuse)
+        })
     });
     let server = FixtureServer::start(sdk, fixtures)?;
     let opts = ProbeOptions::new(&server.url);
@@ -646,33 +652,47 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
             *row = Row { note, ..second };
         }
     }
-    let (clients, client_keep_alive) = client
+    let (clients, client_keep_alive, client_reuse_after) = client
         .join()
         .map_err(|_| ProbeError::Protocol(format!("the {} client probe thread panicked", sdk.name())))??;
     let undetermined = report.fingerprint.undetermined().into_iter().map(|(f, _)| f).collect();
-    Ok(SdkReality { sdk, rows, fields, retried, url: server.url.clone(), clients, client_keep_alive, undetermined })
+    let client_reuse_after = client_reuse_after.ok_or_else(|| "not decided".to_string()).and_then(|r| r);
+    Ok(SdkReality {
+        sdk,
+        rows,
+        fields,
+        retried,
+        url: server.url.clone(),
+        clients,
+        client_keep_alive,
+        client_reuse_after,
+        undetermined,
+    })
 }
 
-/// The client probe's `http.keep_alive` beside the SDK's built-in client profile.
-fn client_keep_alive(sdk: Sdk, report: &super::client_probe::ClientProbeReport) -> Option<FieldRow> {
+/// A client field the client probe decides (`http.keep_alive`, `http.reuse_after`) beside the SDK's
+/// built-in client profile: `None` when the built-in profile is missing; `Some(Err(why))` when the
+/// probe left the field undetermined.
+fn client_field(
+    sdk: Sdk,
+    report: &super::client_probe::ClientProbeReport,
+    field: &str,
+) -> Option<Result<FieldRow, String>> {
     use super::client_probe::{compare, known_client_difference};
-    const FIELD: &str = "http.keep_alive";
     let profile = mcpsim_model::profiles::client(super::client_reality::client_profile(sdk))?;
-    let (why, probed, builtin) = match report.fields.get(FIELD) {
-        Some((_, why)) => {
-            let (_, probed, builtin) = compare(&report.fields, &profile).into_iter().find(|(f, _, _)| f == FIELD)?;
-            (why.clone(), probed, builtin)
-        }
-        None => return None,
+    let Some((_, why)) = report.fields.get(field) else {
+        let why = report.undetermined.iter().find(|(f, _)| f == field).map(|(_, w)| w.clone());
+        return Some(Err(why.unwrap_or_else(|| "not decided".into())));
     };
+    let (_, probed, builtin) = compare(&report.fields, &profile).into_iter().find(|(f, _, _)| f == field)?;
     let status = if probed == builtin {
         FieldStatus::Same
-    } else if let Some(k) = known_client_difference(sdk.profile(), FIELD, &probed, &builtin) {
+    } else if let Some(k) = known_client_difference(sdk.profile(), field, &probed, &builtin) {
         FieldStatus::KnownClient(k)
     } else {
         FieldStatus::New
     };
-    Some(FieldRow { field: FIELD.into(), probed, builtin, status, why })
+    Some(Ok(FieldRow { field: field.into(), probed, builtin, status, why: why.clone() }))
 }
 
 /// The fields `idle-expiry` decides.
@@ -817,6 +837,7 @@ pub fn keep_alive_markdown(all: &[SdkReality]) -> String {
             (format!("server {}", r.sdk.profile()), server),
             (format!("client {}", r.sdk.profile()), r.client_keep_alive.as_ref()),
         ];
+        let client = format!("client {}", r.sdk.profile());
         for (profile, row) in rows {
             match row {
                 Some(f) => out.push_str(&format!(
@@ -830,6 +851,22 @@ pub fn keep_alive_markdown(all: &[SdkReality]) -> String {
                 )),
                 None => out.push_str(&format!("| {} | {profile} | (undetermined) | | | n/a | |\n", r.sdk.name())),
             }
+        }
+        match &r.client_reuse_after {
+            Ok(f) => out.push_str(&format!(
+                "| {} | {client} | {} | {} | {} | {} | {} |\n",
+                r.sdk.name(),
+                f.field,
+                cell(&f.probed),
+                cell(&f.builtin),
+                cell(&agree(&f.status)),
+                cell(&f.why)
+            )),
+            Err(why) => out.push_str(&format!(
+                "| {} | {client} | http.reuse_after | (undetermined) | | n/a | {} |\n",
+                r.sdk.name(),
+                cell(why)
+            )),
         }
     }
     out
