@@ -56,7 +56,10 @@ pub fn cmd_probe_server(
     if let Some(profile) = mcpsim_model::profiles::server(builtin) {
         println!("\ncompared with the built-in server profile {builtin:?}:");
         for (field, probed, theirs) in report.fingerprint.compare(&profile) {
-            let mark = if probed == theirs { "same" } else { "DIFFERS" };
+            // As `probe reality` judges them: measured durations within their tolerance, a
+            // keep-alive still open at the bound against any longer one.
+            let same = crate::probe::reality::close_enough(&field, &probed, &theirs);
+            let mark = if same { "same" } else { "DIFFERS" };
             println!("  {field:<28} probed {probed:<16} built-in {theirs:<16} {mark}");
         }
     }

@@ -406,7 +406,7 @@ pub struct FieldRow {
 
 /// A measured duration like `"15s"` and the profile's within a second: the same; a keep-alive
 /// timeout as [`super::keepalive::agrees`] says (still open at the bound agrees with any longer).
-fn close_enough(field: &str, probed: &str, builtin: &str) -> bool {
+pub fn close_enough(field: &str, probed: &str, builtin: &str) -> bool {
     if probed == builtin {
         return true;
     }
@@ -967,5 +967,9 @@ mod tests {
         assert_eq!(verdict_columns(t), vec![vec!["ts", "basics", "ok", "ok", "yes"]]);
         assert!(close_enough("keepalive", "\"16s\"", "\"15s\""));
         assert!(!close_enough("keepalive", "\"15s\"", "none"));
+        // A keep-alive still open at the 10 s bound agrees with none and with anything longer.
+        assert!(close_enough("keep_alive_timeout", "\"none\"", "\"65s\""));
+        assert!(close_enough("keep_alive_timeout", "\"none\"", "\"none\""));
+        assert!(!close_enough("keep_alive_timeout", "\"none\"", "\"6s\""));
     }
 }
