@@ -22,7 +22,7 @@
 use super::proxy::{Proxy, Toxic};
 use super::record::Rec;
 use super::standin::{read_request, Standin, StandinConfig};
-use super::ProbeError;
+use super::{KnownFieldDifference, ProbeError};
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use mcpsim_model::oracle::{check_all, Violation};
@@ -1244,25 +1244,8 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     (f, open)
 }
 
-/// A decided client field that differs from the built-in client profile, explained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KnownClientFieldDifference {
-    /// The built-in client profile.
-    pub profile: &'static str,
-    /// The field, dotted.
-    pub field: &'static str,
-    /// The probed TOML literal.
-    pub probed: &'static str,
-    /// The built-in profile's TOML literal when this entry was written.
-    pub builtin: &'static str,
-    /// What the real client did.
-    pub observation: &'static str,
-    /// Why the profile is not (yet) changed.
-    pub why_not_changed: &'static str,
-}
-
 /// Every known difference between a probed client field and its built-in profile.
-pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownClientFieldDifference] = &[];
+pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[];
 
 /// The known difference that explains a probed client field, if any.
 pub fn known_client_difference(
@@ -1270,7 +1253,7 @@ pub fn known_client_difference(
     field: &str,
     probed: &str,
     builtin: &str,
-) -> Option<&'static KnownClientFieldDifference> {
+) -> Option<&'static KnownFieldDifference> {
     KNOWN_CLIENT_FIELD_DIFFERENCES
         .iter()
         .find(|k| k.profile == profile && k.field == field && k.probed == probed && k.builtin == builtin)

@@ -23,6 +23,25 @@ pub mod scenarios;
 pub mod sse;
 pub mod standin;
 
+/// A probed profile field (server fingerprint or client probe) that differs from its built-in
+/// profile, explained: the entries of `reality::KNOWN_FIELD_DIFFERENCES` (servers) and
+/// `client_probe::KNOWN_CLIENT_FIELD_DIFFERENCES` (clients).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownFieldDifference {
+    /// The built-in profile.
+    pub profile: &'static str,
+    /// The field, dotted for nested tables.
+    pub field: &'static str,
+    /// The probed TOML literal.
+    pub probed: &'static str,
+    /// The built-in profile's TOML literal when this entry was written.
+    pub builtin: &'static str,
+    /// What the real server or client did.
+    pub observation: &'static str,
+    /// Why the profile is not (yet) changed.
+    pub why_not_changed: &'static str,
+}
+
 use fingerprint::Fingerprint;
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::trace::{Trace, ViolationRecord};

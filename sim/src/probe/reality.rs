@@ -8,7 +8,7 @@
 //! simulator is not (yet) changed: [`KNOWN_FIELD_DIFFERENCES`] for profile fields,
 //! [`KNOWN_DISAGREEMENTS`] for verdicts. Anything else is a new, unexplained difference.
 
-use super::{probe_server, ProbeError, ProbeOptions, ProbeReport, ScenarioReport};
+use super::{probe_server, KnownFieldDifference, ProbeError, ProbeOptions, ProbeReport, ScenarioReport};
 use crate::engine::runner;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{BogusResume, CallSpec, DeleteBy, DeleteSpec, ResumeId, Scenario};
@@ -354,23 +354,6 @@ fn foreign_resume(scenario: &Scenario) -> Option<String> {
     Some(format!("simulated: client 1 resumed with client 0's first id: {what}"))
 }
 
-/// A profile field the probe found different from the built-in profile, explained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KnownFieldDifference {
-    /// The built-in server profile.
-    pub profile: &'static str,
-    /// The field, dotted for nested tables.
-    pub field: &'static str,
-    /// The probed TOML literal.
-    pub probed: &'static str,
-    /// The built-in profile's TOML literal when this entry was written.
-    pub builtin: &'static str,
-    /// What the real server did.
-    pub observation: &'static str,
-    /// Why the profile is not (yet) changed.
-    pub why_not_changed: &'static str,
-}
-
 /// Every known difference between a probed fingerprint and its built-in profile.
 pub const KNOWN_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[];
 
@@ -385,8 +368,6 @@ pub enum FieldStatus {
     New,
     /// An entry says it differs, but now it is the same (the entry can go).
     Stale(&'static KnownFieldDifference),
-    /// A client field that differs as the entry explains.
-    KnownClient(&'static super::client_probe::KnownClientFieldDifference),
 }
 
 /// One probed field beside the built-in profile.
@@ -688,7 +669,7 @@ fn client_field(
     let status = if probed == builtin {
         FieldStatus::Same
     } else if let Some(k) = known_client_difference(sdk.profile(), field, &probed, &builtin) {
-        FieldStatus::KnownClient(k)
+        FieldStatus::Known(k)
     } else {
         FieldStatus::New
     };
@@ -796,7 +777,6 @@ pub fn fields_markdown(all: &[SdkReality]) -> String {
                 FieldStatus::Known(k) => format!("known: {}", k.why_not_changed),
                 FieldStatus::New => "NEW".into(),
                 FieldStatus::Stale(_) => "same now (the known-difference entry can go)".into(),
-                FieldStatus::KnownClient(k) => format!("known: {}", k.why_not_changed),
             };
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
@@ -827,44 +807,31 @@ pub fn keep_alive_markdown(all: &[SdkReality]) -> String {
     let agree = |s: &FieldStatus| match s {
         FieldStatus::Same => "yes".to_string(),
         FieldStatus::Known(k) => format!("no (known: {})", k.why_not_changed),
-        FieldStatus::KnownClient(k) => format!("no (known: {})", k.why_not_changed),
         FieldStatus::New => "NO".to_string(),
         FieldStatus::Stale(_) => "yes (the known-difference entry can go)".to_string(),
     };
     for r in all {
-        let server = r.fields.iter().find(|f| f.field == "keep_alive_timeout");
-        let rows = [
-            (format!("server {}", r.sdk.profile()), server),
-            (format!("client {}", r.sdk.profile()), r.client_keep_alive.as_ref()),
-        ];
-        let client = format!("client {}", r.sdk.profile());
-        for (profile, row) in rows {
-            match row {
-                Some(f) => out.push_str(&format!(
-                    "| {} | {profile} | {} | {} | {} | {} | {} |\n",
-                    r.sdk.name(),
-                    f.field,
-                    cell(&f.probed),
-                    cell(&f.builtin),
-                    cell(&agree(&f.status)),
-                    cell(&f.why)
-                )),
-                None => out.push_str(&format!("| {} | {profile} | (undetermined) | | | n/a | |\n", r.sdk.name())),
+        let name = r.sdk.name();
+        let row = |profile: &str, f: &FieldRow| {
+            let (probed, builtin, why) = (cell(&f.probed), cell(&f.builtin), cell(&f.why));
+            format!(
+                "| {name} | {profile} | {} | {probed} | {builtin} | {} | {why} |\n",
+                f.field,
+                cell(&agree(&f.status))
+            )
+        };
+        let (server, client) = (format!("server {}", r.sdk.profile()), format!("client {}", r.sdk.profile()));
+        let timeout = r.fields.iter().find(|f| f.field == "keep_alive_timeout");
+        for (profile, found) in [(&server, timeout), (&client, r.client_keep_alive.as_ref())] {
+            match found {
+                Some(f) => out.push_str(&row(profile, f)),
+                None => out.push_str(&format!("| {name} | {profile} | (undetermined) | | | n/a | |\n")),
             }
         }
         match &r.client_reuse_after {
-            Ok(f) => out.push_str(&format!(
-                "| {} | {client} | {} | {} | {} | {} | {} |\n",
-                r.sdk.name(),
-                f.field,
-                cell(&f.probed),
-                cell(&f.builtin),
-                cell(&agree(&f.status)),
-                cell(&f.why)
-            )),
+            Ok(f) => out.push_str(&row(&client, f)),
             Err(why) => out.push_str(&format!(
-                "| {} | {client} | http.reuse_after | (undetermined) | | n/a | {} |\n",
-                r.sdk.name(),
+                "| {name} | {client} | http.reuse_after | (undetermined) | | n/a | {} |\n",
                 cell(why)
             )),
         }

@@ -95,7 +95,8 @@ impl ClientCore {
             match output {
                 ClientOutput::Open { conn, request } => {
                     world.client_slot(self.index).next_conn.fetch_max(conn.0 + 1, Ordering::Relaxed);
-                    let claim = self.pool.claim(&());
+                    // Only a kept-alive client ever parks a connection.
+                    let claim = if world.scenario.client.http.keep_alive { self.pool.claim(&()) } else { None };
                     let task = self.node.spawn(connection(world.clone(), self.index, conn, request, claim));
                     self.conns.insert(conn, task.abort_handle());
                 }

@@ -295,7 +295,9 @@ impl Exchange<'_> {
         let (world, conn) = (self.world, self.conn);
         let mut resent = false;
         loop {
-            let pooled = if resent { None } else { world.with_lb(|core| core.upstreams.claim(&backend.0)).flatten() };
+            // Only a balancer that keeps upstream connections alive ever parks one.
+            let pooling = world.scenario.lb.upstream_keep_alive && !resent;
+            let pooled = if pooling { world.with_lb(|core| core.upstreams.claim(&backend.0)).flatten() } else { None };
             let parked = match pooled {
                 Some(claim) => claim.await.ok(),
                 None => None,
