@@ -257,6 +257,8 @@ pub enum UnknownSession {
     BadRequest400,
     /// `200` with a JSON-RPC error body (`-32600` or `-32001`, "Session not found").
     RpcError200,
+    /// `503 Service Unavailable` (gateways that cannot route a session they do not know).
+    Unavailable503,
 }
 
 /// What restarts a session's idle countdown.
@@ -632,6 +634,55 @@ pub struct SdkRules {
     /// only when `false`.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub resume_token_survives_recut: bool,
+    /// Which answers to a request carrying the session the SDK reads as "session not found",
+    /// and so handles by `on_404` (any other failed answer fails the call, or counts as a failed
+    /// reconnect). Written into traces only when it is not `["404"]`.
+    #[serde(default = "lost_404", skip_serializing_if = "is_lost_404")]
+    pub lost_session_answers: Vec<LostSessionAnswer>,
+    /// Whether such an answer to a resume `GET` is handled by `on_404` too; `false`: it is one
+    /// failed reconnect attempt (all three SDKs). Written into traces only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lost_session_on_resume: bool,
+}
+
+/// An answer a client may read as "session not found" (`SdkRules::lost_session_answers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LostSessionAnswer {
+    /// `404 Not Found` (the spec).
+    #[serde(rename = "404")]
+    NotFound404,
+    /// `400 Bad Request`.
+    #[serde(rename = "400")]
+    BadRequest400,
+    /// `503 Service Unavailable`.
+    #[serde(rename = "503")]
+    Unavailable503,
+    /// A JSON-RPC error with code `-32001` ("Session not found"), whatever the status.
+    #[serde(rename = "rpc-error")]
+    RpcError,
+}
+
+impl LostSessionAnswer {
+    /// The status this answer is, if it is one.
+    pub fn status(self) -> Option<u16> {
+        match self {
+            LostSessionAnswer::NotFound404 => Some(404),
+            LostSessionAnswer::BadRequest400 => Some(400),
+            LostSessionAnswer::Unavailable503 => Some(503),
+            LostSessionAnswer::RpcError => None,
+        }
+    }
+}
+
+/// The JSON-RPC error code servers use for "Session not found".
+pub const SESSION_NOT_FOUND_CODE: i64 = -32001;
+
+fn lost_404() -> Vec<LostSessionAnswer> {
+    vec![LostSessionAnswer::NotFound404]
+}
+
+fn is_lost_404(answers: &Vec<LostSessionAnswer>) -> bool {
+    *answers == lost_404()
 }
 
 /// What an SDK client does with a call whose stream it gave up reconnecting.

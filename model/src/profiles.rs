@@ -147,6 +147,12 @@ pub fn describe(name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The release a built-in profile models (the file's `sdk`, e.g. `rmcp 0.16.x (crates.io)`), for
+/// `mcpsim profiles`; empty for an unknown name.
+pub fn release(role: Role, name: &str) -> String {
+    builtin_layers(role, name).and_then(|l| l.ok()).and_then(|l| l.last()?.meta.sdk.clone()).unwrap_or_default()
+}
+
 /// A built-in profile, resolved. The built-in files are part of the program, and a test loads
 /// every one of them, so a failure here is a bug in this crate, not bad input.
 fn builtin<T: DeserializeOwned>(role: Role, name: &str) -> Option<Resolved<T>> {
@@ -559,6 +565,20 @@ pub fn resolve<T: DeserializeOwned>(role: Role, layers: &[Layer]) -> Result<Reso
         }
     }
     let all = merged(layers);
+    if role == Role::Client {
+        if let Err(message) = check_close_handling(all.get("close_handling")) {
+            let at = layers.iter().rev().find_map(|l| {
+                l.values
+                    .iter()
+                    .find(|(p, _)| p.starts_with("close_handling.") && *p != "close_handling.kind")
+                    .map(|(_, pos)| (l, *pos))
+            });
+            return Err(match at {
+                Some((layer, pos)) => layer.error_at(pos, message),
+                None => top.error_at(Pos::START, message),
+            });
+        }
+    }
     let policy = match serde_json::from_value::<T>(Value::Object(all)) {
         Ok(p) => p,
         Err(e) => return Err(locate::<T>(role, layers, e)),
@@ -574,6 +594,25 @@ pub fn resolve<T: DeserializeOwned>(role: Role, layers: &[Layer]) -> Result<Reso
     }
     let meta = Meta { sources, ..top.meta.clone() };
     Ok(Resolved { policy, meta })
+}
+
+/// The fields a client's `close_handling` table may carry besides `kind`, by kind: only the real
+/// SDKs' rule set (`kind = "sdk"`) has any. Serde would ignore them under the other kinds, so a
+/// value set there (`--set client.close_handling.on_404=…` on the reference client) must be
+/// refused here instead of being read and silently dropped.
+pub fn check_close_handling(table: Option<&Value>) -> Result<(), String> {
+    let Some(Value::Object(t)) = table else { return Ok(()) };
+    let kind = t.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind == "sdk" {
+        return Ok(());
+    }
+    match t.keys().find(|k| k.as_str() != "kind") {
+        Some(key) => Err(format!(
+            "close_handling.{key} applies only with close_handling.kind = \"sdk\"; this client's kind is {kind:?}, \
+             which has no {key} (set close_handling.kind = \"sdk\" and all its rules to use it)"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Finds which value of which file a deserialization error comes from: each setting of each
@@ -676,6 +715,8 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("close_handling.on_empty_resume", "With kind = sdk: a resume answered 200 with no events that ends: same-id (reconnect with the same Last-Event-ID), without-id, clean-close (the call fails), or graceful-close (same id, attempt counter reset: rust-sdk#958)."),
     ("close_handling.on_give_up", "With kind = sdk: what a call whose reconnect attempts are spent gets: fail-call (an error at once) or leave-pending (only its request timeout resolves it)."),
     ("close_handling.resume_token_survives_recut", "With kind = sdk: whether a resumed stream cut again before any id-bearing event still resumes with its Last-Event-ID (false: typescript-sdk#2499)."),
+    ("close_handling.lost_session_answers", "With kind = sdk: the answers the SDK reads as \"session not found\" and handles by on_404, a list of \"404\", \"400\", \"503\", \"rpc-error\" (a JSON-RPC error -32001); any other failed answer fails the call."),
+    ("close_handling.lost_session_on_resume", "With kind = sdk: whether such an answer to a resume GET is handled by on_404 too (false: it is one failed reconnect attempt, as in all three SDKs)."),
     ("timeout_resets_on_progress", "A progress notification restarts the call's request timeout (TypeScript's opt-in resetTimeoutOnProgress)."),
     ("max_unhonoured_resumes", "After this many resumes in a row the server could not honour (409/410, or a 200 without a message) the call becomes unknown outcome (a count, or none)."),
     ("report_stream_given_up", "Tell the application when the standalone stream is given up (attempts spent) instead of dropping it silently."),
@@ -732,7 +773,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("close_request_streams", "The server ends each request's SSE connection this long after opening it (SEP-1699 polling: 0s), or none."),
     ("close_idle_standalone", "The server ends the standalone GET after this long with no event on it (a graceful idle close), or none."),
     ("dead_stream", "How a connection cut on the client side only is noticed: immediate, on-write, on-keepalive."),
-    ("unknown_session", "The answer to a POST or GET naming an unknown session: not-found404, bad-request400, rpc-error200."),
+    ("unknown_session", "The answer to a POST or GET naming an unknown session: not-found404, bad-request400, rpc-error200, unavailable503."),
     ("unknown_session_code", "The JSON-RPC error code in the body of rpc-error200's answer: -32001 (\"Session not found\") or -32600 (Invalid Request)."),
     ("sessionless_get_status", "The status GET and DELETE get from a server without sessions: 405, 400 or 404."),
     ("idle_reset", "What restarts the idle countdown besides requests: requests, or requests-and-events (rmcp)."),
@@ -1063,6 +1104,28 @@ mod tests {
 
     fn layer(role: Role, text: &str) -> Result<Vec<Layer>, ProfileError> {
         chain(role, parse_layer(role, text, "my.toml")?, &mut builtin_base)
+    }
+
+    #[test]
+    fn close_handling_rules_are_refused_under_every_kind_that_has_none() {
+        for name in CLIENT_NAMES {
+            let kind_is_sdk = matches!(client(name).unwrap().close_handling, crate::config::CloseHandling::Sdk(_));
+            for (key, value) in
+                [("on_404", "\"fail-keep-session\""), ("on_404", "\"anything\""), ("on_empty_resume", "\"same-id\"")]
+            {
+                let text = format!("extends = \"{name}\"\n[close_handling]\n{key} = {value}\n");
+                let resolved = resolve::<ClientPolicy>(Role::Client, &layer(Role::Client, &text).unwrap());
+                match (kind_is_sdk, key, value) {
+                    (true, _, "\"anything\"") => assert!(resolved.is_err(), "{name} {key} = {value}"),
+                    (true, ..) => assert!(resolved.is_ok(), "{name}: {resolved:?}"),
+                    (false, ..) => {
+                        let e = resolved.expect_err("refused").to_string();
+                        assert!(e.contains(&format!("close_handling.{key} applies only with")), "{name}: {e}");
+                        assert!(e.contains("my.toml:3"), "{name}: the error points at the line: {e}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

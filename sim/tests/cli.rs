@@ -327,6 +327,41 @@ fn a_trace_header_asking_the_impossible_exits_2_naming_the_file() {
 }
 
 #[test]
+fn a_close_handling_rule_is_refused_for_a_client_whose_kind_has_none() {
+    for client in ["reference", "naive", "stateless-2026"] {
+        let out = mcpsim(&["run", "--client", client, "--set", "client.close_handling.on_404=whatever"]);
+        assert_bad_input(&out, "close_handling.on_404 applies only with close_handling.kind");
+    }
+    let out = mcpsim(&["run", "--client", "rmcp", "--set", "client.close_handling.on_404=whatever"]);
+    assert_bad_input(&out, "on_404");
+}
+
+#[test]
+fn profiles_lists_every_builtin_profile_with_the_release_it_models() {
+    let out = mcpsim(&["profiles"]);
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    let servers = text.split("servers:").nth(1).and_then(|t| t.split("scenarios:").next()).expect("a servers table");
+    for (name, release) in [
+        ("ts-sdk-1.29", "@modelcontextprotocol/sdk 1.29.x (npm)"),
+        ("py-sdk-1.27", "mcp 1.27 (PyPI)"),
+        ("rmcp-1.3", "rmcp 1.3.x (crates.io)"),
+        ("rmcp-0.16", "rmcp 0.16.x (crates.io)"),
+        ("rmcp", "rmcp 3.11.0 (crates.io)"),
+    ] {
+        let row = servers.lines().find(|l| l.trim_start().starts_with(&format!("{name} "))).unwrap_or_else(|| {
+            panic!("{name} is not listed among the servers:\n{servers}");
+        });
+        assert!(row.contains(release), "{name}: {row}");
+    }
+    let clients = text.split("clients:").nth(1).and_then(|t| t.split("servers:").next()).expect("a clients table");
+    assert!(
+        clients.lines().any(|l| l.contains("ts-sdk ") && l.contains("@modelcontextprotocol/sdk 1.32.2")),
+        "{clients}"
+    );
+}
+
+#[test]
 fn profiles_columns_stay_aligned_with_long_names() {
     let out = mcpsim(&["profiles"]);
     assert_eq!(code(&out), 0);

@@ -121,6 +121,16 @@ impl Client {
                 self.conns.remove(&conn);
                 self.init_failed(now, message);
             }
+            (Purpose::Stream(Owner::Call(key)), ServerMessage::Error { code, .. })
+                if c.session == self.session && self.sdk_reads_as_lost(c.reconnect, code).is_some() =>
+            {
+                let rule = self.sdk_reads_as_lost(c.reconnect, code).expect("checked by the guard");
+                self.conns.remove(&conn);
+                if let Some(call) = self.calls.get_mut(&key) {
+                    call.stream.conn = None;
+                }
+                self.sdk_on_404(key, rule, "a JSON-RPC \"session not found\" error");
+            }
             (Purpose::Stream(_), message) => {
                 let session = self.app_session(c.session.clone());
                 self.deliver(now, conn, session, id, message);

@@ -835,6 +835,86 @@ fn rmcp_reinitializes_and_resends_the_404_post_once_and_fails_the_others() {
     assert!(opens(&out).is_empty());
 }
 
+/// rmcp's rules with other answers read as "session not found" (`lost_session_answers`) and,
+/// with `on_resume`, on a resume too.
+fn rmcp_recognising(answers: &[crate::config::LostSessionAnswer], on_resume: bool) -> Driver {
+    let mut policy = profiles::client("rmcp").unwrap();
+    let CloseHandling::Sdk(rules) = &mut policy.close_handling else { unreachable!("rmcp is an sdk profile") };
+    rules.lost_session_answers = answers.to_vec();
+    rules.lost_session_on_resume = on_resume;
+    policy.open_standalone_stream = false;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d
+}
+
+fn initializes(out: &[ClientOutput]) -> usize {
+    opens(out).iter().filter(|(_, r)| matches!(r.body, Some(ClientMessage::Initialize { .. }))).count()
+}
+
+#[test]
+fn the_on_404_rule_applies_to_the_answers_the_sdk_recognises_and_only_those() {
+    use crate::config::LostSessionAnswer as L;
+    // rmcp as released: a 400 or 503 only fails the call; the dead id is kept.
+    for code in [400, 503] {
+        let mut d = rmcp_recognising(&[L::NotFound404], false);
+        let (conn, _, _) = tool_call(&d.call(1, false));
+        let out = d.answer(conn, vec![status(code)]);
+        assert_eq!(initializes(&out), 0, "{code}");
+        assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: format!("HTTP {code}") }]);
+    }
+    // Told that 400 and 503 say "session not found" too, it re-initializes and re-sends.
+    for code in [400, 503] {
+        let mut d = rmcp_recognising(&[L::NotFound404, L::BadRequest400, L::Unavailable503], false);
+        let (conn, _, _) = tool_call(&d.call(1, false));
+        let out = d.answer(conn, vec![status(code)]);
+        assert_eq!(initializes(&out), 1, "{code}");
+        let out = d.complete_handshake(&out, S2);
+        assert_eq!(tool_call(&out).2.key, CallKey(1));
+    }
+    // A 200 with a JSON-RPC "session not found" error: an error for the call, unless recognised.
+    let not_found = |request| ServerMessage::Error {
+        request: Some(request),
+        message: "Session not found".into(),
+        code: Some(-32001),
+    };
+    let mut d = rmcp_recognising(&[L::NotFound404], false);
+    let (conn, id, _) = tool_call(&d.call(1, false));
+    let out = d.answer(conn, vec![Frame::Head(json_head()), Frame::Json(not_found(id))]);
+    assert_eq!((initializes(&out), app(&out).len()), (0, 1));
+    let mut d = rmcp_recognising(&[L::NotFound404, L::RpcError], false);
+    let (conn, id, _) = tool_call(&d.call(1, false));
+    let out = d.answer(conn, vec![Frame::Head(json_head()), Frame::Json(not_found(id))]);
+    assert_eq!((initializes(&out), app(&out)), (1, vec![]));
+    let out = d.complete_handshake(&out, S2);
+    assert_eq!(tool_call(&out).2.key, CallKey(1), "re-sent once in the new session");
+}
+
+#[test]
+fn a_404_on_a_resume_is_a_failed_attempt_unless_the_sdk_reads_it_as_session_lost() {
+    use crate::config::LostSessionAnswer as L;
+    let resumed_404 = |on_resume: bool| {
+        let mut d = rmcp_recognising(&[L::NotFound404], on_resume);
+        let (conn, id, _) = tool_call(&d.call(1, false));
+        d.frames(conn, vec![sse(), progress("0/1", id, 1, 1)]);
+        d.end(conn, ConnEnd::Reset);
+        let (get, _) = resume(&d.fire());
+        let out = d.answer(get, vec![status(404)]);
+        (d, out)
+    };
+    // As the three SDKs do: one failed reconnect, retried in the dead session, no handshake.
+    let (mut d, out) = resumed_404(false);
+    assert_eq!(initializes(&out), 0);
+    let (_, again) = resume(&d.fire());
+    assert_eq!(again.session, Some(sid(S1)));
+    // Read as "session lost" on a resume too: re-initialize and re-send the call.
+    let (mut d, out) = resumed_404(true);
+    assert_eq!(initializes(&out), 1);
+    let out = d.complete_handshake(&out, S2);
+    assert_eq!(tool_call(&out).2.key, CallKey(1));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Standalone stream
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ pub(super) const NO_ORPHANED_SESSION: Invariant = Invariant {
     id: InvariantId::NoOrphanedSession,
     name: InvariantId::NoOrphanedSession.name(),
     description: "No tool result is stored in a session nobody reads; a logical client holds at most one live \
-                  session; a client answered 404 for its session does not keep the dead id.",
+                  session; a client answered for its session that the server no longer has it (404, or any other refusal the \
+                  server gave: 400, 503, a JSON-RPC error) does not keep the dead id.",
     check: orphaned_sessions_in,
 };
 
@@ -133,7 +134,18 @@ fn dead_sessions_kept(ix: &TraceIndex<'_>) -> Vec<Violation> {
 
 fn dead_session_kept(answers: &Answers<'_>, end: &RunEnd<'_>, client: u32, held: &SessionId) -> Option<Violation> {
     let ended = answers.ended.get(held).copied();
-    let told = answers.not_found.get(&(client, held))?.iter().find(|t| ended.is_none_or(|end| **t >= end))?;
+    let after_end = |t: &&(Instant, String)| ended.is_none_or(|end| t.0 >= end);
+    let not_found =
+        answers.not_found.get(&(client, held)).and_then(|ts| ts.iter().find(|t| ended.is_none_or(|end| **t >= end)));
+    // Said otherwise (400, 503, a JSON-RPC error with 200): it counts once the server itself
+    // refused the session, so a proxy's own answer during an outage is not taken for it.
+    let refused = answers.refused.get(held).copied();
+    let other =
+        || answers.other.get(&(client, held))?.iter().filter(after_end).find(|t| refused.is_some_and(|r| t.0 >= r));
+    let (told, how) = match not_found {
+        Some(t) => (*t, "404".to_string()),
+        None => other().map(|(t, how)| (*t, how.clone()))?,
+    };
     let who = if end.several_clients() { format!("client {client}") } else { "the client".to_string() };
     Some(Violation {
         invariant: InvariantId::NoOrphanedSession,
@@ -141,7 +153,7 @@ fn dead_session_kept(answers: &Answers<'_>, end: &RunEnd<'_>, client: u32, held:
         at: end.at,
         subject: session_subject(held),
         detail: format!(
-            "{who} still holds session {held}, which the server no longer has, though it was answered 404 for it at {}",
+            "{who} still holds session {held}, which the server no longer has, though it was answered {how} for it at {}",
             format_micros(told.0)
         ),
     })
@@ -154,6 +166,11 @@ struct Answers<'a> {
     /// By client and session: the times the client received a 404 to a request of its own that
     /// carried the session, in trace order.
     not_found: BTreeMap<(u32, &'a SessionId), Vec<Instant>>,
+    /// By client and session: any other failed answer to such a request (another non-2xx
+    /// status, or a JSON-RPC error body), when and what, in trace order.
+    other: BTreeMap<(u32, &'a SessionId), Vec<(Instant, String)>>,
+    /// When the server first refused a request naming each session it did not know.
+    refused: BTreeMap<&'a SessionId, Instant>,
 }
 
 impl<'a> Answers<'a> {
@@ -163,23 +180,42 @@ impl<'a> Answers<'a> {
         let mut sent_with: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
         let mut ended = BTreeMap::new();
         let mut not_found: BTreeMap<(u32, &SessionId), Vec<Instant>> = BTreeMap::new();
+        let mut other: BTreeMap<(u32, &SessionId), Vec<(Instant, String)>> = BTreeMap::new();
+        let mut refused = BTreeMap::new();
         for (_, step) in ix.others() {
+            let session_of = |conn: &ConnId| sent_with.get(&(client_of(step), *conn)).copied().flatten();
             match &step.kind {
                 StepKind::SessionEnded { session, .. } => {
                     ended.entry(session).or_insert(step.at());
+                }
+                StepKind::Rejected { session: Some(session), .. } if step.actor == Actor::Server => {
+                    if ended.contains_key(session) {
+                        refused.entry(session).or_insert(step.at());
+                    }
                 }
                 StepKind::Send { conn, request } => {
                     sent_with.insert((client_of(step), *conn), request.session.as_ref());
                 }
                 StepKind::Response { conn, head } if head.status == Status::NOT_FOUND => {
-                    if let Some(Some(session)) = sent_with.get(&(client_of(step), *conn)) {
+                    if let Some(session) = session_of(conn) {
                         not_found.entry((client_of(step), session)).or_default().push(step.at());
+                    }
+                }
+                StepKind::Response { conn, head } if !head.status.is_success() && step.actor == Actor::Client => {
+                    if let Some(session) = session_of(conn) {
+                        other.entry((client_of(step), session)).or_default().push((step.at(), head.status.to_string()));
+                    }
+                }
+                StepKind::Json { conn, message: ServerMessage::Error { .. } } if step.actor == Actor::Client => {
+                    if let Some(session) = session_of(conn) {
+                        let how = "a JSON-RPC error".to_string();
+                        other.entry((client_of(step), session)).or_default().push((step.at(), how));
                     }
                 }
                 _ => {}
             }
         }
-        Answers { ended, not_found }
+        Answers { ended, not_found, other, refused }
     }
 }
 
@@ -337,6 +373,42 @@ mod tests {
         assert!(v[0].detail.contains("404 for it at 0.002s"), "{}", v[0].detail);
         assert_eq!(dead_sessions_kept(&trace(Status::BAD_GATEWAY, false)), vec![]);
         assert_eq!(dead_sessions_kept(&trace(Status::NOT_FOUND, true)), vec![]);
+    }
+
+    #[test]
+    fn session_not_found_said_with_400_503_or_a_json_rpc_error_counts_once_the_server_refused_it() {
+        let a = sid("A");
+        let post = StepKind::Send {
+            conn: ConnId(4),
+            request: Request::post(Some(a.clone()), crate::http::ClientMessage::Initialized),
+        };
+        let refused = |status: Status| StepKind::Rejected { conn: ConnId(9), status, session: Some(a.clone()) };
+        // `server_refused`: the server itself answered a request naming the dead session.
+        let trace = |answer: &[StepKind], server_refused: Option<Status>| {
+            let mut b = TraceBuilder::new().server(session_created(&a, "app")).at(1_000).server(session_ended(&a));
+            b = b.at(2_000).client(post.clone());
+            if let Some(status) = server_refused {
+                b = b.server(refused(status));
+            }
+            for step in answer {
+                b = b.client(step.clone());
+            }
+            b.at(9_000).run(run_end(Some(&a), &[])).build()
+        };
+        for status in [Status::BAD_REQUEST, Status::UNAVAILABLE] {
+            let v = dead_sessions_kept(&trace(&[response(4, status)], Some(status)));
+            assert_eq!(v.len(), 1, "{status}");
+            assert!(v[0].detail.contains(&format!("answered {status} for it at 0.002s")), "{}", v[0].detail);
+            // The same status from a proxy while the server never refused the session: no news.
+            assert_eq!(dead_sessions_kept(&trace(&[response(4, status)], None)), vec![], "{status}");
+        }
+        let error = ServerMessage::Error { request: None, message: "Session not found".into(), code: Some(-32001) };
+        let rpc = [response(4, Status::OK), StepKind::Json { conn: ConnId(4), message: error }];
+        let v = dead_sessions_kept(&trace(&rpc, Some(Status::OK)));
+        assert_eq!(v.len(), 1);
+        assert!(v[0].detail.contains("answered a JSON-RPC error for it"), "{}", v[0].detail);
+        // A 200 with a result is no refusal.
+        assert_eq!(dead_sessions_kept(&trace(&[response(4, Status::OK)], Some(Status::OK))), vec![]);
     }
 
     #[test]

@@ -47,6 +47,7 @@ impl Server {
             (Some(status), _) => status,
             (None, UnknownSession::NotFound404) => Status::NOT_FOUND,
             (None, UnknownSession::BadRequest400) => Status::BAD_REQUEST,
+            (None, UnknownSession::Unavailable503) => Status::UNAVAILABLE,
             (None, UnknownSession::RpcError200) => match session {
                 Some(s) if !self.sessions.contains_key(&s) => {
                     self.record(StepKind::Rejected { conn, status: Status::OK, session: Some(s) });

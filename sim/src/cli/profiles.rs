@@ -34,8 +34,17 @@ pub fn cmd_profiles() -> Result<Exit, SimError> {
         }
         t
     };
-    print_table("clients:", &named("client", profiles::CLIENT_NAMES, &profiles::describe));
-    print_table("servers:", &named("server", profiles::SERVER_NAMES, &profiles::describe));
+    // Every built-in SDK profile, the versioned ones included, with the release it models.
+    let released = |header: &str, role: profiles::Role, names: &[&str]| {
+        let mut t = table(&[header, "release", "what it is"]);
+        for n in names {
+            t.add_row(vec![n.to_string(), profiles::release(role, n), profiles::describe(n)]);
+        }
+        t
+    };
+    print_table("clients:", &released("client", profiles::Role::Client, profiles::CLIENT_NAMES));
+    let servers: Vec<&str> = profiles::SERVER_NAMES.iter().chain(profiles::SERVER_VERSIONED_NAMES).copied().collect();
+    print_table("servers:", &released("server", profiles::Role::Server, &servers));
     print_table("scenarios:", &named("scenario", scenario::SCENARIO_NAMES, &|n| scenario::describe(n).to_string()));
     let mut invariants = table(&["invariant", "what it checks"]);
     for i in INVARIANTS {

@@ -150,6 +150,7 @@ fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
             fields.insert(last.clone(), new);
         }
     }
+    profiles::check_close_handling(json.get("client").and_then(|c| c.get("close_handling")))?;
     let (client_arg, server_arg, scenario_arg) = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
     (new.client_arg, new.server_arg, new.scenario_arg) = (client_arg, server_arg, scenario_arg);

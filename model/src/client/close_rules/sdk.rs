@@ -2,7 +2,7 @@
 
 use super::Ended;
 use crate::client::{Client, Owner, ERR_NO_RESPONSE, ERR_REINITIALIZED};
-use crate::config::{On404, OnEmptyResume, SdkRules};
+use crate::config::{LostSessionAnswer, On404, OnEmptyResume, SdkRules};
 use crate::decision::NextAction;
 use crate::http::Status;
 use crate::ids::CallKey;
@@ -13,10 +13,20 @@ impl Client {
     pub(in crate::client) fn apply_sdk_rules(&mut self, now: Instant, ended: Ended, rules: &SdkRules) {
         let owner = ended.owner;
         if let Some(status) = ended.status {
+            // "Session not found", as this SDK recognises it: on a POST, and on a resume only if
+            // the SDK reads it there too.
+            let lost = rules.lost_session_answers.iter().any(|a| a.status() == Some(status.0));
+            let on_this = ended.was_post() || (ended.reconnect && rules.lost_session_on_resume);
+            if lost && on_this {
+                return match owner {
+                    Owner::Call(key) => {
+                        let on = if ended.was_post() { "POST" } else { "resume" };
+                        self.sdk_on_404(key, rules.on_404, &format!("HTTP {status} to the {on}"))
+                    }
+                    Owner::Standalone => self.sdk_standalone_lost(now, &ended, rules.on_404),
+                };
+            }
             match owner {
-                Owner::Call(key) if ended.was_post() && status == Status::NOT_FOUND => {
-                    return self.sdk_on_404(key, rules.on_404);
-                }
                 Owner::Call(key) if ended.was_post() => {
                     self.record_decision(owner, None, None, Some(format!("HTTP {status} to the POST")));
                     return self.resolve_error(key, format!("HTTP {status}"));
@@ -72,8 +82,46 @@ impl Client {
         self.schedule_reconnect(now, &ended, last);
     }
 
-    pub(in crate::client) fn sdk_on_404(&mut self, key: CallKey, rule: On404) {
-        let note = format!("HTTP 404 to the POST: {rule:?}");
+    /// A JSON-RPC error answering a call's request: whether the SDK reads it as "session not
+    /// found" (`rpc-error` among `lost_session_answers`, code -32001) on this connection.
+    pub(in crate::client) fn sdk_reads_as_lost(&self, reconnect: bool, code: Option<i64>) -> Option<On404> {
+        let crate::config::CloseHandling::Sdk(rules) = &self.policy.close_handling else { return None };
+        let recognised = rules.lost_session_answers.contains(&LostSessionAnswer::RpcError)
+            && code == Some(crate::config::SESSION_NOT_FOUND_CODE);
+        (recognised && self.session.is_some() && (!reconnect || rules.lost_session_on_resume)).then_some(rules.on_404)
+    }
+
+    /// The standalone stream's resume was answered "session not found": a rule that
+    /// re-initializes does so (the calls in flight settle as that rule says); one that keeps the
+    /// session counts it as a failed attempt.
+    fn sdk_standalone_lost(&mut self, now: Instant, ended: &Ended, rule: On404) {
+        let note = format!("session not found on the standalone stream's resume: {rule:?}");
+        match rule {
+            On404::FailKeepSession => {
+                self.record_decision(Owner::Standalone, None, None, Some(note));
+                let last = self.standalone.as_ref().and_then(|s| s.last_event_id.clone());
+                self.schedule_reconnect(now, ended, last);
+            }
+            On404::ReinitializeResendOnce => {
+                self.record_decision(Owner::Standalone, None, Some(NextAction::Reinitialize), Some(note));
+                for other in self.keys_in_issue_order() {
+                    if self.calls.get(&other).is_some_and(|c| c.request.is_some()) {
+                        self.resolve_error(other, ERR_REINITIALIZED.to_string());
+                    }
+                }
+                self.drop_session();
+                self.begin_initialize();
+            }
+            On404::ReinitializeUnknownOutcome => {
+                self.record_decision(Owner::Standalone, None, Some(NextAction::Reinitialize), Some(note));
+                self.session_lost();
+            }
+        }
+    }
+
+    /// A call's request was answered "session not found" (`what`, e.g. `HTTP 404 to the POST`).
+    pub(in crate::client) fn sdk_on_404(&mut self, key: CallKey, rule: On404, what: &str) {
+        let note = format!("{what}: {rule:?}");
         let already_resent = self.calls.get(&key).is_some_and(|c| c.resent_after_404);
         match rule {
             On404::ReinitializeResendOnce if !already_resent => {
@@ -98,7 +146,10 @@ impl Client {
             // The dead session id is kept: every later request gets 404 too.
             _ => {
                 self.record_decision(Owner::Call(key), None, None, Some(note));
-                self.resolve_error(key, "session not found (HTTP 404)".to_string());
+                self.resolve_error(
+                    key,
+                    format!("session not found ({})", what.split(" to the").next().unwrap_or(what)),
+                );
             }
         }
     }
