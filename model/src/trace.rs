@@ -183,6 +183,10 @@ pub enum ToolEnd {
     Cancelled,
     /// Its server restarted under it.
     Lost,
+    /// Cancelled because the connection carrying its stream ended, as the server's policy says
+    /// a disconnect does (`ServerPolicy::disconnect_cancels`, the 2026-07-28 revision): the
+    /// revision's way for the client to end the work, not a decision the oracles judge.
+    Disconnected,
 }
 
 /// What happened. Variants are grouped by the actor that records them.

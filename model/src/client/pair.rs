@@ -37,23 +37,25 @@ fn stateless_under_an_idle_cut_runs_a_non_idempotent_tool_again_on_every_reissue
     let violations = p.run_until(HOUR)?;
     // Each attempt is cut at 60 s, which cancels it on the server after its side effect ran.
     assert_eq!(p.side_effects(), 6, "the first POST and five re-issues");
-    assert_eq!(p.count(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Cancelled, .. })), 6);
+    assert_eq!(p.count(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Disconnected, .. })), 6);
     assert_eq!(p.count(|k| matches!(k, StepKind::SessionCreated { .. })), 0);
     assert_eq!(p.resolutions(), vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: ERR_EXHAUSTED.into() }]);
-    // The revision cancels a tool when its stream closes, though here the load balancer closed it
-    // and the client still waits: each cut kills the work it then runs again.
-    assert_eq!(names(&violations), vec!["no-work-killed", "no-duplicate-execution"], "{violations:#?}");
+    // The revision cancels a tool when its stream closes: by its rule the closed stream ended the
+    // work (no-work-killed and no-abandoned-work agree the client no longer waits for it), and
+    // each re-issue runs the side effect again.
+    assert_eq!(names(&violations), vec!["no-duplicate-execution"], "{violations:#?}");
     Ok(())
 }
 
 #[test]
-fn stateless_reissues_of_an_idempotent_tool_only_kill_work() -> Result<(), HarnessError> {
+fn stateless_reissues_of_an_idempotent_tool_break_nothing() -> Result<(), HarnessError> {
     let mut p = Pair::new("stateless-2026", "stateless-2026", silent_tool(300, true), IDLE_CUT)?;
     p.call(1, TOOL, true)?;
     let violations = p.run_until(HOUR)?;
     assert_eq!(p.side_effects(), 6);
     assert_eq!(p.resolutions(), vec![StepKind::AppError { call: CallKey(1), error: ERR_EXHAUSTED.into() }]);
-    assert_eq!(names(&violations), vec!["no-work-killed"], "{violations:#?}");
+    // Each cut cancels by the revision's rule; re-running an idempotent tool is harmless.
+    assert_eq!(names(&violations), Vec::<&str>::new(), "{violations:#?}");
     Ok(())
 }
 
@@ -117,7 +119,9 @@ fn deleting_the_session_during_a_tool_cancels_it_or_lets_it_run_on_per_server() 
         p.run_until(Instant(10_000_000))?;
         p.delete_session()?;
         let violations = p.run_until(HOUR)?;
-        assert_eq!(violations, vec![], "{server}");
+        // TypeScript's tool ignores the abort signal and runs on to its result after the DELETE.
+        let expected: Vec<&str> = if end == ToolEnd::Completed { vec!["no-abandoned-work"] } else { vec![] };
+        assert_eq!(names(&violations), expected, "{server}: {violations:#?}");
         assert_eq!(p.server().live_sessions(), vec![], "{server}");
         assert_eq!(p.count(|k| matches!(k, StepKind::ToolEnded { end: e, .. } if *e == end)), 1, "{server}");
         assert_eq!(

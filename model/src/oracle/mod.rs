@@ -5,7 +5,7 @@
 //! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
 //! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session), `failure.rs` (no false failure),
-//! `work.rs` (no work killed) and `churn.rs` (bounded reconnects). [`coverage`] counts the
+//! `work.rs` (no work killed, no abandoned work) and `churn.rs` (bounded reconnects). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
 //! Event ids are unique inside a session but not across sessions, so everything here keys an
@@ -64,11 +64,13 @@ pub enum InvariantId {
     NoWorkKilled,
     /// `bounded-reconnects`.
     BoundedReconnects,
+    /// `no-abandoned-work`.
+    NoAbandonedWork,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 10] = [
+    pub const ALL: [InvariantId; 11] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -79,6 +81,7 @@ impl InvariantId {
         InvariantId::NoFalseFailure,
         InvariantId::NoWorkKilled,
         InvariantId::BoundedReconnects,
+        InvariantId::NoAbandonedWork,
     ];
 
     /// The stable name.
@@ -94,6 +97,7 @@ impl InvariantId {
             InvariantId::NoFalseFailure => "no-false-failure",
             InvariantId::NoWorkKilled => "no-work-killed",
             InvariantId::BoundedReconnects => "bounded-reconnects",
+            InvariantId::NoAbandonedWork => "no-abandoned-work",
         }
     }
 
@@ -179,6 +183,7 @@ pub const INVARIANTS: &[Invariant] = &[
     failure::NO_FALSE_FAILURE,
     work::NO_WORK_KILLED,
     churn::BOUNDED_RECONNECTS,
+    work::NO_ABANDONED_WORK,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
@@ -1057,7 +1062,7 @@ mod tests {
     fn invariant_names_are_unique_and_found_by_name() {
         let names: BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
         assert_eq!(names.len(), INVARIANTS.len());
-        assert_eq!(INVARIANTS.len(), 10);
+        assert_eq!(INVARIANTS.len(), 11);
         for i in INVARIANTS {
             assert_eq!(by_name(i.name).map(|f| f.name), Some(i.name));
             assert!(!i.description.is_empty());

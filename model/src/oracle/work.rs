@@ -1,11 +1,20 @@
-//! `no-work-killed`: the server does not expire a session, or cancel a tool, while the tool is
-//! still working for a client that is still there.
+//! The work family: whether the server's tools work exactly as long as a client waits for them.
 //!
-//! A client is still there for a call while the application has not seen the call resolved, the
-//! client has not asked to cancel the call's request (`notifications/cancelled`), and it has not
-//! deleted the session. Expiring such a session (say, idle expiry counted from the last request
-//! only) or cancelling such a tool throws away work the client is waiting for: the call can at
-//! best end as an unknown outcome. A server restart is a fault, not a decision, and is not judged.
+//! One definition of "the client still waits" serves both invariants. A client still waits for a
+//! call's work while the application has not seen the call resolved and the client has not ended
+//! the work itself: it has not asked to cancel the request (`notifications/cancelled`), it has not
+//! deleted the session (`DELETE`), and its stream's connection has not ended on a server whose
+//! policy says a disconnect cancels (the 2026-07-28 revision; the server records such an end as
+//! `ToolEnd::Disconnected`).
+//!
+//! - `no-work-killed`: the server does not expire a session, or cancel a tool, while the client
+//!   still waits for it. Expiring such a session (say, idle expiry counted from the last request
+//!   only) or cancelling such a tool throws away work the client is waiting for: the call can at
+//!   best end as an unknown outcome. A server restart is a fault, not a decision, and is not judged.
+//! - `no-abandoned-work`: once the server has learned that the client ended the work (it ended
+//!   the session for the client's `DELETE`, or answered the client's cancel), no side effect of
+//!   that request runs and its tool does not run on to a result. A tool left running after a
+//!   `DELETE` (TypeScript's ignored abort signal, `delete_running_tool = "run-on"`) breaks it.
 
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::{ClientMessage, Method};
@@ -15,6 +24,14 @@ use crate::time::{format_micros, Instant};
 use crate::trace::Trace;
 use crate::trace::{SessionEndReason, StepKind, ToolEnd};
 use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) const NO_ABANDONED_WORK: Invariant = Invariant {
+    id: InvariantId::NoAbandonedWork,
+    name: InvariantId::NoAbandonedWork.name(),
+    description: "No side effect runs, and no tool runs on to its result, after the server learned that the client \
+                  ended the work (its DELETE of the session, its cancel of the request).",
+    check: abandoned_work_in,
+};
 
 pub(super) const NO_WORK_KILLED: Invariant = Invariant {
     id: InvariantId::NoWorkKilled,
@@ -65,6 +82,8 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 let asked = cancelled.contains(&(Some(session), *request))
                     || (session.0.is_empty() && cancelled.contains(&(None, *request)))
                     || deleted.contains(&Some(session));
+                // A `Disconnected` end is the client's own (its stream closed, on a server whose
+                // policy makes that a cancellation): the client no longer waits.
                 if *end == ToolEnd::Cancelled && !asked && still_waiting(tool.call, order) {
                     let what = if expired_at.contains(&(session, step.at())) {
                         format!("session {session} was expired as idle (its tool cancelled)")
@@ -105,6 +124,94 @@ fn killed(order: usize, at: Instant, tool: &Running, what: String) -> Violation 
             tool.call
         ),
     }
+}
+
+/// Where the server learned that the client ended a request's work.
+#[derive(Default)]
+struct EndedByClient<'a> {
+    /// Sessions the client sent a `DELETE` for (as the client sent it).
+    delete_sent: BTreeSet<&'a SessionId>,
+    /// When the server ended each session the client had asked to delete.
+    deleted: BTreeMap<&'a SessionId, Instant>,
+    /// Client connections carrying a cancel, by (client, conn): the session and request.
+    cancel_conns: BTreeMap<(u32, crate::ids::ConnId), (Option<&'a SessionId>, RequestId)>,
+    /// When the server's answer to each cancel reached the client (by then it had handled it).
+    cancelled: BTreeMap<(Option<&'a SessionId>, RequestId), Instant>,
+}
+
+impl<'a> EndedByClient<'a> {
+    /// Reads one step; returns the point the work of `(session, request)` ended, if known now.
+    fn read(&mut self, step: &'a crate::trace::Step) {
+        match &step.kind {
+            StepKind::Send { conn, request } => match (&request.method, &request.body) {
+                (Method::Delete, _) => {
+                    self.delete_sent.extend(request.session.as_ref());
+                }
+                (_, Some(ClientMessage::Cancelled { request: id })) => {
+                    self.cancel_conns.insert((super::client_of(step), *conn), (request.session.as_ref(), *id));
+                }
+                _ => {}
+            },
+            StepKind::Response { conn, .. } => {
+                if let Some(key) = self.cancel_conns.remove(&(super::client_of(step), *conn)) {
+                    self.cancelled.entry(key).or_insert(step.at());
+                }
+            }
+            StepKind::SessionEnded { session, reason: SessionEndReason::Deleted }
+                if self.delete_sent.contains(session) =>
+            {
+                self.deleted.entry(session).or_insert(step.at());
+            }
+            _ => {}
+        }
+    }
+
+    /// When the server had learned that the client ended this request's work, if it had.
+    fn ended(&self, session: &SessionId, request: RequestId) -> Option<(Instant, &'static str)> {
+        let deleted = self.deleted.get(session).map(|t| (*t, "the client's DELETE of the session"));
+        let key = (Some(session), request);
+        let cancelled = self
+            .cancelled
+            .get(&key)
+            .or_else(|| session.0.is_empty().then(|| self.cancelled.get(&(None, request))).flatten())
+            .map(|t| (*t, "the client's cancel of the request"));
+        [deleted, cancelled].into_iter().flatten().min_by_key(|(t, _)| *t)
+    }
+}
+
+/// One violation per request, at the first thing the server did for it after it learned the
+/// client had ended its work.
+fn abandoned_work_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let mut ended = EndedByClient::default();
+    let mut violations: BTreeMap<(&SessionId, RequestId), Violation> = BTreeMap::new();
+    for (order, step) in ix.others() {
+        ended.read(step);
+        let (session, request, call, what) = match &step.kind {
+            StepKind::SideEffect { session, request, call, tool, .. } => {
+                (session, *request, *call, format!("the side effect of {tool} ran"))
+            }
+            StepKind::ToolEnded { session, request, call, end: ToolEnd::Completed } => {
+                (session, *request, *call, "the tool ran on to its result".to_string())
+            }
+            _ => continue,
+        };
+        let Some((at, how)) = ended.ended(session, request) else { continue };
+        if step.at() <= at {
+            continue;
+        }
+        violations.entry((session, request)).or_insert_with(|| Violation {
+            invariant: InvariantId::NoAbandonedWork,
+            step: order,
+            at: step.at(),
+            subject: call.to_string(),
+            detail: format!(
+                "{what} for {call} ({request} in session {session}) at {}, after the server had learned of {how} at {}",
+                format_micros(step.at().0),
+                format_micros(at.0)
+            ),
+        });
+    }
+    sorted(violations.into_values().collect())
 }
 
 /// The index of the first step resolving each call.
@@ -196,6 +303,74 @@ mod tests {
         let restart =
             running().at(60_000).server(tool_ended(&a, ToolEnd::Lost)).server(StepKind::ServerStart { epoch: 1 });
         assert_eq!(work_killed(&restart.build()), vec![]);
+    }
+
+    #[test]
+    fn a_disconnect_that_cancels_by_the_servers_policy_kills_nothing() {
+        let a = sid("A");
+        assert_eq!(work_killed(&running().at(60_000).server(tool_ended(&a, ToolEnd::Disconnected)).build()), vec![]);
+    }
+
+    fn abandoned(trace: &Trace) -> Vec<Violation> {
+        abandoned_work_in(&TraceIndex::new(trace))
+    }
+
+    #[test]
+    fn a_tool_that_runs_on_after_the_clients_delete_is_abandoned_work() {
+        let a = sid("A");
+        let deleted = |end: ToolEnd| {
+            running()
+                .at(60_000)
+                .client(StepKind::Send { conn: ConnId(3), request: Request::delete(a.clone()) })
+                .at(61_000)
+                .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+                .at(90_000)
+                .server(tool_ended(&a, end))
+                .build()
+        };
+        let v = abandoned(&deleted(ToolEnd::Completed));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!(
+            (v[0].invariant, v[0].at, v[0].subject.as_str()),
+            (InvariantId::NoAbandonedWork, Instant(90_000), "call0")
+        );
+        assert!(v[0].detail.contains("after the server had learned of the client's DELETE"), "{}", v[0].detail);
+        // Cancelled with the session: nothing ran on.
+        assert_eq!(abandoned(&deleted(ToolEnd::Cancelled)), vec![]);
+        // A side effect at completion after the DELETE is abandoned work too.
+        let effect = running()
+            .at(60_000)
+            .client(StepKind::Send { conn: ConnId(3), request: Request::delete(a.clone()) })
+            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+            .at(90_000)
+            .server(side_effect(&a, 2, 0));
+        assert_eq!(abandoned(&effect.build()).len(), 1);
+        // An operator's delete (no DELETE from the client) is not the client ending the work.
+        let operator = running()
+            .at(60_000)
+            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+            .at(90_000)
+            .server(tool_ended(&a, ToolEnd::Completed));
+        assert_eq!(abandoned(&operator.build()), vec![]);
+    }
+
+    #[test]
+    fn work_after_the_server_answered_the_clients_cancel_is_abandoned() {
+        let a = sid("A");
+        let cancel = Request::post(Some(a.clone()), ClientMessage::Cancelled { request: RequestId(2) });
+        let trace = |done_at: u64| {
+            running()
+                .at(60_000)
+                .client(StepKind::Send { conn: ConnId(3), request: cancel.clone() })
+                .at(61_000)
+                .client(response(3, crate::http::Status::ACCEPTED))
+                .at(done_at)
+                .server(tool_ended(&a, ToolEnd::Completed))
+                .build()
+        };
+        assert_eq!(abandoned(&trace(70_000)).len(), 1);
+        // Done before the server could have read the cancel: not the server's doing.
+        assert_eq!(abandoned(&trace(60_500)), vec![]);
     }
 
     #[test]

@@ -164,7 +164,7 @@ impl Server {
         let cancelled = if self.policy.disconnect_cancels { self.tools_streamed_on(conn) } else { Vec::new() };
         if let Some(session) = self.forget_conn(conn) {
             for id in cancelled {
-                self.cancel_tool(now, id);
+                self.end_tool(now, id, ToolEnd::Disconnected);
             }
             self.touch_idle(now, &session, false);
         }

@@ -925,7 +925,7 @@ fn a_disconnect_cancels_the_tool_when_the_policy_says_so_and_a_reissue_runs_it_a
             session: NO_SESSION,
             request: RequestId(2),
             call: CallKey(7),
-            end: ToolEnd::Cancelled
+            end: ToolEnd::Disconnected
         }]
     );
     assert!(frames(&out, POST).is_empty(), "nothing is written on the dead connection");
@@ -950,7 +950,7 @@ fn a_disconnect_cancels_only_the_tool_whose_stream_the_connection_carried() {
     let _ = drain(&mut s);
     s.handle_disconnect(at(5), POST);
     let out = drain(&mut s);
-    assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Disconnected]);
     assert!(records(&out).iter().all(|r| !matches!(r, StepKind::ToolEnded { call: CallKey(8), .. })));
     assert!(stored(&drive_until(&mut s, at(240))).is_empty(), "chatty stores nothing more");
     // Under the session-ful revisions' rule the tool keeps running.

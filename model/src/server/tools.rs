@@ -228,13 +228,13 @@ impl Server {
     }
 
     pub(super) fn cancel_tool(&mut self, now: Instant, id: u64) {
+        self.end_tool(now, id, ToolEnd::Cancelled);
+    }
+
+    /// Stops a running tool, recorded as ending `end` (cancelled, or by a disconnect).
+    pub(super) fn end_tool(&mut self, now: Instant, id: u64, end: ToolEnd) {
         let Some(tool) = self.running.remove(&id) else { return };
-        self.record(StepKind::ToolEnded {
-            session: tool.session.clone(),
-            request: tool.request,
-            call: tool.call,
-            end: ToolEnd::Cancelled,
-        });
+        self.record(StepKind::ToolEnded { session: tool.session.clone(), request: tool.request, call: tool.call, end });
         self.finish_stream(now, &tool.session, tool.stream);
     }
 }
