@@ -560,6 +560,11 @@ pub enum StepKind {
         /// (`bounded-reconnects`; default [`DEFAULT_MAX_RECONNECTS_PER_HOUR`]).
         #[serde(default = "default_max_reconnects_per_hour")]
         max_reconnects_per_hour: u32,
+        /// The longest an event stored while a connection to its reader was open may take to
+        /// reach the application, in µs (`timely-delivery`); `None`: the default
+        /// [`DEFAULT_MAX_DELIVERY_DELAY_US`]. Written only when set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_delivery_delay_us: Option<u64>,
     },
     /// Final state, recorded when the run stops.
     RunEnd {
@@ -600,6 +605,9 @@ impl StepKind {
         }
     }
 }
+
+/// The delivery bound of `timely-delivery` when a trace sets none: 5 s.
+pub const DEFAULT_MAX_DELIVERY_DELAY_US: u64 = 5_000_000;
 
 /// The reconnect bound of a trace with no `Bounds` step: generous, two a minute.
 pub const DEFAULT_MAX_RECONNECTS_PER_HOUR: u32 = 120;

@@ -35,7 +35,7 @@ const HOUR_US: u64 = 3_600_000_000;
 fn max_reconnects_per_hour(ix: &TraceIndex<'_>) -> u32 {
     ix.others()
         .find_map(|(_, s)| match s.kind {
-            StepKind::Bounds { max_reconnects_per_hour } => Some(max_reconnects_per_hour),
+            StepKind::Bounds { max_reconnects_per_hour, .. } => Some(max_reconnects_per_hour),
             _ => None,
         })
         .unwrap_or(DEFAULT_MAX_RECONNECTS_PER_HOUR)
@@ -161,11 +161,13 @@ mod tests {
 
     #[test]
     fn the_bound_is_read_from_the_bounds_step() {
-        let bounded = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 });
+        let bounded =
+            TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3, max_delivery_delay_us: None });
         assert_eq!(max_reconnects_per_hour(&bounded.build()), 3);
         let a = sid("A");
-        let mut b =
-            TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 }).client(get_standalone(1, &a));
+        let mut b = TraceBuilder::new()
+            .run(StepKind::Bounds { max_reconnects_per_hour: 3, max_delivery_delay_us: None })
+            .client(get_standalone(1, &a));
         for i in 1..=4 {
             // A fresh GET in a session whose stream was opened before is a reconnect too.
             b = b.at(i * 300_000_000).client(get_standalone(i + 1, &a)).client(response(i + 1, Status::OK));
@@ -177,7 +179,8 @@ mod tests {
 
     #[test]
     fn the_first_fresh_get_of_each_session_is_no_reconnect() {
-        let mut b = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 0 });
+        let mut b =
+            TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 0, max_delivery_delay_us: None });
         for i in 0..5u64 {
             b = b.at(i).client(get_standalone(i, &sid(&format!("S{i}"))));
         }
@@ -188,7 +191,8 @@ mod tests {
     fn each_client_has_its_own_count() {
         let (a, b) = (sid("A"), sid("B"));
         let two_each = || {
-            let mut t = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 2 });
+            let mut t =
+                TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 2, max_delivery_delay_us: None });
             for i in 1..=2 {
                 t = t.by(0).at(i).client(get_resume(i, &a, ev(0, 1))).client(response(i, Status::OK));
                 t = t.by(1).client(get_resume(i, &b, ev(0, 1))).client(response(i, Status::OK));

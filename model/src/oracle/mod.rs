@@ -5,7 +5,7 @@
 //! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
 //! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session), `failure.rs` (no false failure),
-//! `work.rs` (no work killed, no abandoned work) and `churn.rs` (bounded reconnects). [`coverage`] counts the
+//! `work.rs` (no work killed, no abandoned work), `timeliness.rs` (timely delivery) and `churn.rs` (bounded reconnects). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
 //! Event ids are unique inside a session but not across sessions, so everything here keys an
@@ -19,6 +19,7 @@ mod failure;
 mod liveness;
 mod loss;
 mod sessions;
+mod timeliness;
 mod work;
 
 #[cfg(test)]
@@ -66,11 +67,13 @@ pub enum InvariantId {
     BoundedReconnects,
     /// `no-abandoned-work`.
     NoAbandonedWork,
+    /// `timely-delivery`.
+    TimelyDelivery,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 11] = [
+    pub const ALL: [InvariantId; 12] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -82,6 +85,7 @@ impl InvariantId {
         InvariantId::NoWorkKilled,
         InvariantId::BoundedReconnects,
         InvariantId::NoAbandonedWork,
+        InvariantId::TimelyDelivery,
     ];
 
     /// The stable name.
@@ -98,6 +102,7 @@ impl InvariantId {
             InvariantId::NoWorkKilled => "no-work-killed",
             InvariantId::BoundedReconnects => "bounded-reconnects",
             InvariantId::NoAbandonedWork => "no-abandoned-work",
+            InvariantId::TimelyDelivery => "timely-delivery",
         }
     }
 
@@ -184,6 +189,7 @@ pub const INVARIANTS: &[Invariant] = &[
     work::NO_WORK_KILLED,
     churn::BOUNDED_RECONNECTS,
     work::NO_ABANDONED_WORK,
+    timeliness::TIMELY_DELIVERY,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
@@ -1062,7 +1068,7 @@ mod tests {
     fn invariant_names_are_unique_and_found_by_name() {
         let names: BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
         assert_eq!(names.len(), INVARIANTS.len());
-        assert_eq!(INVARIANTS.len(), 11);
+        assert_eq!(INVARIANTS.len(), 12);
         for i in INVARIANTS {
             assert_eq!(by_name(i.name).map(|f| f.name), Some(i.name));
             assert!(!i.description.is_empty());

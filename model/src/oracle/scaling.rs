@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 /// a scan for the re-issue would run to the end of the trace). Every client keeps a dead session
 /// at the end.
 fn long_trace(blocks: u32) -> Trace {
-    let mut b = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3 });
+    let mut b = TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 3, max_delivery_delay_us: None });
     for call in 0..blocks {
         let s = sid(&format!("S{call}"));
         let conn = u64::from(call) * 10;

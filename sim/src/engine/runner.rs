@@ -295,9 +295,10 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
 /// The runner's task: nodes up, agenda, stop condition, final record.
 async fn drive(world: &Arc<World>) {
     let scenario = &world.scenario;
-    if scenario.max_reconnects_per_hour != DEFAULT_MAX_RECONNECTS_PER_HOUR {
+    if scenario.max_reconnects_per_hour != DEFAULT_MAX_RECONNECTS_PER_HOUR || scenario.max_delivery_delay.is_some() {
         let max_reconnects_per_hour = scenario.max_reconnects_per_hour;
-        world.rec.record(Actor::Run, StepKind::Bounds { max_reconnects_per_hour });
+        let max_delivery_delay_us = scenario.max_delivery_delay.map(micros);
+        world.rec.record(Actor::Run, StepKind::Bounds { max_reconnects_per_hour, max_delivery_delay_us });
     }
     let mut link = start_nodes(world).await;
     // The run may stop once the faults healed and the script made its last delete or resume.

@@ -194,7 +194,13 @@ pub fn describe(kind: &StepKind) -> String {
         }
         Fault { fault } => format!("FAULT {fault}"),
         Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
-        Bounds { max_reconnects_per_hour } => format!("bounds: at most {max_reconnects_per_hour} reconnects an hour"),
+        Bounds { max_reconnects_per_hour, max_delivery_delay_us: None } => {
+            format!("bounds: at most {max_reconnects_per_hour} reconnects an hour")
+        }
+        Bounds { max_reconnects_per_hour, max_delivery_delay_us: Some(d) } => format!(
+            "bounds: at most {max_reconnects_per_hour} reconnects an hour, events delivered within {}",
+            mcpsim_model::time::format_micros(*d)
+        ),
         RunEnd { client_session, server_sessions, other_client_sessions } => {
             let held = |s: &Option<mcpsim_model::ids::SessionId>| {
                 s.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "none".into())

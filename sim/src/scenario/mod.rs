@@ -288,6 +288,11 @@ pub struct Scenario {
     /// runs with the default read as before).
     #[serde(default = "default_max_reconnects", skip_serializing_if = "is_default_max_reconnects")]
     pub max_reconnects_per_hour: u32,
+    /// `timely-delivery`: the longest an event stored while a connection to its reader was open
+    /// may take to reach the application; `None`: the default (5 s). Recorded in the `Bounds`
+    /// step when set.
+    #[serde(default, with = "mcpsim_model::time::serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub max_delivery_delay: Option<Duration>,
     /// The public report a run of this scenario reproduces (`rust-sdk#958`, an address), if any:
     /// a field-failure reproduction names its source in its own trace header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -345,6 +350,7 @@ impl Scenario {
             net: NetParams { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(10) },
             liveness_grace: Duration::from_secs(300),
             max_reconnects_per_hour: DEFAULT_MAX_RECONNECTS_PER_HOUR,
+            max_delivery_delay: None,
             reproduces: None,
             overrides: vec![],
             swarm: None,

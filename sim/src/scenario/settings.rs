@@ -37,6 +37,7 @@ use mcpsim_model::config::{
 };
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
+use mcpsim_model::trace::DEFAULT_MAX_DELIVERY_DELAY_US;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -745,6 +746,16 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| s.max_reconnects_per_hour.to_string(),
+    },
+    Setting {
+        key: "run.max_delivery_delay",
+        targets: &["max_delivery_delay"],
+        help: "timely-delivery: the longest an event stored while its reader's connection was open may take to reach the application (duration; default 5s)",
+        apply: |s, v| {
+            s.max_delivery_delay = Some(parse_duration(v)?);
+            Ok(())
+        },
+        show: |s| format_duration(s.max_delivery_delay.unwrap_or(Duration::from_micros(DEFAULT_MAX_DELIVERY_DELAY_US))),
     },
     Setting {
         key: "app.calls",
