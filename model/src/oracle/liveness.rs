@@ -13,9 +13,82 @@ pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
     id: InvariantId::EveryCallResolves,
     name: InvariantId::EveryCallResolves.name(),
     description: "Every call the application issues is resolved (result, error or unknown outcome) by the liveness \
-                  deadline, and resolved only once.",
-    check: unresolved_calls_in,
+                  deadline, and resolved only once; and a client whose calls fail because the server refused every \
+                  initialize it sent (a session cap) is not served at all.",
+    check: every_call_resolves_in,
 };
+
+/// Both rules of the invariant.
+fn every_call_resolves_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let mut violations = unresolved_calls_in(ix);
+    violations.extend(never_got_a_session(ix));
+    sorted(violations)
+}
+
+/// A logical client that issued calls, sent `initialize`, and had every one it got an answer to
+/// refused by the server itself (a non-2xx answer with the server's `Rejected` of a session-less
+/// request between its send and its answer: a session cap's 503, not a proxy's answer during an
+/// outage), never one accepted. Its calls may all "resolve" with an error, which the rule above
+/// accepts; but no call of it can ever be served, which is no resolution the application can act
+/// on. Reported at the last refusal.
+fn never_got_a_session(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    #[derive(Default)]
+    struct Tally {
+        calls: u32,
+        accepted: u32,
+        refused: Vec<(usize, Instant, crate::http::Status)>,
+    }
+    let mut inits: BTreeMap<(u32, crate::ids::ConnId), Instant> = BTreeMap::new();
+    let mut server_refusals: Vec<(Instant, crate::http::Status)> = Vec::new();
+    let mut tally: BTreeMap<u32, Tally> = BTreeMap::new();
+    for (order, step) in ix.others() {
+        let client = super::client_of(step);
+        match &step.kind {
+            StepKind::AppCall { .. } => tally.entry(client).or_default().calls += 1,
+            StepKind::Send { conn, request } => {
+                if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
+                    inits.insert((client, *conn), step.at());
+                } else {
+                    inits.remove(&(client, *conn));
+                }
+            }
+            StepKind::Rejected { status, session: None, .. } if step.actor == crate::trace::Actor::Server => {
+                server_refusals.push((step.at(), *status));
+            }
+            StepKind::Response { conn, head } if step.actor == crate::trace::Actor::Client => {
+                let Some(sent) = inits.remove(&(client, *conn)) else { continue };
+                let t = tally.entry(client).or_default();
+                if head.status.is_success() {
+                    t.accepted += 1;
+                } else if server_refusals.iter().any(|(at, s)| *s == head.status && *at >= sent && *at <= step.at()) {
+                    t.refused.push((order, step.at(), head.status));
+                }
+            }
+            _ => {}
+        }
+    }
+    tally
+        .into_iter()
+        .filter(|(_, t)| t.calls > 0 && t.accepted == 0)
+        .filter_map(|(client, t)| {
+            let (order, at, status) = *t.refused.last()?;
+            let who = if ix.several_clients() { format!("client {client}") } else { "the client".to_string() };
+            Some(Violation {
+                invariant: InvariantId::EveryCallResolves,
+                step: order,
+                at,
+                subject: format!("client {client}"),
+                detail: format!(
+                    "{who} never got a session: the server refused all {} initialize requests it answered (the last \
+                     with {status} at {}), so none of its {} calls could be served",
+                    t.refused.len(),
+                    format_micros(at.0),
+                    t.calls
+                ),
+            })
+        })
+        .collect()
+}
 
 /// By when calls must be resolved: the `Liveness` deadline, else the end of the run.
 fn deadline(ix: &TraceIndex<'_>) -> Option<Instant> {
@@ -116,6 +189,41 @@ mod tests {
             b = b.at(t).app(app_unknown(0));
         }
         b.at(20_000).run(run_end(None, &[])).build()
+    }
+
+    #[test]
+    fn a_client_whose_every_initialize_the_server_refused_was_never_served() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = |conn: u64| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(conn), client: "app".into() }),
+        };
+        let refused = StepKind::Rejected { conn: ConnId(9), status: Status::UNAVAILABLE, session: None };
+        let trace = |server_said_it: bool, then_accepted: bool| {
+            let mut b = TraceBuilder::new().app(app_call(0, false));
+            for conn in 1..=2 {
+                b = b.at(conn * 1_000_000).client(init(conn));
+                if server_said_it {
+                    b = b.server(refused.clone());
+                }
+                b = b.client(response(conn, Status::UNAVAILABLE));
+            }
+            if then_accepted {
+                b = b.at(5_000_000).client(init(3)).client(response(3, Status::OK));
+            }
+            b.at(6_000_000).app(app_error(0)).build()
+        };
+        let v = never_got_a_session(&TraceIndex::new(&trace(true, false)));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(2_000_000), "client 0"));
+        assert!(v[0].detail.starts_with("the client never got a session: the server refused all 2"), "{}", v[0].detail);
+        // The call resolved (an error), so only this rule sees it.
+        assert_eq!(unresolved_calls(&trace(true, false)), vec![]);
+        assert_eq!(every_call_resolves_in(&TraceIndex::new(&trace(true, false))).len(), 1);
+        // A proxy's own 503s (no refusal by the server) and a session got in the end: not starved.
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(false, false))), vec![]);
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(true, true))), vec![]);
     }
 
     #[test]
