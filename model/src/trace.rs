@@ -609,8 +609,12 @@ impl StepKind {
 /// The delivery bound of `timely-delivery` when a trace sets none: 5 s.
 pub const DEFAULT_MAX_DELIVERY_DELAY_US: u64 = 5_000_000;
 
-/// The reconnect bound of a trace with no `Bounds` step: generous, two a minute.
-pub const DEFAULT_MAX_RECONNECTS_PER_HOUR: u32 = 120;
+/// The reconnect bound of a trace with no `Bounds` step: 30 an hour, one every two minutes on
+/// average. Healthy runs of the SDK pairs re-attach nothing in an hour (each server's keep-alive
+/// holds its streams open through a 60 s idle balancer: docs/model.md, "Reconnect churn"), so
+/// the bound leaves room for the few re-attachments a healed fault causes, and a stream cut at
+/// every idle timeout for want of keep-alives (60 an hour) goes over it.
+pub const DEFAULT_MAX_RECONNECTS_PER_HOUR: u32 = 30;
 
 fn default_max_reconnects_per_hour() -> u32 {
     DEFAULT_MAX_RECONNECTS_PER_HOUR

@@ -41,36 +41,96 @@ fn max_reconnects_per_hour(ix: &TraceIndex<'_>) -> u32 {
         .unwrap_or(DEFAULT_MAX_RECONNECTS_PER_HOUR)
 }
 
-/// One violation per logical client, at the reconnect that first went over the bound.
+/// How many re-attachments of one stream in a row, at a steady period, make a periodic reconnect
+/// that is judged by its period: at this count the period is known, whatever the run's length.
+pub const PERIODIC_AFTER: usize = 10;
+
+/// How far the intervals of a periodic reconnect may stray from their median (a tenth).
+const STEADY: f64 = 0.1;
+
+/// Which stream a re-attaching `GET` is for: the stream its `Last-Event-ID` was stored on, or
+/// the standalone stream for a fresh one (`None` when the id names nothing stored).
+type StreamKey<'a> = (Option<&'a SessionId>, Option<crate::ids::StreamNo>);
+
+/// The re-attachments of each stream of a client, and whether they run at a steady period.
+#[derive(Default)]
+struct Periods<'a> {
+    times: BTreeMap<StreamKey<'a>, Vec<Instant>>,
+}
+
+impl<'a> Periods<'a> {
+    fn push(&mut self, stream: StreamKey<'a>, at: Instant) {
+        self.times.entry(stream).or_default().push(at);
+    }
+
+    /// The median interval of the last [`PERIODIC_AFTER`] re-attachments of `stream` when they
+    /// are steady (every interval within a tenth of it), in µs.
+    fn steady_period(&self, stream: &StreamKey<'a>) -> Option<u64> {
+        let times = self.times.get(stream)?;
+        if times.len() < PERIODIC_AFTER {
+            return None;
+        }
+        let last = &times[times.len() - PERIODIC_AFTER..];
+        let mut gaps: Vec<u64> = last.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        gaps.sort_unstable();
+        let median = gaps[gaps.len() / 2];
+        let tolerance = (median as f64 * STEADY) as u64;
+        (median > 0 && gaps.iter().all(|g| g.abs_diff(median) <= tolerance)).then_some(median)
+    }
+
+    /// The period of the stream re-attached most often, if it is steady: what the detail reports.
+    fn dominant_period(&self) -> Option<u64> {
+        let (stream, _) = self.times.iter().max_by_key(|(_, ts)| ts.len())?;
+        self.steady_period(stream)
+    }
+}
+
+/// One violation per logical client, at the reconnect that first went over the bound: more than
+/// the bound in an hour, or a stream re-attached [`PERIODIC_AFTER`] times in a row at a steady
+/// period short enough to go over the bound within an hour.
 fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let bound = max_reconnects_per_hour(ix);
+    let log = ix.log();
     let mut opened: BTreeSet<(u32, Option<&SessionId>)> = BTreeSet::new();
-    let mut pending: BTreeMap<(u32, ConnId), Option<&SessionId>> = BTreeMap::new();
+    let mut pending: BTreeMap<(u32, ConnId), StreamKey<'_>> = BTreeMap::new();
     let mut windows: BTreeMap<u32, VecDeque<Instant>> = BTreeMap::new();
+    let mut periods: BTreeMap<u32, Periods<'_>> = BTreeMap::new();
     let mut violations: BTreeMap<u32, Violation> = BTreeMap::new();
     for (order, step) in ix.others() {
         let client = client_of(step);
-        let session = match &step.kind {
+        let stream = match &step.kind {
             StepKind::Send { conn, request } if request.method == Method::Get => {
+                let session = request.session.as_ref();
                 let fresh = request.last_event_id.is_none();
-                if !(fresh && opened.insert((client, request.session.as_ref()))) {
-                    pending.insert((client, *conn), request.session.as_ref());
+                if !(fresh && opened.insert((client, session))) {
+                    let stream = match (&request.last_event_id, session) {
+                        (None, _) => Some(crate::ids::StreamNo::STANDALONE),
+                        (Some(id), Some(s)) => log.get(s, id).map(|e| e.stream),
+                        (Some(_), None) => None,
+                    };
+                    pending.insert((client, *conn), (session, stream));
                 }
                 continue;
             }
             StepKind::Response { conn, .. } => match pending.remove(&(client, *conn)) {
-                Some(session) => session,
+                Some(stream) => stream,
                 None => continue,
             },
             _ => continue,
         };
+        let session = stream.0;
         let window = windows.entry(client).or_default();
         let now = step.at();
         window.push_back(now);
         while window.front().is_some_and(|t| t.0 + HOUR_US <= now.0) {
             window.pop_front();
         }
-        if window.len() as u64 > u64::from(bound) && !violations.contains_key(&client) {
+        let client_periods = periods.entry(client).or_default();
+        client_periods.push(stream, now);
+        let over_count = window.len() as u64 > u64::from(bound);
+        // A steady period short enough that an hour of it would go over the bound.
+        let over_period = client_periods.steady_period(&stream).filter(|p| HOUR_US / (*p).max(1) > u64::from(bound));
+        if (over_count || over_period.is_some()) && !violations.contains_key(&client) {
             let first = window.front().copied().unwrap_or(now);
             let several = session.is_some() && ix.several_clients();
             let subject = match session {
@@ -80,20 +140,29 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 Some(session) => format!("session {session}"),
                 None => format!("client {client}"),
             };
+            let period = over_period.or_else(|| client_periods.dominant_period());
+            let periodic =
+                period.map(|p| format!("; periodic: a re-attachment every {}", format_micros(p))).unwrap_or_default();
+            let detail = if over_count {
+                format!(
+                    "{} reconnects between {} and {}: more than the bound of {bound} in an hour{periodic}",
+                    window.len(),
+                    format_micros(first.0),
+                    format_micros(now.0)
+                )
+            } else {
+                let p = over_period.expect("over the bound by its period");
+                format!(
+                    "a stream re-attached {PERIODIC_AFTER} times in a row every {} (by {}): {} an hour at that \
+                     period, more than the bound of {bound}",
+                    format_micros(p),
+                    format_micros(now.0),
+                    HOUR_US / p.max(1)
+                )
+            };
             violations.insert(
                 client,
-                Violation {
-                    invariant: InvariantId::BoundedReconnects,
-                    step: order,
-                    at: now,
-                    subject,
-                    detail: format!(
-                        "{} reconnects between {} and {}: more than the bound of {bound} in an hour",
-                        window.len(),
-                        format_micros(first.0),
-                        format_micros(now.0)
-                    ),
-                },
+                Violation { invariant: InvariantId::BoundedReconnects, step: order, at: now, subject, detail },
             );
         }
     }
@@ -142,21 +211,63 @@ mod tests {
         assert_eq!(churn(&b.build()).len(), 1);
     }
 
+    /// Resumes at irregular times (1 s, then 3 s, then 1 s, ...): never a steady period.
+    fn irregular(n: u64) -> TraceBuilder {
+        let a = sid("A");
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+        let mut t = 0;
+        for i in 1..=n {
+            t += if i % 2 == 0 { 3_000_000 } else { 1_000_000 };
+            b = b.at(t).client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
+        }
+        b
+    }
+
     #[test]
-    fn resuming_every_second_goes_over_the_default_bound_at_the_121st() {
-        let v = churn(&resumes(200, 1_000_000).build());
+    fn more_re_attachments_in_an_hour_than_the_default_bound_break_it() {
+        let bound = u64::from(DEFAULT_MAX_RECONNECTS_PER_HOUR);
+        let v = churn(&irregular(bound + 1).build());
         assert_eq!(v.len(), 1, "one per client: {v:#?}");
-        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(121_000_000), "session A"));
-        assert!(v[0].detail.starts_with("121 reconnects between 1.000s and 2m01.000s"), "{}", v[0].detail);
-        assert_eq!(churn(&resumes(120, 1_000_000).build()), vec![], "120 is within the bound");
+        assert_eq!(v[0].subject.as_str(), "session A");
+        let expected = format!("{} reconnects between 1.000s and", bound + 1);
+        assert!(v[0].detail.starts_with(&expected), "{}", v[0].detail);
+        assert!(!v[0].detail.contains("periodic"), "irregular: no period to report: {}", v[0].detail);
+        assert_eq!(churn(&irregular(bound).build()), vec![], "the bound itself is within it");
+    }
+
+    #[test]
+    fn a_steady_period_is_judged_by_its_period_and_reported() {
+        // Every second: 3600 an hour at that period, known at the tenth re-attachment.
+        let v = churn(&resumes(200, 1_000_000).build());
+        assert_eq!((v.len(), v[0].at), (1, Instant(10_000_000)), "{v:#?}");
+        assert!(
+            v[0].detail.contains("re-attached 10 times in a row every 1.000s (by 10.000s): 3600 an hour"),
+            "{}",
+            v[0].detail
+        );
+        // Every 16 s (issue 22's balancer idle timeout): over the default bound by its period.
+        let v = churn(&resumes(20, 16_000_000).build());
+        assert!(v[0].detail.contains("every 16.000s"), "{}", v[0].detail);
+        // Every 2 minutes: 30 an hour, within the default bound however long it goes on.
+        assert_eq!(churn(&resumes(200, 120_000_000).build()), vec![]);
+        // Nine in a row are not yet a period.
+        assert_eq!(churn(&resumes(9, 1_000_000).build()), vec![]);
     }
 
     #[test]
     fn the_window_slides_an_hour() {
+        let bounded = |b: TraceBuilder| {
+            let mut t =
+                TraceBuilder::new().run(StepKind::Bounds { max_reconnects_per_hour: 120, max_delivery_delay_us: None });
+            for s in b.build().steps {
+                t = t.at(s.t).step(s.actor, s.kind);
+            }
+            t.build()
+        };
         // One resume every 30 s for three hours: 120 in any hour, never more.
-        assert_eq!(churn(&resumes(360, 30_000_000).build()), vec![]);
-        // Every 29 s: 125 in the first hour.
-        assert_eq!(churn(&resumes(360, 29_000_000).build()).len(), 1);
+        assert_eq!(churn(&bounded(resumes(360, 30_000_000))), vec![]);
+        // Every 29 s: 124 an hour at that period.
+        assert_eq!(churn(&bounded(resumes(360, 29_000_000))).len(), 1);
     }
 
     #[test]
