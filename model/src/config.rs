@@ -531,6 +531,45 @@ pub struct ClientPolicy {
     /// bytes.
     #[serde(default, skip_serializing_if = "is_default")]
     pub http: HttpPolicy,
+    /// What losing the standalone `GET` stream does to the client: nothing but the stream
+    /// (`survive`, the three SDKs), or the whole transport closes (`close-transport`, the Go SDK).
+    /// Written into traces only when it is not `survive`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub standalone_loss: StandaloneLoss,
+    /// What a `405` to the standalone `GET` means: the server offers no such stream (`accept`),
+    /// or one failed attempt, retried within the reconnect attempts (`retry`). Written into
+    /// traces only when it is not `accept`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub standalone_405: Standalone405,
+    /// Calls wait until the standalone `GET` has its response head (or failed) before the first
+    /// is sent: the client's connect returns only then (the Go SDK). Written only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub await_standalone_head: bool,
+}
+
+/// What losing the standalone stream does (`ClientPolicy::standalone_loss`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StandaloneLoss {
+    /// Only the stream is lost; calls go on.
+    #[default]
+    Survive,
+    /// The transport closes: a standalone `GET` refused (a broken connection or a `5xx`; a `4xx`
+    /// other than `405` counts as `405`) or a stream given up fails every call in flight, and
+    /// every later call at once ("not connected"); one refused before the first call fails the
+    /// initialization.
+    CloseTransport,
+}
+
+/// What a `405` to the standalone `GET` means (`ClientPolicy::standalone_405`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Standalone405 {
+    /// The server offers no standalone stream: none is opened again.
+    #[default]
+    Accept,
+    /// One failed attempt: retried after the backoff, within the reconnect attempts.
+    Retry,
 }
 
 /// The client's HTTP connection pool (`ClientPolicy::http`).

@@ -81,6 +81,11 @@ impl Client {
             }
             _ => {}
         }
+        // The connect that waited for the standalone stream goes on once it has a 2xx head (a
+        // refusal settles it when the connection ends, after the rules judged it).
+        if purpose == Purpose::Stream(Owner::Standalone) && ok {
+            self.standalone_settled();
+        }
     }
 
     pub(super) fn on_event(&mut self, now: Instant, conn: ConnId, event: SseEvent) {

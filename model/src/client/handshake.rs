@@ -59,9 +59,25 @@ impl Client {
     }
 
     pub(super) fn become_ready(&mut self) {
-        self.handshake = Handshake::Ready;
         self.init_failures = 0;
+        if self.policy.await_standalone_head && self.standalone.is_some() {
+            self.handshake = Handshake::AwaitingStandalone;
+            return self.open_standalone();
+        }
+        self.handshake = Handshake::Ready;
         self.open_standalone();
+        self.send_waiting_calls();
+    }
+
+    /// The standalone `GET` has its head, or failed: calls held for it go out.
+    pub(super) fn standalone_settled(&mut self) {
+        if self.handshake == Handshake::AwaitingStandalone {
+            self.handshake = Handshake::Ready;
+            self.send_waiting_calls();
+        }
+    }
+
+    fn send_waiting_calls(&mut self) {
         for key in self.keys_in_issue_order() {
             let waiting = self
                 .calls

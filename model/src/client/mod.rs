@@ -37,6 +37,7 @@ mod handshake;
 #[cfg(test)]
 mod pair;
 mod reconnect;
+mod standalone;
 #[cfg(test)]
 mod tests;
 
@@ -92,6 +93,7 @@ const UNKNOWN_RESTARTED: &str =
 const SESSION_DELETED: &str = "session deleted by the application";
 const UNKNOWN_UNHONOURED: &str =
     "the server could not honour the resumption of the call's stream; it may or may not have run";
+const ERR_TRANSPORT_CLOSED: &str = "the transport closed: the standalone stream was lost";
 const NOTE_REISSUE: &str = "the stream ended before the response: re-issue the request with a new id";
 
 /// Whose stream a connection carries.
@@ -186,6 +188,9 @@ enum Handshake {
     /// `notifications/initialized` failed; it is sent again on the same session when
     /// `init_retry_at` comes (the design note's client: see `Client::acknowledge_failed`).
     AwaitingAckRetry,
+    /// Initialized; calls wait for the standalone `GET`'s response head
+    /// (`ClientPolicy::await_standalone_head`).
+    AwaitingStandalone,
     /// Calls can be sent.
     Ready,
 }
@@ -226,6 +231,9 @@ pub struct Client {
     /// Initialize once the pending `DELETE` is done (a restarted client must not hold two live
     /// sessions).
     initialize_after_delete: bool,
+    /// Why the transport closed for good (`StandaloneLoss::CloseTransport`): every later call
+    /// fails at once with it.
+    closed: Option<String>,
 }
 
 impl Client {
@@ -256,6 +264,7 @@ impl Client {
             delete_failures: 0,
             delete_retry_at: None,
             initialize_after_delete: false,
+            closed: None,
         };
         if let Some(state) = restored {
             client.load(state);
@@ -288,6 +297,10 @@ impl Client {
     pub fn call_tool(&mut self, now: Instant, call: CallKey, tool: &str, idempotent: bool) {
         let mark = self.outputs.len();
         self.record(StepKind::AppCall { call, tool: tool.to_string(), idempotent });
+        if let Some(why) = self.closed.clone() {
+            self.record(StepKind::AppError { call, error: format!("not connected: {why}") });
+            return self.persist_if_changed(mark);
+        }
         // The same logical call while it is still in flight: it already has a stream.
         if !self.calls.contains_key(&call) {
             let seq = self.take_seq();

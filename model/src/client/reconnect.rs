@@ -63,7 +63,7 @@ impl Client {
             if let (true, Some(session)) = (self.policy.report_stream_given_up, self.session.clone()) {
                 self.record(StepKind::AppStreamLost { session, after: seen });
             }
-            return;
+            return self.standalone_given_up();
         };
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
         match &self.policy.close_handling {

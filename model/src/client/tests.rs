@@ -252,6 +252,9 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         max_unhonoured_resumes: None,
         report_stream_given_up: false,
         http: Default::default(),
+        standalone_loss: Default::default(),
+        standalone_405: Default::default(),
+        await_standalone_head: false,
     }
 }
 
@@ -918,6 +921,94 @@ fn a_404_on_a_resume_is_a_failed_attempt_unless_the_sdk_reads_it_as_session_lost
 // ---------------------------------------------------------------------------------------------
 // Standalone stream
 // ---------------------------------------------------------------------------------------------
+
+/// The Go SDK's standalone-stream rules over the TypeScript profile: losing the stream closes
+/// the transport, and connect waits for the stream's head.
+fn go_like() -> Driver {
+    let mut policy = profiles::client("ts-sdk").unwrap();
+    policy.standalone_loss = crate::config::StandaloneLoss::CloseTransport;
+    policy.await_standalone_head = true;
+    Driver::with(policy, None, 7)
+}
+
+#[test]
+fn a_client_that_waits_for_the_standalone_head_sends_no_call_before_it() {
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    assert!(opens(&d.call(1, false)).is_empty(), "held until the GET's head");
+    let out = d.frame(get, sse());
+    assert_eq!(tool_call(&out).2.key, CallKey(1));
+    // Without the rule the call goes at once.
+    let mut d = Driver::ready("ts-sdk");
+    assert_eq!(tool_call(&d.call(1, false)).2.key, CallKey(1));
+}
+
+#[test]
+fn losing_the_standalone_stream_closes_the_whole_transport_for_such_a_client() {
+    // Refused with a 503 before the first call: the call never goes, it fails.
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.call(1, false);
+    let out = d.answer(get, vec![status(503)]);
+    assert!(opens(&out).is_empty(), "{out:#?}");
+    let failed =
+        |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error.starts_with(ERR_TRANSPORT_CLOSED));
+    assert!(app(&out).iter().any(failed), "{:#?}", app(&out));
+    // Every later call fails at once: not connected.
+    let out = d.call(2, false);
+    assert!(opens(&out).is_empty());
+    assert!(
+        matches!(&app(&out)[..], [StepKind::AppCall { .. }, StepKind::AppError { error, .. }] if error.starts_with("not connected"))
+    );
+    // The stream lost later (a reconnect refused): the call in flight fails with it.
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.frame(get, sse());
+    let (post, _, _) = tool_call(&{
+        let mut o = out;
+        o.extend(d.call(1, false));
+        o
+    });
+    d.frame(post, sse());
+    d.end(get, ConnEnd::Reset);
+    let (again, _) = resume(&d.fire());
+    let out = d.answer(again, vec![status(500)]);
+    assert!(app(&out).iter().any(failed), "{:#?}", app(&out));
+    assert!(out.contains(&ClientOutput::Abort { conn: post }));
+    // The SDKs that survive it only lose the stream.
+    let mut d = Driver::ready("ts-sdk");
+    let (post, _, _) = tool_call(&d.call(1, false));
+    d.frame(post, sse());
+    let get = opens(&d.log).into_iter().find(|(_, r)| r.method == Method::Get).expect("a standalone GET").0;
+    let out = d.answer(get, vec![status(503)]);
+    assert!(app(&out).is_empty() && !out.contains(&ClientOutput::Abort { conn: post }));
+}
+
+#[test]
+fn a_405_to_the_standalone_get_is_retried_by_a_client_whose_rule_says_so() {
+    let mut policy = profiles::client("ts-sdk").unwrap();
+    policy.standalone_405 = crate::config::Standalone405::Retry;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.answer(get, vec![status(405)]);
+    let (_, again) = resume(&d.fire());
+    assert_eq!(again.method, Method::Get);
+    // Accepted as "no standalone stream" by the SDK profiles: nothing more is scheduled.
+    let mut d = Driver::new("ts-sdk");
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.answer(get, vec![status(405)]);
+    assert_eq!(d.c.poll_timeout(), None);
+}
 
 #[test]
 fn the_standalone_stream_hands_notifications_over_and_resumes_with_its_own_id() {

@@ -105,7 +105,7 @@ impl Client {
             Owner::Call(key) => self.calls.get(&key).is_some_and(|c| c.request.is_some()),
             Owner::Standalone => self.standalone.is_some(),
         };
-        if !still_owed {
+        if !still_owed || self.standalone_ended(now, &ended) {
             return;
         }
         let reset_on_end = self.policy.reconnect.counter_reset == CounterReset::WhenSuccessfulReconnectEnds;
