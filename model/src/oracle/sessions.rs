@@ -188,10 +188,10 @@ impl<'a> Answers<'a> {
                 StepKind::SessionEnded { session, .. } => {
                     ended.entry(session).or_insert(step.at());
                 }
-                StepKind::Rejected { session: Some(session), .. } if step.actor == Actor::Server => {
-                    if ended.contains_key(session) {
-                        refused.entry(session).or_insert(step.at());
-                    }
+                StepKind::Rejected { session: Some(session), .. }
+                    if step.actor == Actor::Server && ended.contains_key(session) =>
+                {
+                    refused.entry(session).or_insert(step.at());
                 }
                 StepKind::Send { conn, request } => {
                     sent_with.insert((client_of(step), *conn), request.session.as_ref());
