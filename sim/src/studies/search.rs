@@ -834,9 +834,10 @@ mod tests {
         let base = long_tool();
         let drawn = drawn_keys(&Space::for_scenario(&base), 300);
         // `lb` names a whole load-balancer profile (its fields are generated one by one: idle
-        // timeout, replicas, routing, store, lifetime); the reconnect bound judges a run and
-        // `reproduces` labels one.
-        let judged_only = ["run.liveness_grace", "run.max_reconnects_per_hour", "run.reproduces", "lb"];
+        // timeout, replicas, routing, store, lifetime); the reconnect and delivery bounds judge a
+        // run and `reproduces` labels one.
+        let judged_only =
+            ["run.liveness_grace", "run.max_reconnects_per_hour", "run.max_delivery_delay", "run.reproduces", "lb"];
         for setting in crate::scenario::SETTINGS {
             let key = setting.key;
             if key.starts_with("fault.") || judged_only.contains(&key) {
