@@ -11,7 +11,13 @@
 //! A reconnect is a `GET` that re-attaches a stream — one carrying `Last-Event-ID`, or a fresh
 //! `GET` in a session whose standalone stream was opened before — and that the server answered:
 //! the bound is about a network healthy apart from the scenario's faults, so an attempt a
-//! partition refused or cut before any answer is the fault's, not churn.
+//! partition refused or cut before any answer is the fault's, not churn. So is the one
+//! re-attachment that follows each intermediary cut the client felt (an idle timeout or a
+//! lifetime cap of the balancer or a hop): resuming after it is the design note's right answer,
+//! and a stream cut at every idle timeout is the deployment's (keep-alives longer than the
+//! timeout), not the client's or server's churn (issue 22: the reference pair behind a 16 s idle
+//! cut). What is left is churn the pair drives itself: a resume answered and looped on
+//! (rust-sdk#958), a server closing streams cleanly every few seconds, a loop against refusals.
 
 use super::{client_of, sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::Method;
@@ -96,8 +102,23 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut windows: BTreeMap<u32, VecDeque<Instant>> = BTreeMap::new();
     let mut periods: BTreeMap<u32, Periods<'_>> = BTreeMap::new();
     let mut violations: BTreeMap<u32, Violation> = BTreeMap::new();
+    // Intermediary cuts (idle timeout, lifetime): each one the client felt explains the one
+    // re-attachment that follows it — the deployment's doing, not churn.
+    let mut cut_at: BTreeSet<u64> = BTreeSet::new();
+    let mut excused: BTreeMap<u32, u32> = BTreeMap::new();
     for (order, step) in ix.others() {
         let client = client_of(step);
+        match &step.kind {
+            StepKind::LbIdleCut { .. } | StepKind::LbLifetimeCut { .. } => {
+                cut_at.insert(step.t);
+                continue;
+            }
+            StepKind::ConnEnd { end: crate::http::ConnEnd::Reset, .. } if cut_at.contains(&step.t) => {
+                *excused.entry(client).or_default() += 1;
+                continue;
+            }
+            _ => {}
+        }
         let stream = match &step.kind {
             StepKind::Send { conn, request } if request.method == Method::Get => {
                 let session = request.session.as_ref();
@@ -118,6 +139,10 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             },
             _ => continue,
         };
+        if let Some(n) = excused.get_mut(&client).filter(|n| **n > 0) {
+            *n -= 1;
+            continue;
+        }
         let session = stream.0;
         let window = windows.entry(client).or_default();
         let now = step.at();
@@ -252,6 +277,26 @@ mod tests {
         assert_eq!(churn(&resumes(200, 120_000_000).build()), vec![]);
         // Nine in a row are not yet a period.
         assert_eq!(churn(&resumes(9, 1_000_000).build()), vec![]);
+    }
+
+    #[test]
+    fn each_intermediary_cut_excuses_the_re_attachment_that_follows_it() {
+        let a = sid("A");
+        let cut_every = |n: u64, every_us: u64, cut: bool| {
+            let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+            for i in 1..=n {
+                b = b.at(i * every_us);
+                if cut {
+                    b = b.lb(lb_idle_cut(99)).client(conn_end(i, ConnEnd::Reset));
+                }
+                b = b.client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
+            }
+            b.build()
+        };
+        // Cut by a 16 s idle timeout and resumed each time: the deployment's, not churn.
+        assert_eq!(churn(&cut_every(200, 16_000_000, true)), vec![]);
+        // The same re-attachments with no cut before them: churn, judged by its period.
+        assert_eq!(churn(&cut_every(200, 16_000_000, false)).len(), 1);
     }
 
     #[test]
