@@ -210,6 +210,8 @@ struct Judge {
     stored: BTreeMap<(SessionId, EventId), (StreamNo, u32, Instant)>,
     /// Per stream, the store time of each seq.
     streams: BTreeMap<(SessionId, StreamNo), BTreeMap<u32, Instant>>,
+    /// Streams whose numbering skips: their store is shared with another session's.
+    shared: BTreeSet<(SessionId, StreamNo)>,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
     breaches: Vec<Breach>,
@@ -297,7 +299,14 @@ impl Judge {
             }
             StepKind::EventStored { session, stream, seq, id, .. } => {
                 self.stored.insert((session.clone(), id.clone()), (*stream, *seq, at));
-                self.streams.entry((session.clone(), *stream)).or_default().insert(*seq, at);
+                let log = self.streams.entry((session.clone(), *stream)).or_default();
+                // A stream's numbers run on by one; one that skips numbers shares its sequence
+                // (and its store) with another session's stream.
+                let skips = log.last_key_value().map_or(*seq > 1, |(last, _)| *seq > last + 1);
+                log.insert(*seq, at);
+                if skips {
+                    self.shared.insert((session.clone(), *stream));
+                }
             }
             StepKind::SessionEnded { session, reason } => {
                 self.ended.insert(session.clone(), (*reason, at));
@@ -311,8 +320,8 @@ impl Judge {
                     );
                 }
             }
-            StepKind::Resume { session, last_event_id, outcome, .. } => {
-                self.resume(i, at, session, last_event_id, outcome);
+            StepKind::Resume { session, last_event_id, outcome, stream } => {
+                self.resume(i, at, session, last_event_id, *stream, outcome);
             }
             _ => {}
         }
@@ -361,14 +370,36 @@ impl Judge {
         }
     }
 
-    fn resume(&mut self, i: usize, at: Instant, session: &SessionId, id: &EventId, outcome: &ResumeOutcome) {
+    fn resume(
+        &mut self,
+        i: usize,
+        at: Instant,
+        session: &SessionId,
+        id: &EventId,
+        stream: Option<StreamNo>,
+        outcome: &ResumeOutcome,
+    ) {
         let (unhonoured, silent) = match outcome {
             ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
             ResumeOutcome::SilentHead { skipped } => (true, Some(format!("at its head, {skipped} event(s) skipped"))),
             ResumeOutcome::FromOldest { skipped, .. } => {
                 (true, Some(format!("from its oldest event, {skipped} event(s) skipped")))
             }
-            ResumeOutcome::Replayed { .. } | ResumeOutcome::Empty { .. } => (false, None),
+            ResumeOutcome::Empty { open } => {
+                let how = if *open { "an empty 200 left open" } else { "an empty 200" };
+                (true, Some(how.to_string()))
+            }
+            ResumeOutcome::Replayed { .. } => {
+                if let Some(stream) = stream.filter(|k| self.shared.contains(&(session.clone(), *k))) {
+                    let detail = format!(
+                        "the server resumed Last-Event-ID {id} in session {session} from an event store it shares \
+                         with another session (stream {stream}'s sequence skips numbers stored elsewhere): it \
+                         cannot honour an id for this session alone and did not refuse it"
+                    );
+                    self.breach(Condition::Refused, i, at, detail);
+                }
+                (false, None)
+            }
         };
         if !unhonoured {
             return;
@@ -624,6 +655,26 @@ mod tests {
         };
         assert!(c.explain(&at(InvariantId::NoOrphanedSession)).is_explained());
         assert!(!c.explain(&at(InvariantId::NoDuplicateExecution)).is_explained());
+    }
+
+    #[test]
+    fn an_empty_answer_to_an_evicted_id_and_a_replay_from_a_shared_store_break_condition_three() {
+        let resume = |outcome| StepKind::Resume {
+            session: sid(),
+            last_event_id: EventId::from("1-1"),
+            stream: Some(StreamNo(1)),
+            outcome,
+        };
+        let empty = Conditions::judge(&trace(vec![(1, stored(1)), (2, resume(ResumeOutcome::Empty { open: false }))]));
+        assert!(empty.breaches.iter().any(|b| b.condition == Condition::Refused), "{empty:?}");
+        let replay = |seqs: &[u32]| {
+            let mut kinds: Vec<(u64, StepKind)> = seqs.iter().map(|q| (1, stored(*q))).collect();
+            kinds.push((2, resume(ResumeOutcome::Replayed { replayed: 1 })));
+            Conditions::judge(&trace(kinds))
+        };
+        assert!(replay(&[0, 1, 2]).all_held());
+        let shared = replay(&[0, 2, 4]);
+        assert_eq!(shared.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
     }
 
     #[test]
