@@ -36,7 +36,7 @@ fn explore_command(base: &Scenario, cases: u32, within_conditions: bool, invaria
     let within = if within_conditions { " --within-conditions" } else { "" };
     let invariant = invariant.map(|i| format!(" --invariant {i}")).unwrap_or_default();
     format!(
-        "cargo run --release -p mcpsim -- explore {} --search{within}{invariant} --seeds {cases} --start-seed \
+        "cargo run --release -p mcpsim -- explore --all {} --search{within}{invariant} --seeds {cases} --start-seed \
          {GENERATOR_SEED}",
         base.cli_args()
     )

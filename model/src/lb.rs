@@ -134,6 +134,41 @@ pub struct LoadBalancer {
     /// Draws for random routing.
     rng: SplitMix64,
     outputs: VecDeque<LbOutput>,
+    /// The timer table: each connection's next due instant ([`LoadBalancer::next_due`]) ordered
+    /// by time, refreshed whenever a connection changes, so `poll_timeout` costs the same however
+    /// many connections are open.
+    timers: Timers,
+}
+
+/// Each connection's next due instant, ordered by time (and connection).
+#[derive(Clone, Debug, Default)]
+struct Timers {
+    by_time: BTreeSet<(Instant, ConnId)>,
+    of: BTreeMap<ConnId, Instant>,
+}
+
+impl Timers {
+    /// `conn` is next due at `due` (nothing due: `None`).
+    fn set(&mut self, conn: ConnId, due: Option<Instant>) {
+        if let Some(old) = self.of.remove(&conn) {
+            self.by_time.remove(&(old, conn));
+        }
+        if let Some(at) = due {
+            self.of.insert(conn, at);
+            self.by_time.insert((at, conn));
+        }
+    }
+
+    fn earliest(&self) -> Option<Instant> {
+        self.by_time.first().map(|(at, _)| *at)
+    }
+
+    /// The connections due at or before `now`, in connection order.
+    fn due(&self, now: Instant) -> Vec<ConnId> {
+        let mut due: Vec<ConnId> = self.by_time.iter().take_while(|(at, _)| *at <= now).map(|(_, c)| *c).collect();
+        due.sort();
+        due
+    }
 }
 
 impl LoadBalancer {
@@ -162,7 +197,14 @@ impl LoadBalancer {
             sessions: BTreeMap::new(),
             rng: SplitMix64::new(seed),
             outputs: VecDeque::new(),
+            timers: Timers::default(),
         }
+    }
+
+    /// Files `conn`'s next due instant in the timer table (after any change to it).
+    fn refresh(&mut self, conn: ConnId) {
+        let due = self.next_due(conn).map(|(at, ..)| at);
+        self.timers.set(conn, due);
     }
 
     /// The replicas behind the balancer.
@@ -274,6 +316,7 @@ impl LoadBalancer {
     pub fn handle_open(&mut self, now: Instant, conn: ConnId) {
         let at = vec![AtHop::new(now); self.chain.len()];
         self.conns.insert(conn, Proxied { opened: now, at, between: false });
+        self.refresh(conn);
     }
 
     /// `conn`'s response is complete and the client keeps the connection alive: until its next
@@ -284,6 +327,7 @@ impl LoadBalancer {
             p.between = true;
             p.at = vec![AtHop::new(now); p.at.len()];
         }
+        self.refresh(conn);
     }
 
     /// A new request came on kept-alive `conn`: the per-response clocks (lifetime, first byte)
@@ -294,6 +338,7 @@ impl LoadBalancer {
             p.opened = now;
             p.at = vec![AtHop::new(now); p.at.len()];
         }
+        self.refresh(conn);
     }
 
     /// Bytes passed on `conn` that no hop holds back (the request, or any frame when
@@ -302,6 +347,7 @@ impl LoadBalancer {
         if let Some(p) = self.conns.get_mut(&conn) {
             p.at.iter_mut().for_each(|a| a.last_bytes = now);
         }
+        self.refresh(conn);
     }
 
     /// Response frames arrived from the replica on `conn`: they pass the chain from the balancer
@@ -310,6 +356,7 @@ impl LoadBalancer {
     pub fn handle_response(&mut self, now: Instant, conn: ConnId, frames: Frames) -> Vec<u8> {
         let from = self.own();
         let out = self.carry(now, conn, from, frames);
+        self.refresh(conn);
         concat(out)
     }
 
@@ -323,6 +370,7 @@ impl LoadBalancer {
             out.extend(std::mem::take(&mut at.buffer));
             at.buffered_since = None;
         }
+        self.refresh(conn);
         concat(out)
     }
 
@@ -391,18 +439,21 @@ impl LoadBalancer {
     /// One side closed `conn`; the chain forgets it.
     pub fn handle_close(&mut self, _now: Instant, conn: ConnId) {
         self.conns.remove(&conn);
+        self.refresh(conn);
     }
 
     /// Carries out what is due: cuts of connections past a lifetime or silent for an idle
     /// timeout, first-byte timeouts, buffer flushes; the intermediary nearest the client first.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
-        for conn in conns {
+        // Only the connections the timer table says are due, in connection order as a scan of
+        // every connection would meet them.
+        for conn in self.timers.due(now) {
             while let Some((_, hop, due)) = self.next_due(conn).filter(|(at, ..)| *at <= now) {
                 if !self.carry_out(now, conn, hop, due) {
                     break;
                 }
             }
+            self.refresh(conn);
         }
     }
 
@@ -503,7 +554,13 @@ impl LoadBalancer {
 
     /// When the next thing is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.keys().filter_map(|c| self.next_due(*c)).map(|(at, ..)| at).min()
+        let earliest = self.timers.earliest();
+        debug_assert_eq!(
+            earliest,
+            self.conns.keys().filter_map(|c| self.next_due(*c)).map(|(at, ..)| at).min(),
+            "the timer table is refreshed after every change to a connection"
+        );
+        earliest
     }
 
     /// Intermediary `hop` fails (a fault): every connection through it goes. With `restart`,
@@ -517,6 +574,7 @@ impl LoadBalancer {
         let conns: Vec<ConnId> = self.conns.keys().copied().collect();
         for conn in conns {
             let Some(p) = self.conns.remove(&conn) else { continue };
+            self.refresh(conn);
             let answer = (restart && hop > 0 && !p.at[hop - 1].headed).then_some(Status::BAD_GATEWAY);
             if let Some(status) = answer {
                 let label = self.label(hop - 1);

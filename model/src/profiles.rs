@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 use thiserror::Error;
 
 /// Which machine a profile describes.
@@ -67,6 +68,56 @@ impl Role {
     fn named(self) -> bool {
         self != Role::Lb
     }
+
+    fn index(self) -> usize {
+        match self {
+            Role::Client => 0,
+            Role::Server => 1,
+            Role::Lb => 2,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parse once: the built-in files are constant, so each is parsed (and each built-in policy
+// resolved) at most once per process. A search asks for setting names and profiles on every case
+// (issue 22: re-parsing them was about 40 % of its CPU).
+// ---------------------------------------------------------------------------------------------
+
+/// A built-in file's name and what parsing it gave.
+type ParsedFile = (&'static str, Result<Layer, ProfileError>);
+
+/// Every built-in file of `role`, parsed, in the order of its table.
+fn parsed_files(role: Role) -> &'static [ParsedFile] {
+    static PARSED: [OnceLock<Vec<ParsedFile>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    PARSED[role.index()].get_or_init(|| {
+        role.files().iter().map(|(name, text)| (*name, parse_layer(role, text, &builtin_origin(role, name)))).collect()
+    })
+}
+
+/// A built-in file of `role`, parsed once; `None` for an unknown name.
+fn parsed_file(role: Role, name: &str) -> Option<&'static Result<Layer, ProfileError>> {
+    parsed_files(role).iter().find(|(n, _)| *n == name).map(|(_, layer)| layer)
+}
+
+/// The setting names of `role` (see [`known_paths`]), computed once.
+pub fn known_paths_ref(role: Role) -> &'static BTreeSet<String> {
+    static KNOWN: [OnceLock<BTreeSet<String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    KNOWN[role.index()].get_or_init(|| {
+        parsed_files(role).iter().filter_map(|(_, l)| l.as_ref().ok()).flat_map(|l| l.keys.keys().cloned()).collect()
+    })
+}
+
+/// Every built-in profile of a role resolved once, by name (`None` for one that does not resolve).
+fn resolved_all<T: DeserializeOwned>(role: Role) -> Vec<(&'static str, Option<T>)> {
+    role.names()
+        .iter()
+        .chain(if role == Role::Server { SERVER_VERSIONED_NAMES } else { &[] })
+        .map(|name| {
+            let policy = builtin_layers(role, name).and_then(Result::ok).and_then(|l| resolve(role, &l).ok());
+            (*name, policy.map(|p: Resolved<T>| p.policy))
+        })
+        .collect()
 }
 
 macro_rules! builtin {
@@ -124,17 +175,27 @@ pub fn builtin_origin(role: Role, name: &str) -> String {
 
 /// The client profile of that name.
 pub fn client(name: &str) -> Option<ClientPolicy> {
-    builtin(Role::Client, name).map(|p| p.policy)
+    static ALL: OnceLock<Vec<(&'static str, Option<ClientPolicy>)>> = OnceLock::new();
+    cached(ALL.get_or_init(|| resolved_all(Role::Client)), name)
+        .or_else(|| builtin(Role::Client, name).map(|p| p.policy))
 }
 
 /// The server profile of that name.
 pub fn server(name: &str) -> Option<ServerPolicy> {
-    builtin(Role::Server, name).map(|p| p.policy)
+    static ALL: OnceLock<Vec<(&'static str, Option<ServerPolicy>)>> = OnceLock::new();
+    cached(ALL.get_or_init(|| resolved_all(Role::Server)), name)
+        .or_else(|| builtin(Role::Server, name).map(|p| p.policy))
 }
 
 /// The load-balancer profile of that name.
 pub fn lb(name: &str) -> Option<LbConfig> {
-    builtin(Role::Lb, name).map(|p| p.policy)
+    static ALL: OnceLock<Vec<(&'static str, Option<LbConfig>)>> = OnceLock::new();
+    cached(ALL.get_or_init(|| resolved_all(Role::Lb)), name).or_else(|| builtin(Role::Lb, name).map(|p| p.policy))
+}
+
+/// A policy resolved once, if `name` is among them.
+fn cached<T: Clone>(all: &[(&'static str, Option<T>)], name: &str) -> Option<T> {
+    all.iter().find(|(n, _)| *n == name).and_then(|(_, p)| p.clone())
 }
 
 /// One line on a client or server profile, for `mcpsim profiles` (the file's `description`).
@@ -162,14 +223,14 @@ fn builtin<T: DeserializeOwned>(role: Role, name: &str) -> Option<Resolved<T>> {
 
 /// The layers of a built-in profile, its bases first; `None` for an unknown name.
 pub fn builtin_layers(role: Role, name: &str) -> Option<Result<Vec<Layer>, ProfileError>> {
-    let text = builtin_text(role, name)?;
-    Some(parse_layer(role, text, &builtin_origin(role, name)).and_then(|top| chain(role, top, &mut builtin_base)))
+    let top = parsed_file(role, name)?.clone();
+    Some(top.and_then(|top| chain(role, top, &mut builtin_base)))
 }
 
 /// Resolves an `extends` that names a built-in profile.
 pub fn builtin_base(role: Role, name: &str, from: &Layer) -> Result<Layer, ProfileError> {
     let (_, pos) = from.extends.clone().unwrap_or_default();
-    let text = builtin_text(role, name).ok_or_else(|| {
+    let parsed = parsed_file(role, name).ok_or_else(|| {
         from.error_at(
             pos,
             format!(
@@ -179,7 +240,7 @@ pub fn builtin_base(role: Role, name: &str, from: &Layer) -> Result<Layer, Profi
             ),
         )
     })?;
-    parse_layer(role, text, &builtin_origin(role, name))
+    parsed.clone()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,6 +338,10 @@ fn one_line(text: &str) -> String {
 
 /// Parses one profile file's text. `origin` names it in messages.
 pub fn parse_layer(role: Role, text: &str, origin: &str) -> Result<Layer, ProfileError> {
+    #[cfg(test)]
+    if origin.starts_with("model/profiles/") {
+        tests::BUILTIN_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut layer = Layer {
         origin: origin.to_string(),
         extends: None,
@@ -531,13 +596,7 @@ pub struct Resolved<T> {
 
 /// Every field path (dotted) a profile of `role` may set: those the built-in files set.
 pub fn known_paths(role: Role) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for (name, text) in role.files() {
-        if let Ok(layer) = parse_layer(role, text, &builtin_origin(role, name)) {
-            out.extend(layer.keys.into_keys());
-        }
-    }
-    out
+    known_paths_ref(role).clone()
 }
 
 /// Resolves layers (bases first) into a policy: unknown keys and wrong values are reported at
@@ -549,7 +608,7 @@ pub fn resolve<T: DeserializeOwned>(role: Role, layers: &[Layer]) -> Result<Reso
         col: 1,
         message: "no profile".into(),
     })?;
-    let known = known_paths(role);
+    let known = known_paths_ref(role);
     for layer in layers {
         if let Some((path, pos)) = layer.keys.iter().find(|(p, _)| !known.contains(*p)) {
             let top_level: BTreeSet<&str> = known.iter().filter(|p| !p.contains('.')).map(String::as_str).collect();
@@ -1036,7 +1095,25 @@ pub fn with_sources_section(doc: &str, section: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// Parses of built-in files (origin `model/profiles/...`) in this test process.
+    pub(super) static BUILTIN_PARSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
     use crate::config::*;
+
+    #[test]
+    fn the_builtin_files_are_parsed_once_per_process_however_often_profiles_and_names_are_asked_for() {
+        for _ in 0..20 {
+            for role in Role::ALL {
+                assert!(!known_paths(role).is_empty());
+                assert!(known_paths_ref(role).contains("reconnect.max_attempts") || role != Role::Client);
+            }
+            assert!(client("reference").is_some() && server("silent-head").is_some() && lb("default").is_some());
+            assert!(builtin_layers(Role::Server, "rmcp-1.3").is_some_and(|l| l.is_ok()));
+        }
+        let files: usize = Role::ALL.iter().map(|r| r.files().len()).sum();
+        let parses = BUILTIN_PARSES.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(parses <= files, "{parses} parses of {files} built-in files");
+    }
 
     #[test]
     fn every_listed_profile_exists_and_carries_its_name() {

@@ -64,6 +64,11 @@ pub struct ViolationRecord {
     pub subject: String,
     /// What went wrong, in words.
     pub detail: String,
+    /// The design note's conditions of validity at the violation (`oracle::conditions`):
+    /// `unexplained: conditions 1-4 held`, or `explained by condition N: what broke`. Empty in a
+    /// trace recorded before the conditions were judged.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub conditions: String,
 }
 
 /// Who did a step.

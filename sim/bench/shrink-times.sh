@@ -22,7 +22,7 @@ cpu() {
 echo "| family | pair | invariant | shrink runs | shrink CPU | size before → after |"
 echo "|---|---|---|---|---|---|"
 while read -r family client server invariant; do
-  args="--client $client --server $server --scenario $family --search --seeds $BUDGET --out $out --invariant $invariant"
+  args="--all --client $client --server $server --scenario $family --search --seeds $BUDGET --out $out --invariant $invariant"
   b=$(cpu "$args --no-shrink")
   a=$(cpu "$args")
   shrunk=$(cat "$out/stdout")

@@ -112,6 +112,10 @@ enum Command {
         /// With --search or --guided: keep inside the design note's conditions of validity.
         #[arg(long)]
         within_conditions: bool,
+        /// Stop at the first violation of any kind; by default only a violation that no broken
+        /// condition of validity explains stops the search (explained ones are counted).
+        #[arg(long)]
+        all: bool,
         /// Only a violation of this invariant counts (default: any).
         #[arg(long, value_name = "NAME")]
         invariant: Option<String>,
@@ -426,6 +430,7 @@ fn main() -> ExitCode {
             search,
             guided,
             within_conditions,
+            all,
             invariant,
             no_shrink,
             shard,
@@ -440,6 +445,7 @@ fn main() -> ExitCode {
                 search,
                 guided,
                 within_conditions,
+                all,
                 invariant,
                 shrink,
                 shard,

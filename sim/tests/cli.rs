@@ -148,6 +148,8 @@ fn explore_search_saves_the_shrunk_trace_and_its_replay_command_reproduces_it() 
     let dir = scratch("explore");
     let out = mcpsim(&[
         "explore",
+        // An incident: explained by a broken condition, so only --all stops at it.
+        "--all",
         "--client",
         "naive",
         "--scenario",
@@ -211,6 +213,8 @@ fn explore_explains_what_ran_how_often_and_why() {
     let dir = scratch("explain");
     let out = mcpsim(&[
         "explore",
+        // An incident: explained by a broken condition, so only --all stops at it.
+        "--all",
         "--client",
         "naive",
         "--server",
@@ -382,6 +386,8 @@ fn explore_over_seeds_finds_the_second_incident_and_reports_sizes() {
     let dir = scratch("explore-seeds");
     let out = mcpsim(&[
         "explore",
+        // An incident: explained by a broken condition, so only --all stops at it.
+        "--all",
         "--server",
         "silent-head",
         "--scenario",

@@ -224,6 +224,7 @@ fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
     // seeds; the fourth block finds one too, which must not win.
     let found = [
         "explore",
+        "--all",
         "--client",
         "py-sdk",
         "--server",

@@ -12,6 +12,7 @@
 //! event by `(session, id)`.
 
 mod churn;
+pub mod conditions;
 mod coverage;
 mod delivery;
 mod execution;
@@ -160,6 +161,7 @@ impl From<&Violation> for ViolationRecord {
             t: v.at.0,
             subject: v.subject.clone(),
             detail: v.detail.clone(),
+            conditions: String::new(),
         }
     }
 }

@@ -64,7 +64,7 @@ fn output_format(format: &str, output: Option<&Path>) -> Result<bool, SimError> 
 
 /// Prints (and writes) the report as `check` does.
 fn finish(report: &CheckReport, output: Option<&Path>, html: bool) -> Result<Exit, SimError> {
-    let text = render_text(report);
+    let text = render_text(report) + &conditions_text(report)?;
     match (output, html) {
         (Some(out), true) => {
             print!("{text}");
@@ -78,6 +78,28 @@ fn finish(report: &CheckReport, output: Option<&Path>, html: bool) -> Result<Exi
         (None, _) => print!("{text}"),
     }
     Ok(if report.broken() { Exit::Violated } else { Exit::Clean })
+}
+
+/// Each broken cell's first failing seed, run again: which of the design note's conditions of
+/// validity explain each invariant it broke (`oracle::conditions`), or that all four held.
+fn conditions_text(report: &CheckReport) -> Result<String, SimError> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for c in report.cells.iter().filter(|c| c.broken()) {
+        let Some((seed, _)) = &c.tally.first_violation else { continue };
+        let outcome = run(&c.scenario, *seed)?;
+        let conditions = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
+        if out.is_empty() {
+            out.push_str("\nconditions of validity at each broken cell's first failing seed (design note):\n");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for v in &outcome.violations {
+            if seen.insert(v.invariant) {
+                let _ = writeln!(out, "  {} × {}: {} — {}", c.client, c.family, v.invariant, conditions.explain(v));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// What every shard of one sharded check must share: the deployment (its text, and where it was

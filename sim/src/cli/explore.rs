@@ -30,6 +30,8 @@ pub struct ExploreArgs {
     pub guided: bool,
     /// With `search`: stay inside the design note's conditions of validity.
     pub within_conditions: bool,
+    /// Stop at any violation (`--all`); otherwise only at one no broken condition explains.
+    pub all: bool,
     /// Only this invariant counts.
     pub invariant: Option<String>,
     /// Shrink what is found before saving it.
@@ -63,15 +65,17 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     }
     check_writable(&explore.out.join("probe"))?;
     let started = WallClock::now();
-    let (found, runs, coverage) = if explore.guided {
+    let hunt = explore.hunt();
+    let (found, runs, coverage, explained) = if explore.guided {
         let (within, seeds, seed) = (explore.within_conditions, explore.seeds, explore.start_seed);
-        guided::explore_guided_reporting(&scenario, within, seeds, seed, explore.shrink, target)?
+        guided::explore_guided_reporting(&scenario, within, hunt, seeds, seed, explore.shrink, target)?
     } else if explore.search {
         explore_cases(&scenario, explore, target)?
     } else {
-        explore_seeds(&scenario, explore.start_seed, explore.seeds, explore.shrink, target)?
+        explore_seeds(&scenario, explore.start_seed, explore.seeds, explore.shrink, target, hunt)?
     };
     let secs = started.elapsed().as_secs_f64();
+    print_explained(explained, runs);
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
         print_none(runs, what, explore.start_seed, &scenario, secs, &coverage);
@@ -83,6 +87,28 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let what = if explore.search || explore.guided { "case(s)" } else { "seed(s)" };
     print_found(&summary, &path, runs, what, secs, explore.shrink, &coverage);
     Ok(Exit::Violated)
+}
+
+impl ExploreArgs {
+    /// Which violations stop the exploration.
+    fn hunt(&self) -> search::Hunt {
+        if self.all {
+            search::Hunt::All
+        } else {
+            search::Hunt::Unexplained
+        }
+    }
+}
+
+/// How many runs broke only invariants a broken condition of validity explains (they did not stop
+/// the exploration).
+fn print_explained(explained: u64, runs: u64) {
+    if explained > 0 {
+        println!(
+            "{explained} of {runs} run(s) broke only invariants explained by a broken condition of validity (counted, \
+             not stopped at; --all stops at any violation)"
+        );
+    }
 }
 
 /// What `explore` prints of a counterexample, and the name of its trace file.
@@ -152,6 +178,13 @@ struct ExploreQuestion {
     start_seed: u64,
     invariant: Option<String>,
     shrink: bool,
+    /// `--all` (absent in shards written before the conditions: they stopped at any violation).
+    #[serde(default = "yes")]
+    all: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One shard's block of seeds: how many ran (up to its first counterexample), what they covered,
@@ -187,7 +220,7 @@ fn explore_shard(
     check_writable(&dir.join(shard::file_name("explore")))?;
     let (first, count) = shard.block(explore.start_seed, explore.seeds);
     let started = WallClock::now();
-    let (found, runs, coverage) = explore_seeds(scenario, first, count, explore.shrink, target)?;
+    let (found, runs, coverage, _) = explore_seeds(scenario, first, count, explore.shrink, target, explore.hunt())?;
     let summary = found.as_ref().map(Summary::of);
     if let (Some(found), Some(s)) = (&found, &summary) {
         write_file(&dir.join(&s.trace), &found.minimal.outcome.trace.to_jsonl())?;
@@ -209,6 +242,7 @@ fn explore_shard(
         start_seed: explore.start_seed,
         invariant: explore.invariant.clone(),
         shrink: explore.shrink,
+        all: explore.all,
     };
     let path = shard::write_shard(dir, "explore", shard, &question, &part)?;
     let verdict = part.found.as_ref().map_or("none violated".to_string(), |f| format!("{} found", f.invariant));
@@ -266,8 +300,10 @@ fn explore_seeds(
     count: u64,
     shrink: bool,
     target: Option<&str>,
-) -> Result<(Option<search::Found>, u64, Coverage), SimError> {
+    hunt: search::Hunt,
+) -> Result<(Option<search::Found>, u64, Coverage, u64), SimError> {
     let started = WallClock::now();
+    let mut explained = 0;
     let mut last_report = started;
     let mut coverage = Coverage::new();
     let seeds = (0..count).map_while(|i| first.checked_add(i));
@@ -276,7 +312,7 @@ fn explore_seeds(
         ran += 1;
         let outcome = run(scenario, seed)?;
         coverage.merge(&oracle::coverage(&outcome.trace));
-        if let Some(invariant) = search::pinned_invariant(&outcome.violations, target) {
+        if let Some(invariant) = hunt.pinned(&outcome, target) {
             let original = search::Counterexample { scenario: scenario.clone(), seed, outcome };
             let arg = |a: &Option<String>, name: &str| a.clone().unwrap_or_else(|| name.to_string());
             let family = Scenario::build(
@@ -285,17 +321,18 @@ fn explore_seeds(
                 &arg(&scenario.server_arg, &scenario.server.name),
             )?;
             let (minimal, shrink_runs) =
-                if shrink { search::shrink_fixed(&family, &original, invariant)? } else { (original.clone(), 0) };
+                if shrink { search::shrink_fixed(&family, &original, invariant, hunt)? } else { (original.clone(), 0) };
             let found = search::Found { invariant, original, minimal, shrink_runs, shrink_error: None };
-            return Ok((Some(found), i as u64 + 1, coverage));
+            return Ok((Some(found), i as u64 + 1, coverage, explained));
         }
+        explained += u64::from(hunt.skipped(&outcome));
         if last_report.elapsed().as_secs_f64() >= 2.0 {
             last_report = WallClock::now();
             let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
             eprintln!("  explored {}/{count} seeds ({rate:.0} runs/s)", i + 1);
         }
     }
-    Ok((None, ran, coverage))
+    Ok((None, ran, coverage, explained))
 }
 
 /// `explore --search`: generated cases, shrunk by proptest and then `search::shrink_fixed`.
@@ -303,15 +340,16 @@ fn explore_cases(
     scenario: &Scenario,
     explore: &ExploreArgs,
     target: Option<&str>,
-) -> Result<(Option<search::Found>, u64, Coverage), SimError> {
+) -> Result<(Option<search::Found>, u64, Coverage, u64), SimError> {
     let space = if explore.within_conditions {
         search::Space::within_conditions(scenario)
     } else {
         search::Space::for_scenario(scenario)
-    };
+    }
+    .hunting(explore.hunt());
     let budget = u32::try_from(explore.seeds).map_err(|_| SimError::Usage("--seeds is too large".into()))?;
     let report = search::search_for(scenario, &space, budget, explore.start_seed, explore.shrink, target)?;
-    Ok((report.found, report.cases, report.coverage))
+    Ok((report.found, report.cases, report.coverage, report.explained))
 }
 
 /// Default directory for found counterexamples.

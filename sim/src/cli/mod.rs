@@ -104,8 +104,10 @@ pub(crate) fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome,
     }
     let _ =
         writeln!(out, "VIOLATED ({client} × {server} × {name}, seed {seed}, {steps} steps, {simulated} simulated):");
+    let conditions = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
     for v in &outcome.violations {
         let _ = writeln!(out, "  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
+        let _ = writeln!(out, "    conditions: {}", conditions.explain(v));
     }
     let explained = outcome.violations.iter().find(|v| pinned.is_none_or(|p| v.invariant == p));
     out.push_str(&explanation_text(&outcome.trace, explained.or(outcome.violations.first())));
@@ -136,6 +138,18 @@ fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
     }
     for c in &chain {
         let _ = writeln!(out, "  {}", c.line());
+    }
+    let conditions = mcpsim_model::oracle::conditions::Conditions::judge(trace);
+    match conditions.explain(v) {
+        mcpsim_model::oracle::conditions::Explanation::ExplainedBy(breaches) => {
+            out.push_str("which conditions of validity broke before it (design note):\n");
+            for b in breaches {
+                let _ = writeln!(out, "  {} (step {}, {})", b, b.step, b.at);
+            }
+        }
+        unexplained => {
+            let _ = writeln!(out, "conditions of validity: {unexplained}: a bug of the client or the server");
+        }
     }
     out
 }

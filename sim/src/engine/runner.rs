@@ -18,7 +18,7 @@ use crate::scenario::Scenario;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
-use mcpsim_model::trace::{Actor, StepKind, Trace, ViolationRecord, DEFAULT_MAX_RECONNECTS_PER_HOUR};
+use mcpsim_model::trace::{Actor, StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::net::IpAddr;
@@ -189,7 +189,7 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
     let mut trace = Trace::new(seed, header);
     trace.steps = std::mem::take(&mut *lock(&steps));
     let violations = check_all(&trace);
-    trace.finish(violations.iter().map(ViolationRecord::from).collect());
+    trace.finish(mcpsim_model::oracle::conditions::violation_records(&trace, &violations));
     Ok(RunOutcome { trace, violations })
 }
 

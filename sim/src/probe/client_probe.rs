@@ -26,7 +26,7 @@ use super::{KnownFieldDifference, ProbeError};
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use mcpsim_model::oracle::{check_all, Violation};
-use mcpsim_model::trace::{Actor, SessionEndReason, StepKind, Trace, ViolationRecord};
+use mcpsim_model::trace::{Actor, SessionEndReason, StepKind, Trace};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -701,7 +701,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         "recorded": "wall clock, server side: send steps are requests as received; session-created, side-effect inferred from the stand-in",
     }));
     let violations = check_all(&trace);
-    trace.finish(violations.iter().map(ViolationRecord::from).collect());
+    let records = mcpsim_model::oracle::conditions::violation_records(&trace, &violations);
+    trace.finish(records);
     let output = output.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(ClientRun {
         name,

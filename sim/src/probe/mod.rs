@@ -44,7 +44,7 @@ pub struct KnownFieldDifference {
 
 use fingerprint::Fingerprint;
 use mcpsim_model::oracle::{check_all, Violation};
-use mcpsim_model::trace::{Trace, ViolationRecord};
+use mcpsim_model::trace::Trace;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -251,7 +251,8 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
         let mut trace = outcome.trace;
         let violations = trace.as_ref().map(check_all).unwrap_or_default();
         if let Some(t) = &mut trace {
-            t.finish(violations.iter().map(ViolationRecord::from).collect());
+            let records = mcpsim_model::oracle::conditions::violation_records(t, &violations);
+            t.finish(records);
         }
         reports.push(ScenarioReport {
             name: outcome.name,

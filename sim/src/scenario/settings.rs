@@ -35,7 +35,7 @@ use crate::error::SimError;
 use mcpsim_model::config::{
     ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_HOPS, MAX_REPLICAS,
 };
-use mcpsim_model::profiles::{self, known_paths, Role};
+use mcpsim_model::profiles::{self, known_paths_ref, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
 use mcpsim_model::trace::DEFAULT_MAX_DELIVERY_DELAY_US;
 use serde_json::Value;
@@ -108,14 +108,18 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         _ => return Err(format!("unknown key {key:?}")),
     };
     let field = rest.join(".");
+    let tool_fields: std::collections::BTreeSet<String>;
     let known = match path[0].as_str() {
-        "client" => known_paths(Role::Client),
-        "server" => known_paths(Role::Server),
-        "lb" => known_paths(Role::Lb),
-        _ => ["duration", "event_interval", "idempotent", "side_effect", "on_abort"]
-            .into_iter()
-            .map(String::from)
-            .collect(),
+        "client" => known_paths_ref(Role::Client),
+        "server" => known_paths_ref(Role::Server),
+        "lb" => known_paths_ref(Role::Lb),
+        _ => {
+            tool_fields = ["duration", "event_interval", "idempotent", "side_effect", "on_abort"]
+                .into_iter()
+                .map(String::from)
+                .collect();
+            &tool_fields
+        }
     };
     if field == "name" {
         return Err(format!("{key}: the name comes from --client / --server (or the profile file's name)"));

@@ -12,6 +12,13 @@
 //! exact to a scheduler tick), else wall-clock time: on a machine shared with other work a
 //! round's wall-clock time counts the time other processes held the core, its CPU time does not.
 //!
+//! Each scenario line is also measured against the model alone: the madsim-free harness
+//! ([`mcpsim_model::testing::Pair`]) driving the same exchange (the scenario's profiles, tools,
+//! balancer and calls, up to the end time of its seed 0, judged by the same oracles; no network
+//! latency and no planned faults), in rounds interleaved with the others. `N.N× model` is how many
+//! times a simulated run costs that: what madsim's executor, timers and TCP add. It is steadier
+//! than the ratio to the empty runtime, whose rate flips by 2× from round to round.
+//!
 //! [`profile`] is the mode for `perf`: one scenario, many seeds, no other work.
 
 use crate::engine::run_thread::on_calling_thread;
@@ -19,6 +26,8 @@ use crate::engine::runner::run;
 use crate::error::SimError;
 use crate::scenario::Scenario;
 use mcpsim_model::oracle::check_all;
+use mcpsim_model::testing::Pair;
+use mcpsim_model::Instant;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as WallClock};
 
@@ -89,6 +98,8 @@ pub struct BenchLine {
     pub rounds: Vec<Round>,
     /// For a scenario line: its seed 0, judged.
     pub judged: Option<Judged>,
+    /// For a scenario line: rounds of the model alone driving the same exchange.
+    pub model: Vec<Round>,
 }
 
 impl BenchLine {
@@ -101,9 +112,43 @@ impl BenchLine {
 
     /// The median round's runs per second (the lower middle one for an even count).
     pub fn runs_per_second(&self) -> f64 {
-        let rates = self.rates();
-        rates.get(rates.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+        median_rate(&self.rounds)
     }
+
+    /// How many times a run costs the model alone driving the same exchange (medians), if
+    /// measured.
+    pub fn times_model(&self) -> Option<f64> {
+        (!self.model.is_empty()).then(|| median_rate(&self.model) / self.runs_per_second().max(1e-9))
+    }
+}
+
+/// The median round's runs per second (the lower middle one for an even count).
+fn median_rate(rounds: &[Round]) -> f64 {
+    let mut rates: Vec<f64> = rounds.iter().map(|r| r.runs as f64 / r.seconds.max(1e-9)).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.get(rates.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+}
+
+/// The model alone ([`Pair`], no madsim) driving `scenario`'s exchange until `end`: its profiles,
+/// tools and balancer, its calls at their times, then the oracles over the trace.
+pub fn model_alone(scenario: &Scenario, end: Instant) -> Result<usize, SimError> {
+    let harness = |e: mcpsim_model::testing::HarnessError| SimError::Runtime(format!("model alone: {e}"));
+    let mut pair = Pair::with_policies(
+        scenario.client.clone(),
+        scenario.server.clone(),
+        scenario.tools.clone(),
+        scenario.lb.clone(),
+    )
+    .map_err(harness)?;
+    let mut calls: Vec<_> = scenario.calls.iter().collect();
+    calls.sort_by_key(|c| (c.at, c.call));
+    for c in calls {
+        pair.advance_to(Instant::ZERO + c.at).map_err(harness)?;
+        let idempotent = scenario.tools.iter().find(|t| t.name == c.tool).is_some_and(|t| t.idempotent);
+        pair.call(c.call.0, &c.tool, idempotent).map_err(harness)?;
+    }
+    std::hint::black_box(pair.run_until(end).map_err(harness)?);
+    Ok(pair.trace().steps.len())
 }
 
 /// A scenario to measure: its label, the scenario, and the seeds of each round.
@@ -175,15 +220,27 @@ fn judge(scenario: &Scenario) -> Result<Judged, SimError> {
 pub fn bench(subjects: &[Subject], rounds: u32) -> Result<Vec<BenchLine>, SimError> {
     type Line<'a> = (Length, Box<dyn FnMut(u64) -> Result<(), SimError> + 'a>);
     let mut measured: Vec<Line> = vec![(Length::For(EMPTY_ROUND), Box::new(empty_runtime))];
-    let mut lines =
-        vec![BenchLine { what: "empty runtime, 3 idle nodes".to_string(), rounds: Vec::new(), judged: None }];
+    let mut lines = vec![BenchLine {
+        what: "empty runtime, 3 idle nodes".to_string(),
+        rounds: Vec::new(),
+        judged: None,
+        model: Vec::new(),
+    }];
+    // Per line, the model alone driving the same exchange (none for the empty runtime).
+    let mut models: Vec<Option<Line>> = vec![None];
     for s in subjects {
         measured.push((Length::Runs(s.runs), Box::new(move |seed| run(&s.scenario, seed).map(|_| ()))));
-        lines.push(BenchLine { what: s.label.clone(), rounds: Vec::new(), judged: Some(judge(&s.scenario)?) });
+        let end = Instant(run(&s.scenario, 0)?.trace.steps.last().map_or(0, |step| step.t));
+        models.push(Some((Length::Runs(s.runs), Box::new(move |_| model_alone(&s.scenario, end).map(|_| ())))));
+        let judged = Some(judge(&s.scenario)?);
+        lines.push(BenchLine { what: s.label.clone(), rounds: Vec::new(), judged, model: Vec::new() });
     }
     for _ in 0..rounds {
-        for ((length, one), line) in measured.iter_mut().zip(&mut lines) {
+        for (((length, one), model), line) in measured.iter_mut().zip(&mut models).zip(&mut lines) {
             line.rounds.push(time_round(*length, one.as_mut())?);
+            if let Some((length, one)) = model {
+                line.model.push(time_round(*length, one.as_mut())?);
+            }
         }
     }
     Ok(lines)
@@ -201,8 +258,8 @@ pub fn print(lines: &[BenchLine]) {
     let base = lines.first().map(|l| l.runs_per_second()).unwrap_or(1.0);
     let rounds = lines.first().map_or(0, |l| l.rounds.len());
     println!(
-        "{:<46} {:>6} {:>9} {:>17} {:>8} {:>11} {:>8}",
-        "what", "steps", "runs/s", "range", "× empty", "oracles µs", "of a run"
+        "{:<46} {:>6} {:>9} {:>17} {:>8} {:>11} {:>8} {:>11}",
+        "what", "steps", "runs/s", "range", "× empty", "oracles µs", "of a run", "× model"
     );
     for l in lines {
         let rates = l.rates();
@@ -216,15 +273,17 @@ pub fn print(lines: &[BenchLine]) {
             ),
             None => ("".to_string(), "".to_string(), "".to_string()),
         };
+        let model = l.times_model().map_or(String::new(), |x| format!("{x:.1}× model"));
         println!(
-            "{:<46} {:>6} {:>9.0} {:>17} {:>8.1} {:>11} {:>8}",
+            "{:<46} {:>6} {:>9.0} {:>17} {:>8.1} {:>11} {:>8} {:>11}",
             l.what,
             steps,
             rate,
             format!("{low:.0}–{high:.0}"),
             base / rate.max(1e-9),
             oracles,
-            share
+            share,
+            model
         );
     }
     let empty = EMPTY_ROUND.as_millis();
@@ -232,7 +291,8 @@ pub fn print(lines: &[BenchLine]) {
         "(runs/s: the median of {rounds} round(s) of each line, rounds interleaved, one core, in {};",
         clock_name()
     );
-    println!(" an empty-runtime round lasts {empty} ms; steps and oracles: seed 0's trace, judged repeatedly)");
+    println!(" an empty-runtime round lasts {empty} ms; steps and oracles: seed 0's trace, judged repeatedly;");
+    println!(" × model: the madsim-free Pair driving the same profiles, tools and calls to the same end, no faults)");
     if cfg!(debug_assertions) {
         println!("(debug build: use `cargo run --release -p mcpsim -- bench` for numbers worth quoting)");
     }
@@ -249,10 +309,14 @@ mod tests {
             what: "x".into(),
             rounds: vec![round(100, 1.0), round(100, 0.25), round(100, 0.5)],
             judged: None,
+            model: vec![round(100, 0.1)],
         };
+        assert_eq!(line.times_model(), Some(5.0));
         assert_eq!(line.rates(), vec![100.0, 200.0, 400.0]);
         assert_eq!(line.runs_per_second(), 200.0);
-        let even = BenchLine { what: "x".into(), rounds: vec![round(100, 1.0), round(300, 1.0)], judged: None };
+        let even =
+            BenchLine { what: "x".into(), rounds: vec![round(100, 1.0), round(300, 1.0)], judged: None, model: vec![] };
+        assert_eq!(even.times_model(), None);
         assert_eq!(even.runs_per_second(), 100.0);
     }
 
@@ -268,6 +332,17 @@ mod tests {
         let judged = lines[1].judged.expect("a scenario line is judged");
         assert!(judged.steps > 10 && judged.oracle_micros > 0.0, "{judged:?}");
         assert!(lines[0].judged.is_none());
+        assert!(lines[0].model.is_empty() && lines[1].model.len() == 3, "{lines:?}");
+    }
+
+    #[test]
+    fn the_model_alone_drives_the_same_exchange_to_the_same_end() {
+        let scenario = Scenario::build("long-tool", "reference", "reference").expect("builds");
+        let trace = run(&scenario, 0).expect("runs").trace;
+        let end = Instant(trace.steps.last().expect("steps").t);
+        let steps = model_alone(&scenario, end).expect("the model runs");
+        // The same calls and tool: the side effect ran once, the exchange took comparable steps.
+        assert!(steps * 2 > trace.steps.len() && steps < trace.steps.len() * 2, "{steps} vs {}", trace.steps.len());
     }
 
     #[test]

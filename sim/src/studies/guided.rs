@@ -21,7 +21,7 @@ use crate::error::SimError;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{fault_setting, setting, Scenario};
 use crate::studies::search::{
-    self, cases, partitions_value, pinned_invariant, times_value, Case, Counterexample, Found, Override, Space, Swarm,
+    self, cases, partitions_value, times_value, Case, Counterexample, Found, Override, Space, Swarm,
 };
 use mcpsim_model::decision::StreamOutcome;
 use mcpsim_model::oracle::{coverage, Coverage, INVARIANTS};
@@ -85,6 +85,8 @@ pub struct GuidedReport {
     pub corpus: usize,
     /// `(case, features reached by then)` at every case that grew the feature set.
     pub growth: Vec<(u64, usize)>,
+    /// Cases that broke an invariant the hunt does not count (explained by a broken condition).
+    pub explained: u64,
 }
 
 /// One way to change a case.
@@ -138,6 +140,7 @@ pub fn explore_guided(
     let mut growth = Vec::new();
     let mut total = Coverage::new();
     let mut cases_run = 0;
+    let mut explained = 0;
     // Draws that came out invalid or unchanged are drawn again, a bounded number of times.
     let mut draws_left = guided.budget.saturating_mul(20);
     while cases_run < guided.budget && draws_left > 0 {
@@ -150,10 +153,13 @@ pub fn explore_guided(
         let outcome = run(&scenario, case.seed)?;
         let reached = coverage(&outcome.trace);
         total.merge(&reached);
-        if let Some(invariant) = pinned_invariant(&outcome.violations, target) {
+        if let Some(invariant) = space.hunt.pinned(&outcome, target) {
             let original = Counterexample { scenario, seed: case.seed, outcome };
-            let (minimal, shrink_runs) =
-                if guided.shrink { search::shrink_fixed(&base, &original, invariant)? } else { (original.clone(), 0) };
+            let (minimal, shrink_runs) = if guided.shrink {
+                search::shrink_fixed(&base, &original, invariant, space.hunt)?
+            } else {
+                (original.clone(), 0)
+            };
             let found = Found { invariant, original, minimal, shrink_runs, shrink_error: None };
             progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
             return Ok(GuidedReport {
@@ -163,8 +169,10 @@ pub fn explore_guided(
                 features: seen.len(),
                 corpus: corpus.len(),
                 growth,
+                explained,
             });
         }
+        explained += u64::from(space.hunt.skipped(&outcome));
         let reached_features = features(&outcome.trace, &reached);
         let new: Vec<Feature> = reached_features.iter().copied().filter(|f| !seen.contains(f)).collect();
         for f in &reached_features {
@@ -185,6 +193,7 @@ pub fn explore_guided(
         features: seen.len(),
         corpus: corpus.len(),
         growth,
+        explained,
     })
 }
 
@@ -194,12 +203,14 @@ pub fn explore_guided(
 pub fn explore_guided_reporting(
     scenario: &Scenario,
     within_conditions: bool,
+    hunt: search::Hunt,
     budget: u64,
     rng_seed: u64,
     shrink: bool,
     target: Option<&str>,
-) -> Result<(Option<Found>, u64, Coverage), SimError> {
-    let space = if within_conditions { Space::within_conditions(scenario) } else { Space::for_scenario(scenario) };
+) -> Result<(Option<Found>, u64, Coverage, u64), SimError> {
+    let space = if within_conditions { Space::within_conditions(scenario) } else { Space::for_scenario(scenario) }
+        .hunting(hunt);
     let guided = Guided { budget, rng_seed, shrink, target: target.map(str::to_string) };
     let started = WallClock::now();
     let mut last_line = started;
@@ -233,7 +244,7 @@ pub fn explore_guided_reporting(
         report.corpus,
         growth.join(" ")
     );
-    Ok((report.found, report.cases, report.coverage))
+    Ok((report.found, report.cases, report.coverage, report.explained))
 }
 
 /// Draws the cases: the family's own, fresh ones, and mutations of the corpus.

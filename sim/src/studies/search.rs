@@ -128,6 +128,56 @@ impl Counterexample {
     pub fn breaks(&self, invariant: &str) -> bool {
         self.outcome.violations.iter().any(|v| v.invariant == invariant)
     }
+
+    /// Whether the run broke `invariant` in a way `hunt` counts.
+    pub fn breaks_in(&self, invariant: &str, hunt: Hunt) -> bool {
+        hunt.counted(&self.outcome).iter().any(|v| v.invariant == invariant)
+    }
+}
+
+/// Which violations a search stops at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hunt {
+    /// Any violation (`explore --all`, and the library's default).
+    #[default]
+    All,
+    /// Only violations no broken condition of validity explains (`oracle::conditions`): a bug of
+    /// the client or the server, not the price of a broken condition. `explore`'s default.
+    Unexplained,
+}
+
+impl Hunt {
+    /// The violations of a run this hunt counts, in order.
+    pub fn counted(self, outcome: &RunOutcome) -> Vec<Violation> {
+        let records = outcome.trace.footer.as_ref().map(|f| f.verdict.as_slice()).unwrap_or(&[]);
+        match self {
+            Hunt::All => outcome.violations.clone(),
+            Hunt::Unexplained if records.len() != outcome.violations.len() => {
+                let conditions = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
+                outcome.violations.iter().filter(|v| !conditions.explain(v).is_explained()).cloned().collect()
+            }
+            Hunt::Unexplained => outcome
+                .violations
+                .iter()
+                .zip(records)
+                .filter(|(_, r)| !mcpsim_model::oracle::conditions::record_is_explained(r))
+                .map(|(v, _)| v.clone())
+                .collect(),
+        }
+    }
+
+    /// Whether the run broke some invariant that this hunt does not count (explained ones).
+    pub fn skipped(self, outcome: &RunOutcome) -> bool {
+        self == Hunt::Unexplained && !outcome.violations.is_empty() && self.counted(outcome).is_empty()
+    }
+
+    /// The invariant a run is pinned to under this hunt (see [`pinned_invariant`]).
+    pub fn pinned(self, outcome: &RunOutcome, target: Option<&str>) -> Option<&'static str> {
+        match self {
+            Hunt::All => pinned_invariant(&outcome.violations, target),
+            Hunt::Unexplained => pinned_invariant(&self.counted(outcome), target),
+        }
+    }
 }
 
 /// The invariant a counterexample is pinned to: `target` if given and broken, otherwise the first
@@ -160,6 +210,9 @@ pub struct Space {
     /// so that the cases drawn for a chainless scenario (and the budgets of the searches that
     /// find the known unsafe pairs) stay what they were.
     pub vary_chain: bool,
+    /// Which violations end the search (and shrinking keeps): all by default; `explore` hunts
+    /// unexplained ones unless `--all`.
+    pub hunt: Hunt,
 }
 
 impl Space {
@@ -173,7 +226,13 @@ impl Space {
             fault_kinds: Fault::KINDS.to_vec(),
             max_intensity: 3,
             vary_chain: !base.lb.hops.is_empty(),
+            hunt: Hunt::All,
         }
+    }
+
+    /// This space, stopping only at the violations `hunt` counts.
+    pub fn hunting(self, hunt: Hunt) -> Space {
+        Space { hunt, ..self }
     }
 
     /// The search space inside the design note's conditions of validity. It plans no server
@@ -527,6 +586,8 @@ pub struct SearchReport {
     pub cases: u64,
     /// Coverage events over those cases (shrinking runs not counted).
     pub coverage: Coverage,
+    /// Cases that broke an invariant the hunt does not count (explained by a broken condition).
+    pub explained: u64,
 }
 
 /// Runs up to `budget` generated cases from a deterministic generator seeded by `rng_seed`; on the
@@ -552,6 +613,8 @@ struct Learned {
     /// Simulated steps spent shrinking (see [`SHRINK_STEP_BUDGET`]).
     shrink_steps: u64,
     coverage: Coverage,
+    /// Cases whose violations were all explained (see [`Hunt::skipped`]).
+    explained: u64,
     /// A simulation error before anything was found: ends the search.
     error: Option<SimError>,
     shrink_error: Option<String>,
@@ -581,12 +644,18 @@ pub fn search_for(
     };
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
     let learned = RefCell::new(Learned::default());
-    let result = runner.run(&cases(space), |case| try_case(&base, &case, target, &mut learned.borrow_mut()));
+    let hunt = space.hunt;
+    let result = runner.run(&cases(space), |case| try_case(&base, &case, target, hunt, &mut learned.borrow_mut()));
     let mut learned = learned.into_inner();
     if let Some(e) = learned.error.take() {
         return Err(e);
     }
-    let report = |found| SearchReport { found, cases: learned.cases, coverage: learned.coverage.clone() };
+    let report = |found| SearchReport {
+        found,
+        cases: learned.cases,
+        coverage: learned.coverage.clone(),
+        explained: learned.explained,
+    };
     let minimal = match result {
         Ok(()) => return Ok(report(None)),
         Err(TestError::Abort(reason)) => return Err(SimError::Runtime(format!("search aborted: {reason}"))),
@@ -597,14 +666,14 @@ pub fn search_for(
     let scenario = minimal.scenario(&base)?;
     let outcome = run(&scenario, minimal.seed)?;
     let mut minimal = Counterexample { scenario, seed: minimal.seed, outcome };
-    if minimal.size() > original.size() || !minimal.breaks(invariant) {
+    if minimal.size() > original.size() || !minimal.breaks_in(invariant, hunt) {
         // proptest's pass made nothing smaller by our measure: start again from the case found.
         minimal = original.clone();
     }
     let mut shrink_runs = learned.shrink_runs + 1;
     if shrink {
         let left = SHRINK_STEP_BUDGET.saturating_sub(learned.shrink_steps);
-        let (smaller, runs) = shrink_fixed_within(&base, &minimal, invariant, left)?;
+        let (smaller, runs) = shrink_fixed_within(&base, &minimal, invariant, hunt, left)?;
         minimal = smaller;
         shrink_runs += runs;
     }
@@ -614,7 +683,13 @@ pub fn search_for(
 
 /// The property: one case runs; it fails when it breaks the pinned invariant (or, before one is
 /// pinned, any invariant — which pins it).
-fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Learned) -> Result<(), TestCaseError> {
+fn try_case(
+    base: &Scenario,
+    case: &Case,
+    target: Option<&str>,
+    hunt: Hunt,
+    learned: &mut Learned,
+) -> Result<(), TestCaseError> {
     let searching = learned.target.is_none();
     if searching {
         learned.cases += 1;
@@ -648,9 +723,10 @@ fn try_case(base: &Scenario, case: &Case, target: Option<&str>, learned: &mut Le
     };
     if searching {
         learned.coverage.merge(&coverage(&outcome.trace));
+        learned.explained += u64::from(hunt.skipped(&outcome));
     }
     let wanted = learned.target.or(target);
-    match pinned_invariant(&outcome.violations, wanted) {
+    match hunt.pinned(&outcome, wanted) {
         Some(invariant) if searching => {
             learned.target = Some(invariant);
             learned.original = Some(Counterexample { scenario, seed: case.seed, outcome });
@@ -670,8 +746,9 @@ pub(crate) fn shrink_fixed(
     base: &Scenario,
     found: &Counterexample,
     invariant: &str,
+    hunt: Hunt,
 ) -> Result<(Counterexample, u64), SimError> {
-    shrink_fixed_within(base, found, invariant, SHRINK_STEP_BUDGET)
+    shrink_fixed_within(base, found, invariant, hunt, SHRINK_STEP_BUDGET)
 }
 
 /// [`shrink_fixed`] spending at most `budget` simulated steps: it stops with the smallest case
@@ -680,9 +757,10 @@ pub(crate) fn shrink_fixed_within(
     base: &Scenario,
     found: &Counterexample,
     invariant: &str,
+    hunt: Hunt,
     budget: u64,
 ) -> Result<(Counterexample, u64), SimError> {
-    if !found.breaks(invariant) {
+    if !found.breaks_in(invariant, hunt) {
         return Err(SimError::Runtime(format!("the counterexample to shrink does not break {invariant}")));
     }
     let kept = base.overrides.len();
@@ -708,7 +786,7 @@ pub(crate) fn shrink_fixed_within(
             let outcome = run(&scenario, best.seed)?;
             steps += outcome.trace.steps.len() as u64;
             let tried = Counterexample { scenario, seed: best.seed, outcome };
-            if tried.breaks(invariant) && tried.size() < best_size {
+            if tried.breaks_in(invariant, hunt) && tried.size() < best_size {
                 best = tried;
                 continue 'improve;
             }
@@ -748,6 +826,20 @@ mod tests {
 
     fn long_tool() -> Scenario {
         Scenario::build("long-tool", "reference", "reference").unwrap()
+    }
+
+    #[test]
+    fn an_unexplained_hunt_passes_over_violations_a_broken_condition_explains() {
+        // The first incident: the naive client re-initializes on a reset (condition 4 broken).
+        let naive = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let outcome = run(&naive, 0).unwrap();
+        assert!(!outcome.violations.is_empty());
+        assert_eq!(Hunt::All.pinned(&outcome, None), Some("no-duplicate-execution"));
+        assert_eq!(Hunt::Unexplained.pinned(&outcome, None), None);
+        assert!(Hunt::Unexplained.skipped(&outcome) && !Hunt::All.skipped(&outcome));
+        // An unexplained one still counts: a clean run has none either way.
+        let clean = run(&long_tool(), 0).unwrap();
+        assert!(Hunt::Unexplained.counted(&clean).is_empty() && !Hunt::Unexplained.skipped(&clean));
     }
 
     #[test]
@@ -1004,7 +1096,7 @@ mod tests {
         let outcome = run(&scenario, 1).unwrap();
         let found = Counterexample { scenario, seed: 1, outcome };
         assert!(found.breaks("no-duplicate-execution"));
-        let (minimal, runs) = shrink_fixed(&base, &found, "no-duplicate-execution").unwrap();
+        let (minimal, runs) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
         assert!(minimal.breaks("no-duplicate-execution"));
         assert_eq!((minimal.size().faults, minimal.size().overrides), (0, 0), "{:?}", minimal.scenario.overrides);
         assert!(runs >= 2);
@@ -1018,10 +1110,10 @@ mod tests {
         scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
         let outcome = run(&scenario, 1).unwrap();
         let found = Counterexample { scenario, seed: 1, outcome };
-        let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", 0).unwrap();
+        let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::All, 0).unwrap();
         assert_eq!((runs, same.size()), (0, found.size()));
         // The budget is checked before each run: one step of budget buys one run.
-        let (_, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", 1).unwrap();
+        let (_, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::All, 1).unwrap();
         assert_eq!(runs, 1);
         assert!(longest_candidate(235) >= 2_235 && longest_candidate(10_000) == 40_000);
     }
@@ -1034,7 +1126,7 @@ mod tests {
         base.apply_overrides(&[("fault.reset".into(), "4m".into())]).unwrap();
         let outcome = run(&base, 2).unwrap();
         let found = Counterexample { scenario: base.clone(), seed: 2, outcome };
-        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution").unwrap();
+        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
         assert!(minimal.breaks("no-duplicate-execution"));
         assert!(minimal.scenario.faults.is_empty());
         let tail = &minimal.scenario.overrides[1..];
@@ -1046,7 +1138,7 @@ mod tests {
         let base = Scenario::build("chatty-tool", "reference", "silent-head").unwrap();
         let outcome = run(&base, 0).unwrap();
         let found = Counterexample { scenario: base.clone(), seed: 0, outcome };
-        let (minimal, runs) = shrink_fixed(&base, &found, "no-silent-event-loss").unwrap();
+        let (minimal, runs) = shrink_fixed(&base, &found, "no-silent-event-loss", Hunt::All).unwrap();
         // The 4-minute partition is the whole incident: removing it was tried and refused.
         assert_eq!(runs, 1);
         assert_eq!(minimal.size(), found.size());

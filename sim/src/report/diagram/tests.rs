@@ -126,6 +126,7 @@ fn violation(invariant: &str, t_ms: u64, subject: &str, detail: &str) -> Violati
         t: ms(t_ms),
         subject: subject.into(),
         detail: detail.into(),
+        conditions: String::new(),
     }
 }
 

@@ -110,8 +110,13 @@ pub fn trace_section_with(trace: &Trace, opts: &DiagramOptions) -> String {
     let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(&diagram::verdict_line(trace.footer.as_ref())));
     if !violations.is_empty() {
         out.push_str("<h3>Violations</h3>\n<ol class=\"m-violations\">\n");
-        for v in &violations {
-            let _ = writeln!(out, "<li>{} {}</li>", step_link(&id, v.step), escape(&v.text));
+        for (v, record) in violations.iter().zip(verdict) {
+            let conditions = if record.conditions.is_empty() {
+                String::new()
+            } else {
+                format!("<br><span class=\"m-conditions\">conditions: {}</span>", escape(&record.conditions))
+            };
+            let _ = writeln!(out, "<li>{} {}{conditions}</li>", step_link(&id, v.step), escape(&v.text));
         }
         out.push_str("</ol>\n");
     }

@@ -45,6 +45,7 @@ fn incident() -> Trace {
         t: 60_004_000,
         subject: "call0".into(),
         detail: "pay ran twice <b>".into(),
+        conditions: String::new(),
     };
     trace.finish(vec![v]);
     trace

@@ -1,0 +1,695 @@
+//! The design note's four conditions of validity, judged on a trace from what happened.
+//!
+//! The note ("Condition of Validity") says "disconnect ≠ termination" holds only if all of:
+//! (1) the client persists `Last-Event-ID` durably across a restart, (2) the server retains what
+//! a session needs for longer than the client's worst-case reconnect, (3) the server refuses a
+//! `Last-Event-ID` it cannot honour explicitly, and (4) the client tells the failure classes apart
+//! (reset/5xx → resume, 404 → re-initialize, 409/410 → report a gap). A violation where all four
+//! held is a bug of a client or a server; one that follows a broken condition is the expected
+//! price of breaking it. This module reads the steps (not the scenario's settings) and finds
+//! every [`Breach`]: when a condition broke, and how, in words.
+//!
+//! What counts as a breach, per condition:
+//! 1. A client process restarted (`ClientStart` after the first) without restoring its durable
+//!    state, after it had held a session.
+//! 2. The server could not honour a resume because it no longer held the event (a 409/410, a
+//!    silent head or a replay from the oldest event, for an id the session had stored); a request
+//!    on a session the client still held was answered 404 (the session expired, was lost in a
+//!    restart, or is not held where the request landed); or the client gave up while cut off (its
+//!    reconnect attempts spent, or its request timeout reached with no answer since a break): the
+//!    pair's windows were shorter than the actual outage.
+//! 3. The server answered an id it could not honour without refusing it (silent head, replay
+//!    from the oldest event).
+//! 4. The client re-initialized after a transport fault (reset, refused connection, 5xx), kept a
+//!    session after a 404, or resumed after a 409/410 as if nothing was lost.
+//!
+//! Besides the four, the note's scope: a session deleted by someone other than its client (an
+//! operator's `DELETE`) was terminated, not disconnected ([`Condition::Terminated`]).
+//!
+//! A violation is *explained* by the breaches at or before its time (a breach after it cannot
+//! have caused it); [`Conditions::explain`] says which, or that all four held.
+
+use crate::decision::NextAction;
+use crate::http::{ConnEnd, Method, Status};
+use crate::ids::{ConnId, EventId, SessionId, StreamNo};
+use crate::time::{format_micros, Instant};
+use crate::trace::{ResumeOutcome, SessionEndReason, Step, StepKind, Trace, ViolationRecord};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::{InvariantId, Violation};
+
+/// One of the design note's four conditions of validity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Condition {
+    /// (1) The client persists `Last-Event-ID` durably across a restart.
+    Persisted = 1,
+    /// (2) Retention (events and the session) outlasts the client's actual outage.
+    Retention = 2,
+    /// (3) An id the server cannot honour is refused explicitly.
+    Refused = 3,
+    /// (4) The client acts by failure class.
+    ByClass = 4,
+    /// Not a condition but the note's scope: a session ended on purpose by someone other than
+    /// its client (an operator's `DELETE`). The note's invariant is "disconnect ≠ termination";
+    /// an explicit `DELETE` is a termination, and what it ends is not owed.
+    Terminated = 5,
+}
+
+impl Condition {
+    /// The number the design note gives it.
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+}
+
+/// A condition that broke, where and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Breach {
+    /// Which condition.
+    pub condition: Condition,
+    /// The index in `trace.steps` of the step that shows it.
+    pub step: usize,
+    /// When.
+    pub at: Instant,
+    /// What happened, in words (`the outage lasted 4m10.000s, retention covered 3m00.000s`).
+    pub detail: String,
+}
+
+impl fmt::Display for Breach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.condition {
+            Condition::Terminated => write!(f, "a termination: {}", self.detail),
+            c => write!(f, "condition {}: {}", c.number(), self.detail),
+        }
+    }
+}
+
+/// Every breach of a trace, in trace order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// The breaches, in step order.
+    pub breaches: Vec<Breach>,
+}
+
+/// Whether a violation is explained by a broken condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Explanation<'a> {
+    /// All four conditions held up to the violation: a bug of the client or the server.
+    Unexplained,
+    /// The first breach of each condition that broke at or before the violation.
+    ExplainedBy(Vec<&'a Breach>),
+}
+
+impl Explanation<'_> {
+    /// Whether some condition explains the violation.
+    pub fn is_explained(&self) -> bool {
+        matches!(self, Explanation::ExplainedBy(_))
+    }
+}
+
+impl fmt::Display for Explanation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Explanation::Unexplained => f.write_str("unexplained: conditions 1-4 held"),
+            Explanation::ExplainedBy(breaches) => {
+                let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
+                write!(f, "explained by {}", parts.join("; "))
+            }
+        }
+    }
+}
+
+impl Conditions {
+    /// Judges the four conditions on a trace.
+    pub fn judge(trace: &Trace) -> Conditions {
+        Judge::default().run(&trace.steps)
+    }
+
+    /// Whether all four held over the whole run.
+    pub fn all_held(&self) -> bool {
+        self.breaches.is_empty()
+    }
+
+    /// What explains a violation at `at`: the first breach of each condition broken by then.
+    pub fn explain_at(&self, at: Instant) -> Explanation<'_> {
+        let mut first: BTreeMap<Condition, &Breach> = BTreeMap::new();
+        for b in self.breaches.iter().filter(|b| b.at <= at) {
+            first.entry(b.condition).or_insert(b);
+        }
+        if first.is_empty() {
+            Explanation::Unexplained
+        } else {
+            Explanation::ExplainedBy(first.into_values().collect())
+        }
+    }
+
+    /// What explains `violation`: the breaches at or before it; for an invariant judged on how
+    /// the run ended ([`END_STATE`]: an event never delivered, a result nobody received, a call
+    /// unresolved at its deadline), every breach of the run, since the step it is dated at (the
+    /// event stored, the result stored) comes before what made it a violation.
+    pub fn explain(&self, violation: &Violation) -> Explanation<'_> {
+        if END_STATE.contains(&violation.invariant) {
+            self.explain_at(Instant(u64::MAX))
+        } else {
+            self.explain_at(violation.at)
+        }
+    }
+
+    /// The footer records of `violations`, each with its conditions verdict.
+    pub fn records(&self, violations: &[Violation]) -> Vec<ViolationRecord> {
+        violations
+            .iter()
+            .map(|v| ViolationRecord { conditions: self.explain(v).to_string(), ..ViolationRecord::from(v) })
+            .collect()
+    }
+}
+
+/// The invariants judged on how the run ended rather than at the step they are dated at.
+pub const END_STATE: [InvariantId; 3] =
+    [InvariantId::NoSilentEventLoss, InvariantId::NoOrphanedSession, InvariantId::EveryCallResolves];
+
+/// The footer records of a trace's violations, each with its conditions verdict.
+pub fn violation_records(trace: &Trace, violations: &[Violation]) -> Vec<ViolationRecord> {
+    if violations.is_empty() {
+        return Vec::new();
+    }
+    Conditions::judge(trace).records(violations)
+}
+
+/// Whether a footer record's verdict says a broken condition explains it.
+pub fn record_is_explained(record: &ViolationRecord) -> bool {
+    record.conditions.starts_with("explained by")
+}
+
+/// What one logical client did, as far as the conditions need.
+#[derive(Default)]
+struct ClientState {
+    started: bool,
+    /// The session it last held (from an `initialize` answer or a request).
+    held_session: bool,
+    /// Sessions it ended itself.
+    deleted: BTreeSet<SessionId>,
+    /// When it last received anything from the server.
+    last_contact: Option<Instant>,
+    /// When its last connection broke (reset, refused, 5xx).
+    last_break: Option<Instant>,
+    /// The last close of a connection: its status (if a head came) and how it ended.
+    last_close: Option<(Option<Status>, Option<ConnEnd>)>,
+}
+
+/// A client connection's request session and method, and the status it got.
+type ConnFacts = (Option<SessionId>, Method, Option<Status>);
+
+#[derive(Default)]
+struct Judge {
+    clients: BTreeMap<Option<u32>, ClientState>,
+    /// Per client connection: the request's session and method, and the status it got.
+    conns: BTreeMap<(Option<u32>, ConnId), ConnFacts>,
+    /// Every stored event: where and when.
+    stored: BTreeMap<(SessionId, EventId), (StreamNo, u32, Instant)>,
+    /// Per stream, the store time of each seq.
+    streams: BTreeMap<(SessionId, StreamNo), BTreeMap<u32, Instant>>,
+    /// Streams whose numbering skips: their store is shared with another session's.
+    shared: BTreeSet<(SessionId, StreamNo)>,
+    /// Why and when each session ended.
+    ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
+    breaches: Vec<Breach>,
+}
+
+impl Judge {
+    fn run(mut self, steps: &[Step]) -> Conditions {
+        for (i, step) in steps.iter().enumerate() {
+            self.step(i, step);
+        }
+        Conditions { breaches: self.breaches }
+    }
+
+    fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
+        self.breaches.push(Breach { condition, step, at, detail });
+    }
+
+    fn step(&mut self, i: usize, step: &Step) {
+        let at = step.at();
+        let who = step.client;
+        match &step.kind {
+            StepKind::ClientStart { restored } => {
+                let c = self.clients.entry(who).or_default();
+                let restarted = c.started && c.held_session;
+                c.started = true;
+                if restarted && !restored {
+                    c.held_session = false;
+                    self.breach(
+                        Condition::Persisted,
+                        i,
+                        at,
+                        format!(
+                            "the client restarted at {at} without its session and Last-Event-ID (nothing persisted)"
+                        ),
+                    );
+                }
+            }
+            StepKind::Send { conn, request } => {
+                let c = self.clients.entry(who).or_default();
+                if request.session.is_some() {
+                    c.held_session = true;
+                }
+                if let (Method::Delete, Some(s)) = (request.method, &request.session) {
+                    c.deleted.insert(s.clone());
+                }
+                self.conns.insert((who, *conn), (request.session.clone(), request.method, None));
+            }
+            StepKind::Response { conn, head } => {
+                let c = self.clients.entry(who).or_default();
+                if head.session.is_some() {
+                    c.held_session = true;
+                }
+                let status = head.status;
+                if status.0 < 400 {
+                    c.last_contact = Some(at);
+                } else {
+                    c.last_close = Some((Some(status), None));
+                    if status.0 >= 500 {
+                        c.last_break = Some(at);
+                    }
+                }
+                let Some(entry) = self.conns.get_mut(&(who, *conn)) else { return };
+                entry.2 = Some(status);
+                if status == Status::NOT_FOUND && entry.1 != Method::Delete {
+                    let session = entry.0.clone();
+                    self.session_not_found(i, at, who, session);
+                }
+            }
+            StepKind::Event { .. } | StepKind::Json { .. } | StepKind::Comment { .. } => {
+                self.clients.entry(who).or_default().last_contact = Some(at);
+            }
+            StepKind::ConnEnd { conn, end } => {
+                let status = self.conns.get(&(who, *conn)).and_then(|c| c.2);
+                let c = self.clients.entry(who).or_default();
+                if matches!(end, ConnEnd::Reset | ConnEnd::Refused) {
+                    c.last_break = Some(at);
+                }
+                if *end != ConnEnd::Aborted {
+                    c.last_close = Some((status, Some(*end)));
+                }
+            }
+            StepKind::Decision { action, error, .. } => self.decision(i, at, who, action.as_ref(), error.as_deref()),
+            StepKind::AppError { error, .. } | StepKind::AppUnknownOutcome { reason: error, .. } => {
+                self.gave_up(i, at, who, error);
+            }
+            StepKind::EventStored { session, stream, seq, id, .. } => {
+                self.stored.insert((session.clone(), id.clone()), (*stream, *seq, at));
+                let log = self.streams.entry((session.clone(), *stream)).or_default();
+                // A stream's numbers run on by one; one that skips numbers shares its sequence
+                // (and its store) with another session's stream.
+                let skips = log.last_key_value().map_or(*seq > 1, |(last, _)| *seq > last + 1);
+                log.insert(*seq, at);
+                if skips {
+                    self.shared.insert((session.clone(), *stream));
+                }
+            }
+            StepKind::SessionEnded { session, reason } => {
+                self.ended.insert(session.clone(), (*reason, at));
+                let by_client = self.clients.values().any(|c| c.deleted.contains(session));
+                if *reason == SessionEndReason::Deleted && !by_client {
+                    self.breach(
+                        Condition::Terminated,
+                        i,
+                        at,
+                        format!("session {session} was deleted at {at}, not by its client (an operator's DELETE)"),
+                    );
+                }
+            }
+            StepKind::Resume { session, last_event_id, outcome, stream } => {
+                self.resume(i, at, session, last_event_id, *stream, outcome);
+            }
+            _ => {}
+        }
+    }
+
+    /// How long the client had been without an answer at `at`.
+    fn outage(&self, who: Option<u32>, at: Instant) -> String {
+        let since = self.clients.get(&who).and_then(|c| c.last_contact).unwrap_or(Instant(0));
+        format_micros((at - since).as_micros() as u64)
+    }
+
+    fn session_not_found(&mut self, i: usize, at: Instant, who: Option<u32>, session: Option<SessionId>) {
+        let Some(session) = session else { return };
+        if self.clients.get(&who).is_some_and(|c| c.deleted.contains(&session)) {
+            return;
+        }
+        let outage = self.outage(who, at);
+        let why = match self.ended.get(&session) {
+            Some((SessionEndReason::IdleExpired, t)) => format!("it expired (idle TTL) at {t}"),
+            Some((SessionEndReason::ServerRestart, t)) => format!("the server restart at {t} lost it"),
+            // A deletion is a termination, judged where it happened.
+            Some((SessionEndReason::Deleted, _)) => return,
+            None => "the server that answered does not hold it".to_string(),
+        };
+        self.breach(
+            Condition::Retention,
+            i,
+            at,
+            format!("session {session} was gone when the client came back after {outage} without an answer: {why}"),
+        );
+    }
+
+    fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
+        let Some(c) = self.clients.get(&who) else { return };
+        let cut_off = c.last_break.is_some_and(|b| c.last_contact.is_none_or(|l| b >= l));
+        let exhausted = reason.starts_with("reconnect attempts exhausted");
+        let timed_out = reason.starts_with("request timed out");
+        if exhausted || (timed_out && cut_off) {
+            let outage = self.outage(who, at);
+            self.breach(
+                Condition::Retention,
+                i,
+                at,
+                format!("the client gave up ({reason}) after {outage} without an answer: the outage outlasted its reconnects"),
+            );
+        }
+    }
+
+    fn resume(
+        &mut self,
+        i: usize,
+        at: Instant,
+        session: &SessionId,
+        id: &EventId,
+        stream: Option<StreamNo>,
+        outcome: &ResumeOutcome,
+    ) {
+        let (unhonoured, silent) = match outcome {
+            ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
+            ResumeOutcome::SilentHead { skipped } => (true, Some(format!("at its head, {skipped} event(s) skipped"))),
+            ResumeOutcome::FromOldest { skipped, .. } => {
+                (true, Some(format!("from its oldest event, {skipped} event(s) skipped")))
+            }
+            ResumeOutcome::Empty { open } => {
+                let how = if *open { "an empty 200 left open" } else { "an empty 200" };
+                (true, Some(how.to_string()))
+            }
+            ResumeOutcome::Replayed { .. } => {
+                if let Some(stream) = stream.filter(|k| self.shared.contains(&(session.clone(), *k))) {
+                    let detail = format!(
+                        "the server resumed Last-Event-ID {id} in session {session} from an event store it shares \
+                         with another session (stream {stream}'s sequence skips numbers stored elsewhere): it \
+                         cannot honour an id for this session alone and did not refuse it"
+                    );
+                    self.breach(Condition::Refused, i, at, detail);
+                }
+                (false, None)
+            }
+        };
+        if !unhonoured {
+            return;
+        }
+        if let Some(&(_, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) {
+            let outage = format_micros((at - stored_at).as_micros() as u64);
+            let covered = match outcome {
+                ResumeOutcome::Rejected { head: Some(head), .. } => {
+                    match self.stored.get(&(session.clone(), head.clone())).and_then(|&(s, q, _)| {
+                        self.streams.get(&(session.clone(), s)).and_then(|m| m.range(q + 1..).next()).map(|(_, t)| *t)
+                    }) {
+                        Some(t) => format!("retention covered {}", format_micros((at - t).as_micros() as u64)),
+                        None => "retention held none of the stream".to_string(),
+                    }
+                }
+                _ => "the server no longer held it".to_string(),
+            };
+            self.breach(
+                Condition::Retention,
+                i,
+                at,
+                format!("the outage lasted {outage} (event {id} stored at {stored_at}, resumed at {at}), {covered}"),
+            );
+        }
+        if let Some(how) = silent {
+            self.breach(
+                Condition::Refused,
+                i,
+                at,
+                format!("the server could not honour Last-Event-ID {id} and resumed without refusing it ({how})"),
+            );
+        }
+    }
+
+    fn decision(&mut self, i: usize, at: Instant, who: Option<u32>, action: Option<&NextAction>, error: Option<&str>) {
+        let Some((status, end)) = self.clients.get(&who).and_then(|c| c.last_close) else { return };
+        let transport = match status {
+            Some(s) => s.0 >= 500 || (s.0 < 300 && matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused))),
+            None => matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused)),
+        };
+        let what = match (status, end) {
+            (Some(s), _) if s.0 >= 400 => format!("HTTP {}", s.0),
+            (_, Some(e)) => e.to_string(),
+            _ => return,
+        };
+        let wrong = match action {
+            Some(NextAction::Reinitialize) if transport => {
+                Some(format!("the client re-initialized after a {what} (a transport fact: the session lived)"))
+            }
+            Some(NextAction::Reinitialize | NextAction::Stop) => None,
+            _ if status == Some(Status::NOT_FOUND) => {
+                Some(format!("the client kept its session after HTTP 404 ({})", error.unwrap_or("no re-initialize")))
+            }
+            Some(NextAction::Resume { .. }) if matches!(status, Some(Status::GONE | Status::CONFLICT)) => {
+                Some(format!("the client resumed after {what} as if no event was lost"))
+            }
+            _ => None,
+        };
+        if let Some(detail) = wrong {
+            self.breach(Condition::ByClass, i, at, detail);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::{Request, ResponseHead};
+    use crate::ids::RequestId;
+    use crate::trace::Actor;
+
+    fn trace(kinds: Vec<(u64, StepKind)>) -> Trace {
+        let mut t = Trace::new(0, serde_json::json!({}));
+        for (seq, (ms, kind)) in kinds.into_iter().enumerate() {
+            let actor = match kind {
+                StepKind::EventStored { .. } | StepKind::Resume { .. } | StepKind::SessionEnded { .. } => Actor::Server,
+                _ => Actor::Client,
+            };
+            t.steps.push(Step { seq: seq as u64, t: ms * 1_000, actor, client: None, kind });
+        }
+        t
+    }
+
+    fn sid() -> SessionId {
+        SessionId::from("0-1")
+    }
+
+    fn stored(seq: u32) -> StepKind {
+        StepKind::EventStored {
+            session: sid(),
+            stream: StreamNo(1),
+            seq,
+            id: EventId::from(format!("1-{seq}").as_str()),
+            call: None,
+            message: None,
+        }
+    }
+
+    fn post(conn: u64) -> StepKind {
+        StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(1), "app") }
+    }
+
+    fn on_session(conn: u64) -> StepKind {
+        let mut request = Request::initialize(RequestId(2), "app");
+        request.session = Some(sid());
+        StepKind::Send { conn: ConnId(conn), request }
+    }
+
+    #[test]
+    fn a_clean_run_breaks_nothing_and_explains_nothing() {
+        let t = trace(vec![(0, StepKind::ClientStart { restored: false }), (1, post(1)), (2, stored(1))]);
+        let c = Conditions::judge(&t);
+        assert!(c.all_held());
+        assert_eq!(c.explain_at(Instant(10_000_000)).to_string(), "unexplained: conditions 1-4 held");
+    }
+
+    #[test]
+    fn an_evicted_id_answered_410_breaks_retention_with_the_outage_and_what_retention_covered() {
+        let t = trace(vec![
+            (1_000, stored(1)),
+            (2_000, stored(2)),
+            (120_000, stored(3)),
+            (
+                251_000,
+                StepKind::Resume {
+                    session: sid(),
+                    last_event_id: EventId::from("1-1"),
+                    stream: Some(StreamNo(1)),
+                    outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
+                },
+            ),
+        ]);
+        let c = Conditions::judge(&t);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(c.breaches[0].condition, Condition::Retention);
+        assert_eq!(
+            c.breaches[0].to_string(),
+            "condition 2: the outage lasted 4m10.000s (event 1-1 stored at 1.000s, resumed at 4m11.000s), \
+             retention covered 2m11.000s"
+        );
+        // Explained only from the resume on.
+        assert!(!c.explain_at(Instant(250_000_000)).is_explained());
+        assert!(c.explain_at(Instant(251_000_000)).is_explained());
+    }
+
+    #[test]
+    fn a_silent_head_breaks_conditions_two_and_three() {
+        let t = trace(vec![
+            (1_000, stored(1)),
+            (
+                5_000,
+                StepKind::Resume {
+                    session: sid(),
+                    last_event_id: EventId::from("1-1"),
+                    stream: Some(StreamNo(1)),
+                    outcome: ResumeOutcome::SilentHead { skipped: 40 },
+                },
+            ),
+        ]);
+        let c = Conditions::judge(&t);
+        let numbers: Vec<u8> = c.breaches.iter().map(|b| b.condition.number()).collect();
+        assert_eq!(numbers, vec![2, 3]);
+        assert!(c.explain_at(Instant(6_000_000)).to_string().starts_with("explained by condition 2:"));
+    }
+
+    #[test]
+    fn a_restart_without_restored_state_breaks_condition_one_and_a_restored_one_does_not() {
+        for (restored, broken) in [(false, true), (true, false)] {
+            let t = trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (30_000, StepKind::ClientStart { restored }),
+            ]);
+            let c = Conditions::judge(&t);
+            assert_eq!(c.breaches.iter().any(|b| b.condition == Condition::Persisted), broken, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn reinitializing_after_a_reset_breaks_condition_four_but_after_a_404_it_does_not() {
+        let after = |end_status: Option<Status>| {
+            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            if let Some(s) = end_status {
+                kinds.push((2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(s) }));
+                kinds.push((2, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Clean }));
+            } else {
+                kinds.push((2, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }));
+            }
+            kinds.push((
+                2,
+                StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None },
+            ));
+            Conditions::judge(&trace(kinds))
+        };
+        let reset = after(None);
+        assert_eq!(reset.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ByClass]);
+        let gone = after(Some(Status::NOT_FOUND));
+        // The 404 itself breaks retention (the session was gone), re-initializing is right.
+        assert!(gone.breaches.iter().all(|b| b.condition == Condition::Retention), "{gone:?}");
+    }
+
+    #[test]
+    fn a_404_on_a_session_the_client_deleted_breaks_nothing() {
+        let mut delete = Request::initialize(RequestId(3), "app");
+        delete.method = Method::Delete;
+        delete.session = Some(sid());
+        let t = trace(vec![
+            (0, StepKind::Send { conn: ConnId(1), request: delete }),
+            (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::NOT_FOUND) }),
+            (2, on_session(2)),
+            (3, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }),
+        ]);
+        assert!(Conditions::judge(&t).all_held());
+    }
+
+    #[test]
+    fn a_session_deleted_by_someone_else_is_a_termination_and_by_its_client_is_nothing() {
+        let ended = |client_deletes: bool| {
+            let mut delete = Request::initialize(RequestId(3), "app");
+            delete.method = Method::Delete;
+            delete.session = Some(sid());
+            let mut kinds = vec![(0, on_session(1))];
+            if client_deletes {
+                kinds.push((1, StepKind::Send { conn: ConnId(2), request: delete }));
+            }
+            kinds.push((2, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted }));
+            Conditions::judge(&trace(kinds))
+        };
+        let by_operator = ended(false);
+        assert_eq!(by_operator.breaches.len(), 1);
+        assert!(by_operator
+            .explain_at(Instant(2_000))
+            .to_string()
+            .starts_with("explained by a termination: session 0-1"));
+        assert!(ended(true).all_held());
+    }
+
+    #[test]
+    fn an_end_state_violation_is_explained_by_a_later_breach_an_event_dated_one_is_not() {
+        let t = trace(vec![
+            (0, on_session(1)),
+            (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+            (5, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            (60_000, StepKind::AppError { call: crate::ids::CallKey(0), error: "reconnect attempts exhausted".into() }),
+        ]);
+        let c = Conditions::judge(&t);
+        let at = |invariant| Violation {
+            invariant,
+            step: 0,
+            at: Instant(1_000_000),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        assert!(c.explain(&at(InvariantId::NoOrphanedSession)).is_explained());
+        assert!(!c.explain(&at(InvariantId::NoDuplicateExecution)).is_explained());
+    }
+
+    #[test]
+    fn an_empty_answer_to_an_evicted_id_and_a_replay_from_a_shared_store_break_condition_three() {
+        let resume = |outcome| StepKind::Resume {
+            session: sid(),
+            last_event_id: EventId::from("1-1"),
+            stream: Some(StreamNo(1)),
+            outcome,
+        };
+        let empty = Conditions::judge(&trace(vec![(1, stored(1)), (2, resume(ResumeOutcome::Empty { open: false }))]));
+        assert!(empty.breaches.iter().any(|b| b.condition == Condition::Refused), "{empty:?}");
+        let replay = |seqs: &[u32]| {
+            let mut kinds: Vec<(u64, StepKind)> = seqs.iter().map(|q| (1, stored(*q))).collect();
+            kinds.push((2, resume(ResumeOutcome::Replayed { replayed: 1 })));
+            Conditions::judge(&trace(kinds))
+        };
+        assert!(replay(&[0, 1, 2]).all_held());
+        let shared = replay(&[0, 2, 4]);
+        assert_eq!(shared.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
+    }
+
+    #[test]
+    fn giving_up_while_cut_off_breaks_retention_but_a_timeout_without_a_break_does_not() {
+        let give_up = |error: &str, broke: bool| {
+            let mut kinds = vec![(0, on_session(1))];
+            kinds.push((1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }));
+            if broke {
+                kinds.push((5, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }));
+            }
+            kinds.push((60_000, StepKind::AppError { call: crate::ids::CallKey(0), error: error.into() }));
+            Conditions::judge(&trace(kinds)).all_held()
+        };
+        assert!(!give_up("request timed out", true));
+        assert!(give_up("request timed out", false));
+        assert!(!give_up("reconnect attempts exhausted", false));
+    }
+}
