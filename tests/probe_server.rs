@@ -97,3 +97,57 @@ fn an_evicted_id_answered_with_an_empty_stream_is_told_from_a_dropped_finished_s
     // needs the id itself answers: the count under which the simulator behaves alike.
     assert_eq!(field(&r, "retention.max_events"), Some("41"), "{}", show(&r));
 }
+
+/// A scenario that returns early must not leave its faults behind: `overrun` against a server
+/// whose events carry no ids returns before its 1 s..10 s partition ends; `idle-expiry`, next,
+/// must still reach the server (before the fault guard its handshakes were refused).
+#[test]
+fn an_early_return_ends_the_scenarios_faults() {
+    let r = mcpsim::probe::standin::probe_standin_with(
+        StandinConfig { event_store: false, ..Default::default() },
+        &["overrun", "idle-expiry"],
+        |o| o.idle_bound = Some(std::time::Duration::from_secs(2)),
+    )
+    .expect("probe runs");
+    let overrun = r.scenarios.iter().find(|s| s.name == "overrun").expect("ran");
+    assert!(overrun.skipped.is_none(), "{}", show(&r));
+    let idle = r.scenarios.iter().find(|s| s.name == "idle-expiry").expect("ran");
+    assert!(idle.skipped.is_none(), "idle-expiry after overrun's early exit: {}", show(&r));
+    assert!(r.proxy_log.iter().any(|e| e.what.starts_with("healed")), "{:?}", r.proxy_log);
+}
+
+/// Connection refused, or an HTTP server that is no MCP server: an error, no fingerprint.
+#[test]
+fn a_probe_that_reached_nothing_fails_and_decides_nothing() {
+    use mcpsim::probe::{probe_server, ProbeError, ProbeOptions};
+    // A port with nobody listening (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut opts = ProbeOptions::new(&format!("http://127.0.0.1:{port}/mcp"));
+    opts.keep_alive_bound = None;
+    let dir = std::env::temp_dir().join(format!("mcpsim-probe-nothing-{}", std::process::id()));
+    opts.out_dir = Some(dir.clone());
+    match probe_server(&opts) {
+        Err(e @ ProbeError::Unreachable { .. }) => assert_eq!(e.to_string().lines().count(), 1, "{e}"),
+        other => panic!("a refused connection: {other:?}"),
+    }
+    assert!(!dir.join("server-profile.toml").exists(), "no profile from a failed exchange");
+    // An HTTP server answering every request 200 with a text body.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut c in l.incoming().flatten().take(20) {
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    let mut opts = ProbeOptions::new(&format!("http://{addr}/mcp"));
+    opts.keep_alive_bound = None;
+    match probe_server(&opts) {
+        Err(ProbeError::Unreachable { why, .. }) => assert!(why.contains("not a JSON-RPC result"), "{why}"),
+        other => panic!("garbage answers: {other:?}"),
+    }
+}

@@ -43,7 +43,7 @@ pub fn cmd_probe_server(
     let report = match probe_server(&opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("mcpsim probe: {e}");
+            eprintln!("mcpsim probe: {}", crate::error::escape(&e.to_string()));
             return Ok(Exit::BadInput);
         }
     };
@@ -166,7 +166,7 @@ pub fn cmd_probe_client(
     let report = match probe_client(&opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("mcpsim probe client: {e}");
+            eprintln!("mcpsim probe client: {}", crate::error::escape(&e.to_string()));
             return Ok(Exit::BadInput);
         }
     };

@@ -82,6 +82,18 @@ pub enum ProbeError {
         /// The error.
         problem: String,
     },
+    #[error("no session: {0}")]
+    /// `initialize` succeeded without an `Mcp-Session-Id` (a sessionless server).
+    NoSession(String),
+    #[error("nothing usable answered at {url}: {why}; no profile written")]
+    /// `basics` could not complete an MCP `initialize` (connection refused, no HTTP, an answer
+    /// that is no JSON-RPC): the probe reached nothing and decides nothing.
+    Unreachable {
+        /// The URL probed.
+        url: String,
+        /// The failed exchange, in one line.
+        why: String,
+    },
     #[error("no scenario {0:?} (known: {known})", known = scenarios::SCENARIOS.join(", "))]
     /// `--scenario` named no probe scenario.
     UnknownScenario(String),
@@ -237,7 +249,20 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
             continue;
         }
         let outcome = match tokio::time::timeout(opts.scenario_timeout, scenarios::run(&ctx, name)).await {
-            Ok(o) => o,
+            Ok(Ok(o)) => o,
+            // Without a completed `initialize` nothing was reached: no field, no file.
+            Ok(Err(e)) if *name == "basics" => {
+                return Err(ProbeError::Unreachable { url: opts.url.clone(), why: e.to_string() })
+            }
+            Ok(Err(e)) => {
+                scenarios::Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] }
+            }
+            Err(_) if *name == "basics" => {
+                return Err(ProbeError::Unreachable {
+                    url: opts.url.clone(),
+                    why: format!("basics timed out after {:?}", opts.scenario_timeout),
+                })
+            }
             Err(_) => scenarios::Outcome {
                 name,
                 trace: None,

@@ -8,7 +8,7 @@
 
 use super::client::{Client, Endpoint, Exchange, Item, Outgoing, TraceAs};
 use super::fingerprint::Fingerprint;
-use super::proxy::Proxy;
+use super::proxy::{FaultGuard, Proxy};
 use super::record::Rec;
 use super::sse::RawEvent;
 use super::ProbeError;
@@ -150,6 +150,12 @@ fn initialize_body(id: u64, name: &str) -> Value {
         "clientInfo": {"name": name, "version": "0"}}})
 }
 
+/// Whether an `initialize` answer is an MCP server's: a 2xx whose JSON-RPC body has a `result`.
+fn is_initialize_result(status: u16, answer: Option<&Value>) -> bool {
+    (200..300).contains(&status)
+        && answer.is_some_and(|v| v.get("jsonrpc").and_then(Value::as_str) == Some("2.0") && v["result"].is_object())
+}
+
 /// Untraced initialize + initialized: the session id.
 async fn handshake(client: &Client, id: u64, name: &str) -> Result<String, ProbeError> {
     let mut ex = client.send(Outgoing::post(None, initialize_body(id, name)), None).await?;
@@ -271,6 +277,8 @@ struct Script<'a> {
     plan: FaultPlan,
     notifications: Option<(SessionId, u32)>,
     t0: Instant,
+    /// The faults this script started; dropped with it.
+    fault_guards: Vec<FaultGuard>,
 }
 
 impl<'a> Script<'a> {
@@ -290,6 +298,7 @@ impl<'a> Script<'a> {
             plan: FaultPlan::default(),
             notifications: None,
             t0: Instant::now(),
+            fault_guards: Vec::new(),
         }
     }
 
@@ -301,8 +310,10 @@ impl<'a> Script<'a> {
         sleep_until(self.t0 + Duration::from_secs_f64(secs)).await;
     }
 
-    /// Schedules faults of the simulator's vocabulary, from the script's start.
-    fn faults(&mut self, faults: Vec<PlannedFault>) -> Result<tokio::task::JoinHandle<()>, ProbeError> {
+    /// Schedules faults of the simulator's vocabulary, from the script's start. The script
+    /// holds their guard: however it ends (its last line, an early return, an error, a
+    /// timeout dropping it), its faults end with it.
+    fn faults(&mut self, faults: Vec<PlannedFault>) -> Result<(), ProbeError> {
         let elapsed = self.t0.elapsed();
         let shifted: Vec<PlannedFault> =
             faults.iter().map(|f| PlannedFault { at: f.at.saturating_sub(elapsed), fault: f.fault.clone() }).collect();
@@ -310,7 +321,9 @@ impl<'a> Script<'a> {
             self.rec.push(Actor::Fault, StepKind::Fault { fault: f.to_string() });
             self.plan.push(f);
         }
-        self.ctx.proxy.run_plan(&FaultPlan::new(shifted)).map_err(ProbeError::Protocol)
+        let guard = self.ctx.proxy.run_plan(&FaultPlan::new(shifted)).map_err(ProbeError::Protocol)?;
+        self.fault_guards.push(guard);
+        Ok(())
     }
 
     async fn init(&mut self, client_name: &str) -> Result<SessionId, ProbeError> {
@@ -319,11 +332,19 @@ impl<'a> Script<'a> {
         let trace =
             TraceAs { request: Request::initialize(RequestId(id), client_name), session: None, stream: StreamNo(0) };
         let mut ex = self.client.send(Outgoing::post(None, initialize_body(id, client_name)), Some(trace)).await?;
-        let status = ex.status;
-        let Some(session) = ex.session_header.clone().map(SessionId) else {
-            return Err(ProbeError::Protocol(format!("initialize answered {status} without an Mcp-Session-Id")));
+        let (status, content_type) = (ex.status, ex.content_type.clone());
+        let header = ex.session_header.clone().map(SessionId);
+        let answer = ex.json(Duration::from_secs(5)).await;
+        if !is_initialize_result(status, answer.as_ref()) {
+            return Err(ProbeError::Protocol(format!(
+                "initialize answered {status} {:?}{}, not a JSON-RPC result",
+                crate::error::escape(&content_type),
+                if answer.is_some() { " with a JSON-RPC error or an odd body" } else { "" }
+            )));
+        }
+        let Some(session) = header else {
+            return Err(ProbeError::NoSession(format!("initialize answered {status} without an Mcp-Session-Id")));
         };
-        let _ = ex.json(Duration::from_secs(5)).await;
         self.rec.push(Actor::Server, StepKind::SessionCreated { session: session.clone(), client: client_name.into() });
         let trace = TraceAs {
             request: Request::post(Some(session.clone()), ClientMessage::Initialized),
@@ -460,18 +481,19 @@ impl<'a> Script<'a> {
     }
 }
 
-/// Runs one named scenario.
-pub async fn run(ctx: &Ctx, name: &'static str) -> Outcome {
+/// Runs one named scenario; `Err` when it failed (the caller reports it as skipped, or, for
+/// `basics`, as nothing reached).
+pub async fn run(ctx: &Ctx, name: &'static str) -> Result<Outcome, ProbeError> {
     let needs_tools = !matches!(name, "basics" | "unknown-session" | "made-up-id");
     if needs_tools && !ctx.has_tools.load(Ordering::Relaxed) {
-        return Outcome {
+        return Ok(Outcome {
             name,
             trace: None,
             skipped: Some("the server lacks the probe tools (probe_work, probe_count, probe_notify)".into()),
             notes: vec![],
-        };
+        });
     }
-    let result = match name {
+    match name {
         "basics" => basics(ctx).await,
         "unknown-session" => unknown_session(ctx).await,
         "cut-and-resume" => cut_and_resume(ctx).await,
@@ -484,18 +506,25 @@ pub async fn run(ctx: &Ctx, name: &'static str) -> Outcome {
         "overrun" => overrun(ctx).await,
         "idle-expiry" => idle_expiry(ctx).await,
         _ => Err(ProbeError::Protocol(format!("no scenario {name}"))),
-    };
-    result.unwrap_or_else(|e| Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] })
+    }
 }
 
 async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "basics");
     let session = match s.init("probe-basics").await {
         Ok(session) => session,
-        Err(e) => {
-            ctx.fp().decide("sessions", "false", format!("initialize minted no session id ({e})"));
-            return Err(e);
+        // Only a JSON-RPC result without a session id says `sessions = false`; a failed
+        // exchange decides nothing (the caller reports nothing reached).
+        Err(ProbeError::NoSession(e)) => {
+            ctx.fp().decide(
+                "sessions",
+                "false",
+                format!("initialize answered a JSON-RPC result and no session id ({e})"),
+            );
+            s.note("no Mcp-Session-Id: the scenarios that need a session cannot run");
+            return Ok(s.finish().await);
         }
+        Err(e) => return Err(e),
     };
     ctx.fp().decide("sessions", "true", "initialize answered with an Mcp-Session-Id header");
     // tools/list, untraced: which probe tools exist.
@@ -641,7 +670,7 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "cut-and-resume");
     let session = s.init("probe-cut").await?;
     let (mut ex, i) = s.work(&session, "cut", 6000, 500).await?;
-    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2200), fault: Fault::Reset }])?;
+    s.faults(vec![PlannedFault { at: Duration::from_millis(2200), fault: Fault::Reset }])?;
     let before = ex.drain(Duration::from_secs(4)).await;
     let last =
         events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))));
@@ -752,7 +781,7 @@ async fn after_completion(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "resume-after-completion");
     let session = s.init("probe-after").await?;
     let (mut ex, i) = s.work(&session, "after", 1500, 300).await?;
-    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(700), fault: Fault::Reset }])?;
+    s.faults(vec![PlannedFault { at: Duration::from_millis(700), fault: Fault::Reset }])?;
     let before = ex.drain(Duration::from_secs(3)).await;
     let last = events(&before).into_iter().rev().find_map(|e| e.id.clone());
     s.at(4.5).await;
@@ -1252,7 +1281,7 @@ async fn standalone_cut(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         .await?;
     let _ = n.drain(Duration::from_secs(3)).await;
     s.notifications = Some((session.clone(), 8));
-    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2800), fault: Fault::Reset }])?;
+    s.faults(vec![PlannedFault { at: Duration::from_millis(2800), fault: Fault::Reset }])?;
     let before = g1.drain(Duration::from_secs(4)).await;
     let last = events(&before).into_iter().rev().find_map(|e| e.id.clone());
     s.at(5.5).await;
@@ -1274,7 +1303,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let session = s.init("probe-overrun").await?;
     // 200 ticks in 8 s; cut off from 1 s to 10 s; back at 10.5 s, after the tool finished.
     let (mut ex, i) = s.work(&session, "overrun", 8000, 40).await?;
-    let _plan = s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
+    s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
     let before = ex.drain(Duration::from_secs(3)).await;
     let (last_id, last_tick) = match events(&before)
         .into_iter()
@@ -1385,7 +1414,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         // 500 ms ticks, cut off for 12 s (24 ticks): the replay arrives at once.
         let (mut ex, j) = s.work(&session, "overrun-running", 20_000, 500).await?;
         let t = s.t0.elapsed();
-        let _plan = s.faults(vec![PlannedFault {
+        s.faults(vec![PlannedFault {
             at: t + Duration::from_secs(1),
             fault: Fault::Partition { duration: Duration::from_secs(12) },
         }])?;

@@ -49,6 +49,10 @@ pub struct StandinConfig {
     /// An evicted (issued, no longer kept) id replays from the oldest kept event instead of
     /// getting the `unknown_id` answer (rmcp's rule).
     pub evicted_from_oldest: bool,
+    /// Events carry ids and streams are kept (an event store). Without one (the Python SDK's
+    /// and FastMCP's default), events carry no `id:`, nothing is primed, and a GET with a
+    /// `Last-Event-ID` is taken as a plain standalone GET, as those SDKs do.
+    pub event_store: bool,
 }
 
 impl Default for StandinConfig {
@@ -63,6 +67,7 @@ impl Default for StandinConfig {
             retry_ms: Some(1000),
             priming: true,
             evicted_from_oldest: false,
+            event_store: true,
         }
     }
 }
@@ -275,20 +280,23 @@ fn text_result(id: &Value, v: Value) -> Value {
     result(id, json!({"content": [{"type": "text", "text": v.to_string()}]}))
 }
 
-fn frame(stream: u32, seq: u32, data: &str, retry: Option<u64>) -> String {
+fn frame(ids: bool, stream: u32, seq: u32, data: &str, retry: Option<u64>) -> String {
     let retry = retry.map(|r| format!("retry: {r}\n")).unwrap_or_default();
-    format!("id: {stream}-{seq}\n{retry}data: {data}\n\n")
+    let id = if ids { format!("id: {stream}-{seq}\n") } else { String::new() };
+    format!("{id}{retry}data: {data}\n\n")
 }
 
 /// Appends an event to a stream (evicting beyond retention) and sends it to the attached
 /// connection, if any.
 fn append(st: &mut State, session: &str, stream: u32, data: &str) {
-    let retention = st.cfg.retention;
+    let (retention, ids) = (st.cfg.retention, st.cfg.event_store);
     let Some(s) = st.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&stream)) else { return };
     let seq = s.next_seq;
     s.next_seq += 1;
-    let f = frame(stream, seq, data, None);
-    s.events.push_back((seq, f.clone()));
+    let f = frame(ids, stream, seq, data, None);
+    if ids {
+        s.events.push_back((seq, f.clone()));
+    }
     if let Some(n) = retention {
         while s.events.len() > n {
             s.events.pop_front();
@@ -343,7 +351,11 @@ async fn serve(mut sock: TcpStream, st: Shared) {
             }
             respond(&mut sock, 200, "", None).await;
         }
-        "GET" => get(sock, st, &sid, req.headers.get("last-event-id").cloned()).await,
+        "GET" => {
+            // Without a store there is nothing to resume: the header is not looked at.
+            let last = req.headers.get("last-event-id").cloned().filter(|_| lock(&st).cfg.event_store);
+            get(sock, st, &sid, last).await
+        }
         "POST" => post(sock, st, &sid, body).await,
         _ => respond(&mut sock, 405, "", None).await,
     }
@@ -399,14 +411,14 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
             let (stream, cancelled, priming, retry) = {
                 let mut s = lock(&st);
                 *s.started.entry(key.clone()).or_default() += 1;
-                let (priming, retry) = (s.cfg.priming, s.cfg.retry_ms);
+                let (priming, retry) = (s.cfg.priming && s.cfg.event_store, s.cfg.retry_ms);
                 let Some(sess) = s.sessions.get_mut(sid) else { return };
                 let stream = sess.next_stream;
                 sess.next_stream += 1;
                 let mut log = StreamLog { attached: Some(tx), next_seq: 1, ..Default::default() };
                 if priming {
                     log.next_seq = 1;
-                    log.events.push_back((0, frame(stream, 0, "", retry)));
+                    log.events.push_back((0, frame(true, stream, 0, "", retry)));
                 }
                 sess.streams.insert(stream, log);
                 (stream, sess.cancelled.clone(), priming, retry)
@@ -574,6 +586,15 @@ async fn write_stream(
 /// Starts a stand-in with `cfg` and probes it (scenarios `only`, all when empty) on a fresh
 /// real tokio runtime: what the integration tests call, so they need no tokio of their own.
 pub fn probe_standin(cfg: StandinConfig, only: &[&str]) -> Result<super::ProbeReport, super::ProbeError> {
+    probe_standin_with(cfg, only, |_| {})
+}
+
+/// [`probe_standin`] with the probe's options adjusted by `adjust` (an `--idle-bound`, ...).
+pub fn probe_standin_with(
+    cfg: StandinConfig,
+    only: &[&str],
+    adjust: impl FnOnce(&mut super::ProbeOptions),
+) -> Result<super::ProbeReport, super::ProbeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -584,6 +605,7 @@ pub fn probe_standin(cfg: StandinConfig, only: &[&str]) -> Result<super::ProbeRe
             .map_err(|e| super::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
         let mut opts = super::ProbeOptions::new(&standin.url());
         opts.only = only.iter().map(|s| s.to_string()).collect();
+        adjust(&mut opts);
         let target = super::parse_target(&opts.url, false)?;
         super::probe_async(&opts, target).await
     })
