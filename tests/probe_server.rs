@@ -151,3 +151,101 @@ fn a_probe_that_reached_nothing_fails_and_decides_nothing() {
         other => panic!("garbage answers: {other:?}"),
     }
 }
+
+/// A hostile server: every `probe_work` answer is an endless event stream that opens with one
+/// 2 MiB event, and every event id starts with an ESC sequence.
+fn hostile_server() -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten().take(200) {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn);
+                let mut len = 0usize;
+                let mut line = String::new();
+                while r.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; len.min(1 << 20)];
+                let _ = r.read_exact(&mut body);
+                let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let mut c = r.into_inner();
+                let json = |c: &mut std::net::TcpStream, extra: &str, v: serde_json::Value| {
+                    let t = v.to_string();
+                    let _ = write!(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{t}", t.len());
+                };
+                let id = v["id"].clone();
+                match (v["method"].as_str(), v["params"]["name"].as_str()) {
+                    (Some("initialize"), _) => json(
+                        &mut c,
+                        "Mcp-Session-Id: s1\r\n",
+                        serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "\u{1b}[2Jhostile", "version": "0"}}}),
+                    ),
+                    (Some("tools/list"), _) => json(
+                        &mut c,
+                        "",
+                        serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "probe_work"}, {"name": "probe_count"}, {"name": "probe_notify"}]}}),
+                    ),
+                    (Some("tools/call"), Some("probe_count")) => json(
+                        &mut c,
+                        "",
+                        serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "{\"count\":1,\"completed\":0}"}]}}),
+                    ),
+                    (Some("tools/call"), Some("probe_work")) => {
+                        let _ = c.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                        );
+                        let _ = write!(c, "id: \u{1b}[31m0\ndata: {}\n\n", "x".repeat(2 << 20));
+                        for n in 1..10_000_000u64 {
+                            let ev = format!("id: \u{1b}[31m{n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{id},\"progress\":{n}}}}}\n\n");
+                            if c.write_all(ev.as_bytes()).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    (None, _) if len > 0 => {
+                        let _ = c.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                    }
+                    _ => {
+                        let _ = c.write_all(
+                            b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        );
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// An endless stream, a 2 MiB event and ESC in every event id: the probe stops at its bounds,
+/// says which with one line each, and escapes the server's control characters in its table and
+/// its profile, which mcpsim reads back.
+#[test]
+fn a_hostile_server_is_bounded_and_its_control_characters_escaped() {
+    use mcpsim::probe::{probe_server, ProbeOptions};
+    let addr = hostile_server();
+    let dir = std::env::temp_dir().join(format!("mcpsim-probe-hostile-{}", std::process::id()));
+    let mut opts = ProbeOptions::new(&format!("http://{addr}/mcp"));
+    opts.only = vec!["basics".into()];
+    opts.keep_alive_bound = None;
+    opts.out_dir = Some(dir.clone());
+    let r = probe_server(&opts).expect("probe runs");
+    let table = verdict_table(&r);
+    let basics = r.scenarios.iter().find(|s| s.name == "basics").expect("ran");
+    let caps: Vec<&String> = basics.notes.iter().filter(|n| n.starts_with("cap: ")).collect();
+    assert!(caps.iter().any(|n| n.contains("events in one scenario")), "{table}");
+    assert!(caps.iter().any(|n| n.contains("an event over")), "{table}");
+    assert!(!table.chars().any(|c| c.is_control() && c != '\n'), "{table:?}");
+    assert!(!r.profile_toml.chars().any(|c| c.is_control() && c != '\n'), "{}", r.profile_toml);
+    let profile = r.profile_file.as_ref().expect("written");
+    mcpsim::probe::read_profile(profile).expect("mcpsim reads the profile back");
+    let trace = basics.trace_file.as_ref().expect("written");
+    let bytes = std::fs::metadata(trace).expect("trace").len();
+    assert!(bytes < 32 << 20, "trace of {bytes} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -176,7 +176,7 @@ impl Fingerprint {
     pub fn to_toml(&self, name: &str, header: &[String]) -> String {
         let mut out = String::new();
         for line in header {
-            out.push_str(&format!("# {line}\n"));
+            out.push_str(&format!("# {}\n", one_line(line)));
         }
         out.push_str("extends = \"reference\"\n");
         out.push_str(&format!("name = {}\n", quote(name)));
@@ -234,17 +234,46 @@ impl Fingerprint {
 }
 
 /// A TOML basic string.
+/// JSON's escapes are TOML's, except that TOML also wants DEL escaped (and the C1 controls are
+/// escaped too, so that no terminal acts on them when the file is shown).
 pub fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+    let json = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{:04X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
-fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+/// Text for a TOML comment: one line, every control character (which TOML forbids in
+/// comments, and a terminal would act on) escaped as `\u{1b}`.
+pub fn one_line(s: &str) -> String {
+    crate::error::escape(&s.replace(['\n', '\r'], " "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_from_a_server_are_escaped_and_the_profile_reads_back() {
+        let mut f = Fingerprint::default();
+        let esc = "id \u{1b}[31mred\u{7f}\u{9b}";
+        f.decide("event_ids", quote("reference"), format!("event ids seen: {esc}"));
+        f.leave_open("replay", format!("resume answered {esc}\nsecond line"));
+        f.notes.push(esc.to_string());
+        let text = f.to_toml(&format!("probed-{esc}"), &[format!("header {esc}")]);
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        let path = std::env::temp_dir().join(format!("mcpsim-fp-escape-{}.toml", std::process::id()));
+        std::fs::write(&path, &text).expect("temp file");
+        let policy = crate::scenario::profile_files::server(&path.display().to_string());
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(policy.expect("mcpsim reads the written profile back").name, format!("probed-{esc}"));
+    }
 
     #[test]
     fn every_field_is_written_once_either_decided_or_listed_as_open() {

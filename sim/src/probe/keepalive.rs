@@ -82,14 +82,28 @@ pub async fn measure(endpoint: &Endpoint, bound: Duration) -> Result<IdleClose, 
         let content_type = header("content-type").unwrap_or_default();
         let said_close = header("connection").is_some_and(|v| v.to_ascii_lowercase().contains("close"));
         let keep_alive_header = header("keep-alive");
-        timeout(EXCHANGE_BOUND, resp.into_body().collect())
-            .await
-            .map_err(|_| {
+        // Read to the end without keeping it, and no further than MAX_BODY_BYTES.
+        let mut body = resp.into_body();
+        let mut read = 0usize;
+        let deadline = Instant::now() + EXCHANGE_BOUND;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, body.frame()).await.map_err(|_| {
                 ProbeError::Timeout(format!(
                     "keep-alive measurement: the {status} {content_type} answer did not end within {EXCHANGE_BOUND:?}"
                 ))
-            })?
-            .map_err(|e| what(&e))?;
+            })?;
+            match frame {
+                None => break,
+                Some(Err(e)) => return Err(what(&e)),
+                Some(Ok(f)) => read += f.data_ref().map_or(0, |d| d.len()),
+            }
+            if read > super::limits::MAX_BODY_BYTES {
+                return Err(ProbeError::Protocol(format!(
+                    "keep-alive measurement: cap: the {status} {content_type} answer to initialize passed {} bytes",
+                    super::limits::MAX_BODY_BYTES
+                )));
+            }
+        }
         let end = Instant::now();
         let closed_after = match timeout(bound, &mut driver).await {
             Ok(_) => Some(end.elapsed()),

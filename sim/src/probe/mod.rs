@@ -16,6 +16,7 @@ pub mod client_probe;
 pub mod client_reality;
 pub mod fingerprint;
 pub mod keepalive;
+pub mod limits;
 pub mod proxy;
 pub mod reality;
 pub mod record;
@@ -332,9 +333,17 @@ fn write_files(dir: &std::path::Path, report: &mut ProbeReport) -> Result<(), Pr
     Ok(())
 }
 
+/// Reads a written fingerprint back as mcpsim reads any server profile file (`extends` resolved,
+/// every field checked).
+pub fn read_profile(path: &std::path::Path) -> Result<mcpsim_model::config::ServerPolicy, String> {
+    crate::scenario::profile_files::server(&path.display().to_string()).map_err(|e| e.to_string())
+}
+
 /// The table of verdicts, one line per scenario.
 pub fn verdict_table(report: &ProbeReport) -> String {
-    let mut out = format!("probe of {} ({})\n", report.target.host, report.target.path);
+    // Notes and violations quote the server (event ids, names): control characters escaped.
+    let esc = |s: &str| crate::error::escape(s);
+    let mut out = format!("probe of {} ({})\n", report.target.host, esc(&report.target.path));
     out.push_str(&format!("{:<24} {:<10} {}\n", "scenario", "verdict", "invariants broken / notes"));
     for s in &report.scenarios {
         let (verdict, detail) = match (&s.skipped, s.violations.is_empty()) {
@@ -346,11 +355,16 @@ pub fn verdict_table(report: &ProbeReport) -> String {
                 ("VIOLATED", format!("{} — {}", names.join(", "), s.notes.join("; ")))
             }
         };
-        out.push_str(&format!("{:<24} {:<10} {}\n", s.name, verdict, detail));
+        out.push_str(&format!("{:<24} {:<10} {}\n", s.name, verdict, esc(&detail)));
         for v in &s.violations {
             out.push_str(&format!(
                 "{:<24} {:<10}   {} at {}: {} — {}\n",
-                "", "", v.invariant, v.at, v.subject, v.detail
+                "",
+                "",
+                v.invariant,
+                v.at,
+                esc(&v.subject.to_string()),
+                esc(&v.detail.to_string())
             ));
         }
     }

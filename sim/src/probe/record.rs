@@ -29,6 +29,11 @@ pub struct Recorder {
     stored: BTreeMap<(String, String), Option<ServerMessage>>,
     /// Event ids the server used for two different events of one session.
     reused: Vec<String>,
+    /// Events read by the scenario's exchanges, and the bytes of their fields.
+    events_read: usize,
+    event_bytes: usize,
+    /// One line per bound of [`super::limits`] that was hit.
+    caps: Vec<String>,
 }
 
 /// A recorder shared by the tasks of one scenario.
@@ -45,7 +50,44 @@ impl Rec {
             inits: BTreeSet::new(),
             stored: BTreeMap::new(),
             reused: Vec::new(),
+            events_read: 0,
+            event_bytes: 0,
+            caps: Vec::new(),
         })))
+    }
+
+    /// Counts an event read by one of the scenario's exchanges against the scenario's bounds;
+    /// the line to report when this event passes one (the exchange then stops reading).
+    pub fn count_event(&self, e: &super::sse::RawEvent) -> Option<String> {
+        use super::limits::{MAX_EVENTS_PER_SCENARIO, MAX_TRACE_EVENT_BYTES};
+        let mut r = self.lock();
+        r.events_read += 1;
+        r.event_bytes += e.id.as_ref().map_or(0, String::len)
+            + e.event.as_ref().map_or(0, String::len)
+            + e.data.as_ref().map_or(0, String::len);
+        let line = if r.events_read > MAX_EVENTS_PER_SCENARIO {
+            format!("cap: more than {MAX_EVENTS_PER_SCENARIO} events in one scenario; the probe closed the stream and kept the events before")
+        } else if r.event_bytes > MAX_TRACE_EVENT_BYTES {
+            format!("cap: more than {MAX_TRACE_EVENT_BYTES} bytes of events in one scenario's trace; the probe closed the stream and kept the events before")
+        } else {
+            return None;
+        };
+        drop(r);
+        self.note_cap(line.clone());
+        Some(line)
+    }
+
+    /// Notes a bound that was hit (once per line).
+    pub fn note_cap(&self, line: String) {
+        let mut r = self.lock();
+        if !r.caps.contains(&line) {
+            r.caps.push(line);
+        }
+    }
+
+    /// The bounds hit, one line each.
+    pub fn caps(&self) -> Vec<String> {
+        self.lock().caps.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Recorder> {

@@ -454,6 +454,7 @@ impl<'a> Script<'a> {
         if let Some((session, total)) = notifications {
             rec.infer_unseen_notifications(&session, total);
         }
+        notes.extend(rec.caps());
         let reused = rec.reused_ids();
         if !reused.is_empty() {
             let text = format!("{name}: the server gave one event id to two different events: {}", reused.join(", "));
