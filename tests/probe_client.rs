@@ -171,3 +171,23 @@ fn an_empty_command_is_refused() {
     opts.only = vec!["no-such-run".into()];
     assert!(probe_client(&opts).is_err());
 }
+
+/// OAuth discovery before the MCP requests (as mcp-remote and FastMCP's client do): the tap
+/// answers it 404 and counts only the MCP endpoint's requests and connections.
+#[test]
+fn requests_for_other_paths_than_the_mcp_endpoint_are_not_counted() {
+    if std::process::Command::new("curl").arg("--version").output().is_err() {
+        eprintln!("probe_client: no curl; skipped");
+        return;
+    }
+    let discover = r#"curl -s -o /dev/null "${MCPSIM_PROBE_URL%/mcp}/.well-known/oauth-protected-resource""#;
+    let init = r#"curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}' "$MCPSIM_PROBE_URL""#;
+    let mut opts = ClientProbeOptions::new(vec!["sh".into(), "-c".into(), format!("{discover}; {discover}; {init}")]);
+    opts.only = vec!["cut-resume".into()];
+    let r = probe_client(&opts).expect("the probe runs");
+    let run = &r.runs[0];
+    let table = mcpsim::probe::client_probe::run_table(&r);
+    assert_eq!((run.seen.len(), run.tcp_connections, run.other_count), (1, 1, 2), "{table}");
+    assert_eq!(run.seen[0].rpc.as_deref(), Some("initialize"), "{table}");
+    assert!(run.other_requests[0].starts_with("GET /.well-known/oauth-protected-resource"), "{table}");
+}
