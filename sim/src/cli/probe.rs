@@ -38,7 +38,7 @@ pub fn cmd_probe_server(
         only,
         scenario_timeout,
         idle_bound,
-        keep_alive_bound: Some(crate::probe::keepalive::KEEP_ALIVE_BOUND),
+        keep_alive_bound: Some(crate::probe::server::keepalive::KEEP_ALIVE_BOUND),
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,
@@ -128,7 +128,7 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     print!("{}", reality::keep_alive_markdown(&all));
     println!();
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
-    print!("{}", crate::probe::client_reality::client_table_markdown(&clients));
+    print!("{}", crate::probe::reality::client::client_table_markdown(&clients));
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
@@ -157,7 +157,7 @@ pub fn cmd_probe_client(
     name: String,
     compare_with: Option<String>,
 ) -> Result<Exit, SimError> {
-    use crate::probe::client_probe::{compare, probe_client, run_table, ClientProbeOptions};
+    use crate::probe::client::runs::{compare, probe_client, run_table, ClientProbeOptions};
     let mut opts = ClientProbeOptions::new(command);
     opts.out_dir = Some(out.unwrap_or_else(|| PathBuf::from("probe-out")));
     opts.only = runs;

@@ -6,6 +6,25 @@
 use mcpsim_model::config::ServerPolicy;
 use std::collections::BTreeMap;
 
+/// A probed profile field (server fingerprint or client probe) that differs from its built-in
+/// profile, explained: the entries of `reality::KNOWN_FIELD_DIFFERENCES` (servers) and
+/// `client_probe::KNOWN_CLIENT_FIELD_DIFFERENCES` (clients).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownFieldDifference {
+    /// The built-in profile.
+    pub profile: &'static str,
+    /// The field, dotted for nested tables.
+    pub field: &'static str,
+    /// The probed TOML literal.
+    pub probed: &'static str,
+    /// The built-in profile's TOML literal when this entry was written.
+    pub builtin: &'static str,
+    /// What the real server or client did.
+    pub observation: &'static str,
+    /// Why the profile is not (yet) changed.
+    pub why_not_changed: &'static str,
+}
+
 /// Every field of `ServerPolicy` (dotted for nested tables) except `name`, in file order.
 pub const FIELDS: &[&str] = &[
     "event_ids",

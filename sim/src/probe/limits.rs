@@ -3,7 +3,7 @@
 //! it bounds and leaves one line in the scenario's notes saying which bound and where.
 
 /// The largest event kept: the fields of one event (`id`, `event`, `data` lines) beyond this
-/// are dropped and the event is marked [`crate::probe::sse::RawEvent::oversize`].
+/// are dropped and the event is marked `oversize` (`recorder::sse::RawEvent`).
 pub const MAX_EVENT_BYTES: usize = 1 << 20;
 
 /// Events read in one scenario (every exchange of its script together): beyond this the

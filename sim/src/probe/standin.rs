@@ -585,7 +585,10 @@ async fn write_stream(
 
 /// Starts a stand-in with `cfg` and probes it (scenarios `only`, all when empty) on a fresh
 /// real tokio runtime: what the integration tests call, so they need no tokio of their own.
-pub fn probe_standin(cfg: StandinConfig, only: &[&str]) -> Result<super::ProbeReport, super::ProbeError> {
+pub fn probe_standin(
+    cfg: StandinConfig,
+    only: &[&str],
+) -> Result<crate::probe::server::run::ProbeReport, crate::probe::error::ProbeError> {
     probe_standin_with(cfg, only, |_| {})
 }
 
@@ -593,20 +596,20 @@ pub fn probe_standin(cfg: StandinConfig, only: &[&str]) -> Result<super::ProbeRe
 pub fn probe_standin_with(
     cfg: StandinConfig,
     only: &[&str],
-    adjust: impl FnOnce(&mut super::ProbeOptions),
-) -> Result<super::ProbeReport, super::ProbeError> {
+    adjust: impl FnOnce(&mut crate::probe::server::run::ProbeOptions),
+) -> Result<crate::probe::server::run::ProbeReport, crate::probe::error::ProbeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| super::ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
+        .map_err(|e| crate::probe::error::ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
     rt.block_on(async {
         let standin = Standin::start(cfg)
             .await
-            .map_err(|e| super::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
-        let mut opts = super::ProbeOptions::new(&standin.url());
+            .map_err(|e| crate::probe::error::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
+        let mut opts = crate::probe::server::run::ProbeOptions::new(&standin.url());
         opts.only = only.iter().map(|s| s.to_string()).collect();
         adjust(&mut opts);
-        let target = super::parse_target(&opts.url, false)?;
-        super::probe_async(&opts, target).await
+        let target = crate::probe::target::parse_target(&opts.url, false)?;
+        crate::probe::server::run::probe_async(&opts, target).await
     })
 }

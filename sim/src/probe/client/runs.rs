@@ -1,8 +1,8 @@
 //! `mcpsim probe client -- COMMAND...`: a real MCP client observed from the server side.
 //!
-//! Per probe run, mcpsim starts a stand-in server ([`super::standin`], no `retry:` field so the
+//! Per probe run, mcpsim starts a stand-in server ([`crate::probe::standin`], no `retry:` field so the
 //! client's own delays show), an HTTP-aware tap in front of it that logs every request and
-//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The tap
+//! injects the run's fault, and the fault proxy ([`crate::probe::proxy`]) in front of the tap. The tap
 //! keeps a client connection open after an answer it can frame (`Content-Length`) and numbers
 //! the TCP connections, so the runs also show whether the client reuses one (`http.keep_alive`). The
 //! client command gets the proxy's URL in `MCPSIM_PROBE_URL` (and `MCPSIM_PROBE_DURATION_MS`,
@@ -19,10 +19,11 @@
 //! `session-created`, `side-effect` per `probe_work` POST, `fault`), judged by the oracles; the
 //! decided fields become a `ClientPolicy` TOML profile.
 
-use super::proxy::{Proxy, Toxic};
-use super::record::Rec;
-use super::standin::{read_request, Standin, StandinConfig};
-use super::{KnownFieldDifference, ProbeError};
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::KnownFieldDifference;
+use crate::probe::proxy::{Proxy, Toxic};
+use crate::probe::recorder::rec::Rec;
+use crate::probe::standin::{read_request, Standin, StandinConfig};
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use mcpsim_model::oracle::{check_all, Violation};
@@ -363,7 +364,7 @@ fn cut_due(mode: Mode, seen_text: &str) -> Option<Option<String>> {
 /// carried, if any.
 async fn tap_request(
     sock: &mut TcpStream,
-    req: super::standin::Req,
+    req: crate::probe::standin::Req,
     (tcp, reused_after): (u64, Option<String>),
     tap: &Tap,
     upstream: SocketAddr,
@@ -1371,7 +1372,7 @@ fn toml_quote(s: &str) -> String {
 pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, ProbeError> {
     for o in &opts.only {
         if Mode::parse(o).is_none() {
-            return Err(ProbeError::UnknownScenario(o.clone()));
+            return Err(ProbeError::UnknownScenario { name: o.clone(), known: RUNS.join(", ") });
         }
     }
     if opts.command.is_empty() {
@@ -1490,6 +1491,8 @@ mod tests {
             tcp_connections: resumes_at.len() as u64,
             kept_alive: 0,
             offered: Vec::new(),
+            other_requests: Vec::new(),
+            other_count: 0,
             cut_at: Some(Duration::from_millis(250)),
             cut_after: Some("1-1".into()),
             exit: None,

@@ -2,7 +2,7 @@
 //! HTTP/1.1 `initialize` without `Connection: close` on its own connection, straight to the
 //! server (not through the fault proxy, whose resets between scenarios would close it), the
 //! whole response read, then the time until the server closes the idle connection, up to a
-//! bound. It runs beside the scenarios ([`super::probe_async`] spawns it first and collects it
+//! bound. It runs beside the scenarios ([`crate::probe::server::run::probe_async`] spawns it first and collects it
 //! last), so it costs no time unless the scenarios end before the bound.
 //!
 //! | what happened | decided |
@@ -12,9 +12,9 @@
 //! | still open at the bound | `"none"`: never, or longer than the bound (the comparison takes any profile value above the bound as agreeing) |
 //! | no response head, or a body that does not end, within 10 s | left open, with what happened |
 
-use super::client::Endpoint;
-use super::fingerprint::Fingerprint;
-use super::ProbeError;
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::Fingerprint;
+use crate::probe::recorder::http::Endpoint;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -97,10 +97,10 @@ pub async fn measure(endpoint: &Endpoint, bound: Duration) -> Result<IdleClose, 
                 Some(Err(e)) => return Err(what(&e)),
                 Some(Ok(f)) => read += f.data_ref().map_or(0, |d| d.len()),
             }
-            if read > super::limits::MAX_BODY_BYTES {
+            if read > crate::probe::limits::MAX_BODY_BYTES {
                 return Err(ProbeError::Protocol(format!(
                     "keep-alive measurement: cap: the {status} {content_type} answer to initialize passed {} bytes",
-                    super::limits::MAX_BODY_BYTES
+                    crate::probe::limits::MAX_BODY_BYTES
                 )));
             }
         }

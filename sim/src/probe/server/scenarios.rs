@@ -6,12 +6,12 @@
 //! fields. A server without the probe tools gets the scenarios that need no tool; the others
 //! are reported as skipped.
 
-use super::client::{Client, Endpoint, Exchange, Item, Outgoing, TraceAs};
-use super::fingerprint::Fingerprint;
-use super::proxy::{FaultGuard, Proxy};
-use super::record::Rec;
-use super::sse::RawEvent;
-use super::ProbeError;
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::Fingerprint;
+use crate::probe::proxy::{FaultGuard, Proxy};
+use crate::probe::recorder::http::{Client, Endpoint, Exchange, Item, Outgoing, TraceAs};
+use crate::probe::recorder::rec::Rec;
+use crate::probe::recorder::sse::RawEvent;
 use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
 use mcpsim_model::config::{
     ConnAfterResponse, EventIdScheme, FreshGet, KeepaliveTimer, SecondGet, StandalonePriming, UnknownSession,
@@ -661,7 +661,7 @@ fn post_body_error(items: &[Item]) -> bool {
 /// A policy value's TOML literal (its serde form).
 fn literal<T: serde::Serialize>(v: T) -> Option<String> {
     match serde_json::to_value(v).ok()? {
-        Value::String(s) => Some(super::fingerprint::quote(&s)),
+        Value::String(s) => Some(crate::probe::fingerprint::quote(&s)),
         other => Some(other.to_string()),
     }
 }

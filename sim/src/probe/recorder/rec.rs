@@ -32,7 +32,7 @@ pub struct Recorder {
     /// Events read by the scenario's exchanges, and the bytes of their fields.
     events_read: usize,
     event_bytes: usize,
-    /// One line per bound of [`super::limits`] that was hit.
+    /// One line per bound of [`crate::probe::limits`] that was hit.
     caps: Vec<String>,
 }
 
@@ -58,8 +58,8 @@ impl Rec {
 
     /// Counts an event read by one of the scenario's exchanges against the scenario's bounds;
     /// the line to report when this event passes one (the exchange then stops reading).
-    pub fn count_event(&self, e: &super::sse::RawEvent) -> Option<String> {
-        use super::limits::{MAX_EVENTS_PER_SCENARIO, MAX_TRACE_EVENT_BYTES};
+    pub fn count_event(&self, e: &crate::probe::recorder::sse::RawEvent) -> Option<String> {
+        use crate::probe::limits::{MAX_EVENTS_PER_SCENARIO, MAX_TRACE_EVENT_BYTES};
         let mut r = self.lock();
         r.events_read += 1;
         r.event_bytes += e.id.as_ref().map_or(0, String::len)

@@ -23,7 +23,7 @@ pub struct RawEvent {
     pub data: Option<String>,
     /// The `retry:` field, in ms.
     pub retry_ms: Option<u64>,
-    /// Its fields passed [`super::limits::MAX_EVENT_BYTES`]: the rest was dropped.
+    /// Its fields passed [`crate::probe::limits::MAX_EVENT_BYTES`]: the rest was dropped.
     pub oversize: bool,
 }
 
@@ -98,7 +98,7 @@ impl SseParser {
         };
         self.started = true;
         // One event is bounded as a whole, not only line by line (many `data:` lines add up).
-        if self.event_bytes + value.len() > super::limits::MAX_EVENT_BYTES {
+        if self.event_bytes + value.len() > crate::probe::limits::MAX_EVENT_BYTES {
             self.pending.oversize = true;
             return None;
         }
@@ -138,7 +138,7 @@ mod tests {
             items.iter().filter_map(|i| if let SseItem::Event(e) = i { Some(e) } else { None }).collect();
         assert_eq!(evs.len(), 2);
         assert!(evs[0].oversize);
-        assert!(evs[0].data.as_ref().is_some_and(|d| d.len() <= super::super::limits::MAX_EVENT_BYTES));
+        assert!(evs[0].data.as_ref().is_some_and(|d| d.len() <= crate::probe::limits::MAX_EVENT_BYTES));
         assert!(!evs[1].oversize);
         assert_eq!(evs[1].data.as_deref(), Some("small"));
     }

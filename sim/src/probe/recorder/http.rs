@@ -1,9 +1,9 @@
 //! A scripted Streamable HTTP client: one TCP connection per HTTP exchange (as the simulator
 //! models it), every wait bounded, every exchange optionally written into the trace.
 
-use super::record::Rec;
-use super::sse::{RawEvent, SseItem, SseParser};
-use super::ProbeError;
+use crate::probe::error::ProbeError;
+use crate::probe::recorder::rec::Rec;
+use crate::probe::recorder::sse::{RawEvent, SseItem, SseParser};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -101,7 +101,7 @@ pub enum Item {
     Reset(String),
     /// Nothing arrived within the wait.
     TimedOut,
-    /// A bound of [`super::limits`] was hit: the probe closed the connection (the line says
+    /// A bound of [`crate::probe::limits`] was hit: the probe closed the connection (the line says
     /// which bound). Every later call returns `End`.
     Capped(String),
 }
@@ -275,7 +275,7 @@ impl Exchange {
                     if e.oversize {
                         self.rec.note_cap(format!(
                             "cap: an event over {} bytes (id {:?}); its fields past the bound were dropped",
-                            super::limits::MAX_EVENT_BYTES,
+                            crate::probe::limits::MAX_EVENT_BYTES,
                             e.id.as_deref().map(crate::error::escape).unwrap_or_default()
                         ));
                     }
@@ -321,7 +321,7 @@ impl Exchange {
                             }
                         } else {
                             let text = self.body_text.get_or_insert_with(String::new);
-                            if text.len() < super::limits::MAX_BODY_BYTES {
+                            if text.len() < crate::probe::limits::MAX_BODY_BYTES {
                                 text.push_str(&String::from_utf8_lossy(&data));
                             }
                         }
