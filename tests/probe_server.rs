@@ -249,3 +249,24 @@ fn a_hostile_server_is_bounded_and_its_control_characters_escaped() {
     assert!(bytes < 32 << 20, "trace of {bytes} bytes");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server without an event store (the Python SDK's and FastMCP's default): its events carry no
+/// ids. They reached the application, so no event is judged lost; the fingerprint says
+/// `event_store = "none"`, and how the server answers a resume it cannot honour.
+#[test]
+fn a_server_without_an_event_store_is_fingerprinted_and_judged_as_one() {
+    let r =
+        probe_standin(StandinConfig { event_store: false, ..Default::default() }, &["made-up-id"]).expect("probe runs");
+    assert_eq!(field(&r, "event_store"), Some("\"none\""), "{}", show(&r));
+    assert_eq!(field(&r, "resume_without_store"), Some("\"ignored\""), "{}", show(&r));
+    assert_eq!(field(&r, "unknown_id"), None, "{}", show(&r));
+    let basics = r.scenarios.iter().find(|s| s.name == "basics").expect("ran");
+    assert!(basics.violations.is_empty(), "{}", show(&r));
+    let steps = &basics.trace.as_ref().expect("traced").steps;
+    let delivered =
+        steps.iter().filter(|s| matches!(&s.kind, mcpsim_model::trace::StepKind::AppEvent { id: None, .. })).count();
+    assert!(delivered >= 2, "{}", show(&r));
+    // The same probe of a server with a store says `kept`.
+    let kept = probe_standin(StandinConfig::default(), &["made-up-id"]).expect("probe runs");
+    assert_eq!(field(&kept, "event_store"), Some("\"kept\""), "{}", show(&kept));
+}

@@ -65,6 +65,8 @@ pub const FIELDS: &[&str] = &[
     "expire_running_tool",
     "id_stamp",
     "keep_alive_timeout",
+    "event_store",
+    "resume_without_store",
 ];
 
 /// The TOML literal of a field the profiles' serde form leaves out at its default.
@@ -92,6 +94,8 @@ pub fn default_literal(field: &str) -> Option<String> {
         "expire_running_tool" => lit(c::DeleteRule::default()),
         "id_stamp" => lit(c::IdStamp::default()),
         "keep_alive_timeout" => Some("\"none\"".into()),
+        "event_store" => Some("\"kept\"".into()),
+        "resume_without_store" => lit(c::NoStoreResume::default()),
         _ => None,
     }
 }

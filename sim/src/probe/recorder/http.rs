@@ -390,6 +390,13 @@ impl Exchange {
                 if let (Some(session), Some(id)) = (&t.session, &id) {
                     let seq = seq_of(message.as_ref());
                     self.rec.stored(session, t.stream, seq, id, message.clone());
+                } else if let (Some(session), None, Some(m)) = (&t.session, &id, &message) {
+                    // A server without an event store sends no ids; the event it sent is still
+                    // inferred as stored (under a name of the probe's, by stream and place), so
+                    // that the oracles match the delivery with it by message.
+                    let seq = seq_of(Some(m));
+                    let name = EventId(format!("no-id:{}:{seq}", t.stream.0));
+                    self.rec.stored(session, t.stream, seq, &name, message.clone());
                 }
                 let event = SseEvent {
                     id: id.clone(),

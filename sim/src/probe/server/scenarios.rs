@@ -557,8 +557,22 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.saw_result(i, &items);
     let evs = events(&items);
     let ids: Vec<String> = evs.iter().filter_map(|e| e.id.clone()).collect();
+    let data_events = evs.iter().filter(|e| e.data.as_deref().is_some_and(|d| !d.is_empty())).count();
     {
         let mut fp = ctx.fp();
+        match (data_events, ids.len()) {
+            (0, _) => fp.leave_open("event_store", "the tools/call answer carried no event with data"),
+            (n, 0) => fp.decide(
+                "event_store",
+                "\"none\"",
+                format!("none of the {n} events of a tools/call stream carried an id: nothing can be resumed"),
+            ),
+            (n, k) => fp.decide(
+                "event_store",
+                "\"kept\"",
+                format!("{k} of the {n} events of a tools/call stream carried ids"),
+            ),
+        }
         if let Some(first) = evs.first() {
             fp.decide(
                 "priming.post",
@@ -579,6 +593,7 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             }
         }
         match classify(&ids) {
+            None if ids.is_empty() => fp.leave_open("event_ids", "no event carried an id"),
             Some(scheme) => {
                 *ctx.scheme.lock().unwrap_or_else(|e| e.into_inner()) = Some(scheme);
                 fp.decide(
@@ -852,6 +867,27 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let evs = events(&items);
     let ended = items.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
     let why = format!("GET with the made-up Last-Event-ID {fake} answered {status}");
+    if ctx.fp().value("event_store") == Some("\"none\"") {
+        // Without a store no id is known: the answer is the server's to any resume.
+        let mut fp = ctx.fp();
+        fp.leave_open("unknown_id", "no event store: every Last-Event-ID is unknown alike (resume_without_store)");
+        match status {
+            500 => fp.decide("resume_without_store", "\"error500\"", format!("{why} (no event store)")),
+            200 if ex.is_sse() && evs.iter().all(|e| e.id.is_none()) => fp.decide(
+                "resume_without_store",
+                "\"ignored\"",
+                format!("{why} with an event stream, as a fresh GET (no event store)"),
+            ),
+            other => fp.leave_open(
+                "resume_without_store",
+                format!("{why} (no event store): no NoStoreResume value answers {other}"),
+            ),
+        }
+        drop(fp);
+        ex.abort();
+        s.note(format!("no event store; made-up id {fake}: {status}, {} events", evs.len()));
+        return Ok(s.finish().await);
+    }
     {
         let mut fp = ctx.fp();
         match status {
