@@ -102,6 +102,17 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
             return Ok(Exit::BadInput);
         }
     }
+    // The variants (fixtures in other configurations) beside them, for the SDKs chosen.
+    let variant_handle = {
+        let (fixtures, chosen) = (fixtures.clone(), chosen.clone());
+        std::thread::spawn(move || {
+            reality::variants::VARIANTS
+                .iter()
+                .filter(|v| chosen.contains(&v.sdk))
+                .map(|v| reality::variants::check_variant(v, &fixtures))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    };
     // The SDKs in parallel: each has its own server, proxy and runtime.
     let handles: Vec<_> = chosen
         .iter()
@@ -129,9 +140,20 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     println!();
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
     print!("{}", crate::probe::reality::client::client_table_markdown(&clients));
+    let variants = match variant_handle.join() {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("mcpsim probe reality: variants: {e}");
+            return Ok(Exit::BadInput);
+        }
+        Err(_) => return Err(SimError::Runtime("the variants' probe thread panicked".into())),
+    };
+    println!();
+    print!("{}", reality::variants::variants_markdown(&variants));
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
+        let new = if variants.is_empty() { new } else { reality::variants::splice_variants(&new, &variants) };
         std::fs::write(&path, new)
             .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
         println!("wrote {}", path.display());
@@ -140,8 +162,10 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
         .iter()
         .flat_map(|r| r.fields.iter().chain(&r.client_keep_alive).chain(r.client_reuse_after.as_ref().ok()))
         .any(|f| f.status == FieldStatus::New);
-    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained())
-        || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
+    let new_verdict =
+        all.iter().flat_map(|r| &r.rows).chain(variants.iter().flat_map(|v| &v.rows)).any(|r| r.unexplained())
+            || variants.iter().any(|v| !v.differing.is_empty())
+            || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
 }
 

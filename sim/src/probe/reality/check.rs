@@ -199,6 +199,18 @@ impl Row {
 
 /// The rows of one probe report.
 pub fn rows(sdk: Sdk, report: &ProbeReport) -> Vec<Row> {
+    rows_adjusted(sdk, report, &|_| {})
+}
+
+/// The rows of one probe report, each mirror's server changed by `adjust` first (a fixture
+/// started in another configuration than its SDK's defaults).
+pub fn rows_adjusted(sdk: Sdk, report: &ProbeReport, adjust: &dyn Fn(&mut crate::scenario::Scenario)) -> Vec<Row> {
+    let mirror = |name: &str, profile: &str| {
+        mirror(name, profile).map(|mut s| {
+            adjust(&mut s);
+            s
+        })
+    };
     report
         .scenarios
         .iter()
@@ -389,7 +401,8 @@ pub const FIELDS_BEGIN: &str = "<!-- reality fields: generated -->";
 /// The end marker of the generated field list.
 pub const FIELDS_END: &str = "<!-- end of reality fields -->";
 
-fn cell(s: &str) -> String {
+/// A markdown table cell.
+pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
@@ -420,7 +433,7 @@ pub fn table_markdown(all: &[SdkReality]) -> String {
 }
 
 /// A verdict for the table: an error cut to its kind (`skipped`, `no mirror`).
-fn short(v: &Result<Verdict, String>) -> String {
+pub fn short(v: &Result<Verdict, String>) -> String {
     match v {
         Ok(v) => v.to_string(),
         Err(e) if e.starts_with("no mirror") => "no mirror".into(),

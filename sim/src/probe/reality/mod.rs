@@ -6,6 +6,7 @@ pub mod check;
 pub mod client;
 pub mod sdk;
 pub mod server;
+pub mod variants;
 
 pub use check::*;
 pub use sdk::*;

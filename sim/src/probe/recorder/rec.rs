@@ -189,6 +189,23 @@ impl Rec {
     /// Progress ticks of `call` the tool's own counter says were sent (`1..=total`) but that
     /// never arrived: written as `event-stored` with an `unseen:` id, so the loss oracle can judge.
     pub fn infer_unseen(&self, session: &SessionId, stream: StreamNo, request: RequestId, call: CallKey, total: u32) {
+        for tick in self.missing_ticks(call, total) {
+            let id = EventId(format!("unseen:{call}:{tick}"));
+            self.stored(session, stream, tick, &id, Some(ServerMessage::Progress { request, call, step: tick }));
+        }
+    }
+
+    /// How many of ticks `1..=total` of `call` never arrived.
+    pub fn unseen_ticks(&self, call: CallKey, total: u32) -> usize {
+        self.missing_ticks(call, total).len()
+    }
+
+    /// How many of notifications `1..=total` of the standalone stream never arrived.
+    pub fn unseen_notifications(&self, session: &SessionId, total: u32) -> usize {
+        self.missing_notifications(session, total).len()
+    }
+
+    fn missing_ticks(&self, call: CallKey, total: u32) -> Vec<u32> {
         let seen: BTreeSet<u32> = self
             .lock()
             .steps
@@ -202,14 +219,18 @@ impl Rec {
                 _ => None,
             })
             .collect();
-        for tick in (1..=total.min(100_000)).filter(|t| !seen.contains(t)) {
-            let id = EventId(format!("unseen:{call}:{tick}"));
-            self.stored(session, stream, tick, &id, Some(ServerMessage::Progress { request, call, step: tick }));
-        }
+        (1..=total.min(100_000)).filter(|t| !seen.contains(t)).collect()
     }
 
     /// Notifications `1..=total` of the standalone stream that never arrived (see `infer_unseen`).
     pub fn infer_unseen_notifications(&self, session: &SessionId, total: u32) {
+        for seq in self.missing_notifications(session, total) {
+            let id = EventId(format!("unseen:notification:{seq}"));
+            self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));
+        }
+    }
+
+    fn missing_notifications(&self, session: &SessionId, total: u32) -> Vec<u32> {
         let seen: BTreeSet<u32> =
             self.lock()
                 .steps
@@ -221,10 +242,7 @@ impl Rec {
                     _ => None,
                 })
                 .collect();
-        for seq in (1..=total.min(100_000)).filter(|t| !seen.contains(t)) {
-            let id = EventId(format!("unseen:notification:{seq}"));
-            self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));
-        }
+        (1..=total.min(100_000)).filter(|t| !seen.contains(t)).collect()
     }
 
     /// Event ids the server gave to two different events of one session.

@@ -428,6 +428,9 @@ impl<'a> Script<'a> {
     /// Reads the server's execution ledger, infers what was never seen, and seals the trace.
     async fn finish(self) -> Outcome {
         let Script { ctx, name, rec, created, deleted, held, calls, mut notes, plan, notifications, .. } = self;
+        // Without an event store nothing the client missed was ever stored: what never arrived
+        // is not inferred as stored (the oracles judge stored events), only counted in a note.
+        let no_store = ctx.fp().value("event_store") == Some("\"none\"");
         for c in &calls {
             match ctx.count(&c.key).await {
                 Some((started, _)) => {
@@ -447,12 +450,25 @@ impl<'a> Script<'a> {
                 None => notes.push(format!("probe_count {} failed: executions unknown", c.key)),
             }
             match c.ticks {
+                Some(total) if no_store => {
+                    let missed = rec.unseen_ticks(c.call, total);
+                    if missed > 0 {
+                        notes.push(format!("{}: {missed} of {total} progress ticks never arrived (no event store: never stored, so not judged lost)", c.call));
+                    }
+                }
                 Some(total) => rec.infer_unseen(&c.session, c.stream, c.request, c.call, total),
                 None => notes.push(format!("{}: no result seen, so unseen progress is not inferred", c.call)),
             }
         }
-        if let Some((session, total)) = notifications {
-            rec.infer_unseen_notifications(&session, total);
+        match notifications {
+            Some((session, total)) if no_store => {
+                let missed = rec.unseen_notifications(&session, total);
+                if missed > 0 {
+                    notes.push(format!("{missed} of {total} notifications never arrived (no event store: never stored, so not judged lost)"));
+                }
+            }
+            Some((session, total)) => rec.infer_unseen_notifications(&session, total),
+            None => {}
         }
         notes.extend(rec.caps());
         let reused = rec.reused_ids();
@@ -573,7 +589,9 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
                 format!("{k} of the {n} events of a tools/call stream carried ids"),
             ),
         }
-        if let Some(first) = evs.first() {
+        if data_events > 0 && ids.is_empty() {
+            fp.leave_open("priming.post", "no event store: no priming event, whatever priming.post says");
+        } else if let Some(first) = evs.first() {
             fp.decide(
                 "priming.post",
                 if first.is_priming() { "true" } else { "false" },
@@ -695,6 +713,8 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let Some((last_id, _)) = last else {
         s.note("no event id arrived before the cut: nothing to resume with");
         ctx.fp().leave_open("replay", "no event id arrived on the tools/call stream before the cut");
+        // The script cannot resume without an id: its application gives up on the call.
+        s.abandon(i, "no event id to resume the cut stream with");
         return Ok(s.finish().await);
     };
     let stream = s.calls[i].stream;
@@ -803,6 +823,7 @@ async fn after_completion(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.at(4.5).await;
     let Some(last_id) = last else {
         ctx.fp().leave_open("retention.drop_on_response", "no event id arrived before the cut");
+        s.abandon(i, "no event id to resume the cut stream with");
         return Ok(s.finish().await);
     };
     let stream = s.calls[i].stream;
@@ -1350,6 +1371,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         Some(x) => x,
         None => {
             ctx.fp().leave_open("retention.max_events", "no event id before the outage");
+            s.abandon(i, "no event id to resume the cut stream with");
             return Ok(s.finish().await);
         }
     };
