@@ -270,3 +270,32 @@ fn a_server_without_an_event_store_is_fingerprinted_and_judged_as_one() {
     let kept = probe_standin(StandinConfig::default(), &["made-up-id"]).expect("probe runs");
     assert_eq!(field(&kept, "event_store"), Some("\"kept\""), "{}", show(&kept));
 }
+
+/// A server with only an ordinary tool (`slow_task`: 5 s, progress every 250 ms): named with
+/// `--tool`, it runs every scenario its timing allows, and each other scenario says why not.
+#[test]
+fn a_server_without_the_probe_tools_gets_every_scenario_its_own_tool_allows() {
+    use mcpsim::probe::server::scenarios::UserTool;
+    let cfg = || StandinConfig { probe_tools: false, ..Default::default() };
+    let r = mcpsim::probe::standin::probe_standin_with(cfg(), &[], |o| {
+        o.tool = Some(UserTool { name: "slow_task".into(), args: serde_json::json!({}), duration: None });
+        o.keep_alive_bound = None;
+    })
+    .expect("probe runs");
+    let skipped = |name: &str| r.scenarios.iter().find(|s| s.name == name).and_then(|s| s.skipped.clone());
+    for ran in ["basics", "unknown-session", "cut-and-resume", "made-up-id", "cross-session-id"] {
+        assert_eq!(skipped(ran), None, "{ran}: {}", show(&r));
+    }
+    assert_eq!(field(&r, "replay"), Some("\"after\""), "{}", show(&r));
+    assert_eq!(field(&r, "store"), Some("\"per-session\""), "{}", show(&r));
+    let why = |name: &str| skipped(name).unwrap_or_else(|| panic!("{name} ran: {}", show(&r)));
+    assert!(why("resume-after-completion").contains("at most 4 s"), "{}", show(&r));
+    assert!(why("standalone").contains("probe_notify"), "{}", show(&r));
+    assert!(why("overrun").contains("probe_work"), "{}", show(&r));
+    assert!(why("delete-during-tool").contains("probe_count"), "{}", show(&r));
+    // Without --tool the same server gets the three scenarios that need no tool, each other one
+    // skipped with what it needs.
+    let bare = probe_standin(cfg(), &["cut-and-resume", "standalone"]).expect("probe runs");
+    let s = bare.scenarios.iter().find(|s| s.name == "cut-and-resume").expect("listed");
+    assert!(s.skipped.as_deref().is_some_and(|w| w.contains("--tool")), "{}", show(&bare));
+}

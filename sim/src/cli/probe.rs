@@ -15,7 +15,33 @@ pub fn cmd_probe_server(
     only: Vec<String>,
     scenario_timeout_s: u64,
     idle_bound: Option<String>,
+    (tool, args, tool_duration): (Option<String>, String, Option<String>),
 ) -> Result<Exit, SimError> {
+    let tool = match tool {
+        None => None,
+        Some(name) => {
+            let args: serde_json::Value = match serde_json::from_str(&args) {
+                Ok(v @ serde_json::Value::Object(_)) => v,
+                Ok(_) => {
+                    eprintln!("mcpsim probe: --args must be a JSON object");
+                    return Ok(Exit::BadInput);
+                }
+                Err(e) => {
+                    eprintln!("mcpsim probe: --args: {}", crate::error::escape(&e.to_string()));
+                    return Ok(Exit::BadInput);
+                }
+            };
+            let duration = match tool_duration.as_deref().map(mcpsim_model::time::parse_duration) {
+                None => None,
+                Some(Ok(d)) => Some(d),
+                Some(Err(e)) => {
+                    eprintln!("mcpsim probe: --tool-duration: {e}");
+                    return Ok(Exit::BadInput);
+                }
+            };
+            Some(crate::probe::server::scenarios::UserTool { name, args, duration })
+        }
+    };
     let idle_bound = match idle_bound.as_deref().map(mcpsim_model::time::parse_duration) {
         None => None,
         Some(Ok(d)) if d >= Duration::from_secs(2) && d <= Duration::from_secs(3600) => Some(d),
@@ -39,6 +65,7 @@ pub fn cmd_probe_server(
         scenario_timeout,
         idle_bound,
         keep_alive_bound: Some(crate::probe::server::keepalive::KEEP_ALIVE_BOUND),
+        tool,
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,

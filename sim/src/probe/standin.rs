@@ -53,6 +53,9 @@ pub struct StandinConfig {
     /// and FastMCP's default), events carry no `id:`, nothing is primed, and a GET with a
     /// `Last-Event-ID` is taken as a plain standalone GET, as those SDKs do.
     pub event_store: bool,
+    /// It offers the probe tools; without them its only tool is `slow_task`, an ordinary tool
+    /// (5 s, a progress notification every 250 ms, no arguments needed).
+    pub probe_tools: bool,
 }
 
 impl Default for StandinConfig {
@@ -68,6 +71,7 @@ impl Default for StandinConfig {
             priming: true,
             evicted_from_oldest: false,
             event_store: true,
+            probe_tools: true,
         }
     }
 }
@@ -368,14 +372,22 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
         respond(&mut sock, 202, "", None).await;
         return;
     }
+    let probe_tools = lock(&st).cfg.probe_tools;
     if method == "tools/list" {
-        let tools: Vec<Value> =
-            ["probe_work", "probe_count", "probe_notify"].iter().map(|n| json!({"name": n})).collect();
+        let names: &[&str] = if probe_tools { &["probe_work", "probe_count", "probe_notify"] } else { &["slow_task"] };
+        let tools: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
         respond(&mut sock, 200, "", Some(&result(&id, json!({"tools": tools})))).await;
         return;
     }
-    let name = body["params"]["name"].as_str().unwrap_or("");
-    let args = body["params"]["arguments"].clone();
+    let name = match body["params"]["name"].as_str().unwrap_or("") {
+        "slow_task" if !probe_tools => "slow_task",
+        _ if !probe_tools => "",
+        other => other,
+    };
+    let mut args = body["params"]["arguments"].clone();
+    if name == "slow_task" {
+        args = json!({"duration_ms": 5000, "interval_ms": 250, "key": "slow_task"});
+    }
     let key = args["key"].as_str().unwrap_or("default").to_string();
     match name {
         "probe_count" => {
@@ -403,7 +415,7 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
             });
             respond(&mut sock, 200, "", Some(&text_result(&id, json!({"scheduled": count})))).await;
         }
-        "probe_work" => {
+        "probe_work" | "slow_task" => {
             let duration = args["duration_ms"].as_u64().unwrap_or(2000).min(600_000);
             let interval = args["interval_ms"].as_u64().unwrap_or(200).clamp(1, 60_000);
             let token = body["params"]["_meta"]["progressToken"].clone();

@@ -32,6 +32,8 @@ pub struct ProbeOptions {
     /// How long to wait for the server to close an idle kept-alive connection
     /// (`keep_alive_timeout`, measured beside the scenarios); not measured when `None`.
     pub keep_alive_bound: Option<Duration>,
+    /// The server's own tool for the long call, when it lacks the probe tools (`--tool`).
+    pub tool: Option<scenarios::UserTool>,
 }
 
 impl ProbeOptions {
@@ -46,6 +48,7 @@ impl ProbeOptions {
             scenario_timeout: Duration::from_secs(90),
             idle_bound: None,
             keep_alive_bound: Some(keepalive::KEEP_ALIVE_BOUND),
+            tool: None,
         }
     }
 }
@@ -120,6 +123,7 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
     });
     let mut ctx = scenarios::Ctx::new(via, direct, proxy.clone(), tag);
     ctx.idle_bound = opts.idle_bound;
+    ctx.user_tool = opts.tool.clone();
     let mut reports = Vec::new();
     for name in scenarios::SCENARIOS {
         if *name != "basics" && !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {

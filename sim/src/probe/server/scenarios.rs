@@ -64,6 +64,78 @@ pub struct Ctx {
     pub replay_from: Mutex<Option<bool>>,
     /// The user's bound on idleness for `idle-expiry` (skipped when `None`).
     pub idle_bound: Option<Duration>,
+    /// The user's own tool for the long call (`--tool NAME --args JSON`), for a server without
+    /// the probe tools.
+    pub user_tool: Option<UserTool>,
+    /// What `basics` saw of the user's tool: (the first event with an id, the result), each
+    /// since the call was sent.
+    pub user_tool_seen: Mutex<(Option<Duration>, Option<Duration>)>,
+}
+
+/// One of the server's own tools, named by the user, standing in for `probe_work`.
+#[derive(Clone, Debug)]
+pub struct UserTool {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (a JSON object).
+    pub args: Value,
+    /// How long one call runs (`--tool-duration`); measured by `basics` when not given.
+    pub duration: Option<Duration>,
+}
+
+/// Why a scenario cannot run on this server, if it cannot: what it needs of the probe tools,
+/// or of the user's own tool (its events' and result's timing, measured by `basics`).
+fn cannot_run(ctx: &Ctx, name: &str) -> Option<String> {
+    if matches!(name, "basics" | "unknown-session" | "made-up-id") || ctx.has_tools.load(Ordering::Relaxed) {
+        return None;
+    }
+    let fixed = match name {
+        "delete-during-tool" => {
+            Some("needs probe_work's ignore_abort and probe_count to tell a tool that ran on from one stopped")
+        }
+        "standalone" | "standalone-cut" => Some("needs probe_notify (notifications tied to no request)"),
+        "overrun" => Some("needs probe_work's 40 ms ticks for 8 s (200 events) to overrun a store"),
+        "idle-expiry" => Some("needs probe_work (a 300 ms run and one longer than the idle bound)"),
+        _ => None,
+    };
+    let Some(tool) = &ctx.user_tool else {
+        let need =
+            fixed.unwrap_or("needs a long tool call that sends events: the probe tools, or --tool NAME --args JSON");
+        return Some(format!("no probe tools (probe_work, probe_count, probe_notify): {need}"));
+    };
+    if let Some(need) = fixed {
+        return Some(need.to_string());
+    }
+    let (first_id, result) = *ctx.user_tool_seen.lock().unwrap_or_else(|e| e.into_inner());
+    let duration = tool.duration.or(result);
+    let name_t = &tool.name;
+    // (the first id'd event before, the call running at least, at most) in seconds.
+    let (event_by, min, max) = match name {
+        "cut-and-resume" => (2.0, Some(4.0), None),
+        "resume-after-completion" => (0.6, Some(1.0), Some(4.0)),
+        "cross-session-id" => (1.2, Some(1.3), None),
+        _ => return Some(format!("no rule for {name} with a user tool")),
+    };
+    match first_id {
+        None => return Some(format!("{name_t} sent no event with an id in basics: nothing to resume with")),
+        Some(t) if t.as_secs_f64() > event_by => {
+            return Some(format!(
+                "{name_t}'s first event with an id came {:.1} s in; this scenario needs one within {event_by} s",
+                t.as_secs_f64()
+            ))
+        }
+        Some(_) => {}
+    }
+    let d = duration.map(|d| d.as_secs_f64());
+    match (d, min, max) {
+        (None, Some(m), _) => Some(format!(
+            "{name_t}'s duration is unknown (no result within basics' 10 s and no --tool-duration); this scenario needs at least {m} s"
+        )),
+        (Some(d), Some(m), _) if d < m => Some(format!("{name_t} runs {d:.1} s; this scenario needs at least {m} s")),
+        (Some(d), _, Some(m)) if d > m => Some(format!("{name_t} runs {d:.1} s; this scenario needs at most {m} s")),
+        (None, None, Some(m)) => Some(format!("{name_t}'s duration is unknown; this scenario needs at most {m} s")),
+        _ => None,
+    }
 }
 
 impl Ctx {
@@ -82,6 +154,8 @@ impl Ctx {
             run_tag,
             replay_from: Mutex::new(None),
             idle_bound: None,
+            user_tool: None,
+            user_tool_seen: Mutex::new((None, None)),
         }
     }
 
@@ -371,19 +445,21 @@ impl<'a> Script<'a> {
         let call = CallKey(self.ctx.calls.fetch_add(1, Ordering::Relaxed));
         let key = format!("{}-{key}", self.ctx.run_tag);
         self.rec.bind_call(id, call);
-        self.rec.push(Actor::App, StepKind::AppCall { call, tool: "probe_work".into(), idempotent: false });
+        let tool = self.ctx.user_tool.as_ref().map_or("probe_work", |t| t.name.as_str()).to_string();
+        self.rec.push(Actor::App, StepKind::AppCall { call, tool: tool.clone(), idempotent: false });
         let n = self.next_stream.entry(session.clone()).or_insert(1);
         let stream = StreamNo(*n);
         *n += 1;
         let request = Request::post(
             Some(session.clone()),
-            ClientMessage::CallTool {
-                id: RequestId(id),
-                call: ToolCall { tool: "probe_work".into(), key: call, idempotency_key: None },
-            },
+            ClientMessage::CallTool { id: RequestId(id), call: ToolCall { tool, key: call, idempotency_key: None } },
         );
-        let body =
-            tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}));
+        let body = match &self.ctx.user_tool {
+            Some(t) => tool_call(id, &t.name, t.args.clone()),
+            None => {
+                tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}))
+            }
+        };
         let trace = TraceAs { request, session: Some(session.clone()), stream };
         let ex = self.client.send(Outgoing::post(Some(&session.0), body), Some(trace)).await?;
         self.calls.push(CallRec { session: session.clone(), stream, request: RequestId(id), call, key, ticks: None });
@@ -447,6 +523,9 @@ impl<'a> Script<'a> {
                         );
                     }
                 }
+                None if ctx.user_tool.is_some() && !ctx.has_tools.load(Ordering::Relaxed) => {
+                    notes.push(format!("{}: no probe_count, executions not counted", c.call))
+                }
                 None => notes.push(format!("probe_count {} failed: executions unknown", c.key)),
             }
             match c.ticks {
@@ -501,14 +580,8 @@ impl<'a> Script<'a> {
 /// Runs one named scenario; `Err` when it failed (the caller reports it as skipped, or, for
 /// `basics`, as nothing reached).
 pub async fn run(ctx: &Ctx, name: &'static str) -> Result<Outcome, ProbeError> {
-    let needs_tools = !matches!(name, "basics" | "unknown-session" | "made-up-id");
-    if needs_tools && !ctx.has_tools.load(Ordering::Relaxed) {
-        return Ok(Outcome {
-            name,
-            trace: None,
-            skipped: Some("the server lacks the probe tools (probe_work, probe_count, probe_notify)".into()),
-            notes: vec![],
-        });
+    if let Some(why) = cannot_run(ctx, name) {
+        return Ok(Outcome { name, trace: None, skipped: Some(why), notes: vec![] });
     }
     match name {
         "basics" => basics(ctx).await,
@@ -561,15 +634,53 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.note(format!("tools/list: {}", tools.join(", ")));
     ctx.has_tools.store(has, Ordering::Relaxed);
     if !has {
-        s.note("the probe tools are missing: only basics, unknown-session and made-up-id run");
-        return Ok(s.finish().await);
+        match &ctx.user_tool {
+            None => {
+                s.note("the probe tools are missing and no --tool was given: only basics, unknown-session and made-up-id run");
+                return Ok(s.finish().await);
+            }
+            Some(t) if !tools.contains(&t.name) => {
+                return Err(ProbeError::Protocol(format!("--tool {}: tools/list does not list it", t.name)));
+            }
+            Some(t) => s.note(format!("the probe tools are missing: the long call is the server's own {}", t.name)),
+        }
     }
+    let sent = Instant::now();
     let (mut ex, i) = s.work(&session, "basic", 1500, 500).await?;
     if !ex.is_sse() {
         let mut fp = ctx.fp();
         fp.leave_open("priming.post", format!("tools/call answered {} (no event stream)", ex.content_type));
     }
-    let items = ex.drain(Duration::from_secs(10)).await;
+    let mut items = Vec::new();
+    let (mut first_id, mut result_at) = (None, None);
+    let deadline = sent + Duration::from_secs(10);
+    for _ in 0..100_000 {
+        let item = ex.next(deadline.saturating_duration_since(Instant::now())).await;
+        if let Item::Event(e) = &item {
+            if e.id.is_some() && first_id.is_none() {
+                first_id = Some(sent.elapsed());
+            }
+        }
+        if result_at.is_none() && find_result(std::slice::from_ref(&item)).is_some() {
+            result_at = Some(sent.elapsed());
+        }
+        let last = matches!(item, Item::End | Item::Reset(_) | Item::TimedOut);
+        items.push(item);
+        if last {
+            break;
+        }
+    }
+    if let Some(t) = &ctx.user_tool {
+        *ctx.user_tool_seen.lock().unwrap_or_else(|e| e.into_inner()) = (first_id, result_at);
+        let progress = events(&items).iter().filter(|e| progress_tick(e).is_some()).count();
+        s.note(format!(
+            "{}: {} events ({progress} progress), the first with an id at {}, the result at {}",
+            t.name,
+            events(&items).len(),
+            first_id.map_or("never".into(), secs1),
+            result_at.map_or("not within 10 s".into(), secs1)
+        ));
+    }
     s.saw_result(i, &items);
     let evs = events(&items);
     let ids: Vec<String> = evs.iter().filter_map(|e| e.id.clone()).collect();
