@@ -1001,21 +1001,7 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let why = format!("GET with the made-up Last-Event-ID {fake} answered {status}");
     if ctx.fp().value("event_store") == Some("\"none\"") {
         // Without a store no id is known: the answer is the server's to any resume.
-        let mut fp = ctx.fp();
-        fp.leave_open("unknown_id", "no event store: every Last-Event-ID is unknown alike (resume_without_store)");
-        match status {
-            500 => fp.decide("resume_without_store", "\"error500\"", format!("{why} (no event store)")),
-            200 if ex.is_sse() && evs.iter().all(|e| e.id.is_none()) => fp.decide(
-                "resume_without_store",
-                "\"ignored\"",
-                format!("{why} with an event stream, as a fresh GET (no event store)"),
-            ),
-            other => fp.leave_open(
-                "resume_without_store",
-                format!("{why} (no event store): no NoStoreResume value answers {other}"),
-            ),
-        }
-        drop(fp);
+        no_store_resume(&mut ctx.fp(), status, ex.is_sse() && evs.iter().all(|e| e.id.is_none()), &why);
         ex.abort();
         s.note(format!("no event store; made-up id {fake}: {status}, {} events", evs.len()));
         return Ok(s.finish().await);
@@ -1036,6 +1022,23 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     ex.abort();
     s.note(format!("made-up id {fake}: {status}, {} events, ended {ended}", evs.len()));
     Ok(s.finish().await)
+}
+
+/// Decides `resume_without_store` from a resume's answer, for a server without a store.
+fn no_store_resume(fp: &mut Fingerprint, status: u16, fresh_stream: bool, why: &str) {
+    fp.leave_open("unknown_id", "no event store: every Last-Event-ID is unknown alike (resume_without_store)");
+    match status {
+        500 => fp.decide("resume_without_store", "\"error500\"", format!("{why} (no event store)")),
+        200 if fresh_stream => fp.decide(
+            "resume_without_store",
+            "\"ignored\"",
+            format!("{why} with an event stream, as a fresh GET (no event store)"),
+        ),
+        other => fp.leave_open(
+            "resume_without_store",
+            format!("{why} (no event store): no NoStoreResume value answers {other}"),
+        ),
+    }
 }
 
 /// Resume in session B with an id session A was given: one store for all sessions, or one each?
