@@ -8,11 +8,11 @@
 //! cut-refuse run takes 36 s to show five attempts) and are not deterministic; the runs keep
 //! margins of a second. The agreement of the same runs with the simulator is `tests/reality.rs`'s.
 
-use mcpsim::probe::client_probe::{
+use mcpsim::probe::client::runs::{
     compare, known_client_difference, probe_client, ClientProbeOptions, ClientProbeReport,
 };
-use mcpsim::probe::client_reality;
 use mcpsim::probe::reality;
+use mcpsim::probe::reality::client as client_reality;
 use std::path::PathBuf;
 
 fn in_ci() -> bool {
@@ -63,7 +63,7 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
         return;
     }
     for (sdk, r) in &all {
-        eprintln!("{sdk}:\n{}\n{}", mcpsim::probe::client_probe::run_table(r), r.profile_toml);
+        eprintln!("{sdk}:\n{}\n{}", mcpsim::probe::client::runs::run_table(r), r.profile_toml);
         let profile = match *sdk {
             "py" => "py-sdk",
             "ts" => "ts-sdk",
@@ -155,12 +155,12 @@ fn a_client_that_reuses_a_kept_alive_connection_is_told_from_one_that_does_not()
         (v, why, r)
     };
     let (v, why, r) = keep(format!("{one} --next {body}"));
-    assert_eq!(v, "true", "{why}\n{}", mcpsim::probe::client_probe::run_table(&r));
+    assert_eq!(v, "true", "{why}\n{}", mcpsim::probe::client::runs::run_table(&r));
     let run = &r.runs[0];
     assert_eq!((run.seen.len(), run.tcp_connections), (2, 1), "{why}");
     assert_eq!(run.seen[1].reused_after.as_deref(), Some("initialize: 200 application/json"), "{why}");
     let (v, why, r) = keep(format!("{one}; {one}"));
-    assert_eq!(v, "false", "{why}\n{}", mcpsim::probe::client_probe::run_table(&r));
+    assert_eq!(v, "false", "{why}\n{}", mcpsim::probe::client::runs::run_table(&r));
     assert_eq!((r.runs[0].seen.len(), r.runs[0].tcp_connections), (2, 2), "{why}");
 }
 
@@ -170,4 +170,24 @@ fn an_empty_command_is_refused() {
     let mut opts = ClientProbeOptions::new(vec!["true".into()]);
     opts.only = vec!["no-such-run".into()];
     assert!(probe_client(&opts).is_err());
+}
+
+/// OAuth discovery before the MCP requests (as mcp-remote and FastMCP's client do): the tap
+/// answers it 404 and counts only the MCP endpoint's requests and connections.
+#[test]
+fn requests_for_other_paths_than_the_mcp_endpoint_are_not_counted() {
+    if std::process::Command::new("curl").arg("--version").output().is_err() {
+        eprintln!("probe_client: no curl; skipped");
+        return;
+    }
+    let discover = r#"curl -s -o /dev/null "${MCPSIM_PROBE_URL%/mcp}/.well-known/oauth-protected-resource""#;
+    let init = r#"curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}' "$MCPSIM_PROBE_URL""#;
+    let mut opts = ClientProbeOptions::new(vec!["sh".into(), "-c".into(), format!("{discover}; {discover}; {init}")]);
+    opts.only = vec!["cut-resume".into()];
+    let r = probe_client(&opts).expect("the probe runs");
+    let run = &r.runs[0];
+    let table = mcpsim::probe::client::runs::run_table(&r);
+    assert_eq!((run.seen.len(), run.tcp_connections, run.other_count), (1, 1, 2), "{table}");
+    assert_eq!(run.seen[0].rpc.as_deref(), Some("initialize"), "{table}");
+    assert!(run.other_requests[0].starts_with("GET /.well-known/oauth-protected-resource"), "{table}");
 }

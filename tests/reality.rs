@@ -10,7 +10,7 @@
 
 mod common;
 
-use mcpsim::probe::client_reality;
+use mcpsim::probe::reality::client as client_reality;
 use mcpsim::probe::reality::{self, FieldStatus, Sdk, SdkReality};
 
 const DOC: &str = include_str!("../docs/reality.md");

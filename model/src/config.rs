@@ -138,6 +138,51 @@ pub struct ServerPolicy {
     /// (`LbConfig::upstream_keep_alive`).
     #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub keep_alive_timeout: Option<Duration>,
+    /// Whether the server has an event store at all (`none`: the Python SDK's and FastMCP's
+    /// default, and the TypeScript transport's without `eventStore`): events carry no `id:`, no
+    /// priming event is sent, nothing is kept for a replay, and a `GET` with `Last-Event-ID` is
+    /// answered as `resume_without_store` says.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub event_store: EventStoreMode,
+    /// The answer of a server without an event store to a `GET` with `Last-Event-ID`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub resume_without_store: NoStoreResume,
+}
+
+/// Whether a server keeps an event store (`ServerPolicy::event_store`). Written `kept` or
+/// `none`; since profile files and `--set` turn the word `none` into an absent value, an absent
+/// value reads as `none` too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventStoreMode {
+    /// Events are stored (under `store`, `retention`) and carry ids.
+    #[default]
+    Kept,
+    /// No store: no ids, no priming, no replay.
+    #[serde(rename = "none")]
+    NoStore,
+}
+
+impl<'de> Deserialize<'de> for EventStoreMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Option::<String>::deserialize(d)?.as_deref() {
+            None | Some("none") => Ok(EventStoreMode::NoStore),
+            Some("kept") => Ok(EventStoreMode::Kept),
+            Some(other) => Err(serde::de::Error::unknown_variant(other, &["kept", "none"])),
+        }
+    }
+}
+
+/// What a server without an event store answers to a `GET` with `Last-Event-ID`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoStoreResume {
+    /// The header is ignored: the `GET` is served as a fresh standalone GET (a `409` while one is
+    /// open), so the client gets new events only (TypeScript).
+    #[default]
+    Ignored,
+    /// `500 Internal Server Error`: the handler returns without answering (Python).
+    Error500,
 }
 
 /// Whether a field holds its default (then it is left out of traces).

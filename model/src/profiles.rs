@@ -843,6 +843,8 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("id_stamp", "The time in a clocked event id (ts-sdk): handled (when the timer ran) or due (when the event was due)."),
     ("max_sessions", "The most live sessions one replica holds; past it initialize is answered 503 (a count, or none for no cap)."),
     ("keep_alive_timeout", "Close a kept-alive connection that carried no request this long (a duration, or none for never); it matters behind a balancer with upstream_keep_alive."),
+    ("event_store", "kept (events stored under store/retention, with ids) or none (the Python SDK's and FastMCP's default: no ids, no priming, no replay; resumption is impossible)."),
+    ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript) or error500 (Python)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

@@ -367,6 +367,16 @@ enum ProbeCommand {
         /// idle TTL and rule within it. Without it the scenario is skipped.
         #[arg(long)]
         idle_bound: Option<String>,
+        /// A server without the probe tools: one of its own tools for the long call (every
+        /// scenario that tool allows runs; the others say why they were skipped).
+        #[arg(long)]
+        tool: Option<String>,
+        /// The --tool's arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// How long one call of --tool runs (e.g. 5s); measured by basics when not given.
+        #[arg(long)]
+        tool_duration: Option<String>,
     },
     /// Probe the real SDK fixture servers (sim/probe/fixtures, after install.sh) and compare each
     /// probe scenario's verdict with the simulator's, and each probed field with the built-in profile.
@@ -510,9 +520,25 @@ fn main() -> ExitCode {
         Command::Bench { runs, rounds, profile, target } => {
             cli::cmd_bench(runs, rounds, profile.then(|| target.args()).as_ref())
         }
-        Command::Probe(ProbeCommand::Server { url, allow_remote, out, scenarios, scenario_timeout, idle_bound }) => {
-            cli::cmd_probe_server(&url, allow_remote, out, scenarios, scenario_timeout, idle_bound)
-        }
+        Command::Probe(ProbeCommand::Server {
+            url,
+            allow_remote,
+            out,
+            scenarios,
+            scenario_timeout,
+            idle_bound,
+            tool,
+            args,
+            tool_duration,
+        }) => cli::cmd_probe_server(
+            &url,
+            allow_remote,
+            out,
+            scenarios,
+            scenario_timeout,
+            idle_bound,
+            (tool, args, tool_duration),
+        ),
         Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
             cli::cmd_probe_client(command, out, runs, run_limit, name, compare)

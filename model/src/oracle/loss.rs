@@ -267,6 +267,30 @@ mod tests {
     }
 
     #[test]
+    fn events_handed_over_without_ids_are_matched_by_their_message() {
+        // A server without an event store sends no `id:`: the application gets each event with
+        // none, and the oracle finds it by its message (a hook for `server.event_store = none`).
+        let a = sid("A");
+        let without_ids = |steps: &[u32]| {
+            let mut t = call_stream().at(5_000);
+            for step in steps {
+                let kind = StepKind::AppEvent {
+                    session: a.clone(),
+                    id: None,
+                    call: Some(CallKey(0)),
+                    message: progress(0, *step),
+                };
+                t = t.app(kind);
+            }
+            t.app(app_result(0, &a, None)).build()
+        };
+        assert_eq!(silent_losses(&without_ids(&[1, 2, 3, 4, 5])), vec![]);
+        let v = silent_losses(&without_ids(&[1, 2, 5]));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.starts_with("2 events"), "{}", v[0].detail);
+    }
+
+    #[test]
     fn a_missing_progress_event_is_reported_once_per_stream_at_its_stored_time() {
         let a = sid("A");
         let trace = call_stream()

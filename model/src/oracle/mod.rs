@@ -438,12 +438,20 @@ impl<'a> TraceIndex<'a> {
             let mut next: Option<usize> = None;
             let deliveries = self.picked(&self.split().deliveries);
             let mut resolved = Vec::with_capacity(deliveries.len());
+            // Built at the first delivery without an id (a server without an event store).
+            let mut by_message: Option<BTreeMap<(u32, MessageKey), Vec<usize>>> = None;
             for d in deliveries.filter_map(|(i, s)| Delivery::of(i, s)) {
                 let stored = match d.id {
                     Some(id) => {
                         last.get(d.session, |s| log.session_no(s)).and_then(|no| log.get_guessing(no, id, next))
                     }
-                    None => None,
+                    None => d.message_key().and_then(|key| {
+                        let no = log.session_no(d.session)?;
+                        let table = by_message.get_or_insert_with(|| log.by_message());
+                        let keys = table.get(&(no, key))?;
+                        let before = keys.partition_point(|k| log.events[*k].order < d.order);
+                        keys[..before].last().map(|k| &log.events[*k])
+                    }),
                 };
                 if let Some(e) = stored {
                     next = Some(e.key + 1);
@@ -854,6 +862,19 @@ impl<'a> EventLog<'a> {
         self.keys.get(session_no, &id.0, guess).map(|key| &self.events[key])
     }
 
+    /// By session number and message, the keys of the events stored with it, in the order stored:
+    /// how a delivery that came without an id (a server without an event store sends none) is
+    /// matched with the event it carried.
+    fn by_message(&self) -> BTreeMap<(u32, MessageKey), Vec<usize>> {
+        let mut table: BTreeMap<(u32, MessageKey), Vec<usize>> = BTreeMap::new();
+        for e in &self.events {
+            if let Some(key) = e.message.and_then(MessageKey::of) {
+                table.entry((e.session_no, key)).or_default().push(e.key);
+            }
+        }
+        table
+    }
+
     /// Every stored event, in the order stored.
     fn events(&self) -> impl Iterator<Item = &StoredEvent<'a>> {
         self.events.iter()
@@ -907,19 +928,55 @@ struct Delivery<'a> {
     id: Option<&'a EventId>,
     /// `Some` for an `AppResult`.
     result_of: Option<CallKey>,
+    /// An `AppEvent`'s message.
+    message: Option<&'a ServerMessage>,
+}
+
+/// What identifies a stored event by its message alone, within its session: a call's progress
+/// step (by JSON-RPC request), a notification's seq, a call's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum MessageKey {
+    Progress(u64, u32),
+    Notification(u32),
+    Result(CallKey),
+}
+
+impl MessageKey {
+    fn of(message: &ServerMessage) -> Option<Self> {
+        match message {
+            ServerMessage::Progress { request, step, .. } => Some(MessageKey::Progress(request.0, *step)),
+            ServerMessage::Notification { seq } => Some(MessageKey::Notification(*seq)),
+            ServerMessage::ToolResult { call, .. } => Some(MessageKey::Result(*call)),
+            ServerMessage::InitializeResult { .. } | ServerMessage::Error { .. } => None,
+        }
+    }
 }
 
 impl<'a> Delivery<'a> {
     /// The delivery an `AppEvent` or `AppResult` step made.
     fn of(order: usize, step: &'a Step) -> Option<Self> {
         match &step.kind {
-            StepKind::AppEvent { session, id, .. } => {
-                Some(Delivery { at: step.at(), order, session, id: id.as_ref(), result_of: None })
-            }
+            StepKind::AppEvent { session, id, message, .. } => Some(Delivery {
+                at: step.at(),
+                order,
+                session,
+                id: id.as_ref(),
+                result_of: None,
+                message: Some(message),
+            }),
             StepKind::AppResult { call, session, id } => {
-                Some(Delivery { at: step.at(), order, session, id: id.as_ref(), result_of: Some(*call) })
+                Some(Delivery { at: step.at(), order, session, id: id.as_ref(), result_of: Some(*call), message: None })
             }
             _ => None,
+        }
+    }
+
+    /// The message key a delivery without an id is matched by.
+    fn message_key(&self) -> Option<MessageKey> {
+        match (self.result_of, self.message) {
+            (Some(call), _) => Some(MessageKey::Result(call)),
+            (None, Some(message)) => MessageKey::of(message),
+            (None, None) => None,
         }
     }
 }

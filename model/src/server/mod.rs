@@ -30,13 +30,14 @@ mod streams;
 mod tests;
 mod tools;
 
-use crate::config::{DeadStream, ServerPolicy, ToolSpec};
+use crate::config::{DeadStream, EventStoreMode, NoStoreResume, Retention, ServerPolicy, ToolSpec};
+use crate::http::SseEvent;
 use crate::http::{
     Body, ClientMessage, ErrorBody, ErrorCode, Frame, Method, Request, ResponseHead, ServerMessage, Status,
 };
 use crate::ids::{ConnId, SessionId, StreamNo};
 use crate::rng::SplitMix64;
-use crate::sse::EventStore;
+use crate::sse::{EventStore, StoredEvent};
 use crate::time::{micros, Instant};
 use crate::trace::{SessionEndReason, StepKind, ToolEnd};
 use sessions::Session;
@@ -103,6 +104,15 @@ enum Timer {
 /// server records and those the application is handed name the same session.
 const NO_SESSION: SessionId = SessionId(String::new());
 
+/// The event store of a fresh process: without one (`event_store = none`) events are still
+/// numbered and named, so that the trace can follow them, but none is held for a replay.
+fn new_store(policy: &ServerPolicy) -> EventStore {
+    match policy.event_store {
+        EventStoreMode::Kept => EventStore::new(policy.retention.clone()),
+        EventStoreMode::NoStore => EventStore::new(Retention::last(0)),
+    }
+}
+
 /// A duration a timer can repeat at: zero (or sub-microsecond) intervals would never advance.
 fn repeating(d: Option<Duration>) -> Option<Duration> {
     d.filter(|d| micros(*d) > 0)
@@ -119,7 +129,7 @@ impl Server {
         // Mixing the epoch in keeps uuids of successive incarnations apart even with one seed.
         let rng = SplitMix64::new(id_seed ^ u64::from(epoch).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut server = Server {
-            store: EventStore::new(policy.retention.clone()),
+            store: new_store(&policy),
             policy,
             tools: table,
             epoch,
@@ -231,7 +241,7 @@ impl Server {
         for conn in std::mem::take(&mut self.conns).into_keys() {
             self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
         }
-        self.store = EventStore::new(self.policy.retention.clone());
+        self.store = new_store(&self.policy);
         self.crashed = true;
     }
 
@@ -311,9 +321,14 @@ impl Server {
             return self.reject(conn, Status(self.policy.sessionless_get_status), ErrorCode::Other, None);
         }
         let Some(session) = self.live_session(conn, request.session, None, None) else { return };
-        match request.last_event_id {
-            Some(id) => self.resume(now, conn, &session, id),
-            None => self.open_standalone(now, conn, &session),
+        match (request.last_event_id, self.policy.event_store, self.policy.resume_without_store) {
+            (Some(id), EventStoreMode::Kept, _) => self.resume(now, conn, &session, id),
+            (Some(_), EventStoreMode::NoStore, NoStoreResume::Error500) => {
+                self.reject(conn, Status::INTERNAL, ErrorCode::Other, Some(session.clone()))
+            }
+            (Some(_), EventStoreMode::NoStore, NoStoreResume::Ignored) | (None, ..) => {
+                self.open_standalone(now, conn, &session)
+            }
         }
         self.touch_idle(now, &session, true);
     }
@@ -333,6 +348,20 @@ impl Server {
         });
         let closes = self.conns.iter().filter_map(|(conn, open)| open.close_at.map(|at| (at, Timer::Close(*conn))));
         tools.chain(keepalives).chain(idle).chain(closes)
+    }
+
+    /// Whether events are kept and named on the wire (`event_store`).
+    fn has_store(&self) -> bool {
+        self.policy.event_store == EventStoreMode::Kept
+    }
+
+    /// A stored event as written on the wire: without an event store, with no `id:`.
+    fn wire(&self, event: &StoredEvent) -> SseEvent {
+        let mut sse = event.to_sse(self.policy.retry_ms);
+        if !self.has_store() {
+            sse.id = None;
+        }
+        sse
     }
 
     fn record(&mut self, step: StepKind) {

@@ -126,7 +126,7 @@ impl Server {
         self.send(r.conn, Frame::Head(ResponseHead::event_stream()));
         self.open_sse_conn(now, r.conn, &r.session, ConnKind::Resumed);
         for event in events {
-            self.send(r.conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
+            self.send(r.conn, Frame::Event(self.wire(event)));
         }
     }
 

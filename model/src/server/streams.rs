@@ -101,7 +101,7 @@ impl Server {
                 .map(|log| log.retained().filter(|e| e.message.is_some()).cloned().collect())
                 .unwrap_or_default();
             for event in buffered {
-                self.write(now, conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
+                self.write(now, conn, Frame::Event(self.wire(&event)));
             }
         }
     }
@@ -109,6 +109,9 @@ impl Server {
     /// A priming event that is sent but not stored: its id is the one the stream's next event
     /// will take (rmcp's standalone stream: `id: 0`, then a notification with `id: 0`).
     fn send_unstored_priming(&mut self, now: Instant, session: &SessionId, conn: ConnId) {
+        if !self.has_store() {
+            return;
+        }
         let Some(state) = self.stream(session, StreamNo::STANDALONE) else { return };
         let label = state.label.clone();
         let next = self.store.log(&state.key).map_or(0, StreamLog::issued);
@@ -155,6 +158,10 @@ impl Server {
             // typescript-sdk#2151: `send()` finds no stream mapping, stores nothing.
             return;
         }
+        if message.is_none() && !self.has_store() {
+            // No store, no cursor to hand out: the SDKs send no priming event then.
+            return;
+        }
         let is_message = message.is_some();
         let scheme = self.policy.event_ids;
         let rng = &mut self.rng;
@@ -176,7 +183,7 @@ impl Server {
             message: event.message.clone(),
         });
         if let Some(conn) = attached {
-            self.write(now, conn, Frame::Event(event.to_sse(self.policy.retry_ms)));
+            self.write(now, conn, Frame::Event(self.wire(&event)));
         }
         if is_message && self.policy.idle_reset == IdleReset::RequestsAndEvents {
             self.touch_idle(now, session, true);

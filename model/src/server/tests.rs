@@ -1,7 +1,7 @@
 //! The server driven directly with hand-written requests.
 
 use super::*;
-use crate::config::Unhonourable;
+use crate::config::{EventStoreMode, NoStoreResume, Unhonourable};
 use crate::config::{ReplayRule, Retention};
 use crate::http::SseEvent;
 use crate::http::ToolCall;
@@ -1415,4 +1415,72 @@ fn versioned_profiles_name_their_release_and_differ_where_they_say() {
     assert_eq!((policy("ts-sdk-1.29").keepalive, policy("ts-sdk").keepalive), (None, Some(Duration::from_secs(15))));
     assert_eq!(policy("ts-sdk-1.29").detached_request_events, DetachedEvents::Drop);
     assert_eq!(policy("ts-sdk").detached_request_events, DetachedEvents::Store);
+}
+
+// ---------------------------------------------------------------------------------------------
+// No event store (`event_store = none`)
+// ---------------------------------------------------------------------------------------------
+
+fn no_store(name: &str, resume: crate::config::NoStoreResume) -> ServerPolicy {
+    ServerPolicy { event_store: EventStoreMode::NoStore, resume_without_store: resume, ..policy(name) }
+}
+
+#[test]
+fn without_an_event_store_events_carry_no_id_and_no_priming_is_sent() {
+    for name in ["reference", "ts-sdk", "py-sdk", "rmcp"] {
+        let mut s = server(no_store(name, NoStoreResume::Ignored));
+        let session = init(&mut s, at(0));
+        let mut out = call(&mut s, at(0), POST, &session, "chatty");
+        out.extend(drive_until(&mut s, at_ms(3500)));
+        let sent = events(&out, POST);
+        assert_eq!(sent.len(), 3, "{name}: three progress events and no priming: {sent:?}");
+        assert!(sent.iter().all(|e| e.id.is_none() && e.data.is_some()), "{name}: {sent:?}");
+        // The trace still follows each event (for the oracles), under an id never sent.
+        assert_eq!(stored(&out).len(), 3, "{name}");
+        // A standalone GET gets no priming either.
+        s.handle_request(at(4), GET, Request::get(Some(session.clone()), None));
+        assert!(events(&drain(&mut s), GET).is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn without_an_event_store_a_resume_is_refused_with_500_or_served_as_a_fresh_get() {
+    // Python: `_replay_events` returns without a response, so the ASGI server answers 500.
+    let mut s = server(no_store("py-sdk", NoStoreResume::Error500));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "chatty");
+    let _ = drive_until(&mut s, at(2));
+    let out = resume(&mut s, at(2), GET, &session, &EventId::from("anything"));
+    assert_eq!(head_status(&out, GET), Status::INTERNAL);
+    assert!(!records(&out).iter().any(|r| matches!(r, StepKind::Resume { .. })));
+    // TypeScript: the header is ignored; the GET is the session's standalone stream, which then
+    // carries new notifications and nothing of the call's stream.
+    let mut s = server(no_store("ts-sdk", NoStoreResume::Ignored));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "chatty");
+    let _ = drive_until(&mut s, at(2));
+    let mut out = resume(&mut s, at(2), GET, &session, &EventId::from("anything"));
+    assert_eq!(head_status(&out, GET), Status::OK);
+    s.notify_all(at(3));
+    out.extend(drain(&mut s));
+    let got = events(&out, GET);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].data, Some(ServerMessage::Notification { seq: 1 }));
+    // A second resume while that GET is open meets the one-GET rule (409).
+    let out = resume(&mut s, at(4), OTHER, &session, &EventId::from("anything"));
+    assert_eq!(head_status(&out, OTHER), Status::CONFLICT);
+}
+
+#[test]
+fn with_a_store_the_same_requests_are_resumed_as_before() {
+    let mut s = server(policy("py-sdk"));
+    let session = init(&mut s, at(0));
+    let out = call(&mut s, at(0), POST, &session, "chatty");
+    let priming = events(&out, POST);
+    assert_eq!(priming.len(), 1, "py-sdk primes each POST stream");
+    let id = priming[0].id.clone().expect("a priming event has an id");
+    s.handle_disconnect(at(1), POST);
+    let out = resume(&mut s, at_ms(2500), GET, &session, &id);
+    assert_eq!(head_status(&out, GET), Status::OK);
+    assert!(records(&out).iter().any(|r| matches!(r, StepKind::Resume { .. })));
 }

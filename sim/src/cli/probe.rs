@@ -15,7 +15,33 @@ pub fn cmd_probe_server(
     only: Vec<String>,
     scenario_timeout_s: u64,
     idle_bound: Option<String>,
+    (tool, args, tool_duration): (Option<String>, String, Option<String>),
 ) -> Result<Exit, SimError> {
+    let tool = match tool {
+        None => None,
+        Some(name) => {
+            let args: serde_json::Value = match serde_json::from_str(&args) {
+                Ok(v @ serde_json::Value::Object(_)) => v,
+                Ok(_) => {
+                    eprintln!("mcpsim probe: --args must be a JSON object");
+                    return Ok(Exit::BadInput);
+                }
+                Err(e) => {
+                    eprintln!("mcpsim probe: --args: {}", crate::error::escape(&e.to_string()));
+                    return Ok(Exit::BadInput);
+                }
+            };
+            let duration = match tool_duration.as_deref().map(mcpsim_model::time::parse_duration) {
+                None => None,
+                Some(Ok(d)) => Some(d),
+                Some(Err(e)) => {
+                    eprintln!("mcpsim probe: --tool-duration: {e}");
+                    return Ok(Exit::BadInput);
+                }
+            };
+            Some(crate::probe::server::scenarios::UserTool { name, args, duration })
+        }
+    };
     let idle_bound = match idle_bound.as_deref().map(mcpsim_model::time::parse_duration) {
         None => None,
         Some(Ok(d)) if d >= Duration::from_secs(2) && d <= Duration::from_secs(3600) => Some(d),
@@ -38,12 +64,13 @@ pub fn cmd_probe_server(
         only,
         scenario_timeout,
         idle_bound,
-        keep_alive_bound: Some(crate::probe::keepalive::KEEP_ALIVE_BOUND),
+        keep_alive_bound: Some(crate::probe::server::keepalive::KEEP_ALIVE_BOUND),
+        tool,
     };
     let report = match probe_server(&opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("mcpsim probe: {e}");
+            eprintln!("mcpsim probe: {}", crate::error::escape(&e.to_string()));
             return Ok(Exit::BadInput);
         }
     };
@@ -102,6 +129,17 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
             return Ok(Exit::BadInput);
         }
     }
+    // The variants (fixtures in other configurations) beside them, for the SDKs chosen.
+    let variant_handle = {
+        let (fixtures, chosen) = (fixtures.clone(), chosen.clone());
+        std::thread::spawn(move || {
+            reality::variants::VARIANTS
+                .iter()
+                .filter(|v| chosen.contains(&v.sdk))
+                .map(|v| reality::variants::check_variant(v, &fixtures))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    };
     // The SDKs in parallel: each has its own server, proxy and runtime.
     let handles: Vec<_> = chosen
         .iter()
@@ -128,10 +166,21 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     print!("{}", reality::keep_alive_markdown(&all));
     println!();
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
-    print!("{}", crate::probe::client_reality::client_table_markdown(&clients));
+    print!("{}", crate::probe::reality::client::client_table_markdown(&clients));
+    let variants = match variant_handle.join() {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("mcpsim probe reality: variants: {e}");
+            return Ok(Exit::BadInput);
+        }
+        Err(_) => return Err(SimError::Runtime("the variants' probe thread panicked".into())),
+    };
+    println!();
+    print!("{}", reality::variants::variants_markdown(&variants));
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
+        let new = if variants.is_empty() { new } else { reality::variants::splice_variants(&new, &variants) };
         std::fs::write(&path, new)
             .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
         println!("wrote {}", path.display());
@@ -140,8 +189,10 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
         .iter()
         .flat_map(|r| r.fields.iter().chain(&r.client_keep_alive).chain(r.client_reuse_after.as_ref().ok()))
         .any(|f| f.status == FieldStatus::New);
-    let new_verdict = all.iter().flat_map(|r| &r.rows).any(|r| r.unexplained())
-        || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
+    let new_verdict =
+        all.iter().flat_map(|r| &r.rows).chain(variants.iter().flat_map(|v| &v.rows)).any(|r| r.unexplained())
+            || variants.iter().any(|v| !v.differing.is_empty())
+            || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
     Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
 }
 
@@ -157,7 +208,7 @@ pub fn cmd_probe_client(
     name: String,
     compare_with: Option<String>,
 ) -> Result<Exit, SimError> {
-    use crate::probe::client_probe::{compare, probe_client, run_table, ClientProbeOptions};
+    use crate::probe::client::runs::{compare, probe_client, run_table, ClientProbeOptions};
     let mut opts = ClientProbeOptions::new(command);
     opts.out_dir = Some(out.unwrap_or_else(|| PathBuf::from("probe-out")));
     opts.only = runs;
@@ -166,7 +217,7 @@ pub fn cmd_probe_client(
     let report = match probe_client(&opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("mcpsim probe client: {e}");
+            eprintln!("mcpsim probe client: {}", crate::error::escape(&e.to_string()));
             return Ok(Exit::BadInput);
         }
     };

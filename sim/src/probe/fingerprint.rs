@@ -6,6 +6,25 @@
 use mcpsim_model::config::ServerPolicy;
 use std::collections::BTreeMap;
 
+/// A probed profile field (server fingerprint or client probe) that differs from its built-in
+/// profile, explained: the entries of `reality::KNOWN_FIELD_DIFFERENCES` (servers) and
+/// `client_probe::KNOWN_CLIENT_FIELD_DIFFERENCES` (clients).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownFieldDifference {
+    /// The built-in profile.
+    pub profile: &'static str,
+    /// The field, dotted for nested tables.
+    pub field: &'static str,
+    /// The probed TOML literal.
+    pub probed: &'static str,
+    /// The built-in profile's TOML literal when this entry was written.
+    pub builtin: &'static str,
+    /// What the real server or client did.
+    pub observation: &'static str,
+    /// Why the profile is not (yet) changed.
+    pub why_not_changed: &'static str,
+}
+
 /// Every field of `ServerPolicy` (dotted for nested tables) except `name`, in file order.
 pub const FIELDS: &[&str] = &[
     "event_ids",
@@ -46,6 +65,8 @@ pub const FIELDS: &[&str] = &[
     "expire_running_tool",
     "id_stamp",
     "keep_alive_timeout",
+    "event_store",
+    "resume_without_store",
 ];
 
 /// The TOML literal of a field the profiles' serde form leaves out at its default.
@@ -73,6 +94,8 @@ pub fn default_literal(field: &str) -> Option<String> {
         "expire_running_tool" => lit(c::DeleteRule::default()),
         "id_stamp" => lit(c::IdStamp::default()),
         "keep_alive_timeout" => Some("\"none\"".into()),
+        "event_store" => Some("\"kept\"".into()),
+        "resume_without_store" => lit(c::NoStoreResume::default()),
         _ => None,
     }
 }
@@ -176,7 +199,7 @@ impl Fingerprint {
     pub fn to_toml(&self, name: &str, header: &[String]) -> String {
         let mut out = String::new();
         for line in header {
-            out.push_str(&format!("# {line}\n"));
+            out.push_str(&format!("# {}\n", one_line(line)));
         }
         out.push_str("extends = \"reference\"\n");
         out.push_str(&format!("name = {}\n", quote(name)));
@@ -234,17 +257,46 @@ impl Fingerprint {
 }
 
 /// A TOML basic string.
+/// JSON's escapes are TOML's, except that TOML also wants DEL escaped (and the C1 controls are
+/// escaped too, so that no terminal acts on them when the file is shown).
 pub fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+    let json = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{:04X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
-fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+/// Text for a TOML comment: one line, every control character (which TOML forbids in
+/// comments, and a terminal would act on) escaped as `\u{1b}`.
+pub fn one_line(s: &str) -> String {
+    crate::error::escape(&s.replace(['\n', '\r'], " "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_from_a_server_are_escaped_and_the_profile_reads_back() {
+        let mut f = Fingerprint::default();
+        let esc = "id \u{1b}[31mred\u{7f}\u{9b}";
+        f.decide("event_ids", quote("reference"), format!("event ids seen: {esc}"));
+        f.leave_open("replay", format!("resume answered {esc}\nsecond line"));
+        f.notes.push(esc.to_string());
+        let text = f.to_toml(&format!("probed-{esc}"), &[format!("header {esc}")]);
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        let path = std::env::temp_dir().join(format!("mcpsim-fp-escape-{}.toml", std::process::id()));
+        std::fs::write(&path, &text).expect("temp file");
+        let policy = crate::scenario::profile_files::server(&path.display().to_string());
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(policy.expect("mcpsim reads the written profile back").name, format!("probed-{esc}"));
+    }
 
     #[test]
     fn every_field_is_written_once_either_decided_or_listed_as_open() {

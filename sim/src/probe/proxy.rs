@@ -194,9 +194,26 @@ impl Proxy {
         }
     }
 
+    /// Ends every fault in force: no more refusals (a partition heals now) and no toxic for new
+    /// connections. Open connections are left as they are.
+    pub fn heal(&self) {
+        let mut s = self.lock();
+        let active = s.refuse_until.is_some_and(|until| Instant::now() < until)
+            || s.toxics.reset_after_bytes.is_some()
+            || s.toxics.idle_cut.is_some()
+            || s.toxics.latency > Duration::ZERO;
+        s.refuse_until = None;
+        s.toxics = Toxics::default();
+        if active {
+            let at = s.start.elapsed();
+            s.log.push(ProxyEvent { at, what: "healed: the faults still in force were ended".into() });
+        }
+    }
+
     /// Runs a fault plan on the wall clock from now: returns at once; the faults fire from a
-    /// task that ends after the last one (or when the returned handle is aborted).
-    pub fn run_plan(self: &Arc<Self>, plan: &FaultPlan) -> Result<JoinHandle<()>, String> {
+    /// task. The returned guard ends the plan when dropped, whatever the path out of its
+    /// owner: faults not yet fired never fire, and the ones in force are healed.
+    pub fn run_plan(self: &Arc<Self>, plan: &FaultPlan) -> Result<FaultGuard, String> {
         let mut timed = Vec::new();
         for f in plan.faults() {
             let toxic = Self::toxic_for(&f.fault)
@@ -205,12 +222,13 @@ impl Proxy {
         }
         let me = Arc::clone(self);
         let t0 = Instant::now();
-        Ok(tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             for (at, toxic) in timed {
                 tokio::time::sleep_until(t0 + at).await;
                 me.apply(&toxic);
             }
-        }))
+        });
+        Ok(FaultGuard { task, proxy: Arc::clone(self) })
     }
 
     /// What happened so far.
@@ -221,6 +239,19 @@ impl Proxy {
     /// Open connections.
     pub fn open_connections(&self) -> usize {
         self.lock().conns.len()
+    }
+}
+
+/// A running fault plan ([`Proxy::run_plan`]); dropping it ends the plan and heals the proxy.
+pub struct FaultGuard {
+    task: JoinHandle<()>,
+    proxy: Arc<Proxy>,
+}
+
+impl Drop for FaultGuard {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.proxy.heal();
     }
 }
 

@@ -49,6 +49,13 @@ pub struct StandinConfig {
     /// An evicted (issued, no longer kept) id replays from the oldest kept event instead of
     /// getting the `unknown_id` answer (rmcp's rule).
     pub evicted_from_oldest: bool,
+    /// Events carry ids and streams are kept (an event store). Without one (the Python SDK's
+    /// and FastMCP's default), events carry no `id:`, nothing is primed, and a GET with a
+    /// `Last-Event-ID` is taken as a plain standalone GET, as those SDKs do.
+    pub event_store: bool,
+    /// It offers the probe tools; without them its only tool is `slow_task`, an ordinary tool
+    /// (5 s, a progress notification every 250 ms, no arguments needed).
+    pub probe_tools: bool,
 }
 
 impl Default for StandinConfig {
@@ -63,6 +70,8 @@ impl Default for StandinConfig {
             retry_ms: Some(1000),
             priming: true,
             evicted_from_oldest: false,
+            event_store: true,
+            probe_tools: true,
         }
     }
 }
@@ -275,20 +284,23 @@ fn text_result(id: &Value, v: Value) -> Value {
     result(id, json!({"content": [{"type": "text", "text": v.to_string()}]}))
 }
 
-fn frame(stream: u32, seq: u32, data: &str, retry: Option<u64>) -> String {
+fn frame(ids: bool, stream: u32, seq: u32, data: &str, retry: Option<u64>) -> String {
     let retry = retry.map(|r| format!("retry: {r}\n")).unwrap_or_default();
-    format!("id: {stream}-{seq}\n{retry}data: {data}\n\n")
+    let id = if ids { format!("id: {stream}-{seq}\n") } else { String::new() };
+    format!("{id}{retry}data: {data}\n\n")
 }
 
 /// Appends an event to a stream (evicting beyond retention) and sends it to the attached
 /// connection, if any.
 fn append(st: &mut State, session: &str, stream: u32, data: &str) {
-    let retention = st.cfg.retention;
+    let (retention, ids) = (st.cfg.retention, st.cfg.event_store);
     let Some(s) = st.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&stream)) else { return };
     let seq = s.next_seq;
     s.next_seq += 1;
-    let f = frame(stream, seq, data, None);
-    s.events.push_back((seq, f.clone()));
+    let f = frame(ids, stream, seq, data, None);
+    if ids {
+        s.events.push_back((seq, f.clone()));
+    }
     if let Some(n) = retention {
         while s.events.len() > n {
             s.events.pop_front();
@@ -343,7 +355,11 @@ async fn serve(mut sock: TcpStream, st: Shared) {
             }
             respond(&mut sock, 200, "", None).await;
         }
-        "GET" => get(sock, st, &sid, req.headers.get("last-event-id").cloned()).await,
+        "GET" => {
+            // Without a store there is nothing to resume: the header is not looked at.
+            let last = req.headers.get("last-event-id").cloned().filter(|_| lock(&st).cfg.event_store);
+            get(sock, st, &sid, last).await
+        }
         "POST" => post(sock, st, &sid, body).await,
         _ => respond(&mut sock, 405, "", None).await,
     }
@@ -356,14 +372,22 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
         respond(&mut sock, 202, "", None).await;
         return;
     }
+    let probe_tools = lock(&st).cfg.probe_tools;
     if method == "tools/list" {
-        let tools: Vec<Value> =
-            ["probe_work", "probe_count", "probe_notify"].iter().map(|n| json!({"name": n})).collect();
+        let names: &[&str] = if probe_tools { &["probe_work", "probe_count", "probe_notify"] } else { &["slow_task"] };
+        let tools: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
         respond(&mut sock, 200, "", Some(&result(&id, json!({"tools": tools})))).await;
         return;
     }
-    let name = body["params"]["name"].as_str().unwrap_or("");
-    let args = body["params"]["arguments"].clone();
+    let name = match body["params"]["name"].as_str().unwrap_or("") {
+        "slow_task" if !probe_tools => "slow_task",
+        _ if !probe_tools => "",
+        other => other,
+    };
+    let mut args = body["params"]["arguments"].clone();
+    if name == "slow_task" {
+        args = json!({"duration_ms": 5000, "interval_ms": 250, "key": "slow_task"});
+    }
     let key = args["key"].as_str().unwrap_or("default").to_string();
     match name {
         "probe_count" => {
@@ -391,7 +415,7 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
             });
             respond(&mut sock, 200, "", Some(&text_result(&id, json!({"scheduled": count})))).await;
         }
-        "probe_work" => {
+        "probe_work" | "slow_task" => {
             let duration = args["duration_ms"].as_u64().unwrap_or(2000).min(600_000);
             let interval = args["interval_ms"].as_u64().unwrap_or(200).clamp(1, 60_000);
             let token = body["params"]["_meta"]["progressToken"].clone();
@@ -399,14 +423,14 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
             let (stream, cancelled, priming, retry) = {
                 let mut s = lock(&st);
                 *s.started.entry(key.clone()).or_default() += 1;
-                let (priming, retry) = (s.cfg.priming, s.cfg.retry_ms);
+                let (priming, retry) = (s.cfg.priming && s.cfg.event_store, s.cfg.retry_ms);
                 let Some(sess) = s.sessions.get_mut(sid) else { return };
                 let stream = sess.next_stream;
                 sess.next_stream += 1;
                 let mut log = StreamLog { attached: Some(tx), next_seq: 1, ..Default::default() };
                 if priming {
                     log.next_seq = 1;
-                    log.events.push_back((0, frame(stream, 0, "", retry)));
+                    log.events.push_back((0, frame(true, stream, 0, "", retry)));
                 }
                 sess.streams.insert(stream, log);
                 (stream, sess.cancelled.clone(), priming, retry)
@@ -573,18 +597,31 @@ async fn write_stream(
 
 /// Starts a stand-in with `cfg` and probes it (scenarios `only`, all when empty) on a fresh
 /// real tokio runtime: what the integration tests call, so they need no tokio of their own.
-pub fn probe_standin(cfg: StandinConfig, only: &[&str]) -> Result<super::ProbeReport, super::ProbeError> {
+pub fn probe_standin(
+    cfg: StandinConfig,
+    only: &[&str],
+) -> Result<crate::probe::server::run::ProbeReport, crate::probe::error::ProbeError> {
+    probe_standin_with(cfg, only, |_| {})
+}
+
+/// [`probe_standin`] with the probe's options adjusted by `adjust` (an `--idle-bound`, ...).
+pub fn probe_standin_with(
+    cfg: StandinConfig,
+    only: &[&str],
+    adjust: impl FnOnce(&mut crate::probe::server::run::ProbeOptions),
+) -> Result<crate::probe::server::run::ProbeReport, crate::probe::error::ProbeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| super::ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
+        .map_err(|e| crate::probe::error::ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
     rt.block_on(async {
         let standin = Standin::start(cfg)
             .await
-            .map_err(|e| super::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
-        let mut opts = super::ProbeOptions::new(&standin.url());
+            .map_err(|e| crate::probe::error::ProbeError::Io { path: "stand-in".into(), problem: e.to_string() })?;
+        let mut opts = crate::probe::server::run::ProbeOptions::new(&standin.url());
         opts.only = only.iter().map(|s| s.to_string()).collect();
-        let target = super::parse_target(&opts.url, false)?;
-        super::probe_async(&opts, target).await
+        adjust(&mut opts);
+        let target = crate::probe::target::parse_target(&opts.url, false)?;
+        crate::probe::server::run::probe_async(&opts, target).await
     })
 }

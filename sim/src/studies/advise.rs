@@ -28,7 +28,7 @@ use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn};
 use crate::studies::tally::{Outcome, Tally};
-use mcpsim_model::config::{IdleRule, ReconnectPolicy};
+use mcpsim_model::config::{EventStoreMode, IdleRule, ReconnectPolicy};
 use mcpsim_model::schedule::{event_interval, idle_need, lb_cuts, rate_of, retention_bounds, smallest_whole_above};
 // The schedule arithmetic lives in the model (`mcpsim_model::schedule`); these are its answers.
 pub use mcpsim_model::schedule::{
@@ -199,6 +199,8 @@ pub struct Advice {
     pub window: Need,
     /// Seconds.
     pub idle_ttl: Need,
+    /// The server keeps no event store (`server.event_store = none`): nothing can be resumed.
+    pub no_store: bool,
 }
 
 /// The predicted safe retention of the scenario's server for the scenario's client under `input`.
@@ -212,6 +214,15 @@ pub fn advise(scenario: &Scenario, input: &AdviseInput) -> Advice {
     if let Some(outage) = input.max_outage {
         cases.push(outage_case(scenario, input, outage, server_retry_ms));
     }
+    if server.event_store == EventStoreMode::NoStore {
+        // No store, no ids: a client never holds a Last-Event-ID, so no retention is worth
+        // computing; the idle TTL still decides whether the session outlives the break.
+        for case in &mut cases {
+            case.steps.push(NO_STORE.to_string());
+            case.retention = Need::Impossible(NO_STORE.into());
+            case.window = Need::Impossible(NO_STORE.into());
+        }
+    }
     let none = || Need::NotNeeded("nothing breaks the stream: no outage and no load-balancer cut".into());
     let fold = |pick: fn(&BreakCase) -> &Need| cases.iter().map(|c| pick(c).clone()).reduce(Need::and);
     Advice {
@@ -222,9 +233,14 @@ pub fn advise(scenario: &Scenario, input: &AdviseInput) -> Advice {
         retention: fold(|c| &c.retention).unwrap_or_else(none),
         window: fold(|c| &c.window).unwrap_or_else(none),
         idle_ttl: fold(|c| &c.idle_ttl).unwrap_or_else(none),
+        no_store: server.event_store == EventStoreMode::NoStore,
         cases,
     }
 }
+
+/// Why no retention helps a server without an event store.
+pub const NO_STORE: &str = "resumption is impossible: the server keeps no event store (server.event_store = none), so \
+                            its events carry no id and nothing is replayed; a broken stream's events are lost";
 
 /// A load-balancer idle cut: the network is fine, the client reconnects after its first delay.
 fn lb_cut_case(scenario: &Scenario, input: &AdviseInput, idle: Duration, retry: Option<u64>) -> BreakCase {
@@ -510,6 +526,9 @@ pub fn render(advice: &Advice) -> String {
             let _ = writeln!(out, "  {step}");
         }
     }
+    if advice.no_store {
+        let _ = writeln!(out, "\n{NO_STORE}");
+    }
     let _ = writeln!(out, "\nminimal safe settings (the strictest over the breaks above):");
     let _ = writeln!(out, "  server.retention         {}", describe_need(&advice.retention, "events"));
     let _ = writeln!(out, "  server.retention_window  {}", describe_need(&advice.window, "s"));
@@ -748,6 +767,8 @@ pub(crate) fn show_value(key: &str, x: f64) -> String {
 pub enum OutageLimit {
     /// The client gives up (its attempts are spent before the network heals): no retention helps.
     Attempts,
+    /// The server keeps no event store (`server.event_store = none`): nothing can be resumed.
+    NoStore,
     /// The count bound `server.retention` no longer holds the events of the absence.
     Retention,
     /// The time window `server.retention_window` no longer reaches back to the last event seen.
@@ -763,6 +784,7 @@ impl OutageLimit {
     pub fn name(self) -> &'static str {
         match self {
             OutageLimit::Attempts => "attempts",
+            OutageLimit::NoStore => "no event store",
             OutageLimit::Retention => "retention",
             OutageLimit::Window => "window",
             OutageLimit::IdleTtl => "idle TTL",
@@ -806,6 +828,9 @@ pub fn longest_outage(scenario: &Scenario, input: &AdviseInput, step: Duration, 
 
 /// The first of the server's settings the advice's needs exceed, if any.
 fn first_unmet(scenario: &Scenario, advice: &Advice) -> Option<OutageLimit> {
+    if scenario.server.event_store == EventStoreMode::NoStore {
+        return Some(OutageLimit::NoStore);
+    }
     // Only a client that gives up (or never gets back) makes the count bound impossible.
     if matches!(advice.retention, Need::Impossible(_)) {
         return Some(OutageLimit::Attempts);
@@ -850,7 +875,7 @@ pub fn render_longest(scenario: &Scenario, input: &AdviseInput, longest: &Longes
     if let Some(advice) = &longest.failing {
         let outage = advice.input.max_outage.map_or("none".into(), |d| show_s(secs(d)));
         let why = match (longest.limit, &advice.retention) {
-            (OutageLimit::Attempts, Need::Impossible(why)) => why.clone(),
+            (OutageLimit::Attempts | OutageLimit::NoStore, Need::Impossible(why)) => why.clone(),
             (OutageLimit::Window, _) => format!("needs server.retention_window {}", describe_need(&advice.window, "s")),
             (OutageLimit::IdleTtl, _) => format!("needs server.idle_ttl {}", describe_need(&advice.idle_ttl, "s")),
             (_, need) => format!("needs server.retention {}", describe_need(need, "events")),
@@ -920,6 +945,22 @@ mod tests {
         s.client.reconnect = p;
         let a = advise(&s, &AdviseInput::from_scenario(&s));
         assert!(matches!(&a.retention, Need::Impossible(why) if why.contains("may give up")), "{:?}", a.retention);
+    }
+
+    #[test]
+    fn a_server_without_an_event_store_says_resumption_is_impossible_instead_of_a_retention() {
+        let mut s = Scenario::build("chatty-tool", "reference", "py-sdk").unwrap();
+        s.server.event_store = EventStoreMode::NoStore;
+        let a = advise(&s, &AdviseInput::from_scenario(&s));
+        assert!(matches!(&a.retention, Need::Impossible(why) if why == NO_STORE), "{:?}", a.retention);
+        assert!(matches!(&a.window, Need::Impossible(why) if why == NO_STORE), "{:?}", a.window);
+        // The idle TTL is still worked out: the session may outlive the break.
+        assert!(matches!(&a.idle_ttl, Need::Above(_)), "{:?}", a.idle_ttl);
+        assert!(render(&a).contains("resumption is impossible"), "{}", render(&a));
+        let input = AdviseInput::from_scenario(&s);
+        let longest = longest_outage(&s, &input, Duration::from_secs(10), Duration::from_secs(60));
+        assert_eq!((longest.outage, longest.limit), (None, OutageLimit::NoStore));
+        assert!(render_longest(&s, &input, &longest).contains("no event store"));
     }
 
     #[test]

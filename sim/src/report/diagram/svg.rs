@@ -43,6 +43,8 @@ pub(crate) fn xml(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // XML forbids most control characters (an ESC in a probed server's event id): shown escaped.
+            c if c.is_control() => out.push_str(&c.escape_default().to_string()),
             _ => out.push(c),
         }
     }

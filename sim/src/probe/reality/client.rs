@@ -1,5 +1,5 @@
 //! The client half of the reality check: each fixture client's probe runs
-//! ([`super::client_probe`]) mirrored in the simulator with that SDK's built-in client profile
+//! ([`crate::probe::client::runs`]) mirrored in the simulator with that SDK's built-in client profile
 //! against the `reference` server made stand-in-like (no `retry:`), the same tool and the same
 //! fault at the same time; both traces seen from the server side only (the simulated one cut
 //! down to the step kinds the probe's tap records) and judged by the oracles, and the requests
@@ -7,9 +7,9 @@
 //!
 //! What may differ is listed in [`KNOWN_CLIENT_DISAGREEMENTS`], each with its reason.
 
-use super::client_probe::{ClientProbeReport, ClientRun, EMPTY_RESUMES, RETRY_LONG_MS, RETRY_SHORT_MS};
-use super::reality::{Sdk, Verdict};
 use crate::engine::runner;
+use crate::probe::client::runs::{ClientProbeReport, ClientRun, EMPTY_RESUMES, RETRY_LONG_MS, RETRY_SHORT_MS};
+use crate::probe::reality::sdk::{Sdk, Verdict};
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, EmptyResumes, Scenario};
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
@@ -321,7 +321,7 @@ mod tests {
     #[test]
     fn every_client_mirror_builds_for_every_sdk_client_profile() {
         for sdk in Sdk::ALL {
-            for run in super::super::client_probe::RUNS {
+            for run in crate::probe::client::runs::RUNS {
                 match client_mirror(run, client_profile(sdk), Duration::from_secs(36)) {
                     Ok(s) => assert!(runner::runnable(&s).is_ok(), "{run} {sdk:?}"),
                     Err(why) => assert!(!why.is_empty()),

@@ -2,7 +2,7 @@
 //! HTTP/1.1 `initialize` without `Connection: close` on its own connection, straight to the
 //! server (not through the fault proxy, whose resets between scenarios would close it), the
 //! whole response read, then the time until the server closes the idle connection, up to a
-//! bound. It runs beside the scenarios ([`super::probe_async`] spawns it first and collects it
+//! bound. It runs beside the scenarios ([`crate::probe::server::run::probe_async`] spawns it first and collects it
 //! last), so it costs no time unless the scenarios end before the bound.
 //!
 //! | what happened | decided |
@@ -12,9 +12,9 @@
 //! | still open at the bound | `"none"`: never, or longer than the bound (the comparison takes any profile value above the bound as agreeing) |
 //! | no response head, or a body that does not end, within 10 s | left open, with what happened |
 
-use super::client::Endpoint;
-use super::fingerprint::Fingerprint;
-use super::ProbeError;
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::Fingerprint;
+use crate::probe::recorder::http::Endpoint;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -82,14 +82,28 @@ pub async fn measure(endpoint: &Endpoint, bound: Duration) -> Result<IdleClose, 
         let content_type = header("content-type").unwrap_or_default();
         let said_close = header("connection").is_some_and(|v| v.to_ascii_lowercase().contains("close"));
         let keep_alive_header = header("keep-alive");
-        timeout(EXCHANGE_BOUND, resp.into_body().collect())
-            .await
-            .map_err(|_| {
+        // Read to the end without keeping it, and no further than MAX_BODY_BYTES.
+        let mut body = resp.into_body();
+        let mut read = 0usize;
+        let deadline = Instant::now() + EXCHANGE_BOUND;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, body.frame()).await.map_err(|_| {
                 ProbeError::Timeout(format!(
                     "keep-alive measurement: the {status} {content_type} answer did not end within {EXCHANGE_BOUND:?}"
                 ))
-            })?
-            .map_err(|e| what(&e))?;
+            })?;
+            match frame {
+                None => break,
+                Some(Err(e)) => return Err(what(&e)),
+                Some(Ok(f)) => read += f.data_ref().map_or(0, |d| d.len()),
+            }
+            if read > crate::probe::limits::MAX_BODY_BYTES {
+                return Err(ProbeError::Protocol(format!(
+                    "keep-alive measurement: cap: the {status} {content_type} answer to initialize passed {} bytes",
+                    crate::probe::limits::MAX_BODY_BYTES
+                )));
+            }
+        }
         let end = Instant::now();
         let closed_after = match timeout(bound, &mut driver).await {
             Ok(_) => Some(end.elapsed()),

@@ -1,9 +1,9 @@
 //! A scripted Streamable HTTP client: one TCP connection per HTTP exchange (as the simulator
 //! models it), every wait bounded, every exchange optionally written into the trace.
 
-use super::record::Rec;
-use super::sse::{RawEvent, SseItem, SseParser};
-use super::ProbeError;
+use crate::probe::error::ProbeError;
+use crate::probe::recorder::rec::Rec;
+use crate::probe::recorder::sse::{RawEvent, SseItem, SseParser};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -101,6 +101,9 @@ pub enum Item {
     Reset(String),
     /// Nothing arrived within the wait.
     TimedOut,
+    /// A bound of [`crate::probe::limits`] was hit: the probe closed the connection (the line says
+    /// which bound). Every later call returns `End`.
+    Capped(String),
 }
 
 /// The client: numbers connections and writes the traced ones.
@@ -268,6 +271,24 @@ impl Exchange {
         // Bounded: each round either returns or consumes one body frame.
         for _ in 0..100_000 {
             if let Some(item) = self.queue.pop_front() {
+                if let Item::Event(e) = &item {
+                    if e.oversize {
+                        self.rec.note_cap(format!(
+                            "cap: an event over {} bytes (id {:?}); its fields past the bound were dropped",
+                            crate::probe::limits::MAX_EVENT_BYTES,
+                            e.id.as_deref().map(crate::error::escape).unwrap_or_default()
+                        ));
+                    }
+                    if let Some(line) = self.rec.count_event(e) {
+                        self.queue.clear();
+                        self.body = None;
+                        self.done = true;
+                        self.driver.abort();
+                        let item = Item::Capped(line);
+                        self.record(&item);
+                        return item;
+                    }
+                }
                 self.record(&item);
                 return item;
             }
@@ -300,7 +321,7 @@ impl Exchange {
                             }
                         } else {
                             let text = self.body_text.get_or_insert_with(String::new);
-                            if text.len() < 1 << 20 {
+                            if text.len() < crate::probe::limits::MAX_BODY_BYTES {
                                 text.push_str(&String::from_utf8_lossy(&data));
                             }
                         }
@@ -369,6 +390,13 @@ impl Exchange {
                 if let (Some(session), Some(id)) = (&t.session, &id) {
                     let seq = seq_of(message.as_ref());
                     self.rec.stored(session, t.stream, seq, id, message.clone());
+                } else if let (Some(session), None, Some(m)) = (&t.session, &id, &message) {
+                    // A server without an event store sends no ids; the event it sent is still
+                    // inferred as stored (under a name of the probe's, by stream and place), so
+                    // that the oracles match the delivery with it by message.
+                    let seq = seq_of(Some(m));
+                    let name = EventId(format!("no-id:{}:{seq}", t.stream.0));
+                    self.rec.stored(session, t.stream, seq, &name, message.clone());
                 }
                 let event = SseEvent {
                     id: id.clone(),
@@ -388,6 +416,13 @@ impl Exchange {
             }
             Item::End => self.rec.push(Actor::Client, StepKind::ConnEnd { conn, end: ConnEnd::Clean }),
             Item::Reset(_) => self.rec.push(Actor::Client, StepKind::ConnEnd { conn, end: ConnEnd::Reset }),
+            Item::Capped(line) => {
+                self.rec.push(Actor::Client, StepKind::ConnEnd { conn, end: ConnEnd::Aborted });
+                // The probe stopped reading a call's stream: its application gives up on the call.
+                if let Some(mcpsim_model::http::ClientMessage::CallTool { call, .. }) = &t.request.body {
+                    self.rec.push(Actor::App, StepKind::AppUnknownOutcome { call: call.key, reason: line.clone() });
+                }
+            }
             Item::TimedOut => {}
         }
     }

@@ -29,6 +29,11 @@ pub struct Recorder {
     stored: BTreeMap<(String, String), Option<ServerMessage>>,
     /// Event ids the server used for two different events of one session.
     reused: Vec<String>,
+    /// Events read by the scenario's exchanges, and the bytes of their fields.
+    events_read: usize,
+    event_bytes: usize,
+    /// One line per bound of [`crate::probe::limits`] that was hit.
+    caps: Vec<String>,
 }
 
 /// A recorder shared by the tasks of one scenario.
@@ -45,7 +50,44 @@ impl Rec {
             inits: BTreeSet::new(),
             stored: BTreeMap::new(),
             reused: Vec::new(),
+            events_read: 0,
+            event_bytes: 0,
+            caps: Vec::new(),
         })))
+    }
+
+    /// Counts an event read by one of the scenario's exchanges against the scenario's bounds;
+    /// the line to report when this event passes one (the exchange then stops reading).
+    pub fn count_event(&self, e: &crate::probe::recorder::sse::RawEvent) -> Option<String> {
+        use crate::probe::limits::{MAX_EVENTS_PER_SCENARIO, MAX_TRACE_EVENT_BYTES};
+        let mut r = self.lock();
+        r.events_read += 1;
+        r.event_bytes += e.id.as_ref().map_or(0, String::len)
+            + e.event.as_ref().map_or(0, String::len)
+            + e.data.as_ref().map_or(0, String::len);
+        let line = if r.events_read > MAX_EVENTS_PER_SCENARIO {
+            format!("cap: more than {MAX_EVENTS_PER_SCENARIO} events in one scenario; the probe closed the stream and kept the events before")
+        } else if r.event_bytes > MAX_TRACE_EVENT_BYTES {
+            format!("cap: more than {MAX_TRACE_EVENT_BYTES} bytes of events in one scenario's trace; the probe closed the stream and kept the events before")
+        } else {
+            return None;
+        };
+        drop(r);
+        self.note_cap(line.clone());
+        Some(line)
+    }
+
+    /// Notes a bound that was hit (once per line).
+    pub fn note_cap(&self, line: String) {
+        let mut r = self.lock();
+        if !r.caps.contains(&line) {
+            r.caps.push(line);
+        }
+    }
+
+    /// The bounds hit, one line each.
+    pub fn caps(&self) -> Vec<String> {
+        self.lock().caps.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Recorder> {
@@ -147,6 +189,23 @@ impl Rec {
     /// Progress ticks of `call` the tool's own counter says were sent (`1..=total`) but that
     /// never arrived: written as `event-stored` with an `unseen:` id, so the loss oracle can judge.
     pub fn infer_unseen(&self, session: &SessionId, stream: StreamNo, request: RequestId, call: CallKey, total: u32) {
+        for tick in self.missing_ticks(call, total) {
+            let id = EventId(format!("unseen:{call}:{tick}"));
+            self.stored(session, stream, tick, &id, Some(ServerMessage::Progress { request, call, step: tick }));
+        }
+    }
+
+    /// How many of ticks `1..=total` of `call` never arrived.
+    pub fn unseen_ticks(&self, call: CallKey, total: u32) -> usize {
+        self.missing_ticks(call, total).len()
+    }
+
+    /// How many of notifications `1..=total` of the standalone stream never arrived.
+    pub fn unseen_notifications(&self, session: &SessionId, total: u32) -> usize {
+        self.missing_notifications(session, total).len()
+    }
+
+    fn missing_ticks(&self, call: CallKey, total: u32) -> Vec<u32> {
         let seen: BTreeSet<u32> = self
             .lock()
             .steps
@@ -160,14 +219,18 @@ impl Rec {
                 _ => None,
             })
             .collect();
-        for tick in (1..=total.min(100_000)).filter(|t| !seen.contains(t)) {
-            let id = EventId(format!("unseen:{call}:{tick}"));
-            self.stored(session, stream, tick, &id, Some(ServerMessage::Progress { request, call, step: tick }));
-        }
+        (1..=total.min(100_000)).filter(|t| !seen.contains(t)).collect()
     }
 
     /// Notifications `1..=total` of the standalone stream that never arrived (see `infer_unseen`).
     pub fn infer_unseen_notifications(&self, session: &SessionId, total: u32) {
+        for seq in self.missing_notifications(session, total) {
+            let id = EventId(format!("unseen:notification:{seq}"));
+            self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));
+        }
+    }
+
+    fn missing_notifications(&self, session: &SessionId, total: u32) -> Vec<u32> {
         let seen: BTreeSet<u32> =
             self.lock()
                 .steps
@@ -179,10 +242,7 @@ impl Rec {
                     _ => None,
                 })
                 .collect();
-        for seq in (1..=total.min(100_000)).filter(|t| !seen.contains(t)) {
-            let id = EventId(format!("unseen:notification:{seq}"));
-            self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));
-        }
+        (1..=total.min(100_000)).filter(|t| !seen.contains(t)).collect()
     }
 
     /// Event ids the server gave to two different events of one session.

@@ -8,169 +8,12 @@
 //! simulator is not (yet) changed: [`KNOWN_FIELD_DIFFERENCES`] for profile fields,
 //! [`KNOWN_DISAGREEMENTS`] for verdicts. Anything else is a new, unexplained difference.
 
-use super::{probe_server, KnownFieldDifference, ProbeError, ProbeOptions, ProbeReport, ScenarioReport};
-use crate::engine::runner;
-use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
-use crate::scenario::{BogusResume, CallSpec, DeleteBy, DeleteSpec, ResumeId, Scenario};
-use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
-use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-/// The three SDKs with fixture servers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Sdk {
-    /// TypeScript `@modelcontextprotocol/sdk` 1.32.2.
-    Ts,
-    /// Python `mcp` 2.3.0.
-    Py,
-    /// Rust `rmcp` 3.11.0.
-    Rust,
-}
-
-impl Sdk {
-    /// The three, in table order.
-    pub const ALL: [Sdk; 3] = [Sdk::Ts, Sdk::Py, Sdk::Rust];
-
-    /// The fixture folder's name (`install.sh ts|py|rust`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Sdk::Ts => "ts",
-            Sdk::Py => "py",
-            Sdk::Rust => "rust",
-        }
-    }
-
-    /// The SDK of a fixture folder's name.
-    pub fn parse(s: &str) -> Option<Sdk> {
-        Sdk::ALL.into_iter().find(|k| k.name() == s)
-    }
-
-    /// The SDK and its pinned version.
-    pub fn label(self) -> &'static str {
-        match self {
-            Sdk::Ts => "TypeScript @modelcontextprotocol/sdk 1.32.2",
-            Sdk::Py => "Python mcp 2.3.0",
-            Sdk::Rust => "rmcp 3.11.0",
-        }
-    }
-
-    /// The built-in server profile that models it.
-    pub fn profile(self) -> &'static str {
-        match self {
-            Sdk::Ts => "ts-sdk",
-            Sdk::Py => "py-sdk",
-            Sdk::Rust => "rmcp",
-        }
-    }
-
-    /// The fixture server's program and arguments (port 0: any free port).
-    fn server_command(self, fixtures: &Path) -> (PathBuf, Vec<String>) {
-        let p = |rel: &str| fixtures.join(rel);
-        match self {
-            Sdk::Ts => (PathBuf::from("node"), vec![p("ts/server.mjs").display().to_string(), "0".into()]),
-            Sdk::Py => (p("py/.venv/bin/python"), vec![p("py/server.py").display().to_string(), "0".into()]),
-            Sdk::Rust => (p("rust/target/debug/probe-server"), vec!["0".into()]),
-        }
-    }
-
-    /// What `install.sh` leaves behind, or why this SDK's fixture is not installed.
-    pub fn installed(self, fixtures: &Path) -> Result<(), String> {
-        let need = match self {
-            Sdk::Ts => fixtures.join("ts/node_modules/@modelcontextprotocol/sdk/package.json"),
-            Sdk::Py => fixtures.join("py/.venv/bin/python"),
-            Sdk::Rust => fixtures.join("rust/target/debug/probe-server"),
-        };
-        if need.exists() {
-            Ok(())
-        } else {
-            Err(format!("{} is missing: run sim/probe/fixtures/install.sh {}", need.display(), self.name()))
-        }
-    }
-}
-
-/// `sim/probe/fixtures` of this source tree.
-pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("probe").join("fixtures")
-}
-
-/// A running fixture server; killed (by its own pid) when dropped.
-pub struct FixtureServer {
-    child: Child,
-    /// Its endpoint, from the `LISTENING` line.
-    pub url: String,
-}
-
-impl FixtureServer {
-    /// Starts the SDK's fixture server and waits (at most 60 s) for its `LISTENING` line.
-    pub fn start(sdk: Sdk, fixtures: &Path) -> Result<FixtureServer, ProbeError> {
-        FixtureServer::start_with(sdk, fixtures, &[])
-    }
-
-    /// [`FixtureServer::start`] with extra environment variables (`MCPSIM_PROBE_IDLE_TTL_MS`).
-    pub fn start_with(sdk: Sdk, fixtures: &Path, env: &[(&str, String)]) -> Result<FixtureServer, ProbeError> {
-        sdk.installed(fixtures).map_err(|problem| ProbeError::Io { path: sdk.name().into(), problem })?;
-        let (program, args) = sdk.server_command(fixtures);
-        let io = |e: std::io::Error| ProbeError::Io { path: program.display().to_string(), problem: e.to_string() };
-        let mut child = Command::new(&program)
-            .args(&args)
-            .env("PYTHONUNBUFFERED", "1")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(io)?;
-        let stdout = child.stdout.take().ok_or_else(|| ProbeError::Protocol("no stdout".into()))?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("LISTENING ") {
-                    let _ = tx.send(url.trim().to_string());
-                }
-            }
-        });
-        let mut server = FixtureServer { child, url: String::new() };
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(url) => {
-                server.url = url;
-                Ok(server)
-            }
-            Err(_) => {
-                Err(ProbeError::Timeout(format!("{} fixture server printed no LISTENING line in 60 s", sdk.name())))
-            }
-        }
-    }
-}
-
-impl Drop for FixtureServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A verdict: the invariants a run broke (none: `ok`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Verdict(pub BTreeSet<String>);
-
-impl Verdict {
-    fn of<'a>(names: impl IntoIterator<Item = &'a str>) -> Verdict {
-        Verdict(names.into_iter().map(String::from).collect())
-    }
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_empty() {
-            write!(f, "ok")
-        } else {
-            write!(f, "{}", self.0.iter().cloned().collect::<Vec<_>>().join(", "))
-        }
-    }
-}
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::KnownFieldDifference;
+use crate::probe::reality::sdk::{FixtureServer, Sdk, Verdict, FIXTURE_IDLE_TTL, IDLE_BOUND};
+use crate::probe::reality::server::{foreign_resume, mirror, sim_verdict};
+use crate::probe::server::run::{probe_server, ProbeOptions, ProbeReport, ScenarioReport};
+use std::path::Path;
 
 /// The real run's verdict of one probe scenario, or why it has none.
 pub fn real_verdict(s: &ScenarioReport) -> Result<Verdict, String> {
@@ -178,180 +21,6 @@ pub fn real_verdict(s: &ScenarioReport) -> Result<Verdict, String> {
         Some(why) => Err(format!("skipped: {why}")),
         None => Ok(Verdict::of(s.violations.iter().map(|v| v.invariant.name()))),
     }
-}
-
-/// The idle TTL the fixture server of `idle-expiry` is started with (`MCPSIM_PROBE_IDLE_TTL_MS`;
-/// the SDKs' own defaults are 5 to 30 minutes), and the probe's `--idle-bound`. Checkpoints at
-/// 1, 3, 5, … 15 s put a 6 s TTL between 5 and 7 s.
-pub const FIXTURE_IDLE_TTL: Duration = Duration::from_secs(6);
-/// The `--idle-bound` of the reality check's `idle-expiry`.
-pub const IDLE_BOUND: Duration = Duration::from_secs(16);
-
-/// Simulated seeds per mirror: the verdict of the first, and a note when another differs.
-pub const SIM_SEEDS: [u64; 3] = [1, 2, 3];
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// The simulator scenario that mirrors a probe scenario against `profile`, or why none can.
-///
-/// The client is the `reference` client made script-like: no jitter, and a first reconnection
-/// delay equal to the time the probe's script waits between the cut and its resume, so that
-/// its one resume happens when the script's does. Tools are the probe tool with the script's
-/// duration and interval, without jitter; cuts are the script's, at the script's times.
-pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static str> {
-    let mut s = Scenario::build("resume-after-completion", "reference", profile)
-        .map_err(|_| "the built-in profile does not build")?;
-    s.tool_jitter = 0.0;
-    s.client.reconnect.jitter = 0.0;
-    // The script keeps resuming a call whose resumes come back empty; it does not settle it as
-    // an unknown outcome after a few, as the reference client does.
-    s.client.max_unhonoured_resumes = None;
-    s.faults = FaultPlan::default();
-    s.liveness_grace = Duration::from_secs(60);
-    let work = |duration: u64, interval: u64| ToolSpec {
-        name: "probe_work".into(),
-        duration: ms(duration),
-        event_interval: Some(ms(interval)),
-        idempotent: false,
-        // probe_work adds to its start counter first and checks the SDK's abort signal each tick.
-        side_effect: SideEffectAt::Start,
-        on_abort: OnAbort::Stop,
-    };
-    let call = || vec![CallSpec::new(Duration::ZERO, 0, "probe_work")];
-    let reset = |at: u64| FaultPlan::new(vec![PlannedFault { at: ms(at), fault: Fault::Reset }]);
-    match probe_scenario {
-        "basics" => {
-            s.tools = vec![work(1500, 500)];
-            s.calls = call();
-        }
-        "cut-and-resume" => {
-            // Cut at 2.2 s, resumed at 4.0 s.
-            s.tools = vec![work(6000, 500)];
-            s.calls = call();
-            s.faults = reset(2200);
-            s.client.reconnect.initial = ms(1800);
-        }
-        "resume-after-completion" => {
-            // Cut at 0.7 s, resumed at 4.5 s: 3 s after the 1.5 s tool finished.
-            s.tools = vec![work(1500, 300)];
-            s.calls = call();
-            s.faults = reset(700);
-            s.client.reconnect.initial = ms(3800);
-        }
-        "delete-during-tool" => {
-            s.tools = vec![work(4000, 500)];
-            s.calls = call();
-            s.deletes = vec![DeleteSpec { at: ms(1200), client: 0, by: Default::default() }];
-        }
-        "standalone" => {
-            // The script's four notifications become one every 300 ms; no call, no cut.
-            s.tools = vec![work(1000, 500)];
-            s.calls = vec![];
-            s.client.open_standalone_stream = true;
-            s.notify_interval = Some(ms(300));
-        }
-        "standalone-cut" => {
-            // probe_notify(8, 1 s): a notification a second; cut at 2.8 s, resumed at 5.5 s.
-            s.tools = vec![work(1000, 500)];
-            s.calls = vec![];
-            s.client.open_standalone_stream = true;
-            s.notify_interval = Some(ms(1000));
-            s.faults = reset(2800);
-            s.client.reconnect.initial = ms(2700);
-        }
-        "overrun" => {
-            // 200 ticks in 8 s; partitioned from 1 s to 10 s; resumed at 10.5 s.
-            s.tools = vec![work(8000, 40)];
-            s.calls = call();
-            s.faults =
-                FaultPlan::new(vec![PlannedFault { at: ms(1000), fault: Fault::Partition { duration: ms(9000) } }]);
-            s.client.reconnect.initial = ms(9500);
-        }
-        "unknown-session" => {
-            // Requests naming a session the server does not know: an operator's DELETE ends the
-            // session behind the client's back at 0.3 s, then its standalone GET and a call at
-            // 0.6 s name it (the probe sends an id the server never minted; both meet the
-            // server's unknown-session answer).
-            s.tools = vec![work(1000, 500)];
-            s.calls = vec![CallSpec::new(ms(600), 0, "probe_work")];
-            s.client.open_standalone_stream = true;
-            s.deletes = vec![DeleteSpec { at: ms(300), client: 0, by: DeleteBy::Operator }];
-        }
-        "made-up-id" => {
-            // A session with its standalone GET, which resumes at 0.5 s with an id of the server's
-            // own shape that it never minted (`[[bogus_resumes]]`); no call.
-            s.tools = vec![work(1000, 500)];
-            s.calls = vec![];
-            s.client.open_standalone_stream = true;
-            let id = super::scenarios::made_up_id(Some(s.server.event_ids)).to_string();
-            s.bogus_resumes = vec![BogusResume { at: ms(500), client: 0, id: id.into() }];
-        }
-        "idle-expiry" => {
-            // A session left idle past the instance's TTL, then used: a call, then one after an
-            // idle gap of twice the TTL (`after_idle`), on the SDK's profile with the fixture's TTL.
-            s.tools = vec![work(1000, 500)];
-            s.server.idle_ttl = Some(FIXTURE_IDLE_TTL);
-            let mut later = CallSpec::new(Duration::ZERO, 1, "probe_work");
-            later.after_idle = Some(FIXTURE_IDLE_TTL * 2);
-            s.calls = vec![CallSpec::new(Duration::ZERO, 0, "probe_work"), later];
-        }
-        "cross-session-id" => {
-            // Two clients, a session each (the script's A and B). Client 0 calls probe_work(3000,
-            // 500) at once; at 1.3 s client 1 resumes its standalone stream with the first id
-            // client 0 received on its call's stream (the script takes A's earliest id at 1.3 s).
-            // Unlike the script, client 0 reads its stream to the end: the script stops reading
-            // A at 1.3 s and tells its application the outcome is unknown; both resolve the call.
-            s.clients = 2;
-            s.tools = vec![work(3000, 500)];
-            s.calls = call();
-            s.client.open_standalone_stream = true;
-            let id = ResumeId::ReceivedBy { client: 0, nth: 1 };
-            s.bogus_resumes = vec![BogusResume { at: ms(1300), client: 1, id }];
-        }
-        _ => return Err("no mirror written for this scenario"),
-    }
-    s.validate().map_err(|_| "the mirror does not validate")?;
-    Ok(s)
-}
-
-/// The simulator's verdict of a mirror: (first seed's verdict, a note when seeds disagree).
-pub fn sim_verdict(scenario: &Scenario) -> Result<(Verdict, Option<String>), String> {
-    let mut verdicts = Vec::new();
-    for seed in SIM_SEEDS {
-        let out = runner::run(scenario, seed).map_err(|e| format!("simulation failed: {e}"))?;
-        verdicts.push(Verdict::of(out.violations.iter().map(|v| v.invariant.name())));
-    }
-    let first = verdicts[0].clone();
-    let note = verdicts
-        .iter()
-        .zip(SIM_SEEDS)
-        .find(|(v, _)| **v != first)
-        .map(|(v, seed)| format!("seed {seed} of the simulation says {v}"));
-    Ok((first, note))
-}
-
-/// What the simulated server answered client 1's resume with client 0's id (seed 1), for the
-/// note beside the real run's.
-fn foreign_resume(scenario: &Scenario) -> Option<String> {
-    use mcpsim_model::trace::{ResumeOutcome, StepKind};
-    let out = runner::run(scenario, SIM_SEEDS[0]).ok()?;
-    let b = out.trace.steps.iter().find_map(|st| match &st.kind {
-        StepKind::SessionCreated { session, client } if client == "app-1" => Some(session.clone()),
-        _ => None,
-    })?;
-    let outcome = out.trace.steps.iter().find_map(|st| match &st.kind {
-        StepKind::Resume { session, outcome, .. } if *session == b => Some(outcome.clone()),
-        _ => None,
-    })?;
-    let what = match outcome {
-        ResumeOutcome::Replayed { replayed } => format!("200, {replayed} of client 0's events replayed"),
-        ResumeOutcome::Empty { open } => format!("200, no events, {}", if open { "left open" } else { "closed" }),
-        ResumeOutcome::Rejected { status, .. } => format!("{}", status.0),
-        other => format!("{other:?}"),
-    };
-    Some(format!("simulated: client 1 resumed with client 0's first id: {what}"))
 }
 
 /// Every known difference between a probed fingerprint and its built-in profile.
@@ -386,13 +55,17 @@ pub struct FieldRow {
 }
 
 /// A measured duration like `"15s"` and the profile's within a second: the same; a keep-alive
-/// timeout as [`super::keepalive::agrees`] says (still open at the bound agrees with any longer).
+/// timeout as [`crate::probe::server::keepalive::agrees`] says (still open at the bound agrees with any longer).
 pub fn close_enough(field: &str, probed: &str, builtin: &str) -> bool {
     if probed == builtin {
         return true;
     }
     if field == "keep_alive_timeout" {
-        return super::keepalive::agrees(probed, builtin, super::keepalive::KEEP_ALIVE_BOUND);
+        return crate::probe::server::keepalive::agrees(
+            probed,
+            builtin,
+            crate::probe::server::keepalive::KEEP_ALIVE_BOUND,
+        );
     }
     let secs = |v: &str| v.trim_matches('"').strip_suffix('s').and_then(|n| n.parse::<i64>().ok());
     matches!(field, "keepalive" | "idle_ttl")
@@ -526,6 +199,18 @@ impl Row {
 
 /// The rows of one probe report.
 pub fn rows(sdk: Sdk, report: &ProbeReport) -> Vec<Row> {
+    rows_adjusted(sdk, report, &|_| {})
+}
+
+/// The rows of one probe report, each mirror's server changed by `adjust` first (a fixture
+/// started in another configuration than its SDK's defaults).
+pub fn rows_adjusted(sdk: Sdk, report: &ProbeReport, adjust: &dyn Fn(&mut crate::scenario::Scenario)) -> Vec<Row> {
+    let mirror = |name: &str, profile: &str| {
+        mirror(name, profile).map(|mut s| {
+            adjust(&mut s);
+            s
+        })
+    };
     report
         .scenarios
         .iter()
@@ -572,7 +257,7 @@ pub struct SdkReality {
     /// The fixture server's endpoint.
     pub url: String,
     /// The fixture client's probe runs beside their mirrors.
-    pub clients: Vec<super::client_reality::ClientRow>,
+    pub clients: Vec<crate::probe::reality::client::ClientRow>,
     /// The client's decided `http.keep_alive` beside the built-in client profile (none when the
     /// probe left it undetermined).
     pub client_keep_alive: Option<FieldRow>,
@@ -587,15 +272,15 @@ pub struct SdkReality {
 /// compares; an unexplained disagreement is probed once more (alone) before it stands.
 pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
     // The client half runs beside the server half (its own stand-in, proxy and runtime).
-    let command = super::client_reality::client_command(sdk, fixtures)
+    let command = crate::probe::reality::client::client_command(sdk, fixtures)
         .map_err(|problem| ProbeError::Io { path: sdk.name().into(), problem })?;
     let client = std::thread::spawn(move || {
-        let mut opts = super::client_probe::ClientProbeOptions::new(command);
+        let mut opts = crate::probe::client::runs::ClientProbeOptions::new(command);
         opts.name = format!("probed-{}", sdk.name());
-        super::client_probe::probe_client(&opts).map(|r| {
+        crate::probe::client::runs::probe_client(&opts).map(|r| {
             let reuse = client_field(sdk, &r, "http.reuse_after");
             let keep_alive = client_field(sdk, &r, "http.keep_alive").and_then(Result::ok);
-            (super::client_reality::client_rows(sdk, &r), keep_alive, reuse)
+            (crate::probe::reality::client::client_rows(sdk, &r), keep_alive, reuse)
         })
     });
     let server = FixtureServer::start(sdk, fixtures)?;
@@ -656,11 +341,11 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
 /// probe left the field undetermined.
 fn client_field(
     sdk: Sdk,
-    report: &super::client_probe::ClientProbeReport,
+    report: &crate::probe::client::runs::ClientProbeReport,
     field: &str,
 ) -> Option<Result<FieldRow, String>> {
-    use super::client_probe::{compare, known_client_difference};
-    let profile = mcpsim_model::profiles::client(super::client_reality::client_profile(sdk))?;
+    use crate::probe::client::runs::{compare, known_client_difference};
+    let profile = mcpsim_model::profiles::client(crate::probe::reality::client::client_profile(sdk))?;
     let Some((_, why)) = report.fields.get(field) else {
         let why = report.undetermined.iter().find(|(f, _)| f == field).map(|(_, w)| w.clone());
         return Some(Err(why.unwrap_or_else(|| "not decided".into())));
@@ -716,7 +401,8 @@ pub const FIELDS_BEGIN: &str = "<!-- reality fields: generated -->";
 /// The end marker of the generated field list.
 pub const FIELDS_END: &str = "<!-- end of reality fields -->";
 
-fn cell(s: &str) -> String {
+/// A markdown table cell.
+pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
@@ -747,7 +433,7 @@ pub fn table_markdown(all: &[SdkReality]) -> String {
 }
 
 /// A verdict for the table: an error cut to its kind (`skipped`, `no mirror`).
-fn short(v: &Result<Verdict, String>) -> String {
+pub fn short(v: &Result<Verdict, String>) -> String {
     match v {
         Ok(v) => v.to_string(),
         Err(e) if e.starts_with("no mirror") => "no mirror".into(),
@@ -766,7 +452,7 @@ pub fn fields_markdown(all: &[SdkReality]) -> String {
             r.sdk.name(),
             r.sdk.profile(),
             r.fields.len(),
-            super::fingerprint::FIELDS.len(),
+            crate::probe::fingerprint::FIELDS.len(),
             r.undetermined.join(", ")
         ));
     }
@@ -867,18 +553,19 @@ pub fn splice(doc: &str, all: &[SdkReality]) -> String {
     let doc = put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all));
     let doc = put(&doc, KEEP_ALIVE_BEGIN, KEEP_ALIVE_END, &keep_alive_markdown(all));
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
-    use super::client_reality::{client_table_markdown, CLIENT_BEGIN, CLIENT_END};
+    use crate::probe::reality::client::{client_table_markdown, CLIENT_BEGIN, CLIENT_END};
     put(&doc, CLIENT_BEGIN, CLIENT_END, &client_table_markdown(&clients))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::runner;
 
     #[test]
     fn every_mirror_builds_and_validates_for_every_sdk_profile() {
         for sdk in Sdk::ALL {
-            for name in super::super::scenarios::SCENARIOS {
+            for name in crate::probe::server::scenarios::SCENARIOS {
                 match mirror(name, sdk.profile()) {
                     Ok(s) => assert!(runner::runnable(&s).is_ok(), "{name} {sdk:?}"),
                     Err(why) => assert!(!why.is_empty()),

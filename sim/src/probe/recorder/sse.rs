@@ -23,6 +23,8 @@ pub struct RawEvent {
     pub data: Option<String>,
     /// The `retry:` field, in ms.
     pub retry_ms: Option<u64>,
+    /// Its fields passed [`crate::probe::limits::MAX_EVENT_BYTES`]: the rest was dropped.
+    pub oversize: bool,
 }
 
 impl RawEvent {
@@ -41,6 +43,10 @@ pub struct SseParser {
     /// The event has at least one field.
     started: bool,
     last_was_cr: bool,
+    /// Bytes of the pending event's fields so far.
+    event_bytes: usize,
+    /// The current line passed `MAX_LINE` and was cut.
+    line_cut: bool,
 }
 
 impl SseParser {
@@ -58,11 +64,16 @@ impl SseParser {
             self.last_was_cr = b == b'\r';
             if b == b'\n' || b == b'\r' {
                 let line = std::mem::take(&mut self.line);
+                if std::mem::take(&mut self.line_cut) {
+                    self.pending.oversize = true;
+                }
                 if let Some(item) = self.line_done(&line) {
                     out.push(item);
                 }
             } else if self.line.len() < Self::MAX_LINE {
                 self.line.push(b);
+            } else {
+                self.line_cut = true;
             }
         }
         out
@@ -75,6 +86,7 @@ impl SseParser {
                 return None;
             }
             self.started = false;
+            self.event_bytes = 0;
             return Some(SseItem::Event(std::mem::take(&mut self.pending)));
         }
         if let Some(comment) = line.strip_prefix(':') {
@@ -85,6 +97,12 @@ impl SseParser {
             None => (line.as_ref(), ""),
         };
         self.started = true;
+        // One event is bounded as a whole, not only line by line (many `data:` lines add up).
+        if self.event_bytes + value.len() > crate::probe::limits::MAX_EVENT_BYTES {
+            self.pending.oversize = true;
+            return None;
+        }
+        self.event_bytes += value.len();
         match field {
             "id" => self.pending.id = Some(value.to_string()),
             "event" => self.pending.event = Some(value.to_string()),
@@ -105,6 +123,25 @@ impl SseParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_of_many_data_lines_is_bounded_as_a_whole() {
+        let mut p = SseParser::default();
+        let line = format!("data: {}\n", "x".repeat(64 * 1024));
+        let mut items = Vec::new();
+        items.extend(p.feed(b"id: 1\n"));
+        for _ in 0..40 {
+            items.extend(p.feed(line.as_bytes()));
+        }
+        items.extend(p.feed(b"\nid: 2\ndata: small\n\n"));
+        let evs: Vec<&RawEvent> =
+            items.iter().filter_map(|i| if let SseItem::Event(e) = i { Some(e) } else { None }).collect();
+        assert_eq!(evs.len(), 2);
+        assert!(evs[0].oversize);
+        assert!(evs[0].data.as_ref().is_some_and(|d| d.len() <= crate::probe::limits::MAX_EVENT_BYTES));
+        assert!(!evs[1].oversize);
+        assert_eq!(evs[1].data.as_deref(), Some("small"));
+    }
 
     #[test]
     fn events_comments_priming_and_retry_survive_arbitrary_chunking() {

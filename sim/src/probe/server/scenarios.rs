@@ -6,12 +6,12 @@
 //! fields. A server without the probe tools gets the scenarios that need no tool; the others
 //! are reported as skipped.
 
-use super::client::{Client, Endpoint, Exchange, Item, Outgoing, TraceAs};
-use super::fingerprint::Fingerprint;
-use super::proxy::Proxy;
-use super::record::Rec;
-use super::sse::RawEvent;
-use super::ProbeError;
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::Fingerprint;
+use crate::probe::proxy::{FaultGuard, Proxy};
+use crate::probe::recorder::http::{Client, Endpoint, Exchange, Item, Outgoing, TraceAs};
+use crate::probe::recorder::rec::Rec;
+use crate::probe::recorder::sse::RawEvent;
 use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
 use mcpsim_model::config::{
     ConnAfterResponse, EventIdScheme, FreshGet, KeepaliveTimer, SecondGet, StandalonePriming, UnknownSession,
@@ -64,6 +64,78 @@ pub struct Ctx {
     pub replay_from: Mutex<Option<bool>>,
     /// The user's bound on idleness for `idle-expiry` (skipped when `None`).
     pub idle_bound: Option<Duration>,
+    /// The user's own tool for the long call (`--tool NAME --args JSON`), for a server without
+    /// the probe tools.
+    pub user_tool: Option<UserTool>,
+    /// What `basics` saw of the user's tool: (the first event with an id, the result), each
+    /// since the call was sent.
+    pub user_tool_seen: Mutex<(Option<Duration>, Option<Duration>)>,
+}
+
+/// One of the server's own tools, named by the user, standing in for `probe_work`.
+#[derive(Clone, Debug)]
+pub struct UserTool {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (a JSON object).
+    pub args: Value,
+    /// How long one call runs (`--tool-duration`); measured by `basics` when not given.
+    pub duration: Option<Duration>,
+}
+
+/// Why a scenario cannot run on this server, if it cannot: what it needs of the probe tools,
+/// or of the user's own tool (its events' and result's timing, measured by `basics`).
+fn cannot_run(ctx: &Ctx, name: &str) -> Option<String> {
+    if matches!(name, "basics" | "unknown-session" | "made-up-id") || ctx.has_tools.load(Ordering::Relaxed) {
+        return None;
+    }
+    let fixed = match name {
+        "delete-during-tool" => {
+            Some("needs probe_work's ignore_abort and probe_count to tell a tool that ran on from one stopped")
+        }
+        "standalone" | "standalone-cut" => Some("needs probe_notify (notifications tied to no request)"),
+        "overrun" => Some("needs probe_work's 40 ms ticks for 8 s (200 events) to overrun a store"),
+        "idle-expiry" => Some("needs probe_work (a 300 ms run and one longer than the idle bound)"),
+        _ => None,
+    };
+    let Some(tool) = &ctx.user_tool else {
+        let need =
+            fixed.unwrap_or("needs a long tool call that sends events: the probe tools, or --tool NAME --args JSON");
+        return Some(format!("no probe tools (probe_work, probe_count, probe_notify): {need}"));
+    };
+    if let Some(need) = fixed {
+        return Some(need.to_string());
+    }
+    let (first_id, result) = *ctx.user_tool_seen.lock().unwrap_or_else(|e| e.into_inner());
+    let duration = tool.duration.or(result);
+    let name_t = &tool.name;
+    // (the first id'd event before, the call running at least, at most) in seconds.
+    let (event_by, min, max) = match name {
+        "cut-and-resume" => (2.0, Some(4.0), None),
+        "resume-after-completion" => (0.6, Some(1.0), Some(4.0)),
+        "cross-session-id" => (1.2, Some(1.3), None),
+        _ => return Some(format!("no rule for {name} with a user tool")),
+    };
+    match first_id {
+        None => return Some(format!("{name_t} sent no event with an id in basics: nothing to resume with")),
+        Some(t) if t.as_secs_f64() > event_by => {
+            return Some(format!(
+                "{name_t}'s first event with an id came {:.1} s in; this scenario needs one within {event_by} s",
+                t.as_secs_f64()
+            ))
+        }
+        Some(_) => {}
+    }
+    let d = duration.map(|d| d.as_secs_f64());
+    match (d, min, max) {
+        (None, Some(m), _) => Some(format!(
+            "{name_t}'s duration is unknown (no result within basics' 10 s and no --tool-duration); this scenario needs at least {m} s"
+        )),
+        (Some(d), Some(m), _) if d < m => Some(format!("{name_t} runs {d:.1} s; this scenario needs at least {m} s")),
+        (Some(d), _, Some(m)) if d > m => Some(format!("{name_t} runs {d:.1} s; this scenario needs at most {m} s")),
+        (None, None, Some(m)) => Some(format!("{name_t}'s duration is unknown; this scenario needs at most {m} s")),
+        _ => None,
+    }
 }
 
 impl Ctx {
@@ -82,6 +154,8 @@ impl Ctx {
             run_tag,
             replay_from: Mutex::new(None),
             idle_bound: None,
+            user_tool: None,
+            user_tool_seen: Mutex::new((None, None)),
         }
     }
 
@@ -148,6 +222,12 @@ fn initialize_body(id: u64, name: &str) -> Value {
         "protocolVersion": mcpsim_model::http::PROTOCOL_VERSION,
         "capabilities": {},
         "clientInfo": {"name": name, "version": "0"}}})
+}
+
+/// Whether an `initialize` answer is an MCP server's: a 2xx whose JSON-RPC body has a `result`.
+fn is_initialize_result(status: u16, answer: Option<&Value>) -> bool {
+    (200..300).contains(&status)
+        && answer.is_some_and(|v| v.get("jsonrpc").and_then(Value::as_str) == Some("2.0") && v["result"].is_object())
 }
 
 /// Untraced initialize + initialized: the session id.
@@ -271,6 +351,8 @@ struct Script<'a> {
     plan: FaultPlan,
     notifications: Option<(SessionId, u32)>,
     t0: Instant,
+    /// The faults this script started; dropped with it.
+    fault_guards: Vec<FaultGuard>,
 }
 
 impl<'a> Script<'a> {
@@ -290,6 +372,7 @@ impl<'a> Script<'a> {
             plan: FaultPlan::default(),
             notifications: None,
             t0: Instant::now(),
+            fault_guards: Vec::new(),
         }
     }
 
@@ -301,8 +384,10 @@ impl<'a> Script<'a> {
         sleep_until(self.t0 + Duration::from_secs_f64(secs)).await;
     }
 
-    /// Schedules faults of the simulator's vocabulary, from the script's start.
-    fn faults(&mut self, faults: Vec<PlannedFault>) -> Result<tokio::task::JoinHandle<()>, ProbeError> {
+    /// Schedules faults of the simulator's vocabulary, from the script's start. The script
+    /// holds their guard: however it ends (its last line, an early return, an error, a
+    /// timeout dropping it), its faults end with it.
+    fn faults(&mut self, faults: Vec<PlannedFault>) -> Result<(), ProbeError> {
         let elapsed = self.t0.elapsed();
         let shifted: Vec<PlannedFault> =
             faults.iter().map(|f| PlannedFault { at: f.at.saturating_sub(elapsed), fault: f.fault.clone() }).collect();
@@ -310,7 +395,9 @@ impl<'a> Script<'a> {
             self.rec.push(Actor::Fault, StepKind::Fault { fault: f.to_string() });
             self.plan.push(f);
         }
-        self.ctx.proxy.run_plan(&FaultPlan::new(shifted)).map_err(ProbeError::Protocol)
+        let guard = self.ctx.proxy.run_plan(&FaultPlan::new(shifted)).map_err(ProbeError::Protocol)?;
+        self.fault_guards.push(guard);
+        Ok(())
     }
 
     async fn init(&mut self, client_name: &str) -> Result<SessionId, ProbeError> {
@@ -319,11 +406,19 @@ impl<'a> Script<'a> {
         let trace =
             TraceAs { request: Request::initialize(RequestId(id), client_name), session: None, stream: StreamNo(0) };
         let mut ex = self.client.send(Outgoing::post(None, initialize_body(id, client_name)), Some(trace)).await?;
-        let status = ex.status;
-        let Some(session) = ex.session_header.clone().map(SessionId) else {
-            return Err(ProbeError::Protocol(format!("initialize answered {status} without an Mcp-Session-Id")));
+        let (status, content_type) = (ex.status, ex.content_type.clone());
+        let header = ex.session_header.clone().map(SessionId);
+        let answer = ex.json(Duration::from_secs(5)).await;
+        if !is_initialize_result(status, answer.as_ref()) {
+            return Err(ProbeError::Protocol(format!(
+                "initialize answered {status} {:?}{}, not a JSON-RPC result",
+                crate::error::escape(&content_type),
+                if answer.is_some() { " with a JSON-RPC error or an odd body" } else { "" }
+            )));
+        }
+        let Some(session) = header else {
+            return Err(ProbeError::NoSession(format!("initialize answered {status} without an Mcp-Session-Id")));
         };
-        let _ = ex.json(Duration::from_secs(5)).await;
         self.rec.push(Actor::Server, StepKind::SessionCreated { session: session.clone(), client: client_name.into() });
         let trace = TraceAs {
             request: Request::post(Some(session.clone()), ClientMessage::Initialized),
@@ -350,19 +445,21 @@ impl<'a> Script<'a> {
         let call = CallKey(self.ctx.calls.fetch_add(1, Ordering::Relaxed));
         let key = format!("{}-{key}", self.ctx.run_tag);
         self.rec.bind_call(id, call);
-        self.rec.push(Actor::App, StepKind::AppCall { call, tool: "probe_work".into(), idempotent: false });
+        let tool = self.ctx.user_tool.as_ref().map_or("probe_work", |t| t.name.as_str()).to_string();
+        self.rec.push(Actor::App, StepKind::AppCall { call, tool: tool.clone(), idempotent: false });
         let n = self.next_stream.entry(session.clone()).or_insert(1);
         let stream = StreamNo(*n);
         *n += 1;
         let request = Request::post(
             Some(session.clone()),
-            ClientMessage::CallTool {
-                id: RequestId(id),
-                call: ToolCall { tool: "probe_work".into(), key: call, idempotency_key: None },
-            },
+            ClientMessage::CallTool { id: RequestId(id), call: ToolCall { tool, key: call, idempotency_key: None } },
         );
-        let body =
-            tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}));
+        let body = match &self.ctx.user_tool {
+            Some(t) => tool_call(id, &t.name, t.args.clone()),
+            None => {
+                tool_call(id, "probe_work", json!({"duration_ms": duration_ms, "interval_ms": interval_ms, "key": key}))
+            }
+        };
         let trace = TraceAs { request, session: Some(session.clone()), stream };
         let ex = self.client.send(Outgoing::post(Some(&session.0), body), Some(trace)).await?;
         self.calls.push(CallRec { session: session.clone(), stream, request: RequestId(id), call, key, ticks: None });
@@ -407,6 +504,9 @@ impl<'a> Script<'a> {
     /// Reads the server's execution ledger, infers what was never seen, and seals the trace.
     async fn finish(self) -> Outcome {
         let Script { ctx, name, rec, created, deleted, held, calls, mut notes, plan, notifications, .. } = self;
+        // Without an event store nothing the client missed was ever stored: what never arrived
+        // is not inferred as stored (the oracles judge stored events), only counted in a note.
+        let no_store = ctx.fp().value("event_store") == Some("\"none\"");
         for c in &calls {
             match ctx.count(&c.key).await {
                 Some((started, _)) => {
@@ -423,16 +523,33 @@ impl<'a> Script<'a> {
                         );
                     }
                 }
+                None if ctx.user_tool.is_some() && !ctx.has_tools.load(Ordering::Relaxed) => {
+                    notes.push(format!("{}: no probe_count, executions not counted", c.call))
+                }
                 None => notes.push(format!("probe_count {} failed: executions unknown", c.key)),
             }
             match c.ticks {
+                Some(total) if no_store => {
+                    let missed = rec.unseen_ticks(c.call, total);
+                    if missed > 0 {
+                        notes.push(format!("{}: {missed} of {total} progress ticks never arrived (no event store: never stored, so not judged lost)", c.call));
+                    }
+                }
                 Some(total) => rec.infer_unseen(&c.session, c.stream, c.request, c.call, total),
                 None => notes.push(format!("{}: no result seen, so unseen progress is not inferred", c.call)),
             }
         }
-        if let Some((session, total)) = notifications {
-            rec.infer_unseen_notifications(&session, total);
+        match notifications {
+            Some((session, total)) if no_store => {
+                let missed = rec.unseen_notifications(&session, total);
+                if missed > 0 {
+                    notes.push(format!("{missed} of {total} notifications never arrived (no event store: never stored, so not judged lost)"));
+                }
+            }
+            Some((session, total)) => rec.infer_unseen_notifications(&session, total),
+            None => {}
         }
+        notes.extend(rec.caps());
         let reused = rec.reused_ids();
         if !reused.is_empty() {
             let text = format!("{name}: the server gave one event id to two different events: {}", reused.join(", "));
@@ -460,18 +577,13 @@ impl<'a> Script<'a> {
     }
 }
 
-/// Runs one named scenario.
-pub async fn run(ctx: &Ctx, name: &'static str) -> Outcome {
-    let needs_tools = !matches!(name, "basics" | "unknown-session" | "made-up-id");
-    if needs_tools && !ctx.has_tools.load(Ordering::Relaxed) {
-        return Outcome {
-            name,
-            trace: None,
-            skipped: Some("the server lacks the probe tools (probe_work, probe_count, probe_notify)".into()),
-            notes: vec![],
-        };
+/// Runs one named scenario; `Err` when it failed (the caller reports it as skipped, or, for
+/// `basics`, as nothing reached).
+pub async fn run(ctx: &Ctx, name: &'static str) -> Result<Outcome, ProbeError> {
+    if let Some(why) = cannot_run(ctx, name) {
+        return Ok(Outcome { name, trace: None, skipped: Some(why), notes: vec![] });
     }
-    let result = match name {
+    match name {
         "basics" => basics(ctx).await,
         "unknown-session" => unknown_session(ctx).await,
         "cut-and-resume" => cut_and_resume(ctx).await,
@@ -484,18 +596,25 @@ pub async fn run(ctx: &Ctx, name: &'static str) -> Outcome {
         "overrun" => overrun(ctx).await,
         "idle-expiry" => idle_expiry(ctx).await,
         _ => Err(ProbeError::Protocol(format!("no scenario {name}"))),
-    };
-    result.unwrap_or_else(|e| Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] })
+    }
 }
 
 async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "basics");
     let session = match s.init("probe-basics").await {
         Ok(session) => session,
-        Err(e) => {
-            ctx.fp().decide("sessions", "false", format!("initialize minted no session id ({e})"));
-            return Err(e);
+        // Only a JSON-RPC result without a session id says `sessions = false`; a failed
+        // exchange decides nothing (the caller reports nothing reached).
+        Err(ProbeError::NoSession(e)) => {
+            ctx.fp().decide(
+                "sessions",
+                "false",
+                format!("initialize answered a JSON-RPC result and no session id ({e})"),
+            );
+            s.note("no Mcp-Session-Id: the scenarios that need a session cannot run");
+            return Ok(s.finish().await);
         }
+        Err(e) => return Err(e),
     };
     ctx.fp().decide("sessions", "true", "initialize answered with an Mcp-Session-Id header");
     // tools/list, untraced: which probe tools exist.
@@ -515,21 +634,75 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     s.note(format!("tools/list: {}", tools.join(", ")));
     ctx.has_tools.store(has, Ordering::Relaxed);
     if !has {
-        s.note("the probe tools are missing: only basics, unknown-session and made-up-id run");
-        return Ok(s.finish().await);
+        match &ctx.user_tool {
+            None => {
+                s.note("the probe tools are missing and no --tool was given: only basics, unknown-session and made-up-id run");
+                return Ok(s.finish().await);
+            }
+            Some(t) if !tools.contains(&t.name) => {
+                return Err(ProbeError::Protocol(format!("--tool {}: tools/list does not list it", t.name)));
+            }
+            Some(t) => s.note(format!("the probe tools are missing: the long call is the server's own {}", t.name)),
+        }
     }
+    let sent = Instant::now();
     let (mut ex, i) = s.work(&session, "basic", 1500, 500).await?;
     if !ex.is_sse() {
         let mut fp = ctx.fp();
         fp.leave_open("priming.post", format!("tools/call answered {} (no event stream)", ex.content_type));
     }
-    let items = ex.drain(Duration::from_secs(10)).await;
+    let mut items = Vec::new();
+    let (mut first_id, mut result_at) = (None, None);
+    let deadline = sent + Duration::from_secs(10);
+    for _ in 0..100_000 {
+        let item = ex.next(deadline.saturating_duration_since(Instant::now())).await;
+        if let Item::Event(e) = &item {
+            if e.id.is_some() && first_id.is_none() {
+                first_id = Some(sent.elapsed());
+            }
+        }
+        if result_at.is_none() && find_result(std::slice::from_ref(&item)).is_some() {
+            result_at = Some(sent.elapsed());
+        }
+        let last = matches!(item, Item::End | Item::Reset(_) | Item::TimedOut);
+        items.push(item);
+        if last {
+            break;
+        }
+    }
+    if let Some(t) = &ctx.user_tool {
+        *ctx.user_tool_seen.lock().unwrap_or_else(|e| e.into_inner()) = (first_id, result_at);
+        let progress = events(&items).iter().filter(|e| progress_tick(e).is_some()).count();
+        s.note(format!(
+            "{}: {} events ({progress} progress), the first with an id at {}, the result at {}",
+            t.name,
+            events(&items).len(),
+            first_id.map_or("never".into(), secs1),
+            result_at.map_or("not within 10 s".into(), secs1)
+        ));
+    }
     s.saw_result(i, &items);
     let evs = events(&items);
     let ids: Vec<String> = evs.iter().filter_map(|e| e.id.clone()).collect();
+    let data_events = evs.iter().filter(|e| e.data.as_deref().is_some_and(|d| !d.is_empty())).count();
     {
         let mut fp = ctx.fp();
-        if let Some(first) = evs.first() {
+        match (data_events, ids.len()) {
+            (0, _) => fp.leave_open("event_store", "the tools/call answer carried no event with data"),
+            (n, 0) => fp.decide(
+                "event_store",
+                "\"none\"",
+                format!("none of the {n} events of a tools/call stream carried an id: nothing can be resumed"),
+            ),
+            (n, k) => fp.decide(
+                "event_store",
+                "\"kept\"",
+                format!("{k} of the {n} events of a tools/call stream carried ids"),
+            ),
+        }
+        if data_events > 0 && ids.is_empty() {
+            fp.leave_open("priming.post", "no event store: no priming event, whatever priming.post says");
+        } else if let Some(first) = evs.first() {
             fp.decide(
                 "priming.post",
                 if first.is_priming() { "true" } else { "false" },
@@ -549,6 +722,7 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             }
         }
         match classify(&ids) {
+            None if ids.is_empty() => fp.leave_open("event_ids", "no event carried an id"),
             Some(scheme) => {
                 *ctx.scheme.lock().unwrap_or_else(|e| e.into_inner()) = Some(scheme);
                 fp.decide(
@@ -631,7 +805,7 @@ fn post_body_error(items: &[Item]) -> bool {
 /// A policy value's TOML literal (its serde form).
 fn literal<T: serde::Serialize>(v: T) -> Option<String> {
     match serde_json::to_value(v).ok()? {
-        Value::String(s) => Some(super::fingerprint::quote(&s)),
+        Value::String(s) => Some(crate::probe::fingerprint::quote(&s)),
         other => Some(other.to_string()),
     }
 }
@@ -641,7 +815,7 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "cut-and-resume");
     let session = s.init("probe-cut").await?;
     let (mut ex, i) = s.work(&session, "cut", 6000, 500).await?;
-    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2200), fault: Fault::Reset }])?;
+    s.faults(vec![PlannedFault { at: Duration::from_millis(2200), fault: Fault::Reset }])?;
     let before = ex.drain(Duration::from_secs(4)).await;
     let last =
         events(&before).into_iter().rev().find_map(|e| e.id.clone().map(|id| (id, progress_tick(e).unwrap_or(0))));
@@ -650,6 +824,8 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let Some((last_id, _)) = last else {
         s.note("no event id arrived before the cut: nothing to resume with");
         ctx.fp().leave_open("replay", "no event id arrived on the tools/call stream before the cut");
+        // The script cannot resume without an id: its application gives up on the call.
+        s.abandon(i, "no event id to resume the cut stream with");
         return Ok(s.finish().await);
     };
     let stream = s.calls[i].stream;
@@ -752,12 +928,13 @@ async fn after_completion(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let mut s = Script::new(ctx, "resume-after-completion");
     let session = s.init("probe-after").await?;
     let (mut ex, i) = s.work(&session, "after", 1500, 300).await?;
-    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(700), fault: Fault::Reset }])?;
+    s.faults(vec![PlannedFault { at: Duration::from_millis(700), fault: Fault::Reset }])?;
     let before = ex.drain(Duration::from_secs(3)).await;
     let last = events(&before).into_iter().rev().find_map(|e| e.id.clone());
     s.at(4.5).await;
     let Some(last_id) = last else {
         ctx.fp().leave_open("retention.drop_on_response", "no event id arrived before the cut");
+        s.abandon(i, "no event id to resume the cut stream with");
         return Ok(s.finish().await);
     };
     let stream = s.calls[i].stream;
@@ -822,6 +999,13 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let evs = events(&items);
     let ended = items.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
     let why = format!("GET with the made-up Last-Event-ID {fake} answered {status}");
+    if ctx.fp().value("event_store") == Some("\"none\"") {
+        // Without a store no id is known: the answer is the server's to any resume.
+        no_store_resume(&mut ctx.fp(), status, ex.is_sse() && evs.iter().all(|e| e.id.is_none()), &why);
+        ex.abort();
+        s.note(format!("no event store; made-up id {fake}: {status}, {} events", evs.len()));
+        return Ok(s.finish().await);
+    }
     {
         let mut fp = ctx.fp();
         match status {
@@ -838,6 +1022,23 @@ async fn made_up(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     ex.abort();
     s.note(format!("made-up id {fake}: {status}, {} events, ended {ended}", evs.len()));
     Ok(s.finish().await)
+}
+
+/// Decides `resume_without_store` from a resume's answer, for a server without a store.
+fn no_store_resume(fp: &mut Fingerprint, status: u16, fresh_stream: bool, why: &str) {
+    fp.leave_open("unknown_id", "no event store: every Last-Event-ID is unknown alike (resume_without_store)");
+    match status {
+        500 => fp.decide("resume_without_store", "\"error500\"", format!("{why} (no event store)")),
+        200 if fresh_stream => fp.decide(
+            "resume_without_store",
+            "\"ignored\"",
+            format!("{why} with an event stream, as a fresh GET (no event store)"),
+        ),
+        other => fp.leave_open(
+            "resume_without_store",
+            format!("{why} (no event store): no NoStoreResume value answers {other}"),
+        ),
+    }
 }
 
 /// Resume in session B with an id session A was given: one store for all sessions, or one each?
@@ -1252,7 +1453,7 @@ async fn standalone_cut(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         .await?;
     let _ = n.drain(Duration::from_secs(3)).await;
     s.notifications = Some((session.clone(), 8));
-    let _plan = s.faults(vec![PlannedFault { at: Duration::from_millis(2800), fault: Fault::Reset }])?;
+    s.faults(vec![PlannedFault { at: Duration::from_millis(2800), fault: Fault::Reset }])?;
     let before = g1.drain(Duration::from_secs(4)).await;
     let last = events(&before).into_iter().rev().find_map(|e| e.id.clone());
     s.at(5.5).await;
@@ -1274,7 +1475,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     let session = s.init("probe-overrun").await?;
     // 200 ticks in 8 s; cut off from 1 s to 10 s; back at 10.5 s, after the tool finished.
     let (mut ex, i) = s.work(&session, "overrun", 8000, 40).await?;
-    let _plan = s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
+    s.faults(vec![parse_partition("1s..10s").map_err(ProbeError::Protocol)?])?;
     let before = ex.drain(Duration::from_secs(3)).await;
     let (last_id, last_tick) = match events(&before)
         .into_iter()
@@ -1284,6 +1485,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         Some(x) => x,
         None => {
             ctx.fp().leave_open("retention.max_events", "no event id before the outage");
+            s.abandon(i, "no event id to resume the cut stream with");
             return Ok(s.finish().await);
         }
     };
@@ -1385,7 +1587,7 @@ async fn overrun(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         // 500 ms ticks, cut off for 12 s (24 ticks): the replay arrives at once.
         let (mut ex, j) = s.work(&session, "overrun-running", 20_000, 500).await?;
         let t = s.t0.elapsed();
-        let _plan = s.faults(vec![PlannedFault {
+        s.faults(vec![PlannedFault {
             at: t + Duration::from_secs(1),
             fault: Fault::Partition { duration: Duration::from_secs(12) },
         }])?;

@@ -1,8 +1,8 @@
 //! `mcpsim probe client -- COMMAND...`: a real MCP client observed from the server side.
 //!
-//! Per probe run, mcpsim starts a stand-in server ([`super::standin`], no `retry:` field so the
+//! Per probe run, mcpsim starts a stand-in server ([`crate::probe::standin`], no `retry:` field so the
 //! client's own delays show), an HTTP-aware tap in front of it that logs every request and
-//! injects the run's fault, and the fault proxy ([`super::proxy`]) in front of the tap. The tap
+//! injects the run's fault, and the fault proxy ([`crate::probe::proxy`]) in front of the tap. The tap
 //! keeps a client connection open after an answer it can frame (`Content-Length`) and numbers
 //! the TCP connections, so the runs also show whether the client reuses one (`http.keep_alive`). The
 //! client command gets the proxy's URL in `MCPSIM_PROBE_URL` (and `MCPSIM_PROBE_DURATION_MS`,
@@ -19,10 +19,11 @@
 //! `session-created`, `side-effect` per `probe_work` POST, `fault`), judged by the oracles; the
 //! decided fields become a `ClientPolicy` TOML profile.
 
-use super::proxy::{Proxy, Toxic};
-use super::record::Rec;
-use super::standin::{read_request, Standin, StandinConfig};
-use super::{KnownFieldDifference, ProbeError};
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::KnownFieldDifference;
+use crate::probe::proxy::{Proxy, Toxic};
+use crate::probe::recorder::rec::Rec;
+use crate::probe::standin::{read_request, Standin, StandinConfig};
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
 use mcpsim_model::oracle::{check_all, Violation};
@@ -175,7 +176,16 @@ struct TapState {
     kept_alive: u64,
     /// Those answers, each as `method: status content-type`.
     offered: Vec<String>,
+    /// Requests for another path than the MCP endpoint (OAuth discovery's `/.well-known/...`):
+    /// answered 404 and not counted as MCP requests; the first [`MAX_OTHER_LISTED`] listed.
+    other: Vec<String>,
+    other_count: u64,
 }
+
+/// The MCP endpoint's path on the tap (`MCPSIM_PROBE_URL`).
+pub const MCP_PATH: &str = "/mcp";
+
+const MAX_OTHER_LISTED: usize = 20;
 
 type Tap = Arc<Mutex<TapState>>;
 
@@ -203,6 +213,11 @@ pub struct ClientRun {
     pub kept_alive: u64,
     /// Those answers, each as `method: status content-type` (as `Seen::reused_after` names them).
     pub offered: Vec<String>,
+    /// Requests for other paths than the MCP endpoint (OAuth discovery), answered 404 and left
+    /// out of `seen` and of every count: `METHOD path`, the first 20.
+    pub other_requests: Vec<String>,
+    /// How many there were.
+    pub other_count: u64,
     /// When the tool's stream was cut.
     pub cut_at: Option<Duration>,
     /// The last event id the client had on the cut stream.
@@ -265,11 +280,8 @@ pub const TAP_KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// that a client whose HTTP library keeps connections alive may send its next request on the
 /// same connection (`Seen::reused`); event streams stay close-delimited, as before.
 async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Arc<Proxy>, rec: Rec) {
-    let tcp = {
-        let mut t = lock(&tap);
-        t.tcp_conns += 1;
-        t.tcp_conns
-    };
+    // A connection is counted (and numbered) once it carries a request to the MCP endpoint.
+    let mut tcp: Option<u64> = None;
     let mut carried: Option<String> = None;
     // Bounded: a connection carries at most this many requests.
     for _ in 0..10_000u32 {
@@ -279,6 +291,26 @@ async fn tap_conn(mut sock: TcpStream, tap: Tap, upstream: SocketAddr, proxy: Ar
             tokio::time::timeout(TAP_KEEP_ALIVE, read_request(&mut sock)).await.ok().flatten()
         };
         let Some(req) = req else { return };
+        // Only the MCP endpoint is the client's MCP traffic: OAuth discovery (`/.well-known/...`)
+        // and anything else is answered 404 and counted apart.
+        let target = req.head.split(' ').nth(1).unwrap_or("").to_string();
+        if target.split(['?', '#']).next() != Some(MCP_PATH) {
+            {
+                let mut t = lock(&tap);
+                t.other_count += 1;
+                if t.other.len() < MAX_OTHER_LISTED {
+                    t.other.push(format!("{} {}", req.method, crate::error::escape(&target)));
+                }
+            }
+            let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+            let _ = sock.shutdown().await;
+            return;
+        }
+        let tcp = *tcp.get_or_insert_with(|| {
+            let mut t = lock(&tap);
+            t.tcp_conns += 1;
+            t.tcp_conns
+        });
         match tap_request(&mut sock, req, (tcp, carried.take()), &tap, upstream, &proxy, &rec).await {
             Served::KeptAlive(answer) => {
                 let mut t = lock(&tap);
@@ -332,7 +364,7 @@ fn cut_due(mode: Mode, seen_text: &str) -> Option<Option<String>> {
 /// carried, if any.
 async fn tap_request(
     sock: &mut TcpStream,
-    req: super::standin::Req,
+    req: crate::probe::standin::Req,
     (tcp, reused_after): (u64, Option<String>),
     tap: &Tap,
     upstream: SocketAddr,
@@ -615,6 +647,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         tcp_conns: 0,
         kept_alive: 0,
         offered: Vec::new(),
+        other: Vec::new(),
+        other_count: 0,
     }));
     let (tap2, proxy2, rec2, upstream) = (tap.clone(), proxy.clone(), rec.clone(), standin.addr);
     let accept = tokio::spawn(async move {
@@ -692,6 +726,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let seen = t.seen.clone();
     let (cut_at, cut_after) = (t.cut_at, t.cut_after.clone());
     let (tcp_connections, kept_alive, offered) = (t.tcp_conns, t.kept_alive, t.offered.clone());
+    let (other_requests, other_count) = (t.other.clone(), t.other_count);
     drop(t);
     // The stand-in counts an execution when a probe_work POST reaches it: one side effect each.
     let mut trace = rec.into_trace(json!({
@@ -710,6 +745,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         tcp_connections,
         kept_alive,
         offered,
+        other_requests,
+        other_count,
         cut_at,
         cut_after,
         exit,
@@ -1336,7 +1373,7 @@ fn toml_quote(s: &str) -> String {
 pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, ProbeError> {
     for o in &opts.only {
         if Mode::parse(o).is_none() {
-            return Err(ProbeError::UnknownScenario(o.clone()));
+            return Err(ProbeError::UnknownScenario { name: o.clone(), known: RUNS.join(", ") });
         }
     }
     if opts.command.is_empty() {
@@ -1409,6 +1446,15 @@ pub fn run_table(report: &ClientProbeReport) -> String {
             r.seen.len(),
             r.tcp_connections
         ));
+        if r.other_count > 0 {
+            out.push_str(&format!(
+                "{:<14} {:<9}   {} requests for other paths than {MCP_PATH} answered 404 and not counted: {}\n",
+                "",
+                "",
+                r.other_count,
+                r.other_requests.join(", ")
+            ));
+        }
         if let Some(last) = r.output.last() {
             out.push_str(&format!("{:<14} {:<9}   client's last line: {last}\n", "", ""));
         }
@@ -1446,6 +1492,8 @@ mod tests {
             tcp_connections: resumes_at.len() as u64,
             kept_alive: 0,
             offered: Vec::new(),
+            other_requests: Vec::new(),
+            other_count: 0,
             cut_at: Some(Duration::from_millis(250)),
             cut_after: Some("1-1".into()),
             exit: None,

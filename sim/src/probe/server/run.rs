@@ -1,0 +1,283 @@
+//! `mcpsim probe server`: every scenario in order through the fault proxy, the keep-alive
+//! measurement beside them, the verdicts, the fingerprint and the files.
+
+use crate::probe::error::ProbeError;
+use crate::probe::fingerprint::Fingerprint;
+use crate::probe::proxy;
+use crate::probe::recorder::http as client;
+use crate::probe::server::{keepalive, scenarios};
+use crate::probe::target::{parse_target, Target};
+use mcpsim_model::oracle::{check_all, Violation};
+use mcpsim_model::trace::Trace;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The probe's inputs.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    /// The MCP endpoint, `http://host:port/path`.
+    pub url: String,
+    /// Probe a non-loopback host.
+    pub allow_remote: bool,
+    /// Where traces and the fingerprint go; nothing is written when `None`.
+    pub out_dir: Option<PathBuf>,
+    /// Run only these scenarios (`basics` always runs first).
+    pub only: Vec<String>,
+    /// Wall-clock bound on one scenario.
+    pub scenario_timeout: Duration,
+    /// How long the `idle-expiry` scenario leaves sessions idle (`--idle-bound`); it is skipped
+    /// without one.
+    pub idle_bound: Option<Duration>,
+    /// How long to wait for the server to close an idle kept-alive connection
+    /// (`keep_alive_timeout`, measured beside the scenarios); not measured when `None`.
+    pub keep_alive_bound: Option<Duration>,
+    /// The server's own tool for the long call, when it lacks the probe tools (`--tool`).
+    pub tool: Option<scenarios::UserTool>,
+}
+
+impl ProbeOptions {
+    /// Every scenario against `url`, nothing written, 90 s per scenario, the keep-alive timeout
+    /// measured up to [`keepalive::KEEP_ALIVE_BOUND`].
+    pub fn new(url: &str) -> Self {
+        ProbeOptions {
+            url: url.to_string(),
+            allow_remote: false,
+            out_dir: None,
+            only: Vec::new(),
+            scenario_timeout: Duration::from_secs(90),
+            idle_bound: None,
+            keep_alive_bound: Some(keepalive::KEEP_ALIVE_BOUND),
+            tool: None,
+        }
+    }
+}
+
+/// One scenario's verdict.
+#[derive(Debug)]
+pub struct ScenarioReport {
+    /// The scenario's name (one of `scenarios::SCENARIOS`).
+    pub name: &'static str,
+    /// Its recorded trace, judged (none when it was skipped).
+    pub trace: Option<Trace>,
+    /// What the oracles found in the trace.
+    pub violations: Vec<Violation>,
+    /// Why it did not run, if it did not.
+    pub skipped: Option<String>,
+    /// What the script observed, for the verdict table.
+    pub notes: Vec<String>,
+    /// Where its trace was written.
+    pub trace_file: Option<PathBuf>,
+}
+
+/// The whole probe's result.
+#[derive(Debug)]
+pub struct ProbeReport {
+    /// The server probed.
+    pub target: Target,
+    /// Each scenario's verdict, in run order.
+    pub scenarios: Vec<ScenarioReport>,
+    /// The fields the run decided.
+    pub fingerprint: Fingerprint,
+    /// The fingerprint as a server profile TOML.
+    pub profile_toml: String,
+    /// Where the profile was written.
+    pub profile_file: Option<PathBuf>,
+    /// What the fault proxy did, in order.
+    pub proxy_log: Vec<proxy::ProxyEvent>,
+}
+
+/// Probes a server: every scenario in order, each bounded by `scenario_timeout`. Builds its own
+/// (real, current-thread) tokio runtime; call it from outside any runtime.
+pub fn probe_server(opts: &ProbeOptions) -> Result<ProbeReport, ProbeError> {
+    let target = parse_target(&opts.url, opts.allow_remote)?;
+    for name in &opts.only {
+        if !scenarios::SCENARIOS.contains(&name.as_str()) {
+            return Err(ProbeError::UnknownScenario { name: name.clone(), known: scenarios::SCENARIOS.join(", ") });
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
+    rt.block_on(probe_async(opts, target))
+}
+
+/// The async body of [`probe_server`], for callers already inside a real tokio runtime.
+pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeReport, ProbeError> {
+    let proxy = Arc::new(
+        proxy::Proxy::start(target.addr)
+            .await
+            .map_err(|e| ProbeError::Io { path: "proxy".into(), problem: e.to_string() })?,
+    );
+    let via = client::Endpoint { addr: proxy.addr, host: target.host.clone(), path: target.path.clone() };
+    let direct = client::Endpoint { addr: target.addr, host: target.host.clone(), path: target.path.clone() };
+    let tag = format!(
+        "mcpsim{}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    );
+    // The keep-alive timeout is timed on its own direct connection while the scenarios run.
+    let keep_alive = opts.keep_alive_bound.map(|bound| {
+        let direct = direct.clone();
+        tokio::spawn(async move { keepalive::measure(&direct, bound).await })
+    });
+    let mut ctx = scenarios::Ctx::new(via, direct, proxy.clone(), tag);
+    ctx.idle_bound = opts.idle_bound;
+    ctx.user_tool = opts.tool.clone();
+    let mut reports = Vec::new();
+    for name in scenarios::SCENARIOS {
+        if *name != "basics" && !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {
+            continue;
+        }
+        let outcome = match tokio::time::timeout(opts.scenario_timeout, scenarios::run(&ctx, name)).await {
+            Ok(Ok(o)) => o,
+            // Without a completed `initialize` nothing was reached: no field, no file.
+            Ok(Err(e)) if *name == "basics" => {
+                return Err(ProbeError::Unreachable { url: opts.url.clone(), why: e.to_string() })
+            }
+            Ok(Err(e)) => {
+                scenarios::Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] }
+            }
+            Err(_) if *name == "basics" => {
+                return Err(ProbeError::Unreachable {
+                    url: opts.url.clone(),
+                    why: format!("basics timed out after {:?}", opts.scenario_timeout),
+                })
+            }
+            Err(_) => scenarios::Outcome {
+                name,
+                trace: None,
+                skipped: Some(format!("timed out after {:?}", opts.scenario_timeout)),
+                notes: vec![],
+            },
+        };
+        // Let whatever the scenario cut settle before the next one starts.
+        proxy.apply(&proxy::Toxic::Reset);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut trace = outcome.trace;
+        let violations = trace.as_ref().map(check_all).unwrap_or_default();
+        if let Some(t) = &mut trace {
+            let records = mcpsim_model::oracle::conditions::violation_records(t, &violations);
+            t.finish(records);
+        }
+        reports.push(ScenarioReport {
+            name: outcome.name,
+            trace,
+            violations,
+            skipped: outcome.skipped,
+            notes: outcome.notes,
+            trace_file: None,
+        });
+    }
+    if let Some(task) = keep_alive {
+        let measured = task.await.unwrap_or_else(|e| Err(ProbeError::Protocol(format!("keep-alive measurement: {e}"))));
+        keepalive::decide(&mut ctx.fp(), measured);
+    }
+    let fingerprint = ctx.fp().clone();
+    let name = format!("probed-{}", target.host.replace([':', '[', ']'], "-"));
+    let header = vec![
+        format!("mcpsim server profile fingerprinted by `mcpsim probe server --url {}`", opts.url),
+        format!("recorded from a real run (wall clock), mcpsim {}", env!("CARGO_PKG_VERSION")),
+        "Each field's comment is the observation that decided it; undetermined fields default to `extends`.".into(),
+    ];
+    let profile_toml = fingerprint.to_toml(&name, &header);
+    let mut report = ProbeReport {
+        target,
+        scenarios: reports,
+        fingerprint,
+        profile_toml,
+        profile_file: None,
+        proxy_log: proxy.log(),
+    };
+    if let Some(dir) = &opts.out_dir {
+        write_files(dir, &mut report)?;
+    }
+    Ok(report)
+}
+
+fn write_files(dir: &std::path::Path, report: &mut ProbeReport) -> Result<(), ProbeError> {
+    let io = |path: &std::path::Path, e: std::io::Error| ProbeError::Io {
+        path: path.display().to_string(),
+        problem: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    for s in &mut report.scenarios {
+        if let Some(t) = &s.trace {
+            let path = dir.join(format!("probe-{}.jsonl", s.name));
+            std::fs::write(&path, t.to_jsonl()).map_err(|e| io(&path, e))?;
+            s.trace_file = Some(path);
+        }
+    }
+    let path = dir.join("server-profile.toml");
+    std::fs::write(&path, &report.profile_toml).map_err(|e| io(&path, e))?;
+    report.profile_file = Some(path);
+    Ok(())
+}
+
+/// Reads a written fingerprint back as mcpsim reads any server profile file (`extends` resolved,
+/// every field checked).
+pub fn read_profile(path: &std::path::Path) -> Result<mcpsim_model::config::ServerPolicy, String> {
+    crate::scenario::profile_files::server(&path.display().to_string()).map_err(|e| e.to_string())
+}
+
+/// The table of verdicts, one line per scenario.
+pub fn verdict_table(report: &ProbeReport) -> String {
+    // Notes and violations quote the server (event ids, names): control characters escaped.
+    let esc = |s: &str| crate::error::escape(s);
+    let mut out = format!("probe of {} ({})\n", report.target.host, esc(&report.target.path));
+    out.push_str(&format!("{:<24} {:<10} {}\n", "scenario", "verdict", "invariants broken / notes"));
+    for s in &report.scenarios {
+        let (verdict, detail) = match (&s.skipped, s.violations.is_empty()) {
+            (Some(why), _) => ("skipped", why.clone()),
+            (None, true) => ("ok", s.notes.join("; ")),
+            (None, false) => {
+                let mut names: Vec<&str> = s.violations.iter().map(|v| v.invariant.name()).collect();
+                names.dedup();
+                ("VIOLATED", format!("{} — {}", names.join(", "), s.notes.join("; ")))
+            }
+        };
+        out.push_str(&format!("{:<24} {:<10} {}\n", s.name, verdict, esc(&detail)));
+        for v in &s.violations {
+            out.push_str(&format!(
+                "{:<24} {:<10}   {} at {}: {} — {}\n",
+                "",
+                "",
+                v.invariant,
+                v.at,
+                esc(&v.subject.to_string()),
+                esc(&v.detail.to_string())
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Real tokio sockets and the wall clock work in this crate's `--cfg madsim` build.
+    #[test]
+    fn real_tokio_works_outside_a_simulation() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let a = l.local_addr().unwrap();
+            let t0 = std::time::Instant::now();
+            let srv = tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                s.write_all(b"hi").await.unwrap();
+            });
+            let mut c = tokio::net::TcpStream::connect(a).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut b = Vec::new();
+            c.read_to_end(&mut b).await.unwrap();
+            srv.await.unwrap();
+            assert_eq!(b, b"hi");
+            assert!(t0.elapsed() >= Duration::from_millis(50));
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+            assert!(now > 1_700_000_000, "the wall clock, not madsim's 2022 simulated date: {now}");
+        });
+    }
+}
