@@ -252,6 +252,8 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         max_unhonoured_resumes: None,
         report_stream_given_up: false,
         http: Default::default(),
+        era: None,
+        tasks: None,
     }
 }
 
