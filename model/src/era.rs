@@ -583,7 +583,10 @@ mod tests {
     #[test]
     fn modern_get_and_delete_are_405_and_legacy_headers_are_ignored() {
         for verb in [HttpVerb::Get, HttpVerb::Delete] {
-            assert_eq!(answer(MODERN, &EraRequest::legacy_request(verb)), EraAnswer::Refused(Refusal::MethodNotAllowed));
+            assert_eq!(
+                answer(MODERN, &EraRequest::legacy_request(verb)),
+                EraAnswer::Refused(Refusal::MethodNotAllowed)
+            );
             let mut modern_get = EraRequest::modern_post();
             modern_get.verb = verb;
             modern_get.meta_version = None;

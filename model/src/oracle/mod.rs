@@ -5,7 +5,8 @@
 //! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
 //! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session), `failure.rs` (no false failure),
-//! `work.rs` (no work killed) and `churn.rs` (bounded reconnects). [`coverage`] counts the
+//! `work.rs` (no work killed), `churn.rs` (bounded reconnects) and `tasks.rs` (the second era: no
+//! orphaned task, task result delivered, era consistent). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
 //! Event ids are unique inside a session but not across sessions, so everything here keys an
@@ -19,6 +20,7 @@ mod failure;
 mod liveness;
 mod loss;
 mod sessions;
+mod tasks;
 mod work;
 
 #[cfg(test)]
@@ -64,11 +66,17 @@ pub enum InvariantId {
     NoWorkKilled,
     /// `bounded-reconnects`.
     BoundedReconnects,
+    /// `no-orphaned-task`.
+    NoOrphanedTask,
+    /// `task-result-delivered`.
+    TaskResultDelivered,
+    /// `era-consistent`.
+    EraConsistent,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 10] = [
+    pub const ALL: [InvariantId; 13] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -79,6 +87,9 @@ impl InvariantId {
         InvariantId::NoFalseFailure,
         InvariantId::NoWorkKilled,
         InvariantId::BoundedReconnects,
+        InvariantId::NoOrphanedTask,
+        InvariantId::TaskResultDelivered,
+        InvariantId::EraConsistent,
     ];
 
     /// The stable name.
@@ -94,6 +105,9 @@ impl InvariantId {
             InvariantId::NoFalseFailure => "no-false-failure",
             InvariantId::NoWorkKilled => "no-work-killed",
             InvariantId::BoundedReconnects => "bounded-reconnects",
+            InvariantId::NoOrphanedTask => "no-orphaned-task",
+            InvariantId::TaskResultDelivered => "task-result-delivered",
+            InvariantId::EraConsistent => "era-consistent",
         }
     }
 
@@ -179,6 +193,9 @@ pub const INVARIANTS: &[Invariant] = &[
     failure::NO_FALSE_FAILURE,
     work::NO_WORK_KILLED,
     churn::BOUNDED_RECONNECTS,
+    tasks::NO_ORPHANED_TASK,
+    tasks::TASK_RESULT_DELIVERED,
+    tasks::ERA_CONSISTENT,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
@@ -1057,7 +1074,7 @@ mod tests {
     fn invariant_names_are_unique_and_found_by_name() {
         let names: BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
         assert_eq!(names.len(), INVARIANTS.len());
-        assert_eq!(INVARIANTS.len(), 10);
+        assert_eq!(INVARIANTS.len(), InvariantId::ALL.len());
         for i in INVARIANTS {
             assert_eq!(by_name(i.name).map(|f| f.name), Some(i.name));
             assert!(!i.description.is_empty());

@@ -458,7 +458,9 @@ fn item_of(step: &Step) -> Item {
         EraServed { .. } | EraRefused { .. } | TaskCreated { .. } | TaskEnded { .. } | TaskRecordRemoved { .. } => {
             Item::new(t, note(Lane::Server), described())
         }
-        EraChosen { .. } | TaskIdReceived { .. } | TaskIdForgotten { .. } => Item::new(t, note(Lane::Client), described()),
+        EraChosen { .. } | TaskIdReceived { .. } | TaskIdForgotten { .. } => {
+            Item::new(t, note(Lane::Client), described())
+        }
         AppTaskOutcome { .. } | AppTaskLost { .. } => Item::new(t, note(Lane::App), described()),
         Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
     }
