@@ -145,9 +145,10 @@ pub struct ServerPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eras: Option<Vec<crate::era::Era>>,
     /// The Tasks extension (SEP-2663, `crate::tasks`): when a call is answered with a task, its
-    /// TTL, poll interval, expiry rule, store and routing. `None` (the default): no tasks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tasks: Option<crate::tasks::ServerTasks>,
+    /// TTL, poll interval, expiry rule, store and routing. The default (left out of traces)
+    /// creates no task.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tasks: crate::tasks::ServerTasks,
 }
 
 /// Whether a field holds its default (then it is left out of traces).
@@ -545,9 +546,9 @@ pub struct ClientPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub era: Option<crate::era::ClientEra>,
     /// The Tasks extension on the client side (`crate::tasks::ClientTasks`: poll policy, durable
-    /// task ids, `Mcp-Name`). `None` (the default): the client does not declare the extension.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tasks: Option<crate::tasks::ClientTasks>,
+    /// task ids, `Mcp-Name`). The default (left out of traces) does not declare the extension.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tasks: crate::tasks::ClientTasks,
 }
 
 /// The client's HTTP connection pool (`ClientPolicy::http`).

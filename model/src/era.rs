@@ -319,31 +319,56 @@ pub fn answer(eras: EraSet, request: &EraRequest) -> EraAnswer {
 // ---------------------------------------------------------------------------------------------
 
 /// How a client chooses its era (`client.era`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum ClientEra {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EraMode {
     /// Always the `initialize` handshake (TypeScript 1.32.2; rmcp 3.11.0 `serve`).
     Legacy,
     /// Always modern; no fallback (rmcp `ClientLifecycleMode::Discover`).
     Modern,
-    /// Probe, fall back to `initialize` on an answer that is not a recognized modern error.
-    Auto(AutoEra),
+    /// Probe, fall back to `initialize` on an answer that is not a recognized modern error
+    /// (Python `mcp.Client` by default; rmcp `ClientLifecycleMode::Auto`).
+    Auto,
 }
 
-/// The rules of an auto client.
+/// A client's era rule (`client.era`): the mode, and for `auto` its cache and fallback rules.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AutoEra {
-    /// What the result is cached for.
+pub struct ClientEra {
+    /// Legacy, modern or auto.
+    pub mode: EraMode,
+    /// With `auto`: what the determination is cached for.
+    #[serde(default = "per_connection")]
     pub cache: EraCacheScope,
-    /// Whether a failure of the cached era (a legacy session answered 400/405, or a modern request
-    /// answered a non-modern 4xx) drops the cached era so the next connect probes again
+    /// With `auto`: whether a failure of the cached era (a legacy session answered 400/405, or a
+    /// modern request answered a non-modern 4xx) drops it so the next connect probes again
     /// (versioning.mdx:148-152).
+    #[serde(default)]
     pub reprobe_on_failure: bool,
-    /// Whether a probe that gets no answer (a transport error or a timeout) falls back to legacy
-    /// (rmcp: after 10 s) or fails the connect (Python: the error propagates).
+    /// With `auto`: whether a probe that gets no answer (a transport error or a timeout) falls
+    /// back to legacy (rmcp: after 10 s) or fails the connect (Python: the error propagates).
+    #[serde(default)]
     pub fallback_on_no_answer: bool,
 }
+
+fn per_connection() -> EraCacheScope {
+    EraCacheScope::Connection
+}
+
+impl ClientEra {
+    /// A fixed mode (the auto rules at their defaults).
+    pub const fn fixed(mode: EraMode) -> ClientEra {
+        ClientEra { mode, cache: EraCacheScope::Connection, reprobe_on_failure: false, fallback_on_no_answer: false }
+    }
+
+    /// The legacy-only rule.
+    pub const LEGACY: ClientEra = ClientEra::fixed(EraMode::Legacy);
+    /// The modern-only rule.
+    pub const MODERN: ClientEra = ClientEra::fixed(EraMode::Modern);
+}
+
+/// The rules of an auto client (the part of [`ClientEra`] `auto` reads).
+pub type AutoEra = ClientEra;
 
 /// What an auto client's era determination is cached for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -427,10 +452,10 @@ impl EraCache {
 
     /// How a client with rule `mode` starts a connect to `origin`.
     pub fn start(&self, mode: &ClientEra, origin: &str) -> ConnectStart {
-        match mode {
-            ClientEra::Legacy => ConnectStart::Speak(Era::Legacy),
-            ClientEra::Modern => ConnectStart::Speak(Era::Modern),
-            ClientEra::Auto(a) => match (a.cache, self.known.get(origin)) {
+        match mode.mode {
+            EraMode::Legacy => ConnectStart::Speak(Era::Legacy),
+            EraMode::Modern => ConnectStart::Speak(Era::Modern),
+            EraMode::Auto => match (mode.cache, self.known.get(origin)) {
                 (EraCacheScope::Origin, Some(era)) => ConnectStart::Speak(*era),
                 _ => ConnectStart::Probe,
             },
@@ -465,8 +490,8 @@ impl EraCache {
 pub fn client_era(era: Option<&ClientEra>, sessions: bool) -> ClientEra {
     match era {
         Some(e) => e.clone(),
-        None if sessions => ClientEra::Legacy,
-        None => ClientEra::Modern,
+        None if sessions => ClientEra::LEGACY,
+        None => ClientEra::MODERN,
     }
 }
 
@@ -501,19 +526,19 @@ impl Compatibility {
 
 /// The compatibility of a client choosing by `client` with a server serving `server`.
 pub fn compatibility(client: &ClientEra, server: EraSet) -> Compatibility {
-    match client {
-        ClientEra::Legacy => match answer(server, &EraRequest::legacy_initialize()) {
+    match client.mode {
+        EraMode::Legacy => match answer(server, &EraRequest::legacy_initialize()) {
             EraAnswer::Legacy => Compatibility::Works(Era::Legacy),
             EraAnswer::Refused(r) => Compatibility::RefusedBeforeAnyCall(r.status()),
             EraAnswer::Modern { .. } => Compatibility::Works(Era::Modern),
         },
-        ClientEra::Modern => match answer(server, &EraRequest::modern_post()) {
+        EraMode::Modern => match answer(server, &EraRequest::modern_post()) {
             EraAnswer::Modern { .. } => Compatibility::Works(Era::Modern),
             EraAnswer::Refused(Refusal::LegacyNoSession) => Compatibility::Undefined,
             EraAnswer::Refused(r) => Compatibility::RefusedBeforeAnyCall(r.status()),
             EraAnswer::Legacy => Compatibility::Works(Era::Legacy),
         },
-        ClientEra::Auto(auto) => match after_probe(auto, probe(server)) {
+        EraMode::Auto => match after_probe(client, probe(server)) {
             ProbeOutcome::Use(Era::Legacy) if !server.legacy => Compatibility::RefusedBeforeAnyCall(400),
             ProbeOutcome::Use(era) => Compatibility::Works(era),
             ProbeOutcome::Fail => Compatibility::RefusedBeforeAnyCall(400),
@@ -530,7 +555,7 @@ mod tests {
     const DUAL: EraSet = EraSet { legacy: true, modern: true };
 
     fn auto(cache: EraCacheScope, reprobe: bool) -> AutoEra {
-        AutoEra { cache, reprobe_on_failure: reprobe, fallback_on_no_answer: false }
+        AutoEra { mode: EraMode::Auto, cache, reprobe_on_failure: reprobe, fallback_on_no_answer: false }
     }
 
     #[test]
@@ -546,8 +571,8 @@ mod tests {
         assert_eq!(served_eras(None, true), LEGACY);
         assert_eq!(served_eras(None, false), MODERN);
         assert_eq!(served_eras(Some(&[Era::Legacy, Era::Modern]), true), DUAL);
-        assert_eq!(client_era(None, true), ClientEra::Legacy);
-        assert_eq!(client_era(None, false), ClientEra::Modern);
+        assert_eq!(client_era(None, true), ClientEra::LEGACY);
+        assert_eq!(client_era(None, false), ClientEra::MODERN);
     }
 
     #[test]
@@ -633,7 +658,7 @@ mod tests {
     #[test]
     fn a_per_origin_cache_skips_the_probe_until_the_era_fails() {
         let a = auto(EraCacheScope::Origin, true);
-        let mode = ClientEra::Auto(a.clone());
+        let mode = a.clone();
         let mut cache = EraCache::new();
         assert_eq!(cache.start(&mode, "https://a"), ConnectStart::Probe);
         assert_eq!(cache.probed(&a, "https://a", ProbeAnswer::NotModern), ProbeOutcome::Use(Era::Legacy));
@@ -653,21 +678,21 @@ mod tests {
         let per_conn = auto(EraCacheScope::Connection, true);
         let mut cache = EraCache::new();
         cache.probed(&per_conn, "o", ProbeAnswer::Modern);
-        assert_eq!(cache.start(&ClientEra::Auto(per_conn), "o"), ConnectStart::Probe);
+        assert_eq!(cache.start(&per_conn, "o"), ConnectStart::Probe);
     }
 
     #[test]
     fn the_compatibility_matrix_of_the_spec() {
-        let a = ClientEra::Auto(auto(EraCacheScope::Connection, false));
+        let a = auto(EraCacheScope::Connection, false);
         // versioning.mdx:166-172, row by row.
-        assert_eq!(compatibility(&ClientEra::Modern, MODERN), Compatibility::Works(Era::Modern));
-        assert_eq!(compatibility(&ClientEra::Modern, LEGACY), Compatibility::Undefined);
+        assert_eq!(compatibility(&ClientEra::MODERN, MODERN), Compatibility::Works(Era::Modern));
+        assert_eq!(compatibility(&ClientEra::MODERN, LEGACY), Compatibility::Undefined);
         assert_eq!(compatibility(&a, MODERN), Compatibility::Works(Era::Modern));
         assert_eq!(compatibility(&a, LEGACY), Compatibility::Works(Era::Legacy));
-        assert_eq!(compatibility(&ClientEra::Legacy, MODERN), Compatibility::RefusedBeforeAnyCall(400));
-        assert_eq!(compatibility(&ClientEra::Legacy, DUAL), Compatibility::Works(Era::Legacy));
-        assert_eq!(compatibility(&ClientEra::Legacy, LEGACY), Compatibility::Works(Era::Legacy));
-        assert_eq!(compatibility(&ClientEra::Modern, DUAL), Compatibility::Works(Era::Modern));
+        assert_eq!(compatibility(&ClientEra::LEGACY, MODERN), Compatibility::RefusedBeforeAnyCall(400));
+        assert_eq!(compatibility(&ClientEra::LEGACY, DUAL), Compatibility::Works(Era::Legacy));
+        assert_eq!(compatibility(&ClientEra::LEGACY, LEGACY), Compatibility::Works(Era::Legacy));
+        assert_eq!(compatibility(&ClientEra::MODERN, DUAL), Compatibility::Works(Era::Modern));
         assert_eq!(compatibility(&a, DUAL), Compatibility::Works(Era::Modern));
         assert_eq!(
             Compatibility::RefusedBeforeAnyCall(400).matrix_text().as_deref(),

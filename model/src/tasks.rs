@@ -65,7 +65,8 @@ pub enum Sweep {
     Timer,
 }
 
-/// An SDK's expiry rule, as data.
+/// An SDK's expiry rule, as data. The default is what the spec requires and no more: a working
+/// task is kept, a terminal one a TTL after its end, at the deadline itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpiryRule {
@@ -76,6 +77,12 @@ pub struct ExpiryRule {
     pub terminal_kept_ttls: u32,
     /// When the rule runs.
     pub sweep: Sweep,
+}
+
+impl Default for ExpiryRule {
+    fn default() -> Self {
+        ExpiryRule { working_at_ttl: WorkingAtTtl::Keep, terminal_kept_ttls: 1, sweep: Sweep::Timer }
+    }
 }
 
 /// Where a fleet keeps its tasks.
@@ -102,14 +109,16 @@ pub enum TaskRouting {
     McpName,
 }
 
-/// A server's tasks (`server.tasks`); `None` in the profile: no tasks.
+/// A server's tasks (`server.tasks`). The default creates none (`create_for_tools_over` none).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerTasks {
-    /// A tool that runs at least this long is answered with a `CreateTaskResult` (the server
-    /// decides per request, tasks.md "Capability Negotiation"); `0s`: every call.
-    #[serde(with = "serde_duration")]
-    pub create_for_tools_over: Duration,
+    /// A call whose tool runs at least this long is answered with a `CreateTaskResult` (the
+    /// server decides per request, tasks.md "Capability Negotiation"); `0s`: every call; `None`:
+    /// never (the SDK has the store, but the application has not made a tool a task: the SDK
+    /// profiles' default, as in the probe fixtures).
+    #[serde(with = "serde_opt_duration")]
+    pub create_for_tools_over: Option<Duration>,
     /// The `ttlMs` given to a new task; `None`: unlimited.
     #[serde(with = "serde_opt_duration")]
     pub ttl: Option<Duration>,
@@ -126,11 +135,27 @@ pub struct ServerTasks {
     pub routing: TaskRouting,
 }
 
-/// A client's tasks (`client.tasks`); `None` in the profile: it does not declare the extension,
-/// so a server never answers it with a task.
+impl Default for ServerTasks {
+    fn default() -> Self {
+        ServerTasks {
+            create_for_tools_over: None,
+            ttl: None,
+            poll_interval: Duration::from_secs(1),
+            expiry: ExpiryRule::default(),
+            store: TaskStoreScope::PerReplica,
+            routing: TaskRouting::Any,
+        }
+    }
+}
+
+/// A client's tasks (`client.tasks`). The default does not declare the extension, so a server
+/// never answers it with a task (tasks.md: "MUST NOT return CreateTaskResult to a client that did
+/// not include the extension capability").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientTasks {
+    /// Declares `io.modelcontextprotocol/tasks` in its per-request capabilities.
+    pub declares: bool,
     /// Poll at the server's `pollIntervalMs` (the SHOULD), else at `poll_every`.
     pub honour_poll_interval: bool,
     /// The client's own poll interval when it does not honour the server's.
@@ -140,6 +165,18 @@ pub struct ClientTasks {
     pub persist_ids: bool,
     /// Sends `Mcp-Name: <taskId>` on `tasks/*` (the spec's MUST; rmcp does).
     pub sends_mcp_name: bool,
+}
+
+impl Default for ClientTasks {
+    fn default() -> Self {
+        ClientTasks {
+            declares: false,
+            honour_poll_interval: true,
+            poll_every: Duration::from_secs(1),
+            persist_ids: false,
+            sends_mcp_name: true,
+        }
+    }
 }
 
 impl ClientTasks {
@@ -526,8 +563,7 @@ mod tests {
 
     #[test]
     fn the_client_polls_at_the_servers_interval_when_it_honours_it() {
-        let mut c =
-            ClientTasks { honour_poll_interval: true, poll_every: secs(5), persist_ids: true, sends_mcp_name: true };
+        let mut c = ClientTasks { poll_every: secs(5), ..ClientTasks::default() };
         assert_eq!(c.poll_interval(secs(1)), secs(1));
         c.honour_poll_interval = false;
         assert_eq!(c.poll_interval(secs(1)), secs(5));

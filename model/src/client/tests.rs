@@ -253,7 +253,7 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         report_stream_given_up: false,
         http: Default::default(),
         era: None,
-        tasks: None,
+        tasks: Default::default(),
     }
 }
 
