@@ -68,7 +68,7 @@ pub enum Sweep {
 /// An SDK's expiry rule, as data. The default is what the spec requires and no more: a working
 /// task is kept, a terminal one a TTL after its end, at the deadline itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ExpiryRule {
     /// A task still working at `createdAt + ttl`.
     pub working_at_ttl: WorkingAtTtl,
@@ -111,7 +111,7 @@ pub enum TaskRouting {
 
 /// A server's tasks (`server.tasks`). The default creates none (`create_for_tools_over` none).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ServerTasks {
     /// A call whose tool runs at least this long is answered with a `CreateTaskResult` (the
     /// server decides per request, tasks.md "Capability Negotiation"); `0s`: every call; `None`:
@@ -152,7 +152,7 @@ impl Default for ServerTasks {
 /// never answers it with a task (tasks.md: "MUST NOT return CreateTaskResult to a client that did
 /// not include the extension capability").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ClientTasks {
     /// Declares `io.modelcontextprotocol/tasks` in its per-request capabilities.
     pub declares: bool,
