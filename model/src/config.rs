@@ -138,6 +138,17 @@ pub struct ServerPolicy {
     /// (`LbConfig::upstream_keep_alive`).
     #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub keep_alive_timeout: Option<Duration>,
+    /// The protocol eras the server serves (`crate::era`): `["2025-11-25"]` legacy only,
+    /// `["2026-07-28"]` modern only, both for a dual-era server that picks the era per request.
+    /// `None` (the default, left out of traces): what `sessions` implied before the field existed,
+    /// legacy with sessions and modern without, so every earlier trace reads as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eras: Option<Vec<crate::era::Era>>,
+    /// The Tasks extension (SEP-2663, `crate::tasks`): when a call is answered with a task, its
+    /// TTL, poll interval, expiry rule, store and routing. The default (left out of traces)
+    /// creates no task.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tasks: crate::tasks::ServerTasks,
     /// Whether the server has an event store at all (`none`: the Python SDK's and FastMCP's
     /// default, and the TypeScript transport's without `eventStore`): events carry no `id:`, no
     /// priming event is sent, nothing is kept for a replay, and a `GET` with `Last-Event-ID` is
@@ -576,6 +587,15 @@ pub struct ClientPolicy {
     /// bytes.
     #[serde(default, skip_serializing_if = "is_default")]
     pub http: HttpPolicy,
+    /// How the client chooses its protocol era (`crate::era::ClientEra`: legacy, modern, or
+    /// auto with its cache and fallback rules). `None` (the default, left out of traces): what
+    /// `sessions` implied before the field existed, legacy with sessions and modern without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<crate::era::ClientEra>,
+    /// The Tasks extension on the client side (`crate::tasks::ClientTasks`: poll policy, durable
+    /// task ids, `Mcp-Name`). The default (left out of traces) does not declare the extension.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tasks: crate::tasks::ClientTasks,
     /// What losing the standalone `GET` stream does to the client: nothing but the stream
     /// (`survive`, the three SDKs), or the whole transport closes (`close-transport`, the Go SDK).
     /// Written into traces only when it is not `survive`.

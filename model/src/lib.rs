@@ -9,6 +9,8 @@
 //! - [`decision`]: the design note's decision procedure for a closed stream.
 //! - [`config`] and [`profiles`]: policies as data, and the named profiles.
 //! - [`schedule`]: reconnect schedules and the retention bounds they imply.
+//! - [`era`]: the protocol era of each request (2025-11-25 or 2026-07-28); [`tasks`]: the Tasks
+//!   extension's store.
 //! - [`trace`]: the trace schema; [`oracle`]: the invariants, judged over a trace.
 //! - [`testing`]: the three machines wired together in memory, without madsim.
 
@@ -17,6 +19,7 @@
 pub mod client;
 pub mod config;
 pub mod decision;
+pub mod era;
 pub mod http;
 pub mod ids;
 pub mod lb;
@@ -26,6 +29,7 @@ pub mod rng;
 pub mod schedule;
 pub mod server;
 pub mod sse;
+pub mod tasks;
 pub mod testing;
 pub mod time;
 pub mod trace;

@@ -797,6 +797,17 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("http.idle_expiry", "Close a pooled connection idle this long (a duration, or none for never)."),
     ("http.retry", "What the library re-sends on a fresh connection when a kept-alive one fails before any response byte: unsent (only a request that could not be written), or reused-before-response (also one already written, a POST included)."),
     ("http.reuse_after", "Which complete responses leave their connection reusable: any, or json-body (only a JSON body read to its end; a client that stops reading an event stream early or leaves a 202 unread closes the connection)."),
+    ("era", "How the client chooses its protocol era (unset: legacy with sessions, modern without)."),
+    ("era.mode", "legacy (initialize, always), modern (per-request version, no fallback) or auto (probe with a modern request, fall back to initialize on an answer that is not a modern error)."),
+    ("era.cache", "With auto: what the determination is cached for: connection (every connect probes) or origin (the spec's SHOULD)."),
+    ("era.reprobe_on_failure", "With auto: forget the cached era when it fails, so the next connect probes again."),
+    ("era.fallback_on_no_answer", "With auto: a probe with no answer (transport error, timeout) falls back to legacy (true) or fails the connect (false)."),
+    ("tasks", "The Tasks extension (SEP-2663) on the client side."),
+    ("tasks.declares", "Declare io.modelcontextprotocol/tasks on each request (a server answers with a task only then)."),
+    ("tasks.honour_poll_interval", "Poll tasks/get at the server's pollIntervalMs (true) or at poll_every."),
+    ("tasks.poll_every", "The client's own poll interval when it does not honour the server's."),
+    ("tasks.persist_ids", "Task ids survive a client restart (durable), so polling resumes after it."),
+    ("tasks.sends_mcp_name", "Send Mcp-Name: <taskId> on tasks/* (the spec's MUST), so a balancer can route polls to the replica holding the task."),
 ];
 
 const SERVER_DOCS: &[(&str, &str)] = &[
@@ -845,6 +856,17 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("keep_alive_timeout", "Close a kept-alive connection that carried no request this long (a duration, or none for never); it matters behind a balancer with upstream_keep_alive."),
     ("event_store", "kept (events stored under store/retention, with ids) or none (the Python SDK's and FastMCP's default: no ids, no priming, no replay; resumption is impossible)."),
     ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript) or error500 (Python)."),
+    ("eras", "The protocol eras served, per request: [\"2025-11-25\"] (legacy: initialize, sessions, GET, resumption), [\"2026-07-28\"] (modern: stateless, GET/DELETE 405, a closed stream cancels), or both (dual-era). Unset: legacy with sessions, modern without."),
+    ("tasks", "The Tasks extension (SEP-2663): which calls get a CreateTaskResult, its TTL and poll interval, the SDK's expiry rule, the store and the routing of tasks/*."),
+    ("tasks.create_for_tools_over", "Answer a call with a task when its tool runs at least this long (0s: every call; none: never, the SDKs' default until the application opts a tool in)."),
+    ("tasks.ttl", "The ttlMs of a new task, counted from its creation (a duration, or none for unlimited)."),
+    ("tasks.poll_interval", "The pollIntervalMs suggested to the client."),
+    ("tasks.store", "Where tasks live: per-replica (in memory, each replica its own) or shared."),
+    ("tasks.routing", "How tasks/* reach a replica: any (as other requests; a per-replica store then answers -32602) or mcp-name (to the replica holding the task, by the Mcp-Name header)."),
+    ("tasks.expiry", "What the store does at and after the TTL."),
+    ("tasks.expiry.working_at_ttl", "A task still working at createdAt + ttl: abort-and-fail (rmcp), delete-record (the work runs on; TypeScript's store), keep."),
+    ("tasks.expiry.terminal_kept_ttls", "A finished task's record is kept this many TTLs after its end (0: only until createdAt + ttl)."),
+    ("tasks.expiry.sweep", "When the rule runs: timer (at the deadline) or on-call (at the next call into the store; rmcp)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

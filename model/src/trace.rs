@@ -547,6 +547,93 @@ pub enum StepKind {
         after: Option<EventId>,
     },
 
+    // --- protocol eras and the Tasks extension (`crate::era`, `crate::tasks`) ---
+    /// The server served a request under an era: `session` is the legacy session it was served
+    /// in (a modern request has none, `era-consistent`), `ignored` the legacy headers a modern
+    /// request carried and the server ignored.
+    EraServed {
+        /// The exchange.
+        conn: ConnId,
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The era.
+        era: crate::era::Era,
+        /// The session it was served in, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<SessionId>,
+        /// Legacy headers ignored by a modern request.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ignored: Vec<crate::era::IgnoredHeader>,
+    },
+    /// The server refused a request before any method ran (a 400 or 405 of the era rules).
+    EraRefused {
+        /// The exchange.
+        conn: ConnId,
+        /// Why.
+        refusal: crate::era::Refusal,
+    },
+    /// The client settled on an era for its server (`probed`: after a probe).
+    EraChosen {
+        /// The era.
+        era: crate::era::Era,
+        /// Whether a probe decided it.
+        probed: bool,
+    },
+    /// The server answered a call with a `CreateTaskResult`: the task exists from here on.
+    TaskCreated {
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// The call it runs.
+        call: CallKey,
+        /// The replica whose store holds it.
+        replica: u32,
+        /// Its TTL in µs (`None`: unlimited).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_us: Option<u64>,
+    },
+    /// The client received a task's id (the `CreateTaskResult` arrived).
+    TaskIdReceived {
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// The call.
+        call: CallKey,
+    },
+    /// The client no longer holds a task's id (a restart without durable ids, or it gave up).
+    TaskIdForgotten {
+        /// The task.
+        task: crate::tasks::TaskId,
+    },
+    /// A task's work ended with a terminal status (`failed` for an SDK's abort at its TTL).
+    TaskEnded {
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// The terminal status.
+        status: crate::tasks::TaskStatus,
+    },
+    /// A store removed a task's record (expiry); `work_running`: its work runs on with no record.
+    TaskRecordRemoved {
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// Whether its work still runs.
+        work_running: bool,
+    },
+    /// The application got a task's outcome (its terminal status, the result inline).
+    AppTaskOutcome {
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// The call.
+        call: CallKey,
+        /// The terminal status seen.
+        status: crate::tasks::TaskStatus,
+    },
+    /// The application was told a task is lost (its poll got `-32602`, or its TTL passed).
+    AppTaskLost {
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// The call.
+        call: CallKey,
+    },
+
     // --- faults and the run ---
     /// A planned fault was applied.
     Fault {

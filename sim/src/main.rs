@@ -309,6 +309,10 @@ enum Command {
         /// Seeds per verification probe.
         #[arg(long, default_value_t = 20)]
         seeds: u64,
+        /// Advise the Tasks extension instead: the TTL a task of the scenario's longest tool
+        /// needs under the server's expiry rule, the client's poll interval and the outage.
+        #[arg(long, conflicts_with_all = ["retention", "verify"])]
+        tasks: bool,
     },
     /// List client and server profiles, scenarios, invariants and settable keys.
     Profiles {
@@ -505,14 +509,18 @@ fn main() -> ExitCode {
             let shard = cli::ShardArgs { shard, out: shard_out };
             cli::cmd_sweep(&target.args(), &vary, &opts, plot.as_deref(), &shard)
         }
-        Command::Advise { target, lb_idle, event_rate, max_outage, retention, verify, seeds } => {
+        Command::Advise { target, lb_idle, event_rate, max_outage, retention, verify, seeds, tasks } => {
             let args = ScenarioArgs {
                 client: target.client,
                 server: target.server,
                 scenario: target.scenario,
                 sets: with_lb(target.lb.as_deref(), &target.sets),
             };
-            cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
+            if tasks {
+                cli::cmd_advise_tasks(&args, max_outage.as_deref())
+            } else {
+                cli::cmd_advise(&args, [lb_idle, event_rate, max_outage], retention.as_deref(), verify, seeds)
+            }
         }
         Command::Profiles { sources: true, doc, .. } => cli::cmd_sources(doc.as_deref()),
         Command::Profiles { dump: None, .. } => cli::cmd_profiles(),

@@ -255,6 +255,8 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         standalone_loss: Default::default(),
         standalone_405: Default::default(),
         await_standalone_head: false,
+        era: None,
+        tasks: Default::default(),
     }
 }
 

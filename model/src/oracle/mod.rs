@@ -5,7 +5,9 @@
 //! file: `execution.rs` (duplicate side effects), `loss.rs` (silent event loss), `sessions.rs`
 //! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session), `failure.rs` (no false failure),
-//! `work.rs` (no work killed, no abandoned work), `timeliness.rs` (timely delivery) and `churn.rs` (bounded reconnects). [`coverage`] counts the
+//! `work.rs` (no work killed, no abandoned work), `timeliness.rs` (timely delivery), `churn.rs`
+//! (bounded reconnects) and `tasks.rs` (the second era: no orphaned task, task result delivered,
+//! era consistent). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
 //! Event ids are unique inside a session but not across sessions, so everything here keys an
@@ -21,6 +23,7 @@ mod liveness;
 mod loss;
 mod sessions;
 mod timeliness;
+mod tasks;
 mod work;
 
 #[cfg(test)]
@@ -70,11 +73,17 @@ pub enum InvariantId {
     NoAbandonedWork,
     /// `timely-delivery`.
     TimelyDelivery,
+    /// `no-orphaned-task`.
+    NoOrphanedTask,
+    /// `task-result-delivered`.
+    TaskResultDelivered,
+    /// `era-consistent`.
+    EraConsistent,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 12] = [
+    pub const ALL: [InvariantId; 15] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -87,6 +96,9 @@ impl InvariantId {
         InvariantId::BoundedReconnects,
         InvariantId::NoAbandonedWork,
         InvariantId::TimelyDelivery,
+        InvariantId::NoOrphanedTask,
+        InvariantId::TaskResultDelivered,
+        InvariantId::EraConsistent,
     ];
 
     /// The stable name.
@@ -104,6 +116,9 @@ impl InvariantId {
             InvariantId::BoundedReconnects => "bounded-reconnects",
             InvariantId::NoAbandonedWork => "no-abandoned-work",
             InvariantId::TimelyDelivery => "timely-delivery",
+            InvariantId::NoOrphanedTask => "no-orphaned-task",
+            InvariantId::TaskResultDelivered => "task-result-delivered",
+            InvariantId::EraConsistent => "era-consistent",
         }
     }
 
@@ -192,6 +207,9 @@ pub const INVARIANTS: &[Invariant] = &[
     churn::BOUNDED_RECONNECTS,
     work::NO_ABANDONED_WORK,
     timeliness::TIMELY_DELIVERY,
+    tasks::NO_ORPHANED_TASK,
+    tasks::TASK_RESULT_DELIVERED,
+    tasks::ERA_CONSISTENT,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
@@ -1127,7 +1145,7 @@ mod tests {
     fn invariant_names_are_unique_and_found_by_name() {
         let names: BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
         assert_eq!(names.len(), INVARIANTS.len());
-        assert_eq!(INVARIANTS.len(), 12);
+        assert_eq!(INVARIANTS.len(), InvariantId::ALL.len());
         for i in INVARIANTS {
             assert_eq!(by_name(i.name).map(|f| f.name), Some(i.name));
             assert!(!i.description.is_empty());

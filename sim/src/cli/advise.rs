@@ -44,3 +44,12 @@ pub fn cmd_advise(
     }
     Ok(Exit::Clean)
 }
+
+/// `mcpsim advise --tasks`: the TTL a task needs (the arithmetic in `studies::advise::task_ttl`).
+pub fn cmd_advise_tasks(args: &ScenarioArgs, max_outage: Option<&str>) -> Result<Exit, SimError> {
+    use crate::studies::advise;
+    let scenario = args.build()?;
+    let input = advise::AdviseInput::from_scenario(&scenario).with_flags(None, None, max_outage)?;
+    print!("{}", advise::render_task_ttl(&advise::task_ttl(&scenario, input.max_outage)));
+    Ok(Exit::Clean)
+}

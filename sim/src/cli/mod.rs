@@ -17,7 +17,7 @@ mod run;
 mod show;
 mod sweep;
 
-pub use advise::cmd_advise;
+pub use advise::{cmd_advise, cmd_advise_tasks};
 pub use bench::cmd_bench;
 pub use check::{cmd_check, CheckArgs};
 pub use dump::cmd_dump;

@@ -192,6 +192,30 @@ pub fn describe(kind: &StepKind) -> String {
             let after = after.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "start".into());
             format!("app ← STREAM LOST: the standalone stream of {session} was given up after {after}")
         }
+        EraServed { conn, request, era, session, ignored } => {
+            let mut s = format!("{conn} {request} served {era} ({})", era.version());
+            if let Some(sess) = session {
+                s.push_str(&format!(" in session {sess}"));
+            }
+            if !ignored.is_empty() {
+                s.push_str(&format!(" ignoring {ignored:?}"));
+            }
+            s
+        }
+        EraRefused { conn, refusal } => format!("{conn} refused {} {refusal:?}", refusal.status()),
+        EraChosen { era, probed } => format!("era {era}{}", if *probed { " (probed)" } else { "" }),
+        TaskCreated { task, call, replica, ttl_us } => {
+            let ttl = ttl_us.map(format_micros).unwrap_or_else(|| "unlimited".to_string());
+            format!("task {} created for {call} on replica {replica}, ttl {ttl}", task.0)
+        }
+        TaskIdReceived { task, call } => format!("got task id {} for {call}", task.0),
+        TaskIdForgotten { task } => format!("forgot task id {}", task.0),
+        TaskEnded { task, status } => format!("task {} ended {status:?}", task.0),
+        TaskRecordRemoved { task, work_running } => {
+            format!("task {} record removed{}", task.0, if *work_running { " while its work runs" } else { "" })
+        }
+        AppTaskOutcome { task, call, status } => format!("app ← task {} of {call}: {status:?}", task.0),
+        AppTaskLost { task, call } => format!("app ← task {} of {call} LOST", task.0),
         Fault { fault } => format!("FAULT {fault}"),
         Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
         Bounds { max_reconnects_per_hour, max_delivery_delay_us: None } => {

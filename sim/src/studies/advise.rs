@@ -885,11 +885,89 @@ pub fn render_longest(scenario: &Scenario, input: &AdviseInput, longest: &Longes
     out
 }
 
+/// `advise --tasks`: what the TTL arithmetic was given, and its answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskTtl {
+    /// The scenario's longest tool.
+    pub duration: Duration,
+    /// The interval the client polls at (the server's suggestion, or its own).
+    pub poll_interval: Duration,
+    /// The longest outage to survive.
+    pub max_outage: Duration,
+    /// The server's expiry rule.
+    pub rule: mcpsim_model::tasks::ExpiryRule,
+    /// The TTL the server gives today (`server.tasks.ttl`).
+    pub configured: Option<Duration>,
+    /// The answer, with the arithmetic.
+    pub advice: mcpsim_model::tasks::TtlAdvice,
+}
+
+/// The TTL a task of the scenario's longest tool needs (`mcpsim_model::tasks::ttl_needed`): the
+/// server's expiry rule and poll interval, the client's poll policy, and `max_outage` (none: no
+/// outage, only the poll interval).
+pub fn task_ttl(scenario: &Scenario, max_outage: Option<Duration>) -> TaskTtl {
+    let duration = scenario.tools.iter().map(|t| t.duration).max().unwrap_or_default();
+    let tasks = &scenario.server.tasks;
+    let poll_interval = scenario.client.tasks.poll_interval(tasks.poll_interval);
+    let max_outage = max_outage.unwrap_or_default();
+    let advice = mcpsim_model::tasks::ttl_needed(&tasks.expiry, duration, poll_interval, max_outage);
+    TaskTtl { duration, poll_interval, max_outage, rule: tasks.expiry, configured: tasks.ttl, advice }
+}
+
+/// The answer of [`task_ttl`] in words, the arithmetic line by line, and whether the configured
+/// TTL is enough.
+pub fn render_task_ttl(t: &TaskTtl) -> String {
+    let mut out = format!(
+        "task TTL for a {} tool, polled every {}, surviving a {} outage (expiry: {:?} at the TTL, result kept {} × ttl \
+         after the end, swept {:?})\n",
+        format_duration(t.duration),
+        format_duration(t.poll_interval),
+        format_duration(t.max_outage),
+        t.rule.working_at_ttl,
+        t.rule.terminal_kept_ttls,
+        t.rule.sweep,
+    );
+    for line in &t.advice.lines {
+        out.push_str(&format!("  {line}\n"));
+    }
+    let verdict = match t.configured {
+        None => "the server's TTL is unlimited: enough (but nothing is ever freed)".to_string(),
+        Some(c) if c >= t.advice.ttl => format!("the server's TTL {} is enough", format_duration(c)),
+        Some(c) => format!(
+            "the server's TTL {} is too short: set server.tasks.ttl={}",
+            format_duration(c),
+            format_duration(t.advice.ttl)
+        ),
+    };
+    out.push_str(&format!("{verdict}\n"));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::studies::pool::Silent;
     use mcpsim_model::profiles;
+
+    #[test]
+    fn task_ttl_reads_the_longest_tool_the_servers_rule_and_the_clients_poll() {
+        let mut s = Scenario::build("long-tool", "rmcp", "rmcp").unwrap();
+        let t = task_ttl(&s, Some(Duration::from_secs(120)));
+        assert_eq!((t.duration, t.poll_interval), (Duration::from_secs(300), Duration::from_secs(1)));
+        // rmcp's default 5-minute TTL is the payment's duration: a task still working at it is aborted.
+        assert_eq!(t.advice.ttl, Duration::from_millis(300_001));
+        assert!(render_task_ttl(&t).contains("is too short: set server.tasks.ttl=300001ms"), "{}", render_task_ttl(&t));
+        // A client polling every 10 min on its own: the late poll decides.
+        s.apply_overrides(&[
+            ("client.tasks.honour_poll_interval".into(), "false".into()),
+            ("client.tasks.poll_every".into(), "10m".into()),
+        ])
+        .unwrap();
+        let t = task_ttl(&s, Some(Duration::from_secs(120)));
+        assert_eq!(t.advice.ttl, Duration::from_millis(720_001));
+        s.apply_overrides(&[("server.tasks.ttl".into(), "13m".into())]).unwrap();
+        assert!(render_task_ttl(&task_ttl(&s, Some(Duration::from_secs(120)))).contains("13m is enough"));
+    }
 
     fn assert_above(need: &Need, expected: f64) {
         assert!(matches!(need, Need::Above(x) if (x - expected).abs() < 1e-9), "{need:?} is not Above({expected})");

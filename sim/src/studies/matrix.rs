@@ -9,6 +9,7 @@ use crate::report::timeline;
 use crate::scenario::{Scenario, SCENARIO_NAMES};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn, Silent};
 use crate::studies::tally::Tally;
+use mcpsim_model::era;
 use mcpsim_model::profiles;
 use mcpsim_model::trace::StepKind;
 use serde::Serialize;
@@ -143,14 +144,17 @@ pub struct MatrixCell {
     pub server: String,
     /// The scenario family.
     pub scenario: String,
-    /// What the cell's seeds came to.
+    /// What the cell's seeds came to (none were run for an incompatible cell).
     pub tally: Tally,
+    /// Set when the pair cannot talk at all (`mcpsim_model::era::compatibility`): what the cell
+    /// says instead of a verdict, e.g. "incompatible: 400 before any call". Such a cell is not run.
+    pub incompatible: Option<String>,
 }
 
 impl MatrixCell {
-    /// Whether any seed broke an invariant.
+    /// Whether any seed broke an invariant (never for an incompatible cell: nothing ran).
     pub fn violated(&self) -> bool {
-        self.tally.violated()
+        self.incompatible.is_none() && self.tally.violated()
     }
 
     /// The seeds run.
@@ -181,18 +185,50 @@ pub(crate) fn run_matrix_with(
     progress: &dyn Progress,
 ) -> Result<Vec<MatrixCell>, SimError> {
     let scenarios = spec.cells()?;
-    let cells: Vec<PoolCell> = scenarios.iter().map(|scenario| PoolCell { scenario, seeds: 0..spec.seeds }).collect();
-    let tallies = run_cells(&cells, spec.jobs, runner, progress, |_, _| Ok(()))?;
-    Ok(scenarios
+    let indexed: Vec<(usize, &Scenario)> = scenarios.iter().enumerate().collect();
+    Ok(run_some(&indexed, spec, runner, progress)?.into_iter().map(|(_, cell)| cell).collect())
+}
+
+/// Whether a cell's pair cannot talk: the spec's compatibility of the client's era rule with the
+/// eras the server serves (`mcpsim_model::era`), in words, or `None` when they talk.
+pub fn incompatibility(scenario: &Scenario) -> Option<String> {
+    let client = era::client_era(scenario.client.era.as_ref(), scenario.client.sessions);
+    let server = era::served_eras(scenario.server.eras.as_deref(), scenario.server.sessions);
+    era::compatibility(&client, server).matrix_text()
+}
+
+/// Runs the compatible cells of `cells` (each with its index in the whole matrix) and marks the
+/// others incompatible without running them, keeping their order.
+fn run_some(
+    cells: &[(usize, &Scenario)],
+    spec: &MatrixSpec,
+    runner: &RunFn,
+    progress: &dyn Progress,
+) -> Result<Vec<(usize, MatrixCell)>, SimError> {
+    let notes: Vec<Option<String>> = cells.iter().map(|(_, s)| incompatibility(s)).collect();
+    let runnable: Vec<PoolCell> = cells
         .iter()
-        .zip(tallies)
-        .map(|(s, tally)| MatrixCell {
+        .zip(&notes)
+        .filter(|(_, note)| note.is_none())
+        .map(|((_, scenario), _)| PoolCell { scenario, seeds: 0..spec.seeds })
+        .collect();
+    let mut tallies = run_cells(&runnable, spec.jobs, runner, progress, |_, _| Ok(()))?.into_iter();
+    let mut out = Vec::with_capacity(cells.len());
+    for ((i, s), incompatible) in cells.iter().zip(notes) {
+        let tally = match incompatible {
+            Some(_) => Tally::new(),
+            None => tallies.next().expect("one tally per runnable cell"),
+        };
+        let cell = MatrixCell {
             client: s.client.name.clone(),
             server: s.server.name.clone(),
             scenario: s.name.clone(),
             tally,
-        })
-        .collect())
+            incompatible,
+        };
+        out.push((*i, cell));
+    }
+    Ok(out)
 }
 
 /// The cells of one shard of the matrix (`--shard K/N`: the cells whose index `owns` accepts),
@@ -204,21 +240,7 @@ pub fn run_matrix_part(
 ) -> Result<(usize, Vec<(usize, MatrixCell)>), SimError> {
     let scenarios = spec.cells()?;
     let mine: Vec<(usize, &Scenario)> = scenarios.iter().enumerate().filter(|(i, _)| owns(*i)).collect();
-    let cells: Vec<PoolCell> = mine.iter().map(|(_, scenario)| PoolCell { scenario, seeds: 0..spec.seeds }).collect();
-    let tallies = run_cells(&cells, spec.jobs, &run, progress, |_, _| Ok(()))?;
-    let results = mine
-        .iter()
-        .zip(tallies)
-        .map(|((i, s), tally)| {
-            let cell = MatrixCell {
-                client: s.client.name.clone(),
-                server: s.server.name.clone(),
-                scenario: s.name.clone(),
-                tally,
-            };
-            (*i, cell)
-        })
-        .collect();
+    let results = run_some(&mine, spec, &run, progress)?;
     Ok((scenarios.len(), results))
 }
 
@@ -246,6 +268,9 @@ pub fn to_markdown(results: &[MatrixCell]) -> String {
 }
 
 fn cell_text(r: &MatrixCell) -> String {
+    if let Some(note) = &r.incompatible {
+        return note.clone();
+    }
     if !r.violated() {
         return "ok".to_string();
     }
@@ -264,8 +289,8 @@ fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
 }
 
 /// The columns of [`to_csv`].
-pub(crate) const CSV_HEADER: [&str; 7] =
-    ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay"];
+pub(crate) const CSV_HEADER: [&str; 8] =
+    ["client", "server", "scenario", "seeds", "violations", "failing_seed", "replay", "incompatible"];
 
 /// The results as CSV (RFC 4180: fields quoted when they hold a comma, a quote or a line
 /// break), one record per cell; `violations` is `name=count` entries joined by `;`.
@@ -282,6 +307,7 @@ pub fn to_csv(results: &[MatrixCell]) -> String {
             violations.join(";"),
             r.failing_seed().map(|s| s.to_string()).unwrap_or_default(),
             r.replay().unwrap_or_default().to_string(),
+            r.incompatible.clone().unwrap_or_default(),
         ]
     }));
     for record in records {
@@ -304,6 +330,9 @@ struct CellJson<'a> {
     seeds: u64,
     failing_seed: Option<u64>,
     replay: Option<&'a str>,
+    /// What an incompatible cell says instead of a verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    incompatible: Option<&'a str>,
 }
 
 /// The results as a JSON array.
@@ -319,6 +348,7 @@ pub fn to_json(results: &[MatrixCell]) -> String {
             seeds: r.seeds(),
             failing_seed: r.failing_seed(),
             replay: r.replay(),
+            incompatible: r.incompatible.as_deref(),
         })
         .collect();
     serde_json::to_string_pretty(&cells).expect("cell results are plain data")
@@ -457,7 +487,61 @@ mod tests {
         tally.n = 5;
         tally.violations = broken.iter().map(|(n, c)| (n.to_string(), *c)).collect();
         tally.first_violation = (!broken.is_empty()).then(|| (0, "mcpsim run --seed 0".to_string()));
-        MatrixCell { client: client.into(), server: server.into(), scenario: scenario.into(), tally }
+        MatrixCell {
+            client: client.into(),
+            server: server.into(),
+            scenario: scenario.into(),
+            tally,
+            incompatible: None,
+        }
+    }
+
+    #[test]
+    fn pairs_that_cannot_talk_say_so_instead_of_a_verdict_and_are_not_run() {
+        let runs = AtomicU64::new(0);
+        let runner = |_: &Scenario, seed: u64| {
+            runs.fetch_add(1, Ordering::Relaxed);
+            let _ = seed;
+            Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![violation("no-duplicate-execution")] })
+        };
+        let spec = MatrixSpec {
+            clients: vec!["reference".into(), "stateless-2026".into()],
+            servers: vec!["reference".into(), "stateless-2026".into(), "rmcp".into()],
+            scenarios: vec!["long-tool".into()],
+            seeds: 2,
+            jobs: 1,
+            mitigation: None,
+        };
+        let cells = run_matrix_with(&spec, &runner, &Silent).expect("runs");
+        let note = |c: &str, s: &str| {
+            cells.iter().find(|r| r.client == c && r.server == s).and_then(|r| r.incompatible.clone())
+        };
+        // A legacy client and the modern-only server: refused before any call.
+        assert_eq!(note("reference", "stateless-2026").as_deref(), Some("incompatible: 400 before any call"));
+        // The modern-only client and a legacy-only server: the spec leaves it undefined.
+        assert!(note("stateless-2026", "reference").is_some_and(|n| n.contains("undefined by the spec")));
+        // Both eras served by rmcp: both clients talk; and matching eras talk.
+        for (c, s) in [
+            ("reference", "rmcp"),
+            ("stateless-2026", "rmcp"),
+            ("reference", "reference"),
+            ("stateless-2026", "stateless-2026"),
+        ] {
+            assert_eq!(note(c, s), None, "{c} x {s}");
+        }
+        assert_eq!(runs.load(Ordering::Relaxed), 4 * 2, "only the four compatible cells ran");
+        let table = to_markdown(&cells);
+        assert!(
+            table
+                .contains("| long-tool | reference | no-duplicate-execution 2/2 | incompatible: 400 before any call |"),
+            "{table}"
+        );
+        assert!(!cells
+            .iter()
+            .find(|r| r.server == "stateless-2026" && r.client == "reference")
+            .expect("cell")
+            .violated());
+        assert!(to_csv(&cells).contains("incompatible: 400 before any call"));
     }
 
     #[test]
@@ -482,10 +566,10 @@ mod tests {
     fn csv_and_json_carry_every_cell() {
         let rs = vec![result("naive", "reference", "long-tool", &[("no-duplicate-execution", 3)])];
         let csv = to_csv(&rs);
-        assert!(csv.starts_with("client,server,scenario,seeds,violations,failing_seed,replay\n"), "{csv}");
+        assert!(csv.starts_with("client,server,scenario,seeds,violations,failing_seed,replay,incompatible\n"), "{csv}");
         assert_eq!(
             csv.lines().nth(1),
-            Some("naive,reference,long-tool,5,no-duplicate-execution=3,0,mcpsim run --seed 0")
+            Some("naive,reference,long-tool,5,no-duplicate-execution=3,0,mcpsim run --seed 0,")
         );
         let json: serde_json::Value = serde_json::from_str(&to_json(&rs)).unwrap();
         assert_eq!(json[0]["violations"][0], "no-duplicate-execution");

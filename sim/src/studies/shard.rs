@@ -256,6 +256,9 @@ struct CellRecord {
     server: String,
     scenario: String,
     tally: TallyRecord,
+    /// What an incompatible cell says instead of a verdict (absent for a cell that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    incompatible: Option<String>,
 }
 
 /// Writes a matrix shard's cells (each with its index in the whole matrix) to `dir`.
@@ -273,6 +276,7 @@ pub fn write_matrix_shard(
             server: c.server.clone(),
             scenario: c.scenario.clone(),
             tally: TallyRecord::of(&c.tally),
+            incompatible: c.incompatible.clone(),
         })
         .collect();
     write_shard(dir, "matrix", shard, question, &records)
@@ -288,7 +292,14 @@ pub fn merge_matrix(dirs: &[PathBuf]) -> Result<(MatrixQuestion, Vec<MatrixCell>
         let mut cells = Vec::new();
         for c in records {
             let tally = c.tally.tally().map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?;
-            cells.push((c.index, MatrixCell { client: c.client, server: c.server, scenario: c.scenario, tally }));
+            let cell = MatrixCell {
+                client: c.client,
+                server: c.server,
+                scenario: c.scenario,
+                tally,
+                incompatible: c.incompatible,
+            };
+            cells.push((c.index, cell));
         }
         indexed.push((shard, cells));
     }

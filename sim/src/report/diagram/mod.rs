@@ -455,6 +455,13 @@ fn item_of(step: &Step) -> Item {
         | AppUnknownOutcome { .. }
         | AppSessionLost { .. }
         | AppStreamLost { .. } => Item::new(t, note(Lane::App), described()),
+        EraServed { .. } | EraRefused { .. } | TaskCreated { .. } | TaskEnded { .. } | TaskRecordRemoved { .. } => {
+            Item::new(t, note(Lane::Server), described())
+        }
+        EraChosen { .. } | TaskIdReceived { .. } | TaskIdForgotten { .. } => {
+            Item::new(t, note(Lane::Client), described())
+        }
+        AppTaskOutcome { .. } | AppTaskLost { .. } => Item::new(t, note(Lane::App), described()),
         Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
     }
 }

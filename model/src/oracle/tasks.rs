@@ -1,0 +1,352 @@
+//! The invariants of the second era: `no-orphaned-task`, `task-result-delivered` (the Tasks
+//! extension, `crate::tasks`) and `era-consistent` (`crate::era`). They read only the era and task
+//! steps (`EraServed`, `TaskCreated`, …), so a trace without them (every legacy trace) is silent.
+
+use super::{Invariant, InvariantId, TraceIndex, Violation};
+use crate::era::Era;
+use crate::ids::{ConnId, RequestId};
+use crate::tasks::TaskId;
+use crate::trace::StepKind;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) const NO_ORPHANED_TASK: Invariant = Invariant {
+    id: InvariantId::NoOrphanedTask,
+    name: InvariantId::NoOrphanedTask.name(),
+    description: "No task works, or holds a result, that no client holds the id of (its CreateTaskResult never \
+                  arrived, or the client forgot the id), and no task's work runs on after its record is gone.",
+    check: orphaned_tasks_in,
+};
+
+pub(super) const TASK_RESULT_DELIVERED: Invariant = Invariant {
+    id: InvariantId::TaskResultDelivered,
+    name: InvariantId::TaskResultDelivered.name(),
+    description: "Every task whose id a client received has its outcome reach the application before its record \
+                  is gone, or the application is told the task is lost.",
+    check: undelivered_tasks_in,
+};
+
+pub(super) const ERA_CONSISTENT: Invariant = Invariant {
+    id: InvariantId::EraConsistent,
+    name: InvariantId::EraConsistent.name(),
+    description: "Each request is served under one era, and a modern (2026-07-28) request is served in no \
+                  legacy session.",
+    check: era_inconsistencies_in,
+};
+
+/// What the trace says of one task.
+#[derive(Default)]
+struct TaskLife {
+    created: Option<usize>,
+    received: Option<usize>,
+    forgotten: Option<usize>,
+    ended: Option<usize>,
+    removed: Option<(usize, bool)>,
+    outcome: Option<usize>,
+    lost_told: Option<usize>,
+}
+
+fn lives(ix: &TraceIndex<'_>) -> (BTreeMap<TaskId, TaskLife>, usize) {
+    let mut lives: BTreeMap<TaskId, TaskLife> = BTreeMap::new();
+    let mut last = 0;
+    for (order, step) in ix.others() {
+        last = order;
+        let (task, set): (&TaskId, fn(&mut TaskLife, usize, &StepKind)) = match &step.kind {
+            StepKind::TaskCreated { task, .. } => (task, |l, o, _| l.created = l.created.or(Some(o))),
+            StepKind::TaskIdReceived { task, .. } => (task, |l, o, _| l.received = l.received.or(Some(o))),
+            StepKind::TaskIdForgotten { task } => (task, |l, o, _| l.forgotten = l.forgotten.or(Some(o))),
+            StepKind::TaskEnded { task, .. } => (task, |l, o, _| l.ended = l.ended.or(Some(o))),
+            StepKind::TaskRecordRemoved { task, .. } => (task, |l, o, k| {
+                if let StepKind::TaskRecordRemoved { work_running, .. } = k {
+                    l.removed = l.removed.or(Some((o, *work_running)));
+                }
+            }),
+            StepKind::AppTaskOutcome { task, .. } => (task, |l, o, _| l.outcome = l.outcome.or(Some(o))),
+            StepKind::AppTaskLost { task, .. } => (task, |l, o, _| l.lost_told = l.lost_told.or(Some(o))),
+            _ => continue,
+        };
+        set(lives.entry(task.clone()).or_default(), order, &step.kind);
+    }
+    (lives, last)
+}
+
+fn violation(ix: &TraceIndex<'_>, invariant: InvariantId, order: usize, subject: String, detail: String) -> Violation {
+    let at = ix.trace.steps.get(order).map(|s| s.at()).unwrap_or_default();
+    Violation { invariant, step: order, at, subject, detail }
+}
+
+/// A task is orphaned when its work runs, or its result is held, while no client holds its id:
+/// the `CreateTaskResult` never arrived (judged where the work ended, or at the last step), or
+/// the id was forgotten before the outcome was seen; or when its work runs on after the record
+/// was removed (nobody can ever see its outcome).
+fn orphaned_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let (lives, last) = lives(ix);
+    let mut out = Vec::new();
+    for (task, l) in &lives {
+        let Some(created) = l.created else { continue };
+        let subject = format!("task {}", task.0);
+        if let Some((removed, true)) = l.removed {
+            out.push(violation(
+                ix,
+                InvariantId::NoOrphanedTask,
+                removed,
+                subject,
+                "its record was removed while its work still ran: the work goes on for nobody".into(),
+            ));
+            continue;
+        }
+        match (l.received, l.forgotten) {
+            (None, _) => {
+                let at = l.ended.unwrap_or(last).max(created);
+                out.push(violation(
+                    ix,
+                    InvariantId::NoOrphanedTask,
+                    at,
+                    subject,
+                    "its CreateTaskResult never reached a client: the work ran for an id nobody holds".into(),
+                ));
+            }
+            (Some(_), Some(forgot)) => {
+                let settled = [l.outcome, l.lost_told].into_iter().flatten().min();
+                let gone = l.removed.map(|(o, _)| o);
+                if settled.is_none_or(|s| s > forgot) && gone.is_none_or(|g| g > forgot) {
+                    out.push(violation(
+                        ix,
+                        InvariantId::NoOrphanedTask,
+                        forgot,
+                        subject,
+                        "the client forgot the id while the task still worked or held its result".into(),
+                    ));
+                }
+            }
+            (Some(_), None) => {}
+        }
+    }
+    out
+}
+
+/// A task whose id a client received must have its outcome delivered before its record goes, or
+/// the application told it is lost. A task still working at the end of the run is not judged here
+/// (`every-call-resolves` is).
+fn undelivered_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let (lives, last) = lives(ix);
+    let mut out = Vec::new();
+    for (task, l) in &lives {
+        if l.received.is_none() || l.lost_told.is_some() {
+            continue;
+        }
+        let subject = format!("task {}", task.0);
+        match (l.removed, l.outcome) {
+            (Some((removed, _)), outcome) if outcome.is_none_or(|o| o > removed) => out.push(violation(
+                ix,
+                InvariantId::TaskResultDelivered,
+                last.max(removed),
+                subject,
+                "its record was removed before the outcome reached the application, and the application was never \
+                 told the task is lost"
+                    .into(),
+            )),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A request served under two eras, or a modern request served in a legacy session.
+fn era_inconsistencies_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let mut seen: BTreeMap<(ConnId, RequestId), Era> = BTreeMap::new();
+    let mut judged: BTreeSet<(ConnId, RequestId)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for (order, step) in ix.others() {
+        let StepKind::EraServed { conn, request, era, session, .. } = &step.kind else { continue };
+        let key = (*conn, *request);
+        let subject = format!("{conn} {request}");
+        if let (Era::Modern, Some(s)) = (era, session) {
+            if judged.insert(key) {
+                out.push(violation(
+                    ix,
+                    InvariantId::EraConsistent,
+                    order,
+                    subject.clone(),
+                    format!("a modern (2026-07-28) request was served in legacy session {s}"),
+                ));
+            }
+        }
+        match seen.get(&key) {
+            Some(first) if first != era && judged.insert(key) => out.push(violation(
+                ix,
+                InvariantId::EraConsistent,
+                order,
+                subject,
+                format!("served as {first} then as {era}"),
+            )),
+            Some(_) => {}
+            None => {
+                seen.insert(key, *era);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::TraceBuilder;
+    use super::super::{check_all, InvariantId};
+    use crate::era::Era;
+    use crate::ids::{CallKey, ConnId, RequestId, SessionId};
+    use crate::tasks::{TaskId, TaskStatus};
+    use crate::trace::{StepKind, Trace};
+
+    fn id(s: &str) -> TaskId {
+        TaskId(s.into())
+    }
+
+    fn created(t: &str) -> StepKind {
+        StepKind::TaskCreated { task: id(t), call: CallKey(0), replica: 0, ttl_us: Some(60_000_000) }
+    }
+
+    fn received(t: &str) -> StepKind {
+        StepKind::TaskIdReceived { task: id(t), call: CallKey(0) }
+    }
+
+    fn ended(t: &str) -> StepKind {
+        StepKind::TaskEnded { task: id(t), status: TaskStatus::Completed }
+    }
+
+    fn removed(t: &str, work_running: bool) -> StepKind {
+        StepKind::TaskRecordRemoved { task: id(t), work_running }
+    }
+
+    fn outcome(t: &str) -> StepKind {
+        StepKind::AppTaskOutcome { task: id(t), call: CallKey(0), status: TaskStatus::Completed }
+    }
+
+    fn broken(trace: &Trace, which: InvariantId) -> Vec<(usize, String)> {
+        check_all(trace).into_iter().filter(|v| v.invariant == which).map(|v| (v.step, v.subject)).collect()
+    }
+
+    #[test]
+    fn a_task_polled_to_its_end_breaks_nothing() {
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(10)
+            .server(ended("a"))
+            .at(11)
+            .app(outcome("a"))
+            .at(100)
+            .server(removed("a", false))
+            .build();
+        assert!(check_all(&t).is_empty(), "{:?}", check_all(&t));
+    }
+
+    #[test]
+    fn a_lost_create_task_result_orphans_the_work() {
+        // The reply was lost: the client re-issued, a second task runs for the id it holds.
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .at(5)
+            .server(created("b"))
+            .client(received("b"))
+            .at(10)
+            .server(ended("a"))
+            .server(ended("b"))
+            .app(outcome("b"))
+            .build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(3, "task a".to_string())]);
+    }
+
+    #[test]
+    fn a_record_removed_while_its_work_runs_orphans_the_work_and_loses_the_result() {
+        // TypeScript's store at createdAt + ttl: the record goes, the tool runs on.
+        let t =
+            TraceBuilder::new().server(created("a")).client(received("a")).at(60).server(removed("a", true)).build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        assert_eq!(broken(&t, InvariantId::TaskResultDelivered), vec![(2, "task a".to_string())]);
+    }
+
+    #[test]
+    fn a_client_that_forgets_the_id_orphans_the_task() {
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(3)
+            .client(StepKind::TaskIdForgotten { task: id("a") })
+            .at(10)
+            .server(ended("a"))
+            .build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        // Forgetting after the outcome arrived is fine.
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .server(ended("a"))
+            .app(outcome("a"))
+            .client(StepKind::TaskIdForgotten { task: id("a") })
+            .build();
+        assert!(broken(&t, InvariantId::NoOrphanedTask).is_empty());
+    }
+
+    #[test]
+    fn a_result_evicted_before_the_poll_is_undelivered_unless_the_app_is_told() {
+        let evicted = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(10)
+            .server(ended("a"))
+            .at(70)
+            .server(removed("a", false));
+        let t = evicted.build();
+        assert_eq!(broken(&t, InvariantId::TaskResultDelivered), vec![(3, "task a".to_string())]);
+        let told = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(10)
+            .server(ended("a"))
+            .at(70)
+            .server(removed("a", false))
+            .at(71)
+            .app(StepKind::AppTaskLost { task: id("a"), call: CallKey(0) })
+            .build();
+        assert!(broken(&told, InvariantId::TaskResultDelivered).is_empty());
+    }
+
+    fn served(conn: u64, request: u64, era: Era, session: Option<&str>) -> StepKind {
+        StepKind::EraServed {
+            conn: ConnId(conn),
+            request: RequestId(request),
+            era,
+            session: session.map(SessionId::from),
+            ignored: vec![],
+        }
+    }
+
+    #[test]
+    fn eras_side_by_side_on_one_replica_are_consistent() {
+        let t = TraceBuilder::new()
+            .server(served(1, 1, Era::Legacy, Some("s1")))
+            .server(served(2, 1, Era::Modern, None))
+            .server(served(3, 2, Era::Legacy, Some("s1")))
+            .build();
+        assert!(broken(&t, InvariantId::EraConsistent).is_empty());
+    }
+
+    #[test]
+    fn a_modern_request_in_a_legacy_session_breaks_era_consistency() {
+        let t = TraceBuilder::new()
+            .server(served(1, 1, Era::Legacy, Some("s1")))
+            .server(served(2, 7, Era::Modern, Some("s1")))
+            .build();
+        assert_eq!(broken(&t, InvariantId::EraConsistent), vec![(1, "c2 #7".to_string())]);
+    }
+
+    #[test]
+    fn a_request_served_under_two_eras_breaks_era_consistency() {
+        let t = TraceBuilder::new()
+            .server(served(1, 1, Era::Modern, None))
+            .at(5)
+            .server(served(1, 1, Era::Legacy, Some("s")))
+            .build();
+        assert_eq!(broken(&t, InvariantId::EraConsistent).len(), 1);
+    }
+}
