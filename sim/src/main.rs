@@ -245,6 +245,10 @@ enum Command {
         /// Where the shard writes (default shard-K-of-N).
         #[arg(long, value_name = "DIR")]
         shard_out: Option<PathBuf>,
+        /// What if: override a key for every cell, after the file's own settings (repeatable;
+        /// e.g. --set lb.routing=sticky-session; see `mcpsim profiles`).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Vary one or two keys over a grid; per cell, how often each outcome occurred (with Wilson
     /// intervals), the predicted and the measured safe boundary. Exit status: 0 no run violated an
@@ -480,9 +484,9 @@ fn main() -> ExitCode {
         Command::Merge { dirs, format, doc, traces, csv, plot, output, out } => {
             cli::cmd_merge(&cli::MergeArgs { dirs, format, doc, traces, csv, plot, output, out })
         }
-        Command::Check { file, seeds, format, output, jobs, shard, shard_out } => {
+        Command::Check { file, seeds, format, output, jobs, shard, shard_out, sets } => {
             let shard = cli::ShardArgs { shard, out: shard_out };
-            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs, shard })
+            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs, shard, sets })
         }
         Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold, shard, shard_out } => {
             let opts = mcpsim::studies::sweep::SweepOptions { seeds, jobs, csv, resume, threshold };

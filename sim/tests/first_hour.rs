@@ -1,0 +1,36 @@
+//! Where a new user gets stuck, through the `mcpsim` binary (issue 23): each test is one place
+//! the first hour went wrong, with the message and exit status it has now.
+
+use std::path::PathBuf;
+
+mod common;
+
+use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
+
+fn scratch(test: &str) -> PathBuf {
+    common::scratch("first-hour", test)
+}
+
+/// Three replicas, round robin, each with its own sessions.
+const ROUND_ROBIN: &str = "clients = [\"reference\"]\nfamilies = [\"long-tool\", \"server-restart\"]\n\
+server = \"reference\"\n[lb]\nreplicas = 3\nrouting = \"round-robin\"\n";
+
+#[test]
+fn check_proposes_the_balancers_routing_and_set_tries_it() {
+    let dir = scratch("check-set");
+    let file = dir.join("rr.toml");
+    std::fs::write(&file, ROUND_ROBIN).unwrap();
+    let out = mcpsim(&["check", path(&file), "--seeds", "2"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("  2/2  --set lb.routing=sticky-session"), "{text}");
+    // Was: error: unexpected argument '--set' found.
+    let out = mcpsim(&["check", path(&file), "--seeds", "2", "--set", "lb.routing=sticky-session"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("every cell ok"), "{}", stdout(&out));
+    assert_bad_input(&mcpsim(&["check", path(&file), "--set", "lb.routing=sideways"]), "--set lb.routing=sideways");
+    assert_bad_input(
+        &mcpsim(&["check", path(&file), "--set", "lb.routing=sticky-session", "--shard", "1/2"]),
+        "--set goes with an unsharded check",
+    );
+}
