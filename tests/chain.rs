@@ -1,5 +1,6 @@
 //! Intermediary chains end to end: hops in front of the balancer (a CDN in front of an ALB), each
 //! cutting by its own clocks, answering on its own, buffering responses, and failing on its own.
+//! Also the why-chain (cause chain) of a loss: from its trigger to the step that made it certain.
 
 mod common;
 use common::{run_ok, violated};
@@ -215,4 +216,35 @@ fn a_scenario_with_a_chain_dumps_to_a_file_that_loads_back_the_same() {
     assert_eq!(back.lb, s.lb, "{text}");
     assert_eq!(back.lb.hops[0].buffer, Some(4096));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The design note's second incident (a bounded buffer that resumes silently at the head after a
+/// 4-minute cut): the oracle names the first lost event where it was stored, but the why-chain
+/// runs on from the trigger (the partition) to the silent resume that made the loss certain.
+#[test]
+fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
+    let s = Scenario::build("chatty-tool", "reference", "silent-head").expect("built-in names");
+    let outcome = run_ok(&s, 0);
+    let v = outcome.violations.iter().find(|v| v.invariant.to_string() == "no-silent-event-loss").expect("incident 2");
+    assert!(matches!(outcome.trace.steps[v.step].kind, StepKind::EventStored { .. }), "named where it was stored");
+    let (chain, dropped) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    assert_eq!(dropped, 0);
+    let words: Vec<&str> = chain.iter().map(|c| c.text.as_str()).collect();
+    let fault = words.iter().position(|w| w.starts_with("fault injected: partition")).expect("the trigger");
+    let stored = chain.iter().position(|c| c.step == v.step).expect("the violating step");
+    let last = chain.last().expect("a chain");
+    assert!(fault < stored && stored < chain.len() - 1, "{words:#?}");
+    assert!(
+        matches!(outcome.trace.steps[last.step].kind, StepKind::Resume { .. })
+            && last.text.contains("SILENT head")
+            && last.text.ends_with("from here the loss is certain"),
+        "{words:#?}"
+    );
+    // A duplicate is certain at the step the oracle names: nothing follows it.
+    let first = Scenario::build("long-tool", "naive", "reference").expect("built-in names");
+    let outcome = run_ok(&first, 0);
+    let v =
+        outcome.violations.iter().find(|v| v.invariant.to_string() == "no-duplicate-execution").expect("incident 1");
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    assert_eq!(chain.last().map(|c| c.step), Some(v.step));
 }
