@@ -225,7 +225,7 @@ fn a_scenario_with_a_chain_dumps_to_a_file_that_loads_back_the_same() {
 fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
     let s = Scenario::build("chatty-tool", "reference", "silent-head").expect("built-in names");
     let outcome = run_ok(&s, 0);
-    let v = outcome.violations.iter().find(|v| v.invariant.to_string() == "no-silent-event-loss").expect("incident 2");
+    let v = outcome.violations.iter().find(|v| v.invariant == "no-silent-event-loss").expect("incident 2");
     assert!(matches!(outcome.trace.steps[v.step].kind, StepKind::EventStored { .. }), "named where it was stored");
     let (chain, dropped) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
     assert_eq!(dropped, 0);
@@ -244,7 +244,7 @@ fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
     let first = Scenario::build("long-tool", "naive", "reference").expect("built-in names");
     let outcome = run_ok(&first, 0);
     let v =
-        outcome.violations.iter().find(|v| v.invariant.to_string() == "no-duplicate-execution").expect("incident 1");
+        outcome.violations.iter().find(|v| v.invariant == "no-duplicate-execution").expect("incident 1");
     let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
     assert_eq!(chain.last().map(|c| c.step), Some(v.step));
 }

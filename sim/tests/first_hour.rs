@@ -34,3 +34,22 @@ fn check_proposes_the_balancers_routing_and_set_tries_it() {
         "--set goes with an unsharded check",
     );
 }
+
+#[test]
+fn a_dumped_balancer_is_a_template_and_an_unknown_lb_field_names_the_balancers_fields() {
+    let dir = scratch("dump");
+    let out = mcpsim(&["profiles", "--dump", "lb:default"]);
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    // Was: only idle_timeout, then [sources], so `replicas = 2` at the end was a duplicate key.
+    assert!(text.contains("\nreplicas = 1\n") && text.contains("\nrouting = \"round-robin\"\n"), "{text}");
+    let file = dir.join("lb.toml");
+    std::fs::write(&file, text.replacen("\nreplicas = 1\n", "\n", 1) + "replicas = 2\n").unwrap();
+    let run = mcpsim(&["run", "--lb", path(&file), "--scenario", "server-restart"]);
+    assert!(code(&run) < 2 && stderr(&run).is_empty(), "{}", stderr(&run));
+    let deployment = dir.join("d.toml");
+    std::fs::write(&deployment, "server = \"reference\"\n[lb]\nreplica = 2\n").unwrap();
+    let out = mcpsim(&["check", path(&deployment)]);
+    assert_bad_input(&out, "d.toml:3:1: unknown field `replica` in [lb] (a balancer has: idle_timeout, max_lifetime");
+    assert!(!stderr(&out).contains("fault.partition"), "{}", stderr(&out));
+}

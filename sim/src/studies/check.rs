@@ -32,7 +32,7 @@ use crate::studies::matrix::{Mitigation, MITIGATIONS};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn, Silent};
 use crate::studies::tally::Tally;
 use mcpsim_model::config::{ReplicaStore, Routing};
-use mcpsim_model::profiles::ProfileError;
+use mcpsim_model::profiles::{self, ProfileError, Role};
 use mcpsim_model::schedule::Need;
 use mcpsim_model::time::{format_duration, parse_duration};
 use std::fmt::Write as _;
@@ -358,7 +358,12 @@ impl Reader<'_> {
             let key = format!("{prefix}.{name}");
             match v.get_ref() {
                 DeValue::Table(t) if !t.contains_key("kind") => self.fields(&key, t, out)?,
-                other => out.push(Override::at(&key, &value_text(other), self.pos(v))),
+                other => {
+                    if settings::targets(&key).is_err() {
+                        return Err(self.err(Pos::of(self.text, k.span().start), unknown_field(prefix, name)));
+                    }
+                    out.push(Override::at(&key, &value_text(other), self.pos(v)))
+                }
             }
         }
         Ok(())
@@ -377,6 +382,23 @@ impl Reader<'_> {
         }
         Ok(())
     }
+}
+
+/// An unknown field of the `[server]` / `[lb]` table (or a table inside it) `table`, with the
+/// fields that table has.
+fn unknown_field(table: &str, name: &str) -> String {
+    let (root, inner) = table.split_once('.').unwrap_or((table, ""));
+    let role = if root == "lb" { Role::Lb } else { Role::Server };
+    let known: Vec<&str> = profiles::documented_paths(role)
+        .into_iter()
+        .filter_map(|p| if inner.is_empty() { Some(p) } else { p.strip_prefix(inner)?.strip_prefix('.') })
+        .filter(|p| !p.contains('.') && *p != "name")
+        .collect();
+    let what = if root == "lb" { "a balancer" } else { "a server" };
+    format!(
+        "unknown field `{name}` in [{table}] ({what} has: {}; see `mcpsim profiles --dump {root}:NAME`)",
+        known.join(", ")
+    )
 }
 
 /// A TOML value as `--set` reads it: a string as it is, anything else written as TOML.
