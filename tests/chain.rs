@@ -243,8 +243,7 @@ fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
     // A duplicate is certain at the step the oracle names: nothing follows it.
     let first = Scenario::build("long-tool", "naive", "reference").expect("built-in names");
     let outcome = run_ok(&first, 0);
-    let v =
-        outcome.violations.iter().find(|v| v.invariant == "no-duplicate-execution").expect("incident 1");
+    let v = outcome.violations.iter().find(|v| v.invariant == "no-duplicate-execution").expect("incident 1");
     let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
     assert_eq!(chain.last().map(|c| c.step), Some(v.step));
 }

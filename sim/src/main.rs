@@ -50,6 +50,11 @@ impl Target {
     }
 }
 
+/// Every mitigation's name, for `matrix --mitigate` (its help lists them all, from the one list).
+fn mitigation_names() -> Vec<&'static str> {
+    mcpsim::studies::matrix::MITIGATIONS.iter().map(|m| m.name).collect()
+}
+
 /// `--lb NAME|FILE` as the `--set lb=…` it stands for, first among the overrides.
 fn with_lb(lb: Option<&str>, sets: &[String]) -> Vec<String> {
     lb.map(|lb| format!("lb={lb}")).into_iter().chain(sets.iter().cloned()).collect()
@@ -167,12 +172,11 @@ enum Command {
         /// Seeds per cell.
         #[arg(long, default_value_t = 5)]
         seeds: u64,
-        /// md, csv or json.
-        #[arg(long, default_value = "md")]
+        /// table (for a terminal), md (Markdown, as --doc writes), csv or json.
+        #[arg(long, default_value = "table")]
         format: String,
-        /// Rerun with one mitigation applied (keepalive, durable-last-event-id, explicit-410,
-        /// idempotency-key, store-per-session).
-        #[arg(long)]
+        /// Rerun with one mitigation applied.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(mitigation_names()))]
         mitigate: Option<String>,
         /// Worker threads (default: all cores).
         #[arg(long)]
@@ -198,7 +202,7 @@ enum Command {
         /// The shard directories, every K of N once.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// matrix: md, csv or json (default md); check: text or html (default text).
+        /// matrix: table, md, csv or json (default table); check: text or html (default text).
         #[arg(long)]
         format: Option<String>,
         /// matrix: also write the compatibility document here.
@@ -560,7 +564,7 @@ fn one_line_usage_error(e: &clap::Error, args: impl Iterator<Item = String>) -> 
         .lines()
         .take_while(|l| !l.starts_with("Usage:"))
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:") && !l.starts_with("For more information"))
         .collect();
     let commands = Cli::command();
     let command = args.filter(|a| !a.starts_with('-')).take(1).find(|a| commands.find_subcommand(a).is_some());

@@ -53,3 +53,27 @@ fn a_dumped_balancer_is_a_template_and_an_unknown_lb_field_names_the_balancers_f
     assert_bad_input(&out, "d.toml:3:1: unknown field `replica` in [lb] (a balancer has: idle_timeout, max_lifetime");
     assert!(!stderr(&out).contains("fault.partition"), "{}", stderr(&out));
 }
+
+#[test]
+fn matrix_prints_a_terminal_table_markdown_on_request_and_its_help_lists_every_mitigation() {
+    let args = ["matrix", "--seeds", "1", "--clients", "naive", "--servers", "reference", "--scenarios", "long-tool"];
+    let out = mcpsim(&args);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    // Was Markdown: `| long-tool | naive | no-duplicate-execution 1/1<br>…`.
+    assert!(!text.contains("<br>") && !text.contains('|'), "{text}");
+    assert!(
+        text.lines().nth(2).is_some_and(|l| l.starts_with("long-tool  naive") && l.ends_with("broken [1]")),
+        "{text}"
+    );
+    assert!(text.contains("\n[1] long-tool × naive × reference: no-duplicate-execution 1/1"), "{text}");
+    assert!(text.contains("  first failing seed 0: "), "{text}");
+    let md = stdout(&mcpsim(&[&args[..], &["--format", "md"]].concat()));
+    assert!(md.starts_with("| scenario | client | reference |") && md.contains("<br>"), "{md}");
+    let help = stdout(&mcpsim(&["matrix", "--help"]));
+    for m in mcpsim::studies::matrix::MITIGATIONS {
+        assert!(help.contains(m.name), "{} not in the help:\n{help}", m.name);
+    }
+    assert_bad_input(&mcpsim(&["matrix", "--mitigate", "bogus"]), "invalid value 'bogus' for '--mitigate");
+    assert!(!stderr(&mcpsim(&["matrix", "--mitigate", "bogus"])).contains("For more information"));
+}
