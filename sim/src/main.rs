@@ -11,8 +11,11 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mcpsim --version`: the package version and the commit it was built from (sim/build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("MCPSIM_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "mcpsim", version, about = "Deterministic simulation of the MCP Streamable HTTP transport")]
+#[command(name = "mcpsim", version = VERSION, about = "Deterministic simulation of the MCP Streamable HTTP transport")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -347,6 +350,11 @@ enum Command {
     /// Probe a real system over loopback through a fault-injecting proxy.
     #[command(subcommand)]
     Probe(ProbeCommand),
+    /// Print a shell completion script, e.g. `mcpsim completions bash > ~/.local/share/bash-completion/completions/mcpsim`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -518,6 +526,13 @@ fn main() -> ExitCode {
         Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
             cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mcpsim", &mut script);
+            print!("{}", String::from_utf8_lossy(&script));
+            Ok(Exit::Clean)
         }
     };
     match result {

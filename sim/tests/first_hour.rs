@@ -77,3 +77,63 @@ fn matrix_prints_a_terminal_table_markdown_on_request_and_its_help_lists_every_m
     assert_bad_input(&mcpsim(&["matrix", "--mitigate", "bogus"]), "invalid value 'bogus' for '--mitigate");
     assert!(!stderr(&mcpsim(&["matrix", "--mitigate", "bogus"])).contains("For more information"));
 }
+
+/// The repository's root (sim/ is one level down).
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn version_names_the_commit_and_completions_print_a_script() {
+    let out = mcpsim(&["--version"]);
+    assert_eq!(code(&out), 0);
+    let version = stdout(&out);
+    assert!(version.starts_with(&format!("mcpsim {} (commit ", env!("CARGO_PKG_VERSION"))), "{version}");
+    // In a git checkout it is the checkout's commit (a tarball build says unknown or MCPSIM_COMMIT).
+    let head = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(root()).output();
+    if let Some(head) = head.ok().filter(|h| h.status.success()) {
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+        if std::env::var_os("MCPSIM_COMMIT").is_none() {
+            assert!(version.contains(&format!("(commit {head})")), "{version} vs HEAD {head}");
+        }
+    }
+    for (shell, needle) in [("bash", "_mcpsim()"), ("zsh", "#compdef mcpsim"), ("fish", "complete -c mcpsim")] {
+        let out = mcpsim(&["completions", shell]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.contains(needle) && script.contains("check") && script.contains("mitigate"), "{shell}");
+    }
+    assert_bad_input(&mcpsim(&["completions", "cmd.exe"]), "invalid value 'cmd.exe'");
+}
+
+#[test]
+fn logs_into_a_pipe_carry_no_colour_codes() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+        .args(["run", "--scenario", "long-tool"])
+        .env("RUST_LOG", "mcpsim=debug")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("the binary starts");
+    let err = stderr(&out);
+    assert!(err.lines().count() > 3, "logs were written: {err}");
+    assert!(!err.contains('\u{1b}'), "an escape sequence in piped logs: {:?}", &err[..err.len().min(300)]);
+    assert!(mcpsim::engine::logging::colour(true, None) && !mcpsim::engine::logging::colour(false, None));
+    assert!(!mcpsim::engine::logging::colour(true, Some("1".into())));
+}
+
+#[test]
+fn the_repository_carries_its_licences_changelog_and_install_line() {
+    let read = |f: &str| std::fs::read_to_string(root().join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert!(
+        read("LICENSE-MIT").starts_with("Copyright (c)") && read("LICENSE-MIT").contains("MIT")
+            || read("LICENSE-MIT").contains("Permission is hereby granted")
+    );
+    assert!(read("LICENSE-APACHE").contains("Apache License") && read("LICENSE-APACHE").contains("Version 2.0"));
+    assert!(read("Cargo.toml").contains("license = \"MIT OR Apache-2.0\""));
+    assert!(read("CHANGELOG.md").starts_with("# Changelog") && read("CHANGELOG.md").contains("## Unreleased"));
+    let readme = read("README.md");
+    assert!(readme.contains("cargo install --path sim --locked"), "README: install with --locked");
+    // Nothing the README tells a reader to open or run lies outside the repository.
+    assert!(!readme.contains("../shared") && !readme.contains("shared/seeds"), "README points outside the repository");
+    assert!(readme.contains("## The two incidents"), "README describes the incidents itself");
+}
