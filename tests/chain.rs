@@ -247,3 +247,33 @@ fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
     let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
     assert_eq!(chain.last().map(|c| c.step), Some(v.step));
 }
+
+/// Three replicas each start their own server process at time 0 (epochs 0, 1, 2): that is no
+/// restart, so the why-chain does not open with one; a restart during the run still is.
+#[test]
+fn replicas_starting_are_not_restarts_in_the_why_chain() {
+    let mut s = Scenario::build("long-tool", "ts-sdk", "reference").expect("built-in names");
+    s.apply_overrides(&[("lb.replicas".into(), "3".into())]).expect("valid");
+    let outcome = run_ok(&s, 0);
+    let starts = outcome.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::ServerStart { .. })).count();
+    assert!(starts >= 3, "each replica starts");
+    let v = outcome.violations.first().expect("ts-sdk breaks long-tool");
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    assert!(
+        chain.iter().all(|c| !c.text.contains("restarted")),
+        "{:#?}",
+        chain.iter().map(|c| &c.text).collect::<Vec<_>>()
+    );
+    // A restart in the middle of a run is one.
+    let mut r = Scenario::build("server-restart", "reference", "reference").expect("built-in names");
+    r.apply_overrides(&[("lb.replicas".into(), "2".into()), ("lb.routing".into(), "sticky-session".into())])
+        .expect("valid");
+    let outcome = run_ok(&r, 0);
+    let last = outcome.trace.steps.len() - 1;
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, last);
+    assert!(
+        chain.iter().any(|c| c.text.starts_with("server process restarted (epoch")),
+        "{:#?}",
+        chain.iter().map(|c| &c.text).collect::<Vec<_>>()
+    );
+}

@@ -95,6 +95,9 @@ struct Walk {
     /// Connections the load balancer cut (their reset says nothing new).
     cut: BTreeSet<ConnId>,
     client_starts: BTreeMap<Option<u32>, u32>,
+    /// Whether anything but a server start has happened: until then every server start is a
+    /// replica's first (several replicas each start their own process at time 0), not a restart.
+    begun: bool,
 }
 
 impl Walk {
@@ -102,6 +105,8 @@ impl Walk {
     fn cause(&mut self, step: &Step) -> Option<String> {
         use StepKind::*;
         let described = || timeline::describe(&step.kind);
+        let begun = self.begun;
+        self.begun |= !matches!(step.kind, ServerStart { .. });
         match &step.kind {
             Fault { fault } => Some(format!("fault injected: {fault}")),
             LbIdleCut { conn, idle_us, hop } => {
@@ -126,9 +131,8 @@ impl Walk {
                     format!("client process restarted, {state}")
                 })
             }
-            ServerStart { epoch } => {
-                (*epoch > 0).then(|| format!("server process restarted (epoch {epoch}): sessions in memory are gone"))
-            }
+            ServerStart { epoch } => (*epoch > 0 && begun)
+                .then(|| format!("server process restarted (epoch {epoch}): sessions in memory are gone")),
             Decision { action: Some(NextAction::Reinitialize), .. } | Decision { error: Some(_), .. } => {
                 Some(described())
             }
