@@ -1,5 +1,6 @@
 //! Intermediary chains end to end: hops in front of the balancer (a CDN in front of an ALB), each
 //! cutting by its own clocks, answering on its own, buffering responses, and failing on its own.
+//! Also the why-chain (cause chain) of a loss: from its trigger to the step that made it certain.
 
 mod common;
 use common::{run_ok, violated};
@@ -215,4 +216,64 @@ fn a_scenario_with_a_chain_dumps_to_a_file_that_loads_back_the_same() {
     assert_eq!(back.lb, s.lb, "{text}");
     assert_eq!(back.lb.hops[0].buffer, Some(4096));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The design note's second incident (a bounded buffer that resumes silently at the head after a
+/// 4-minute cut): the oracle names the first lost event where it was stored, but the why-chain
+/// runs on from the trigger (the partition) to the silent resume that made the loss certain.
+#[test]
+fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
+    let s = Scenario::build("chatty-tool", "reference", "silent-head").expect("built-in names");
+    let outcome = run_ok(&s, 0);
+    let v = outcome.violations.iter().find(|v| v.invariant == "no-silent-event-loss").expect("incident 2");
+    assert!(matches!(outcome.trace.steps[v.step].kind, StepKind::EventStored { .. }), "named where it was stored");
+    let (chain, dropped) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    assert_eq!(dropped, 0);
+    let words: Vec<&str> = chain.iter().map(|c| c.text.as_str()).collect();
+    let fault = words.iter().position(|w| w.starts_with("fault injected: partition")).expect("the trigger");
+    let stored = chain.iter().position(|c| c.step == v.step).expect("the violating step");
+    let last = chain.last().expect("a chain");
+    assert!(fault < stored && stored < chain.len() - 1, "{words:#?}");
+    assert!(
+        matches!(outcome.trace.steps[last.step].kind, StepKind::Resume { .. })
+            && last.text.contains("SILENT head")
+            && last.text.ends_with("from here the loss is certain"),
+        "{words:#?}"
+    );
+    // A duplicate is certain at the step the oracle names: nothing follows it.
+    let first = Scenario::build("long-tool", "naive", "reference").expect("built-in names");
+    let outcome = run_ok(&first, 0);
+    let v = outcome.violations.iter().find(|v| v.invariant == "no-duplicate-execution").expect("incident 1");
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    assert_eq!(chain.last().map(|c| c.step), Some(v.step));
+}
+
+/// Three replicas each start their own server process at time 0 (epochs 0, 1, 2): that is no
+/// restart, so the why-chain does not open with one; a restart during the run still is.
+#[test]
+fn replicas_starting_are_not_restarts_in_the_why_chain() {
+    let mut s = Scenario::build("long-tool", "ts-sdk", "reference").expect("built-in names");
+    s.apply_overrides(&[("lb.replicas".into(), "3".into())]).expect("valid");
+    let outcome = run_ok(&s, 0);
+    let starts = outcome.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::ServerStart { .. })).count();
+    assert!(starts >= 3, "each replica starts");
+    let v = outcome.violations.first().expect("ts-sdk breaks long-tool");
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    assert!(
+        chain.iter().all(|c| !c.text.contains("restarted")),
+        "{:#?}",
+        chain.iter().map(|c| &c.text).collect::<Vec<_>>()
+    );
+    // A restart in the middle of a run is one.
+    let mut r = Scenario::build("server-restart", "reference", "reference").expect("built-in names");
+    r.apply_overrides(&[("lb.replicas".into(), "2".into()), ("lb.routing".into(), "sticky-session".into())])
+        .expect("valid");
+    let outcome = run_ok(&r, 0);
+    let last = outcome.trace.steps.len() - 1;
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, last);
+    assert!(
+        chain.iter().any(|c| c.text.starts_with("server process restarted (epoch")),
+        "{:#?}",
+        chain.iter().map(|c| &c.text).collect::<Vec<_>>()
+    );
 }

@@ -11,6 +11,8 @@
 //! Chromium (`.ci/run`), and a missing browser there is a failure. `MCPSIM_CHROMIUM=PATH` picks
 //! another binary; `MCPSIM_CHROMIUM=none` acts as if there were none.
 
+mod common;
+
 use mcpsim::report::artifacts::read_trace;
 use mcpsim::report::diagram::{violation_step, DiagramOptions};
 use mcpsim::report::html;
@@ -46,7 +48,10 @@ fn browser_or_skip() -> Option<PathBuf> {
             !in_ci(),
             "CI is set but Chromium is missing: install it with `apt-get install -y chromium` (.ci/run does)"
         );
-        eprintln!("skipped: no Chromium at /usr/bin/chromium (apt-get install -y chromium); CI would fail here");
+        common::skipped(
+            "html_report",
+            "no Chromium at /usr/bin/chromium (apt-get install -y chromium); CI would fail here",
+        );
     }
     found
 }

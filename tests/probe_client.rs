@@ -8,6 +8,8 @@
 //! cut-refuse run takes 36 s to show five attempts) and are not deterministic; the runs keep
 //! margins of a second. The agreement of the same runs with the simulator is `tests/reality.rs`'s.
 
+mod common;
+
 use mcpsim::probe::client::runs::{
     compare, known_client_difference, probe_client, ClientProbeOptions, ClientProbeReport,
 };
@@ -39,7 +41,7 @@ fn probe(sdks: &[&'static str]) -> Vec<(&'static str, ClientProbeReport)> {
                 }),
             )),
             Err(why) if in_ci() => panic!("CI is set and a real-SDK fixture client is not installed: {why}"),
-            Err(why) => eprintln!("probe_client: skipping {sdk}: {why}"),
+            Err(why) => common::skipped("probe_client", &format!("{sdk} not installed: {why}")),
         }
     }
     handles
@@ -59,7 +61,7 @@ fn field<'a>(r: &'a ClientProbeReport, name: &str) -> &'a str {
 fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
     let all = probe(&["py", "ts", "rust"]);
     if all.is_empty() {
-        eprintln!("probe_client: no fixture client installed (run sim/probe/fixtures/install.sh); skipped");
+        common::skipped("probe_client", "no real-SDK fixture client installed (run sim/probe/fixtures/install.sh)");
         return;
     }
     for (sdk, r) in &all {
@@ -138,7 +140,7 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
 #[test]
 fn a_client_that_reuses_a_kept_alive_connection_is_told_from_one_that_does_not() {
     if std::process::Command::new("curl").arg("--version").output().is_err() {
-        eprintln!("probe_client: no curl; skipped");
+        common::skipped("probe_client", "no curl");
         return;
     }
     let one = r#"curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}' "$MCPSIM_PROBE_URL""#;
@@ -177,7 +179,7 @@ fn an_empty_command_is_refused() {
 #[test]
 fn requests_for_other_paths_than_the_mcp_endpoint_are_not_counted() {
     if std::process::Command::new("curl").arg("--version").output().is_err() {
-        eprintln!("probe_client: no curl; skipped");
+        common::skipped("probe_client", "no curl");
         return;
     }
     let discover = r#"curl -s -o /dev/null "${MCPSIM_PROBE_URL%/mcp}/.well-known/oauth-protected-resource""#;
@@ -190,4 +192,30 @@ fn requests_for_other_paths_than_the_mcp_endpoint_are_not_counted() {
     assert_eq!((run.seen.len(), run.tcp_connections, run.other_count), (1, 1, 2), "{table}");
     assert_eq!(run.seen[0].rpc.as_deref(), Some("initialize"), "{table}");
     assert!(run.other_requests[0].starts_with("GET /.well-known/oauth-protected-resource"), "{table}");
+}
+
+/// Without the fixtures, plain `cargo test` (output captured) shows the real-SDK test as
+/// skipped, on its own line, instead of a silent `ok`; with `MCPSIM_REALITY_REQUIRED` (CI) it
+/// fails. Runs this test binary again on the real test, with the fixtures pointed at nothing.
+#[test]
+fn without_the_fixtures_the_real_sdk_test_says_skipped_and_fails_when_required() {
+    let test = "real_sdk_clients_behave_as_their_builtin_profiles_say";
+    let nowhere = std::env::temp_dir().join(format!("mcpsim-no-fixtures-{}", std::process::id()));
+    let child = |required: bool| {
+        let mut c = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+        c.args([test, "--exact", "--test-threads", "1"]).env("MCPSIM_FIXTURES_DIR", &nowhere);
+        c.env_remove("CI").env_remove("MCPSIM_REALITY_REQUIRED");
+        if required {
+            c.env("MCPSIM_REALITY_REQUIRED", "1");
+        }
+        c.output().expect("the test binary runs")
+    };
+    let skipped = child(false);
+    let err = String::from_utf8_lossy(&skipped.stderr);
+    let out = String::from_utf8_lossy(&skipped.stdout);
+    assert!(skipped.status.success(), "{out}\n{err}");
+    assert!(err.contains(&"SKIPPED probe_client: no real-SDK fixture client installed".to_string()), "{err}");
+    assert!(out.contains("1 passed"), "{out}");
+    let required = child(true);
+    assert!(!required.status.success(), "MCPSIM_REALITY_REQUIRED makes a missing fixture a failure");
 }

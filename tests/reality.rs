@@ -29,11 +29,11 @@ fn real_sdk_servers_agree_with_their_profiles_and_the_simulator() {
         match sdk.installed(&fixtures) {
             Ok(()) => sdks.push(sdk),
             Err(why) if in_ci() => panic!("CI is set and a real-SDK fixture is not installed: {why}"),
-            Err(why) => eprintln!("reality: skipping {}: {why}", sdk.name()),
+            Err(why) => common::skipped("reality", &format!("{} not installed: {why}", sdk.name())),
         }
     }
     if sdks.is_empty() {
-        eprintln!("reality: no fixture installed (run sim/probe/fixtures/install.sh); skipped");
+        common::skipped("reality", "no real-SDK fixture installed (run sim/probe/fixtures/install.sh)");
         return;
     }
     let handles: Vec<_> = sdks

@@ -889,14 +889,18 @@ pub fn dump(role: Role, name: &str) -> Option<Result<String, ProfileError>> {
         Ok(l) => l,
         Err(e) => return Some(Err(e)),
     };
+    let written = merged(&layers);
     Some(match role {
-        Role::Client => resolve::<ClientPolicy>(role, &layers).map(|r| write_dump(role, name, &r)),
-        Role::Server => resolve::<ServerPolicy>(role, &layers).map(|r| write_dump(role, name, &r)),
-        Role::Lb => resolve::<LbConfig>(role, &layers).map(|r| write_dump(role, name, &r)),
+        Role::Client => resolve::<ClientPolicy>(role, &layers).map(|r| write_dump(role, name, &r, &written)),
+        Role::Server => resolve::<ServerPolicy>(role, &layers).map(|r| write_dump(role, name, &r, &written)),
+        Role::Lb => resolve::<LbConfig>(role, &layers).map(|r| write_dump(role, name, &r, &written)),
     })
 }
 
-fn write_dump<T: Serialize>(role: Role, name: &str, resolved: &Resolved<T>) -> String {
+/// A dump is a working template: every field is written, and at the top level (a nested field as
+/// a dotted key, `retention.max_events = 100`; the sources as `sources."FIELD" = …`), with no
+/// `[table]` header, so a line added anywhere, the end included, is a field of the profile.
+fn write_dump<T: Serialize>(role: Role, name: &str, resolved: &Resolved<T>, written: &Map<String, Value>) -> String {
     let mut fields = match serde_json::to_value(&resolved.policy) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
@@ -904,6 +908,17 @@ fn write_dump<T: Serialize>(role: Role, name: &str, resolved: &Resolved<T>) -> S
     // Written only when it is not 200 (so old traces keep their bytes); a dump shows every field.
     if role == Role::Server && !fields.contains_key("delete_status") {
         fields.insert("delete_status".into(), Value::from(200));
+    }
+    // A field serde leaves out at its default (most of a balancer's, so traces keep their bytes):
+    // the value the profile's files wrote for it, else its default.
+    for path in documented_paths(role).into_iter().filter(|p| !p.contains('.') && *p != "name") {
+        if !fields.contains_key(path) {
+            match written.get(path) {
+                Some(v) => fields.insert(path.to_string(), v.clone()),
+                None if role == Role::Lb && path == "hops" => fields.insert(path.to_string(), Value::Array(vec![])),
+                None => None,
+            };
+        }
     }
     let meta = &resolved.meta;
     let mut out = String::new();
@@ -934,7 +949,6 @@ fn write_dump<T: Serialize>(role: Role, name: &str, resolved: &Resolved<T>) -> S
     for key in tables {
         out.push('\n');
         comment(&mut out, role, meta, &key);
-        let _ = writeln!(out, "[{key}]");
         let table = fields[&key].as_object().cloned().unwrap_or_default();
         let mut sub: Vec<String> =
             order.iter().filter_map(|p| p.strip_prefix(&format!("{key}.")).map(str::to_string)).collect();
@@ -943,15 +957,18 @@ fn write_dump<T: Serialize>(role: Role, name: &str, resolved: &Resolved<T>) -> S
         sub.extend(rest);
         for k in sub.into_iter().filter(|k| table.contains_key(k)) {
             comment(&mut out, role, meta, &format!("{key}.{k}"));
-            let _ = writeln!(out, "{k} = {}", toml_value(&table[&k]));
+            let _ = writeln!(out, "{key}.{k} = {}", toml_value(&table[&k]));
         }
     }
     if !meta.sources.is_empty() {
-        out.push_str("\n# Where each value was read (field = source); not part of the policy.\n[sources]\n");
+        out.push_str("\n# Where each value was read (sources.FIELD = source); not part of the policy.\n");
         for (k, v) in &meta.sources {
-            let _ = writeln!(out, "{} = {}", quote(k), quote(v));
+            let _ = writeln!(out, "sources.{} = {}", quote(k), quote(v));
         }
     }
+    out.push_str(
+        "\n# No table encloses these lines: a field moved here, or set here after deleting its line above, is read.\n",
+    );
     out
 }
 

@@ -11,8 +11,11 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mcpsim --version`: the package version and the commit it was built from (sim/build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("MCPSIM_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "mcpsim", version, about = "Deterministic simulation of the MCP Streamable HTTP transport")]
+#[command(name = "mcpsim", version = VERSION, about = "Deterministic simulation of the MCP Streamable HTTP transport")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,6 +51,11 @@ impl Target {
             sets: with_lb(self.lb.as_deref(), &self.sets),
         }
     }
+}
+
+/// Every mitigation's name, for `matrix --mitigate` (its help lists them all, from the one list).
+fn mitigation_names() -> Vec<&'static str> {
+    mcpsim::studies::matrix::MITIGATIONS.iter().map(|m| m.name).collect()
 }
 
 /// `--lb NAME|FILE` as the `--set lb=…` it stands for, first among the overrides.
@@ -171,12 +179,11 @@ enum Command {
         /// Seeds per cell.
         #[arg(long, default_value_t = 5)]
         seeds: u64,
-        /// md, csv or json.
-        #[arg(long, default_value = "md")]
+        /// table (for a terminal), md (Markdown, as --doc writes), csv or json.
+        #[arg(long, default_value = "table")]
         format: String,
-        /// Rerun with one mitigation applied (keepalive, durable-last-event-id, explicit-410,
-        /// idempotency-key, store-per-session).
-        #[arg(long)]
+        /// Rerun with one mitigation applied.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(mitigation_names()))]
         mitigate: Option<String>,
         /// Worker threads (default: all cores).
         #[arg(long)]
@@ -202,7 +209,7 @@ enum Command {
         /// The shard directories, every K of N once.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// matrix: md, csv or json (default md); check: text or html (default text).
+        /// matrix: table, md, csv or json (default table); check: text or html (default text).
         #[arg(long)]
         format: Option<String>,
         /// matrix: also write the compatibility document here.
@@ -249,6 +256,10 @@ enum Command {
         /// Where the shard writes (default shard-K-of-N).
         #[arg(long, value_name = "DIR")]
         shard_out: Option<PathBuf>,
+        /// What if: override a key for every cell, after the file's own settings (repeatable;
+        /// e.g. --set lb.routing=sticky-session; see `mcpsim profiles`).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Vary one or two keys over a grid; per cell, how often each outcome occurred (with Wilson
     /// intervals), the predicted and the measured safe boundary. Exit status: 0 no run violated an
@@ -347,6 +358,11 @@ enum Command {
     /// Probe a real system over loopback through a fault-injecting proxy.
     #[command(subcommand)]
     Probe(ProbeCommand),
+    /// Print a shell completion script, e.g. `mcpsim completions bash > ~/.local/share/bash-completion/completions/mcpsim`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -500,9 +516,9 @@ fn main() -> ExitCode {
         Command::Merge { dirs, format, doc, traces, csv, plot, output, out } => {
             cli::cmd_merge(&cli::MergeArgs { dirs, format, doc, traces, csv, plot, output, out })
         }
-        Command::Check { file, seeds, format, output, jobs, shard, shard_out } => {
+        Command::Check { file, seeds, format, output, jobs, shard, shard_out, sets } => {
             let shard = cli::ShardArgs { shard, out: shard_out };
-            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs, shard })
+            cli::cmd_check(&cli::CheckArgs { file, seeds, format, output, jobs, shard, sets })
         }
         Command::Sweep { target, vary, seeds, jobs, csv, resume, plot, threshold, shard, shard_out } => {
             let opts = mcpsim::studies::sweep::SweepOptions { seeds, jobs, csv, resume, threshold };
@@ -551,6 +567,13 @@ fn main() -> ExitCode {
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
             cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
         }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mcpsim", &mut script);
+            print!("{}", String::from_utf8_lossy(&script));
+            Ok(Exit::Clean)
+        }
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
@@ -596,7 +619,7 @@ fn one_line_usage_error(e: &clap::Error, args: impl Iterator<Item = String>) -> 
         .lines()
         .take_while(|l| !l.starts_with("Usage:"))
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:") && !l.starts_with("For more information"))
         .collect();
     let commands = Cli::command();
     let command = args.filter(|a| !a.starts_with('-')).take(1).find(|a| commands.find_subcommand(a).is_some());

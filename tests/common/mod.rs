@@ -76,3 +76,11 @@ pub fn first_row_difference(now: &[Vec<String>], checked_in: &[Vec<String>]) -> 
     let lines = |rows: &[Vec<String>]| rows.iter().map(|r| r.join(" | ")).collect::<Vec<_>>().join("\n");
     first_difference(&lines(now), &lines(checked_in))
 }
+
+/// Says on the terminal that a test is skipped and why: straight to stderr, past the test
+/// harness's capture (which takes only `print!`/`eprint!`), so plain `cargo test` shows it
+/// beside the test's `ok` instead of reporting a skipped test as passed in silence.
+pub fn skipped(test: &str, why: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+}

@@ -6,7 +6,6 @@ use crate::engine::runner::run;
 use crate::error::SimError;
 use crate::report::artifacts::{check_writable, program, write_file};
 use crate::studies::check::{assemble, check, check_part, render_html, render_text, CheckReport, Deployment};
-use crate::studies::matrix::mitigation;
 use crate::studies::shard::{self, Shard, TallyRecord};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -26,6 +25,8 @@ pub struct CheckArgs {
     pub jobs: usize,
     /// Run only this shard's cells and write them for `mcpsim merge`.
     pub shard: ShardArgs,
+    /// What-if overrides (`KEY=VALUE`) on top of the file's, for every cell.
+    pub sets: Vec<String>,
 }
 
 /// `mcpsim check`: exits 1 when any client × family cell broke an invariant, 0 when every cell
@@ -35,13 +36,19 @@ pub fn cmd_check(args: &CheckArgs) -> Result<Exit, SimError> {
         return Err(SimError::Usage("--seeds must be at least 1".into()));
     }
     if let Some((shard, dir)) = args.shard.parse()? {
+        if !args.sets.is_empty() {
+            return Err(SimError::Usage(
+                "--set goes with an unsharded check; a sharded one reads its overrides from the file's [set] table"
+                    .into(),
+            ));
+        }
         if args.output.is_some() || args.format != "text" {
             return Err(SimError::Usage("--format and -o go with `mcpsim merge`, not with --shard".into()));
         }
         return check_shard(args, shard, &dir);
     }
     let html = output_format(&args.format, args.output.as_deref())?;
-    let deployment = Deployment::load(&args.file)?;
+    let deployment = Deployment::load(&args.file)?.with_sets(&args.sets)?;
     let report = check(&deployment, args.seeds, args.jobs, &run, &Bar::new("check"))?;
     finish(&report, args.output.as_deref(), html)
 }
@@ -154,12 +161,8 @@ pub(crate) fn merge_check(dirs: &[PathBuf], format: &str, output: Option<&Path>)
         let bad = |e: String| SimError::Usage(format!("merge: shard {shard}: {e}"));
         let mut cells = Vec::new();
         for r in records {
-            let fixes = r
-                .fixes
-                .iter()
-                .map(|f| mitigation(f).map(|m| m.name).map_err(|e| bad(e.to_string())))
-                .collect::<Result<Vec<_>, _>>()?;
-            cells.push((r.index, (r.tally.tally().map_err(bad)?, fixes)));
+            // assemble() refuses a fix that is not one the deployment's check tries.
+            cells.push((r.index, (r.tally.tally().map_err(bad)?, r.fixes)));
         }
         indexed.push((shard, cells));
     }

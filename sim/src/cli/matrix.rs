@@ -4,6 +4,7 @@ use super::progress::Bar;
 use super::{Exit, ShardArgs};
 use crate::error::SimError;
 use crate::report::artifacts::{check_writable, program};
+use crate::studies::matrix::{self, MatrixCell};
 use crate::studies::shard;
 use std::path::PathBuf;
 
@@ -18,7 +19,7 @@ pub struct MatrixArgs {
     pub scenarios: Vec<String>,
     /// Seeds `0..seeds` per cell.
     pub seeds: u64,
-    /// `table`, `csv`, `json` or `markdown`.
+    /// `table` (for a terminal), `md` (Markdown), `csv` or `json`.
     pub format: String,
     /// A mitigation applied to every cell (see `studies::matrix::MITIGATIONS`).
     pub mitigate: Option<String>,
@@ -35,7 +36,7 @@ pub struct MatrixArgs {
 /// `mcpsim matrix`: repeated profiles or scenarios in a list run once; exits 1 when any cell
 /// broke an invariant.
 pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
-    use crate::studies::matrix::{self, MatrixSpec};
+    use crate::studies::matrix::MatrixSpec;
     let mut spec = MatrixSpec::everything(args.seeds);
     let pick = |given: &[String], all: Vec<String>| if given.is_empty() { all } else { given.to_vec() };
     spec.clients = pick(&args.clients, spec.clients.clone());
@@ -48,12 +49,7 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         return Err(SimError::Usage("--seeds must be at least 1".into()));
     }
     spec.mitigation = args.mitigate.as_deref().map(matrix::mitigation).transpose()?;
-    let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_str() {
-        "md" | "markdown" => matrix::to_markdown,
-        "csv" => matrix::to_csv,
-        "json" => matrix::to_json,
-        other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
-    };
+    let render = renderer(&args.format)?;
     if let Some((shard, dir)) = args.shard.parse()? {
         if args.doc.is_some() {
             return Err(SimError::Usage("--doc goes with `mcpsim merge`, not with --shard".into()));
@@ -70,7 +66,7 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         };
         let path = shard::write_matrix_shard(&dir, shard, &question, &cells)?;
         eprintln!("shard {shard}: {} of {total} cells → {}", cells.len(), path.display());
-        eprintln!("when every shard is done: {} merge DIR... [--format md|csv|json] [--doc FILE]", program());
+        eprintln!("when every shard is done: {} merge DIR... [--format table|md|csv|json] [--doc FILE]", program());
         let broken = cells.iter().any(|(_, c)| c.violated());
         return Ok(if broken { Exit::Violated } else { Exit::Clean });
     }
@@ -137,13 +133,8 @@ pub fn cmd_merge(args: &MergeArgs) -> Result<Exit, SimError> {
 
 /// `mcpsim merge` of a `matrix --shard K/N` run: exit 1 when any cell broke an invariant.
 fn merge_matrix(args: &MergeArgs) -> Result<Exit, SimError> {
-    use crate::studies::matrix::{self, MatrixSpec};
-    let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_deref().unwrap_or("md") {
-        "md" | "markdown" => matrix::to_markdown,
-        "csv" => matrix::to_csv,
-        "json" => matrix::to_json,
-        other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
-    };
+    use crate::studies::matrix::MatrixSpec;
+    let render = renderer(args.format.as_deref().unwrap_or("table"))?;
     let (question, results) = shard::merge_matrix(&args.dirs)?;
     if let Some(doc) = &args.doc {
         check_writable(doc)?;
@@ -161,4 +152,75 @@ fn merge_matrix(args: &MergeArgs) -> Result<Exit, SimError> {
     }
     let broken = results.iter().any(matrix::MatrixCell::violated);
     Ok(if broken { Exit::Violated } else { Exit::Clean })
+}
+
+/// How a matrix is printed: `table` for a terminal, `md` (Markdown, as `--doc` writes it), `csv`
+/// or `json`.
+fn renderer(format: &str) -> Result<fn(&[MatrixCell]) -> String, SimError> {
+    Ok(match format {
+        "table" => to_table,
+        "md" | "markdown" => matrix::to_markdown,
+        "csv" => matrix::to_csv,
+        "json" => matrix::to_json,
+        other => return Err(SimError::Usage(format!("unknown format {other:?} (use table, md, csv or json)"))),
+    })
+}
+
+/// The matrix for a terminal: a grid of scenario × client rows and server columns whose cells
+/// say `ok` or how many invariants broke with a note number, then one note per broken cell: the
+/// invariants with their counts and the command that replays the first failing seed.
+pub fn to_table(results: &[MatrixCell]) -> String {
+    use std::fmt::Write as _;
+    let servers = unique(results.iter().map(|r| r.server.as_str()));
+    let rows = unique(results.iter().map(|r| (r.scenario.as_str(), r.client.as_str())));
+    let broken: Vec<&MatrixCell> = results.iter().filter(|r| r.violated()).collect();
+    let mut grid: Vec<Vec<String>> = vec![["scenario", "client"]
+        .iter()
+        .map(|h| h.to_string())
+        .chain(servers.iter().map(|s| s.to_string()))
+        .collect()];
+    for (scenario, client) in &rows {
+        let mut row = vec![scenario.to_string(), client.to_string()];
+        for server in &servers {
+            let cell = results.iter().find(|r| r.scenario == *scenario && r.client == *client && r.server == *server);
+            row.push(match cell {
+                None => String::new(),
+                Some(c) if !c.violated() => "ok".to_string(),
+                Some(c) => {
+                    let n = broken.iter().position(|b| std::ptr::eq(*b, c)).map_or(0, |i| i + 1);
+                    format!("{} broken [{n}]", c.tally.broken().len())
+                }
+            });
+        }
+        grid.push(row);
+    }
+    let widths: Vec<usize> =
+        (0..grid[0].len()).map(|i| grid.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for (n, row) in grid.iter().enumerate() {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(t, w)| format!("{t:<w$}")).collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        if n == 0 {
+            let _ = writeln!(out, "{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+        }
+    }
+    for (i, c) in broken.iter().enumerate() {
+        let t = &c.tally;
+        let what: Vec<String> = t.broken().iter().map(|v| format!("{v} {}/{}", t.violations[*v], t.n)).collect();
+        let _ = writeln!(out, "\n[{}] {} × {} × {}: {}", i + 1, c.scenario, c.client, c.server, what.join(", "));
+        if let Some((seed, replay)) = &t.first_violation {
+            let _ = writeln!(out, "  first failing seed {seed}: {replay}");
+        }
+    }
+    out
+}
+
+fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
 }

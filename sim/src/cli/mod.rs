@@ -89,7 +89,7 @@ pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome
 }
 
 /// [`print_verdict`]'s text.
-pub(crate) fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> String {
+pub fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> String {
     use std::fmt::Write;
     let end = outcome.trace.steps.last().map(|s| s.t).unwrap_or(0);
     let mut out = String::new();

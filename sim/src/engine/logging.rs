@@ -69,5 +69,12 @@ pub fn init_logging() {
         .with_env_filter(filter)
         .with_timer(SimulatedTime)
         .with_writer(std::io::stderr)
+        .with_ansi(colour(std::io::IsTerminal::is_terminal(&std::io::stderr()), std::env::var_os("NO_COLOR")))
         .try_init();
+}
+
+/// Whether log lines carry ANSI colour codes: only on a terminal, and not when `NO_COLOR` is set
+/// to anything but the empty string (no-color.org). Piped or redirected logs are plain text.
+pub fn colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }

@@ -37,7 +37,8 @@ impl Cause {
 pub const MAX_CAUSES: usize = 16;
 
 /// The steps up to and including `upto` that explain it, oldest first, with the step at `upto`
-/// last; at most [`MAX_CAUSES`] (the earlier ones are dropped; [`cause_chain`]'s second value
+/// last, or, when `upto` stores an event that is later lost, followed by the step that made the
+/// loss certain (see [`settled_at`]); at most [`MAX_CAUSES`] (the earlier ones are dropped; [`cause_chain`]'s second value
 /// says how many). An `upto` past the end is read as the last step.
 pub fn cause_chain(steps: &[Step], upto: usize) -> (Vec<Cause>, usize) {
     let Some(last) = steps.len().checked_sub(1) else {
@@ -53,8 +54,33 @@ pub fn cause_chain(steps: &[Step], upto: usize) -> (Vec<Cause>, usize) {
             causes.push(Cause { step: i, t: step.t, actor: timeline::actor(step), text });
         }
     }
+    if let Some(j) = settled_at(steps, upto) {
+        let step = &steps[j];
+        let text = format!("{}: from here the loss is certain", timeline::describe(&step.kind));
+        causes.push(Cause { step: j, t: step.t, actor: timeline::actor(step), text });
+    }
     let dropped = causes.len().saturating_sub(MAX_CAUSES);
     (causes.split_off(dropped), dropped)
+}
+
+/// When the violating step is an event being stored (an oracle names the first event the
+/// application never got), the loss is not yet decided there: the step after it that decides it.
+/// That is the first answer to a `Last-Event-ID` on the event's stream that skips events without
+/// saying so (a silent resume at the head, a replay from the oldest kept event past a gap), the
+/// end of the event's session, or the end of the run with the event never delivered.
+fn settled_at(steps: &[Step], upto: usize) -> Option<usize> {
+    let StepKind::EventStored { session, stream, .. } = &steps.get(upto)?.kind else {
+        return None;
+    };
+    let decides = |kind: &StepKind| match kind {
+        StepKind::Resume { session: s, stream: on, outcome, .. } if s == session && on.is_none_or(|n| n == *stream) => {
+            matches!(outcome, ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { skipped: 1.., .. })
+        }
+        StepKind::SessionEnded { session: s, .. } => s == session,
+        StepKind::RunEnd { .. } => true,
+        _ => false,
+    };
+    steps.iter().enumerate().skip(upto + 1).find(|(_, s)| decides(&s.kind)).map(|(j, _)| j)
 }
 
 /// What has happened so far, to tell a first time from a repetition.
@@ -69,6 +95,9 @@ struct Walk {
     /// Connections the load balancer cut (their reset says nothing new).
     cut: BTreeSet<ConnId>,
     client_starts: BTreeMap<Option<u32>, u32>,
+    /// Whether anything but a server start has happened: until then every server start is a
+    /// replica's first (several replicas each start their own process at time 0), not a restart.
+    begun: bool,
 }
 
 impl Walk {
@@ -76,6 +105,8 @@ impl Walk {
     fn cause(&mut self, step: &Step) -> Option<String> {
         use StepKind::*;
         let described = || timeline::describe(&step.kind);
+        let begun = self.begun;
+        self.begun |= !matches!(step.kind, ServerStart { .. });
         match &step.kind {
             Fault { fault } => Some(format!("fault injected: {fault}")),
             LbIdleCut { conn, idle_us, hop } => {
@@ -100,9 +131,8 @@ impl Walk {
                     format!("client process restarted, {state}")
                 })
             }
-            ServerStart { epoch } => {
-                (*epoch > 0).then(|| format!("server process restarted (epoch {epoch}): sessions in memory are gone"))
-            }
+            ServerStart { epoch } => (*epoch > 0 && begun)
+                .then(|| format!("server process restarted (epoch {epoch}): sessions in memory are gone")),
             Decision { action: Some(NextAction::Reinitialize), .. } | Decision { error: Some(_), .. } => {
                 Some(described())
             }

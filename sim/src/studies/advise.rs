@@ -735,7 +735,7 @@ pub(crate) const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retenti
 
 /// The predicted boundary of `key` in `scenario`: `None` if advise predicts nothing for the
 /// key, `Some(Err(why))` when no value or any value works.
-pub(crate) fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
+pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
     let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
     let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
     let need = match key {

@@ -23,14 +23,16 @@
 
 use crate::engine::runner::run;
 use crate::error::SimError;
+use crate::report::artifacts::program;
 use crate::report::html;
 use crate::scenario::settings::{self, problems};
 use crate::scenario::{profile_files, Scenario, SCENARIO_NAMES};
 use crate::studies::advise::{self, AdviseInput};
-use crate::studies::matrix::MITIGATIONS;
+use crate::studies::matrix::{Mitigation, MITIGATIONS};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn, Silent};
 use crate::studies::tally::Tally;
-use mcpsim_model::profiles::ProfileError;
+use mcpsim_model::config::{ReplicaStore, Routing};
+use mcpsim_model::profiles::{self, ProfileError, Role};
 use mcpsim_model::schedule::Need;
 use mcpsim_model::time::{format_duration, parse_duration};
 use std::fmt::Write as _;
@@ -78,6 +80,8 @@ pub struct Override {
     pub pos: Pos,
     /// Only for the families whose tool emits events (`event_rate`).
     pub chatty_only: bool,
+    /// Given on the command line (`check FILE --set KEY=VALUE`), not read from the file.
+    pub command_line: bool,
 }
 
 /// A deployment file, read.
@@ -232,6 +236,35 @@ impl Deployment {
         Ok(d)
     }
 
+    /// Adds `--set KEY=VALUE` what-ifs from the command line, after everything the file sets
+    /// (so they win), for every family; each key is checked before anything runs.
+    pub fn with_sets(mut self, sets: &[String]) -> Result<Deployment, SimError> {
+        for set in sets {
+            let Some((key, value)) = set.split_once('=') else {
+                return Err(SimError::Usage(format!("--set {set}: expected KEY=VALUE")));
+            };
+            settings::targets(key).map_err(|e| SimError::Usage(format!("--set {set}: {e}")))?;
+            let o = Override { command_line: true, ..Override::at(key, value, Pos::START) };
+            self.overrides.push(o);
+        }
+        // Every cell's scenario builds: a bad value is one line before any run.
+        for (client, _) in &self.clients {
+            for (family, _) in &self.families {
+                self.scenario(client, family)?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// A problem with one override: `--set …` for a command-line one, else where the file has it.
+    fn override_error(&self, o: &Override, message: String) -> SimError {
+        if o.command_line {
+            SimError::Usage(format!("--set {}={}: {message}", o.key, o.value))
+        } else {
+            self.error(o.pos, message)
+        }
+    }
+
     /// Every profile and family the file names exists and reads, each reported where it is
     /// named.
     fn check_names(&self) -> Result<(), SimError> {
@@ -256,7 +289,7 @@ impl Deployment {
         let chatty = s.tools.first().is_some_and(|t| t.event_interval.is_some());
         let mut applied: Vec<(&Override, Vec<String>)> = Vec::new();
         for o in self.overrides.iter().filter(|o| chatty || !o.chatty_only) {
-            settings::apply(&mut s, &o.key, &o.value).map_err(|e| self.error(o.pos, e.to_string()))?;
+            settings::apply(&mut s, &o.key, &o.value).map_err(|e| self.override_error(o, e.to_string()))?;
             s.overrides.push((o.key.clone(), o.value.clone()));
             applied.push((o, settings::targets(&o.key).unwrap_or_default()));
         }
@@ -264,10 +297,13 @@ impl Deployment {
             let hit = |t: &String| {
                 *t == p.path || p.path.starts_with(&format!("{t}.")) || t.starts_with(&format!("{}.", p.path))
             };
-            let pos = applied.iter().rev().find(|(_, targets)| targets.iter().any(hit)).map(|(o, _)| o.pos);
+            let culprit = applied.iter().rev().find(|(_, targets)| targets.iter().any(hit)).map(|(o, _)| *o);
             let message =
                 format!("{}: {} (with client {client}, family {family})", settings::key_for(&p.path), p.message);
-            return Err(self.error(pos.unwrap_or(self.server.1), message));
+            return Err(match culprit {
+                Some(o) => self.override_error(o, message),
+                None => self.error(self.server.1, message),
+            });
         }
         if let Some(p) = s.clients_problem() {
             return Err(self.error(Pos::START, p));
@@ -278,7 +314,7 @@ impl Deployment {
 
 impl Override {
     fn at(key: &str, value: &str, pos: Pos) -> Override {
-        Override { key: key.to_string(), value: value.to_string(), pos, chatty_only: false }
+        Override { key: key.to_string(), value: value.to_string(), pos, chatty_only: false, command_line: false }
     }
 }
 
@@ -322,7 +358,12 @@ impl Reader<'_> {
             let key = format!("{prefix}.{name}");
             match v.get_ref() {
                 DeValue::Table(t) if !t.contains_key("kind") => self.fields(&key, t, out)?,
-                other => out.push(Override::at(&key, &value_text(other), self.pos(v))),
+                other => {
+                    if settings::targets(&key).is_err() {
+                        return Err(self.err(Pos::of(self.text, k.span().start), unknown_field(prefix, name)));
+                    }
+                    out.push(Override::at(&key, &value_text(other), self.pos(v)))
+                }
             }
         }
         Ok(())
@@ -341,6 +382,23 @@ impl Reader<'_> {
         }
         Ok(())
     }
+}
+
+/// An unknown field of the `[server]` / `[lb]` table (or a table inside it) `table`, with the
+/// fields that table has.
+fn unknown_field(table: &str, name: &str) -> String {
+    let (root, inner) = table.split_once('.').unwrap_or((table, ""));
+    let role = if root == "lb" { Role::Lb } else { Role::Server };
+    let known: Vec<&str> = profiles::documented_paths(role)
+        .into_iter()
+        .filter_map(|p| if inner.is_empty() { Some(p) } else { p.strip_prefix(inner)?.strip_prefix('.') })
+        .filter(|p| !p.contains('.') && *p != "name")
+        .collect();
+    let what = if root == "lb" { "a balancer" } else { "a server" };
+    format!(
+        "unknown field `{name}` in [{table}] ({what} has: {}; see `mcpsim profiles --dump {root}:NAME`)",
+        known.join(", ")
+    )
 }
 
 /// A TOML value as `--set` reads it: a string as it is, anything else written as TOML.
@@ -384,8 +442,9 @@ pub struct CheckCell {
     pub scenario: Scenario,
     /// What its seeds did.
     pub tally: Tally,
-    /// The mitigations that make the cell clean over the same seeds (empty for a clean cell).
-    pub fixes: Vec<&'static str>,
+    /// The names of the changes ([`Fix`]) that make the cell clean over the same seeds, in the
+    /// order [`fixes`] lists them (empty for a clean cell).
+    pub fixes: Vec<String>,
 }
 
 impl CheckCell {
@@ -426,12 +485,29 @@ pub struct CheckReport {
     pub cells: Vec<CheckCell>,
     /// `advise`'s answer per client.
     pub advice: Vec<CheckAdvice>,
+    /// Every change tried on the broken cells: the deployment's own settings, then the
+    /// mitigations.
+    pub tried: Vec<Fix>,
 }
 
 impl CheckReport {
     /// Whether any cell broke an invariant.
     pub fn broken(&self) -> bool {
         self.cells.iter().any(CheckCell::broken)
+    }
+
+    /// The changes that make this cell clean.
+    pub fn fixes_of<'a>(&'a self, cell: &'a CheckCell) -> impl Iterator<Item = &'a Fix> + 'a {
+        self.tried.iter().filter(|f| cell.fixes.contains(&f.name))
+    }
+
+    /// Every change tried with how many broken cells it makes clean, most first (ties in the
+    /// order they were tried: the deployment's own settings first).
+    pub fn ranked(&self) -> Vec<(&Fix, usize)> {
+        let mut ranked: Vec<(&Fix, usize)> =
+            self.tried.iter().map(|f| (f, self.cells.iter().filter(|c| c.fixes.contains(&f.name)).count())).collect();
+        ranked.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        ranked
     }
 }
 
@@ -448,8 +524,188 @@ pub fn check(
     assemble(deployment, seeds, results.into_iter().map(|(_, r)| r).collect())
 }
 
-/// One cell's result: its tally and the mitigations that fix it.
-pub type CellResult = (Tally, Vec<&'static str>);
+/// One cell's result: its tally and the names of the changes ([`Fix`]) that fix it.
+pub type CellResult = (Tally, Vec<String>);
+
+/// One change `check` tries on every broken cell: a setting of the deployment itself (its
+/// balancer's routing, keep-alive, idle timeouts, retention, session TTL), or a mitigation of
+/// `matrix --mitigate`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fix {
+    /// `lb.routing=sticky-session` for a deployment setting, the mitigation's name otherwise.
+    pub name: String,
+    /// The `--set` overrides it makes.
+    pub sets: Vec<(String, String)>,
+    /// What it changes, in a few words.
+    pub description: String,
+    /// A setting of the deployment (try it with `check FILE --set …`), not a `--mitigate`.
+    pub own: bool,
+}
+
+impl Fix {
+    fn setting(key: &str, value: String, description: String) -> Fix {
+        Fix { name: format!("{key}={value}"), sets: vec![(key.to_string(), value)], description, own: true }
+    }
+
+    /// Its overrides as `--set` arguments.
+    pub fn set_args(&self) -> String {
+        self.sets.iter().map(|(k, v)| format!("--set {k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+
+    /// How a user applies it: `--set KEY=VALUE`, or `--mitigate NAME (--set …)`.
+    pub fn how(&self) -> String {
+        if self.own {
+            self.set_args()
+        } else {
+            format!("--mitigate {} ({})", self.name, self.set_args())
+        }
+    }
+}
+
+/// A duration rounded up to whole seconds, at least one, as `--set` reads it.
+fn whole_seconds(d: Duration) -> String {
+    format_duration(Duration::from_secs(d.as_secs_f64().ceil().max(1.0) as u64))
+}
+
+/// Every change `check` tries on a broken cell, derived from the deployment's own settings as
+/// its cells have them (`cells`: every cell's scenario), then every mitigation:
+///
+/// - routing: with more than one replica and sessions kept per replica, `lb.routing =
+///   "sticky-session"` (every request of a session reaches the replica that created it) and
+///   `lb.store = "shared"` (every replica sees every session);
+/// - keep-alive: SSE comments at a quarter of the shortest idle timeout on the path that counts
+///   them, when the server sends none that often;
+/// - idle timeouts: a balancer idle timeout longer than twice the longest tool runs, and no
+///   maximum connection lifetime;
+/// - retention and session TTL: `advise`'s least safe values (every client's, the largest) for
+///   the retention per stream, the retention window and the idle TTL, where the server has less.
+pub fn fixes(cells: &[&Scenario], advice: &[advise::Advice]) -> Vec<Fix> {
+    let mut out = Vec::new();
+    let Some(first) = cells.first() else { return MITIGATIONS.iter().map(mitigation_fix).collect() };
+    let (lb, server) = (&first.lb, &first.server);
+    if lb.replicas > 1 && lb.store == ReplicaStore::Local {
+        if lb.routing != Routing::StickySession {
+            out.push(Fix::setting(
+                "lb.routing",
+                "sticky-session".into(),
+                format!(
+                    "the balancer sends every request of a session to the replica that created it (of {})",
+                    lb.replicas
+                ),
+            ));
+        }
+        out.push(Fix::setting(
+            "lb.store",
+            "shared".into(),
+            format!("the {} replicas share one store of sessions and events", lb.replicas),
+        ));
+    }
+    let counting_idle = lb
+        .idle_timeout
+        .into_iter()
+        .chain(lb.hops.iter().filter(|h| h.comments_count).filter_map(|h| h.idle_timeout))
+        .min();
+    if let Some(idle) = counting_idle {
+        let interval = idle / 4;
+        if server.keepalive.is_none_or(|k| k >= idle) && interval >= Duration::from_secs(1) {
+            out.push(Fix::setting(
+                "server.keepalive",
+                whole_seconds(interval),
+                format!("SSE keep-alive comments, a quarter of the shortest idle timeout ({})", format_duration(idle)),
+            ));
+        }
+    }
+    let longest_tool = cells.iter().flat_map(|s| s.tools.iter().map(|t| t.duration)).max().unwrap_or_default();
+    if let Some(idle) = lb.idle_timeout {
+        let longer = longest_tool * 2;
+        if longer > idle {
+            out.push(Fix::setting(
+                "lb.idle_timeout",
+                whole_seconds(longer),
+                format!(
+                    "the balancer's idle timeout twice the longest tool ({}), so a silent call outlives it",
+                    format_duration(longest_tool)
+                ),
+            ));
+        }
+    }
+    if lb.max_lifetime.is_some() {
+        out.push(Fix::setting("lb.max_lifetime", "none".into(), "no maximum connection lifetime".into()));
+    }
+    let most = |need: fn(&advise::Advice) -> &Need| {
+        advice.iter().filter_map(|a| need(a).minimal()).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    let r = &server.retention;
+    if let Some(events) = most(|a| &a.retention) {
+        if r.max_events.is_some_and(|has| f64::from(has) < events) {
+            out.push(Fix::setting(
+                "server.retention",
+                format!("{events:.0}"),
+                "events kept per stream: advise's least safe value".into(),
+            ));
+        }
+    }
+    if let Some(secs) = most(|a| &a.window) {
+        if r.window.is_some_and(|has| has.as_secs_f64() < secs) {
+            out.push(Fix::setting(
+                "server.retention_window",
+                whole_seconds(Duration::from_secs_f64(secs)),
+                "how long events are kept: advise's least safe value".into(),
+            ));
+        }
+    }
+    if let Some(secs) = most(|a| &a.idle_ttl) {
+        if server.idle_ttl.is_some_and(|has| has.as_secs_f64() < secs) {
+            out.push(Fix::setting(
+                "server.idle_ttl",
+                whole_seconds(Duration::from_secs_f64(secs)),
+                "session idle TTL: advise's least safe value".into(),
+            ));
+        }
+    }
+    // A setting that is exactly a mitigation is listed once, as the mitigation.
+    let mitigations: Vec<Fix> = MITIGATIONS.iter().map(mitigation_fix).collect();
+    out.retain(|o| !mitigations.iter().any(|m| m.sets == o.sets));
+    out.extend(mitigations);
+    out
+}
+
+fn mitigation_fix(m: &Mitigation) -> Fix {
+    Fix {
+        name: m.name.to_string(),
+        sets: m.overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        description: m.description.to_string(),
+        own: false,
+    }
+}
+
+/// `advise`'s answer for each client of the deployment (family chatty-tool).
+fn advice_for(deployment: &Deployment) -> Result<Vec<CheckAdvice>, SimError> {
+    let mut advice = Vec::new();
+    for (client, _) in &deployment.clients {
+        let s = deployment.scenario(client, ADVISE_FAMILY)?;
+        let mut input = AdviseInput::from_scenario(&s);
+        if let Some(outage) = deployment.max_outage {
+            input.max_outage = Some(outage);
+            input.request_age_at_outage = None;
+        }
+        if let Some(rate) = deployment.event_rate {
+            input.event_rate = rate;
+        }
+        advice.push(CheckAdvice {
+            client: client.clone(),
+            advice: advise::advise(&s, &input),
+            server: s.server.clone(),
+        });
+    }
+    Ok(advice)
+}
+
+/// The changes to try on this deployment's broken cells.
+fn plan_fixes(deployment: &Deployment, all: &[(String, String, Scenario)]) -> Result<Vec<Fix>, SimError> {
+    let advice: Vec<advise::Advice> = advice_for(deployment)?.into_iter().map(|a| a.advice).collect();
+    Ok(fixes(&all.iter().map(|c| &c.2).collect::<Vec<_>>(), &advice))
+}
 
 /// Every client × family cell's scenario, clients outermost, then families, each in the file's
 /// order: the cells' indices for `--shard K/N`.
@@ -479,15 +735,15 @@ pub fn check_part(
         all.iter().enumerate().filter(|(i, _)| owns(*i)).map(|(i, c)| (i, &c.2)).collect();
     let work: Vec<PoolCell> = picked.iter().map(|(_, s)| PoolCell { scenario: s, seeds: 0..seeds }).collect();
     let tallies = run_cells(&work, jobs, runner, progress, |_, _| Ok(()))?;
-    // Every mitigation on every broken cell, in one batch.
-    let mut mitigated: Vec<(usize, &'static str, Scenario)> = Vec::new();
+    let tried = plan_fixes(deployment, &all)?;
+    // Every change on every broken cell, in one batch.
+    let mut mitigated: Vec<(usize, &str, Scenario)> = Vec::new();
     for (k, _) in tallies.iter().enumerate().filter(|(_, t)| t.violated()) {
-        for m in MITIGATIONS {
+        for f in &tried {
             let mut s = picked[k].1.clone();
-            let sets: Vec<(String, String)> = m.overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            // A mitigation the scenario refuses (none today) fixes nothing.
-            if s.apply_overrides(&sets).is_ok() {
-                mitigated.push((k, m.name, s));
+            // A change the scenario refuses, or one that changes nothing in it, fixes nothing.
+            if s.apply_overrides(&f.sets).is_ok() && !same_run(&s, picked[k].1) {
+                mitigated.push((k, &f.name, s));
             }
         }
     }
@@ -497,10 +753,18 @@ pub fn check_part(
         picked.iter().zip(tallies).map(|((i, _), t)| (*i, (t, vec![]))).collect();
     for ((k, name, _), tally) in mitigated.iter().zip(fixed) {
         if !tally.violated() {
-            results[*k].1 .1.push(name);
+            results[*k].1 .1.push(name.to_string());
         }
     }
     Ok((all.len(), results))
+}
+
+/// Whether two scenarios run the same (they differ at most in the overrides that led to them).
+fn same_run(a: &Scenario, b: &Scenario) -> bool {
+    let (mut a, mut b) = (a.clone(), b.clone());
+    a.overrides.clear();
+    b.overrides.clear();
+    a == b
 }
 
 /// The report from every cell's result (in [`plan`]'s order) and `advise`'s answer per client.
@@ -513,29 +777,21 @@ pub fn assemble(deployment: &Deployment, seeds: u64, results: Vec<CellResult>) -
             all.len()
         )));
     }
+    let tried = plan_fixes(deployment, &all)?;
+    for (_, fixes) in &results {
+        if let Some(unknown) = fixes.iter().find(|f| !tried.iter().any(|t| t.name == **f)) {
+            return Err(SimError::Usage(format!(
+                "a cell result names {unknown:?}, not a change tried on this deployment"
+            )));
+        }
+    }
     let cells = all
         .into_iter()
         .zip(results)
         .map(|((client, family, scenario), (tally, fixes))| CheckCell { client, family, scenario, tally, fixes })
         .collect();
-    let mut advice = Vec::new();
-    for (client, _) in &deployment.clients {
-        let s = deployment.scenario(client, ADVISE_FAMILY)?;
-        let mut input = AdviseInput::from_scenario(&s);
-        if let Some(outage) = deployment.max_outage {
-            input.max_outage = Some(outage);
-            input.request_age_at_outage = None;
-        }
-        if let Some(rate) = deployment.event_rate {
-            input.event_rate = rate;
-        }
-        advice.push(CheckAdvice {
-            client: client.clone(),
-            advice: advise::advise(&s, &input),
-            server: s.server.clone(),
-        });
-    }
-    Ok(CheckReport { deployment: deployment.clone(), seeds, cells, advice })
+    let advice = advice_for(deployment)?;
+    Ok(CheckReport { deployment: deployment.clone(), seeds, cells, advice, tried })
 }
 
 /// [`check`] with the real runner.
@@ -645,11 +901,23 @@ pub fn render_text(report: &CheckReport) -> String {
             let _ = writeln!(out, "  first failing seed {seed}: {replay}");
         }
         if c.fixes.is_empty() {
-            let _ = writeln!(out, "  no single mitigation makes it clean over these seeds");
+            let _ = writeln!(out, "  no single change makes it clean over these seeds");
         } else {
-            let fixes: Vec<String> =
-                c.fixes.iter().map(|f| format!("--mitigate {f} ({})", mitigation_sets(f))).collect();
+            let fixes: Vec<String> = report.fixes_of(c).map(Fix::how).collect();
             let _ = writeln!(out, "  made clean by: {}", fixes.join("; "));
+        }
+    }
+    if !broken.is_empty() {
+        let ranked = report.ranked();
+        let _ = writeln!(out, "\nchanges tried on the {} broken cell(s), most cells made clean first:", broken.len());
+        if ranked.iter().all(|(_, n)| *n == 0) {
+            let _ = writeln!(out, "  none makes a broken cell clean over these seeds");
+        }
+        for (f, n) in ranked.iter().filter(|(_, n)| *n > 0) {
+            let _ = writeln!(out, "  {n}/{}  {}: {}", broken.len(), f.how(), f.description);
+        }
+        if let Some((best, _)) = ranked.iter().find(|(f, n)| *n > 0 && f.own) {
+            let _ = writeln!(out, "  what if: {} check {} {}", program(), d.origin, best.set_args());
         }
     }
     let _ = writeln!(out, "\nadvise (family {ADVISE_FAMILY}: the least retention and idle TTL that lose nothing):");
@@ -660,15 +928,6 @@ pub fn render_text(report: &CheckReport) -> String {
         }
     }
     out
-}
-
-/// A mitigation's overrides as `--set` arguments.
-fn mitigation_sets(name: &str) -> String {
-    MITIGATIONS
-        .iter()
-        .find(|m| m.name == name)
-        .map(|m| m.overrides.iter().map(|(k, v)| format!("--set {k}={v}")).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 /// The report as one self-contained HTML page: the table, the advice, and for each broken cell
@@ -724,18 +983,11 @@ pub fn render_html(report: &CheckReport, runner: &RunFn) -> Result<String, SimEr
         let _ = writeln!(s, "<h2>{} × {}: {}</h2>", e(&c.client), e(&c.family), e(&c.verdict()));
         let _ = writeln!(s, "<p>Replay the first failing seed: <code>{}</code></p>", e(replay));
         if c.fixes.is_empty() {
-            s.push_str("<p class=\"m-mitigation\">No single mitigation makes it clean over these seeds.</p>\n");
+            s.push_str("<p class=\"m-mitigation\">No single change makes it clean over these seeds.</p>\n");
         } else {
             s.push_str("<p class=\"m-mitigation\">Made clean by:</p>\n<ul>\n");
-            for f in &c.fixes {
-                let what = MITIGATIONS.iter().find(|m| m.name == *f).map_or("", |m| m.description);
-                let _ = writeln!(
-                    s,
-                    "<li><code>--mitigate {}</code> (<code>{}</code>): {}</li>",
-                    e(f),
-                    e(&mitigation_sets(f)),
-                    e(what)
-                );
+            for f in report.fixes_of(c) {
+                let _ = writeln!(s, "<li><code>{}</code>: {}</li>", e(&f.how()), e(&f.description));
             }
             s.push_str("</ul>\n");
         }
