@@ -6,6 +6,8 @@
 //!
 //! Skips without the Python fixture unless `CI` or `MCPSIM_REALITY_REQUIRED` is set.
 
+mod common;
+
 use mcpsim::probe::reality::variants::{check_variant, variants_markdown, VARIANTS, VARIANTS_BEGIN, VARIANTS_END};
 use mcpsim::probe::reality::{self, verdict_columns};
 
@@ -24,7 +26,7 @@ fn a_server_without_an_event_store_agrees_with_its_profile_and_the_simulator() {
         match v.sdk.installed(&fixtures) {
             Ok(()) => all.push(check_variant(v, &fixtures).unwrap_or_else(|e| panic!("{}: {e}", v.name))),
             Err(why) if in_ci() => panic!("CI is set and a real-SDK fixture is not installed: {why}"),
-            Err(why) => eprintln!("reality_variants: skipping {}: {why}", v.name),
+            Err(why) => common::skipped("reality_variants", &format!("{}: {why}", v.name)),
         }
     }
     let table = variants_markdown(&all);
