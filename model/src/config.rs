@@ -147,6 +147,23 @@ pub struct ServerPolicy {
     /// The answer of a server without an event store to a `GET` with `Last-Event-ID`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub resume_without_store: NoStoreResume,
+    /// How a `tools/call` POST is answered: an SSE stream (the default), or one JSON body once
+    /// the result is ready (`enableJsonResponse`, `json_response=True`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub response_mode: ResponseMode,
+}
+
+/// How a server answers a request that a tool serves (`ServerPolicy::response_mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResponseMode {
+    /// `200 text/event-stream` at once; progress and the result as events.
+    #[default]
+    Sse,
+    /// Nothing until the result is ready, then `200 application/json` with the result alone:
+    /// progress notifications are dropped, no event id is ever handed out, and a connection that
+    /// ends before the result takes the result with it.
+    Json,
 }
 
 /// Whether a server keeps an event store (`ServerPolicy::event_store`). Written `kept` or

@@ -742,6 +742,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("keep_alive_timeout", "Close a kept-alive connection that carried no request this long (a duration, or none for never); it matters behind a balancer with upstream_keep_alive."),
     ("event_store", "kept (events stored under store/retention, with ids) or none (the Python SDK's and FastMCP's default: no ids, no priming, no replay; resumption is impossible)."),
     ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript) or error500 (Python)."),
+    ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

@@ -1484,3 +1484,44 @@ fn with_a_store_the_same_requests_are_resumed_as_before() {
     assert_eq!(head_status(&out, GET), Status::OK);
     assert!(records(&out).iter().any(|r| matches!(r, StepKind::Resume { .. })));
 }
+
+// ---------------------------------------------------------------------------------------------
+// JSON response mode (`response_mode = json`)
+// ---------------------------------------------------------------------------------------------
+
+fn json_mode(name: &str) -> ServerPolicy {
+    ServerPolicy { response_mode: crate::config::ResponseMode::Json, ..policy(name) }
+}
+
+#[test]
+fn in_json_mode_a_call_is_answered_by_one_json_body_when_its_result_is_ready() {
+    for name in ["reference", "ts-sdk", "py-sdk"] {
+        let mut s = server(json_mode(name));
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "chatty");
+        assert!(frames(&out, POST).is_empty(), "{name}: nothing before the result: {out:?}");
+        // Neither progress nor keep-alives while it runs.
+        let out = drive_until(&mut s, at(239));
+        assert!(frames(&out, POST).is_empty(), "{name}: {:?}", frames(&out, POST));
+        assert!(stored(&out).is_empty(), "{name}: progress is dropped, not stored");
+        let out = drive_until(&mut s, at(240));
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        let result = ServerMessage::ToolResult { request: RequestId(2), call: CallKey(7) };
+        assert_eq!(frames(&out, POST), vec![Frame::Head(head), Frame::Json(result), Frame::End], "{name}");
+        assert_eq!(closes(&out, POST), vec![false], "{name}");
+    }
+}
+
+#[test]
+fn in_json_mode_a_cut_before_the_result_loses_it_and_leaves_nothing_to_resume() {
+    let mut s = server(json_mode("ts-sdk"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "pay");
+    s.handle_disconnect(at(60), POST);
+    let mut out = drain(&mut s);
+    out.extend(drive_until(&mut s, at(301)));
+    // The tool ran to its end and its result was produced, but no connection carried it.
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+    assert!(frames(&out, POST).is_empty());
+    assert!(out.iter().all(|o| !matches!(o, ServerOutput::Send { .. })), "{out:?}");
+}

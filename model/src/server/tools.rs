@@ -3,7 +3,7 @@
 
 use super::streams::{ConnKind, SessionStream};
 use super::{repeating, Server};
-use crate::config::{EventIdScheme, IdStamp, OnAbort, SideEffectAt, ToolSpec};
+use crate::config::{EventIdScheme, IdStamp, OnAbort, ResponseMode, SideEffectAt, ToolSpec};
 use crate::http::{Body, Frame, ResponseHead, ServerMessage, Status, ToolCall};
 use crate::ids::{CallKey, ConnId, RequestId, SessionId, StreamNo};
 use crate::time::Instant;
@@ -63,6 +63,12 @@ impl Server {
             return self.respond_json(conn, head, ServerMessage::Error { request: Some(request), message, code: None });
         };
         let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
+        if self.policy.response_mode == ResponseMode::Json {
+            // The answer waits for the result; nothing is written before it.
+            self.open_sse_conn(now, conn, session, ConnKind::Json);
+            self.attach(session, stream, conn);
+            return self.start_tool(now, session, request, &call, &spec, stream);
+        }
         self.send(conn, Frame::Head(ResponseHead::event_stream()));
         self.open_sse_conn(now, conn, session, ConnKind::Request);
         self.attach(session, stream, conn);
@@ -168,6 +174,12 @@ impl Server {
         tool.steps += 1;
         tool.next_progress = tool.interval.map(|i| at + i);
         let (session, stream) = (tool.session.clone(), tool.stream);
+        if self.policy.response_mode == ResponseMode::Json {
+            // A JSON body carries only the response: progress has no wire form and is dropped
+            // before it is stored (mcp 2.3.0 streamable_http.py:1075-1081; ts 1.32.2 writes it
+            // only `if (!this._enableJsonResponse)`).
+            return;
+        }
         let message = ServerMessage::Progress { request: tool.request, call: tool.call, step: tool.steps };
         let stamp = self.stamp(now, at);
         self.append_stamped(now, stamp, &session, stream, Some(message));

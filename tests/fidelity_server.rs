@@ -1,0 +1,65 @@
+//! Server, store and workload fields of "Fidelity II" (issue 19), end to end through client, load
+//! balancer and server: each test fails if the model stops showing what its field says.
+
+use mcpsim::report::artifacts::{read_trace, recorded_scenario};
+use mcpsim::{run, Scenario};
+use mcpsim_model::config::ResponseMode;
+use mcpsim_model::http::ServerMessage;
+use mcpsim_model::trace::{StepKind, ToolEnd};
+use std::path::Path;
+
+fn scenario(client: &str, server: &str, name: &str, overrides: &[(&str, &str)]) -> Scenario {
+    let mut s = Scenario::build(name, client, server).expect("a known scenario and profiles");
+    let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    s.apply_overrides(&overrides).expect("valid overrides");
+    s
+}
+
+fn names(outcome: &mcpsim::engine::runner::RunOutcome) -> Vec<&'static str> {
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
+}
+
+const JSON_TRACE: &str = "traces/field/json-response/no-false-failure--py-sdk--py-sdk--long-tool--json-response.jsonl";
+
+/// `server.response_mode = json` (`json_response=True`): the 5-minute silent payment behind a
+/// 60 s idle timeout gets no byte until its result, so the balancer cuts the POST; the result is
+/// produced with no connection to carry it and nothing to resume, and the Python client reports a
+/// plain failure for a payment that ran. The same run with an SSE answer resolves.
+#[test]
+fn in_json_mode_a_cut_during_a_long_tool_loses_its_result() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(JSON_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    assert_eq!(scenario.server.response_mode, ResponseMode::Json);
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["no-false-failure"]);
+    let steps: Vec<&StepKind> = outcome.trace.steps.iter().map(|s| &s.kind).collect();
+    assert!(steps.iter().any(|s| matches!(s, StepKind::ToolEnded { end: ToolEnd::Completed, .. })));
+    assert!(steps
+        .iter()
+        .any(|s| matches!(s, StepKind::EventStored { message: Some(ServerMessage::ToolResult { .. }), .. })));
+    assert!(!steps.iter().any(|s| matches!(s, StepKind::AppResult { .. })), "the result never reached the app");
+    // No progress and no event id ever went out: nothing for a resumption to start from.
+    assert!(!steps.iter().any(|s| matches!(s, StepKind::Event { .. })));
+
+    let mut sse = scenario.clone();
+    sse.server.response_mode = ResponseMode::Sse;
+    let outcome = run(&sse, recorded.header.seed).expect("the re-run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+}
+
+/// `server.event_store = none`: the notifications stored while the standalone GET is partitioned
+/// are lost silently (no id, nothing to resume), where the profile's own store replays them; the
+/// ones delivered without an id are matched by message, so only the partition's count as lost.
+#[test]
+fn without_an_event_store_notifications_sent_during_a_partition_are_lost() {
+    let kept = scenario("reference", "reference", "standalone-notify", &[]);
+    let outcome = run(&kept, 0).expect("the run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+    let none = scenario("reference", "reference", "standalone-notify", &[("server.event_store", "none")]);
+    let outcome = run(&none, 0).expect("the run");
+    assert_eq!(names(&outcome), vec!["no-silent-event-loss"]);
+    let delivered_without_id =
+        outcome.trace.steps.iter().filter(|s| matches!(&s.kind, StepKind::AppEvent { id: None, .. })).count();
+    assert!(delivered_without_id > 0);
+}
