@@ -63,3 +63,59 @@ fn without_an_event_store_notifications_sent_during_a_partition_are_lost() {
         outcome.trace.steps.iter().filter(|s| matches!(&s.kind, StepKind::AppEvent { id: None, .. })).count();
     assert!(delivered_without_id > 0);
 }
+
+fn notifications(outcome: &mcpsim::engine::runner::RunOutcome) -> (usize, usize, usize) {
+    let heal = outcome
+        .trace
+        .steps
+        .iter()
+        .find_map(|s| matches!(s.kind, StepKind::Liveness { .. }).then_some(s.t))
+        .unwrap_or(0);
+    let is_note = |m: &Option<ServerMessage>| matches!(m, Some(ServerMessage::Notification { .. }));
+    let stored: Vec<u64> = outcome
+        .trace
+        .steps
+        .iter()
+        .filter(|s| matches!(&s.kind, StepKind::EventStored { message, .. } if is_note(message)))
+        .map(|s| s.t)
+        .collect();
+    let delivered = outcome
+        .trace
+        .steps
+        .iter()
+        .filter(|s| matches!(&s.kind, StepKind::AppEvent { message: ServerMessage::Notification { .. }, .. }))
+        .count();
+    (stored.len(), stored.iter().filter(|t| **t > heal).count(), delivered)
+}
+
+/// `app.notifications`: notifications are a workload of their own. A run without faults gets
+/// exactly `count` of them; with faults they go on after the heal, where the family's
+/// `notify_interval` stops at it.
+#[test]
+fn notifications_are_a_workload_independent_of_faults() {
+    let quiet = scenario(
+        "reference",
+        "reference",
+        "long-tool",
+        &[("app.notifications", "2s,count=5"), ("client.open_standalone_stream", "true")],
+    );
+    let outcome = run(&quiet, 0).expect("the run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+    assert_eq!(notifications(&outcome), (5, 5, 5));
+
+    let family = scenario("reference", "reference", "standalone-notify", &[]);
+    let (stored, after_heal, _) = notifications(&run(&family, 0).expect("the run"));
+    assert!(stored > 0);
+    assert_eq!(after_heal, 0, "notify_interval stops when the faults heal");
+    let workload = scenario("reference", "reference", "standalone-notify", &[("app.notifications", "2s,until=5m")]);
+    let outcome = run(&workload, 0).expect("the run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+    let (stored, after_heal, delivered) = notifications(&outcome);
+    assert_eq!(stored, 150, "one every 2 s up to 5 min");
+    assert_eq!(after_heal, 60, "from the heal at 3 min to 5 min");
+    assert_eq!(delivered, 150);
+    // It is validated: a schedule without an end is refused.
+    let mut s = Scenario::build("long-tool", "reference", "reference").expect("built");
+    let err = s.apply_overrides(&[("app.notifications".into(), "2s".into())]);
+    assert!(err.is_err_and(|e| e.to_string().contains("count or an end")));
+}

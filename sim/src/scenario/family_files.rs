@@ -12,7 +12,7 @@
 //!
 //! The keys (see `sim/scenarios/long-tool.toml` for the commented format): `name`,
 //! `description`, `extends`, `lb`, `clients`, `tool_jitter`, `latency`, `liveness_grace`,
-//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[[empty_resumes]]`,
+//! `notify_interval`, `notifications` (as `app.notifications`), `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[[empty_resumes]]`,
 //! `[client]`, `[server]`,
 //! `[fallback.client]` / `[fallback.server]` (set only where the profile has none) and
 //! `[faults]`. [`dump`] writes a scenario back as such a file.
@@ -46,6 +46,7 @@ const KEYS: &[&str] = &[
     "latency",
     "liveness_grace",
     "notify_interval",
+    "notifications",
     "tools",
     "calls",
     "deletes",
@@ -589,6 +590,7 @@ fn parse(text: &str, origin: &str) -> Result<FamilyFile, ProfileError> {
             "tool_jitter" => r.set("tool.jitter", v)?,
             "latency" => r.set("net.latency", v)?,
             "liveness_grace" => r.set("run.liveness_grace", v)?,
+            "notifications" => r.set("app.notifications", v)?,
             "notify_interval" => {
                 let d = r.opt_duration(key, v)?;
                 r.push(Entry::NotifyInterval(d), pos, vec!["notify_interval".into()]);
@@ -721,6 +723,9 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
     let _ = writeln!(out, "latency = {}", quote(&show("net.latency")?));
     let _ = writeln!(out, "liveness_grace = {}", quote(&format_duration(s.liveness_grace)));
     let _ = writeln!(out, "notify_interval = {}", quote(&s.notify_interval.map_or("none".into(), format_duration)));
+    if let Some(n) = &s.notifications {
+        let _ = writeln!(out, "notifications = {}", quote(&n.show()));
+    }
     for t in &s.tools {
         let _ =
             writeln!(out, "\n[[tools]]\nname = {}\nduration = {}", quote(&t.name), quote(&format_duration(t.duration)));
