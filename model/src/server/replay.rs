@@ -151,6 +151,11 @@ impl Server {
             state.server_closed = false;
         }
         self.attach(&r.session, stream, r.conn);
+        if stream == StreamNo::STANDALONE {
+            // A resumed standalone GET is the session's standalone stream from now on: it gets
+            // the idle close (`close_idle_standalone`) as the first GET did.
+            self.resumed_standalone(now, r.conn);
+        }
         if self.policy.priming.resume {
             self.append(now, &r.session, stream, None);
         }

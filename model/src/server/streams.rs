@@ -256,6 +256,16 @@ impl Server {
         self.conns.insert(conn, OpenConn { session: session.clone(), next_keepalive, close_at, kind, dead: false });
     }
 
+    /// A resumed connection now carries the standalone stream: it counts as a standalone GET
+    /// (its idle close starts now and restarts at each write).
+    pub(super) fn resumed_standalone(&mut self, now: Instant, conn: ConnId) {
+        let after = self.policy.close_idle_standalone;
+        if let Some(open) = self.conns.get_mut(&conn) {
+            open.kind = ConnKind::Standalone;
+            open.close_at = after.map(|d| now + d);
+        }
+    }
+
     /// The server ends a connection on its own (`Timer::Close`): the streams it carried remember
     /// it, for `detached_request_events`.
     pub(super) fn server_close(&mut self, now: Instant, conn: ConnId) {

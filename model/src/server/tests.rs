@@ -1187,6 +1187,25 @@ fn an_idle_standalone_stream_is_closed_by_the_server_and_events_restart_the_coun
 }
 
 #[test]
+fn a_standalone_stream_resumed_with_last_event_id_is_closed_when_idle_too() {
+    let closing = ServerPolicy { close_idle_standalone: Some(Duration::from_secs(30)), ..policy("reference") };
+    let mut s = server(closing);
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    let first = events(&drain(&mut s), GET);
+    let priming = first[0].id.clone().expect("the reference primes the standalone stream");
+    // The first GET is cut; the client resumes it.
+    s.handle_disconnect(at(10), GET);
+    let _ = drain(&mut s);
+    let out = resume(&mut s, at(11), OTHER, &session, &priming);
+    assert_eq!(resume_outcome(&out).0, Some(StreamNo::STANDALONE));
+    s.notify_all(at(20));
+    let _ = drain(&mut s);
+    assert!(closes(&drive_until(&mut s, at(49)), OTHER).is_empty());
+    assert_eq!(closes(&drive_until(&mut s, at(50)), OTHER), vec![false], "30 s after the last event on it");
+}
+
+#[test]
 fn a_dead_standalone_stream_holds_its_place_until_a_write_fails() {
     for (rule, notify_notices) in
         [(DeadStream::Immediate, true), (DeadStream::OnWrite, true), (DeadStream::OnKeepalive, false)]
