@@ -499,7 +499,7 @@ pub enum SecondGet {
 // ---------------------------------------------------------------------------------------------
 
 /// A tool the server offers. (`Default` is a nameless instant tool, to fill in with `..`.)
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
@@ -517,6 +517,37 @@ pub struct ToolSpec {
     /// What it does when its handler's abort signal fires (`DeleteRule::AbortSignal`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub on_abort: OnAbort,
+    /// How many progress events each tick of `event_interval` emits, all at one instant (a tool
+    /// that sends a batch): ids and store order are then as the server's scheme stamps events of
+    /// one millisecond. `1` (the default, left out of traces) is one event a tick.
+    #[serde(default = "one_event", skip_serializing_if = "is_one_event")]
+    pub burst: u32,
+}
+
+impl Default for ToolSpec {
+    /// A nameless instant tool: silent, not idempotent, one event a tick.
+    fn default() -> Self {
+        ToolSpec {
+            name: String::new(),
+            duration: Duration::ZERO,
+            event_interval: None,
+            idempotent: false,
+            side_effect: SideEffectAt::default(),
+            on_abort: OnAbort::default(),
+            burst: one_event(),
+        }
+    }
+}
+
+/// The most events one tick of a tool may emit (`ToolSpec::burst`).
+pub const MAX_BURST: u32 = 1000;
+
+const fn one_event() -> u32 {
+    1
+}
+
+fn is_one_event(n: &u32) -> bool {
+    *n == 1
 }
 
 /// When a tool's side effect happens.

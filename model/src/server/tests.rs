@@ -1334,6 +1334,7 @@ fn effect_tools(at_: SideEffectAt, on_abort: OnAbort) -> Vec<ToolSpec> {
         idempotent: false,
         side_effect: at_,
         on_abort,
+        ..ToolSpec::default()
     }]
 }
 
@@ -1543,4 +1544,62 @@ fn in_json_mode_a_cut_before_the_result_loses_it_and_leaves_nothing_to_resume() 
     assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
     assert!(frames(&out, POST).is_empty());
     assert!(out.iter().all(|o| !matches!(o, ServerOutput::Send { .. })), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bursts (`ToolSpec::burst`)
+// ---------------------------------------------------------------------------------------------
+
+fn batch_server(policy: ServerPolicy) -> Server {
+    let batch = ToolSpec {
+        name: "batch".into(),
+        duration: Duration::from_secs(10),
+        event_interval: Some(Duration::from_secs(1)),
+        burst: 8,
+        ..ToolSpec::default()
+    };
+    let mut s = Server::new(policy, vec![batch], 0, 42);
+    let _ = drain(&mut s);
+    s
+}
+
+#[test]
+fn a_burst_emits_its_events_at_one_instant_in_order() {
+    let mut s = batch_server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "batch");
+    let out = drive_until(&mut s, at(1));
+    let steps: Vec<Option<ServerMessage>> = stored(&out).into_iter().map(|(_, _, m)| m).collect();
+    assert_eq!(steps, (1..=8).map(progress).collect::<Vec<_>>());
+    let out = drive_until(&mut s, at(2));
+    assert_eq!(stored(&out).len(), 8, "eight more at the next tick");
+}
+
+/// The TypeScript store orders one millisecond's events by their random suffix: a client that got
+/// the burst up to some event and resumes after it never gets the later-stored events whose
+/// suffix sorts lower. They are lost, not only reordered.
+#[test]
+fn a_typescript_burst_cut_midway_loses_the_events_the_store_order_skips() {
+    let mut lost_somewhere = false;
+    for seen in 1..=8usize {
+        let mut s = batch_server(policy("ts-sdk"));
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "batch");
+        let out = drive_until(&mut s, at(1));
+        let ids: Vec<String> = stored(&out).into_iter().map(|(_, id, _)| id).collect();
+        assert_eq!(ids.len(), 8);
+        let stamp = |id: &String| id.split('_').nth(1).map(str::to_string);
+        assert!(ids.iter().all(|id| stamp(id) == stamp(&ids[0])), "one millisecond: {ids:?}");
+        // The client saw the first `seen` events of the burst, then the stream broke.
+        s.handle_disconnect(at_ms(1500), POST);
+        let _ = drain(&mut s);
+        let last = EventId(ids[seen - 1].clone());
+        let out = resume(&mut s, at_ms(1600), GET, &session, &last);
+        let replayed: BTreeSet<String> = events(&out, GET).into_iter().filter_map(|e| e.id).map(|id| id.0).collect();
+        let lost: Vec<&String> = ids[seen..].iter().filter(|id| !replayed.contains(*id)).collect();
+        let expected: Vec<&String> = ids[seen..].iter().filter(|id| **id < ids[seen - 1]).collect();
+        assert_eq!(lost, expected, "after event {seen}");
+        lost_somewhere |= !lost.is_empty();
+    }
+    assert!(lost_somewhere, "some cut in a burst of eight loses events");
 }

@@ -20,6 +20,8 @@ pub(super) struct RunningTool {
     pub(super) interval: Option<Duration>,
     pub(super) next_progress: Option<Instant>,
     pub(super) steps: u32,
+    /// Progress events per tick.
+    pub(super) burst: u32,
     /// Its session was deleted and the policy lets it run on: it stores nothing.
     pub(super) orphaned: bool,
     /// What it does when its abort signal fires.
@@ -135,6 +137,7 @@ impl Server {
                 interval,
                 next_progress: interval.map(|i| now + i),
                 steps: 0,
+                burst: spec.burst,
                 orphaned: false,
                 on_abort: spec.on_abort,
                 pending_effect,
@@ -171,18 +174,23 @@ impl Server {
     pub(super) fn run_tool(&mut self, now: Instant, id: u64) {
         let Some(tool) = self.running.get_mut(&id) else { return };
         let Some(at) = tool.due_progress() else { return self.complete_tool(now, id) };
-        tool.steps += 1;
+        let first = tool.steps + 1;
+        tool.steps += tool.burst.max(1);
         tool.next_progress = tool.interval.map(|i| at + i);
-        let (session, stream) = (tool.session.clone(), tool.stream);
+        let (session, stream, request, call, last) =
+            (tool.session.clone(), tool.stream, tool.request, tool.call, tool.steps);
         if self.policy.response_mode == ResponseMode::Json {
             // A JSON body carries only the response: progress has no wire form and is dropped
             // before it is stored (mcp 2.3.0 streamable_http.py:1075-1081; ts 1.32.2 writes it
             // only `if (!this._enableJsonResponse)`).
             return;
         }
-        let message = ServerMessage::Progress { request: tool.request, call: tool.call, step: tool.steps };
+        // A burst (`ToolSpec::burst`): every event of the tick at the same instant, in order.
         let stamp = self.stamp(now, at);
-        self.append_stamped(now, stamp, &session, stream, Some(message));
+        for step in first..=last {
+            let message = ServerMessage::Progress { request, call, step };
+            self.append_stamped(now, stamp, &session, stream, Some(message));
+        }
     }
 
     pub(super) fn complete_tool(&mut self, now: Instant, id: u64) {

@@ -385,11 +385,15 @@ impl Reader<'_> {
                         other => return Err(self.err(f, format!("tools.on_abort {other:?}: ignore or stop"))),
                     }
                 }
+                "burst" => {
+                    let n = self.integer("tools.burst", f)?;
+                    tool.burst = n;
+                }
                 _ => {
                     return Err(self.file.error(
                         Pos::of(self.text, k.span().start),
                         format!(
-                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort)"
+                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort, burst)"
                         ),
                     ))
                 }
@@ -731,6 +735,9 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
             writeln!(out, "\n[[tools]]\nname = {}\nduration = {}", quote(&t.name), quote(&format_duration(t.duration)));
         let _ = writeln!(out, "event_interval = {}", quote(&t.event_interval.map_or("none".into(), format_duration)));
         let _ = writeln!(out, "idempotent = {}", t.idempotent);
+        if t.burst != 1 {
+            let _ = writeln!(out, "burst = {}", t.burst);
+        }
         if t.side_effect != SideEffectAt::default() {
             let _ = writeln!(out, "side_effect = \"completion\"");
         }

@@ -28,12 +28,15 @@
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 //! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
 //! | `server.max_sessions` | none, or at least 1 |
+//! | `tool.burst` | 1 to [`MAX_BURST`] (1000) events a tick |
+//! | `app.notifications` | an interval of at least 1 ms, a count (at least 1) or an end after `from` |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
 use super::{profile_files, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{
-    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_HOPS, MAX_REPLICAS,
+    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_BURST, MAX_HOPS,
+    MAX_REPLICAS,
 };
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
@@ -111,7 +114,7 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         "client" => known_paths(Role::Client),
         "server" => known_paths(Role::Server),
         "lb" => known_paths(Role::Lb),
-        _ => ["duration", "event_interval", "idempotent", "side_effect", "on_abort"]
+        _ => ["duration", "event_interval", "idempotent", "side_effect", "on_abort", "burst"]
             .into_iter()
             .map(String::from)
             .collect(),
@@ -928,6 +931,9 @@ pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     let mut out = Vec::new();
     span(&mut out, "duration", t.duration);
     opt_span(&mut out, "event_interval", t.event_interval, MIN_EVENT_INTERVAL, "a silent tool");
+    if !(1..=MAX_BURST).contains(&t.burst) {
+        out.push(problem("burst", format!("{} events a tick: 1 to {MAX_BURST}", t.burst)));
+    }
     out
 }
 
