@@ -119,3 +119,31 @@ fn notifications_are_a_workload_independent_of_faults() {
     let err = s.apply_overrides(&[("app.notifications".into(), "2s".into())]);
     assert!(err.is_err_and(|e| e.to_string().contains("count or an end")));
 }
+
+const TWICE_TRACE: &str =
+    "traces/field/post-delivered-twice/no-duplicate-execution--rmcp--rmcp--long-tool--retry-after-restart.jsonl";
+
+/// A POST delivered twice: the first delivery ran the payment; the process restarts before any
+/// byte of the (JSON) answer, so the balancer (`lb.retry_upstream = any`) sends the POST again,
+/// which meets a 404 from the new process; rmcp re-initializes and sends it once more, and the
+/// payment runs a second time. Without the balancer's re-send the client never re-sends it.
+#[test]
+fn a_post_delivered_twice_meets_a_404_and_is_sent_again_by_the_client() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(TWICE_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert!(names(&outcome).contains(&"no-duplicate-execution"), "{:?}", names(&outcome));
+    let kinds: Vec<&StepKind> = outcome.trace.steps.iter().map(|s| &s.kind).collect();
+    let resent = kinds.iter().position(|k| matches!(k, StepKind::LbResent { .. })).expect("the balancer re-sent");
+    let rejected =
+        kinds.iter().position(|k| matches!(k, StepKind::Rejected { status, .. } if status.0 == 404)).expect("a 404");
+    assert!(resent < rejected, "the re-delivery meets the 404");
+    let effects = kinds.iter().filter(|k| matches!(k, StepKind::SideEffect { .. })).count();
+    assert_eq!(effects, 2);
+
+    let mut once = scenario.clone();
+    once.lb.retry_upstream = mcpsim_model::config::UpstreamRetry::Never;
+    let outcome = run(&once, recorded.header.seed).expect("the re-run");
+    assert!(!names(&outcome).contains(&"no-duplicate-execution"), "{:?}", names(&outcome));
+}
