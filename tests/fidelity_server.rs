@@ -147,3 +147,16 @@ fn a_post_delivered_twice_meets_a_404_and_is_sent_again_by_the_client() {
     let outcome = run(&once, recorded.header.seed).expect("the re-run");
     assert!(!names(&outcome).contains(&"no-duplicate-execution"), "{:?}", names(&outcome));
 }
+
+/// `server.after_replay = quiet`: after a reset the resumed stream gets its replay and then
+/// nothing; the keep-alives hold it open, so the call never resolves. With `live` it does.
+#[test]
+fn a_store_that_goes_quiet_after_its_replay_leaves_the_call_unresolved() {
+    let overrides = [("server.keepalive", "15s"), ("fault.reset", "30s"), ("server.after_replay", "quiet")];
+    let quiet = scenario("reference", "reference", "long-tool", &overrides);
+    let outcome = run(&quiet, 0).expect("the run");
+    assert_eq!(names(&outcome), vec!["every-call-resolves"]);
+    let live = scenario("reference", "reference", "long-tool", &overrides[..2]);
+    let outcome = run(&live, 0).expect("the run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+}

@@ -151,6 +151,23 @@ pub struct ServerPolicy {
     /// the result is ready (`enableJsonResponse`, `json_response=True`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub response_mode: ResponseMode,
+    /// What a resumed connection receives after its replay: the stream's live events (the
+    /// default), or nothing more (a store that replays, then goes quiet).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub after_replay: AfterReplay,
+}
+
+/// What a resumed connection gets once the missed events were replayed
+/// (`ServerPolicy::after_replay`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AfterReplay {
+    /// It becomes the stream's receiver: live events and the result follow.
+    #[default]
+    Live,
+    /// It stays open but receives nothing more: no live event, no result (the stream's events
+    /// are still stored, so a later resumption replays them).
+    Quiet,
 }
 
 /// How a server answers a request that a tool serves (`ServerPolicy::response_mode`).

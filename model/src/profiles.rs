@@ -743,6 +743,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("event_store", "kept (events stored under store/retention, with ids) or none (the Python SDK's and FastMCP's default: no ids, no priming, no replay; resumption is impossible)."),
     ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript) or error500 (Python)."),
     ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
+    ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

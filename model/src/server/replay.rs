@@ -3,7 +3,7 @@
 
 use super::streams::ConnKind;
 use super::Server;
-use crate::config::{ConnAfterResponse, EventIdScheme, ResumeWhileAttached, Unhonourable};
+use crate::config::{AfterReplay, ConnAfterResponse, EventIdScheme, ResumeWhileAttached, Unhonourable};
 use crate::http::{ErrorBody, ErrorCode, Frame, ResponseHead, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::sse::{stream_hint, LogKey, Position, StoredEvent, StreamHint, StreamLog};
@@ -140,6 +140,10 @@ impl Server {
         let Some(state) = self.stream(&r.session, stream) else { return };
         if state.finished && self.policy.finished_resume == ConnAfterResponse::Close {
             return self.end_conn(now, r.conn);
+        }
+        if self.policy.after_replay == AfterReplay::Quiet {
+            // The store replayed what was missed and forwards nothing more.
+            return;
         }
         if let Some(old) = state.attached.filter(|old| *old != r.conn) {
             if self.policy.resume_while_attached == ResumeWhileAttached::ReplayAndClose {

@@ -1603,3 +1603,27 @@ fn a_typescript_burst_cut_midway_loses_the_events_the_store_order_skips() {
     }
     assert!(lost_somewhere, "some cut in a burst of eight loses events");
 }
+
+#[test]
+fn a_store_that_goes_quiet_after_the_replay_sends_no_live_event_and_no_result() {
+    for (rule, live) in [(crate::config::AfterReplay::Live, true), (crate::config::AfterReplay::Quiet, false)] {
+        let mut s = server(ServerPolicy { after_replay: rule, ..policy("reference") });
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "chatty");
+        let priming = events(&out, POST)[0].id.clone().expect("primed");
+        let _ = drive_until(&mut s, at(3));
+        s.handle_disconnect(at(3), POST);
+        let _ = drain(&mut s);
+        let out = resume(&mut s, at(5), GET, &session, &priming);
+        // The three events missed are replayed either way.
+        let replayed: Vec<SseEvent> = events(&out, GET).into_iter().filter(|e| e.data.is_some()).collect();
+        assert_eq!(replayed.len(), 3, "{rule:?}");
+        let out = drive_until(&mut s, at(241));
+        let later = events(&out, GET);
+        let result = later.iter().any(|e| matches!(e.data, Some(ServerMessage::ToolResult { .. })));
+        assert_eq!(result, live, "{rule:?}");
+        assert_eq!(later.iter().any(|e| matches!(e.data, Some(ServerMessage::Progress { .. }))), live, "{rule:?}");
+        // Quiet: the connection is not ended either; the client waits on it.
+        assert_eq!(closes(&out, GET).is_empty(), !live, "{rule:?}");
+    }
+}
