@@ -158,6 +158,40 @@ pub struct ServerPolicy {
     /// The answer of a server without an event store to a `GET` with `Last-Event-ID`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub resume_without_store: NoStoreResume,
+    /// How a `tools/call` POST is answered: an SSE stream (the default), or one JSON body once
+    /// the result is ready (`enableJsonResponse`, `json_response=True`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub response_mode: ResponseMode,
+    /// What a resumed connection receives after its replay: the stream's live events (the
+    /// default), or nothing more (a store that replays, then goes quiet).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub after_replay: AfterReplay,
+}
+
+/// What a resumed connection gets once the missed events were replayed
+/// (`ServerPolicy::after_replay`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AfterReplay {
+    /// It becomes the stream's receiver: live events and the result follow.
+    #[default]
+    Live,
+    /// It stays open but receives nothing more: no live event, no result (the stream's events
+    /// are still stored, so a later resumption replays them).
+    Quiet,
+}
+
+/// How a server answers a request that a tool serves (`ServerPolicy::response_mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResponseMode {
+    /// `200 text/event-stream` at once; progress and the result as events.
+    #[default]
+    Sse,
+    /// Nothing until the result is ready, then `200 application/json` with the result alone:
+    /// progress notifications are dropped, no event id is ever handed out, and a connection that
+    /// ends before the result takes the result with it.
+    Json,
 }
 
 /// Whether a server keeps an event store (`ServerPolicy::event_store`). Written `kept` or
@@ -495,7 +529,7 @@ pub enum SecondGet {
 // ---------------------------------------------------------------------------------------------
 
 /// A tool the server offers. (`Default` is a nameless instant tool, to fill in with `..`.)
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
@@ -513,6 +547,37 @@ pub struct ToolSpec {
     /// What it does when its handler's abort signal fires (`DeleteRule::AbortSignal`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub on_abort: OnAbort,
+    /// How many progress events each tick of `event_interval` emits, all at one instant (a tool
+    /// that sends a batch): ids and store order are then as the server's scheme stamps events of
+    /// one millisecond. `1` (the default, left out of traces) is one event a tick.
+    #[serde(default = "one_event", skip_serializing_if = "is_one_event")]
+    pub burst: u32,
+}
+
+impl Default for ToolSpec {
+    /// A nameless instant tool: silent, not idempotent, one event a tick.
+    fn default() -> Self {
+        ToolSpec {
+            name: String::new(),
+            duration: Duration::ZERO,
+            event_interval: None,
+            idempotent: false,
+            side_effect: SideEffectAt::default(),
+            on_abort: OnAbort::default(),
+            burst: one_event(),
+        }
+    }
+}
+
+/// The most events one tick of a tool may emit (`ToolSpec::burst`).
+pub const MAX_BURST: u32 = 1000;
+
+const fn one_event() -> u32 {
+    1
+}
+
+fn is_one_event(n: &u32) -> bool {
+    *n == 1
 }
 
 /// When a tool's side effect happens.

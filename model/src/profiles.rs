@@ -867,6 +867,8 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("tasks.expiry.working_at_ttl", "A task still working at createdAt + ttl: abort-and-fail (rmcp), delete-record (the work runs on; TypeScript's store), keep."),
     ("tasks.expiry.terminal_kept_ttls", "A finished task's record is kept this many TTLs after its end (0: only until createdAt + ttl)."),
     ("tasks.expiry.sweep", "When the rule runs: timer (at the deadline) or on-call (at the next call into the store; rmcp)."),
+    ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
+    ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

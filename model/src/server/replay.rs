@@ -3,7 +3,7 @@
 
 use super::streams::ConnKind;
 use super::Server;
-use crate::config::{ConnAfterResponse, EventIdScheme, ResumeWhileAttached, Unhonourable};
+use crate::config::{AfterReplay, ConnAfterResponse, EventIdScheme, ResumeWhileAttached, Unhonourable};
 use crate::http::{ErrorBody, ErrorCode, Frame, ResponseHead, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::sse::{stream_hint, LogKey, Position, StoredEvent, StreamHint, StreamLog};
@@ -141,6 +141,10 @@ impl Server {
         if state.finished && self.policy.finished_resume == ConnAfterResponse::Close {
             return self.end_conn(now, r.conn);
         }
+        if self.policy.after_replay == AfterReplay::Quiet {
+            // The store replayed what was missed and forwards nothing more.
+            return;
+        }
         if let Some(old) = state.attached.filter(|old| *old != r.conn) {
             if self.policy.resume_while_attached == ResumeWhileAttached::ReplayAndClose {
                 return self.end_conn(now, r.conn);
@@ -151,6 +155,11 @@ impl Server {
             state.server_closed = false;
         }
         self.attach(&r.session, stream, r.conn);
+        if stream == StreamNo::STANDALONE {
+            // A resumed standalone GET is the session's standalone stream from now on: it gets
+            // the idle close (`close_idle_standalone`) as the first GET did.
+            self.resumed_standalone(now, r.conn);
+        }
         if self.policy.priming.resume {
             self.append(now, &r.session, stream, None);
         }

@@ -6,7 +6,7 @@ use crate::config::{
     ConnAfterResponse, DeadStream, DetachedEvents, FreshGet, IdleReset, KeepaliveTimer, SecondGet, StandalonePriming,
     StoreScope,
 };
-use crate::http::{ErrorCode, EventKind, Frame, ResponseHead, ServerMessage, SseEvent, Status};
+use crate::http::{Body, ErrorCode, EventKind, Frame, ResponseHead, ServerMessage, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::sse::{mint_event_id, LogKey, NewEvent, StoredEvent, StreamLog, GET_STREAM_KEY};
 use crate::time::Instant;
@@ -49,6 +49,9 @@ pub(super) enum ConnKind {
     Standalone,
     /// A `GET` with `Last-Event-ID`.
     Resumed,
+    /// A POST answered in JSON (`response_mode = json`): nothing is written on it until the
+    /// result, which goes as one JSON body, and then it ends.
+    Json,
 }
 
 impl Server {
@@ -183,7 +186,10 @@ impl Server {
             message: event.message.clone(),
         });
         if let Some(conn) = attached {
-            self.write(now, conn, Frame::Event(self.wire(&event)));
+            match (self.conns.get(&conn).map(|c| c.kind), &event.message) {
+                (Some(ConnKind::Json), Some(message)) => self.answer_json(now, conn, message.clone()),
+                _ => self.write(now, conn, Frame::Event(self.wire(&event))),
+            }
         }
         if is_message && self.policy.idle_reset == IdleReset::RequestsAndEvents {
             self.touch_idle(now, session, true);
@@ -215,6 +221,22 @@ impl Server {
         self.send(conn, frame);
     }
 
+    /// The result of a POST answered in JSON: the head, the body and the end, all at once. A
+    /// connection whose client side is gone (`dead_stream`) fails the write and is reset.
+    pub(super) fn answer_json(&mut self, now: Instant, conn: ConnId, message: ServerMessage) {
+        let dead = self.conns.get(&conn).is_some_and(|c| c.dead);
+        let session = self.forget_conn(conn);
+        if dead {
+            self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
+        } else {
+            let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+            self.respond_json(conn, head, message);
+        }
+        if let Some(session) = session {
+            self.touch_idle(now, &session, false);
+        }
+    }
+
     /// Makes `conn` the receiver of the stream's new events.
     pub(super) fn attach(&mut self, session: &SessionId, stream: StreamNo, conn: ConnId) {
         if let Some(state) = self.stream_mut(session, stream) {
@@ -224,14 +246,24 @@ impl Server {
 
     /// Registers an SSE answer that stays open.
     pub(super) fn open_sse_conn(&mut self, now: Instant, conn: ConnId, session: &SessionId, kind: ConnKind) {
-        let next_keepalive = repeating(self.policy.keepalive).map(|k| now + k);
+        let next_keepalive = repeating(self.policy.keepalive).filter(|_| kind != ConnKind::Json).map(|k| now + k);
         let close_after = match kind {
             ConnKind::Request => self.policy.close_request_streams,
             ConnKind::Standalone => self.policy.close_idle_standalone,
-            ConnKind::Resumed => None,
+            ConnKind::Resumed | ConnKind::Json => None,
         };
         let close_at = close_after.map(|d| now + d);
         self.conns.insert(conn, OpenConn { session: session.clone(), next_keepalive, close_at, kind, dead: false });
+    }
+
+    /// A resumed connection now carries the standalone stream: it counts as a standalone GET
+    /// (its idle close starts now and restarts at each write).
+    pub(super) fn resumed_standalone(&mut self, now: Instant, conn: ConnId) {
+        let after = self.policy.close_idle_standalone;
+        if let Some(open) = self.conns.get_mut(&conn) {
+            open.kind = ConnKind::Standalone;
+            open.close_at = after.map(|d| now + d);
+        }
     }
 
     /// The server ends a connection on its own (`Timer::Close`): the streams it carried remember
@@ -248,11 +280,17 @@ impl Server {
         self.end_conn(now, conn);
     }
 
-    /// Ends an open SSE connection cleanly.
+    /// Ends an open SSE connection cleanly; a JSON answer that never got its head (its call
+    /// cancelled, its session ended) is closed without one.
     pub(super) fn end_conn(&mut self, now: Instant, conn: ConnId) {
+        let json = self.conns.get(&conn).is_some_and(|c| c.kind == ConnKind::Json);
         let session = self.forget_conn(conn);
-        self.send(conn, Frame::End);
-        self.outputs.push_back(ServerOutput::Close { conn, abrupt: false });
+        if json {
+            self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
+        } else {
+            self.send(conn, Frame::End);
+            self.outputs.push_back(ServerOutput::Close { conn, abrupt: false });
+        }
         if let Some(session) = session {
             self.touch_idle(now, &session, false);
         }

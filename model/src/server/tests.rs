@@ -1187,6 +1187,25 @@ fn an_idle_standalone_stream_is_closed_by_the_server_and_events_restart_the_coun
 }
 
 #[test]
+fn a_standalone_stream_resumed_with_last_event_id_is_closed_when_idle_too() {
+    let closing = ServerPolicy { close_idle_standalone: Some(Duration::from_secs(30)), ..policy("reference") };
+    let mut s = server(closing);
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    let first = events(&drain(&mut s), GET);
+    let priming = first[0].id.clone().expect("the reference primes the standalone stream");
+    // The first GET is cut; the client resumes it.
+    s.handle_disconnect(at(10), GET);
+    let _ = drain(&mut s);
+    let out = resume(&mut s, at(11), OTHER, &session, &priming);
+    assert_eq!(resume_outcome(&out).0, Some(StreamNo::STANDALONE));
+    s.notify_all(at(20));
+    let _ = drain(&mut s);
+    assert!(closes(&drive_until(&mut s, at(49)), OTHER).is_empty());
+    assert_eq!(closes(&drive_until(&mut s, at(50)), OTHER), vec![false], "30 s after the last event on it");
+}
+
+#[test]
 fn a_dead_standalone_stream_holds_its_place_until_a_write_fails() {
     for (rule, notify_notices) in
         [(DeadStream::Immediate, true), (DeadStream::OnWrite, true), (DeadStream::OnKeepalive, false)]
@@ -1315,6 +1334,7 @@ fn effect_tools(at_: SideEffectAt, on_abort: OnAbort) -> Vec<ToolSpec> {
         idempotent: false,
         side_effect: at_,
         on_abort,
+        ..ToolSpec::default()
     }]
 }
 
@@ -1483,4 +1503,127 @@ fn with_a_store_the_same_requests_are_resumed_as_before() {
     let out = resume(&mut s, at_ms(2500), GET, &session, &id);
     assert_eq!(head_status(&out, GET), Status::OK);
     assert!(records(&out).iter().any(|r| matches!(r, StepKind::Resume { .. })));
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON response mode (`response_mode = json`)
+// ---------------------------------------------------------------------------------------------
+
+fn json_mode(name: &str) -> ServerPolicy {
+    ServerPolicy { response_mode: crate::config::ResponseMode::Json, ..policy(name) }
+}
+
+#[test]
+fn in_json_mode_a_call_is_answered_by_one_json_body_when_its_result_is_ready() {
+    for name in ["reference", "ts-sdk", "py-sdk"] {
+        let mut s = server(json_mode(name));
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "chatty");
+        assert!(frames(&out, POST).is_empty(), "{name}: nothing before the result: {out:?}");
+        // Neither progress nor keep-alives while it runs.
+        let out = drive_until(&mut s, at(239));
+        assert!(frames(&out, POST).is_empty(), "{name}: {:?}", frames(&out, POST));
+        assert!(stored(&out).is_empty(), "{name}: progress is dropped, not stored");
+        let out = drive_until(&mut s, at(240));
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        let result = ServerMessage::ToolResult { request: RequestId(2), call: CallKey(7) };
+        assert_eq!(frames(&out, POST), vec![Frame::Head(head), Frame::Json(result), Frame::End], "{name}");
+        assert_eq!(closes(&out, POST), vec![false], "{name}");
+    }
+}
+
+#[test]
+fn in_json_mode_a_cut_before_the_result_loses_it_and_leaves_nothing_to_resume() {
+    let mut s = server(json_mode("ts-sdk"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "pay");
+    s.handle_disconnect(at(60), POST);
+    let mut out = drain(&mut s);
+    out.extend(drive_until(&mut s, at(301)));
+    // The tool ran to its end and its result was produced, but no connection carried it.
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+    assert!(frames(&out, POST).is_empty());
+    assert!(out.iter().all(|o| !matches!(o, ServerOutput::Send { .. })), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bursts (`ToolSpec::burst`)
+// ---------------------------------------------------------------------------------------------
+
+fn batch_server(policy: ServerPolicy) -> Server {
+    let batch = ToolSpec {
+        name: "batch".into(),
+        duration: Duration::from_secs(10),
+        event_interval: Some(Duration::from_secs(1)),
+        burst: 8,
+        ..ToolSpec::default()
+    };
+    let mut s = Server::new(policy, vec![batch], 0, 42);
+    let _ = drain(&mut s);
+    s
+}
+
+#[test]
+fn a_burst_emits_its_events_at_one_instant_in_order() {
+    let mut s = batch_server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "batch");
+    let out = drive_until(&mut s, at(1));
+    let steps: Vec<Option<ServerMessage>> = stored(&out).into_iter().map(|(_, _, m)| m).collect();
+    assert_eq!(steps, (1..=8).map(progress).collect::<Vec<_>>());
+    let out = drive_until(&mut s, at(2));
+    assert_eq!(stored(&out).len(), 8, "eight more at the next tick");
+}
+
+/// The TypeScript store orders one millisecond's events by their random suffix: a client that got
+/// the burst up to some event and resumes after it never gets the later-stored events whose
+/// suffix sorts lower. They are lost, not only reordered.
+#[test]
+fn a_typescript_burst_cut_midway_loses_the_events_the_store_order_skips() {
+    let mut lost_somewhere = false;
+    for seen in 1..=8usize {
+        let mut s = batch_server(policy("ts-sdk"));
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "batch");
+        let out = drive_until(&mut s, at(1));
+        let ids: Vec<String> = stored(&out).into_iter().map(|(_, id, _)| id).collect();
+        assert_eq!(ids.len(), 8);
+        let stamp = |id: &String| id.split('_').nth(1).map(str::to_string);
+        assert!(ids.iter().all(|id| stamp(id) == stamp(&ids[0])), "one millisecond: {ids:?}");
+        // The client saw the first `seen` events of the burst, then the stream broke.
+        s.handle_disconnect(at_ms(1500), POST);
+        let _ = drain(&mut s);
+        let last = EventId(ids[seen - 1].clone());
+        let out = resume(&mut s, at_ms(1600), GET, &session, &last);
+        let replayed: BTreeSet<String> = events(&out, GET).into_iter().filter_map(|e| e.id).map(|id| id.0).collect();
+        let lost: Vec<&String> = ids[seen..].iter().filter(|id| !replayed.contains(*id)).collect();
+        let expected: Vec<&String> = ids[seen..].iter().filter(|id| **id < ids[seen - 1]).collect();
+        assert_eq!(lost, expected, "after event {seen}");
+        lost_somewhere |= !lost.is_empty();
+    }
+    assert!(lost_somewhere, "some cut in a burst of eight loses events");
+}
+
+#[test]
+fn a_store_that_goes_quiet_after_the_replay_sends_no_live_event_and_no_result() {
+    for (rule, live) in [(crate::config::AfterReplay::Live, true), (crate::config::AfterReplay::Quiet, false)] {
+        let mut s = server(ServerPolicy { after_replay: rule, ..policy("reference") });
+        let session = init(&mut s, at(0));
+        let out = call(&mut s, at(0), POST, &session, "chatty");
+        let priming = events(&out, POST)[0].id.clone().expect("primed");
+        let _ = drive_until(&mut s, at(3));
+        s.handle_disconnect(at(3), POST);
+        let _ = drain(&mut s);
+        let out = resume(&mut s, at(5), GET, &session, &priming);
+        // The three events missed are replayed either way.
+        let replayed: Vec<SseEvent> = events(&out, GET).into_iter().filter(|e| e.data.is_some()).collect();
+        assert_eq!(replayed.len(), 3, "{rule:?}");
+        let out = drive_until(&mut s, at(241));
+        let later = events(&out, GET);
+        let result = later.iter().any(|e| matches!(e.data, Some(ServerMessage::ToolResult { .. })));
+        assert_eq!(result, live, "{rule:?}");
+        assert_eq!(later.iter().any(|e| matches!(e.data, Some(ServerMessage::Progress { .. }))), live, "{rule:?}");
+        // Quiet: the connection is not ended either; the client waits on it.
+        assert_eq!(closes(&out, GET).is_empty(), !live, "{rule:?}");
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::streams::{ConnKind, SessionStream};
 use super::{repeating, Server};
-use crate::config::{EventIdScheme, IdStamp, OnAbort, SideEffectAt, ToolSpec};
+use crate::config::{EventIdScheme, IdStamp, OnAbort, ResponseMode, SideEffectAt, ToolSpec};
 use crate::http::{Body, Frame, ResponseHead, ServerMessage, Status, ToolCall};
 use crate::ids::{CallKey, ConnId, RequestId, SessionId, StreamNo};
 use crate::time::Instant;
@@ -20,6 +20,8 @@ pub(super) struct RunningTool {
     pub(super) interval: Option<Duration>,
     pub(super) next_progress: Option<Instant>,
     pub(super) steps: u32,
+    /// Progress events per tick.
+    pub(super) burst: u32,
     /// Its session was deleted and the policy lets it run on: it stores nothing.
     pub(super) orphaned: bool,
     /// What it does when its abort signal fires.
@@ -63,6 +65,12 @@ impl Server {
             return self.respond_json(conn, head, ServerMessage::Error { request: Some(request), message, code: None });
         };
         let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
+        if self.policy.response_mode == ResponseMode::Json {
+            // The answer waits for the result; nothing is written before it.
+            self.open_sse_conn(now, conn, session, ConnKind::Json);
+            self.attach(session, stream, conn);
+            return self.start_tool(now, session, request, &call, &spec, stream);
+        }
         self.send(conn, Frame::Head(ResponseHead::event_stream()));
         self.open_sse_conn(now, conn, session, ConnKind::Request);
         self.attach(session, stream, conn);
@@ -129,6 +137,7 @@ impl Server {
                 interval,
                 next_progress: interval.map(|i| now + i),
                 steps: 0,
+                burst: spec.burst,
                 orphaned: false,
                 on_abort: spec.on_abort,
                 pending_effect,
@@ -165,12 +174,23 @@ impl Server {
     pub(super) fn run_tool(&mut self, now: Instant, id: u64) {
         let Some(tool) = self.running.get_mut(&id) else { return };
         let Some(at) = tool.due_progress() else { return self.complete_tool(now, id) };
-        tool.steps += 1;
+        let first = tool.steps + 1;
+        tool.steps += tool.burst.max(1);
         tool.next_progress = tool.interval.map(|i| at + i);
-        let (session, stream) = (tool.session.clone(), tool.stream);
-        let message = ServerMessage::Progress { request: tool.request, call: tool.call, step: tool.steps };
+        let (session, stream, request, call, last) =
+            (tool.session.clone(), tool.stream, tool.request, tool.call, tool.steps);
+        if self.policy.response_mode == ResponseMode::Json {
+            // A JSON body carries only the response: progress has no wire form and is dropped
+            // before it is stored (mcp 2.3.0 streamable_http.py:1075-1081; ts 1.32.2 writes it
+            // only `if (!this._enableJsonResponse)`).
+            return;
+        }
+        // A burst (`ToolSpec::burst`): every event of the tick at the same instant, in order.
         let stamp = self.stamp(now, at);
-        self.append_stamped(now, stamp, &session, stream, Some(message));
+        for step in first..=last {
+            let message = ServerMessage::Progress { request, call, step };
+            self.append_stamped(now, stamp, &session, stream, Some(message));
+        }
     }
 
     pub(super) fn complete_tool(&mut self, now: Instant, id: u64) {

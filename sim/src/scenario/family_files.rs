@@ -12,7 +12,7 @@
 //!
 //! The keys (see `sim/scenarios/long-tool.toml` for the commented format): `name`,
 //! `description`, `extends`, `lb`, `clients`, `tool_jitter`, `latency`, `liveness_grace`,
-//! `notify_interval`, `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[[empty_resumes]]`,
+//! `notify_interval`, `notifications` (as `app.notifications`), `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[[empty_resumes]]`,
 //! `[client]`, `[server]`,
 //! `[fallback.client]` / `[fallback.server]` (set only where the profile has none) and
 //! `[faults]`. [`dump`] writes a scenario back as such a file.
@@ -46,6 +46,7 @@ const KEYS: &[&str] = &[
     "latency",
     "liveness_grace",
     "notify_interval",
+    "notifications",
     "tools",
     "calls",
     "deletes",
@@ -384,11 +385,15 @@ impl Reader<'_> {
                         other => return Err(self.err(f, format!("tools.on_abort {other:?}: ignore or stop"))),
                     }
                 }
+                "burst" => {
+                    let n = self.integer("tools.burst", f)?;
+                    tool.burst = n;
+                }
                 _ => {
                     return Err(self.file.error(
                         Pos::of(self.text, k.span().start),
                         format!(
-                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort)"
+                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort, burst)"
                         ),
                     ))
                 }
@@ -589,6 +594,7 @@ fn parse(text: &str, origin: &str) -> Result<FamilyFile, ProfileError> {
             "tool_jitter" => r.set("tool.jitter", v)?,
             "latency" => r.set("net.latency", v)?,
             "liveness_grace" => r.set("run.liveness_grace", v)?,
+            "notifications" => r.set("app.notifications", v)?,
             "notify_interval" => {
                 let d = r.opt_duration(key, v)?;
                 r.push(Entry::NotifyInterval(d), pos, vec!["notify_interval".into()]);
@@ -721,11 +727,17 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
     let _ = writeln!(out, "latency = {}", quote(&show("net.latency")?));
     let _ = writeln!(out, "liveness_grace = {}", quote(&format_duration(s.liveness_grace)));
     let _ = writeln!(out, "notify_interval = {}", quote(&s.notify_interval.map_or("none".into(), format_duration)));
+    if let Some(n) = &s.notifications {
+        let _ = writeln!(out, "notifications = {}", quote(&n.show()));
+    }
     for t in &s.tools {
         let _ =
             writeln!(out, "\n[[tools]]\nname = {}\nduration = {}", quote(&t.name), quote(&format_duration(t.duration)));
         let _ = writeln!(out, "event_interval = {}", quote(&t.event_interval.map_or("none".into(), format_duration)));
         let _ = writeln!(out, "idempotent = {}", t.idempotent);
+        if t.burst != 1 {
+            let _ = writeln!(out, "burst = {}", t.burst);
+        }
         if t.side_effect != SideEffectAt::default() {
             let _ = writeln!(out, "side_effect = \"completion\"");
         }

@@ -11,6 +11,7 @@
 pub mod families;
 pub mod family_files;
 pub mod faults;
+pub mod notifications;
 pub(crate) mod profile_files;
 pub(crate) mod script;
 pub mod settings;
@@ -276,6 +277,10 @@ pub struct Scenario {
     /// Server notifications on every session's standalone stream at this interval.
     #[serde(with = "mcpsim_model::time::serde_opt_duration")]
     pub notify_interval: Option<Duration>,
+    /// Server notifications as a workload of their own (`app.notifications`), independent of
+    /// the faults; left out of traces when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<notifications::NotificationSpec>,
     /// The faults of the run, at their times (the safety phase ends when the last heals).
     pub faults: FaultPlan,
     /// Latency of the simulated links.
@@ -346,6 +351,7 @@ impl Scenario {
             bogus_resumes: vec![],
             empty_resumes: vec![],
             notify_interval: None,
+            notifications: None,
             faults: FaultPlan::default(),
             net: NetParams { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(10) },
             liveness_grace: Duration::from_secs(300),
@@ -472,12 +478,14 @@ impl Scenario {
     pub fn last_scripted_act(&self) -> Duration {
         let deletes = self.deletes.iter().map(|d| d.at);
         let acts = deletes.chain(self.bogus_resumes.iter().map(|b| b.at));
-        acts.chain(self.empty_resumes.iter().map(|e| e.at)).max().unwrap_or(Duration::ZERO)
+        let notified = self.notifications.as_ref().and_then(|n| n.last());
+        acts.chain(self.empty_resumes.iter().map(|e| e.at)).chain(notified).max().unwrap_or(Duration::ZERO)
     }
 
     /// A run never lasts longer than this in simulated time.
     pub fn time_limit(&self) -> Duration {
-        self.liveness_deadline() + Duration::from_secs(60)
+        let notified = self.notifications.as_ref().and_then(|n| n.last()).unwrap_or_default();
+        self.liveness_deadline().max(notified) + Duration::from_secs(60)
     }
 
     /// What is wrong with the scenario's clients, if anything: there must be at least one, and

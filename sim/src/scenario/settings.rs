@@ -28,12 +28,15 @@
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 //! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
 //! | `server.max_sessions` | none, or at least 1 |
+//! | `tool.burst` | 1 to [`MAX_BURST`] (1000) events a tick |
+//! | `app.notifications` | an interval of at least 1 ms, a count (at least 1) or an end after `from` |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
 use super::{profile_files, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{
-    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_HOPS, MAX_REPLICAS,
+    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_BURST, MAX_HOPS,
+    MAX_REPLICAS,
 };
 use mcpsim_model::profiles::{self, known_paths_ref, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
@@ -114,7 +117,7 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         "server" => known_paths_ref(Role::Server),
         "lb" => known_paths_ref(Role::Lb),
         _ => {
-            tool_fields = ["duration", "event_interval", "idempotent", "side_effect", "on_abort"]
+            tool_fields = ["duration", "event_interval", "idempotent", "side_effect", "on_abort", "burst"]
                 .into_iter()
                 .map(String::from)
                 .collect();
@@ -772,6 +775,20 @@ pub const SETTINGS: &[Setting] = &[
         show: super::script::show_calls,
     },
     Setting {
+        key: "app.notifications",
+        targets: &["notifications", "notify_interval"],
+        help: "server notifications on every session's standalone stream, independent of faults: INTERVAL[,count=N][,from=T][,until=T] (a count or an end is needed), or none; replaces the family's notify_interval (notifications only until the faults heal)",
+        apply: |s, v| {
+            s.notify_interval = None;
+            s.notifications = match v {
+                "none" | "" => None,
+                v => Some(super::notifications::NotificationSpec::parse(v)?),
+            };
+            Ok(())
+        },
+        show: |s| s.notifications.as_ref().map_or("none".into(), |n| n.show()),
+    },
+    Setting {
         key: "app.operator_deletes",
         targets: &["deletes"],
         help: "times an operator DELETEs a client's session from outside it: 2m (client 0) or 2m@1, comma-separated, or none",
@@ -930,6 +947,9 @@ pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     let mut out = Vec::new();
     span(&mut out, "duration", t.duration);
     opt_span(&mut out, "event_interval", t.event_interval, MIN_EVENT_INTERVAL, "a silent tool");
+    if !(1..=MAX_BURST).contains(&t.burst) {
+        out.push(problem("burst", format!("{} events a tick: 1 to {MAX_BURST}", t.burst)));
+    }
     out
 }
 
@@ -949,6 +969,34 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     fraction(&mut out, "tool_jitter", s.tool_jitter);
     opt_span(&mut out, "notify_interval", s.notify_interval, MIN_EVENT_INTERVAL, "no notifications");
     span(&mut out, "liveness_grace", s.liveness_grace);
+    if let Some(n) = &s.notifications {
+        span(&mut out, "notifications.interval", n.interval);
+        if n.interval < MIN_EVENT_INTERVAL {
+            out.push(problem("notifications.interval", "notifications need an interval of at least 1ms".to_string()));
+        }
+        span(&mut out, "notifications.from", n.from);
+        if let Some(u) = n.until {
+            span(&mut out, "notifications.until", u);
+            if u <= n.from {
+                out.push(problem("notifications.until", "the end must come after from".to_string()));
+            }
+        }
+        match n.count {
+            Some(0) => out.push(problem("notifications.count", "0 notifications: write none for no notifications")),
+            Some(c) if n.interval.saturating_mul(c) > MAX_DURATION => out.push(problem(
+                "notifications.count",
+                format!("{c} notifications every {:?} outlast a run (at most 24h)", n.interval),
+            )),
+            None if n.until.is_none() => out.push(problem(
+                "notifications",
+                "notifications need a count or an end (count=N or until=T): a run must end".to_string(),
+            )),
+            _ => {}
+        }
+        if s.notify_interval.is_some() {
+            out.push(problem("notifications", "set notify_interval or app.notifications, not both".to_string()));
+        }
+    }
     if !(1..=MAX_CLIENTS).contains(&s.clients) {
         out.push(problem("clients", format!("{} clients: a scenario has 1 to {MAX_CLIENTS}", s.clients)));
     }

@@ -416,6 +416,13 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         dims.push(family_or("lb.upstream_keep_alive", choice(&["true", "false"])));
         dims.push(family_or("lb.retry_upstream", choice(&["never", "idempotent", "any"])));
         dims.push(family_or("server.keep_alive_timeout", optional((1u64..=120).prop_map(secs).boxed())));
+        // Notifications as a workload (`app.notifications`): every 1 to 30 s, up to the horizon,
+        // whatever the faults. Outside the conditions only, last so earlier draws keep their order.
+        let horizon = space.horizon.as_secs().max(2);
+        dims.push(family_or(
+            "app.notifications",
+            (1u64..=30).prop_map(move |i| format!("{i}s,until={horizon}s")).boxed(),
+        ));
     }
     dims.boxed()
 }
@@ -911,6 +918,7 @@ mod tests {
         "lb.upstream_keep_alive",
         "lb.retry_upstream",
         "server.keep_alive_timeout",
+        "app.notifications",
     ];
 
     fn drawn_keys(space: &Space, n: usize) -> std::collections::BTreeSet<String> {
@@ -1070,6 +1078,7 @@ mod tests {
             "client.http.keep_alive",
             "lb.upstream_keep_alive",
             "server.keep_alive_timeout",
+            "app.notifications",
         ] {
             assert!(!drawn.contains(key), "{key} varied inside the conditions");
         }

@@ -152,6 +152,30 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
     if let Some(interval) = world.scenario.notify_interval.filter(|i| micros(*i) > 0) {
         madsim::task::spawn(notifier(world.clone(), store, epoch, micros(interval)));
     }
+    if world.scenario.notifications.is_some() {
+        madsim::task::spawn(workload_notifier(world.clone(), store, epoch));
+    }
+}
+
+/// Server notifications as a workload (`app.notifications`): at each tick of the schedule,
+/// whatever the faults, while this process lives.
+async fn workload_notifier(world: Arc<World>, store: usize, epoch: u32) {
+    let Some(spec) = world.scenario.notifications.clone() else { return };
+    loop {
+        let now = std::time::Duration::from_micros(world.rec.now().as_micros());
+        let Some(at) = spec.next_after(now) else { return };
+        madsim::time::sleep_until(world.rec.deadline(Instant(micros(at)))).await;
+        let current = world.with_store(store, |core| {
+            if core.epoch == epoch {
+                core.server.notify_all(world.rec.now());
+                core.drain(&world);
+            }
+            core.epoch == epoch
+        });
+        if current != Some(true) {
+            return;
+        }
+    }
 }
 
 /// Replica `replica`'s main task: its server process (with local stores), then the listener.

@@ -126,6 +126,7 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
         idempotent: false,
         side_effect: SideEffectAt::Start,
         on_abort: OnAbort::Stop,
+        ..ToolSpec::default()
     }];
     s.calls = vec![CallSpec::new(Duration::ZERO, 0, "probe_work")];
     let at = |t: u64, fault: Fault| PlannedFault { at: ms(t), fault };

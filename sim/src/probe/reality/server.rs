@@ -39,6 +39,7 @@ pub fn mirror(probe_scenario: &str, profile: &str) -> Result<Scenario, &'static 
         // probe_work adds to its start counter first and checks the SDK's abort signal each tick.
         side_effect: SideEffectAt::Start,
         on_abort: OnAbort::Stop,
+        ..ToolSpec::default()
     };
     let call = || vec![CallSpec::new(Duration::ZERO, 0, "probe_work")];
     let reset = |at: u64| FaultPlan::new(vec![PlannedFault { at: ms(at), fault: Fault::Reset }]);
