@@ -1,21 +1,31 @@
 //! Scenarios: a named family of workload, tools, load balancer and faults, with the client and
 //! server profiles it runs, and every parameter a user may change with `--set key=value`.
 //!
-//! - [`families`]: the named scenario families, as files ([`family_files`]).
-//! - [`settings`]: the settable keys and the one validation of a scenario.
-//! - `profile_files`: profiles named on the command line, built-in or TOML files.
-//! - [`faults`]: the fault plan.
-//! - `script`: a call script and operator deletes as one `--set` value (`app.calls`,
-//!   `app.operator_deletes`).
+//! The folder reads top-down, each file using only those above it:
+//!
+//! - [`files`]: the bytes of a file a command names (a profile, a family, a deployment), capped.
+//! - `layers`: a profile as its `extends` chain of layers, resolved and validated, a problem
+//!   located in the file that set it.
+//! - [`faults`]: the fault plan; `script`: a call script and operator deletes as one `--set`
+//!   value (`app.calls`, `app.operator_deletes`).
+//! - [`settings`]: the settable keys (one table: each a field's path, an alias of paths, or a
+//!   value syntax of its own) and the one validation of a scenario (`problems`).
+//! - `profile_files`: profiles named on the command line, built-in or TOML files, by the
+//!   settings' rules; [`families`]: the built-in family files' names and texts;
+//!   [`family_files`]: a family file read and applied through the settings.
+//! - this file: [`Scenario`], built from a family and profiles, then `--set` overrides.
 
 pub mod families;
 pub mod family_files;
 pub mod faults;
+pub mod files;
+pub(crate) mod layers;
 pub(crate) mod profile_files;
 pub(crate) mod script;
 pub mod settings;
 
-pub use families::{describe, SCENARIO_NAMES};
+pub use families::SCENARIO_NAMES;
+pub use family_files::describe;
 pub use settings::{fault_setting, parse_override, setting, Setting, SETTINGS};
 
 use crate::error::SimError;
@@ -355,7 +365,7 @@ impl Scenario {
         let mut scenario = if profile_files::is_path(name) {
             family_files::load(std::path::Path::new(name), base)?
         } else {
-            families::apply(name, base).ok_or_else(|| SimError::UnknownScenario {
+            family_files::builtin(name, base).ok_or_else(|| SimError::UnknownScenario {
                 name: name.to_string(),
                 known: format!("{}; or a path to a .toml file", SCENARIO_NAMES.join(", ")),
             })??
@@ -401,11 +411,6 @@ impl Scenario {
     /// The tool of that name.
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
-    }
-
-    /// The one tool most scenarios have, for the `tool.*` keys.
-    fn main_tool(&mut self) -> Result<&mut ToolSpec, String> {
-        self.tools.first_mut().ok_or_else(|| "this scenario has no tool".to_string())
     }
 
     /// A call's tool at its worst (jitter), and the re-issues its `on_error` may add.

@@ -30,11 +30,10 @@
 //! | `server.max_sessions` | none, or at least 1 |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
-use super::{profile_files, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
+pub(crate) use super::layers::Problem;
+use super::{layers, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
-use mcpsim_model::config::{
-    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_HOPS, MAX_REPLICAS,
-};
+use mcpsim_model::config::{ClientPolicy, LbConfig, ServerPolicy, ToolSpec, MAX_HOPS, MAX_REPLICAS};
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
 use serde_json::Value;
@@ -125,35 +124,70 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
     Ok(path.into_iter().chain(rest.iter().map(|r| r.to_string())).collect())
 }
 
-/// Sets one field by its path, reading the value by the type of the one it replaces.
+/// Sets one field by its key (`client.reconnect.jitter`, `tool.duration`), reading the value by
+/// the type of the one it replaces.
 fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
-    let path = field_path(key)?;
+    apply_path(s, &field_path(key)?, value)
+}
+
+/// Sets the field at a dotted serde path of the scenario (`tools.0.duration`, `tool_jitter`),
+/// reading the value by the type of the one it replaces.
+fn apply_path<P: AsRef<str>>(s: &mut Scenario, path: &[P], value: &str) -> Result<(), String> {
     let mut json = serde_json::to_value(&*s).map_err(|e| e.to_string())?;
     let (last, parents) = path.split_last().expect("a field path has a field");
+    let last = last.as_ref();
+    let parents: Vec<&str> = parents.iter().map(AsRef::as_ref).collect();
     let mut node = &mut json;
-    for part in parents {
+    for part in &parents {
         node = match node {
             // A table left out at its default (`client.http`) is written in empty: serde fills
             // in the fields not set.
-            Value::Object(m) => Some(m.entry(part.as_str()).or_insert_with(|| Value::Object(Default::default()))),
+            Value::Object(m) => Some(m.entry(*part).or_insert_with(|| Value::Object(Default::default()))),
             Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
             _ => None,
         }
         .ok_or_else(|| format!("this scenario has no {}", parents.join(".")))?;
     }
     let fields = node.as_object_mut().ok_or_else(|| format!("{} is not a table", parents.join(".")))?;
-    let current = fields.get(last.as_str()).cloned().unwrap_or(Value::Null);
+    let current = fields.get(last).cloned().unwrap_or(Value::Null);
     let new = profiles::value_from_text(last, value, &current)?;
-    match (fields.get_mut(last.as_str()), new) {
+    match (fields.get_mut(last), new) {
         (Some(Value::Object(old)), Value::Object(new)) if !new.contains_key("kind") => old.extend(new),
         (_, new) => {
-            fields.insert(last.clone(), new);
+            fields.insert(last.to_string(), new);
         }
     }
-    let (client_arg, server_arg, scenario_arg) = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
-    (new.client_arg, new.server_arg, new.scenario_arg) = (client_arg, server_arg, scenario_arg);
+    (new.client_arg, new.server_arg, new.scenario_arg) =
+        (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     *s = new;
+    Ok(())
+}
+
+/// The value of the field at a dotted serde path, written the way `apply_path` reads it
+/// (`none` for an absent value, durations as traces write them).
+fn show_path(s: &Scenario, path: &str) -> String {
+    let json = serde_json::to_value(s).unwrap_or(Value::Null);
+    let node = path.split('.').try_fold(&json, |node, part| match node {
+        Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => node.get(part),
+    });
+    match node {
+        None | Some(Value::Null) => "none".into(),
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(n)) if n.is_f64() => n.as_f64().map(|x| x.to_string()).unwrap_or_default(),
+        Some(other) => profiles::toml_value(other),
+    }
+}
+
+/// A short key that is an alias of fields: sets each of `paths` to `value` (any of `none_words`
+/// meaning `none`).
+fn apply_alias(s: &mut Scenario, paths: &[&str], none_words: &[&str], value: &str) -> Result<(), String> {
+    let value = if none_words.contains(&value) { "none" } else { value };
+    for path in paths {
+        let parts: Vec<&str> = path.split('.').collect();
+        apply_path(s, &parts, value)?;
+    }
     Ok(())
 }
 
@@ -241,23 +275,6 @@ fn show_opt_duration(d: Option<Duration>) -> String {
     d.map(format_duration).unwrap_or_else(|| "none".to_string())
 }
 
-fn positive_f64(v: &str) -> Result<f64, String> {
-    let x: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
-    if x.is_finite() && x > 0.0 {
-        Ok(x)
-    } else {
-        Err(format!("{v:?} must be a positive number"))
-    }
-}
-
-fn parse_bool(v: &str) -> Result<bool, String> {
-    match v {
-        "true" | "yes" | "on" => Ok(true),
-        "false" | "no" | "off" => Ok(false),
-        _ => Err(format!("{v:?} is not true or false")),
-    }
-}
-
 fn replace_times(s: &mut Scenario, kind: &str, v: &str, make: fn() -> Fault) -> Result<(), String> {
     s.faults.remove_kind(kind);
     if v != "none" {
@@ -280,18 +297,6 @@ fn show_times(s: &Scenario, kind: &str) -> String {
     } else {
         times.join(",")
     }
-}
-
-/// Reads an answer to an unhonourable id in the trace spelling (`gone410`) or an older one (`410`).
-fn unhonourable(v: &str) -> Result<Unhonourable, String> {
-    serde_json::from_value(profiles::string_value("evicted_id", v)).map_err(|_| {
-        format!("{v:?} is not one of gone410 (or 410), conflict409 (or 409), silent-head, from-oldest, empty-closed, empty-open")
-    })
-}
-
-/// Writes an answer the way traces do.
-fn show_unhonourable(u: Unhonourable) -> String {
-    serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 /// Replaces every fault of `kind` by the `TARGET@TIME` list in `v` (or none).
@@ -330,10 +335,6 @@ fn show_targeted(s: &Scenario, kind: &str) -> String {
     }
 }
 
-fn show_count(n: Option<u32>) -> String {
-    n.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
-}
-
 /// Reads the `lb` key: a profile name, a file, or an inline table (`{ idle_timeout = "2m" }`).
 fn lb_profile(v: &str) -> Result<LbConfig, String> {
     if v.starts_with('{') {
@@ -343,7 +344,7 @@ fn lb_profile(v: &str) -> Result<LbConfig, String> {
         }
         return serde_json::from_value(base).map_err(|e| e.to_string());
     }
-    profile_files::lb(v).map_err(|e| e.to_string())
+    layers::load(Role::Lb, v, profiles::lb, lb_problems).map_err(|e| e.to_string())
 }
 
 fn show_lb(lb: &LbConfig) -> String {
@@ -369,7 +370,23 @@ fn show_lb(lb: &LbConfig) -> String {
     format!("{{ {} }}", fields.join(", "))
 }
 
-/// Every short key. One table: `--set`, `mcpsim profiles` and the sweeps all read it.
+/// A short key that is an alias of fields: it sets each of its paths to its value, read by the
+/// field's type, and shows the first (`none = WORD`: an older spelling of `none` it also reads).
+macro_rules! alias {
+    ($key:literal => [$($path:literal),+], $help:literal $(, none = $none:literal)?) => {
+        Setting {
+            key: $key,
+            targets: &[$($path),+],
+            help: $help,
+            apply: |s, v| apply_alias(s, &[$($path),+], &[$($none)?], v),
+            show: |s| show_path(s, [$($path),+][0]),
+        }
+    };
+}
+
+/// Every short key, in one table that `--set`, `mcpsim profiles` and the sweeps all read: most
+/// are aliases of fields ([`alias!`]: the value is read and shown as the field's own), the rest a
+/// value syntax of their own over several fields (a profile, a fault list, a call script).
 pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "lb",
@@ -381,88 +398,13 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| show_lb(&s.lb),
     },
-    Setting {
-        key: "lb.idle_timeout",
-        targets: &["lb.idle_timeout"],
-        help: "load balancer closes a connection silent this long (duration or none)",
-        apply: |s, v| {
-            s.lb.idle_timeout = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.lb.idle_timeout),
-    },
-    Setting {
-        key: "server.retention",
-        targets: &["server.retention.max_events"],
-        help: "events kept per stream (a count, or none for unbounded)",
-        apply: |s, v| {
-            s.server.retention.max_events = match v {
-                "unbounded" | "none" => None,
-                n => Some(n.parse().map_err(|_| format!("{n:?} is not a count or unbounded"))?),
-            };
-            Ok(())
-        },
-        show: |s| show_count(s.server.retention.max_events),
-    },
-    Setting {
-        key: "server.retention_window",
-        targets: &["server.retention.window"],
-        help: "events older than this are evicted (duration or none)",
-        apply: |s, v| {
-            s.server.retention.window = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.server.retention.window),
-    },
-    Setting {
-        key: "server.unhonourable",
-        targets: &["server.evicted_id", "server.unknown_id"],
-        help: "answer to an evicted or unknown Last-Event-ID: gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open",
-        apply: |s, v| {
-            let u = unhonourable(v)?;
-            s.server.evicted_id = u;
-            s.server.unknown_id = u;
-            Ok(())
-        },
-        show: |s| show_unhonourable(s.server.evicted_id),
-    },
-    Setting {
-        key: "server.store",
-        targets: &["server.store"],
-        help: "event store scope: per-session, or shared-by-request-id (one store for all sessions)",
-        apply: |s, v| {
-            s.server.store = match v {
-                "per-session" => StoreScope::PerSession,
-                "shared-by-request-id" => StoreScope::SharedByRequestId,
-                _ => return Err(format!("{v:?} is not per-session or shared-by-request-id")),
-            };
-            Ok(())
-        },
-        show: |s| match s.server.store {
-            StoreScope::PerSession => "per-session".into(),
-            StoreScope::SharedByRequestId => "shared-by-request-id".into(),
-        },
-    },
-    Setting {
-        key: "server.idle_ttl",
-        targets: &["server.idle_ttl"],
-        help: "server expires an idle session after this (duration or none)",
-        apply: |s, v| {
-            s.server.idle_ttl = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.server.idle_ttl),
-    },
-    Setting {
-        key: "server.keepalive",
-        targets: &["server.keepalive"],
-        help: "interval of SSE keep-alive comments (duration or none)",
-        apply: |s, v| {
-            s.server.keepalive = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.server.keepalive),
-    },
+    alias!("lb.idle_timeout" => ["lb.idle_timeout"], "load balancer closes a connection silent this long (duration or none)"),
+    alias!("server.retention" => ["server.retention.max_events"], "events kept per stream (a count, or none for unbounded)", none = "unbounded"),
+    alias!("server.retention_window" => ["server.retention.window"], "events older than this are evicted (duration or none)"),
+    alias!("server.unhonourable" => ["server.evicted_id", "server.unknown_id"], "answer to an evicted or unknown Last-Event-ID: gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open"),
+    alias!("server.store" => ["server.store"], "event store scope: per-session, or shared-by-request-id (one store for all sessions)"),
+    alias!("server.idle_ttl" => ["server.idle_ttl"], "server expires an idle session after this (duration or none)"),
+    alias!("server.keepalive" => ["server.keepalive"], "interval of SSE keep-alive comments (duration or none)"),
     Setting {
         key: "server.retry",
         targets: &["server.retry_ms"],
@@ -473,60 +415,11 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| show_opt_duration(s.server.retry_ms.map(Duration::from_millis)),
     },
-    Setting {
-        key: "server.idempotency_keys",
-        targets: &["server.honour_idempotency_keys"],
-        help: "server honours idempotency keys across sessions (true/false; a mitigation)",
-        apply: |s, v| {
-            s.server.honour_idempotency_keys = parse_bool(v)?;
-            Ok(())
-        },
-        show: |s| s.server.honour_idempotency_keys.to_string(),
-    },
-    Setting {
-        key: "tool.duration",
-        targets: &["tools.0.duration"],
-        help: "how long the scenario's tool runs (duration)",
-        apply: |s, v| {
-            s.main_tool()?.duration = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| s.tools.first().map(|t| format_duration(t.duration)).unwrap_or_default(),
-    },
-    Setting {
-        key: "tool.event_interval",
-        targets: &["tools.0.event_interval"],
-        help: "interval of the tool's progress events (duration or none)",
-        apply: |s, v| {
-            s.main_tool()?.event_interval = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.tools.first().and_then(|t| t.event_interval)),
-    },
-    Setting {
-        key: "tool.idempotent",
-        targets: &["tools.0.idempotent"],
-        help: "whether running the tool twice is harmless (true/false)",
-        apply: |s, v| {
-            s.main_tool()?.idempotent = parse_bool(v)?;
-            Ok(())
-        },
-        show: |s| s.tools.first().map(|t| t.idempotent.to_string()).unwrap_or_default(),
-    },
-    Setting {
-        key: "tool.jitter",
-        targets: &["tool_jitter"],
-        help: "relative jitter of tool durations drawn from the seed (0.1 = ±10%)",
-        apply: |s, v| {
-            let j: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
-            if !(0.0..1.0).contains(&j) {
-                return Err("jitter must be in [0, 1)".into());
-            }
-            s.tool_jitter = j;
-            Ok(())
-        },
-        show: |s| s.tool_jitter.to_string(),
-    },
+    alias!("server.idempotency_keys" => ["server.honour_idempotency_keys"], "server honours idempotency keys across sessions (true/false; a mitigation)"),
+    alias!("tool.duration" => ["tools.0.duration"], "how long the scenario's tool runs (duration)"),
+    alias!("tool.event_interval" => ["tools.0.event_interval"], "interval of the tool's progress events (duration or none)"),
+    alias!("tool.idempotent" => ["tools.0.idempotent"], "whether running the tool twice is harmless (true/false)"),
+    alias!("tool.jitter" => ["tool_jitter"], "relative jitter of tool durations drawn from the seed (0.1 = ±10%)"),
     Setting {
         key: "fault.partition",
         targets: &["faults.partition"],
@@ -630,86 +523,13 @@ pub const SETTINGS: &[Setting] = &[
             }
         },
     },
-    Setting {
-        key: "client.backoff_initial",
-        targets: &["client.reconnect.initial"],
-        help: "first reconnect delay (duration)",
-        apply: |s, v| {
-            s.client.reconnect.initial = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| format_duration(s.client.reconnect.initial),
-    },
-    Setting {
-        key: "client.backoff_factor",
-        targets: &["client.reconnect.factor"],
-        help: "growth factor of the reconnect delay",
-        apply: |s, v| {
-            s.client.reconnect.factor = positive_f64(v)?;
-            Ok(())
-        },
-        show: |s| s.client.reconnect.factor.to_string(),
-    },
-    Setting {
-        key: "client.backoff_max",
-        targets: &["client.reconnect.max"],
-        help: "cap of the reconnect delay (duration)",
-        apply: |s, v| {
-            s.client.reconnect.max = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| format_duration(s.client.reconnect.max),
-    },
-    Setting {
-        key: "client.max_attempts",
-        targets: &["client.reconnect.max_attempts"],
-        help: "consecutive failed reconnects before giving up (a count, or none for unlimited)",
-        apply: |s, v| {
-            s.client.reconnect.max_attempts = match v {
-                "unlimited" | "none" => None,
-                n => Some(n.parse().map_err(|_| format!("{n:?} is not a count or unlimited"))?),
-            };
-            Ok(())
-        },
-        show: |s| show_count(s.client.reconnect.max_attempts),
-    },
-    Setting {
-        key: "client.persistence",
-        targets: &["client.persistence"],
-        help: "where the client keeps session id and last event ids: durable or volatile",
-        apply: |s, v| {
-            s.client.persistence = match v {
-                "durable" => Persistence::Durable,
-                "volatile" => Persistence::Volatile,
-                _ => return Err(format!("{v:?} is not durable or volatile")),
-            };
-            Ok(())
-        },
-        show: |s| match s.client.persistence {
-            Persistence::Durable => "durable".into(),
-            Persistence::Volatile => "volatile".into(),
-        },
-    },
-    Setting {
-        key: "client.request_timeout",
-        targets: &["client.request_timeout"],
-        help: "client gives up on a call after this and cancels it (duration or none)",
-        apply: |s, v| {
-            s.client.request_timeout = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.client.request_timeout),
-    },
-    Setting {
-        key: "client.idempotency_keys",
-        targets: &["client.send_idempotency_keys"],
-        help: "client sends an idempotency key with every tool call (true/false; a mitigation)",
-        apply: |s, v| {
-            s.client.send_idempotency_keys = parse_bool(v)?;
-            Ok(())
-        },
-        show: |s| s.client.send_idempotency_keys.to_string(),
-    },
+    alias!("client.backoff_initial" => ["client.reconnect.initial"], "first reconnect delay (duration)"),
+    alias!("client.backoff_factor" => ["client.reconnect.factor"], "growth factor of the reconnect delay"),
+    alias!("client.backoff_max" => ["client.reconnect.max"], "cap of the reconnect delay (duration)"),
+    alias!("client.max_attempts" => ["client.reconnect.max_attempts"], "consecutive failed reconnects before giving up (a count, or none for unlimited)", none = "unlimited"),
+    alias!("client.persistence" => ["client.persistence"], "where the client keeps session id and last event ids: durable or volatile"),
+    alias!("client.request_timeout" => ["client.request_timeout"], "client gives up on a call after this and cancels it (duration or none)"),
+    alias!("client.idempotency_keys" => ["client.send_idempotency_keys"], "client sends an idempotency key with every tool call (true/false; a mitigation)"),
     Setting {
         key: "net.latency",
         targets: &["net"],
@@ -725,17 +545,9 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| format!("{}..{}", format_duration(s.net.latency_min), format_duration(s.net.latency_max)),
     },
+    alias!("run.liveness_grace" => ["liveness_grace"], "after the faults heal and the last tool is due, calls must resolve within this (duration)"),
     Setting {
-        key: "run.liveness_grace",
-        targets: &["liveness_grace"],
-        help: "after the faults heal and the last tool is due, calls must resolve within this (duration)",
-        apply: |s, v| {
-            s.liveness_grace = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| format_duration(s.liveness_grace),
-    },
-    Setting {
+        // Not an alias: the field is left out of traces at its default, so it has no value to show by path.
         key: "run.max_reconnects_per_hour",
         targets: &["max_reconnects_per_hour"],
         help: "bounded-reconnects: the most stream reconnects a client may make in any hour (a count)",
@@ -777,14 +589,6 @@ pub const SETTINGS: &[Setting] = &[
 // ---------------------------------------------------------------------------------------------
 // Validation: the one place
 // ---------------------------------------------------------------------------------------------
-
-/// Something a scenario may not ask for: the field (dotted serde path, relative to the policy for
-/// the `*_problems` of one policy) and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Problem {
-    pub path: String,
-    pub message: String,
-}
 
 fn problem(path: &str, message: impl Into<String>) -> Problem {
     Problem { path: path.to_string(), message: message.into() }
@@ -1044,7 +848,7 @@ pub(crate) fn key_for(path: &str) -> String {
 mod tests {
     use super::*;
     use crate::scenario::ScenarioArgs;
-    use mcpsim_model::config::{CloseHandling, On404, SecondGet};
+    use mcpsim_model::config::{CloseHandling, On404, SecondGet, Unhonourable};
 
     fn scenario() -> Scenario {
         Scenario::build("chatty-tool", "reference", "reference").expect("a built-in scenario")
