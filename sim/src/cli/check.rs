@@ -137,7 +137,7 @@ pub(crate) fn merge_check(dirs: &[PathBuf], format: &str, output: Option<&Path>)
                 .iter()
                 .map(|f| mitigation(f).map(|m| m.name).map_err(|e| bad(e.to_string())))
                 .collect::<Result<Vec<_>, _>>()?;
-            cells.push((r.index, (r.tally.tally().map_err(bad)?, fixes)));
+            cells.push((r.index, (r.tally.tally(q.seeds).map_err(bad)?, fixes)));
         }
         indexed.push((shard, cells));
     }

@@ -60,6 +60,12 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         }
         check_writable(&dir.join(shard::file_name("matrix")))?;
         let (total, cells) = matrix::run_matrix_part(&spec, |i| shard.owns(i), &Bar::new("matrix shard"))?;
+        // What the compatibility document says of each broken cell, found here so that
+        // `merge --doc` runs nothing.
+        let cells = cells
+            .into_iter()
+            .map(|(i, c)| matrix::cell_doc(&spec, &c).map(|doc| (i, c, doc)))
+            .collect::<Result<Vec<_>, _>>()?;
         let question = shard::MatrixQuestion {
             clients: spec.clients.clone(),
             servers: spec.servers.clone(),
@@ -71,7 +77,7 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         let path = shard::write_matrix_shard(&dir, shard, &question, &cells)?;
         eprintln!("shard {shard}: {} of {total} cells → {}", cells.len(), path.display());
         eprintln!("when every shard is done: {} merge DIR... [--format md|csv|json] [--doc FILE]", program());
-        let broken = cells.iter().any(|(_, c)| c.violated());
+        let broken = cells.iter().any(|(_, c, _)| c.violated());
         return Ok(if broken { Exit::Violated } else { Exit::Clean });
     }
     if let Some(doc) = &args.doc {
@@ -137,26 +143,23 @@ pub fn cmd_merge(args: &MergeArgs) -> Result<Exit, SimError> {
 
 /// `mcpsim merge` of a `matrix --shard K/N` run: exit 1 when any cell broke an invariant.
 fn merge_matrix(args: &MergeArgs) -> Result<Exit, SimError> {
-    use crate::studies::matrix::{self, MatrixSpec};
+    use crate::studies::matrix;
     let render: fn(&[matrix::MatrixCell]) -> String = match args.format.as_deref().unwrap_or("md") {
         "md" | "markdown" => matrix::to_markdown,
         "csv" => matrix::to_csv,
         "json" => matrix::to_json,
         other => return Err(SimError::Usage(format!("unknown format {other:?} (use md, csv or json)"))),
     };
-    let (question, results) = shard::merge_matrix(&args.dirs)?;
+    let (question, merged) = shard::merge_matrix(&args.dirs)?;
+    let (results, docs): (Vec<_>, Vec<_>) = merged.into_iter().unzip();
     if let Some(doc) = &args.doc {
         check_writable(doc)?;
         check_writable(&args.traces.join("probe"))?;
     }
     print!("{}", render(&results));
     if let Some(doc) = &args.doc {
-        let mut spec = MatrixSpec::everything(question.seeds);
-        spec.clients = question.clients;
-        spec.servers = question.servers;
-        spec.scenarios = question.scenarios;
-        spec.mitigation = question.mitigation.as_deref().map(matrix::mitigation).transpose()?;
-        matrix::write_doc(&spec, &results, doc, &args.traces)?;
+        // The shards carry each broken cell's paragraph and trace: nothing runs here.
+        matrix::write_doc_from(question.seeds, &results, &docs, doc, &args.traces)?;
         println!("wrote {}", doc.display());
     }
     let broken = results.iter().any(matrix::MatrixCell::violated);

@@ -93,7 +93,7 @@ pub(crate) fn merge_sweep(dirs: &[PathBuf], csv: Option<PathBuf>, plot_path: Opt
     for (shard, _, records) in parts {
         let mut cells = Vec::new();
         for (i, record) in records {
-            cells.push((i, record.tally().map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?));
+            cells.push((i, record.tally(q.seeds).map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?));
         }
         indexed.push((shard, cells));
     }

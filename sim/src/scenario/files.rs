@@ -18,11 +18,16 @@ pub fn is_path(arg: &str) -> bool {
 /// The text of the file at `path`, at most [`MAX_INPUT_BYTES`]; the error is the reason, one
 /// line.
 pub fn read(path: &Path) -> Result<String, String> {
+    read_capped(path, MAX_INPUT_BYTES)
+}
+
+/// The text of the file at `path`, at most `cap` bytes.
+pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!("larger than {} KiB: not a file mcpsim reads", MAX_INPUT_BYTES >> 10));
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("larger than {} KiB: not a file mcpsim reads", cap >> 10));
     }
     String::from_utf8(bytes).map_err(|_| "stream did not contain valid UTF-8".to_string())
 }
