@@ -101,8 +101,8 @@ struct CheckRecord {
 /// `check --shard K/N`: the cells `i mod N = K − 1`, each with its mitigations when broken.
 fn check_shard(args: &CheckArgs, shard: Shard, dir: &Path) -> Result<Exit, SimError> {
     let origin = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| SimError::Io { path: origin.clone(), problem: e.to_string() })?;
+    let text =
+        crate::scenario::files::read(&args.file).map_err(|problem| SimError::Io { path: origin.clone(), problem })?;
     let deployment = Deployment::parse(&text, &origin)?;
     check_writable(&dir.join(shard::file_name("check")))?;
     let progress = Bar::new("check shard");

@@ -313,9 +313,13 @@ impl Reader<'_> {
         v.get_ref().as_table().ok_or_else(|| self.err(v, format!("{key} must be a table")))
     }
 
+    /// The tables of a list, refused before any is read when there are more than its cap.
     fn tables<'a, 'b>(&self, key: &str, v: &'a Spanned<'b>) -> Result<Vec<&'a Spanned<'b>>, ProfileError> {
         match v.get_ref() {
-            DeValue::Array(items) => Ok(items.iter().collect()),
+            DeValue::Array(items) => match settings::list_problem(key, items.len()) {
+                Some(p) => Err(self.err(v, format!("{}: {}", p.path, p.message))),
+                None => Ok(items.iter().collect()),
+            },
             _ => Err(self.err(v, format!("{key} must be a list of tables ([[{key}]])"))),
         }
     }

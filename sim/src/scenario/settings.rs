@@ -28,6 +28,8 @@
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 //! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
 //! | `server.max_sessions` | none, or at least 1 |
+//! | tools, calls, deletes, bogus resumes, empty resumes | at most [`MAX_TOOLS`] (32), [`MAX_CALLS`] (100), [`MAX_DELETES`] (32), [`MAX_RESUMES`] (32) each ([`LIST_CAPS`]), checked before anything else |
+//! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most [`super::layers::MAX_PROFILE_LIST`] (64) entries, checked before it is read |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
 pub(crate) use super::layers::Problem;
@@ -52,6 +54,30 @@ pub const MAX_CLIENTS: u32 = 64;
 pub const MAX_FAULTS: usize = 256;
 /// The longest one-way network latency.
 pub const MAX_LATENCY: Duration = Duration::from_secs(60);
+/// The most calls a scenario's script may have.
+pub const MAX_CALLS: usize = 100;
+/// The most tools a scenario may offer.
+pub const MAX_TOOLS: usize = 32;
+/// The most scripted deletes.
+pub const MAX_DELETES: usize = 32;
+/// The most entries of each list of scripted resumes (`bogus_resumes`, `empty_resumes`).
+pub const MAX_RESUMES: usize = 32;
+
+/// The lists of a scenario whose length is capped, each with its cap: checked first, before
+/// any rule looks at an entry, and by a family file before it reads one.
+pub const LIST_CAPS: &[(&str, usize)] = &[
+    ("tools", MAX_TOOLS),
+    ("calls", MAX_CALLS),
+    ("deletes", MAX_DELETES),
+    ("bogus_resumes", MAX_RESUMES),
+    ("empty_resumes", MAX_RESUMES),
+];
+
+/// The problem of a list of `len` entries, if it is longer than its cap.
+pub(crate) fn list_problem(list: &str, len: usize) -> Option<Problem> {
+    let (_, cap) = LIST_CAPS.iter().find(|(name, _)| *name == list)?;
+    (len > *cap).then(|| problem(list, format!("{len} entries: at most {cap}")))
+}
 
 /// A parameter `--set` can change.
 pub struct Setting {
@@ -721,8 +747,15 @@ pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     out
 }
 
-/// Everything wrong with a scenario, each field by its serde path.
+/// Everything wrong with a scenario, each field by its serde path. A list longer than its cap
+/// ([`LIST_CAPS`]) is the only problem reported: nothing looks at its entries.
 pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
+    let lens = [s.tools.len(), s.calls.len(), s.deletes.len(), s.bogus_resumes.len(), s.empty_resumes.len()];
+    let too_long: Vec<Problem> =
+        LIST_CAPS.iter().zip(lens).filter_map(|((list, _), len)| list_problem(list, len)).collect();
+    if !too_long.is_empty() {
+        return too_long;
+    }
     let prefixed = |prefix: &str, list: Vec<Problem>| {
         list.into_iter()
             .map(|p| Problem { path: format!("{prefix}.{}", p.path), message: p.message })
