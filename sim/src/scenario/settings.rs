@@ -38,6 +38,7 @@ use crate::error::SimError;
 use mcpsim_model::config::{ClientPolicy, LbConfig, ServerPolicy, ToolSpec, MAX_HOPS, MAX_REPLICAS};
 use mcpsim_model::profiles::{self, known_paths, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -653,9 +654,178 @@ fn fraction(out: &mut Vec<Problem>, path: &str, x: f64) {
     }
 }
 
+/// How one field of a policy is checked. Every field is in [`FIELD_RULES`] (a test fails for
+/// one that is not), so a new field cannot go unchecked by oversight: it gets a rule here, or
+/// `Free` (serde's reading is the whole check: an enum, a bool, a name) or `Hand` (a rule of
+/// its own in `client_problems` / `server_problems` / `lb_problems` / `problems`, where rules
+/// that span fields live).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Rule {
+    /// Any value serde reads.
+    Free,
+    /// A table: its fields have rules of their own.
+    Table,
+    /// Checked by a rule written by hand below.
+    Hand,
+    /// `none`, or a duration of at least `min` and at most [`MAX_DURATION`]; zero never means
+    /// none (`none_means` says what none does).
+    OptSpan { min: Duration, none_means: &'static str },
+    /// `none`, or a duration up to [`MAX_DURATION`], zero included (it means something: SEP-1699
+    /// polling closes a stream at once).
+    ZeroOrSpan,
+    /// An HTTP status, 100 to 599.
+    Status,
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Every field of the client, server and load-balancer policies (by its path under `client.`,
+/// `server.`, `lb.`; a list's entries as `*`) and how it is checked.
+pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
+    ("client.name", Rule::Free),
+    ("client.persistence", Rule::Free),
+    ("client.request_timeout", Rule::Hand),
+    ("client.open_standalone_stream", Rule::Free),
+    ("client.send_idempotency_keys", Rule::Free),
+    ("client.sessions", Rule::Free),
+    ("client.close_handling", Rule::Free),
+    ("client.close_handling.kind", Rule::Free),
+    ("client.close_handling.on_404", Rule::Free),
+    ("client.close_handling.on_empty_resume", Rule::Free),
+    ("client.close_handling.on_give_up", Rule::Free),
+    ("client.close_handling.resume_token_survives_recut", Rule::Free),
+    ("client.close_handling.resume_post_needs_event_id", Rule::Free),
+    ("client.timeout_resets_on_progress", Rule::Free),
+    ("client.max_unhonoured_resumes", Rule::Free),
+    ("client.report_stream_given_up", Rule::Free),
+    ("client.reconnect", Rule::Table),
+    ("client.reconnect.initial", Rule::Hand),
+    ("client.reconnect.factor", Rule::Hand),
+    ("client.reconnect.max", Rule::Hand),
+    ("client.reconnect.max_attempts", Rule::Free),
+    ("client.reconnect.counter_reset", Rule::Free),
+    ("client.reconnect.retry_field", Rule::Free),
+    ("client.reconnect.first_immediate", Rule::Free),
+    ("client.reconnect.jitter", Rule::Hand),
+    ("client.http", Rule::Table),
+    ("client.http.keep_alive", Rule::Free),
+    ("client.http.idle_expiry", Rule::OptSpan { min: MS, none_means: "no idle expiry" }),
+    ("client.http.retry", Rule::Free),
+    ("client.http.reuse_after", Rule::Free),
+    ("server.name", Rule::Free),
+    ("server.event_ids", Rule::Free),
+    ("server.store", Rule::Free),
+    ("server.replay", Rule::Free),
+    ("server.unknown_id", Rule::Free),
+    ("server.evicted_id", Rule::Free),
+    ("server.retry_ms", Rule::Hand),
+    ("server.keepalive", Rule::Hand),
+    ("server.idle_ttl", Rule::Hand),
+    ("server.idle_rule", Rule::Free),
+    ("server.delete_running_tool", Rule::Free),
+    ("server.delete_unknown_status", Rule::Status),
+    ("server.delete_status", Rule::Status),
+    ("server.second_get", Rule::Free),
+    ("server.honour_idempotency_keys", Rule::Free),
+    ("server.sessions", Rule::Free),
+    ("server.disconnect_cancels", Rule::Free),
+    ("server.retention", Rule::Table),
+    ("server.retention.max_events", Rule::Free),
+    ("server.retention.window", Rule::Hand),
+    ("server.retention.drop_on_response", Rule::Free),
+    ("server.priming", Rule::Table),
+    ("server.priming.post", Rule::Free),
+    ("server.priming.standalone", Rule::Free),
+    ("server.priming.resume", Rule::Free),
+    ("server.keepalive_timer", Rule::Free),
+    ("server.standalone_priming", Rule::Free),
+    ("server.fresh_get", Rule::Free),
+    ("server.finished_resume", Rule::Free),
+    ("server.resumed_on_response", Rule::Free),
+    ("server.resume_while_attached", Rule::Free),
+    ("server.detached_request_events", Rule::Free),
+    ("server.close_request_streams", Rule::ZeroOrSpan),
+    ("server.close_idle_standalone", Rule::OptSpan { min: MS, none_means: "no idle close" }),
+    ("server.dead_stream", Rule::Free),
+    ("server.unknown_session", Rule::Free),
+    ("server.unknown_session_code", Rule::Free),
+    ("server.sessionless_get_status", Rule::Status),
+    ("server.idle_reset", Rule::Free),
+    ("server.expire_running_tool", Rule::Free),
+    ("server.id_stamp", Rule::Free),
+    ("server.max_sessions", Rule::Hand),
+    ("server.keep_alive_timeout", Rule::OptSpan { min: MS, none_means: "no keep-alive timeout" }),
+    ("lb.idle_timeout", Rule::Hand),
+    ("lb.max_lifetime", Rule::Hand),
+    ("lb.cut_mode", Rule::Free),
+    ("lb.hold_headers", Rule::Free),
+    ("lb.replicas", Rule::Hand),
+    ("lb.routing", Rule::Free),
+    ("lb.store", Rule::Free),
+    ("lb.hops", Rule::Hand),
+    ("lb.hops.*.idle_timeout", Rule::Hand),
+    ("lb.hops.*.max_lifetime", Rule::Hand),
+    ("lb.hops.*.comments_count", Rule::Free),
+    ("lb.hops.*.cut_mode", Rule::Free),
+    ("lb.hops.*.hold_headers", Rule::Free),
+    ("lb.hops.*.first_byte_timeout", Rule::Hand),
+    ("lb.hops.*.timeout_status", Rule::Hand),
+    ("lb.hops.*.buffer", Rule::Hand),
+    ("lb.hops.*.flush_interval", Rule::Hand),
+    ("lb.upstream_keep_alive", Rule::Free),
+    ("lb.retry_upstream", Rule::Free),
+];
+
+/// The problems [`FIELD_RULES`] finds in one policy (`role`: `client`, `server` or `lb`),
+/// each by its path relative to the policy.
+fn rule_problems(role: &str, policy: &impl Serialize) -> Vec<Problem> {
+    fn at<'a>(v: &'a Value, parts: &[&str], path: String, out: &mut Vec<(String, &'a Value)>) {
+        let join = |p: &str| if path.is_empty() { p.to_string() } else { format!("{path}.{p}") };
+        match parts.split_first() {
+            None => out.push((path, v)),
+            Some((&"*", rest)) => {
+                for (i, item) in v.as_array().into_iter().flatten().enumerate() {
+                    at(item, rest, join(&i.to_string()), out);
+                }
+            }
+            Some((part, rest)) => {
+                if let Some(next) = v.get(part) {
+                    at(next, rest, join(part), out);
+                }
+            }
+        }
+    }
+    let json = serde_json::to_value(policy).unwrap_or(Value::Null);
+    let prefix = format!("{role}.");
+    let mut out = Vec::new();
+    for (path, rule) in FIELD_RULES {
+        let Some(rel) = path.strip_prefix(&prefix) else { continue };
+        let mut values = Vec::new();
+        at(&json, &rel.split('.').collect::<Vec<_>>(), String::new(), &mut values);
+        for (path, v) in values {
+            let duration = || v.as_str().and_then(|t| parse_duration(t).ok());
+            match rule {
+                Rule::Free | Rule::Table | Rule::Hand => {}
+                Rule::OptSpan { min, none_means } => opt_span(&mut out, &path, duration(), *min, none_means),
+                Rule::ZeroOrSpan => {
+                    if let Some(d) = duration() {
+                        span(&mut out, &path, d);
+                    }
+                }
+                Rule::Status => {
+                    if let Some(status) = v.as_u64().filter(|s| !(100..=599).contains(s)) {
+                        out.push(problem(&path, format!("{status} is no HTTP status")));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// What is wrong with a client policy.
 pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out = rule_problems("client", c);
     let r = &c.reconnect;
     if r.initial < Duration::from_millis(1) {
         out.push(problem(
@@ -688,7 +858,7 @@ pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
 
 /// What is wrong with a server policy.
 pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out = rule_problems("server", s);
     opt_span(&mut out, "keepalive", s.keepalive, MIN_KEEPALIVE, "no keep-alives");
     opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
     opt_span(&mut out, "retention.window", s.retention.window, Duration::from_millis(1), "no time limit");
@@ -698,11 +868,6 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
     if let Some(ms) = s.retry_ms {
         span(&mut out, "retry_ms", Duration::from_millis(ms));
     }
-    for (path, status) in [("delete_status", s.delete_status), ("delete_unknown_status", s.delete_unknown_status)] {
-        if !(100..=599).contains(&status) {
-            out.push(problem(path, format!("{status} is no HTTP status")));
-        }
-    }
     if s.max_sessions == Some(0) {
         out.push(problem("max_sessions", "0 refuses every session: at least 1, or none for no cap"));
     }
@@ -711,7 +876,7 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
 
 /// What is wrong with a load balancer.
 pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out = rule_problems("lb", lb);
     opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
     opt_span(&mut out, "max_lifetime", lb.max_lifetime, Duration::from_millis(1), "no lifetime");
     if !(1..=MAX_REPLICAS).contains(&lb.replicas) {
@@ -791,8 +956,26 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
             ));
         }
     }
-    for d in &s.deletes {
+    for (i, d) in s.deletes.iter().enumerate() {
         span(&mut out, "deletes.at", d.at);
+        if s.deletes[..i].contains(d) {
+            let by = if d.by == super::DeleteBy::Operator { "an operator's" } else { "the application's" };
+            out.push(problem(
+                "deletes",
+                format!("{by} delete of client {}'s session at {} is given twice", d.client, format_duration(d.at)),
+            ));
+        }
+    }
+    for (i, c) in s.calls.iter().enumerate() {
+        if let Some(first) = s.calls[..i].iter().position(|o| o.call == c.call) {
+            out.push(problem(
+                "calls.call",
+                format!(
+                    "calls {first} and {i} have the same key {}: a key names one call (its re-sends share it)",
+                    c.call.0
+                ),
+            ));
+        }
     }
     for r in &s.bogus_resumes {
         span(&mut out, "bogus_resumes.at", r.at);
@@ -866,6 +1049,20 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
         ));
     }
     out
+}
+
+/// Every leaf of a policy's JSON by its path (`reconnect.initial`; a list's entries as `*`,
+/// `hops.*.idle_timeout`), a tagged table (with a `kind`) as one leaf.
+#[cfg(test)]
+pub(crate) fn leaves<'a>(v: &'a Value, path: &str, out: &mut Vec<(String, &'a Value)>) {
+    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::Object(m) if !m.contains_key("kind") => m.iter().for_each(|(k, v)| leaves(v, &at(k), out)),
+        Value::Array(items) if items.iter().any(Value::is_object) => {
+            items.iter().for_each(|v| leaves(v, &at("*"), out))
+        }
+        _ => out.push((path.to_string(), v)),
+    }
 }
 
 /// The key a user would write for a field path (for messages): the short key if one sets exactly
@@ -1031,6 +1228,65 @@ mod tests {
         header["server"]["keepalive"] = "0s".into();
         let s: Scenario = serde_json::from_value(header).expect("a well-formed header");
         assert!(s.validate().unwrap_err().to_string().starts_with("server.keepalive: 0 does not mean no keep-alives"));
+    }
+
+    #[test]
+    fn every_field_has_a_rule() {
+        let mut paths: Vec<String> = Vec::new();
+        for (role, name) in [(Role::Client, "client"), (Role::Server, "server"), (Role::Lb, "lb")] {
+            paths.extend(profiles::documented_paths(role).into_iter().map(|p| format!("{name}.{p}")));
+        }
+        // Every field a scenario serializes, of every built-in profile (lists' entries as `*`).
+        for c in profiles::CLIENT_NAMES {
+            for sv in profiles::SERVER_NAMES {
+                let s = Scenario::build("long-tool", c, sv).expect("a built-in scenario");
+                for lb in profiles::LB_NAMES {
+                    let lb = profiles::lb(lb).expect("a built-in balancer");
+                    for (role, v) in [
+                        ("client", serde_json::to_value(&s.client)),
+                        ("server", serde_json::to_value(&s.server)),
+                        ("lb", serde_json::to_value(&lb)),
+                    ] {
+                        let mut out = Vec::new();
+                        let v = v.expect("serializes");
+                        leaves(&v, "", &mut out);
+                        paths.extend(out.into_iter().map(|(p, _)| format!("{role}.{p}")));
+                    }
+                }
+            }
+        }
+        let hop = serde_json::to_value(mcpsim_model::config::HopConfig::default()).expect("serializes");
+        let mut out = Vec::new();
+        leaves(&hop, "", &mut out);
+        paths.extend(out.into_iter().map(|(p, _)| format!("lb.hops.*.{p}")));
+        let missing: BTreeSet<&String> = paths.iter().filter(|p| !FIELD_RULES.iter().any(|(r, _)| r == p)).collect();
+        assert!(missing.is_empty(), "fields without a rule in FIELD_RULES: {missing:?}");
+    }
+
+    #[test]
+    fn statuses_and_durations_of_every_field_are_checked() {
+        assert!(rejected("server.sessionless_get_status=0").contains("no HTTP status"));
+        assert!(rejected("server.delete_status=0").contains("no HTTP status"));
+        for key in ["server.close_idle_standalone", "server.keep_alive_timeout", "client.http.idle_expiry"] {
+            let e = rejected(&format!("{key}=0s"));
+            assert!(e.starts_with(key) && e.contains("write none"), "{key}: {e}");
+        }
+        // Zero means something for close_request_streams (SEP-1699 polling).
+        accepted(&[("server.close_request_streams", "0s")]);
+        assert!(
+            rejected("server.close_request_streams=25h").contains("24h")
+                || rejected("server.close_request_streams=25h").contains("1440m")
+        );
+    }
+
+    #[test]
+    fn a_delete_or_a_call_key_given_twice_is_refused() {
+        let e = rejected("app.operator_deletes=2m,2m");
+        assert!(e.contains("given twice"), "{e}");
+        let mut s = scenario();
+        let e = s.apply_overrides(&[("app.calls".into(), "1s call=0; 2s call=0".into())]).unwrap_err().to_string();
+        assert!(e.contains("the same key 0"), "{e}");
+        accepted(&[("app.operator_deletes", "2m,3m"), ("app.calls", "1s; 2s")]);
     }
 
     #[test]
