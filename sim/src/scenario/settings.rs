@@ -94,6 +94,10 @@ pub struct Setting {
     pub show: fn(&Scenario) -> String,
 }
 
+/// The key a printed command line ends in when no command line can rebuild its scenario (a
+/// scenario edited in code, see `Scenario::cli_args`): every command refuses it.
+pub const UNREPLAYABLE: &str = "unreplayable";
+
 /// The short key of that name.
 pub fn setting(key: &str) -> Result<&'static Setting, SimError> {
     SETTINGS.iter().find(|s| s.key == key).ok_or_else(|| unknown_key(key))
@@ -112,6 +116,11 @@ fn unknown_key(key: &str) -> SimError {
 /// The fields a key sets (dotted serde paths of the scenario): a short key's targets, or the path
 /// a field key stands for (`tool.duration` → `tools.0.duration`).
 pub(crate) fn targets(key: &str) -> Result<Vec<String>, SimError> {
+    if key == UNREPLAYABLE {
+        return Err(SimError::Usage(
+            "this command line was printed for a scenario edited in code whose value no --set can write (unreplayable=FIELD names it): it would run another scenario; replay its trace instead (mcpsim replay FILE)".into(),
+        ));
+    }
     if let Ok(s) = setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
