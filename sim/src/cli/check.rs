@@ -67,7 +67,7 @@ fn finish(report: &CheckReport, output: Option<&Path>, html: bool) -> Result<Exi
     let text = render_text(report);
     match (output, html) {
         (Some(out), true) => {
-            print!("{text}");
+            print!("{}", crate::report::escape::control(&text));
             write_file(out, &render_html(report, &run)?)?;
             println!("\nwrote {}", show(out));
         }
@@ -75,7 +75,7 @@ fn finish(report: &CheckReport, output: Option<&Path>, html: bool) -> Result<Exi
             write_file(out, &text)?;
             println!("wrote {}", show(out));
         }
-        (None, _) => print!("{text}"),
+        (None, _) => print!("{}", crate::report::escape::control(&text)),
     }
     Ok(if report.broken() { Exit::Violated } else { Exit::Clean })
 }

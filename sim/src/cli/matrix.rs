@@ -85,7 +85,7 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         check_writable(&args.traces.join("probe"))?;
     }
     let results = matrix::run_matrix(&spec, &Bar::new("matrix"))?;
-    print!("{}", render(&results));
+    print!("{}", crate::report::escape::control(&render(&results)));
     if let Some(doc) = &args.doc {
         matrix::write_doc(&spec, &results, doc, &args.traces)?;
         println!("wrote {}", doc.display());
@@ -156,7 +156,7 @@ fn merge_matrix(args: &MergeArgs) -> Result<Exit, SimError> {
         check_writable(doc)?;
         check_writable(&args.traces.join("probe"))?;
     }
-    print!("{}", render(&results));
+    print!("{}", crate::report::escape::control(&render(&results)));
     if let Some(doc) = &args.doc {
         // The shards carry each broken cell's paragraph and trace: nothing runs here.
         matrix::write_doc_from(question.seeds, &results, &docs, doc, &args.traces)?;

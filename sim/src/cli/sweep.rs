@@ -55,7 +55,7 @@ pub fn cmd_sweep(
 
 /// Prints the report, and draws the plot when asked.
 fn finish(report: &SweepReport, opts: &SweepOptions, plot_path: Option<&Path>) -> Result<Exit, SimError> {
-    print!("{}", render_report(report));
+    print!("{}", crate::report::escape::control(&render_report(report)));
     if let Some(csv) = &opts.csv {
         println!("csv: {}", csv.display());
     }
