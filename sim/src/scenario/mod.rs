@@ -318,6 +318,33 @@ pub struct Scenario {
     /// The `--scenario` argument when it named a file (for `cli_args`); not in traces.
     #[serde(skip)]
     pub scenario_arg: Option<String>,
+    /// The digest of the scenario as its family, profiles and recorded overrides built it: while
+    /// it still matches, no field was edited in code and `cli_args` needs no rebuild.
+    #[serde(skip)]
+    built: BuiltMark,
+}
+
+/// A digest that never makes two scenarios differ (it is a cache of how one was made).
+#[derive(Clone, Copy, Debug, Default)]
+struct BuiltMark(Option<u64>);
+
+impl PartialEq for BuiltMark {
+    fn eq(&self, _: &BuiltMark) -> bool {
+        true
+    }
+}
+
+impl Scenario {
+    /// The digest of what a replay must rebuild.
+    fn digest(&self) -> u64 {
+        let text = serde_json::to_string(&comparable(self)).unwrap_or_default();
+        mcpsim_model::trace::fnv1a(mcpsim_model::trace::FNV_OFFSET, text.as_bytes())
+    }
+
+    /// Marks the scenario as its family, profiles and recorded overrides built it.
+    fn mark_built(&mut self) {
+        self.built = BuiltMark(Some(self.digest()));
+    }
 }
 
 impl Scenario {
@@ -362,6 +389,7 @@ impl Scenario {
             client_arg: profile_files::is_path(client).then(|| client.to_string()),
             server_arg: profile_files::is_path(server).then(|| server.to_string()),
             scenario_arg: None,
+            built: BuiltMark::default(),
         };
         let mut scenario = if profile_files::is_path(name) {
             family_files::load(std::path::Path::new(name), base)?
@@ -373,6 +401,7 @@ impl Scenario {
         };
         scenario.scenario_arg = profile_files::is_path(name).then(|| name.to_string());
         scenario.validate()?;
+        scenario.mark_built();
         Ok(scenario)
     }
 
@@ -393,11 +422,16 @@ impl Scenario {
     /// # Ok::<(), SimError>(())
     /// ```
     pub fn apply_overrides(&mut self, overrides: &[(String, String)]) -> Result<(), SimError> {
+        let untouched = self.built.0.is_some_and(|d| d == self.digest());
         for (key, value) in overrides {
             settings::apply(self, key, value)?;
             self.overrides.push((key.clone(), value.clone()));
         }
-        self.validate()
+        self.validate()?;
+        if untouched {
+            self.mark_built();
+        }
+        Ok(())
     }
 
     /// Checks the scenario asks for nothing the simulator refuses (see [`settings`] for the
@@ -534,6 +568,9 @@ impl Scenario {
         let client = self.client_arg.as_deref().unwrap_or(&self.client.name);
         let server = self.server_arg.as_deref().unwrap_or(&self.server.name);
         let family = self.scenario_arg.as_deref().unwrap_or(&self.name);
+        if self.built.0.is_some_and(|d| d == self.digest()) {
+            return Ok(None);
+        }
         let recorded = settings::effective(&self.overrides);
         let mut rebuilt = Scenario::build(family, client, server).map_err(|_| "the family or a profile".to_string())?;
         for (k, v) in &recorded {
