@@ -172,11 +172,12 @@ fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
     let mut values = Vec::with_capacity(vary.values.len());
     for value in &vary.values {
         let mut scenario = base.clone();
-        (setting.apply)(&mut scenario, value).map_err(|problem| SimError::BadValue {
-            key: vary.key.clone(),
-            value: value.clone(),
-            problem,
-        })?;
+        let bad = |problem: String| SimError::BadValue { key: vary.key.clone(), value: value.clone(), problem };
+        (setting.apply)(&mut scenario, value).map_err(bad)?;
+        // The rules of the field an alias sets (a factor below 1, a zero duration) hold here too.
+        if let Err(SimError::Invalid { problem, .. }) = scenario.validate() {
+            return Err(bad(problem));
+        }
         let shown = (setting.show)(&scenario);
         if let Some(first) = seen.insert(shown.clone(), value.clone()) {
             return Err(SimError::BadValue {
@@ -866,7 +867,7 @@ mod tests {
     /// The second incident, with a jitter-free client so that advise predicts 242 events.
     fn chatty() -> Scenario {
         let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
-        s.client.reconnect.jitter = 0.0;
+        s.apply_overrides(&[("client.reconnect.jitter".into(), "0".into())]).unwrap();
         s
     }
 
