@@ -110,6 +110,69 @@ fn a_missing_a_repeated_or_a_foreign_shard_is_refused() {
     }
 }
 
+/// FNV-1a, 64 bits: the shard files' digest.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// A shard file's text with its digest line made to match its content again (an edit that a
+/// digest alone would not catch).
+fn redigest(text: &str) -> String {
+    let (_, rest) = text.split_once("\",\n").expect("a digest line");
+    let body = format!("{{\n{rest}");
+    format!("{{\n  \"digest\": \"{:016x}\",\n{rest}", fnv1a(body.as_bytes()))
+}
+
+#[test]
+fn shard_content_that_contradicts_the_run_is_refused_in_one_line() {
+    let dir = scratch("damaged");
+    for k in 1..=2 {
+        let out = run(&dir, &with(&["--shard", &format!("{k}/2"), "--shard-out", &format!("s{k}")]));
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let file = dir.join("s1/matrix-shard.json");
+    let good = std::fs::read_to_string(&file).expect("shard 1 wrote its file");
+    assert!(good.starts_with("{\n  \"digest\": \""), "{good}");
+    let refused = |text: &str, needle: &str, what: &str| {
+        std::fs::write(&file, text).expect("writable");
+        let out = mcpsim(&dir, &["merge", "s1", "s2"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: accepted\n{}", String::from_utf8_lossy(&out.stdout));
+        assert!(err.contains(needle) && err.lines().count() == 1, "{what}: {err}");
+    };
+    let edits = [
+        ("a renamed client", "\"client\": \"naive\"", "\"client\": \"nayve\"", "names \"nayve\""),
+        ("n=999", "\"tally\": {\n        \"n\": 2", "\"tally\": {\n        \"n\": 999", "999 runs"),
+        ("a count of 999 out of 2", "\"loss-free\": 2", "\"loss-free\": 999", "loss-free in 999 of 2 runs"),
+        ("a made-up invariant", "\"no-silent-event-loss\": ", "\"no-made-up-loss\": ", "unknown invariant"),
+    ];
+    for (what, from, to, needle) in edits {
+        assert!(good.contains(from), "{what}: the shard has no {from}");
+        let edited = good.replacen(from, to, 1);
+        // As damage: the digest no longer matches.
+        refused(&edited, "damaged", what);
+        // As a deliberate edit with the digest made to match: the content contradicts the run.
+        refused(&redigest(&edited), needle, what);
+    }
+    // Another run's question under this run's digest.
+    refused(&redigest(&good.replacen("\"seeds\": 2", "\"seeds\": 3", 1)), "run digest", "another question");
+    // Single-bit flips spread over the whole file: every one refused.
+    let bytes = good.as_bytes();
+    for i in 0..50 {
+        let at = i * (bytes.len() - 1) / 49;
+        let mut flipped = bytes.to_vec();
+        flipped[at] ^= 1 << (i % 7);
+        let text = String::from_utf8_lossy(&flipped).into_owned();
+        std::fs::write(&file, &flipped).expect("writable");
+        let out = mcpsim(&dir, &["merge", "s1", "s2"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "bit {} of byte {at} flipped: accepted\n{text}", i % 7);
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    std::fs::write(&file, &good).expect("writable");
+    assert_eq!(mcpsim(&dir, &["merge", "s1", "s2"]).status.code(), Some(1), "the undamaged shards merge");
+}
+
 /// Runs `args` plus `--shard K/4 --shard-out {prefix}K` for K = 1..4 as four processes at once;
 /// returns the four directories, and asserts each exited 0 or 1.
 fn four_shards(dir: &Path, args: &[&str], prefix: &str) -> Vec<String> {

@@ -74,7 +74,7 @@ fn finish(report: &CheckReport, output: Option<&Path>, html: bool) -> Result<Exi
     let text = render_text(report) + &conditions_text(report)?;
     match (output, html) {
         (Some(out), true) => {
-            print!("{text}");
+            print!("{}", crate::report::escape::control(&text));
             write_file(out, &render_html(report, &run)?)?;
             println!("\nwrote {}", show(out));
         }
@@ -82,7 +82,7 @@ fn finish(report: &CheckReport, output: Option<&Path>, html: bool) -> Result<Exi
             write_file(out, &text)?;
             println!("wrote {}", show(out));
         }
-        (None, _) => print!("{text}"),
+        (None, _) => print!("{}", crate::report::escape::control(&text)),
     }
     Ok(if report.broken() { Exit::Violated } else { Exit::Clean })
 }
@@ -130,8 +130,8 @@ struct CheckRecord {
 /// `check --shard K/N`: the cells `i mod N = K − 1`, each with its mitigations when broken.
 fn check_shard(args: &CheckArgs, shard: Shard, dir: &Path) -> Result<Exit, SimError> {
     let origin = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| SimError::Io { path: origin.clone(), problem: e.to_string() })?;
+    let text =
+        crate::scenario::files::read(&args.file).map_err(|problem| SimError::Io { path: origin.clone(), problem })?;
     let deployment = Deployment::parse(&text, &origin)?;
     check_writable(&dir.join(shard::file_name("check")))?;
     let progress = Bar::new("check shard");
@@ -162,7 +162,7 @@ pub(crate) fn merge_check(dirs: &[PathBuf], format: &str, output: Option<&Path>)
         let mut cells = Vec::new();
         for r in records {
             // assemble() refuses a fix that is not one the deployment's check tries.
-            cells.push((r.index, (r.tally.tally().map_err(bad)?, r.fixes)));
+            cells.push((r.index, (r.tally.tally(q.seeds).map_err(bad)?, r.fixes)));
         }
         indexed.push((shard, cells));
     }

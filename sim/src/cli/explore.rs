@@ -6,6 +6,7 @@ use crate::error::SimError;
 use crate::report::artifacts::{
     check_writable, program, quoted_cli_args, replay_file_command, trace_file_name, write_file,
 };
+use crate::report::escape::control;
 use crate::scenario::Scenario;
 use crate::studies::shard::{self, Shard};
 use crate::studies::{guided, search};
@@ -144,7 +145,7 @@ impl Summary {
 fn print_none(runs: u64, what: &str, start_seed: u64, scenario: &Scenario, secs: f64, coverage: &Coverage) {
     println!(
         "no violation in {runs} {what} from {start_seed} of {} ({secs:.2}s, {:.0} runs/s)",
-        quoted_cli_args(scenario),
+        control(&quoted_cli_args(scenario)),
         runs as f64 / secs.max(1e-9)
     );
     print_coverage(runs, coverage);
@@ -152,7 +153,7 @@ fn print_none(runs: u64, what: &str, start_seed: u64, scenario: &Scenario, secs:
 
 /// The end of an `explore` that found a counterexample, its trace saved at `path`.
 fn print_found(s: &Summary, path: &Path, runs: u64, what: &str, secs: f64, shrink: bool, coverage: &Coverage) {
-    print!("{}", s.verdict);
+    print!("{}", control(&s.verdict));
     println!("found {} after {runs} {what} ({secs:.2}s wall, shrinking included)", s.invariant);
     if !shrink {
         println!("not shrunk (--no-shrink): {}", s.minimal);

@@ -56,6 +56,12 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         }
         check_writable(&dir.join(shard::file_name("matrix")))?;
         let (total, cells) = matrix::run_matrix_part(&spec, |i| shard.owns(i), &Bar::new("matrix shard"))?;
+        // What the compatibility document says of each broken cell, found here so that
+        // `merge --doc` runs nothing.
+        let cells = cells
+            .into_iter()
+            .map(|(i, c)| matrix::cell_doc(&spec, &c).map(|doc| (i, c, doc)))
+            .collect::<Result<Vec<_>, _>>()?;
         let question = shard::MatrixQuestion {
             clients: spec.clients.clone(),
             servers: spec.servers.clone(),
@@ -67,7 +73,7 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         let path = shard::write_matrix_shard(&dir, shard, &question, &cells)?;
         eprintln!("shard {shard}: {} of {total} cells → {}", cells.len(), path.display());
         eprintln!("when every shard is done: {} merge DIR... [--format table|md|csv|json] [--doc FILE]", program());
-        let broken = cells.iter().any(|(_, c)| c.violated());
+        let broken = cells.iter().any(|(_, c, _)| c.violated());
         return Ok(if broken { Exit::Violated } else { Exit::Clean });
     }
     if let Some(doc) = &args.doc {
@@ -75,7 +81,7 @@ pub fn cmd_matrix(args: &MatrixArgs) -> Result<Exit, SimError> {
         check_writable(&args.traces.join("probe"))?;
     }
     let results = matrix::run_matrix(&spec, &Bar::new("matrix"))?;
-    print!("{}", render(&results));
+    print!("{}", crate::report::escape::control(&render(&results)));
     if let Some(doc) = &args.doc {
         matrix::write_doc(&spec, &results, doc, &args.traces)?;
         println!("wrote {}", doc.display());
@@ -133,21 +139,17 @@ pub fn cmd_merge(args: &MergeArgs) -> Result<Exit, SimError> {
 
 /// `mcpsim merge` of a `matrix --shard K/N` run: exit 1 when any cell broke an invariant.
 fn merge_matrix(args: &MergeArgs) -> Result<Exit, SimError> {
-    use crate::studies::matrix::MatrixSpec;
     let render = renderer(args.format.as_deref().unwrap_or("table"))?;
-    let (question, results) = shard::merge_matrix(&args.dirs)?;
+    let (question, merged) = shard::merge_matrix(&args.dirs)?;
+    let (results, docs): (Vec<_>, Vec<_>) = merged.into_iter().unzip();
     if let Some(doc) = &args.doc {
         check_writable(doc)?;
         check_writable(&args.traces.join("probe"))?;
     }
-    print!("{}", render(&results));
+    print!("{}", crate::report::escape::control(&render(&results)));
     if let Some(doc) = &args.doc {
-        let mut spec = MatrixSpec::everything(question.seeds);
-        spec.clients = question.clients;
-        spec.servers = question.servers;
-        spec.scenarios = question.scenarios;
-        spec.mitigation = question.mitigation.as_deref().map(matrix::mitigation).transpose()?;
-        matrix::write_doc(&spec, &results, doc, &args.traces)?;
+        // The shards carry each broken cell's paragraph and trace: nothing runs here.
+        matrix::write_doc_from(question.seeds, &results, &docs, doc, &args.traces)?;
         println!("wrote {}", doc.display());
     }
     let broken = results.iter().any(matrix::MatrixCell::violated);

@@ -84,7 +84,7 @@ pub enum Exit {
 /// Prints a run's verdict; returns whether it violated anything. A violation comes with what
 /// happened and why, explained for `pinned` (default: the first violation).
 pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> bool {
-    print!("{}", verdict_text(scenario, seed, outcome, pinned));
+    print!("{}", crate::report::escape::control(&verdict_text(scenario, seed, outcome, pinned)));
     !outcome.violations.is_empty()
 }
 

@@ -7,6 +7,7 @@ use crate::report::artifacts::{
     check_writable, first_difference, program, read_header, read_trace, recorded_scenario, scenario_in_header,
     shell_quote, write_file,
 };
+use crate::report::escape::control;
 use crate::report::timeline;
 use crate::studies::determinism::run_twice_at_once;
 use std::path::Path;
@@ -64,10 +65,17 @@ pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimE
     let seed = recorded.header.seed;
     let outcome = run(&scenario, seed)?;
     if !quiet {
-        print!("{}", timeline::render(&outcome.trace));
+        print!("{}", control(&timeline::render(&outcome.trace)));
     }
     let verdict: Vec<String> = outcome.violations.iter().map(|v| v.invariant.to_string()).collect();
-    println!("verdict: {}", if verdict.is_empty() { "no invariant violated".to_string() } else { verdict.join(", ") });
+    println!(
+        "verdict: {}",
+        if verdict.is_empty() {
+            "no invariant violated".to_string()
+        } else {
+            control(&verdict.join(", ")).into_owned()
+        }
+    );
     let verdict_exit = if outcome.violations.is_empty() { Exit::Clean } else { Exit::Violated };
     match first_difference(&recorded, &outcome.trace) {
         None => {

@@ -27,7 +27,7 @@ pub fn cmd_show(
             write_file(out, &drawing)?;
             println!("wrote {}", out.display());
         }
-        None => print!("{drawing}"),
+        None => print!("{}", crate::report::escape::control(&drawing)),
     }
     Ok(Exit::Clean)
 }

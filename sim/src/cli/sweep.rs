@@ -55,7 +55,7 @@ pub fn cmd_sweep(
 
 /// Prints the report, and draws the plot when asked.
 fn finish(report: &SweepReport, opts: &SweepOptions, plot_path: Option<&Path>) -> Result<Exit, SimError> {
-    print!("{}", render_report(report));
+    print!("{}", crate::report::escape::control(&render_report(report)));
     if let Some(csv) = &opts.csv {
         println!("csv: {}", csv.display());
     }
@@ -93,7 +93,7 @@ pub(crate) fn merge_sweep(dirs: &[PathBuf], csv: Option<PathBuf>, plot_path: Opt
     for (shard, _, records) in parts {
         let mut cells = Vec::new();
         for (i, record) in records {
-            cells.push((i, record.tally().map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?));
+            cells.push((i, record.tally(q.seeds).map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?));
         }
         indexed.push((shard, cells));
     }

@@ -63,7 +63,17 @@ pub(crate) fn quoted_cli_args(scenario: &Scenario) -> String {
         "--scenario".to_string(),
         shell_quote(scenario.scenario_arg.as_deref().unwrap_or(&scenario.name)),
     ];
-    for (k, v) in &scenario.overrides {
+    // The recorded overrides, or those that rebuild a scenario edited in code (see `cli_args`).
+    let sets = match scenario.replay_sets() {
+        Ok(None) => scenario.overrides.clone(),
+        Ok(Some(derived)) => derived,
+        Err(field) => {
+            let mut sets = scenario.overrides.clone();
+            sets.push((crate::scenario::settings::UNREPLAYABLE.to_string(), field));
+            sets
+        }
+    };
+    for (k, v) in &sets {
         args.push("--set".to_string());
         args.push(shell_quote(&format!("{k}={v}")));
     }

@@ -6,6 +6,7 @@
 pub mod artifacts;
 pub mod cause;
 pub mod diagram;
+pub mod escape;
 #[cfg(feature = "cli")]
 pub(crate) mod explain;
 pub mod html;

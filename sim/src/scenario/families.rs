@@ -1,9 +1,6 @@
 //! Scenario families: the workload, tools and faults of each named scenario, applied over the
-//! profiles a command names. Each is a TOML file, `sim/scenarios/NAME.toml`, read by
-//! [`family_files`] (which also reads a user's own, `--scenario ./my.toml`).
-
-use super::{family_files, Scenario};
-use crate::error::SimError;
+//! profiles a command names. Each is a TOML file, `sim/scenarios/NAME.toml`, embedded here and
+//! read by `family_files.rs` (which also reads a user's own, `--scenario ./my.toml`).
 
 /// Scenario family names, in the order `mcpsim profiles` lists them.
 pub const SCENARIO_NAMES: &[&str] = &[
@@ -46,23 +43,12 @@ pub fn builtin_origin(name: &str) -> String {
     format!("sim/scenarios/{name}.toml")
 }
 
-/// One line on each scenario family: its file's `description` (empty for an unknown name).
-pub fn describe(name: &str) -> String {
-    builtin_text(name).and_then(family_files::description_of).unwrap_or_default()
-}
-
-/// The family of that name applied to `base`; `None` for an unknown name.
-pub(super) fn apply(name: &str, base: Scenario) -> Option<Result<Scenario, SimError>> {
-    let text = builtin_text(name)?;
-    Some(family_files::apply_text(text, &builtin_origin(name), name, base))
-}
-
 // The families as they were written in Rust before they became files: the test below checks each
 // file builds exactly the scenario its function did, so no trace changes a byte.
 #[cfg(test)]
 pub(super) mod rust_built {
-    use super::*;
     use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
+    use crate::scenario::Scenario;
     use crate::scenario::{CallSpec, DeleteSpec};
     use mcpsim_model::config::ToolSpec;
     use std::time::Duration;

@@ -18,7 +18,10 @@
 //! `[faults]`. [`dump`] writes a scenario back as such a file.
 
 use super::settings::{self, problems};
-use super::{profile_files, BogusResume, CallSpec, DeleteBy, DeleteSpec, EmptyResumes, OnError, ResumeId, Scenario};
+use super::{
+    families, files, profile_files, BogusResume, CallSpec, DeleteBy, DeleteSpec, EmptyResumes, OnError, ResumeId,
+    Scenario,
+};
 use crate::error::SimError;
 use mcpsim_model::config::{OnAbort, SideEffectAt, ToolSpec};
 use mcpsim_model::ids::CallKey;
@@ -127,6 +130,17 @@ pub fn description_of(text: &str) -> Option<String> {
     table.get_ref().get("description").and_then(|v| v.get_ref().as_str().map(str::to_string))
 }
 
+/// One line on each scenario family: its file's `description` (empty for an unknown name).
+pub fn describe(name: &str) -> String {
+    families::builtin_text(name).and_then(description_of).unwrap_or_default()
+}
+
+/// The built-in family of that name applied to `base`; `None` for an unknown name.
+pub(super) fn builtin(name: &str, base: Scenario) -> Option<Result<Scenario, SimError>> {
+    let text = families::builtin_text(name)?;
+    Some(apply_text(text, &families::builtin_origin(name), name, base))
+}
+
 /// Applies the built-in family file `text` (its origin `origin`) to `base`.
 pub fn apply_text(text: &str, origin: &str, name: &str, base: Scenario) -> Result<Scenario, SimError> {
     let top = parse(text, origin)?;
@@ -144,8 +158,7 @@ pub fn load(path: &Path, base: Scenario) -> Result<Scenario, SimError> {
 
 fn read(path: &Path) -> Result<FamilyFile, SimError> {
     let origin = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| SimError::Io { path: origin.clone(), problem: e.to_string() })?;
+    let text = files::read(path).map_err(|problem| SimError::Io { path: origin.clone(), problem })?;
     Ok(parse(&text, &origin)?)
 }
 
@@ -160,23 +173,23 @@ fn chain(top: FamilyFile) -> Result<Vec<FamilyFile>, SimError> {
                 .error(pos, format!("extends {name:?}: more than {MAX_EXTENDS} files deep (a cycle?)"))
                 .into());
         }
-        let next = if profile_files::is_path(&name) {
+        let next = if files::is_path(&name) {
             let dir = Path::new(&last.origin).parent().unwrap_or(Path::new(""));
             let path = dir.join(&name);
-            let text = std::fs::read_to_string(&path)
+            let text = files::read(&path)
                 .map_err(|e| last.error(pos, format!("extends {name:?}: {}: {e}", path.display())))?;
             parse(&text, &path.display().to_string())?
         } else {
-            let text = super::families::builtin_text(&name).ok_or_else(|| {
+            let text = families::builtin_text(&name).ok_or_else(|| {
                 last.error(
                     pos,
                     format!(
                         "extends {name:?}: no built-in scenario family of that name (known: {})",
-                        super::SCENARIO_NAMES.join(", ")
+                        families::SCENARIO_NAMES.join(", ")
                     ),
                 )
             })?;
-            parse(text, &super::families::builtin_origin(&name))?
+            parse(text, &families::builtin_origin(&name))?
         };
         if layers.iter().any(|l| l.origin == next.origin) {
             return Err(last.error(pos, format!("extends {name:?}: a cycle through {}", next.origin)).into());
@@ -301,9 +314,13 @@ impl Reader<'_> {
         v.get_ref().as_table().ok_or_else(|| self.err(v, format!("{key} must be a table")))
     }
 
+    /// The tables of a list, refused before any is read when there are more than its cap.
     fn tables<'a, 'b>(&self, key: &str, v: &'a Spanned<'b>) -> Result<Vec<&'a Spanned<'b>>, ProfileError> {
         match v.get_ref() {
-            DeValue::Array(items) => Ok(items.iter().collect()),
+            DeValue::Array(items) => match settings::list_problem(key, items.len()) {
+                Some(p) => Err(self.err(v, format!("{}: {}", p.path, p.message))),
+                None => Ok(items.iter().collect()),
+            },
             _ => Err(self.err(v, format!("{key} must be a list of tables ([[{key}]])"))),
         }
     }
@@ -870,7 +887,7 @@ mod tests {
         for name in SCENARIO_NAMES {
             for (c, sv) in [("reference", "reference"), ("naive", "rmcp"), ("py-sdk", "ts-sdk")] {
                 let s = Scenario::build(name, c, sv).unwrap();
-                let text = dump(&s, &families::describe(name)).unwrap();
+                let text = dump(&s, &describe(name)).unwrap();
                 let path = write(&dir, &format!("dumped-{name}.toml"), &text);
                 let mut back = Scenario::build(&path, c, sv).unwrap_or_else(|e| panic!("{e}\n{text}"));
                 assert_eq!(back.scenario_arg.as_deref(), Some(path.as_str()));

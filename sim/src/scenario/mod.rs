@@ -1,22 +1,32 @@
 //! Scenarios: a named family of workload, tools, load balancer and faults, with the client and
 //! server profiles it runs, and every parameter a user may change with `--set key=value`.
 //!
-//! - [`families`]: the named scenario families, as files ([`family_files`]).
-//! - [`settings`]: the settable keys and the one validation of a scenario.
-//! - `profile_files`: profiles named on the command line, built-in or TOML files.
-//! - [`faults`]: the fault plan.
-//! - `script`: a call script and operator deletes as one `--set` value (`app.calls`,
-//!   `app.operator_deletes`).
+//! The folder reads top-down, each file using only those above it:
+//!
+//! - [`files`]: the bytes of a file a command names (a profile, a family, a deployment), capped.
+//! - `layers`: a profile as its `extends` chain of layers, resolved and validated, a problem
+//!   located in the file that set it.
+//! - [`faults`]: the fault plan; `script`: a call script and operator deletes as one `--set`
+//!   value (`app.calls`, `app.operator_deletes`).
+//! - [`settings`]: the settable keys (one table: each a field's path, an alias of paths, or a
+//!   value syntax of its own) and the one validation of a scenario (`problems`).
+//! - `profile_files`: profiles named on the command line, built-in or TOML files, by the
+//!   settings' rules; [`families`]: the built-in family files' names and texts;
+//!   [`family_files`]: a family file read and applied through the settings.
+//! - this file: [`Scenario`], built from a family and profiles, then `--set` overrides.
 
 pub mod families;
 pub mod family_files;
 pub mod faults;
 pub mod notifications;
+pub mod files;
+pub(crate) mod layers;
 pub(crate) mod profile_files;
 pub(crate) mod script;
 pub mod settings;
 
-pub use families::{describe, SCENARIO_NAMES};
+pub use families::SCENARIO_NAMES;
+pub use family_files::describe;
 pub use settings::{fault_setting, parse_override, setting, Setting, SETTINGS};
 
 use crate::error::SimError;
@@ -26,6 +36,7 @@ use mcpsim_model::ids::CallKey;
 use mcpsim_model::time::serde_duration;
 use mcpsim_model::trace::DEFAULT_MAX_RECONNECTS_PER_HOUR;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::time::Duration;
 
 /// One tool call the application makes.
@@ -317,6 +328,33 @@ pub struct Scenario {
     /// The `--scenario` argument when it named a file (for `cli_args`); not in traces.
     #[serde(skip)]
     pub scenario_arg: Option<String>,
+    /// The digest of the scenario as its family, profiles and recorded overrides built it: while
+    /// it still matches, no field was edited in code and `cli_args` needs no rebuild.
+    #[serde(skip)]
+    built: BuiltMark,
+}
+
+/// A digest that never makes two scenarios differ (it is a cache of how one was made).
+#[derive(Clone, Copy, Debug, Default)]
+struct BuiltMark(Option<u64>);
+
+impl PartialEq for BuiltMark {
+    fn eq(&self, _: &BuiltMark) -> bool {
+        true
+    }
+}
+
+impl Scenario {
+    /// The digest of what a replay must rebuild.
+    fn digest(&self) -> u64 {
+        let text = serde_json::to_string(&comparable(self)).unwrap_or_default();
+        mcpsim_model::trace::fnv1a(mcpsim_model::trace::FNV_OFFSET, text.as_bytes())
+    }
+
+    /// Marks the scenario as its family, profiles and recorded overrides built it.
+    fn mark_built(&mut self) {
+        self.built = BuiltMark(Some(self.digest()));
+    }
 }
 
 impl Scenario {
@@ -363,17 +401,19 @@ impl Scenario {
             client_arg: profile_files::is_path(client).then(|| client.to_string()),
             server_arg: profile_files::is_path(server).then(|| server.to_string()),
             scenario_arg: None,
+            built: BuiltMark::default(),
         };
         let mut scenario = if profile_files::is_path(name) {
             family_files::load(std::path::Path::new(name), base)?
         } else {
-            families::apply(name, base).ok_or_else(|| SimError::UnknownScenario {
+            family_files::builtin(name, base).ok_or_else(|| SimError::UnknownScenario {
                 name: name.to_string(),
                 known: format!("{}; or a path to a .toml file", SCENARIO_NAMES.join(", ")),
             })??
         };
         scenario.scenario_arg = profile_files::is_path(name).then(|| name.to_string());
         scenario.validate()?;
+        scenario.mark_built();
         Ok(scenario)
     }
 
@@ -394,11 +434,16 @@ impl Scenario {
     /// # Ok::<(), SimError>(())
     /// ```
     pub fn apply_overrides(&mut self, overrides: &[(String, String)]) -> Result<(), SimError> {
+        let untouched = self.built.0.is_some_and(|d| d == self.digest());
         for (key, value) in overrides {
             settings::apply(self, key, value)?;
             self.overrides.push((key.clone(), value.clone()));
         }
-        self.validate()
+        self.validate()?;
+        if untouched {
+            self.mark_built();
+        }
+        Ok(())
     }
 
     /// Checks the scenario asks for nothing the simulator refuses (see [`settings`] for the
@@ -413,11 +458,6 @@ impl Scenario {
     /// The tool of that name.
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
-    }
-
-    /// The one tool most scenarios have, for the `tool.*` keys.
-    fn main_tool(&mut self) -> Result<&mut ToolSpec, String> {
-        self.tools.first_mut().ok_or_else(|| "this scenario has no tool".to_string())
     }
 
     /// A call's tool at its worst (jitter), and the re-issues its `on_error` may add.
@@ -510,15 +550,118 @@ impl Scenario {
 
     /// The command-line arguments that rebuild this scenario (`--client … --set …`): a profile
     /// read from a file by its path, and each override that a later one does not set again.
+    /// A scenario edited in code after it was built (`s.lb.replicas = 3`) gets the `--set`s that
+    /// rebuild its current values ([`Scenario::replay_sets`]); one that no command line can
+    /// rebuild (a field without a key, such as `clients`) ends in `--set unreplayable=FIELD`,
+    /// which every command refuses rather than run another scenario.
     pub fn cli_args(&self) -> String {
         let client = self.client_arg.as_deref().unwrap_or(&self.client.name);
         let server = self.server_arg.as_deref().unwrap_or(&self.server.name);
         let family = self.scenario_arg.as_deref().unwrap_or(&self.name);
         let mut args = format!("--client {client} --server {server} --scenario {family}");
-        for (k, v) in settings::effective(&self.overrides) {
+        let sets = match self.replay_sets() {
+            Ok(None) => settings::effective(&self.overrides),
+            Ok(Some(derived)) => derived,
+            Err(field) => {
+                let mut sets = settings::effective(&self.overrides);
+                sets.push((settings::UNREPLAYABLE.to_string(), field));
+                sets
+            }
+        };
+        for (k, v) in sets {
             args.push_str(&format!(" --set {k}={v}"));
         }
         args
+    }
+
+    /// The `--set`s that rebuild this scenario from its family and profiles: `None` when its
+    /// recorded overrides do; else overrides derived from its current values (those recorded,
+    /// then each short key and each field whose value differs); `Err(FIELD)` when a field that no
+    /// key sets differs (`clients`, `notify_interval`, scripted resumes, a tool's name).
+    pub fn replay_sets(&self) -> Result<Option<Vec<(String, String)>>, String> {
+        let client = self.client_arg.as_deref().unwrap_or(&self.client.name);
+        let server = self.server_arg.as_deref().unwrap_or(&self.server.name);
+        let family = self.scenario_arg.as_deref().unwrap_or(&self.name);
+        if self.built.0.is_some_and(|d| d == self.digest()) {
+            return Ok(None);
+        }
+        let recorded = settings::effective(&self.overrides);
+        let mut rebuilt = Scenario::build(family, client, server).map_err(|_| "the family or a profile".to_string())?;
+        for (k, v) in &recorded {
+            settings::apply(&mut rebuilt, k, v).map_err(|_| format!("--set {k}"))?;
+        }
+        let (mine, theirs) = (comparable(self), comparable(&rebuilt));
+        if mine == theirs {
+            return Ok(None);
+        }
+        let mut sets = recorded;
+        let mut set = |rebuilt: &mut Scenario, key: &str, value: String| -> Result<(), String> {
+            settings::apply(rebuilt, key, &value).map_err(|_| key.to_string())?;
+            sets.push((key.to_string(), value));
+            Ok(())
+        };
+        for setting in SETTINGS {
+            let value = (setting.show)(self);
+            if (setting.show)(&rebuilt) != value {
+                set(&mut rebuilt, setting.key, value)?;
+            }
+        }
+        let (Value::Object(mine), Value::Object(theirs)) = (comparable(self), comparable(&rebuilt)) else {
+            return Err("the scenario".into());
+        };
+        for role in ["client", "server"] {
+            let mut diffs = Vec::new();
+            leaf_differences(&mine[role], &theirs[role], role, &mut diffs);
+            for (path, value) in diffs {
+                set(&mut rebuilt, &path, value)?;
+            }
+        }
+        if self.tools.len() == rebuilt.tools.len() {
+            for i in 0..self.tools.len() {
+                let mut diffs = Vec::new();
+                leaf_differences(&mine["tools"][i], &theirs["tools"][i], &format!("tools.{i}"), &mut diffs);
+                for (path, value) in diffs {
+                    set(&mut rebuilt, &path, value)?;
+                }
+            }
+        }
+        let Value::Object(theirs) = comparable(&rebuilt) else { return Err("the scenario".into()) };
+        match mine.iter().find(|(k, v)| theirs.get(*k) != Some(v)) {
+            None => Ok(Some(sets)),
+            Some((field, _)) => Err(field.clone()),
+        }
+    }
+}
+
+/// A scenario as its trace header holds it, but for how it was made (its overrides, a search's
+/// swarm): what a replay must rebuild.
+fn comparable(s: &Scenario) -> Value {
+    let mut json = serde_json::to_value(s).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut json {
+        m.remove("overrides");
+        m.remove("swarm");
+    }
+    json
+}
+
+/// `(path, value)` for each leaf where `mine` differs from `base` (a tagged table, with a
+/// `kind`, whole), the value written as `--set` reads it.
+fn leaf_differences(mine: &Value, base: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match (mine, base) {
+        (Value::Object(m), Value::Object(b)) if !m.contains_key("kind") => {
+            for (k, v) in m {
+                if k != "name" {
+                    leaf_differences(v, b.get(k).unwrap_or(&Value::Null), &format!("{path}.{k}"), out);
+                }
+            }
+        }
+        _ if mine == base => {}
+        (Value::Null, _) => out.push((path.to_string(), "none".into())),
+        (Value::String(text), _) => out.push((path.to_string(), text.clone())),
+        (Value::Number(n), _) if n.is_f64() => {
+            out.push((path.to_string(), n.as_f64().map(|x| x.to_string()).unwrap_or_default()))
+        }
+        _ => out.push((path.to_string(), mcpsim_model::profiles::toml_value(mine))),
     }
 }
 
@@ -607,6 +750,49 @@ mod tests {
             (setting.apply)(&mut s, &shown).unwrap_or_else(|e| panic!("{}={shown}: {e}", setting.key));
             assert_eq!((setting.show)(&s), shown, "{}", setting.key);
         }
+    }
+
+    /// The scenario a printed command line builds.
+    fn rebuilt(args: &str) -> Result<Scenario, SimError> {
+        let words: Vec<&str> = args.split(" --").collect();
+        let value = |flag: &str| {
+            words.iter().find_map(|w| w.trim_start_matches("--").strip_prefix(flag)).map(str::trim).unwrap_or_default()
+        };
+        let sets = words.iter().filter_map(|w| w.strip_prefix("set ")).map(str::to_string).collect();
+        ScenarioArgs {
+            client: value("client ").into(),
+            server: value("server ").into(),
+            scenario: value("scenario ").into(),
+            sets,
+        }
+        .build()
+    }
+
+    #[test]
+    fn cli_args_after_typed_edits_rebuild_the_edited_scenario_or_refuse() {
+        let mut s = Scenario::build("long-tool", "naive", "reference").unwrap();
+        s.apply_overrides(&[("server.keepalive".into(), "20s".into())]).unwrap();
+        s.lb.replicas = 3;
+        s.tools[0].duration = Duration::from_secs(90);
+        s.faults = faults::FaultPlan::new(vec![faults::parse_partition("1m..2m").unwrap()]);
+        s.client.reconnect.jitter = 0.25;
+        let args = s.cli_args();
+        assert!(args.contains("--set server.keepalive=20s"), "{args}");
+        let mut back = rebuilt(&args).unwrap_or_else(|e| panic!("{args}: {e}"));
+        back.overrides.clone_from(&s.overrides);
+        assert_eq!(comparable(&back), comparable(&s), "{args}");
+        // The replay line, too.
+        let line = crate::report::artifacts::replay_command(&s, 3);
+        assert!(line.contains("--set tool.duration=90s") && line.contains("fault.partition=1m..2m"), "{line}");
+        // A field no key sets: the line refuses to run.
+        s.clients = 2;
+        let args = s.cli_args();
+        assert!(args.ends_with("--set unreplayable=clients"), "{args}");
+        let e = rebuilt(&args).unwrap_err().to_string();
+        assert!(e.contains("edited in code"), "{e}");
+        // Unedited, the line is the recorded one.
+        let s = Scenario::build("long-tool", "naive", "reference").unwrap();
+        assert_eq!(s.replay_sets(), Ok(None));
     }
 
     #[test]

@@ -30,17 +30,18 @@
 //! | `server.max_sessions` | none, or at least 1 |
 //! | `tool.burst` | 1 to [`MAX_BURST`] (1000) events a tick |
 //! | `app.notifications` | an interval of at least 1 ms, a count (at least 1) or an end after `from` |
+//! | tools, calls, deletes, bogus resumes, empty resumes | at most [`MAX_TOOLS`] (32), [`MAX_CALLS`] (100), [`MAX_DELETES`] (32), [`MAX_RESUMES`] (32) each ([`LIST_CAPS`]), checked before anything else |
+//! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most [`super::layers::MAX_PROFILE_LIST`] (64) entries, checked before it is read |
 
 use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
-use super::{profile_files, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
+pub(crate) use super::layers::Problem;
+use super::{layers, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
-use mcpsim_model::config::{
-    ClientPolicy, LbConfig, Persistence, ServerPolicy, StoreScope, ToolSpec, Unhonourable, MAX_BURST, MAX_HOPS,
-    MAX_REPLICAS,
-};
+use mcpsim_model::config::{ClientPolicy, LbConfig, ServerPolicy, ToolSpec, MAX_BURST, MAX_HOPS, MAX_REPLICAS};
 use mcpsim_model::profiles::{self, known_paths_ref, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
 use mcpsim_model::trace::DEFAULT_MAX_DELIVERY_DELAY_US;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -57,6 +58,30 @@ pub const MAX_CLIENTS: u32 = 64;
 pub const MAX_FAULTS: usize = 256;
 /// The longest one-way network latency.
 pub const MAX_LATENCY: Duration = Duration::from_secs(60);
+/// The most calls a scenario's script may have.
+pub const MAX_CALLS: usize = 100;
+/// The most tools a scenario may offer.
+pub const MAX_TOOLS: usize = 32;
+/// The most scripted deletes.
+pub const MAX_DELETES: usize = 32;
+/// The most entries of each list of scripted resumes (`bogus_resumes`, `empty_resumes`).
+pub const MAX_RESUMES: usize = 32;
+
+/// The lists of a scenario whose length is capped, each with its cap: checked first, before
+/// any rule looks at an entry, and by a family file before it reads one.
+pub const LIST_CAPS: &[(&str, usize)] = &[
+    ("tools", MAX_TOOLS),
+    ("calls", MAX_CALLS),
+    ("deletes", MAX_DELETES),
+    ("bogus_resumes", MAX_RESUMES),
+    ("empty_resumes", MAX_RESUMES),
+];
+
+/// The problem of a list of `len` entries, if it is longer than its cap.
+pub(crate) fn list_problem(list: &str, len: usize) -> Option<Problem> {
+    let (_, cap) = LIST_CAPS.iter().find(|(name, _)| *name == list)?;
+    (len > *cap).then(|| problem(list, format!("{len} entries: at most {cap}")))
+}
 
 /// A parameter `--set` can change.
 pub struct Setting {
@@ -71,6 +96,10 @@ pub struct Setting {
     /// The current value, written the way `apply` reads it.
     pub show: fn(&Scenario) -> String,
 }
+
+/// The key a printed command line ends in when no command line can rebuild its scenario (a
+/// scenario edited in code, see `Scenario::cli_args`): every command refuses it.
+pub const UNREPLAYABLE: &str = "unreplayable";
 
 /// The short key of that name.
 pub fn setting(key: &str) -> Result<&'static Setting, SimError> {
@@ -90,6 +119,11 @@ fn unknown_key(key: &str) -> SimError {
 /// The fields a key sets (dotted serde paths of the scenario): a short key's targets, or the path
 /// a field key stands for (`tool.duration` → `tools.0.duration`).
 pub(crate) fn targets(key: &str) -> Result<Vec<String>, SimError> {
+    if key == UNREPLAYABLE {
+        return Err(SimError::Usage(
+            "this command line was printed for a scenario edited in code whose value no --set can write (unreplayable=FIELD names it): it would run another scenario; replay its trace instead (mcpsim replay FILE)".into(),
+        ));
+    }
     if let Ok(s) = setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
@@ -133,36 +167,71 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
     Ok(path.into_iter().chain(rest.iter().map(|r| r.to_string())).collect())
 }
 
-/// Sets one field by its path, reading the value by the type of the one it replaces.
+/// Sets one field by its key (`client.reconnect.jitter`, `tool.duration`), reading the value by
+/// the type of the one it replaces.
 fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
-    let path = field_path(key)?;
+    apply_path(s, &field_path(key)?, value)
+}
+
+/// Sets the field at a dotted serde path of the scenario (`tools.0.duration`, `tool_jitter`),
+/// reading the value by the type of the one it replaces.
+fn apply_path<P: AsRef<str>>(s: &mut Scenario, path: &[P], value: &str) -> Result<(), String> {
     let mut json = serde_json::to_value(&*s).map_err(|e| e.to_string())?;
     let (last, parents) = path.split_last().expect("a field path has a field");
+    let last = last.as_ref();
+    let parents: Vec<&str> = parents.iter().map(AsRef::as_ref).collect();
     let mut node = &mut json;
-    for part in parents {
+    for part in &parents {
         node = match node {
             // A table left out at its default (`client.http`) is written in empty: serde fills
             // in the fields not set.
-            Value::Object(m) => Some(m.entry(part.as_str()).or_insert_with(|| Value::Object(Default::default()))),
+            Value::Object(m) => Some(m.entry(*part).or_insert_with(|| Value::Object(Default::default()))),
             Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
             _ => None,
         }
         .ok_or_else(|| format!("this scenario has no {}", parents.join(".")))?;
     }
     let fields = node.as_object_mut().ok_or_else(|| format!("{} is not a table", parents.join(".")))?;
-    let current = fields.get(last.as_str()).cloned().unwrap_or(Value::Null);
+    let current = fields.get(last).cloned().unwrap_or(Value::Null);
     let new = profiles::value_from_text(last, value, &current)?;
-    match (fields.get_mut(last.as_str()), new) {
+    match (fields.get_mut(last), new) {
         (Some(Value::Object(old)), Value::Object(new)) if !new.contains_key("kind") => old.extend(new),
         (_, new) => {
-            fields.insert(last.clone(), new);
+            fields.insert(last.to_string(), new);
         }
     }
     profiles::check_close_handling(json.get("client").and_then(|c| c.get("close_handling")))?;
-    let (client_arg, server_arg, scenario_arg) = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
-    (new.client_arg, new.server_arg, new.scenario_arg) = (client_arg, server_arg, scenario_arg);
+    (new.client_arg, new.server_arg, new.scenario_arg) =
+        (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
     *s = new;
+    Ok(())
+}
+
+/// The value of the field at a dotted serde path, written the way `apply_path` reads it
+/// (`none` for an absent value, durations as traces write them).
+fn show_path(s: &Scenario, path: &str) -> String {
+    let json = serde_json::to_value(s).unwrap_or(Value::Null);
+    let node = path.split('.').try_fold(&json, |node, part| match node {
+        Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => node.get(part),
+    });
+    match node {
+        None | Some(Value::Null) => "none".into(),
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(n)) if n.is_f64() => n.as_f64().map(|x| x.to_string()).unwrap_or_default(),
+        Some(other) => profiles::toml_value(other),
+    }
+}
+
+/// A short key that is an alias of fields: sets each of `paths` to `value` (any of `none_words`
+/// meaning `none`).
+fn apply_alias(s: &mut Scenario, paths: &[&str], none_words: &[&str], value: &str) -> Result<(), String> {
+    let value = if none_words.contains(&value) { "none" } else { value };
+    for path in paths {
+        let parts: Vec<&str> = path.split('.').collect();
+        apply_path(s, &parts, value)?;
+    }
     Ok(())
 }
 
@@ -250,23 +319,6 @@ fn show_opt_duration(d: Option<Duration>) -> String {
     d.map(format_duration).unwrap_or_else(|| "none".to_string())
 }
 
-fn positive_f64(v: &str) -> Result<f64, String> {
-    let x: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
-    if x.is_finite() && x > 0.0 {
-        Ok(x)
-    } else {
-        Err(format!("{v:?} must be a positive number"))
-    }
-}
-
-fn parse_bool(v: &str) -> Result<bool, String> {
-    match v {
-        "true" | "yes" | "on" => Ok(true),
-        "false" | "no" | "off" => Ok(false),
-        _ => Err(format!("{v:?} is not true or false")),
-    }
-}
-
 fn replace_times(s: &mut Scenario, kind: &str, v: &str, make: fn() -> Fault) -> Result<(), String> {
     s.faults.remove_kind(kind);
     if v != "none" {
@@ -289,18 +341,6 @@ fn show_times(s: &Scenario, kind: &str) -> String {
     } else {
         times.join(",")
     }
-}
-
-/// Reads an answer to an unhonourable id in the trace spelling (`gone410`) or an older one (`410`).
-fn unhonourable(v: &str) -> Result<Unhonourable, String> {
-    serde_json::from_value(profiles::string_value("evicted_id", v)).map_err(|_| {
-        format!("{v:?} is not one of gone410 (or 410), conflict409 (or 409), silent-head, from-oldest, empty-closed, empty-open")
-    })
-}
-
-/// Writes an answer the way traces do.
-fn show_unhonourable(u: Unhonourable) -> String {
-    serde_json::to_value(u).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 /// Replaces every fault of `kind` by the `TARGET@TIME` list in `v` (or none).
@@ -339,10 +379,6 @@ fn show_targeted(s: &Scenario, kind: &str) -> String {
     }
 }
 
-fn show_count(n: Option<u32>) -> String {
-    n.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
-}
-
 /// Reads the `lb` key: a profile name, a file, or an inline table (`{ idle_timeout = "2m" }`).
 fn lb_profile(v: &str) -> Result<LbConfig, String> {
     if v.starts_with('{') {
@@ -352,7 +388,7 @@ fn lb_profile(v: &str) -> Result<LbConfig, String> {
         }
         return serde_json::from_value(base).map_err(|e| e.to_string());
     }
-    profile_files::lb(v).map_err(|e| e.to_string())
+    layers::load(Role::Lb, v, profiles::lb, lb_problems).map_err(|e| e.to_string())
 }
 
 fn show_lb(lb: &LbConfig) -> String {
@@ -378,7 +414,23 @@ fn show_lb(lb: &LbConfig) -> String {
     format!("{{ {} }}", fields.join(", "))
 }
 
-/// Every short key. One table: `--set`, `mcpsim profiles` and the sweeps all read it.
+/// A short key that is an alias of fields: it sets each of its paths to its value, read by the
+/// field's type, and shows the first (`none = WORD`: an older spelling of `none` it also reads).
+macro_rules! alias {
+    ($key:literal => [$($path:literal),+], $help:literal $(, none = $none:literal)?) => {
+        Setting {
+            key: $key,
+            targets: &[$($path),+],
+            help: $help,
+            apply: |s, v| apply_alias(s, &[$($path),+], &[$($none)?], v),
+            show: |s| show_path(s, [$($path),+][0]),
+        }
+    };
+}
+
+/// Every short key, in one table that `--set`, `mcpsim profiles` and the sweeps all read: most
+/// are aliases of fields ([`alias!`]: the value is read and shown as the field's own), the rest a
+/// value syntax of their own over several fields (a profile, a fault list, a call script).
 pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "lb",
@@ -390,88 +442,13 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| show_lb(&s.lb),
     },
-    Setting {
-        key: "lb.idle_timeout",
-        targets: &["lb.idle_timeout"],
-        help: "load balancer closes a connection silent this long (duration or none)",
-        apply: |s, v| {
-            s.lb.idle_timeout = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.lb.idle_timeout),
-    },
-    Setting {
-        key: "server.retention",
-        targets: &["server.retention.max_events"],
-        help: "events kept per stream (a count, or none for unbounded)",
-        apply: |s, v| {
-            s.server.retention.max_events = match v {
-                "unbounded" | "none" => None,
-                n => Some(n.parse().map_err(|_| format!("{n:?} is not a count or unbounded"))?),
-            };
-            Ok(())
-        },
-        show: |s| show_count(s.server.retention.max_events),
-    },
-    Setting {
-        key: "server.retention_window",
-        targets: &["server.retention.window"],
-        help: "events older than this are evicted (duration or none)",
-        apply: |s, v| {
-            s.server.retention.window = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.server.retention.window),
-    },
-    Setting {
-        key: "server.unhonourable",
-        targets: &["server.evicted_id", "server.unknown_id"],
-        help: "answer to an evicted or unknown Last-Event-ID: gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open",
-        apply: |s, v| {
-            let u = unhonourable(v)?;
-            s.server.evicted_id = u;
-            s.server.unknown_id = u;
-            Ok(())
-        },
-        show: |s| show_unhonourable(s.server.evicted_id),
-    },
-    Setting {
-        key: "server.store",
-        targets: &["server.store"],
-        help: "event store scope: per-session, or shared-by-request-id (one store for all sessions)",
-        apply: |s, v| {
-            s.server.store = match v {
-                "per-session" => StoreScope::PerSession,
-                "shared-by-request-id" => StoreScope::SharedByRequestId,
-                _ => return Err(format!("{v:?} is not per-session or shared-by-request-id")),
-            };
-            Ok(())
-        },
-        show: |s| match s.server.store {
-            StoreScope::PerSession => "per-session".into(),
-            StoreScope::SharedByRequestId => "shared-by-request-id".into(),
-        },
-    },
-    Setting {
-        key: "server.idle_ttl",
-        targets: &["server.idle_ttl"],
-        help: "server expires an idle session after this (duration or none)",
-        apply: |s, v| {
-            s.server.idle_ttl = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.server.idle_ttl),
-    },
-    Setting {
-        key: "server.keepalive",
-        targets: &["server.keepalive"],
-        help: "interval of SSE keep-alive comments (duration or none)",
-        apply: |s, v| {
-            s.server.keepalive = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.server.keepalive),
-    },
+    alias!("lb.idle_timeout" => ["lb.idle_timeout"], "load balancer closes a connection silent this long (duration or none)"),
+    alias!("server.retention" => ["server.retention.max_events"], "events kept per stream (a count, or none for unbounded)", none = "unbounded"),
+    alias!("server.retention_window" => ["server.retention.window"], "events older than this are evicted (duration or none)"),
+    alias!("server.unhonourable" => ["server.evicted_id", "server.unknown_id"], "answer to an evicted or unknown Last-Event-ID: gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open"),
+    alias!("server.store" => ["server.store"], "event store scope: per-session, or shared-by-request-id (one store for all sessions)"),
+    alias!("server.idle_ttl" => ["server.idle_ttl"], "server expires an idle session after this (duration or none)"),
+    alias!("server.keepalive" => ["server.keepalive"], "interval of SSE keep-alive comments (duration or none)"),
     Setting {
         key: "server.retry",
         targets: &["server.retry_ms"],
@@ -482,60 +459,11 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| show_opt_duration(s.server.retry_ms.map(Duration::from_millis)),
     },
-    Setting {
-        key: "server.idempotency_keys",
-        targets: &["server.honour_idempotency_keys"],
-        help: "server honours idempotency keys across sessions (true/false; a mitigation)",
-        apply: |s, v| {
-            s.server.honour_idempotency_keys = parse_bool(v)?;
-            Ok(())
-        },
-        show: |s| s.server.honour_idempotency_keys.to_string(),
-    },
-    Setting {
-        key: "tool.duration",
-        targets: &["tools.0.duration"],
-        help: "how long the scenario's tool runs (duration)",
-        apply: |s, v| {
-            s.main_tool()?.duration = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| s.tools.first().map(|t| format_duration(t.duration)).unwrap_or_default(),
-    },
-    Setting {
-        key: "tool.event_interval",
-        targets: &["tools.0.event_interval"],
-        help: "interval of the tool's progress events (duration or none)",
-        apply: |s, v| {
-            s.main_tool()?.event_interval = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.tools.first().and_then(|t| t.event_interval)),
-    },
-    Setting {
-        key: "tool.idempotent",
-        targets: &["tools.0.idempotent"],
-        help: "whether running the tool twice is harmless (true/false)",
-        apply: |s, v| {
-            s.main_tool()?.idempotent = parse_bool(v)?;
-            Ok(())
-        },
-        show: |s| s.tools.first().map(|t| t.idempotent.to_string()).unwrap_or_default(),
-    },
-    Setting {
-        key: "tool.jitter",
-        targets: &["tool_jitter"],
-        help: "relative jitter of tool durations drawn from the seed (0.1 = ±10%)",
-        apply: |s, v| {
-            let j: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
-            if !(0.0..1.0).contains(&j) {
-                return Err("jitter must be in [0, 1)".into());
-            }
-            s.tool_jitter = j;
-            Ok(())
-        },
-        show: |s| s.tool_jitter.to_string(),
-    },
+    alias!("server.idempotency_keys" => ["server.honour_idempotency_keys"], "server honours idempotency keys across sessions (true/false; a mitigation)"),
+    alias!("tool.duration" => ["tools.0.duration"], "how long the scenario's tool runs (duration)"),
+    alias!("tool.event_interval" => ["tools.0.event_interval"], "interval of the tool's progress events (duration or none)"),
+    alias!("tool.idempotent" => ["tools.0.idempotent"], "whether running the tool twice is harmless (true/false)"),
+    alias!("tool.jitter" => ["tool_jitter"], "relative jitter of tool durations drawn from the seed (0.1 = ±10%)"),
     Setting {
         key: "fault.partition",
         targets: &["faults.partition"],
@@ -639,86 +567,13 @@ pub const SETTINGS: &[Setting] = &[
             }
         },
     },
-    Setting {
-        key: "client.backoff_initial",
-        targets: &["client.reconnect.initial"],
-        help: "first reconnect delay (duration)",
-        apply: |s, v| {
-            s.client.reconnect.initial = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| format_duration(s.client.reconnect.initial),
-    },
-    Setting {
-        key: "client.backoff_factor",
-        targets: &["client.reconnect.factor"],
-        help: "growth factor of the reconnect delay",
-        apply: |s, v| {
-            s.client.reconnect.factor = positive_f64(v)?;
-            Ok(())
-        },
-        show: |s| s.client.reconnect.factor.to_string(),
-    },
-    Setting {
-        key: "client.backoff_max",
-        targets: &["client.reconnect.max"],
-        help: "cap of the reconnect delay (duration)",
-        apply: |s, v| {
-            s.client.reconnect.max = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| format_duration(s.client.reconnect.max),
-    },
-    Setting {
-        key: "client.max_attempts",
-        targets: &["client.reconnect.max_attempts"],
-        help: "consecutive failed reconnects before giving up (a count, or none for unlimited)",
-        apply: |s, v| {
-            s.client.reconnect.max_attempts = match v {
-                "unlimited" | "none" => None,
-                n => Some(n.parse().map_err(|_| format!("{n:?} is not a count or unlimited"))?),
-            };
-            Ok(())
-        },
-        show: |s| show_count(s.client.reconnect.max_attempts),
-    },
-    Setting {
-        key: "client.persistence",
-        targets: &["client.persistence"],
-        help: "where the client keeps session id and last event ids: durable or volatile",
-        apply: |s, v| {
-            s.client.persistence = match v {
-                "durable" => Persistence::Durable,
-                "volatile" => Persistence::Volatile,
-                _ => return Err(format!("{v:?} is not durable or volatile")),
-            };
-            Ok(())
-        },
-        show: |s| match s.client.persistence {
-            Persistence::Durable => "durable".into(),
-            Persistence::Volatile => "volatile".into(),
-        },
-    },
-    Setting {
-        key: "client.request_timeout",
-        targets: &["client.request_timeout"],
-        help: "client gives up on a call after this and cancels it (duration or none)",
-        apply: |s, v| {
-            s.client.request_timeout = opt_duration(v)?;
-            Ok(())
-        },
-        show: |s| show_opt_duration(s.client.request_timeout),
-    },
-    Setting {
-        key: "client.idempotency_keys",
-        targets: &["client.send_idempotency_keys"],
-        help: "client sends an idempotency key with every tool call (true/false; a mitigation)",
-        apply: |s, v| {
-            s.client.send_idempotency_keys = parse_bool(v)?;
-            Ok(())
-        },
-        show: |s| s.client.send_idempotency_keys.to_string(),
-    },
+    alias!("client.backoff_initial" => ["client.reconnect.initial"], "first reconnect delay (duration)"),
+    alias!("client.backoff_factor" => ["client.reconnect.factor"], "growth factor of the reconnect delay"),
+    alias!("client.backoff_max" => ["client.reconnect.max"], "cap of the reconnect delay (duration)"),
+    alias!("client.max_attempts" => ["client.reconnect.max_attempts"], "consecutive failed reconnects before giving up (a count, or none for unlimited)", none = "unlimited"),
+    alias!("client.persistence" => ["client.persistence"], "where the client keeps session id and last event ids: durable or volatile"),
+    alias!("client.request_timeout" => ["client.request_timeout"], "client gives up on a call after this and cancels it (duration or none)"),
+    alias!("client.idempotency_keys" => ["client.send_idempotency_keys"], "client sends an idempotency key with every tool call (true/false; a mitigation)"),
     Setting {
         key: "net.latency",
         targets: &["net"],
@@ -734,17 +589,9 @@ pub const SETTINGS: &[Setting] = &[
         },
         show: |s| format!("{}..{}", format_duration(s.net.latency_min), format_duration(s.net.latency_max)),
     },
+    alias!("run.liveness_grace" => ["liveness_grace"], "after the faults heal and the last tool is due, calls must resolve within this (duration)"),
     Setting {
-        key: "run.liveness_grace",
-        targets: &["liveness_grace"],
-        help: "after the faults heal and the last tool is due, calls must resolve within this (duration)",
-        apply: |s, v| {
-            s.liveness_grace = parse_duration(v)?;
-            Ok(())
-        },
-        show: |s| format_duration(s.liveness_grace),
-    },
-    Setting {
+        // Not an alias: the field is left out of traces at its default, so it has no value to show by path.
         key: "run.max_reconnects_per_hour",
         targets: &["max_reconnects_per_hour"],
         help: "bounded-reconnects: the most stream reconnects a client may make in any hour (a count)",
@@ -811,14 +658,6 @@ pub const SETTINGS: &[Setting] = &[
 // Validation: the one place
 // ---------------------------------------------------------------------------------------------
 
-/// Something a scenario may not ask for: the field (dotted serde path, relative to the policy for
-/// the `*_problems` of one policy) and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Problem {
-    pub path: String,
-    pub message: String,
-}
-
 fn problem(path: &str, message: impl Into<String>) -> Problem {
     Problem { path: path.to_string(), message: message.into() }
 }
@@ -856,9 +695,178 @@ fn fraction(out: &mut Vec<Problem>, path: &str, x: f64) {
     }
 }
 
+/// How one field of a policy is checked. Every field is in [`FIELD_RULES`] (a test fails for
+/// one that is not), so a new field cannot go unchecked by oversight: it gets a rule here, or
+/// `Free` (serde's reading is the whole check: an enum, a bool, a name) or `Hand` (a rule of
+/// its own in `client_problems` / `server_problems` / `lb_problems` / `problems`, where rules
+/// that span fields live).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Rule {
+    /// Any value serde reads.
+    Free,
+    /// A table: its fields have rules of their own.
+    Table,
+    /// Checked by a rule written by hand below.
+    Hand,
+    /// `none`, or a duration of at least `min` and at most [`MAX_DURATION`]; zero never means
+    /// none (`none_means` says what none does).
+    OptSpan { min: Duration, none_means: &'static str },
+    /// `none`, or a duration up to [`MAX_DURATION`], zero included (it means something: SEP-1699
+    /// polling closes a stream at once).
+    ZeroOrSpan,
+    /// An HTTP status, 100 to 599.
+    Status,
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Every field of the client, server and load-balancer policies (by its path under `client.`,
+/// `server.`, `lb.`; a list's entries as `*`) and how it is checked.
+pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
+    ("client.name", Rule::Free),
+    ("client.persistence", Rule::Free),
+    ("client.request_timeout", Rule::Hand),
+    ("client.open_standalone_stream", Rule::Free),
+    ("client.send_idempotency_keys", Rule::Free),
+    ("client.sessions", Rule::Free),
+    ("client.close_handling", Rule::Free),
+    ("client.close_handling.kind", Rule::Free),
+    ("client.close_handling.on_404", Rule::Free),
+    ("client.close_handling.on_empty_resume", Rule::Free),
+    ("client.close_handling.on_give_up", Rule::Free),
+    ("client.close_handling.resume_token_survives_recut", Rule::Free),
+    ("client.close_handling.resume_post_needs_event_id", Rule::Free),
+    ("client.timeout_resets_on_progress", Rule::Free),
+    ("client.max_unhonoured_resumes", Rule::Free),
+    ("client.report_stream_given_up", Rule::Free),
+    ("client.reconnect", Rule::Table),
+    ("client.reconnect.initial", Rule::Hand),
+    ("client.reconnect.factor", Rule::Hand),
+    ("client.reconnect.max", Rule::Hand),
+    ("client.reconnect.max_attempts", Rule::Free),
+    ("client.reconnect.counter_reset", Rule::Free),
+    ("client.reconnect.retry_field", Rule::Free),
+    ("client.reconnect.first_immediate", Rule::Free),
+    ("client.reconnect.jitter", Rule::Hand),
+    ("client.http", Rule::Table),
+    ("client.http.keep_alive", Rule::Free),
+    ("client.http.idle_expiry", Rule::OptSpan { min: MS, none_means: "no idle expiry" }),
+    ("client.http.retry", Rule::Free),
+    ("client.http.reuse_after", Rule::Free),
+    ("server.name", Rule::Free),
+    ("server.event_ids", Rule::Free),
+    ("server.store", Rule::Free),
+    ("server.replay", Rule::Free),
+    ("server.unknown_id", Rule::Free),
+    ("server.evicted_id", Rule::Free),
+    ("server.retry_ms", Rule::Hand),
+    ("server.keepalive", Rule::Hand),
+    ("server.idle_ttl", Rule::Hand),
+    ("server.idle_rule", Rule::Free),
+    ("server.delete_running_tool", Rule::Free),
+    ("server.delete_unknown_status", Rule::Status),
+    ("server.delete_status", Rule::Status),
+    ("server.second_get", Rule::Free),
+    ("server.honour_idempotency_keys", Rule::Free),
+    ("server.sessions", Rule::Free),
+    ("server.disconnect_cancels", Rule::Free),
+    ("server.retention", Rule::Table),
+    ("server.retention.max_events", Rule::Free),
+    ("server.retention.window", Rule::Hand),
+    ("server.retention.drop_on_response", Rule::Free),
+    ("server.priming", Rule::Table),
+    ("server.priming.post", Rule::Free),
+    ("server.priming.standalone", Rule::Free),
+    ("server.priming.resume", Rule::Free),
+    ("server.keepalive_timer", Rule::Free),
+    ("server.standalone_priming", Rule::Free),
+    ("server.fresh_get", Rule::Free),
+    ("server.finished_resume", Rule::Free),
+    ("server.resumed_on_response", Rule::Free),
+    ("server.resume_while_attached", Rule::Free),
+    ("server.detached_request_events", Rule::Free),
+    ("server.close_request_streams", Rule::ZeroOrSpan),
+    ("server.close_idle_standalone", Rule::OptSpan { min: MS, none_means: "no idle close" }),
+    ("server.dead_stream", Rule::Free),
+    ("server.unknown_session", Rule::Free),
+    ("server.unknown_session_code", Rule::Free),
+    ("server.sessionless_get_status", Rule::Status),
+    ("server.idle_reset", Rule::Free),
+    ("server.expire_running_tool", Rule::Free),
+    ("server.id_stamp", Rule::Free),
+    ("server.max_sessions", Rule::Hand),
+    ("server.keep_alive_timeout", Rule::OptSpan { min: MS, none_means: "no keep-alive timeout" }),
+    ("lb.idle_timeout", Rule::Hand),
+    ("lb.max_lifetime", Rule::Hand),
+    ("lb.cut_mode", Rule::Free),
+    ("lb.hold_headers", Rule::Free),
+    ("lb.replicas", Rule::Hand),
+    ("lb.routing", Rule::Free),
+    ("lb.store", Rule::Free),
+    ("lb.hops", Rule::Hand),
+    ("lb.hops.*.idle_timeout", Rule::Hand),
+    ("lb.hops.*.max_lifetime", Rule::Hand),
+    ("lb.hops.*.comments_count", Rule::Free),
+    ("lb.hops.*.cut_mode", Rule::Free),
+    ("lb.hops.*.hold_headers", Rule::Free),
+    ("lb.hops.*.first_byte_timeout", Rule::Hand),
+    ("lb.hops.*.timeout_status", Rule::Hand),
+    ("lb.hops.*.buffer", Rule::Hand),
+    ("lb.hops.*.flush_interval", Rule::Hand),
+    ("lb.upstream_keep_alive", Rule::Free),
+    ("lb.retry_upstream", Rule::Free),
+];
+
+/// The problems [`FIELD_RULES`] finds in one policy (`role`: `client`, `server` or `lb`),
+/// each by its path relative to the policy.
+fn rule_problems(role: &str, policy: &impl Serialize) -> Vec<Problem> {
+    fn at<'a>(v: &'a Value, parts: &[&str], path: String, out: &mut Vec<(String, &'a Value)>) {
+        let join = |p: &str| if path.is_empty() { p.to_string() } else { format!("{path}.{p}") };
+        match parts.split_first() {
+            None => out.push((path, v)),
+            Some((&"*", rest)) => {
+                for (i, item) in v.as_array().into_iter().flatten().enumerate() {
+                    at(item, rest, join(&i.to_string()), out);
+                }
+            }
+            Some((part, rest)) => {
+                if let Some(next) = v.get(part) {
+                    at(next, rest, join(part), out);
+                }
+            }
+        }
+    }
+    let json = serde_json::to_value(policy).unwrap_or(Value::Null);
+    let prefix = format!("{role}.");
+    let mut out = Vec::new();
+    for (path, rule) in FIELD_RULES {
+        let Some(rel) = path.strip_prefix(&prefix) else { continue };
+        let mut values = Vec::new();
+        at(&json, &rel.split('.').collect::<Vec<_>>(), String::new(), &mut values);
+        for (path, v) in values {
+            let duration = || v.as_str().and_then(|t| parse_duration(t).ok());
+            match rule {
+                Rule::Free | Rule::Table | Rule::Hand => {}
+                Rule::OptSpan { min, none_means } => opt_span(&mut out, &path, duration(), *min, none_means),
+                Rule::ZeroOrSpan => {
+                    if let Some(d) = duration() {
+                        span(&mut out, &path, d);
+                    }
+                }
+                Rule::Status => {
+                    if let Some(status) = v.as_u64().filter(|s| !(100..=599).contains(s)) {
+                        out.push(problem(&path, format!("{status} is no HTTP status")));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// What is wrong with a client policy.
 pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out = rule_problems("client", c);
     let r = &c.reconnect;
     if r.initial < Duration::from_millis(1) {
         out.push(problem(
@@ -891,7 +899,7 @@ pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
 
 /// What is wrong with a server policy.
 pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out = rule_problems("server", s);
     opt_span(&mut out, "keepalive", s.keepalive, MIN_KEEPALIVE, "no keep-alives");
     opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
     opt_span(&mut out, "retention.window", s.retention.window, Duration::from_millis(1), "no time limit");
@@ -901,11 +909,6 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
     if let Some(ms) = s.retry_ms {
         span(&mut out, "retry_ms", Duration::from_millis(ms));
     }
-    for (path, status) in [("delete_status", s.delete_status), ("delete_unknown_status", s.delete_unknown_status)] {
-        if !(100..=599).contains(&status) {
-            out.push(problem(path, format!("{status} is no HTTP status")));
-        }
-    }
     if s.max_sessions == Some(0) {
         out.push(problem("max_sessions", "0 refuses every session: at least 1, or none for no cap"));
     }
@@ -914,7 +917,7 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
 
 /// What is wrong with a load balancer.
 pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out = rule_problems("lb", lb);
     opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
     opt_span(&mut out, "max_lifetime", lb.max_lifetime, Duration::from_millis(1), "no lifetime");
     if !(1..=MAX_REPLICAS).contains(&lb.replicas) {
@@ -953,8 +956,15 @@ pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     out
 }
 
-/// Everything wrong with a scenario, each field by its serde path.
+/// Everything wrong with a scenario, each field by its serde path. A list longer than its cap
+/// ([`LIST_CAPS`]) is the only problem reported: nothing looks at its entries.
 pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
+    let lens = [s.tools.len(), s.calls.len(), s.deletes.len(), s.bogus_resumes.len(), s.empty_resumes.len()];
+    let too_long: Vec<Problem> =
+        LIST_CAPS.iter().zip(lens).filter_map(|((list, _), len)| list_problem(list, len)).collect();
+    if !too_long.is_empty() {
+        return too_long;
+    }
     let prefixed = |prefix: &str, list: Vec<Problem>| {
         list.into_iter()
             .map(|p| Problem { path: format!("{prefix}.{}", p.path), message: p.message })
@@ -1018,8 +1028,26 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
             ));
         }
     }
-    for d in &s.deletes {
+    for (i, d) in s.deletes.iter().enumerate() {
         span(&mut out, "deletes.at", d.at);
+        if s.deletes[..i].contains(d) {
+            let by = if d.by == super::DeleteBy::Operator { "an operator's" } else { "the application's" };
+            out.push(problem(
+                "deletes",
+                format!("{by} delete of client {}'s session at {} is given twice", d.client, format_duration(d.at)),
+            ));
+        }
+    }
+    for (i, c) in s.calls.iter().enumerate() {
+        if let Some(first) = s.calls[..i].iter().position(|o| o.call == c.call) {
+            out.push(problem(
+                "calls.call",
+                format!(
+                    "calls {first} and {i} have the same key {}: a key names one call (its re-sends share it)",
+                    c.call.0
+                ),
+            ));
+        }
     }
     for r in &s.bogus_resumes {
         span(&mut out, "bogus_resumes.at", r.at);
@@ -1095,6 +1123,20 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     out
 }
 
+/// Every leaf of a policy's JSON by its path (`reconnect.initial`; a list's entries as `*`,
+/// `hops.*.idle_timeout`), a tagged table (with a `kind`) as one leaf.
+#[cfg(test)]
+pub(crate) fn leaves<'a>(v: &'a Value, path: &str, out: &mut Vec<(String, &'a Value)>) {
+    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::Object(m) if !m.contains_key("kind") => m.iter().for_each(|(k, v)| leaves(v, &at(k), out)),
+        Value::Array(items) if items.iter().any(Value::is_object) => {
+            items.iter().for_each(|v| leaves(v, &at("*"), out))
+        }
+        _ => out.push((path.to_string(), v)),
+    }
+}
+
 /// The key a user would write for a field path (for messages): the short key if one sets exactly
 /// it, else the path (`tools.0.event_interval` → `tool.event_interval`).
 pub(crate) fn key_for(path: &str) -> String {
@@ -1108,7 +1150,7 @@ pub(crate) fn key_for(path: &str) -> String {
 mod tests {
     use super::*;
     use crate::scenario::ScenarioArgs;
-    use mcpsim_model::config::{CloseHandling, On404, SecondGet};
+    use mcpsim_model::config::{CloseHandling, On404, SecondGet, Unhonourable};
 
     fn scenario() -> Scenario {
         Scenario::build("chatty-tool", "reference", "reference").expect("a built-in scenario")
@@ -1258,6 +1300,65 @@ mod tests {
         header["server"]["keepalive"] = "0s".into();
         let s: Scenario = serde_json::from_value(header).expect("a well-formed header");
         assert!(s.validate().unwrap_err().to_string().starts_with("server.keepalive: 0 does not mean no keep-alives"));
+    }
+
+    #[test]
+    fn every_field_has_a_rule() {
+        let mut paths: Vec<String> = Vec::new();
+        for (role, name) in [(Role::Client, "client"), (Role::Server, "server"), (Role::Lb, "lb")] {
+            paths.extend(profiles::documented_paths(role).into_iter().map(|p| format!("{name}.{p}")));
+        }
+        // Every field a scenario serializes, of every built-in profile (lists' entries as `*`).
+        for c in profiles::CLIENT_NAMES {
+            for sv in profiles::SERVER_NAMES {
+                let s = Scenario::build("long-tool", c, sv).expect("a built-in scenario");
+                for lb in profiles::LB_NAMES {
+                    let lb = profiles::lb(lb).expect("a built-in balancer");
+                    for (role, v) in [
+                        ("client", serde_json::to_value(&s.client)),
+                        ("server", serde_json::to_value(&s.server)),
+                        ("lb", serde_json::to_value(&lb)),
+                    ] {
+                        let mut out = Vec::new();
+                        let v = v.expect("serializes");
+                        leaves(&v, "", &mut out);
+                        paths.extend(out.into_iter().map(|(p, _)| format!("{role}.{p}")));
+                    }
+                }
+            }
+        }
+        let hop = serde_json::to_value(mcpsim_model::config::HopConfig::default()).expect("serializes");
+        let mut out = Vec::new();
+        leaves(&hop, "", &mut out);
+        paths.extend(out.into_iter().map(|(p, _)| format!("lb.hops.*.{p}")));
+        let missing: BTreeSet<&String> = paths.iter().filter(|p| !FIELD_RULES.iter().any(|(r, _)| r == p)).collect();
+        assert!(missing.is_empty(), "fields without a rule in FIELD_RULES: {missing:?}");
+    }
+
+    #[test]
+    fn statuses_and_durations_of_every_field_are_checked() {
+        assert!(rejected("server.sessionless_get_status=0").contains("no HTTP status"));
+        assert!(rejected("server.delete_status=0").contains("no HTTP status"));
+        for key in ["server.close_idle_standalone", "server.keep_alive_timeout", "client.http.idle_expiry"] {
+            let e = rejected(&format!("{key}=0s"));
+            assert!(e.starts_with(key) && e.contains("write none"), "{key}: {e}");
+        }
+        // Zero means something for close_request_streams (SEP-1699 polling).
+        accepted(&[("server.close_request_streams", "0s")]);
+        assert!(
+            rejected("server.close_request_streams=25h").contains("24h")
+                || rejected("server.close_request_streams=25h").contains("1440m")
+        );
+    }
+
+    #[test]
+    fn a_delete_or_a_call_key_given_twice_is_refused() {
+        let e = rejected("app.operator_deletes=2m,2m");
+        assert!(e.contains("given twice"), "{e}");
+        let mut s = scenario();
+        let e = s.apply_overrides(&[("app.calls".into(), "1s call=0; 2s call=0".into())]).unwrap_err().to_string();
+        assert!(e.contains("the same key 0"), "{e}");
+        accepted(&[("app.operator_deletes", "2m,3m"), ("app.calls", "1s; 2s")]);
     }
 
     #[test]

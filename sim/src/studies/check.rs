@@ -26,7 +26,7 @@ use crate::error::SimError;
 use crate::report::artifacts::program;
 use crate::report::html;
 use crate::scenario::settings::{self, problems};
-use crate::scenario::{profile_files, Scenario, SCENARIO_NAMES};
+use crate::scenario::{files, profile_files, Scenario, SCENARIO_NAMES};
 use crate::studies::advise::{self, AdviseInput};
 use crate::studies::matrix::{Mitigation, MITIGATIONS};
 use crate::studies::pool::{run_cells, PoolCell, Progress, RunFn, Silent};
@@ -113,8 +113,7 @@ impl Deployment {
     /// Reads the deployment file at `path`.
     pub fn load(path: &Path) -> Result<Deployment, SimError> {
         let origin = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| SimError::Io { path: origin.clone(), problem: e.to_string() })?;
+        let text = files::read(path).map_err(|problem| SimError::Io { path: origin.clone(), problem })?;
         Deployment::parse(&text, &origin)
     }
 

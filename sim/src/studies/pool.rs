@@ -243,7 +243,11 @@ mod tests {
         })
         .unwrap_err()
         .to_string();
-        assert!(err.contains("boom") && err.ends_with("--scenario chatty-tool --seed 1)"), "{err}");
+        // The cell was edited in code (its retention): the replay line sets what was edited.
+        assert!(
+            err.contains("boom") && err.ends_with("--scenario chatty-tool --set server.retention=2 --seed 1)"),
+            "{err}"
+        );
         assert_eq!(reported, [0, 1]);
         // An error from on_done stops it the same way.
         let clean = |_: &Scenario, _: u64| Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![] });

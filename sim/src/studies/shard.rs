@@ -4,10 +4,20 @@
 //!
 //! Cell `i` (in the unsharded command's order) belongs to shard `i mod N + 1`, so the shards
 //! are balanced whatever the order, and the merge puts every cell back at its index.
+//!
+//! A shard file carries two digests (FNV-1a, 64 bits, hex): `digest`, of every byte of the file
+//! after its own line, and `run`, of the command, the mcpsim version and the question (the flags
+//! that decide the work). The merge refuses, in one line, a file whose content does not match its
+//! digest (a flipped bit, an edited count or name), a file whose `run` is not its question's, and
+//! shards of different runs; then every cell must be the one its index names, with a tally that
+//! adds up over the question's seeds and names only known invariants.
 
 use crate::error::SimError;
-use crate::studies::matrix::MatrixCell;
+use crate::scenario::files;
+use crate::studies::matrix::{CellDoc, MatrixCell};
 use crate::studies::tally::{Outcome, Tally};
+use mcpsim_model::oracle::InvariantId;
+use mcpsim_model::trace::{fnv1a, FNV_OFFSET};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -17,6 +27,9 @@ use std::str::FromStr;
 
 /// The most shards a run may be split into.
 pub const MAX_SHARDS: u64 = 100_000;
+
+/// The largest shard file a merge reads (a matrix shard with its document's traces is a few MiB).
+pub const MAX_SHARD_BYTES: u64 = 256 << 20;
 
 /// One shard of N: `k` counts from 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,11 +124,33 @@ impl TallyRecord {
         }
     }
 
-    /// The tally recorded, or what in the record is not a tally.
-    pub fn tally(&self) -> Result<Tally, String> {
+    /// The tally recorded over `seeds` seeds, or what in the record is not such a tally: its
+    /// runs are the seeds, no outcome counts more runs than there were, no invariant is broken in more
+    /// runs than there were, and every invariant is one mcpsim has.
+    pub fn tally(&self, seeds: u64) -> Result<Tally, String> {
         let outcome = |name: &str| {
             Outcome::ALL.iter().copied().find(|o| o.name() == name).ok_or_else(|| format!("unknown outcome {name:?}"))
         };
+        if self.n != seeds {
+            return Err(format!("a tally of {} runs, but the run has {seeds} seeds per cell", self.n));
+        }
+        if let Some((name, count)) = self.counts.iter().find(|(_, c)| **c > self.n) {
+            return Err(format!("{name} in {count} of {} runs", self.n));
+        }
+        for (name, count) in &self.violations {
+            name.parse::<InvariantId>().map_err(|_| format!("unknown invariant {name:?}"))?;
+            if *count == 0 || *count > self.n {
+                return Err(format!("{name} broken in {count} of {} runs", self.n));
+            }
+        }
+        if let Some((seed, _)) = &self.first_violation {
+            if *seed >= seeds || self.violations.is_empty() {
+                return Err(format!(
+                    "first violation at seed {seed}, of seeds 0..{seeds} with {} broken",
+                    self.violations.len()
+                ));
+            }
+        }
         let mut t = Tally::new();
         t.n = self.n;
         for (name, count) in &self.counts {
@@ -130,14 +165,41 @@ impl TallyRecord {
     }
 }
 
-/// What one shard of any command wrote: the command, which shard, the question every shard of
-/// the run must share (the flags that decide the work), and this shard's part of the answer.
+/// What one shard of any command wrote: its digest, the command, the run's digest, which shard,
+/// the question every shard of the run must share (the flags that decide the work), and this
+/// shard's part of the answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct ShardFile<Q, P> {
+    digest: String,
     command: String,
+    run: String,
     shard: Shard,
     question: Q,
     cells: P,
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    format!("{:016x}", fnv1a(FNV_OFFSET, bytes))
+}
+
+/// The digest of the run a shard belongs to: the command, this mcpsim's version and the question,
+/// as JSON read back once (so a number reads back to the same text at the merge).
+fn run_digest<Q: Serialize + DeserializeOwned>(command: &str, question: &Q) -> String {
+    let once = serde_json::to_string(question).expect("a question is plain data");
+    let again: Q = serde_json::from_str(&once).expect("a question reads back");
+    let text = serde_json::to_string(&again).expect("a question is plain data");
+    hex_digest(format!("{command}\n{}\n{text}", env!("CARGO_PKG_VERSION")).as_bytes())
+}
+
+/// The first line of a shard file, before the digest's value.
+const DIGEST_LINE: &str = "{\n  \"digest\": \"";
+
+/// The digest a shard file's text states, and the digest of the text it covers (every byte after
+/// the digest's line, behind an opening brace); `None` when the file does not start with one.
+fn digests_of(text: &str) -> Option<(&str, String)> {
+    let rest = text.strip_prefix(DIGEST_LINE)?;
+    let (stated, body) = rest.split_once("\",\n")?;
+    Some((stated, hex_digest(format!("{{\n{body}").as_bytes())))
 }
 
 /// The file `command`'s shard writes in its directory.
@@ -157,7 +219,7 @@ pub fn command_in(dir: &Path) -> Result<&'static str, SimError> {
 }
 
 /// Writes one shard's part of `command`'s answer to `dir`.
-pub fn write_shard<Q: Serialize, P: Serialize>(
+pub fn write_shard<Q: Serialize + DeserializeOwned, P: Serialize>(
     dir: &Path,
     command: &str,
     shard: Shard,
@@ -167,14 +229,18 @@ pub fn write_shard<Q: Serialize, P: Serialize>(
     #[derive(Serialize)]
     struct Out<'a, Q, P> {
         command: &'a str,
+        run: &'a str,
         shard: Shard,
         question: &'a Q,
         cells: &'a P,
     }
     let path = dir.join(file_name(command));
-    let file = Out { command, shard, question, cells: part };
-    let text = serde_json::to_string_pretty(&file).expect("a shard file is plain data");
-    crate::report::artifacts::write_file(&path, &(text + "\n"))?;
+    let run = run_digest(command, question);
+    let file = Out { command, run: &run, shard, question, cells: part };
+    let body = serde_json::to_string_pretty(&file).expect("a shard file is plain data") + "\n";
+    let inner = body.strip_prefix("{\n").expect("a JSON object starts with a brace");
+    let text = format!("{DIGEST_LINE}{}\",\n{inner}", hex_digest(body.as_bytes()));
+    crate::report::artifacts::write_file(&path, &text)?;
     Ok(path)
 }
 
@@ -186,7 +252,7 @@ pub type Part<P> = (Shard, PathBuf, P);
 /// twice, and a set with a shard missing. Each part comes with the directory it was read from.
 pub fn read_shards<Q, P>(dirs: &[PathBuf], command: &str, what: &str) -> Result<(Q, Vec<Part<P>>), SimError>
 where
-    Q: DeserializeOwned + PartialEq,
+    Q: Serialize + DeserializeOwned + PartialEq,
     P: DeserializeOwned,
 {
     let bad = |path: &Path, problem: String| SimError::Io { path: path.display().to_string(), problem };
@@ -198,11 +264,30 @@ where
     let mut parts: BTreeMap<u64, (PathBuf, P)> = BTreeMap::new();
     for dir in dirs {
         let path = dir.join(file_name(command));
-        let text = std::fs::read_to_string(&path).map_err(|e| bad(&path, e.to_string()))?;
+        let text = files::read_capped(&path, MAX_SHARD_BYTES).map_err(|e| bad(&path, e))?;
+        let Some((stated, actual)) = digests_of(&text) else {
+            return Err(bad(&path, format!("not a {command} shard of this mcpsim: it has no digest line")));
+        };
+        if stated != actual {
+            return Err(bad(
+                &path,
+                format!("damaged: its content's digest is {actual}, the file says {stated} (run the shard again)"),
+            ));
+        }
         let file: ShardFile<Q, P> =
             serde_json::from_str(&text).map_err(|e| bad(&path, format!("not a {command} shard: {e}")))?;
         if file.command != command {
             return Err(bad(&path, format!("a shard of {:?}, not of {command}", file.command)));
+        }
+        let run = run_digest(command, &file.question);
+        if file.run != run {
+            return Err(bad(
+                &path,
+                format!(
+                    "its run digest {} is not its question's, {run} (another mcpsim version, or an edited file)",
+                    file.run
+                ),
+            ));
         }
         match &question {
             None => question = Some(file.question),
@@ -259,6 +344,9 @@ struct CellRecord {
     /// What an incompatible cell says instead of a verdict (absent for a cell that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     incompatible: Option<String>,
+    /// What the compatibility document says of the cell, when it is broken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    doc: Option<CellDoc>,
 }
 
 /// Writes a matrix shard's cells (each with its index in the whole matrix) to `dir`.
@@ -266,32 +354,51 @@ pub fn write_matrix_shard(
     dir: &Path,
     shard: Shard,
     question: &MatrixQuestion,
-    cells: &[(usize, MatrixCell)],
+    cells: &[(usize, MatrixCell, Option<CellDoc>)],
 ) -> Result<PathBuf, SimError> {
     let records: Vec<CellRecord> = cells
         .iter()
-        .map(|(index, c)| CellRecord {
+        .map(|(index, c, doc)| CellRecord {
             index: *index,
             client: c.client.clone(),
             server: c.server.clone(),
             scenario: c.scenario.clone(),
             tally: TallyRecord::of(&c.tally),
             incompatible: c.incompatible.clone(),
+            doc: doc.clone(),
         })
         .collect();
     write_shard(dir, "matrix", shard, question, &records)
 }
 
+/// The cells of a merged matrix, each with what the document says of it (broken cells only).
+pub type MergedMatrix = (MatrixQuestion, Vec<(MatrixCell, Option<CellDoc>)>);
+
 /// Reads the matrix shards in `dirs` and puts their cells back in the whole matrix's order.
-/// Refuses shards of different questions, a shard given twice, and a set with a shard missing.
-pub fn merge_matrix(dirs: &[PathBuf]) -> Result<(MatrixQuestion, Vec<MatrixCell>), SimError> {
+/// Refuses shards of different questions, a shard given twice, a set with a shard missing, and a
+/// cell that is not the one its index names (a profile named by its built-in name must be that
+/// name) or whose tally does not add up.
+pub fn merge_matrix(dirs: &[PathBuf]) -> Result<MergedMatrix, SimError> {
     let what = "profiles, scenarios, seeds or mitigation";
     let (question, parts) = read_shards::<MatrixQuestion, Vec<CellRecord>>(dirs, "matrix", what)?;
+    let expected = expected_cells(&question);
     let mut indexed = Vec::new();
     for (shard, _, records) in parts {
+        let bad = |e: String| SimError::Usage(format!("merge: shard {shard}: {e}"));
         let mut cells = Vec::new();
         for c in records {
-            let tally = c.tally.tally().map_err(|e| SimError::Usage(format!("merge: shard {shard}: {e}")))?;
+            let tally = c.tally.tally(question.seeds).map_err(|e| bad(format!("cell {}: {e}", c.index)))?;
+            if let Some(want) = expected.get(c.index) {
+                let got = [&c.scenario, &c.client, &c.server];
+                for (arg, name) in want.iter().zip(got) {
+                    if !files::is_path(arg) && arg != name {
+                        return Err(bad(format!("cell {} names {name:?} where the run has {arg:?}", c.index)));
+                    }
+                }
+            }
+            if tally.violated() && c.doc.is_none() {
+                return Err(bad(format!("cell {} is broken but carries no document part", c.index)));
+            }
             let cell = MatrixCell {
                 client: c.client,
                 server: c.server,
@@ -299,12 +406,35 @@ pub fn merge_matrix(dirs: &[PathBuf]) -> Result<(MatrixQuestion, Vec<MatrixCell>
                 tally,
                 incompatible: c.incompatible,
             };
-            cells.push((c.index, cell));
+            cells.push((c.index, (cell, c.doc)));
         }
         indexed.push((shard, cells));
     }
     let cells = collect_cells(indexed, question.cells)?;
     Ok((question, cells))
+}
+
+/// The (scenario, client, server) arguments of every cell, in the matrix's order (repeats run
+/// once, as `MatrixSpec` builds them).
+fn expected_cells(q: &MatrixQuestion) -> Vec<[String; 3]> {
+    fn unique(list: &[String]) -> Vec<&String> {
+        let mut out: Vec<&String> = Vec::new();
+        for item in list {
+            if !out.contains(&item) {
+                out.push(item);
+            }
+        }
+        out
+    }
+    let mut out = Vec::new();
+    for scenario in unique(&q.scenarios) {
+        for client in unique(&q.clients) {
+            for server in unique(&q.servers) {
+                out.push([scenario.clone(), client.clone(), server.clone()]);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -346,6 +476,11 @@ mod tests {
         t.violations.insert("no-duplicate-execution".into(), 1);
         t.replays.insert(Outcome::ALL[1], "mcpsim run --seed 1".into());
         t.first_violation = Some((1, "mcpsim run --seed 1".into()));
-        assert_eq!(TallyRecord::of(&t).tally().unwrap(), t);
+        t.set_count(Outcome::ALL[1], 1);
+        assert_eq!(TallyRecord::of(&t).tally(3).unwrap(), t);
+        assert!(TallyRecord::of(&t).tally(2).unwrap_err().contains("3 runs"));
+        let mut wrong = TallyRecord::of(&t);
+        wrong.violations.insert("made-up".into(), 1);
+        assert!(wrong.tally(3).unwrap_err().contains("unknown invariant"));
     }
 }

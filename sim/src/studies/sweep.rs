@@ -172,11 +172,12 @@ fn canonical(base: &Scenario, vary: Vary) -> Result<Vary, SimError> {
     let mut values = Vec::with_capacity(vary.values.len());
     for value in &vary.values {
         let mut scenario = base.clone();
-        (setting.apply)(&mut scenario, value).map_err(|problem| SimError::BadValue {
-            key: vary.key.clone(),
-            value: value.clone(),
-            problem,
-        })?;
+        let bad = |problem: String| SimError::BadValue { key: vary.key.clone(), value: value.clone(), problem };
+        (setting.apply)(&mut scenario, value).map_err(bad)?;
+        // The rules of the field an alias sets (a factor below 1, a zero duration) hold here too.
+        if let Err(SimError::Invalid { problem, .. }) = scenario.validate() {
+            return Err(bad(problem));
+        }
         let shown = (setting.show)(&scenario);
         if let Some(first) = seen.insert(shown.clone(), value.clone()) {
             return Err(SimError::BadValue {
@@ -581,12 +582,22 @@ pub fn sweep_from(
         None => (None, vec![]),
     };
     let mut results: Vec<Option<SweepCell>> = vec![None; grid.cells.len()];
-    let mut outside = Vec::new();
+    // A resumed row must be a cell of this grid, once: a row outside it or given twice is
+    // refused (kept, it would be written back as if this sweep had run it).
+    let refuse = |problem: String| {
+        let path = opts.csv.as_ref().map_or(String::new(), |p| p.display().to_string());
+        SimError::Usage(format!("--resume {path}: {problem}"))
+    };
     for row in existing {
         match grid.cells.iter().position(|c| c.values == row.values) {
             Some(i) if results[i].is_none() => results[i] = Some(row),
-            Some(_) => {}
-            None => outside.push(row),
+            Some(_) => return Err(refuse(format!("the row of {} is given twice", row.values.join(", ")))),
+            None => {
+                return Err(refuse(format!(
+                    "a row of {} is outside this sweep's grid: sweep a grid that holds it, or use another file",
+                    row.values.join(", ")
+                )))
+            }
         }
     }
     let resumed = results.iter().flatten().count();
@@ -617,7 +628,7 @@ pub fn sweep_from(
     let cells: Vec<SweepCell> = results.into_iter().map(|r| r.expect("every cell ran or was resumed")).collect();
     if let (Some(path), Some(sink)) = (&opts.csv, sink) {
         drop(sink);
-        let rows: Vec<Vec<String>> = cells.iter().chain(&outside).map(|c| csv_row(c, &base_args)).collect();
+        let rows: Vec<Vec<String>> = cells.iter().map(|c| csv_row(c, &base_args)).collect();
         rewrite_csv(path, &header, &rows)?;
     }
     let mut report = SweepReport {
@@ -856,7 +867,7 @@ mod tests {
     /// The second incident, with a jitter-free client so that advise predicts 242 events.
     fn chatty() -> Scenario {
         let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
-        s.client.reconnect.jitter = 0.0;
+        s.apply_overrides(&[("client.reconnect.jitter".into(), "0".into())]).unwrap();
         s
     }
 
@@ -1090,6 +1101,23 @@ mod tests {
         let err = run_sweep(&other, &["server.retention=300".to_string()], &resumed, &fake(&calls)).unwrap_err();
         assert!(err.to_string().contains("another scenario"), "{err}");
         assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn resume_refuses_a_row_outside_the_grid_or_given_twice() {
+        let dir = temp_dir("outside");
+        let calls = AtomicU64::new(0);
+        let opts = options(&dir, 2, 1);
+        run_sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
+        let resumed = SweepOptions { resume: true, ..opts };
+        let err = run_sweep(&chatty(), &["server.retention=250,300".to_string()], &resumed, &fake(&calls)).unwrap_err();
+        assert!(err.to_string().contains("a row of 200 is outside this sweep's grid"), "{err}");
+        let path = dir.join("out.csv");
+        let text = fs::read_to_string(&path).unwrap();
+        let row = text.lines().nth(1).unwrap().to_string();
+        fs::write(&path, format!("{text}{row}\n")).unwrap();
+        let err = run_sweep(&chatty(), &["server.retention=200,250".to_string()], &resumed, &fake(&calls)).unwrap_err();
+        assert!(err.to_string().contains("given twice"), "{err}");
     }
 
     #[test]

@@ -79,7 +79,7 @@ fn row_lines(row: &Row) -> Vec<String> {
 /// confuse its parser or HTML sanitiser; all become `#<code>;` entities.
 pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for c in crate::report::escape::control(text).chars() {
         match c {
             '#' | ';' | ':' | '<' | '>' | '"' => out.push_str(&format!("#{};", u32::from(c))),
             '\n' | '\r' => out.push(' '),

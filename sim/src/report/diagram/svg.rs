@@ -33,22 +33,9 @@ fn text_w(text: &str) -> usize {
     text.chars().count() * CHAR_W_TENTHS / 10
 }
 
-/// Text as XML character data or attribute value.
+/// Text as XML character data or attribute value ([`crate::report::escape::xml`]).
 pub(crate) fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // XML forbids most control characters (an ESC in a probed server's event id): shown escaped.
-            c if c.is_control() => out.push_str(&c.escape_default().to_string()),
-            _ => out.push(c),
-        }
-    }
-    out
+    crate::report::escape::xml(text)
 }
 
 /// The SVG body as it is drawn, tracking the rightmost pixel used.
