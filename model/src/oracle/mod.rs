@@ -22,8 +22,8 @@ mod failure;
 mod liveness;
 mod loss;
 mod sessions;
-mod timeliness;
 mod tasks;
+mod timeliness;
 mod work;
 
 #[cfg(test)]

@@ -18,9 +18,9 @@
 pub mod families;
 pub mod family_files;
 pub mod faults;
-pub mod notifications;
 pub mod files;
 pub(crate) mod layers;
+pub mod notifications;
 pub(crate) mod profile_files;
 pub(crate) mod script;
 pub mod settings;
