@@ -173,8 +173,8 @@ fn renderer(format: &str) -> Result<fn(&[MatrixCell]) -> String, SimError> {
 /// invariants with their counts and the command that replays the first failing seed.
 pub fn to_table(results: &[MatrixCell]) -> String {
     use std::fmt::Write as _;
-    let servers = unique(results.iter().map(|r| r.server.as_str()));
-    let rows = unique(results.iter().map(|r| (r.scenario.as_str(), r.client.as_str())));
+    let servers = matrix::unique(results.iter().map(|r| r.server.as_str()));
+    let rows = matrix::unique(results.iter().map(|r| (r.scenario.as_str(), r.client.as_str())));
     let broken: Vec<&MatrixCell> = results.iter().filter(|r| r.violated()).collect();
     let mut grid: Vec<Vec<String>> = vec![["scenario", "client"]
         .iter()
@@ -217,12 +217,3 @@ pub fn to_table(results: &[MatrixCell]) -> String {
     out
 }
 
-fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
-}

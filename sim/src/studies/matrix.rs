@@ -278,7 +278,8 @@ fn cell_text(r: &MatrixCell) -> String {
     t.broken().iter().map(|v| format!("{v} {}/{}", t.violations[*v], t.n)).collect::<Vec<_>>().join("<br>")
 }
 
-fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
+/// The items in their first order, each once.
+pub fn unique<T: PartialEq + Copy>(items: impl Iterator<Item = T>) -> Vec<T> {
     let mut out: Vec<T> = Vec::new();
     for i in items {
         if !out.contains(&i) {

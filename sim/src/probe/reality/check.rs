@@ -412,24 +412,28 @@ pub fn table_markdown(all: &[SdkReality]) -> String {
     out.push_str("|---|---|---|---|---|---|\n");
     for r in all {
         for row in &r.rows {
-            let agree = match (row.agrees(), row.known()) {
-                (Some(true), _) => "yes",
-                (Some(false), Some(_)) => "no (known)",
-                (Some(false), None) => "NO",
-                (None, _) => "n/a",
-            };
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
-                r.sdk.name(),
-                row.scenario,
-                cell(&short(&row.real)),
-                cell(&short(&row.sim)),
-                agree,
-                cell(&row.note)
-            ));
+            out.push_str(&agreement_row(r.sdk.name(), row));
         }
     }
     out
+}
+
+/// One row of an agreement table: the system, the scenario, both verdicts, whether they agree
+/// (`yes`, `no (known)`, `NO`, `n/a`) and the note.
+pub fn agreement_row(system: &str, row: &Row) -> String {
+    let agree = match (row.agrees(), row.known()) {
+        (Some(true), _) => "yes",
+        (Some(false), Some(_)) => "no (known)",
+        (Some(false), None) => "NO",
+        (None, _) => "n/a",
+    };
+    format!(
+        "| {system} | {} | {} | {} | {agree} | {} |\n",
+        row.scenario,
+        cell(&short(&row.real)),
+        cell(&short(&row.sim)),
+        cell(&row.note)
+    )
 }
 
 /// A verdict for the table: an error cut to its kind (`skipped`, `no mirror`).

@@ -3,7 +3,7 @@
 //! beside the default ones (a server without an event store, so far).
 
 use crate::probe::error::ProbeError;
-use crate::probe::reality::check::{cell, rows_adjusted, short, Row};
+use crate::probe::reality::check::{agreement_row, cell, rows_adjusted, Row};
 use crate::probe::reality::sdk::{FixtureServer, Sdk};
 use crate::probe::server::run::{probe_server, ProbeOptions, ProbeReport};
 use crate::scenario::Scenario;
@@ -83,21 +83,7 @@ pub fn variants_markdown(all: &[VariantReality]) -> String {
     out.push_str("|---|---|---|---|---|---|\n");
     for v in all {
         for row in &v.rows {
-            let agree = match (row.agrees(), row.known()) {
-                (Some(true), _) => "yes",
-                (Some(false), Some(_)) => "no (known)",
-                (Some(false), None) => "NO",
-                (None, _) => "n/a",
-            };
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
-                v.name,
-                row.scenario,
-                cell(&short(&row.real)),
-                cell(&short(&row.sim)),
-                agree,
-                cell(&row.note)
-            ));
+            out.push_str(&agreement_row(v.name, row));
         }
         let diffs: Vec<String> = v.differing.iter().map(|(f, p, b)| format!("{f}: probed {p}, profile {b}")).collect();
         let total = crate::probe::fingerprint::FIELDS.len();
