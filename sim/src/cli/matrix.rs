@@ -216,3 +216,4 @@ pub fn to_table(results: &[MatrixCell]) -> String {
     }
     out
 }
+
