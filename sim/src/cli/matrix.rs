@@ -216,4 +216,3 @@ pub fn to_table(results: &[MatrixCell]) -> String {
     }
     out
 }
-

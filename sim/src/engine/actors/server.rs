@@ -161,14 +161,19 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
 /// whatever the faults, while this process lives.
 async fn workload_notifier(world: Arc<World>, store: usize, epoch: u32) {
     let Some(spec) = world.scenario.notifications.clone() else { return };
-    loop {
-        let now = std::time::Duration::from_micros(world.rec.now().as_micros());
-        let Some(at) = spec.next_after(now) else { return };
-        madsim::time::sleep_until(world.rec.deadline(Instant(micros(at)))).await;
+    let next = |now_us: u64| spec.next_after(std::time::Duration::from_micros(now_us)).map(micros);
+    notify_on_schedule(&world, store, epoch, next).await;
+}
+
+/// Notifies every session at each time `next(now)` gives (in µs), until it gives none or this
+/// process is gone (a restart starts another epoch).
+async fn notify_on_schedule(world: &Arc<World>, store: usize, epoch: u32, next: impl Fn(u64) -> Option<u64>) {
+    while let Some(at) = next(world.rec.now().as_micros()) {
+        madsim::time::sleep_until(world.rec.deadline(Instant(at))).await;
         let current = world.with_store(store, |core| {
             if core.epoch == epoch {
                 core.server.notify_all(world.rec.now());
-                core.drain(&world);
+                core.drain(world);
             }
             core.epoch == epoch
         });
@@ -217,23 +222,8 @@ fn fire_timer(world: &Arc<World>, store: usize, epoch: u32, now: Instant) {
 /// the faults heal and the liveness phase begins.
 async fn notifier(world: Arc<World>, store: usize, epoch: u32, interval_us: u64) {
     let liveness = micros(world.scenario.faults.heal_time());
-    loop {
-        let at = (world.rec.now().as_micros() / interval_us + 1) * interval_us;
-        if at >= liveness {
-            return;
-        }
-        madsim::time::sleep_until(world.rec.deadline(Instant(at))).await;
-        let current = world.with_store(store, |core| {
-            if core.epoch == epoch {
-                core.server.notify_all(world.rec.now());
-                core.drain(&world);
-            }
-            core.epoch == epoch
-        });
-        if current != Some(true) {
-            return;
-        }
-    }
+    let next = |now_us: u64| Some((now_us / interval_us + 1) * interval_us).filter(|at| *at < liveness);
+    notify_on_schedule(&world, store, epoch, next).await;
 }
 
 /// A number for the next exchange of store `store`'s server (each request is an exchange of its
