@@ -1,7 +1,8 @@
 //! Settling the application's calls: errors, unknown outcomes, time-outs; and what the
 //! application does to the client on purpose besides calling (re-initialize, a bogus resume).
 
-use super::{Client, Handshake, Owner, Purpose, ERR_TIMED_OUT};
+use super::{Client, Handshake, Owner, Purpose, ERR_TIMED_OUT, ERR_TIMED_OUT_SENT};
+use crate::config::CloseHandling;
 use crate::http::{ClientMessage, Request};
 use crate::ids::{CallKey, ConnId, EventId};
 use crate::time::Instant;
@@ -24,12 +25,22 @@ impl Client {
         }
     }
 
+    /// The request timeout: a cancellation is sent for a request that went out, and the call is
+    /// resolved. The SDKs report it as an error whatever happened to the request; the decision
+    /// procedure knows better: a request that was sent may have run (the design note's "reconcile
+    /// in-flight requests as unknown outcome"), so it says unknown outcome, and only a request
+    /// never sent is a plain failure.
     pub(super) fn time_out(&mut self, key: CallKey) {
-        if let Some(request) = self.calls.get(&key).and_then(|c| c.request) {
+        let sent = self.calls.get(&key).and_then(|c| c.request);
+        if let Some(request) = sent {
             let cancel = Request::post(self.session.clone(), ClientMessage::Cancelled { request });
             self.open(Purpose::Notification, cancel, false);
         }
-        self.resolve_error(key, ERR_TIMED_OUT.to_string());
+        if sent.is_some() && self.policy.close_handling == CloseHandling::DecisionProcedure {
+            self.resolve_unknown(key, ERR_TIMED_OUT_SENT.to_string());
+        } else {
+            self.resolve_error(key, ERR_TIMED_OUT.to_string());
+        }
     }
 
     pub(super) fn resolve_error(&mut self, key: CallKey, error: String) {

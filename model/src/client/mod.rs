@@ -85,6 +85,8 @@ const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
 const ERR_NO_RESPONSE: &str = "stream ended without a response";
 const ERR_CONNECTION_CLOSED: &str = "connection closed";
 const ERR_TIMED_OUT: &str = "request timed out";
+/// The decision procedure's answer to a timed-out request that was sent: it may have run.
+const ERR_TIMED_OUT_SENT: &str = "request timed out after it was sent: outcome unknown";
 const ERR_REINITIALIZED: &str = "re-initialized before the response arrived";
 const UNKNOWN_SESSION_LOST: &str =
     "the session was lost (HTTP 404) while the call was in flight; it may or may not have run";

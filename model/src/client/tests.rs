@@ -1166,6 +1166,23 @@ fn a_request_timeout_cancels_aborts_and_fails_the_call() {
     assert!(app(&after).is_empty() && opens(&after).is_empty());
 }
 
+/// The decision procedure after a request timeout: the request went out and may have run, so the
+/// call's outcome is unknown (never "failed", which invites a blind re-send of a payment).
+#[test]
+fn the_decision_procedure_reports_a_sent_request_that_timed_out_as_unknown_outcome() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.request_timeout = Some(std::time::Duration::from_secs(22));
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("a_1")]);
+    let out = d.fire();
+    let (_, cancel) = only_open(&out, |_| true);
+    assert_eq!(cancel.body, Some(ClientMessage::Cancelled { request }));
+    assert_eq!(app(&out), vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: ERR_TIMED_OUT_SENT.into() }]);
+}
+
 /// A fixed scenario with reconnects, run on `seed`; returns everything output.
 fn scripted_run(seed: u64) -> Vec<ClientOutput> {
     let mut d = Driver::with(profiles::client("reference").expect("listed"), None, seed);
