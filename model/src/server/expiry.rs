@@ -30,5 +30,6 @@ impl Server {
         } else if request || state.idle_since.is_none() {
             state.idle_since = Some(now);
         }
+        self.refresh_idle(session);
     }
 }

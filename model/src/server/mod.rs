@@ -28,6 +28,7 @@ mod sessions;
 mod streams;
 #[cfg(test)]
 mod tests;
+mod timers;
 mod tools;
 
 use crate::config::{DeadStream, EventStoreMode, NoStoreResume, Retention, ServerPolicy, ToolSpec};
@@ -44,6 +45,7 @@ use sessions::Session;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 use streams::OpenConn;
+use timers::Timers;
 use tools::RunningTool;
 
 /// Something the server asks its actor to do or record.
@@ -88,6 +90,8 @@ pub struct Server {
     outputs: VecDeque<ServerOutput>,
     /// The process died: it does nothing any more.
     crashed: bool,
+    /// Every pending timer by due instant (`timers.rs`).
+    timers: Timers,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -142,6 +146,7 @@ impl Server {
             executed_keys: BTreeSet::new(),
             outputs: VecDeque::new(),
             crashed: false,
+            timers: Timers::default(),
         };
         server.record(StepKind::ServerStart { epoch });
         if !server.policy.sessions {
@@ -200,7 +205,7 @@ impl Server {
 
     /// Runs every timer due at `now`, earliest first.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some((at, timer)) = self.timers().filter(|(at, _)| *at <= now).min() {
+        while let Some((at, timer)) = self.next_timer(now) {
             match timer {
                 Timer::Tool(id) => self.run_tool(now, id),
                 Timer::Keepalive(conn) => self.send_keepalive(at, conn),
@@ -212,7 +217,7 @@ impl Server {
 
     /// When `handle_timeout` must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers().map(|(at, _)| at).min()
+        self.next_timer(Instant(u64::MAX)).map(|(at, _)| at)
     }
 
     /// The next output, if any; drain it after every input.
@@ -242,6 +247,7 @@ impl Server {
             self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
         }
         self.store = new_store(&self.policy);
+        self.timers = Timers::default();
         self.crashed = true;
     }
 
@@ -337,18 +343,6 @@ impl Server {
 impl Server {
     // Timers and outputs
     // -----------------------------------------------------------------------------------------
-
-    fn timers(&self) -> impl Iterator<Item = (Instant, Timer)> + '_ {
-        let tools = self.running.iter().map(|(id, tool)| (tool.next_due(), Timer::Tool(*id)));
-        let keepalives =
-            self.conns.iter().filter_map(|(conn, open)| open.next_keepalive.map(|at| (at, Timer::Keepalive(*conn))));
-        let idle = self.sessions.iter().filter_map(|(id, session)| {
-            let deadline = session.idle_since? + self.policy.idle_ttl?;
-            Some((deadline, Timer::Idle(id.clone())))
-        });
-        let closes = self.conns.iter().filter_map(|(conn, open)| open.close_at.map(|at| (at, Timer::Close(*conn))));
-        tools.chain(keepalives).chain(idle).chain(closes)
-    }
 
     /// Whether events are kept and named on the wire (`event_store`).
     fn has_store(&self) -> bool {

@@ -155,6 +155,7 @@ impl Server {
                 {
                     tool.orphaned = true;
                     tool.next_progress = None;
+                    self.refresh_tool(id);
                 }
                 _ => self.cancel_tool(now, id),
             }
@@ -164,6 +165,7 @@ impl Server {
             self.end_conn(now, conn);
         }
         self.sessions.remove(session);
+        self.refresh_idle(session);
         self.store.drop_session(session);
         self.record(StepKind::SessionEnded { session: session.clone(), reason });
     }

@@ -218,6 +218,7 @@ impl Server {
         if let (ConnKind::Standalone, Some(after)) = (open.kind, self.policy.close_idle_standalone) {
             open.close_at = Some(now + after);
         }
+        self.refresh_conn(conn);
         self.send(conn, frame);
     }
 
@@ -254,6 +255,7 @@ impl Server {
         };
         let close_at = close_after.map(|d| now + d);
         self.conns.insert(conn, OpenConn { session: session.clone(), next_keepalive, close_at, kind, dead: false });
+        self.refresh_conn(conn);
     }
 
     /// A resumed connection now carries the standalone stream: it counts as a standalone GET
@@ -264,6 +266,7 @@ impl Server {
             open.kind = ConnKind::Standalone;
             open.close_at = after.map(|d| now + d);
         }
+        self.refresh_conn(conn);
     }
 
     /// The server ends a connection on its own (`Timer::Close`): the streams it carried remember
@@ -272,6 +275,7 @@ impl Server {
         let Some(open) = self.conns.get_mut(&conn) else { return };
         open.close_at = None;
         let session = open.session.clone();
+        self.refresh_conn(conn);
         if let Some(state) = self.sessions.get_mut(&session) {
             for stream in state.streams.values_mut().filter(|s| s.attached == Some(conn)) {
                 stream.server_closed = true;
@@ -299,6 +303,7 @@ impl Server {
     /// Drops the connection and detaches it from its stream; returns its session.
     pub(super) fn forget_conn(&mut self, conn: ConnId) -> Option<SessionId> {
         let open = self.conns.remove(&conn)?;
+        self.refresh_conn(conn);
         if let Some(state) = self.sessions.get_mut(&open.session) {
             for stream in state.streams.values_mut().filter(|s| s.attached == Some(conn)) {
                 stream.attached = None;
@@ -310,6 +315,7 @@ impl Server {
     pub(super) fn send_keepalive(&mut self, at: Instant, conn: ConnId) {
         let Some(open) = self.conns.get_mut(&conn) else { return };
         open.next_keepalive = repeating(self.policy.keepalive).map(|k| at + k);
+        self.refresh_conn(conn);
         self.write(at, conn, Frame::Comment);
     }
 

@@ -143,6 +143,7 @@ impl Server {
                 pending_effect,
             },
         );
+        self.refresh_tool(self.tools_started);
     }
 
     /// Executes a side effect, unless an honoured idempotency key says it already ran.
@@ -179,6 +180,7 @@ impl Server {
         tool.next_progress = tool.interval.map(|i| at + i);
         let (session, stream, request, call, last) =
             (tool.session.clone(), tool.stream, tool.request, tool.call, tool.steps);
+        self.refresh_tool(id);
         if self.policy.response_mode == ResponseMode::Json {
             // A JSON body carries only the response: progress has no wire form and is dropped
             // before it is stored (mcp 2.3.0 streamable_http.py:1075-1081; ts 1.32.2 writes it
@@ -195,6 +197,7 @@ impl Server {
 
     pub(super) fn complete_tool(&mut self, now: Instant, id: u64) {
         let Some(mut tool) = self.running.remove(&id) else { return };
+        self.refresh_tool(id);
         if let Some(effect) = tool.pending_effect.take() {
             self.side_effect(&tool.session, tool.request, tool.call, effect);
         }
@@ -254,6 +257,7 @@ impl Server {
     /// Stops a running tool, recorded as ending `end` (cancelled, or by a disconnect).
     pub(super) fn end_tool(&mut self, now: Instant, id: u64, end: ToolEnd) {
         let Some(tool) = self.running.remove(&id) else { return };
+        self.refresh_tool(id);
         self.record(StepKind::ToolEnded { session: tool.session.clone(), request: tool.request, call: tool.call, end });
         self.finish_stream(now, &tool.session, tool.stream);
     }
