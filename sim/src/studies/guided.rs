@@ -502,84 +502,9 @@ fn label(kind: &StepKind) -> Option<String> {
     })
 }
 
-/// The abstract state of the three machines, read from the steps alone (no model change): the
-/// client's (a connection open, a backoff pending, a session held, a call in flight), the
-/// server's (sessions live: none, one, several; restarted) and the streams' (one detached by a
-/// broken connection; events stored that the client has not been handed). A labelled step is a
-/// branch of some rule (a decision, a resume answer, a status); the state it fired in is part of
-/// the feature, and every change of state is an edge, as AFL counts edges between blocks.
-#[derive(Clone, Debug, Default)]
-struct States {
-    open: i64,
-    backing_off: bool,
-    holds_session: bool,
-    in_flight: i64,
-    sessions: i64,
-    restarted: bool,
-    detached: bool,
-    stored: u64,
-    delivered: u64,
-}
-
-impl States {
-    fn step(&mut self, kind: &StepKind) {
-        match kind {
-            StepKind::Send { .. } => {
-                self.open += 1;
-                self.backing_off = false;
-                self.detached = false;
-            }
-            StepKind::ConnEnd { end, .. } => {
-                self.open -= 1;
-                self.detached = !matches!(end, mcpsim_model::http::ConnEnd::Clean);
-            }
-            StepKind::Response { head, .. } if head.session.is_some() => self.holds_session = true,
-            StepKind::Backoff { .. } | StepKind::InitializeBackoff { .. } => self.backing_off = true,
-            StepKind::ClientStart { restored } => {
-                self.holds_session &= *restored;
-                self.open = 0;
-            }
-            StepKind::AppSessionLost { .. } => self.holds_session = false,
-            StepKind::AppCall { .. } => self.in_flight += 1,
-            k if k.resolves().is_some() => self.in_flight -= 1,
-            StepKind::SessionCreated { .. } => self.sessions += 1,
-            StepKind::SessionEnded { .. } => self.sessions -= 1,
-            StepKind::ServerStart { epoch } => {
-                self.restarted = *epoch > 0;
-                self.sessions = 0;
-            }
-            StepKind::EventStored { .. } => self.stored += 1,
-            StepKind::Event { .. } => self.delivered += 1,
-            _ => {}
-        }
-    }
-
-    /// `client/server/stream`, e.g. `o-s-|1r|d+`.
-    fn tuple(&self) -> String {
-        let flag = |b: bool, c: char| if b { c } else { '-' };
-        let client: String = [
-            flag(self.open > 0, 'o'),
-            flag(self.backing_off, 'b'),
-            flag(self.holds_session, 's'),
-            flag(self.in_flight > 0, 'c'),
-        ]
-        .iter()
-        .collect();
-        let sessions = match self.sessions {
-            ..=0 => '0',
-            1 => '1',
-            _ => 'n',
-        };
-        let server: String = [sessions, flag(self.restarted, 'r')].iter().collect();
-        let stream: String = [flag(self.detached, 'd'), flag(self.stored > self.delivered, '+')].iter().collect();
-        format!("{client}|{server}|{stream}")
-    }
-}
-
 /// The features of a run: labels with bucketed counts, label-to-label edges, the state each fault
-/// struck in (calls in flight, a stream detached, a partition already on), each label in the
-/// (client, server, stream) state it fired in and each change of that state ([`States`]), and
-/// coverage events with bucketed counts.
+/// struck in (calls in flight, a stream detached, a partition already on), and coverage events
+/// with bucketed counts.
 pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
     let mut out = BTreeSet::new();
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
@@ -587,8 +512,6 @@ pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
     let mut in_flight: i64 = 0;
     let mut detached = false;
     let mut partitioned_until = 0u64;
-    let mut states = States::default();
-    let mut state = states.tuple();
     for step in &trace.steps {
         match &step.kind {
             StepKind::AppCall { .. } => in_flight += 1,
@@ -597,14 +520,7 @@ pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
             StepKind::Send { .. } => detached = false,
             _ => {}
         }
-        states.step(&step.kind);
-        let now = states.tuple();
-        if now != state {
-            out.insert(fnv(&["state-edge", &state, &now]));
-            state = now;
-        }
         let Some(label) = label(&step.kind) else { continue };
-        out.insert(fnv(&["state-at", &label, &state]));
         if let StepKind::Fault { fault } = &step.kind {
             let overlapping = step.t < partitioned_until;
             let state = format!("{}:{}:{overlapping}", in_flight > 0, detached);
@@ -696,31 +612,6 @@ mod tests {
         let (cut, calm) = (f(&cut), f(&calm));
         assert!(!cut.is_empty() && !calm.is_empty());
         assert!(cut.difference(&calm).count() > 0, "an idle cut reaches something a calm run does not");
-    }
-
-    /// Two runs whose labelled steps, edges and counts are the same but whose machines were in
-    /// other states when a rule fired (here: events stored the client was never handed) differ
-    /// in their features.
-    #[test]
-    fn features_see_the_state_a_rule_fired_in() {
-        let outcome = run(&Scenario::build("long-tool", "reference", "reference").unwrap(), 0).unwrap();
-        let mut unstored = outcome.trace.clone();
-        unstored.steps.retain(|s| !matches!(s.kind, StepKind::EventStored { .. }));
-        assert!(unstored.steps.len() < outcome.trace.steps.len(), "the run stores events");
-        let reached = coverage(&outcome.trace);
-        let (a, b) = (features(&outcome.trace, &reached), features(&unstored, &reached));
-        assert_ne!(a, b, "the stream state (events stored, not handed over) is part of the features");
-        let labels = |t: &Trace| t.steps.iter().filter_map(|s| label(&s.kind)).collect::<Vec<_>>();
-        assert_eq!(labels(&outcome.trace), labels(&unstored), "the labels alone cannot tell them apart");
-    }
-
-    #[test]
-    fn states_follow_the_client_server_and_stream() {
-        let mut s = States::default();
-        assert_eq!(s.tuple(), "----|0-|--");
-        s.step(&StepKind::ServerStart { epoch: 1 });
-        s.step(&StepKind::Backoff { call: None, attempt: 1, delay_us: 1 });
-        assert_eq!(s.tuple(), "-b--|0r|--");
     }
 
     #[test]
