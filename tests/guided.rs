@@ -33,8 +33,8 @@ fn second_incident_without_its_partition() -> Scenario {
 /// About twice the most cases generator seeds 0..10 needed (measured with
 /// `explore --all … --set fault.partition=none --guided --invariant no-silent-event-loss --no-shrink
 /// --start-seed 0..=9`, most cases in brackets; docs/search.md, "The second incident's budget").
-/// Seed 0, which this test runs, needs 158.
-const SECOND_INCIDENT_BUDGET: u64 = 530; // [264]
+/// Seed 0, which this test runs, is the worst of them.
+const SECOND_INCIDENT_BUDGET: u64 = 1_770; // [883]
 
 #[test]
 fn guided_finds_the_second_incident_without_the_familys_partition() {
