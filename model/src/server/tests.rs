@@ -534,6 +534,22 @@ fn never_while_busy_holds_a_session_until_its_tool_is_done() {
     assert!(session_ends(&drive_until(&mut s, at(9_000))).is_empty());
 }
 
+/// Under never-while-busy only a session's own running tool holds it: another session's tool
+/// does not keep an idle one alive (`holds_session`; cargo-mutants' `&&` -> `||` there survived
+/// every test before this one).
+#[test]
+fn never_while_busy_is_held_only_by_the_sessions_own_tool() {
+    let mut s = server(idle_policy("reference"));
+    let busy = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &busy, "marathon");
+    s.handle_disconnect(at(1), POST);
+    let idle = init(&mut s, at(1));
+    assert!(session_ends(&drive_until(&mut s, at(60))).is_empty());
+    assert_eq!(session_ends(&drive_until(&mut s, at(61))), vec![SessionEndReason::IdleExpired]);
+    assert_eq!(s.live_sessions(), vec![busy]);
+    assert!(!s.live_sessions().contains(&idle));
+}
+
 #[test]
 fn last_request_expires_a_busy_session_ttl_after_its_last_request() {
     let mut s = server(idle_policy("rmcp"));
