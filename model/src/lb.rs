@@ -131,6 +131,9 @@ pub struct LoadBalancer {
     draining: BTreeSet<Backend>,
     /// Sessions learned from response heads (sticky-session routing).
     sessions: BTreeMap<SessionId, Backend>,
+    /// Intermediaries answering every new request themselves, with the status they answer (a
+    /// route reload or a deploy of the proxy: [`LoadBalancer::set_answering`]).
+    answering: BTreeMap<usize, Status>,
     /// Draws for random routing.
     rng: SplitMix64,
     outputs: VecDeque<LbOutput>,
@@ -195,6 +198,7 @@ impl LoadBalancer {
             next_turn: 0,
             draining: BTreeSet::new(),
             sessions: BTreeMap::new(),
+            answering: BTreeMap::new(),
             rng: SplitMix64::new(seed),
             outputs: VecDeque::new(),
             timers: Timers::default(),
@@ -250,6 +254,13 @@ impl LoadBalancer {
     /// address. A draining replica gets no new connection; with every one draining the balancer
     /// answers 503 itself. With several replicas the choice is recorded.
     pub fn route(&mut self, conn: ConnId, session: Option<&SessionId>, client: u64) -> Route {
+        // An intermediary answering by itself answers before any behind it sees the request: the
+        // one nearest the client.
+        if let Some((&at, &status)) = self.answering.first_key_value() {
+            let hop = self.label(at);
+            self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status, hop }));
+            return Route::Answer(status);
+        }
         let n = self.replicas();
         let hop = self.label(self.own());
         let available: Vec<Backend> = (0..n).map(Backend).filter(|b| !self.draining.contains(b)).collect();
@@ -301,6 +312,21 @@ impl LoadBalancer {
         if self.routes_by_session() {
             self.sessions.insert(session, backend);
         }
+    }
+
+    /// Intermediary `hop` (the balancer is the last) answers every new request itself with
+    /// `status` (`Some`), without passing it on, or stops doing so (`None`): a proxy reloading its
+    /// routes or being deployed, which answers 404 (or 400, 405, 503) for a window. Connections
+    /// already proxied are not touched. Returns whether the hop exists.
+    pub fn set_answering(&mut self, hop: usize, status: Option<Status>) -> bool {
+        if hop >= self.chain.len() {
+            return false;
+        }
+        match status {
+            Some(status) => self.answering.insert(hop, status),
+            None => self.answering.remove(&hop),
+        };
+        true
     }
 
     /// Takes `backend` out of the rotation (`true`) or puts it back.
@@ -904,6 +930,24 @@ mod tests {
         assert_eq!(draw(1), draw(1));
         assert_ne!(draw(1), draw(2));
         assert_eq!(draw(1).into_iter().map(replica).collect::<BTreeSet<_>>().len(), 3);
+    }
+
+    #[test]
+    fn an_answering_hop_answers_every_new_request_itself_until_it_stops() {
+        let mut lb = chain(vec![HopConfig::default()], 600);
+        assert!(lb.set_answering(1, Some(Status::UNAVAILABLE)));
+        assert!(lb.set_answering(0, Some(Status::NOT_FOUND)));
+        assert!(!lb.set_answering(2, Some(Status::NOT_FOUND)));
+        // The hop nearest the client answers first.
+        assert_eq!(lb.route(ConnId(1), None, 0), Route::Answer(Status::NOT_FOUND));
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::NOT_FOUND, hop: Some(0) };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(answered)]);
+        assert!(lb.set_answering(0, None));
+        assert_eq!(lb.route(ConnId(2), None, 0), Route::Answer(Status::UNAVAILABLE));
+        let _ = drain(&mut lb);
+        assert!(lb.set_answering(1, None));
+        assert_eq!(lb.route(ConnId(3), None, 0), Route::To(Backend(0)));
+        assert!(drain(&mut lb).is_empty());
     }
 
     fn replica(r: Route) -> u32 {

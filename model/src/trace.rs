@@ -337,7 +337,8 @@ pub enum StepKind {
         hop: Option<u32>,
     },
     /// It answered a connection itself: no replica could take it (502 unreachable, 503 none
-    /// available). Recorded only with several replicas.
+    /// available; recorded only with several replicas or hops), or a hop answers every request
+    /// itself for a while (a fault `answer`: a route reload, a 404).
     LbAnswered {
         /// The connection.
         conn: ConnId,

@@ -1,0 +1,71 @@
+//! Intermediaries and servers of "Fidelity II" (issue 19) that answer or react by themselves,
+//! end to end through client, load balancer and server: each test fails if the model stops
+//! showing what its fault, field or rule says.
+
+use mcpsim::report::artifacts::{read_trace, recorded_scenario};
+use mcpsim::run;
+use mcpsim::scenario::faults::Fault;
+use mcpsim_model::http::Status;
+use mcpsim_model::trace::StepKind;
+use std::path::Path;
+
+fn names(outcome: &mcpsim::engine::runner::RunOutcome) -> Vec<&'static str> {
+    outcome.violations.iter().map(|v| v.invariant.name()).collect()
+}
+
+const HOP_404_TRACE: &str =
+    "traces/field/proxy-own-answer/no-orphaned-session--reference--reference--long-tool--hop-404-route-reload.jsonl";
+
+/// `fault.answer = hop0=404@61s..70s`: a proxy in front of the balancer reloads its routes and
+/// answers 404 itself for 9 s, just as the balancer's idle cut sends the reference client back to
+/// resume. The client takes the proxy's 404 for the server's word, re-initializes and so holds a
+/// second session while the first (and its running payment) lives on: no-orphaned-session, with
+/// the conditions verdict naming the hop. The same window answered 503 is a transport fact: the
+/// client resumes and the run is clean.
+#[test]
+fn a_hops_own_404_orphans_the_live_session_and_its_503_does_not() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(HOP_404_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["no-orphaned-session"]);
+    let footer = &outcome.trace.footer.as_ref().expect("a footer").verdict[0];
+    assert!(footer.conditions.starts_with("explained by condition 4: hop0 answered 404 by itself"), "{footer:?}");
+    let answered = outcome
+        .trace
+        .steps
+        .iter()
+        .filter(|s| matches!(s.kind, StepKind::LbAnswered { status: Status::NOT_FOUND, hop: Some(0), .. }));
+    assert!(answered.count() >= 1);
+    // No server ever refused the session: every 404 was the hop's.
+    assert!(!outcome.trace.steps.iter().any(|s| matches!(s.kind, StepKind::Rejected { .. })));
+
+    let mut unavailable = scenario.clone();
+    let faults: Vec<_> = unavailable
+        .faults
+        .faults()
+        .iter()
+        .cloned()
+        .map(|mut f| {
+            if let Fault::Answer { status, .. } = &mut f.fault {
+                *status = 503;
+            }
+            f
+        })
+        .collect();
+    unavailable.faults = mcpsim::scenario::faults::FaultPlan::new(faults);
+    let outcome = run(&unavailable, recorded.header.seed).expect("the re-run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+}
+
+/// A hop answers only inside its window, only when it exists, and only with a 4xx or 5xx.
+#[test]
+fn a_hop_answering_by_itself_is_validated() {
+    let mut s = mcpsim::Scenario::build("long-tool", "reference", "reference").expect("a built-in scenario");
+    let set = |s: &mut mcpsim::Scenario, v: &str| s.apply_overrides(&[("fault.answer".to_string(), v.to_string())]);
+    assert!(set(&mut s, "hop0=404@60s..90s").is_ok());
+    for bad in ["hop1=404@60s..90s", "replica0=404@1m..2m", "hop0=302@1m..2m", "hop0=404@2m..1m"] {
+        let mut s = mcpsim::Scenario::build("long-tool", "reference", "reference").expect("a built-in scenario");
+        assert!(set(&mut s, bad).is_err(), "{bad} was accepted");
+    }
+}
