@@ -69,3 +69,29 @@ fn a_hop_answering_by_itself_is_validated() {
         assert!(set(&mut s, bad).is_err(), "{bad} was accepted");
     }
 }
+
+/// `server.disconnect_cancel_ignored`: a 2026-07-28 server says a disconnect cancels the
+/// request (`disconnect_cancels`), and its client relies on it; a reset at 10 s ends the stream
+/// of a 30 s tool. The honest server cancels it there; the liar's handler ignores the
+/// cancellation and runs on to its result: no-abandoned-work, on the liar only.
+#[test]
+fn a_server_that_claims_a_disconnect_cancels_but_runs_on_abandons_work() {
+    let overrides = |ignored: &str| {
+        [("tool.duration", "30s"), ("fault.reset", "10s"), ("tool.idempotent", "true")]
+            .into_iter()
+            .chain([("server.disconnect_cancel_ignored", ignored)])
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let build = |ignored: &str| {
+        let mut s =
+            mcpsim::Scenario::build("long-tool", "stateless-2026", "stateless-2026").expect("a built-in scenario");
+        s.apply_overrides(&overrides(ignored)).expect("valid overrides");
+        s
+    };
+    let honest = run(&build("false"), 0).expect("the run");
+    assert!(honest.violations.is_empty(), "{:?}", names(&honest));
+    let liar = run(&build("true"), 0).expect("the run");
+    assert_eq!(names(&liar), vec!["no-abandoned-work"]);
+    assert!(liar.trace.steps.iter().any(|s| matches!(s.kind, StepKind::CancelIgnored { .. })));
+}

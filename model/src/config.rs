@@ -166,6 +166,12 @@ pub struct ServerPolicy {
     /// default), or nothing more (a store that replays, then goes quiet).
     #[serde(default, skip_serializing_if = "is_default")]
     pub after_replay: AfterReplay,
+    /// With `disconnect_cancels` (what the server claims, and what its clients and the oracles
+    /// rely on): `true` when the claim is not kept, the cancellation is signalled but the
+    /// request's handler ignores it and runs on to its result (a handler that never checks its
+    /// cancellation token or abort signal). Without `disconnect_cancels` it changes nothing.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub disconnect_cancel_ignored: bool,
 }
 
 /// What a resumed connection gets once the missed events were replayed

@@ -869,6 +869,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("tasks.expiry.sweep", "When the rule runs: timer (at the deadline) or on-call (at the next call into the store; rmcp)."),
     ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
     ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
+    ("disconnect_cancel_ignored", "With disconnect_cancels (the claim): true when the claim is not kept, the handler ignores the cancellation and runs on to its result (no-abandoned-work judges it); false: the claim is kept."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

@@ -461,6 +461,18 @@ pub enum StepKind {
         /// The session.
         session: Option<SessionId>,
     },
+    /// The connection carrying a request's stream ended on a server whose policy says a
+    /// disconnect cancels (`ServerPolicy::disconnect_cancels`): the client ended the work, but
+    /// the handler ignored the cancellation and runs on (`disconnect_cancel_ignored`). An
+    /// honest server records `ToolEnded { end: Disconnected }` instead.
+    CancelIgnored {
+        /// The session.
+        session: SessionId,
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The application's logical call.
+        call: CallKey,
+    },
     /// A tool execution ended.
     ToolEnded {
         /// The session.

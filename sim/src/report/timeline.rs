@@ -176,6 +176,9 @@ pub fn describe(kind: &StepKind) -> String {
             )
         }
         ToolEnded { session, request, call, end } => format!("tool {call} {request} in {session}: {end:?}"),
+        CancelIgnored { session, request, call } => format!(
+            "tool {call} {request} in {session}: its stream's connection ended, which the server says cancels it, but it runs on"
+        ),
         ServerStart { epoch } => format!("server process started (epoch {epoch})"),
         AppCall { call, tool, idempotent } => {
             format!("app calls {tool} {call}{}", if *idempotent { " (idempotent)" } else { "" })

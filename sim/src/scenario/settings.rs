@@ -856,6 +856,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.resume_without_store", Rule::Free),
     ("server.response_mode", Rule::Free),
     ("server.after_replay", Rule::Free),
+    ("server.disconnect_cancel_ignored", Rule::Free),
     ("server.eras", Rule::Free),
     ("server.tasks", Rule::Table),
     ("server.tasks.create_for_tools_over", Rule::ZeroOrSpan),
