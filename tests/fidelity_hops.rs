@@ -95,3 +95,32 @@ fn a_server_that_claims_a_disconnect_cancels_but_runs_on_abandons_work() {
     assert_eq!(names(&liar), vec!["no-abandoned-work"]);
     assert!(liar.trace.steps.iter().any(|s| matches!(s.kind, StepKind::CancelIgnored { .. })));
 }
+
+const BURST_TRACE: &str =
+    "traces/field/burst-store-order/no-silent-event-loss--reference--ts-sdk--long-tool--burst-cut-midway.jsonl";
+
+/// `tool.burst = 8` on the TypeScript store (ids `<stream>_<ms>_<random>`, replayed in string
+/// order) behind a gateway that holds the last frame it got (`hold_tail`): the reset at 12 s cuts
+/// the burst of 11 s after its 7th event, so the reference client resumes after the 7th; the 8th,
+/// stored in the same millisecond with a suffix that sorts below the 7th's, is never replayed:
+/// lost, not only reordered. With ids that count (`server.event_ids = reference`) the same run is
+/// clean, and without the gateway the burst arrives whole (the replay only repeats events).
+#[test]
+fn a_burst_cut_midway_loses_the_events_the_store_order_skips_and_counting_ids_do_not() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(BURST_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    assert_eq!(scenario.tools[0].burst, 8);
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["no-silent-event-loss"]);
+
+    let mut counting = scenario.clone();
+    counting.server.event_ids = mcpsim_model::config::EventIdScheme::Reference;
+    let outcome = run(&counting, recorded.header.seed).expect("the re-run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+
+    let mut whole = scenario.clone();
+    whole.lb.hops[0].hold_tail = false;
+    let outcome = run(&whole, recorded.header.seed).expect("the re-run");
+    assert!(!names(&outcome).contains(&"no-silent-event-loss"), "{:?}", names(&outcome));
+}

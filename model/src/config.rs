@@ -1084,6 +1084,12 @@ pub struct HopConfig {
     /// response release it).
     #[serde(default, with = "serde_opt_duration")]
     pub flush_interval: Option<Duration>,
+    /// The hop keeps back the last frame it got (an event, a comment) until the next frame, or
+    /// the end of the response, pushes it out: a gateway whose buffer always holds the tail of
+    /// the stream (a compressing proxy that flushes only when more comes). On a stream that stays
+    /// open its final frame is never flushed; a cut loses it. Left out when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_tail: bool,
 }
 
 const fn gateway_timeout() -> u16 {
@@ -1103,6 +1109,7 @@ impl Default for HopConfig {
             timeout_status: gateway_timeout(),
             buffer: None,
             flush_interval: None,
+            hold_tail: false,
         }
     }
 }

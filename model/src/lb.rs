@@ -76,11 +76,13 @@ struct AtHop {
     /// Response buffering: frames held back, and since when.
     buffer: Frames,
     buffered_since: Option<Instant>,
+    /// `hold_tail`: the last frame that reached this hop, kept until the next one pushes it out.
+    tail: Option<(FrameKind, Vec<u8>)>,
 }
 
 impl AtHop {
     fn new(now: Instant) -> Self {
-        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None }
+        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None, tail: None }
     }
 }
 
@@ -240,7 +242,7 @@ impl LoadBalancer {
     /// Whether [`LoadBalancer::handle_response`] needs to tell comments and the end from other
     /// body frames (some hop ignores comments or buffers); otherwise `Body` for all is enough.
     pub fn needs_frame_kinds(&self) -> bool {
-        self.chain.iter().any(|h| !h.comments_count || h.buffers())
+        self.chain.iter().any(|h| !h.comments_count || h.buffers() || h.hold_tail)
     }
 
     /// Whether `route` needs the request's `Mcp-Session-Id` (the actor then reads the request
@@ -395,6 +397,7 @@ impl LoadBalancer {
             out.extend(std::mem::take(&mut at.held));
             out.extend(std::mem::take(&mut at.buffer));
             at.buffered_since = None;
+            out.extend(at.tail.take());
         }
         self.refresh(conn);
         concat(out)
@@ -411,8 +414,36 @@ impl LoadBalancer {
         frames
     }
 
-    /// `frames` reach intermediary `hop` on `conn`: what it sends on.
+    /// `frames` reach intermediary `hop` on `conn`: what it sends on. A hop that holds its tail
+    /// (`HopConfig::hold_tail`) keeps the last frame of what it would send until the next frame
+    /// (or the end of the response) pushes it out; a cut loses it.
     fn pass(&mut self, now: Instant, conn: ConnId, hop: usize, frames: Frames) -> Frames {
+        let frames = self.pass_held(now, conn, hop, frames);
+        if !self.chain[hop].hold_tail || frames.is_empty() {
+            return frames;
+        }
+        let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
+        let mut out: Frames = at.tail.take().into_iter().collect();
+        for frame in frames {
+            match frame.0 {
+                FrameKind::Head => out.push(frame),
+                // The end of the response flushes everything.
+                FrameKind::End => {
+                    out.push(frame);
+                    return out;
+                }
+                FrameKind::Body | FrameKind::Comment => out.push(frame),
+            }
+        }
+        // The last body frame or comment of what passes stays here.
+        if out.last().is_some_and(|(k, _)| *k != FrameKind::Head) {
+            at.tail = out.pop();
+        }
+        out
+    }
+
+    /// `pass` before the tail rule: held heads and response buffering.
+    fn pass_held(&mut self, now: Instant, conn: ConnId, hop: usize, frames: Frames) -> Frames {
         let label = self.label(hop);
         let config = &self.chain[hop];
         let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
@@ -930,6 +961,33 @@ mod tests {
         assert_eq!(draw(1), draw(1));
         assert_ne!(draw(1), draw(2));
         assert_eq!(draw(1).into_iter().map(replica).collect::<BTreeSet<_>>().len(), 3);
+    }
+
+    #[test]
+    fn a_hop_holding_its_tail_lags_one_frame_flushes_at_the_end_and_a_cut_loses_the_tail() {
+        let gzip = HopConfig { hold_tail: true, ..HopConfig::default() };
+        let mut lb = chain(vec![gzip], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(vec![(FrameKind::Body, b"a".to_vec()), (FrameKind::Body, b"b".to_vec())]);
+        // The head and every frame but the last go on; the last waits for the next.
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"Ha");
+        assert_eq!(lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Comment, b":".to_vec())]), b"b");
+        // The end pushes the tail out with it.
+        assert_eq!(lb.handle_response(secs(2), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b":$");
+        // A cut while a tail is held loses it.
+        lb.handle_open(secs(3), ConnId(2));
+        let mut burst = head();
+        burst.extend(body(3));
+        assert_eq!(lb.handle_response(secs(3), ConnId(2), burst), b"Hee");
+        assert!(lb.fail_hop(0, false));
+        assert!(drain(&mut lb).contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
+        // Without hold_tail everything passes at once.
+        let mut plain = chain(vec![HopConfig::default()], 600);
+        plain.handle_open(Instant::ZERO, ConnId(1));
+        let mut frames = head();
+        frames.extend(body(2));
+        assert_eq!(plain.handle_response(Instant::ZERO, ConnId(1), frames), b"Hee");
     }
 
     #[test]

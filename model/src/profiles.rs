@@ -880,7 +880,7 @@ const LB_DOCS: &[(&str, &str)] = &[
     ("replicas", "Server replicas behind the balancer (1 to 16)."),
     ("routing", "How a new connection picks its replica: round-robin, sticky-session (by Mcp-Session-Id), sticky-client (by address), random (seeded)."),
     ("store", "Where replicas keep sessions and event logs: local (each its own, lost on restart) or shared (survives a replica restart)."),
-    ("hops", "Intermediaries in front of the balancer, the client's side first (hop0, hop1, …; the balancer is the last hop): each with idle_timeout, max_lifetime, comments_count, cut_mode, hold_headers, first_byte_timeout, timeout_status (504, or 524 for Cloudflare), buffer (e.g. 4KiB) and flush_interval (e.g. 10s)."),
+    ("hops", "Intermediaries in front of the balancer, the client's side first (hop0, hop1, …; the balancer is the last hop): each with idle_timeout, max_lifetime, comments_count, cut_mode, hold_headers, first_byte_timeout, timeout_status (504, or 524 for Cloudflare), buffer (e.g. 4KiB), flush_interval (e.g. 10s) and hold_tail (true: the last frame is held until the next one or the end pushes it out)."),
     ("upstream_keep_alive", "Keep upstream connections to the replicas alive and reuse them (a pool per replica, idle ones closed after idle_timeout); false: one upstream connection per request."),
     ("retry_upstream", "What the balancer sends again, once, on a fresh upstream connection when one ends before any response byte: never (a reused one is answered 502), idempotent (GET and DELETE), any (a POST too)."),
 ];

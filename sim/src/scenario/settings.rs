@@ -885,6 +885,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("lb.hops.*.timeout_status", Rule::Hand),
     ("lb.hops.*.buffer", Rule::Hand),
     ("lb.hops.*.flush_interval", Rule::Hand),
+    ("lb.hops.*.hold_tail", Rule::Free),
     ("lb.upstream_keep_alive", Rule::Free),
     ("lb.retry_upstream", Rule::Free),
 ];
