@@ -124,3 +124,23 @@ fn a_burst_cut_midway_loses_the_events_the_store_order_skips_and_counting_ids_do
     let outcome = run(&whole, recorded.header.seed).expect("the re-run");
     assert!(!names(&outcome).contains(&"no-silent-event-loss"), "{:?}", names(&outcome));
 }
+
+const TAIL_TRACE: &str =
+    "traces/field/gateway-holds-tail/timely-delivery--reference--reference--long-tool--final-frame-held.jsonl";
+
+/// `lb.hops[].hold_tail`: a gateway whose compressor keeps the last frame until more output
+/// comes: each progress event of a tool ticking every 10 s reaches the client only with the next
+/// one, 10 s late (timely-delivery). Without it the run is clean.
+#[test]
+fn a_gateway_that_holds_the_final_frame_of_what_it_got_delays_each_event_until_the_next() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(TAIL_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    assert!(scenario.lb.hops[0].hold_tail);
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["timely-delivery"]);
+    let mut flushing = scenario.clone();
+    flushing.lb.hops[0].hold_tail = false;
+    let outcome = run(&flushing, recorded.header.seed).expect("the re-run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+}
