@@ -166,6 +166,12 @@ pub struct ServerPolicy {
     /// default), or nothing more (a store that replays, then goes quiet).
     #[serde(default, skip_serializing_if = "is_default")]
     pub after_replay: AfterReplay,
+    /// With `disconnect_cancels` (what the server claims, and what its clients and the oracles
+    /// rely on): `true` when the claim is not kept, the cancellation is signalled but the
+    /// request's handler ignores it and runs on to its result (a handler that never checks its
+    /// cancellation token or abort signal). Without `disconnect_cancels` it changes nothing.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub disconnect_cancel_ignored: bool,
 }
 
 /// What a resumed connection gets once the missed events were replayed
@@ -1078,6 +1084,12 @@ pub struct HopConfig {
     /// response release it).
     #[serde(default, with = "serde_opt_duration")]
     pub flush_interval: Option<Duration>,
+    /// The hop keeps back the last frame it got (an event, a comment) until the next frame, or
+    /// the end of the response, pushes it out: a gateway whose buffer always holds the tail of
+    /// the stream (a compressing proxy that flushes only when more comes). On a stream that stays
+    /// open its final frame is never flushed; a cut loses it. Left out when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_tail: bool,
 }
 
 const fn gateway_timeout() -> u16 {
@@ -1097,6 +1109,7 @@ impl Default for HopConfig {
             timeout_status: gateway_timeout(),
             buffer: None,
             flush_interval: None,
+            hold_tail: false,
         }
     }
 }

@@ -76,11 +76,13 @@ struct AtHop {
     /// Response buffering: frames held back, and since when.
     buffer: Frames,
     buffered_since: Option<Instant>,
+    /// `hold_tail`: the last frame that reached this hop, kept until the next one pushes it out.
+    tail: Option<(FrameKind, Vec<u8>)>,
 }
 
 impl AtHop {
     fn new(now: Instant) -> Self {
-        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None }
+        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None, tail: None }
     }
 }
 
@@ -131,6 +133,9 @@ pub struct LoadBalancer {
     draining: BTreeSet<Backend>,
     /// Sessions learned from response heads (sticky-session routing).
     sessions: BTreeMap<SessionId, Backend>,
+    /// Intermediaries answering every new request themselves, with the status they answer (a
+    /// route reload or a deploy of the proxy: [`LoadBalancer::set_answering`]).
+    answering: BTreeMap<usize, Status>,
     /// Draws for random routing.
     rng: SplitMix64,
     outputs: VecDeque<LbOutput>,
@@ -195,6 +200,7 @@ impl LoadBalancer {
             next_turn: 0,
             draining: BTreeSet::new(),
             sessions: BTreeMap::new(),
+            answering: BTreeMap::new(),
             rng: SplitMix64::new(seed),
             outputs: VecDeque::new(),
             timers: Timers::default(),
@@ -236,7 +242,7 @@ impl LoadBalancer {
     /// Whether [`LoadBalancer::handle_response`] needs to tell comments and the end from other
     /// body frames (some hop ignores comments or buffers); otherwise `Body` for all is enough.
     pub fn needs_frame_kinds(&self) -> bool {
-        self.chain.iter().any(|h| !h.comments_count || h.buffers())
+        self.chain.iter().any(|h| !h.comments_count || h.buffers() || h.hold_tail)
     }
 
     /// Whether `route` needs the request's `Mcp-Session-Id` (the actor then reads the request
@@ -250,6 +256,13 @@ impl LoadBalancer {
     /// address. A draining replica gets no new connection; with every one draining the balancer
     /// answers 503 itself. With several replicas the choice is recorded.
     pub fn route(&mut self, conn: ConnId, session: Option<&SessionId>, client: u64) -> Route {
+        // An intermediary answering by itself answers before any behind it sees the request: the
+        // one nearest the client.
+        if let Some((&at, &status)) = self.answering.first_key_value() {
+            let hop = self.label(at);
+            self.outputs.push_back(LbOutput::Record(StepKind::LbAnswered { conn, status, hop }));
+            return Route::Answer(status);
+        }
         let n = self.replicas();
         let hop = self.label(self.own());
         let available: Vec<Backend> = (0..n).map(Backend).filter(|b| !self.draining.contains(b)).collect();
@@ -301,6 +314,21 @@ impl LoadBalancer {
         if self.routes_by_session() {
             self.sessions.insert(session, backend);
         }
+    }
+
+    /// Intermediary `hop` (the balancer is the last) answers every new request itself with
+    /// `status` (`Some`), without passing it on, or stops doing so (`None`): a proxy reloading its
+    /// routes or being deployed, which answers 404 (or 400, 405, 503) for a window. Connections
+    /// already proxied are not touched. Returns whether the hop exists.
+    pub fn set_answering(&mut self, hop: usize, status: Option<Status>) -> bool {
+        if hop >= self.chain.len() {
+            return false;
+        }
+        match status {
+            Some(status) => self.answering.insert(hop, status),
+            None => self.answering.remove(&hop),
+        };
+        true
     }
 
     /// Takes `backend` out of the rotation (`true`) or puts it back.
@@ -369,6 +397,7 @@ impl LoadBalancer {
             out.extend(std::mem::take(&mut at.held));
             out.extend(std::mem::take(&mut at.buffer));
             at.buffered_since = None;
+            out.extend(at.tail.take());
         }
         self.refresh(conn);
         concat(out)
@@ -385,8 +414,36 @@ impl LoadBalancer {
         frames
     }
 
-    /// `frames` reach intermediary `hop` on `conn`: what it sends on.
+    /// `frames` reach intermediary `hop` on `conn`: what it sends on. A hop that holds its tail
+    /// (`HopConfig::hold_tail`) keeps the last frame of what it would send until the next frame
+    /// (or the end of the response) pushes it out; a cut loses it.
     fn pass(&mut self, now: Instant, conn: ConnId, hop: usize, frames: Frames) -> Frames {
+        let frames = self.pass_held(now, conn, hop, frames);
+        if !self.chain[hop].hold_tail || frames.is_empty() {
+            return frames;
+        }
+        let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
+        let mut out: Frames = at.tail.take().into_iter().collect();
+        for frame in frames {
+            match frame.0 {
+                FrameKind::Head => out.push(frame),
+                // The end of the response flushes everything.
+                FrameKind::End => {
+                    out.push(frame);
+                    return out;
+                }
+                FrameKind::Body | FrameKind::Comment => out.push(frame),
+            }
+        }
+        // The last body frame or comment of what passes stays here.
+        if out.last().is_some_and(|(k, _)| *k != FrameKind::Head) {
+            at.tail = out.pop();
+        }
+        out
+    }
+
+    /// `pass` before the tail rule: held heads and response buffering.
+    fn pass_held(&mut self, now: Instant, conn: ConnId, hop: usize, frames: Frames) -> Frames {
         let label = self.label(hop);
         let config = &self.chain[hop];
         let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
@@ -904,6 +961,51 @@ mod tests {
         assert_eq!(draw(1), draw(1));
         assert_ne!(draw(1), draw(2));
         assert_eq!(draw(1).into_iter().map(replica).collect::<BTreeSet<_>>().len(), 3);
+    }
+
+    #[test]
+    fn a_hop_holding_its_tail_lags_one_frame_flushes_at_the_end_and_a_cut_loses_the_tail() {
+        let gzip = HopConfig { hold_tail: true, ..HopConfig::default() };
+        let mut lb = chain(vec![gzip], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(vec![(FrameKind::Body, b"a".to_vec()), (FrameKind::Body, b"b".to_vec())]);
+        // The head and every frame but the last go on; the last waits for the next.
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"Ha");
+        assert_eq!(lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Comment, b":".to_vec())]), b"b");
+        // The end pushes the tail out with it.
+        assert_eq!(lb.handle_response(secs(2), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b":$");
+        // A cut while a tail is held loses it.
+        lb.handle_open(secs(3), ConnId(2));
+        let mut burst = head();
+        burst.extend(body(3));
+        assert_eq!(lb.handle_response(secs(3), ConnId(2), burst), b"Hee");
+        assert!(lb.fail_hop(0, false));
+        assert!(drain(&mut lb).contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
+        // Without hold_tail everything passes at once.
+        let mut plain = chain(vec![HopConfig::default()], 600);
+        plain.handle_open(Instant::ZERO, ConnId(1));
+        let mut frames = head();
+        frames.extend(body(2));
+        assert_eq!(plain.handle_response(Instant::ZERO, ConnId(1), frames), b"Hee");
+    }
+
+    #[test]
+    fn an_answering_hop_answers_every_new_request_itself_until_it_stops() {
+        let mut lb = chain(vec![HopConfig::default()], 600);
+        assert!(lb.set_answering(1, Some(Status::UNAVAILABLE)));
+        assert!(lb.set_answering(0, Some(Status::NOT_FOUND)));
+        assert!(!lb.set_answering(2, Some(Status::NOT_FOUND)));
+        // The hop nearest the client answers first.
+        assert_eq!(lb.route(ConnId(1), None, 0), Route::Answer(Status::NOT_FOUND));
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::NOT_FOUND, hop: Some(0) };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(answered)]);
+        assert!(lb.set_answering(0, None));
+        assert_eq!(lb.route(ConnId(2), None, 0), Route::Answer(Status::UNAVAILABLE));
+        let _ = drain(&mut lb);
+        assert!(lb.set_answering(1, None));
+        assert_eq!(lb.route(ConnId(3), None, 0), Route::To(Backend(0)));
+        assert!(drain(&mut lb).is_empty());
     }
 
     fn replica(r: Route) -> u32 {

@@ -337,7 +337,8 @@ pub enum StepKind {
         hop: Option<u32>,
     },
     /// It answered a connection itself: no replica could take it (502 unreachable, 503 none
-    /// available). Recorded only with several replicas.
+    /// available; recorded only with several replicas or hops), or a hop answers every request
+    /// itself for a while (a fault `answer`: a route reload, a 404).
     LbAnswered {
         /// The connection.
         conn: ConnId,
@@ -459,6 +460,18 @@ pub enum StepKind {
         status: Status,
         /// The session.
         session: Option<SessionId>,
+    },
+    /// The connection carrying a request's stream ended on a server whose policy says a
+    /// disconnect cancels (`ServerPolicy::disconnect_cancels`): the client ended the work, but
+    /// the handler ignored the cancellation and runs on (`disconnect_cancel_ignored`). An
+    /// honest server records `ToolEnded { end: Disconnected }` instead.
+    CancelIgnored {
+        /// The session.
+        session: SessionId,
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The application's logical call.
+        call: CallKey,
     },
     /// A tool execution ended.
     ToolEnded {

@@ -214,6 +214,10 @@ struct Judge {
     shared: BTreeSet<(SessionId, StreamNo)>,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
+    /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
+    /// yet matched to the client response that carried them: the status and the hop (`None`:
+    /// the balancer alone). Matched first come, first served by status.
+    hop_answers: std::collections::VecDeque<(Status, Option<u32>)>,
     breaches: Vec<Breach>,
 }
 
@@ -275,7 +279,11 @@ impl Judge {
                 }
                 let Some(entry) = self.conns.get_mut(&(who, *conn)) else { return };
                 entry.2 = Some(status);
-                if status == Status::NOT_FOUND && entry.1 != Method::Delete {
+                let by_hop = self.hop_answers.iter().position(|(s, _)| *s == status);
+                if let Some((_, hop)) = by_hop.and_then(|k| self.hop_answers.remove(k)) {
+                    let session = entry.0.clone();
+                    self.hop_answered(i, at, status, hop, session);
+                } else if status == Status::NOT_FOUND && entry.1 != Method::Delete {
                     let session = entry.0.clone();
                     self.session_not_found(i, at, who, session);
                 }
@@ -323,6 +331,7 @@ impl Judge {
             StepKind::Resume { session, last_event_id, outcome, stream } => {
                 self.resume(i, at, session, last_event_id, *stream, outcome);
             }
+            StepKind::LbAnswered { status, hop, .. } if status.0 < 500 => self.hop_answers.push_back((*status, *hop)),
             _ => {}
         }
     }
@@ -351,6 +360,28 @@ impl Judge {
             i,
             at,
             format!("session {session} was gone when the client came back after {outage} without an answer: {why}"),
+        );
+    }
+
+    /// A client got a 4xx an intermediary gave by itself, for a request naming `session`: what
+    /// it says of the session is not the server's word. The client cannot tell it from the
+    /// server's own (condition 4 cannot hold); with the session still held by the server, a
+    /// client that takes it for "session gone" orphans a live session.
+    fn hop_answered(&mut self, i: usize, at: Instant, status: Status, hop: Option<u32>, session: Option<SessionId>) {
+        let Some(session) = session else { return };
+        let who = hop.map_or("the balancer".to_string(), |h| format!("hop{h}"));
+        let held = match self.ended.get(&session) {
+            None => "which the server still held",
+            Some(_) => "which had ended on the server anyway",
+        };
+        self.breach(
+            Condition::ByClass,
+            i,
+            at,
+            format!(
+                "{who} answered {status} by itself (not the server) to a request in session {session}, {held}: no \
+                 client can tell a proxy's own {status} from the server's"
+            ),
         );
     }
 
@@ -506,6 +537,39 @@ mod tests {
         let mut request = Request::initialize(RequestId(2), "app");
         request.session = Some(sid());
         StepKind::Send { conn: ConnId(conn), request }
+    }
+
+    #[test]
+    fn a_hops_own_4xx_breaks_condition_four_naming_the_hop_and_its_5xx_does_not() {
+        let answered = |status: u16| {
+            let lb = StepKind::LbAnswered { conn: ConnId(9), status: Status(status), hop: Some(0) };
+            let mut t = trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, post(1)),
+                (60_000, on_session(2)),
+                (60_001, lb),
+                (60_002, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(status)) }),
+            ]);
+            t.steps[3].actor = Actor::Lb;
+            Conditions::judge(&t)
+        };
+        let c = answered(404);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(c.breaches[0].condition, Condition::ByClass);
+        assert_eq!(
+            c.breaches[0].detail,
+            "hop0 answered 404 by itself (not the server) to a request in session 0-1, which the server still held: \
+             no client can tell a proxy's own 404 from the server's"
+        );
+        // The server's own 404 is read as before (retention), and a hop's 5xx is a transport fact.
+        let t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, post(1)),
+            (60_000, on_session(2)),
+            (60_002, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }),
+        ]);
+        assert_eq!(Conditions::judge(&t).breaches[0].condition, Condition::Retention);
+        assert!(answered(503).all_held(), "{:?}", answered(503));
     }
 
     #[test]

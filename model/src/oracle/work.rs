@@ -14,7 +14,9 @@
 //! - `no-abandoned-work`: once the server has learned that the client ended the work (it ended
 //!   the session for the client's `DELETE`, or answered the client's cancel), no side effect of
 //!   that request runs and its tool does not run on to a result. A tool left running after a
-//!   `DELETE` (TypeScript's ignored abort signal, `delete_running_tool = "run-on"`) breaks it.
+//!   `DELETE` (TypeScript's ignored abort signal, `delete_running_tool = "run-on"`) breaks it, and
+//!   so does one left running after its stream's connection ended on a server that says a
+//!   disconnect cancels but does not (`disconnect_cancel_ignored`, recorded `CancelIgnored`).
 
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::{ClientMessage, Method};
@@ -137,6 +139,9 @@ struct EndedByClient<'a> {
     cancel_conns: BTreeMap<(u32, crate::ids::ConnId), (Option<&'a SessionId>, RequestId)>,
     /// When the server's answer to each cancel reached the client (by then it had handled it).
     cancelled: BTreeMap<(Option<&'a SessionId>, RequestId), Instant>,
+    /// When the connection carrying each request's stream ended on a server whose policy says
+    /// a disconnect cancels, and the handler ignored it (`CancelIgnored`).
+    disconnected: BTreeMap<(&'a SessionId, RequestId), Instant>,
 }
 
 impl<'a> EndedByClient<'a> {
@@ -162,6 +167,9 @@ impl<'a> EndedByClient<'a> {
             {
                 self.deleted.entry(session).or_insert(step.at());
             }
+            StepKind::CancelIgnored { session, request, .. } => {
+                self.disconnected.entry((session, *request)).or_insert(step.at());
+            }
             _ => {}
         }
     }
@@ -175,7 +183,11 @@ impl<'a> EndedByClient<'a> {
             .get(&key)
             .or_else(|| session.0.is_empty().then(|| self.cancelled.get(&(None, request))).flatten())
             .map(|t| (*t, "the client's cancel of the request"));
-        [deleted, cancelled].into_iter().flatten().min_by_key(|(t, _)| *t)
+        let disconnected = self
+            .disconnected
+            .get(&(session, request))
+            .map(|t| (*t, "the end of the request's stream, which its policy makes a cancel"));
+        [deleted, cancelled, disconnected].into_iter().flatten().min_by_key(|(t, _)| *t)
     }
 }
 
@@ -352,6 +364,27 @@ mod tests {
             .at(90_000)
             .server(tool_ended(&a, ToolEnd::Completed));
         assert_eq!(abandoned(&operator.build()), vec![]);
+    }
+
+    #[test]
+    fn work_run_on_after_a_disconnect_the_server_says_cancels_is_abandoned_and_an_honest_cancel_is_not() {
+        let a = sid("A");
+        let ignored = StepKind::CancelIgnored { session: a.clone(), request: RequestId(2), call: CallKey(0) };
+        let liar = running().at(60_000).server(ignored).at(90_000).server(tool_ended(&a, ToolEnd::Completed));
+        let v = abandoned(&liar.build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(90_000), "call0"));
+        assert!(
+            v[0].detail.contains("the end of the request's stream, which its policy makes a cancel"),
+            "{}",
+            v[0].detail
+        );
+        // The honest server ends the tool at the disconnect: nothing runs on.
+        let honest = running().at(60_000).server(tool_ended(&a, ToolEnd::Disconnected));
+        assert_eq!(abandoned(&honest.build()), vec![]);
+        // A disconnect on a server that makes no such claim ends nothing: the tool may run on.
+        let no_claim = running().at(90_000).server(tool_ended(&a, ToolEnd::Completed));
+        assert_eq!(abandoned(&no_claim.build()), vec![]);
     }
 
     #[test]

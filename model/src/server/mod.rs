@@ -179,7 +179,11 @@ impl Server {
         let cancelled = if self.policy.disconnect_cancels { self.tools_streamed_on(conn) } else { Vec::new() };
         if let Some(session) = self.forget_conn(conn) {
             for id in cancelled {
-                self.end_tool(now, id, ToolEnd::Disconnected);
+                if self.policy.disconnect_cancel_ignored {
+                    self.ignore_cancel(id);
+                } else {
+                    self.end_tool(now, id, ToolEnd::Disconnected);
+                }
             }
             self.touch_idle(now, &session, false);
         }

@@ -250,6 +250,13 @@ impl Server {
             .collect()
     }
 
+    /// The cancellation a disconnect signalled is ignored: the tool runs on, recorded once.
+    pub(super) fn ignore_cancel(&mut self, id: u64) {
+        let Some(tool) = self.running.get(&id) else { return };
+        let (session, request, call) = (tool.session.clone(), tool.request, tool.call);
+        self.record(StepKind::CancelIgnored { session, request, call });
+    }
+
     pub(super) fn cancel_tool(&mut self, now: Instant, id: u64) {
         self.end_tool(now, id, ToolEnd::Cancelled);
     }

@@ -258,6 +258,8 @@ fn madsim_config(scenario: &Scenario) -> madsim::Config {
 enum Agenda {
     /// A partition (the plan's n-th fault) ends.
     Heal(usize),
+    /// The plan's n-th fault, a hop answering by itself, ends.
+    AnswerEnd(usize),
     /// The plan's n-th fault starts.
     Fault(usize),
     /// The plan's n-th fault, a rolling deploy, reaches a replica (draining it, or restarting it
@@ -276,6 +278,7 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
         items.push((at(planned.at), Agenda::Fault(i)));
         match planned.fault {
             Fault::Partition { duration } => items.push((at(planned.at + duration), Agenda::Heal(i))),
+            Fault::Answer { duration, .. } => items.push((at(planned.at + duration), Agenda::AnswerEnd(i))),
             Fault::Deploy { interval, drain, replicas } => {
                 for r in 0..replicas.min(scenario.lb.replicas) {
                     let step = planned.at + interval * r;
@@ -347,6 +350,7 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
             injector::deploy_step(world, replica, drain)
         }
         Agenda::DeployRestart(_, replica) => injector::deploy_restart(world, replica),
+        Agenda::AnswerEnd(i) => injector::answer_end(world, &faults[i]),
         Agenda::Liveness => {
             let deadline = micros(world.scenario.liveness_deadline());
             world.rec.record(Actor::Run, StepKind::Liveness { deadline });

@@ -190,7 +190,8 @@ impl Proxy {
             | Fault::ClientRestart
             | Fault::Restart { .. }
             | Fault::Cut { .. }
-            | Fault::Deploy { .. } => None,
+            | Fault::Deploy { .. }
+            | Fault::Answer { .. } => None,
         }
     }
 

@@ -148,6 +148,8 @@ impl Walk {
                 Some(text)
             }
             SessionEnded { .. } | Rejected { .. } => Some(described()),
+            // A proxy's own 4xx: what the client is about to take for the server's word.
+            LbAnswered { status, .. } if status.0 < 500 => Some(described()),
             // A request sent again below the client model (its HTTP library, the balancer), and
             // what sets it up: a kept-alive connection closed under a request.
             HttpResent { .. } | LbResent { .. } | KeepAliveClosed { .. } => Some(described()),

@@ -131,6 +131,10 @@ pub fn describe(kind: &StepKind) -> String {
             let s = session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default();
             format!("{}{conn} → server#{replica}{s}", at_hop(*hop))
         }
+        LbAnswered { conn, status, hop } if status.0 < 500 => {
+            let who = hop.map_or("the balancer".to_string(), |h| format!("hop{h}"));
+            format!("{conn} answered {status} by {who} itself, passing nothing on (a route reload or a deploy of the proxy)")
+        }
         LbAnswered { conn, status, hop: None } => {
             format!("{conn} answered {status} by the balancer itself (no replica reachable, a held response cut, or a kept-alive upstream connection closed under the request)")
         }
@@ -172,6 +176,9 @@ pub fn describe(kind: &StepKind) -> String {
             )
         }
         ToolEnded { session, request, call, end } => format!("tool {call} {request} in {session}: {end:?}"),
+        CancelIgnored { session, request, call } => format!(
+            "tool {call} {request} in {session}: its stream's connection ended, which the server says cancels it, but it runs on"
+        ),
         ServerStart { epoch } => format!("server process started (epoch {epoch})"),
         AppCall { call, tool, idempotent } => {
             format!("app calls {tool} {call}{}", if *idempotent { " (idempotent)" } else { "" })

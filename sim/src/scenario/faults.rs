@@ -56,6 +56,19 @@ pub enum Fault {
         /// The replicas it walks through (the scenario's `lb.replicas` when it was set).
         replicas: u32,
     },
+    /// One hop of the chain (a `hopN` target; the balancer is the last) answers every new request
+    /// itself with `status` for `duration`, passing none on: a proxy reloading its routes or being
+    /// deployed answers 404 (or 400, 405, 503) though every session lives on. Connections already
+    /// open are not touched.
+    Answer {
+        /// The hop.
+        target: Target,
+        /// The status it answers (400 to 599).
+        status: u16,
+        /// How long it answers by itself.
+        #[serde(with = "serde_duration")]
+        duration: Duration,
+    },
 }
 
 /// The node a targeted fault hits: `client0`, `client1`, …, `replica0`, `replica1`, …, `hop0`,
@@ -116,7 +129,7 @@ impl Fault {
     pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart"];
 
     /// The fault kinds that target one node or walk the replicas (not drawn by swarm searches).
-    pub const TARGETED_KINDS: &'static [&'static str] = &["restart", "cut", "deploy"];
+    pub const TARGETED_KINDS: &'static [&'static str] = &["restart", "cut", "deploy", "answer"];
 
     /// The name of this fault's kind.
     pub fn kind(&self) -> &'static str {
@@ -128,13 +141,14 @@ impl Fault {
             Fault::Restart { .. } => "restart",
             Fault::Cut { .. } => "cut",
             Fault::Deploy { .. } => "deploy",
+            Fault::Answer { .. } => "answer",
         }
     }
 
     /// How long the fault lasts (zero for instant ones).
     pub fn duration(&self) -> Duration {
         match self {
-            Fault::Partition { duration } => *duration,
+            Fault::Partition { duration } | Fault::Answer { duration, .. } => *duration,
             // The last replica restarts (after its drain) this long after the start.
             Fault::Deploy { interval, drain, replicas } => {
                 *interval * replicas.saturating_sub(1) + drain.unwrap_or(Duration::ZERO)
@@ -175,6 +189,12 @@ impl fmt::Display for PlannedFault {
                     None => write!(f, ", without draining"),
                 }
             }
+            Fault::Answer { target, status, duration } => write!(
+                f,
+                "{target} answers {status} itself {}..{}",
+                format_duration(self.at),
+                format_duration(self.at + *duration)
+            ),
             other => write!(f, "{} at {}", other.kind(), format_duration(self.at)),
         }
     }
@@ -258,6 +278,21 @@ pub fn parse_deploy(text: &str, replicas: u32) -> Result<PlannedFault, String> {
     Ok(PlannedFault { at, fault: Fault::Deploy { interval, drain, replicas } })
 }
 
+/// Parses `HOP=STATUS@START..END` (e.g. `hop0=404@60s..90s`): a hop answering by itself.
+pub fn parse_answer(text: &str) -> Result<PlannedFault, String> {
+    let shape = || format!("{text:?} is not HOP=STATUS@START..END (e.g. hop0=404@60s..90s)");
+    let (target, rest) = text.split_once('=').ok_or_else(shape)?;
+    let (status, window) = rest.split_once('@').ok_or_else(shape)?;
+    let target: Target = target.trim().parse()?;
+    let status: u16 = status.trim().parse().map_err(|_| format!("{text:?}: {status:?} is not an HTTP status"))?;
+    let (a, b) = window.split_once("..").ok_or_else(shape)?;
+    let (start, end) = (parse_duration(a.trim())?, parse_duration(b.trim())?);
+    if end <= start {
+        return Err(format!("{text:?}: the window ends before it starts"));
+    }
+    Ok(PlannedFault { at: start, fault: Fault::Answer { target, status, duration: end - start } })
+}
+
 /// Parses a comma-separated list of times (`30s,2m`).
 pub(crate) fn parse_times(text: &str) -> Result<Vec<Duration>, String> {
     text.split(',').map(|t| parse_duration(t.trim())).collect()
@@ -311,6 +346,21 @@ mod tests {
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""fault":"restart","target":"replica1""#), "{text}");
         assert_eq!(serde_json::from_str::<FaultPlan>(&text).unwrap(), plan);
+    }
+
+    #[test]
+    fn a_hop_answering_by_itself_parses_shows_and_round_trips() {
+        let a = parse_answer("hop0=404@60s..90s").unwrap();
+        let fault = Fault::Answer { target: Target::Hop(0), status: 404, duration: Duration::from_secs(30) };
+        assert_eq!((a.at, &a.fault), (Duration::from_secs(60), &fault));
+        assert_eq!(a.to_string(), "hop0 answers 404 itself 1m..90s");
+        assert_eq!(FaultPlan::new(vec![a.clone()]).heal_time(), Duration::from_secs(90));
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(text, r#"{"at":"1m","fault":"answer","target":"hop0","status":404,"duration":"30s"}"#);
+        assert_eq!(serde_json::from_str::<PlannedFault>(&text).unwrap(), a);
+        for bad in ["hop0@1m..2m", "hop0=404", "hop0=x@1m..2m", "hop0=404@2m..1m", "server=404@1m..2m"] {
+            assert!(parse_answer(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

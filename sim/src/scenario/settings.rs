@@ -33,7 +33,9 @@
 //! | tools, calls, deletes, bogus resumes, empty resumes | at most [`MAX_TOOLS`] (32), [`MAX_CALLS`] (100), [`MAX_DELETES`] (32), [`MAX_RESUMES`] (32) each ([`LIST_CAPS`]), checked before anything else |
 //! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most [`super::layers::MAX_PROFILE_LIST`] (64) entries, checked before it is read |
 
-use super::faults::{parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target};
+use super::faults::{
+    parse_answer, parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target,
+};
 pub(crate) use super::layers::Problem;
 use super::{layers, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
@@ -567,6 +569,44 @@ pub const SETTINGS: &[Setting] = &[
             }
         },
     },
+    Setting {
+        key: "fault.answer",
+        targets: &["faults.answer"],
+        help: "a hop answers every new request itself (a route reload, a deploy of the proxy): HOP=STATUS@START..END, HOP hopN (a hop of lb.hops; the balancer is the last), STATUS 400 to 599 (e.g. hop0=404@60s..90s; a comma list; or none)",
+        apply: |s, v| {
+            s.faults.remove_kind("answer");
+            if v != "none" {
+                for part in v.split(',') {
+                    let fault = parse_answer(part.trim())?;
+                    if s.faults.faults().contains(&fault) {
+                        return Err(format!("{} is given twice", part.trim()));
+                    }
+                    s.faults.push(fault);
+                }
+            }
+            Ok(())
+        },
+        show: |s| {
+            let parts: Vec<String> = s
+                .faults
+                .faults()
+                .iter()
+                .filter_map(|f| match &f.fault {
+                    Fault::Answer { target, status, duration } => Some(format!(
+                        "{target}={status}@{}..{}",
+                        format_duration(f.at),
+                        format_duration(f.at + *duration)
+                    )),
+                    _ => None,
+                })
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(",")
+            }
+        },
+    },
     alias!("client.backoff_initial" => ["client.reconnect.initial"], "first reconnect delay (duration)"),
     alias!("client.backoff_factor" => ["client.reconnect.factor"], "growth factor of the reconnect delay"),
     alias!("client.backoff_max" => ["client.reconnect.max"], "cap of the reconnect delay (duration)"),
@@ -816,6 +856,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.resume_without_store", Rule::Free),
     ("server.response_mode", Rule::Free),
     ("server.after_replay", Rule::Free),
+    ("server.disconnect_cancel_ignored", Rule::Free),
     ("server.eras", Rule::Free),
     ("server.tasks", Rule::Table),
     ("server.tasks.create_for_tools_over", Rule::ZeroOrSpan),
@@ -844,6 +885,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("lb.hops.*.timeout_status", Rule::Hand),
     ("lb.hops.*.buffer", Rule::Hand),
     ("lb.hops.*.flush_interval", Rule::Hand),
+    ("lb.hops.*.hold_tail", Rule::Free),
     ("lb.upstream_keep_alive", Rule::Free),
     ("lb.retry_upstream", Rule::Free),
 ];
@@ -1132,6 +1174,22 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                 )),
                 _ => {}
             },
+            Fault::Answer { target, status, .. } => {
+                match target {
+                    Target::Hop(i) if *i as usize > s.lb.hops.len() => out.push(problem(
+                        "faults",
+                        format!(
+                            "{f}: the chain has hop0..hop{n} ({n} in lb.hops, then the balancer)",
+                            n = s.lb.hops.len()
+                        ),
+                    )),
+                    Target::Hop(_) => {}
+                    _ => out.push(problem("faults", format!("{f}: only a hop (hopN) answers by itself"))),
+                }
+                if !(400..=599).contains(status) {
+                    out.push(problem("faults", format!("{f}: {status} is no 4xx or 5xx status")));
+                }
+            }
             Fault::Deploy { replicas, .. } if *replicas != s.lb.replicas => out.push(problem(
                 "faults",
                 format!("{f}, but lb.replicas is {}: set lb.replicas before fault.deploy", s.lb.replicas),

@@ -10,6 +10,7 @@ use crate::scenario::faults::{Fault, PlannedFault, Target};
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
+use mcpsim_model::http::Status;
 use mcpsim_model::trace::{Actor, StepKind};
 use std::sync::Arc;
 
@@ -88,8 +89,24 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
         Fault::Restart { target: Target::Hop(h) } => {
             world.with_lb(|core| core.fail_hop(world, h, true));
         }
+        Fault::Answer { target: Target::Hop(h), status, .. } => {
+            world.with_lb(|core| core.set_answering(world, h, Some(Status(status))));
+        }
+        // Validation lets only a hop answer by itself.
+        Fault::Answer { .. } => {}
         // The runner walks the replicas (`deploy_step`); the deploy itself is only recorded.
         Fault::Deploy { .. } => {}
+    }
+}
+
+/// A hop that answered by itself (`Fault::Answer`) passes requests on again.
+pub(crate) fn answer_end(world: &Arc<World>, planned: &PlannedFault) {
+    if let Fault::Answer { target: Target::Hop(h), .. } = planned.fault {
+        world.rec.record(
+            Actor::Fault,
+            StepKind::Fault { fault: format!("{}: hop{h} passes requests on again", planned.fault.kind()) },
+        );
+        world.with_lb(|core| core.set_answering(world, h, None));
     }
 }
 

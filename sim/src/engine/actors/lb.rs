@@ -129,6 +129,13 @@ impl LbCore {
         known
     }
 
+    /// Hop `hop` (the balancer is the last) answers every new request itself with `status`, or
+    /// (`None`) passes them on again.
+    pub(crate) fn set_answering(&mut self, world: &Arc<World>, hop: u32, status: Option<Status>) {
+        self.lb.set_answering(hop as usize, status);
+        self.drain(world);
+    }
+
     /// Takes `replica` out of the rotation, or puts it back.
     pub(crate) fn set_draining(&mut self, world: &Arc<World>, replica: u32, draining: bool) {
         self.lb.set_draining(Backend(replica), draining);

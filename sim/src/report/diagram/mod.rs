@@ -435,9 +435,12 @@ fn item_of(step: &Step) -> Item {
                 matches!(outcome, ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { skipped: 1.., .. });
             Item::new(t, note(Lane::Server), resume_label(&step.kind)).emphasised(silent)
         }
-        SessionCreated { .. } | SessionEnded { .. } | Rejected { .. } | ToolEnded { .. } | ServerStart { .. } => {
-            Item::new(t, note(Lane::Server), described())
-        }
+        SessionCreated { .. }
+        | SessionEnded { .. }
+        | Rejected { .. }
+        | ToolEnded { .. }
+        | CancelIgnored { .. }
+        | ServerStart { .. } => Item::new(t, note(Lane::Server), described()),
         AppEvent { id, call, message, .. } => {
             let kind = message_kind(message);
             let who = call.map(|c| format!(" of {c}")).unwrap_or_default();
