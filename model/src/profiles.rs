@@ -882,6 +882,7 @@ const LB_DOCS: &[(&str, &str)] = &[
     ("hops", "Intermediaries in front of the balancer, the client's side first (hop0, hop1, …; the balancer is the last hop): each with idle_timeout, max_lifetime, comments_count, cut_mode, hold_headers, first_byte_timeout, timeout_status (504, or 524 for Cloudflare), buffer (e.g. 4KiB) and flush_interval (e.g. 10s)."),
     ("upstream_keep_alive", "Keep upstream connections to the replicas alive and reuse them (a pool per replica, idle ones closed after idle_timeout); false: one upstream connection per request."),
     ("retry_upstream", "What the balancer sends again, once, on a fresh upstream connection when one ends before any response byte: never (a reused one is answered 502), idempotent (GET and DELETE), any (a POST too)."),
+    ("keep_alive_timeout", "The idle rule between two exchanges on a kept-alive client connection: idle (idle_timeout applies there too), a duration (nginx keepalive_timeout, 75s) or none; with a duration or none, idle_timeout applies to open responses only (nginx proxy_read_timeout, HAProxy timeout server). Hops have it too, and buffer_head (the head waits in the buffer with the body, as nginx's proxy_buffering)."),
 ];
 
 /// A built-in profile as a complete TOML file to start from: every field, each with what it means
