@@ -148,7 +148,13 @@ const SERVER_FILES: &[(&str, &str)] = &[
     builtin!("server", "rmcp-0.16"),
 ];
 
-const LB_FILES: &[(&str, &str)] = &[builtin!("lb", "default"), builtin!("lb", "cdn-alb"), builtin!("lb", "alb")];
+const LB_FILES: &[(&str, &str)] = &[
+    builtin!("lb", "default"),
+    builtin!("lb", "cdn-alb"),
+    builtin!("lb", "alb"),
+    builtin!("lb", "nginx"),
+    builtin!("lb", "haproxy"),
+];
 
 /// Client profile names, in the order `mcpsim profiles` lists them.
 pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
@@ -161,7 +167,7 @@ pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sd
 pub const SERVER_VERSIONED_NAMES: &[&str] = &["ts-sdk-1.29", "py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
 
 /// Load-balancer profile names.
-pub const LB_NAMES: &[&str] = &["default", "cdn-alb", "alb"];
+pub const LB_NAMES: &[&str] = &["default", "cdn-alb", "alb", "nginx", "haproxy"];
 
 /// The text of a built-in profile file.
 pub fn builtin_text(role: Role, name: &str) -> Option<&'static str> {

@@ -407,6 +407,10 @@ enum ProbeCommand {
         /// Rewrite the generated table and field list of this document (docs/reality.md).
         #[arg(long)]
         doc: Option<PathBuf>,
+        /// Only the proxies (nginx, HAProxy in front of the fixtures, their measurements): skip
+        /// the SDK, variant and client halves.
+        #[arg(long)]
+        proxies_only: bool,
     },
     /// Probe an MCP client: run COMMAND against mcpsim's own stand-in server (URL in
     /// MCPSIM_PROBE_URL) behind the fault proxy, observe it from the server side; a trace per run,
@@ -563,7 +567,9 @@ fn main() -> ExitCode {
             idle_bound,
             (tool, args, tool_duration),
         ),
-        Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
+        Command::Probe(ProbeCommand::Reality { sdks, doc, proxies_only }) => {
+            cli::cmd_probe_reality(sdks, doc, proxies_only)
+        }
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
             cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
         }

@@ -110,7 +110,7 @@ pub fn cmd_probe_server(
 /// agreement table and the profile fields found different, and rewrites the generated parts of
 /// the doc. Exit 0 everything agrees or is explained, 1 a new unexplained difference, 2 a
 /// fixture is missing or the probe could not run.
-pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit, SimError> {
+pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>, proxies_only: bool) -> Result<Exit, SimError> {
     use crate::probe::reality::{self, FieldStatus, Sdk};
     let mut chosen = Vec::new();
     for name in if sdks.is_empty() { vec!["ts".into(), "py".into(), "rust".into()] } else { sdks } {
@@ -129,6 +129,20 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
             return Ok(Exit::BadInput);
         }
     }
+    if proxies_only {
+        return probe_reality_proxies(&chosen, doc);
+    }
+    // The proxies in front of the fixtures, when nginx and HAProxy are installed.
+    let proxies_handle = {
+        let (fixtures, chosen) = (fixtures.clone(), chosen.clone());
+        let missing: Vec<String> = reality::proxies::PROXIES.iter().filter_map(|p| p.kind.installed().err()).collect();
+        if !missing.is_empty() {
+            eprintln!("mcpsim probe reality: no proxy rows: {}", missing.join("; "));
+        }
+        missing.is_empty().then(|| {
+            std::thread::spawn(move || reality::proxies::check_all(&chosen, measured_behind(&chosen), &fixtures))
+        })
+    };
     // The variants (fixtures in other configurations) beside them, for the SDKs chosen.
     let variant_handle = {
         let (fixtures, chosen) = (fixtures.clone(), chosen.clone());
@@ -177,10 +191,30 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
     };
     println!();
     print!("{}", reality::variants::variants_markdown(&variants));
+    let proxies = match proxies_handle.map(|h| h.join()) {
+        None => None,
+        Some(Ok(Ok(p))) => Some(p),
+        Some(Ok(Err(e))) => {
+            eprintln!("mcpsim probe reality: proxies: {e}");
+            return Ok(Exit::BadInput);
+        }
+        Some(Err(_)) => return Err(SimError::Runtime("the proxies' probe thread panicked".into())),
+    };
+    if let Some((rows, measured)) = &proxies {
+        println!();
+        print!("{}", reality::proxy_measure::measured_markdown(measured));
+        println!();
+        print!("{}", reality::proxies::proxies_markdown(rows));
+    }
+    let proxies_disagree = proxies.as_ref().is_some_and(|(rows, measured)| proxies_disagree(rows, measured));
     if let Some(path) = doc {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         let new = reality::splice(&old, &all);
         let new = if variants.is_empty() { new } else { reality::variants::splice_variants(&new, &variants) };
+        let new = match &proxies {
+            Some((rows, measured)) => splice_proxies(&new, rows, measured),
+            None => new,
+        };
         std::fs::write(&path, new)
             .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
         println!("wrote {}", path.display());
@@ -193,7 +227,63 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>) -> Result<Exit
         all.iter().flat_map(|r| &r.rows).chain(variants.iter().flat_map(|v| &v.rows)).any(|r| r.unexplained())
             || variants.iter().any(|v| !v.differing.is_empty())
             || all.iter().flat_map(|r| &r.clients).any(|r| r.unexplained());
-    Ok(if new_field || new_verdict { Exit::Violated } else { Exit::Clean })
+    Ok(if new_field || new_verdict || proxies_disagree { Exit::Violated } else { Exit::Clean })
+}
+
+/// The fixture the proxy configurations are measured in front of: Python's when chosen.
+fn measured_behind(chosen: &[crate::probe::reality::Sdk]) -> crate::probe::reality::Sdk {
+    use crate::probe::reality::Sdk;
+    if chosen.contains(&Sdk::Py) {
+        Sdk::Py
+    } else {
+        chosen.first().copied().unwrap_or(Sdk::Py)
+    }
+}
+
+fn proxies_disagree(
+    rows: &[crate::probe::reality::proxies::ProxyReality],
+    measured: &[crate::probe::reality::proxy_measure::Measured],
+) -> bool {
+    rows.iter().flat_map(|p| &p.rows).any(|r| r.unexplained()) || measured.iter().any(|m| m.real != m.model)
+}
+
+fn splice_proxies(
+    doc: &str,
+    rows: &[crate::probe::reality::proxies::ProxyReality],
+    measured: &[crate::probe::reality::proxy_measure::Measured],
+) -> String {
+    use crate::probe::reality::{proxies, proxy_measure};
+    let doc = proxies::splice_between(
+        doc,
+        proxy_measure::MEASURED_BEGIN,
+        proxy_measure::MEASURED_END,
+        &proxy_measure::measured_markdown(measured),
+    );
+    proxies::splice_between(&doc, proxies::PROXIES_BEGIN, proxies::PROXIES_END, &proxies::proxies_markdown(rows))
+}
+
+/// `probe reality --proxies-only`: the proxy rows and measurements alone.
+fn probe_reality_proxies(chosen: &[crate::probe::reality::Sdk], doc: Option<PathBuf>) -> Result<Exit, SimError> {
+    use crate::probe::reality;
+    let fixtures = reality::fixtures_dir();
+    let (rows, measured) = match reality::proxies::check_all(chosen, measured_behind(chosen), &fixtures) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcpsim probe reality: proxies: {}", crate::error::escape(&e.to_string()));
+            return Ok(Exit::BadInput);
+        }
+    };
+    print!("{}", reality::proxy_measure::measured_markdown(&measured));
+    println!();
+    print!("{}", reality::proxies::proxies_markdown(&rows));
+    if let Some(path) = doc {
+        let old = std::fs::read_to_string(&path)
+            .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+        std::fs::write(&path, splice_proxies(&old, &rows, &measured))
+            .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+        println!("wrote {}", path.display());
+    }
+    Ok(if proxies_disagree(&rows, &measured) { Exit::Violated } else { Exit::Clean })
 }
 
 /// `mcpsim probe client -- COMMAND...`: runs the client command against the stand-in behind the

@@ -4,6 +4,8 @@
 
 pub mod check;
 pub mod client;
+pub mod proxies;
+pub mod proxy_measure;
 pub mod sdk;
 pub mod server;
 pub mod variants;
