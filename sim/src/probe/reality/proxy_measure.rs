@@ -352,3 +352,42 @@ pub fn measured_markdown(all: &[Measured]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::reality::proxies::CONFIGURATIONS;
+
+    fn setup(name: &str) -> &'static ProxySetup {
+        CONFIGURATIONS.iter().find(|s| s.name == name).expect("a configuration of that name")
+    }
+
+    #[test]
+    fn the_lb_model_of_each_configuration_predicts_what_was_measured() {
+        // The measured findings of docs/reality.md ('Proxies'); tests/reality_proxies.rs
+        // measures them again against the running proxies.
+        let predict = |name: &str| {
+            let lb = setup(name).lb().expect("a built-in profile");
+            let (head, _) = model_stream(&lb, 2500, 500, EVENT_BYTES);
+            let (_, cut) = model_stream(&lb, 7000, 5000, EVENT_BYTES);
+            (head, cut, model_kept_alive(&lb, KEPT_ALIVE_BOUND))
+        };
+        assert_eq!(predict("nginx"), (Finding::HeadAtOnce, Finding::NotCut, Finding::OpenAtBound));
+        assert_eq!(predict("nginx-read-3s"), (Finding::HeadAtOnce, Finding::CutAfter(3), Finding::OpenAtBound));
+        assert_eq!(predict("nginx-buffered"), (Finding::HeadWithTheEnd, Finding::NotCut, Finding::OpenAtBound));
+        assert_eq!(predict("haproxy-server-3s"), (Finding::HeadAtOnce, Finding::CutAfter(3), Finding::OpenAtBound));
+    }
+
+    #[test]
+    fn findings_are_read_from_a_timeline() {
+        let t = Timeline { head: Some(2), events: vec![500, 1000], end: 2500, complete: true };
+        assert_eq!(head_finding(&t), Finding::HeadAtOnce);
+        assert_eq!(cut_finding(&t, 2500), Finding::NotCut);
+        let held = Timeline { head: Some(2510), events: vec![2510], end: 2511, complete: true };
+        assert_eq!(head_finding(&held), Finding::HeadWithTheEnd);
+        let cut = Timeline { head: Some(1), events: vec![], end: 3003, complete: false };
+        assert_eq!(cut_finding(&cut, 7000), Finding::CutAfter(3));
+        assert_eq!(kept_alive_finding(None), Finding::OpenAtBound);
+        assert_eq!(kept_alive_finding(Some(Duration::from_millis(4900))), Finding::ClosedAfter(5));
+    }
+}
