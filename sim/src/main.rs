@@ -397,6 +397,10 @@ enum ProbeCommand {
         /// How long one call of --tool runs (e.g. 5s); measured by basics when not given.
         #[arg(long)]
         tool_duration: Option<String>,
+        /// Also mirror every scenario in the simulator through this proxy description (a built-in
+        /// lb profile such as nginx or haproxy, or a profile file) and print the verdicts side by side.
+        #[arg(long)]
+        lb: Option<String>,
     },
     /// Probe the real SDK fixture servers (sim/probe/fixtures, after install.sh) and compare each
     /// probe scenario's verdict with the simulator's, and each probed field with the built-in profile.
@@ -411,6 +415,10 @@ enum ProbeCommand {
         /// the SDK, variant and client halves.
         #[arg(long)]
         proxies_only: bool,
+        /// Also mirror every SDK scenario through this proxy description (a built-in lb profile or
+        /// a file) and print the verdicts side by side.
+        #[arg(long)]
+        lb: Option<String>,
     },
     /// Probe an MCP client: run COMMAND against mcpsim's own stand-in server (URL in
     /// MCPSIM_PROBE_URL) behind the fault proxy, observe it from the server side; a trace per run,
@@ -558,6 +566,7 @@ fn main() -> ExitCode {
             tool,
             args,
             tool_duration,
+            lb,
         }) => cli::cmd_probe_server(
             &url,
             allow_remote,
@@ -565,10 +574,10 @@ fn main() -> ExitCode {
             scenarios,
             scenario_timeout,
             idle_bound,
-            (tool, args, tool_duration),
+            cli::ServerExtras { tool, args, tool_duration, lb },
         ),
-        Command::Probe(ProbeCommand::Reality { sdks, doc, proxies_only }) => {
-            cli::cmd_probe_reality(sdks, doc, proxies_only)
+        Command::Probe(ProbeCommand::Reality { sdks, doc, proxies_only, lb }) => {
+            cli::cmd_probe_reality(sdks, doc, proxies_only, lb)
         }
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
             cli::cmd_probe_client(command, out, runs, run_limit, name, compare)

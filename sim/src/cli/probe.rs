@@ -6,6 +6,20 @@ use crate::probe::{probe_server, verdict_table, ProbeOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `probe server`'s optional arguments: the user's own tool for the long call (`--tool`,
+/// `--args`, `--tool-duration`) and a proxy description to mirror the scenarios through (`--lb`).
+#[derive(Clone, Debug, Default)]
+pub struct ServerExtras {
+    /// `--tool NAME`.
+    pub tool: Option<String>,
+    /// `--args JSON`.
+    pub args: String,
+    /// `--tool-duration`.
+    pub tool_duration: Option<String>,
+    /// `--lb NAME|FILE`.
+    pub lb: Option<String>,
+}
+
 /// Runs the probe, prints the table of verdicts, the fingerprint and where the files went.
 /// Exit 0 no invariant violated, 1 one was, 2 bad input or the probe could not run.
 pub fn cmd_probe_server(
@@ -15,8 +29,16 @@ pub fn cmd_probe_server(
     only: Vec<String>,
     scenario_timeout_s: u64,
     idle_bound: Option<String>,
-    (tool, args, tool_duration): (Option<String>, String, Option<String>),
+    ServerExtras { tool, args, tool_duration, lb }: ServerExtras,
 ) -> Result<Exit, SimError> {
+    let lb = match lb.as_deref().map(|v| (v, crate::probe::reality::lb_mirror::lb_from_arg(v))) {
+        None => None,
+        Some((v, Ok(config))) => Some((v.to_string(), config)),
+        Some((v, Err(e))) => {
+            eprintln!("mcpsim probe: --lb {}: {}", crate::error::escape(v), crate::error::escape(&e));
+            return Ok(Exit::BadInput);
+        }
+    };
     let tool = match tool {
         None => None,
         Some(name) => {
@@ -75,6 +97,17 @@ pub fn cmd_probe_server(
         }
     };
     print!("{}", verdict_table(&report));
+    // What sits on the path: a proxy's timeouts read as the server's.
+    if let Ok(hints) =
+        crate::probe::parse_target(url, allow_remote).and_then(|t| crate::probe::server::path::probe_path(&t))
+    {
+        if !hints.is_empty() {
+            println!(
+                "\nwarning: a proxy is on the path ({}): keep_alive_timeout, idle cuts and buffering below may be the proxy's, not the server's (docs/reality.md, 'Proxies'); probe the server directly to tell them apart",
+                hints.join(", ")
+            );
+        }
+    }
     println!();
     print!("{}", report.profile_toml);
     // Beside the built-in profile its event ids point at (the reference profile otherwise).
@@ -89,6 +122,12 @@ pub fn cmd_probe_server(
             let mark = if same { "same" } else { "DIFFERS" };
             println!("  {field:<28} probed {probed:<16} built-in {theirs:<16} {mark}");
         }
+    }
+    if let Some((name, config)) = &lb {
+        let system = crate::probe::parse_target(url, allow_remote).map(|t| t.host).unwrap_or_default();
+        println!("\nthe scenarios mirrored with the server profile {builtin:?}, through --lb {name}:");
+        let rows = crate::probe::reality::lb_mirror::lb_rows(&system, builtin, &report, config);
+        print!("{}", crate::probe::reality::lb_mirror::lb_markdown(&rows, name));
     }
     for s in &report.scenarios {
         if let Some(f) = &s.trace_file {
@@ -110,8 +149,21 @@ pub fn cmd_probe_server(
 /// agreement table and the profile fields found different, and rewrites the generated parts of
 /// the doc. Exit 0 everything agrees or is explained, 1 a new unexplained difference, 2 a
 /// fixture is missing or the probe could not run.
-pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>, proxies_only: bool) -> Result<Exit, SimError> {
+pub fn cmd_probe_reality(
+    sdks: Vec<String>,
+    doc: Option<PathBuf>,
+    proxies_only: bool,
+    lb: Option<String>,
+) -> Result<Exit, SimError> {
     use crate::probe::reality::{self, FieldStatus, Sdk};
+    let lb = match lb.as_deref().map(|v| (v, reality::lb_mirror::lb_from_arg(v))) {
+        None => None,
+        Some((v, Ok(config))) => Some((v.to_string(), config)),
+        Some((v, Err(e))) => {
+            eprintln!("mcpsim probe reality: --lb {}: {}", crate::error::escape(v), crate::error::escape(&e));
+            return Ok(Exit::BadInput);
+        }
+    };
     let mut chosen = Vec::new();
     for name in if sdks.is_empty() { vec!["ts".into(), "py".into(), "rust".into()] } else { sdks } {
         match Sdk::parse(&name) {
@@ -179,6 +231,15 @@ pub fn cmd_probe_reality(sdks: Vec<String>, doc: Option<PathBuf>, proxies_only: 
     println!();
     print!("{}", reality::keep_alive_markdown(&all));
     println!();
+    if let Some((name, config)) = &lb {
+        let rows: Vec<_> = all
+            .iter()
+            .flat_map(|r| reality::lb_mirror::lb_rows_of(r.sdk.name(), r.sdk.profile(), &r.rows, config))
+            .collect();
+        println!("the SDK scenarios mirrored through --lb {name}:");
+        print!("{}", reality::lb_mirror::lb_markdown(&rows, name));
+        println!();
+    }
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
     print!("{}", crate::probe::reality::client::client_table_markdown(&clients));
     let variants = match variant_handle.join() {

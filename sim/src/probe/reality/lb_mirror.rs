@@ -61,6 +61,25 @@ pub fn lb_rows(system: &str, profile: &str, report: &ProbeReport, lb: &LbConfig)
         .collect()
 }
 
+/// The rows of an agreement table's rows (the real verdict and the default mirror's are there
+/// already), mirrored once more behind `lb`.
+pub fn lb_rows_of(
+    system: &str,
+    profile: &str,
+    rows: &[crate::probe::reality::check::Row],
+    lb: &LbConfig,
+) -> Vec<LbRow> {
+    rows.iter()
+        .map(|r| LbRow {
+            system: system.to_string(),
+            scenario: r.scenario,
+            real: r.real.clone(),
+            sim: r.sim.clone(),
+            through: simulate(r.scenario, profile, Some(lb)),
+        })
+        .collect()
+}
+
 /// The side-by-side table (markdown); `lb_name` heads the last verdict column.
 pub fn lb_markdown(rows: &[LbRow], lb_name: &str) -> String {
     let mut out = format!(
