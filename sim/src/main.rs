@@ -401,6 +401,11 @@ enum ProbeCommand {
         /// lb profile such as nginx or haproxy, or a profile file) and print the verdicts side by side.
         #[arg(long)]
         lb: Option<String>,
+        /// The same server without the proxy in front (the proxy at --url): probed beside it, each
+        /// fingerprint field attributed to the server or the proxy, and a [[lb.hops]] entry written
+        /// for what is the proxy's.
+        #[arg(long)]
+        direct: Option<String>,
     },
     /// Probe the real SDK fixture servers (sim/probe/fixtures, after install.sh) and compare each
     /// probe scenario's verdict with the simulator's, and each probed field with the built-in profile.
@@ -567,6 +572,7 @@ fn main() -> ExitCode {
             args,
             tool_duration,
             lb,
+            direct,
         }) => cli::cmd_probe_server(
             &url,
             allow_remote,
@@ -574,7 +580,7 @@ fn main() -> ExitCode {
             scenarios,
             scenario_timeout,
             idle_bound,
-            cli::ServerExtras { tool, args, tool_duration, lb },
+            cli::ServerExtras { tool, args, tool_duration, lb, direct },
         ),
         Command::Probe(ProbeCommand::Reality { sdks, doc, proxies_only, lb }) => {
             cli::cmd_probe_reality(sdks, doc, proxies_only, lb)

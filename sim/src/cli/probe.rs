@@ -18,6 +18,8 @@ pub struct ServerExtras {
     pub tool_duration: Option<String>,
     /// `--lb NAME|FILE`.
     pub lb: Option<String>,
+    /// `--direct URL`: the same server without the proxy, probed beside `--url`.
+    pub direct: Option<String>,
 }
 
 /// Runs the probe, prints the table of verdicts, the fingerprint and where the files went.
@@ -29,7 +31,7 @@ pub fn cmd_probe_server(
     only: Vec<String>,
     scenario_timeout_s: u64,
     idle_bound: Option<String>,
-    ServerExtras { tool, args, tool_duration, lb }: ServerExtras,
+    ServerExtras { tool, args, tool_duration, lb, direct }: ServerExtras,
 ) -> Result<Exit, SimError> {
     let lb = match lb.as_deref().map(|v| (v, crate::probe::reality::lb_mirror::lb_from_arg(v))) {
         None => None,
@@ -89,12 +91,28 @@ pub fn cmd_probe_server(
         keep_alive_bound: Some(crate::probe::server::keepalive::KEEP_ALIVE_BOUND),
         tool,
     };
+    // --direct: the server alone, probed at the same time (its files under OUT/direct).
+    let direct_probe = direct.map(|d| {
+        let mut o = opts.clone();
+        o.url = d.clone();
+        o.out_dir = o.out_dir.map(|p| p.join("direct"));
+        (d, std::thread::spawn(move || probe_server(&o)))
+    });
     let report = match probe_server(&opts) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mcpsim probe: {}", crate::error::escape(&e.to_string()));
             return Ok(Exit::BadInput);
         }
+    };
+    let direct_report = match direct_probe.map(|(d, h)| (d, h.join())) {
+        None => None,
+        Some((d, Ok(Ok(r)))) => Some((d, r)),
+        Some((d, Ok(Err(e)))) => {
+            eprintln!("mcpsim probe: --direct {}: {}", crate::error::escape(&d), crate::error::escape(&e.to_string()));
+            return Ok(Exit::BadInput);
+        }
+        Some((_, Err(_))) => return Err(SimError::Runtime("the --direct probe thread panicked".into())),
     };
     print!("{}", verdict_table(&report));
     // What sits on the path: a proxy's timeouts read as the server's.
@@ -121,6 +139,32 @@ pub fn cmd_probe_server(
             let same = crate::probe::reality::close_enough(&field, &probed, &theirs);
             let mark = if same { "same" } else { "DIFFERS" };
             println!("  {field:<28} probed {probed:<16} built-in {theirs:<16} {mark}");
+        }
+    }
+    if let Some((d, direct)) = &direct_report {
+        use crate::probe::server::path::{attribute, hop_entry, Owner};
+        let all = attribute(&report.fingerprint, &direct.fingerprint);
+        println!("\neach field through {url} and straight from {}:", crate::error::escape(d));
+        for a in &all {
+            let owner = match a.owner {
+                Owner::Server => "the server's",
+                Owner::Proxy => "the PROXY's",
+                Owner::CannotTell => "cannot tell",
+            };
+            let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(undetermined)".into());
+            println!("  {:<28} through {:<16} direct {:<16} {owner}", a.field, show(&a.through), show(&a.direct));
+        }
+        let entry = hop_entry(url, &all);
+        println!("\n{entry}");
+        if let Some(dir) = &opts.out_dir {
+            let path = dir.join("proxy-hop.toml");
+            std::fs::write(&path, &entry)
+                .map_err(|e| SimError::Io { path: path.display().to_string(), problem: e.to_string() })?;
+            println!(
+                "the proxy's hop: {}; the server's own profile: {}",
+                path.display(),
+                dir.join("direct").join("server-profile.toml").display()
+            );
         }
     }
     if let Some((name, config)) = &lb {

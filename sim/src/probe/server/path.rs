@@ -85,3 +85,105 @@ mod tests {
         );
     }
 }
+
+/// Whose a probed field is, from a probe through the proxy and one straight to the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// Both probes decided the same value: the server's (the proxy passes it through).
+    Server,
+    /// The values differ: what the probe through the proxy saw is the proxy's.
+    Proxy,
+    /// One probe left it undetermined.
+    CannotTell,
+}
+
+/// One field of the two probes.
+#[derive(Clone, Debug)]
+pub struct Attribution {
+    /// The fingerprint field.
+    pub field: String,
+    /// Its value through the proxy, if decided.
+    pub through: Option<String>,
+    /// Its value straight from the server, if decided.
+    pub direct: Option<String>,
+    /// Whose it is.
+    pub owner: Owner,
+}
+
+/// Every field either probe decided, with its owner.
+pub fn attribute(
+    through: &crate::probe::fingerprint::Fingerprint,
+    direct: &crate::probe::fingerprint::Fingerprint,
+) -> Vec<Attribution> {
+    let names: std::collections::BTreeSet<&String> = through.fields.keys().chain(direct.fields.keys()).collect();
+    names
+        .into_iter()
+        .map(|f| {
+            let (t, d) = (through.value(f).map(String::from), direct.value(f).map(String::from));
+            let owner = match (&t, &d) {
+                (Some(a), Some(b)) if a == b => Owner::Server,
+                (Some(_), Some(_)) => Owner::Proxy,
+                _ => Owner::CannotTell,
+            };
+            Attribution { field: f.clone(), through: t, direct: d, owner }
+        })
+        .collect()
+}
+
+/// Fields of a server profile a proxy can change, and the `[[lb.hops]]` field each becomes.
+const HOP_FIELDS: &[(&str, &str)] = &[("keep_alive_timeout", "keep_alive_timeout")];
+
+/// A `[[lb.hops]]` entry for what belongs to the proxy, with a comment for each field it cannot
+/// tell. An idle cut of an open response is not measured by the probe's scenarios (none leaves
+/// a stream silent long enough), so `idle_timeout` is always "cannot tell".
+pub fn hop_entry(url: &str, all: &[Attribution]) -> String {
+    let mut out = format!(
+        "# The proxy in front of the server, as `mcpsim probe server --url {} --direct` told it apart.\n[[lb.hops]]\n",
+        crate::error::escape(url)
+    );
+    for (field, hop_field) in HOP_FIELDS {
+        match all.iter().find(|a| a.field == *field) {
+            Some(Attribution { owner: Owner::Proxy, through: Some(v), direct, .. }) => {
+                let direct = direct.as_deref().unwrap_or("?");
+                let bound = if v == "\"none\"" { " (still open at the probe's bound: never, or longer)" } else { "" };
+                out.push_str(&format!(
+                    "{hop_field} = {v}  # through the proxy {v}{bound}, the server alone {direct}\n"
+                ));
+            }
+            Some(Attribution { owner: Owner::Server, .. }) => {
+                out.push_str(&format!("# {hop_field}: the same through the proxy and alone, the server's\n"))
+            }
+            _ => out.push_str(&format!("# {hop_field}: cannot tell (one probe left it undetermined)\n")),
+        }
+    }
+    out.push_str("# idle_timeout: cannot tell (no probe scenario leaves an open stream silent long enough)\n");
+    out
+}
+
+#[cfg(test)]
+mod attribution_tests {
+    use super::*;
+    use crate::probe::fingerprint::Fingerprint;
+
+    #[test]
+    fn a_field_that_differs_through_the_proxy_goes_into_the_hop_entry() {
+        let mut through = Fingerprint::default();
+        let mut direct = Fingerprint::default();
+        through.decide("keep_alive_timeout", "\"none\"", "open at 10 s");
+        direct.decide("keep_alive_timeout", "\"5s\"", "closed at 5.0 s");
+        through.decide("second_get", "\"reject409\"", "409");
+        direct.decide("second_get", "\"reject409\"", "409");
+        through.decide("keepalive", "\"15s\"", "comments");
+        let all = attribute(&through, &direct);
+        let owner = |f: &str| all.iter().find(|a| a.field == f).map(|a| a.owner.clone());
+        assert_eq!(owner("keep_alive_timeout"), Some(Owner::Proxy));
+        assert_eq!(owner("second_get"), Some(Owner::Server));
+        assert_eq!(owner("keepalive"), Some(Owner::CannotTell));
+        let entry = hop_entry("http://127.0.0.1:8080/mcp", &all);
+        assert!(entry.contains("[[lb.hops]]\nkeep_alive_timeout = \"none\""), "{entry}");
+        assert!(entry.contains("idle_timeout: cannot tell"), "{entry}");
+        // A server that closes as it did alone: nothing of the proxy's.
+        let same = attribute(&direct, &direct);
+        assert!(hop_entry("u", &same).contains("# keep_alive_timeout: the same"));
+    }
+}
