@@ -15,7 +15,8 @@
 
 mod common;
 
-use mcpsim::probe::reality::proxies::{check_all, proxies_markdown, PROXIES, PROXIES_BEGIN, PROXIES_END};
+use mcpsim::probe::reality::proxies::{proxies_markdown, PROXIES, PROXIES_BEGIN, PROXIES_END};
+use mcpsim::probe::reality::proxy_check::check_all;
 use mcpsim::probe::reality::proxy_measure::{measured_markdown, MEASURED_BEGIN, MEASURED_END};
 use mcpsim::probe::reality::{self, verdict_columns, Sdk};
 

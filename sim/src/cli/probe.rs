@@ -236,7 +236,7 @@ pub fn cmd_probe_reality(
             eprintln!("mcpsim probe reality: no proxy rows: {}", missing.join("; "));
         }
         missing.is_empty().then(|| {
-            std::thread::spawn(move || reality::proxies::check_all(&chosen, measured_behind(&chosen), &fixtures))
+            std::thread::spawn(move || reality::proxy_check::check_all(&chosen, measured_behind(&chosen), &fixtures))
         })
     };
     // The variants (fixtures in other configurations) beside them, for the SDKs chosen.
@@ -371,7 +371,7 @@ fn splice_proxies(
 fn probe_reality_proxies(chosen: &[crate::probe::reality::Sdk], doc: Option<PathBuf>) -> Result<Exit, SimError> {
     use crate::probe::reality;
     let fixtures = reality::fixtures_dir();
-    let (rows, measured) = match reality::proxies::check_all(chosen, measured_behind(chosen), &fixtures) {
+    let (rows, measured) = match reality::proxy_check::check_all(chosen, measured_behind(chosen), &fixtures) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mcpsim probe reality: proxies: {}", crate::error::escape(&e.to_string()));

@@ -4,7 +4,7 @@
 //! are probed through with the SDK fixtures behind them and mirrored in the simulator through the
 //! built-in lb profiles `nginx` and `haproxy` ([`check_proxy`]); the configurations people change
 //! (a short read timeout, forced buffering, kept-alive upstream connections) are measured on raw
-//! sockets and set beside the lb model's prediction (`proxy_measure`).
+//! sockets and set beside the lb model's prediction (`proxy_measure`); `proxy_check` runs both.
 
 use crate::probe::error::ProbeError;
 use crate::probe::reality::check::{agreement_row, cell, rows_adjusted, Row};
@@ -332,44 +332,4 @@ pub fn splice_between(doc: &str, begin: &str, end: &str, body: &str) -> String {
         (Some(b), Some(e)) if e > b => format!("{}{begin}\n{body}{}", &doc[..b], &doc[e..]),
         _ => format!("{doc}\n{begin}\n{body}{end}\n"),
     }
-}
-
-/// Every proxy × `sdks` probed and mirrored, and every configuration measured in front of
-/// `measured_behind`'s fixture, all at once (each its own fixture server and proxy): about the
-/// time of the longest probe.
-pub fn check_all(
-    sdks: &[Sdk],
-    measured_behind: Sdk,
-    fixtures: &Path,
-) -> Result<(Vec<ProxyReality>, Vec<crate::probe::reality::proxy_measure::Measured>), ProbeError> {
-    for p in PROXIES {
-        p.kind.installed().map_err(|problem| ProbeError::Io { path: p.kind.program().into(), problem })?;
-    }
-    let probes: Vec<_> = PROXIES
-        .iter()
-        .flat_map(|p| sdks.iter().map(move |&sdk| (p, sdk)))
-        .map(|(p, sdk)| {
-            let fixtures = fixtures.to_path_buf();
-            std::thread::spawn(move || check_proxy(p, sdk, &fixtures))
-        })
-        .collect();
-    let server = FixtureServer::start(measured_behind, fixtures)?;
-    let measures: Vec<_> = CONFIGURATIONS
-        .iter()
-        .map(|setup| {
-            let url = server.url.clone();
-            std::thread::spawn(move || crate::probe::reality::proxy_measure::measure(setup, &url))
-        })
-        .collect();
-    let joined = |what: &str| ProbeError::Protocol(format!("the {what} thread panicked"));
-    let mut measured = Vec::new();
-    for h in measures {
-        measured.extend(h.join().map_err(|_| joined("proxy measurement"))??);
-    }
-    drop(server);
-    let mut all = Vec::new();
-    for h in probes {
-        all.push(h.join().map_err(|_| joined("proxy probe"))??);
-    }
-    Ok((all, measured))
 }
