@@ -1016,6 +1016,65 @@ pub struct LbConfig {
     /// upstream connection ends before any byte of the response.
     #[serde(default, skip_serializing_if = "UpstreamRetry::is_default")]
     pub retry_upstream: UpstreamRetry,
+    /// The balancer's idle rule for a client connection kept alive between two exchanges (no
+    /// request on it): `idle` (the default) applies `idle_timeout` there too; a duration or
+    /// `none` makes `idle_timeout` a rule of open responses only, as nginx's
+    /// `proxy_read_timeout` and HAProxy's `timeout server` are (measured: `docs/reality.md`,
+    /// 'Proxies').
+    #[serde(default, skip_serializing_if = "KeepAliveIdle::is_default")]
+    pub keep_alive_timeout: KeepAliveIdle,
+}
+
+/// How an intermediary closes a client connection kept alive between two exchanges
+/// ([`LbConfig::keep_alive_timeout`], [`HopConfig::keep_alive_timeout`]). Written `"idle"`,
+/// `"none"` or a duration (`"75s"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeepAliveIdle {
+    /// The hop's `idle_timeout` applies between exchanges too (today's model: one idle clock).
+    #[default]
+    Idle,
+    /// Closed after this long without a request (nginx `keepalive_timeout`, 75 s by default).
+    After(Duration),
+    /// Never closed for idleness between exchanges.
+    Never,
+}
+
+impl KeepAliveIdle {
+    fn is_default(&self) -> bool {
+        *self == KeepAliveIdle::Idle
+    }
+
+    /// The timeout between exchanges, given the hop's `idle_timeout`.
+    pub fn between(self, idle_timeout: Option<Duration>) -> Option<Duration> {
+        match self {
+            KeepAliveIdle::Idle => idle_timeout,
+            KeepAliveIdle::After(d) => Some(d),
+            KeepAliveIdle::Never => None,
+        }
+    }
+}
+
+impl Serialize for KeepAliveIdle {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            KeepAliveIdle::Idle => s.serialize_str("idle"),
+            KeepAliveIdle::Never => s.serialize_str("none"),
+            KeepAliveIdle::After(d) => s.serialize_str(&crate::time::format_duration(*d)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for KeepAliveIdle {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.as_str() {
+            "idle" => Ok(KeepAliveIdle::Idle),
+            "none" => Ok(KeepAliveIdle::Never),
+            t => crate::time::parse_duration(t).map(KeepAliveIdle::After).map_err(|e| {
+                serde::de::Error::custom(format!("keep_alive_timeout: {e} (expected \"idle\", \"none\" or a duration)"))
+            }),
+        }
+    }
 }
 
 /// What a balancer re-sends when an upstream connection ends before any byte of the response
@@ -1090,6 +1149,15 @@ pub struct HopConfig {
     /// open its final frame is never flushed; a cut loses it. Left out when `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hold_tail: bool,
+    /// Response buffering: the head waits in the buffer with the body and goes out with the first
+    /// release (size threshold, flush interval or the end), as nginx's `proxy_buffering` does
+    /// (measured: `docs/reality.md`, 'Proxies'); `false` (the default): the head goes on at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub buffer_head: bool,
+    /// This hop's idle rule between two exchanges on a kept-alive client connection (see
+    /// [`KeepAliveIdle`]); `idle` (the default): `idle_timeout` applies there too.
+    #[serde(default, skip_serializing_if = "KeepAliveIdle::is_default")]
+    pub keep_alive_timeout: KeepAliveIdle,
 }
 
 const fn gateway_timeout() -> u16 {
@@ -1110,6 +1178,8 @@ impl Default for HopConfig {
             buffer: None,
             flush_interval: None,
             hold_tail: false,
+            buffer_head: false,
+            keep_alive_timeout: KeepAliveIdle::Idle,
         }
     }
 }
@@ -1200,6 +1270,7 @@ impl Default for LbConfig {
             hops: Vec::new(),
             upstream_keep_alive: false,
             retry_upstream: UpstreamRetry::default(),
+            keep_alive_timeout: KeepAliveIdle::Idle,
         }
     }
 }

@@ -190,6 +190,7 @@ impl LoadBalancer {
             max_lifetime: config.max_lifetime,
             cut_mode: config.cut_mode,
             hold_headers: config.hold_headers,
+            keep_alive_timeout: config.keep_alive_timeout,
             ..HopConfig::default()
         };
         let chain = config.hops.iter().cloned().chain([own]).collect();
@@ -472,9 +473,12 @@ impl LoadBalancer {
         if !config.buffers() {
             return frames;
         }
-        // Buffering: the head goes on, body frames wait for the size threshold, the flush
-        // interval or the end of the response.
-        let body_from = frames.iter().rposition(|(k, _)| *k == FrameKind::Head).map_or(0, |i| i + 1);
+        // Buffering: the head goes on (or, with `buffer_head`, waits with the body), body frames
+        // wait for the size threshold, the flush interval or the end of the response.
+        let body_from = match config.buffer_head {
+            true => 0,
+            false => frames.iter().rposition(|(k, _)| *k == FrameKind::Head).map_or(0, |i| i + 1),
+        };
         at.buffer.extend(frames.split_off(body_from));
         let size: u64 = at.buffer.iter().map(|(_, b)| b.len() as u64).sum();
         let ended = at.buffer.iter().any(|(k, _)| *k == FrameKind::End);
@@ -585,8 +589,10 @@ impl LoadBalancer {
         let mut best: Option<(Instant, usize, Due)> = None;
         for (hop, (config, at)) in self.chain.iter().zip(&p.at).enumerate() {
             if p.between {
-                // Kept alive with no request on it: nothing but silence can be due.
-                if let Some(when) = config.idle_timeout.map(|i| at.last_bytes + i) {
+                // Kept alive with no request on it: nothing but silence can be due, by the hop's
+                // rule between exchanges (its idle timeout unless `keep_alive_timeout` says).
+                let between = config.keep_alive_timeout.between(config.idle_timeout);
+                if let Some(when) = between.map(|i| at.last_bytes + i) {
                     if best.is_none_or(|(b, bh, bd)| (when, hop, Due::Idle) < (b, bh, bd)) {
                         best = Some((when, hop, Due::Idle));
                     }
@@ -668,7 +674,7 @@ fn next_from(available: &[Backend], from: u32) -> Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ReplicaStore;
+    use crate::config::{KeepAliveIdle, ReplicaStore};
     use std::time::Duration;
 
     fn lb(idle: Option<u64>) -> LoadBalancer {
@@ -874,6 +880,60 @@ mod tests {
         // The end of the response releases at once.
         assert!(lb.handle_response(secs(14), ConnId(1), body(1)).is_empty());
         assert_eq!(lb.handle_response(secs(15), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b"e$");
+    }
+
+    #[test]
+    fn a_hop_buffering_its_head_sends_it_with_the_first_release_only() {
+        // nginx with proxy_buffering forced on (docs/reality.md, 'Proxies'): the head waits in
+        // the buffer with the body until the size threshold or the end of the response.
+        let nginx = HopConfig { buffer: Some(4), buffer_head: true, ..HopConfig::default() };
+        let mut lb = chain(vec![nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), head()).is_empty());
+        assert!(lb.handle_response(secs(1), ConnId(1), body(1)).is_empty());
+        assert!(lb.handle_response(secs(2), ConnId(1), body(1)).is_empty());
+        // Head and three body bytes reach the threshold: they go together.
+        assert_eq!(lb.handle_response(secs(3), ConnId(1), body(1)), b"Heee");
+        // A small response is held whole until its end.
+        lb.handle_response_end(secs(4), ConnId(1));
+        lb.handle_request(secs(5), ConnId(1));
+        assert!(lb.handle_response(secs(5), ConnId(1), head()).is_empty());
+        assert!(lb.handle_response(secs(6), ConnId(1), body(1)).is_empty());
+        assert_eq!(lb.handle_response(secs(7), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b"He$");
+    }
+
+    #[test]
+    fn a_read_timeout_of_open_responses_leaves_kept_alive_connections_to_the_keep_alive_timeout() {
+        // nginx: proxy_read_timeout cuts a silent open response, keepalive_timeout an idle
+        // kept-alive client connection (docs/reality.md, 'Proxies').
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(3)),
+            keep_alive_timeout: KeepAliveIdle::After(Duration::from_secs(75)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(1), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(76)));
+        lb.handle_timeout(secs(10));
+        assert!(drain(&mut lb).is_empty());
+        // An open response silent for 3 s is cut.
+        lb.handle_request(secs(10), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(13)));
+        lb.handle_timeout(secs(13));
+        let out = drain(&mut lb);
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+        // `none`: never cut between exchanges.
+        let never = HopConfig {
+            idle_timeout: Some(Duration::from_secs(3)),
+            keep_alive_timeout: KeepAliveIdle::Never,
+            ..HopConfig::default()
+        };
+        let mut lb = chain(vec![never], 600);
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        lb.handle_response_end(secs(1), ConnId(2));
+        assert_eq!(lb.poll_timeout(), Some(secs(601)));
     }
 
     #[test]

@@ -148,7 +148,13 @@ const SERVER_FILES: &[(&str, &str)] = &[
     builtin!("server", "rmcp-0.16"),
 ];
 
-const LB_FILES: &[(&str, &str)] = &[builtin!("lb", "default"), builtin!("lb", "cdn-alb"), builtin!("lb", "alb")];
+const LB_FILES: &[(&str, &str)] = &[
+    builtin!("lb", "default"),
+    builtin!("lb", "cdn-alb"),
+    builtin!("lb", "alb"),
+    builtin!("lb", "nginx"),
+    builtin!("lb", "haproxy"),
+];
 
 /// Client profile names, in the order `mcpsim profiles` lists them.
 pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
@@ -161,7 +167,7 @@ pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sd
 pub const SERVER_VERSIONED_NAMES: &[&str] = &["ts-sdk-1.29", "py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
 
 /// Load-balancer profile names.
-pub const LB_NAMES: &[&str] = &["default", "cdn-alb", "alb"];
+pub const LB_NAMES: &[&str] = &["default", "cdn-alb", "alb", "nginx", "haproxy"];
 
 /// The text of a built-in profile file.
 pub fn builtin_text(role: Role, name: &str) -> Option<&'static str> {
@@ -883,6 +889,7 @@ const LB_DOCS: &[(&str, &str)] = &[
     ("hops", "Intermediaries in front of the balancer, the client's side first (hop0, hop1, …; the balancer is the last hop): each with idle_timeout, max_lifetime, comments_count, cut_mode, hold_headers, first_byte_timeout, timeout_status (504, or 524 for Cloudflare), buffer (e.g. 4KiB), flush_interval (e.g. 10s) and hold_tail (true: the last frame is held until the next one or the end pushes it out)."),
     ("upstream_keep_alive", "Keep upstream connections to the replicas alive and reuse them (a pool per replica, idle ones closed after idle_timeout); false: one upstream connection per request."),
     ("retry_upstream", "What the balancer sends again, once, on a fresh upstream connection when one ends before any response byte: never (a reused one is answered 502), idempotent (GET and DELETE), any (a POST too)."),
+    ("keep_alive_timeout", "The idle rule between two exchanges on a kept-alive client connection: idle (idle_timeout applies there too), a duration (nginx keepalive_timeout, 75s) or none; with a duration or none, idle_timeout applies to open responses only (nginx proxy_read_timeout, HAProxy timeout server). Hops have it too, and buffer_head (the head waits in the buffer with the body, as nginx's proxy_buffering)."),
 ];
 
 /// A built-in profile as a complete TOML file to start from: every field, each with what it means

@@ -397,6 +397,15 @@ enum ProbeCommand {
         /// How long one call of --tool runs (e.g. 5s); measured by basics when not given.
         #[arg(long)]
         tool_duration: Option<String>,
+        /// Also mirror every scenario in the simulator through this proxy description (a built-in
+        /// lb profile such as nginx or haproxy, or a profile file) and print the verdicts side by side.
+        #[arg(long)]
+        lb: Option<String>,
+        /// The same server without the proxy in front (the proxy at --url): probed beside it, each
+        /// fingerprint field attributed to the server or the proxy, and a [[lb.hops]] entry written
+        /// for what is the proxy's.
+        #[arg(long)]
+        direct: Option<String>,
     },
     /// Probe the real SDK fixture servers (sim/probe/fixtures, after install.sh) and compare each
     /// probe scenario's verdict with the simulator's, and each probed field with the built-in profile.
@@ -407,6 +416,14 @@ enum ProbeCommand {
         /// Rewrite the generated table and field list of this document (docs/reality.md).
         #[arg(long)]
         doc: Option<PathBuf>,
+        /// Only the proxies (nginx, HAProxy in front of the fixtures, their measurements): skip
+        /// the SDK, variant and client halves.
+        #[arg(long)]
+        proxies_only: bool,
+        /// Also mirror every SDK scenario through this proxy description (a built-in lb profile or
+        /// a file) and print the verdicts side by side.
+        #[arg(long)]
+        lb: Option<String>,
     },
     /// Probe an MCP client: run COMMAND against mcpsim's own stand-in server (URL in
     /// MCPSIM_PROBE_URL) behind the fault proxy, observe it from the server side; a trace per run,
@@ -554,6 +571,8 @@ fn main() -> ExitCode {
             tool,
             args,
             tool_duration,
+            lb,
+            direct,
         }) => cli::cmd_probe_server(
             &url,
             allow_remote,
@@ -561,9 +580,11 @@ fn main() -> ExitCode {
             scenarios,
             scenario_timeout,
             idle_bound,
-            (tool, args, tool_duration),
+            cli::ServerExtras { tool, args, tool_duration, lb, direct },
         ),
-        Command::Probe(ProbeCommand::Reality { sdks, doc }) => cli::cmd_probe_reality(sdks, doc),
+        Command::Probe(ProbeCommand::Reality { sdks, doc, proxies_only, lb }) => {
+            cli::cmd_probe_reality(sdks, doc, proxies_only, lb)
+        }
         Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
             cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
         }

@@ -23,7 +23,7 @@ pub use check::{cmd_check, CheckArgs};
 pub use dump::cmd_dump;
 pub use explore::{cmd_explore, default_out_dir, ExploreArgs};
 pub use matrix::{cmd_matrix, cmd_merge, MatrixArgs, MergeArgs};
-pub use probe::{cmd_probe_client, cmd_probe_reality, cmd_probe_server};
+pub use probe::{cmd_probe_client, cmd_probe_reality, cmd_probe_server, ServerExtras};
 pub use profiles::{cmd_profiles, cmd_sources};
 pub use run::{cmd_replay, cmd_run};
 pub use show::cmd_show;

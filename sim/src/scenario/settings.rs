@@ -888,6 +888,9 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("lb.hops.*.hold_tail", Rule::Free),
     ("lb.upstream_keep_alive", Rule::Free),
     ("lb.retry_upstream", Rule::Free),
+    ("lb.keep_alive_timeout", Rule::Free),
+    ("lb.hops.*.buffer_head", Rule::Free),
+    ("lb.hops.*.keep_alive_timeout", Rule::Free),
 ];
 
 /// The problems [`FIELD_RULES`] finds in one policy (`role`: `client`, `server` or `lb`),

@@ -4,6 +4,10 @@
 
 pub mod check;
 pub mod client;
+pub mod lb_mirror;
+pub mod proxies;
+pub mod proxy_check;
+pub mod proxy_measure;
 pub mod sdk;
 pub mod server;
 pub mod variants;

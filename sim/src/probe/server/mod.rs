@@ -3,5 +3,6 @@
 //! close of an idle kept-alive connection beside them; [`run`] runs them all and reports.
 
 pub mod keepalive;
+pub mod path;
 pub mod run;
 pub mod scenarios;
