@@ -119,12 +119,29 @@ pub struct Step {
     /// `client_index`: `SessionCreated` has a `client` field of its own.
     #[serde(rename = "client_index", default, skip_serializing_if = "Option::is_none")]
     pub client: Option<u32>,
+    /// Which server replica (0-based) did a server step, set only in runs with several replicas,
+    /// so that single-replica traces read exactly as before. Written as `replica_index`:
+    /// `LbRouted` and `TaskCreated` have a `replica` field of their own.
+    #[serde(rename = "replica_index", default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
+    /// In a run with several replicas, the balancer and the servers name a connection as the
+    /// client does (the kind's `conn` is the client's number for it, see [`StepKind::conn_mut`]);
+    /// with several clients as well, this says whose number it is (the client's index). Absent
+    /// otherwise.
+    #[serde(rename = "conn_client", default, skip_serializing_if = "Option::is_none")]
+    pub conn_client: Option<u32>,
     #[serde(flatten)]
     /// What happened.
     pub kind: StepKind,
 }
 
 impl Step {
+    /// A step with no client, replica or connection stamp (what single-client, single-replica
+    /// runs record).
+    pub fn new(seq: u64, t: u64, actor: Actor, kind: StepKind) -> Step {
+        Step { seq, t, actor, client: None, replica: None, conn_client: None, kind }
+    }
+
     /// Simulated time of the step.
     pub fn at(&self) -> Instant {
         Instant(self.t)
@@ -672,6 +689,36 @@ pub enum StepKind {
 }
 
 impl StepKind {
+    /// The connection (or exchange) a step names, for the kinds that name one; `None` for the
+    /// others. The recorder renames a balancer's or server's connection through it, so that a
+    /// multi-replica trace names each connection as the client does.
+    pub fn conn_mut(&mut self) -> Option<&mut ConnId> {
+        use StepKind::*;
+        match self {
+            Send { conn, .. }
+            | Response { conn, .. }
+            | Event { conn, .. }
+            | Comment { conn }
+            | Json { conn, .. }
+            | ConnEnd { conn, .. }
+            | ConnReused { conn, .. }
+            | HttpResent { conn, .. }
+            | LbIdleCut { conn, .. }
+            | LbLifetimeCut { conn, .. }
+            | LbUpstreamKept { conn, .. }
+            | LbRouted { conn, .. }
+            | LbAnswered { conn, .. }
+            | LbTimedOut { conn, .. }
+            | LbFlushed { conn, .. }
+            | LbUpstreamReused { conn, .. }
+            | LbResent { conn, .. }
+            | Rejected { conn, .. }
+            | EraServed { conn, .. }
+            | EraRefused { conn, .. } => Some(conn),
+            _ => None,
+        }
+    }
+
     /// True for the steps that make up the application's view.
     pub fn is_app(&self) -> bool {
         matches!(
@@ -905,6 +952,8 @@ mod tests {
             t: 1_000,
             actor: Actor::Client,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") },
         });
         t.steps.push(Step {
@@ -912,6 +961,8 @@ mod tests {
             t: 2_000,
             actor: Actor::App,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false },
         });
         t.steps.push(Step {
@@ -919,6 +970,8 @@ mod tests {
             t: 3_000,
             actor: Actor::Server,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::EventStored {
                 session: SessionId::from("0-1"),
                 stream: StreamNo(1),
@@ -959,6 +1012,8 @@ mod tests {
             t: 1,
             actor: Actor::Server,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::SessionCreated { session: SessionId::from("s"), client: "app-1".into() },
         });
         t.steps.push(Step { client: Some(1), ..sample().steps[1].clone() });
@@ -967,6 +1022,8 @@ mod tests {
             t: 2,
             actor: Actor::Run,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::RunEnd {
                 client_session: None,
                 server_sessions: vec![],

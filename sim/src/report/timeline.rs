@@ -277,7 +277,7 @@ mod tests {
     use mcpsim_model::trace::Actor;
 
     fn step(actor: Actor, client: Option<u32>, kind: StepKind) -> Step {
-        Step { seq: 0, t: 1_000_000, actor, client, kind }
+        Step { seq: 0, t: 1_000_000, actor, client, replica: None, conn_client: None, kind }
     }
 
     #[test]
