@@ -1041,6 +1041,37 @@ mod tests {
     }
 
     #[test]
+    fn the_replica_and_connection_stamps_are_written_only_when_set_and_never_clash_with_a_kind_field() {
+        let routed = StepKind::LbRouted { conn: ConnId(4), replica: 2, session: None, hop: None };
+        let plain = Step::new(0, 1, Actor::Lb, routed.clone());
+        assert_eq!(step_line(&plain), r#"{"step":0,"t":1,"actor":"lb","kind":"lb-routed","conn":4,"replica":2}"#);
+        let mut t = Trace::new(7, serde_json::json!({}));
+        t.steps.push(Step { conn_client: Some(1), ..plain });
+        let created = StepKind::TaskCreated {
+            task: crate::tasks::TaskId("t1".into()),
+            call: CallKey(0),
+            replica: 2,
+            ttl_us: None,
+        };
+        t.steps.push(Step { replica: Some(2), ..Step::new(1, 2, Actor::Server, created) });
+        t.finish(vec![]);
+        let text = t.to_jsonl();
+        assert!(text.contains(r#""actor":"lb","conn_client":1,"kind":"lb-routed","conn":4,"replica":2"#), "{text}");
+        assert!(text.contains(r#""actor":"server","replica_index":2,"kind":"task-created""#), "{text}");
+        assert_eq!(Trace::parse(&text), Ok(t));
+    }
+
+    #[test]
+    fn conn_mut_reaches_the_connection_of_the_balancer_and_server_kinds() {
+        let mut cut = StepKind::LbIdleCut { conn: ConnId(3), idle_us: 1, hop: None };
+        *cut.conn_mut().unwrap() = ConnId(9);
+        assert_eq!(cut, StepKind::LbIdleCut { conn: ConnId(9), idle_us: 1, hop: None });
+        let mut refused = StepKind::Rejected { conn: ConnId(1), status: Status(404), session: None };
+        assert_eq!(refused.conn_mut().copied(), Some(ConnId(1)));
+        assert_eq!(StepKind::ServerStart { epoch: 0 }.conn_mut(), None);
+    }
+
+    #[test]
     fn damaged_traces_are_refused_with_a_reason() {
         let text = sample().to_jsonl();
         assert_eq!(Trace::parse(""), Err(TraceError::Empty));
