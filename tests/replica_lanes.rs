@@ -46,6 +46,12 @@ fn a_three_replica_run_shows_three_server_lifelines() {
         assert!(svg.contains(&format!(">server#{r}</text>")), "the SVG (and the HTML page built on it) has lane {r}");
     }
     assert_eq!(svg.matches(r#"<g class="lane">"#).count(), 6, "app, client, lb and three servers");
+    // The HTML page: the same drawing, and the timeline's actor filter tells the replicas apart.
+    let page = mcpsim::report::html::trace_page(&outcome.trace, &opts);
+    assert_eq!(page.matches(r#"<g class="lane">"#).count(), 6);
+    for r in 0..3 {
+        assert!(page.contains(&format!(r#""actor":"server#{r}""#)), "the timeline names replica {r}");
+    }
 }
 
 #[test]
