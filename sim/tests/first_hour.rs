@@ -169,3 +169,14 @@ fn an_unknown_field_lists_the_fields_of_the_table_it_is_in_not_the_set_shortcuts
     one_line(&out, "s.toml:3:8: unknown key \"server.typo\" (known: server.after_replay,");
     assert!(!stderr(&out).contains("server.name"), "the name is not a key: {}", stderr(&out));
 }
+
+#[test]
+fn a_replay_names_each_broken_invariant_once_with_its_count() {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../traces/no-duplicate-execution--naive--reference--long-tool--88eec5a2.jsonl");
+    let out = mcpsim(&["replay", "--quiet", path(&trace)]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    // Was: no-orphaned-session, no-duplicate-execution, no-orphaned-session, no-orphaned-session, …
+    let text = stdout(&out);
+    assert!(text.contains("verdict: no-orphaned-session ×5, no-duplicate-execution, no-false-failure\n"), "{text}");
+}
