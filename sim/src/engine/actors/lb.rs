@@ -318,14 +318,14 @@ impl Exchange<'_> {
                     let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
                     let reused = StepKind::LbUpstreamReused { conn, replica: backend.0, idle_us };
                     record(world, reused);
-                    world.pass_link(client_addr(world, conn), parked.stream.local_addr());
+                    name_upstream(world, conn, &parked.stream);
                     parked.stream
                 }
                 None => match TcpStream::connect(replica_addr(backend.0)).await {
                     Ok(upstream) => {
                         // Named before the replica can accept it: the connect returned without
                         // yielding.
-                        world.pass_link(client_addr(world, conn), upstream.local_addr());
+                        name_upstream(world, conn, &upstream);
                         upstream
                     }
                     Err(e) => {
@@ -473,6 +473,13 @@ impl Exchange<'_> {
 fn record(world: &Arc<World>, mut kind: StepKind) {
     let peer = kind.conn_mut().and_then(|conn| client_addr(world, *conn));
     world.record_hop(Actor::Lb, None, peer, kind);
+}
+
+/// With several replicas: the upstream socket now carries the client's connection `conn`.
+fn name_upstream(world: &Arc<World>, conn: ConnId, upstream: &TcpStream) {
+    if world.names_replicas() {
+        world.pass_link(client_addr(world, conn), upstream.local_addr());
+    }
 }
 
 /// The client's address of the balancer's connection `conn` (known with several replicas).
