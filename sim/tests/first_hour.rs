@@ -62,6 +62,8 @@ fn matrix_prints_a_terminal_table_markdown_on_request_and_its_help_lists_every_m
     let text = stdout(&out);
     // Was Markdown: `| long-tool | naive | no-duplicate-execution 1/1<br>…`.
     assert!(!text.contains("<br>") && !text.contains('|'), "{text}");
+    // Was `scenario   client  reference`: nothing said the columns are servers.
+    assert!(text.starts_with("scenario   client \\ server  reference\n"), "{text}");
     assert!(
         text.lines().nth(2).is_some_and(|l| l.starts_with("long-tool  naive") && l.ends_with("broken [1]")),
         "{text}"
