@@ -125,3 +125,65 @@ fn a_stale_table_is_caught() {
     );
     assert_eq!(table("seeds\n\nfamily  ok\n---\nlong  ok\n\n[1]"), "family  ok\n---\nlong  ok");
 }
+
+/// A number the page writes in words.
+fn number_word(word: &str) -> Option<usize> {
+    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+        .iter()
+        .position(|w| *w == word)
+}
+
+#[test]
+fn the_cdn_cuts_the_page_counts_are_those_of_the_run() {
+    let page = std::fs::read_to_string(root().join(PAGE)).expect("the page");
+    let said = page
+        .split("the trace has ")
+        .skip(1)
+        .find_map(|rest| rest.split_once(" `lb-lifetime-cut` steps").map(|(word, _)| word).filter(|w| !w.contains(' ')))
+        .expect("the page counts the CDN's cuts");
+    let said = number_word(said).unwrap_or_else(|| panic!("{said:?} is not a number in words"));
+    let mut s = mcpsim::Scenario::build("chatty-tool", "rmcp", "py-sdk").expect("built-in names");
+    let sets = [
+        ("server.retention.max_events", "none"),
+        ("server.retention.window", "10m"),
+        ("lb.idle_timeout", "60s"),
+        ("lb.max_lifetime", "100s"),
+    ];
+    s.apply_overrides(&sets.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid overrides");
+    let outcome = run(&s, 0).expect("the run completes");
+    let cuts = outcome
+        .trace
+        .steps
+        .iter()
+        .filter(|s| matches!(s.kind, mcpsim_model::trace::StepKind::LbLifetimeCut { .. }))
+        .count();
+    // Was: "four" (the run records two).
+    assert_eq!(said, cuts, "docs/your-system.md §3 counts {said} lifetime cuts; the run records {cuts}");
+    assert!(outcome.violations.is_empty(), "rmcp resumes without losing an event: {:?}", outcome.violations);
+}
+
+#[test]
+fn every_link_to_a_section_of_the_page_names_one_of_its_headings() {
+    let page = std::fs::read_to_string(root().join(PAGE)).expect("the page");
+    let slug = |h: &str| -> String {
+        let h: String = h
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == '-' || *c == ' ' || *c == '_')
+            .collect();
+        h.replace(' ', "-")
+    };
+    let mut fenced = false;
+    let mut headings = Vec::new();
+    for line in page.lines() {
+        fenced ^= line.starts_with("```");
+        if !fenced && line.starts_with('#') {
+            headings.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    // Was: #6-chains-of-intermediaries, for §7.
+    for link in page.split("](#").skip(1).filter_map(|rest| rest.split(')').next()) {
+        assert!(headings.iter().any(|h| h == link), "#{link} names no heading of the page: {headings:?}");
+    }
+}

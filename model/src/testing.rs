@@ -443,7 +443,7 @@ impl Pair {
 
     fn record(&mut self, actor: Actor, kind: StepKind) {
         let seq = self.trace.steps.len() as u64;
-        self.trace.steps.push(Step { seq, t: self.now.0, actor, client: None, kind });
+        self.trace.steps.push(Step { seq, t: self.now.0, actor, client: None, replica: None, conn_client: None, kind });
     }
 }
 

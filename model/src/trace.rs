@@ -119,12 +119,29 @@ pub struct Step {
     /// `client_index`: `SessionCreated` has a `client` field of its own.
     #[serde(rename = "client_index", default, skip_serializing_if = "Option::is_none")]
     pub client: Option<u32>,
+    /// Which server replica (0-based) did a server step, set only in runs with several replicas,
+    /// so that single-replica traces read exactly as before. Written as `replica_index`:
+    /// `LbRouted` and `TaskCreated` have a `replica` field of their own.
+    #[serde(rename = "replica_index", default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
+    /// In a run with several replicas, the balancer and the servers name a connection as the
+    /// client does (the kind's `conn` is the client's number for it, see [`StepKind::conn_mut`]);
+    /// with several clients as well, this says whose number it is (the client's index). Absent
+    /// otherwise.
+    #[serde(rename = "conn_client", default, skip_serializing_if = "Option::is_none")]
+    pub conn_client: Option<u32>,
     #[serde(flatten)]
     /// What happened.
     pub kind: StepKind,
 }
 
 impl Step {
+    /// A step with no client, replica or connection stamp (what single-client, single-replica
+    /// runs record).
+    pub fn new(seq: u64, t: u64, actor: Actor, kind: StepKind) -> Step {
+        Step { seq, t, actor, client: None, replica: None, conn_client: None, kind }
+    }
+
     /// Simulated time of the step.
     pub fn at(&self) -> Instant {
         Instant(self.t)
@@ -685,6 +702,36 @@ pub enum StepKind {
 }
 
 impl StepKind {
+    /// The connection (or exchange) a step names, for the kinds that name one; `None` for the
+    /// others. The recorder renames a balancer's or server's connection through it, so that a
+    /// multi-replica trace names each connection as the client does.
+    pub fn conn_mut(&mut self) -> Option<&mut ConnId> {
+        use StepKind::*;
+        match self {
+            Send { conn, .. }
+            | Response { conn, .. }
+            | Event { conn, .. }
+            | Comment { conn }
+            | Json { conn, .. }
+            | ConnEnd { conn, .. }
+            | ConnReused { conn, .. }
+            | HttpResent { conn, .. }
+            | LbIdleCut { conn, .. }
+            | LbLifetimeCut { conn, .. }
+            | LbUpstreamKept { conn, .. }
+            | LbRouted { conn, .. }
+            | LbAnswered { conn, .. }
+            | LbTimedOut { conn, .. }
+            | LbFlushed { conn, .. }
+            | LbUpstreamReused { conn, .. }
+            | LbResent { conn, .. }
+            | Rejected { conn, .. }
+            | EraServed { conn, .. }
+            | EraRefused { conn, .. } => Some(conn),
+            _ => None,
+        }
+    }
+
     /// True for the steps that make up the application's view.
     pub fn is_app(&self) -> bool {
         matches!(
@@ -918,6 +965,8 @@ mod tests {
             t: 1_000,
             actor: Actor::Client,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") },
         });
         t.steps.push(Step {
@@ -925,6 +974,8 @@ mod tests {
             t: 2_000,
             actor: Actor::App,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false },
         });
         t.steps.push(Step {
@@ -932,6 +983,8 @@ mod tests {
             t: 3_000,
             actor: Actor::Server,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::EventStored {
                 session: SessionId::from("0-1"),
                 stream: StreamNo(1),
@@ -972,6 +1025,8 @@ mod tests {
             t: 1,
             actor: Actor::Server,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::SessionCreated { session: SessionId::from("s"), client: "app-1".into() },
         });
         t.steps.push(Step { client: Some(1), ..sample().steps[1].clone() });
@@ -980,6 +1035,8 @@ mod tests {
             t: 2,
             actor: Actor::Run,
             client: None,
+            replica: None,
+            conn_client: None,
             kind: StepKind::RunEnd {
                 client_session: None,
                 server_sessions: vec![],
@@ -994,6 +1051,37 @@ mod tests {
         let run_end = r#"{"step":0,"t":0,"actor":"run","kind":"run-end","client_session":null,"server_sessions":[]}"#;
         let step: Step = serde_json::from_str(run_end).unwrap();
         assert_eq!(step_line(&step), run_end, "a single-client RunEnd reads and writes as before");
+    }
+
+    #[test]
+    fn the_replica_and_connection_stamps_are_written_only_when_set_and_never_clash_with_a_kind_field() {
+        let routed = StepKind::LbRouted { conn: ConnId(4), replica: 2, session: None, hop: None };
+        let plain = Step::new(0, 1, Actor::Lb, routed.clone());
+        assert_eq!(step_line(&plain), r#"{"step":0,"t":1,"actor":"lb","kind":"lb-routed","conn":4,"replica":2}"#);
+        let mut t = Trace::new(7, serde_json::json!({}));
+        t.steps.push(Step { conn_client: Some(1), ..plain });
+        let created = StepKind::TaskCreated {
+            task: crate::tasks::TaskId("t1".into()),
+            call: CallKey(0),
+            replica: 2,
+            ttl_us: None,
+        };
+        t.steps.push(Step { replica: Some(2), ..Step::new(1, 2, Actor::Server, created) });
+        t.finish(vec![]);
+        let text = t.to_jsonl();
+        assert!(text.contains(r#""actor":"lb","conn_client":1,"kind":"lb-routed","conn":4,"replica":2"#), "{text}");
+        assert!(text.contains(r#""actor":"server","replica_index":2,"kind":"task-created""#), "{text}");
+        assert_eq!(Trace::parse(&text), Ok(t));
+    }
+
+    #[test]
+    fn conn_mut_reaches_the_connection_of_the_balancer_and_server_kinds() {
+        let mut cut = StepKind::LbIdleCut { conn: ConnId(3), idle_us: 1, hop: None };
+        *cut.conn_mut().unwrap() = ConnId(9);
+        assert_eq!(cut, StepKind::LbIdleCut { conn: ConnId(9), idle_us: 1, hop: None });
+        let mut refused = StepKind::Rejected { conn: ConnId(1), status: Status(404), session: None };
+        assert_eq!(refused.conn_mut().copied(), Some(ConnId(1)));
+        assert_eq!(StepKind::ServerStart { epoch: 0 }.conn_mut(), None);
     }
 
     #[test]

@@ -62,6 +62,8 @@ fn matrix_prints_a_terminal_table_markdown_on_request_and_its_help_lists_every_m
     let text = stdout(&out);
     // Was Markdown: `| long-tool | naive | no-duplicate-execution 1/1<br>…`.
     assert!(!text.contains("<br>") && !text.contains('|'), "{text}");
+    // Was `scenario   client  reference`: nothing said the columns are servers.
+    assert!(text.starts_with("scenario   client \\ server  reference\n"), "{text}");
     assert!(
         text.lines().nth(2).is_some_and(|l| l.starts_with("long-tool  naive") && l.ends_with("broken [1]")),
         "{text}"
@@ -136,4 +138,47 @@ fn the_repository_carries_its_licences_changelog_and_install_line() {
     // Nothing the README tells a reader to open or run lies outside the repository.
     assert!(!readme.contains("../shared") && !readme.contains("shared/seeds"), "README points outside the repository");
     assert!(readme.contains("## The two incidents"), "README describes the incidents itself");
+}
+
+#[test]
+fn an_unknown_field_lists_the_fields_of_the_table_it_is_in_not_the_set_shortcuts() {
+    let one_line = |out: &std::process::Output, needle: &str| {
+        assert_bad_input(out, needle);
+        let err = stderr(out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!err.contains("fault.partition"), "the --set shortcuts instead of the table's fields: {err}");
+    };
+    // Was: unknown key "lb.typo" (known: lb, lb.idle_timeout, server.retention, … 36 shortcuts).
+    let out = mcpsim(&["run", "--set", "lb.typo=1"]);
+    one_line(&out, "unknown key \"lb.typo\" (known: lb.cut_mode, lb.hold_headers, lb.hops, lb.idle_timeout,");
+    let out = mcpsim(&["run", "--set", "client.reconnect.typo=1"]);
+    one_line(&out, "(known: client.reconnect.counter_reset, client.reconnect.factor,");
+    let out = mcpsim(&["run", "--set", "tool.typo=1"]);
+    one_line(&out, "(known: tool.burst, tool.duration,");
+    // A key outside the tables still lists the shortcuts.
+    assert_bad_input(&mcpsim(&["run", "--set", "fault.typo=1"]), "fault.partition");
+
+    let dir = scratch("unknown-field");
+    let scenario = dir.join("s.toml");
+    // Was: accepted, the typo dropped and the default balancer run.
+    std::fs::write(&scenario, "extends = \"long-tool\"\n[lb]\nidle_timeout = \"2m\"\ntypo = 1\n").unwrap();
+    let out = mcpsim(&["run", "--scenario", path(&scenario)]);
+    one_line(&out, "unknown field \"typo\" in [lb] (known: lb.cut_mode,");
+    let out = mcpsim(&["run", "--set", "lb={ typo = 1 }"]);
+    one_line(&out, "unknown field \"typo\" in [lb] (known: lb.cut_mode,");
+    std::fs::write(&scenario, "extends = \"long-tool\"\n[server]\ntypo = 1\n").unwrap();
+    let out = mcpsim(&["run", "--scenario", path(&scenario)]);
+    one_line(&out, "s.toml:3:8: unknown key \"server.typo\" (known: server.after_replay,");
+    assert!(!stderr(&out).contains("server.name"), "the name is not a key: {}", stderr(&out));
+}
+
+#[test]
+fn a_replay_names_each_broken_invariant_once_with_its_count() {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../traces/no-duplicate-execution--naive--reference--long-tool--88eec5a2.jsonl");
+    let out = mcpsim(&["replay", "--quiet", path(&trace)]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    // Was: no-orphaned-session, no-duplicate-execution, no-orphaned-session, no-orphaned-session, …
+    let text = stdout(&out);
+    assert!(text.contains("verdict: no-orphaned-session ×5, no-duplicate-execution, no-false-failure\n"), "{text}");
 }

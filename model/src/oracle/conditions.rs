@@ -509,7 +509,15 @@ mod tests {
                 StepKind::EventStored { .. } | StepKind::Resume { .. } | StepKind::SessionEnded { .. } => Actor::Server,
                 _ => Actor::Client,
             };
-            t.steps.push(Step { seq: seq as u64, t: ms * 1_000, actor, client: None, kind });
+            t.steps.push(Step {
+                seq: seq as u64,
+                t: ms * 1_000,
+                actor,
+                client: None,
+                replica: None,
+                conn_client: None,
+                kind,
+            });
         }
         t
     }

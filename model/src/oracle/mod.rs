@@ -233,7 +233,7 @@ pub const INVARIANTS: &[Invariant] = &[
 /// };
 /// let mut trace = Trace::new(0, serde_json::json!({}));
 /// for (seq, (t, session)) in [(2_000, "A"), (5_000, "B")].into_iter().enumerate() {
-///     trace.steps.push(Step { seq: seq as u64, t, actor: Actor::Server, client: None, kind: ran(session) });
+///     trace.steps.push(Step { seq: seq as u64, t, actor: Actor::Server, client: None, replica: None, conn_client: None, kind: ran(session) });
 /// }
 ///
 /// let violations = check_all(&trace);

@@ -34,7 +34,7 @@ impl TraceBuilder {
     pub fn step(mut self, actor: Actor, kind: StepKind) -> Self {
         let seq = self.steps.len() as u64;
         let client = if matches!(actor, Actor::Client | Actor::App) { self.client } else { None };
-        self.steps.push(Step { seq, t: self.t, actor, client, kind });
+        self.steps.push(Step { seq, t: self.t, actor, client, replica: None, conn_client: None, kind });
         self
     }
 

@@ -79,7 +79,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     print_explained(explained, runs);
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
-        print_none(runs, what, explore.start_seed, &scenario, secs, &coverage);
+        print_none(runs, what, explore.start_seed, &scenario, secs, &coverage, explained);
         return Ok(Exit::Clean);
     };
     let summary = Summary::of(&found);
@@ -141,10 +141,20 @@ impl Summary {
     }
 }
 
-/// The end of an `explore` that found nothing.
-fn print_none(runs: u64, what: &str, start_seed: u64, scenario: &Scenario, secs: f64, coverage: &Coverage) {
+/// The end of an `explore` that found nothing: no violation at all, or none but those a broken
+/// condition explains (`explained` runs broke only those).
+fn print_none(
+    runs: u64,
+    what: &str,
+    start_seed: u64,
+    scenario: &Scenario,
+    secs: f64,
+    coverage: &Coverage,
+    explained: u64,
+) {
+    let which = if explained > 0 { "unexplained " } else { "" };
     println!(
-        "no violation in {runs} {what} from {start_seed} of {} ({secs:.2}s, {:.0} runs/s)",
+        "no {which}violation in {runs} {what} from {start_seed} of {} ({secs:.2}s, {:.0} runs/s)",
         control(&quoted_cli_args(scenario)),
         runs as f64 / secs.max(1e-9)
     );
@@ -198,6 +208,10 @@ struct ExplorePart {
     coverage: BTreeMap<String, u32>,
     found: Option<Summary>,
     secs: f64,
+    /// Runs that broke only invariants a broken condition explains (absent in shards written
+    /// before it was counted).
+    #[serde(default)]
+    explained: u64,
 }
 
 /// `explore --shard K/N`: the K-th of N consecutive blocks of the seeds, explored up to its
@@ -221,7 +235,8 @@ fn explore_shard(
     check_writable(&dir.join(shard::file_name("explore")))?;
     let (first, count) = shard.block(explore.start_seed, explore.seeds);
     let started = WallClock::now();
-    let (found, runs, coverage, _) = explore_seeds(scenario, first, count, explore.shrink, target, explore.hunt())?;
+    let (found, runs, coverage, explained) =
+        explore_seeds(scenario, first, count, explore.shrink, target, explore.hunt())?;
     let summary = found.as_ref().map(Summary::of);
     if let (Some(found), Some(s)) = (&found, &summary) {
         write_file(&dir.join(&s.trace), &found.minimal.outcome.trace.to_jsonl())?;
@@ -233,6 +248,7 @@ fn explore_shard(
         coverage: coverage.0.iter().map(|(e, n)| (e.to_string(), *n)).collect(),
         found: summary,
         secs: started.elapsed().as_secs_f64(),
+        explained,
     };
     let question = ExploreQuestion {
         client: args.client.clone(),
@@ -260,7 +276,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
     let (q, parts) = shard::read_shards::<ExploreQuestion, ExplorePart>(dirs, "explore", what)?;
     let args = ScenarioArgs { client: q.client, server: q.server, scenario: q.scenario, sets: q.sets };
     let scenario = args.build()?;
-    let (mut runs, mut secs, mut coverage) = (0u64, 0f64, Coverage::new());
+    let (mut runs, mut secs, mut coverage, mut explained) = (0u64, 0f64, Coverage::new(), 0u64);
     let mut expected = q.start_seed;
     for (shard, dir, part) in &parts {
         if (part.first_seed, part.seeds) != shard.block(q.start_seed, q.seeds) || part.first_seed != expected {
@@ -269,6 +285,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
         expected = part.first_seed.wrapping_add(part.seeds);
         runs += part.runs;
         secs += part.secs;
+        explained += part.explained;
         let mut covered = BTreeMap::new();
         for (name, n) in &part.coverage {
             let event = name.parse().map_err(|_| SimError::Usage(format!("merge: unknown coverage event {name:?}")))?;
@@ -287,10 +304,12 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
             .map_err(|e| SimError::Io { path: source.display().to_string(), problem: e.to_string() })?;
         let path = out.join(&found.trace);
         write_file(&path, &text)?;
+        print_explained(explained, runs);
         print_found(found, &path, runs, "seed(s)", secs, q.shrink, &coverage);
         return Ok(Exit::Violated);
     }
-    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage);
+    print_explained(explained, runs);
+    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, explained);
     Ok(Exit::Clean)
 }
 

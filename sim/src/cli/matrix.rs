@@ -176,7 +176,8 @@ pub fn to_table(results: &[MatrixCell]) -> String {
     let servers = matrix::unique(results.iter().map(|r| r.server.as_str()));
     let rows = matrix::unique(results.iter().map(|r| (r.scenario.as_str(), r.client.as_str())));
     let broken: Vec<&MatrixCell> = results.iter().filter(|r| r.violated()).collect();
-    let mut grid: Vec<Vec<String>> = vec![["scenario", "client"]
+    // The columns after the client's are the servers: the header says so.
+    let mut grid: Vec<Vec<String>> = vec![["scenario", "client \\ server"]
         .iter()
         .map(|h| h.to_string())
         .chain(servers.iter().map(|s| s.to_string()))

@@ -67,7 +67,17 @@ pub fn cmd_replay(path: &Path, quiet: bool, rerecord: bool) -> Result<Exit, SimE
     if !quiet {
         print!("{}", control(&timeline::render(&outcome.trace)));
     }
-    let verdict: Vec<String> = outcome.violations.iter().map(|v| v.invariant.to_string()).collect();
+    // Each invariant once, in the order it first broke, with how many times (`no-orphaned-session
+    // ×5`): a replay of a run that broke one invariant five times says so in one word.
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for v in &outcome.violations {
+        let name = v.invariant.to_string();
+        match counted.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, k)) => *k += 1,
+            None => counted.push((name, 1)),
+        }
+    }
+    let verdict: Vec<String> = counted.into_iter().map(|(n, k)| if k > 1 { format!("{n} ×{k}") } else { n }).collect();
     println!(
         "verdict: {}",
         if verdict.is_empty() {

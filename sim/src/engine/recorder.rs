@@ -8,6 +8,7 @@ use mcpsim_model::ids::{CallKey, ConnId, EventId};
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::{Actor, Step, StepKind};
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
@@ -37,6 +38,20 @@ pub struct Recorder {
     resolutions: Mutex<BTreeMap<CallKey, u32>>,
     /// Woken whenever a step may have changed whether the run can stop.
     progress: Notify,
+    /// The client's name of each connection, by the address of a socket on its way (the client's
+    /// end towards the balancer, the balancer's end towards a replica): how a balancer or server
+    /// step names a connection as the client does ([`Recorder::record_named`]).
+    links: Mutex<BTreeMap<SocketAddr, ConnName>>,
+}
+
+/// The client's name of a connection: the client's number for it and, in a run with several
+/// clients, the client's index (as its steps are stamped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnName {
+    /// The client's number.
+    pub conn: ConnId,
+    /// The client, with several clients.
+    pub client: Option<u32>,
 }
 
 impl Recorder {
@@ -51,6 +66,7 @@ impl Recorder {
             over_budget: AtomicBool::new(false),
             resolutions: Mutex::new(BTreeMap::new()),
             progress: Notify::new(),
+            links: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -71,11 +87,43 @@ impl Recorder {
 
     /// Records one step of logical client `client` (`None` outside multi-client runs).
     pub fn record_for(&self, actor: Actor, client: Option<u32>, kind: StepKind) {
+        self.push(Step { client, ..Step::new(0, 0, actor, kind) });
+    }
+
+    /// The socket at `addr` carries the connection the client calls `name` (from now on: a
+    /// kept-alive connection carries one exchange after another).
+    pub fn name_link(&self, addr: SocketAddr, name: ConnName) {
+        lock(&self.links).insert(addr, name);
+    }
+
+    /// The client's name of the connection the socket at `addr` carries, if it was named.
+    pub fn link(&self, addr: SocketAddr) -> Option<ConnName> {
+        lock(&self.links).get(&addr).copied()
+    }
+
+    /// Records a balancer or server step of a multi-replica run: stamped with the replica that
+    /// did it (`replica`, for a server step), and the connection it names (`peer`: the address
+    /// of the far end of the socket it came on) renamed to the client's name for it, so that one
+    /// connection has one name in the whole trace. A step naming no connection, or one whose
+    /// socket was never named, keeps its number.
+    pub fn record_named(&self, actor: Actor, replica: Option<u32>, peer: Option<SocketAddr>, mut kind: StepKind) {
+        let name = peer.and_then(|peer| self.link(peer));
+        let mut conn_client = None;
+        if let (Some(conn), Some(name)) = (kind.conn_mut(), name) {
+            *conn = name.conn;
+            conn_client = name.client;
+        }
+        self.push(Step { replica, conn_client, ..Step::new(0, 0, actor, kind) });
+    }
+
+    /// Stores `step` at the current simulated time, with the next sequence number.
+    fn push(&self, mut step: Step) {
+        let kind = &step.kind;
         let wakes_runner = kind.resolves().is_some() || matches!(kind, StepKind::ToolEnded { .. });
         if let Some(call) = kind.resolves() {
             *lock(&self.resolutions).entry(call).or_default() += 1;
         }
-        let t = self.now().as_micros();
+        step.t = self.now().as_micros();
         let mut steps = lock(&self.steps);
         if steps.len() >= self.max_steps {
             drop(steps);
@@ -83,8 +131,8 @@ impl Recorder {
             self.progress.notify_one();
             return;
         }
-        let seq = steps.len() as u64;
-        steps.push(Step { seq, t, actor, client, kind });
+        step.seq = steps.len() as u64;
+        steps.push(step);
         drop(steps);
         if wakes_runner {
             self.progress.notify_one();

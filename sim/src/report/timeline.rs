@@ -17,11 +17,13 @@ fn line_with_width(step: &Step, width: usize) -> String {
     format!("{:>11}  {:<width$}  {}", format_micros(step.t), actor(step), describe(&step.kind))
 }
 
-/// Who did a step: the actor, with the client's index in a multi-client trace (`client1`, `app0`).
+/// Who did a step: the actor, with the client's index in a multi-client trace (`client1`, `app0`)
+/// and the replica's in a multi-replica one (`server#2`, as the balancer's routing names it).
 pub(crate) fn actor(step: &Step) -> String {
-    match step.client {
-        Some(client) => format!("{}{client}", step.actor),
-        None => step.actor.to_string(),
+    match (step.client, step.replica) {
+        (Some(client), _) => format!("{}{client}", step.actor),
+        (None, Some(replica)) => format!("{}#{replica}", step.actor),
+        (None, None) => step.actor.to_string(),
     }
 }
 
@@ -284,7 +286,7 @@ mod tests {
     use mcpsim_model::trace::Actor;
 
     fn step(actor: Actor, client: Option<u32>, kind: StepKind) -> Step {
-        Step { seq: 0, t: 1_000_000, actor, client, kind }
+        Step { seq: 0, t: 1_000_000, actor, client, replica: None, conn_client: None, kind }
     }
 
     #[test]

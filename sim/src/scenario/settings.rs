@@ -129,10 +129,43 @@ pub(crate) fn targets(key: &str) -> Result<Vec<String>, SimError> {
     if let Ok(s) = setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
-    let path =
-        field_path(key)
-            .map_err(|m| if m.starts_with("unknown key") { unknown_key(key) } else { SimError::Usage(m) })?;
+    let path = field_path(key).map_err(|m| match m.strip_prefix(UNKNOWN_FIELD) {
+        Some(fields) => SimError::UnknownKey { key: key.to_string(), known: fields.to_string() },
+        None if m.starts_with("unknown key") => unknown_key(key),
+        None => SimError::Usage(m),
+    })?;
     Ok(vec![path.join(".")])
+}
+
+/// What [`field_path`]'s message for an unknown field of a known table starts with; the fields of
+/// that table follow it.
+const UNKNOWN_FIELD: &str = "unknown field; the table has: ";
+
+/// The fields of the table `key` is in (`lb.typo`: the balancer's; `client.reconnect.typo`: the
+/// reconnect table's), as keys `--set` takes, one line: the deepest table of the key's path that
+/// has fields. `known` holds the table's role's field paths (`reconnect.jitter`).
+fn table_fields(role: &str, rest: &[&str], known: &std::collections::BTreeSet<String>) -> String {
+    let mut depth = rest.len().saturating_sub(1);
+    loop {
+        let table = rest[..depth].join(".");
+        let prefix = if table.is_empty() { String::new() } else { format!("{table}.") };
+        let names: std::collections::BTreeSet<&str> = known
+            .iter()
+            .filter_map(|p| p.strip_prefix(prefix.as_str()))
+            .map(|p| p.split('.').next().unwrap_or(p))
+            // The name comes from the profile, never from a key.
+            .filter(|n| !(table.is_empty() && *n == "name"))
+            .collect();
+        if !names.is_empty() || depth == 0 {
+            let keys: Vec<String> = names.iter().map(|n| format!("{role}.{prefix}{n}")).collect();
+            let dump = match role {
+                "client" | "server" | "lb" => format!("`mcpsim profiles --dump {role}:NAME`"),
+                _ => "the [[tools]] of sim/scenarios/*.toml".to_string(),
+            };
+            return format!("{}; see {dump}", keys.join(", "));
+        }
+        depth -= 1;
+    }
 }
 
 /// The serde path of a field key, checked against the fields that exist.
@@ -164,7 +197,8 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         return Err(format!("{key}: the name comes from --client / --server (or the profile file's name)"));
     }
     if !known.contains(&field) {
-        return Err(format!("unknown key {key:?}"));
+        let role = if path[0] == "tools" && parts[0] == "tool" { "tool".to_string() } else { path.join(".") };
+        return Err(format!("{UNKNOWN_FIELD}{}", table_fields(&role, rest, known)));
     }
     Ok(path.into_iter().chain(rest.iter().map(|r| r.to_string())).collect())
 }
@@ -386,6 +420,11 @@ fn lb_profile(v: &str) -> Result<LbConfig, String> {
     if v.starts_with('{') {
         let mut base = serde_json::to_value(profiles::lb("default").unwrap_or_default()).map_err(|e| e.to_string())?;
         if let (Value::Object(b), Value::Object(t)) = (&mut base, profiles::value_from_text("lb", v, &Value::Null)?) {
+            // serde would drop a field it does not know: a typo must not pass for the default.
+            let known = known_paths_ref(Role::Lb);
+            if let Some(typo) = t.keys().find(|k| !known.iter().any(|p| p == *k || p.starts_with(&format!("{k}.")))) {
+                return Err(format!("unknown field {typo:?} in [lb] (known: {})", table_fields("lb", &[typo], known)));
+            }
             b.extend(t);
         }
         return serde_json::from_value(base).map_err(|e| e.to_string());

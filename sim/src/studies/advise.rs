@@ -1090,6 +1090,8 @@ mod tests {
                 t: 0,
                 actor: mcpsim_model::trace::Actor::App,
                 client: None,
+                replica: None,
+                conn_client: None,
                 kind,
             });
         }

@@ -206,7 +206,15 @@ pub(crate) mod tests {
     pub(crate) fn trace_of(kinds: Vec<StepKind>) -> Trace {
         let mut t = Trace::new(0, serde_json::json!({}));
         for (i, kind) in kinds.into_iter().enumerate() {
-            t.steps.push(Step { seq: i as u64, t: i as u64, actor: Actor::App, client: None, kind });
+            t.steps.push(Step {
+                seq: i as u64,
+                t: i as u64,
+                actor: Actor::App,
+                client: None,
+                replica: None,
+                conn_client: None,
+                kind,
+            });
         }
         t
     }

@@ -496,6 +496,7 @@ async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request
         let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
         record(world, index, StepKind::ConnReused { conn, idle_us });
         let mut stream = parked.stream;
+        world.name_client_link(stream.local_addr(), index, conn);
         if net::send_message(&mut stream, request, &mut buf).await.is_ok() {
             return Sent::Out(stream);
         }
@@ -508,6 +509,8 @@ async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request
             return Sent::Failed(ConnEnd::Refused);
         }
     };
+    // Named before the balancer can accept it: the connect returned without yielding.
+    world.name_client_link(stream.local_addr(), index, conn);
     match net::send_message(&mut stream, request, &mut buf).await {
         Ok(()) => Sent::Out(stream),
         Err(_) => Sent::Failed(ConnEnd::Reset),

@@ -24,7 +24,7 @@ use mcpsim_model::ids::ConnId;
 use mcpsim_model::lb::{Backend, FrameKind, Frames, LbOutput, LoadBalancer, Route};
 use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -59,6 +59,9 @@ pub(crate) struct LbCore {
     timer: TimerArm,
     /// Kept-alive upstream connections by replica (`lb.upstream_keep_alive`).
     upstreams: Pool<u32>,
+    /// The client's address of each connection, kept after it closes (with several replicas
+    /// only): how its steps name it as the client does.
+    peers: BTreeMap<ConnId, SocketAddr>,
 }
 
 impl LbCore {
@@ -81,7 +84,10 @@ impl LbCore {
                         let _ = pump.deliver.send(bytes);
                     }
                 }
-                LbOutput::Record(kind) => world.rec.record(Actor::Lb, kind),
+                LbOutput::Record(mut kind) => {
+                    let peer = kind.conn_mut().and_then(|conn| self.peers.get(conn).copied());
+                    world.record_hop(Actor::Lb, None, peer, kind);
+                }
             }
         }
         self.timer.update(self.lb.poll_timeout());
@@ -152,6 +158,7 @@ pub(crate) async fn main(world: Arc<World>) {
         next_conn: 1,
         timer: TimerArm::new(),
         upstreams: Pool::new(),
+        peers: BTreeMap::new(),
     };
     let bell = core.timer.bell();
     *crate::engine::recorder::lock(&world.lb) = Some(core);
@@ -164,6 +171,9 @@ pub(crate) async fn main(world: Arc<World>) {
             let conn = ConnId(core.next_conn);
             core.next_conn += 1;
             core.lb.handle_open(world.rec.now(), conn);
+            if world.names_replicas() {
+                core.peers.insert(conn, peer);
+            }
             let (cut_client, cut) = oneshot::channel();
             let (deliver, delivered) = mpsc::unbounded_channel();
             let orders = Orders { cut, delivered };
@@ -314,11 +324,17 @@ impl Exchange<'_> {
                 Some(parked) => {
                     let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
                     let reused = StepKind::LbUpstreamReused { conn, replica: backend.0, idle_us };
-                    world.rec.record(Actor::Lb, reused);
+                    record(world, reused);
+                    name_upstream(world, conn, &parked.stream);
                     parked.stream
                 }
                 None => match TcpStream::connect(replica_addr(backend.0)).await {
-                    Ok(upstream) => upstream,
+                    Ok(upstream) => {
+                        // Named before the replica can accept it: the connect returned without
+                        // yielding.
+                        name_upstream(world, conn, &upstream);
+                        upstream
+                    }
                     Err(e) => {
                         tracing::debug!(%conn, error = %e, "server unreachable: 502");
                         let status = world.with_lb(|core| {
@@ -354,11 +370,11 @@ impl Exchange<'_> {
                     return Forwarded::Complete;
                 }
                 Relayed::Lost if !resent && self.may_resend() => {
-                    world.rec.record(Actor::Lb, StepKind::LbResent { conn, reused });
+                    record(world, StepKind::LbResent { conn, reused });
                     resent = true;
                 }
                 Relayed::Lost if reused => {
-                    world.rec.record(Actor::Lb, StepKind::LbAnswered { conn, status: Status::BAD_GATEWAY, hop: None });
+                    record(world, StepKind::LbAnswered { conn, status: Status::BAD_GATEWAY, hop: None });
                     answer(self.client, Status::BAD_GATEWAY).await;
                     return Forwarded::Ended;
                 }
@@ -458,6 +474,24 @@ impl Exchange<'_> {
             }
         }
     }
+}
+
+/// Records a step of the balancer's from outside its lock (see [`World::record_hop`]).
+fn record(world: &Arc<World>, mut kind: StepKind) {
+    let peer = kind.conn_mut().and_then(|conn| client_addr(world, *conn));
+    world.record_hop(Actor::Lb, None, peer, kind);
+}
+
+/// With several replicas: the upstream socket now carries the client's connection `conn`.
+fn name_upstream(world: &Arc<World>, conn: ConnId, upstream: &TcpStream) {
+    if world.names_replicas() {
+        world.pass_link(client_addr(world, conn), upstream.local_addr());
+    }
+}
+
+/// The client's address of the balancer's connection `conn` (known with several replicas).
+fn client_addr(world: &Arc<World>, conn: ConnId) -> Option<SocketAddr> {
+    world.with_lb(|core| core.peers.get(&conn).copied()).flatten()
 }
 
 /// The pump of `conn` is over: the balancer forgets the connection.

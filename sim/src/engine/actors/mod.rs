@@ -15,15 +15,17 @@ pub(crate) mod injector;
 pub(crate) mod lb;
 pub(crate) mod server;
 
-use crate::engine::recorder::{lock, Recorder};
+use crate::engine::recorder::{lock, ConnName, Recorder};
 use crate::scenario::Scenario;
 use mcpsim_model::client::DurableState;
 use mcpsim_model::config::{ReplicaStore, ToolSpec};
-use mcpsim_model::ids::CallKey;
+use mcpsim_model::ids::{CallKey, ConnId};
 use mcpsim_model::time::Instant;
+use mcpsim_model::trace::{Actor, StepKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
@@ -185,6 +187,41 @@ impl World {
     /// run has several clients, nothing otherwise (single-client traces read as they always did).
     pub(crate) fn client_tag(&self, index: u32) -> Option<u32> {
         (self.clients.len() > 1).then_some(index)
+    }
+
+    /// Whether balancer and server steps are stamped with their replica and name connections as
+    /// the client does: only with several replicas, so that single-replica traces read exactly
+    /// as they always did.
+    pub(crate) fn names_replicas(&self) -> bool {
+        self.scenario.lb.replicas > 1
+    }
+
+    /// Records a balancer or server step: with several replicas stamped with `replica` and its
+    /// connection named as the client names it (`peer`: the far end of the socket the
+    /// connection came on), see [`Recorder::record_named`].
+    pub(crate) fn record_hop(&self, actor: Actor, replica: Option<u32>, peer: Option<SocketAddr>, kind: StepKind) {
+        if self.names_replicas() {
+            self.rec.record_named(actor, replica, peer, kind);
+        } else {
+            self.rec.record(actor, kind);
+        }
+    }
+
+    /// Client `index`'s socket at `addr` carries its exchange `conn` (from now on).
+    pub(crate) fn name_client_link(&self, addr: std::io::Result<SocketAddr>, index: u32, conn: ConnId) {
+        if let (true, Ok(addr)) = (self.names_replicas(), addr) {
+            self.rec.name_link(addr, ConnName { conn, client: self.client_tag(index) });
+        }
+    }
+
+    /// The balancer's upstream socket at `upstream` carries the connection its client socket
+    /// (whose far end is `client`) carries.
+    pub(crate) fn pass_link(&self, client: Option<SocketAddr>, upstream: std::io::Result<SocketAddr>) {
+        if let (true, Some(client), Ok(upstream)) = (self.names_replicas(), client, upstream) {
+            if let Some(name) = self.rec.link(client) {
+                self.rec.name_link(upstream, name);
+            }
+        }
     }
 
     /// Runs `f` on client `index`'s live core, if its process is up.

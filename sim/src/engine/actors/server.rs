@@ -47,6 +47,15 @@ pub(crate) struct ServerCore {
     peers: BTreeMap<SocketAddr, ConnId>,
     next_conn: u64,
     timer: TimerArm,
+    /// The replica this process is (local stores); `None` for a shared store, whose steps are
+    /// stamped with the replica of the exchange they concern.
+    replica: Option<u32>,
+    /// With several replicas, for each exchange: the address of its peer (the balancer's end
+    /// of the upstream, named after the client's connection) and the replica it came through,
+    /// kept after it ends so that later steps about it are named too.
+    named: BTreeMap<ConnId, (SocketAddr, u32)>,
+    /// The replica of the request being handled (a shared store's steps without a connection).
+    serving: Option<u32>,
 }
 
 impl ServerCore {
@@ -68,7 +77,11 @@ impl ServerCore {
                         let _ = out.send(Outgoing::Close { abrupt });
                     }
                 }
-                ServerOutput::Record(kind) => world.rec.record(Actor::Server, kind),
+                ServerOutput::Record(mut kind) => {
+                    let named = kind.conn_mut().and_then(|conn| self.named.get(conn).copied());
+                    let replica = self.replica.or(named.map(|(_, r)| r)).or(self.serving);
+                    world.record_hop(Actor::Server, replica, named.map(|(peer, _)| peer), kind);
+                }
             }
         }
         self.timer.update(self.server.poll_timeout());
@@ -138,6 +151,9 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
         peers: BTreeMap::new(),
         next_conn: 1,
         timer: TimerArm::new(),
+        replica: (!world.shared_store()).then_some(store as u32),
+        named: BTreeMap::new(),
+        serving: None,
     };
     let bell = core.timer.bell();
     *crate::engine::recorder::lock(&world.servers[store]) = Some(core);
@@ -252,7 +268,7 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
                 read = reader.next(&mut stream) => read,
                 _ = madsim::time::sleep(timeout) => {
                     let idle_us = world.rec.now().as_micros().saturating_sub(idle_since.as_micros());
-                    world.rec.record(Actor::Server, StepKind::KeepAliveClosed { idle_us });
+                    world.record_hop(Actor::Server, Some(replica), None, StepKind::KeepAliveClosed { idle_us });
                     return;
                 }
             },
@@ -309,9 +325,14 @@ async fn exchange(
         core.via.insert(conn, replica);
         if let Ok(peer) = stream.peer_addr() {
             core.peers.insert(peer, conn);
+            if world.names_replicas() {
+                core.named.insert(conn, (peer, replica));
+            }
         }
+        core.serving = Some(replica);
         core.server.handle_request(world.rec.now(), conn, request);
         core.drain(world);
+        core.serving = None;
     });
     if accepted.is_none() {
         return Served::Closed;

@@ -105,7 +105,7 @@ impl Rec {
         let mut r = self.lock();
         let t = u64::try_from(r.start.elapsed().as_micros()).unwrap_or(u64::MAX);
         let seq = r.steps.len() as u64;
-        r.steps.push(Step { seq, t, actor, client: None, kind });
+        r.steps.push(Step { seq, t, actor, client: None, replica: None, conn_client: None, kind });
     }
 
     /// Notes that JSON-RPC id `id` carries `call`.

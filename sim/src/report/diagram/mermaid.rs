@@ -2,14 +2,15 @@ use super::*;
 
 const RED: &str = "rgb(255,220,220)";
 const YELLOW: &str = "rgb(255,243,176)";
-const ACROSS: &str = "App,Server";
 
-fn participant(lane: Lane) -> &'static str {
+/// A lifeline's Mermaid name: `Server`, or `Server1` for replica 1 when there are several.
+fn participant(lane: Lane, servers: u32) -> String {
     match lane {
-        Lane::App => "App",
-        Lane::Client => "Client",
-        Lane::Lb => "LB",
-        Lane::Server => "Server",
+        Lane::App => "App".into(),
+        Lane::Client => "Client".into(),
+        Lane::Lb => "LB".into(),
+        Lane::Server(_) if servers <= 1 => "Server".into(),
+        Lane::Server(replica) => format!("Server{replica}"),
     }
 }
 
@@ -18,8 +19,16 @@ pub(super) fn draw(d: &Diagram) -> String {
     // The title statement ends at `#` or `;`: drop them rather than escape.
     let title: String = d.title.chars().map(|c| if matches!(c, '#' | ';' | '\n') { ' ' } else { c }).collect();
     out.push_str(&format!("    title {title}\n"));
-    for lane in LANES {
-        out.push_str(&format!("    participant {}\n", participant(lane)));
+    let across = format!("App,{}", participant(d.last(), d.servers));
+    let across = across.as_str();
+    for lane in d.lanes() {
+        let name = participant(lane, d.servers);
+        match lane {
+            Lane::Server(_) if d.servers > 1 => {
+                out.push_str(&format!("    participant {name} as {}\n", escape(&lane.name(d.servers))));
+            }
+            _ => out.push_str(&format!("    participant {name}\n")),
+        }
     }
     for row in &d.rows {
         let block = if !row.violations.is_empty() {
@@ -32,30 +41,31 @@ pub(super) fn draw(d: &Diagram) -> String {
         if let Some(colour) = block {
             out.push_str(&format!("    rect {colour}\n"));
         }
-        for line in row_lines(row) {
+        for line in row_lines(row, d.servers) {
             out.push_str(&format!("    {line}\n"));
         }
         for v in &row.violations {
-            out.push_str(&format!("    Note over {ACROSS}: {}\n", escape(&format!("⚠ {}", violation_text(v)))));
+            out.push_str(&format!("    Note over {across}: {}\n", escape(&format!("⚠ {}", violation_text(v)))));
         }
         if block.is_some() {
             out.push_str("    end\n");
         }
     }
     if d.more > 0 {
-        out.push_str(&format!("    Note over {ACROSS}: {}\n", escape(&more_rows_text(d.more))));
+        out.push_str(&format!("    Note over {across}: {}\n", escape(&more_rows_text(d.more))));
     }
     for v in &d.late {
         out.push_str(&format!("    rect {RED}\n"));
         let text = format!("⚠ {} [its row is not shown]", violation_text(v));
-        out.push_str(&format!("    Note over {ACROSS}: {}\n", escape(&text)));
+        out.push_str(&format!("    Note over {across}: {}\n", escape(&text)));
         out.push_str("    end\n");
     }
-    out.push_str(&format!("    Note over {ACROSS}: {}\n", escape(&d.verdict)));
+    out.push_str(&format!("    Note over {across}: {}\n", escape(&d.verdict)));
     out
 }
 
-fn row_lines(row: &Row) -> Vec<String> {
+fn row_lines(row: &Row, servers: u32) -> Vec<String> {
+    let participant = |lane| participant(lane, servers);
     let time = format_micros(row.t);
     let message = escape(&format!("{time} {}", row.label));
     match row.shape {
@@ -63,9 +73,9 @@ fn row_lines(row: &Row) -> Vec<String> {
             let arrow = if reply { "-->>" } else { "->>" };
             vec![format!("{}{arrow}{}: {message}", participant(from), participant(to))]
         }
-        Shape::Cut => vec![
+        Shape::Cut(server) => vec![
             format!("LB-xClient: {}", escape(&format!("{time} ✂ reset ({})", row.label))),
-            "LB-xServer: reset".to_string(),
+            format!("LB-x{}: reset", participant(server)),
         ],
         Shape::Mark(lane) => {
             vec![format!("Note over {}: {}", participant(lane), escape(&format!("{time} ✗ {}", row.label)))]

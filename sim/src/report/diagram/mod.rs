@@ -90,29 +90,37 @@ pub fn render(trace: &Trace, format: Format, opts: &DiagramOptions) -> String {
 // ---------------------------------------------------------------------------------------------
 // The model every drawing shares.
 
-/// A lifeline, left to right.
+/// A lifeline, left to right: one per server replica, in replica order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Lane {
     App,
     Client,
     Lb,
-    Server,
+    Server(u32),
 }
 
-const LANES: [Lane; 4] = [Lane::App, Lane::Client, Lane::Lb, Lane::Server];
+/// The (first) server's lifeline: the only one of a single-replica trace.
+const SERVER: Lane = Lane::Server(0);
 
 impl Lane {
     fn index(self) -> usize {
-        self as usize
+        match self {
+            Lane::App => 0,
+            Lane::Client => 1,
+            Lane::Lb => 2,
+            Lane::Server(replica) => 3 + replica as usize,
+        }
     }
 
-    /// The name shown in lifeline headers (the trace's actor names).
-    fn name(self) -> &'static str {
+    /// The name shown in lifeline headers (the trace's actor names; `server#1` for a replica
+    /// when there are several, as the balancer's routing rows name them).
+    fn name(self, servers: u32) -> String {
         match self {
-            Lane::App => "app",
-            Lane::Client => "client",
-            Lane::Lb => "lb",
-            Lane::Server => "server",
+            Lane::App => "app".into(),
+            Lane::Client => "client".into(),
+            Lane::Lb => "lb".into(),
+            Lane::Server(_) if servers <= 1 => "server".into(),
+            Lane::Server(replica) => format!("server#{replica}"),
         }
     }
 }
@@ -122,8 +130,9 @@ impl Lane {
 enum Shape {
     /// A message; `reply` draws it dashed (server to client).
     Arrow { from: Lane, to: Lane, reply: bool },
-    /// The load balancer cut a connection: a mark on its lifeline, resets to both sides.
-    Cut,
+    /// The load balancer cut a connection: a mark on its lifeline, resets to the client and to
+    /// the server lifeline of the connection.
+    Cut(Lane),
     /// A connection ended, as seen on this lifeline.
     Mark(Lane),
     /// A note over the lifelines from the first to the second (the same one for a plain note).
@@ -135,7 +144,7 @@ impl Shape {
     fn lanes(self) -> (Lane, Lane) {
         match self {
             Shape::Arrow { from, to, .. } => (from.min(to), from.max(to)),
-            Shape::Cut => (Lane::Client, Lane::Server),
+            Shape::Cut(server) => (Lane::Client, server),
             Shape::Mark(lane) => (lane, lane),
             Shape::Note(a, b) => (a.min(b), a.max(b)),
         }
@@ -167,6 +176,8 @@ struct Diagram {
     more: usize,
     /// Violations whose step is not among `rows` (left out, or no step to anchor to).
     late: Vec<ViolationRecord>,
+    /// Server lifelines: one per replica of a multi-replica trace.
+    servers: u32,
 }
 
 impl Diagram {
@@ -181,6 +192,7 @@ impl Diagram {
             }
         }
         let delivered = if opts.collapse { delivered_events(&trace.steps) } else { BTreeSet::new() };
+        let replicas = Replicas::of(&trace.steps);
         let mut items = Vec::with_capacity(trace.steps.len());
         for (i, step) in trace.steps.iter().enumerate() {
             let violations = anchored.remove(&i).unwrap_or_default();
@@ -188,7 +200,7 @@ impl Diagram {
             if violations.is_empty() && is_redundant_store(&step.kind, &delivered) {
                 continue;
             }
-            let mut item = with_client_index(item_of(step), step.client);
+            let mut item = with_client_index(item_of(step, &replicas.place(step)), step.client.or(step.conn_client));
             item.row.step = i;
             if !violations.is_empty() {
                 item.fold = None;
@@ -205,8 +217,75 @@ impl Diagram {
             rows,
             more,
             late: cut_violations,
+            servers: replicas.count,
         }
     }
+
+    /// The lifelines, left to right.
+    fn lanes(&self) -> Vec<Lane> {
+        let servers = (0..self.servers.max(1)).map(Lane::Server);
+        [Lane::App, Lane::Client, Lane::Lb].into_iter().chain(servers).collect()
+    }
+
+    /// The rightmost lifeline.
+    fn last(&self) -> Lane {
+        Lane::Server(self.servers.max(1) - 1)
+    }
+}
+
+/// Which replica each connection went to, and how many replicas there are: read from the
+/// balancer's routing steps (which name connections as the client does, `Step::conn_client`
+/// telling whose with several clients) and the server steps' `replica_index`.
+struct Replicas {
+    routed: BTreeMap<(Option<u32>, ConnId), u32>,
+    count: u32,
+}
+
+impl Replicas {
+    fn of(steps: &[Step]) -> Replicas {
+        let mut routed = BTreeMap::new();
+        let mut count = 1;
+        for step in steps {
+            if let StepKind::LbRouted { conn, replica, .. } = &step.kind {
+                routed.insert((step.conn_client, *conn), *replica);
+                count = count.max(replica + 1);
+            }
+            if let Some(replica) = step.replica {
+                count = count.max(replica + 1);
+            }
+        }
+        Replicas { routed, count }
+    }
+
+    /// Where a step's rows go: the lifeline of the server it concerns (its own replica, or the
+    /// replica its connection was routed to) and the rightmost lifeline.
+    fn place(&self, step: &Step) -> Place {
+        let last = Lane::Server(self.count - 1);
+        if self.count == 1 {
+            return Place { server: SERVER, last };
+        }
+        let mut kind = step.kind.clone();
+        let conn = kind.conn_mut().map(|c| *c);
+        let routed = conn.and_then(|c| self.routed.get(&(step.client.or(step.conn_client), c)));
+        let server = match (step.replica, routed, conn) {
+            (Some(replica), _, _) => Lane::Server(replica),
+            (None, Some(replica), _) => Lane::Server(*replica),
+            // A connection no replica took: the balancer answered it.
+            (None, None, Some(_)) => Lane::Lb,
+            (None, None, None) => SERVER,
+        };
+        Place { server, last }
+    }
+}
+
+/// The lifelines a step's row is drawn against.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    /// The server side of the step: its replica's lifeline (the balancer's for a connection no
+    /// replica took).
+    server: Lane,
+    /// The rightmost lifeline: notes over every lifeline end there.
+    last: Lane,
 }
 
 /// `mcpsim seed 7 · naive × reference × long-tool`; `?` for whatever the header lacks.
@@ -355,32 +434,35 @@ impl Item {
     }
 }
 
-const TO_SERVER: Shape = Shape::Arrow { from: Lane::Client, to: Lane::Server, reply: false };
-const TO_CLIENT: Shape = Shape::Arrow { from: Lane::Server, to: Lane::Client, reply: true };
-const ALL_LANES: Shape = Shape::Note(Lane::App, Lane::Server);
-
 fn note(lane: Lane) -> Shape {
     Shape::Note(lane, lane)
 }
 
 /// The row of one step. Requests are drawn client → server in one arrow across the lb lifeline
-/// (the trace records only what the client sent and received).
-fn item_of(step: &Step) -> Item {
+/// (the trace records only what the client sent and received); with several replicas the arrow
+/// ends at the replica the connection was routed to, and a server step sits on its replica's.
+fn item_of(step: &Step, place: &Place) -> Item {
     use StepKind::*;
     let t = step.t;
     let described = || timeline::describe(&step.kind);
+    let to_server = Shape::Arrow { from: Lane::Client, to: place.server, reply: false };
+    let to_client = Shape::Arrow { from: place.server, to: Lane::Client, reply: true };
+    let all_lanes = Shape::Note(Lane::App, place.last);
+    // A server step (or a cut) of a connection no replica took still belongs to a server.
+    let replica = if place.server == Lane::Lb { SERVER } else { place.server };
+    let server = note(replica);
     match &step.kind {
-        Send { conn, request } => Item::new(t, TO_SERVER, format!("{request} ({conn})"))
+        Send { conn, request } => Item::new(t, to_server, format!("{request} ({conn})"))
             .folding(Fold::in_cycle(format!("send {request}"), request.to_string()).with_id("conns", conn.to_string())),
         Response { conn, head } => {
             let what = response_label(head);
-            Item::new(t, TO_CLIENT, format!("{what} ({conn})"))
+            Item::new(t, to_client, format!("{what} ({conn})"))
                 .folding(Fold::in_cycle(format!("response {what}"), what).with_id("conns", conn.to_string()))
         }
-        Event { conn, event } => event_item(t, *conn, event),
-        Comment { conn } => Item::new(t, TO_CLIENT, format!("keep-alive ({conn})"))
+        Event { conn, event } => event_item(t, *conn, event, to_client),
+        Comment { conn } => Item::new(t, to_client, format!("keep-alive ({conn})"))
             .folding(Fold::noise(format!("keep-alive {conn}"), format!("keep-alive on {conn}"))),
-        Json { conn, message } => Item::new(t, TO_CLIENT, format!("json: {message} ({conn})")),
+        Json { conn, message } => Item::new(t, to_client, format!("json: {message} ({conn})")),
         ConnEnd { conn, end } => {
             let fold =
                 Fold::in_cycle(format!("end {end}"), format!("connection {end}")).with_id("conns", conn.to_string());
@@ -406,15 +488,15 @@ fn item_of(step: &Step) -> Item {
         LbResent { .. } => Item::new(t, note(Lane::Lb), described()),
         LbUpstreamReused { .. } => Item::new(t, note(Lane::Lb), described())
             .folding(Fold::noise("upstream reused".into(), "kept-alive upstream connections reused".into())),
-        KeepAliveClosed { .. } => Item::new(t, note(Lane::Server), described()),
+        KeepAliveClosed { .. } => Item::new(t, server, described()),
         LbIdleCut { conn, idle_us, hop } => Item::new(
             t,
-            Shape::Cut,
+            Shape::Cut(replica),
             format!("{}idle cut {conn} after {}", timeline::at_hop(*hop), format_micros(*idle_us)),
         ),
         LbLifetimeCut { conn, age_us, hop } => Item::new(
             t,
-            Shape::Cut,
+            Shape::Cut(replica),
             format!("{}lifetime cut {conn} after {}", timeline::at_hop(*hop), format_micros(*age_us)),
         ),
         LbUpstreamKept { .. } | LbAnswered { .. } | LbTimedOut { .. } => Item::new(t, note(Lane::Lb), described()),
@@ -425,22 +507,22 @@ fn item_of(step: &Step) -> Item {
             Item::new(t, note(Lane::Lb), format!("{}{conn} → server#{replica}", timeline::at_hop(*hop)))
                 .folding(Fold::noise("routed".into(), "connections routed to replicas".into()))
         }
-        SideEffect { .. } => Item::new(t, note(Lane::Server), described()).emphasised(true),
+        SideEffect { .. } => Item::new(t, server, described()).emphasised(true),
         EventStored { session, stream, id, .. } => {
             let fold = Fold::noise(format!("stored {session} {stream}"), format!("event stored in {session} {stream}"));
-            Item::new(t, note(Lane::Server), described()).folding(fold.with_id("ids", id.to_string()))
+            Item::new(t, server, described()).folding(fold.with_id("ids", id.to_string()))
         }
         Resume { outcome, .. } => {
             let silent =
                 matches!(outcome, ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { skipped: 1.., .. });
-            Item::new(t, note(Lane::Server), resume_label(&step.kind)).emphasised(silent)
+            Item::new(t, server, resume_label(&step.kind)).emphasised(silent)
         }
         SessionCreated { .. }
         | SessionEnded { .. }
         | Rejected { .. }
         | ToolEnded { .. }
         | CancelIgnored { .. }
-        | ServerStart { .. } => Item::new(t, note(Lane::Server), described()),
+        | ServerStart { .. } => Item::new(t, server, described()),
         AppEvent { id, call, message, .. } => {
             let kind = message_kind(message);
             let who = call.map(|c| format!(" of {c}")).unwrap_or_default();
@@ -459,19 +541,19 @@ fn item_of(step: &Step) -> Item {
         | AppSessionLost { .. }
         | AppStreamLost { .. } => Item::new(t, note(Lane::App), described()),
         EraServed { .. } | EraRefused { .. } | TaskCreated { .. } | TaskEnded { .. } | TaskRecordRemoved { .. } => {
-            Item::new(t, note(Lane::Server), described())
+            Item::new(t, server, described())
         }
         EraChosen { .. } | TaskIdReceived { .. } | TaskIdForgotten { .. } => {
             Item::new(t, note(Lane::Client), described())
         }
         AppTaskOutcome { .. } | AppTaskLost { .. } => Item::new(t, note(Lane::App), described()),
-        Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, ALL_LANES, described()),
+        Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, all_lanes, described()),
     }
 }
 
-/// In a multi-client trace, which client a client or application step belongs to: there is one
-/// client lifeline, so its rows say `[client1] ...`, and rows of different clients never fold
-/// together.
+/// In a multi-client trace, which client a client or application step belongs to (or whose
+/// connection a balancer or server step names, `Step::conn_client`): there is one client
+/// lifeline, so its rows say `[client1] ...`, and rows of different clients never fold together.
 fn with_client_index(mut item: Item, client: Option<u32>) -> Item {
     let Some(client) = client else { return item };
     let tag = format!("[client{client}]");
@@ -508,7 +590,7 @@ fn response_label(head: &ResponseHead) -> String {
     s
 }
 
-fn event_item(t: u64, conn: ConnId, event: &SseEvent) -> Item {
+fn event_item(t: u64, conn: ConnId, event: &SseEvent, to_client: Shape) -> Item {
     let id = event.id.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
     let retry = event.retry_ms.map(|r| format!(" retry={r}ms")).unwrap_or_default();
     let what = match &event.data {
@@ -516,7 +598,7 @@ fn event_item(t: u64, conn: ConnId, event: &SseEvent) -> Item {
         None => "priming".to_string(),
         Some(m) => m.to_string(),
     };
-    let item = Item::new(t, TO_CLIENT, format!("event{id}: {what}{retry} ({conn})"));
+    let item = Item::new(t, to_client, format!("event{id}: {what}{retry} ({conn})"));
     match &event.data {
         Some(m @ (ServerMessage::Progress { .. } | ServerMessage::Notification { .. })) => {
             let kind = message_kind(m);
@@ -620,7 +702,7 @@ fn folded(run: &[Item], period: usize, repeats: usize) -> Row {
     } else {
         let lanes = run.iter().map(|i| i.row.shape.lanes());
         let from = lanes.clone().map(|(a, _)| a).min().unwrap_or(Lane::App);
-        let to = lanes.map(|(_, b)| b).max().unwrap_or(Lane::Server);
+        let to = lanes.map(|(_, b)| b).max().unwrap_or(SERVER);
         Shape::Note(from, to)
     };
     Row {

@@ -70,7 +70,7 @@ impl Picture {
 }
 
 pub(super) fn draw(d: &Diagram) -> String {
-    let mut p = Picture { body: String::new(), right: lane_x(Lane::Server) + 120, slot: 0 };
+    let mut p = Picture { body: String::new(), right: lane_x(d.last()) + 120, slot: 0 };
     for row in &d.rows {
         draw_row(&mut p, row);
         for v in &row.violations {
@@ -112,14 +112,14 @@ fn frame(d: &Diagram, p: Picture) -> String {
     ));
     let _ = writeln!(out, r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#);
     let _ = writeln!(out, r#"<g class="header">{}</g>"#, head.body);
-    for lane in LANES {
+    for lane in d.lanes() {
         let x = lane_x(lane);
         let _ = writeln!(
             out,
             r#"<g class="lane"><line class="life" x1="{x}" y1="{}" x2="{x}" y2="{foot_y}"/>{}{}</g>"#,
             HEAD_Y + 24,
-            lane_head(lane, HEAD_Y),
-            lane_head(lane, foot_y)
+            lane_head(lane, d.servers, HEAD_Y),
+            lane_head(lane, d.servers, foot_y)
         );
     }
     out.push_str(&p.body);
@@ -128,13 +128,13 @@ fn frame(d: &Diagram, p: Picture) -> String {
 }
 
 /// A lifeline's name in a box with its top at `y`.
-fn lane_head(lane: Lane, y: usize) -> String {
+fn lane_head(lane: Lane, servers: u32, y: usize) -> String {
     let x = lane_x(lane);
     format!(
         r#"<rect class="head" x="{}" y="{y}" width="100" height="24" rx="4"/><text x="{x}" y="{}" text-anchor="middle" class="strong">{}</text>"#,
         x - 50,
         y + 16,
-        lane.name()
+        lane.name(servers)
     )
 }
 
@@ -165,12 +165,12 @@ fn draw_row(p: &mut Picture, row: &Row) {
     p.text(TIME_X, mid + 4, "end", r#" class="t""#, &format_micros(row.t));
     match row.shape {
         Shape::Arrow { from, to, reply } => arrow(p, lane_x(from), lane_x(to), mid, reply, &row.label),
-        Shape::Cut => {
+        Shape::Cut(server) => {
             let lb = lane_x(Lane::Lb);
             arrow(p, lb, lane_x(Lane::Client), mid, false, "reset");
-            arrow(p, lb, lane_x(Lane::Server), mid, false, "reset");
+            arrow(p, lb, lane_x(server), mid, false, "reset");
             cut_mark(p, lb, mid + 6);
-            p.text(lane_x(Lane::Server) + 12, mid + 4, "start", "", &format!("✂ {}", row.label));
+            p.text(lane_x(server) + 12, mid + 4, "start", "", &format!("✂ {}", row.label));
         }
         Shape::Mark(lane) => {
             p.text(lane_x(lane), mid + 5, "middle", &format!(r#" fill="{RED}" font-size="15""#), "✗");

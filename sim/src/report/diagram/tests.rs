@@ -31,7 +31,7 @@ impl TraceBuilder {
 
     fn push(&mut self, t_ms: u64, actor: Actor, kind: StepKind) -> &mut Self {
         let seq = self.trace.steps.len() as u64;
-        self.trace.steps.push(Step { seq, t: ms(t_ms), actor, client: None, kind });
+        self.trace.steps.push(Step { seq, t: ms(t_ms), actor, client: None, replica: None, conn_client: None, kind });
         self
     }
 
@@ -502,7 +502,15 @@ fn svg_escapes_labels_and_keeps_a_fixed_row_height() {
 #[test]
 fn a_trace_from_elsewhere_still_draws() {
     let mut trace = Trace::new(9, serde_json::json!({"other": true}));
-    trace.steps.push(Step { seq: 0, t: 5, actor: Actor::Run, client: None, kind: StepKind::Liveness { deadline: 10 } });
+    trace.steps.push(Step {
+        seq: 0,
+        t: 5,
+        actor: Actor::Run,
+        client: None,
+        replica: None,
+        conn_client: None,
+        kind: StepKind::Liveness { deadline: 10 },
+    });
     for format in [Format::Text, Format::Mermaid, Format::Svg] {
         let out = render(&trace, format, &DiagramOptions::default());
         assert!(out.contains("mcpsim seed 9 · ? × ? × ?"), "{out}");

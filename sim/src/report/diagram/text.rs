@@ -11,13 +11,13 @@ fn col(lane: Lane) -> usize {
 
 pub(super) fn draw(d: &Diagram) -> String {
     let mut out = format!("{}\n{}\n\n", d.title, d.verdict);
-    let mut names = Canvas::blank();
-    for lane in LANES {
-        names.write(col(lane), lane.name());
+    let mut names = Canvas::blank(d.last());
+    for lane in d.lanes() {
+        names.write(col(lane), &lane.name(d.servers));
     }
     push_line(&mut out, &format!(" {:>TIME_W$}  {}", "time", names.text()));
     for row in &d.rows {
-        push_line(&mut out, &row_line(row));
+        push_line(&mut out, &row_line(d, row));
         for v in &row.violations {
             push_line(&mut out, &format!(">>> {}", violation_text(v)));
         }
@@ -37,13 +37,13 @@ fn push_line(out: &mut String, line: &str) {
 }
 
 /// `!  1m00.021s  |      |   # [SIDE EFFECT …]`: `!` marks a row that broke an invariant.
-fn row_line(row: &Row) -> String {
-    let mut canvas = Canvas::lifelines();
+fn row_line(d: &Diagram, row: &Row) -> String {
+    let mut canvas = Canvas::lifelines(d);
     let suffix = match row.shape {
         Shape::Arrow { from, to, reply } => canvas.arrow(col(from), col(to), reply, &row.label),
-        Shape::Cut => {
+        Shape::Cut(server) => {
             canvas.arrow(col(Lane::Lb), col(Lane::Client), false, "reset");
-            canvas.arrow(col(Lane::Lb), col(Lane::Server), false, "reset");
+            canvas.arrow(col(Lane::Lb), col(server), false, "reset");
             canvas.set(col(Lane::Lb), 'X');
             Some(format!("✂ {}", row.label))
         }
@@ -64,24 +64,24 @@ fn row_line(row: &Row) -> String {
     format!("{gutter}{:>TIME_W$}  {}{suffix}", format_micros(row.t), canvas.text())
 }
 
-/// One row of characters.
-struct Canvas(Vec<char>);
+/// One row of characters, and the column of its rightmost lifeline.
+struct Canvas(Vec<char>, usize);
 
 impl Canvas {
-    fn blank() -> Canvas {
-        Canvas(vec![' '; col(Lane::Server) + 1])
+    fn blank(last: Lane) -> Canvas {
+        Canvas(vec![' '; col(last) + 1], col(last))
     }
 
-    fn lifelines() -> Canvas {
-        let mut c = Canvas::blank();
-        for lane in LANES {
+    fn lifelines(d: &Diagram) -> Canvas {
+        let mut c = Canvas::blank(d.last());
+        for lane in d.lanes() {
             c.set(col(lane), '|');
         }
         c
     }
 
-    fn is_lifeline(at: usize) -> bool {
-        at.is_multiple_of(GAP) && at <= col(Lane::Server)
+    fn is_lifeline(&self, at: usize) -> bool {
+        at.is_multiple_of(GAP) && at <= self.1
     }
 
     fn set(&mut self, at: usize, ch: char) {
@@ -116,7 +116,7 @@ impl Canvas {
         for at in lo + 1..hi {
             self.set(
                 at,
-                if Canvas::is_lifeline(at) {
+                if self.is_lifeline(at) {
                     '+'
                 } else if reply {
                     '.'

@@ -4,7 +4,7 @@ use mcpsim_model::ids::{CallKey, ConnId, RequestId, SessionId};
 use mcpsim_model::trace::{Actor, StepKind, ViolationRecord};
 
 fn step(i: u64, t_ms: u64, actor: Actor, kind: StepKind) -> Step {
-    Step { seq: i, t: t_ms * 1_000, actor, client: None, kind }
+    Step { seq: i, t: t_ms * 1_000, actor, client: None, replica: None, conn_client: None, kind }
 }
 
 fn call_tool(request: u64, session: &str) -> StepKind {
