@@ -26,9 +26,12 @@ mod expiry;
 mod replay;
 mod sessions;
 mod streams;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod tools;
+
+pub use tasks::task_prefix;
 
 use crate::config::{DeadStream, EventStoreMode, NoStoreResume, Retention, ServerPolicy, ToolSpec};
 use crate::http::SseEvent;
@@ -88,6 +91,8 @@ pub struct Server {
     outputs: VecDeque<ServerOutput>,
     /// The process died: it does nothing any more.
     crashed: bool,
+    /// The Tasks extension's store and the tools that work for tasks (`tasks.rs`).
+    tasks: tasks::ServerTaskState,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -97,6 +102,7 @@ enum Timer {
     Keepalive(ConnId),
     Idle(SessionId),
     Close(ConnId),
+    TaskSweep,
 }
 
 /// The implicit context a server without sessions serves every request in. It is the name a
@@ -142,7 +148,9 @@ impl Server {
             executed_keys: BTreeSet::new(),
             outputs: VecDeque::new(),
             crashed: false,
+            tasks: tasks::ServerTaskState::default(),
         };
+        server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });
         if !server.policy.sessions {
             let context = server.new_session(&NO_SESSION);
@@ -206,6 +214,7 @@ impl Server {
                 Timer::Keepalive(conn) => self.send_keepalive(at, conn),
                 Timer::Idle(session) => self.end_session(now, &session, SessionEndReason::IdleExpired),
                 Timer::Close(conn) => self.server_close(now, conn),
+                Timer::TaskSweep => self.sweep_tasks(now),
             }
         }
     }
@@ -242,6 +251,7 @@ impl Server {
             self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
         }
         self.store = new_store(&self.policy);
+        self.crash_tasks();
         self.crashed = true;
     }
 
@@ -280,6 +290,15 @@ impl Server {
         if !self.policy.sessions {
             return self.handle_sessionless_post(now, conn, body);
         }
+        if let ClientMessage::Task { id, op, task } = &body {
+            // Tasks belong to the server, not to a session; a poll in a live session still
+            // counts as its activity.
+            self.task_request(now, conn, *id, *op, task);
+            if let Some(session) = request.session.filter(|s| self.sessions.contains_key(s)) {
+                self.touch_idle(now, &session, true);
+            }
+            return;
+        }
         if let (ClientMessage::Initialize { id, client }, None) = (&body, &request.session) {
             return self.initialize(now, conn, *id, client);
         }
@@ -295,6 +314,7 @@ impl Server {
                 self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
                 self.cancel_request(now, &session, request);
             }
+            ClientMessage::Task { .. } => {}
         }
         self.touch_idle(now, &session, true);
     }
@@ -313,6 +333,7 @@ impl Server {
                 self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
                 self.cancel_request(now, &NO_SESSION, request);
             }
+            ClientMessage::Task { id, op, task } => self.task_request(now, conn, id, op, &task),
         }
     }
 
@@ -347,7 +368,8 @@ impl Server {
             Some((deadline, Timer::Idle(id.clone())))
         });
         let closes = self.conns.iter().filter_map(|(conn, open)| open.close_at.map(|at| (at, Timer::Close(*conn))));
-        tools.chain(keepalives).chain(idle).chain(closes)
+        let tasks = self.task_deadline().map(|at| (at, Timer::TaskSweep));
+        tools.chain(keepalives).chain(idle).chain(closes).chain(tasks)
     }
 
     /// Whether events are kept and named on the wire (`event_store`).
