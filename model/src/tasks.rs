@@ -612,6 +612,24 @@ mod tests {
     }
 
     #[test]
+    fn a_balancer_reads_the_holder_from_a_replica_minted_id_and_routes_there() {
+        assert_eq!(task_holder("r1.3-t0"), Some(1));
+        assert_eq!(task_holder("r12.0-t5"), Some(12));
+        assert_eq!(task_holder("shared-t0"), None);
+        assert_eq!(task_holder("r-t0"), None);
+        let config = crate::config::LbConfig { replicas: 3, ..crate::config::LbConfig::default() };
+        let mut lb = crate::lb::LoadBalancer::new(config);
+        let holder = crate::lb::Backend(2);
+        // Round robin would start at replica 0; the name sends it to the holder.
+        let routed = lb.route_to_holder(crate::ids::ConnId(1), holder, None, 0);
+        assert_eq!(routed, crate::lb::Route::To(holder));
+        assert_eq!(lb.route(crate::ids::ConnId(2), None, 0), crate::lb::Route::To(crate::lb::Backend(0)));
+        // A draining holder: the balancer picks as for any request.
+        lb.set_draining(holder, true);
+        assert_ne!(lb.route_to_holder(crate::ids::ConnId(3), holder, None, 0), crate::lb::Route::To(holder));
+    }
+
+    #[test]
     fn without_mcp_name_routing_a_per_replica_store_misses_the_poll() {
         assert_eq!(task_route(TaskRouting::Any, TaskStoreScope::PerReplica, 0, 1), (1, false));
         assert_eq!(task_route(TaskRouting::McpName, TaskStoreScope::PerReplica, 0, 1), (0, true));

@@ -193,3 +193,157 @@ impl Client {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Client, ClientOutput, DurableState};
+    use crate::config::{ClientPolicy, Persistence};
+    use crate::http::{Body, ClientMessage, ConnEnd, Frame, Request, ResponseHead, ServerMessage, Status};
+    use crate::ids::{CallKey, ConnId, RequestId};
+    use crate::profiles;
+    use crate::tasks::{TaskId, TaskNotFound, TaskOp, TaskStatus, TASK_NOT_FOUND};
+    use crate::time::Instant;
+    use crate::trace::StepKind;
+    use std::time::Duration;
+
+    fn policy() -> ClientPolicy {
+        let mut p: ClientPolicy = profiles::client("stateless-2026").expect("a listed profile");
+        p.tasks.declares = true;
+        p.open_standalone_stream = false;
+        p
+    }
+
+    fn drain(c: &mut Client) -> Vec<ClientOutput> {
+        std::iter::from_fn(|| c.poll_output()).collect()
+    }
+
+    fn sent(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {
+        out.iter()
+            .filter_map(|o| match o {
+                ClientOutput::Open { conn, request } => Some((*conn, request.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn records(out: &[ClientOutput]) -> Vec<StepKind> {
+        out.iter()
+            .filter_map(|o| match o {
+                ClientOutput::Record(k) => Some(k.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn json(c: &mut Client, now: Instant, conn: ConnId, message: ServerMessage) -> Vec<ClientOutput> {
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        c.handle_frame(now, conn, Frame::Head(head));
+        c.handle_frame(now, conn, Frame::Json(message));
+        c.handle_frame(now, conn, Frame::End);
+        c.handle_conn_end(now, conn, ConnEnd::Clean);
+        drain(c)
+    }
+
+    fn task() -> TaskId {
+        TaskId("r0.0-t0".into())
+    }
+
+    /// A client whose call was answered with task `r0.0-t0` at 1 s (poll interval 2 s).
+    fn created(p: ClientPolicy) -> Client {
+        let mut c = Client::new(p, "app", None, 1);
+        c.start(Instant::ZERO);
+        c.call_tool(Instant::ZERO, CallKey(0), "pay", false);
+        let out = drain(&mut c);
+        let (conn, request) = sent(&out).pop().expect("the call went out");
+        let Some(ClientMessage::CallTool { id, call }) = request.body else { panic!("{request:?}") };
+        assert!(call.tasks, "the call declares the extension");
+        let message =
+            ServerMessage::TaskCreated { request: id, call: CallKey(0), task: task(), ttl_ms: None, poll_ms: 2000 };
+        let out = json(&mut c, Instant(1_000_000), conn, message);
+        assert!(records(&out).contains(&StepKind::TaskIdReceived { task: task(), call: CallKey(0) }), "{out:?}");
+        c
+    }
+
+    fn poll(c: &mut Client) -> (Instant, ConnId, RequestId, Request) {
+        let due = c.poll_timeout().expect("a poll is due");
+        c.handle_timeout(due);
+        let (conn, request) = sent(&drain(c)).pop().expect("a poll went out");
+        let Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) = request.body.clone() else { panic!("{request:?}") };
+        (due, conn, id, request)
+    }
+
+    #[test]
+    fn the_client_polls_at_the_servers_interval_with_mcp_name_until_the_outcome() {
+        let mut c = created(policy());
+        let (due, conn, id, request) = poll(&mut c);
+        assert_eq!(due, Instant(3_000_000), "1 s + the server's 2 s poll interval");
+        assert_eq!(request.mcp_name.as_deref(), Some("r0.0-t0"));
+        json(&mut c, due, conn, ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Working });
+        let (due, conn, id, _) = poll(&mut c);
+        assert_eq!(due, Instant(5_000_000));
+        let out = json(
+            &mut c,
+            due,
+            conn,
+            ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Completed },
+        );
+        let r = records(&out);
+        assert!(r.contains(&StepKind::AppTaskOutcome {
+            task: task(),
+            call: CallKey(0),
+            status: TaskStatus::Completed
+        }));
+        assert!(c.unresolved_calls().is_empty() && c.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn task_not_found_is_an_error_as_rmcp_returns_it_or_a_lost_task() {
+        for (rule, lost) in [(TaskNotFound::Error, false), (TaskNotFound::Lost, true)] {
+            let mut p = policy();
+            p.tasks.not_found = rule;
+            let mut c = created(p);
+            let (due, conn, id, _) = poll(&mut c);
+            let message = ServerMessage::Error {
+                request: Some(id),
+                message: "Task not found".into(),
+                code: Some(TASK_NOT_FOUND),
+            };
+            let r = records(&json(&mut c, due, conn, message));
+            assert_eq!(r.iter().any(|k| matches!(k, StepKind::AppTaskLost { .. })), lost, "{r:?}");
+            assert_eq!(r.iter().any(|k| matches!(k, StepKind::AppError { .. })), !lost, "{r:?}");
+            assert!(r.contains(&StepKind::TaskIdForgotten { task: task() }), "{r:?}");
+            assert!(c.unresolved_calls().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_broken_poll_is_tried_again_at_the_next_interval() {
+        let mut c = created(policy());
+        let (due, conn, _, _) = poll(&mut c);
+        c.handle_conn_end(due, conn, ConnEnd::Reset);
+        drain(&mut c);
+        assert_eq!(c.poll_timeout(), Some(due + Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn durable_task_ids_survive_a_restart_and_are_polled_without_a_second_call() {
+        let mut p = policy();
+        p.persistence = Persistence::Durable;
+        p.tasks.persist_ids = true;
+        let mut c = created(p.clone());
+        assert!(c.task_ids_lost_in_crash().is_empty());
+        let state: DurableState = c.durable_state();
+        assert_eq!(state.tasks.len(), 1);
+        let mut restarted = Client::new(p.clone(), "app", Some(state), 2);
+        restarted.start(Instant(10_000_000));
+        let out = drain(&mut restarted);
+        assert!(sent(&out).is_empty(), "the call is not sent again: {out:?}");
+        let (_, _, _, request) = poll(&mut restarted);
+        assert!(matches!(request.body, Some(ClientMessage::Task { ref task, .. }) if task.0 == "r0.0-t0"));
+        // Without persisted ids the crash forgets it.
+        p.tasks.persist_ids = false;
+        let c = created(p);
+        assert_eq!(c.task_ids_lost_in_crash(), vec![task()]);
+        assert!(c.durable_state().tasks.is_empty());
+    }
+}

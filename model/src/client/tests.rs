@@ -1131,6 +1131,7 @@ fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
         ],
         standalone_last_event_id: None,
         pending_delete: None,
+        tasks: vec![],
     };
     let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(state), 1);
     let out = r.start();

@@ -219,3 +219,162 @@ impl Server {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerPolicy;
+    use crate::http::{ClientMessage, Frame, Request};
+    use crate::ids::CallKey;
+    use crate::profiles;
+    use crate::tasks::{ExpiryRule, Sweep, WorkingAtTtl};
+    use std::time::Duration;
+
+    const S: u64 = 1_000_000;
+
+    fn policy(ttl: u64, working_at_ttl: WorkingAtTtl, sweep: Sweep) -> ServerPolicy {
+        let mut p: ServerPolicy = profiles::server("stateless-2026").expect("a listed profile");
+        p.tasks.create_for_tools_over = Some(Duration::ZERO);
+        p.tasks.ttl = Some(Duration::from_secs(ttl));
+        p.tasks.expiry = ExpiryRule { working_at_ttl, terminal_kept_ttls: 1, sweep };
+        p
+    }
+
+    fn server(p: ServerPolicy) -> Server {
+        let pay = ToolSpec { name: "pay".into(), duration: Duration::from_secs(120), ..ToolSpec::default() };
+        let mut s = Server::new(p, vec![pay], 0, 7);
+        drain(&mut s);
+        s
+    }
+
+    fn drain(s: &mut Server) -> Vec<ServerOutput> {
+        std::iter::from_fn(|| s.poll_output()).collect()
+    }
+
+    fn run_until(s: &mut Server, t: u64) -> Vec<ServerOutput> {
+        let mut out = Vec::new();
+        while let Some(due) = s.poll_timeout().filter(|d| d.0 <= t) {
+            s.handle_timeout(due);
+            out.extend(drain(s));
+        }
+        out
+    }
+
+    fn call(s: &mut Server, now: u64, declares: bool) -> Vec<ServerOutput> {
+        let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: declares };
+        s.handle_request(
+            Instant(now),
+            ConnId(1),
+            Request::post(None, ClientMessage::CallTool { id: RequestId(1), call }),
+        );
+        drain(s)
+    }
+
+    fn get(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {
+        let body = ClientMessage::Task { id: RequestId(9), op: TaskOp::Get, task: TaskId(task.into()) };
+        s.handle_request(Instant(now), ConnId(2), Request::post(None, body));
+        drain(s)
+    }
+
+    fn answer(out: &[ServerOutput]) -> Option<ServerMessage> {
+        out.iter().find_map(|o| match o {
+            ServerOutput::Send { frame: Frame::Json(m), .. } => Some(m.clone()),
+            _ => None,
+        })
+    }
+
+    fn records(out: &[ServerOutput]) -> Vec<StepKind> {
+        out.iter()
+            .filter_map(|o| match o {
+                ServerOutput::Record(k) => Some(k.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_declaring_call_is_answered_with_a_task_and_its_result_is_polled() {
+        let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        let out = call(&mut s, 0, true);
+        assert!(
+            matches!(answer(&out), Some(ServerMessage::TaskCreated { ref task, ttl_ms: Some(600_000), poll_ms: 1000, .. }) if task.0 == "r0.0-t0"),
+            "{out:?}"
+        );
+        assert!(records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })));
+        let working = answer(&get(&mut s, S, "r0.0-t0"));
+        assert!(matches!(working, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{working:?}");
+        let ended = run_until(&mut s, 121 * S);
+        assert!(records(&ended)
+            .contains(&StepKind::TaskEnded { task: TaskId("r0.0-t0".into()), status: TaskStatus::Completed }));
+        // The result went into the task, not onto a stream.
+        assert!(!records(&ended).iter().any(|k| matches!(k, StepKind::EventStored { .. })), "{ended:?}");
+        let done = answer(&get(&mut s, 122 * S, "r0.0-t0"));
+        assert!(matches!(done, Some(ServerMessage::TaskState { status: TaskStatus::Completed, .. })), "{done:?}");
+        let unknown = answer(&get(&mut s, 122 * S, "r0.0-t9"));
+        assert!(matches!(unknown, Some(ServerMessage::Error { code: Some(TASK_NOT_FOUND), .. })), "{unknown:?}");
+    }
+
+    #[test]
+    fn a_client_that_did_not_declare_the_extension_gets_no_task() {
+        let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        let out = call(&mut s, 0, false);
+        assert!(!records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })), "{out:?}");
+    }
+
+    #[test]
+    fn rmcp_aborts_the_work_at_the_first_call_after_the_ttl() {
+        let mut s = server(policy(60, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        call(&mut s, 0, true);
+        // Nothing happens by itself at 60 s: the sweep runs on calls only.
+        assert!(!records(&run_until(&mut s, 61 * S)).iter().any(|k| matches!(k, StepKind::TaskEnded { .. })));
+        let out = get(&mut s, 70 * S, "r0.0-t0");
+        let r = records(&out);
+        assert!(
+            r.contains(&StepKind::TaskEnded { task: TaskId("r0.0-t0".into()), status: TaskStatus::Failed }),
+            "{r:?}"
+        );
+        assert!(r.iter().any(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Cancelled, .. })), "{r:?}");
+        assert!(matches!(answer(&out), Some(ServerMessage::TaskState { status: TaskStatus::Failed, .. })));
+        // The work is gone: nothing completes at 120 s.
+        assert!(!records(&run_until(&mut s, 200 * S)).iter().any(|k| matches!(k, StepKind::SideEffect { .. })));
+    }
+
+    #[test]
+    fn typescript_deletes_the_record_at_the_ttl_on_its_own_timer_and_the_work_runs_on() {
+        let mut s = server(policy(60, WorkingAtTtl::DeleteRecord, Sweep::Timer));
+        call(&mut s, 0, true);
+        let r = records(&run_until(&mut s, 61 * S));
+        assert!(
+            r.contains(&StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: true }),
+            "{r:?}"
+        );
+        let r = records(&run_until(&mut s, 121 * S));
+        assert!(r.iter().any(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Completed, .. })), "{r:?}");
+        assert!(!r.iter().any(|k| matches!(k, StepKind::TaskEnded { .. })), "no record takes the result: {r:?}");
+    }
+
+    #[test]
+    fn a_restart_loses_a_store_of_its_own_but_not_a_shared_one() {
+        let p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        let mut own = server(p.clone());
+        call(&mut own, 0, true);
+        own.crash(Instant(S));
+        let r = records(&drain(&mut own));
+        assert!(
+            r.contains(&StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false }),
+            "{r:?}"
+        );
+
+        let mut shared_policy = p;
+        shared_policy.tasks.store = TaskStoreScope::Shared;
+        let store = Arc::new(Mutex::new(TaskStore::new(shared_policy.tasks.expiry, "shared")));
+        let mut a = server(shared_policy.clone()).with_task_store(0, Some(store.clone()));
+        call(&mut a, 0, true);
+        a.crash(Instant(S));
+        assert!(!records(&drain(&mut a)).iter().any(|k| matches!(k, StepKind::TaskRecordRemoved { .. })));
+        // Another replica's process reads the same record.
+        let mut b = server(shared_policy).with_task_store(1, Some(store));
+        let seen = answer(&get(&mut b, 2 * S, "shared-t0"));
+        assert!(matches!(seen, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{seen:?}");
+    }
+}
