@@ -330,7 +330,7 @@ mod tests {
         let mut p = policy();
         p.persistence = Persistence::Durable;
         p.tasks.persist_ids = true;
-        let mut c = created(p.clone());
+        let c = created(p.clone());
         assert!(c.task_ids_lost_in_crash().is_empty());
         let state: DurableState = c.durable_state();
         assert_eq!(state.tasks.len(), 1);
