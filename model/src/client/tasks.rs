@@ -80,10 +80,9 @@ impl Client {
             let Some(p) = self.tasks.get(&call) else { continue };
             let task = p.task.clone();
             let id = self.take_request_id();
+            let name = self.policy.tasks.sends_mcp_name.then(|| task.0.clone());
             let mut request = Request::post(self.session.clone(), ClientMessage::Task { id, op: TaskOp::Get, task });
-            if self.policy.tasks.sends_mcp_name {
-                request.mcp_name = Some(self.tasks[&call].task.0.clone());
-            }
+            request.mcp_name = name;
             let conn = self.open(Purpose::TaskPoll(call), request, false);
             if let Some(p) = self.tasks.get_mut(&call) {
                 p.poll_at = None;
