@@ -96,6 +96,11 @@ fn a_lost_create_task_result_leaves_the_first_task_running_for_nobody() {
     assert_eq!((created, received), (2, 1), "two tasks, one id received");
     // The fixed setting cannot help: the client never had the first id.
     assert!(broken(&fixed(s.clone()), 0).contains("no-orphaned-task"));
+    // The modern client re-issues a broken request with a new id by itself: the application does
+    // not re-issue here, and the second task still comes.
+    let modern = scenario("stateless-2026", "stateless-2026", "lost-task-reply", &[("app.calls", "1s")]);
+    let v = broken(&modern, 0);
+    assert!(v.contains("no-orphaned-task") && v.contains("no-duplicate-execution"), "{v:?}");
 }
 
 #[test]
