@@ -41,6 +41,10 @@ pub struct Request {
     /// The JSON-RPC body (POST only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<ClientMessage>,
+    /// `Mcp-Name`: the task id of a `tasks/*` request, for a balancer to route by (ext-tasks
+    /// tasks.md "Streamable HTTP: Routing Headers"). Left out of traces when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_name: Option<String>,
 }
 
 impl Request {
@@ -52,6 +56,7 @@ impl Request {
             protocol_version: None,
             last_event_id: None,
             body: Some(ClientMessage::Initialize { id, client: client.to_string() }),
+            mcp_name: None,
         }
     }
 
@@ -63,6 +68,7 @@ impl Request {
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             last_event_id: None,
             body: Some(body),
+            mcp_name: None,
         }
     }
 
@@ -74,6 +80,7 @@ impl Request {
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             last_event_id,
             body: None,
+            mcp_name: None,
         }
     }
 
@@ -85,6 +92,7 @@ impl Request {
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             last_event_id: None,
             body: None,
+            mcp_name: None,
         }
     }
 }
@@ -138,13 +146,25 @@ pub enum ClientMessage {
         /// The JSON-RPC request id.
         request: RequestId,
     },
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` (the Tasks extension, `crate::tasks`).
+    #[serde(rename = "tasks")]
+    Task {
+        /// The JSON-RPC request id.
+        id: RequestId,
+        /// Which of the three.
+        op: crate::tasks::TaskOp,
+        /// The task.
+        task: crate::tasks::TaskId,
+    },
 }
 
 impl ClientMessage {
     /// The JSON-RPC id of a request; `None` for a notification.
     pub fn request_id(&self) -> Option<RequestId> {
         match self {
-            ClientMessage::Initialize { id, .. } | ClientMessage::CallTool { id, .. } => Some(*id),
+            ClientMessage::Initialize { id, .. }
+            | ClientMessage::CallTool { id, .. }
+            | ClientMessage::Task { id, .. } => Some(*id),
             ClientMessage::Initialized | ClientMessage::Cancelled { .. } => None,
         }
     }
@@ -157,6 +177,7 @@ impl fmt::Display for ClientMessage {
             ClientMessage::Initialized => write!(f, "notifications/initialized"),
             ClientMessage::CallTool { id, call } => write!(f, "tools/call{id} {} {}", call.tool, call.key),
             ClientMessage::Cancelled { request } => write!(f, "notifications/cancelled {request}"),
+            ClientMessage::Task { id, op, task } => write!(f, "{op}{id} {}", task.0),
         }
     }
 }
@@ -171,6 +192,10 @@ pub struct ToolCall {
     /// An idempotency key the server may honour across sessions (an extension the spec lacks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The client declares `io.modelcontextprotocol/tasks` in this request's capabilities, so
+    /// the server may answer with a task (`crate::tasks`). Left out of traces when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tasks: bool,
 }
 
 /// HTTP status codes the model uses.
@@ -379,6 +404,30 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i64>,
     },
+    /// A `tools/call` answered with a `CreateTaskResult` (`resultType: "task"`).
+    TaskCreated {
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The application's logical call.
+        call: CallKey,
+        /// The task id.
+        task: crate::tasks::TaskId,
+        /// `ttlMs` (`None`: unlimited).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_ms: Option<u64>,
+        /// `pollIntervalMs`.
+        poll_ms: u64,
+    },
+    /// The answer to `tasks/get` (`update`, `cancel`): the task's status, its result inline when
+    /// it is terminal.
+    TaskState {
+        /// The JSON-RPC request id.
+        request: RequestId,
+        /// The task.
+        task: crate::tasks::TaskId,
+        /// Its status.
+        status: crate::tasks::TaskStatus,
+    },
 }
 
 impl ServerMessage {
@@ -387,7 +436,9 @@ impl ServerMessage {
         match self {
             ServerMessage::InitializeResult { request }
             | ServerMessage::Progress { request, .. }
-            | ServerMessage::ToolResult { request, .. } => Some(*request),
+            | ServerMessage::ToolResult { request, .. }
+            | ServerMessage::TaskCreated { request, .. }
+            | ServerMessage::TaskState { request, .. } => Some(*request),
             ServerMessage::Error { request, .. } => *request,
             ServerMessage::Notification { .. } => None,
         }
@@ -397,7 +448,11 @@ impl ServerMessage {
     pub fn is_response(&self) -> bool {
         matches!(
             self,
-            ServerMessage::InitializeResult { .. } | ServerMessage::ToolResult { .. } | ServerMessage::Error { .. }
+            ServerMessage::InitializeResult { .. }
+                | ServerMessage::ToolResult { .. }
+                | ServerMessage::Error { .. }
+                | ServerMessage::TaskCreated { .. }
+                | ServerMessage::TaskState { .. }
         )
     }
 }
@@ -411,6 +466,8 @@ impl fmt::Display for ServerMessage {
             ServerMessage::ToolResult { request, call } => write!(f, "result {request} {call}"),
             ServerMessage::Error { request: Some(request), message, .. } => write!(f, "error {request}: {message}"),
             ServerMessage::Error { request: None, message, .. } => write!(f, "error (id null): {message}"),
+            ServerMessage::TaskCreated { request, task, .. } => write!(f, "task created {request} {}", task.0),
+            ServerMessage::TaskState { request, task, status } => write!(f, "task {} {status:?} {request}", task.0),
         }
     }
 }

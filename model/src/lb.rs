@@ -299,6 +299,33 @@ impl LoadBalancer {
         Route::To(backend)
     }
 
+    /// Picks the replica for a `tasks/*` request whose `Mcp-Name` names a task held by `holder`
+    /// (routing by `Mcp-Name`, ext-tasks tasks.md "Streamable HTTP: Routing Headers"): that
+    /// replica while it takes connections, else what [`LoadBalancer::route`] picks. Recorded as
+    /// any routing choice.
+    pub fn route_to_holder(
+        &mut self,
+        conn: ConnId,
+        holder: Backend,
+        session: Option<&SessionId>,
+        client: u64,
+    ) -> Route {
+        let n = self.replicas();
+        if holder.0 >= n || self.draining.contains(&holder) {
+            return self.route(conn, session, client);
+        }
+        if n > 1 {
+            let hop = self.label(self.own());
+            self.outputs.push_back(LbOutput::Record(StepKind::LbRouted {
+                conn,
+                replica: holder.0,
+                session: session.filter(|_| self.routes_by_session()).cloned(),
+                hop,
+            }));
+        }
+        Route::To(holder)
+    }
+
     /// The balancer could not reach the replica: it answers 502 itself. Recorded with several
     /// replicas or hops.
     pub fn handle_unreachable(&mut self, conn: ConnId) -> Status {

@@ -814,6 +814,7 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("tasks.poll_every", "The client's own poll interval when it does not honour the server's."),
     ("tasks.persist_ids", "Task ids survive a client restart (durable), so polling resumes after it."),
     ("tasks.sends_mcp_name", "Send Mcp-Name: <taskId> on tasks/* (the spec's MUST), so a balancer can route polls to the replica holding the task."),
+    ("tasks.not_found", "What a -32602 (task not found) to a poll does: error (the application gets the JSON-RPC error as the call's failure, as rmcp's get_task returns it) or lost (the application is told the task is lost: the outcome is unknown)."),
 ];
 
 const SERVER_DOCS: &[(&str, &str)] = &[

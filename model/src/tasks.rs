@@ -165,6 +165,23 @@ pub struct ClientTasks {
     pub persist_ids: bool,
     /// Sends `Mcp-Name: <taskId>` on `tasks/*` (the spec's MUST; rmcp does).
     pub sends_mcp_name: bool,
+    /// What a `-32602` ("task not found") to a poll does.
+    #[serde(default)]
+    pub not_found: TaskNotFound,
+}
+
+/// What the client does with a `-32602` to `tasks/get`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskNotFound {
+    /// The JSON-RPC error reaches the application as the call's error, as rmcp 3.11.0's
+    /// `get_task` returns it (service/client.rs:1531-1540): the application reads a failure, not
+    /// a lost outcome.
+    #[default]
+    Error,
+    /// The application is told the task is lost: its outcome is unknown (the design note's rule:
+    /// never report as failed what may have run).
+    Lost,
 }
 
 impl Default for ClientTasks {
@@ -175,6 +192,7 @@ impl Default for ClientTasks {
             poll_every: Duration::from_secs(1),
             persist_ids: false,
             sends_mcp_name: true,
+            not_found: TaskNotFound::Error,
         }
     }
 }
@@ -187,6 +205,28 @@ impl ClientTasks {
         } else {
             self.poll_every
         }
+    }
+}
+
+/// The three `tasks/*` requests (ext-tasks tasks.md: no `tasks/list`, no `tasks/result`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskOp {
+    /// `tasks/get`: the status, the result inline once terminal.
+    Get,
+    /// `tasks/update`: input for an `input_required` task.
+    Update,
+    /// `tasks/cancel`: cooperative cancellation.
+    Cancel,
+}
+
+impl std::fmt::Display for TaskOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TaskOp::Get => "tasks/get",
+            TaskOp::Update => "tasks/update",
+            TaskOp::Cancel => "tasks/cancel",
+        })
     }
 }
 
@@ -263,6 +303,11 @@ impl TaskStore {
     /// An empty store under `rule`; its ids start with `prefix` (a replica's name).
     pub fn new(rule: ExpiryRule, prefix: &str) -> TaskStore {
         TaskStore { rule, prefix: prefix.to_string(), next: 0, records: BTreeMap::new() }
+    }
+
+    /// The ids of every record held.
+    pub fn ids(&self) -> Vec<TaskId> {
+        self.records.keys().cloned().collect()
     }
 
     /// The record of `task`, if it is held.
@@ -404,6 +449,18 @@ pub fn task_route(routing: TaskRouting, store: TaskStoreScope, holder: u32, next
     // Whether that replica can see the record.
     let sees = store == TaskStoreScope::Shared || replica == holder;
     (replica, sees)
+}
+
+/// The replica a task id names (`r<replica>.<epoch>-t<n>`, `crate::server::task_prefix`): what a
+/// balancer routing by `Mcp-Name` reads to find the instance holding the task. `None` for an id
+/// of another form (a shared store's).
+pub fn task_holder(task: &str) -> Option<u32> {
+    let rest = task.strip_prefix('r')?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    if digits.is_empty() || !rest[digits.len()..].starts_with('.') {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// `advise` for tasks: the TTL a task needs so that its result is still held when the client
@@ -552,6 +609,24 @@ mod tests {
         assert_eq!(store.update(1, &t.task).0, TaskAnswer::Status(TaskStatus::Working));
         assert_eq!(store.cancel(2, &t.task).0, TaskAnswer::Status(TaskStatus::Working));
         assert_eq!(store.cancel(2, &TaskId("x".into())).0, TaskAnswer::NotFound);
+    }
+
+    #[test]
+    fn a_balancer_reads_the_holder_from_a_replica_minted_id_and_routes_there() {
+        assert_eq!(task_holder("r1.3-t0"), Some(1));
+        assert_eq!(task_holder("r12.0-t5"), Some(12));
+        assert_eq!(task_holder("shared-t0"), None);
+        assert_eq!(task_holder("r-t0"), None);
+        let config = crate::config::LbConfig { replicas: 3, ..crate::config::LbConfig::default() };
+        let mut lb = crate::lb::LoadBalancer::new(config);
+        let holder = crate::lb::Backend(2);
+        // Round robin would start at replica 0; the name sends it to the holder.
+        let routed = lb.route_to_holder(crate::ids::ConnId(1), holder, None, 0);
+        assert_eq!(routed, crate::lb::Route::To(holder));
+        assert_eq!(lb.route(crate::ids::ConnId(2), None, 0), crate::lb::Route::To(crate::lb::Backend(0)));
+        // A draining holder: the balancer picks as for any request.
+        lb.set_draining(holder, true);
+        assert_ne!(lb.route_to_holder(crate::ids::ConnId(3), holder, None, 0), crate::lb::Route::To(holder));
     }
 
     #[test]

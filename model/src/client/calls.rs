@@ -14,7 +14,7 @@ impl Client {
     pub(super) fn settle_sent_calls(&mut self, reason: &str) {
         for key in self.keys_in_issue_order() {
             let Some(call) = self.calls.get(&key) else { continue };
-            if call.request.is_none() {
+            if call.request.is_none() || self.polls_task(key) {
                 continue;
             }
             if call.idempotent {
@@ -60,6 +60,7 @@ impl Client {
     /// Forgets a resolved call. Its connection is closed unless it is `via`, the one that carried
     /// the answer (the server ends that one itself).
     pub(super) fn resolve(&mut self, key: CallKey, via: Option<ConnId>) {
+        self.forget_task(key);
         let Some(call) = self.calls.remove(&key) else { return };
         if let Some(request) = call.request {
             self.by_request.remove(&request);

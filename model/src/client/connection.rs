@@ -14,7 +14,10 @@ impl Client {
         let tool = call.tool.clone();
         let id = self.take_request_id();
         let idempotency_key = self.policy.send_idempotency_keys.then(|| format!("{key}"));
-        let body = ClientMessage::CallTool { id, call: ToolCall { tool, key, idempotency_key } };
+        let body = ClientMessage::CallTool {
+            id,
+            call: ToolCall { tool, key, idempotency_key, tasks: self.policy.tasks.declares },
+        };
         let conn = self.open(Purpose::Stream(Owner::Call(key)), Request::post(self.session.clone(), body), false);
         self.by_request.insert(id, key);
         if let Some(call) = self.calls.get_mut(&key) {
@@ -122,6 +125,7 @@ impl Client {
         let Some(c) = self.conns.get(&conn) else { return };
         match (c.purpose, message) {
             (Purpose::Initialize, ServerMessage::InitializeResult { .. }) => self.init_answered(conn),
+            (Purpose::TaskPoll(call), message) => self.task_answer(now, conn, call, message),
             (Purpose::Initialize, ServerMessage::Error { message, .. }) => {
                 self.conns.remove(&conn);
                 self.init_failed(now, message);
@@ -169,6 +173,7 @@ impl Client {
                 self.record(StepKind::AppResult { call, session, id });
                 self.resolve(call, Some(via));
             }
+            (Some(call), ServerMessage::TaskCreated { .. }) => self.task_created(now, via, call, &message),
             (Some(call), ServerMessage::Error { message: text, .. }) => {
                 self.record(StepKind::AppError { call, error: text.clone() });
                 self.resolve(call, Some(via));

@@ -24,6 +24,9 @@ pub struct DurableState {
     /// client finishes it before it initializes a new session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_delete: Option<SessionId>,
+    /// The ids of the tasks answering calls in flight (`client.tasks.persist_ids`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<super::DurableTask>,
 }
 
 /// One in-flight call in durable state.
@@ -67,6 +70,7 @@ impl Client {
             self.calls.insert(c.call, call);
             self.by_request.insert(c.request, c.call);
         }
+        self.load_tasks(&state.tasks);
         self.persisted = Some(state);
     }
 
@@ -75,7 +79,7 @@ impl Client {
     pub(super) fn resume_restored(&mut self, now: Instant) {
         self.handshake = Handshake::Ready;
         for key in self.keys_in_issue_order() {
-            if self.calls.get(&key).is_some_and(|c| c.request.is_some()) {
+            if self.calls.get(&key).is_some_and(|c| c.request.is_some()) && !self.polls_task(key) {
                 self.stream_ended(now, Ended::restart(Owner::Call(key)));
             }
         }
@@ -117,6 +121,7 @@ impl Client {
             calls,
             standalone_last_event_id: self.standalone.as_ref().and_then(|s| s.last_event_id.clone()),
             pending_delete: self.pending_delete.clone(),
+            tasks: self.durable_tasks(),
         }
     }
 

@@ -38,12 +38,14 @@ mod handshake;
 mod pair;
 mod reconnect;
 mod standalone;
+mod tasks;
 #[cfg(test)]
 mod tests;
 
 pub use backoff::reconnect_delay;
 use close_rules::Ended;
 pub use durable::{DurableCall, DurableState};
+pub use tasks::DurableTask;
 
 use crate::config::ClientPolicy;
 use crate::decision::{NextAction, StreamOutcome};
@@ -126,6 +128,8 @@ enum Purpose {
     Notification,
     /// The `DELETE` of a session the application ended: any answer is only recorded.
     Delete,
+    /// A `tasks/get` for the task answering a call (`tasks.rs`).
+    TaskPoll(CallKey),
 }
 
 /// An open connection the client still cares about.
@@ -236,6 +240,8 @@ pub struct Client {
     /// Why the transport closed for good (`StandaloneLoss::CloseTransport`): every later call
     /// fails at once with it.
     closed: Option<String>,
+    /// The tasks polled for calls answered with a `CreateTaskResult` (`tasks.rs`).
+    tasks: BTreeMap<CallKey, tasks::Polled>,
 }
 
 impl Client {
@@ -267,6 +273,7 @@ impl Client {
             delete_retry_at: None,
             initialize_after_delete: false,
             closed: None,
+            tasks: BTreeMap::new(),
         };
         if let Some(state) = restored {
             client.load(state);
@@ -364,6 +371,7 @@ impl Client {
                 Purpose::Initialized => self.acknowledge_failed(now, None, format!("connection {end}")),
                 Purpose::Notification => {}
                 Purpose::Delete => self.delete_ended(now, c.head.is_some()),
+                Purpose::TaskPoll(call) => self.task_poll_ended(now, call, end),
                 Purpose::Stream(owner) => {
                     if let Some(stream) = self.stream_mut(owner) {
                         stream.conn = None;
@@ -407,6 +415,7 @@ impl Client {
         if self.standalone.as_ref().and_then(|s| s.reconnect_at).is_some_and(|t| t <= now) {
             self.reconnect(Owner::Standalone);
         }
+        self.poll_tasks(now);
         self.persist_if_changed(mark);
     }
 
@@ -414,7 +423,7 @@ impl Client {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let calls = self.calls.values().flat_map(|c| [c.deadline, c.stream.reconnect_at, c.resend_at]);
         let standalone = self.standalone.as_ref().and_then(|s| s.reconnect_at);
-        calls.chain([self.init_retry_at, standalone, self.delete_retry_at]).flatten().min()
+        calls.chain([self.init_retry_at, standalone, self.delete_retry_at, self.next_task_poll()]).flatten().min()
     }
 
     /// The next output, if any; drain it after every input.

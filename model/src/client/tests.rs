@@ -299,7 +299,7 @@ fn handshake_then_the_queued_call_goes_out_under_the_session() {
     assert_eq!(d.c.session(), Some(&sid(S1)));
     let (_, request, call) = tool_call(&out);
     assert_eq!(request, RequestId(2));
-    assert_eq!(call, ToolCall { tool: "pay".into(), key: CallKey(5), idempotency_key: None });
+    assert_eq!(call, ToolCall { tool: "pay".into(), key: CallKey(5), idempotency_key: None, tasks: false });
     let (_, post) = only_open(&out, |_| true);
     assert_eq!(post.session, Some(sid(S1)));
     assert!(!d.c.is_quiet());
@@ -1131,6 +1131,7 @@ fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
         ],
         standalone_last_event_id: None,
         pending_delete: None,
+        tasks: vec![],
     };
     let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(state), 1);
     let out = r.start();

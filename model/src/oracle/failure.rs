@@ -54,7 +54,14 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     }
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
     for (order, step) in ix.others() {
-        let StepKind::AppError { call, error } = &step.kind else { continue };
+        let (call, error) = match &step.kind {
+            StepKind::AppError { call, error } => (call, error.clone()),
+            // A task that ended failed or cancelled is the call's failure as the application reads it.
+            StepKind::AppTaskOutcome { call, task, status } if *status != crate::tasks::TaskStatus::Completed => {
+                (call, format!("task {} {status:?}", task.0))
+            }
+            _ => continue,
+        };
         if ledger.idempotent.get(call) != Some(&false) || violations.contains_key(call) {
             continue;
         }

@@ -16,7 +16,7 @@ fn initialize(conn: u64) -> StepKind {
 }
 
 fn call_tool(conn: u64, session: &SessionId, request: u64) -> StepKind {
-    let call = ToolCall { tool: "pay".to_string(), key: CallKey(0), idempotency_key: None };
+    let call = ToolCall { tool: "pay".to_string(), key: CallKey(0), idempotency_key: None, tasks: false };
     StepKind::Send {
         conn: ConnId(conn),
         request: Request::post(Some(session.clone()), ClientMessage::CallTool { id: RequestId(request), call }),

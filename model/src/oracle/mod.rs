@@ -965,7 +965,10 @@ impl MessageKey {
             ServerMessage::Progress { request, step, .. } => Some(MessageKey::Progress(request.0, *step)),
             ServerMessage::Notification { seq } => Some(MessageKey::Notification(*seq)),
             ServerMessage::ToolResult { call, .. } => Some(MessageKey::Result(*call)),
-            ServerMessage::InitializeResult { .. } | ServerMessage::Error { .. } => None,
+            ServerMessage::InitializeResult { .. }
+            | ServerMessage::Error { .. }
+            | ServerMessage::TaskCreated { .. }
+            | ServerMessage::TaskState { .. } => None,
         }
     }
 }
@@ -1013,6 +1016,12 @@ impl Resolution {
             StepKind::AppResult { call, .. } => Some((*call, Resolution::Result)),
             StepKind::AppError { call, .. } => Some((*call, Resolution::Error)),
             StepKind::AppUnknownOutcome { call, .. } => Some((*call, Resolution::UnknownOutcome)),
+            // A call answered with a task ends when the task's outcome reaches the application.
+            StepKind::AppTaskOutcome { call, status: crate::tasks::TaskStatus::Completed, .. } => {
+                Some((*call, Resolution::Result))
+            }
+            StepKind::AppTaskOutcome { call, .. } => Some((*call, Resolution::Error)),
+            StepKind::AppTaskLost { call, .. } => Some((*call, Resolution::UnknownOutcome)),
             _ => None,
         }
     }
@@ -1201,7 +1210,7 @@ mod tests {
         use crate::ids::ConnId;
         let a = sid("A");
         let post = |id: u64| {
-            let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None };
+            let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: false };
             Request::post(Some(a.clone()), ClientMessage::CallTool { id: RequestId(id), call })
         };
         let cancel = |id: u64| Request::post(Some(a.clone()), ClientMessage::Cancelled { request: RequestId(id) });

@@ -228,6 +228,7 @@ mod tests {
     #[test]
     fn a_task_polled_to_its_end_breaks_nothing() {
         let t = TraceBuilder::new()
+            .app(StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false })
             .server(created("a"))
             .client(received("a"))
             .at(10)

@@ -26,10 +26,13 @@ mod expiry;
 mod replay;
 mod sessions;
 mod streams;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod timers;
 mod tools;
+
+pub use tasks::task_prefix;
 
 use crate::config::{DeadStream, EventStoreMode, NoStoreResume, Retention, ServerPolicy, ToolSpec};
 use crate::http::SseEvent;
@@ -92,6 +95,8 @@ pub struct Server {
     crashed: bool,
     /// Every pending timer by due instant (`timers.rs`).
     timers: Timers,
+    /// The Tasks extension's store and the tools that work for tasks (`tasks.rs`).
+    tasks: tasks::ServerTaskState,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -101,6 +106,7 @@ enum Timer {
     Keepalive(ConnId),
     Idle(SessionId),
     Close(ConnId),
+    TaskSweep,
 }
 
 /// The implicit context a server without sessions serves every request in. It is the name a
@@ -147,7 +153,9 @@ impl Server {
             outputs: VecDeque::new(),
             crashed: false,
             timers: Timers::default(),
+            tasks: tasks::ServerTaskState::default(),
         };
+        server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });
         if !server.policy.sessions {
             let context = server.new_session(&NO_SESSION);
@@ -215,6 +223,7 @@ impl Server {
                 Timer::Keepalive(conn) => self.send_keepalive(at, conn),
                 Timer::Idle(session) => self.end_session(now, &session, SessionEndReason::IdleExpired),
                 Timer::Close(conn) => self.server_close(now, conn),
+                Timer::TaskSweep => self.sweep_tasks(now),
             }
         }
     }
@@ -252,6 +261,7 @@ impl Server {
         }
         self.store = new_store(&self.policy);
         self.timers = Timers::default();
+        self.crash_tasks();
         self.crashed = true;
     }
 
@@ -290,6 +300,15 @@ impl Server {
         if !self.policy.sessions {
             return self.handle_sessionless_post(now, conn, body);
         }
+        if let ClientMessage::Task { id, op, task } = &body {
+            // Tasks belong to the server, not to a session; a poll in a live session still
+            // counts as its activity.
+            self.task_request(now, conn, *id, *op, task);
+            if let Some(session) = request.session.filter(|s| self.sessions.contains_key(s)) {
+                self.touch_idle(now, &session, true);
+            }
+            return;
+        }
         if let (ClientMessage::Initialize { id, client }, None) = (&body, &request.session) {
             return self.initialize(now, conn, *id, client);
         }
@@ -305,6 +324,7 @@ impl Server {
                 self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
                 self.cancel_request(now, &session, request);
             }
+            ClientMessage::Task { .. } => {}
         }
         self.touch_idle(now, &session, true);
     }
@@ -323,6 +343,7 @@ impl Server {
                 self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
                 self.cancel_request(now, &NO_SESSION, request);
             }
+            ClientMessage::Task { id, op, task } => self.task_request(now, conn, id, op, &task),
         }
     }
 

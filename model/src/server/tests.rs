@@ -91,7 +91,7 @@ fn init(s: &mut Server, now: Instant) -> SessionId {
 }
 
 fn call_request(session: &SessionId, request: u64, tool: &str, key: u32) -> Request {
-    let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None };
+    let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None, tasks: false };
     Request::post(Some(session.clone()), ClientMessage::CallTool { id: RequestId(request), call })
 }
 
@@ -782,7 +782,7 @@ fn honoured_idempotency_keys_run_a_side_effect_once_across_sessions() {
     let mut s = server(p);
     let (a, b) = (init(&mut s, at(0)), init(&mut s, at(0)));
     let keyed = |session: &SessionId| {
-        let call = ToolCall { tool: "quick".into(), key: CallKey(7), idempotency_key: Some("k7".into()) };
+        let call = ToolCall { tool: "quick".into(), key: CallKey(7), idempotency_key: Some("k7".into()), tasks: false };
         Request::post(Some(session.clone()), ClientMessage::CallTool { id: RequestId(2), call })
     };
     s.handle_request(at(0), POST, keyed(&a));
@@ -862,7 +862,7 @@ fn the_same_inputs_and_seed_give_the_same_outputs() {
 // -----------------------------------------------------------------------------------------
 
 fn sessionless_call(request: u64, tool: &str, key: u32) -> Request {
-    let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None };
+    let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None, tasks: false };
     Request::post(None, ClientMessage::CallTool { id: RequestId(request), call })
 }
 

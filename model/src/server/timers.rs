@@ -60,9 +60,12 @@ impl Server {
         self.timers.set(Timer::Idle(session.clone()), due);
     }
 
-    /// The earliest timer due at or before `now`, checked against the scan in debug builds.
+    /// The earliest timer due at or before `now`, checked against the scan in debug builds. The
+    /// Tasks store's sweep is asked of the store each time rather than filed: a shared store
+    /// (`server.tasks.store = "shared"`) changes its deadline under every replica.
     pub(super) fn next_timer(&self, now: Instant) -> Option<(Instant, Timer)> {
-        let first = self.timers.first().cloned();
+        let sweep = self.task_deadline().map(|at| (at, Timer::TaskSweep));
+        let first = self.timers.first().cloned().into_iter().chain(sweep).min();
         debug_assert_eq!(
             first,
             self.scan().min(),
@@ -81,6 +84,7 @@ impl Server {
             Some((deadline, Timer::Idle(id.clone())))
         });
         let closes = self.conns.iter().filter_map(|(conn, open)| open.close_at.map(|at| (at, Timer::Close(*conn))));
-        tools.chain(keepalives).chain(idle).chain(closes)
+        let tasks = self.task_deadline().map(|at| (at, Timer::TaskSweep));
+        tools.chain(keepalives).chain(idle).chain(closes).chain(tasks)
     }
 }

@@ -64,6 +64,9 @@ impl Server {
             let message = format!("unknown tool {}", call.tool);
             return self.respond_json(conn, head, ServerMessage::Error { request: Some(request), message, code: None });
         };
+        if self.makes_task(&call, &spec) {
+            return self.call_as_task(now, conn, session, request, call, &spec);
+        }
         let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
         if self.policy.response_mode == ResponseMode::Json {
             // The answer waits for the result; nothing is written before it.
@@ -147,7 +150,13 @@ impl Server {
     }
 
     /// Executes a side effect, unless an honoured idempotency key says it already ran.
-    fn side_effect(&mut self, session: &SessionId, request: RequestId, call: CallKey, effect: PendingEffect) {
+    pub(super) fn side_effect(
+        &mut self,
+        session: &SessionId,
+        request: RequestId,
+        call: CallKey,
+        effect: PendingEffect,
+    ) {
         let key = effect.idempotency_key;
         let repeated =
             self.policy.honour_idempotency_keys && key.as_ref().is_some_and(|k| self.executed_keys.contains(k));
@@ -196,10 +205,21 @@ impl Server {
     }
 
     pub(super) fn complete_tool(&mut self, now: Instant, id: u64) {
+        if self.task_already_ended(id) {
+            // Its task was aborted at its TTL by another replica's call into a shared store.
+            return self.end_tool(now, id, ToolEnd::Cancelled);
+        }
         let Some(mut tool) = self.running.remove(&id) else { return };
         self.refresh_tool(id);
         if let Some(effect) = tool.pending_effect.take() {
             self.side_effect(&tool.session, tool.request, tool.call, effect);
+        }
+        if self.is_task_tool(id) {
+            // The result goes into the task's record, not onto a stream (`tasks.rs`).
+            let (session, request, call) = (tool.session.clone(), tool.request, tool.call);
+            self.record(StepKind::ToolEnded { session: session.clone(), request, call, end: ToolEnd::Completed });
+            self.task_work_ended(now, id, crate::tasks::TaskStatus::Completed);
+            return self.finish_stream(now, &session, tool.stream);
         }
         if !tool.orphaned {
             let result = ServerMessage::ToolResult { request: tool.request, call: tool.call };
@@ -266,6 +286,7 @@ impl Server {
         let Some(tool) = self.running.remove(&id) else { return };
         self.refresh_tool(id);
         self.record(StepKind::ToolEnded { session: tool.session.clone(), request: tool.request, call: tool.call, end });
+        self.task_work_ended(now, id, crate::tasks::TaskStatus::Cancelled);
         self.finish_stream(now, &tool.session, tool.stream);
     }
 }

@@ -14,6 +14,11 @@ pub const SCENARIO_NAMES: &[&str] = &[
     "resume-after-completion",
 ];
 
+/// The Tasks extension's families (issue 21), built in but kept out of [`SCENARIO_NAMES`], which
+/// the compatibility matrix runs in full: the SDK profiles make no task until a family opts the
+/// tools in, so these would add columns of legacy verdicts.
+pub const TASK_SCENARIO_NAMES: &[&str] = &["task-long-tool", "task-ttl-expiry", "lost-task-reply", "tasks-no-routing"];
+
 macro_rules! builtin {
     ($name:literal) => {
         ($name, include_str!(concat!("../../scenarios/", $name, ".toml")))
@@ -21,7 +26,7 @@ macro_rules! builtin {
 }
 
 /// The built-in family files (`sim/scenarios/NAME.toml`), embedded at build time, in
-/// [`SCENARIO_NAMES`] order.
+/// [`SCENARIO_NAMES`] order, then [`TASK_SCENARIO_NAMES`].
 const FILES: &[(&str, &str)] = &[
     builtin!("long-tool"),
     builtin!("chatty-tool"),
@@ -31,6 +36,10 @@ const FILES: &[(&str, &str)] = &[
     builtin!("delete-during-tool"),
     builtin!("two-sessions-same-request-id"),
     builtin!("resume-after-completion"),
+    builtin!("task-long-tool"),
+    builtin!("task-ttl-expiry"),
+    builtin!("lost-task-reply"),
+    builtin!("tasks-no-routing"),
 ];
 
 /// The text of a built-in family file.

@@ -25,7 +25,7 @@ pub(crate) mod profile_files;
 pub(crate) mod script;
 pub mod settings;
 
-pub use families::SCENARIO_NAMES;
+pub use families::{SCENARIO_NAMES, TASK_SCENARIO_NAMES};
 pub use family_files::describe;
 pub use settings::{fault_setting, parse_override, setting, Setting, SETTINGS};
 

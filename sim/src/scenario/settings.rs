@@ -848,6 +848,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("client.tasks.poll_every", Rule::OptSpan { min: MS, none_means: "(always set)" }),
     ("client.tasks.persist_ids", Rule::Free),
     ("client.tasks.sends_mcp_name", Rule::Free),
+    ("client.tasks.not_found", Rule::Free),
     ("server.name", Rule::Free),
     ("server.event_ids", Rule::Free),
     ("server.store", Rule::Free),

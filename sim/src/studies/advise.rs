@@ -906,7 +906,9 @@ pub struct TaskTtl {
 /// server's expiry rule and poll interval, the client's poll policy, and `max_outage` (none: no
 /// outage, only the poll interval).
 pub fn task_ttl(scenario: &Scenario, max_outage: Option<Duration>) -> TaskTtl {
-    let duration = scenario.tools.iter().map(|t| t.duration).max().unwrap_or_default();
+    // The longest run a draw can give: each run stretches a tool by up to `tool_jitter`.
+    let nominal = scenario.tools.iter().map(|t| t.duration).max().unwrap_or_default();
+    let duration = nominal.mul_f64(1.0 + scenario.tool_jitter.max(0.0));
     let tasks = &scenario.server.tasks;
     let poll_interval = scenario.client.tasks.poll_interval(tasks.poll_interval);
     let max_outage = max_outage.unwrap_or_default();
@@ -918,8 +920,8 @@ pub fn task_ttl(scenario: &Scenario, max_outage: Option<Duration>) -> TaskTtl {
 /// TTL is enough.
 pub fn render_task_ttl(t: &TaskTtl) -> String {
     let mut out = format!(
-        "task TTL for a {} tool, polled every {}, surviving a {} outage (expiry: {:?} at the TTL, result kept {} × ttl \
-         after the end, swept {:?})\n",
+        "task TTL for a tool running up to {} (its longest jittered run), polled every {}, surviving a {} outage \
+         (expiry: {:?} at the TTL, result kept {} × ttl after the end, swept {:?})\n",
         format_duration(t.duration),
         format_duration(t.poll_interval),
         format_duration(t.max_outage),
@@ -953,10 +955,11 @@ mod tests {
     fn task_ttl_reads_the_longest_tool_the_servers_rule_and_the_clients_poll() {
         let mut s = Scenario::build("long-tool", "rmcp", "rmcp").unwrap();
         let t = task_ttl(&s, Some(Duration::from_secs(120)));
-        assert_eq!((t.duration, t.poll_interval), (Duration::from_secs(300), Duration::from_secs(1)));
-        // rmcp's default 5-minute TTL is the payment's duration: a task still working at it is aborted.
-        assert_eq!(t.advice.ttl, Duration::from_millis(300_001));
-        assert!(render_task_ttl(&t).contains("is too short: set server.tasks.ttl=300001ms"), "{}", render_task_ttl(&t));
+        // The 5-minute payment runs up to 5m30s under the family's 10% jitter.
+        assert_eq!((t.duration, t.poll_interval), (Duration::from_secs(330), Duration::from_secs(1)));
+        // rmcp's default 5-minute TTL is shorter than the payment: a task still working at it is aborted.
+        assert_eq!(t.advice.ttl, Duration::from_millis(330_001));
+        assert!(render_task_ttl(&t).contains("is too short: set server.tasks.ttl=330001ms"), "{}", render_task_ttl(&t));
         // A client polling every 10 min on its own: the late poll decides.
         s.apply_overrides(&[
             ("client.tasks.honour_poll_interval".into(), "false".into()),

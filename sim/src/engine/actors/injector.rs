@@ -171,7 +171,9 @@ fn restart_server(world: &Arc<World>) {
 /// client 0 only: the other clients of a multi-client scenario stand by as bystanders whose
 /// sessions a restart of their neighbour must not disturb (`fault.restart=clientN@T` names one).
 fn restart_client(world: &Arc<World>, index: u32) {
-    *lock(&world.client_slot(index).core) = None;
+    if let Some(core) = lock(&world.client_slot(index).core).take() {
+        super::client::record_lost_task_ids(world, &core);
+    }
     bounce(&client_node(index));
 }
 

@@ -22,6 +22,7 @@ use mcpsim_model::config::UpstreamRetry;
 use mcpsim_model::http::{Frame, Method, Request, ResponseHead, Status};
 use mcpsim_model::ids::ConnId;
 use mcpsim_model::lb::{Backend, FrameKind, Frames, LbOutput, LoadBalancer, Route};
+use mcpsim_model::tasks::{task_holder, TaskRouting};
 use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -203,6 +204,13 @@ struct Orders {
     delivered: mpsc::UnboundedReceiver<Vec<u8>>,
 }
 
+/// Whether the balancer routes `tasks/*` by `Mcp-Name` (`server.tasks.routing = mcp-name`, with
+/// tasks made and several replicas).
+fn routes_tasks_by_name(world: &World) -> bool {
+    let tasks = &world.scenario.server.tasks;
+    tasks.routing == TaskRouting::McpName && tasks.create_for_tools_over.is_some() && world.scenario.lb.replicas > 1
+}
+
 /// Proxies one client connection until either side closes it (or the client side is cut): one
 /// exchange, or with keep-alive (`client.http.keep_alive`, `lb.upstream_keep_alive`) one after
 /// another, each read whole before it is routed.
@@ -211,16 +219,21 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key
     // Session routing reads the request before it picks the replica; so does keep-alive, whose
     // later requests come on an idle connection.
     let by_session = world.with_lb(|core| core.lb.routes_by_session()).unwrap_or(false);
+    // Routing `tasks/*` by `Mcp-Name` reads the request too.
+    let by_task_name = routes_tasks_by_name(&world);
+    let mut mcp_name: Option<String> = None;
     let client_keeps = world.scenario.client.http.keep_alive;
     let keep_alive = client_keeps || world.scenario.lb.upstream_keep_alive;
     let mut request = Vec::new();
     let mut session = None;
     for exchange in 0u64.. {
-        if by_session || keep_alive {
+        if by_session || keep_alive || by_task_name {
             match from_client.next(&mut client).await {
                 Ok(Some(bytes)) => {
                     request = bytes.to_vec();
-                    session = net::decode::<Request>(bytes).ok().and_then(|r| r.session);
+                    let decoded = net::decode::<Request>(bytes).ok();
+                    mcp_name = decoded.as_ref().and_then(|r| r.mcp_name.clone()).filter(|_| by_task_name);
+                    session = decoded.and_then(|r| r.session);
                 }
                 Ok(None) | Err(_) => return close(&world, conn),
             }
@@ -229,7 +242,11 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key
             }
         }
         let route = world.with_lb(|core| {
-            let route = core.lb.route(conn, session.as_ref(), client_key);
+            let holder = mcp_name.as_deref().and_then(task_holder).map(Backend);
+            let route = match holder {
+                Some(holder) => core.lb.route_to_holder(conn, holder, session.as_ref(), client_key),
+                None => core.lb.route(conn, session.as_ref(), client_key),
+            };
             if let (Route::To(b), Some(pump)) = (route, core.pumps.get_mut(&conn)) {
                 pump.backend = Some(b);
             }

@@ -126,6 +126,15 @@ pub(crate) struct World {
     /// One permit per listener bound (load balancer, each replica), so the clients start only
     /// once they can connect.
     pub listening: Semaphore,
+    /// The fleet's one task store under `server.tasks.store = shared` (every replica's process
+    /// reads it; a restart keeps it). `None` otherwise: each process has its own.
+    pub task_store: Option<Arc<Mutex<mcpsim_model::tasks::TaskStore>>>,
+}
+
+/// The shared task store a fleet with `server.tasks.store = shared` reads (ids `shared-t<n>`).
+fn shared_task_store(tasks: &mcpsim_model::tasks::ServerTasks) -> Option<Arc<Mutex<mcpsim_model::tasks::TaskStore>>> {
+    let shared = tasks.create_for_tools_over.is_some() && tasks.store == mcpsim_model::tasks::TaskStoreScope::Shared;
+    shared.then(|| Arc::new(Mutex::new(mcpsim_model::tasks::TaskStore::new(tasks.expiry, "shared"))))
 }
 
 impl World {
@@ -136,6 +145,7 @@ impl World {
             ReplicaStore::Local => scenario.lb.replicas.max(1),
             ReplicaStore::Shared => 1,
         };
+        let scenario_tasks = scenario.server.tasks.clone();
         World {
             scenario,
             seed,
@@ -146,6 +156,7 @@ impl World {
             servers: (0..stores).map(|_| Mutex::new(None)).collect(),
             server_starts: (0..stores).map(|_| AtomicU32::new(0)).collect(),
             listening: Semaphore::new(0),
+            task_store: shared_task_store(&scenario_tasks),
         }
     }
 

@@ -144,7 +144,8 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
     tracing::debug!(epoch, store, "server process starts");
     let id_seed = derive_seed(world.seed, SeedPurpose::ServerIds, u64::from(epoch));
     let core = ServerCore {
-        server: Server::new(world.scenario.server.clone(), world.tools.clone(), epoch, id_seed),
+        server: Server::new(world.scenario.server.clone(), world.tools.clone(), epoch, id_seed)
+            .with_task_store(store as u32, world.task_store.clone()),
         epoch,
         conns: BTreeMap::new(),
         via: BTreeMap::new(),

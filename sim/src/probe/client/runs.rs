@@ -600,6 +600,7 @@ fn to_model(
                         tool: tool.clone().unwrap_or_default(),
                         key: CallKey(if tool.as_deref() == Some("probe_work") { 1 } else { 0 }),
                         idempotency_key: None,
+                        tasks: false,
                     },
                 },
                 _ => return None,

@@ -452,7 +452,10 @@ impl<'a> Script<'a> {
         *n += 1;
         let request = Request::post(
             Some(session.clone()),
-            ClientMessage::CallTool { id: RequestId(id), call: ToolCall { tool, key: call, idempotency_key: None } },
+            ClientMessage::CallTool {
+                id: RequestId(id),
+                call: ToolCall { tool, key: call, idempotency_key: None, tasks: false },
+            },
         );
         let body = match &self.ctx.user_tool {
             Some(t) => tool_call(id, &t.name, t.args.clone()),

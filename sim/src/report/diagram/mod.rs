@@ -620,6 +620,8 @@ fn message_kind(message: &ServerMessage) -> &'static str {
         ServerMessage::Notification { .. } => "notification",
         ServerMessage::ToolResult { .. } => "result",
         ServerMessage::Error { .. } => "error",
+        ServerMessage::TaskCreated { .. } => "task created",
+        ServerMessage::TaskState { .. } => "task status",
     }
 }
 

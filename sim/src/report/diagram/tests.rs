@@ -92,7 +92,7 @@ impl TraceBuilder {
     }
 
     fn call_tool(&mut self, t: u64, conn: u64, request: u64, session: &str, tool: &str) -> &mut Self {
-        let call = ToolCall { tool: tool.into(), key: CallKey(0), idempotency_key: None };
+        let call = ToolCall { tool: tool.into(), key: CallKey(0), idempotency_key: None, tasks: false };
         let body = ClientMessage::CallTool { id: RequestId(request), call };
         self.send(t, conn, Request::post(Some(sid(session)), body))
     }

@@ -8,7 +8,7 @@ fn step(i: u64, t_ms: u64, actor: Actor, kind: StepKind) -> Step {
 }
 
 fn call_tool(request: u64, session: &str) -> StepKind {
-    let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None };
+    let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: false };
     let body = ClientMessage::CallTool { id: RequestId(request), call };
     StepKind::Send { conn: ConnId(request), request: Request::post(Some(SessionId::from(session)), body) }
 }

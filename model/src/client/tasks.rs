@@ -1,0 +1,348 @@
+//! The Tasks extension on the client (`crate::tasks`, `client.tasks`): a call answered with a
+//! `CreateTaskResult` leaves its POST and is polled with `tasks/get` (carrying `Mcp-Name` when the
+//! policy says so) at the server's poll interval or the client's own, until a terminal status
+//! hands the application its outcome. A `-32602` is handled as `client.tasks.not_found` says: an
+//! error to the application, as rmcp 3.11.0's `get_task` returns it (service/client.rs:1531-1540;
+//! the polling loop is the application's, :2272-2274), or the task reported lost. Task ids go
+//! into durable state when `client.tasks.persist_ids` holds, so a restarted client polls on.
+
+use super::{Client, Purpose};
+use crate::http::{ClientMessage, ConnEnd, Request, ServerMessage};
+use crate::ids::{CallKey, ConnId};
+use crate::tasks::{TaskId, TaskNotFound, TaskOp, TASK_NOT_FOUND};
+use crate::time::Instant;
+use crate::trace::StepKind;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A task the client polls for one of its calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Polled {
+    task: TaskId,
+    interval: Duration,
+    /// The next `tasks/get`; `None` while one is in flight.
+    poll_at: Option<Instant>,
+    /// The `tasks/get` in flight.
+    conn: Option<ConnId>,
+    /// Polls in a row that got no answer (a broken or refused connection).
+    failures: u32,
+}
+
+/// A task id in durable state (`client.tasks.persist_ids`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DurableTask {
+    /// The call it answers.
+    pub call: CallKey,
+    /// The task.
+    pub task: TaskId,
+    /// The interval polled at, in milliseconds.
+    pub interval_ms: u64,
+}
+
+const ERR_TASK_POLLS: &str = "task polls exhausted: no answer to tasks/get";
+
+impl Client {
+    /// A `CreateTaskResult` for `call` arrived on `via`: the call leaves its POST (the request is
+    /// answered; its time-out no longer applies) and is polled from now on.
+    pub(super) fn task_created(&mut self, now: Instant, via: ConnId, call: CallKey, message: &ServerMessage) {
+        let ServerMessage::TaskCreated { task, poll_ms, .. } = message else { return };
+        if !self.calls.contains_key(&call) {
+            return;
+        }
+        self.record(StepKind::TaskIdReceived { task: task.clone(), call });
+        if let Some(c) = self.calls.get_mut(&call) {
+            c.deadline = None;
+            if c.stream.conn == Some(via) {
+                c.stream.conn = None;
+            }
+        }
+        self.conns.remove(&via);
+        let interval = self.policy.tasks.poll_interval(Duration::from_millis(*poll_ms));
+        let polled = Polled { task: task.clone(), interval, poll_at: Some(now + interval), conn: None, failures: 0 };
+        self.tasks.insert(call, polled);
+    }
+
+    /// Whether `call` is answered by a task the client polls.
+    pub(super) fn polls_task(&self, call: CallKey) -> bool {
+        self.tasks.contains_key(&call)
+    }
+
+    /// The next poll due.
+    pub(super) fn next_task_poll(&self) -> Option<Instant> {
+        self.tasks.values().filter_map(|p| p.poll_at).min()
+    }
+
+    /// Sends every `tasks/get` due at `now`.
+    pub(super) fn poll_tasks(&mut self, now: Instant) {
+        let due: Vec<CallKey> =
+            self.tasks.iter().filter(|(_, p)| p.poll_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
+        for call in due {
+            let Some(p) = self.tasks.get(&call) else { continue };
+            let task = p.task.clone();
+            let id = self.take_request_id();
+            let name = self.policy.tasks.sends_mcp_name.then(|| task.0.clone());
+            let mut request = Request::post(self.session.clone(), ClientMessage::Task { id, op: TaskOp::Get, task });
+            request.mcp_name = name;
+            let conn = self.open(Purpose::TaskPoll(call), request, false);
+            if let Some(p) = self.tasks.get_mut(&call) {
+                p.poll_at = None;
+                p.conn = Some(conn);
+            }
+        }
+    }
+
+    /// The answer to a `tasks/get` for `call`.
+    pub(super) fn task_answer(&mut self, now: Instant, conn: ConnId, call: CallKey, message: ServerMessage) {
+        self.conns.remove(&conn);
+        let Some(p) = self.tasks.get_mut(&call) else { return };
+        p.conn = None;
+        p.failures = 0;
+        let task = p.task.clone();
+        match message {
+            ServerMessage::TaskState { status, .. } if status.terminal() => {
+                self.tasks.remove(&call);
+                self.record(StepKind::AppTaskOutcome { task, call, status });
+                self.resolve(call, None);
+            }
+            ServerMessage::TaskState { .. } => p.poll_at = Some(now + p.interval),
+            ServerMessage::Error { code: Some(TASK_NOT_FOUND), message, .. } => {
+                self.tasks.remove(&call);
+                match self.policy.tasks.not_found {
+                    TaskNotFound::Error => self.record(StepKind::AppError { call, error: message }),
+                    TaskNotFound::Lost => self.record(StepKind::AppTaskLost { task: task.clone(), call }),
+                }
+                self.record(StepKind::TaskIdForgotten { task });
+                self.resolve(call, None);
+            }
+            ServerMessage::Error { message, .. } => {
+                self.tasks.remove(&call);
+                self.record(StepKind::AppError { call, error: message });
+                self.record(StepKind::TaskIdForgotten { task });
+                self.resolve(call, None);
+            }
+            _ => p.poll_at = Some(now + p.interval),
+        }
+    }
+
+    /// A `tasks/get` connection ended; without an answer the poll is tried again at the next
+    /// interval, up to the reconnect attempts in a row (then the task is reported lost).
+    pub(super) fn task_poll_ended(&mut self, now: Instant, call: CallKey, end: ConnEnd) {
+        let max = self.policy.reconnect.max_attempts;
+        let Some(p) = self.tasks.get_mut(&call) else { return };
+        p.conn = None;
+        let _ = end;
+        p.failures += 1;
+        if max.is_some_and(|m| p.failures >= m) {
+            let task = p.task.clone();
+            self.tasks.remove(&call);
+            self.record(StepKind::AppTaskLost { task: task.clone(), call });
+            self.record(StepKind::AppError { call, error: ERR_TASK_POLLS.to_string() });
+            self.record(StepKind::TaskIdForgotten { task });
+            return self.resolve(call, None);
+        }
+        p.poll_at = Some(now + p.interval);
+    }
+
+    /// The call resolved some other way (the application deleted the session, …) while its task
+    /// was polled: the id is forgotten.
+    pub(super) fn forget_task(&mut self, call: CallKey) {
+        if let Some(p) = self.tasks.remove(&call) {
+            if let Some(conn) = p.conn {
+                self.abort(conn);
+            }
+            self.record(StepKind::TaskIdForgotten { task: p.task });
+        }
+    }
+
+    /// The task ids a crash of this process loses: all of them, unless the client persists them
+    /// (`client.tasks.persist_ids` under durable persistence). The actor records each as
+    /// `task-id-forgotten`.
+    pub fn task_ids_lost_in_crash(&self) -> Vec<TaskId> {
+        if self.persists_task_ids() {
+            return Vec::new();
+        }
+        self.tasks.values().map(|p| p.task.clone()).collect()
+    }
+
+    fn persists_task_ids(&self) -> bool {
+        self.policy.tasks.persist_ids && self.policy.persistence == crate::config::Persistence::Durable
+    }
+
+    /// The task ids to write into durable state.
+    pub(super) fn durable_tasks(&self) -> Vec<DurableTask> {
+        if !self.persists_task_ids() {
+            return Vec::new();
+        }
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.tasks
+            .iter()
+            .map(|(call, p)| DurableTask { call: *call, task: p.task.clone(), interval_ms: ms(p.interval) })
+            .collect()
+    }
+
+    /// A restarted client takes its task ids over and polls at once.
+    pub(super) fn load_tasks(&mut self, tasks: &[DurableTask]) {
+        for t in tasks {
+            if !self.calls.contains_key(&t.call) {
+                continue;
+            }
+            let interval = Duration::from_millis(t.interval_ms);
+            let polled = Polled { task: t.task.clone(), interval, poll_at: Some(Instant(0)), conn: None, failures: 0 };
+            self.tasks.insert(t.call, polled);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Client, ClientOutput, DurableState};
+    use crate::config::{ClientPolicy, Persistence};
+    use crate::http::{Body, ClientMessage, ConnEnd, Frame, Request, ResponseHead, ServerMessage, Status};
+    use crate::ids::{CallKey, ConnId, RequestId};
+    use crate::profiles;
+    use crate::tasks::{TaskId, TaskNotFound, TaskOp, TaskStatus, TASK_NOT_FOUND};
+    use crate::time::Instant;
+    use crate::trace::StepKind;
+    use std::time::Duration;
+
+    fn policy() -> ClientPolicy {
+        let mut p: ClientPolicy = profiles::client("stateless-2026").expect("a listed profile");
+        p.tasks.declares = true;
+        p.open_standalone_stream = false;
+        p
+    }
+
+    fn drain(c: &mut Client) -> Vec<ClientOutput> {
+        std::iter::from_fn(|| c.poll_output()).collect()
+    }
+
+    fn sent(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {
+        out.iter()
+            .filter_map(|o| match o {
+                ClientOutput::Open { conn, request } => Some((*conn, request.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn records(out: &[ClientOutput]) -> Vec<StepKind> {
+        out.iter()
+            .filter_map(|o| match o {
+                ClientOutput::Record(k) => Some(k.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn json(c: &mut Client, now: Instant, conn: ConnId, message: ServerMessage) -> Vec<ClientOutput> {
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        c.handle_frame(now, conn, Frame::Head(head));
+        c.handle_frame(now, conn, Frame::Json(message));
+        c.handle_frame(now, conn, Frame::End);
+        c.handle_conn_end(now, conn, ConnEnd::Clean);
+        drain(c)
+    }
+
+    fn task() -> TaskId {
+        TaskId("r0.0-t0".into())
+    }
+
+    /// A client whose call was answered with task `r0.0-t0` at 1 s (poll interval 2 s).
+    fn created(p: ClientPolicy) -> Client {
+        let mut c = Client::new(p, "app", None, 1);
+        c.start(Instant::ZERO);
+        c.call_tool(Instant::ZERO, CallKey(0), "pay", false);
+        let out = drain(&mut c);
+        let (conn, request) = sent(&out).pop().expect("the call went out");
+        let Some(ClientMessage::CallTool { id, call }) = request.body else { panic!("{request:?}") };
+        assert!(call.tasks, "the call declares the extension");
+        let message =
+            ServerMessage::TaskCreated { request: id, call: CallKey(0), task: task(), ttl_ms: None, poll_ms: 2000 };
+        let out = json(&mut c, Instant(1_000_000), conn, message);
+        assert!(records(&out).contains(&StepKind::TaskIdReceived { task: task(), call: CallKey(0) }), "{out:?}");
+        c
+    }
+
+    fn poll(c: &mut Client) -> (Instant, ConnId, RequestId, Request) {
+        let due = c.poll_timeout().expect("a poll is due");
+        c.handle_timeout(due);
+        let (conn, request) = sent(&drain(c)).pop().expect("a poll went out");
+        let Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) = request.body.clone() else { panic!("{request:?}") };
+        (due, conn, id, request)
+    }
+
+    #[test]
+    fn the_client_polls_at_the_servers_interval_with_mcp_name_until_the_outcome() {
+        let mut c = created(policy());
+        let (due, conn, id, request) = poll(&mut c);
+        assert_eq!(due, Instant(3_000_000), "1 s + the server's 2 s poll interval");
+        assert_eq!(request.mcp_name.as_deref(), Some("r0.0-t0"));
+        json(&mut c, due, conn, ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Working });
+        let (due, conn, id, _) = poll(&mut c);
+        assert_eq!(due, Instant(5_000_000));
+        let out = json(
+            &mut c,
+            due,
+            conn,
+            ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Completed },
+        );
+        let r = records(&out);
+        assert!(r.contains(&StepKind::AppTaskOutcome {
+            task: task(),
+            call: CallKey(0),
+            status: TaskStatus::Completed
+        }));
+        assert!(c.unresolved_calls().is_empty() && c.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn task_not_found_is_an_error_as_rmcp_returns_it_or_a_lost_task() {
+        for (rule, lost) in [(TaskNotFound::Error, false), (TaskNotFound::Lost, true)] {
+            let mut p = policy();
+            p.tasks.not_found = rule;
+            let mut c = created(p);
+            let (due, conn, id, _) = poll(&mut c);
+            let message = ServerMessage::Error {
+                request: Some(id),
+                message: "Task not found".into(),
+                code: Some(TASK_NOT_FOUND),
+            };
+            let r = records(&json(&mut c, due, conn, message));
+            assert_eq!(r.iter().any(|k| matches!(k, StepKind::AppTaskLost { .. })), lost, "{r:?}");
+            assert_eq!(r.iter().any(|k| matches!(k, StepKind::AppError { .. })), !lost, "{r:?}");
+            assert!(r.contains(&StepKind::TaskIdForgotten { task: task() }), "{r:?}");
+            assert!(c.unresolved_calls().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_broken_poll_is_tried_again_at_the_next_interval() {
+        let mut c = created(policy());
+        let (due, conn, _, _) = poll(&mut c);
+        c.handle_conn_end(due, conn, ConnEnd::Reset);
+        drain(&mut c);
+        assert_eq!(c.poll_timeout(), Some(due + Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn durable_task_ids_survive_a_restart_and_are_polled_without_a_second_call() {
+        let mut p = policy();
+        p.persistence = Persistence::Durable;
+        p.tasks.persist_ids = true;
+        let c = created(p.clone());
+        assert!(c.task_ids_lost_in_crash().is_empty());
+        let state: DurableState = c.durable_state();
+        assert_eq!(state.tasks.len(), 1);
+        let mut restarted = Client::new(p.clone(), "app", Some(state), 2);
+        restarted.start(Instant(10_000_000));
+        let out = drain(&mut restarted);
+        assert!(sent(&out).is_empty(), "the call is not sent again: {out:?}");
+        let (_, _, _, request) = poll(&mut restarted);
+        assert!(matches!(request.body, Some(ClientMessage::Task { ref task, .. }) if task.0 == "r0.0-t0"));
+        // Without persisted ids the crash forgets it.
+        p.tasks.persist_ids = false;
+        let c = created(p);
+        assert_eq!(c.task_ids_lost_in_crash(), vec![task()]);
+        assert!(c.durable_state().tasks.is_empty());
+    }
+}

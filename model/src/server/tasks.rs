@@ -1,0 +1,380 @@
+//! The Tasks extension on the server (`crate::tasks`, ext-tasks `specification/draft/tasks.md`):
+//! a `tools/call` the profile makes a task (`server.tasks.create_for_tools_over`, and only for a
+//! client that declared the extension) is answered at once with a `CreateTaskResult`; the tool's
+//! work runs in the task, detached from the request's connection; `tasks/get`, `tasks/update` and
+//! `tasks/cancel` read the store; the result is inline in the terminal status.
+//!
+//! The store is this process's own (a restart loses it) or shared by every replica's process
+//! (`server.tasks.store`, handed in by the actor with [`Server::with_task_store`]). Its expiry
+//! rule runs on the calls into it or on its own timer ([`crate::tasks::Sweep`]); what it does by
+//! itself is recorded (`task-ended` failed for an abort, `task-record-removed`).
+
+use super::{Server, ServerOutput};
+use crate::config::ToolSpec;
+use crate::http::{Body, ResponseHead, ServerMessage, Status, ToolCall};
+use crate::ids::{ConnId, RequestId, SessionId};
+use crate::tasks::{Expired, TaskAnswer, TaskId, TaskOp, TaskStatus, TaskStore, TaskStoreScope, TASK_NOT_FOUND};
+use crate::time::{micros, Instant};
+use crate::trace::{StepKind, ToolEnd};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// JSON-RPC `Method not found`: `tasks/*` at a server without the extension.
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// A process's view of the tasks: the store it reads and the tools it runs for tasks.
+#[derive(Debug, Default)]
+pub(super) struct ServerTaskState {
+    /// `None`: the server makes no task (`create_for_tools_over` unset).
+    store: Option<Arc<Mutex<TaskStore>>>,
+    /// The replica this process serves (the ids it mints start with it, for `Mcp-Name` routing).
+    replica: u32,
+    /// Running tool → the task it works for.
+    by_tool: BTreeMap<u64, TaskId>,
+}
+
+/// The id prefix of a process's own store: its replica and incarnation, so that ids never repeat
+/// across restarts and a balancer can read the holder from the id ([`crate::tasks::task_holder`]).
+pub fn task_prefix(replica: u32, epoch: u32) -> String {
+    format!("r{replica}.{epoch}")
+}
+
+fn lock(store: &Arc<Mutex<TaskStore>>) -> std::sync::MutexGuard<'_, TaskStore> {
+    // The simulation is single-threaded and nothing panics while holding the lock.
+    store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ServerTaskState {
+    pub(super) fn new(policy: &crate::config::ServerPolicy, epoch: u32) -> Self {
+        let tasks = &policy.tasks;
+        let store = tasks
+            .create_for_tools_over
+            .map(|_| Arc::new(Mutex::new(TaskStore::new(tasks.expiry, &task_prefix(0, epoch)))));
+        ServerTaskState { store, replica: 0, by_tool: BTreeMap::new() }
+    }
+}
+
+impl Server {
+    /// Serves replica `replica` and, under `server.tasks.store = shared`, reads `shared`, the one
+    /// store of the fleet (the actor makes it once per run); otherwise a store of its own whose
+    /// ids name the replica. No effect on a server that makes no task.
+    pub fn with_task_store(mut self, replica: u32, shared: Option<Arc<Mutex<TaskStore>>>) -> Self {
+        let tasks = &self.policy.tasks;
+        if tasks.create_for_tools_over.is_none() {
+            return self;
+        }
+        self.tasks.replica = replica;
+        self.tasks.store = Some(match (tasks.store, shared) {
+            (TaskStoreScope::Shared, Some(store)) => store,
+            _ => Arc::new(Mutex::new(TaskStore::new(tasks.expiry, &task_prefix(replica, self.epoch)))),
+        });
+        self
+    }
+
+    /// Whether this call is answered with a task: the server makes tasks for the tool's duration
+    /// and the client declared the extension (a server MUST NOT answer a task otherwise).
+    pub(super) fn makes_task(&self, call: &ToolCall, spec: &ToolSpec) -> bool {
+        let over = self.policy.tasks.create_for_tools_over;
+        self.tasks.store.is_some() && call.tasks && over.is_some_and(|d| spec.duration >= d)
+    }
+
+    /// Answers the call with a `CreateTaskResult` (the record in place first, as the spec
+    /// requires) and runs the tool in the task: no stream carries it, no progress is written.
+    pub(super) fn call_as_task(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        session: &SessionId,
+        request: RequestId,
+        call: ToolCall,
+        spec: &ToolSpec,
+    ) {
+        let Some(store) = self.tasks.store.clone() else { return };
+        let Some(stream) = self.open_post_stream(session, request, call.key) else { return };
+        let (ttl, poll) = (self.policy.tasks.ttl, self.policy.tasks.poll_interval);
+        let (created, expired) = lock(&store).create(now.0, ttl, poll);
+        self.apply_expired(now, expired);
+        let task = created.task;
+        self.record(StepKind::TaskCreated {
+            task: task.clone(),
+            call: call.key,
+            replica: self.tasks.replica,
+            ttl_us: ttl.map(micros),
+        });
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        let message = ServerMessage::TaskCreated {
+            request,
+            call: call.key,
+            task: task.clone(),
+            ttl_ms: ttl.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            poll_ms: u64::try_from(poll.as_millis()).unwrap_or(u64::MAX),
+        };
+        self.respond_json(conn, head, message);
+        let quiet = ToolSpec { event_interval: None, ..spec.clone() };
+        self.start_tool(now, session, request, &call, &quiet, stream);
+        self.tasks.by_tool.insert(self.tools_started, task);
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: answered from the store, whatever the session
+    /// (tasks belong to the server, not to a session); `-32602` for a task it does not hold.
+    pub(super) fn task_request(&mut self, now: Instant, conn: ConnId, id: RequestId, op: TaskOp, task: &TaskId) {
+        let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+        let Some(store) = self.tasks.store.clone() else {
+            let message = ServerMessage::Error {
+                request: Some(id),
+                message: format!("method not found: {op}"),
+                code: Some(METHOD_NOT_FOUND),
+            };
+            return self.respond_json(conn, head, message);
+        };
+        let (answer, expired) = {
+            let mut store = lock(&store);
+            match op {
+                TaskOp::Get => store.get(now.0, task),
+                TaskOp::Update => store.update(now.0, task),
+                TaskOp::Cancel => store.cancel(now.0, task),
+            }
+        };
+        self.apply_expired(now, expired);
+        let message = match answer {
+            TaskAnswer::Status(status) => ServerMessage::TaskState { request: id, task: task.clone(), status },
+            TaskAnswer::NotFound => ServerMessage::Error {
+                request: Some(id),
+                message: format!("Task not found: {}", task.0),
+                code: Some(TASK_NOT_FOUND),
+            },
+        };
+        self.respond_json(conn, head, message);
+    }
+
+    /// The store's deadline for a timer-swept store (TypeScript's `setTimeout`).
+    pub(super) fn task_deadline(&self) -> Option<Instant> {
+        self.tasks.store.as_ref().and_then(|s| lock(s).next_deadline()).map(Instant)
+    }
+
+    /// The store's timer fired.
+    pub(super) fn sweep_tasks(&mut self, now: Instant) {
+        let Some(store) = self.tasks.store.clone() else { return };
+        let expired = lock(&store).sweep(now.0);
+        self.apply_expired(now, expired);
+    }
+
+    /// Records what the store did by itself, and aborts this process's work for a task the rule
+    /// failed (rmcp aborts the task's join handle, task_manager.rs:508-529).
+    fn apply_expired(&mut self, now: Instant, expired: Vec<Expired>) {
+        for e in expired {
+            match e {
+                Expired::Aborted(task) => {
+                    self.record(StepKind::TaskEnded { task: task.clone(), status: TaskStatus::Failed });
+                    let ids: Vec<u64> =
+                        self.tasks.by_tool.iter().filter(|(_, t)| **t == task).map(|(i, _)| *i).collect();
+                    for id in ids {
+                        self.tasks.by_tool.remove(&id);
+                        self.end_tool(now, id, ToolEnd::Cancelled);
+                    }
+                }
+                Expired::Removed { task, work_running } => {
+                    self.record(StepKind::TaskRecordRemoved { task, work_running })
+                }
+            }
+        }
+    }
+
+    /// Whether running tool `id` works for a task.
+    pub(super) fn is_task_tool(&self, id: u64) -> bool {
+        self.tasks.by_tool.contains_key(&id)
+    }
+
+    /// Whether the task of tool `id` was already ended by the store (a shared store's other
+    /// replica aborted it at its TTL): its work must not complete.
+    pub(super) fn task_already_ended(&self, id: u64) -> bool {
+        let (Some(task), Some(store)) = (self.tasks.by_tool.get(&id), self.tasks.store.as_ref()) else {
+            return false;
+        };
+        lock(store).record(task).is_some_and(|r| r.status.terminal())
+    }
+
+    /// Tool `id`'s work for its task ended with `status`: the result goes into the record (if the
+    /// record is still there to take it).
+    pub(super) fn task_work_ended(&mut self, now: Instant, id: u64, status: TaskStatus) {
+        let Some(task) = self.tasks.by_tool.remove(&id) else { return };
+        let Some(store) = self.tasks.store.clone() else { return };
+        let held = lock(&store).finish(now.0, &task, status);
+        if held {
+            self.record(StepKind::TaskEnded { task, status });
+        }
+    }
+
+    /// The process dies: a store of its own goes with it (every record removed; the work is lost
+    /// with the process, recorded as such by `crash`).
+    pub(super) fn crash_tasks(&mut self) {
+        self.tasks.by_tool.clear();
+        if self.policy.tasks.store == TaskStoreScope::Shared {
+            return;
+        }
+        let Some(store) = self.tasks.store.take() else { return };
+        let ids: Vec<TaskId> = lock(&store).ids();
+        for task in ids {
+            self.outputs.push_back(ServerOutput::Record(StepKind::TaskRecordRemoved { task, work_running: false }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerPolicy;
+    use crate::http::{ClientMessage, Frame, Request};
+    use crate::ids::CallKey;
+    use crate::profiles;
+    use crate::tasks::{ExpiryRule, Sweep, WorkingAtTtl};
+    use std::time::Duration;
+
+    const S: u64 = 1_000_000;
+
+    fn policy(ttl: u64, working_at_ttl: WorkingAtTtl, sweep: Sweep) -> ServerPolicy {
+        let mut p: ServerPolicy = profiles::server("stateless-2026").expect("a listed profile");
+        p.tasks.create_for_tools_over = Some(Duration::ZERO);
+        p.tasks.ttl = Some(Duration::from_secs(ttl));
+        p.tasks.expiry = ExpiryRule { working_at_ttl, terminal_kept_ttls: 1, sweep };
+        p
+    }
+
+    fn server(p: ServerPolicy) -> Server {
+        let pay = ToolSpec { name: "pay".into(), duration: Duration::from_secs(120), ..ToolSpec::default() };
+        let mut s = Server::new(p, vec![pay], 0, 7);
+        drain(&mut s);
+        s
+    }
+
+    fn drain(s: &mut Server) -> Vec<ServerOutput> {
+        std::iter::from_fn(|| s.poll_output()).collect()
+    }
+
+    fn run_until(s: &mut Server, t: u64) -> Vec<ServerOutput> {
+        let mut out = Vec::new();
+        while let Some(due) = s.poll_timeout().filter(|d| d.0 <= t) {
+            s.handle_timeout(due);
+            out.extend(drain(s));
+        }
+        out
+    }
+
+    fn call(s: &mut Server, now: u64, declares: bool) -> Vec<ServerOutput> {
+        let call = ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: declares };
+        s.handle_request(
+            Instant(now),
+            ConnId(1),
+            Request::post(None, ClientMessage::CallTool { id: RequestId(1), call }),
+        );
+        drain(s)
+    }
+
+    fn get(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {
+        let body = ClientMessage::Task { id: RequestId(9), op: TaskOp::Get, task: TaskId(task.into()) };
+        s.handle_request(Instant(now), ConnId(2), Request::post(None, body));
+        drain(s)
+    }
+
+    fn answer(out: &[ServerOutput]) -> Option<ServerMessage> {
+        out.iter().find_map(|o| match o {
+            ServerOutput::Send { frame: Frame::Json(m), .. } => Some(m.clone()),
+            _ => None,
+        })
+    }
+
+    fn records(out: &[ServerOutput]) -> Vec<StepKind> {
+        out.iter()
+            .filter_map(|o| match o {
+                ServerOutput::Record(k) => Some(k.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_declaring_call_is_answered_with_a_task_and_its_result_is_polled() {
+        let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        let out = call(&mut s, 0, true);
+        assert!(
+            matches!(answer(&out), Some(ServerMessage::TaskCreated { ref task, ttl_ms: Some(600_000), poll_ms: 1000, .. }) if task.0 == "r0.0-t0"),
+            "{out:?}"
+        );
+        assert!(records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })));
+        let working = answer(&get(&mut s, S, "r0.0-t0"));
+        assert!(matches!(working, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{working:?}");
+        let ended = run_until(&mut s, 121 * S);
+        assert!(records(&ended)
+            .contains(&StepKind::TaskEnded { task: TaskId("r0.0-t0".into()), status: TaskStatus::Completed }));
+        // The result went into the task, not onto a stream.
+        assert!(!records(&ended).iter().any(|k| matches!(k, StepKind::EventStored { .. })), "{ended:?}");
+        let done = answer(&get(&mut s, 122 * S, "r0.0-t0"));
+        assert!(matches!(done, Some(ServerMessage::TaskState { status: TaskStatus::Completed, .. })), "{done:?}");
+        let unknown = answer(&get(&mut s, 122 * S, "r0.0-t9"));
+        assert!(matches!(unknown, Some(ServerMessage::Error { code: Some(TASK_NOT_FOUND), .. })), "{unknown:?}");
+    }
+
+    #[test]
+    fn a_client_that_did_not_declare_the_extension_gets_no_task() {
+        let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        let out = call(&mut s, 0, false);
+        assert!(!records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })), "{out:?}");
+    }
+
+    #[test]
+    fn rmcp_aborts_the_work_at_the_first_call_after_the_ttl() {
+        let mut s = server(policy(60, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        call(&mut s, 0, true);
+        // Nothing happens by itself at 60 s: the sweep runs on calls only.
+        assert!(!records(&run_until(&mut s, 61 * S)).iter().any(|k| matches!(k, StepKind::TaskEnded { .. })));
+        let out = get(&mut s, 70 * S, "r0.0-t0");
+        let r = records(&out);
+        assert!(
+            r.contains(&StepKind::TaskEnded { task: TaskId("r0.0-t0".into()), status: TaskStatus::Failed }),
+            "{r:?}"
+        );
+        assert!(r.iter().any(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Cancelled, .. })), "{r:?}");
+        assert!(matches!(answer(&out), Some(ServerMessage::TaskState { status: TaskStatus::Failed, .. })));
+        // The work is gone: nothing completes at 120 s.
+        assert!(!records(&run_until(&mut s, 200 * S)).iter().any(|k| matches!(k, StepKind::SideEffect { .. })));
+    }
+
+    #[test]
+    fn typescript_deletes_the_record_at_the_ttl_on_its_own_timer_and_the_work_runs_on() {
+        let mut s = server(policy(60, WorkingAtTtl::DeleteRecord, Sweep::Timer));
+        call(&mut s, 0, true);
+        let r = records(&run_until(&mut s, 61 * S));
+        assert!(
+            r.contains(&StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: true }),
+            "{r:?}"
+        );
+        let r = records(&run_until(&mut s, 121 * S));
+        assert!(r.iter().any(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Completed, .. })), "{r:?}");
+        assert!(!r.iter().any(|k| matches!(k, StepKind::TaskEnded { .. })), "no record takes the result: {r:?}");
+    }
+
+    #[test]
+    fn a_restart_loses_a_store_of_its_own_but_not_a_shared_one() {
+        let p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        let mut own = server(p.clone());
+        call(&mut own, 0, true);
+        own.crash(Instant(S));
+        let r = records(&drain(&mut own));
+        assert!(
+            r.contains(&StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false }),
+            "{r:?}"
+        );
+
+        let mut shared_policy = p;
+        shared_policy.tasks.store = TaskStoreScope::Shared;
+        let store = Arc::new(Mutex::new(TaskStore::new(shared_policy.tasks.expiry, "shared")));
+        let mut a = server(shared_policy.clone()).with_task_store(0, Some(store.clone()));
+        call(&mut a, 0, true);
+        a.crash(Instant(S));
+        assert!(!records(&drain(&mut a)).iter().any(|k| matches!(k, StepKind::TaskRecordRemoved { .. })));
+        // Another replica's process reads the same record.
+        let mut b = server(shared_policy).with_task_store(1, Some(store));
+        let seen = answer(&get(&mut b, 2 * S, "shared-t0"));
+        assert!(matches!(seen, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{seen:?}");
+    }
+}

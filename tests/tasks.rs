@@ -1,0 +1,162 @@
+//! The Tasks extension (SEP-2663) through the actors: the four task families break what they are
+//! about (their traces are in `traces/field/tasks/`, replayed by `tests/corpus.rs`), and the fixed
+//! setting — the TTL `advise --tasks` gives, `Mcp-Name` routing, a shared store, durable task
+//! ids — is clean.
+
+mod common;
+use common::{replay, run_ok, violated};
+
+use mcpsim::studies::advise::task_ttl;
+use mcpsim::Scenario;
+use mcpsim_model::time::format_duration;
+use mcpsim_model::trace::StepKind;
+
+fn scenario(client: &str, server: &str, name: &str, overrides: &[(&str, &str)]) -> Scenario {
+    let mut s = Scenario::build(name, client, server).expect("a known scenario and profiles");
+    let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    s.apply_overrides(&overrides).expect("valid overrides");
+    s
+}
+
+/// The fixed setting over `s`: the TTL `advise --tasks` gives for it (no outage), `Mcp-Name`
+/// routing, one store for the fleet, task ids kept on disk.
+fn fixed(mut s: Scenario) -> Scenario {
+    let ttl = format_duration(task_ttl(&s, None).advice.ttl);
+    let overrides: Vec<(String, String)> = [
+        ("server.tasks.ttl", ttl.as_str()),
+        ("server.tasks.routing", "mcp-name"),
+        ("server.tasks.store", "shared"),
+        ("client.tasks.persist_ids", "true"),
+        ("client.persistence", "durable"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    s.apply_overrides(&overrides).expect("valid overrides");
+    s
+}
+
+fn broken(s: &Scenario, seed: u64) -> std::collections::BTreeSet<&'static str> {
+    violated(&run_ok(s, seed))
+}
+
+const SEEDS: [u64; 3] = [0, 1, 2];
+
+#[test]
+fn the_long_payment_through_a_task_outlives_the_idle_cut_but_not_rmcps_default_ttl() {
+    // rmcp's TaskManager aborts the payment still working at createdAt + 5m (seed 0 draws a
+    // 5m0xs run): the application reads `failed` for a payment that ran.
+    let s = scenario("rmcp", "rmcp", "task-long-tool", &[]);
+    let out = run_ok(&s, 0);
+    let v = violated(&out);
+    assert!(v.contains("no-false-failure") && v.contains("no-work-killed"), "{v:?}\nreplay: {}", replay(&s, 0));
+    // Through tasks, no request is open long enough for the 60 s idle cut.
+    assert!(!out.trace.steps.iter().any(|st| matches!(st.kind, StepKind::LbIdleCut { .. })), "an idle cut happened");
+    for seed in SEEDS {
+        let fixed = fixed(s.clone());
+        assert!(broken(&fixed, seed).is_empty(), "{:?}\nreplay: {}", broken(&fixed, seed), replay(&fixed, seed));
+    }
+}
+
+#[test]
+fn typescripts_store_deletes_the_working_record_at_its_ttl_and_the_result_is_lost() {
+    let s = scenario("rmcp", "ts-sdk", "task-ttl-expiry", &[]);
+    let v = broken(&s, 0);
+    for expected in ["no-orphaned-task", "task-result-delivered", "no-false-failure"] {
+        assert!(v.contains(expected), "{expected} not in {v:?}\nreplay: {}", replay(&s, 0));
+    }
+    // A client that tells the application the task is lost settles task-result-delivered (and the
+    // false failure), not the orphaned work.
+    let told = scenario("rmcp", "ts-sdk", "task-ttl-expiry", &[("client.tasks.not_found", "lost")]);
+    let v = broken(&told, 0);
+    assert!(v.contains("no-orphaned-task") && !v.contains("task-result-delivered"), "{v:?}");
+    assert!(!v.contains("no-false-failure"), "{v:?}");
+    for seed in SEEDS {
+        let fixed = fixed(s.clone());
+        assert!(broken(&fixed, seed).is_empty(), "{:?}\nreplay: {}", broken(&fixed, seed), replay(&fixed, seed));
+    }
+}
+
+#[test]
+fn rmcp_fails_the_task_at_its_ttl_instead_of_losing_it() {
+    let s = scenario("rmcp", "rmcp", "task-ttl-expiry", &[]);
+    let v = broken(&s, 0);
+    assert!(v.contains("no-work-killed") && v.contains("no-false-failure"), "{v:?}");
+    assert!(!v.contains("no-orphaned-task") && !v.contains("task-result-delivered"), "{v:?}");
+}
+
+#[test]
+fn a_lost_create_task_result_leaves_the_first_task_running_for_nobody() {
+    let s = scenario("rmcp", "rmcp", "lost-task-reply", &[]);
+    let out = run_ok(&s, 0);
+    let v = violated(&out);
+    assert!(v.contains("no-orphaned-task") && v.contains("no-duplicate-execution"), "{v:?}");
+    let created = out.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::TaskCreated { .. })).count();
+    let received = out.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::TaskIdReceived { .. })).count();
+    assert_eq!((created, received), (2, 1), "two tasks, one id received");
+    // The fixed setting cannot help: the client never had the first id.
+    assert!(broken(&fixed(s.clone()), 0).contains("no-orphaned-task"));
+    // The modern client re-issues a broken request with a new id by itself: the application does
+    // not re-issue here, and the second task still comes.
+    let modern = scenario("stateless-2026", "stateless-2026", "lost-task-reply", &[("app.calls", "1s")]);
+    let v = broken(&modern, 0);
+    assert!(v.contains("no-orphaned-task") && v.contains("no-duplicate-execution"), "{v:?}");
+}
+
+#[test]
+fn round_robin_in_front_of_per_replica_stores_loses_the_poll_and_either_fix_closes_it() {
+    let s = scenario("stateless-2026", "stateless-2026", "tasks-no-routing", &[]);
+    let v = broken(&s, 0);
+    assert!(v.contains("no-orphaned-task") && v.contains("no-false-failure"), "{v:?}\nreplay: {}", replay(&s, 0));
+    let by_name =
+        scenario("stateless-2026", "stateless-2026", "tasks-no-routing", &[("server.tasks.routing", "mcp-name")]);
+    let shared = scenario("stateless-2026", "stateless-2026", "tasks-no-routing", &[("server.tasks.store", "shared")]);
+    // Routing by name needs the header: a client that does not send it is routed round robin.
+    let no_header = scenario(
+        "stateless-2026",
+        "stateless-2026",
+        "tasks-no-routing",
+        &[("server.tasks.routing", "mcp-name"), ("client.tasks.sends_mcp_name", "false")],
+    );
+    assert!(broken(&no_header, 0).contains("no-orphaned-task"));
+    for seed in SEEDS {
+        for s in [&by_name, &shared, &fixed(s.clone())] {
+            assert!(broken(s, seed).is_empty(), "{:?}\nreplay: {}", broken(s, seed), replay(s, seed));
+        }
+    }
+}
+
+#[test]
+fn a_replica_restart_loses_its_own_store() {
+    let per_replica = scenario(
+        "stateless-2026",
+        "stateless-2026",
+        "tasks-no-routing",
+        &[("server.tasks.routing", "mcp-name"), ("fault.restart", "replica0@30s")],
+    );
+    let v = broken(&per_replica, 0);
+    assert!(v.contains("task-result-delivered"), "{v:?}\nreplay: {}", replay(&per_replica, 0));
+}
+
+#[test]
+fn task_ids_survive_a_client_restart_only_when_persisted() {
+    let restart = |persist: &str| {
+        scenario(
+            "rmcp",
+            "rmcp",
+            "task-long-tool",
+            &[
+                ("server.tasks.ttl", "330001ms"),
+                ("client.persistence", "durable"),
+                ("client.tasks.persist_ids", persist),
+                ("fault.client_restart", "30s"),
+            ],
+        )
+    };
+    let forgets = restart("false");
+    let out = run_ok(&forgets, 2);
+    assert!(violated(&out).contains("no-orphaned-task"), "{:?}", violated(&out));
+    assert!(out.trace.steps.iter().any(|st| matches!(st.kind, StepKind::TaskIdForgotten { .. })));
+    let keeps = restart("true");
+    assert!(broken(&keeps, 2).is_empty(), "{:?}\nreplay: {}", broken(&keeps, 2), replay(&keeps, 2));
+}
