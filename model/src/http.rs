@@ -41,6 +41,10 @@ pub struct Request {
     /// The JSON-RPC body (POST only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<ClientMessage>,
+    /// The body's `_meta` `io.modelcontextprotocol/protocolVersion`: set only on a request of the
+    /// 2026-07-28 era (`crate::era`), which names its version in every request (versioning.mdx:43-46).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_version: Option<String>,
 }
 
 impl Request {
@@ -52,6 +56,21 @@ impl Request {
             protocol_version: None,
             last_event_id: None,
             body: Some(ClientMessage::Initialize { id, client: client.to_string() }),
+            meta_version: None,
+        }
+    }
+
+    /// `POST` of a request of the 2026-07-28 era: the version in `MCP-Protocol-Version` and in
+    /// `_meta`, no session id (streamable-http.mdx:250-255).
+    pub fn modern_post(body: ClientMessage) -> Self {
+        let version = crate::era::MODERN_VERSION.to_string();
+        Request {
+            method: Method::Post,
+            session: None,
+            protocol_version: Some(version.clone()),
+            last_event_id: None,
+            body: Some(body),
+            meta_version: Some(version),
         }
     }
 
@@ -63,6 +82,7 @@ impl Request {
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             last_event_id: None,
             body: Some(body),
+            meta_version: None,
         }
     }
 
@@ -74,6 +94,7 @@ impl Request {
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             last_event_id,
             body: None,
+            meta_version: None,
         }
     }
 
@@ -85,6 +106,7 @@ impl Request {
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             last_event_id: None,
             body: None,
+            meta_version: None,
         }
     }
 }
@@ -138,13 +160,22 @@ pub enum ClientMessage {
         /// The JSON-RPC request id.
         request: RequestId,
     },
+    /// `server/discover`: a dual-era client's probe of the 2026-07-28 era (versioning.mdx:126-146;
+    /// python-sdk mcp/client/_probe.py:52-110).
+    #[serde(rename = "server/discover")]
+    Discover {
+        /// The JSON-RPC request id.
+        id: RequestId,
+    },
 }
 
 impl ClientMessage {
     /// The JSON-RPC id of a request; `None` for a notification.
     pub fn request_id(&self) -> Option<RequestId> {
         match self {
-            ClientMessage::Initialize { id, .. } | ClientMessage::CallTool { id, .. } => Some(*id),
+            ClientMessage::Initialize { id, .. } | ClientMessage::CallTool { id, .. } | ClientMessage::Discover { id } => {
+                Some(*id)
+            }
             ClientMessage::Initialized | ClientMessage::Cancelled { .. } => None,
         }
     }
@@ -157,6 +188,7 @@ impl fmt::Display for ClientMessage {
             ClientMessage::Initialized => write!(f, "notifications/initialized"),
             ClientMessage::CallTool { id, call } => write!(f, "tools/call{id} {} {}", call.tool, call.key),
             ClientMessage::Cancelled { request } => write!(f, "notifications/cancelled {request}"),
+            ClientMessage::Discover { id } => write!(f, "server/discover{id}"),
         }
     }
 }
@@ -270,6 +302,12 @@ pub enum ErrorCode {
     UnknownEventId,
     /// A second standalone GET stream while one is open (with 409).
     StreamAlreadyOpen,
+    /// JSON-RPC `HeaderMismatch` (-32020) with 400: a modern request's header and `_meta` version
+    /// disagree, or a required header is missing (2026-07-28 streamable-http.mdx:256-261).
+    HeaderMismatch,
+    /// JSON-RPC `UnsupportedProtocolVersion` (-32022) with 400, naming the supported versions
+    /// (streamable-http.mdx:263-267).
+    UnsupportedProtocolVersion,
     /// Anything else.
     Other,
 }
@@ -346,6 +384,11 @@ pub enum ServerMessage {
         /// The JSON-RPC request id.
         request: RequestId,
     },
+    /// The `DiscoverResult` of `server/discover`: the server speaks the 2026-07-28 era.
+    DiscoverResult {
+        /// The JSON-RPC request id.
+        request: RequestId,
+    },
     /// `notifications/progress` for a running tool call; `step` counts from 1.
     Progress {
         /// The JSON-RPC request id.
@@ -386,6 +429,7 @@ impl ServerMessage {
     pub fn request(&self) -> Option<RequestId> {
         match self {
             ServerMessage::InitializeResult { request }
+            | ServerMessage::DiscoverResult { request }
             | ServerMessage::Progress { request, .. }
             | ServerMessage::ToolResult { request, .. } => Some(*request),
             ServerMessage::Error { request, .. } => *request,
@@ -397,7 +441,10 @@ impl ServerMessage {
     pub fn is_response(&self) -> bool {
         matches!(
             self,
-            ServerMessage::InitializeResult { .. } | ServerMessage::ToolResult { .. } | ServerMessage::Error { .. }
+            ServerMessage::InitializeResult { .. }
+                | ServerMessage::DiscoverResult { .. }
+                | ServerMessage::ToolResult { .. }
+                | ServerMessage::Error { .. }
         )
     }
 }
@@ -406,6 +453,7 @@ impl fmt::Display for ServerMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ServerMessage::InitializeResult { request } => write!(f, "initialize result {request}"),
+            ServerMessage::DiscoverResult { request } => write!(f, "discover result {request}"),
             ServerMessage::Progress { request, step, .. } => write!(f, "progress {request} step {step}"),
             ServerMessage::Notification { seq } => write!(f, "notification {seq}"),
             ServerMessage::ToolResult { request, call } => write!(f, "result {request} {call}"),
