@@ -173,9 +173,9 @@ impl ClientMessage {
     /// The JSON-RPC id of a request; `None` for a notification.
     pub fn request_id(&self) -> Option<RequestId> {
         match self {
-            ClientMessage::Initialize { id, .. } | ClientMessage::CallTool { id, .. } | ClientMessage::Discover { id } => {
-                Some(*id)
-            }
+            ClientMessage::Initialize { id, .. }
+            | ClientMessage::CallTool { id, .. }
+            | ClientMessage::Discover { id } => Some(*id),
             ClientMessage::Initialized | ClientMessage::Cancelled { .. } => None,
         }
     }

@@ -2,7 +2,7 @@
 //! application does to the client on purpose besides calling (re-initialize, a bogus resume).
 
 use super::{Client, Handshake, Owner, Purpose, ERR_TIMED_OUT};
-use crate::http::{ClientMessage, Request};
+use crate::http::ClientMessage;
 use crate::ids::{CallKey, ConnId, EventId};
 use crate::time::Instant;
 use crate::trace::StepKind;
@@ -26,7 +26,7 @@ impl Client {
 
     pub(super) fn time_out(&mut self, key: CallKey) {
         if let Some(request) = self.calls.get(&key).and_then(|c| c.request) {
-            let cancel = Request::post(self.session.clone(), ClientMessage::Cancelled { request });
+            let cancel = self.post_request(ClientMessage::Cancelled { request });
             self.open(Purpose::Notification, cancel, false);
         }
         self.resolve_error(key, ERR_TIMED_OUT.to_string());

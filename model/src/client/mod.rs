@@ -33,6 +33,9 @@ mod calls;
 mod close_rules;
 mod connection;
 mod durable;
+mod era_choice;
+#[cfg(test)]
+mod era_pair;
 mod handshake;
 #[cfg(test)]
 mod pair;
@@ -124,6 +127,8 @@ enum Purpose {
     Notification,
     /// The `DELETE` of a session the application ended: any answer is only recorded.
     Delete,
+    /// An auto client's `server/discover` probe (`era_choice.rs`).
+    Probe,
 }
 
 /// An open connection the client still cares about.
@@ -234,6 +239,8 @@ pub struct Client {
     /// Why the transport closed for good (`StandaloneLoss::CloseTransport`): every later call
     /// fails at once with it.
     closed: Option<String>,
+    /// The protocol era and an auto client's cache (`era_choice.rs`).
+    era: era_choice::EraState,
 }
 
 impl Client {
@@ -265,6 +272,7 @@ impl Client {
             delete_retry_at: None,
             initialize_after_delete: false,
             closed: None,
+            era: era_choice::EraState::default(),
         };
         if let Some(state) = restored {
             client.load(state);
@@ -361,6 +369,7 @@ impl Client {
                 Purpose::Initialize => self.init_failed(now, format!("connection {end}")),
                 Purpose::Initialized => self.acknowledge_failed(now, None, format!("connection {end}")),
                 Purpose::Notification => {}
+                Purpose::Probe => self.probe_unanswered(now),
                 Purpose::Delete => self.delete_ended(now, c.head.is_some()),
                 Purpose::Stream(owner) => {
                     if let Some(stream) = self.stream_mut(owner) {

@@ -965,9 +965,9 @@ impl MessageKey {
             ServerMessage::Progress { request, step, .. } => Some(MessageKey::Progress(request.0, *step)),
             ServerMessage::Notification { seq } => Some(MessageKey::Notification(*seq)),
             ServerMessage::ToolResult { call, .. } => Some(MessageKey::Result(*call)),
-            ServerMessage::InitializeResult { .. } | ServerMessage::DiscoverResult { .. } | ServerMessage::Error { .. } => {
-                None
-            }
+            ServerMessage::InitializeResult { .. }
+            | ServerMessage::DiscoverResult { .. }
+            | ServerMessage::Error { .. } => None,
         }
     }
 }

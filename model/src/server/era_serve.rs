@@ -162,5 +162,4 @@ impl Server {
     pub(super) fn is_modern_conn(&self, conn: ConnId) -> bool {
         self.modern_conns.contains(&conn)
     }
-
 }

@@ -845,6 +845,12 @@ fn the_same_inputs_and_seed_give_the_same_outputs() {
 // The 2026-07-28 revision: no sessions, a disconnect cancels
 // -----------------------------------------------------------------------------------------
 
+/// The `sessions = false` machinery as a server that states no `eras` serves it (every request
+/// let through; the era gate is tested in `era_tests.rs`).
+fn sessionless() -> ServerPolicy {
+    ServerPolicy { eras: None, ..policy("stateless-2026") }
+}
+
 fn sessionless_call(request: u64, tool: &str, key: u32) -> Request {
     let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None };
     Request::post(None, ClientMessage::CallTool { id: RequestId(request), call })
@@ -862,7 +868,7 @@ fn side_effect_sessions(out: &[ServerOutput]) -> Vec<(SessionId, RequestId)> {
 
 #[test]
 fn a_server_without_sessions_answers_initialize_without_an_id_and_serves_any_header() {
-    let mut s = server(policy("stateless-2026"));
+    let mut s = server(sessionless());
     s.handle_request(at(0), INIT, Request::initialize(RequestId(1), "app"));
     let out = drain(&mut s);
     let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
@@ -888,7 +894,7 @@ fn a_server_without_sessions_answers_initialize_without_an_id_and_serves_any_hea
 
 #[test]
 fn a_server_without_sessions_answers_every_get_and_delete_405_and_never_expires() {
-    let mut p = policy("stateless-2026");
+    let mut p = sessionless();
     p.idle_ttl = Some(Duration::from_secs(1));
     let mut s = server(p);
     for request in [
@@ -914,7 +920,7 @@ fn a_server_without_sessions_answers_every_get_and_delete_405_and_never_expires(
 
 #[test]
 fn a_disconnect_cancels_the_tool_when_the_policy_says_so_and_a_reissue_runs_it_again() {
-    let mut s = server(policy("stateless-2026"));
+    let mut s = server(sessionless());
     s.handle_request(at(0), POST, sessionless_call(2, "pay", 7));
     let _ = drain(&mut s);
     s.handle_disconnect(at(60), POST);
@@ -965,14 +971,14 @@ fn a_disconnect_cancels_only_the_tool_whose_stream_the_connection_carried() {
 #[test]
 fn a_restarted_server_without_sessions_never_reuses_an_event_id() {
     let run = |epoch| {
-        let mut s = Server::new(policy("stateless-2026"), tools(), epoch, 42);
+        let mut s = Server::new(sessionless(), tools(), epoch, 42);
         s.handle_request(at(0), POST, sessionless_call(2, "quick", 1));
         let mut out = drain(&mut s);
         out.extend(drive_until(&mut s, at(2)));
         stored(&out).into_iter().map(|(_, id, _)| id).collect::<Vec<_>>()
     };
     assert_eq!((run(0), run(1)), (vec!["0.1-0".to_string()], vec!["1.1-0".to_string()]));
-    let mut s = Server::new(policy("stateless-2026"), tools(), 0, 42);
+    let mut s = Server::new(sessionless(), tools(), 0, 42);
     s.crash(at(0));
     let out = drain(&mut s);
     assert!(session_ends(&out).is_empty(), "no session to lose: {out:?}");
@@ -1301,7 +1307,7 @@ fn a_json_rpc_error_for_an_unknown_session_carries_a_null_id_for_a_get_and_the_p
 #[test]
 fn a_server_without_sessions_answers_get_and_delete_with_its_status() {
     for status in [405, 400, 404] {
-        let mut s = server(ServerPolicy { sessionless_get_status: status, ..policy("stateless-2026") });
+        let mut s = server(ServerPolicy { sessionless_get_status: status, ..sessionless() });
         s.handle_request(at(0), GET, Request::get(None, None));
         s.handle_request(at(0), OTHER, Request::delete(SessionId::from("x")));
         let out = drain(&mut s);
