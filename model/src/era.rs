@@ -322,7 +322,7 @@ pub enum ModernSession {
     /// (streamable-http.mdx:683-687; python-sdk _streamable_http_modern.py:375-402; rmcp
     /// tower.rs:224-231).
     #[default]
-    None,
+    Sessionless,
     /// A misconfiguration no pinned SDK has: the server runs the modern request through its
     /// legacy session manager, minting a session for it (and its tool runs on after a cut, as a
     /// legacy one does). `era-consistent` breaks on it.

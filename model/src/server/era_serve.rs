@@ -38,6 +38,16 @@ pub(super) fn modern_policy(policy: &ServerPolicy) -> ServerPolicy {
     }
 }
 
+/// The policy of a server process that is restart number `restarts` of its replica (0: the first
+/// process): after a restart, `eras_after_restart` replaces `eras` when it is set (a rolling
+/// upgrade's new build).
+pub fn incarnation_policy(policy: &ServerPolicy, restarts: u32) -> ServerPolicy {
+    match (&policy.eras_after_restart, restarts) {
+        (Some(eras), 1..) => ServerPolicy { eras: Some(eras.clone()), ..policy.clone() },
+        _ => policy.clone(),
+    }
+}
+
 /// Whether a session-ful server needs the modern context: it serves the modern era.
 pub(super) fn wants_modern_context(policy: &ServerPolicy) -> bool {
     policy.sessions && era::served_eras(policy.eras.as_deref(), policy.sessions).modern

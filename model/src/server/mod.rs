@@ -23,6 +23,7 @@
 //! `expiry.rs` the idle rules.
 
 mod era_serve;
+pub use era_serve::incarnation_policy;
 mod expiry;
 mod replay;
 mod sessions;
