@@ -73,3 +73,28 @@ fn an_auto_client_probes_and_settles_on_the_era_the_replica_it_reached_serves() 
     assert!(chosen.iter().filter(|s| t(s) < DEPLOY_US).all(|s| s["era"] == "2025-11-25"));
     assert!(kind(&steps, "era-refused").iter().all(|s| s["refusal"] == "legacy-no-session"), "only probes refused");
 }
+
+/// The README's "incident in three worlds", the two this branch can run: the same dual-era
+/// server, the legacy client (ok) and the modern one (the payment charged on every re-issue).
+#[test]
+fn the_incident_in_the_legacy_and_the_modern_world() {
+    let legacy = mcpsim(&["run", "--client", "py-sdk", "--server", "py-sdk", "--scenario", "long-tool"]);
+    assert_eq!(code(&legacy), 0, "{}", stdout(&legacy));
+    assert!(stdout(&legacy).starts_with("ok: no invariant violated"), "{}", stdout(&legacy));
+    let modern = mcpsim(&["run", "--client", "stateless-2026", "--server", "py-sdk", "--scenario", "long-tool"]);
+    let text = stdout(&modern);
+    assert!(text.contains("no-duplicate-execution") && text.contains("non-idempotent call0 ran 6 times"), "{text}");
+    assert!(!text.contains("era-consistent") && !text.contains("no-work-killed"), "{text}");
+    let idempotent = mcpsim(&[
+        "run",
+        "--client",
+        "stateless-2026",
+        "--server",
+        "py-sdk",
+        "--scenario",
+        "long-tool",
+        "--set",
+        "tool.idempotent=true",
+    ]);
+    assert_eq!(code(&idempotent), 0, "{}", stdout(&idempotent));
+}
