@@ -144,6 +144,16 @@ pub struct ServerPolicy {
     /// legacy with sessions and modern without, so every earlier trace reads as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eras: Option<Vec<crate::era::Era>>,
+    /// How a session-ful dual-era server serves a modern request (`crate::era::ModernSession`):
+    /// `sessionless` (the spec, and the default, left out of traces), or `minted` in a new
+    /// legacy session (a misconfiguration `era-consistent` catches).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub modern_session: crate::era::ModernSession,
+    /// The eras a process of this server serves once it was restarted (a rolling upgrade: the
+    /// deploy's restarted replicas come back with the new build's eras, the others keep `eras`
+    /// until their turn). `None` (the default, left out of traces): the same as the first process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eras_after_restart: Option<Vec<crate::era::Era>>,
     /// The Tasks extension (SEP-2663, `crate::tasks`): when a call is answered with a task, its
     /// TTL, poll interval, expiry rule, store and routing. The default (left out of traces)
     /// creates no task.

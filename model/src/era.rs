@@ -314,6 +314,21 @@ pub fn answer(eras: EraSet, request: &EraRequest) -> EraAnswer {
     }
 }
 
+/// How a session-ful dual-era server serves a modern request (`server.modern_session`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModernSession {
+    /// With no session: none is minted or echoed, `Mcp-Session-Id` is ignored
+    /// (streamable-http.mdx:683-687; python-sdk _streamable_http_modern.py:375-402; rmcp
+    /// tower.rs:224-231).
+    #[default]
+    Sessionless,
+    /// A misconfiguration no pinned SDK has: the server runs the modern request through its
+    /// legacy session manager, minting a session for it (and its tool runs on after a cut, as a
+    /// legacy one does). `era-consistent` breaks on it.
+    Minted,
+}
+
 // ---------------------------------------------------------------------------------------------
 // The client's choice
 // ---------------------------------------------------------------------------------------------

@@ -45,6 +45,10 @@ pub struct Request {
     /// tasks.md "Streamable HTTP: Routing Headers"). Left out of traces when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_name: Option<String>,
+    /// The body's `_meta` `io.modelcontextprotocol/protocolVersion`: set only on a request of the
+    /// 2026-07-28 era (`crate::era`), which names its version in every request (versioning.mdx:43-46).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_version: Option<String>,
 }
 
 impl Request {
@@ -56,6 +60,22 @@ impl Request {
             protocol_version: None,
             last_event_id: None,
             body: Some(ClientMessage::Initialize { id, client: client.to_string() }),
+            mcp_name: None,
+            meta_version: None,
+        }
+    }
+
+    /// `POST` of a request of the 2026-07-28 era: the version in `MCP-Protocol-Version` and in
+    /// `_meta`, no session id (streamable-http.mdx:250-255).
+    pub fn modern_post(body: ClientMessage) -> Self {
+        let version = crate::era::MODERN_VERSION.to_string();
+        Request {
+            method: Method::Post,
+            session: None,
+            protocol_version: Some(version.clone()),
+            last_event_id: None,
+            body: Some(body),
+            meta_version: Some(version),
             mcp_name: None,
         }
     }
@@ -69,6 +89,7 @@ impl Request {
             last_event_id: None,
             body: Some(body),
             mcp_name: None,
+            meta_version: None,
         }
     }
 
@@ -81,6 +102,7 @@ impl Request {
             last_event_id,
             body: None,
             mcp_name: None,
+            meta_version: None,
         }
     }
 
@@ -93,6 +115,7 @@ impl Request {
             last_event_id: None,
             body: None,
             mcp_name: None,
+            meta_version: None,
         }
     }
 }
@@ -156,6 +179,13 @@ pub enum ClientMessage {
         /// The task.
         task: crate::tasks::TaskId,
     },
+    /// `server/discover`: a dual-era client's probe of the 2026-07-28 era (versioning.mdx:126-146;
+    /// python-sdk mcp/client/_probe.py:52-110).
+    #[serde(rename = "server/discover")]
+    Discover {
+        /// The JSON-RPC request id.
+        id: RequestId,
+    },
 }
 
 impl ClientMessage {
@@ -164,7 +194,8 @@ impl ClientMessage {
         match self {
             ClientMessage::Initialize { id, .. }
             | ClientMessage::CallTool { id, .. }
-            | ClientMessage::Task { id, .. } => Some(*id),
+            | ClientMessage::Task { id, .. }
+            | ClientMessage::Discover { id } => Some(*id),
             ClientMessage::Initialized | ClientMessage::Cancelled { .. } => None,
         }
     }
@@ -178,6 +209,7 @@ impl fmt::Display for ClientMessage {
             ClientMessage::CallTool { id, call } => write!(f, "tools/call{id} {} {}", call.tool, call.key),
             ClientMessage::Cancelled { request } => write!(f, "notifications/cancelled {request}"),
             ClientMessage::Task { id, op, task } => write!(f, "{op}{id} {}", task.0),
+            ClientMessage::Discover { id } => write!(f, "server/discover{id}"),
         }
     }
 }
@@ -295,6 +327,12 @@ pub enum ErrorCode {
     UnknownEventId,
     /// A second standalone GET stream while one is open (with 409).
     StreamAlreadyOpen,
+    /// JSON-RPC `HeaderMismatch` (-32020) with 400: a modern request's header and `_meta` version
+    /// disagree, or a required header is missing (2026-07-28 streamable-http.mdx:256-261).
+    HeaderMismatch,
+    /// JSON-RPC `UnsupportedProtocolVersion` (-32022) with 400, naming the supported versions
+    /// (streamable-http.mdx:263-267).
+    UnsupportedProtocolVersion,
     /// Anything else.
     Other,
 }
@@ -371,6 +409,11 @@ pub enum ServerMessage {
         /// The JSON-RPC request id.
         request: RequestId,
     },
+    /// The `DiscoverResult` of `server/discover`: the server speaks the 2026-07-28 era.
+    DiscoverResult {
+        /// The JSON-RPC request id.
+        request: RequestId,
+    },
     /// `notifications/progress` for a running tool call; `step` counts from 1.
     Progress {
         /// The JSON-RPC request id.
@@ -435,6 +478,7 @@ impl ServerMessage {
     pub fn request(&self) -> Option<RequestId> {
         match self {
             ServerMessage::InitializeResult { request }
+            | ServerMessage::DiscoverResult { request }
             | ServerMessage::Progress { request, .. }
             | ServerMessage::ToolResult { request, .. }
             | ServerMessage::TaskCreated { request, .. }
@@ -449,6 +493,7 @@ impl ServerMessage {
         matches!(
             self,
             ServerMessage::InitializeResult { .. }
+                | ServerMessage::DiscoverResult { .. }
                 | ServerMessage::ToolResult { .. }
                 | ServerMessage::Error { .. }
                 | ServerMessage::TaskCreated { .. }
@@ -461,6 +506,7 @@ impl fmt::Display for ServerMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ServerMessage::InitializeResult { request } => write!(f, "initialize result {request}"),
+            ServerMessage::DiscoverResult { request } => write!(f, "discover result {request}"),
             ServerMessage::Progress { request, step, .. } => write!(f, "progress {request} step {step}"),
             ServerMessage::Notification { seq } => write!(f, "notification {seq}"),
             ServerMessage::ToolResult { request, call } => write!(f, "result {request} {call}"),

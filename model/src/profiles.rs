@@ -864,6 +864,8 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("event_store", "kept (events stored under store/retention, with ids) or none (the Python SDK's and FastMCP's default: no ids, no priming, no replay; resumption is impossible)."),
     ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript) or error500 (Python)."),
     ("eras", "The protocol eras served, per request: [\"2025-11-25\"] (legacy: initialize, sessions, GET, resumption), [\"2026-07-28\"] (modern: stateless, GET/DELETE 405, a closed stream cancels), or both (dual-era). Unset: legacy with sessions, modern without."),
+    ("modern_session", "How a session-ful dual-era server serves a modern request: sessionless (no session, Mcp-Session-Id ignored; the spec) or minted (a misconfiguration: a legacy session is minted for it, which era-consistent catches)."),
+    ("eras_after_restart", "The eras a restarted process serves (a rolling upgrade: replicas come back from the deploy with the new build's eras), or unset (the same as eras)."),
     ("tasks", "The Tasks extension (SEP-2663): which calls get a CreateTaskResult, its TTL and poll interval, the SDK's expiry rule, the store and the routing of tasks/*."),
     ("tasks.create_for_tools_over", "Answer a call with a task when its tool runs at least this long (0s: every call; none: never, the SDKs' default until the application opts a tool in)."),
     ("tasks.ttl", "The ttlMs of a new task, counted from its creation (a duration, or none for unlimited)."),

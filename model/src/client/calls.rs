@@ -3,7 +3,7 @@
 
 use super::{Client, Handshake, Owner, Purpose, ERR_TIMED_OUT, ERR_TIMED_OUT_SENT};
 use crate::config::CloseHandling;
-use crate::http::{ClientMessage, Request};
+use crate::http::ClientMessage;
 use crate::ids::{CallKey, ConnId, EventId};
 use crate::time::Instant;
 use crate::trace::StepKind;
@@ -33,7 +33,7 @@ impl Client {
     pub(super) fn time_out(&mut self, key: CallKey) {
         let sent = self.calls.get(&key).and_then(|c| c.request);
         if let Some(request) = sent {
-            let cancel = Request::post(self.session.clone(), ClientMessage::Cancelled { request });
+            let cancel = self.post_request(ClientMessage::Cancelled { request });
             self.open(Purpose::Notification, cancel, false);
         }
         if sent.is_some() && self.policy.close_handling == CloseHandling::DecisionProcedure {

@@ -18,7 +18,7 @@ impl Client {
             id,
             call: ToolCall { tool, key, idempotency_key, tasks: self.policy.tasks.declares },
         };
-        let conn = self.open(Purpose::Stream(Owner::Call(key)), Request::post(self.session.clone(), body), false);
+        let conn = self.open(Purpose::Stream(Owner::Call(key)), self.post_request(body), false);
         self.by_request.insert(id, key);
         if let Some(call) = self.calls.get_mut(&key) {
             call.request = Some(id);
@@ -32,7 +32,8 @@ impl Client {
     /// restart it resumes with the persisted id.
     pub(super) fn open_standalone(&mut self) {
         let Some(stream) = self.standalone.as_ref() else { return };
-        if stream.conn.is_some() || stream.reconnect_at.is_some() {
+        // The modern era has no GET stream (2026-07-28 streamable-http.mdx:679-684).
+        if stream.conn.is_some() || stream.reconnect_at.is_some() || self.speaks_modern() {
             return;
         }
         let last = stream.last_event_id.clone();
@@ -62,8 +63,20 @@ impl Client {
         }
         let ok = head.status.is_success();
         let status = head.status;
-        c.head = Some(head);
         let (purpose, reconnect) = (c.purpose, c.reconnect);
+        match purpose {
+            Purpose::Probe => {
+                self.conns.remove(&conn);
+                return self.probe_answered(now, &head);
+            }
+            Purpose::Stream(Owner::Call(key)) if !ok && !reconnect && self.era_failed(key, status, &head) => {
+                self.conns.remove(&conn);
+                return;
+            }
+            _ => {}
+        }
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        c.head = Some(head);
         match purpose {
             Purpose::Initialize if !ok => {
                 self.conns.remove(&conn);

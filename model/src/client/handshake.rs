@@ -12,6 +12,14 @@ impl Client {
     /// Starts a session; a client without sessions has no handshake and is ready at once.
     pub(super) fn begin_initialize(&mut self) {
         self.init_retry_at = None;
+        if self.era_connect() {
+            return;
+        }
+        self.legacy_initialize();
+    }
+
+    /// The legacy era's connect: the handshake, or none for a client without sessions.
+    pub(super) fn legacy_initialize(&mut self) {
         if !self.policy.sessions {
             return self.become_ready();
         }

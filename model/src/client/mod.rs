@@ -33,6 +33,9 @@ mod calls;
 mod close_rules;
 mod connection;
 mod durable;
+mod era_choice;
+#[cfg(test)]
+mod era_pair;
 mod handshake;
 #[cfg(test)]
 mod pair;
@@ -130,6 +133,8 @@ enum Purpose {
     Delete,
     /// A `tasks/get` for the task answering a call (`tasks.rs`).
     TaskPoll(CallKey),
+    /// An auto client's `server/discover` probe (`era_choice.rs`).
+    Probe,
 }
 
 /// An open connection the client still cares about.
@@ -242,6 +247,8 @@ pub struct Client {
     closed: Option<String>,
     /// The tasks polled for calls answered with a `CreateTaskResult` (`tasks.rs`).
     tasks: BTreeMap<CallKey, tasks::Polled>,
+    /// The protocol era and an auto client's cache (`era_choice.rs`).
+    era: era_choice::EraState,
 }
 
 impl Client {
@@ -274,6 +281,7 @@ impl Client {
             initialize_after_delete: false,
             closed: None,
             tasks: BTreeMap::new(),
+            era: era_choice::EraState::default(),
         };
         if let Some(state) = restored {
             client.load(state);
@@ -370,6 +378,7 @@ impl Client {
                 Purpose::Initialize => self.init_failed(now, format!("connection {end}")),
                 Purpose::Initialized => self.acknowledge_failed(now, None, format!("connection {end}")),
                 Purpose::Notification => {}
+                Purpose::Probe => self.probe_unanswered(now),
                 Purpose::Delete => self.delete_ended(now, c.head.is_some()),
                 Purpose::TaskPoll(call) => self.task_poll_ended(now, call, end),
                 Purpose::Stream(owner) => {

@@ -3,7 +3,7 @@
 //! simulator.
 
 use super::*;
-use crate::config::ToolSpec;
+use crate::config::{LbConfig, ServerPolicy, ToolSpec};
 use crate::http::Method;
 use crate::oracle::Violation;
 use crate::testing::{HarnessError, Pair};
@@ -87,9 +87,13 @@ fn the_reference_pair_resumes_through_the_same_cuts_and_runs_the_tool_once() -> 
 }
 
 #[test]
-fn a_session_client_works_against_a_server_without_sessions() -> Result<(), HarnessError> {
+fn a_session_client_works_against_a_server_without_sessions_that_states_no_era() -> Result<(), HarnessError> {
+    // The `sessions = false` machinery as before eras: a server stating no `eras` lets every
+    // request through (`era_pair.rs` has the modern-only server, which refuses them).
+    let server = ServerPolicy { eras: None, ..crate::profiles::server("stateless-2026").expect("listed") };
     for client in ["reference", "ts-sdk", "py-sdk", "rmcp", "naive"] {
-        let mut p = Pair::new(client, "stateless-2026", silent_tool(30, false), None)?;
+        let policy = crate::profiles::client(client).expect("listed");
+        let mut p = Pair::with_policies(policy, server.clone(), vec![silent_tool(30, false)], LbConfig::default())?;
         p.call(1, TOOL, false)?;
         assert_eq!(p.run_until(HOUR)?, vec![], "{client}");
         assert_eq!(p.client().session(), None, "{client}");
@@ -100,7 +104,8 @@ fn a_session_client_works_against_a_server_without_sessions() -> Result<(), Harn
 
 #[test]
 fn a_client_without_sessions_is_refused_by_a_server_that_requires_them() -> Result<(), HarnessError> {
-    for server in ["reference", "ts-sdk", "py-sdk", "rmcp"] {
+    // The legacy-only servers; the dual-era ones (py-sdk, rmcp) serve it (`era_pair.rs`).
+    for server in ["reference", "ts-sdk"] {
         let mut p = Pair::new("stateless-2026", server, silent_tool(30, false), None)?;
         p.call(1, TOOL, false)?;
         assert_eq!(p.run_until(HOUR)?, vec![], "{server}");

@@ -1355,7 +1355,7 @@ fn stateless_reissues_a_broken_call_with_a_new_id_after_backoff_and_never_resume
     let (conn, again, call) = tool_call(&out);
     assert_ne!(again, first, "a new JSON-RPC id");
     assert_eq!((call.key, call.tool.as_str()), (CallKey(1), "pay"));
-    assert_eq!(only_open(&out, |_| true).1, Request::post(None, ClientMessage::CallTool { id: again, call }));
+    assert_eq!(only_open(&out, |_| true).1, Request::modern_post(ClientMessage::CallTool { id: again, call }));
     // The old request's late answer is not the call's any more; the new one's is.
     assert!(app(&d.frames(ConnId(99), vec![result("x", first, 1)])).is_empty());
     let out = d.answer(conn, vec![sse(), result("0.2-0", again, 1)]);
@@ -1409,6 +1409,11 @@ fn stateless_exhausted_reissues_end_as_unknown_outcome_or_error() {
 fn a_stateless_client_does_not_reopen_a_standalone_stream() {
     let mut policy = profiles::client("stateless-2026").expect("listed");
     policy.open_standalone_stream = true;
+    // Speaking the modern era, it opens none at all (there is no GET stream in 2026-07-28).
+    let mut d = Driver::with(policy.clone(), None, 7);
+    assert!(opens(&d.start()).is_empty());
+    // Without an era rule (a sessionless client as before eras), it tries once and never again.
+    policy.era = None;
     let mut d = Driver::with(policy, None, 7);
     let (conn, get) = only_open(&d.start(), |_| true);
     assert_eq!((get.method, get.session), (Method::Get, None));
@@ -1635,4 +1640,60 @@ fn a_404_to_initialized_and_other_clients_start_a_new_session() {
         let req = after_failed_acknowledgement(profile, Some(ConnEnd::Reset), None);
         assert!(matches!(req.body, Some(ClientMessage::Initialize { .. })), "{profile}");
     }
+}
+
+// -----------------------------------------------------------------------------------------
+// The era rule (`era_choice.rs`)
+// -----------------------------------------------------------------------------------------
+
+fn auto_client(reprobe: bool) -> Driver {
+    let era = crate::era::ClientEra {
+        mode: crate::era::EraMode::Auto,
+        cache: crate::era::EraCacheScope::Origin,
+        reprobe_on_failure: reprobe,
+        fallback_on_no_answer: false,
+    };
+    Driver::with(ClientPolicy { era: Some(era), ..profiles::client("py-sdk").expect("listed") }, None, 7)
+}
+
+fn is_probe(r: &Request) -> bool {
+    matches!(r.body, Some(ClientMessage::Discover { .. }))
+}
+
+/// A legacy-only server's own 400 to a modern request: no modern error body.
+fn legacy_400() -> Frame {
+    Frame::Head(ResponseHead::error(Status::BAD_REQUEST, ErrorBody { code: ErrorCode::Other, head_event_id: None }))
+}
+
+#[test]
+fn an_auto_client_probes_then_re_probes_when_its_cached_era_fails() {
+    let mut d = auto_client(true);
+    let (probe, req) = only_open(&d.start(), is_probe);
+    assert_eq!(req.meta_version.as_deref(), Some("2026-07-28"));
+    d.answer(probe, vec![Frame::Head(json_head())]);
+    let (post, req) = only_open(&d.call(1, false), |_| true);
+    assert_eq!((req.session, req.protocol_version.as_deref()), (None, Some("2026-07-28")));
+    // The replica behind the origin went back to legacy only: the cached era failed, the call
+    // (which never ran) waits for a new probe, which falls back to initialize.
+    let out = d.answer(post, vec![legacy_400()]);
+    assert!(app(&out).is_empty(), "the call is not failed: {out:#?}");
+    let (probe, _) = only_open(&out, is_probe);
+    let out = d.answer(probe, vec![legacy_400()]);
+    assert!(steps(&out).contains(&StepKind::EraChosen { era: crate::era::Era::Legacy, probed: true }));
+    let out = d.complete_handshake(&out, S1);
+    let (_, req) = only_open(&out, |r| matches!(r.body, Some(ClientMessage::CallTool { .. })));
+    assert_eq!((req.session, req.meta_version), (Some(SessionId::from(S1)), None), "sent again, legacy");
+}
+
+#[test]
+fn without_re_probe_the_cached_era_is_kept_and_the_call_fails_after_one_more_try() {
+    let mut d = auto_client(false);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    d.answer(probe, vec![Frame::Head(json_head())]);
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let out = d.answer(post, vec![legacy_400()]);
+    let (again, req) = only_open(&out, |_| true);
+    assert!(!is_probe(&req), "the cache still says modern: no probe");
+    let out = d.answer(again, vec![legacy_400()]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "HTTP 400".into() }]);
 }

@@ -966,6 +966,7 @@ impl MessageKey {
             ServerMessage::Notification { seq } => Some(MessageKey::Notification(*seq)),
             ServerMessage::ToolResult { call, .. } => Some(MessageKey::Result(*call)),
             ServerMessage::InitializeResult { .. }
+            | ServerMessage::DiscoverResult { .. }
             | ServerMessage::Error { .. }
             | ServerMessage::TaskCreated { .. }
             | ServerMessage::TaskState { .. } => None,

@@ -84,10 +84,20 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 let asked = cancelled.contains(&(Some(session), *request))
                     || (session.0.is_empty() && cancelled.contains(&(None, *request)))
                     || deleted.contains(&Some(session));
-                // A `Disconnected` end is the client's own (its stream closed, on a server whose
-                // policy makes that a cancellation): the client no longer waits.
-                if *end == ToolEnd::Cancelled && !asked && still_waiting(tool.call, order) {
-                    let what = if expired_at.contains(&(session, step.at())) {
+                // A `Disconnected` end is judged by the request's era. Served with no session (a
+                // modern request, or a server without sessions) it is the client's own: closing
+                // the stream cancels the request (2026-07-28 streamable-http.mdx:233-240), and the
+                // client no longer waits. Served in a legacy session it kills the work: in that era
+                // a disconnection is not a cancellation (2025-11-25 basic/transports.mdx, "the
+                // disconnection SHOULD NOT be interpreted as the client cancelling its request").
+                let legacy_disconnect = *end == ToolEnd::Disconnected && !session.0.is_empty();
+                if (*end == ToolEnd::Cancelled || legacy_disconnect) && !asked && still_waiting(tool.call, order) {
+                    let what = if legacy_disconnect {
+                        format!(
+                            "the server cancelled the tool of {} in legacy session {session} when its stream closed",
+                            tool.call
+                        )
+                    } else if expired_at.contains(&(session, step.at())) {
                         format!("session {session} was expired as idle (its tool cancelled)")
                     } else {
                         format!("the server cancelled the tool of {} in session {session}", tool.call)
@@ -318,9 +328,19 @@ mod tests {
     }
 
     #[test]
-    fn a_disconnect_that_cancels_by_the_servers_policy_kills_nothing() {
+    fn a_disconnect_that_cancels_kills_nothing_without_a_session_and_kills_a_legacy_sessions_work() {
+        let none = sid("");
+        let sessionless = TraceBuilder::new()
+            .at(1_000)
+            .app(app_call(0, false))
+            .at(2_000)
+            .server(side_effect(&none, 2, 0))
+            .at(60_000)
+            .server(tool_ended(&none, ToolEnd::Disconnected));
+        assert_eq!(work_killed(&sessionless.build()), vec![]);
         let a = sid("A");
-        assert_eq!(work_killed(&running().at(60_000).server(tool_ended(&a, ToolEnd::Disconnected)).build()), vec![]);
+        let killed = work_killed(&running().at(60_000).server(tool_ended(&a, ToolEnd::Disconnected)).build());
+        assert_eq!(killed.len(), 1, "a legacy request's closed stream is no cancellation");
     }
 
     fn abandoned(trace: &Trace) -> Vec<Violation> {

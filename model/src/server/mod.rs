@@ -22,6 +22,8 @@
 //! the answers to ids it cannot honour; `tools.rs` tool runs and the side-effect ledger;
 //! `expiry.rs` the idle rules.
 
+mod era_serve;
+pub use era_serve::incarnation_policy;
 mod expiry;
 mod replay;
 mod sessions;
@@ -97,6 +99,11 @@ pub struct Server {
     timers: Timers,
     /// The Tasks extension's store and the tools that work for tasks (`tasks.rs`).
     tasks: tasks::ServerTaskState,
+    /// The sessionless context a session-ful dual-era server serves modern requests in
+    /// (`era_serve.rs`); `None` for every other server.
+    modern: Option<Box<Server>>,
+    /// The connections whose (modern) requests the `modern` context serves.
+    modern_conns: BTreeSet<ConnId>,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -138,6 +145,13 @@ impl Server {
         }
         // Mixing the epoch in keeps uuids of successive incarnations apart even with one seed.
         let rng = SplitMix64::new(id_seed ^ u64::from(epoch).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let modern = era_serve::wants_modern_context(&policy).then(|| {
+            let tools = table.values().cloned().collect();
+            let mut context = Server::new(era_serve::modern_policy(&policy), tools, epoch, !id_seed);
+            // Its `ServerStart` is this process's own, recorded below.
+            while context.poll_output().is_some() {}
+            Box::new(context)
+        });
         let mut server = Server {
             store: new_store(&policy),
             policy,
@@ -154,6 +168,8 @@ impl Server {
             crashed: false,
             timers: Timers::default(),
             tasks: tasks::ServerTaskState::default(),
+            modern,
+            modern_conns: BTreeSet::new(),
         };
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });
@@ -169,6 +185,7 @@ impl Server {
         if self.crashed {
             return;
         }
+        let Some(request) = self.era_gate(now, conn, request) else { return };
         match request.method {
             Method::Post => self.handle_post(now, conn, request),
             Method::Get => self.handle_get(now, conn, request),
@@ -183,6 +200,13 @@ impl Server {
     pub fn handle_disconnect(&mut self, now: Instant, conn: ConnId) {
         if self.crashed {
             return;
+        }
+        if self.is_modern_conn(conn) {
+            self.modern_conns.remove(&conn);
+            if let Some(context) = self.modern.as_mut() {
+                context.handle_disconnect(now, conn);
+            }
+            return self.drain_modern();
         }
         let cancelled = if self.policy.disconnect_cancels { self.tools_streamed_on(conn) } else { Vec::new() };
         if let Some(session) = self.forget_conn(conn) {
@@ -205,6 +229,12 @@ impl Server {
         if self.crashed {
             return;
         }
+        if self.is_modern_conn(conn) {
+            if let Some(context) = self.modern.as_mut() {
+                context.handle_client_gone(now, conn);
+            }
+            return self.drain_modern();
+        }
         match self.policy.dead_stream {
             DeadStream::Immediate => self.handle_disconnect(now, conn),
             DeadStream::OnWrite | DeadStream::OnKeepalive => {
@@ -226,11 +256,16 @@ impl Server {
                 Timer::TaskSweep => self.sweep_tasks(now),
             }
         }
+        if let Some(context) = self.modern.as_mut() {
+            context.handle_timeout(now);
+            self.drain_modern();
+        }
     }
 
     /// When `handle_timeout` must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_timer(Instant(u64::MAX)).map(|(at, _)| at)
+        let modern = self.modern.as_ref().and_then(|context| context.poll_timeout());
+        self.next_timer(Instant(u64::MAX)).map(|(at, _)| at).into_iter().chain(modern).min()
     }
 
     /// The next output, if any; drain it after every input.
@@ -243,6 +278,14 @@ impl Server {
     pub fn crash(&mut self, _now: Instant) {
         if self.crashed {
             return;
+        }
+        if let Some(context) = self.modern.as_mut() {
+            // The task store is the process's, shared with this context: its end is recorded once,
+            // by `crash_tasks` below.
+            context.tasks.store = None;
+            context.crash(_now);
+            self.modern_conns.clear();
+            self.drain_modern();
         }
         for tool in std::mem::take(&mut self.running).into_values() {
             self.record(StepKind::ToolEnded {
@@ -275,7 +318,7 @@ impl Server {
 
     /// True while a tool runs (orphaned ones included): the simulator waits for them to end.
     pub fn is_busy(&self) -> bool {
-        !self.running.is_empty()
+        !self.running.is_empty() || self.modern.as_ref().is_some_and(|context| context.is_busy())
     }
 
     /// Appends a server notification to every live session's standalone stream, stored even
@@ -325,6 +368,10 @@ impl Server {
                 self.cancel_request(now, &session, request);
             }
             ClientMessage::Task { .. } => {}
+            // Only a modern request discovers; the era gate answers it before this point.
+            ClientMessage::Discover { .. } => {
+                self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, Some(session.clone()))
+            }
         }
         self.touch_idle(now, &session, true);
     }
@@ -344,6 +391,10 @@ impl Server {
                 self.cancel_request(now, &NO_SESSION, request);
             }
             ClientMessage::Task { id, op, task } => self.task_request(now, conn, id, op, &task),
+            ClientMessage::Discover { id } => {
+                let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
+                self.respond_json(conn, head, ServerMessage::DiscoverResult { request: id });
+            }
         }
     }
 

@@ -68,6 +68,12 @@ impl Server {
             (TaskStoreScope::Shared, Some(store)) => store,
             _ => Arc::new(Mutex::new(TaskStore::new(tasks.expiry, &task_prefix(replica, self.epoch)))),
         });
+        // A dual-era process serves its modern requests in a second context (`era_serve.rs`):
+        // one process, one task store.
+        if let Some(context) = self.modern.as_mut() {
+            context.tasks.replica = replica;
+            context.tasks.store = self.tasks.store.clone();
+        }
         self
     }
 

@@ -861,6 +861,12 @@ fn the_same_inputs_and_seed_give_the_same_outputs() {
 // The 2026-07-28 revision: no sessions, a disconnect cancels
 // -----------------------------------------------------------------------------------------
 
+/// The `sessions = false` machinery as a server that states no `eras` serves it (every request
+/// let through; the era gate is tested at the end of this file).
+fn sessionless() -> ServerPolicy {
+    ServerPolicy { eras: None, ..policy("stateless-2026") }
+}
+
 fn sessionless_call(request: u64, tool: &str, key: u32) -> Request {
     let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None, tasks: false };
     Request::post(None, ClientMessage::CallTool { id: RequestId(request), call })
@@ -878,7 +884,7 @@ fn side_effect_sessions(out: &[ServerOutput]) -> Vec<(SessionId, RequestId)> {
 
 #[test]
 fn a_server_without_sessions_answers_initialize_without_an_id_and_serves_any_header() {
-    let mut s = server(policy("stateless-2026"));
+    let mut s = server(sessionless());
     s.handle_request(at(0), INIT, Request::initialize(RequestId(1), "app"));
     let out = drain(&mut s);
     let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
@@ -904,7 +910,7 @@ fn a_server_without_sessions_answers_initialize_without_an_id_and_serves_any_hea
 
 #[test]
 fn a_server_without_sessions_answers_every_get_and_delete_405_and_never_expires() {
-    let mut p = policy("stateless-2026");
+    let mut p = sessionless();
     p.idle_ttl = Some(Duration::from_secs(1));
     let mut s = server(p);
     for request in [
@@ -930,7 +936,7 @@ fn a_server_without_sessions_answers_every_get_and_delete_405_and_never_expires(
 
 #[test]
 fn a_disconnect_cancels_the_tool_when_the_policy_says_so_and_a_reissue_runs_it_again() {
-    let mut s = server(policy("stateless-2026"));
+    let mut s = server(sessionless());
     s.handle_request(at(0), POST, sessionless_call(2, "pay", 7));
     let _ = drain(&mut s);
     s.handle_disconnect(at(60), POST);
@@ -981,14 +987,14 @@ fn a_disconnect_cancels_only_the_tool_whose_stream_the_connection_carried() {
 #[test]
 fn a_restarted_server_without_sessions_never_reuses_an_event_id() {
     let run = |epoch| {
-        let mut s = Server::new(policy("stateless-2026"), tools(), epoch, 42);
+        let mut s = Server::new(sessionless(), tools(), epoch, 42);
         s.handle_request(at(0), POST, sessionless_call(2, "quick", 1));
         let mut out = drain(&mut s);
         out.extend(drive_until(&mut s, at(2)));
         stored(&out).into_iter().map(|(_, id, _)| id).collect::<Vec<_>>()
     };
     assert_eq!((run(0), run(1)), (vec!["0.1-0".to_string()], vec!["1.1-0".to_string()]));
-    let mut s = Server::new(policy("stateless-2026"), tools(), 0, 42);
+    let mut s = Server::new(sessionless(), tools(), 0, 42);
     s.crash(at(0));
     let out = drain(&mut s);
     assert!(session_ends(&out).is_empty(), "no session to lose: {out:?}");
@@ -1317,7 +1323,7 @@ fn a_json_rpc_error_for_an_unknown_session_carries_a_null_id_for_a_get_and_the_p
 #[test]
 fn a_server_without_sessions_answers_get_and_delete_with_its_status() {
     for status in [405, 400, 404] {
-        let mut s = server(ServerPolicy { sessionless_get_status: status, ..policy("stateless-2026") });
+        let mut s = server(ServerPolicy { sessionless_get_status: status, ..sessionless() });
         s.handle_request(at(0), GET, Request::get(None, None));
         s.handle_request(at(0), OTHER, Request::delete(SessionId::from("x")));
         let out = drain(&mut s);
@@ -1642,4 +1648,104 @@ fn a_store_that_goes_quiet_after_the_replay_sends_no_live_event_and_no_result() 
         // Quiet: the connection is not ended either; the client waits on it.
         assert_eq!(closes(&out, GET).is_empty(), !live, "{rule:?}");
     }
+}
+
+// -----------------------------------------------------------------------------------------
+// The era gate (`era_serve.rs`)
+// -----------------------------------------------------------------------------------------
+
+fn modern_call(request: u64, tool: &str, key: u32) -> Request {
+    let call = ToolCall { tool: tool.into(), key: CallKey(key), idempotency_key: None, tasks: false };
+    Request::modern_post(ClientMessage::CallTool { id: RequestId(request), call })
+}
+
+#[test]
+fn a_dual_era_server_serves_a_modern_call_with_no_session_and_ignores_a_stale_session_header() {
+    let mut s = server(policy("rmcp"));
+    let session = init(&mut s, at(0));
+    let mut stale = modern_call(5, "quick", 1);
+    stale.session = Some(session.clone());
+    s.handle_request(at(1), POST, stale);
+    let out = drain(&mut s);
+    assert_eq!(head_status(&out, POST), Status::OK);
+    let served = StepKind::EraServed {
+        conn: POST,
+        request: RequestId(5),
+        era: crate::era::Era::Modern,
+        session: None,
+        ignored: vec![crate::era::IgnoredHeader::McpSessionId],
+    };
+    assert_eq!(records(&out)[0], served);
+    assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION, RequestId(5))], "not in the legacy session");
+    assert!(frames(&out, POST).iter().all(|f| !matches!(f, Frame::Head(h) if h.session.is_some())), "never echoed");
+    assert_eq!(s.live_sessions(), vec![session], "the modern context is no session");
+    assert!(s.is_busy());
+    let out = drive_until(&mut s, at(3));
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+}
+
+#[test]
+fn the_era_gate_answers_the_specs_400s_and_405s_and_lets_legacy_traffic_through() {
+    let mut s = server(policy("py-sdk"));
+    // A modern GET: no GET stream in the modern era.
+    let mut get = Request::get(None, None);
+    get.protocol_version = Some("2026-07-28".into());
+    s.handle_request(at(0), GET, get);
+    // Header and _meta disagree.
+    let mut mismatch = modern_call(2, "quick", 1);
+    mismatch.protocol_version = Some("2025-11-25".into());
+    s.handle_request(at(0), POST, mismatch);
+    // A version nobody knows.
+    let mut unknown = modern_call(3, "quick", 1);
+    unknown.protocol_version = Some("1900-01-01".into());
+    unknown.meta_version = Some("1900-01-01".into());
+    s.handle_request(at(0), OTHER, unknown);
+    let out = drain(&mut s);
+    let error = |conn| {
+        frames(&out, conn).into_iter().find_map(|f| match f {
+            Frame::Head(h) => Some((h.status, h.error.map(|e| e.code))),
+            _ => None,
+        })
+    };
+    assert_eq!(error(GET), Some((Status::METHOD_NOT_ALLOWED, Some(ErrorCode::Other))));
+    assert_eq!(error(POST), Some((Status::BAD_REQUEST, Some(ErrorCode::HeaderMismatch))));
+    assert_eq!(error(OTHER), Some((Status::BAD_REQUEST, Some(ErrorCode::UnsupportedProtocolVersion))));
+    assert_eq!(side_effects(&out), 0);
+    // The legacy handshake and its calls pass the gate untouched: nothing era-specific recorded.
+    let session = init(&mut s, at(1));
+    let out = call(&mut s, at(1), POST, &session, "quick");
+    assert!(records(&out).iter().all(|r| !matches!(r, StepKind::EraServed { .. } | StepKind::EraRefused { .. })));
+    assert_eq!(side_effect_sessions(&out), vec![(session, RequestId(2))]);
+}
+
+#[test]
+fn a_legacy_only_server_answers_a_modern_request_with_its_own_400_and_discover_is_modern_only() {
+    let mut s = server(policy("ts-sdk"));
+    s.handle_request(at(0), POST, Request::modern_post(ClientMessage::Discover { id: RequestId(1) }));
+    let out = drain(&mut s);
+    assert_eq!(records(&out), vec![StepKind::EraRefused { conn: POST, refusal: crate::era::Refusal::LegacyNoSession }]);
+    let mut s = server(policy("rmcp"));
+    s.handle_request(at(0), POST, Request::modern_post(ClientMessage::Discover { id: RequestId(1) }));
+    let out = drain(&mut s);
+    assert!(frames(&out, POST).contains(&Frame::Json(ServerMessage::DiscoverResult { request: RequestId(1) })));
+}
+
+#[test]
+fn a_crash_loses_the_modern_tools_too_and_a_restart_takes_the_new_builds_eras() {
+    let mut s = server(policy("py-sdk"));
+    s.handle_request(at(0), POST, modern_call(2, "quick", 1));
+    let _ = drain(&mut s);
+    s.crash(at(0));
+    let out = drain(&mut s);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Lost]);
+    assert!(closes(&out, POST).contains(&true), "its connection reset");
+    assert!(!s.is_busy());
+    let upgrade = ServerPolicy {
+        eras: Some(vec![crate::era::Era::Legacy]),
+        eras_after_restart: Some(vec![crate::era::Era::Legacy, crate::era::Era::Modern]),
+        ..policy("py-sdk")
+    };
+    assert_eq!(incarnation_policy(&upgrade, 0).eras, Some(vec![crate::era::Era::Legacy]));
+    assert_eq!(incarnation_policy(&upgrade, 2).eras, upgrade.eras_after_restart);
+    assert_eq!(incarnation_policy(&policy("py-sdk"), 3), policy("py-sdk"), "unset: the same build");
 }

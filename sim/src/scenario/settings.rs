@@ -898,6 +898,8 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.after_replay", Rule::Free),
     ("server.disconnect_cancel_ignored", Rule::Free),
     ("server.eras", Rule::Free),
+    ("server.modern_session", Rule::Free),
+    ("server.eras_after_restart", Rule::Free),
     ("server.tasks", Rule::Table),
     ("server.tasks.create_for_tools_over", Rule::ZeroOrSpan),
     ("server.tasks.ttl", Rule::OptSpan { min: MS, none_means: "an unlimited TTL" }),

@@ -127,6 +127,11 @@ impl Client {
                 }
             }
         }
+        // The modern era resumes nothing: a broken stream is re-issued with a new id
+        // (2026-07-28 changelog.mdx:28), whatever the profile's legacy close rule.
+        if self.speaks_modern() {
+            return self.apply_reissue(now, ended);
+        }
         match self.policy.close_handling.clone() {
             CloseHandling::DecisionProcedure => self.apply_decision_procedure(now, ended),
             CloseHandling::ReinitializeAndResend => self.apply_reinitialize_and_resend(now, ended),

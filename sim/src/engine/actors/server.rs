@@ -13,7 +13,7 @@ use madsim::net::{TcpListener, TcpStream};
 use mcpsim_model::config::EventIdScheme;
 use mcpsim_model::http::{Frame, Method, Request, ResponseHead};
 use mcpsim_model::ids::{ConnId, SessionId, StreamNo};
-use mcpsim_model::server::{Server, ServerOutput};
+use mcpsim_model::server::{incarnation_policy, Server, ServerOutput};
 use mcpsim_model::sse::{stream_hint, StreamHint};
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind};
@@ -144,7 +144,7 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
     tracing::debug!(epoch, store, "server process starts");
     let id_seed = derive_seed(world.seed, SeedPurpose::ServerIds, u64::from(epoch));
     let core = ServerCore {
-        server: Server::new(world.scenario.server.clone(), world.tools.clone(), epoch, id_seed)
+        server: Server::new(incarnation_policy(&world.scenario.server, starts), world.tools.clone(), epoch, id_seed)
             .with_task_store(store as u32, world.task_store.clone()),
         epoch,
         conns: BTreeMap::new(),

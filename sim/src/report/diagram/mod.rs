@@ -616,6 +616,7 @@ fn event_item(t: u64, conn: ConnId, event: &SseEvent, to_client: Shape) -> Item 
 fn message_kind(message: &ServerMessage) -> &'static str {
     match message {
         ServerMessage::InitializeResult { .. } => "initialize result",
+        ServerMessage::DiscoverResult { .. } => "discover result",
         ServerMessage::Progress { .. } => "progress",
         ServerMessage::Notification { .. } => "notification",
         ServerMessage::ToolResult { .. } => "result",
