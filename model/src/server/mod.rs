@@ -282,7 +282,7 @@ impl Server {
         if let Some(context) = self.modern.as_mut() {
             // The task store is the process's, shared with this context: its end is recorded once,
             // by `crash_tasks` below.
-            context.tasks.store = None;
+            context.release_task_store();
             context.crash(_now);
             self.modern_conns.clear();
             self.drain_modern();

@@ -213,6 +213,12 @@ impl Server {
 
     /// The process dies: a store of its own goes with it (every record removed; the work is lost
     /// with the process, recorded as such by `crash`).
+    /// Lets go of the process's task store without recording its end: a modern context's crash,
+    /// whose process records the store's end once (`crash_tasks`).
+    pub(super) fn release_task_store(&mut self) {
+        self.tasks.store = None;
+    }
+
     pub(super) fn crash_tasks(&mut self) {
         self.tasks.by_tool.clear();
         if self.policy.tasks.store == TaskStoreScope::Shared {
