@@ -8,6 +8,27 @@ use std::fmt;
 #[serde(transparent)]
 pub struct SessionId(pub String);
 
+impl SessionId {
+    /// Where something happened, for a sentence: "in session 0-1", or "with no session" for the
+    /// empty id a sessionless server (or a modern request) works under.
+    pub fn placed(&self) -> Placed<'_> {
+        Placed(self)
+    }
+}
+
+/// [`SessionId::placed`]'s phrase.
+pub struct Placed<'a>(&'a SessionId);
+
+impl std::fmt::Display for Placed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 .0.is_empty() {
+            f.write_str("with no session")
+        } else {
+            write!(f, "in session {}", self.0)
+        }
+    }
+}
+
 /// The SSE `id` field, sent back by a resuming client as `Last-Event-ID`. Opaque to the client;
 /// each server profile has its own encoding (see `config::EventIdScheme`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

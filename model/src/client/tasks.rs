@@ -7,7 +7,8 @@
 //! into durable state when `client.tasks.persist_ids` holds, so a restarted client polls on.
 
 use super::{Client, Purpose};
-use crate::http::{ClientMessage, ConnEnd, Request, ServerMessage};
+use crate::config::CloseHandling;
+use crate::http::{ClientMessage, ConnEnd, ServerMessage};
 use crate::ids::{CallKey, ConnId};
 use crate::tasks::{TaskId, TaskNotFound, TaskOp, TASK_NOT_FOUND};
 use crate::time::Instant;
@@ -81,7 +82,8 @@ impl Client {
             let task = p.task.clone();
             let id = self.take_request_id();
             let name = self.policy.tasks.sends_mcp_name.then(|| task.0.clone());
-            let mut request = Request::post(self.session.clone(), ClientMessage::Task { id, op: TaskOp::Get, task });
+            // In the client's era: a modern client's poll names the version, not a session.
+            let mut request = self.post_request(ClientMessage::Task { id, op: TaskOp::Get, task });
             request.mcp_name = name;
             let conn = self.open(Purpose::TaskPoll(call), request, false);
             if let Some(p) = self.tasks.get_mut(&call) {
@@ -135,8 +137,13 @@ impl Client {
         if max.is_some_and(|m| p.failures >= m) {
             let task = p.task.clone();
             self.tasks.remove(&call);
-            self.record(StepKind::AppTaskLost { task: task.clone(), call });
-            self.record(StepKind::AppError { call, error: ERR_TASK_POLLS.to_string() });
+            // The application is told once: the decision procedure's unknown outcome (the task
+            // may still run), or the error an SDK's `get_task` returns.
+            if self.policy.close_handling == CloseHandling::DecisionProcedure {
+                self.record(StepKind::AppTaskLost { task: task.clone(), call });
+            } else {
+                self.record(StepKind::AppError { call, error: ERR_TASK_POLLS.to_string() });
+            }
             self.record(StepKind::TaskIdForgotten { task });
             return self.resolve(call, None);
         }

@@ -64,7 +64,7 @@ fn declared_idempotent(ledger: &CallLedger, call: CallKey, execs: &[Execution<'_
 fn list_runs(execs: &[Execution<'_>]) -> String {
     execs
         .iter()
-        .map(|e| format!("in session {} at {}", e.session, format_micros(e.at.0)))
+        .map(|e| format!("{} at {}", e.session.placed(), format_micros(e.at.0)))
         .collect::<Vec<_>>()
         .join(", ")
 }

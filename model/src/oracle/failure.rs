@@ -82,11 +82,11 @@ fn false_failures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 at: step.at(),
                 subject: call.to_string(),
                 detail: format!(
-                    "the application was told {call} failed ({error:?}), but {} at {} in session {}: it must be told \
+                    "the application was told {call} failed ({error:?}), but {} at {} {}: it must be told \
                      the outcome is unknown, or be handed the result",
                     d.what,
                     format_micros(d.at.0),
-                    d.session
+                    d.session.placed()
                 ),
             },
         );

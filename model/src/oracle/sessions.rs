@@ -62,9 +62,9 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
             at: e.at,
             subject: event_subject(e.session, Some(e.stream), e.id),
             detail: format!(
-                "the result of {call} was stored in session {} where nobody received it, and the application was not \
+                "the result of {call} was stored {} where nobody received it, and the application was not \
                  told the call failed or may not have run",
-                e.session
+                e.session.placed()
             ),
         })
         .collect()

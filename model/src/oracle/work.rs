@@ -100,7 +100,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                     } else if expired_at.contains(&(session, step.at())) {
                         format!("session {session} was expired as idle (its tool cancelled)")
                     } else {
-                        format!("the server cancelled the tool of {} in session {session}", tool.call)
+                        format!("the server cancelled the tool of {} {}", tool.call, session.placed())
                     };
                     violations.entry(tool.call).or_insert_with(|| killed(order, step.at(), &tool, what));
                 }
@@ -227,7 +227,8 @@ fn abandoned_work_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             at: step.at(),
             subject: call.to_string(),
             detail: format!(
-                "{what} for {call} ({request} in session {session}) at {}, after the server had learned of {how} at {}",
+                "{what} for {call} ({request} {}) at {}, after the server had learned of {how} at {}",
+                session.placed(),
                 format_micros(step.at().0),
                 format_micros(at.0)
             ),

@@ -170,8 +170,8 @@ impl Walk {
                 *n += 1;
                 let kind = if *idempotent { "idempotent" } else { "non-idempotent" };
                 Some(match *n {
-                    1 => format!("ran {tool} {call} ({kind}) in session {session}"),
-                    n => format!("ran {tool} {call} ({kind}) AGAIN in session {session}: execution {n}"),
+                    1 => format!("ran {tool} {call} ({kind}) {}", session.placed()),
+                    n => format!("ran {tool} {call} ({kind}) AGAIN {}: execution {n}", session.placed()),
                 })
             }
             Resume { outcome, .. } => match outcome {

@@ -28,7 +28,9 @@ impl Executions {
             n => format!("{n} times"),
         };
         let kind = if self.idempotent { "idempotent" } else { "non-idempotent: once was expected" };
-        let sessions = if self.sessions.len() > 1 {
+        let sessions = if !self.sessions.is_empty() && self.sessions.iter().all(|s| s.is_empty()) {
+            ", with no session".to_string()
+        } else if self.sessions.len() > 1 {
             format!(", in sessions {}", self.sessions.join(", "))
         } else {
             self.sessions.first().map(|s| format!(", in session {s}")).unwrap_or_default()

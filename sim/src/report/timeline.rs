@@ -161,7 +161,7 @@ pub fn describe(kind: &StepKind) -> String {
         SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),
         SideEffect { session, request, call, tool, idempotent } => {
             let kind = if *idempotent { "idempotent" } else { "NON-IDEMPOTENT" };
-            format!("SIDE EFFECT {tool} {call} ({kind}) for {request} in session {session}")
+            format!("SIDE EFFECT {tool} {call} ({kind}) for {request} {}", session.placed())
         }
         EventStored { session, stream, seq, id, message, .. } => match message {
             Some(m) => format!("stored {stream}#{seq} id={id} in {session}: {m}"),
