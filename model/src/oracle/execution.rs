@@ -62,11 +62,7 @@ fn declared_idempotent(ledger: &CallLedger, call: CallKey, execs: &[Execution<'_
 
 /// `in session A at 1.000s, in session B at 5.000s`.
 fn list_runs(execs: &[Execution<'_>]) -> String {
-    execs
-        .iter()
-        .map(|e| format!("{} at {}", e.session.placed(), format_micros(e.at.0)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    execs.iter().map(|e| format!("{} at {}", e.session.placed(), format_micros(e.at.0))).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
