@@ -277,14 +277,14 @@ mod tests {
         s.handle_request(
             Instant(now),
             ConnId(1),
-            Request::post(None, ClientMessage::CallTool { id: RequestId(1), call }),
+            Request::modern_post(ClientMessage::CallTool { id: RequestId(1), call }),
         );
         drain(s)
     }
 
     fn get(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {
         let body = ClientMessage::Task { id: RequestId(9), op: TaskOp::Get, task: TaskId(task.into()) };
-        s.handle_request(Instant(now), ConnId(2), Request::post(None, body));
+        s.handle_request(Instant(now), ConnId(2), Request::modern_post(body));
         drain(s)
     }
 
