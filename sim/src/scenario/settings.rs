@@ -722,6 +722,16 @@ pub const SETTINGS: &[Setting] = &[
         show: super::script::show_operator_deletes,
     },
     Setting {
+        key: "app.clients",
+        targets: &["clients"],
+        help: "how many logical clients the application runs, each with its own session (1 to 64); calls name theirs with client=",
+        apply: |s, v| {
+            s.clients = v.parse().map_err(|_| format!("{v:?} is not a number of clients (1 to {MAX_CLIENTS})"))?;
+            Ok(())
+        },
+        show: |s| s.clients.to_string(),
+    },
+    Setting {
         key: "run.reproduces",
         targets: &["reproduces"],
         help: "the public report a field-failure reproduction reproduces (text, e.g. rust-sdk#958; none to clear)",
