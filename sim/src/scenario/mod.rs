@@ -577,7 +577,7 @@ impl Scenario {
     /// The `--set`s that rebuild this scenario from its family and profiles: `None` when its
     /// recorded overrides do; else overrides derived from its current values (those recorded,
     /// then each short key and each field whose value differs); `Err(FIELD)` when a field that no
-    /// key sets differs (`clients`, `notify_interval`, scripted resumes, a tool's name).
+    /// key sets differs (`notify_interval`, scripted resumes, a tool's name).
     pub fn replay_sets(&self) -> Result<Option<Vec<(String, String)>>, String> {
         let client = self.client_arg.as_deref().unwrap_or(&self.client.name);
         let server = self.server_arg.as_deref().unwrap_or(&self.server.name);
@@ -784,10 +784,15 @@ mod tests {
         // The replay line, too.
         let line = crate::report::artifacts::replay_command(&s, 3);
         assert!(line.contains("--set tool.duration=90s") && line.contains("fault.partition=1m..2m"), "{line}");
-        // A field no key sets: the line refuses to run.
+        // The number of clients has a key (`app.clients`): the line sets it.
         s.clients = 2;
         let args = s.cli_args();
-        assert!(args.ends_with("--set unreplayable=clients"), "{args}");
+        assert!(args.contains("--set app.clients=2"), "{args}");
+        assert_eq!(rebuilt(&args).map(|b| b.clients).ok(), Some(2), "{args}");
+        // A field no key sets: the line refuses to run.
+        s.notify_interval = Some(Duration::from_secs(7));
+        let args = s.cli_args();
+        assert!(args.ends_with("--set unreplayable=notify_interval"), "{args}");
         let e = rebuilt(&args).unwrap_err().to_string();
         assert!(e.contains("edited in code"), "{e}");
         // Unedited, the line is the recorded one.

@@ -721,16 +721,7 @@ pub const SETTINGS: &[Setting] = &[
         apply: super::script::apply_operator_deletes,
         show: super::script::show_operator_deletes,
     },
-    Setting {
-        key: "app.clients",
-        targets: &["clients"],
-        help: "how many logical clients the application runs, each with its own session (1 to 64); calls name theirs with client=",
-        apply: |s, v| {
-            s.clients = v.parse().map_err(|_| format!("{v:?} is not a number of clients (1 to {MAX_CLIENTS})"))?;
-            Ok(())
-        },
-        show: |s| s.clients.to_string(),
-    },
+    alias!("app.clients" => ["clients"], "how many logical clients the application runs, each with its own session (1 to 64); calls name theirs with client="),
     Setting {
         key: "run.reproduces",
         targets: &["reproduces"],
@@ -1340,7 +1331,8 @@ mod tests {
         assert!(rejected("fault.reset=30h").contains("faults"));
         let mut s = scenario();
         s.clients = MAX_CLIENTS + 1;
-        assert!(s.validate().unwrap_err().to_string().starts_with("clients: 65 clients"));
+        // Named by the short key that sets it (`app.clients`).
+        assert!(s.validate().unwrap_err().to_string().starts_with("app.clients: 65 clients"));
         s.clients = MAX_CLIENTS;
         s.validate().expect("64 clients are allowed");
         accepted(&[("server.keepalive", "1s"), ("tool.event_interval", "1ms"), ("tool.duration", "24h")]);
