@@ -695,6 +695,69 @@ mod tests {
     use super::*;
     use mcpsim_model::profiles;
 
+    /// The scenario folder reads top-down (docs/model.md, "What a scenario may ask for"): each
+    /// file uses only the files before it (and `mod.rs`'s types), so no two files import each
+    /// other. Unit-test modules are left out, as `import-cycles.py` leaves them out.
+    const TOP_DOWN: &[&str] = &[
+        "files",
+        "layers",
+        "faults",
+        "script",
+        "notifications",
+        "settings",
+        "profile_files",
+        "families",
+        "family_files",
+    ];
+
+    /// The sibling modules `source` names outside its unit tests.
+    fn siblings_used(source: &str) -> std::collections::BTreeSet<&'static str> {
+        let code = source.split("#[cfg(test)]").next().unwrap_or(source);
+        let mut used = std::collections::BTreeSet::new();
+        for prefix in ["super::", "crate::scenario::"] {
+            for (at, _) in code.match_indices(prefix) {
+                let rest = &code[at + prefix.len()..];
+                // `super::{a, b::C}` names several at once.
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+                    None => vec![rest],
+                };
+                for name in names {
+                    let name = name.trim().split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("");
+                    if let Some(m) = TOP_DOWN.iter().find(|m| **m == name) {
+                        used.insert(*m);
+                    }
+                }
+            }
+        }
+        used
+    }
+
+    #[test]
+    fn the_scenario_folder_reads_top_down() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scenario");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("the scenario folder")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|f| f.strip_suffix(".rs").map(str::to_string))
+            .filter(|f| f != "mod")
+            .collect();
+        files.sort();
+        let mut listed: Vec<String> = TOP_DOWN.iter().map(|s| s.to_string()).collect();
+        listed.sort();
+        assert_eq!(files, listed, "a file of the scenario folder is missing from TOP_DOWN (or gone)");
+        for (i, file) in TOP_DOWN.iter().enumerate() {
+            let source = std::fs::read_to_string(dir.join(format!("{file}.rs"))).expect("readable");
+            for used in siblings_used(&source) {
+                let at = TOP_DOWN.iter().position(|m| *m == used).expect("listed");
+                assert!(at < i, "{file}.rs uses {used}.rs, which comes after it (or is itself)");
+            }
+        }
+        // The reader sees a grouped import and a path.
+        let seen = siblings_used("use super::{layers, Scenario};\nfn f() { crate::scenario::faults::x(); }");
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["faults", "layers"]);
+    }
+
     #[test]
     fn every_family_builds_with_every_profile() {
         for name in SCENARIO_NAMES {
