@@ -122,7 +122,8 @@ fn timed_out_payment(on_error: OnError) -> Scenario {
 fn reissuing_a_timed_out_non_idempotent_call_runs_it_twice_and_giving_up_does_not() {
     for seed in 0..2 {
         let give_up = run_ok(&timed_out_payment(OnError::GiveUp), seed);
-        // The reference client's timed-out request was sent: an unknown outcome, not a failure.
+        // The reference client reports a sent call that timed out as an unknown outcome (it may
+        // have run: the decision procedure), not as a failure.
         assert_eq!(endings(&give_up, 0), "unknown");
         assert!(!violated(&give_up).contains("no-duplicate-execution"), "seed {seed}: {:?}", violated(&give_up));
         for on_error in [OnError::Reissue, OnError::ReinitializeReissue] {

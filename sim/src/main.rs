@@ -120,6 +120,11 @@ enum Command {
         /// With --search or --guided: keep inside the design note's conditions of validity.
         #[arg(long)]
         within_conditions: bool,
+        /// With --search or --guided: swarm testing: each case switches each fault kind and
+        /// workload part (calls, several clients, notifications, deletes, deploy, keep-alive,
+        /// chain) on or off as a whole, and generates only from those on (docs/search.md).
+        #[arg(long)]
+        swarm: bool,
         /// Stop at the first violation of any kind; by default only a violation that no broken
         /// condition of validity explains stops the search (explained ones are counted).
         #[arg(long)]
@@ -477,6 +482,7 @@ fn main() -> ExitCode {
             search,
             guided,
             within_conditions,
+            swarm,
             all,
             invariant,
             no_shrink,
@@ -492,6 +498,7 @@ fn main() -> ExitCode {
                 search,
                 guided,
                 within_conditions,
+                swarm,
                 all,
                 invariant,
                 shrink,

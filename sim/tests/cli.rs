@@ -75,6 +75,34 @@ fn bad_flags_keys_and_values_exit_2() {
 }
 
 #[test]
+fn swarm_testing_needs_a_search_and_draws_the_same_cases_from_the_same_seed() {
+    assert_bad_input(&mcpsim(&["explore", "--swarm", "--seeds", "1"]), "--swarm needs --search or --guided");
+    let dir = scratch("swarm");
+    for mode in ["--search", "--guided"] {
+        let args = [
+            "explore",
+            "--scenario",
+            "long-tool",
+            mode,
+            "--swarm",
+            "--within-conditions",
+            "--seeds",
+            "4",
+            "--start-seed",
+            "3",
+            "--out",
+            path(&dir),
+        ];
+        let (a, b) = (mcpsim(&args), mcpsim(&args));
+        assert_eq!(code(&a), 0, "{mode}: {}{}", stdout(&a), stderr(&a));
+        assert!(stdout(&a).starts_with("no violation in 4 generated case(s)"), "{mode}: {}", stdout(&a));
+        let coverage =
+            |o: &Output| stdout(o).lines().filter(|l| l.starts_with("coverage")).collect::<Vec<_>>().join("\n");
+        assert_eq!(coverage(&a), coverage(&b), "{mode}: the same seed, the same cases");
+    }
+}
+
+#[test]
 fn unreadable_truncated_and_foreign_traces_exit_2_with_one_line() {
     let dir = scratch("bad-traces");
     let good = std::fs::read_to_string(recorded_trace(&dir)).expect("the trace was written");

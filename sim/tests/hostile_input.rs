@@ -59,6 +59,8 @@ fn values_and_entries_no_rule_checked_are_refused() {
     refused_fast(&["run", "--set", "server.sessionless_get_status=0"], "no HTTP status");
     refused_fast(&["run", "--set", "server.keep_alive_timeout=0s"], "write none");
     refused_fast(&["run", "--set", "app.operator_deletes=2m,2m"], "given twice");
+    refused_fast(&["run", "--set", "app.clients=0"], "a scenario has 1 to 64");
+    refused_fast(&["run", "--set", "app.clients=65"], "a scenario has 1 to 64");
     refused_fast(&["run", "--set", "app.calls=1s call=4; 2s call=4"], "the same key 4");
     let dir = scratch("twice");
     let file = dir.join("twice.toml");

@@ -31,6 +31,9 @@ pub struct ExploreArgs {
     pub guided: bool,
     /// With `search`: stay inside the design note's conditions of validity.
     pub within_conditions: bool,
+    /// With `search` or `guided`: swarm testing over fault kinds and workload parts
+    /// (`search::Space::swarm`).
+    pub swarm: bool,
     /// Stop at any violation (`--all`); otherwise only at one no broken condition explains.
     pub all: bool,
     /// Only this invariant counts.
@@ -52,6 +55,9 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     if explore.within_conditions && !explore.search && !explore.guided {
         return Err(SimError::Usage("--within-conditions needs --search or --guided".into()));
     }
+    if explore.swarm && !explore.search && !explore.guided {
+        return Err(SimError::Usage("--swarm needs --search or --guided".into()));
+    }
     if !explore.search && explore.seeds > 0 && explore.start_seed.checked_add(explore.seeds - 1).is_none() {
         return Err(SimError::Usage(format!(
             "--start-seed {} with --seeds {} goes past the last seed, {}: at most {} seed(s) from there",
@@ -68,8 +74,8 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let started = WallClock::now();
     let hunt = explore.hunt();
     let (found, runs, coverage, explained) = if explore.guided {
-        let (within, seeds, seed) = (explore.within_conditions, explore.seeds, explore.start_seed);
-        guided::explore_guided_reporting(&scenario, within, hunt, seeds, seed, explore.shrink, target)?
+        let (space, seeds, seed) = (explore.space(&scenario), explore.seeds, explore.start_seed);
+        guided::explore_guided_reporting(&scenario, &space, seeds, seed, explore.shrink, target)?
     } else if explore.search {
         explore_cases(&scenario, explore, target)?
     } else {
@@ -91,6 +97,15 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
 }
 
 impl ExploreArgs {
+    /// The search space `--search` and `--guided` draw from.
+    fn space(&self, scenario: &Scenario) -> search::Space {
+        let space = match self.within_conditions {
+            true => search::Space::within_conditions(scenario),
+            false => search::Space::for_scenario(scenario),
+        };
+        space.hunting(self.hunt()).swarming(self.swarm)
+    }
+
     /// Which violations stop the exploration.
     fn hunt(&self) -> search::Hunt {
         if self.all {
@@ -361,12 +376,7 @@ fn explore_cases(
     explore: &ExploreArgs,
     target: Option<&str>,
 ) -> Result<(Option<search::Found>, u64, Coverage, u64), SimError> {
-    let space = if explore.within_conditions {
-        search::Space::within_conditions(scenario)
-    } else {
-        search::Space::for_scenario(scenario)
-    }
-    .hunting(explore.hunt());
+    let space = explore.space(scenario);
     let budget = u32::try_from(explore.seeds).map_err(|_| SimError::Usage("--seeds is too large".into()))?;
     let report = search::search_for(scenario, &space, budget, explore.start_seed, explore.shrink, target)?;
     Ok((report.found, report.cases, report.coverage, report.explained))

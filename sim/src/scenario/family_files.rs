@@ -992,7 +992,7 @@ mod tests {
             "3:13: server.keepalive: 500ms is below",
         );
         at(&err("extends = \"long-tool\"\n[[tools]]\nname = \"pay\"\nduration = \"48h\"\n"), "4:12: tool.duration");
-        at(&err("extends = \"long-tool\"\nclients = 0\n"), "2:11: clients");
+        at(&err("extends = \"long-tool\"\nclients = 0\n"), "2:11: app.clients");
         at(&err("extends = \"long-tool\"\n[[calls]]\nat = \"1s\"\ntool = \"nope\"\n"), "2:1: calls.tool");
         let e = err("extends = \"bad.toml\"\n");
         assert!(e.contains("a cycle"), "{e}");

@@ -721,6 +721,7 @@ pub const SETTINGS: &[Setting] = &[
         apply: super::script::apply_operator_deletes,
         show: super::script::show_operator_deletes,
     },
+    alias!("app.clients" => ["clients"], "how many logical clients the application runs, each with its own session (1 to 64); calls name theirs with client="),
     Setting {
         key: "run.reproduces",
         targets: &["reproduces"],
@@ -1330,7 +1331,8 @@ mod tests {
         assert!(rejected("fault.reset=30h").contains("faults"));
         let mut s = scenario();
         s.clients = MAX_CLIENTS + 1;
-        assert!(s.validate().unwrap_err().to_string().starts_with("clients: 65 clients"));
+        // Named by the short key that sets it (`app.clients`).
+        assert!(s.validate().unwrap_err().to_string().starts_with("app.clients: 65 clients"));
         s.clients = MAX_CLIENTS;
         s.validate().expect("64 clients are allowed");
         accepted(&[("server.keepalive", "1s"), ("tool.event_interval", "1ms"), ("tool.duration", "24h")]);

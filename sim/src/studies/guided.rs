@@ -197,20 +197,16 @@ pub fn explore_guided(
     })
 }
 
-/// `explore --guided`: [`explore_guided`] on `scenario` (inside the conditions of validity when
-/// `within_conditions`), printing coverage growth on stderr every two seconds and a summary at the
+/// `explore --guided`: [`explore_guided`] on `scenario` over `space`, printing coverage growth on stderr every two seconds and a summary at the
 /// end. Returns what was found, the cases run and their coverage.
 pub fn explore_guided_reporting(
     scenario: &Scenario,
-    within_conditions: bool,
-    hunt: search::Hunt,
+    space: &Space,
     budget: u64,
     rng_seed: u64,
     shrink: bool,
     target: Option<&str>,
 ) -> Result<(Option<Found>, u64, Coverage, u64), SimError> {
-    let space = if within_conditions { Space::within_conditions(scenario) } else { Space::for_scenario(scenario) }
-        .hunting(hunt);
     let guided = Guided { budget, rng_seed, shrink, target: target.map(str::to_string) };
     let started = WallClock::now();
     let mut last_line = started;
@@ -231,7 +227,7 @@ pub fn explore_guided_reporting(
         }
         elapsed = Some(started.elapsed());
     };
-    let report = explore_guided(scenario, &space, &guided, &mut on_progress)?;
+    let report = explore_guided(scenario, space, &guided, &mut on_progress)?;
     let secs = elapsed.unwrap_or_default().as_secs_f64();
     let growth: Vec<String> = report.growth.iter().rev().take(6).rev().map(|(c, f)| format!("{c}:{f}")).collect();
     eprintln!(
@@ -324,7 +320,12 @@ impl<'a> Explorer<'a> {
             }
             Mutation::ChangeOverride => {
                 let drawn = self.fresh_case()?;
-                let params: Vec<&Override> = drawn.overrides.iter().filter(|(k, _)| !k.starts_with("fault.")).collect();
+                // Under swarm testing only a key of a part this case switched on.
+                let params: Vec<&Override> = drawn
+                    .overrides
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with("fault.") && self.space.allows(&case.swarm, k))
+                    .collect();
                 if params.is_empty() {
                     return Some(case);
                 }
@@ -368,10 +369,18 @@ impl<'a> Explorer<'a> {
                 faults[i].at = Duration::from_secs(moved);
             }
             Mutation::AddFault => {
-                if self.space.fault_kinds.is_empty() {
+                // Under swarm testing only a kind this case switched on.
+                let kinds: Vec<&'static str> = self
+                    .space
+                    .fault_kinds
+                    .iter()
+                    .copied()
+                    .filter(|k| !self.space.swarm || case.swarm.contains_key(*k))
+                    .collect();
+                if kinds.is_empty() {
                     return Some(case);
                 }
-                let kind = self.space.fault_kinds[self.below(self.space.fault_kinds.len() as u64) as usize];
+                let kind = kinds[self.below(kinds.len() as u64) as usize];
                 let at = Duration::from_secs(self.below(self.horizon + 1));
                 let fault = match kind {
                     "partition" => Fault::Partition { duration: Duration::from_secs(1 + self.below(MAX_PARTITION)) },
@@ -392,7 +401,12 @@ impl<'a> Explorer<'a> {
                 faults.remove(self.below(faults.len() as u64) as usize);
             }
         }
+        let configuration = case.swarm.clone();
         set_faults(&mut case, &scenario, faults);
+        if self.space.swarm {
+            // A mutation moves within the case's configuration: what it switched on stays on.
+            case.swarm = configuration;
+        }
         Some(case)
     }
 }
@@ -577,6 +591,34 @@ mod tests {
                 assert!(case.overrides.iter().any(|(k, _)| Some(k.as_str()) == fault_setting(kind)), "{case:?}");
             }
             corpus.push(case);
+        }
+    }
+
+    #[test]
+    fn swarm_mutations_stay_within_the_cases_configuration() {
+        let base = chatty();
+        for space in [Space::for_scenario(&base), Space::within_conditions(&base)] {
+            let space = space.swarming(true);
+            let constrained = space.constrained(&base).unwrap();
+            let mut explorer = Explorer::new(&constrained, &space, 5);
+            let mut corpus: Vec<Case> = (0..8).filter_map(|_| explorer.fresh_case()).collect();
+            let mut mutated = 0;
+            for n in 0..300 {
+                let Some(case) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
+                let s = case.scenario(&constrained).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+                if let Some(parent) = corpus.iter().find(|c| c.seed == case.seed) {
+                    assert_eq!(parent.swarm, case.swarm, "a mutation changed the configuration: {case:?}");
+                    mutated += 1;
+                }
+                for kind in s.faults.faults().iter().map(|f| f.fault.kind()).filter(|k| Fault::KINDS.contains(k)) {
+                    assert!(case.swarm.contains_key(kind), "{kind} planned but switched off: {case:?}");
+                }
+                for (key, _) in &case.overrides {
+                    assert!(space.allows(&case.swarm, key), "{key} set but its part is off: {case:?}");
+                }
+                corpus.push(case);
+            }
+            assert!(mutated > 50, "{mutated} mutated cases");
         }
     }
 

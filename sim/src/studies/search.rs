@@ -30,8 +30,36 @@ use std::time::Duration;
 pub type Override = (String, String);
 
 /// Fault kinds a swarm-tested case enabled, each with its intensity (the most faults of that kind
-/// the case may plan).
+/// the case may plan); under [`Space::swarm`] also the workload parts it switched on (intensity 1,
+/// names of [`WORKLOAD_PARTS`]).
 pub type Swarm = BTreeMap<String, u32>;
+
+/// The workload parts swarm testing ([`Space::swarm`]) switches on or off as a whole, with the
+/// override keys each one draws. A part that is off keeps the family's own value (no override);
+/// one that is on is always drawn. `clients` draws its own call script (the calls spread over
+/// the clients), so with it on `calls` adds nothing.
+pub const WORKLOAD_PARTS: &[(&str, &[&str])] = &[
+    ("clients", &["app.clients", "app.calls"]),
+    ("calls", &["app.calls"]),
+    ("notifications", &["app.notifications"]),
+    ("deletes", &["app.operator_deletes"]),
+    ("deploy", &["fault.deploy"]),
+    (
+        "keep-alive",
+        &[
+            "client.http.keep_alive",
+            "client.http.idle_expiry",
+            "client.http.retry",
+            "lb.upstream_keep_alive",
+            "lb.retry_upstream",
+            "server.keep_alive_timeout",
+        ],
+    ),
+    ("chain", &["lb.hops"]),
+];
+
+/// The most clients the `clients` workload part runs.
+const MAX_SWARM_CLIENTS: u32 = 3;
 
 /// proptest's shrinking stops after this many runs (each run is one simulation).
 pub const MAX_SHRINK_RUNS: u32 = 1_000;
@@ -213,6 +241,15 @@ pub struct Space {
     /// Which violations end the search (and shrinking keeps): all by default; `explore` hunts
     /// unexplained ones unless `--all`.
     pub hunt: Hunt,
+    /// Swarm testing over faults *and* workload parts (`explore --swarm`; Groce et al., "Swarm
+    /// Testing", ISSTA 2012): each case first draws which features are on at all — each fault
+    /// kind and each workload part of [`Space::workload_parts`], each with probability ½ — and
+    /// generates only from those. A fault kind that is off plans no fault of that kind, the
+    /// family's own included; a workload part that is off keeps the family's value. Off by
+    /// default: the default generator's draws (and the budgets measured on them) stay as they are.
+    pub swarm: bool,
+    /// The fault kinds the family plans itself (a swarm case with that kind off removes them).
+    pub family_kinds: Vec<&'static str>,
 }
 
 impl Space {
@@ -227,7 +264,41 @@ impl Space {
             max_intensity: 3,
             vary_chain: !base.lb.hops.is_empty(),
             hunt: Hunt::All,
+            swarm: false,
+            family_kinds: Fault::KINDS
+                .iter()
+                .copied()
+                .filter(|k| base.faults.faults().iter().any(|f| f.fault.kind() == *k))
+                .collect(),
         }
+    }
+
+    /// This space with swarm testing over faults and workload parts on or off.
+    pub fn swarming(self, swarm: bool) -> Space {
+        Space { swarm, ..self }
+    }
+
+    /// The workload parts a swarm case may switch on here: calls, several clients and
+    /// notifications everywhere; outside the conditions of validity also operator deletes, a
+    /// rolling deploy, HTTP keep-alive and (for a family with one) the chain of hops — the parts
+    /// the default generator varies outside the conditions only, for the same reasons
+    /// ([`family_dimensions`]). Inside the conditions a call script never re-issues after an
+    /// error (a re-issued non-idempotent call is a duplicate no pair can prevent).
+    pub fn workload_parts(&self) -> Vec<&'static str> {
+        let inside = ["clients", "calls", "notifications"];
+        WORKLOAD_PARTS
+            .iter()
+            .map(|(p, _)| *p)
+            .filter(|p| !self.within_conditions || inside.contains(p))
+            .filter(|p| *p != "chain" || self.vary_chain)
+            .collect()
+    }
+
+    /// Whether a case with swarm `swarm` may set `key`: a key of a workload part only while that
+    /// part is on (every key when this space does no swarm testing).
+    pub fn allows(&self, swarm: &Swarm, key: &str) -> bool {
+        let mut parts = WORKLOAD_PARTS.iter().filter(|(_, keys)| keys.contains(&key)).peekable();
+        !self.swarm || parts.peek().is_none() || parts.any(|(p, _)| swarm.contains_key(*p))
     }
 
     /// This space, stopping only at the violations `hunt` counts.
@@ -368,7 +439,7 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
     // prevent), and operator DELETEs (no condition covers a session ended behind the client's
     // back). Inside the conditions the family's own script stays: a new dimension there would
     // change every later draw of the safe pairs' fixed-seed searches (see the branch's report).
-    if !space.within_conditions {
+    if !space.within_conditions && !space.swarm {
         dims.push(family_or("app.calls", call_script()));
         let horizon = space.horizon.as_secs().max(1);
         dims.push(family_or(
@@ -396,13 +467,17 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
         // A chain of hops in front of the balancer (a CDN): lifetimes, idle timeouts that may
         // ignore comments, response buffering. Outside the conditions only: buffered progress
         // can outlast a request timeout. Shrinks to the family's chain, then to fewer hops.
-        if space.vary_chain {
+        if space.vary_chain && !space.swarm {
             dims.push(family_or("lb.hops", hops()));
         }
         // A rolling deploy: the replicas restarted one by one from a time within the horizon,
         // 10 s to 2 min apart, with or without draining. Outside the conditions only: a restart
         // without draining cuts streams (and with local stores ends sessions), which the
         // conditions leave to the profiles' own persistence. Shrinks to no deploy, then earlier.
+        if space.swarm {
+            // Swarm testing draws the workload parts below as a whole ([`workload`]).
+            return dims.boxed();
+        }
         let horizon = space.horizon.as_secs().max(1);
         dims.push(family_or("fault.deploy", deploy(horizon)));
         // HTTP keep-alive on every side: the client library's pool (its idle expiry, and what it
@@ -434,22 +509,117 @@ const MAX_SCRIPT_CALLS: usize = 4;
 /// minutes (so the session may expire between calls), each with what the application does after
 /// an error. Shrinks towards one call, then shorter gaps and give-up.
 fn call_script() -> BoxedStrategy<String> {
-    let reaction = prop_oneof![3 => Just("give-up"), 1 => Just("reissue"), 1 => Just("reinitialize-reissue")];
-    let call = (0u64..=600, reaction);
-    prop::collection::vec(call, 1..=MAX_SCRIPT_CALLS)
+    script(1, true)
+}
+
+/// A call script over `clients` clients: each call by one of them (client 0 shrinks first), and
+/// re-issues after an error only when `reissue`. With one client and re-issues it draws exactly
+/// what the default generator always drew (no client dimension), so its fixed-seed searches keep
+/// their cases.
+fn script(clients: u32, reissue: bool) -> BoxedStrategy<String> {
+    let reaction = if reissue {
+        prop_oneof![3 => Just("give-up"), 1 => Just("reissue"), 1 => Just("reinitialize-reissue")].boxed()
+    } else {
+        Just("give-up").boxed()
+    };
+    let calls = if clients > 1 {
+        prop::collection::vec((0u64..=600, reaction, 0..clients), 1..=MAX_SCRIPT_CALLS).boxed()
+    } else {
+        prop::collection::vec(
+            (0u64..=600, reaction).prop_map(|(gap, on_error)| (gap, on_error, 0)),
+            1..=MAX_SCRIPT_CALLS,
+        )
+        .boxed()
+    };
+    calls
         .prop_map(|calls| {
             let entries: Vec<String> = calls
                 .iter()
                 .enumerate()
-                .map(|(i, (gap, on_error))| {
-                    let time = if i == 0 { "1s".to_string() } else { format!("+{}", secs(*gap)) };
-                    match *on_error {
-                        "give-up" => time,
-                        other => format!("{time} on_error={other}"),
+                .map(|(i, (gap, on_error, client))| {
+                    let mut call = if i == 0 { "1s".to_string() } else { format!("+{}", secs(*gap)) };
+                    if *client > 0 {
+                        call.push_str(&format!(" client={client}"));
                     }
+                    if *on_error != "give-up" {
+                        call.push_str(&format!(" on_error={on_error}"));
+                    }
+                    call
                 })
                 .collect();
             entries.join("; ")
+        })
+        .boxed()
+}
+
+/// The overrides of one workload part switched on (see [`WORKLOAD_PARTS`]).
+fn part_overrides(part: &str, space: &Space, on: &[&str]) -> BoxedStrategy<Vec<Override>> {
+    let one =
+        |key: &'static str, value: BoxedStrategy<String>| value.prop_map(move |v| vec![(key.to_string(), v)]).boxed();
+    let reissue = !space.within_conditions;
+    let horizon = space.horizon.as_secs().max(2);
+    let choice = |values: &'static [&'static str]| prop::sample::select(values).prop_map(str::to_string).boxed();
+    match part {
+        "clients" => (2..=MAX_SWARM_CLIENTS)
+            .prop_flat_map(move |n| {
+                // Every client calls once at least; the script spreads the rest.
+                script(n, reissue).prop_map(move |s| {
+                    let mut script = s;
+                    for c in 1..n {
+                        if !script.contains(&format!("client={c}")) {
+                            script.push_str(&format!("; 1s client={c}"));
+                        }
+                    }
+                    vec![("app.clients".to_string(), n.to_string()), ("app.calls".to_string(), script)]
+                })
+            })
+            .boxed(),
+        "calls" if on.contains(&"clients") => Just(vec![]).boxed(),
+        "calls" => one("app.calls", script(1, reissue)),
+        "notifications" => {
+            one("app.notifications", (1u64..=30).prop_map(move |i| format!("{i}s,until={horizon}s")).boxed())
+        }
+        "deletes" => {
+            one("app.operator_deletes", prop::collection::vec(0..=horizon, 1..=2).prop_map(times_value).boxed())
+        }
+        "deploy" => one("fault.deploy", deploy(horizon)),
+        "keep-alive" => (
+            choice(&["true", "false"]),
+            optional((1u64..=120).prop_map(secs).boxed()),
+            choice(&["unsent", "reused-before-response"]),
+            choice(&["true", "false"]),
+            choice(&["never", "idempotent", "any"]),
+            optional((1u64..=120).prop_map(secs).boxed()),
+        )
+            .prop_map(|(a, b, c, d, e, f)| {
+                [
+                    ("client.http.keep_alive", a),
+                    ("client.http.idle_expiry", b),
+                    ("client.http.retry", c),
+                    ("lb.upstream_keep_alive", d),
+                    ("lb.retry_upstream", e),
+                    ("server.keep_alive_timeout", f),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+            })
+            .boxed(),
+        "chain" => one("lb.hops", hops()),
+        other => unreachable!("{other} is not a workload part"),
+    }
+}
+
+/// The workload under swarm testing: which parts are on (each with probability ½, shrinking to
+/// off), then the overrides of those only.
+fn workload(space: &Space) -> BoxedStrategy<(Vec<&'static str>, Vec<Override>)> {
+    let parts = space.workload_parts();
+    let space = space.clone();
+    prop::collection::vec(any::<bool>(), parts.len())
+        .prop_flat_map(move |switches| {
+            let on: Vec<&'static str> = parts.iter().zip(&switches).filter(|(_, s)| **s).map(|(p, _)| *p).collect();
+            let drawn: Vec<BoxedStrategy<Vec<Override>>> = on.iter().map(|p| part_overrides(p, &space, &on)).collect();
+            (Just(on), drawn).prop_map(|(on, drawn)| (on, drawn.concat()))
         })
         .boxed()
 }
@@ -560,10 +730,36 @@ fn fault_plan(space: &Space) -> BoxedStrategy<(Swarm, Vec<Override>)> {
 
 /// The strategy of cases for a scenario family.
 pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
+    if space.swarm {
+        return swarm_cases(space);
+    }
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
     (params, fault_plan(space), any::<u64>().no_shrink())
         .prop_map(|(mut overrides, (swarm, faults), seed)| {
             overrides.extend(faults);
+            Case { overrides, swarm, seed }
+        })
+        .boxed()
+}
+
+/// The strategy of cases under swarm testing ([`Space::swarm`]): the parameters, the workload
+/// parts switched on, and the fault kinds switched on; a kind the family plans itself and the
+/// case switched off is set to `none`.
+fn swarm_cases(space: &Space) -> BoxedStrategy<Case> {
+    let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
+    let family_kinds: Vec<&'static str> =
+        space.family_kinds.iter().copied().filter(|k| space.fault_kinds.contains(k)).collect();
+    (params, workload(space), fault_plan(space), any::<u64>().no_shrink())
+        .prop_map(move |(mut overrides, (parts, workload), (mut swarm, faults), seed)| {
+            overrides.extend(workload);
+            overrides.extend(faults);
+            for kind in &family_kinds {
+                let key = fault_setting(kind).expect("a fault kind has a key");
+                if !swarm.contains_key(*kind) && !overrides.iter().any(|(k, _)| k == key) {
+                    overrides.push((key.to_string(), "none".to_string()));
+                }
+            }
+            swarm.extend(parts.into_iter().map(|p| (p.to_string(), 1)));
             Case { overrides, swarm, seed }
         })
         .boxed()
@@ -872,6 +1068,77 @@ mod tests {
     }
 
     #[test]
+    fn swarm_cases_generate_only_from_the_kinds_and_parts_they_switched_on() {
+        // chatty-tool plans a partition of its own: a swarm case with partitions off plans none.
+        let base = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        for within in [false, true] {
+            let space =
+                if within { Space::within_conditions(&base) } else { Space::for_scenario(&base) }.swarming(true);
+            let base = space.constrained(&base).unwrap();
+            let parts = space.workload_parts();
+            let mut runner =
+                TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+            let strategy = cases(&space);
+            let mut on: BTreeMap<String, u32> = BTreeMap::new();
+            let mut configurations = std::collections::BTreeSet::new();
+            let n = 200;
+            for _ in 0..n {
+                let case = strategy.new_tree(&mut runner).unwrap().current();
+                let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+                for kind in s.faults.faults().iter().map(|f| f.fault.kind()).filter(|k| Fault::KINDS.contains(k)) {
+                    assert!(case.swarm.contains_key(kind), "{kind} planned but switched off: {case:?}");
+                }
+                for (key, _) in &case.overrides {
+                    assert!(space.allows(&case.swarm, key), "{key} set but its part is off: {case:?}");
+                }
+                for (part, keys) in WORKLOAD_PARTS {
+                    let set = case.overrides.iter().any(|(k, _)| keys.contains(&k.as_str()));
+                    if case.swarm.contains_key(*part) && *part != "calls" {
+                        assert!(set, "{part} on but not drawn: {case:?}");
+                    }
+                    if !parts.contains(part) {
+                        assert!(!case.swarm.contains_key(*part), "{part} is not a part here: {case:?}");
+                    }
+                }
+                if case.swarm.contains_key("clients") {
+                    assert!(s.clients >= 2 && s.calls.iter().any(|c| c.client > 0), "{case:?}");
+                }
+                if within {
+                    assert!(s.calls.iter().all(|c| c.on_error == Default::default()), "re-issue inside: {case:?}");
+                }
+                for k in case.swarm.keys() {
+                    *on.entry(k.clone()).or_default() += 1;
+                }
+                configurations.insert(case.swarm.keys().cloned().collect::<Vec<_>>());
+            }
+            // Each kind and part is on in about half the cases, in many combinations.
+            for name in parts.iter().copied().chain(space.fault_kinds.iter().copied()) {
+                let k = on.get(name).copied().unwrap_or(0);
+                assert!((n / 4..=3 * n / 4).contains(&k), "{name} on in {k} of {n} cases (within {within})");
+            }
+            assert!(configurations.len() > n as usize / 4, "{} configurations", configurations.len());
+        }
+    }
+
+    #[test]
+    fn the_default_space_does_no_swarm_testing_over_the_workload() {
+        // The default generator (and the budgets measured on its draws) stays as it was: no
+        // workload part is recorded and the family's own partition stays when the kind is off.
+        let base = Scenario::build("chatty-tool", "reference", "reference").unwrap();
+        let space = Space::for_scenario(&base);
+        assert!(!space.swarm);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let strategy = cases(&space);
+        for _ in 0..50 {
+            let case = strategy.new_tree(&mut runner).unwrap().current();
+            assert!(case.swarm.keys().all(|k| Fault::KINDS.contains(&k.as_str())), "{case:?}");
+            if !case.swarm.contains_key("partition") {
+                assert!(!case.overrides.iter().any(|(k, _)| k == "fault.partition"), "{case:?}");
+            }
+        }
+    }
+
+    #[test]
     fn fault_lists_shrink_element_wise_to_nothing_and_parameters_to_their_low_end() {
         let base = long_tool();
         let space = Space::for_scenario(&base);
@@ -932,7 +1199,9 @@ mod tests {
         // Not generated: the fault keys come from the fault plan's swarm (by kind), and the
         // liveness grace judges a run rather than changing it.
         let base = long_tool();
-        let drawn = drawn_keys(&Space::for_scenario(&base), 300);
+        let mut drawn = drawn_keys(&Space::for_scenario(&base), 300);
+        // `app.clients` (several clients) is a workload part of swarm testing only.
+        drawn.extend(drawn_keys(&Space::for_scenario(&base).swarming(true), 100));
         // `lb` names a whole load-balancer profile (its fields are generated one by one: idle
         // timeout, replicas, routing, store, lifetime); the reconnect and delivery bounds judge a
         // run and `reproduces` labels one.

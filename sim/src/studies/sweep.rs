@@ -507,7 +507,7 @@ pub enum SweepCells<'a> {
 /// Validates, runs and reports a sweep. Nothing runs until keys, values and the CSV (and its
 /// header on `--resume`) have been checked. Rows reach the CSV in grid order as the cells before
 /// them finish; when the sweep is done the file is rewritten in grid order, resumed rows
-/// included (rows of cells outside this grid are kept, after them).
+/// included (a resumed row outside this grid, or given twice, is refused before any run).
 pub fn sweep(
     base: &Scenario,
     vary_specs: &[String],
