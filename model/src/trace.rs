@@ -158,6 +158,12 @@ pub enum SessionEndReason {
     IdleExpired,
     /// The server process restarted and lost it.
     ServerRestart,
+    /// A write on one of its streams failed (its client was gone) and the server forgot the
+    /// session with it (`on_failed_write = end-session`).
+    WriteFailed,
+    /// The server process exited on a request it could not parse (`on_protocol_error =
+    /// restart-process`) and lost it.
+    ProcessExit,
 }
 
 /// What a server did with a `Last-Event-ID`.
@@ -501,6 +507,15 @@ pub enum StepKind {
         /// How it ended.
         end: ToolEnd,
     },
+    /// The server process exited on the request on `conn`, which it could not parse
+    /// (`on_protocol_error = restart-process`): `ToolEnded { lost }` and `SessionEnded {
+    /// process-exit }` follow for what it held, then the next process's `ServerStart`.
+    ProcessExit {
+        /// The connection of the request.
+        conn: ConnId,
+        /// The session the request named, if any.
+        session: Option<SessionId>,
+    },
     /// The server process started; `epoch` counts its incarnations from 0.
     ServerStart {
         /// Restarts before this one.
@@ -726,6 +741,7 @@ impl StepKind {
             | LbUpstreamReused { conn, .. }
             | LbResent { conn, .. }
             | Rejected { conn, .. }
+            | ProcessExit { conn, .. }
             | EraServed { conn, .. }
             | EraRefused { conn, .. } => Some(conn),
             _ => None,
