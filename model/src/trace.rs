@@ -65,7 +65,8 @@ pub struct ViolationRecord {
     /// What went wrong, in words.
     pub detail: String,
     /// The design note's conditions of validity at the violation (`oracle::conditions`):
-    /// `unexplained: conditions 1-4 held`, or `explained by condition N: what broke`. Empty in a
+    /// `unexplained: conditions 1-4 held`, `unexplained: a server bug: what the server did` (it
+    /// ended a session or its process on its own), or `explained by condition N: what broke`. Empty in a
     /// trace recorded before the conditions were judged.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub conditions: String,

@@ -811,4 +811,43 @@ mod tests {
         assert!(give_up("request timed out", false));
         assert!(!give_up("reconnect attempts exhausted", false));
     }
+
+    /// A session the server ended itself (a failed write, a process exit on a malformed request)
+    /// is a server bug: the client's 404 for it breaks no condition (unlike an idle expiry or an
+    /// operator's restart, which explain it as condition 2), and what follows is unexplained,
+    /// naming the server's act first, and counted as a bug.
+    #[test]
+    fn a_session_the_server_ended_itself_makes_what_follows_a_server_bug() {
+        let judged = |ends: Vec<StepKind>| {
+            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            kinds.extend(ends.into_iter().map(|end| (30_000, end)));
+            kinds.push((31_000, on_session(2)));
+            kinds.push((31_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
+            Conditions::judge(&trace(kinds))
+        };
+        let ended = |reason| StepKind::SessionEnded { session: sid(), reason };
+        let expired = judged(vec![ended(SessionEndReason::IdleExpired)]);
+        assert!(expired.explain_at(Instant(40_000_000)).is_explained(), "{expired:?}");
+
+        let exit = StepKind::ProcessExit { conn: ConnId(9), session: Some(sid()) };
+        for ends in [vec![ended(SessionEndReason::WriteFailed)], vec![exit, ended(SessionEndReason::ProcessExit)]] {
+            let c = judged(ends);
+            assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+            let verdict = c.explain_at(Instant(40_000_000));
+            assert!(matches!(verdict, Explanation::ServerBug(_)) && !verdict.is_explained(), "{verdict}");
+            let text = verdict.to_string();
+            assert!(text.starts_with("unexplained: a server bug: the server"), "{text}");
+            let record = ViolationRecord {
+                invariant: "no-orphaned-session".into(),
+                step: 4,
+                t: 40_000_000,
+                subject: sid().to_string(),
+                detail: String::new(),
+                conditions: text,
+            };
+            assert!(!record_is_explained(&record));
+            // Before the server's act nothing is explained by it.
+            assert_eq!(c.explain_at(Instant(29_000_000)), Explanation::Unexplained);
+        }
+    }
 }
