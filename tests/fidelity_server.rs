@@ -240,4 +240,11 @@ fn a_malformed_post_is_validated() {
     for bad in ["client1@20s", "replica0@20s", "hop0@20s", "client0"] {
         assert!(set(bad).is_err(), "{bad} was accepted");
     }
+    // A scenario file's `[faults]` takes it too.
+    let file = std::env::temp_dir().join(format!("fid4-malformed-{}.toml", std::process::id()));
+    std::fs::write(&file, "extends = \"long-tool\"\n[faults]\nmalformed = \"client0@20s\"\n").expect("a temp file");
+    let s = Scenario::build(file.to_str().expect("a utf-8 path"), "reference", "reference");
+    let _ = std::fs::remove_file(&file);
+    let planned: Vec<&str> = s.expect("the file loads").faults.faults().iter().map(|f| f.fault.kind()).collect();
+    assert_eq!(planned, vec!["malformed"]);
 }
