@@ -109,6 +109,8 @@ pub struct Server {
     modern: Option<Box<Server>>,
     /// The connections whose (modern) requests the `modern` context serves.
     modern_conns: BTreeSet<ConnId>,
+    /// This is the `modern` context of a process, not a process: its exit is its process's.
+    is_context: bool,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -153,6 +155,7 @@ impl Server {
         let modern = era_serve::wants_modern_context(&policy).then(|| {
             let tools = table.values().cloned().collect();
             let mut context = Server::new(era_serve::modern_policy(&policy), tools, epoch, !id_seed);
+            context.is_context = true;
             // Its `ServerStart` is this process's own, recorded below.
             while context.poll_output().is_some() {}
             Box::new(context)
@@ -175,6 +178,7 @@ impl Server {
             tasks: tasks::ServerTaskState::default(),
             modern,
             modern_conns: BTreeSet::new(),
+            is_context: false,
         };
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });
@@ -444,6 +448,10 @@ impl Server {
     fn exit_process(&mut self) {
         if self.crashed {
             return;
+        }
+        if self.is_context {
+            // The process it belongs to dies with it, and records it (`drain_modern`).
+            return self.outputs.push_back(ServerOutput::Exit);
         }
         self.die(SessionEndReason::ProcessExit);
         self.outputs.push_back(ServerOutput::Exit);
