@@ -160,3 +160,91 @@ fn a_store_that_goes_quiet_after_its_replay_leaves_the_call_unresolved() {
     let outcome = run(&live, 0).expect("the run");
     assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
 }
+
+const FAILED_WRITE_TRACE: &str = "traces/field/server-ends-session-on-failed-write/\
+no-false-failure--py-sdk--reference--chatty-tool--java-sdk-952.jsonl";
+
+/// `server.on_failed_write = end-session` (java-sdk#952: the servlet transport removes the
+/// session when a write to its SSE stream fails): a balancer's lifetime cut closes only the client
+/// side of a chatty tool's stream, the server's next event fails to write and it forgets the
+/// session. The Python client resumes into a 404, keeps the dead session and reports the crawl that
+/// ran as failed: no-false-failure and no-orphaned-session, judged a server bug. With the SDKs'
+/// drop-stream the same run resumes and resolves.
+#[test]
+fn a_server_that_ends_the_session_on_a_failed_write_orphans_its_client() {
+    use mcpsim_model::config::FailedWrite;
+    use mcpsim_model::trace::SessionEndReason;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(FAILED_WRITE_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    assert_eq!(scenario.server.on_failed_write, FailedWrite::EndSession);
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["no-false-failure", "no-orphaned-session"]);
+    let ended = outcome
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s.kind, StepKind::SessionEnded { reason: SessionEndReason::WriteFailed, .. }));
+    assert!(ended, "the failed write ended the session");
+    let verdicts = &outcome.trace.footer.as_ref().expect("a footer").verdict;
+    assert!(verdicts.iter().all(|v| v.conditions.starts_with("unexplained: a server bug")), "{verdicts:?}");
+
+    let mut dropping = scenario.clone();
+    dropping.server.on_failed_write = FailedWrite::DropStream;
+    let outcome = run(&dropping, recorded.header.seed).expect("the re-run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+}
+
+const PROTOCOL_ERROR_TRACE: &str = "traces/field/server-exits-on-protocol-error/\
+no-false-failure--py-sdk--py-sdk--long-tool--servers-3359.jsonl";
+
+/// `server.on_protocol_error = restart-process` with `fault.malformed` (servers#3359: a server
+/// run with `raise_exceptions=True` exits on any malformed message): the second call's POST
+/// arrives with a body that does not parse while the payment runs; the process exits and is
+/// started again, the payment is lost with its session, and the Python client keeps the dead
+/// session and reports the payment that ran as failed: judged a server bug. Answered with a 400,
+/// as the three SDKs do, the payment completes and the run is clean.
+#[test]
+fn a_server_that_exits_on_a_malformed_request_loses_every_session_and_running_tool() {
+    use mcpsim_model::config::ProtocolErrorReaction;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(PROTOCOL_ERROR_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    assert_eq!(scenario.server.on_protocol_error, ProtocolErrorReaction::RestartProcess);
+    let outcome = run(&scenario, recorded.header.seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["no-false-failure", "no-orphaned-session"]);
+    let steps: Vec<&StepKind> = outcome.trace.steps.iter().map(|s| &s.kind).collect();
+    let exit = steps.iter().position(|s| matches!(s, StepKind::ProcessExit { .. })).expect("the process exited");
+    assert!(steps[exit..].iter().any(|s| matches!(s, StepKind::ToolEnded { end: ToolEnd::Lost, .. })));
+    assert!(steps[exit..].iter().any(|s| matches!(s, StepKind::ServerStart { epoch: 1 })), "started again");
+    let verdicts = &outcome.trace.footer.as_ref().expect("a footer").verdict;
+    assert!(verdicts.iter().all(|v| v.conditions.starts_with("unexplained: a server bug")), "{verdicts:?}");
+
+    let mut answering = scenario.clone();
+    answering.server.on_protocol_error = ProtocolErrorReaction::AnswerError;
+    let outcome = run(&answering, recorded.header.seed).expect("the re-run");
+    assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
+    let steps = &outcome.trace.steps;
+    assert!(steps.iter().any(|s| matches!(s.kind, StepKind::Rejected { status, .. } if status.0 == 400)));
+    assert!(steps.iter().any(|s| matches!(s.kind, StepKind::ToolEnded { end: ToolEnd::Completed, .. })));
+}
+
+/// `fault.malformed` names a client of the scenario, and only a client.
+#[test]
+fn a_malformed_post_is_validated() {
+    let set = |v: &str| {
+        let mut s = Scenario::build("long-tool", "reference", "reference").expect("a built-in scenario");
+        s.apply_overrides(&[("fault.malformed".to_string(), v.to_string())])
+    };
+    assert!(set("client0@20s").is_ok());
+    for bad in ["client1@20s", "replica0@20s", "hop0@20s", "client0"] {
+        assert!(set(bad).is_err(), "{bad} was accepted");
+    }
+    // A scenario file's `[faults]` takes it too.
+    let file = std::env::temp_dir().join(format!("fid4-malformed-{}.toml", std::process::id()));
+    std::fs::write(&file, "extends = \"long-tool\"\n[faults]\nmalformed = \"client0@20s\"\n").expect("a temp file");
+    let s = Scenario::build(file.to_str().expect("a utf-8 path"), "reference", "reference");
+    let _ = std::fs::remove_file(&file);
+    let planned: Vec<&str> = s.expect("the file loads").faults.faults().iter().map(|f| f.fault.kind()).collect();
+    assert_eq!(planned, vec!["malformed"]);
+}

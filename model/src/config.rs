@@ -182,6 +182,43 @@ pub struct ServerPolicy {
     /// cancellation token or abort signal). Without `disconnect_cancels` it changes nothing.
     #[serde(default, skip_serializing_if = "is_default")]
     pub disconnect_cancel_ignored: bool,
+    /// What a write that fails on an SSE connection whose client is gone (`dead_stream`) does
+    /// besides dropping that connection: nothing more (the default, left out of traces), or the
+    /// whole session is forgotten (Java SDK's servlet transport).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_failed_write: FailedWrite,
+    /// What a request the server cannot parse (a POST whose body does not parse, `fault.malformed`)
+    /// does: answered `400` (the default, left out of traces), or the process exits and its
+    /// supervisor starts a fresh one at once (every session, event log and running tool lost).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_protocol_error: ProtocolErrorReaction,
+}
+
+/// What a failed write on an SSE connection does (`ServerPolicy::on_failed_write`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailedWrite {
+    /// Only the connection goes: the session, its streams and its running tools live on, and the
+    /// client may resume (the three SDKs modelled).
+    #[default]
+    DropStream,
+    /// The session is forgotten as well (`SessionEnded { reason: write-failed }`): its next
+    /// request is answered as an unknown session's; its running tools run on with nowhere to
+    /// send their results (java-sdk#952).
+    EndSession,
+}
+
+/// What a request the server cannot parse does (`ServerPolicy::on_protocol_error`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolErrorReaction {
+    /// `400 Bad Request` with a JSON-RPC parse error; nothing else changes (the three SDKs).
+    #[default]
+    AnswerError,
+    /// The process exits (an exception nobody catches): every session, event log and running tool
+    /// is lost, every connection reset, and a supervisor starts the next process at once
+    /// (`SessionEnded { reason: process-exit }`).
+    RestartProcess,
 }
 
 /// What a resumed connection gets once the missed events were replayed

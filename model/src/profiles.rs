@@ -879,6 +879,8 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
     ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
     ("disconnect_cancel_ignored", "With disconnect_cancels (the claim): true when the claim is not kept, the handler ignores the cancellation and runs on to its result (no-abandoned-work judges it); false: the claim is kept."),
+    ("on_failed_write", "A write that fails on a connection whose client is gone: drop-stream (only the connection goes) or end-session (the session is forgotten too, its tools run on: java-sdk#952)."),
+    ("on_protocol_error", "A POST whose body does not parse (fault.malformed): answer-error (400) or restart-process (the process exits, losing every session and running tool, and is started again at once)."),
 ];
 
 const LB_DOCS: &[(&str, &str)] = &[

@@ -423,6 +423,12 @@ impl Pair {
                 }
             }
             ServerOutput::Record(kind) => self.record(Actor::Server, kind),
+            // The supervisor starts the next process at once (what the old one held is already
+            // recorded lost and its connections closed).
+            ServerOutput::Exit => {
+                self.epoch += 1;
+                self.server = Server::new(self.server_policy.clone(), self.tools.clone(), self.epoch, SERVER_SEED);
+            }
         }
     }
 

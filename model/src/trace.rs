@@ -65,7 +65,8 @@ pub struct ViolationRecord {
     /// What went wrong, in words.
     pub detail: String,
     /// The design note's conditions of validity at the violation (`oracle::conditions`):
-    /// `unexplained: conditions 1-4 held`, or `explained by condition N: what broke`. Empty in a
+    /// `unexplained: conditions 1-4 held`, `unexplained: a server bug: what the server did` (it
+    /// ended a session or its process on its own), or `explained by condition N: what broke`. Empty in a
     /// trace recorded before the conditions were judged.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub conditions: String,
@@ -158,6 +159,12 @@ pub enum SessionEndReason {
     IdleExpired,
     /// The server process restarted and lost it.
     ServerRestart,
+    /// A write on one of its streams failed (its client was gone) and the server forgot the
+    /// session with it (`on_failed_write = end-session`).
+    WriteFailed,
+    /// The server process exited on a request it could not parse (`on_protocol_error =
+    /// restart-process`) and lost it.
+    ProcessExit,
 }
 
 /// What a server did with a `Last-Event-ID`.
@@ -501,6 +508,15 @@ pub enum StepKind {
         /// How it ended.
         end: ToolEnd,
     },
+    /// The server process exited on the request on `conn`, which it could not parse
+    /// (`on_protocol_error = restart-process`): `ToolEnded { lost }` and `SessionEnded {
+    /// process-exit }` follow for what it held, then the next process's `ServerStart`.
+    ProcessExit {
+        /// The connection of the request.
+        conn: ConnId,
+        /// The session the request named, if any.
+        session: Option<SessionId>,
+    },
     /// The server process started; `epoch` counts its incarnations from 0.
     ServerStart {
         /// Restarts before this one.
@@ -726,6 +742,7 @@ impl StepKind {
             | LbUpstreamReused { conn, .. }
             | LbResent { conn, .. }
             | Rejected { conn, .. }
+            | ProcessExit { conn, .. }
             | EraServed { conn, .. }
             | EraRefused { conn, .. } => Some(conn),
             _ => None,

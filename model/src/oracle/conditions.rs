@@ -26,6 +26,11 @@
 //! Besides the four, the note's scope: a session deleted by someone other than its client (an
 //! operator's `DELETE`) was terminated, not disconnected ([`Condition::Terminated`]).
 //!
+//! And what no condition covers: the server itself ending a session its client still held, on
+//! no request of anyone's ([`Condition::ServerEnded`]: a write that failed on a connection whose
+//! client was gone, or a process that exited on one request it could not parse). A violation
+//! after it is a server bug ([`Explanation::ServerBug`]), whatever else broke.
+//!
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
 //! have caused it); [`Conditions::explain`] says which, or that all four held.
 
@@ -54,6 +59,11 @@ pub enum Condition {
     /// its client (an operator's `DELETE`). The note's invariant is "disconnect ≠ termination";
     /// an explicit `DELETE` is a termination, and what it ends is not owed.
     Terminated = 5,
+    /// Not a condition either: the server itself ended a session a client still held (or, its
+    /// process exiting, every session and running tool), on a transport fact or one malformed
+    /// request: `on_failed_write = end-session`, `on_protocol_error = restart-process`. The note's
+    /// invariant says a disconnect is no termination; here the server broke it.
+    ServerEnded = 6,
 }
 
 impl Condition {
@@ -80,6 +90,7 @@ impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
+            Condition::ServerEnded => write!(f, "a server bug: {}", self.detail),
             c => write!(f, "condition {}: {}", c.number(), self.detail),
         }
     }
@@ -99,6 +110,9 @@ pub enum Explanation<'a> {
     Unexplained,
     /// The first breach of each condition that broke at or before the violation.
     ExplainedBy(Vec<&'a Breach>),
+    /// The server ended a session (or its process) on its own before the violation
+    /// ([`Condition::ServerEnded`]): a bug of the server, whatever else broke (listed too).
+    ServerBug(Vec<&'a Breach>),
 }
 
 impl Explanation<'_> {
@@ -115,6 +129,10 @@ impl fmt::Display for Explanation<'_> {
             Explanation::ExplainedBy(breaches) => {
                 let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
                 write!(f, "explained by {}", parts.join("; "))
+            }
+            Explanation::ServerBug(breaches) => {
+                let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
+                write!(f, "unexplained: {}", parts.join("; "))
             }
         }
     }
@@ -139,6 +157,11 @@ impl Conditions {
         }
         if first.is_empty() {
             Explanation::Unexplained
+        } else if first.contains_key(&Condition::ServerEnded) {
+            // The server's own act first: it is what the reader must see.
+            let mut breaches: Vec<&Breach> = first.into_values().collect();
+            breaches.sort_by_key(|b| b.condition != Condition::ServerEnded);
+            Explanation::ServerBug(breaches)
         } else {
             Explanation::ExplainedBy(first.into_values().collect())
         }
@@ -318,6 +341,17 @@ impl Judge {
             }
             StepKind::SessionEnded { session, reason } => {
                 self.ended.insert(session.clone(), (*reason, at));
+                if *reason == SessionEndReason::WriteFailed {
+                    self.breach(
+                        Condition::ServerEnded,
+                        i,
+                        at,
+                        format!(
+                            "the server ended session {session} itself at {at} when a write to a connection whose \
+                             client was gone failed (a disconnect is no termination)"
+                        ),
+                    );
+                }
                 let by_client = self.clients.values().any(|c| c.deleted.contains(session));
                 if *reason == SessionEndReason::Deleted && !by_client {
                     self.breach(
@@ -331,6 +365,15 @@ impl Judge {
             StepKind::Resume { session, last_event_id, outcome, stream } => {
                 self.resume(i, at, session, last_event_id, *stream, outcome);
             }
+            StepKind::ProcessExit { conn, .. } => self.breach(
+                Condition::ServerEnded,
+                i,
+                at,
+                format!(
+                    "the server process exited at {at} on one request it could not parse ({conn}), ending every \
+                     session and running tool it held"
+                ),
+            ),
             StepKind::LbAnswered { status, hop, .. } if status.0 < 500 => self.hop_answers.push_back((*status, *hop)),
             _ => {}
         }
@@ -353,6 +396,10 @@ impl Judge {
             Some((SessionEndReason::ServerRestart, t)) => format!("the server restart at {t} lost it"),
             // A deletion is a termination, judged where it happened.
             Some((SessionEndReason::Deleted, _)) => return,
+            // The server itself ended a session its client still held, on a transport fact (a
+            // write to a connection whose client was gone) or on one malformed request (its
+            // process exited): no condition covers that, so what follows is a server bug.
+            Some((SessionEndReason::WriteFailed | SessionEndReason::ProcessExit, _)) => return,
             None => "the server that answered does not hold it".to_string(),
         };
         self.breach(
@@ -763,5 +810,44 @@ mod tests {
         assert!(!give_up("request timed out", true));
         assert!(give_up("request timed out", false));
         assert!(!give_up("reconnect attempts exhausted", false));
+    }
+
+    /// A session the server ended itself (a failed write, a process exit on a malformed request)
+    /// is a server bug: the client's 404 for it breaks no condition (unlike an idle expiry or an
+    /// operator's restart, which explain it as condition 2), and what follows is unexplained,
+    /// naming the server's act first, and counted as a bug.
+    #[test]
+    fn a_session_the_server_ended_itself_makes_what_follows_a_server_bug() {
+        let judged = |ends: Vec<StepKind>| {
+            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            kinds.extend(ends.into_iter().map(|end| (30_000, end)));
+            kinds.push((31_000, on_session(2)));
+            kinds.push((31_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
+            Conditions::judge(&trace(kinds))
+        };
+        let ended = |reason| StepKind::SessionEnded { session: sid(), reason };
+        let expired = judged(vec![ended(SessionEndReason::IdleExpired)]);
+        assert!(expired.explain_at(Instant(40_000_000)).is_explained(), "{expired:?}");
+
+        let exit = StepKind::ProcessExit { conn: ConnId(9), session: Some(sid()) };
+        for ends in [vec![ended(SessionEndReason::WriteFailed)], vec![exit, ended(SessionEndReason::ProcessExit)]] {
+            let c = judged(ends);
+            assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+            let verdict = c.explain_at(Instant(40_000_000));
+            assert!(matches!(verdict, Explanation::ServerBug(_)) && !verdict.is_explained(), "{verdict}");
+            let text = verdict.to_string();
+            assert!(text.starts_with("unexplained: a server bug: the server"), "{text}");
+            let record = ViolationRecord {
+                invariant: "no-orphaned-session".into(),
+                step: 4,
+                t: 40_000_000,
+                subject: sid().to_string(),
+                detail: String::new(),
+                conditions: text,
+            };
+            assert!(!record_is_explained(&record));
+            // Before the server's act nothing is explained by it.
+            assert_eq!(c.explain_at(Instant(29_000_000)), Explanation::Unexplained);
+        }
     }
 }

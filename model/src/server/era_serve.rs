@@ -160,11 +160,23 @@ impl Server {
     /// Moves what the modern context wants done or recorded into this server's outputs, in order.
     pub(super) fn drain_modern(&mut self) {
         let Some(context) = self.modern.as_mut() else { return };
+        let mut exited = false;
         while let Some(out) = context.poll_output() {
-            if let ServerOutput::Close { conn, .. } = &out {
-                self.modern_conns.remove(conn);
+            match &out {
+                ServerOutput::Close { conn, .. } => {
+                    self.modern_conns.remove(conn);
+                }
+                // The context is this process: its exit is the process's own.
+                ServerOutput::Exit => {
+                    exited = true;
+                    continue;
+                }
+                _ => {}
             }
             self.outputs.push_back(out);
+        }
+        if exited {
+            self.exit_process();
         }
     }
 

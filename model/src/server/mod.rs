@@ -36,7 +36,9 @@ mod tools;
 
 pub use tasks::task_prefix;
 
-use crate::config::{DeadStream, EventStoreMode, NoStoreResume, Retention, ServerPolicy, ToolSpec};
+use crate::config::{
+    DeadStream, EventStoreMode, NoStoreResume, ProtocolErrorReaction, Retention, ServerPolicy, ToolSpec,
+};
 use crate::http::SseEvent;
 use crate::http::{
     Body, ClientMessage, ErrorBody, ErrorCode, Frame, Method, Request, ResponseHead, ServerMessage, Status,
@@ -73,6 +75,9 @@ pub enum ServerOutput {
     },
     /// Record a step.
     Record(StepKind),
+    /// The process exited (`on_protocol_error = restart-process`): everything it held is already
+    /// recorded lost and its connections closed; its supervisor starts the next process now.
+    Exit,
 }
 
 /// The server's state.
@@ -104,6 +109,8 @@ pub struct Server {
     modern: Option<Box<Server>>,
     /// The connections whose (modern) requests the `modern` context serves.
     modern_conns: BTreeSet<ConnId>,
+    /// This is the `modern` context of a process, not a process: its exit is its process's.
+    is_context: bool,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -148,6 +155,7 @@ impl Server {
         let modern = era_serve::wants_modern_context(&policy).then(|| {
             let tools = table.values().cloned().collect();
             let mut context = Server::new(era_serve::modern_policy(&policy), tools, epoch, !id_seed);
+            context.is_context = true;
             // Its `ServerStart` is this process's own, recorded below.
             while context.poll_output().is_some() {}
             Box::new(context)
@@ -170,6 +178,7 @@ impl Server {
             tasks: tasks::ServerTaskState::default(),
             modern,
             modern_conns: BTreeSet::new(),
+            is_context: false,
         };
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });
@@ -276,6 +285,11 @@ impl Server {
     /// The process dies: records the loss of every session and running tool, and resets every
     /// open connection. The server does nothing afterwards; a restart is a new `Server`.
     pub fn crash(&mut self, _now: Instant) {
+        self.die(SessionEndReason::ServerRestart);
+    }
+
+    /// The process dies; its sessions end for `reason`.
+    fn die(&mut self, reason: SessionEndReason) {
         if self.crashed {
             return;
         }
@@ -283,7 +297,7 @@ impl Server {
             // The task store is the process's, shared with this context: its end is recorded once,
             // by `crash_tasks` below.
             context.release_task_store();
-            context.crash(_now);
+            context.die(reason);
             self.modern_conns.clear();
             self.drain_modern();
         }
@@ -296,7 +310,7 @@ impl Server {
             });
         }
         for session in self.live_sessions() {
-            self.record(StepKind::SessionEnded { session, reason: SessionEndReason::ServerRestart });
+            self.record(StepKind::SessionEnded { session, reason });
         }
         self.sessions.clear();
         for conn in std::mem::take(&mut self.conns).into_keys() {
@@ -338,7 +352,7 @@ impl Server {
 
     fn handle_post(&mut self, now: Instant, conn: ConnId, request: Request) {
         let Some(body) = request.body else {
-            return self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, request.session);
+            return self.protocol_error(conn, request.session);
         };
         if !self.policy.sessions {
             return self.handle_sessionless_post(now, conn, body);
@@ -417,6 +431,32 @@ impl Server {
 }
 
 impl Server {
+    /// A POST whose body does not parse, under `on_protocol_error`: answered 400, or the process
+    /// exits on it (recorded, everything lost as in a crash) and asks to be started again.
+    fn protocol_error(&mut self, conn: ConnId, session: Option<SessionId>) {
+        match self.policy.on_protocol_error {
+            ProtocolErrorReaction::AnswerError => self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, session),
+            ProtocolErrorReaction::RestartProcess => {
+                self.record(StepKind::ProcessExit { conn, session });
+                self.exit_process();
+            }
+        }
+    }
+
+    /// The process exits: what it held is lost as in a crash, and its actor is asked for the next
+    /// process.
+    fn exit_process(&mut self) {
+        if self.crashed {
+            return;
+        }
+        if self.is_context {
+            // The process it belongs to dies with it, and records it (`drain_modern`).
+            return self.outputs.push_back(ServerOutput::Exit);
+        }
+        self.die(SessionEndReason::ProcessExit);
+        self.outputs.push_back(ServerOutput::Exit);
+    }
+
     // Timers and outputs
     // -----------------------------------------------------------------------------------------
 

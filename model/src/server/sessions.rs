@@ -143,6 +143,9 @@ impl Server {
         let rule = match reason {
             SessionEndReason::Deleted => self.policy.delete_running_tool,
             SessionEndReason::IdleExpired => self.policy.expire_running_tool,
+            // java-sdk 1.1.2 HttpServletStreamableServerTransportProvider.java:756-758: the
+            // session is only removed from the map; its handlers are not told.
+            SessionEndReason::WriteFailed => DeleteRule::RunOn,
             _ => DeleteRule::Cancel,
         };
         let tools: Vec<u64> =

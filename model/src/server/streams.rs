@@ -3,14 +3,14 @@
 
 use super::{repeating, Server, ServerOutput};
 use crate::config::{
-    ConnAfterResponse, DeadStream, DetachedEvents, FreshGet, IdleReset, KeepaliveTimer, SecondGet, StandalonePriming,
-    StoreScope,
+    ConnAfterResponse, DeadStream, DetachedEvents, FailedWrite, FreshGet, IdleReset, KeepaliveTimer, SecondGet,
+    StandalonePriming, StoreScope,
 };
 use crate::http::{Body, ErrorCode, EventKind, Frame, ResponseHead, ServerMessage, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::sse::{mint_event_id, LogKey, NewEvent, StoredEvent, StreamLog, GET_STREAM_KEY};
 use crate::time::Instant;
-use crate::trace::StepKind;
+use crate::trace::{SessionEndReason, StepKind};
 
 #[derive(Debug)]
 pub(super) struct SessionStream {
@@ -208,8 +208,10 @@ impl Server {
                 DeadStream::OnKeepalive => frame == Frame::Comment,
             };
             if notices {
+                let session = open.session.clone();
                 self.outputs.push_back(ServerOutput::Close { conn, abrupt: true });
-                return self.handle_disconnect(now, conn);
+                self.handle_disconnect(now, conn);
+                return self.failed_write(now, &session);
             }
         }
         if self.policy.keepalive_timer == KeepaliveTimer::AfterSilence {
@@ -235,6 +237,21 @@ impl Server {
         }
         if let Some(session) = session {
             self.touch_idle(now, &session, false);
+            if dead {
+                self.failed_write(now, &session);
+            }
+        }
+    }
+
+    /// A write on a connection of `session` failed (its client was gone): under `on_failed_write =
+    /// end-session` the session is forgotten with it (java-sdk#952). A server without sessions
+    /// has none to forget.
+    fn failed_write(&mut self, now: Instant, session: &SessionId) {
+        let ends = self.policy.on_failed_write == FailedWrite::EndSession
+            && self.policy.sessions
+            && self.sessions.contains_key(session);
+        if ends {
+            self.end_session(now, session, SessionEndReason::WriteFailed);
         }
     }
 

@@ -1749,3 +1749,107 @@ fn a_crash_loses_the_modern_tools_too_and_a_restart_takes_the_new_builds_eras() 
     assert_eq!(incarnation_policy(&upgrade, 2).eras, upgrade.eras_after_restart);
     assert_eq!(incarnation_policy(&policy("py-sdk"), 3), policy("py-sdk"), "unset: the same build");
 }
+
+/// `on_failed_write`: a chatty tool's next event fails on a POST stream whose client is gone
+/// (`dead_stream = on-write`). Dropping the stream keeps the session (the events stay stored, a
+/// later request is served); ending the session forgets it (`SessionEnded { write-failed }`, a 404
+/// for its next request) and lets the tool run on with nowhere to send its events.
+#[test]
+fn a_failed_write_drops_the_stream_or_ends_the_session() {
+    for rule in [crate::config::FailedWrite::DropStream, crate::config::FailedWrite::EndSession] {
+        let ends = rule == crate::config::FailedWrite::EndSession;
+        let mut s =
+            server(ServerPolicy { dead_stream: DeadStream::OnWrite, on_failed_write: rule, ..policy("reference") });
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "chatty");
+        s.handle_client_gone(at_ms(1500), POST);
+        let out = drain(&mut s);
+        assert!(closes(&out, POST).is_empty(), "{rule:?}: nothing noticed before a write");
+        let out = drive_until(&mut s, at(2));
+        assert_eq!(closes(&out, POST), vec![true], "{rule:?}: the write fails and the stream is reset");
+        let ended: Vec<SessionEndReason> = records(&out)
+            .into_iter()
+            .filter_map(|r| match r {
+                StepKind::SessionEnded { reason, .. } => Some(reason),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended, if ends { vec![SessionEndReason::WriteFailed] } else { vec![] }, "{rule:?}");
+        assert_eq!(s.live_sessions().is_empty(), ends, "{rule:?}");
+        s.handle_request(at(3), GET, Request::get(Some(session.clone()), None));
+        let expected = if ends { Status::NOT_FOUND } else { Status::OK };
+        assert_eq!(head_status(&drain(&mut s), GET), expected, "{rule:?}");
+        // The tool runs on either way: under end-session, orphaned (its events go nowhere).
+        assert!(s.is_busy(), "{rule:?}");
+        let out = drive_until(&mut s, at(300));
+        let completed = records(&out).iter().any(|r| matches!(r, StepKind::ToolEnded { end: ToolEnd::Completed, .. }));
+        assert!(completed || ends, "{rule:?}: the tool completes in its live session");
+    }
+}
+
+/// `on_failed_write = end-session` also holds for a JSON answer whose client is gone, and never
+/// for a server without sessions (it has none to forget).
+#[test]
+fn a_failed_json_answer_ends_the_session_but_a_sessionless_server_keeps_serving() {
+    let json = ServerPolicy {
+        dead_stream: DeadStream::OnWrite,
+        on_failed_write: crate::config::FailedWrite::EndSession,
+        response_mode: crate::config::ResponseMode::Json,
+        ..policy("reference")
+    };
+    let mut s = server(json.clone());
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "quick");
+    s.handle_client_gone(at(1), POST);
+    let _ = drain(&mut s);
+    let out = drive_until(&mut s, at(3));
+    assert_eq!(closes(&out, POST), vec![true]);
+    assert!(records(&out)
+        .iter()
+        .any(|r| matches!(r, StepKind::SessionEnded { reason: SessionEndReason::WriteFailed, .. })));
+
+    let mut s = server(ServerPolicy { sessions: false, ..json });
+    s.policy.response_mode = crate::config::ResponseMode::Sse;
+    let _ = call(&mut s, at(0), POST, &NO_SESSION, "chatty");
+    s.handle_client_gone(at_ms(1500), POST);
+    let _ = drain(&mut s);
+    let out = drive_until(&mut s, at(2));
+    assert_eq!(closes(&out, POST), vec![true]);
+    assert!(!records(&out).iter().any(|r| matches!(r, StepKind::SessionEnded { .. })));
+    let out = call(&mut s, at(3), OTHER, &NO_SESSION, "quick");
+    assert_eq!(head_status(&out, OTHER), Status::OK, "the implicit context still serves");
+}
+
+/// `on_protocol_error`: a POST whose body does not parse is answered 400 and changes nothing, or
+/// the process exits on it: recorded, every session and running tool lost, every connection
+/// reset, and `Exit` asked of the actor; the dead process does nothing more.
+#[test]
+fn a_request_that_does_not_parse_is_answered_400_or_exits_the_process() {
+    let malformed = |session: &SessionId| Request { body: None, ..call_request(session, 3, "quick", 8) };
+    let mut s = server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "pay");
+    s.handle_request(at(1), OTHER, malformed(&session));
+    let out = drain(&mut s);
+    assert_eq!(head_status(&out, OTHER), Status::BAD_REQUEST);
+    assert!(!out.contains(&ServerOutput::Exit));
+    assert_eq!(s.live_sessions(), vec![session.clone()]);
+    assert!(s.is_busy());
+
+    let restart = crate::config::ProtocolErrorReaction::RestartProcess;
+    let mut s = server(ServerPolicy { on_protocol_error: restart, ..policy("reference") });
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "pay");
+    s.handle_request(at(1), OTHER, malformed(&session));
+    let out = drain(&mut s);
+    assert!(frames(&out, OTHER).is_empty(), "no answer: the process is gone");
+    assert_eq!(closes(&out, POST), vec![true], "its streams are reset");
+    assert_eq!(out.last(), Some(&ServerOutput::Exit));
+    let steps = records(&out);
+    assert_eq!(steps[0], StepKind::ProcessExit { conn: OTHER, session: Some(session.clone()) });
+    assert!(steps.iter().any(|r| matches!(r, StepKind::ToolEnded { end: ToolEnd::Lost, .. })));
+    assert!(steps.iter().any(|r| matches!(r, StepKind::SessionEnded { reason: SessionEndReason::ProcessExit, .. })));
+    assert!(s.live_sessions().is_empty() && !s.is_busy());
+    s.handle_request(at(2), GET, Request::get(Some(session), None));
+    assert!(drain(&mut s).is_empty(), "a dead process answers nothing");
+}

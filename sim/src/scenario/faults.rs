@@ -69,6 +69,14 @@ pub enum Fault {
         #[serde(with = "serde_duration")]
         duration: Duration,
     },
+    /// Client N's next `tools/call` POST (from this time on) reaches the server with a body that
+    /// does not parse: cut short in transit by a proxy, or mangled by a client bug. The client
+    /// sent a whole request; the server sees a protocol error and reacts as its
+    /// `on_protocol_error` says (a 400, or its process exits).
+    Malformed {
+        /// The client whose POST arrives malformed.
+        target: Target,
+    },
 }
 
 /// The node a targeted fault hits: `client0`, `client1`, …, `replica0`, `replica1`, …, `hop0`,
@@ -129,7 +137,7 @@ impl Fault {
     pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart"];
 
     /// The fault kinds that target one node or walk the replicas (not drawn by swarm searches).
-    pub const TARGETED_KINDS: &'static [&'static str] = &["restart", "cut", "deploy", "answer"];
+    pub const TARGETED_KINDS: &'static [&'static str] = &["restart", "cut", "deploy", "answer", "malformed"];
 
     /// The name of this fault's kind.
     pub fn kind(&self) -> &'static str {
@@ -142,6 +150,7 @@ impl Fault {
             Fault::Cut { .. } => "cut",
             Fault::Deploy { .. } => "deploy",
             Fault::Answer { .. } => "answer",
+            Fault::Malformed { .. } => "malformed",
         }
     }
 
@@ -177,6 +186,9 @@ impl fmt::Display for PlannedFault {
             }
             Fault::Restart { target } => write!(f, "restart {target} at {}", format_duration(self.at)),
             Fault::Cut { target } => write!(f, "cut {target} at {}", format_duration(self.at)),
+            Fault::Malformed { target } => {
+                write!(f, "{target}'s next tools/call arrives malformed from {}", format_duration(self.at))
+            }
             Fault::Deploy { interval, drain, replicas } => {
                 write!(
                     f,

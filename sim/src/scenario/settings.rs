@@ -402,7 +402,9 @@ fn show_targeted(s: &Scenario, kind: &str) -> String {
         .faults()
         .iter()
         .filter_map(|f| match &f.fault {
-            Fault::Restart { target } | Fault::Cut { target } if f.fault.kind() == kind => {
+            Fault::Restart { target } | Fault::Cut { target } | Fault::Malformed { target }
+                if f.fault.kind() == kind =>
+            {
                 Some(format!("{target}@{}", format_duration(f.at)))
             }
             _ => None,
@@ -572,6 +574,13 @@ pub const SETTINGS: &[Setting] = &[
         help: "reset every connection of one client, every balancer connection to one replica, or every connection through one hop: TARGET@TIME (e.g. client1@30s, replica0@1m, hop0@30s; a comma list; or none)",
         apply: |s, v| replace_targeted(s, "cut", v, |target| Fault::Cut { target }),
         show: |s| show_targeted(s, "cut"),
+    },
+    Setting {
+        key: "fault.malformed",
+        targets: &["faults.malformed"],
+        help: "a client's next tools/call POST reaches the server with a body that does not parse (a proxy cut it short, a client bug): CLIENT@TIME, CLIENT clientN (e.g. client0@30s; a comma list; or none); the server reacts as server.on_protocol_error says",
+        apply: |s, v| replace_targeted(s, "malformed", v, |target| Fault::Malformed { target }),
+        show: |s| show_targeted(s, "malformed"),
     },
     Setting {
         key: "fault.deploy",
@@ -898,6 +907,8 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.response_mode", Rule::Free),
     ("server.after_replay", Rule::Free),
     ("server.disconnect_cancel_ignored", Rule::Free),
+    ("server.on_failed_write", Rule::Free),
+    ("server.on_protocol_error", Rule::Free),
     ("server.eras", Rule::Free),
     ("server.modern_session", Rule::Free),
     ("server.eras_after_restart", Rule::Free),
@@ -1236,6 +1247,13 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                     out.push(problem("faults", format!("{f}: {status} is no 4xx or 5xx status")));
                 }
             }
+            Fault::Malformed { target } => match target {
+                Target::Client(i) if *i >= s.clients => {
+                    out.push(problem("faults", format!("{f}: the scenario has {} client(s)", s.clients)))
+                }
+                Target::Client(_) => {}
+                _ => out.push(problem("faults", format!("{f}: only a client (clientN) sends a tools/call"))),
+            },
             Fault::Deploy { replicas, .. } if *replicas != s.lb.replicas => out.push(problem(
                 "faults",
                 format!("{f}, but lb.replicas is {}: set lb.replicas before fault.deploy", s.lb.replicas),

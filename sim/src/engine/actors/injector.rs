@@ -94,6 +94,12 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
         }
         // Validation lets only a hop answer by itself.
         Fault::Answer { .. } => {}
+        // Armed here; the server's end of the connection carrying it takes the body apart.
+        Fault::Malformed { target: Target::Client(i) } => {
+            world.client_slot(i).malformed_posts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // Validation lets only a client's POST arrive malformed.
+        Fault::Malformed { .. } => {}
         // The runner walks the replicas (`deploy_step`); the deploy itself is only recorded.
         Fault::Deploy { .. } => {}
     }

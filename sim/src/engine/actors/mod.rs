@@ -75,6 +75,8 @@ pub(crate) struct ClientSlot {
     pub empty_armed: Mutex<Vec<usize>>,
     /// Resumes of this client's session still to be answered empty in front of the server.
     pub empty_resumes: AtomicU32,
+    /// This client's `tools/call` POSTs still to reach the server malformed (`fault.malformed`).
+    pub malformed_posts: AtomicU32,
     /// When each call resolved for good (no re-issue to follow): what a later call's
     /// `after_idle` gap counts from.
     pub settled_at: Mutex<BTreeMap<CallKey, Instant>>,
@@ -99,6 +101,7 @@ impl ClientSlot {
             bogus_resumed: Mutex::new(Vec::new()),
             empty_armed: Mutex::new(Vec::new()),
             empty_resumes: AtomicU32::new(0),
+            malformed_posts: AtomicU32::new(0),
             settled_at: Mutex::new(BTreeMap::new()),
             reissues: Mutex::new(BTreeMap::new()),
             settled: Notify::new(),

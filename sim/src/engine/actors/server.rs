@@ -11,7 +11,7 @@ use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
 use crate::engine::net::{self, replica_addr, FrameReader};
 use madsim::net::{TcpListener, TcpStream};
 use mcpsim_model::config::EventIdScheme;
-use mcpsim_model::http::{Frame, Method, Request, ResponseHead};
+use mcpsim_model::http::{ClientMessage, Frame, Method, Request, ResponseHead};
 use mcpsim_model::ids::{ConnId, SessionId, StreamNo};
 use mcpsim_model::server::{incarnation_policy, Server, ServerOutput};
 use mcpsim_model::sse::{stream_hint, StreamHint};
@@ -81,6 +81,13 @@ impl ServerCore {
                     let named = kind.conn_mut().and_then(|conn| self.named.get(conn).copied());
                     let replica = self.replica.or(named.map(|(_, r)| r)).or(self.serving);
                     world.record_hop(Actor::Server, replica, named.map(|(peer, _)| peer), kind);
+                }
+                // The process exited (`on_protocol_error = restart-process`): its losses are
+                // recorded and its connections closed above; its supervisor starts the next
+                // process at once, once this one's lock is released.
+                ServerOutput::Exit => {
+                    let (world, store) = (world.clone(), self.replica.unwrap_or(0) as usize);
+                    madsim::task::spawn(async move { start_store(&world, store) });
                 }
             }
         }
@@ -294,6 +301,7 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             }
             continue;
         }
+        let request = malformed(&world, request);
         let Some(this) = conn.take().or_else(|| next_conn(&world, store)) else { return };
         match exchange(&world, store, replica, this, &mut stream, &mut reader, request).await {
             Served::Kept if keep_alive => continue,
@@ -400,6 +408,35 @@ fn answered_empty(world: &Arc<World>, request: &Request) -> Option<u32> {
         }
         hit
     })
+}
+
+/// `request` as it reaches the server: a `tools/call` POST of a client with a malformed POST armed
+/// (`fault.malformed`) arrives with no body the server can parse (that one is used up), the fault
+/// recorded. The client is found by the session the POST names, or as the only client when it
+/// names none.
+fn malformed(world: &Arc<World>, mut request: Request) -> Request {
+    let is_call = request.method == Method::Post && matches!(request.body, Some(ClientMessage::CallTool { .. }));
+    if !is_call || world.scenario.faults.faults().iter().all(|f| f.fault.kind() != "malformed") {
+        return request;
+    }
+    let sender = world.client_indexes().find(|&index| {
+        let session = world.with_client(index, |core| core.session()).flatten();
+        match &request.session {
+            Some(named) => session.as_ref() == Some(named),
+            None => world.scenario.clients == 1,
+        }
+    });
+    let Some(index) = sender else { return request };
+    let slot = world.client_slot(index);
+    let armed = slot.malformed_posts.load(Ordering::Relaxed);
+    if armed == 0 {
+        return request;
+    }
+    slot.malformed_posts.store(armed - 1, Ordering::Relaxed);
+    let what = format!("client {index}'s tools/call reaches the server malformed (its body does not parse)");
+    world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
+    request.body = None;
+    request
 }
 
 /// Encodes `first` and every frame already queued behind it into `buf`, to go out in one flush;

@@ -522,7 +522,8 @@ fn item_of(step: &Step, place: &Place) -> Item {
         | Rejected { .. }
         | ToolEnded { .. }
         | CancelIgnored { .. }
-        | ServerStart { .. } => Item::new(t, server, described()),
+        | ServerStart { .. }
+        | ProcessExit { .. } => Item::new(t, server, described()),
         AppEvent { id, call, message, .. } => {
             let kind = message_kind(message);
             let who = call.map(|c| format!(" of {c}")).unwrap_or_default();
