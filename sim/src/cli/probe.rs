@@ -90,6 +90,7 @@ pub fn cmd_probe_server(
         idle_bound,
         keep_alive_bound: Some(crate::probe::server::keepalive::KEEP_ALIVE_BOUND),
         tool,
+        eras: true,
     };
     // --direct: the server alone, probed at the same time (its files under OUT/direct).
     let direct_probe = direct.map(|d| {

@@ -295,6 +295,7 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
             only: vec!["idle-expiry".into()],
             idle_bound: Some(IDLE_BOUND),
             keep_alive_bound: None,
+            eras: false,
             ..ProbeOptions::new(&short.url)
         })?;
         merge_idle(&mut report, idle);
@@ -311,6 +312,7 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         let again = probe_server(&ProbeOptions {
             only: vec![name.to_string()],
             keep_alive_bound: None,
+            eras: false,
             ..ProbeOptions::new(&server.url)
         })?;
         if let Some(second) = self::rows(sdk, &again).into_iter().find(|r| r.scenario == name) {

@@ -5,7 +5,7 @@ use crate::probe::error::ProbeError;
 use crate::probe::fingerprint::Fingerprint;
 use crate::probe::proxy;
 use crate::probe::recorder::http as client;
-use crate::probe::server::{keepalive, scenarios};
+use crate::probe::server::{eras, keepalive, scenarios};
 use crate::probe::target::{parse_target, Target};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::trace::Trace;
@@ -34,6 +34,8 @@ pub struct ProbeOptions {
     pub keep_alive_bound: Option<Duration>,
     /// The server's own tool for the long call, when it lacks the probe tools (`--tool`).
     pub tool: Option<scenarios::UserTool>,
+    /// Ask which protocol eras the server serves (`eras`), after the scenarios.
+    pub eras: bool,
 }
 
 impl ProbeOptions {
@@ -49,6 +51,7 @@ impl ProbeOptions {
             idle_bound: None,
             keep_alive_bound: Some(keepalive::KEEP_ALIVE_BOUND),
             tool: None,
+            eras: true,
         }
     }
 }
@@ -85,6 +88,9 @@ pub struct ProbeReport {
     pub profile_file: Option<PathBuf>,
     /// What the fault proxy did, in order.
     pub proxy_log: Vec<proxy::ProxyEvent>,
+    /// Which eras the server serves and how it answered each modern request (none when not
+    /// asked).
+    pub eras: Option<eras::EraReport>,
 }
 
 /// Probes a server: every scenario in order, each bounded by `scenario_timeout`. Builds its own
@@ -169,6 +175,19 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
             trace_file: None,
         });
     }
+    // The eras, on connections of their own straight to the server (no fault in between).
+    let eras = if opts.eras {
+        let ctx_ref = &ctx;
+        let tools = ctx.has_tools.load(std::sync::atomic::Ordering::Relaxed);
+        let key = format!("{}-era", ctx.run_tag);
+        let report =
+            eras::probe(&ctx.direct, tools, &key, move |k: String| async move { ctx_ref.count(&k).await }).await;
+        let legacy = ctx.fp().value("sessions").is_some();
+        eras::decide(&mut ctx.fp(), legacy, &report);
+        Some(report)
+    } else {
+        None
+    };
     if let Some(task) = keep_alive {
         let measured = task.await.unwrap_or_else(|e| Err(ProbeError::Protocol(format!("keep-alive measurement: {e}"))));
         keepalive::decide(&mut ctx.fp(), measured);
@@ -188,6 +207,7 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
         profile_toml,
         profile_file: None,
         proxy_log: proxy.log(),
+        eras,
     };
     if let Some(dir) = &opts.out_dir {
         write_files(dir, &mut report)?;
@@ -247,6 +267,24 @@ pub fn verdict_table(report: &ProbeReport) -> String {
                 esc(&v.subject.to_string()),
                 esc(&v.detail.to_string())
             ));
+        }
+    }
+    if let Some(eras) = &report.eras {
+        out.push_str(&format!("{:<24} {}\n", "era request", "answer (2026-07-28 unless named)"));
+        for s in &eras.seen {
+            let detail = if s.detail.is_empty() { String::new() } else { format!(" ({})", s.detail) };
+            out.push_str(&format!("{:<24} {}{}\n", s.probe.name(), s.short(), esc(&detail)));
+        }
+        match &eras.cut {
+            Some(Ok(c)) => out.push_str(&format!(
+                "{:<24} {} (started {}, completed {})\n",
+                "modern call cut",
+                if c.cancelled() { "cancelled" } else { "ran on" },
+                c.started,
+                c.completed
+            )),
+            Some(Err(why)) => out.push_str(&format!("{:<24} not made: {}\n", "modern call cut", esc(why))),
+            None => {}
         }
     }
     out
