@@ -266,6 +266,8 @@ pub struct SdkReality {
     pub client_reuse_after: Result<FieldRow, String>,
     /// The fingerprint fields the probe left undetermined.
     pub undetermined: Vec<&'static str>,
+    /// The era probe's answers beside the model's (`crate::probe::reality::eras`).
+    pub eras: Vec<crate::probe::reality::eras::EraRow>,
 }
 
 /// Starts the SDK's fixture server, probes it, mirrors every scenario in the simulator and
@@ -324,6 +326,7 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         .join()
         .map_err(|_| ProbeError::Protocol(format!("the {} client probe thread panicked", sdk.name())))??;
     let undetermined = report.fingerprint.undetermined().into_iter().map(|(f, _)| f).collect();
+    let eras = report.eras.as_ref().map(|e| crate::probe::reality::eras::era_rows(sdk, e)).unwrap_or_default();
     let client_reuse_after = client_reuse_after.ok_or_else(|| "not decided".to_string()).and_then(|r| r);
     Ok(SdkReality {
         sdk,
@@ -335,6 +338,7 @@ pub fn check_sdk(sdk: Sdk, fixtures: &Path) -> Result<SdkReality, ProbeError> {
         client_keep_alive,
         client_reuse_after,
         undetermined,
+        eras,
     })
 }
 
@@ -558,6 +562,12 @@ pub fn splice(doc: &str, all: &[SdkReality]) -> String {
     let doc = put(doc, TABLE_BEGIN, TABLE_END, &table_markdown(all));
     let doc = put(&doc, FIELDS_BEGIN, FIELDS_END, &fields_markdown(all));
     let doc = put(&doc, KEEP_ALIVE_BEGIN, KEEP_ALIVE_END, &keep_alive_markdown(all));
+    let era_rows: Vec<_> = all.iter().flat_map(|r| r.eras.iter().cloned()).collect();
+    use crate::probe::reality::eras::{eras_markdown, ERAS_BEGIN, ERAS_END};
+    let doc = put(&doc, ERAS_BEGIN, ERAS_END, &eras_markdown(&era_rows));
+    let task_fields: Vec<_> = all.iter().map(|r| (r.sdk, r.fields.clone())).collect();
+    use crate::probe::reality::eras::{tasks_markdown, TASKS_BEGIN, TASKS_END};
+    let doc = put(&doc, TASKS_BEGIN, TASKS_END, &tasks_markdown(&task_fields));
     let clients: Vec<_> = all.iter().flat_map(|r| r.clients.iter().cloned()).collect();
     use crate::probe::reality::client::{client_table_markdown, CLIENT_BEGIN, CLIENT_END};
     put(&doc, CLIENT_BEGIN, CLIENT_END, &client_table_markdown(&clients))

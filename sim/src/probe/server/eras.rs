@@ -143,24 +143,37 @@ pub struct EraReport {
 /// The `_meta` of a modern request naming `version` (2026-07-28 basic/index: protocol version,
 /// client capabilities and client info on every request; both dual-era SDKs refuse a request
 /// without the capabilities, measured: `-32602`).
-fn meta(version: &str) -> Value {
+fn meta(version: &str, capabilities: Value) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
         "io.modelcontextprotocol/clientInfo": {"name": "mcpsim-probe", "version": env!("CARGO_PKG_VERSION")},
     })
 }
 
 /// A modern POST: `method` with `params` (its `_meta` added), the version header, `Mcp-Method`
 /// and, for `tools/call`, `Mcp-Name` (streamable-http.mdx "Standard Headers").
-fn modern_post(id: u64, method: &str, mut params: Value, header: &str, meta_version: &str) -> Outgoing {
-    let mut m = meta(meta_version);
+fn modern_post(id: u64, method: &str, params: Value, header: &str, meta_version: &str) -> Outgoing {
+    modern_post_with(id, method, params, header, meta_version, json!({}))
+}
+
+/// [`modern_post`] declaring `capabilities` (the Tasks extension's, for the task probe).
+pub(crate) fn modern_post_with(
+    id: u64,
+    method: &str,
+    mut params: Value,
+    header: &str,
+    meta_version: &str,
+    capabilities: Value,
+) -> Outgoing {
+    let mut m = meta(meta_version, capabilities);
     if let Some(token) = params.get("_meta").and_then(|v| v.get("progressToken")).cloned() {
         m["progressToken"] = token;
     }
     params["_meta"] = m;
     let mut headers = vec![("mcp-method", method.to_string())];
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
+    // Mcp-Name: the tool's name on tools/call, the task id on tasks/* (tasks.md "Routing Headers").
+    if let Some(name) = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str) {
         headers.push(("mcp-name", name.to_string()));
     }
     Outgoing {

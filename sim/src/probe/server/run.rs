@@ -5,7 +5,7 @@ use crate::probe::error::ProbeError;
 use crate::probe::fingerprint::Fingerprint;
 use crate::probe::proxy;
 use crate::probe::recorder::http as client;
-use crate::probe::server::{eras, keepalive, scenarios};
+use crate::probe::server::{eras, keepalive, scenarios, tasks};
 use crate::probe::target::{parse_target, Target};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::trace::Trace;
@@ -91,6 +91,9 @@ pub struct ProbeReport {
     /// Which eras the server serves and how it answered each modern request (none when not
     /// asked).
     pub eras: Option<eras::EraReport>,
+    /// What the task probe saw (none when the server lists no `probe_task` or serves no modern
+    /// request).
+    pub tasks: Option<Result<tasks::TaskReport, String>>,
 }
 
 /// Probes a server: every scenario in order, each bounded by `scenario_timeout`. Builds its own
@@ -188,6 +191,18 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
     } else {
         None
     };
+    // The task store, through the server's probe_task (modern era, Tasks extension declared).
+    let task_report = match &eras {
+        Some(e) if e.seen.iter().any(|s| s.probe == eras::EraProbe::Discover && s.result) => {
+            let ctx_ref = &ctx;
+            let key = format!("{}-task", ctx.run_tag);
+            tasks::probe(&ctx.direct, &key, move |k: String| async move { ctx_ref.count(&k).await }).await
+        }
+        _ => None,
+    };
+    if opts.eras {
+        tasks::decide(&mut ctx.fp(), task_report.as_ref());
+    }
     if let Some(task) = keep_alive {
         let measured = task.await.unwrap_or_else(|e| Err(ProbeError::Protocol(format!("keep-alive measurement: {e}"))));
         keepalive::decide(&mut ctx.fp(), measured);
@@ -208,6 +223,7 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
         profile_file: None,
         proxy_log: proxy.log(),
         eras,
+        tasks: task_report,
     };
     if let Some(dir) = &opts.out_dir {
         write_files(dir, &mut report)?;
