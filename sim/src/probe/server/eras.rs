@@ -252,13 +252,17 @@ where
         };
         report.seen.push(read(&client, probe, out, Duration::from_secs(5)).await);
     }
-    let serves_modern = report.seen.iter().any(|s| s.probe == EraProbe::Discover && s.result);
-    report.cut = match (tools, serves_modern) {
+    report.cut = match (tools, serves_modern(&report)) {
         (false, _) => Some(Err("no probe tools: nothing to count".into())),
         (true, false) => None,
         (true, true) => Some(cut(&client, &format!("{key}-cut"), count).await),
     };
     report
+}
+
+/// Whether `server/discover` got a result: the server serves the modern era.
+pub fn serves_modern(report: &EraReport) -> bool {
+    report.seen.iter().any(|s| s.probe == EraProbe::Discover && s.result)
 }
 
 /// A modern `probe_work(1500, 200)` read to its first event and closed; `probe_count` 2 s later.
