@@ -9,10 +9,10 @@
 
 mod common;
 
-use mcpsim::probe::reality::eras::{
-    check_eras, eras_markdown, tasks_markdown, EraAgreement, CUT_ROW, ERAS_BEGIN, ERAS_END, TASKS_BEGIN, TASKS_END,
+use mcpsim::probe::reality::eras::{check_eras, eras_markdown, EraAgreement, CUT_ROW, ERAS_BEGIN, ERAS_END};
+use mcpsim::probe::reality::{
+    self, compare_fields, tasks_markdown, verdict_columns, FieldStatus, Sdk, TASKS_BEGIN, TASKS_END,
 };
-use mcpsim::probe::reality::{self, compare_fields, verdict_columns, FieldStatus, Sdk};
 
 const DOC: &str = include_str!("../docs/reality.md");
 
