@@ -333,6 +333,19 @@ pub fn verdict_table(report: &ProbeReport) -> String {
             None => {}
         }
     }
+    match &report.tasks {
+        Some(Ok(t)) => out.push_str(&format!(
+            "{:<24} default ttlMs {:?}, pollIntervalMs {:?}; ttl 1.5 s, 3 s of work: {}, then {}; counted {:?}\n",
+            "task probe",
+            t.default_ttl_ms,
+            t.default_poll_ms,
+            esc(&t.before_ttl.short()),
+            esc(&t.after_ttl.short()),
+            t.count
+        )),
+        Some(Err(why)) => out.push_str(&format!("{:<24} failed: {}\n", "task probe", esc(why))),
+        None => {}
+    }
     out
 }
 

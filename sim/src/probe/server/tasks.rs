@@ -46,7 +46,8 @@ pub enum Poll {
 }
 
 impl Poll {
-    fn short(&self) -> String {
+    /// `working`, `failed (message)`, `error -32602`, … for the tables.
+    pub fn short(&self) -> String {
         match self {
             Poll::Status { status, error: Some(e), .. } => format!("{status} ({e})"),
             Poll::Status { status, result: true, .. } => format!("{status}, result inline"),
