@@ -90,6 +90,7 @@ pub fn cmd_probe_server(
         idle_bound,
         keep_alive_bound: Some(crate::probe::server::keepalive::KEEP_ALIVE_BOUND),
         tool,
+        eras: true,
     };
     // --direct: the server alone, probed at the same time (its files under OUT/direct).
     let direct_probe = direct.map(|d| {
@@ -424,7 +425,12 @@ pub fn cmd_probe_client(
             Some(profile) => {
                 println!("\ncompared with the built-in client profile {builtin:?}:");
                 for (field, probed, theirs) in compare(&report.fields, &profile) {
-                    let mark = if probed == theirs { "same" } else { "DIFFERS" };
+                    let known = crate::probe::client::runs::known_client_difference(&builtin, &field, &probed, &theirs);
+                    let mark = match (probed == theirs, known) {
+                        (true, _) => "same".to_string(),
+                        (false, Some(k)) => format!("known difference: {}", k.why_not_changed),
+                        (false, None) => "DIFFERS".to_string(),
+                    };
                     println!("  {field:<28} probed {probed:<22} built-in {theirs:<22} {mark}");
                 }
             }

@@ -67,6 +67,17 @@ pub const FIELDS: &[&str] = &[
     "keep_alive_timeout",
     "event_store",
     "resume_without_store",
+    "eras",
+    "modern_session",
+    "eras_after_restart",
+    "tasks.create_for_tools_over",
+    "tasks.ttl",
+    "tasks.poll_interval",
+    "tasks.store",
+    "tasks.routing",
+    "tasks.expiry.working_at_ttl",
+    "tasks.expiry.terminal_kept_ttls",
+    "tasks.expiry.sweep",
 ];
 
 /// The TOML literal of a field the profiles' serde form leaves out at its default.
@@ -96,6 +107,19 @@ pub fn default_literal(field: &str) -> Option<String> {
         "keep_alive_timeout" => Some("\"none\"".into()),
         "event_store" => Some("\"kept\"".into()),
         "resume_without_store" => lit(c::NoStoreResume::default()),
+        "eras" | "eras_after_restart" => Some("\"none\"".into()),
+        "modern_session" => lit(mcpsim_model::era::ModernSession::default()),
+        // The whole `tasks` table is left out at its default.
+        f if f.starts_with("tasks.") => {
+            let mut v = serde_json::to_value(mcpsim_model::tasks::ServerTasks::default()).ok()?;
+            for part in f.split('.').skip(1) {
+                v = v.get(part)?.clone();
+            }
+            match v {
+                serde_json::Value::Null => Some(quote("none")),
+                other => lit(other),
+            }
+        }
         _ => None,
     }
 }
@@ -126,6 +150,12 @@ fn never_probed(field: &str) -> Option<&'static str> {
         "id_stamp" => {
             "needs two events stamped within one millisecond and their replay order; a run cannot make that happen on purpose"
         }
+        "eras_after_restart" => "a property of a deployment (a rolling upgrade's new build), not of one running server",
+        "tasks.create_for_tools_over" => {
+            "the application decides which calls become tasks (rmcp's TaskManager::spawn is called by the handler); the fixture's probe_task is one it made so"
+        }
+        "tasks.store" => "per replica or shared needs two replicas; the probe talks to one process",
+        "tasks.routing" => "how a balancer routes tasks/* (by Mcp-Name or not) is the balancer's; the probe talks to one process",
         _ => return None,
     })
 }
@@ -237,6 +267,15 @@ impl Fingerprint {
             .iter()
             .filter_map(|f| {
                 let d = self.fields.get(*f)?;
+                if *f == "eras" && builtin.get("eras").is_none() {
+                    // Left out: what `sessions` implies (mcpsim_model::era::served_eras).
+                    let set = mcpsim_model::era::served_eras(None, profile.sessions);
+                    let list: Vec<_> = [mcpsim_model::era::Era::Legacy, mcpsim_model::era::Era::Modern]
+                        .into_iter()
+                        .filter(|e| set.serves(*e))
+                        .collect();
+                    return Some((f.to_string(), d.value.clone(), serde_json::to_string(&list).ok()?));
+                }
                 let mut v = &builtin;
                 for part in f.split('.') {
                     match v.get(part) {

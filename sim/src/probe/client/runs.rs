@@ -798,6 +798,61 @@ fn enough_refusals(t: &TapState) -> bool {
 /// `retry-*` runs (the same refusals under a `retry:`): each value's prediction for every delay
 /// both show (an immediate first attempt left out) — `ignore` the own delay, `replaces` the
 /// field, `at-least` the larger — kept if every delay is within 250 ms or 15 % of it.
+/// `reconnect.counter_reset` from `empty-resume`, for a client whose empty answer is a counted,
+/// failed attempt (`on_empty_resume = "same-id"`) and whose attempts are capped (`max_attempts`
+/// m, from `cut-refuse`) at no more than the run's [`EMPTY_RESUMES`]: a further resume after m
+/// empty answers means a 200 without events zeroed the count; m resumes and then none, that only
+/// an event does (`on-event`). `on-successful-reconnect` (zeroed at the 200) and
+/// `when-successful-reconnect-ends` (zeroed when that stream ends) both zero it before the next
+/// attempt: no request tells them apart, so the first is written (the simulator's empty-resume
+/// mirror makes the same resumes under both: `sim/src/probe/reality/client.rs`'s test).
+fn decide_counter_reset(runs: &[ClientRun], f: &Fields) -> Result<Decided, String> {
+    use mcpsim_model::config::CounterReset;
+    let value = |k: &str| f.get(k).map(|(v, _)| v.as_str());
+    let m: usize = match value("reconnect.max_attempts") {
+        Some(v) => v.parse().map_err(|_| {
+            format!("empty-resume: max_attempts is {v}: with no cap, counting its resumes cannot show when the count was zeroed")
+        })?,
+        None => return Err("empty-resume: max_attempts undetermined: nothing to count the resumes against".into()),
+    };
+    match value("close_handling.on_empty_resume") {
+        Some("\"same-id\"") => {}
+        Some(other) => {
+            return Err(format!(
+                "empty-resume: on_empty_resume is {other}: an empty answer is no counted attempt of the same stream, so it shows nothing of the count"
+            ))
+        }
+        None => return Err("empty-resume: on_empty_resume undetermined".into()),
+    }
+    if m > EMPTY_RESUMES as usize {
+        return Err(format!("empty-resume answers {EMPTY_RESUMES} resumes empty, fewer than max_attempts {m}"));
+    }
+    let r = runs.iter().find(|r| r.name == "empty-resume").ok_or("the empty-resume run did not run")?;
+    let resumes = r
+        .seen
+        .iter()
+        .filter(|s| s.method == "GET" && s.last_event_id.as_deref().is_some_and(|l| !l.starts_with("0-")))
+        .count();
+    let empties = r.seen.iter().filter(|s| s.answer == "empty-200").count();
+    let lit = |c: CounterReset| match serde_json::to_value(c) {
+        Ok(Value::String(s)) => format!("\"{s}\""),
+        _ => String::new(),
+    };
+    let why = format!(
+        "empty-resume: {resumes} resumes of the cut stream, the first {empties} answered 200 with no events and ended, under max_attempts {m} (cut-refuse)"
+    );
+    if empties >= m && resumes > m {
+        Ok((
+            lit(CounterReset::OnSuccessfulReconnect),
+            format!("{why}: a further resume after {m} empty answers, so a 200 without events zeroed the count (on-successful-reconnect; when-successful-reconnect-ends makes the same requests)"),
+        ))
+    } else if empties >= m && resumes == m {
+        Ok((lit(CounterReset::OnEvent), format!("{why}: no resume after them, so only an event zeroes the count")))
+    } else {
+        Err(format!("{why}: neither more resumes than the cap nor exactly the cap"))
+    }
+}
+
 fn decide_retry_field(runs: &[ClientRun]) -> Result<Decided, String> {
     let delays = |r: &ClientRun| -> Vec<Duration> {
         r.cut_at.map(|cut| resume_delays(cut, &r.seen).into_iter().map(|(_, d)| d).collect()).unwrap_or_default()
@@ -1244,6 +1299,14 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
             _ => {}
         }
     }
+    if runs.iter().any(|r| r.name == "empty-resume") {
+        match decide_counter_reset(runs, &f) {
+            Ok(d) => {
+                f.insert("reconnect.counter_reset".into(), d);
+            }
+            Err(why) => open.push(("reconnect.counter_reset".into(), why)),
+        }
+    }
     if runs.iter().any(|r| r.name.starts_with("retry-")) {
         match decide_retry_field(runs) {
             Ok(d) => {
@@ -1271,7 +1334,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
         ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
-        ("reconnect.counter_reset", "needs a run that alternates successful and failed resumes"),
+        ("reconnect.counter_reset", "the empty-resume run did not run"),
         ("reconnect.retry_field", "the retry-short and retry-long runs did not run"),
         ("reconnect.first_immediate", "no resume after a cut was seen"),
         ("reconnect.jitter", "needs three backoff delays or more (the first two fit initial and factor)"),
@@ -1284,7 +1347,14 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
 }
 
 /// Every known difference between a probed client field and its built-in profile.
-pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[];
+pub const KNOWN_CLIENT_FIELD_DIFFERENCES: &[KnownFieldDifference] = &[KnownFieldDifference {
+    profile: "py-sdk",
+    field: "reconnect.counter_reset",
+    probed: "\"on-successful-reconnect\"",
+    builtin: "\"when-successful-reconnect-ends\"",
+    observation: "empty-resume: a third resume after two empty 200s, under max_attempts 2: a 200 without events zeroed the count",
+    why_not_changed: "the two values zero the count before the next attempt either way (at the 200, or when its stream ends): no request tells them apart and the probe writes the first; the profile keeps the source's (mcp 2.3.0 mcp/client/streamable_http.py:259-260,594-596)",
+}];
 
 /// The known difference that explains a probed client field, if any.
 pub fn known_client_difference(
@@ -1562,6 +1632,37 @@ mod tests {
         let mut undecided = conns("cut-resume", &[(1, None), (1, Some(json))], 1);
         undecided.offered = vec![json.into()];
         assert!(decide_reuse_after(&[undecided]).is_err());
+    }
+
+    /// An empty-resume run: resumes at these times, the first `empties` answered empty.
+    fn empty_resume(resumes_at: &[u64], empties: usize) -> ClientRun {
+        let mut r = run("empty-resume", resumes_at);
+        for s in r.seen.iter_mut().take(empties) {
+            s.answer = "empty-200".into();
+        }
+        r
+    }
+
+    fn fields(pairs: &[(&str, &str)]) -> Fields {
+        pairs.iter().map(|(k, v)| (k.to_string(), (v.to_string(), String::new()))).collect()
+    }
+
+    #[test]
+    fn counter_reset_is_read_from_the_resumes_after_the_empty_answers_against_the_cap() {
+        let capped = fields(&[("reconnect.max_attempts", "2"), ("close_handling.on_empty_resume", "\"same-id\"")]);
+        // Python: two empty answers, then a third resume: a 200 zeroed the count.
+        let (v, why) = decide_counter_reset(&[empty_resume(&[1250, 2275, 3305], 2)], &capped).expect("decided");
+        assert_eq!(v, "\"on-successful-reconnect\"", "{why}");
+        // Two empty answers and nothing more: only an event zeroes it.
+        let (v, _) = decide_counter_reset(&[empty_resume(&[1250, 2275], 2)], &capped).expect("decided");
+        assert_eq!(v, "\"on-event\"");
+        // Unlimited attempts, or an empty answer that is no counted attempt: nothing to count.
+        let unlimited =
+            fields(&[("reconnect.max_attempts", "\"none\""), ("close_handling.on_empty_resume", "\"same-id\"")]);
+        assert!(decide_counter_reset(&[empty_resume(&[250, 1280, 2301], 2)], &unlimited).is_err());
+        let graceful =
+            fields(&[("reconnect.max_attempts", "2"), ("close_handling.on_empty_resume", "\"graceful-close\"")]);
+        assert!(decide_counter_reset(&[empty_resume(&[250, 1280, 2301], 2)], &graceful).is_err());
     }
 
     fn retry_field(runs: &[ClientRun]) -> Result<String, String> {

@@ -361,6 +361,22 @@ mod tests {
         assert!(verdict_of(&server_side(&out.trace)).0.is_empty());
     }
 
+    /// What `reconnect.counter_reset` is decided from: under py-sdk's cap of 2, the empty-resume
+    /// mirror resumes a third time when a 200 zeroes the count (at the 200, or when its stream
+    /// ends: the same requests) and only twice when only an event does.
+    #[test]
+    fn the_empty_resume_mirror_tells_a_count_zeroed_by_a_200_from_one_zeroed_by_an_event() {
+        use mcpsim_model::config::CounterReset;
+        let resumes = |c: CounterReset| {
+            let mut s = client_mirror("empty-resume", "py-sdk", Duration::from_secs(20)).unwrap();
+            s.client.reconnect.counter_reset = c;
+            observed(&runner::run(&s, 1).unwrap().trace, Duration::from_secs(20)).resumes
+        };
+        assert_eq!(resumes(CounterReset::OnSuccessfulReconnect), 3);
+        assert_eq!(resumes(CounterReset::WhenSuccessfulReconnectEnds), 3);
+        assert_eq!(resumes(CounterReset::OnEvent), 2);
+    }
+
     #[test]
     fn the_retry_mirrors_resume_when_the_probed_retry_field_says() {
         // The times (ms) the real fixture clients resumed the cut stream under `retry:`

@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod client;
+pub mod eras;
 pub mod lb_mirror;
 pub mod proxies;
 pub mod proxy_check;

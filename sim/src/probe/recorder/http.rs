@@ -45,6 +45,11 @@ pub struct Outgoing {
     pub body: Option<Value>,
     /// Send `MCP-Protocol-Version` (every request after `initialize`).
     pub protocol: bool,
+    /// The `MCP-Protocol-Version` value to send instead of the legacy one (sent even without
+    /// `protocol`): the era probe's modern requests.
+    pub version: Option<String>,
+    /// Further headers (the modern era's `Mcp-Method`, `Mcp-Name`).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl Outgoing {
@@ -209,8 +214,13 @@ impl Client {
             .uri(&self.endpoint.path)
             .header("host", &self.endpoint.host)
             .header("accept", "application/json, text/event-stream");
-        if out.protocol {
+        if let Some(v) = &out.version {
+            req = req.header("mcp-protocol-version", v);
+        } else if out.protocol {
             req = req.header("mcp-protocol-version", PROTOCOL_VERSION);
+        }
+        for (name, value) in &out.headers {
+            req = req.header(*name, value);
         }
         if let Some(s) = &out.session {
             req = req.header("mcp-session-id", s);

@@ -5,7 +5,7 @@ use crate::probe::error::ProbeError;
 use crate::probe::fingerprint::Fingerprint;
 use crate::probe::proxy;
 use crate::probe::recorder::http as client;
-use crate::probe::server::{keepalive, scenarios};
+use crate::probe::server::{eras, keepalive, scenarios, tasks};
 use crate::probe::target::{parse_target, Target};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::trace::Trace;
@@ -34,6 +34,8 @@ pub struct ProbeOptions {
     pub keep_alive_bound: Option<Duration>,
     /// The server's own tool for the long call, when it lacks the probe tools (`--tool`).
     pub tool: Option<scenarios::UserTool>,
+    /// Ask which protocol eras the server serves (`eras`), after the scenarios.
+    pub eras: bool,
 }
 
 impl ProbeOptions {
@@ -49,6 +51,7 @@ impl ProbeOptions {
             idle_bound: None,
             keep_alive_bound: Some(keepalive::KEEP_ALIVE_BOUND),
             tool: None,
+            eras: true,
         }
     }
 }
@@ -85,6 +88,12 @@ pub struct ProbeReport {
     pub profile_file: Option<PathBuf>,
     /// What the fault proxy did, in order.
     pub proxy_log: Vec<proxy::ProxyEvent>,
+    /// Which eras the server serves and how it answered each modern request (none when not
+    /// asked).
+    pub eras: Option<eras::EraReport>,
+    /// What the task probe saw (none when the server lists no `probe_task` or serves no modern
+    /// request).
+    pub tasks: Option<Result<tasks::TaskReport, String>>,
 }
 
 /// Probes a server: every scenario in order, each bounded by `scenario_timeout`. Builds its own
@@ -125,15 +134,35 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
     ctx.idle_bound = opts.idle_bound;
     ctx.user_tool = opts.tool.clone();
     let mut reports = Vec::new();
+    // A server whose legacy `initialize` fails but that serves the modern era: the era probe's
+    // answers and why every scenario (2025-11-25) is skipped.
+    let mut modern_only: Option<(String, eras::EraReport)> = None;
     for name in scenarios::SCENARIOS {
         if *name != "basics" && !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {
             continue;
         }
+        if let Some((why, _)) = &modern_only {
+            reports.push(skipped_report(name, why.clone()));
+            continue;
+        }
         let outcome = match tokio::time::timeout(opts.scenario_timeout, scenarios::run(&ctx, name)).await {
             Ok(Ok(o)) => o,
-            // Without a completed `initialize` nothing was reached: no field, no file.
+            // Without a completed `initialize` nothing was reached (no field, no file), unless
+            // the server answers the modern era.
             Ok(Err(e)) if *name == "basics" => {
-                return Err(ProbeError::Unreachable { url: opts.url.clone(), why: e.to_string() })
+                let report = match opts.eras {
+                    true => eras::probe(&ctx.direct, false, "", |_k: String| async { None }).await,
+                    false => eras::EraReport::default(),
+                };
+                if !eras::serves_modern(&report) {
+                    return Err(ProbeError::Unreachable { url: opts.url.clone(), why: e.to_string() });
+                }
+                let why = format!(
+                    "the legacy initialize failed ({e}) and server/discover answered a result: the server serves only the 2026-07-28 era; the scenarios speak 2025-11-25"
+                );
+                reports.push(skipped_report(name, why.clone()));
+                modern_only = Some((why, report));
+                continue;
             }
             Ok(Err(e)) => {
                 scenarios::Outcome { name, trace: None, skipped: Some(format!("failed: {e}")), notes: vec![] }
@@ -169,6 +198,36 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
             trace_file: None,
         });
     }
+    // The eras, on connections of their own straight to the server (no fault in between).
+    let eras = if let Some((why, report)) = modern_only {
+        let mut fp = ctx.fp();
+        fp.decide("sessions", "false", format!("a modern-only server has no sessions: {why}"));
+        eras::decide(&mut fp, false, &report);
+        Some(report)
+    } else if opts.eras {
+        let ctx_ref = &ctx;
+        let tools = ctx.has_tools.load(std::sync::atomic::Ordering::Relaxed);
+        let key = format!("{}-era", ctx.run_tag);
+        let report =
+            eras::probe(&ctx.direct, tools, &key, move |k: String| async move { ctx_ref.count(&k).await }).await;
+        let legacy = ctx.fp().value("sessions").is_some();
+        eras::decide(&mut ctx.fp(), legacy, &report);
+        Some(report)
+    } else {
+        None
+    };
+    // The task store, through the server's probe_task (modern era, Tasks extension declared).
+    let task_report = match &eras {
+        Some(e) if eras::serves_modern(e) => {
+            let ctx_ref = &ctx;
+            let key = format!("{}-task", ctx.run_tag);
+            tasks::probe(&ctx.direct, &key, move |k: String| async move { ctx_ref.count(&k).await }).await
+        }
+        _ => None,
+    };
+    if opts.eras {
+        tasks::decide(&mut ctx.fp(), task_report.as_ref());
+    }
     if let Some(task) = keep_alive {
         let measured = task.await.unwrap_or_else(|e| Err(ProbeError::Protocol(format!("keep-alive measurement: {e}"))));
         keepalive::decide(&mut ctx.fp(), measured);
@@ -188,11 +247,18 @@ pub async fn probe_async(opts: &ProbeOptions, target: Target) -> Result<ProbeRep
         profile_toml,
         profile_file: None,
         proxy_log: proxy.log(),
+        eras,
+        tasks: task_report,
     };
     if let Some(dir) = &opts.out_dir {
         write_files(dir, &mut report)?;
     }
     Ok(report)
+}
+
+/// A scenario that did not run, and why.
+fn skipped_report(name: &'static str, why: String) -> ScenarioReport {
+    ScenarioReport { name, trace: None, violations: vec![], skipped: Some(why), notes: vec![], trace_file: None }
 }
 
 fn write_files(dir: &std::path::Path, report: &mut ProbeReport) -> Result<(), ProbeError> {
@@ -249,12 +315,147 @@ pub fn verdict_table(report: &ProbeReport) -> String {
             ));
         }
     }
+    if let Some(eras) = &report.eras {
+        out.push_str(&format!("{:<24} {}\n", "era request", "answer (2026-07-28 unless named)"));
+        for s in &eras.seen {
+            let detail = if s.detail.is_empty() { String::new() } else { format!(" ({})", s.detail) };
+            out.push_str(&format!("{:<24} {}{}\n", s.probe.name(), s.short(), esc(&detail)));
+        }
+        match &eras.cut {
+            Some(Ok(c)) => out.push_str(&format!(
+                "{:<24} {} (started {}, completed {})\n",
+                "modern call cut",
+                if c.cancelled() { "cancelled" } else { "ran on" },
+                c.started,
+                c.completed
+            )),
+            Some(Err(why)) => out.push_str(&format!("{:<24} not made: {}\n", "modern call cut", esc(why))),
+            None => {}
+        }
+    }
+    match &report.tasks {
+        Some(Ok(t)) => out.push_str(&format!(
+            "{:<24} default ttlMs {:?}, pollIntervalMs {:?}; ttl 1.5 s, 3 s of work: {}, then {}; counted {:?}\n",
+            "task probe",
+            t.default_ttl_ms,
+            t.default_poll_ms,
+            esc(&t.before_ttl.short()),
+            esc(&t.after_ttl.short()),
+            t.count
+        )),
+        Some(Err(why)) => out.push_str(&format!("{:<24} failed: {}\n", "task probe", esc(why))),
+        None => {}
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A modern-only server (the 2026-07-28 spec's answers, `stateless-2026`): `server/discover`
+    /// and other modern POSTs served, the legacy `initialize` (no version header) 400 `-32020`,
+    /// GET 405. Answers every connection once, with `Connection: close`.
+    fn modern_only_server() -> std::net::SocketAddr {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut c in l.incoming().flatten().take(60) {
+                let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let head_end = loop {
+                    if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break Some(p);
+                    }
+                    match c.read(&mut chunk) {
+                        Ok(0) | Err(_) => break None,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let Some(head_end) = head_end else { continue };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                let header = |name: &str| {
+                    head.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+                };
+                let len: usize = header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+                while buf.len() < head_end + 4 + len {
+                    match c.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let body: serde_json::Value =
+                    serde_json::from_slice(&buf[(head_end + 4).min(buf.len())..]).unwrap_or_default();
+                let id = body.get("id").cloned().unwrap_or(serde_json::Value::Null);
+                let meta =
+                    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str().map(str::to_string);
+                let version = header("mcp-protocol-version");
+                let error = |code: i64| serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "refused"}});
+                let (status, answer) = if head.starts_with("get") || head.starts_with("delete") {
+                    (405, None)
+                } else {
+                    match (version.as_deref(), meta.as_deref()) {
+                        (Some(h), Some(m)) if h != m => (400, Some(error(-32020))),
+                        (Some("2026-07-28"), _) => {
+                            let result = match body["method"].as_str() {
+                                Some("server/discover") => {
+                                    serde_json::json!({"supportedVersions": ["2026-07-28"], "capabilities": {}})
+                                }
+                                _ => serde_json::json!({"tools": []}),
+                            };
+                            (200, Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})))
+                        }
+                        (Some(_), _) => (400, Some(error(-32022))),
+                        (None, _) => (400, Some(error(-32020))),
+                    }
+                };
+                let body = answer.map(|v| v.to_string()).unwrap_or_default();
+                let reason = match status {
+                    200 => "OK",
+                    405 => "Method Not Allowed",
+                    _ => "Bad Request",
+                };
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        addr
+    }
+
+    /// A server that refuses the legacy handshake but serves the modern era is no unreachable
+    /// one: its eras are decided (modern only, no sessions) and every scenario says why it is
+    /// skipped; its answers are the model's for the `stateless-2026` profile.
+    #[test]
+    fn a_modern_only_server_is_probed_for_its_era_and_the_scenarios_are_skipped() {
+        let addr = modern_only_server();
+        let mut opts = ProbeOptions::new(&format!("http://{addr}/mcp"));
+        opts.keep_alive_bound = None;
+        let report = probe_server(&opts).expect("a modern-only server is reached");
+        let fp = &report.fingerprint;
+        assert_eq!(fp.value("eras"), Some(r#"["2026-07-28"]"#), "{}", verdict_table(&report));
+        assert_eq!(fp.value("sessions"), Some("false"));
+        assert_eq!(fp.value("modern_session"), Some("\"sessionless\""));
+        assert!(report
+            .scenarios
+            .iter()
+            .all(|s| s.skipped.as_deref().is_some_and(|w| w.contains("only the 2026-07-28 era"))));
+        let policy = mcpsim_model::profiles::server("stateless-2026").expect("built-in");
+        let set = mcpsim_model::era::served_eras(policy.eras.as_deref(), policy.sessions);
+        for seen in &report.eras.as_ref().expect("asked").seen {
+            let want = eras::expected(set, policy.modern_session, policy.sessions, seen.probe).expect("an era rule");
+            assert!(want.matches(seen), "{}: {} vs the model's {}", seen.probe.name(), seen.short(), want.short());
+        }
+        let compared = fp.compare(&policy);
+        for field in ["eras", "sessions", "modern_session"] {
+            let row = compared.iter().find(|(f, _, _)| f == field).expect("compared");
+            assert_eq!(row.1, row.2, "{field}");
+        }
+    }
 
     /// Real tokio sockets and the wall clock work in this crate's `--cfg madsim` build.
     #[test]
