@@ -664,6 +664,34 @@ pub enum StepKind {
         call: CallKey,
     },
 
+    // --- `subscriptions/listen` (`crate::subscriptions`) ---
+    /// A server process published a change notification to the listen streams open on it
+    /// (`listeners` of them; none: it reached nobody).
+    ChangeEmitted {
+        /// The change's id.
+        change: String,
+        /// How many listen streams it was written to.
+        listeners: u32,
+    },
+    /// The client's listen stream was acknowledged on `conn`: the subscription is open.
+    ListenOpen {
+        /// The exchange.
+        conn: ConnId,
+        /// The subscription (the request's id).
+        subscription: RequestId,
+    },
+    /// The application was handed a change notification.
+    AppChange {
+        /// The change's id.
+        change: String,
+    },
+    /// The application was told its subscription ended without the server's graceful result
+    /// (python `SubscriptionLost`, rmcp `SubscriptionEnd::Abrupt`): it re-listens and refetches.
+    AppSubscriptionLost {
+        /// Why, in words.
+        reason: String,
+    },
+
     // --- faults and the run ---
     /// A planned fault was applied.
     Fault {
@@ -744,6 +772,8 @@ impl StepKind {
                 | StepKind::AppUnknownOutcome { .. }
                 | StepKind::AppSessionLost { .. }
                 | StepKind::AppStreamLost { .. }
+                | StepKind::AppChange { .. }
+                | StepKind::AppSubscriptionLost { .. }
         )
     }
 

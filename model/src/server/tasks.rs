@@ -59,6 +59,11 @@ impl Server {
     /// store of the fleet (the actor makes it once per run); otherwise a store of its own whose
     /// ids name the replica. No effect on a server that makes no task.
     pub fn with_task_store(mut self, replica: u32, shared: Option<Arc<Mutex<TaskStore>>>) -> Self {
+        // The replica also names the process's change notifications (`subscriptions.rs`).
+        self.replica = replica;
+        if let Some(context) = self.modern.as_mut() {
+            context.replica = replica;
+        }
         let tasks = &self.policy.tasks;
         if tasks.create_for_tools_over.is_none() {
             return self;
