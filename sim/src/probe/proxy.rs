@@ -191,7 +191,8 @@ impl Proxy {
             | Fault::Restart { .. }
             | Fault::Cut { .. }
             | Fault::Deploy { .. }
-            | Fault::Answer { .. } => None,
+            | Fault::Answer { .. }
+            | Fault::TaskReplyLost => None,
         }
     }
 

@@ -332,6 +332,7 @@ pub fn fault_setting(kind: &str) -> Option<&'static str> {
         "restart" => Some("fault.restart"),
         "cut" => Some("fault.cut"),
         "deploy" => Some("fault.deploy"),
+        "task-reply-lost" => Some("fault.task_reply_lost"),
         _ => None,
     }
 }
@@ -544,6 +545,13 @@ pub const SETTINGS: &[Setting] = &[
         help: "reset every client connection at these times (e.g. 30s,2m, or none)",
         apply: |s, v| replace_times(s, "reset", v, || Fault::Reset),
         show: |s| show_times(s, "reset"),
+    },
+    Setting {
+        key: "fault.task_reply_lost",
+        targets: &["faults.task-reply-lost"],
+        help: "from each of these times, drop the next CreateTaskResult a server writes and reset its connection (needs tasks: server.tasks.create_for_tools_over and client.tasks.declares; or none)",
+        apply: |s, v| replace_times(s, "task-reply-lost", v, || Fault::TaskReplyLost),
+        show: |s| show_times(s, "task-reply-lost"),
     },
     Setting {
         key: "fault.server_restart",
@@ -1240,6 +1248,14 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                     out.push(problem("faults", format!("{f}: {status} is no 4xx or 5xx status")));
                 }
             }
+            Fault::TaskReplyLost if s.server.tasks.create_for_tools_over.is_none() || !s.client.tasks.declares => {
+                out.push(problem(
+                    "faults",
+                    format!(
+                        "{f}, but no call is answered with a task: set server.tasks.create_for_tools_over and client.tasks.declares"
+                    ),
+                ))
+            }
             Fault::Deploy { replicas, .. } if *replicas != s.lb.replicas => out.push(problem(
                 "faults",
                 format!("{f}, but lb.replicas is {}: set lb.replicas before fault.deploy", s.lb.replicas),
@@ -1314,6 +1330,21 @@ mod tests {
         let o: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         s.apply_overrides(&o).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
         s
+    }
+
+    #[test]
+    fn a_lost_task_reply_needs_calls_answered_with_tasks() {
+        let e = rejected("fault.task_reply_lost=1s");
+        assert!(e.contains("no call is answered with a task"), "{e}");
+        let s = accepted(&[
+            ("server.tasks.create_for_tools_over", "0s"),
+            ("client.tasks.declares", "true"),
+            ("fault.task_reply_lost", "1s,2m"),
+        ]);
+        let lost: Vec<_> =
+            s.faults.faults().iter().filter(|f| f.fault == Fault::TaskReplyLost).map(|f| f.at.as_secs()).collect();
+        assert_eq!(lost, [1, 120]);
+        assert_eq!(setting("fault.task_reply_lost").map(|k| (k.show)(&s)).expect("a short key"), "1s,2m");
     }
 
     #[test]
