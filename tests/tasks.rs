@@ -185,3 +185,39 @@ fn task_ids_survive_a_client_restart_only_when_persisted() {
     let keeps = restart("true");
     assert!(broken(&keeps, 2).is_empty(), "{:?}\nreplay: {}", broken(&keeps, 2), replay(&keeps, 2));
 }
+
+#[test]
+fn an_application_cancel_is_judged_by_what_the_server_does_with_it() {
+    // The payment charges at its completion; the application cancels the task 30 s after its
+    // CreateTaskResult (client.tasks.cancel_after), with the TTL advise gives so nothing expires.
+    let base =
+        [("server.tasks.ttl", "330001ms"), ("client.tasks.cancel_after", "30s"), ("tool.side_effect", "completion")];
+    let with = |rule: &str| {
+        let mut o = base.to_vec();
+        o.push(("server.tasks.on_cancel", rule));
+        scenario("rmcp", "rmcp", "task-long-tool", &o)
+    };
+    for seed in SEEDS {
+        // rmcp records the intent only: an operation that ignores it charges after the cancel.
+        let s = with("run-on");
+        let out = run_ok(&s, seed);
+        let cancels = out.trace.steps.iter().filter(|st| {
+            matches!(&st.kind, StepKind::Send { request, .. }
+                if matches!(request.body, Some(mcpsim_model::http::ClientMessage::Task { op: mcpsim_model::tasks::TaskOp::Cancel, .. })))
+        });
+        assert_eq!(cancels.count(), 1, "one tasks/cancel; replay: {}", replay(&s, seed));
+        let v = violated(&out);
+        assert_eq!(v.into_iter().collect::<Vec<_>>(), vec!["no-abandoned-work"], "replay: {}", replay(&s, seed));
+        // An operation that stops on the cancel: nothing charged, the application told cancelled.
+        let s = with("stop");
+        assert!(broken(&s, seed).is_empty(), "{:?}\nreplay: {}", broken(&s, seed), replay(&s, seed));
+        // TypeScript's rule: the record says cancelled at once, the work charges anyway.
+        let s = with("mark-cancelled");
+        let v = broken(&s, seed);
+        assert!(
+            v.contains("no-abandoned-work") && v.contains("no-false-failure"),
+            "{v:?}\nreplay: {}",
+            replay(&s, seed)
+        );
+    }
+}
