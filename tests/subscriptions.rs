@@ -4,7 +4,8 @@
 //! the application (the SDKs' `SubscriptionLost` / `SubscriptionEnd::Abrupt`), the loss is covered
 //! by its refetch; hidden by a client that re-listens on its own, it is silent
 //! (`no-silent-notification-loss`). On two replicas whose processes fan out only to their own
-//! listen streams, the other replica's changes are lost silently whatever the client does.
+//! listen streams, the other replica's changes are lost silently whatever the client does; a bus
+//! shared by the replicas (`server.subscriptions.bus = shared`) delivers them.
 
 mod common;
 use common::{replay, run_ok, violated};
@@ -97,4 +98,16 @@ fn on_two_replicas_the_other_replicas_changes_are_lost_even_when_the_application
     let out = run_ok(&s, 0);
     let v = violated(&out);
     assert!(v.contains("no-silent-notification-loss"), "{v:?}\nreplay: {}", replay(&s, 0));
+}
+
+#[test]
+fn a_bus_shared_by_the_replicas_delivers_every_replicas_changes() {
+    for seed in [0, 1, 2] {
+        let s = scenario("stateless-2026", "py-sdk", &[("lb.replicas", "2"), ("server.subscriptions.bus", "shared")]);
+        let out = run_ok(&s, seed);
+        assert!(violated(&out).is_empty(), "{:?}\nreplay: {}", violated(&out), replay(&s, seed));
+        let relayed =
+            out.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::ChangeRelayed { listeners: 1.., .. }));
+        assert!(relayed.count() > 10, "replay: {}", replay(&s, seed));
+    }
 }

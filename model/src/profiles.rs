@@ -883,6 +883,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("tasks.on_cancel", "What tasks/cancel does to a working task: run-on (only the intent is recorded; the work ends by itself: rmcp), mark-cancelled (the record turns cancelled at once, the work runs on for nothing: TypeScript), stop (the work observes the cancel and the task ends cancelled)."),
     ("subscriptions", "Change notifications on subscriptions/listen streams (2026-07-28)."),
     ("subscriptions.changes", "At each notify_interval tick the process publishes one change notification to the listen streams open on it at that instant (none kept for a stream opened later: no replay)."),
+    ("subscriptions.bus", "Which listen streams a change reaches: per-process (those of the process that emitted it: python's default in-memory bus) or shared (every replica's: a bus over a pub/sub backend)."),
     ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
     ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
     ("disconnect_cancel_ignored", "With disconnect_cancels (the claim): true when the claim is not kept, the handler ignores the cancellation and runs on to its result (no-abandoned-work judges it); false: the claim is kept."),

@@ -77,6 +77,30 @@ pub struct ServerSubscriptions {
     /// mcp/server/mcpserver/server.py:184,205-209; rmcp when the handler implements
     /// `accepted_subscription_filter`).
     pub changes: bool,
+    /// How a change reaches listen streams: those of the process that emitted it
+    /// (`per-process`, python's default `InMemorySubscriptionBus`) or those of every replica
+    /// (`shared`, a bus over a pub/sub backend). Left out of traces at its default.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub bus: Bus,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// The fan-out of change notifications across a fleet (`server.subscriptions.bus`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bus {
+    /// Each process writes its changes to its own listen streams only (python 2.3.0
+    /// `InMemorySubscriptionBus`, mcp/server/subscriptions.py:94-125; rmcp's `SubscriptionSink`
+    /// belongs to one request on one process).
+    #[default]
+    PerProcess,
+    /// Every change reaches the listen streams of every replica ("Implement this over an external
+    /// pub/sub backend (Redis, NATS, ...) to fan events out across replicas",
+    /// mcp/server/subscriptions.py:72-80).
+    Shared,
 }
 
 /// The id of a change notification: the process that emitted it and its number there, so that ids

@@ -673,6 +673,14 @@ pub enum StepKind {
         /// How many listen streams it was written to.
         listeners: u32,
     },
+    /// A change another replica emitted reached this process's listen streams through a shared
+    /// bus (`server.subscriptions.bus = shared`), `listeners` of them.
+    ChangeRelayed {
+        /// The change's id.
+        change: String,
+        /// How many listen streams it was written to here.
+        listeners: u32,
+    },
     /// The client's listen stream was acknowledged on `conn`: the subscription is open.
     ListenOpen {
         /// The exchange.

@@ -39,7 +39,7 @@ struct Listener {
     /// The listen connection acknowledged last, while it has not ended.
     open_conn: Option<ConnId>,
     /// The changes emitted while it believed, not yet settled: (change, order, the connection
-    /// then open if the change was written to any listen stream).
+    /// then open).
     owed: Vec<(String, usize, Option<ConnId>)>,
     delivered: BTreeSet<String>,
     /// Connections that ended.
@@ -48,6 +48,8 @@ struct Listener {
 
 fn silent_notification_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut clients: BTreeMap<u32, Listener> = BTreeMap::new();
+    // Changes written to some listen stream, by the emitting process or through a shared bus.
+    let mut written: BTreeSet<&str> = BTreeSet::new();
     for (order, step) in ix.others() {
         let client = step.client.unwrap_or(0);
         match &step.kind {
@@ -77,10 +79,15 @@ fn silent_notification_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 }
             }
             StepKind::ChangeEmitted { change, listeners } => {
-                for l in clients.values_mut().filter(|l| l.believing) {
-                    let via = l.open_conn.filter(|_| *listeners > 0);
-                    l.owed.push((change.clone(), order, via));
+                if *listeners > 0 {
+                    written.insert(change);
                 }
+                for l in clients.values_mut().filter(|l| l.believing) {
+                    l.owed.push((change.clone(), order, l.open_conn));
+                }
+            }
+            StepKind::ChangeRelayed { change, listeners } if *listeners > 0 => {
+                written.insert(change);
             }
             _ => {}
         }
@@ -91,8 +98,8 @@ fn silent_notification_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             if l.delivered.contains(change) {
                 continue;
             }
-            // Written to a stream still open at the end: in flight.
-            if via.is_some_and(|c| !l.ended.contains(&c)) {
+            // Written to a stream while the client held one still open at the end: in flight.
+            if written.contains(change.as_str()) && via.is_some_and(|c| !l.ended.contains(&c)) {
                 continue;
             }
             out.push((client, change.clone(), *order));

@@ -112,6 +112,8 @@ pub struct Server {
     changes: u32,
     /// The replica this process serves (names its change notifications).
     replica: u32,
+    /// The change published last, until the fleet's shared bus takes it (`subscriptions.rs`).
+    published: Option<String>,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -181,6 +183,7 @@ impl Server {
             listeners: BTreeMap::new(),
             changes: 0,
             replica: 0,
+            published: None,
         };
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });

@@ -42,12 +42,46 @@ impl Server {
         }
         self.changes += 1;
         let change = change_id(&format!("r{}.{}", self.replica, self.epoch), self.changes);
-        let open: Vec<(ConnId, RequestId)> =
-            self.listeners.iter().filter(|(conn, _)| self.conns.contains_key(conn)).map(|(c, r)| (*c, *r)).collect();
+        let open = self.open_listeners();
         self.record(StepKind::ChangeEmitted { change: change.clone(), listeners: open.len() as u32 });
+        self.write_change(now, &open, &change);
+        self.published = Some(change);
+    }
+
+    /// The change this process published last, for the fleet's shared bus to relay (taken once).
+    pub fn take_published_change(&mut self) -> Option<String> {
+        match self.modern.as_mut() {
+            Some(context) => context.published.take(),
+            None => self.published.take(),
+        }
+    }
+
+    /// A change another replica published reaches this process's listen streams (a shared bus,
+    /// `server.subscriptions.bus = shared`): written to those open now, recorded.
+    pub fn relay_change(&mut self, now: Instant, change: &str) {
+        if self.crashed {
+            return;
+        }
+        if let Some(context) = self.modern.as_mut() {
+            context.relay_change(now, change);
+            return self.drain_modern();
+        }
+        if self.policy.sessions {
+            return;
+        }
+        let open = self.open_listeners();
+        self.record(StepKind::ChangeRelayed { change: change.to_string(), listeners: open.len() as u32 });
+        self.write_change(now, &open, change);
+    }
+
+    fn open_listeners(&self) -> Vec<(ConnId, RequestId)> {
+        self.listeners.iter().filter(|(conn, _)| self.conns.contains_key(conn)).map(|(c, r)| (*c, *r)).collect()
+    }
+
+    fn write_change(&mut self, now: Instant, open: &[(ConnId, RequestId)], change: &str) {
         for (conn, subscription) in open {
-            let message = ServerMessage::Changed { subscription, change: change.clone() };
-            self.write(now, conn, Frame::Event(message_event(message)));
+            let message = ServerMessage::Changed { subscription: *subscription, change: change.to_string() };
+            self.write(now, *conn, Frame::Event(message_event(message)));
         }
     }
 

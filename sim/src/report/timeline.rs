@@ -227,6 +227,9 @@ pub fn describe(kind: &StepKind) -> String {
         AppTaskLost { task, call } => format!("app ← task {} of {call} LOST", task.0),
         ChangeEmitted { change, listeners: 0 } => format!("change {change} emitted: NO listen stream open"),
         ChangeEmitted { change, listeners } => format!("change {change} emitted to {listeners} listen stream(s)"),
+        ChangeRelayed { change, listeners } => {
+            format!("change {change} relayed by the shared bus to {listeners} listen stream(s)")
+        }
         ListenOpen { conn, subscription } => format!("{conn}: subscription {subscription} acknowledged"),
         AppChange { change } => format!("app ← change {change}"),
         AppSubscriptionLost { reason } => format!("app ← subscription LOST: {reason}"),

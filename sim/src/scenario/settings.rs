@@ -925,6 +925,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.tasks.on_cancel", Rule::Free),
     ("server.subscriptions", Rule::Table),
     ("server.subscriptions.changes", Rule::Free),
+    ("server.subscriptions.bus", Rule::Free),
     ("lb.idle_timeout", Rule::Hand),
     ("lb.max_lifetime", Rule::Hand),
     ("lb.cut_mode", Rule::Free),

@@ -15,6 +15,7 @@ use mcpsim_model::http::{Frame, Method, Request, ResponseHead, ServerMessage, Ss
 use mcpsim_model::ids::{ConnId, SessionId, StreamNo};
 use mcpsim_model::server::{incarnation_policy, Server, ServerOutput};
 use mcpsim_model::sse::{stream_hint, StreamHint};
+use mcpsim_model::subscriptions::Bus;
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
@@ -217,14 +218,24 @@ async fn notify_on_schedule(world: &Arc<World>, store: usize, epoch: u32, next: 
     while let Some(at) = next(world.rec.now().as_micros()) {
         madsim::time::sleep_until(world.rec.deadline(Instant(at))).await;
         let current = world.with_store(store, |core| {
+            let mut change = None;
             if core.epoch == epoch {
                 core.server.notify_all(world.rec.now());
+                change = core.server.take_published_change();
                 core.drain(world);
             }
-            core.epoch == epoch
+            (core.epoch == epoch, change)
         });
-        if current != Some(true) {
-            return;
+        let Some((true, change)) = current else { return };
+        // A shared subscription bus (`server.subscriptions.bus = shared`) relays the change to
+        // every other replica's listen streams.
+        if let Some(change) = change.filter(|_| world.scenario.server.subscriptions.bus == Bus::Shared) {
+            for other in world.stores().filter(|o| *o != store) {
+                world.with_store(other, |core| {
+                    core.server.relay_change(world.rec.now(), &change);
+                    core.drain(world);
+                });
+            }
         }
     }
 }

@@ -550,6 +550,8 @@ fn item_of(step: &Step, place: &Place) -> Item {
         ChangeEmitted { listeners, .. } => Item::new(t, server, described())
             .emphasised(*listeners == 0)
             .folding(Fold::noise("change emitted".into(), "change notifications emitted".into())),
+        ChangeRelayed { .. } => Item::new(t, server, described())
+            .folding(Fold::noise("change relayed".into(), "change notifications relayed".into())),
         ListenOpen { .. } => Item::new(t, note(Lane::Client), described()),
         AppChange { .. } => Item::new(t, note(Lane::App), described())
             .folding(Fold::noise("app change".into(), "app ← change notification".into())),
