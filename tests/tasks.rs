@@ -85,15 +85,40 @@ fn rmcp_fails_the_task_at_its_ttl_instead_of_losing_it() {
     assert!(!v.contains("no-orphaned-task") && !v.contains("task-result-delivered"), "{v:?}");
 }
 
+/// The tasks created and the ids received in a run, in order.
+fn tasks_and_ids(out: &mcpsim::engine::runner::RunOutcome) -> (Vec<String>, Vec<String>) {
+    let pick = |f: fn(&StepKind) -> Option<String>| out.trace.steps.iter().filter_map(|st| f(&st.kind)).collect();
+    let created = pick(|k| match k {
+        StepKind::TaskCreated { task, .. } => Some(task.0.clone()),
+        _ => None,
+    });
+    let received = pick(|k| match k {
+        StepKind::TaskIdReceived { task, .. } => Some(task.0.clone()),
+        _ => None,
+    });
+    (created, received)
+}
+
 #[test]
 fn a_lost_create_task_result_leaves_the_first_task_running_for_nobody() {
     let s = scenario("rmcp", "rmcp", "lost-task-reply", &[]);
-    let out = run_ok(&s, 0);
-    let v = violated(&out);
-    assert!(v.contains("no-orphaned-task") && v.contains("no-duplicate-execution"), "{v:?}");
-    let created = out.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::TaskCreated { .. })).count();
-    let received = out.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::TaskIdReceived { .. })).count();
-    assert_eq!((created, received), (2, 1), "two tasks, one id received");
+    // The fault (`fault.task_reply_lost`) is timed on the reply itself: it takes the first task's
+    // CreateTaskResult on every seed, whenever the server writes it.
+    for seed in SEEDS {
+        let out = run_ok(&s, seed);
+        let v = violated(&out);
+        assert!(v.contains("no-orphaned-task") && v.contains("no-duplicate-execution"), "{v:?}");
+        let (created, received) = tasks_and_ids(&out);
+        assert_eq!(created.len(), 2, "two tasks; replay: {}", replay(&s, seed));
+        assert_eq!(received, vec![created[1].clone()], "only the second id received; replay: {}", replay(&s, seed));
+        let dropped = format!("task-reply-lost: the CreateTaskResult of task {} dropped", created[0]);
+        let fired = out
+            .trace
+            .steps
+            .iter()
+            .any(|st| matches!(&st.kind, StepKind::Fault { fault } if fault.starts_with(&dropped)));
+        assert!(fired, "replay: {}", replay(&s, seed));
+    }
     // The fixed setting cannot help: the client never had the first id.
     assert!(broken(&fixed(s.clone()), 0).contains("no-orphaned-task"));
     // The modern client re-issues a broken request with a new id by itself: the application does
@@ -159,4 +184,40 @@ fn task_ids_survive_a_client_restart_only_when_persisted() {
     assert!(out.trace.steps.iter().any(|st| matches!(st.kind, StepKind::TaskIdForgotten { .. })));
     let keeps = restart("true");
     assert!(broken(&keeps, 2).is_empty(), "{:?}\nreplay: {}", broken(&keeps, 2), replay(&keeps, 2));
+}
+
+#[test]
+fn an_application_cancel_is_judged_by_what_the_server_does_with_it() {
+    // The payment charges at its completion; the application cancels the task 30 s after its
+    // CreateTaskResult (client.tasks.cancel_after), with the TTL advise gives so nothing expires.
+    let base =
+        [("server.tasks.ttl", "330001ms"), ("client.tasks.cancel_after", "30s"), ("tool.side_effect", "completion")];
+    let with = |rule: &str| {
+        let mut o = base.to_vec();
+        o.push(("server.tasks.on_cancel", rule));
+        scenario("rmcp", "rmcp", "task-long-tool", &o)
+    };
+    for seed in SEEDS {
+        // rmcp records the intent only: an operation that ignores it charges after the cancel.
+        let s = with("run-on");
+        let out = run_ok(&s, seed);
+        let cancels = out.trace.steps.iter().filter(|st| {
+            matches!(&st.kind, StepKind::Send { request, .. }
+                if matches!(request.body, Some(mcpsim_model::http::ClientMessage::Task { op: mcpsim_model::tasks::TaskOp::Cancel, .. })))
+        });
+        assert_eq!(cancels.count(), 1, "one tasks/cancel; replay: {}", replay(&s, seed));
+        let v = violated(&out);
+        assert_eq!(v.into_iter().collect::<Vec<_>>(), vec!["no-abandoned-work"], "replay: {}", replay(&s, seed));
+        // An operation that stops on the cancel: nothing charged, the application told cancelled.
+        let s = with("stop");
+        assert!(broken(&s, seed).is_empty(), "{:?}\nreplay: {}", broken(&s, seed), replay(&s, seed));
+        // TypeScript's rule: the record says cancelled at once, the work charges anyway.
+        let s = with("mark-cancelled");
+        let v = broken(&s, seed);
+        assert!(
+            v.contains("no-abandoned-work") && v.contains("no-false-failure"),
+            "{v:?}\nreplay: {}",
+            replay(&s, seed)
+        );
+    }
 }

@@ -159,6 +159,11 @@ pub struct ServerPolicy {
     /// creates no task.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tasks: crate::tasks::ServerTasks,
+    /// Change notifications published to `subscriptions/listen` streams
+    /// (`crate::subscriptions::ServerSubscriptions`). The default (left out of traces) publishes
+    /// none.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub subscriptions: crate::subscriptions::ServerSubscriptions,
     /// Whether the server has an event store at all (`none`: the Python SDK's and FastMCP's
     /// default, and the TypeScript transport's without `eventStore`): events carry no `id:`, no
     /// priming event is sent, nothing is kept for a replay, and a `GET` with `Last-Event-ID` is
@@ -714,6 +719,11 @@ pub struct ClientPolicy {
     /// task ids, `Mcp-Name`). The default (left out of traces) does not declare the extension.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tasks: crate::tasks::ClientTasks,
+    /// `subscriptions/listen` in the modern era (`crate::subscriptions::ClientSubscriptions`:
+    /// whether the application listens, and what an abrupt end does). Left out of traces at its
+    /// default (no listen stream; an abrupt end told to the application).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub subscriptions: crate::subscriptions::ClientSubscriptions,
     /// What losing the standalone `GET` stream does to the client: nothing but the stream
     /// (`survive`, the three SDKs), or the whole transport closes (`close-transport`, the Go SDK).
     /// Written into traces only when it is not `survive`.

@@ -186,6 +186,13 @@ pub enum ClientMessage {
         /// The JSON-RPC request id.
         id: RequestId,
     },
+    /// `subscriptions/listen` (2026-07-28 `basic/patterns/subscriptions.mdx`): its SSE response
+    /// is the long-lived stream of change notifications (`crate::subscriptions`).
+    #[serde(rename = "subscriptions/listen")]
+    Listen {
+        /// The JSON-RPC request id (the subscription's id).
+        id: RequestId,
+    },
 }
 
 impl ClientMessage {
@@ -195,7 +202,8 @@ impl ClientMessage {
             ClientMessage::Initialize { id, .. }
             | ClientMessage::CallTool { id, .. }
             | ClientMessage::Task { id, .. }
-            | ClientMessage::Discover { id } => Some(*id),
+            | ClientMessage::Discover { id }
+            | ClientMessage::Listen { id } => Some(*id),
             ClientMessage::Initialized | ClientMessage::Cancelled { .. } => None,
         }
     }
@@ -210,6 +218,7 @@ impl fmt::Display for ClientMessage {
             ClientMessage::Cancelled { request } => write!(f, "notifications/cancelled {request}"),
             ClientMessage::Task { id, op, task } => write!(f, "{op}{id} {}", task.0),
             ClientMessage::Discover { id } => write!(f, "server/discover{id}"),
+            ClientMessage::Listen { id } => write!(f, "subscriptions/listen{id}"),
         }
     }
 }
@@ -471,6 +480,20 @@ pub enum ServerMessage {
         /// Its status.
         status: crate::tasks::TaskStatus,
     },
+    /// `notifications/subscriptions/acknowledged`: the first message on a listen stream
+    /// (subscriptions.mdx:52-59).
+    ListenAck {
+        /// The subscription: the `subscriptions/listen` request's id.
+        subscription: RequestId,
+    },
+    /// A change notification on a listen stream (`notifications/tools/list_changed` carrying the
+    /// subscription id, subscriptions.mdx:83-89).
+    Changed {
+        /// The subscription.
+        subscription: RequestId,
+        /// The change's id (`crate::subscriptions::change_id`).
+        change: String,
+    },
 }
 
 impl ServerMessage {
@@ -484,7 +507,9 @@ impl ServerMessage {
             | ServerMessage::TaskCreated { request, .. }
             | ServerMessage::TaskState { request, .. } => Some(*request),
             ServerMessage::Error { request, .. } => *request,
-            ServerMessage::Notification { .. } => None,
+            ServerMessage::Notification { .. } | ServerMessage::ListenAck { .. } | ServerMessage::Changed { .. } => {
+                None
+            }
         }
     }
 
@@ -514,6 +539,10 @@ impl fmt::Display for ServerMessage {
             ServerMessage::Error { request: None, message, .. } => write!(f, "error (id null): {message}"),
             ServerMessage::TaskCreated { request, task, .. } => write!(f, "task created {request} {}", task.0),
             ServerMessage::TaskState { request, task, status } => write!(f, "task {} {status:?} {request}", task.0),
+            ServerMessage::ListenAck { subscription } => write!(f, "subscription {subscription} acknowledged"),
+            ServerMessage::Changed { subscription, change } => {
+                write!(f, "change {change} on subscription {subscription}")
+            }
         }
     }
 }

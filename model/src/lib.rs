@@ -29,6 +29,7 @@ pub mod rng;
 pub mod schedule;
 pub mod server;
 pub mod sse;
+pub mod subscriptions;
 pub mod tasks;
 pub mod testing;
 pub mod time;

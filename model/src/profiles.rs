@@ -815,6 +815,10 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("tasks.persist_ids", "Task ids survive a client restart (durable), so polling resumes after it."),
     ("tasks.sends_mcp_name", "Send Mcp-Name: <taskId> on tasks/* (the spec's MUST), so a balancer can route polls to the replica holding the task."),
     ("tasks.not_found", "What a -32602 (task not found) to a poll does: error (the application gets the JSON-RPC error as the call's failure, as rmcp's get_task returns it) or lost (the application is told the task is lost: the outcome is unknown)."),
+    ("tasks.cancel_after", "The application cancels a call answered with a task not ended this long after its CreateTaskResult (tasks/cancel, then it polls on for the outcome), or none for never."),
+    ("subscriptions", "subscriptions/listen (2026-07-28): the modern era's stream of change notifications, which replaces the GET stream."),
+    ("subscriptions.listen", "In the modern era the application opens a subscriptions/listen stream when the client connects."),
+    ("subscriptions.on_abrupt_end", "What an end of the listen stream without the server's graceful result does: tell-app (the application is told, re-listens and refetches: python SubscriptionLost, rmcp SubscriptionEnd::Abrupt) or relisten (the client re-listens by itself and tells nothing: what was emitted in between is lost silently)."),
 ];
 
 const SERVER_DOCS: &[(&str, &str)] = &[
@@ -876,6 +880,10 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("tasks.expiry.working_at_ttl", "A task still working at createdAt + ttl: abort-and-fail (rmcp), delete-record (the work runs on; TypeScript's store), keep."),
     ("tasks.expiry.terminal_kept_ttls", "A finished task's record is kept this many TTLs after its end (0: only until createdAt + ttl)."),
     ("tasks.expiry.sweep", "When the rule runs: timer (at the deadline) or on-call (at the next call into the store; rmcp)."),
+    ("tasks.on_cancel", "What tasks/cancel does to a working task: run-on (only the intent is recorded; the work ends by itself: rmcp), mark-cancelled (the record turns cancelled at once, the work runs on for nothing: TypeScript), stop (the work observes the cancel and the task ends cancelled)."),
+    ("subscriptions", "Change notifications on subscriptions/listen streams (2026-07-28)."),
+    ("subscriptions.changes", "At each notify_interval tick the process publishes one change notification to the listen streams open on it at that instant (none kept for a stream opened later: no replay)."),
+    ("subscriptions.bus", "Which listen streams a change reaches: per-process (those of the process that emitted it: python's default in-memory bus) or shared (every replica's: a bus over a pub/sub backend)."),
     ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
     ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
     ("disconnect_cancel_ignored", "With disconnect_cancels (the claim): true when the claim is not kept, the handler ignores the cancellation and runs on to its result (no-abandoned-work judges it); false: the claim is kept."),

@@ -133,6 +133,33 @@ pub struct ServerTasks {
     /// How `tasks/*` is routed in front of the replicas.
     #[serde(default)]
     pub routing: TaskRouting,
+    /// What a `tasks/cancel` of a working task does (left out of traces at its default).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_cancel: TaskCancel,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// What a server does with `tasks/cancel` for a task still working (`server.tasks.on_cancel`).
+/// Cancellation is cooperative (tasks.md "Task Cancellation"): acknowledged, the task may still
+/// end `completed`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskCancel {
+    /// Only the intent is recorded; the work runs on to its own end (rmcp 3.11.0
+    /// task_manager.rs:438-452: "does **not** abort the underlying future or force a terminal
+    /// state"; an operation that ignores it "finishes its work anyway → recorded as `completed`").
+    #[default]
+    RunOn,
+    /// The record turns `cancelled` at once and the work is not stopped: its result has nowhere
+    /// to go (TypeScript 1.32.2 dist/esm/shared/protocol.js:140-161: `updateTaskStatus(...,
+    /// 'cancelled')`, the handler's work is not aborted).
+    MarkCancelled,
+    /// The work observes the cancel and stops, the task ends `cancelled` (an rmcp operation that
+    /// watches `TaskContext::cancelled` and exits `TaskExit::Cancelled`).
+    Stop,
 }
 
 impl Default for ServerTasks {
@@ -144,6 +171,7 @@ impl Default for ServerTasks {
             expiry: ExpiryRule::default(),
             store: TaskStoreScope::PerReplica,
             routing: TaskRouting::Any,
+            on_cancel: TaskCancel::RunOn,
         }
     }
 }
@@ -168,6 +196,11 @@ pub struct ClientTasks {
     /// What a `-32602` ("task not found") to a poll does.
     #[serde(default)]
     pub not_found: TaskNotFound,
+    /// The application cancels a call answered with a task that has not ended this long after
+    /// its `CreateTaskResult` (its own deadline): `tasks/cancel`, then it polls on for the
+    /// outcome. `None` (the default, left out of traces): never.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub cancel_after: Option<Duration>,
 }
 
 /// What the client does with a `-32602` to `tasks/get`.
@@ -193,6 +226,7 @@ impl Default for ClientTasks {
             persist_ids: false,
             sends_mcp_name: true,
             not_found: TaskNotFound::Error,
+            cancel_after: None,
         }
     }
 }

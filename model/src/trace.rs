@@ -680,6 +680,42 @@ pub enum StepKind {
         call: CallKey,
     },
 
+    // --- `subscriptions/listen` (`crate::subscriptions`) ---
+    /// A server process published a change notification to the listen streams open on it
+    /// (`listeners` of them; none: it reached nobody).
+    ChangeEmitted {
+        /// The change's id.
+        change: String,
+        /// How many listen streams it was written to.
+        listeners: u32,
+    },
+    /// A change another replica emitted reached this process's listen streams through a shared
+    /// bus (`server.subscriptions.bus = shared`), `listeners` of them.
+    ChangeRelayed {
+        /// The change's id.
+        change: String,
+        /// How many listen streams it was written to here.
+        listeners: u32,
+    },
+    /// The client's listen stream was acknowledged on `conn`: the subscription is open.
+    ListenOpen {
+        /// The exchange.
+        conn: ConnId,
+        /// The subscription (the request's id).
+        subscription: RequestId,
+    },
+    /// The application was handed a change notification.
+    AppChange {
+        /// The change's id.
+        change: String,
+    },
+    /// The application was told its subscription ended without the server's graceful result
+    /// (python `SubscriptionLost`, rmcp `SubscriptionEnd::Abrupt`): it re-listens and refetches.
+    AppSubscriptionLost {
+        /// Why, in words.
+        reason: String,
+    },
+
     // --- faults and the run ---
     /// A planned fault was applied.
     Fault {
@@ -761,6 +797,8 @@ impl StepKind {
                 | StepKind::AppUnknownOutcome { .. }
                 | StepKind::AppSessionLost { .. }
                 | StepKind::AppStreamLost { .. }
+                | StepKind::AppChange { .. }
+                | StepKind::AppSubscriptionLost { .. }
         )
     }
 

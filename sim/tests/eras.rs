@@ -74,10 +74,12 @@ fn an_auto_client_probes_and_settles_on_the_era_the_replica_it_reached_serves() 
     assert!(kind(&steps, "era-refused").iter().all(|s| s["refusal"] == "legacy-no-session"), "only probes refused");
 }
 
-/// The README's "incident in three worlds", the two this branch can run: the same dual-era
-/// server, the legacy client (ok) and the modern one (the payment charged on every re-issue).
+/// The README's "incident in three worlds": the same dual-era server, the legacy client (ok) and
+/// the modern one (the payment charged on every re-issue); then the tasks world on rmcp (its
+/// default TTL aborts the payment; the TTL `advise --tasks` gives is clean), by rmcp's own client
+/// and by the modern one.
 #[test]
-fn the_incident_in_the_legacy_and_the_modern_world() {
+fn the_incident_in_three_worlds() {
     let legacy = mcpsim(&["run", "--client", "py-sdk", "--server", "py-sdk", "--scenario", "long-tool"]);
     assert_eq!(code(&legacy), 0, "{}", stdout(&legacy));
     assert!(stdout(&legacy).starts_with("ok: no invariant violated"), "{}", stdout(&legacy));
@@ -97,4 +99,29 @@ fn the_incident_in_the_legacy_and_the_modern_world() {
         "tool.idempotent=true",
     ]);
     assert_eq!(code(&idempotent), 0, "{}", stdout(&idempotent));
+    for client in ["rmcp", "stateless-2026"] {
+        let tasks =
+            mcpsim(&["run", "--client", client, "--server", "rmcp", "--scenario", "task-long-tool", "--seed", "0"]);
+        let text = stdout(&tasks);
+        assert_eq!(code(&tasks), 1, "{text}");
+        assert!(text.contains("no-work-killed at 5m01") && text.contains("no-false-failure at 5m01"), "{text}");
+        let advised =
+            mcpsim(&["advise", "--tasks", "--client", client, "--server", "rmcp", "--scenario", "task-long-tool"]);
+        assert!(stdout(&advised).contains("set server.tasks.ttl=330001ms"), "{}", stdout(&advised));
+        let fixed = mcpsim(&[
+            "run",
+            "--client",
+            client,
+            "--server",
+            "rmcp",
+            "--scenario",
+            "task-long-tool",
+            "--seed",
+            "0",
+            "--set",
+            "server.tasks.ttl=330001ms",
+        ]);
+        assert_eq!(code(&fixed), 0, "{}", stdout(&fixed));
+        assert!(stdout(&fixed).starts_with("ok: no invariant violated"), "{}", stdout(&fixed));
+    }
 }

@@ -157,6 +157,8 @@ impl Client {
                 let session = self.app_session(c.session.clone());
                 self.deliver(now, conn, session, id, message);
             }
+            (Purpose::Listen, ServerMessage::ListenAck { subscription }) => self.listen_acked(conn, subscription),
+            (Purpose::Listen, ServerMessage::Changed { change, .. }) => self.record(StepKind::AppChange { change }),
             _ => {}
         }
     }

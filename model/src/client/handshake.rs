@@ -74,6 +74,7 @@ impl Client {
         }
         self.handshake = Handshake::Ready;
         self.open_standalone();
+        self.open_listen();
         self.send_waiting_calls();
     }
 

@@ -41,6 +41,7 @@ mod handshake;
 mod pair;
 mod reconnect;
 mod standalone;
+mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -135,6 +136,8 @@ enum Purpose {
     TaskPoll(CallKey),
     /// An auto client's `server/discover` probe (`era_choice.rs`).
     Probe,
+    /// The `subscriptions/listen` stream (`subscriptions.rs`).
+    Listen,
 }
 
 /// An open connection the client still cares about.
@@ -249,12 +252,15 @@ pub struct Client {
     tasks: BTreeMap<CallKey, tasks::Polled>,
     /// The protocol era and an auto client's cache (`era_choice.rs`).
     era: era_choice::EraState,
+    /// `Some` while the application wants its `subscriptions/listen` stream (`subscriptions.rs`).
+    listen: Option<subscriptions::Listen>,
 }
 
 impl Client {
     /// A client process starting, with its durable state if it has any. `seed` seeds backoff jitter.
     pub fn new(policy: ClientPolicy, name: &str, restored: Option<DurableState>, seed: u64) -> Self {
         let wants_standalone = policy.open_standalone_stream;
+        let wants_listen = policy.subscriptions.listen;
         let mut client = Client {
             policy,
             name: name.to_string(),
@@ -282,6 +288,7 @@ impl Client {
             closed: None,
             tasks: BTreeMap::new(),
             era: era_choice::EraState::default(),
+            listen: wants_listen.then(subscriptions::Listen::default),
         };
         if let Some(state) = restored {
             client.load(state);
@@ -381,6 +388,7 @@ impl Client {
                 Purpose::Probe => self.probe_unanswered(now),
                 Purpose::Delete => self.delete_ended(now, c.head.is_some()),
                 Purpose::TaskPoll(call) => self.task_poll_ended(now, call, end),
+                Purpose::Listen => self.listen_ended(now, conn, c.head.as_ref(), end),
                 Purpose::Stream(owner) => {
                     if let Some(stream) = self.stream_mut(owner) {
                         stream.conn = None;
@@ -425,6 +433,7 @@ impl Client {
             self.reconnect(Owner::Standalone);
         }
         self.poll_tasks(now);
+        self.relisten_due(now);
         self.persist_if_changed(mark);
     }
 
@@ -432,7 +441,10 @@ impl Client {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let calls = self.calls.values().flat_map(|c| [c.deadline, c.stream.reconnect_at, c.resend_at]);
         let standalone = self.standalone.as_ref().and_then(|s| s.reconnect_at);
-        calls.chain([self.init_retry_at, standalone, self.delete_retry_at, self.next_task_poll()]).flatten().min()
+        calls
+            .chain([self.init_retry_at, standalone, self.delete_retry_at, self.next_task_poll(), self.next_relisten()])
+            .flatten()
+            .min()
     }
 
     /// The next output, if any; drain it after every input.
@@ -471,6 +483,7 @@ impl Client {
             && self.pending_delete.is_none()
             && matches!(self.handshake, Handshake::Idle | Handshake::Ready)
             && self.standalone.as_ref().is_none_or(|s| s.reconnect_at.is_none())
+            && self.next_relisten().is_none()
     }
 
     /// The application ends its session: `DELETE` it (if the client holds one) and forget it.

@@ -27,6 +27,8 @@ pub(super) struct Polled {
     conn: Option<ConnId>,
     /// Polls in a row that got no answer (a broken or refused connection).
     failures: u32,
+    /// When the application cancels it (`client.tasks.cancel_after`); `None` once sent, or never.
+    cancel_at: Option<Instant>,
 }
 
 /// A task id in durable state (`client.tasks.persist_ids`).
@@ -59,7 +61,9 @@ impl Client {
         }
         self.conns.remove(&via);
         let interval = self.policy.tasks.poll_interval(Duration::from_millis(*poll_ms));
-        let polled = Polled { task: task.clone(), interval, poll_at: Some(now + interval), conn: None, failures: 0 };
+        let cancel_at = self.policy.tasks.cancel_after.map(|d| now + d);
+        let polled =
+            Polled { task: task.clone(), interval, poll_at: Some(now + interval), conn: None, failures: 0, cancel_at };
         self.tasks.insert(call, polled);
     }
 
@@ -68,13 +72,33 @@ impl Client {
         self.tasks.contains_key(&call)
     }
 
-    /// The next poll due.
+    /// The next poll (or application cancel) due.
     pub(super) fn next_task_poll(&self) -> Option<Instant> {
-        self.tasks.values().filter_map(|p| p.poll_at).min()
+        self.tasks.values().flat_map(|p| [p.poll_at, p.cancel_at]).flatten().min()
     }
 
-    /// Sends every `tasks/get` due at `now`.
+    /// The application cancels every task whose deadline (`client.tasks.cancel_after`) is due:
+    /// `tasks/cancel` (with `Mcp-Name` when the policy says so); its answer changes nothing here,
+    /// the polls go on until the task's terminal status (cancellation is cooperative, tasks.md
+    /// "Task Cancellation").
+    fn cancel_tasks(&mut self, now: Instant) {
+        let due: Vec<CallKey> =
+            self.tasks.iter().filter(|(_, p)| p.cancel_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
+        for call in due {
+            let Some(p) = self.tasks.get_mut(&call) else { continue };
+            p.cancel_at = None;
+            let task = p.task.clone();
+            let id = self.take_request_id();
+            let name = self.policy.tasks.sends_mcp_name.then(|| task.0.clone());
+            let mut request = self.post_request(ClientMessage::Task { id, op: TaskOp::Cancel, task });
+            request.mcp_name = name;
+            self.open(Purpose::Notification, request, false);
+        }
+    }
+
+    /// Sends every `tasks/get` (and application cancel) due at `now`.
     pub(super) fn poll_tasks(&mut self, now: Instant) {
+        self.cancel_tasks(now);
         let due: Vec<CallKey> =
             self.tasks.iter().filter(|(_, p)| p.poll_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
         for call in due {
@@ -194,7 +218,14 @@ impl Client {
                 continue;
             }
             let interval = Duration::from_millis(t.interval_ms);
-            let polled = Polled { task: t.task.clone(), interval, poll_at: Some(Instant(0)), conn: None, failures: 0 };
+            let polled = Polled {
+                task: t.task.clone(),
+                interval,
+                poll_at: Some(Instant(0)),
+                conn: None,
+                failures: 0,
+                cancel_at: None,
+            };
             self.tasks.insert(t.call, polled);
         }
     }

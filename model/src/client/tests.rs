@@ -257,6 +257,7 @@ fn plain(close_handling: CloseHandling, max_attempts: Option<u32>) -> ClientPoli
         await_standalone_head: false,
         era: None,
         tasks: Default::default(),
+        subscriptions: Default::default(),
     }
 }
 

@@ -22,6 +22,7 @@ mod failure;
 mod liveness;
 mod loss;
 mod sessions;
+mod subscriptions;
 mod tasks;
 mod timeliness;
 mod work;
@@ -79,11 +80,13 @@ pub enum InvariantId {
     TaskResultDelivered,
     /// `era-consistent`.
     EraConsistent,
+    /// `no-silent-notification-loss`.
+    NoSilentNotificationLoss,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 15] = [
+    pub const ALL: [InvariantId; 16] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -99,6 +102,7 @@ impl InvariantId {
         InvariantId::NoOrphanedTask,
         InvariantId::TaskResultDelivered,
         InvariantId::EraConsistent,
+        InvariantId::NoSilentNotificationLoss,
     ];
 
     /// The stable name.
@@ -119,6 +123,7 @@ impl InvariantId {
             InvariantId::NoOrphanedTask => "no-orphaned-task",
             InvariantId::TaskResultDelivered => "task-result-delivered",
             InvariantId::EraConsistent => "era-consistent",
+            InvariantId::NoSilentNotificationLoss => "no-silent-notification-loss",
         }
     }
 
@@ -210,6 +215,7 @@ pub const INVARIANTS: &[Invariant] = &[
     tasks::NO_ORPHANED_TASK,
     tasks::TASK_RESULT_DELIVERED,
     tasks::ERA_CONSISTENT,
+    subscriptions::NO_SILENT_NOTIFICATION_LOSS,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the
@@ -969,7 +975,9 @@ impl MessageKey {
             | ServerMessage::DiscoverResult { .. }
             | ServerMessage::Error { .. }
             | ServerMessage::TaskCreated { .. }
-            | ServerMessage::TaskState { .. } => None,
+            | ServerMessage::TaskState { .. }
+            | ServerMessage::ListenAck { .. }
+            | ServerMessage::Changed { .. } => None,
         }
     }
 }

@@ -21,6 +21,7 @@
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::http::{ClientMessage, Method};
 use crate::ids::{CallKey, RequestId, SessionId};
+use crate::tasks::{TaskId, TaskOp};
 use crate::time::{format_micros, Instant};
 #[cfg(test)]
 use crate::trace::Trace;
@@ -56,6 +57,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut running: BTreeMap<(&SessionId, RequestId), Running> = BTreeMap::new();
     let mut cancelled: BTreeSet<(Option<&SessionId>, RequestId)> = BTreeSet::new();
     let mut deleted: BTreeSet<Option<&SessionId>> = BTreeSet::new();
+    let mut tasks = TaskTools::default();
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
     // A server that expires a session cancels its tools first, at the same instant.
     let expired_at: BTreeSet<(&SessionId, Instant)> = ix
@@ -66,6 +68,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         })
         .collect();
     for (order, step) in ix.others() {
+        tasks.read(step);
         match &step.kind {
             StepKind::Send { request, .. } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
@@ -83,7 +86,8 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 let Some(tool) = running.remove(&(session, *request)) else { continue };
                 let asked = cancelled.contains(&(Some(session), *request))
                     || (session.0.is_empty() && cancelled.contains(&(None, *request)))
-                    || deleted.contains(&Some(session));
+                    || deleted.contains(&Some(session))
+                    || tasks.cancel_asked(session, *request, tool.call);
                 // A `Disconnected` end is judged by the request's era. Served with no session (a
                 // modern request, or a server without sessions) it is the client's own: closing
                 // the stream cancels the request (2026-07-28 streamable-http.mdx:233-240), and the
@@ -152,11 +156,69 @@ struct EndedByClient<'a> {
     /// When the connection carrying each request's stream ended on a server whose policy says
     /// a disconnect cancels, and the handler ignored it (`CancelIgnored`).
     disconnected: BTreeMap<(&'a SessionId, RequestId), Instant>,
+    /// Which task each tool run works for.
+    tasks: TaskTools<'a>,
+    /// Client connections carrying a `tasks/cancel`, by (client, conn): the task.
+    task_cancel_conns: BTreeMap<(u32, crate::ids::ConnId), &'a TaskId>,
+    /// When the server's answer to each `tasks/cancel` reached the client.
+    tasks_cancelled: BTreeMap<&'a TaskId, Instant>,
+}
+
+/// Which task each tool run works for: the server records `task-created` and, at once, the
+/// side effect of the tool it starts for it (`model/src/server/tasks.rs`). A tool whose side
+/// effect comes at its completion names no run at its start: it is matched by its call to the
+/// tasks created for that call.
+#[derive(Default)]
+struct TaskTools<'a> {
+    /// A task created for a call whose tool has not started yet.
+    pending: BTreeMap<CallKey, &'a TaskId>,
+    of: BTreeMap<(&'a SessionId, RequestId), &'a TaskId>,
+    /// Every task created for each call.
+    of_call: BTreeMap<CallKey, Vec<&'a TaskId>>,
+    /// Tasks the client sent a `tasks/cancel` for.
+    cancel_sent: BTreeSet<&'a TaskId>,
+}
+
+impl<'a> TaskTools<'a> {
+    fn read(&mut self, step: &'a crate::trace::Step) {
+        match &step.kind {
+            StepKind::TaskCreated { task, call, .. } => {
+                self.pending.insert(*call, task);
+                self.of_call.entry(*call).or_default().push(task);
+            }
+            StepKind::SideEffect { session, request, call, .. } => {
+                if let Some(task) = self.pending.remove(call) {
+                    self.of.insert((session, *request), task);
+                }
+            }
+            StepKind::Send { request, .. } => {
+                if let Some(ClientMessage::Task { op: TaskOp::Cancel, task, .. }) = &request.body {
+                    self.cancel_sent.insert(task);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The tasks the tool run `(session, request)` of `call` may work for: the one its start
+    /// named, else every task created for its call.
+    fn tasks_of(&self, session: &'a SessionId, request: RequestId, call: CallKey) -> Vec<&'a TaskId> {
+        match self.of.get(&(session, request)) {
+            Some(task) => vec![*task],
+            None => self.of_call.get(&call).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Whether the client asked to cancel the task the tool run works for.
+    fn cancel_asked(&self, session: &'a SessionId, request: RequestId, call: CallKey) -> bool {
+        self.tasks_of(session, request, call).iter().any(|t| self.cancel_sent.contains(t))
+    }
 }
 
 impl<'a> EndedByClient<'a> {
     /// Reads one step; returns the point the work of `(session, request)` ended, if known now.
     fn read(&mut self, step: &'a crate::trace::Step) {
+        self.tasks.read(step);
         match &step.kind {
             StepKind::Send { conn, request } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
@@ -165,11 +227,17 @@ impl<'a> EndedByClient<'a> {
                 (_, Some(ClientMessage::Cancelled { request: id })) => {
                     self.cancel_conns.insert((super::client_of(step), *conn), (request.session.as_ref(), *id));
                 }
+                (_, Some(ClientMessage::Task { op: TaskOp::Cancel, task, .. })) => {
+                    self.task_cancel_conns.insert((super::client_of(step), *conn), task);
+                }
                 _ => {}
             },
             StepKind::Response { conn, .. } => {
                 if let Some(key) = self.cancel_conns.remove(&(super::client_of(step), *conn)) {
                     self.cancelled.entry(key).or_insert(step.at());
+                }
+                if let Some(task) = self.task_cancel_conns.remove(&(super::client_of(step), *conn)) {
+                    self.tasks_cancelled.entry(task).or_insert(step.at());
                 }
             }
             StepKind::SessionEnded { session, reason: SessionEndReason::Deleted }
@@ -185,7 +253,7 @@ impl<'a> EndedByClient<'a> {
     }
 
     /// When the server had learned that the client ended this request's work, if it had.
-    fn ended(&self, session: &SessionId, request: RequestId) -> Option<(Instant, &'static str)> {
+    fn ended(&self, session: &'a SessionId, request: RequestId, call: CallKey) -> Option<(Instant, &'static str)> {
         let deleted = self.deleted.get(session).map(|t| (*t, "the client's DELETE of the session"));
         let key = (Some(session), request);
         let cancelled = self
@@ -197,7 +265,14 @@ impl<'a> EndedByClient<'a> {
             .disconnected
             .get(&(session, request))
             .map(|t| (*t, "the end of the request's stream, which its policy makes a cancel"));
-        [deleted, cancelled, disconnected].into_iter().flatten().min_by_key(|(t, _)| *t)
+        let task_cancelled = self
+            .tasks
+            .tasks_of(session, request, call)
+            .iter()
+            .filter_map(|task| self.tasks_cancelled.get(task))
+            .min()
+            .map(|t| (*t, "the client's tasks/cancel of the task it works for"));
+        [deleted, cancelled, disconnected, task_cancelled].into_iter().flatten().min_by_key(|(t, _)| *t)
     }
 }
 
@@ -217,7 +292,7 @@ fn abandoned_work_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             }
             _ => continue,
         };
-        let Some((at, how)) = ended.ended(session, request) else { continue };
+        let Some((at, how)) = ended.ended(session, request, call) else { continue };
         if step.at() <= at {
             continue;
         }

@@ -28,6 +28,7 @@ mod expiry;
 mod replay;
 mod sessions;
 mod streams;
+mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -111,6 +112,15 @@ pub struct Server {
     modern_conns: BTreeSet<ConnId>,
     /// This is the `modern` context of a process, not a process: its exit is its process's.
     is_context: bool,
+    /// The open `subscriptions/listen` streams, by connection, with their subscription ids
+    /// (`subscriptions.rs`).
+    listeners: BTreeMap<ConnId, crate::ids::RequestId>,
+    /// Change notifications this process published.
+    changes: u32,
+    /// The replica this process serves (names its change notifications).
+    replica: u32,
+    /// The change published last, until the fleet's shared bus takes it (`subscriptions.rs`).
+    published: Option<String>,
 }
 
 /// The timers the server runs, ordered so that ties at one instant run deterministically.
@@ -179,6 +189,10 @@ impl Server {
             modern,
             modern_conns: BTreeSet::new(),
             is_context: false,
+            listeners: BTreeMap::new(),
+            changes: 0,
+            replica: 0,
+            published: None,
         };
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart { epoch });
@@ -210,6 +224,7 @@ impl Server {
         if self.crashed {
             return;
         }
+        self.forget_listener(conn);
         if self.is_modern_conn(conn) {
             self.modern_conns.remove(&conn);
             if let Some(context) = self.modern.as_mut() {
@@ -344,6 +359,7 @@ impl Server {
             let message = ServerMessage::Notification { seq: state.notifications };
             self.append(now, &session, StreamNo::STANDALONE, Some(message));
         }
+        self.publish_change(now);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -382,8 +398,8 @@ impl Server {
                 self.cancel_request(now, &session, request);
             }
             ClientMessage::Task { .. } => {}
-            // Only a modern request discovers; the era gate answers it before this point.
-            ClientMessage::Discover { .. } => {
+            // Only a modern request discovers or listens; the era gate answers it before this point.
+            ClientMessage::Discover { .. } | ClientMessage::Listen { .. } => {
                 self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, Some(session.clone()))
             }
         }
@@ -409,6 +425,7 @@ impl Server {
                 let head = ResponseHead { status: Status::OK, body: Body::Json, session: None, error: None };
                 self.respond_json(conn, head, ServerMessage::DiscoverResult { request: id });
             }
+            ClientMessage::Listen { id } => self.listen(now, conn, id),
         }
     }
 

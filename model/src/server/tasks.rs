@@ -13,7 +13,9 @@ use super::{Server, ServerOutput};
 use crate::config::ToolSpec;
 use crate::http::{Body, ResponseHead, ServerMessage, Status, ToolCall};
 use crate::ids::{ConnId, RequestId, SessionId};
-use crate::tasks::{Expired, TaskAnswer, TaskId, TaskOp, TaskStatus, TaskStore, TaskStoreScope, TASK_NOT_FOUND};
+use crate::tasks::{
+    Expired, TaskAnswer, TaskCancel, TaskId, TaskOp, TaskStatus, TaskStore, TaskStoreScope, TASK_NOT_FOUND,
+};
 use crate::time::{micros, Instant};
 use crate::trace::{StepKind, ToolEnd};
 use std::collections::BTreeMap;
@@ -31,6 +33,9 @@ pub(super) struct ServerTaskState {
     replica: u32,
     /// Running tool → the task it works for.
     by_tool: BTreeMap<u64, TaskId>,
+    /// Running tools whose task a `tasks/cancel` marked `cancelled` while they run on
+    /// (`TaskCancel::MarkCancelled`): they complete, their result has no record to go into.
+    run_on_cancelled: std::collections::BTreeSet<u64>,
 }
 
 /// The id prefix of a process's own store: its replica and incarnation, so that ids never repeat
@@ -50,7 +55,7 @@ impl ServerTaskState {
         let store = tasks
             .create_for_tools_over
             .map(|_| Arc::new(Mutex::new(TaskStore::new(tasks.expiry, &task_prefix(0, epoch)))));
-        ServerTaskState { store, replica: 0, by_tool: BTreeMap::new() }
+        ServerTaskState { store, replica: 0, by_tool: BTreeMap::new(), run_on_cancelled: Default::default() }
     }
 }
 
@@ -59,6 +64,11 @@ impl Server {
     /// store of the fleet (the actor makes it once per run); otherwise a store of its own whose
     /// ids name the replica. No effect on a server that makes no task.
     pub fn with_task_store(mut self, replica: u32, shared: Option<Arc<Mutex<TaskStore>>>) -> Self {
+        // The replica also names the process's change notifications (`subscriptions.rs`).
+        self.replica = replica;
+        if let Some(context) = self.modern.as_mut() {
+            context.replica = replica;
+        }
         let tasks = &self.policy.tasks;
         if tasks.create_for_tools_over.is_none() {
             return self;
@@ -142,6 +152,15 @@ impl Server {
             }
         };
         self.apply_expired(now, expired);
+        if op == TaskOp::Cancel && matches!(answer, TaskAnswer::Status(s) if !s.terminal()) {
+            self.cancel_task_work(now, task);
+        }
+        let answer = match (op, answer) {
+            (TaskOp::Cancel, TaskAnswer::Status(_)) => {
+                lock(&store).record(task).map_or(TaskAnswer::NotFound, |r| TaskAnswer::Status(r.status))
+            }
+            (_, answer) => answer,
+        };
         let message = match answer {
             TaskAnswer::Status(status) => ServerMessage::TaskState { request: id, task: task.clone(), status },
             TaskAnswer::NotFound => ServerMessage::Error {
@@ -151,6 +170,29 @@ impl Server {
             },
         };
         self.respond_json(conn, head, message);
+    }
+
+    /// A `tasks/cancel` of a working task, under `server.tasks.on_cancel`: the intent only
+    /// (rmcp), the record marked `cancelled` while the work runs on (TypeScript), or the work
+    /// stopped and the task ended `cancelled`.
+    fn cancel_task_work(&mut self, now: Instant, task: &TaskId) {
+        let rule = self.policy.tasks.on_cancel;
+        if rule == TaskCancel::RunOn {
+            return;
+        }
+        let Some(store) = self.tasks.store.clone() else { return };
+        let ids: Vec<u64> = self.tasks.by_tool.iter().filter(|(_, t)| *t == task).map(|(i, _)| *i).collect();
+        for id in ids {
+            if rule == TaskCancel::Stop {
+                self.tasks.by_tool.remove(&id);
+                self.end_tool(now, id, ToolEnd::Cancelled);
+            } else {
+                self.tasks.run_on_cancelled.insert(id);
+            }
+        }
+        if lock(&store).finish(now.0, task, TaskStatus::Cancelled) {
+            self.record(StepKind::TaskEnded { task: task.clone(), status: TaskStatus::Cancelled });
+        }
     }
 
     /// The store's deadline for a timer-swept store (TypeScript's `setTimeout`).
@@ -194,6 +236,9 @@ impl Server {
     /// Whether the task of tool `id` was already ended by the store (a shared store's other
     /// replica aborted it at its TTL): its work must not complete.
     pub(super) fn task_already_ended(&self, id: u64) -> bool {
+        if self.tasks.run_on_cancelled.contains(&id) {
+            return false;
+        }
         let (Some(task), Some(store)) = (self.tasks.by_tool.get(&id), self.tasks.store.as_ref()) else {
             return false;
         };
@@ -203,6 +248,7 @@ impl Server {
     /// Tool `id`'s work for its task ended with `status`: the result goes into the record (if the
     /// record is still there to take it).
     pub(super) fn task_work_ended(&mut self, now: Instant, id: u64, status: TaskStatus) {
+        self.tasks.run_on_cancelled.remove(&id);
         let Some(task) = self.tasks.by_tool.remove(&id) else { return };
         let Some(store) = self.tasks.store.clone() else { return };
         let held = lock(&store).finish(now.0, &task, status);
@@ -221,6 +267,7 @@ impl Server {
 
     pub(super) fn crash_tasks(&mut self) {
         self.tasks.by_tool.clear();
+        self.tasks.run_on_cancelled.clear();
         if self.policy.tasks.store == TaskStoreScope::Shared {
             return;
         }

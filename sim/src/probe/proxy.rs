@@ -192,7 +192,8 @@ impl Proxy {
             | Fault::Cut { .. }
             | Fault::Deploy { .. }
             | Fault::Answer { .. }
-            | Fault::Malformed { .. } => None,
+            | Fault::Malformed { .. }
+            | Fault::TaskReplyLost => None,
         }
     }
 

@@ -229,6 +229,14 @@ pub fn describe(kind: &StepKind) -> String {
         }
         AppTaskOutcome { task, call, status } => format!("app ← task {} of {call}: {status:?}", task.0),
         AppTaskLost { task, call } => format!("app ← task {} of {call} LOST", task.0),
+        ChangeEmitted { change, listeners: 0 } => format!("change {change} emitted: NO listen stream open"),
+        ChangeEmitted { change, listeners } => format!("change {change} emitted to {listeners} listen stream(s)"),
+        ChangeRelayed { change, listeners } => {
+            format!("change {change} relayed by the shared bus to {listeners} listen stream(s)")
+        }
+        ListenOpen { conn, subscription } => format!("{conn}: subscription {subscription} acknowledged"),
+        AppChange { change } => format!("app ← change {change}"),
+        AppSubscriptionLost { reason } => format!("app ← subscription LOST: {reason}"),
         Fault { fault } => format!("FAULT {fault}"),
         Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
         Bounds { max_reconnects_per_hour, max_delivery_delay_us: None } => {

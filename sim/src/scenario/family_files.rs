@@ -62,7 +62,8 @@ const KEYS: &[&str] = &[
 ];
 
 /// The fault keys of `[faults]`, each a `fault.KEY` setting.
-const FAULT_KEYS: &[&str] = &["partition", "reset", "server_restart", "client_restart", "deploy", "malformed"];
+const FAULT_KEYS: &[&str] =
+    &["partition", "reset", "server_restart", "client_restart", "deploy", "malformed", "task_reply_lost"];
 
 /// A position in a file, 1-based.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -77,6 +77,11 @@ pub enum Fault {
         /// The client whose POST arrives malformed.
         target: Target,
     },
+    /// The first `CreateTaskResult` (a `tools/call` answered with a task, `crate::tasks`) any
+    /// server writes at or after the fault's time is dropped and the connection carrying it reset
+    /// (both sides): the task exists, the client never gets its id. Timed on the reply itself,
+    /// whenever it comes, rather than at an instant that has to guess it.
+    TaskReplyLost,
 }
 
 /// The node a targeted fault hits: `client0`, `client1`, …, `replica0`, `replica1`, …, `hop0`,
@@ -137,7 +142,8 @@ impl Fault {
     pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart"];
 
     /// The fault kinds that target one node or walk the replicas (not drawn by swarm searches).
-    pub const TARGETED_KINDS: &'static [&'static str] = &["restart", "cut", "deploy", "answer", "malformed"];
+    pub const TARGETED_KINDS: &'static [&'static str] =
+        &["restart", "cut", "deploy", "answer", "malformed", "task-reply-lost"];
 
     /// The name of this fault's kind.
     pub fn kind(&self) -> &'static str {
@@ -151,6 +157,7 @@ impl Fault {
             Fault::Deploy { .. } => "deploy",
             Fault::Answer { .. } => "answer",
             Fault::Malformed { .. } => "malformed",
+            Fault::TaskReplyLost => "task-reply-lost",
         }
     }
 
@@ -207,6 +214,9 @@ impl fmt::Display for PlannedFault {
                 format_duration(self.at),
                 format_duration(self.at + *duration)
             ),
+            Fault::TaskReplyLost => {
+                write!(f, "task-reply-lost: the first CreateTaskResult from {} is dropped", format_duration(self.at))
+            }
             other => write!(f, "{} at {}", other.kind(), format_duration(self.at)),
         }
     }
@@ -373,6 +383,16 @@ mod tests {
         for bad in ["hop0@1m..2m", "hop0=404", "hop0=x@1m..2m", "hop0=404@2m..1m", "server=404@1m..2m"] {
             assert!(parse_answer(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_lost_task_reply_shows_and_round_trips() {
+        let f = PlannedFault { at: Duration::from_secs(1), fault: Fault::TaskReplyLost };
+        assert_eq!(f.to_string(), "task-reply-lost: the first CreateTaskResult from 1s is dropped");
+        let text = serde_json::to_string(&f).unwrap();
+        assert_eq!(text, r#"{"at":"1s","fault":"task-reply-lost"}"#);
+        assert_eq!(serde_json::from_str::<PlannedFault>(&text).unwrap(), f);
+        assert_eq!(FaultPlan::new(vec![f]).heal_time(), Duration::from_secs(1));
     }
 
     #[test]

@@ -332,6 +332,7 @@ pub fn fault_setting(kind: &str) -> Option<&'static str> {
         "restart" => Some("fault.restart"),
         "cut" => Some("fault.cut"),
         "deploy" => Some("fault.deploy"),
+        "task-reply-lost" => Some("fault.task_reply_lost"),
         _ => None,
     }
 }
@@ -546,6 +547,13 @@ pub const SETTINGS: &[Setting] = &[
         help: "reset every client connection at these times (e.g. 30s,2m, or none)",
         apply: |s, v| replace_times(s, "reset", v, || Fault::Reset),
         show: |s| show_times(s, "reset"),
+    },
+    Setting {
+        key: "fault.task_reply_lost",
+        targets: &["faults.task-reply-lost"],
+        help: "from each of these times, drop the next CreateTaskResult a server writes and reset its connection (needs tasks: server.tasks.create_for_tools_over and client.tasks.declares; or none)",
+        apply: |s, v| replace_times(s, "task-reply-lost", v, || Fault::TaskReplyLost),
+        show: |s| show_times(s, "task-reply-lost"),
     },
     Setting {
         key: "fault.server_restart",
@@ -859,6 +867,10 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("client.tasks.persist_ids", Rule::Free),
     ("client.tasks.sends_mcp_name", Rule::Free),
     ("client.tasks.not_found", Rule::Free),
+    ("client.tasks.cancel_after", Rule::OptSpan { min: MS, none_means: "never" }),
+    ("client.subscriptions", Rule::Table),
+    ("client.subscriptions.listen", Rule::Free),
+    ("client.subscriptions.on_abrupt_end", Rule::Free),
     ("server.name", Rule::Free),
     ("server.event_ids", Rule::Free),
     ("server.store", Rule::Free),
@@ -922,6 +934,10 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.tasks.expiry.sweep", Rule::Free),
     ("server.tasks.store", Rule::Free),
     ("server.tasks.routing", Rule::Free),
+    ("server.tasks.on_cancel", Rule::Free),
+    ("server.subscriptions", Rule::Table),
+    ("server.subscriptions.changes", Rule::Free),
+    ("server.subscriptions.bus", Rule::Free),
     ("lb.idle_timeout", Rule::Hand),
     ("lb.max_lifetime", Rule::Hand),
     ("lb.cut_mode", Rule::Free),
@@ -1254,6 +1270,14 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                 Target::Client(_) => {}
                 _ => out.push(problem("faults", format!("{f}: only a client (clientN) sends a tools/call"))),
             },
+            Fault::TaskReplyLost if s.server.tasks.create_for_tools_over.is_none() || !s.client.tasks.declares => {
+                out.push(problem(
+                    "faults",
+                    format!(
+                        "{f}, but no call is answered with a task: set server.tasks.create_for_tools_over and client.tasks.declares"
+                    ),
+                ))
+            }
             Fault::Deploy { replicas, .. } if *replicas != s.lb.replicas => out.push(problem(
                 "faults",
                 format!("{f}, but lb.replicas is {}: set lb.replicas before fault.deploy", s.lb.replicas),
@@ -1328,6 +1352,21 @@ mod tests {
         let o: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         s.apply_overrides(&o).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
         s
+    }
+
+    #[test]
+    fn a_lost_task_reply_needs_calls_answered_with_tasks() {
+        let e = rejected("fault.task_reply_lost=1s");
+        assert!(e.contains("no call is answered with a task"), "{e}");
+        let s = accepted(&[
+            ("server.tasks.create_for_tools_over", "0s"),
+            ("client.tasks.declares", "true"),
+            ("fault.task_reply_lost", "1s,2m"),
+        ]);
+        let lost: Vec<_> =
+            s.faults.faults().iter().filter(|f| f.fault == Fault::TaskReplyLost).map(|f| f.at.as_secs()).collect();
+        assert_eq!(lost, [1, 120]);
+        assert_eq!(setting("fault.task_reply_lost").map(|k| (k.show)(&s)).expect("a short key"), "1s,2m");
     }
 
     #[test]

@@ -102,6 +102,10 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
         Fault::Malformed { .. } => {}
         // The runner walks the replicas (`deploy_step`); the deploy itself is only recorded.
         Fault::Deploy { .. } => {}
+        // Armed here; the server that next writes a CreateTaskResult drops it (`server.rs`).
+        Fault::TaskReplyLost => {
+            world.task_replies_to_lose.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 

@@ -132,6 +132,9 @@ pub(crate) struct World {
     /// The fleet's one task store under `server.tasks.store = shared` (every replica's process
     /// reads it; a restart keeps it). `None` otherwise: each process has its own.
     pub task_store: Option<Arc<Mutex<mcpsim_model::tasks::TaskStore>>>,
+    /// `CreateTaskResult`s still to drop (`Fault::TaskReplyLost`): each planned fault arms one,
+    /// the next server write of one takes it (`server.rs`).
+    pub task_replies_to_lose: AtomicU32,
 }
 
 /// The shared task store a fleet with `server.tasks.store = shared` reads (ids `shared-t<n>`).
@@ -160,6 +163,7 @@ impl World {
             server_starts: (0..stores).map(|_| AtomicU32::new(0)).collect(),
             listening: Semaphore::new(0),
             task_store: shared_task_store(&scenario_tasks),
+            task_replies_to_lose: AtomicU32::new(0),
         }
     }
 

@@ -11,10 +11,11 @@ use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
 use crate::engine::net::{self, replica_addr, FrameReader};
 use madsim::net::{TcpListener, TcpStream};
 use mcpsim_model::config::EventIdScheme;
-use mcpsim_model::http::{ClientMessage, Frame, Method, Request, ResponseHead};
+use mcpsim_model::http::{ClientMessage, Frame, Method, Request, ResponseHead, ServerMessage, SseEvent};
 use mcpsim_model::ids::{ConnId, SessionId, StreamNo};
 use mcpsim_model::server::{incarnation_policy, Server, ServerOutput};
 use mcpsim_model::sse::{stream_hint, StreamHint};
+use mcpsim_model::subscriptions::Bus;
 use mcpsim_model::time::{micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind};
 use std::collections::BTreeMap;
@@ -63,6 +64,9 @@ impl ServerCore {
         while let Some(output) = self.server.poll_output() {
             match output {
                 ServerOutput::Send { conn, frame } => {
+                    if self.loses_task_reply(world, conn, &frame) {
+                        continue;
+                    }
                     if let Some(out) = self.conns.get(&conn) {
                         // A send fails only once the connection's task is gone; its end is
                         // reported by that task.
@@ -92,6 +96,32 @@ impl ServerCore {
             }
         }
         self.timer.update(self.server.poll_timeout());
+    }
+
+    /// `Fault::TaskReplyLost`: when one is armed and `frame` carries a `CreateTaskResult`, the
+    /// frame is dropped and the connection reset on both sides (the model is told its peer went);
+    /// returns true then.
+    fn loses_task_reply(&mut self, world: &Arc<World>, conn: ConnId, frame: &Frame) -> bool {
+        let task = match frame {
+            Frame::Json(ServerMessage::TaskCreated { task, .. }) => task,
+            Frame::Event(SseEvent { data: Some(ServerMessage::TaskCreated { task, .. }), .. }) => task,
+            _ => return false,
+        };
+        if !self.conns.contains_key(&conn) {
+            return false;
+        }
+        let armed = &world.task_replies_to_lose;
+        if armed.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
+            return false;
+        }
+        let fault = format!("task-reply-lost: the CreateTaskResult of task {} dropped, its connection reset", task.0);
+        world.rec.record(Actor::Fault, StepKind::Fault { fault });
+        self.via.remove(&conn);
+        if let Some(out) = self.conns.remove(&conn) {
+            let _ = out.send(Outgoing::Close { abrupt: true });
+        }
+        self.server.handle_disconnect(world.rec.now(), conn);
+        true
     }
 
     /// An operator ends `session` from outside its client; false if this server has no such
@@ -195,14 +225,24 @@ async fn notify_on_schedule(world: &Arc<World>, store: usize, epoch: u32, next: 
     while let Some(at) = next(world.rec.now().as_micros()) {
         madsim::time::sleep_until(world.rec.deadline(Instant(at))).await;
         let current = world.with_store(store, |core| {
+            let mut change = None;
             if core.epoch == epoch {
                 core.server.notify_all(world.rec.now());
+                change = core.server.take_published_change();
                 core.drain(world);
             }
-            core.epoch == epoch
+            (core.epoch == epoch, change)
         });
-        if current != Some(true) {
-            return;
+        let Some((true, change)) = current else { return };
+        // A shared subscription bus (`server.subscriptions.bus = shared`) relays the change to
+        // every other replica's listen streams.
+        if let Some(change) = change.filter(|_| world.scenario.server.subscriptions.bus == Bus::Shared) {
+            for other in world.stores().filter(|o| *o != store) {
+                world.with_store(other, |core| {
+                    core.server.relay_change(world.rec.now(), &change);
+                    core.drain(world);
+                });
+            }
         }
     }
 }

@@ -548,6 +548,15 @@ fn item_of(step: &Step, place: &Place) -> Item {
             Item::new(t, note(Lane::Client), described())
         }
         AppTaskOutcome { .. } | AppTaskLost { .. } => Item::new(t, note(Lane::App), described()),
+        ChangeEmitted { listeners, .. } => Item::new(t, server, described())
+            .emphasised(*listeners == 0)
+            .folding(Fold::noise("change emitted".into(), "change notifications emitted".into())),
+        ChangeRelayed { .. } => Item::new(t, server, described())
+            .folding(Fold::noise("change relayed".into(), "change notifications relayed".into())),
+        ListenOpen { .. } => Item::new(t, note(Lane::Client), described()),
+        AppChange { .. } => Item::new(t, note(Lane::App), described())
+            .folding(Fold::noise("app change".into(), "app ← change notification".into())),
+        AppSubscriptionLost { .. } => Item::new(t, note(Lane::App), described()),
         Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, all_lanes, described()),
     }
 }
@@ -624,6 +633,8 @@ fn message_kind(message: &ServerMessage) -> &'static str {
         ServerMessage::Error { .. } => "error",
         ServerMessage::TaskCreated { .. } => "task created",
         ServerMessage::TaskState { .. } => "task status",
+        ServerMessage::ListenAck { .. } => "subscription acknowledged",
+        ServerMessage::Changed { .. } => "change",
     }
 }
 
