@@ -15,7 +15,7 @@ use crate::engine::run_thread;
 use crate::error::SimError;
 use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
-use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::runtime::{Handle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
@@ -232,7 +232,7 @@ fn simulate_on<T: Send + 'static>(
 /// budget.
 fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
     Wire::clear();
-    let runtime = Runtime::with_seed_and_config(seed, madsim_config(&scenario));
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let over_budget = runtime.block_on(async move {
         logging::mark_run_start();
         let world = Arc::new(World::new(scenario, seed, Recorder::new(steps, max_steps)));
@@ -242,15 +242,6 @@ fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize)
     logging::mark_run_end();
     Wire::clear();
     over_budget
-}
-
-/// madsim's network: one-way latency drawn from the scenario's range.
-fn madsim_config(scenario: &Scenario) -> madsim::Config {
-    let mut config = madsim::Config::default();
-    let (min, max) = (scenario.net.latency_min, scenario.net.latency_max);
-    // madsim draws from a half-open range, which must not be empty.
-    config.net.send_latency = min..max.max(min + Duration::from_nanos(1));
-    config
 }
 
 /// What the runner does at a planned time, in the order it does things due at one instant.
@@ -405,23 +396,22 @@ async fn start_nodes(world: &Arc<World>) -> Link {
             actors::server::main(world, replica)
         });
     }
-    let lb = start_node(world, LB_NODE, LB_IP, actors::lb::main);
+    start_node(world, LB_NODE, LB_IP, actors::lb::main);
     let listeners = world.replicas().len() as u32 + 1;
     world.listening.acquire_many(listeners).await.expect("the semaphore is never closed").forget();
-    let clients = world
-        .client_indexes()
-        .map(|i| start_node(world, &client_node(i), client_ip(i), move |world| actors::client::main(world, i)).id())
-        .collect();
-    Link::new(clients, lb.id())
+    for i in world.client_indexes() {
+        start_node(world, &client_node(i), client_ip(i), move |world| actors::client::main(world, i));
+    }
+    Link::new(world)
 }
 
-fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F) -> NodeHandle
+fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F)
 where
     F: Fn(Arc<World>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + 'static,
 {
     let world = world.clone();
-    Handle::current().create_node().name(name).ip(ip).init(move || main(world.clone())).build()
+    Handle::current().create_node().name(name).ip(ip).init(move || main(world.clone())).build();
 }
 
 /// The panic's message, with how far the run got.
@@ -494,13 +484,5 @@ mod tests {
             assert!(runnable(&s).unwrap_err().contains("jitter"), "{jitter}");
             assert!(matches!(run(&s, 0), Err(SimError::Usage(_))), "{jitter}");
         }
-    }
-
-    #[test]
-    fn an_equal_latency_range_is_widened_for_madsim() {
-        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
-        s.apply_overrides(&[("net.latency".into(), "5ms..5ms".into())]).unwrap();
-        let range = madsim_config(&s).net.send_latency;
-        assert!(range.start == Duration::from_millis(5) && range.end > range.start);
     }
 }

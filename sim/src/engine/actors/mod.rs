@@ -16,6 +16,7 @@ pub(crate) mod lb;
 pub(crate) mod server;
 
 use crate::engine::recorder::{lock, ConnName, Recorder};
+use crate::engine::wire::Net;
 use crate::scenario::Scenario;
 use mcpsim_model::client::DurableState;
 use mcpsim_model::config::{ReplicaStore, ToolSpec};
@@ -129,6 +130,8 @@ pub(crate) struct World {
     /// The fleet's one task store under `server.tasks.store = shared` (every replica's process
     /// reads it; a restart keeps it). `None` otherwise: each process has its own.
     pub task_store: Option<Arc<Mutex<mcpsim_model::tasks::TaskStore>>>,
+    /// The connections between the machines ([`crate::engine::wire`]).
+    pub net: Arc<Net>,
 }
 
 /// The shared task store a fleet with `server.tasks.store = shared` reads (ids `shared-t<n>`).
@@ -146,6 +149,7 @@ impl World {
             ReplicaStore::Shared => 1,
         };
         let scenario_tasks = scenario.server.tasks.clone();
+        let net = Net::new(seed, scenario.net.latency_min, scenario.net.latency_max);
         World {
             scenario,
             seed,
@@ -157,6 +161,7 @@ impl World {
             server_starts: (0..stores).map(|_| AtomicU32::new(0)).collect(),
             listening: Semaphore::new(0),
             task_store: shared_task_store(&scenario_tasks),
+            net,
         }
     }
 
@@ -219,16 +224,16 @@ impl World {
     }
 
     /// Client `index`'s socket at `addr` carries its exchange `conn` (from now on).
-    pub(crate) fn name_client_link(&self, addr: std::io::Result<SocketAddr>, index: u32, conn: ConnId) {
-        if let (true, Ok(addr)) = (self.names_replicas(), addr) {
+    pub(crate) fn name_client_link(&self, addr: SocketAddr, index: u32, conn: ConnId) {
+        if self.names_replicas() {
             self.rec.name_link(addr, ConnName { conn, client: self.client_tag(index) });
         }
     }
 
     /// The balancer's upstream socket at `upstream` carries the connection its client socket
     /// (whose far end is `client`) carries.
-    pub(crate) fn pass_link(&self, client: Option<SocketAddr>, upstream: std::io::Result<SocketAddr>) {
-        if let (true, Some(client), Ok(upstream)) = (self.names_replicas(), client, upstream) {
+    pub(crate) fn pass_link(&self, client: Option<SocketAddr>, upstream: SocketAddr) {
+        if let (true, Some(client)) = (self.names_replicas(), client) {
             if let Some(name) = self.rec.link(client) {
                 self.rec.name_link(upstream, name);
             }
@@ -271,6 +276,7 @@ pub(crate) enum SeedPurpose {
     ClientBackoff = 2,
     ServerIds = 3,
     LbRouting = 4,
+    Network = 5,
 }
 
 /// The `index`-th seed for `purpose` under `root`.
