@@ -175,10 +175,9 @@ impl Thread {
 }
 
 fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Result<RunOutcome, SimError> {
-    runnable(scenario).map_err(SimError::Usage)?;
-    let header = trace_header(scenario)?;
+    let (for_thread, header) = checked(scenario)?;
     let steps = SharedSteps::default();
-    let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
+    let steps_for_thread = steps.clone();
     let max_steps = usize::try_from(budget.max_steps).unwrap_or(usize::MAX);
     let over_budget =
         simulate_on(thread, seed, &steps, move || simulate(for_thread, seed, steps_for_thread, max_steps))?;
@@ -193,22 +192,27 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
     Ok(RunOutcome { trace, violations })
 }
 
-/// The trace header of a run of `scenario`: `{"scenario": ...}`. Studies run one scenario over
-/// many seeds, so the last header built on this thread is kept and copied while the scenario
-/// stays the same (comparing two scenarios is cheaper than writing one as JSON).
-fn trace_header(scenario: &Scenario) -> Result<serde_json::Value, SimError> {
+/// `scenario`, checked [`runnable`], shared, and its trace header (`{"scenario": ...}`). Studies
+/// run one scenario over many seeds, so the last one checked on this thread is kept while the
+/// scenario stays the same: comparing two scenarios is much cheaper than checking one (every
+/// setting's rules; a sixth of a `long-tool` run) or writing it as JSON.
+fn checked(scenario: &Scenario) -> Result<(Arc<Scenario>, serde_json::Value), SimError> {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(Scenario, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Option<(Arc<Scenario>, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
     }
-    if let Some(header) = LAST.with_borrow(|last| last.as_ref().filter(|(s, _)| s == scenario).map(|(_, h)| h.clone()))
-    {
-        return Ok(header);
+    let last = LAST.with_borrow(|last| {
+        last.as_ref().filter(|(s, _)| **s == *scenario).map(|(s, header)| (s.clone(), header.clone()))
+    });
+    if let Some(last) = last {
+        return Ok(last);
     }
+    runnable(scenario).map_err(SimError::Usage)?;
     let json = serde_json::to_value(scenario)
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let header = serde_json::Value::Object(serde_json::Map::from_iter([("scenario".to_string(), json)]));
-    LAST.set(Some((scenario.clone(), header.clone())));
-    Ok(header)
+    let shared = Arc::new(scenario.clone());
+    LAST.set(Some((shared.clone(), header.clone())));
+    Ok((shared, header))
 }
 
 /// Runs `simulation` on `thread`; its panic becomes an error naming the seed and how far the run
@@ -230,7 +234,7 @@ fn simulate_on<T: Send + 'static>(
 
 /// The simulation itself, on the current thread. Returns whether it was stopped at its step
 /// budget.
-fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
+fn simulate(scenario: Arc<Scenario>, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
     Wire::clear();
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let over_budget = runtime.block_on(async move {

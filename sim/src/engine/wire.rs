@@ -27,7 +27,7 @@
 
 use super::actors::{derive_seed, SeedPurpose};
 use super::net::LB_ADDR;
-use madsim::time::{sleep_until, Instant, Sleep};
+use madsim::time::{sleep_until, Instant, Sleep, TimeHandle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, VecDeque};
@@ -53,6 +53,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// One run's network: listeners, latency draws, partitions.
 pub(crate) struct Net {
     state: Mutex<NetState>,
+    /// madsim's clock, read through its handle (`Instant::now` goes through libc's
+    /// `clock_gettime`, which madsim answers more slowly).
+    clock: TimeHandle,
 }
 
 struct NetState {
@@ -69,6 +72,7 @@ struct NetState {
 
 impl Net {
     /// The network of a run under `seed`, latencies drawn from `min..max` (`min` when equal).
+    /// Call inside the simulation.
     pub(crate) fn new(seed: u64, min: Duration, max: Duration) -> Arc<Net> {
         let rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, SeedPurpose::Network, 0));
         Arc::new(Net {
@@ -81,6 +85,7 @@ impl Net {
                 partitions: 0,
                 edge_blocked_until: None,
             }),
+            clock: TimeHandle::current(),
         })
     }
 
@@ -129,7 +134,7 @@ impl Net {
     pub(crate) fn partition(&self, duration: Duration) {
         let mut state = lock(&self.state);
         state.partitions += 1;
-        let until = Instant::now() + duration;
+        let until = self.clock.now_instant() + duration;
         state.edge_blocked_until = Some(state.edge_blocked_until.map_or(until, |at| at.max(until)));
     }
 
@@ -150,7 +155,7 @@ impl Net {
         let mut state = lock(&self.state);
         let (min, max) = (state.latency_min, state.latency_max);
         let latency = if min < max { state.rng.gen_range(min..max) } else { min };
-        let now = Instant::now();
+        let now = self.clock.now_instant();
         let from = match state.edge_blocked_until.filter(|_| edge) {
             Some(heal) => heal.max(now),
             None => now,
@@ -323,7 +328,7 @@ impl AsyncRead for Stream {
                     return Poll::Pending;
                 }
             };
-            if due <= Instant::now() {
+            if due <= this.net.clock.now_instant() {
                 let (_, bytes) = pipe.writes.pop_front().expect("the front was just read");
                 if let Some(writer) = pipe.writer.take() {
                     writer.wake();

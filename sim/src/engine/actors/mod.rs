@@ -111,7 +111,7 @@ impl ClientSlot {
 
 /// Everything the actors share, owned by the runner for one run.
 pub(crate) struct World {
-    pub scenario: Scenario,
+    pub scenario: Arc<Scenario>,
     pub seed: u64,
     /// The scenario's tools with this run's jittered durations.
     pub tools: Vec<ToolSpec>,
@@ -141,7 +141,7 @@ fn shared_task_store(tasks: &mcpsim_model::tasks::ServerTasks) -> Option<Arc<Mut
 }
 
 impl World {
-    pub(crate) fn new(scenario: Scenario, seed: u64, rec: Recorder) -> Self {
+    pub(crate) fn new(scenario: Arc<Scenario>, seed: u64, rec: Recorder) -> Self {
         let tools = jittered_tools(&scenario, seed);
         let clients = (0..scenario.clients.max(1)).map(|_| ClientSlot::new()).collect();
         let stores = match scenario.lb.store {
