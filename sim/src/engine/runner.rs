@@ -9,7 +9,7 @@
 use crate::engine::actors::injector::{self, Link};
 use crate::engine::actors::{self, client_node, replica_node, World, LB_NODE};
 use crate::engine::logging;
-use crate::engine::net::{client_ip, replica_ip, Wire, LB_IP};
+use crate::engine::net::Wire;
 use crate::engine::recorder::{lock, Recorder, SharedSteps};
 use crate::engine::run_thread;
 use crate::error::SimError;
@@ -21,7 +21,6 @@ use mcpsim_model::time::{format_micros, micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -176,7 +175,13 @@ impl Thread {
 
 fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Result<RunOutcome, SimError> {
     let (for_thread, header) = checked(scenario)?;
-    let steps = SharedSteps::default();
+    // Room for as many steps as this thread's last run recorded (studies run one scenario over
+    // many seeds): the trace is not copied as it grows.
+    thread_local! {
+        static LAST_STEPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+    let room = LAST_STEPS.get().min(Budget::DEFAULT.max_steps as usize);
+    let steps: SharedSteps = Arc::new(std::sync::Mutex::new(Vec::with_capacity(room)));
     let steps_for_thread = steps.clone();
     let max_steps = usize::try_from(budget.max_steps).unwrap_or(usize::MAX);
     let over_budget =
@@ -187,6 +192,7 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
     }
     let mut trace = Trace::new(seed, header);
     trace.steps = std::mem::take(&mut *lock(&steps));
+    LAST_STEPS.set(trace.steps.len());
     let violations = check_all(&trace);
     trace.finish(mcpsim_model::oracle::conditions::violation_records(&trace, &violations));
     Ok(RunOutcome { trace, violations })
@@ -396,26 +402,25 @@ async fn start_nodes(world: &Arc<World>) -> Link {
         actors::server::start_store(world, 0);
     }
     for replica in world.replicas() {
-        start_node(world, &replica_node(replica), replica_ip(replica), move |world| {
-            actors::server::main(world, replica)
-        });
+        start_node(world, &replica_node(replica), move |world| actors::server::main(world, replica));
     }
-    start_node(world, LB_NODE, LB_IP, actors::lb::main);
+    start_node(world, LB_NODE, actors::lb::main);
     let listeners = world.replicas().len() as u32 + 1;
     world.listening.acquire_many(listeners).await.expect("the semaphore is never closed").forget();
     for i in world.client_indexes() {
-        start_node(world, &client_node(i), client_ip(i), move |world| actors::client::main(world, i));
+        start_node(world, &client_node(i), move |world| actors::client::main(world, i));
     }
     Link::new(world)
 }
 
-fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F)
+fn start_node<F, Fut>(world: &Arc<World>, name: &str, main: F)
 where
     F: Fn(Arc<World>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + 'static,
 {
     let world = world.clone();
-    Handle::current().create_node().name(name).ip(ip).init(move || main(world.clone())).build();
+    // No madsim IP: the machines' addresses are the wire's (`crate::engine::wire`).
+    Handle::current().create_node().name(name).init(move || main(world.clone())).build();
 }
 
 /// The panic's message, with how far the run got.

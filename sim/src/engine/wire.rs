@@ -38,7 +38,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Writes a pipe holds before its writer waits for the reader.
 pub(crate) const MAX_IN_FLIGHT: usize = 4096;
@@ -267,9 +266,6 @@ pub(crate) struct Stream {
     edge: bool,
     incoming: Arc<Pipe>,
     outgoing: Arc<Pipe>,
-    write_buf: Vec<u8>,
-    read_buf: Vec<u8>,
-    read_at: usize,
     /// The reader's sleep until the first write in flight arrives.
     sleep: Option<Pin<Box<Sleep>>>,
 }
@@ -283,18 +279,7 @@ impl Stream {
         incoming: Arc<Pipe>,
         outgoing: Arc<Pipe>,
     ) -> Self {
-        Stream {
-            net,
-            local,
-            peer,
-            edge,
-            incoming,
-            outgoing,
-            write_buf: Vec::new(),
-            read_buf: Vec::new(),
-            read_at: 0,
-            sleep: None,
-        }
+        Stream { net, local, peer, edge, incoming, outgoing, sleep: None }
     }
 
     /// This end's address.
@@ -308,39 +293,35 @@ impl Stream {
     }
 }
 
-impl AsyncRead for Stream {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
+impl Stream {
+    /// The next write of the peer, whole, once it has arrived; `None` at the end (the peer let
+    /// go and every write it made has been read). Cancel-safe: a write leaves the pipe only in
+    /// the poll that returns it.
+    pub(crate) async fn recv(&mut self) -> Option<Vec<u8>> {
+        poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
         loop {
-            if this.read_at < this.read_buf.len() {
-                let n = buf.remaining().min(this.read_buf.len() - this.read_at);
-                buf.put_slice(&this.read_buf[this.read_at..this.read_at + n]);
-                this.read_at += n;
-                return Poll::Ready(Ok(()));
-            }
-            let mut pipe = lock(&this.incoming.state);
+            let mut pipe = lock(&self.incoming.state);
             let due = match pipe.writes.front() {
                 Some((at, _)) => *at,
-                // The end: every write has been read.
-                None if pipe.writer_closed => return Poll::Ready(Ok(())),
+                None if pipe.writer_closed => return Poll::Ready(None),
                 None => {
                     pipe.reader = Some(cx.waker().clone());
                     return Poll::Pending;
                 }
             };
-            if due <= this.net.clock.now_instant() {
+            if due <= self.net.clock.now_instant() {
                 let (_, bytes) = pipe.writes.pop_front().expect("the front was just read");
                 if let Some(writer) = pipe.writer.take() {
                     writer.wake();
                 }
-                drop(pipe);
-                this.read_buf = bytes;
-                this.read_at = 0;
-                this.sleep = None;
-                continue;
+                return Poll::Ready(Some(bytes));
             }
             drop(pipe);
-            let sleep = this.sleep.get_or_insert_with(|| Box::pin(sleep_until(due)));
+            // One sleep per stream, moved to each arrival in turn.
+            let sleep = self.sleep.get_or_insert_with(|| Box::pin(sleep_until(due)));
             if sleep.deadline() != due {
                 sleep.as_mut().reset(due);
             }
@@ -349,43 +330,33 @@ impl AsyncRead for Stream {
             }
         }
     }
-}
 
-impl AsyncWrite for Stream {
-    fn poll_write(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.write_buf.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    /// Puts what was written since the last flush on the wire, as one write.
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        if this.write_buf.is_empty() {
-            return Poll::Ready(Ok(()));
-        }
-        let previous = {
-            let mut pipe = lock(&this.outgoing.state);
-            if pipe.reader_gone {
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionReset, "the peer let go")));
+    /// Puts `bytes` on the wire as one write: it arrives whole, after its latency. Fails at once
+    /// when the peer has let go; waits while the pipe holds [`MAX_IN_FLIGHT`] writes.
+    pub(crate) async fn send(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        let mut bytes = Some(bytes);
+        poll_fn(|cx| {
+            let previous = {
+                let mut pipe = lock(&self.outgoing.state);
+                if pipe.reader_gone {
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionReset, "the peer let go")));
+                }
+                if pipe.writes.len() >= MAX_IN_FLIGHT {
+                    pipe.writer = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                pipe.last_arrival
+            };
+            let at = self.net.arrival(self.edge, previous);
+            let mut pipe = lock(&self.outgoing.state);
+            pipe.last_arrival = Some(at);
+            pipe.writes.push_back((at, bytes.take().unwrap_or_default()));
+            if let Some(reader) = pipe.reader.take() {
+                reader.wake();
             }
-            if pipe.writes.len() >= MAX_IN_FLIGHT {
-                pipe.writer = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            pipe.last_arrival
-        };
-        let at = this.net.arrival(this.edge, previous);
-        let mut pipe = lock(&this.outgoing.state);
-        pipe.last_arrival = Some(at);
-        pipe.writes.push_back((at, std::mem::take(&mut this.write_buf)));
-        if let Some(reader) = pipe.reader.take() {
-            reader.wake();
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+            Poll::Ready(Ok(()))
+        })
+        .await
     }
 }
 
@@ -410,7 +381,6 @@ impl Drop for Stream {
 mod tests {
     use super::*;
     use crate::engine::net::{replica_addr, CLIENT_IP};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -419,17 +389,14 @@ mod tests {
     }
 
     async fn write(s: &mut Stream, bytes: &[u8]) -> io::Result<()> {
-        s.write_all(bytes).await?;
-        s.flush().await
+        s.send(bytes.to_vec()).await
     }
 
-    /// Reads one write (the tests write small ones) and when it arrived, since `t0`, to the
-    /// microsecond (madsim's clock moves on by some nanoseconds as tasks run).
+    /// Reads one write (empty at the end) and when it arrived, since `t0`, to the microsecond
+    /// (madsim's clock moves on by some nanoseconds as tasks run).
     async fn read(s: &mut Stream, t0: Instant) -> (Vec<u8>, Duration) {
-        let mut buf = vec![0; 64];
-        let n = s.read(&mut buf).await.expect("reads do not fail");
-        buf.truncate(n);
-        (buf, Duration::from_micros((Instant::now() - t0).as_micros() as u64))
+        let bytes = s.recv().await.unwrap_or_default();
+        (bytes, Duration::from_micros((Instant::now() - t0).as_micros() as u64))
     }
 
     #[test]
@@ -520,8 +487,7 @@ mod tests {
             }
             let blocked = madsim::time::timeout(Duration::from_secs(1), write(&mut client, b"y")).await;
             assert!(blocked.is_err(), "the pipe is full");
-            let mut one = [0u8; 1];
-            server.read_exact(&mut one).await.unwrap();
+            assert_eq!(server.recv().await, Some(b"x".to_vec()));
             assert!(madsim::time::timeout(Duration::from_secs(1), write(&mut client, b"y")).await.is_ok());
         });
     }

@@ -491,13 +491,12 @@ async fn exchange(
 /// connection found closed as the request is written is given up for a fresh one (every
 /// library does that much).
 async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request, reused: Option<Parked>) -> Sent {
-    let mut buf = Vec::new();
     if let Some(parked) = reused {
         let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
         record(world, index, StepKind::ConnReused { conn, idle_us });
         let mut stream = parked.stream;
         world.name_client_link(stream.local_addr(), index, conn);
-        if net::send_message(&mut stream, request, &mut buf).await.is_ok() {
+        if net::send_message(&mut stream, request).await.is_ok() {
             return Sent::Out(stream);
         }
         record(world, index, StepKind::HttpResent { conn, written: false });
@@ -511,7 +510,7 @@ async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request
     };
     // Named before the balancer can accept it: the connect does not yield.
     world.name_client_link(stream.local_addr(), index, conn);
-    match net::send_message(&mut stream, request, &mut buf).await {
+    match net::send_message(&mut stream, request).await {
         Ok(()) => Sent::Out(stream),
         Err(_) => Sent::Failed(ConnEnd::Reset),
     }

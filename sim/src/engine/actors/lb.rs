@@ -368,7 +368,7 @@ impl Exchange<'_> {
                 if !resent {
                     bytes_passed(world, conn, 1);
                 }
-                if net::send(&mut upstream, self.request).await.is_err() {
+                if net::send(&mut upstream, self.request.clone()).await.is_err() {
                     // Found closed as the request went out.
                     if !reused {
                         return Forwarded::Ended;
@@ -432,7 +432,7 @@ impl Exchange<'_> {
             let forwarded = tokio::select! {
                 biased;
                 Ok(order) = &mut self.orders.cut => return Relayed::Cut(order),
-                Some(bytes) = self.orders.delivered.recv() => net::send(self.client, &bytes).await,
+                Some(bytes) = self.orders.delivered.recv() => net::send(self.client, bytes).await,
                 read = from_server.next_frames(upstream) => match read {
                     Ok(Some((frames, count))) => {
                         let head_run = std::mem::take(&mut first);
@@ -443,7 +443,7 @@ impl Exchange<'_> {
                             && net::last_frame(frames).is_some_and(|f| net::peek::<Frame>(f, |m| *m == Frame::End));
                         if transparent {
                             bytes_passed(world, conn, count);
-                            net::send(self.client, frames).await
+                            net::send(self.client, frames.to_vec()).await
                         } else {
                             let pieces = split(frames, head_run, kinds);
                             let out = world.with_lb(|core| {
@@ -454,7 +454,7 @@ impl Exchange<'_> {
                                 out
                             });
                             match out {
-                                Some(out) if !out.is_empty() => net::send(self.client, &out).await,
+                                Some(out) if !out.is_empty() => net::send(self.client, out).await,
                                 _ => Ok(()),
                             }
                         }
@@ -465,7 +465,7 @@ impl Exchange<'_> {
                         // buffered events) goes out after all.
                         let held = world.with_lb(|core| core.lb.handle_upstream_end(conn)).unwrap_or_default();
                         if !held.is_empty() {
-                            let _ = net::send(self.client, &held).await;
+                            let _ = net::send(self.client, held).await;
                         }
                         return Relayed::Ended;
                     }
@@ -477,7 +477,7 @@ impl Exchange<'_> {
                             self.request.extend_from_slice(frames);
                         }
                         bytes_passed(world, conn, count);
-                        net::send(upstream, frames).await
+                        net::send(upstream, frames.to_vec()).await
                     }
                     Ok(None) | Err(_) => return Relayed::Ended,
                 },
@@ -599,5 +599,5 @@ async fn answer(client: &mut Stream, status: Status) {
     let mut buf = Vec::new();
     net::encode(&Frame::Head(ResponseHead::status(status)), &mut buf);
     net::encode(&Frame::End, &mut buf);
-    let _ = net::send(client, &buf).await;
+    let _ = net::send(client, buf).await;
 }

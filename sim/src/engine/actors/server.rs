@@ -287,7 +287,7 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             let mut buf = Vec::new();
             net::encode(&Frame::Head(ResponseHead::event_stream()), &mut buf);
             net::encode(&Frame::End, &mut buf);
-            let _ = net::send(&mut stream, &buf).await;
+            let _ = net::send(&mut stream, buf).await;
             if !keep_alive {
                 return;
             }
@@ -343,7 +343,7 @@ async fn exchange(
             next = frames.recv() => match next {
                 Some(Outgoing::Frame(frame)) => {
                     let closing = encode_queued(frame, &mut frames, &mut buf);
-                    if net::send(stream, &buf).await.is_err() {
+                    if net::send(stream, std::mem::take(&mut buf)).await.is_err() {
                         break;
                     }
                     match closing {
