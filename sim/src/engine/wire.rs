@@ -4,8 +4,8 @@
 //! A connection is two pipes, one per direction. A pipe is a FIFO of writes: each flushed write
 //! (one or more frames, see [`crate::engine::net`]) gets a latency drawn from the run's seeded
 //! network stream ([`SeedPurpose::Network`]) within `net.latency_min..latency_max`, and arrives at
-//! `max(the previous write's arrival, now + latency)`, so a pipe never reorders. The reader sleeps
-//! on madsim's clock until the first write's arrival; nothing else runs per write (madsim's TCP
+//! `max(the previous write's arrival, now + latency)`, so a pipe never reorders. The reader is
+//! woken once per write, by a timer on madsim's clock at its arrival; nothing else runs per write (madsim's TCP
 //! bound a port, kept SipHash maps, and ran every message through a timer in an `async_stream`).
 //!
 //! - **Open.** [`Net::connect`] finds the listener bound at the address and queues the server's
@@ -27,14 +27,13 @@
 
 use super::actors::{derive_seed, SeedPurpose};
 use super::net::LB_ADDR;
-use madsim::time::{sleep_until, Instant, Sleep, TimeHandle};
+use madsim::time::{Instant, TimeHandle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -253,8 +252,23 @@ struct PipeState {
     last_arrival: Option<Instant>,
     writer_closed: bool,
     reader_gone: bool,
+    /// The reader waiting for a write (none in flight).
     reader: Option<Waker>,
+    /// The reader's wake-up set on madsim's clock for the first write's arrival, and whom it
+    /// wakes: a poll before then sets no second one.
+    armed: Option<(Instant, Waker)>,
     writer: Option<Waker>,
+}
+
+/// Has madsim's clock wake `waker` at `at` (a `Sleep` polled on its behalf adds exactly that
+/// timer). `sleep_until` alone would wait at least 1 ms, as tokio's does; `reset` sets the
+/// deadline as it is.
+fn wake_at(clock: &TimeHandle, at: Instant, waker: &Waker) {
+    let mut sleep = std::pin::pin!(clock.sleep_until(at));
+    sleep.as_mut().reset(at);
+    if sleep.as_mut().poll(&mut Context::from_waker(waker)).is_ready() {
+        waker.wake_by_ref();
+    }
 }
 
 /// One end of a connection: reads the peer's writes as they arrive, writes (on flush) to the peer.
@@ -266,8 +280,6 @@ pub(crate) struct Stream {
     edge: bool,
     incoming: Arc<Pipe>,
     outgoing: Arc<Pipe>,
-    /// The reader's sleep until the first write in flight arrives.
-    sleep: Option<Pin<Box<Sleep>>>,
 }
 
 impl Stream {
@@ -279,7 +291,7 @@ impl Stream {
         incoming: Arc<Pipe>,
         outgoing: Arc<Pipe>,
     ) -> Self {
-        Stream { net, local, peer, edge, incoming, outgoing, sleep: None }
+        Stream { net, local, peer, edge, incoming, outgoing }
     }
 
     /// This end's address.
@@ -301,34 +313,32 @@ impl Stream {
         poll_fn(|cx| self.poll_recv(cx)).await
     }
 
+    /// A write that has arrived, or the end; else the reader waits: for the first write in
+    /// flight, by a wake-up at its arrival (set once, here or by the writer), or, with nothing in
+    /// flight, for the writer.
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
-        loop {
-            let mut pipe = lock(&self.incoming.state);
-            let due = match pipe.writes.front() {
-                Some((at, _)) => *at,
-                None if pipe.writer_closed => return Poll::Ready(None),
-                None => {
-                    pipe.reader = Some(cx.waker().clone());
-                    return Poll::Pending;
-                }
-            };
-            if due <= self.net.clock.now_instant() {
-                let (_, bytes) = pipe.writes.pop_front().expect("the front was just read");
-                if let Some(writer) = pipe.writer.take() {
-                    writer.wake();
-                }
-                return Poll::Ready(Some(bytes));
-            }
-            drop(pipe);
-            // One sleep per stream, moved to each arrival in turn.
-            let sleep = self.sleep.get_or_insert_with(|| Box::pin(sleep_until(due)));
-            if sleep.deadline() != due {
-                sleep.as_mut().reset(due);
-            }
-            if sleep.as_mut().poll(cx).is_pending() {
+        let mut pipe = lock(&self.incoming.state);
+        let due = match pipe.writes.front() {
+            Some((at, _)) => *at,
+            None if pipe.writer_closed => return Poll::Ready(None),
+            None => {
+                pipe.reader = Some(cx.waker().clone());
                 return Poll::Pending;
             }
+        };
+        if due <= self.net.clock.now_instant() {
+            let (_, bytes) = pipe.writes.pop_front().expect("the front was just read");
+            if let Some(writer) = pipe.writer.take() {
+                writer.wake();
+            }
+            return Poll::Ready(Some(bytes));
         }
+        let set = pipe.armed.as_ref().is_some_and(|(at, waker)| *at == due && waker.will_wake(cx.waker()));
+        if !set {
+            wake_at(&self.net.clock, due, cx.waker());
+            pipe.armed = Some((due, cx.waker().clone()));
+        }
+        Poll::Pending
     }
 
     /// Puts `bytes` on the wire as one write: it arrives whole, after its latency. Fails at once
@@ -351,8 +361,10 @@ impl Stream {
             let mut pipe = lock(&self.outgoing.state);
             pipe.last_arrival = Some(at);
             pipe.writes.push_back((at, bytes.take().unwrap_or_default()));
+            // A reader waiting on an empty pipe is woken when this write arrives, not now.
             if let Some(reader) = pipe.reader.take() {
-                reader.wake();
+                wake_at(&self.net.clock, at, &reader);
+                pipe.armed = Some((at, reader));
             }
             Poll::Ready(Ok(()))
         })
