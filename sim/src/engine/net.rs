@@ -1,4 +1,4 @@
-//! The wire: addresses of the machines and length-prefixed frames over simulated TCP.
+//! Addresses of the machines and length-prefixed frames, carried by the transport ([`crate::engine::wire`]).
 //!
 //! A frame is a 4-byte big-endian length, then that many bytes of payload. The client's first
 //! frame on a connection is its `Request`; everything after, server to client, is `Frame`s. The
