@@ -72,9 +72,9 @@ fn a_kept_alive_client_reuses_its_connection_and_the_balancer_cuts_an_idle_one()
 
 #[test]
 fn a_request_written_onto_a_connection_the_balancer_has_just_closed_is_lost_and_a_shorter_client_expiry_fixes_it() {
-    // The second call goes out on the pooled connection 59.995 s after the first settled: the
+    // The second call goes out on the pooled connection 59.990 s after the first settled: the
     // balancer's 60 s idle cut closes it while the request is on its way.
-    let s = two_calls("59.995s", &[("client.http.keep_alive", "true")]);
+    let s = two_calls("59.990s", &[("client.http.keep_alive", "true")]);
     let outcome = run_ok(&s, 0);
     let replay = replay(&s, 0);
     assert_eq!(count(&outcome, |k| matches!(k, StepKind::ConnReused { idle_us, .. } if *idle_us > 59_000_000)), 1);
@@ -85,7 +85,7 @@ fn a_request_written_onto_a_connection_the_balancer_has_just_closed_is_lost_and_
     assert_eq!(count(&outcome, |k| matches!(k, StepKind::HttpResent { .. })), 0);
 
     // A client that lets its idle connections go before the balancer does never meets the cut.
-    let fixed = two_calls("59.995s", &[("client.http.keep_alive", "true"), ("client.http.idle_expiry", "55s")]);
+    let fixed = two_calls("59.990s", &[("client.http.keep_alive", "true"), ("client.http.idle_expiry", "55s")]);
     let outcome = run_ok(&fixed, 0);
     assert!(got_result(&outcome, 1), "replay: {}", common::replay(&fixed, 0));
     assert_eq!(executions(&outcome, 1), 1);
@@ -115,7 +115,7 @@ fn a_server_keep_alive_shorter_than_the_balancers_pool_answers_502_and_a_longer_
     // The balancer pools upstream connections; the server closes one idle 5 s (Node's default)
     // just as the balancer sends the second call on it: the classic ALB 502.
     let base = [("lb.upstream_keep_alive", "true"), ("server.keep_alive_timeout", "5s")];
-    let s = two_calls("4.970s", &base);
+    let s = two_calls("4.975s", &base);
     let outcome = run_ok(&s, 0);
     let replay = replay(&s, 0);
     assert!(count(&outcome, |k| matches!(k, StepKind::KeepAliveClosed { .. })) > 0, "replay: {replay}");
@@ -125,16 +125,16 @@ fn a_server_keep_alive_shorter_than_the_balancers_pool_answers_502_and_a_longer_
 
     // Re-sending idempotent requests does not help a POST; re-sending any request does (the lost
     // request never reached the server).
-    let idempotent = two_calls("4.970s", &[base[0], base[1], ("lb.retry_upstream", "idempotent")]);
+    let idempotent = two_calls("4.975s", &[base[0], base[1], ("lb.retry_upstream", "idempotent")]);
     assert_eq!(count(&run_ok(&idempotent, 0), bad_gateway), 1);
-    let any = two_calls("4.970s", &[base[0], base[1], ("lb.retry_upstream", "any")]);
+    let any = two_calls("4.975s", &[base[0], base[1], ("lb.retry_upstream", "any")]);
     let outcome = run_ok(&any, 0);
     assert_eq!(count(&outcome, |k| matches!(k, StepKind::LbResent { reused: true, .. })), 1);
     assert!(got_result(&outcome, 1) && executions(&outcome, 1) == 1, "replay: {}", common::replay(&any, 0));
 
     // A server that keeps idle connections longer than the balancer's 60 s: the balancer always
     // lets them go first.
-    let fixed = two_calls("4.970s", &[base[0], ("server.keep_alive_timeout", "65s")]);
+    let fixed = two_calls("4.975s", &[base[0], ("server.keep_alive_timeout", "65s")]);
     let outcome = run_ok(&fixed, 0);
     assert_eq!(count(&outcome, bad_gateway), 0, "replay: {}", common::replay(&fixed, 0));
     assert!(got_result(&outcome, 1));

@@ -256,7 +256,7 @@ fn explore_explains_what_ran_how_often_and_why() {
     let text = stdout(&out);
     let expected = [
         "the pay tool ran 6 times for call0 (non-idempotent: once was expected)",
-        "why (the steps that led to no-duplicate-execution at 1m01.089s):",
+        "why (the steps that led to no-duplicate-execution at 1m01.067s):",
         "lb: cut c3 after 1m00.000s without a byte (its idle timeout)",
         "client: call0: re-initialize",
         "server: session 0-2 created for app: a re-initialization",

@@ -1,4 +1,4 @@
-//! The wire: addresses of the machines and length-prefixed frames over simulated TCP.
+//! Addresses of the machines and length-prefixed frames, carried by the transport ([`crate::engine::wire`]).
 //!
 //! A frame is a 4-byte big-endian length, then that many bytes of payload. The client's first
 //! frame on a connection is its `Request`; everything after, server to client, is `Frame`s. The
@@ -8,19 +8,15 @@
 //! Inside the simulation a message is not serialized: [`encode`] files a copy of it in this run's
 //! [`Wire`] and the frame carries only its 8-byte handle; [`decode`] hands back a copy of the
 //! message behind a handle. Turning every frame into JSON and back was about a tenth of a
-//! `chatty-tool` run. madsim draws one latency per flushed write whatever its size, so payload
-//! sizes matter only through the readers' buffers: with JSON, frames that arrived in one write but
-//! overflowed a read were forwarded by the load balancer in several writes, each with its own
-//! latency; with handles everything that arrived together is read and forwarded together. JSON
-//! stays for trace files.
-//!
-//! madsim's `TcpStream` hands bytes to the network only on `flush()`, so every frame is flushed.
+//! `chatty-tool` run. The transport ([`crate::engine::wire`]) draws one latency per write whatever
+//! its size and hands a write to its reader whole, so everything that arrived together is read
+//! and forwarded together. JSON stays for trace files.
 
+use crate::engine::wire::Stream;
 use std::any::Any;
 use std::cell::RefCell;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The client machine.
 pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
@@ -145,25 +141,21 @@ pub fn last_frame(frames: &[u8]) -> Option<&[u8]> {
     last
 }
 
-/// Writes already-encoded frames and flushes them onto the simulated network.
-pub async fn send<W: AsyncWrite + Unpin>(stream: &mut W, bytes: &[u8]) -> io::Result<()> {
-    stream.write_all(bytes).await?;
-    stream.flush().await
+/// Sends already-encoded frames as one write.
+pub(crate) async fn send(stream: &mut Stream, bytes: Vec<u8>) -> io::Result<()> {
+    stream.send(bytes).await
 }
 
-/// Encodes `message` into `buf` (cleared first) and sends it.
-pub async fn send_message<W: AsyncWrite + Unpin, T: Any + Clone>(
-    stream: &mut W,
-    message: &T,
-    buf: &mut Vec<u8>,
-) -> io::Result<()> {
-    buf.clear();
-    encode(message, buf);
-    send(stream, buf).await
+/// Encodes `message` and sends it as one write.
+pub(crate) async fn send_message<T: Any + Clone>(stream: &mut Stream, message: &T) -> io::Result<()> {
+    let mut bytes = Vec::with_capacity(HEADER + HANDLE);
+    encode(message, &mut bytes);
+    send(stream, bytes).await
 }
 
-/// Splits a byte stream into frames. Cancel-safe: dropping a pending [`FrameReader::next`] (as
-/// `select!` does) loses nothing, because bytes only ever move from the stream into the buffer.
+/// Splits the writes that arrive on a stream into frames. Cancel-safe: dropping a pending
+/// [`FrameReader::next`] (as `select!` does) loses nothing, because a write leaves the stream
+/// only in the poll that hands it to the buffer.
 #[derive(Debug, Default)]
 pub struct FrameReader {
     buf: Vec<u8>,
@@ -180,27 +172,41 @@ impl FrameReader {
 
     /// The next whole frame (length prefix included), or `None` at end of stream. An end of
     /// stream in the middle of a frame is an `UnexpectedEof` error.
-    pub async fn next<R: AsyncRead + Unpin>(&mut self, stream: &mut R) -> io::Result<Option<&[u8]>> {
+    pub async fn next(&mut self, stream: &mut Stream) -> io::Result<Option<&[u8]>> {
         self.start += std::mem::take(&mut self.returned);
         loop {
             if let Some(len) = self.whole_frame()? {
                 self.returned = len;
                 return Ok(Some(&self.buf[self.start..self.start + len]));
             }
-            self.compact();
-            if stream.read_buf(&mut self.buf).await? == 0 {
+            let Some(write) = stream.recv().await else {
                 return if self.start == self.buf.len() {
                     Ok(None)
                 } else {
                     Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stream ended inside a frame"))
                 };
-            }
+            };
+            self.append(write);
         }
+    }
+
+    /// Takes a write in: as the buffer when everything before it was read (no copy), else
+    /// after the unread bytes.
+    fn append(&mut self, write: Vec<u8>) {
+        if self.start == self.buf.len() {
+            self.buf = write;
+        } else {
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+            }
+            self.buf.extend_from_slice(&write);
+        }
+        self.start = 0;
     }
 
     /// Every whole frame that has arrived, as one run of bytes, and how many frames it holds:
     /// what a proxy forwards in one write. `None` at end of stream.
-    pub async fn next_frames<R: AsyncRead + Unpin>(&mut self, stream: &mut R) -> io::Result<Option<(&[u8], usize)>> {
+    pub async fn next_frames(&mut self, stream: &mut Stream) -> io::Result<Option<(&[u8], usize)>> {
         let Some(first) = self.next(stream).await?.map(<[u8]>::len) else { return Ok(None) };
         let (mut len, mut count) = (first, 1);
         while let Some(more) = self.frame_at(self.start + len)? {
@@ -226,17 +232,6 @@ impl FrameReader {
         }
         Ok((unread.len() >= HEADER + len).then_some(HEADER + len))
     }
-
-    /// Drops consumed bytes and makes room for the next read.
-    fn compact(&mut self) {
-        if self.start == self.buf.len() {
-            self.buf.clear();
-        } else if self.start > 0 {
-            self.buf.drain(..self.start);
-        }
-        self.start = 0;
-        self.buf.reserve(1024);
-    }
 }
 
 #[cfg(test)]
@@ -245,24 +240,17 @@ mod tests {
     use mcpsim_model::http::{Frame, Request, ResponseHead};
     use mcpsim_model::ids::RequestId;
 
-    /// A reader that hands out its bytes in fixed-size pieces.
-    struct Trickle {
-        data: Vec<u8>,
-        at: usize,
-        piece: usize,
-    }
-
-    impl AsyncRead for Trickle {
-        fn poll_read(
-            mut self: std::pin::Pin<&mut Self>,
-            _cx: &mut std::task::Context<'_>,
-            buf: &mut tokio::io::ReadBuf<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            let end = (self.at + self.piece).min(self.data.len()).min(self.at + buf.remaining());
-            buf.put_slice(&self.data[self.at..end]);
-            self.at = end;
-            std::task::Poll::Ready(Ok(()))
+    /// Inside a simulation: a stream on which `data` arrives in writes of `piece` bytes, then
+    /// the end.
+    async fn trickle(data: &[u8], piece: usize) -> Stream {
+        let net = crate::engine::wire::Net::new(1, std::time::Duration::ZERO, std::time::Duration::ZERO);
+        let listener = net.bind(replica_addr(0));
+        let mut writer = net.connect(CLIENT_IP, replica_addr(0)).expect("the listener is bound");
+        let (reader, _) = listener.accept().await;
+        for chunk in data.chunks(piece) {
+            writer.send(chunk.to_vec()).await.expect("the reader is there");
         }
+        reader
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -279,8 +267,8 @@ mod tests {
             encode(f, &mut bytes);
         }
         for piece in [1, 3, 7, 1000] {
-            let mut stream = Trickle { data: bytes.clone(), at: 0, piece };
             let (got_request, got_frames) = block_on(async {
+                let mut stream = trickle(&bytes, piece).await;
                 let mut reader = FrameReader::new();
                 let first = reader.next(&mut stream).await.unwrap().unwrap();
                 let got_request: Request = decode(first).unwrap();
@@ -303,8 +291,8 @@ mod tests {
         }
         let whole = bytes.len();
         bytes.extend_from_slice(&[0, 0]);
-        let mut stream = Trickle { data: bytes, at: 0, piece: 1 << 20 };
         let (len, count, then) = block_on(async {
+            let mut stream = trickle(&bytes, 1 << 20).await;
             let mut reader = FrameReader::new();
             let (run, count) = reader.next_frames(&mut stream).await.unwrap().unwrap();
             let len = run.len();
@@ -332,8 +320,11 @@ mod tests {
         let mut bytes = Vec::new();
         encode(&Frame::End, &mut bytes);
         bytes.pop();
-        let mut stream = Trickle { data: bytes, at: 0, piece: 2 };
-        let err = block_on(async { FrameReader::new().next(&mut stream).await.map(|f| f.is_some()) }).unwrap_err();
+        let err = block_on(async {
+            let mut stream = trickle(&bytes, 2).await;
+            FrameReader::new().next(&mut stream).await.map(|f| f.is_some())
+        })
+        .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 }

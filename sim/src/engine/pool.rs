@@ -6,14 +6,14 @@
 //! its idle socket: when the peer closes it (an idle cut, a server's keep-alive timeout) or it
 //! expires, the watcher drops it and the pool will not hand it out. A claim made while the
 //! watcher still holds the connection gets it even if the peer's close has just arrived — the
-//! request then meets the close, which is the race keep-alive brings. madsim delivers a close at
-//! once but data after its latency, so a request written onto a connection the peer closes
-//! before the request arrives is lost with it.
+//! request then meets the close, which is the race keep-alive brings. The wire delivers a close
+//! as soon as the data before it has arrived, but data after its latency, so a request written
+//! onto a connection the peer closes before the request arrives is lost with it.
 //!
 //! The most recently parked connection is handed out first (hyper's pool does the same).
 
 use crate::engine::net::FrameReader;
-use madsim::net::TcpStream;
+use crate::engine::wire::Stream;
 use madsim::task::AbortHandle;
 use mcpsim_model::Instant;
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 /// A connection taken out of the pool, with when it was parked.
 pub(crate) struct Parked {
-    pub stream: TcpStream,
+    pub stream: Stream,
     pub since: Instant,
 }
 
@@ -48,7 +48,7 @@ impl<K: Ord> Pool<K> {
 
     /// Parks `stream` for `key`: a watcher task on the current node holds it until it is claimed,
     /// its peer closes it, or it has been idle for `expiry`.
-    pub(crate) fn park(&mut self, key: K, stream: TcpStream, since: Instant, expiry: Option<Duration>) {
+    pub(crate) fn park(&mut self, key: K, stream: Stream, since: Instant, expiry: Option<Duration>) {
         let (take, taken) = oneshot::channel();
         let task = madsim::task::spawn(watch(stream, since, taken, expiry));
         self.idle.entry(key).or_default().push(Idle { take, task: task.abort_handle() });
@@ -81,7 +81,7 @@ impl<K: Ord> Pool<K> {
 /// peer closes it, something arrives on it that no idle connection should get, it expires, or
 /// the pool forgets it.
 async fn watch(
-    mut stream: TcpStream,
+    mut stream: Stream,
     since: Instant,
     mut taken: oneshot::Receiver<oneshot::Sender<Parked>>,
     expiry: Option<Duration>,

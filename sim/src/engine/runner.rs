@@ -9,19 +9,18 @@
 use crate::engine::actors::injector::{self, Link};
 use crate::engine::actors::{self, client_node, replica_node, World, LB_NODE};
 use crate::engine::logging;
-use crate::engine::net::{client_ip, replica_ip, Wire, LB_IP};
+use crate::engine::net::Wire;
 use crate::engine::recorder::{lock, Recorder, SharedSteps};
 use crate::engine::run_thread;
 use crate::error::SimError;
 use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
-use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::runtime::{Handle, Runtime};
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -175,10 +174,15 @@ impl Thread {
 }
 
 fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Result<RunOutcome, SimError> {
-    runnable(scenario).map_err(SimError::Usage)?;
-    let header = trace_header(scenario)?;
-    let steps = SharedSteps::default();
-    let (for_thread, steps_for_thread) = (scenario.clone(), steps.clone());
+    let (for_thread, header) = checked(scenario)?;
+    // Room for as many steps as this thread's last run recorded (studies run one scenario over
+    // many seeds): the trace is not copied as it grows.
+    thread_local! {
+        static LAST_STEPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+    let room = LAST_STEPS.get().min(Budget::DEFAULT.max_steps as usize);
+    let steps: SharedSteps = Arc::new(std::sync::Mutex::new(Vec::with_capacity(room)));
+    let steps_for_thread = steps.clone();
     let max_steps = usize::try_from(budget.max_steps).unwrap_or(usize::MAX);
     let over_budget =
         simulate_on(thread, seed, &steps, move || simulate(for_thread, seed, steps_for_thread, max_steps))?;
@@ -188,27 +192,33 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
     }
     let mut trace = Trace::new(seed, header);
     trace.steps = std::mem::take(&mut *lock(&steps));
+    LAST_STEPS.set(trace.steps.len());
     let violations = check_all(&trace);
     trace.finish(mcpsim_model::oracle::conditions::violation_records(&trace, &violations));
     Ok(RunOutcome { trace, violations })
 }
 
-/// The trace header of a run of `scenario`: `{"scenario": ...}`. Studies run one scenario over
-/// many seeds, so the last header built on this thread is kept and copied while the scenario
-/// stays the same (comparing two scenarios is cheaper than writing one as JSON).
-fn trace_header(scenario: &Scenario) -> Result<serde_json::Value, SimError> {
+/// `scenario`, checked [`runnable`], shared, and its trace header (`{"scenario": ...}`). Studies
+/// run one scenario over many seeds, so the last one checked on this thread is kept while the
+/// scenario stays the same: comparing two scenarios is much cheaper than checking one (every
+/// setting's rules; a sixth of a `long-tool` run) or writing it as JSON.
+fn checked(scenario: &Scenario) -> Result<(Arc<Scenario>, serde_json::Value), SimError> {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(Scenario, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Option<(Arc<Scenario>, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
     }
-    if let Some(header) = LAST.with_borrow(|last| last.as_ref().filter(|(s, _)| s == scenario).map(|(_, h)| h.clone()))
-    {
-        return Ok(header);
+    let last = LAST.with_borrow(|last| {
+        last.as_ref().filter(|(s, _)| **s == *scenario).map(|(s, header)| (s.clone(), header.clone()))
+    });
+    if let Some(last) = last {
+        return Ok(last);
     }
+    runnable(scenario).map_err(SimError::Usage)?;
     let json = serde_json::to_value(scenario)
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
     let header = serde_json::Value::Object(serde_json::Map::from_iter([("scenario".to_string(), json)]));
-    LAST.set(Some((scenario.clone(), header.clone())));
-    Ok(header)
+    let shared = Arc::new(scenario.clone());
+    LAST.set(Some((shared.clone(), header.clone())));
+    Ok((shared, header))
 }
 
 /// Runs `simulation` on `thread`; its panic becomes an error naming the seed and how far the run
@@ -230,9 +240,9 @@ fn simulate_on<T: Send + 'static>(
 
 /// The simulation itself, on the current thread. Returns whether it was stopped at its step
 /// budget.
-fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
+fn simulate(scenario: Arc<Scenario>, seed: u64, steps: SharedSteps, max_steps: usize) -> bool {
     Wire::clear();
-    let runtime = Runtime::with_seed_and_config(seed, madsim_config(&scenario));
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let over_budget = runtime.block_on(async move {
         logging::mark_run_start();
         let world = Arc::new(World::new(scenario, seed, Recorder::new(steps, max_steps)));
@@ -242,15 +252,6 @@ fn simulate(scenario: Scenario, seed: u64, steps: SharedSteps, max_steps: usize)
     logging::mark_run_end();
     Wire::clear();
     over_budget
-}
-
-/// madsim's network: one-way latency drawn from the scenario's range.
-fn madsim_config(scenario: &Scenario) -> madsim::Config {
-    let mut config = madsim::Config::default();
-    let (min, max) = (scenario.net.latency_min, scenario.net.latency_max);
-    // madsim draws from a half-open range, which must not be empty.
-    config.net.send_latency = min..max.max(min + Duration::from_nanos(1));
-    config
 }
 
 /// What the runner does at a planned time, in the order it does things due at one instant.
@@ -401,27 +402,25 @@ async fn start_nodes(world: &Arc<World>) -> Link {
         actors::server::start_store(world, 0);
     }
     for replica in world.replicas() {
-        start_node(world, &replica_node(replica), replica_ip(replica), move |world| {
-            actors::server::main(world, replica)
-        });
+        start_node(world, &replica_node(replica), move |world| actors::server::main(world, replica));
     }
-    let lb = start_node(world, LB_NODE, LB_IP, actors::lb::main);
+    start_node(world, LB_NODE, actors::lb::main);
     let listeners = world.replicas().len() as u32 + 1;
     world.listening.acquire_many(listeners).await.expect("the semaphore is never closed").forget();
-    let clients = world
-        .client_indexes()
-        .map(|i| start_node(world, &client_node(i), client_ip(i), move |world| actors::client::main(world, i)).id())
-        .collect();
-    Link::new(clients, lb.id())
+    for i in world.client_indexes() {
+        start_node(world, &client_node(i), move |world| actors::client::main(world, i));
+    }
+    Link::new(world)
 }
 
-fn start_node<F, Fut>(world: &Arc<World>, name: &str, ip: IpAddr, main: F) -> NodeHandle
+fn start_node<F, Fut>(world: &Arc<World>, name: &str, main: F)
 where
     F: Fn(Arc<World>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + 'static,
 {
     let world = world.clone();
-    Handle::current().create_node().name(name).ip(ip).init(move || main(world.clone())).build()
+    // No madsim IP: the machines' addresses are the wire's (`crate::engine::wire`).
+    Handle::current().create_node().name(name).init(move || main(world.clone())).build();
 }
 
 /// The panic's message, with how far the run got.
@@ -494,13 +493,5 @@ mod tests {
             assert!(runnable(&s).unwrap_err().contains("jitter"), "{jitter}");
             assert!(matches!(run(&s, 0), Err(SimError::Usage(_))), "{jitter}");
         }
-    }
-
-    #[test]
-    fn an_equal_latency_range_is_widened_for_madsim() {
-        let mut s = Scenario::build("long-tool", "reference", "reference").unwrap();
-        s.apply_overrides(&[("net.latency".into(), "5ms..5ms".into())]).unwrap();
-        let range = madsim_config(&s).net.send_latency;
-        assert!(range.start == Duration::from_millis(5) && range.end > range.start);
     }
 }

@@ -16,7 +16,7 @@
 //! ([`mcpsim_model::testing::Pair`]) driving the same exchange (the scenario's profiles, tools,
 //! balancer and calls, up to the end time of its seed 0, judged by the same oracles; no network
 //! latency and no planned faults), in rounds interleaved with the others. `N.N× model` is how many
-//! times a simulated run costs that: what madsim's executor, timers and TCP add. It is steadier
+//! times a simulated run costs that: what madsim's executor and timers and the transport add. It is steadier
 //! than the ratio to the empty runtime, whose rate flips by 2× from round to round.
 //!
 //! [`profile`] is the mode for `perf`: one scenario, many seeds, no other work.

@@ -1179,7 +1179,10 @@ mod tests {
 
     /// Real runs: the boundary advise predicts for rmcp against the reference server (events
     /// every second, a 4-minute partition, rmcp back 15 s after it heals) is where the simulator
-    /// puts it: 254 events lose the stream, 255 keep it whole.
+    /// puts it: 255 events keep the stream whole in every seed, 254 do not. The prediction is the
+    /// worst case (a tick just before the resume arrives): at 254 a seed whose resume reaches the
+    /// server before the next tick evicts the first missed event keeps it whole (seed 0 since
+    /// the project's own transport, whose connects take no extra millisecond).
     #[test]
     fn the_simulator_agrees_with_the_predicted_boundary() {
         let base = Scenario::build("chatty-tool", "rmcp", "reference").unwrap();
@@ -1188,7 +1191,7 @@ mod tests {
             run_sweep(&base, &["server.retention=254,255".to_string()], &opts, &crate::engine::runner::run).unwrap();
         let b = &report.boundaries[0];
         assert_eq!(b.predicted.as_ref().map(|p| p.minimal), Some(255.0));
-        assert_eq!(report.cells[0].tally.count(Outcome::LossFree), 0, "{}", render_report(&report));
+        assert!(report.cells[0].tally.count(Outcome::LossFree) < 2, "{}", render_report(&report));
         assert_eq!(b.measured.as_ref().map(|m| (m.value.as_str(), m.loss_free)), Some(("255", 2)));
     }
 

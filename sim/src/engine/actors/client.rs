@@ -10,11 +10,11 @@
 //! before it, `Refused` if the connect fails.
 
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
-use crate::engine::net::{self, FrameReader, LB_ADDR};
+use crate::engine::net::{self, client_ip, FrameReader, LB_ADDR};
 use crate::engine::pool::{Claim, Parked, Pool};
 use crate::engine::recorder::lock;
+use crate::engine::wire::Stream;
 use crate::scenario::{DeleteBy, OnError, ResumeId};
-use madsim::net::TcpStream;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::AbortHandle;
 use mcpsim_model::client::{Client, ClientOutput};
@@ -420,7 +420,7 @@ async fn connection(world: Arc<World>, index: u32, conn: ConnId, request: Reques
 /// How the exchange's request went out.
 enum Sent {
     /// It is on its way; the response is read from this connection.
-    Out(TcpStream),
+    Out(Stream),
     /// It could not go out: the end to report.
     Failed(ConnEnd),
 }
@@ -491,27 +491,26 @@ async fn exchange(
 /// connection found closed as the request is written is given up for a fresh one (every
 /// library does that much).
 async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request, reused: Option<Parked>) -> Sent {
-    let mut buf = Vec::new();
     if let Some(parked) = reused {
         let idle_us = world.rec.now().as_micros().saturating_sub(parked.since.as_micros());
         record(world, index, StepKind::ConnReused { conn, idle_us });
         let mut stream = parked.stream;
         world.name_client_link(stream.local_addr(), index, conn);
-        if net::send_message(&mut stream, request, &mut buf).await.is_ok() {
+        if net::send_message(&mut stream, request).await.is_ok() {
             return Sent::Out(stream);
         }
         record(world, index, StepKind::HttpResent { conn, written: false });
     }
-    let mut stream = match TcpStream::connect(LB_ADDR).await {
+    let mut stream = match world.net.connect(client_ip(index), LB_ADDR) {
         Ok(stream) => stream,
         Err(e) => {
             tracing::debug!(%conn, error = %e, "connect failed");
             return Sent::Failed(ConnEnd::Refused);
         }
     };
-    // Named before the balancer can accept it: the connect returned without yielding.
+    // Named before the balancer can accept it: the connect does not yield.
     world.name_client_link(stream.local_addr(), index, conn);
-    match net::send_message(&mut stream, request, &mut buf).await {
+    match net::send_message(&mut stream, request).await {
         Ok(()) => Sent::Out(stream),
         Err(_) => Sent::Failed(ConnEnd::Reset),
     }

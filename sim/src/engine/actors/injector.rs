@@ -1,62 +1,40 @@
 //! The fault injector: carries out the scenario's fault plan, from the runner's task.
 //!
-//! madsim offers node kill/restart and link clogging, but no mid-stream reset: a reset is done by
-//! the actors themselves, dropping both ends of every client↔load-balancer connection.
+//! madsim offers node kill/restart; partitions are the wire's ([`crate::engine::wire::Net`]), and
+//! a mid-stream reset is done by the actors themselves, dropping both ends of every
+//! client↔load-balancer connection.
 
 use super::{client_node, replica_node, World};
-use crate::engine::net::client_ip;
+use crate::engine::net::{client_ip, replica_ip};
 use crate::engine::recorder::lock;
 use crate::scenario::faults::{Fault, PlannedFault, Target};
-use madsim::net::NetSim;
 use madsim::runtime::Handle;
-use madsim::task::NodeId;
 use mcpsim_model::http::Status;
 use mcpsim_model::trace::{Actor, StepKind};
+use std::net::IpAddr;
 use std::sync::Arc;
 
-/// The links between the clients and the load balancer, which partitions cut (all of them: a
+/// The edge between the clients and the load balancer, which partitions cut (all of it: a
 /// partition stands for the balancer's network going away).
-#[derive(Debug)]
 pub(crate) struct Link {
-    clients: Vec<NodeId>,
-    lb: NodeId,
-    /// Partitions in force: plans may overlap them, and the link heals when the last one ends.
-    partitions: u32,
+    net: Arc<crate::engine::wire::Net>,
 }
 
 impl Link {
-    pub(crate) fn new(clients: Vec<NodeId>, lb: NodeId) -> Self {
-        Link { clients, lb, partitions: 0 }
+    pub(crate) fn new(world: &World) -> Self {
+        Link { net: world.net.clone() }
     }
 
-    fn partition(&mut self) {
-        self.partitions += 1;
-        if self.partitions == 1 {
-            self.clog(true);
-        }
+    /// A clogged edge refuses new connections at once; established streams would only stall,
+    /// which is why a partition also resets them.
+    fn partition(&mut self, duration: std::time::Duration) {
+        self.net.partition(duration);
     }
 
     /// A partition ends; the link carries traffic again once no other one is in force.
     pub(crate) fn heal(&mut self) {
-        self.partitions = self.partitions.saturating_sub(1);
-        if self.partitions == 0 {
+        if self.net.heal() {
             tracing::info!("partition healed");
-            self.clog(false);
-        }
-    }
-
-    /// Both directions. A clogged link refuses new connections at once; established streams
-    /// would only stall, which is why a partition also resets them.
-    fn clog(&self, clogged: bool) {
-        let net = NetSim::current();
-        for client in &self.clients {
-            for (src, dst) in [(*client, self.lb), (self.lb, *client)] {
-                if clogged {
-                    net.clog_link(src, dst);
-                } else {
-                    net.unclog_link(src, dst);
-                }
-            }
         }
     }
 }
@@ -67,9 +45,9 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
     world.rec.record(Actor::Fault, StepKind::Fault { fault: planned.to_string() });
     match planned.fault {
         Fault::Reset => reset_client_connections(world),
-        Fault::Partition { .. } => {
+        Fault::Partition { duration } => {
             // Clog first: the client's reconnects after the reset must find the link down.
-            link.partition();
+            link.partition(duration);
             reset_client_connections(world);
         }
         Fault::ServerRestart => restart_server(world),
@@ -148,7 +126,7 @@ fn restart_replica(world: &Arc<World>, replica: u32) {
         world.with_store(store, |core| core.crash(world));
         *lock(&world.servers[store]) = None;
     }
-    bounce(&replica_node(replica));
+    bounce(world, &replica_node(replica), replica_ip(replica));
 }
 
 /// Every open client↔load-balancer connection, of every client, breaks abruptly on both sides:
@@ -173,7 +151,7 @@ fn restart_server(world: &Arc<World>) {
         super::server::start_store(world, 0);
     }
     for replica in world.replicas() {
-        bounce(&replica_node(replica));
+        bounce(world, &replica_node(replica), replica_ip(replica));
     }
 }
 
@@ -184,13 +162,13 @@ fn restart_client(world: &Arc<World>, index: u32) {
     if let Some(core) = lock(&world.client_slot(index).core).take() {
         super::client::record_lost_task_ids(world, &core);
     }
-    bounce(&client_node(index));
+    bounce(world, &client_node(index), client_ip(index));
 }
 
-/// Kills a node (its tasks and sockets go, peers see their streams end) and starts it again.
-/// `kill` before `restart`: `restart` alone keeps the old sockets bound, and the new listener
-/// could not bind its port.
-fn bounce(node: &str) {
+/// Kills a node (its tasks and streams go, peers see their streams end; its listeners, at `ip`,
+/// refuse connections from now on) and starts it again.
+fn bounce(world: &World, node: &str, ip: IpAddr) {
+    world.net.unbind(ip);
     let handle = Handle::current();
     handle.kill(node);
     handle.restart(node);

@@ -2,7 +2,7 @@
 //! one connection to it, and pumps frames both ways, telling `mcpsim_model::lb::LoadBalancer`
 //! about every frame that passes.
 //!
-//! madsim has no idle timeout and no mid-stream RST: when the model asks for a `Cut`, this actor
+//! The wire has no idle timeout and no mid-stream RST: when the model asks for a `Cut`, this actor
 //! drops both sockets of the connection (its pump task is aborted), so the client sees its stream
 //! end without `Frame::End` and the server sees a disconnect. A client-side-only cut drops the
 //! client socket and keeps reading (and discarding) the upstream until the server ends it.
@@ -14,9 +14,9 @@
 //! releasing buffered frames hands them to the connection's task to write.
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
-use crate::engine::net::{self, address_key, replica_addr, FrameReader, LB_ADDR};
+use crate::engine::net::{self, address_key, replica_addr, FrameReader, LB_ADDR, LB_IP};
 use crate::engine::pool::Pool;
-use madsim::net::{TcpListener, TcpStream};
+use crate::engine::wire::Stream;
 use madsim::task::AbortHandle;
 use mcpsim_model::config::UpstreamRetry;
 use mcpsim_model::http::{Frame, Method, Request, ResponseHead, Status};
@@ -164,10 +164,10 @@ pub(crate) async fn main(world: Arc<World>) {
     let bell = core.timer.bell();
     *crate::engine::recorder::lock(&world.lb) = Some(core);
     madsim::task::spawn(run_timer(world.clone(), "load balancer", bell, arm_timer, fire_timer));
-    let listener = TcpListener::bind(LB_ADDR).await.expect("the load balancer's address is free");
+    let listener = world.net.bind(LB_ADDR);
     world.listening.add_permits(1);
     loop {
-        let (stream, peer) = listener.accept().await.expect("a listener accepts until its node dies");
+        let (stream, peer) = listener.accept().await;
         world.with_lb(|core| {
             let conn = ConnId(core.next_conn);
             core.next_conn += 1;
@@ -214,7 +214,7 @@ fn routes_tasks_by_name(world: &World) -> bool {
 /// Proxies one client connection until either side closes it (or the client side is cut): one
 /// exchange, or with keep-alive (`client.http.keep_alive`, `lb.upstream_keep_alive`) one after
 /// another, each read whole before it is routed.
-async fn pump(world: Arc<World>, conn: ConnId, mut client: TcpStream, client_key: u64, mut orders: Orders) {
+async fn pump(world: Arc<World>, conn: ConnId, mut client: Stream, client_key: u64, mut orders: Orders) {
     let mut from_client = FrameReader::new();
     // Session routing reads the request before it picks the replica; so does keep-alive, whose
     // later requests come on an idle connection.
@@ -302,14 +302,14 @@ enum Forwarded {
     Ended,
     /// The balancer cut the connection (any answer is written): the client socket goes; with
     /// a client-side-only cut the upstream connection stays open, to be drained.
-    Cut(Option<(TcpStream, Backend)>),
+    Cut(Option<(Stream, Backend)>),
 }
 
 /// One request's way through the balancer, with what it needs of the client connection.
 struct Exchange<'a> {
     world: &'a Arc<World>,
     conn: ConnId,
-    client: &'a mut TcpStream,
+    client: &'a mut Stream,
     from_client: &'a mut FrameReader,
     orders: &'a mut Orders,
     /// The request's bytes, once read (before routing, or as they pass).
@@ -345,10 +345,9 @@ impl Exchange<'_> {
                     name_upstream(world, conn, &parked.stream);
                     parked.stream
                 }
-                None => match TcpStream::connect(replica_addr(backend.0)).await {
+                None => match world.net.connect(LB_IP, replica_addr(backend.0)) {
                     Ok(upstream) => {
-                        // Named before the replica can accept it: the connect returned without
-                        // yielding.
+                        // Named before the replica can accept it: the connect does not yield.
                         name_upstream(world, conn, &upstream);
                         upstream
                     }
@@ -369,7 +368,7 @@ impl Exchange<'_> {
                 if !resent {
                     bytes_passed(world, conn, 1);
                 }
-                if net::send(&mut upstream, self.request).await.is_err() {
+                if net::send(&mut upstream, self.request.clone()).await.is_err() {
                     // Found closed as the request went out.
                     if !reused {
                         return Forwarded::Ended;
@@ -421,7 +420,7 @@ impl Exchange<'_> {
     /// one flush, unless a hop holds some back (a held head, response buffering); what a hop
     /// releases later comes through `orders`. When learning, a response head naming a session
     /// tells the balancer the session lives on `backend`.
-    async fn relay(&mut self, upstream: &mut TcpStream, backend: Backend) -> Relayed {
+    async fn relay(&mut self, upstream: &mut Stream, backend: Backend) -> Relayed {
         let (world, conn) = (self.world, self.conn);
         let mut learn = self.learn.then_some(backend);
         let mut from_server = FrameReader::new();
@@ -433,7 +432,7 @@ impl Exchange<'_> {
             let forwarded = tokio::select! {
                 biased;
                 Ok(order) = &mut self.orders.cut => return Relayed::Cut(order),
-                Some(bytes) = self.orders.delivered.recv() => net::send(self.client, &bytes).await,
+                Some(bytes) = self.orders.delivered.recv() => net::send(self.client, bytes).await,
                 read = from_server.next_frames(upstream) => match read {
                     Ok(Some((frames, count))) => {
                         let head_run = std::mem::take(&mut first);
@@ -444,7 +443,7 @@ impl Exchange<'_> {
                             && net::last_frame(frames).is_some_and(|f| net::peek::<Frame>(f, |m| *m == Frame::End));
                         if transparent {
                             bytes_passed(world, conn, count);
-                            net::send(self.client, frames).await
+                            net::send(self.client, frames.to_vec()).await
                         } else {
                             let pieces = split(frames, head_run, kinds);
                             let out = world.with_lb(|core| {
@@ -455,7 +454,7 @@ impl Exchange<'_> {
                                 out
                             });
                             match out {
-                                Some(out) if !out.is_empty() => net::send(self.client, &out).await,
+                                Some(out) if !out.is_empty() => net::send(self.client, out).await,
                                 _ => Ok(()),
                             }
                         }
@@ -466,7 +465,7 @@ impl Exchange<'_> {
                         // buffered events) goes out after all.
                         let held = world.with_lb(|core| core.lb.handle_upstream_end(conn)).unwrap_or_default();
                         if !held.is_empty() {
-                            let _ = net::send(self.client, &held).await;
+                            let _ = net::send(self.client, held).await;
                         }
                         return Relayed::Ended;
                     }
@@ -478,7 +477,7 @@ impl Exchange<'_> {
                             self.request.extend_from_slice(frames);
                         }
                         bytes_passed(world, conn, count);
-                        net::send(upstream, frames).await
+                        net::send(upstream, frames.to_vec()).await
                     }
                     Ok(None) | Err(_) => return Relayed::Ended,
                 },
@@ -500,7 +499,7 @@ fn record(world: &Arc<World>, mut kind: StepKind) {
 }
 
 /// With several replicas: the upstream socket now carries the client's connection `conn`.
-fn name_upstream(world: &Arc<World>, conn: ConnId, upstream: &TcpStream) {
+fn name_upstream(world: &Arc<World>, conn: ConnId, upstream: &Stream) {
     if world.names_replicas() {
         world.pass_link(client_addr(world, conn), upstream.local_addr());
     }
@@ -570,15 +569,15 @@ fn learn_session(world: &Arc<World>, frames: &[u8], backend: Backend) {
 /// After a client-side cut the server's socket says nothing; the server model is told the
 /// client side is gone and decides, by its `dead_stream` rule, when it notices (a real server
 /// learns it when a write to the dead peer fails, or never).
-fn client_gone(world: &Arc<World>, backend: Backend, upstream: &TcpStream) {
-    let Ok(peer) = upstream.local_addr() else { return };
+fn client_gone(world: &Arc<World>, backend: Backend, upstream: &Stream) {
+    let peer = upstream.local_addr();
     world.with_store(world.store_of(backend.0), |core| core.client_gone(world, peer));
 }
 
 /// After a client-side cut: the upstream stays open, its bytes going nowhere, until the server
 /// ends it (with keep-alive, until the response's end: the server keeps the connection, the
 /// balancer lets it go).
-async fn drain_upstream(upstream: &mut TcpStream, keep_alive: bool) {
+async fn drain_upstream(upstream: &mut Stream, keep_alive: bool) {
     let mut reader = FrameReader::new();
     while let Ok(Some(frame)) = reader.next(upstream).await {
         if keep_alive && net::peek::<Frame>(frame, |m| *m == Frame::End) {
@@ -596,9 +595,9 @@ fn bytes_passed(world: &Arc<World>, conn: ConnId, frames: usize) {
 
 /// No replica can take the connection: the balancer answers itself, as a real one does (502 when
 /// the replica cannot be reached, 503 when none is in the rotation).
-async fn answer(client: &mut TcpStream, status: Status) {
+async fn answer(client: &mut Stream, status: Status) {
     let mut buf = Vec::new();
     net::encode(&Frame::Head(ResponseHead::status(status)), &mut buf);
     net::encode(&Frame::End, &mut buf);
-    let _ = net::send(client, &buf).await;
+    let _ = net::send(client, buf).await;
 }

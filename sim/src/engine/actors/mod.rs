@@ -16,6 +16,7 @@ pub(crate) mod lb;
 pub(crate) mod server;
 
 use crate::engine::recorder::{lock, ConnName, Recorder};
+use crate::engine::wire::Net;
 use crate::scenario::Scenario;
 use mcpsim_model::client::DurableState;
 use mcpsim_model::config::{ReplicaStore, ToolSpec};
@@ -113,7 +114,7 @@ impl ClientSlot {
 
 /// Everything the actors share, owned by the runner for one run.
 pub(crate) struct World {
-    pub scenario: Scenario,
+    pub scenario: Arc<Scenario>,
     pub seed: u64,
     /// The scenario's tools with this run's jittered durations.
     pub tools: Vec<ToolSpec>,
@@ -135,6 +136,8 @@ pub(crate) struct World {
     /// `CreateTaskResult`s still to drop (`Fault::TaskReplyLost`): each planned fault arms one,
     /// the next server write of one takes it (`server.rs`).
     pub task_replies_to_lose: AtomicU32,
+    /// The connections between the machines ([`crate::engine::wire`]).
+    pub net: Arc<Net>,
 }
 
 /// The shared task store a fleet with `server.tasks.store = shared` reads (ids `shared-t<n>`).
@@ -144,7 +147,7 @@ fn shared_task_store(tasks: &mcpsim_model::tasks::ServerTasks) -> Option<Arc<Mut
 }
 
 impl World {
-    pub(crate) fn new(scenario: Scenario, seed: u64, rec: Recorder) -> Self {
+    pub(crate) fn new(scenario: Arc<Scenario>, seed: u64, rec: Recorder) -> Self {
         let tools = jittered_tools(&scenario, seed);
         let clients = (0..scenario.clients.max(1)).map(|_| ClientSlot::new()).collect();
         let stores = match scenario.lb.store {
@@ -152,6 +155,7 @@ impl World {
             ReplicaStore::Shared => 1,
         };
         let scenario_tasks = scenario.server.tasks.clone();
+        let net = Net::new(seed, scenario.net.latency_min, scenario.net.latency_max);
         World {
             scenario,
             seed,
@@ -164,6 +168,7 @@ impl World {
             listening: Semaphore::new(0),
             task_store: shared_task_store(&scenario_tasks),
             task_replies_to_lose: AtomicU32::new(0),
+            net,
         }
     }
 
@@ -226,16 +231,16 @@ impl World {
     }
 
     /// Client `index`'s socket at `addr` carries its exchange `conn` (from now on).
-    pub(crate) fn name_client_link(&self, addr: std::io::Result<SocketAddr>, index: u32, conn: ConnId) {
-        if let (true, Ok(addr)) = (self.names_replicas(), addr) {
+    pub(crate) fn name_client_link(&self, addr: SocketAddr, index: u32, conn: ConnId) {
+        if self.names_replicas() {
             self.rec.name_link(addr, ConnName { conn, client: self.client_tag(index) });
         }
     }
 
     /// The balancer's upstream socket at `upstream` carries the connection its client socket
     /// (whose far end is `client`) carries.
-    pub(crate) fn pass_link(&self, client: Option<SocketAddr>, upstream: std::io::Result<SocketAddr>) {
-        if let (true, Some(client), Ok(upstream)) = (self.names_replicas(), client, upstream) {
+    pub(crate) fn pass_link(&self, client: Option<SocketAddr>, upstream: SocketAddr) {
+        if let (true, Some(client)) = (self.names_replicas(), client) {
             if let Some(name) = self.rec.link(client) {
                 self.rec.name_link(upstream, name);
             }
@@ -278,6 +283,7 @@ pub(crate) enum SeedPurpose {
     ClientBackoff = 2,
     ServerIds = 3,
     LbRouting = 4,
+    Network = 5,
 }
 
 /// The `index`-th seed for `purpose` under `root`.

@@ -9,7 +9,7 @@
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
 use crate::engine::net::{self, replica_addr, FrameReader};
-use madsim::net::{TcpListener, TcpStream};
+use crate::engine::wire::Stream;
 use mcpsim_model::config::EventIdScheme;
 use mcpsim_model::http::{ClientMessage, Frame, Method, Request, ResponseHead, ServerMessage, SseEvent};
 use mcpsim_model::ids::{ConnId, SessionId, StreamNo};
@@ -73,7 +73,7 @@ impl ServerCore {
                         let _ = out.send(Outgoing::Frame(frame));
                     }
                 }
-                // madsim has no RST: an abrupt close and a clean one both drop the socket; what
+                // The wire has no RST: an abrupt close and a clean one both drop the stream; what
                 // tells them apart at the client is whether `Frame::End` came first.
                 ServerOutput::Close { conn, abrupt } => {
                     self.via.remove(&conn);
@@ -253,11 +253,10 @@ pub(crate) async fn main(world: Arc<World>, replica: u32) {
         start_store(&world, replica as usize);
     }
     let store = world.store_of(replica);
-    let listener =
-        TcpListener::bind(replica_addr(replica)).await.expect("the server's address is free after a restart");
+    let listener = world.net.bind(replica_addr(replica));
     world.listening.add_permits(1);
     loop {
-        let (stream, _) = listener.accept().await.expect("a listener accepts until its node dies");
+        let (stream, _) = listener.accept().await;
         if let Some(conn) = next_conn(&world, store) {
             madsim::task::spawn(serve(world.clone(), store, replica, conn, stream));
         }
@@ -304,7 +303,7 @@ fn next_conn(world: &Arc<World>, store: usize) -> Option<ConnId> {
 /// a balancer that keeps upstream connections alive (`lb.upstream_keep_alive`) a cleanly ended
 /// exchange leaves the connection open for the next request, until the server's
 /// `keep_alive_timeout` of idleness closes it.
-async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut stream: TcpStream) {
+async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut stream: Stream) {
     let keep_alive = world.scenario.lb.upstream_keep_alive;
     let mut reader = FrameReader::new();
     let mut conn = Some(conn);
@@ -335,7 +334,7 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
             let mut buf = Vec::new();
             net::encode(&Frame::Head(ResponseHead::event_stream()), &mut buf);
             net::encode(&Frame::End, &mut buf);
-            let _ = net::send(&mut stream, &buf).await;
+            let _ = net::send(&mut stream, buf).await;
             if !keep_alive {
                 return;
             }
@@ -364,7 +363,7 @@ async fn exchange(
     store: usize,
     replica: u32,
     conn: ConnId,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     reader: &mut FrameReader,
     request: Request,
 ) -> Served {
@@ -372,11 +371,10 @@ async fn exchange(
     let accepted = world.with_store(store, |core| {
         core.conns.insert(conn, out);
         core.via.insert(conn, replica);
-        if let Ok(peer) = stream.peer_addr() {
-            core.peers.insert(peer, conn);
-            if world.names_replicas() {
-                core.named.insert(conn, (peer, replica));
-            }
+        let peer = stream.peer_addr();
+        core.peers.insert(peer, conn);
+        if world.names_replicas() {
+            core.named.insert(conn, (peer, replica));
         }
         core.serving = Some(replica);
         core.server.handle_request(world.rec.now(), conn, request);
@@ -393,7 +391,7 @@ async fn exchange(
             next = frames.recv() => match next {
                 Some(Outgoing::Frame(frame)) => {
                     let closing = encode_queued(frame, &mut frames, &mut buf);
-                    if net::send(stream, &buf).await.is_err() {
+                    if net::send(stream, std::mem::take(&mut buf)).await.is_err() {
                         break;
                     }
                     match closing {

@@ -1,0 +1,506 @@
+//! The transport: the project's own connections between the machines, on madsim's executor and
+//! clock, in place of madsim's simulated TCP.
+//!
+//! A connection is two pipes, one per direction. A pipe is a FIFO of writes: each flushed write
+//! (one or more frames, see [`crate::engine::net`]) gets a latency drawn from the run's seeded
+//! network stream ([`SeedPurpose::Network`]) within `net.latency_min..latency_max`, and arrives at
+//! `max(the previous write's arrival, now + latency)`, so a pipe never reorders. The reader is
+//! woken once per write, by a timer on madsim's clock at its arrival; nothing else runs per write (madsim's TCP
+//! bound a port, kept SipHash maps, and ran every message through a timer in an `async_stream`).
+//!
+//! - **Open.** [`Net::connect`] finds the listener bound at the address and queues the server's
+//!   end for its [`Listener::accept`]; no listener (its node is down) or a partition across the
+//!   edge is `ConnectionRefused`, at once.
+//! - **Close.** Dropping a [`Stream`] closes both of its directions: the peer reads what is still
+//!   in flight, then the end (as with madsim, a graceful close and an abrupt one look alike on the
+//!   wire: what tells them apart at the client is whether `Frame::End` came first); a write to a
+//!   peer that has let go fails with `ConnectionReset`, at once. A node kill drops its tasks and
+//!   with them their streams; [`Net::unbind`] takes its listeners away at the moment of the kill.
+//! - **Partitions** cut the edge (every client ↔ the load balancer): connects across it are
+//!   refused while one is in force, and a write across it (the injector resets the connections a
+//!   partition catches, so only a straggler can write) waits for the heal before its latency.
+//! - **Bounded buffers.** A pipe holds at most [`MAX_IN_FLIGHT`] writes; a writer past it waits
+//!   for the reader (the back-pressure of a full TCP window).
+//!
+//! The run happens on one thread, so every lock here is uncontended; they are there because
+//! madsim's tasks must be `Send`.
+
+use super::actors::{derive_seed, SeedPurpose};
+use super::net::LB_ADDR;
+use madsim::time::{Instant, TimeHandle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::{poll_fn, Future};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// Writes a pipe holds before its writer waits for the reader.
+pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+
+/// The first port handed to a connecting end (ports below are the listeners').
+const FIRST_PORT: u16 = 1024;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One run's network: listeners, latency draws, partitions.
+pub(crate) struct Net {
+    state: Mutex<NetState>,
+    /// madsim's clock, read through its handle (`Instant::now` goes through libc's
+    /// `clock_gettime`, which madsim answers more slowly).
+    clock: TimeHandle,
+}
+
+struct NetState {
+    rng: ChaCha8Rng,
+    latency_min: Duration,
+    latency_max: Duration,
+    listeners: BTreeMap<SocketAddr, Arc<Backlog>>,
+    next_port: u16,
+    /// Partitions of the edge in force (plans may overlap them).
+    partitions: u32,
+    /// When the last partition in force ends: writes across the edge wait until then.
+    edge_blocked_until: Option<Instant>,
+}
+
+impl Net {
+    /// The network of a run under `seed`, latencies drawn from `min..max` (`min` when equal).
+    /// Call inside the simulation.
+    pub(crate) fn new(seed: u64, min: Duration, max: Duration) -> Arc<Net> {
+        let rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, SeedPurpose::Network, 0));
+        Arc::new(Net {
+            state: Mutex::new(NetState {
+                rng,
+                latency_min: min,
+                latency_max: max.max(min),
+                listeners: BTreeMap::new(),
+                next_port: FIRST_PORT,
+                partitions: 0,
+                edge_blocked_until: None,
+            }),
+            clock: TimeHandle::current(),
+        })
+    }
+
+    /// Listens at `addr` (a restarted node binds the address its dead incarnation held).
+    pub(crate) fn bind(self: &Arc<Self>, addr: SocketAddr) -> Listener {
+        let backlog = Arc::new(Backlog::default());
+        if let Some(old) = lock(&self.state).listeners.insert(addr, backlog.clone()) {
+            old.close();
+        }
+        Listener { net: self.clone(), addr, backlog }
+    }
+
+    /// Every listener on `ip` goes (its node is killed): connects are refused from now on, and
+    /// connections not yet accepted end.
+    pub(crate) fn unbind(&self, ip: IpAddr) {
+        let gone: Vec<Arc<Backlog>> = {
+            let mut state = lock(&self.state);
+            let addrs: Vec<SocketAddr> = state.listeners.keys().filter(|a| a.ip() == ip).copied().collect();
+            addrs.iter().filter_map(|a| state.listeners.remove(a)).collect()
+        };
+        gone.iter().for_each(|backlog| backlog.close());
+    }
+
+    /// Opens a connection from the machine at `from` to the listener at `to`.
+    pub(crate) fn connect(self: &Arc<Self>, from: IpAddr, to: SocketAddr) -> io::Result<Stream> {
+        let edge = to == LB_ADDR;
+        let (backlog, local) = {
+            let mut state = lock(&self.state);
+            if edge && state.partitions > 0 {
+                return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "partitioned"));
+            }
+            let refused = || io::Error::new(io::ErrorKind::ConnectionRefused, "no listener");
+            let backlog = state.listeners.get(&to).cloned().ok_or_else(refused)?;
+            let port = state.next_port;
+            state.next_port = state.next_port.checked_add(1).unwrap_or(FIRST_PORT);
+            (backlog, SocketAddr::new(from, port))
+        };
+        let (up, down) = (Arc::new(Pipe::default()), Arc::new(Pipe::default()));
+        let client = Stream::new(self.clone(), local, to, edge, down.clone(), up.clone());
+        let server = Stream::new(self.clone(), to, local, edge, up, down);
+        backlog.push(server)?;
+        Ok(client)
+    }
+
+    /// A partition of the edge starts; it lasts `duration`.
+    pub(crate) fn partition(&self, duration: Duration) {
+        let mut state = lock(&self.state);
+        state.partitions += 1;
+        let until = self.clock.now_instant() + duration;
+        state.edge_blocked_until = Some(state.edge_blocked_until.map_or(until, |at| at.max(until)));
+    }
+
+    /// A partition ends; the edge carries traffic again once no other one is in force. Returns
+    /// whether it did.
+    pub(crate) fn heal(&self) -> bool {
+        let mut state = lock(&self.state);
+        state.partitions = state.partitions.saturating_sub(1);
+        if state.partitions == 0 {
+            state.edge_blocked_until = None;
+        }
+        state.partitions == 0
+    }
+
+    /// When a write made now (across the edge when `edge`) arrives, if the previous one on its
+    /// pipe arrives at `previous`.
+    fn arrival(&self, edge: bool, previous: Option<Instant>) -> Instant {
+        let mut state = lock(&self.state);
+        let (min, max) = (state.latency_min, state.latency_max);
+        let latency = if min < max { state.rng.gen_range(min..max) } else { min };
+        let now = self.clock.now_instant();
+        let from = match state.edge_blocked_until.filter(|_| edge) {
+            Some(heal) => heal.max(now),
+            None => now,
+        };
+        let at = from + latency;
+        previous.map_or(at, |p| p.max(at))
+    }
+}
+
+/// Connections to a listener that it has not accepted yet.
+#[derive(Default)]
+struct Backlog {
+    state: Mutex<BacklogState>,
+}
+
+#[derive(Default)]
+struct BacklogState {
+    queue: VecDeque<Stream>,
+    acceptor: Option<Waker>,
+    closed: bool,
+}
+
+impl Backlog {
+    fn push(&self, stream: Stream) -> io::Result<()> {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "listener gone"));
+        }
+        state.queue.push_back(stream);
+        if let Some(waker) = state.acceptor.take() {
+            waker.wake();
+        }
+        Ok(())
+    }
+
+    /// No more connections; the queued ones end (dropped outside the lock).
+    fn close(&self) {
+        let queued = {
+            let mut state = lock(&self.state);
+            state.closed = true;
+            std::mem::take(&mut state.queue)
+        };
+        drop(queued);
+    }
+}
+
+/// A bound address accepting connections.
+pub(crate) struct Listener {
+    net: Arc<Net>,
+    addr: SocketAddr,
+    backlog: Arc<Backlog>,
+}
+
+impl Listener {
+    /// The next connection and its peer's address. Waits forever once the listener is gone (its
+    /// node was killed; its tasks are about to be dropped).
+    pub(crate) async fn accept(&self) -> (Stream, SocketAddr) {
+        poll_fn(|cx| {
+            let mut state = lock(&self.backlog.state);
+            match state.queue.pop_front() {
+                Some(stream) => {
+                    let peer = stream.peer;
+                    Poll::Ready((stream, peer))
+                }
+                None => {
+                    state.acceptor = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let mut state = lock(&self.net.state);
+        if state.listeners.get(&self.addr).is_some_and(|b| Arc::ptr_eq(b, &self.backlog)) {
+            state.listeners.remove(&self.addr);
+        }
+        drop(state);
+        self.backlog.close();
+    }
+}
+
+/// One direction of a connection.
+#[derive(Default)]
+struct Pipe {
+    state: Mutex<PipeState>,
+}
+
+#[derive(Default)]
+struct PipeState {
+    /// Writes in flight or arrived and unread, each with its arrival.
+    writes: VecDeque<(Instant, Vec<u8>)>,
+    last_arrival: Option<Instant>,
+    writer_closed: bool,
+    reader_gone: bool,
+    /// The reader waiting for a write (none in flight).
+    reader: Option<Waker>,
+    /// The reader's wake-up set on madsim's clock for the first write's arrival, and whom it
+    /// wakes: a poll before then sets no second one.
+    armed: Option<(Instant, Waker)>,
+    writer: Option<Waker>,
+}
+
+/// Has madsim's clock wake `waker` at `at` (a `Sleep` polled on its behalf adds exactly that
+/// timer). `sleep_until` alone would wait at least 1 ms, as tokio's does; `reset` sets the
+/// deadline as it is.
+fn wake_at(clock: &TimeHandle, at: Instant, waker: &Waker) {
+    let mut sleep = std::pin::pin!(clock.sleep_until(at));
+    sleep.as_mut().reset(at);
+    if sleep.as_mut().poll(&mut Context::from_waker(waker)).is_ready() {
+        waker.wake_by_ref();
+    }
+}
+
+/// One end of a connection: reads the peer's writes as they arrive, writes (on flush) to the peer.
+pub(crate) struct Stream {
+    net: Arc<Net>,
+    local: SocketAddr,
+    peer: SocketAddr,
+    /// Whether the connection crosses the edge (a client ↔ the load balancer).
+    edge: bool,
+    incoming: Arc<Pipe>,
+    outgoing: Arc<Pipe>,
+}
+
+impl Stream {
+    fn new(
+        net: Arc<Net>,
+        local: SocketAddr,
+        peer: SocketAddr,
+        edge: bool,
+        incoming: Arc<Pipe>,
+        outgoing: Arc<Pipe>,
+    ) -> Self {
+        Stream { net, local, peer, edge, incoming, outgoing }
+    }
+
+    /// This end's address.
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The far end's address.
+    pub(crate) fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+}
+
+impl Stream {
+    /// The next write of the peer, whole, once it has arrived; `None` at the end (the peer let
+    /// go and every write it made has been read). Cancel-safe: a write leaves the pipe only in
+    /// the poll that returns it.
+    pub(crate) async fn recv(&mut self) -> Option<Vec<u8>> {
+        poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// A write that has arrived, or the end; else the reader waits: for the first write in
+    /// flight, by a wake-up at its arrival (set once, here or by the writer), or, with nothing in
+    /// flight, for the writer.
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
+        let mut pipe = lock(&self.incoming.state);
+        let due = match pipe.writes.front() {
+            Some((at, _)) => *at,
+            None if pipe.writer_closed => return Poll::Ready(None),
+            None => {
+                pipe.reader = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+        };
+        if due <= self.net.clock.now_instant() {
+            let (_, bytes) = pipe.writes.pop_front().expect("the front was just read");
+            if let Some(writer) = pipe.writer.take() {
+                writer.wake();
+            }
+            return Poll::Ready(Some(bytes));
+        }
+        let set = pipe.armed.as_ref().is_some_and(|(at, waker)| *at == due && waker.will_wake(cx.waker()));
+        if !set {
+            wake_at(&self.net.clock, due, cx.waker());
+            pipe.armed = Some((due, cx.waker().clone()));
+        }
+        Poll::Pending
+    }
+
+    /// Puts `bytes` on the wire as one write: it arrives whole, after its latency. Fails at once
+    /// when the peer has let go; waits while the pipe holds [`MAX_IN_FLIGHT`] writes.
+    pub(crate) async fn send(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        let mut bytes = Some(bytes);
+        poll_fn(|cx| {
+            let previous = {
+                let mut pipe = lock(&self.outgoing.state);
+                if pipe.reader_gone {
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionReset, "the peer let go")));
+                }
+                if pipe.writes.len() >= MAX_IN_FLIGHT {
+                    pipe.writer = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                pipe.last_arrival
+            };
+            let at = self.net.arrival(self.edge, previous);
+            let mut pipe = lock(&self.outgoing.state);
+            pipe.last_arrival = Some(at);
+            pipe.writes.push_back((at, bytes.take().unwrap_or_default()));
+            // A reader waiting on an empty pipe is woken when this write arrives, not now.
+            if let Some(reader) = pipe.reader.take() {
+                wake_at(&self.net.clock, at, &reader);
+                pipe.armed = Some((at, reader));
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let reader = {
+            let mut pipe = lock(&self.outgoing.state);
+            pipe.writer_closed = true;
+            pipe.reader.take()
+        };
+        let (writer, unread) = {
+            let mut pipe = lock(&self.incoming.state);
+            pipe.reader_gone = true;
+            (pipe.writer.take(), std::mem::take(&mut pipe.writes))
+        };
+        drop(unread);
+        reader.into_iter().chain(writer).for_each(Waker::wake);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::net::{replica_addr, CLIENT_IP};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn run<F: Future>(f: F) -> F::Output {
+        madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(f)
+    }
+
+    async fn write(s: &mut Stream, bytes: &[u8]) -> io::Result<()> {
+        s.send(bytes.to_vec()).await
+    }
+
+    /// Reads one write (empty at the end) and when it arrived, since `t0`, to the microsecond
+    /// (madsim's clock moves on by some nanoseconds as tasks run).
+    async fn read(s: &mut Stream, t0: Instant) -> (Vec<u8>, Duration) {
+        let bytes = s.recv().await.unwrap_or_default();
+        (bytes, Duration::from_micros((Instant::now() - t0).as_micros() as u64))
+    }
+
+    #[test]
+    fn writes_arrive_in_order_after_a_latency_drawn_in_range() {
+        let arrivals = run(async {
+            let net = Net::new(7, 2 * MS, 9 * MS);
+            let listener = net.bind(replica_addr(0));
+            let t0 = Instant::now();
+            let mut client = net.connect(CLIENT_IP, replica_addr(0)).unwrap();
+            let (mut server, peer) = listener.accept().await;
+            assert_eq!((peer, server.peer_addr()), (client.local_addr(), client.local_addr()));
+            for i in 0..20u8 {
+                write(&mut client, &[i]).await.unwrap();
+            }
+            let mut got = Vec::new();
+            for _ in 0..20 {
+                got.push(read(&mut server, t0).await);
+            }
+            got
+        });
+        let bytes: Vec<u8> = arrivals.iter().map(|(b, _)| b[0]).collect();
+        assert_eq!(bytes, (0..20).collect::<Vec<u8>>(), "FIFO");
+        assert!(arrivals.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert!(arrivals.iter().all(|(_, t)| *t >= 2 * MS && *t < 9 * MS), "{arrivals:?}");
+        assert!(arrivals.iter().any(|(_, t)| *t != arrivals[0].1), "latencies are drawn, not fixed");
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_latencies_and_another_seed_others() {
+        let draws = |seed| {
+            run(async move {
+                let net = Net::new(seed, MS, 100 * MS);
+                (0..8).map(|_| net.arrival(false, None) - Instant::now()).collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(draws(3), draws(3));
+        assert_ne!(draws(3), draws(4));
+    }
+
+    #[test]
+    fn a_close_arrives_after_the_data_in_flight_and_a_write_to_a_gone_peer_fails() {
+        run(async {
+            let net = Net::new(1, 5 * MS, 5 * MS);
+            let listener = net.bind(replica_addr(0));
+            let t0 = Instant::now();
+            let mut client = net.connect(CLIENT_IP, replica_addr(0)).unwrap();
+            let (mut server, _) = listener.accept().await;
+            write(&mut client, b"last").await.unwrap();
+            drop(client);
+            assert_eq!(read(&mut server, t0).await, (b"last".to_vec(), 5 * MS));
+            assert_eq!(read(&mut server, t0).await, (Vec::new(), 5 * MS), "then the end, at once");
+            let err = write(&mut server, b"late").await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
+        });
+    }
+
+    #[test]
+    fn no_listener_or_a_partition_refuses_and_a_write_across_a_partition_waits_for_the_heal() {
+        run(async {
+            let net = Net::new(1, MS, MS);
+            let refused = net.connect(CLIENT_IP, LB_ADDR).map(|_| ()).unwrap_err();
+            assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
+            let listener = net.bind(LB_ADDR);
+            let mut client = net.connect(CLIENT_IP, LB_ADDR).unwrap();
+            let (mut lb, _) = listener.accept().await;
+            let t0 = Instant::now();
+            net.partition(Duration::from_secs(10));
+            let refused = net.connect(CLIENT_IP, LB_ADDR).map(|_| ()).unwrap_err();
+            assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
+            write(&mut client, b"x").await.unwrap();
+            assert_eq!(read(&mut lb, t0).await, (b"x".to_vec(), Duration::from_secs(10) + MS));
+            assert!(net.heal());
+            assert!(net.connect(CLIENT_IP, LB_ADDR).is_ok());
+            net.unbind(LB_ADDR.ip());
+            assert!(net.connect(CLIENT_IP, LB_ADDR).is_err(), "a killed node's listener is gone");
+        });
+    }
+
+    #[test]
+    fn a_writer_past_the_bound_waits_for_the_reader() {
+        run(async {
+            let net = Net::new(1, MS, MS);
+            let listener = net.bind(replica_addr(0));
+            let mut client = net.connect(CLIENT_IP, replica_addr(0)).unwrap();
+            let (mut server, _) = listener.accept().await;
+            for _ in 0..MAX_IN_FLIGHT {
+                write(&mut client, b"x").await.unwrap();
+            }
+            let blocked = madsim::time::timeout(Duration::from_secs(1), write(&mut client, b"y")).await;
+            assert!(blocked.is_err(), "the pipe is full");
+            assert_eq!(server.recv().await, Some(b"x".to_vec()));
+            assert!(madsim::time::timeout(Duration::from_secs(1), write(&mut client, b"y")).await.is_ok());
+        });
+    }
+}
