@@ -3,7 +3,7 @@
 
 use super::TraceIndex;
 use super::{client_of, event_subject, session_subject, sorted, Invariant, InvariantId, RunEnd, Violation};
-use crate::http::{ServerMessage, Status};
+use crate::http::{Method, ServerMessage, Status};
 use crate::ids::{ConnId, SessionId};
 use crate::time::{format_micros, Instant};
 use crate::trace::{Actor, StepKind};
@@ -75,13 +75,27 @@ fn orphaned_results(ix: &TraceIndex<'_>) -> Vec<Violation> {
 /// A session counts only if its id reached a client (a response head carrying it): one whose
 /// `initialize` answer was lost on the way never did, so no client can use or end it — the
 /// server's idle expiry is its only end, and no client behaviour could have avoided it.
+///
+/// A session its client is already ending is no longer held: from the client's first `DELETE`
+/// naming it, provided the session does end later in the trace (that `DELETE` or a retry of it
+/// got through, or the server expired it). A client that re-initializes while its `DELETE` of
+/// the old session is still being retried through an outage has given that session up, and it
+/// is cleaned up; one whose `DELETE` never ends it left it orphaned, and is flagged.
 fn second_live_sessions(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut known: BTreeSet<&SessionId> = BTreeSet::new();
+    let mut ends: BTreeSet<&SessionId> = BTreeSet::new();
     let mut changes = Vec::new();
     for (order, step) in ix.others() {
         match &step.kind {
             StepKind::Response { head, .. } if step.actor == Actor::Client => known.extend(head.session.as_ref()),
-            StepKind::SessionCreated { .. } | StepKind::SessionEnded { .. } => changes.push((order, step)),
+            StepKind::SessionEnded { session, .. } => {
+                ends.insert(session);
+                changes.push((order, step));
+            }
+            StepKind::SessionCreated { .. } => changes.push((order, step)),
+            StepKind::Send { request, .. } if step.actor == Actor::Client && request.method == Method::Delete => {
+                changes.push((order, step))
+            }
             _ => {}
         }
     }
@@ -108,6 +122,13 @@ fn second_live_sessions(ix: &TraceIndex<'_>) -> Vec<Violation> {
             StepKind::SessionEnded { session, .. } => {
                 for held in live.values_mut() {
                     held.retain(|s| *s != session);
+                }
+            }
+            StepKind::Send { request, .. } => {
+                if let Some(session) = request.session.as_ref().filter(|s| ends.contains(s)) {
+                    for held in live.values_mut() {
+                        held.retain(|s| *s != session);
+                    }
                 }
             }
             _ => {}
@@ -344,6 +365,45 @@ mod tests {
             .server(session_created(&b, "app"))
             .build();
         assert_eq!(second_live_sessions(&ended), vec![]);
+    }
+
+    #[test]
+    fn a_session_being_deleted_is_given_up_only_if_the_delete_ends_it() {
+        let (a, b) = (sid("A"), sid("B"));
+        // The client's DELETE of A is refused through an outage; it re-initializes (B) and a
+        // retry of the DELETE ends A afterwards.
+        let trace = |a_ends: bool| {
+            let t = TraceBuilder::new()
+                .at(1_000)
+                .server(session_created(&a, "app"))
+                .client(session_answer(1, &a))
+                .at(2_000)
+                .client(StepKind::Send { conn: ConnId(2), request: Request::delete(a.clone()) })
+                .client(conn_end(2, ConnEnd::Refused))
+                .at(3_000)
+                .server(session_created(&b, "app"))
+                .client(session_answer(3, &b))
+                .at(4_000)
+                .client(StepKind::Send { conn: ConnId(4), request: Request::delete(a.clone()) });
+            if a_ends {
+                t.server(session_ended(&a)).build()
+            } else {
+                t.build()
+            }
+        };
+        assert_eq!(second_live_sessions(&trace(true)), vec![]);
+        // The DELETE never got through: A is orphaned, and B is the second live session.
+        let v = second_live_sessions(&trace(false));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B"));
+        // Without any DELETE, A ending later does not excuse B.
+        let never_deleted = TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .client(session_answer(1, &a))
+            .server(session_created(&b, "app"))
+            .client(session_answer(2, &b))
+            .server(session_ended(&a))
+            .build();
+        assert_eq!(second_live_sessions(&never_deleted).len(), 1);
     }
 
     #[test]
