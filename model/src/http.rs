@@ -187,7 +187,7 @@ pub enum ClientMessage {
         id: RequestId,
     },
     /// `subscriptions/listen` (2026-07-28 `basic/patterns/subscriptions.mdx`): its SSE response
-    /// is the long-lived stream of change notifications (`crate::subscriptions`).
+    /// is the long-lived stream of change notifications (`subscriptions.rs`).
     #[serde(rename = "subscriptions/listen")]
     Listen {
         /// The JSON-RPC request id (the subscription's id).
@@ -491,7 +491,7 @@ pub enum ServerMessage {
     Changed {
         /// The subscription.
         subscription: RequestId,
-        /// The change's id (`crate::subscriptions::change_id`).
+        /// The change's id (`subscriptions.rs`, `change_id`).
         change: String,
     },
 }

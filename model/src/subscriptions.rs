@@ -27,7 +27,7 @@
 //! covers what it missed. `client.subscriptions.on_abrupt_end` says which: `tell-app` (both SDKs)
 //! or `relisten` (a client that takes the spec's "MAY reconnect" and re-listens on its own,
 //! telling the application nothing: the loss is silent). The oracle
-//! `no-silent-notification-loss` (`crate::oracle`) judges it.
+//! `no-silent-notification-loss` (`oracle/subscriptions.rs`) judges it.
 
 use serde::{Deserialize, Serialize};
 

@@ -682,7 +682,7 @@ pub enum StepKind {
         call: CallKey,
     },
 
-    // --- `subscriptions/listen` (`crate::subscriptions`) ---
+    // --- `subscriptions/listen` (`subscriptions.rs`) ---
     /// A server process published a change notification to the listen streams open on it
     /// (`listeners` of them; none: it reached nobody).
     ChangeEmitted {

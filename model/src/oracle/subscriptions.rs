@@ -1,5 +1,5 @@
 //! `no-silent-notification-loss`: every change notification a server emitted while an
-//! application believed it was subscribed (`subscriptions/listen`, `crate::subscriptions`)
+//! application believed it was subscribed (`subscriptions/listen`, `subscriptions.rs`)
 //! reached it, or the application was told afterwards that its subscription ended.
 //!
 //! Why not `no-silent-event-loss`: that invariant judges events *stored* on a stream (each has a

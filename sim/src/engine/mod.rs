@@ -4,6 +4,7 @@
 //! Depends on [`crate::scenario`] (what to run) and on `mcpsim-model`; nothing above it.
 
 pub(crate) mod actors;
+pub(crate) mod addr;
 pub mod logging;
 pub(crate) mod net;
 pub(crate) mod pool;

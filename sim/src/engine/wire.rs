@@ -2,7 +2,7 @@
 //! clock, in place of madsim's simulated TCP.
 //!
 //! A connection is two pipes, one per direction. A pipe is a FIFO of writes: each flushed write
-//! (one or more frames, see [`crate::engine::net`]) gets a latency drawn from the run's seeded
+//! (one or more frames, see the sibling `net` module) gets a latency drawn from the run's seeded
 //! network stream ([`SeedPurpose::Network`]) within `net.latency_min..latency_max`, and arrives at
 //! `max(the previous write's arrival, now + latency)`, so a pipe never reorders. The reader is
 //! woken once per write, by a timer on madsim's clock at its arrival; nothing else runs per write (madsim's TCP
@@ -26,7 +26,7 @@
 //! madsim's tasks must be `Send`.
 
 use super::actors::{derive_seed, SeedPurpose};
-use super::net::LB_ADDR;
+use super::addr::LB_ADDR;
 use madsim::time::{Instant, TimeHandle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -392,7 +392,7 @@ impl Drop for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::net::{replica_addr, CLIENT_IP};
+    use crate::engine::addr::{replica_addr, CLIENT_IP};
 
     const MS: Duration = Duration::from_millis(1);
 

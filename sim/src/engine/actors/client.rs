@@ -10,7 +10,8 @@
 //! before it, `Refused` if the connect fails.
 
 use super::{client_backoff_seed, client_name, client_node, run_timer, TimerArm, World};
-use crate::engine::net::{self, client_ip, FrameReader, LB_ADDR};
+use crate::engine::addr::{client_ip, LB_ADDR};
+use crate::engine::net::{self, FrameReader};
 use crate::engine::pool::{Claim, Parked, Pool};
 use crate::engine::recorder::lock;
 use crate::engine::wire::Stream;

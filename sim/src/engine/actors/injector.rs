@@ -5,7 +5,7 @@
 //! client↔load-balancer connection.
 
 use super::{client_node, replica_node, World};
-use crate::engine::net::{client_ip, replica_ip};
+use crate::engine::addr::{client_ip, replica_ip};
 use crate::engine::recorder::lock;
 use crate::scenario::faults::{Fault, PlannedFault, Target};
 use madsim::runtime::Handle;

@@ -14,7 +14,8 @@
 //! releasing buffered frames hands them to the connection's task to write.
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
-use crate::engine::net::{self, address_key, replica_addr, FrameReader, LB_ADDR, LB_IP};
+use crate::engine::addr::{address_key, replica_addr, LB_ADDR, LB_IP};
+use crate::engine::net::{self, FrameReader};
 use crate::engine::pool::Pool;
 use crate::engine::wire::Stream;
 use madsim::task::AbortHandle;

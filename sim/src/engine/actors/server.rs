@@ -8,7 +8,8 @@
 //! restart only ends the connections that came through it.
 
 use super::{derive_seed, run_timer, SeedPurpose, TimerArm, World};
-use crate::engine::net::{self, replica_addr, FrameReader};
+use crate::engine::addr::replica_addr;
+use crate::engine::net::{self, FrameReader};
 use crate::engine::wire::Stream;
 use mcpsim_model::config::EventIdScheme;
 use mcpsim_model::http::{ClientMessage, Frame, Method, Request, ResponseHead, ServerMessage, SseEvent};
