@@ -62,8 +62,18 @@ const KEYS: &[&str] = &[
 ];
 
 /// The fault keys of `[faults]`, each a `fault.KEY` setting.
-const FAULT_KEYS: &[&str] =
-    &["partition", "reset", "server_restart", "client_restart", "deploy", "malformed", "task_reply_lost"];
+const FAULT_KEYS: &[&str] = &[
+    "partition",
+    "reset",
+    "server_restart",
+    "client_restart",
+    "restart",
+    "cut",
+    "deploy",
+    "answer",
+    "malformed",
+    "task_reply_lost",
+];
 
 /// A position in a file, 1-based.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -923,6 +933,26 @@ mod tests {
         let s = Scenario::build(&two, "naive", "reference").unwrap();
         assert_eq!((s.name.as_str(), s.tools[0].duration, s.faults.len()), ("faster", Duration::from_secs(120), 2));
         assert_eq!(s.server.keepalive, Some(Duration::from_secs(20)));
+    }
+
+    #[test]
+    fn the_targeted_faults_are_data_too() {
+        // Every `fault.KEY` of a targeted fault can be said in a file, and a dump writes it back.
+        let dir = tmp("targeted");
+        let text = "extends = \"long-tool\"\n[lb]\nhops = [{}]\n[faults]\nrestart = \"hop0@90s\"\ncut = [\"client0@30s\", \"replica0@1m\"]\nanswer = \"hop0=404@60s..90s\"\nmalformed = \"client0@20s\"\n";
+        let path = write(&dir, "targeted.toml", text);
+        let s = Scenario::build(&path, "reference", "reference").unwrap_or_else(|e| panic!("{e}"));
+        let kinds: Vec<&str> = s.faults.faults().iter().map(|f| f.fault.kind()).collect();
+        for kind in ["restart", "cut", "answer", "malformed"] {
+            assert!(kinds.contains(&kind), "{kind}: {kinds:?}");
+        }
+        assert_eq!(kinds.iter().filter(|k| **k == "cut").count(), 2);
+        let dumped = dump(&s, "targeted").unwrap();
+        let again = write(&dir, "again.toml", &dumped);
+        let mut back = Scenario::build(&again, "reference", "reference").unwrap_or_else(|e| panic!("{e}\n{dumped}"));
+        back.scenario_arg = s.scenario_arg.clone();
+        back.name = s.name.clone();
+        assert_eq!(back.faults, s.faults, "{dumped}");
     }
 
     #[test]

@@ -886,6 +886,12 @@ mod tests {
             assert!(shown != "none" && !shown.contains(','), "{key}={shown}");
         }
         assert_eq!(fault_setting("meteor"), None);
+        // Every kind a plan can hold has its key (the search's shrinking removes one fault at a
+        // time by rewriting its kind's setting), and that key reads back what it set.
+        for kind in Fault::KINDS.iter().chain(Fault::TARGETED_KINDS) {
+            let key = fault_setting(kind).unwrap_or_else(|| panic!("{kind} has no key"));
+            assert!(setting(key).is_ok(), "{key}");
+        }
     }
 
     #[test]

@@ -332,6 +332,8 @@ pub fn fault_setting(kind: &str) -> Option<&'static str> {
         "restart" => Some("fault.restart"),
         "cut" => Some("fault.cut"),
         "deploy" => Some("fault.deploy"),
+        "answer" => Some("fault.answer"),
+        "malformed" => Some("fault.malformed"),
         "task-reply-lost" => Some("fault.task_reply_lost"),
         _ => None,
     }
