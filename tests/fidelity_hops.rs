@@ -144,3 +144,54 @@ fn a_gateway_that_holds_the_final_frame_of_what_it_got_delays_each_event_until_t
     let outcome = run(&flushing, recorded.header.seed).expect("the re-run");
     assert!(outcome.violations.is_empty(), "{:?}", names(&outcome));
 }
+
+const DROPS_LAST_EVENT_ID_TRACE: &str =
+    "traces/field/proxy-drops-header/every-call-resolves--reference--reference--long-tool--drops-last-event-id.jsonl";
+
+/// `lb.hops[].drop_request_headers`: a gateway that rebuilds each request from an allowlist
+/// without `Last-Event-ID` turns every resume of the reference client into a fresh `GET`. The
+/// server opens a new stream (its own priming event, from the head) and replays nothing; the
+/// client takes it for its resumed stream, and the payment's result, stored on the first stream,
+/// never reaches it: every-call-resolves, explained by condition 3 naming the hop (the server
+/// could not refuse an id it never saw). Without the drop the same run is clean; a hop that drops
+/// `Mcp-Session-Id` instead sends the client into new sessions, explained by condition 4.
+#[test]
+fn a_hop_that_drops_a_request_header_is_named_for_what_follows() {
+    use mcpsim_model::config::RequestHeader;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DROPS_LAST_EVENT_ID_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    let seed = recorded.header.seed;
+    let outcome = run(&scenario, seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["every-call-resolves"]);
+    let footer = &outcome.trace.footer.as_ref().expect("a footer").verdict[0];
+    assert!(footer.conditions.starts_with("explained by condition 3: hop0 dropped Last-Event-ID"), "{footer:?}");
+    let steps = &outcome.trace.steps;
+    let resumes_sent = steps
+        .iter()
+        .filter(|s| matches!(&s.kind, StepKind::Send { request, .. } if request.last_event_id.is_some()))
+        .count();
+    let dropped = steps
+        .iter()
+        .filter(|s| matches!(s.kind, StepKind::LbHeaderDropped { header: RequestHeader::LastEventId, hop: 0, .. }))
+        .count();
+    assert!(resumes_sent >= 2 && dropped == resumes_sent, "{resumes_sent} resumes, {dropped} dropped");
+    // The server never saw a resume.
+    assert!(!steps.iter().any(|s| matches!(s.kind, StepKind::Resume { .. })));
+
+    let mut passes = scenario.clone();
+    passes.lb.hops[0].drop_request_headers.clear();
+    let clean = run(&passes, seed).expect("the run");
+    assert!(clean.violations.is_empty(), "{:?}", names(&clean));
+    assert!(clean.trace.steps.iter().any(|s| matches!(s.kind, StepKind::Resume { .. })));
+
+    let mut session = scenario.clone();
+    session.lb.hops[0].drop_request_headers = vec![RequestHeader::McpSessionId];
+    let outcome = run(&session, seed).expect("the run");
+    assert!(names(&outcome).contains(&"no-orphaned-session"), "{:?}", names(&outcome));
+    let verdicts = &outcome.trace.footer.as_ref().expect("a footer").verdict;
+    assert!(
+        verdicts.iter().all(|v| v.conditions.starts_with("explained by condition 4: hop0 dropped Mcp-Session-Id")),
+        "{verdicts:?}"
+    );
+}

@@ -1215,6 +1215,32 @@ pub struct HopConfig {
     /// [`KeepAliveIdle`]); `idle` (the default): `idle_timeout` applies there too.
     #[serde(default, skip_serializing_if = "KeepAliveIdle::is_default")]
     pub keep_alive_timeout: KeepAliveIdle,
+    /// Request headers this hop does not pass on (a header allowlist, a gateway that rebuilds
+    /// each request): the server gets the request without them and cannot know it was sent
+    /// with them. Left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_request_headers: Vec<RequestHeader>,
+}
+
+/// A request header of the transport that a hop may drop (`HopConfig::drop_request_headers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestHeader {
+    /// `Last-Event-ID`: a resume reaches the server as a fresh `GET`. The server opens a new
+    /// stream and replays nothing, and it cannot refuse an id it never saw.
+    LastEventId,
+    /// `Mcp-Session-Id`: every request reaches the server without its session.
+    McpSessionId,
+}
+
+impl RequestHeader {
+    /// The header's name on the wire.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            RequestHeader::LastEventId => "Last-Event-ID",
+            RequestHeader::McpSessionId => "Mcp-Session-Id",
+        }
+    }
 }
 
 const fn gateway_timeout() -> u16 {
@@ -1237,6 +1263,7 @@ impl Default for HopConfig {
             hold_tail: false,
             buffer_head: false,
             keep_alive_timeout: KeepAliveIdle::Idle,
+            drop_request_headers: Vec::new(),
         }
     }
 }

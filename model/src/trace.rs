@@ -399,6 +399,16 @@ pub enum StepKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hop: Option<u32>,
     },
+    /// A hop dropped a header of `conn`'s request (`HopConfig::drop_request_headers`): the
+    /// server got the request without it.
+    LbHeaderDropped {
+        /// The connection.
+        conn: ConnId,
+        /// The header.
+        header: crate::config::RequestHeader,
+        /// Which intermediary.
+        hop: u32,
+    },
     /// It sent `conn`'s request upstream on a kept-alive connection to `replica`, idle in its
     /// pool for `idle_us` (`lb.upstream_keep_alive`).
     LbUpstreamReused {
@@ -777,6 +787,7 @@ impl StepKind {
             | LbAnswered { conn, .. }
             | LbTimedOut { conn, .. }
             | LbFlushed { conn, .. }
+            | LbHeaderDropped { conn, .. }
             | LbUpstreamReused { conn, .. }
             | LbResent { conn, .. }
             | Rejected { conn, .. }

@@ -34,6 +34,7 @@
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
 //! have caused it); [`Conditions::explain`] says which, or that all four held.
 
+use crate::config::RequestHeader;
 use crate::decision::NextAction;
 use crate::http::{ConnEnd, Method, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
@@ -375,6 +376,29 @@ impl Judge {
                 ),
             ),
             StepKind::LbAnswered { status, hop, .. } if status.0 < 500 => self.hop_answers.push_back((*status, *hop)),
+            // A hop rewrote the request: what the client sent never reached the server.
+            StepKind::LbHeaderDropped { conn, header, hop } => {
+                let (condition, detail) = match header {
+                    // The server saw a fresh GET: it could not refuse an id it never got.
+                    RequestHeader::LastEventId => (
+                        Condition::Refused,
+                        format!(
+                            "hop{hop} dropped Last-Event-ID from {conn}: the server got a fresh GET and could not \
+                             refuse an id it never saw (the resume starts at the head of another stream)"
+                        ),
+                    ),
+                    // The server refused a request without its session: the client's reaction
+                    // answers what a hop did, not a lost session.
+                    RequestHeader::McpSessionId => (
+                        Condition::ByClass,
+                        format!(
+                            "hop{hop} dropped Mcp-Session-Id from {conn}: the server got the request without its \
+                             session, and the client acted on an answer its session did not earn"
+                        ),
+                    ),
+                };
+                self.breach(condition, i, at, detail);
+            }
             _ => {}
         }
     }

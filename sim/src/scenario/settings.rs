@@ -963,6 +963,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("lb.keep_alive_timeout", Rule::Free),
     ("lb.hops.*.buffer_head", Rule::Free),
     ("lb.hops.*.keep_alive_timeout", Rule::Free),
+    ("lb.hops.*.drop_request_headers", Rule::Free),
 ];
 
 /// The problems [`FIELD_RULES`] finds in one policy (`role`: `client`, `server` or `lb`),

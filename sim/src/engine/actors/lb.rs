@@ -19,7 +19,7 @@ use crate::engine::net::{self, FrameReader};
 use crate::engine::pool::Pool;
 use crate::engine::wire::Stream;
 use madsim::task::AbortHandle;
-use mcpsim_model::config::UpstreamRetry;
+use mcpsim_model::config::{RequestHeader, UpstreamRetry};
 use mcpsim_model::http::{Frame, Method, Request, ResponseHead, Status};
 use mcpsim_model::ids::ConnId;
 use mcpsim_model::lb::{Backend, FrameKind, Frames, LbOutput, LoadBalancer, Route};
@@ -223,16 +223,24 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: Stream, client_key: u
     // Routing `tasks/*` by `Mcp-Name` reads the request too.
     let by_task_name = routes_tasks_by_name(&world);
     let mut mcp_name: Option<String> = None;
+    // Headers a hop drops are taken out of the request before it goes on (it is read whole).
+    let dropped = dropped_headers(&world);
     let client_keeps = world.scenario.client.http.keep_alive;
     let keep_alive = client_keeps || world.scenario.lb.upstream_keep_alive;
     let mut request = Vec::new();
     let mut session = None;
     for exchange in 0u64.. {
-        if by_session || keep_alive || by_task_name {
+        if by_session || keep_alive || by_task_name || !dropped.is_empty() {
             match from_client.next(&mut client).await {
                 Ok(Some(bytes)) => {
                     request = bytes.to_vec();
-                    let decoded = net::decode::<Request>(bytes).ok();
+                    let mut decoded = net::decode::<Request>(bytes).ok();
+                    if let Some(r) = decoded.as_mut().filter(|_| !dropped.is_empty()) {
+                        if drop_headers(&world, conn, r, &dropped) {
+                            request.clear();
+                            net::encode(r, &mut request);
+                        }
+                    }
                     mcp_name = decoded.as_ref().and_then(|r| r.mcp_name.clone()).filter(|_| by_task_name);
                     session = decoded.and_then(|r| r.session);
                 }
@@ -491,6 +499,36 @@ impl Exchange<'_> {
             }
         }
     }
+}
+
+/// Each header some hop drops from requests (`lb.hops[].drop_request_headers`), with the first
+/// hop that drops it.
+fn dropped_headers(world: &World) -> Vec<(RequestHeader, u32)> {
+    let mut out: Vec<(RequestHeader, u32)> = Vec::new();
+    for (hop, config) in (0u32..).zip(&world.scenario.lb.hops) {
+        for header in &config.drop_request_headers {
+            if !out.iter().any(|(h, _)| h == header) {
+                out.push((*header, hop));
+            }
+        }
+    }
+    out
+}
+
+/// Takes the `dropped` headers out of `request`, recording each one it carried; true if any.
+fn drop_headers(world: &Arc<World>, conn: ConnId, request: &mut Request, dropped: &[(RequestHeader, u32)]) -> bool {
+    let mut any = false;
+    for (header, hop) in dropped {
+        let carried = match header {
+            RequestHeader::LastEventId => request.last_event_id.take().is_some(),
+            RequestHeader::McpSessionId => request.session.take().is_some(),
+        };
+        if carried {
+            record(world, StepKind::LbHeaderDropped { conn, header: *header, hop: *hop });
+            any = true;
+        }
+    }
+    any
 }
 
 /// Records a step of the balancer's from outside its lock (see [`World::record_hop`]).
