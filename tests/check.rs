@@ -178,3 +178,33 @@ fn check_set_tries_a_what_if_and_a_bad_one_is_bad_input() {
         assert!(e.to_string().contains(message) && !e.to_string().contains('\n'), "{e}");
     }
 }
+
+/// A gateway in front of the balancer that does not pass `Last-Event-ID` on.
+const DROPS_LAST_EVENT_ID: &str = r#"
+clients = ["reference"]
+families = ["long-tool", "chatty-tool"]
+server = "reference"
+lb = { idle_timeout = "60s", hops = [{ drop_request_headers = ["last-event-id"] }] }
+"#;
+
+/// Every resume reaches the server as a fresh stream: both families break, and the same hops passing every header on make both clean. Its
+/// `--set` is quoted so that a shell reads it back, and with it the deployment checks clean.
+#[test]
+fn a_hop_that_drops_last_event_id_is_fixed_by_passing_it_on_and_the_what_if_reads_back() {
+    let d = dir("drops");
+    let file = write(&d, "drops.toml", DROPS_LAST_EVENT_ID);
+    let report = check(&Deployment::load(&file).unwrap(), 2, 2, &run, &Silent).unwrap();
+    let text = render_text(&report);
+    assert_eq!(report.cells.iter().filter(|c| c.broken()).count(), 2, "{text}");
+    let ranked = report.ranked();
+    let (pass_on, clean) = ranked.iter().find(|(f, _)| f.sets[0].0 == "lb.hops").expect("the hops passing headers on");
+    assert_eq!(*clean, 2, "{text}");
+    assert!(!pass_on.sets[0].1.contains("drop_request_headers"), "{:?}", pass_on.sets);
+    // One single-quoted word, as a POSIX shell reads it (the TOML inside has no single quote).
+    let args = pass_on.set_args();
+    let word = args.strip_prefix("--set '").and_then(|w| w.strip_suffix('\'')).expect("one quoted word");
+    assert!(word.starts_with("lb.hops=[{") && !word.contains('\''), "{word}");
+    let deployment = Deployment::load(&file).unwrap().with_sets(&[word.to_string()]).expect("the what-if applies");
+    let fixed = check(&deployment, 2, 2, &run, &Silent).unwrap();
+    assert!(fixed.cells.iter().all(|c| !c.broken()), "{}", render_text(&fixed));
+}

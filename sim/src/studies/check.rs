@@ -23,7 +23,7 @@
 
 use crate::engine::runner::run;
 use crate::error::SimError;
-use crate::report::artifacts::program;
+use crate::report::artifacts::{program, shell_quote};
 use crate::report::html;
 use crate::scenario::settings::{self, problems};
 use crate::scenario::{files, profile_files, Scenario, SCENARIO_NAMES};
@@ -548,7 +548,11 @@ impl Fix {
 
     /// Its overrides as `--set` arguments.
     pub fn set_args(&self) -> String {
-        self.sets.iter().map(|(k, v)| format!("--set {k}={v}")).collect::<Vec<_>>().join(" ")
+        self.sets
+            .iter()
+            .map(|(k, v)| format!("--set {}", shell_quote(&format!("{k}={v}"))))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// How a user applies it: `--set KEY=VALUE`, or `--mitigate NAME (--set …)`.
@@ -576,6 +580,8 @@ fn whole_seconds(d: Duration) -> String {
 ///   them, when the server sends none that often;
 /// - idle timeouts: a balancer idle timeout longer than twice the longest tool runs, and no
 ///   maximum connection lifetime;
+/// - headers: when a hop drops a request header (`drop_request_headers`), the same hops passing
+///   every header on;
 /// - retention and session TTL: `advise`'s least safe values (every client's, the largest) for
 ///   the retention per stream, the retention window and the idle TTL, where the server has less.
 pub fn fixes(cells: &[&Scenario], advice: &[advise::Advice]) -> Vec<Fix> {
@@ -630,6 +636,18 @@ pub fn fixes(cells: &[&Scenario], advice: &[advise::Advice]) -> Vec<Fix> {
     }
     if lb.max_lifetime.is_some() {
         out.push(Fix::setting("lb.max_lifetime", "none".into(), "no maximum connection lifetime".into()));
+    }
+    // A hop that drops a transport header: the same hops, passing every header on.
+    if lb.hops.iter().any(|h| !h.drop_request_headers.is_empty()) {
+        let mut hops = lb.hops.clone();
+        hops.iter_mut().for_each(|h| h.drop_request_headers.clear());
+        if let Ok(json) = serde_json::to_value(&hops) {
+            out.push(Fix::setting(
+                "lb.hops",
+                profiles::toml_value(&json),
+                "every hop passes Last-Event-ID and Mcp-Session-Id on (allow them in its header list)".into(),
+            ));
+        }
     }
     let most = |need: fn(&advise::Advice) -> &Need| {
         advice.iter().filter_map(|a| need(a).minimal()).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
