@@ -195,3 +195,36 @@ fn a_hop_that_drops_a_request_header_is_named_for_what_follows() {
         "{verdicts:?}"
     );
 }
+
+const DROPS_SESSION_IN_RESPONSE_TRACE: &str =
+    "traces/field/proxy-drops-header/every-call-resolves--ts-sdk--reference--long-tool--drops-session-in-response.jsonl";
+
+/// `lb.hops[].drop_response_headers = ["mcp-session-id"]`: a gateway that rebuilds each answer
+/// from its body, status and content type. Each `initialize` answer reaches the TypeScript
+/// client without the session the server created, so its `notifications/initialized` goes
+/// without one and is refused: the client never gets a session and its call fails, while the
+/// server keeps every session it created. every-call-resolves (the client was never served),
+/// explained by condition 4 naming the hop; passing the header on, the client is served.
+#[test]
+fn a_hop_that_drops_the_session_from_answers_leaves_the_client_never_served() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DROPS_SESSION_IN_RESPONSE_TRACE);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    let seed = recorded.header.seed;
+    let outcome = run(&scenario, seed).expect("the re-run");
+    assert_eq!(names(&outcome), vec!["every-call-resolves"]);
+    let verdict = &outcome.trace.footer.as_ref().expect("a footer").verdict[0];
+    assert!(verdict.detail.contains("came without the session the server created"), "{verdict:?}");
+    assert!(verdict.conditions.starts_with("explained by condition 4: hop0 dropped Mcp-Session-Id"), "{verdict:?}");
+    let created = outcome.trace.steps.iter().filter(|s| matches!(s.kind, StepKind::SessionCreated { .. })).count();
+    let dropped =
+        outcome.trace.steps.iter().filter(|s| matches!(s.kind, StepKind::LbResponseHeaderDropped { .. })).count();
+    assert!(created >= 2 && dropped == created, "{created} sessions created, {dropped} dropped");
+
+    let mut passes = scenario.clone();
+    passes.lb.hops[0].drop_response_headers.clear();
+    let served = run(&passes, seed).expect("the run");
+    // (The TypeScript client still times the long call out, as the matrix shows: no-false-failure.)
+    assert!(!served.violations.iter().any(|v| v.detail.contains("never got a session")), "{:?}", served.violations);
+    assert!(!served.trace.steps.iter().any(|s| matches!(s.kind, StepKind::LbResponseHeaderDropped { .. })));
+}

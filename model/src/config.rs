@@ -1220,6 +1220,29 @@ pub struct HopConfig {
     /// with them. Left out when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drop_request_headers: Vec<RequestHeader>,
+    /// Response headers this hop does not pass on (a gateway that rebuilds each response from
+    /// its body, status and content type): the client gets the answer without them. Left out
+    /// when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_response_headers: Vec<ResponseHeader>,
+}
+
+/// A response header of the transport that a hop may drop (`HopConfig::drop_response_headers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResponseHeader {
+    /// `Mcp-Session-Id`: the answer to `initialize` reaches the client without its session, so
+    /// the client goes on without one while the server keeps the session it created.
+    McpSessionId,
+}
+
+impl ResponseHeader {
+    /// The header's name on the wire.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            ResponseHeader::McpSessionId => "Mcp-Session-Id",
+        }
+    }
 }
 
 /// A request header of the transport that a hop may drop (`HopConfig::drop_request_headers`).
@@ -1264,6 +1287,7 @@ impl Default for HopConfig {
             buffer_head: false,
             keep_alive_timeout: KeepAliveIdle::Idle,
             drop_request_headers: Vec::new(),
+            drop_response_headers: Vec::new(),
         }
     }
 }

@@ -409,6 +409,16 @@ pub enum StepKind {
         /// Which intermediary.
         hop: u32,
     },
+    /// A hop dropped a header of the response on `conn` (`HopConfig::drop_response_headers`):
+    /// the client got the answer without it.
+    LbResponseHeaderDropped {
+        /// The connection.
+        conn: ConnId,
+        /// The header.
+        header: crate::config::ResponseHeader,
+        /// Which intermediary.
+        hop: u32,
+    },
     /// It sent `conn`'s request upstream on a kept-alive connection to `replica`, idle in its
     /// pool for `idle_us` (`lb.upstream_keep_alive`).
     LbUpstreamReused {
@@ -788,6 +798,7 @@ impl StepKind {
             | LbTimedOut { conn, .. }
             | LbFlushed { conn, .. }
             | LbHeaderDropped { conn, .. }
+            | LbResponseHeaderDropped { conn, .. }
             | LbUpstreamReused { conn, .. }
             | LbResent { conn, .. }
             | Rejected { conn, .. }

@@ -34,7 +34,7 @@
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
 //! have caused it); [`Conditions::explain`] says which, or that all four held.
 
-use crate::config::RequestHeader;
+use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
 use crate::http::{ConnEnd, Method, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
@@ -399,6 +399,16 @@ impl Judge {
                 };
                 self.breach(condition, i, at, detail);
             }
+            // A hop rewrote the answer: the client never got what the server gave it.
+            StepKind::LbResponseHeaderDropped { conn, header: ResponseHeader::McpSessionId, hop } => self.breach(
+                Condition::ByClass,
+                i,
+                at,
+                format!(
+                    "hop{hop} dropped Mcp-Session-Id from the response on {conn}: the client never got the session \
+                     the server created, and went on without one"
+                ),
+            ),
             _ => {}
         }
     }

@@ -13,8 +13,9 @@ pub(super) const EVERY_CALL_RESOLVES: Invariant = Invariant {
     id: InvariantId::EveryCallResolves,
     name: InvariantId::EveryCallResolves.name(),
     description: "Every call the application issues is resolved (result, error or unknown outcome) by the liveness \
-                  deadline, and resolved only once; and a client whose calls fail because the server refused every \
-                  initialize it sent (a session cap) is not served at all.",
+                  deadline, and resolved only once; and a client whose calls fail because it never got a session (the server \
+                  refused every initialize it sent, a session cap; or every answer came without its session) is not \
+                  served at all.",
     check: every_call_resolves_in,
 };
 
@@ -31,16 +32,34 @@ fn every_call_resolves_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 /// outage), never one accepted. Its calls may all "resolve" with an error, which the rule above
 /// accepts; but no call of it can ever be served, which is no resolution the application can act
 /// on. Reported at the last refusal.
+///
+/// An answer that reached the client as a success but without the session the server created
+/// for it (a hop dropped `Mcp-Session-Id` on the way: no client ever saw that id) accepts
+/// nothing either: the client goes on without a session the server requires.
 fn never_got_a_session(ix: &TraceIndex<'_>) -> Vec<Violation> {
     #[derive(Default)]
     struct Tally {
         calls: u32,
         accepted: u32,
         refused: Vec<(usize, Instant, crate::http::Status)>,
+        /// Answers that came without the session the server created for them.
+        lost: u32,
     }
     let mut inits: BTreeMap<(u32, crate::ids::ConnId), Instant> = BTreeMap::new();
     let mut server_refusals: Vec<(Instant, crate::http::Status)> = Vec::new();
     let mut tally: BTreeMap<u32, Tally> = BTreeMap::new();
+    // Every session id that reached a client, and when each session was created.
+    let mut reached: std::collections::BTreeSet<&crate::ids::SessionId> = std::collections::BTreeSet::new();
+    let mut created: Vec<(Instant, &crate::ids::SessionId)> = Vec::new();
+    for (_, step) in ix.others() {
+        match &step.kind {
+            StepKind::Response { head, .. } if step.actor == crate::trace::Actor::Client => {
+                reached.extend(head.session.as_ref())
+            }
+            StepKind::SessionCreated { session, .. } => created.push((step.at(), session)),
+            _ => {}
+        }
+    }
     for (order, step) in ix.others() {
         let client = super::client_of(step);
         match &step.kind {
@@ -58,7 +77,12 @@ fn never_got_a_session(ix: &TraceIndex<'_>) -> Vec<Violation> {
             StepKind::Response { conn, head } if step.actor == crate::trace::Actor::Client => {
                 let Some(sent) = inits.remove(&(client, *conn)) else { continue };
                 let t = tally.entry(client).or_default();
-                if head.status.is_success() {
+                let lost_on_the_way = head.session.is_none()
+                    && created.iter().any(|(at, s)| *at >= sent && *at <= step.at() && !reached.contains(s));
+                if head.status.is_success() && lost_on_the_way {
+                    t.lost += 1;
+                    t.refused.push((order, step.at(), head.status));
+                } else if head.status.is_success() {
                     t.accepted += 1;
                 } else if server_refusals.iter().any(|(at, s)| *s == head.status && *at >= sent && *at <= step.at()) {
                     t.refused.push((order, step.at(), head.status));
@@ -73,18 +97,29 @@ fn never_got_a_session(ix: &TraceIndex<'_>) -> Vec<Violation> {
         .filter_map(|(client, t)| {
             let (order, at, status) = *t.refused.last()?;
             let who = if ix.several_clients() { format!("client {client}") } else { "the client".to_string() };
+            let refused = t.refused.len() as u32 - t.lost;
+            let how = match (refused, t.lost) {
+                (_, 0) => format!(
+                    "the server refused all {refused} initialize requests it answered (the last with {status} at {})",
+                    format_micros(at.0)
+                ),
+                (0, lost) => format!(
+                    "all {lost} initialize answers it got came without the session the server created for them (the \
+                     last at {})",
+                    format_micros(at.0)
+                ),
+                (refused, lost) => format!(
+                    "the server refused {refused} initialize requests it answered and {lost} answers came without the \
+                     session it created (the last at {})",
+                    format_micros(at.0)
+                ),
+            };
             Some(Violation {
                 invariant: InvariantId::EveryCallResolves,
                 step: order,
                 at,
                 subject: format!("client {client}"),
-                detail: format!(
-                    "{who} never got a session: the server refused all {} initialize requests it answered (the last \
-                     with {status} at {}), so none of its {} calls could be served",
-                    t.refused.len(),
-                    format_micros(at.0),
-                    t.calls
-                ),
+                detail: format!("{who} never got a session: {how}, so none of its {} calls could be served", t.calls),
             })
         })
         .collect()
@@ -224,6 +259,47 @@ mod tests {
         // A proxy's own 503s (no refusal by the server) and a session got in the end: not starved.
         assert_eq!(never_got_a_session(&TraceIndex::new(&trace(false, false))), vec![]);
         assert_eq!(never_got_a_session(&TraceIndex::new(&trace(true, true))), vec![]);
+    }
+
+    #[test]
+    fn initialize_answers_that_arrive_without_their_session_leave_the_client_without_one() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = |conn: u64| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(conn), client: "app".into() }),
+        };
+        // The server creates a session for each initialize; `reaches` says whether its id is in
+        // the answer the client gets.
+        let trace = |reaches: bool| {
+            let mut b = TraceBuilder::new().app(app_call(0, false));
+            for conn in 1..=2u64 {
+                let s = sid(&format!("S{conn}"));
+                b = b.at(conn * 1_000_000).client(init(conn)).server(session_created(&s, "app"));
+                b = b.client(if reaches { session_answer(conn, &s) } else { response(conn, Status::OK) });
+            }
+            b.at(6_000_000).app(app_error(0)).build()
+        };
+        let v = never_got_a_session(&TraceIndex::new(&trace(false)));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(
+            v[0].detail.starts_with(
+                "the client never got a session: all 2 initialize answers it got came without the session the server created"
+            ),
+            "{}",
+            v[0].detail
+        );
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(true))), vec![]);
+        // A server without sessions creates none: its answers lose nothing.
+        let stateless = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(1_000_000)
+            .client(init(1))
+            .client(response(1, Status::OK))
+            .at(2_000_000)
+            .app(app_error(0))
+            .build();
+        assert_eq!(never_got_a_session(&TraceIndex::new(&stateless)), vec![]);
     }
 
     #[test]

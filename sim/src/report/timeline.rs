@@ -153,6 +153,9 @@ pub fn describe(kind: &StepKind) -> String {
         LbHeaderDropped { conn, header, hop } => {
             format!("{}dropped {} from {conn}'s request", at_hop(Some(*hop)), header.wire_name())
         }
+        LbResponseHeaderDropped { conn, header, hop } => {
+            format!("{}dropped {} from the response on {conn}", at_hop(Some(*hop)), header.wire_name())
+        }
         LbFlushed { conn, frames, held_us, hop } => {
             format!(
                 "{}released {frames} buffered frame(s) of {conn}, held up to {}",

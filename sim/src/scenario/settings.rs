@@ -964,6 +964,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("lb.hops.*.buffer_head", Rule::Free),
     ("lb.hops.*.keep_alive_timeout", Rule::Free),
     ("lb.hops.*.drop_request_headers", Rule::Free),
+    ("lb.hops.*.drop_response_headers", Rule::Free),
 ];
 
 /// The problems [`FIELD_RULES`] finds in one policy (`role`: `client`, `server` or `lb`),

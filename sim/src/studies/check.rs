@@ -580,8 +580,8 @@ fn whole_seconds(d: Duration) -> String {
 ///   them, when the server sends none that often;
 /// - idle timeouts: a balancer idle timeout longer than twice the longest tool runs, and no
 ///   maximum connection lifetime;
-/// - headers: when a hop drops a request header (`drop_request_headers`), the same hops passing
-///   every header on;
+/// - headers: when a hop drops a header (`drop_request_headers`, `drop_response_headers`), the
+///   same hops passing every header on;
 /// - retention and session TTL: `advise`'s least safe values (every client's, the largest) for
 ///   the retention per stream, the retention window and the idle TTL, where the server has less.
 pub fn fixes(cells: &[&Scenario], advice: &[advise::Advice]) -> Vec<Fix> {
@@ -638,9 +638,12 @@ pub fn fixes(cells: &[&Scenario], advice: &[advise::Advice]) -> Vec<Fix> {
         out.push(Fix::setting("lb.max_lifetime", "none".into(), "no maximum connection lifetime".into()));
     }
     // A hop that drops a transport header: the same hops, passing every header on.
-    if lb.hops.iter().any(|h| !h.drop_request_headers.is_empty()) {
+    if lb.hops.iter().any(|h| !h.drop_request_headers.is_empty() || !h.drop_response_headers.is_empty()) {
         let mut hops = lb.hops.clone();
-        hops.iter_mut().for_each(|h| h.drop_request_headers.clear());
+        hops.iter_mut().for_each(|h| {
+            h.drop_request_headers.clear();
+            h.drop_response_headers.clear();
+        });
         if let Ok(json) = serde_json::to_value(&hops) {
             out.push(Fix::setting(
                 "lb.hops",

@@ -19,7 +19,7 @@ use crate::engine::net::{self, FrameReader};
 use crate::engine::pool::Pool;
 use crate::engine::wire::Stream;
 use madsim::task::AbortHandle;
-use mcpsim_model::config::{RequestHeader, UpstreamRetry};
+use mcpsim_model::config::{RequestHeader, ResponseHeader, UpstreamRetry};
 use mcpsim_model::http::{Frame, Method, Request, ResponseHead, Status};
 use mcpsim_model::ids::ConnId;
 use mcpsim_model::lb::{Backend, FrameKind, Frames, LbOutput, LoadBalancer, Route};
@@ -436,6 +436,7 @@ impl Exchange<'_> {
         let (transparent, kinds) =
             world.with_lb(|core| (core.lb.is_transparent(), core.lb.needs_frame_kinds())).unwrap_or((true, false));
         let mut first = true;
+        let dropped = dropped_response_headers(world);
         loop {
             let mut complete = false;
             let forwarded = tokio::select! {
@@ -445,9 +446,17 @@ impl Exchange<'_> {
                 read = from_server.next_frames(upstream) => match read {
                     Ok(Some((frames, count))) => {
                         let head_run = std::mem::take(&mut first);
+                        // The balancer, the last hop, learns the session before a hop in front
+                        // of it drops the header.
                         if let Some(backend) = learn.take() {
                             learn_session(world, frames, backend);
                         }
+                        let rewritten = if head_run && !dropped.is_empty() {
+                            drop_response_headers(world, conn, frames, &dropped)
+                        } else {
+                            None
+                        };
+                        let frames = rewritten.as_deref().unwrap_or(frames);
                         complete = self.keep_alive
                             && net::last_frame(frames).is_some_and(|f| net::peek::<Frame>(f, |m| *m == Frame::End));
                         if transparent {
@@ -529,6 +538,49 @@ fn drop_headers(world: &Arc<World>, conn: ConnId, request: &mut Request, dropped
         }
     }
     any
+}
+
+/// Each header some hop drops from responses (`lb.hops[].drop_response_headers`), with the hop
+/// nearest the client that drops it (the last to touch the response).
+fn dropped_response_headers(world: &World) -> Vec<(ResponseHeader, u32)> {
+    let mut out: Vec<(ResponseHeader, u32)> = Vec::new();
+    for (hop, config) in (0u32..).zip(&world.scenario.lb.hops) {
+        for header in &config.drop_response_headers {
+            if !out.iter().any(|(h, _)| h == header) {
+                out.push((*header, hop));
+            }
+        }
+    }
+    out
+}
+
+/// The response's first frames with the `dropped` headers taken out of its head, recording
+/// each one it carried; `None` when the head carried none of them.
+fn drop_response_headers(
+    world: &Arc<World>,
+    conn: ConnId,
+    frames: &[u8],
+    dropped: &[(ResponseHeader, u32)],
+) -> Option<Vec<u8>> {
+    let first = net::first_frame(frames)?;
+    let Ok(Frame::Head(mut head)) = net::decode::<Frame>(first) else { return None };
+    let mut any = false;
+    for (header, hop) in dropped {
+        let carried = match header {
+            ResponseHeader::McpSessionId => head.session.take().is_some(),
+        };
+        if carried {
+            record(world, StepKind::LbResponseHeaderDropped { conn, header: *header, hop: *hop });
+            any = true;
+        }
+    }
+    if !any {
+        return None;
+    }
+    let mut out = Vec::with_capacity(frames.len());
+    net::encode(&Frame::Head(head), &mut out);
+    out.extend_from_slice(&frames[first.len()..]);
+    Some(out)
 }
 
 /// Records a step of the balancer's from outside its lock (see [`World::record_hop`]).

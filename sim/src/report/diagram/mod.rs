@@ -499,9 +499,11 @@ fn item_of(step: &Step, place: &Place) -> Item {
             Shape::Cut(replica),
             format!("{}lifetime cut {conn} after {}", timeline::at_hop(*hop), format_micros(*age_us)),
         ),
-        LbUpstreamKept { .. } | LbAnswered { .. } | LbTimedOut { .. } | LbHeaderDropped { .. } => {
-            Item::new(t, note(Lane::Lb), described())
-        }
+        LbUpstreamKept { .. }
+        | LbAnswered { .. }
+        | LbTimedOut { .. }
+        | LbHeaderDropped { .. }
+        | LbResponseHeaderDropped { .. } => Item::new(t, note(Lane::Lb), described()),
         LbFlushed { conn, .. } => Item::new(t, note(Lane::Lb), described())
             .folding(Fold::noise(format!("flushed {conn}"), format!("buffered frames released on {conn}"))),
         // The replica that handled the exchange, as a label on the lb lifeline (`server#2`).
