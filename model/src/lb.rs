@@ -594,6 +594,27 @@ impl LoadBalancer {
         if keep_upstream {
             records.push(StepKind::LbUpstreamKept { conn, hop: label });
         }
+        // A hop that buffers the head with the body (`buffer_head`, nginx forced to buffer),
+        // at or in front of the one that cuts, and released nothing yet, sends the head alone,
+        // then closes without the last chunk; what body it held is lost (measured on nginx
+        // 1.22.1 with proxy_read_timeout: docs/reality.md, 'Proxies'). Sent on through the hops
+        // in front, as any frame it releases.
+        let head = match (due, answer) {
+            (Due::Idle | Due::Lifetime, None) => self.take_buffered_head(conn, hop),
+            _ => None,
+        };
+        if let Some((at_hop, since, head)) = head {
+            let hop = self.label(at_hop);
+            records.push(StepKind::LbFlushed { conn, frames: 1, held_us: micros(now - since), hop });
+            self.outputs.extend(records.drain(..).map(LbOutput::Record));
+            let out = match at_hop {
+                0 => vec![head],
+                _ => self.carry(now, conn, at_hop - 1, vec![head]),
+            };
+            if !out.is_empty() {
+                self.outputs.push_back(LbOutput::Deliver { conn, bytes: concat(out) });
+            }
+        }
         if let Some(status) = answer {
             // A hop behind the one that cut holds the head: the one in front answers 502.
             records.push(StepKind::LbAnswered { conn, status, hop: label });
@@ -602,6 +623,20 @@ impl LoadBalancer {
         self.conns.remove(&conn);
         self.outputs.push_back(LbOutput::Cut { conn, keep_upstream, answer });
         false
+    }
+
+    /// The response head that an intermediary at or in front of `hop` holds in its buffer on
+    /// `conn`, taken out: which one, when it began to buffer, and the head. The body frames
+    /// buffered with it stay, to be lost with the cut.
+    fn take_buffered_head(&mut self, conn: ConnId, hop: usize) -> Option<(usize, Instant, (FrameKind, Vec<u8>))> {
+        let p = self.conns.get_mut(&conn)?;
+        let (at_hop, at) = p.at[..=hop]
+            .iter_mut()
+            .enumerate()
+            .rev()
+            .find(|(_, a)| a.buffer.iter().any(|(k, _)| *k == FrameKind::Head))?;
+        let i = at.buffer.iter().position(|(k, _)| *k == FrameKind::Head)?;
+        Some((at_hop, at.buffered_since.unwrap_or(Instant::ZERO), at.buffer.remove(i)))
     }
 
     /// 502 when an intermediary at or in front of `hop` holds `p`'s response head (the client
@@ -927,6 +962,43 @@ mod tests {
         assert!(lb.handle_response(secs(5), ConnId(1), head()).is_empty());
         assert!(lb.handle_response(secs(6), ConnId(1), body(1)).is_empty());
         assert_eq!(lb.handle_response(secs(7), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b"He$");
+    }
+
+    #[test]
+    fn a_hop_buffering_its_head_that_times_out_sends_the_head_alone_and_loses_the_body() {
+        // nginx 1.22.1, proxy_buffering forced, proxy_read_timeout 3s: a head and three small
+        // events held in the buffer; 3 s of silence; the client gets `200` and its headers,
+        // none of the events, and a close without the last chunk (docs/reality.md, 'Proxies').
+        let nginx = HopConfig {
+            buffer: Some(4096),
+            buffer_head: true,
+            idle_timeout: Some(Duration::from_secs(3)),
+            ..HopConfig::default()
+        };
+        // Behind a plain hop, which passes the head on.
+        let mut lb = chain(vec![HopConfig::default(), nginx.clone()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(3));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), first).is_empty());
+        lb.handle_timeout(secs(3));
+        let out = drain(&mut lb);
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 3_000_000, hop: Some(1) };
+        assert!(out.contains(&LbOutput::Record(flushed)), "{out:?}");
+        let delivered: Vec<_> = out.iter().filter(|o| matches!(o, LbOutput::Deliver { .. })).collect();
+        assert_eq!(delivered, vec![&LbOutput::Deliver { conn: ConnId(1), bytes: b"H".to_vec() }]);
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+        // A head already released: what stays in the buffer is lost, nothing more is sent.
+        let mut lb = chain(vec![HopConfig { buffer: Some(2), ..nginx }], 600);
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        let mut first = head();
+        first.extend(body(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(2), first), b"He");
+        assert!(lb.handle_response(secs(1), ConnId(2), body(1)).is_empty());
+        lb.handle_timeout(secs(4));
+        let out = drain(&mut lb);
+        assert!(!out.iter().any(|o| matches!(o, LbOutput::Deliver { .. })), "{out:?}");
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
     }
 
     #[test]

@@ -96,6 +96,13 @@ fn buffered(lb: &mut LbConfig) {
     lb.hops = vec![hop];
 }
 
+/// Buffering forced and a 3 s read timeout: a silent stream's head is still in the buffer when
+/// the timeout cuts it.
+fn buffered_read_3s(lb: &mut LbConfig) {
+    buffered(lb);
+    read_3s(lb);
+}
+
 fn upstream_kept(lb: &mut LbConfig) {
     lb.upstream_keep_alive = true;
 }
@@ -143,6 +150,15 @@ pub const CONFIGURATIONS: &[ProxySetup] = &[
         profile: "nginx",
         adjust: buffered,
         what: "buffering forced: proxy_ignore_headers X-Accel-Buffering",
+    },
+    ProxySetup {
+        name: "nginx-buffered-read-3s",
+        kind: ProxyKind::Nginx,
+        extra: "proxy_ignore_headers X-Accel-Buffering; proxy_read_timeout 3s;",
+        upstream_extra: "",
+        profile: "nginx",
+        adjust: buffered_read_3s,
+        what: "buffering forced and proxy_read_timeout 3s: a read timeout while the head is buffered",
     },
     ProxySetup {
         name: "nginx-upstream-keepalive",

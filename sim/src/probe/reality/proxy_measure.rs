@@ -42,8 +42,12 @@ pub enum Finding {
     HeadWithTheEnd,
     /// The stream ended normally.
     NotCut,
-    /// The stream was cut, about this many seconds after the request.
+    /// The stream was cut, about this many seconds after the request, after a response head
+    /// had reached the client (at once, or released by a buffer at the cut).
     CutAfter(u64),
+    /// The stream was cut, about this many seconds after the request, before any byte of a
+    /// response reached the client.
+    CutBeforeHead(u64),
     /// The idle kept-alive connection was closed about this many seconds after its answer.
     ClosedAfter(u64),
     /// It was still open at the bound.
@@ -57,6 +61,7 @@ impl std::fmt::Display for Finding {
             Finding::HeadWithTheEnd => write!(f, "head held to the end"),
             Finding::NotCut => write!(f, "not cut"),
             Finding::CutAfter(s) => write!(f, "cut at {s} s"),
+            Finding::CutBeforeHead(s) => write!(f, "cut at {s} s, no head"),
             Finding::ClosedAfter(s) => write!(f, "closed after {s} s"),
             Finding::OpenAtBound => write!(f, "open at {} s", KEPT_ALIVE_BOUND.as_secs()),
         }
@@ -185,10 +190,11 @@ pub fn head_finding(t: &Timeline) -> Finding {
 
 /// The cut finding of a timeline of a call that lasts `duration_ms`.
 pub fn cut_finding(t: &Timeline, duration_ms: u64) -> Finding {
-    if t.complete || t.end + 200 >= duration_ms {
-        Finding::NotCut
-    } else {
-        Finding::CutAfter((t.end + 500) / 1000)
+    let secs = (t.end + 500) / 1000;
+    match t.head {
+        _ if t.complete || t.end + 200 >= duration_ms => Finding::NotCut,
+        Some(_) => Finding::CutAfter(secs),
+        None => Finding::CutBeforeHead(secs),
     }
 }
 
@@ -232,10 +238,24 @@ pub fn model_stream(lb: &LbConfig, duration_ms: u64, interval_ms: u64, event_byt
         // A cut due before this frame.
         if let Some(due) = m.poll_timeout().filter(|d| *d <= ms(t)) {
             m.handle_timeout(due);
+            let cut_at = due.0 / 1000;
             while let Some(o) = m.poll_output() {
-                if let LbOutput::Cut { .. } = o {
-                    let head = if head_at.is_some() { Finding::HeadAtOnce } else { Finding::HeadWithTheEnd };
-                    return (head, Finding::CutAfter((due.0 / 1000 + 500) / 1000));
+                match o {
+                    // Released at the cut: a buffered head goes out before the close.
+                    LbOutput::Deliver { bytes, .. } => note(&bytes, cut_at, &mut head_at),
+                    LbOutput::Cut { answer, .. } => {
+                        let head = match head_at {
+                            Some(h) if first_event.is_none_or(|e| h < e) && h < cut_at => Finding::HeadAtOnce,
+                            _ => Finding::HeadWithTheEnd,
+                        };
+                        let secs = (cut_at + 500) / 1000;
+                        let cut = match head_at.is_some() || answer.is_some() {
+                            true => Finding::CutAfter(secs),
+                            false => Finding::CutBeforeHead(secs),
+                        };
+                        return (head, cut);
+                    }
+                    LbOutput::Record(_) => {}
                 }
             }
         }
@@ -375,6 +395,11 @@ mod tests {
         assert_eq!(predict("nginx"), (Finding::HeadAtOnce, Finding::NotCut, Finding::OpenAtBound));
         assert_eq!(predict("nginx-read-3s"), (Finding::HeadAtOnce, Finding::CutAfter(3), Finding::OpenAtBound));
         assert_eq!(predict("nginx-buffered"), (Finding::HeadWithTheEnd, Finding::NotCut, Finding::OpenAtBound));
+        // The read timeout while the head is buffered: the head goes out alone at the cut.
+        assert_eq!(
+            predict("nginx-buffered-read-3s"),
+            (Finding::HeadWithTheEnd, Finding::CutAfter(3), Finding::OpenAtBound)
+        );
         assert_eq!(predict("haproxy-server-3s"), (Finding::HeadAtOnce, Finding::CutAfter(3), Finding::OpenAtBound));
     }
 
