@@ -78,6 +78,16 @@ pub const FIELDS: &[&str] = &[
     "tasks.expiry.working_at_ttl",
     "tasks.expiry.terminal_kept_ttls",
     "tasks.expiry.sweep",
+    "tasks.on_cancel",
+    "unknown_session_code",
+    "max_sessions",
+    "subscriptions.changes",
+    "subscriptions.bus",
+    "response_mode",
+    "after_replay",
+    "disconnect_cancel_ignored",
+    "on_failed_write",
+    "on_protocol_error",
 ];
 
 /// The TOML literal of a field the profiles' serde form leaves out at its default.
@@ -105,11 +115,24 @@ pub fn default_literal(field: &str) -> Option<String> {
         "expire_running_tool" => lit(c::DeleteRule::default()),
         "id_stamp" => lit(c::IdStamp::default()),
         "keep_alive_timeout" => Some("\"none\"".into()),
+        // `-32001`, "Session not found" (the serde default of `ServerPolicy::unknown_session_code`).
+        "unknown_session_code" => Some("-32001".into()),
+        "max_sessions" => Some("\"none\"".into()),
+        "response_mode" => lit(c::ResponseMode::default()),
+        "after_replay" => lit(c::AfterReplay::default()),
+        "disconnect_cancel_ignored" => Some("false".into()),
+        "on_failed_write" => lit(c::FailedWrite::default()),
+        "on_protocol_error" => lit(c::ProtocolErrorReaction::default()),
+        // The whole `subscriptions` table is left out at its default.
+        "subscriptions.changes" => Some("false".into()),
+        "subscriptions.bus" => lit(mcpsim_model::subscriptions::Bus::default()),
         "event_store" => Some("\"kept\"".into()),
         "resume_without_store" => lit(c::NoStoreResume::default()),
         "eras" | "eras_after_restart" => Some("\"none\"".into()),
         "modern_session" => lit(mcpsim_model::era::ModernSession::default()),
         // The whole `tasks` table is left out at its default.
+        // Left out of the `tasks` table at its default too.
+        "tasks.on_cancel" => lit(mcpsim_model::tasks::TaskCancel::default()),
         f if f.starts_with("tasks.") => {
             let mut v = serde_json::to_value(mcpsim_model::tasks::ServerTasks::default()).ok()?;
             for part in f.split('.').skip(1) {
@@ -151,6 +174,22 @@ fn never_probed(field: &str) -> Option<&'static str> {
             "needs two events stamped within one millisecond and their replay order; a run cannot make that happen on purpose"
         }
         "eras_after_restart" => "a property of a deployment (a rolling upgrade's new build), not of one running server",
+        "tasks.on_cancel" => {
+            "the probe's task scenario polls and lets its task run or expire; it sends no tasks/cancel"
+        }
+        "max_sessions" => "a cap on sessions needs as many sessions as the cap; the probe opens a few",
+        "subscriptions.changes" | "subscriptions.bus" => {
+            "the probe does not send subscriptions/listen (a 2026-07-28 request); how changes reach listeners across replicas needs two replicas"
+        }
+        "disconnect_cancel_ignored" => {
+            "a policy that says it cancels and does not: the probe sees what the server does, written as disconnect_cancels"
+        }
+        "on_failed_write" => {
+            "needs a write the server sees fail (a client side cut the server notices mid-write); the probe's cuts are not visible to it from the server's side"
+        }
+        "on_protocol_error" => {
+            "needs a malformed request that may restart the server's process; the probe does not send one to a server it does not own"
+        }
         "tasks.create_for_tools_over" => {
             "the application decides which calls become tasks (rmcp's TaskManager::spawn is called by the handler); the fixture's probe_task is one it made so"
         }
@@ -354,6 +393,20 @@ mod tests {
             let key = field.rsplit('.').next().unwrap_or(field);
             assert!(text.contains(&format!("{key} = ")) || text.contains(&format!("#   {field}: ")), "{field}");
         }
+    }
+
+    #[test]
+    fn every_server_profile_field_is_listed_decided_or_open() {
+        // A field missing from FIELDS would be neither decided nor listed as undetermined: the
+        // written profile would pass over it in silence.
+        let known = mcpsim_model::profiles::known_paths(mcpsim_model::profiles::Role::Server);
+        let missing: Vec<&String> = known
+            .iter()
+            .filter(|path| *path != "name" && !FIELDS.contains(&path.as_str()))
+            // A table whose fields are listed one by one.
+            .filter(|path| !FIELDS.iter().any(|f| f.starts_with(&format!("{path}."))))
+            .collect();
+        assert!(missing.is_empty(), "server profile fields the fingerprint does not list: {missing:?}");
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::probe::recorder::rec::Rec;
 use crate::probe::recorder::sse::RawEvent;
 use crate::scenario::faults::{parse_partition, Fault, FaultPlan, PlannedFault};
 use mcpsim_model::config::{
-    ConnAfterResponse, EventIdScheme, FreshGet, KeepaliveTimer, SecondGet, StandalonePriming, UnknownSession,
+    ConnAfterResponse, EventIdScheme, FreshGet, KeepaliveTimer, ResponseMode, SecondGet, StandalonePriming,
+    UnknownSession,
 };
 use mcpsim_model::http::{ClientMessage, Request, ToolCall};
 use mcpsim_model::ids::{CallKey, RequestId, SessionId, StreamNo};
@@ -650,6 +651,18 @@ async fn basics(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     }
     let sent = Instant::now();
     let (mut ex, i) = s.work(&session, "basic", 1500, 500).await?;
+    if ex.status == 200 {
+        let mode = match (ex.is_sse(), ex.is_json()) {
+            (true, _) => Some(ResponseMode::Sse),
+            (_, true) => Some(ResponseMode::Json),
+            _ => None,
+        };
+        let why = format!("a tools/call answered 200 {}", ex.content_type);
+        match mode.and_then(literal) {
+            Some(v) => ctx.fp().decide("response_mode", v, why),
+            None => ctx.fp().leave_open("response_mode", format!("{why}: neither an event stream nor JSON")),
+        }
+    }
     if !ex.is_sse() {
         let mut fp = ctx.fp();
         fp.leave_open("priming.post", format!("tools/call answered {} (no event stream)", ex.content_type));
@@ -779,6 +792,7 @@ async fn unknown_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             (404, _) => Some(UnknownSession::NotFound404),
             (400, _) => Some(UnknownSession::BadRequest400),
             (200, true) => Some(UnknownSession::RpcError200),
+            (503, _) => Some(UnknownSession::Unavailable503),
             _ => None,
         };
         match answer.and_then(literal) {
@@ -788,6 +802,21 @@ async fn unknown_session(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             None => fp.leave_open(
                 "unknown_session",
                 format!("a POST with a made-up Mcp-Session-Id answered {post_status}: no UnknownSession value says so"),
+            ),
+        }
+        match post_body_error_code(&post_body) {
+            Some(code) => fp.decide(
+                "unknown_session_code",
+                code.to_string(),
+                format!(
+                    "the answer {post_status} to a POST with a made-up Mcp-Session-Id carried JSON-RPC error {code}"
+                ),
+            ),
+            None => fp.leave_open(
+                "unknown_session_code",
+                format!(
+                    "the answer {post_status} to a POST with a made-up Mcp-Session-Id carried no JSON-RPC error code"
+                ),
             ),
         }
         fp.notes.push(text.clone());
@@ -802,6 +831,18 @@ fn post_body_error(items: &[Item]) -> bool {
         Item::Json(v) => v.get("error").is_some(),
         Item::Event(e) => event_json(e).is_some_and(|v| v.get("error").is_some()),
         _ => false,
+    })
+}
+
+/// The code of the first JSON-RPC error in a drained answer.
+fn post_body_error_code(items: &[Item]) -> Option<i64> {
+    items.iter().find_map(|i| {
+        let v = match i {
+            Item::Json(v) => Some(v.clone()),
+            Item::Event(e) => event_json(e),
+            _ => None,
+        }?;
+        v.get("error")?.get("code")?.as_i64()
     })
 }
 
@@ -893,6 +934,8 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         }
     }
     let got_result = find_result(&after).is_some();
+    let counted = ctx.count(&s.calls[i].key).await;
+    after_replay(&mut ctx.fp(), status, &events(&before), &evs, got_result, counted);
     if got_result && status == 200 {
         // The result arrives about 2 s into the 8 s read: 6 s to close, or not.
         let ended = after.iter().any(|i| matches!(i, Item::End | Item::Reset(_)));
@@ -906,7 +949,7 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
             ctx.fp().decide("resumed_on_response", v, why);
         }
     }
-    if let Some((started, completed)) = ctx.count(&s.calls[i].key).await {
+    if let Some((started, completed)) = counted {
         let mut fp = ctx.fp();
         if completed >= 1 {
             fp.decide(
@@ -924,6 +967,44 @@ async fn cut_and_resume(ctx: &Ctx) -> Result<Outcome, ProbeError> {
         if got_result { "delivered" } else { "missing" }
     ));
     Ok(s.finish().await)
+}
+
+/// `server.after_replay` from a resume of a tool's stream during the tool: what the resumed
+/// connection got after the events it missed. Its result, or a progress event stored after the
+/// last one the replay could hold, is `live`; missed events replayed and then nothing, while the
+/// tool went on to complete (the server's own count), is `quiet`.
+fn after_replay(
+    fp: &mut Fingerprint,
+    status: u16,
+    before: &[&RawEvent],
+    after: &[&RawEvent],
+    got_result: bool,
+    counted: Option<(u64, u64)>,
+) {
+    if status != 200 {
+        return fp.leave_open("after_replay", format!("the resume was answered {status}"));
+    }
+    let last_before = before.iter().filter_map(|e| progress_tick(e)).max().unwrap_or(0);
+    let ticks: Vec<u32> = after.iter().filter_map(|e| progress_tick(e)).collect();
+    let replayed = ticks.iter().filter(|t| **t > last_before).count();
+    if got_result {
+        return fp.decide("after_replay", "\"live\"", "the tool's result arrived on the resumed stream");
+    }
+    match counted {
+        Some((_, completed)) if completed >= 1 && replayed > 0 => fp.decide(
+            "after_replay",
+            "\"quiet\"",
+            format!(
+                "the resumed stream replayed {replayed} missed progress event(s) (up to tick {}) and then nothing, though the tool completed",
+                ticks.iter().max().copied().unwrap_or(0)
+            ),
+        ),
+        Some((_, completed)) if completed >= 1 => fp.leave_open(
+            "after_replay",
+            "the resumed stream carried no missed event and no result: nothing was replayed to go quiet after",
+        ),
+        _ => fp.leave_open("after_replay", "no result on the resumed stream and the tool was not seen to complete"),
+    }
 }
 
 /// Come back after the tool finished: are a finished stream's events still there?
@@ -1979,4 +2060,64 @@ async fn measure_retention(ctx: &Ctx) -> Option<String> {
         }
     }
     Some(format!("retention measured on a side session: {} event ids", n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tick(n: u32) -> RawEvent {
+        let data = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": n}});
+        RawEvent { id: Some(format!("e{n}")), data: Some(data.to_string()), ..RawEvent::default() }
+    }
+
+    fn decided(status: u16, before: &[u32], after: &[u32], result: bool, counted: Option<(u64, u64)>) -> Fingerprint {
+        let (before, after): (Vec<RawEvent>, Vec<RawEvent>) =
+            (before.iter().map(|n| tick(*n)).collect(), after.iter().map(|n| tick(*n)).collect());
+        let mut fp = Fingerprint::default();
+        after_replay(
+            &mut fp,
+            status,
+            &before.iter().collect::<Vec<_>>(),
+            &after.iter().collect::<Vec<_>>(),
+            result,
+            counted,
+        );
+        fp
+    }
+
+    #[test]
+    fn a_resume_that_replays_and_then_goes_quiet_is_told_from_one_that_goes_on_live() {
+        // The result on the resumed stream: live.
+        let fp = decided(200, &[1, 2, 3, 4], &[5, 6, 7, 8, 9, 10], true, Some((1, 1)));
+        assert_eq!(fp.value("after_replay"), Some("\"live\""));
+        // Missed ticks replayed, then nothing, while the tool completed: quiet.
+        let fp = decided(200, &[1, 2, 3, 4], &[5, 6, 7], false, Some((1, 1)));
+        assert_eq!(fp.value("after_replay"), Some("\"quiet\""));
+        assert!(fp.fields["after_replay"].why.contains("replayed 3 missed"), "{:?}", fp.fields);
+        // Nothing replayed, or the tool not seen to complete, or a refused resume: not decided.
+        for fp in [
+            decided(200, &[1, 2, 3, 4], &[], false, Some((1, 1))),
+            decided(200, &[1, 2, 3, 4], &[5], false, Some((1, 0))),
+            decided(200, &[1, 2, 3, 4], &[5], false, None),
+            decided(404, &[1, 2, 3, 4], &[], false, Some((1, 1))),
+        ] {
+            assert_eq!(fp.value("after_replay"), None);
+            assert!(fp.open.contains_key("after_replay"));
+        }
+    }
+
+    #[test]
+    fn the_code_of_a_json_rpc_error_is_read_from_a_body_or_an_event() {
+        let body = Item::Json(
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Session not found"}}),
+        );
+        assert_eq!(post_body_error_code(&[body]), Some(-32600));
+        let event = RawEvent {
+            data: Some(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "x"}}).to_string()),
+            ..RawEvent::default()
+        };
+        assert_eq!(post_body_error_code(&[Item::Event(event)]), Some(-32001));
+        assert_eq!(post_body_error_code(&[Item::End]), None);
+    }
 }
