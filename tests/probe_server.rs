@@ -57,6 +57,7 @@ fn replay_rule_delete_rule_and_second_get_are_decided() {
     assert_eq!(field(&a, "store"), Some("\"per-session\""), "{}", show(&a));
     let cut = a.scenarios.iter().find(|s| s.name == "cut-and-resume").expect("ran");
     assert!(cut.violations.is_empty(), "{}", show(&a));
+    assert_eq!(field(&a, "after_replay"), Some("\"live\""), "{}", show(&a));
 
     let b = probe_standin(
         StandinConfig { replay_from: true, delete_cancels: false, ..Default::default() },
@@ -68,6 +69,18 @@ fn replay_rule_delete_rule_and_second_get_are_decided() {
     // Replaying from the id hands the application that event twice: the oracles say so.
     let cut = b.scenarios.iter().find(|s| s.name == "cut-and-resume").expect("ran");
     assert!(cut.violations.iter().any(|v| v.invariant == "no-duplicate-delivery"), "{}", show(&b));
+}
+
+#[test]
+fn a_store_that_replays_and_then_goes_quiet_is_decided_as_such_and_judged() {
+    let r =
+        probe_standin(StandinConfig { quiet_after_replay: true, ..Default::default() }, &["basics", "cut-and-resume"])
+            .expect("probe runs");
+    assert_eq!(field(&r, "after_replay"), Some("\"quiet\""), "{}", show(&r));
+    assert_eq!(field(&r, "response_mode"), Some("\"sse\""), "{}", show(&r));
+    // The call whose resumed stream went quiet never resolves: the oracles say so.
+    let cut = r.scenarios.iter().find(|s| s.name == "cut-and-resume").expect("ran");
+    assert!(cut.violations.iter().any(|v| v.invariant == "every-call-resolves"), "{}", show(&r));
 }
 
 #[test]

@@ -56,6 +56,9 @@ pub struct StandinConfig {
     /// It offers the probe tools; without them its only tool is `slow_task`, an ordinary tool
     /// (5 s, a progress notification every 250 ms, no arguments needed).
     pub probe_tools: bool,
+    /// A resumed stream gets the events it missed and then nothing more, though it stays open:
+    /// no live events, no result (a store that replays, then goes quiet).
+    pub quiet_after_replay: bool,
 }
 
 impl Default for StandinConfig {
@@ -72,6 +75,7 @@ impl Default for StandinConfig {
             evicted_from_oldest: false,
             event_store: true,
             probe_tools: true,
+            quiet_after_replay: false,
         }
     }
 }
@@ -507,6 +511,7 @@ async fn get(mut sock: TcpStream, st: Shared, sid: &str, last: Option<String>) {
     };
     let parsed = last.split_once('-').and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
     let (tx, rx) = mpsc::unbounded_channel();
+    let quiet = lock(&st).cfg.quiet_after_replay;
     let (replay, unknown) = {
         let mut s = lock(&st);
         let (from, unknown_rule, oldest_rule) = (s.cfg.replay_from, s.cfg.unknown_id, s.cfg.evicted_from_oldest);
@@ -524,7 +529,7 @@ async fn get(mut sock: TcpStream, st: Shared, sid: &str, last: Option<String>) {
                     .filter(|(s, _)| if from { *s >= seq } else { *s > seq })
                     .map(|(_, f)| f.clone())
                     .collect();
-                if !l.done {
+                if !l.done && !quiet {
                     l.attached = Some(tx);
                 }
                 (replay, None)
@@ -546,6 +551,11 @@ async fn get(mut sock: TcpStream, st: Shared, sid: &str, last: Option<String>) {
             // Attached to nothing: open until the client leaves (bounded by the caller's timeout).
             let (_keep, rx) = mpsc::unbounded_channel();
             write_stream(sock, Vec::new(), rx, keepalive).await;
+        }
+        None if quiet => {
+            // Attached to nothing after the replay: open until the client leaves.
+            let (_keep, rx) = mpsc::unbounded_channel();
+            write_stream(sock, replay, rx, keepalive).await;
         }
         None => write_stream(sock, replay, rx, keepalive).await,
     }
