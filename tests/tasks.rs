@@ -221,3 +221,39 @@ fn an_application_cancel_is_judged_by_what_the_server_does_with_it() {
         );
     }
 }
+
+#[test]
+fn a_task_that_waits_for_its_users_input_runs_out_its_ttl_unless_the_ttl_counts_the_wait() {
+    // `sim/scenarios/task-input.toml`: a 2-minute payment asks for confirmation after 30 s and
+    // its user answers 4 minutes later; rmcp's TTL (5 minutes from creation) aborts the task while
+    // it waits, after it charged.
+    let s = scenario("rmcp", "rmcp", "sim/scenarios/task-input.toml", &[]);
+    let out = run_ok(&s, 0);
+    let v = violated(&out);
+    assert!(v.contains("no-false-failure") && v.contains("no-work-killed"), "{v:?}\nreplay: {}", replay(&s, 0));
+    let asked = |out: &mcpsim::engine::runner::RunOutcome| {
+        let count = |f: fn(&StepKind) -> bool| out.trace.steps.iter().filter(|st| f(&st.kind)).count();
+        (
+            count(|k| matches!(k, StepKind::TaskInputRequired { .. })),
+            count(|k| matches!(k, StepKind::TaskInputReceived { .. })),
+        )
+    };
+    // The answer comes at about 4m31s; the 90 s of work left would end past 5 minutes.
+    assert_eq!(asked(&out), (1, 1), "asked once and answered, then aborted at the TTL");
+    // `advise --tasks` counts the wait (the poll that sees the question and the answer): with
+    // its TTL the payment waits, goes on and ends, once.
+    let advised = format_duration(task_ttl(&s, None).advice.ttl);
+    for seed in SEEDS {
+        let fixed = scenario("rmcp", "rmcp", "sim/scenarios/task-input.toml", &[("server.tasks.ttl", &advised)]);
+        let out = run_ok(&fixed, seed);
+        assert!(violated(&out).is_empty(), "{:?}\nreplay: {}", violated(&out), replay(&fixed, seed));
+        assert_eq!(asked(&out), (1, 1), "asked once and answered once");
+    }
+    // An application that never answers: no TTL lets the task end, and advise says so.
+    let never =
+        scenario("rmcp", "rmcp", "sim/scenarios/task-input.toml", &[("client.tasks.answer_input_after", "none")]);
+    assert!(task_ttl(&never, None).unanswered.is_some());
+    let out = run_ok(&never, 0);
+    assert_eq!(asked(&out), (1, 0));
+    assert!(!violated(&out).is_empty(), "the waiting task is aborted at its TTL");
+}

@@ -610,6 +610,13 @@ pub struct ToolSpec {
     /// one millisecond. `1` (the default, left out of traces) is one event a tick.
     #[serde(default = "one_event", skip_serializing_if = "is_one_event")]
     pub burst: u32,
+    /// Run as a task, it asks its client for input after this much of its work: the task turns
+    /// `input_required` and the work waits until a `tasks/update` brings the answer (ext-tasks
+    /// tasks.md "Task Status": `input_required`, "Input" by `tasks/update`). The wait counts
+    /// against the task's TTL, which runs from creation. `None` (the default, left out of
+    /// traces): it asks for nothing. A call not made a task asks for nothing either.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub input_after: Option<Duration>,
 }
 
 impl Default for ToolSpec {
@@ -623,6 +630,7 @@ impl Default for ToolSpec {
             side_effect: SideEffectAt::default(),
             on_abort: OnAbort::default(),
             burst: one_event(),
+            input_after: None,
         }
     }
 }

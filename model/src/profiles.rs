@@ -815,6 +815,7 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("tasks.persist_ids", "Task ids survive a client restart (durable), so polling resumes after it."),
     ("tasks.sends_mcp_name", "Send Mcp-Name: <taskId> on tasks/* (the spec's MUST), so a balancer can route polls to the replica holding the task."),
     ("tasks.not_found", "What a -32602 (task not found) to a poll does: error (the application gets the JSON-RPC error as the call's failure, as rmcp's get_task returns it) or lost (the application is told the task is lost: the outcome is unknown)."),
+    ("tasks.answer_input_after", "The application answers a task a poll shows input_required this long after (a user's time to answer), with tasks/update; none: never (it polls on until the task ends or expires)."),
     ("tasks.cancel_after", "The application cancels a call answered with a task not ended this long after its CreateTaskResult (tasks/cancel, then it polls on for the outcome), or none for never."),
     ("subscriptions", "subscriptions/listen (2026-07-28): the modern era's stream of change notifications, which replaces the GET stream."),
     ("subscriptions.listen", "In the modern era the application opens a subscriptions/listen stream when the client connects."),

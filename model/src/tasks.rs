@@ -201,6 +201,20 @@ pub struct ClientTasks {
     /// outcome. `None` (the default, left out of traces): never.
     #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub cancel_after: Option<Duration>,
+    /// The application answers a task that a poll shows `input_required` this long after (a
+    /// user's time to answer), with `tasks/update` (carrying `Mcp-Name` as its polls do); `None`:
+    /// never (a client that does not handle the status polls on until the task ends or expires).
+    /// `0s` (the default, left out of traces): at once.
+    #[serde(default = "at_once", with = "serde_opt_duration", skip_serializing_if = "is_at_once")]
+    pub answer_input_after: Option<Duration>,
+}
+
+fn at_once() -> Option<Duration> {
+    Some(Duration::ZERO)
+}
+
+fn is_at_once(d: &Option<Duration>) -> bool {
+    *d == at_once()
 }
 
 /// What the client does with a `-32602` to `tasks/get`.
@@ -227,6 +241,7 @@ impl Default for ClientTasks {
             sends_mcp_name: true,
             not_found: TaskNotFound::Error,
             cancel_after: None,
+            answer_input_after: at_once(),
         }
     }
 }
@@ -386,6 +401,18 @@ impl TaskStore {
             }
         };
         (answer, expired)
+    }
+
+    /// The task's work asks its client for input: a working task turns `input_required`
+    /// (`false` when there is no working record to say so).
+    pub fn need_input(&mut self, task: &TaskId) -> bool {
+        match self.records.get_mut(task) {
+            Some(r) if r.status == TaskStatus::Working => {
+                r.status = TaskStatus::InputRequired;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// `tasks/cancel`: acknowledged; cancellation is cooperative, so the status does not change

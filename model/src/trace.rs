@@ -671,6 +671,17 @@ pub enum StepKind {
         /// The task.
         task: crate::tasks::TaskId,
     },
+    /// A task's work asked its client for input: the task is `input_required` and its work
+    /// waits for a `tasks/update`.
+    TaskInputRequired {
+        /// The task.
+        task: crate::tasks::TaskId,
+    },
+    /// A `tasks/update` brought the input: the task is `working` again and its work goes on.
+    TaskInputReceived {
+        /// The task.
+        task: crate::tasks::TaskId,
+    },
     /// A task's work ended with a terminal status (`failed` for an SDK's abort at its TTL).
     TaskEnded {
         /// The task.

@@ -10,7 +10,7 @@ use super::{Client, Purpose};
 use crate::config::CloseHandling;
 use crate::http::{ClientMessage, ConnEnd, ServerMessage};
 use crate::ids::{CallKey, ConnId};
-use crate::tasks::{TaskId, TaskNotFound, TaskOp, TASK_NOT_FOUND};
+use crate::tasks::{TaskId, TaskNotFound, TaskOp, TaskStatus, TASK_NOT_FOUND};
 use crate::time::Instant;
 use crate::trace::StepKind;
 use serde::{Deserialize, Serialize};
@@ -29,6 +29,12 @@ pub(super) struct Polled {
     failures: u32,
     /// When the application cancels it (`client.tasks.cancel_after`); `None` once sent, or never.
     cancel_at: Option<Instant>,
+    /// When the application sends the input the task asked for (`tasks/update`); `None` when
+    /// nothing is to be sent.
+    update_at: Option<Instant>,
+    /// When the last `tasks/update` went: a poll within one interval of it that still says
+    /// `input_required` crossed it, and sends no other.
+    updated_at: Option<Instant>,
 }
 
 /// A task id in durable state (`client.tasks.persist_ids`).
@@ -62,8 +68,16 @@ impl Client {
         self.conns.remove(&via);
         let interval = self.policy.tasks.poll_interval(Duration::from_millis(*poll_ms));
         let cancel_at = self.policy.tasks.cancel_after.map(|d| now + d);
-        let polled =
-            Polled { task: task.clone(), interval, poll_at: Some(now + interval), conn: None, failures: 0, cancel_at };
+        let polled = Polled {
+            task: task.clone(),
+            interval,
+            poll_at: Some(now + interval),
+            conn: None,
+            failures: 0,
+            cancel_at,
+            update_at: None,
+            updated_at: None,
+        };
         self.tasks.insert(call, polled);
     }
 
@@ -74,7 +88,7 @@ impl Client {
 
     /// The next poll (or application cancel) due.
     pub(super) fn next_task_poll(&self) -> Option<Instant> {
-        self.tasks.values().flat_map(|p| [p.poll_at, p.cancel_at]).flatten().min()
+        self.tasks.values().flat_map(|p| [p.poll_at, p.cancel_at, p.update_at]).flatten().min()
     }
 
     /// The application cancels every task whose deadline (`client.tasks.cancel_after`) is due:
@@ -96,9 +110,29 @@ impl Client {
         }
     }
 
-    /// Sends every `tasks/get` (and application cancel) due at `now`.
+    /// The application answers every task whose input is due: `tasks/update` (with `Mcp-Name`
+    /// when the policy says so). Its answer changes nothing here; the polls say whether the task
+    /// works again, and ask again if it still waits.
+    fn answer_tasks(&mut self, now: Instant) {
+        let due: Vec<CallKey> =
+            self.tasks.iter().filter(|(_, p)| p.update_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
+        for call in due {
+            let Some(p) = self.tasks.get_mut(&call) else { continue };
+            p.update_at = None;
+            p.updated_at = Some(now);
+            let task = p.task.clone();
+            let id = self.take_request_id();
+            let name = self.policy.tasks.sends_mcp_name.then(|| task.0.clone());
+            let mut request = self.post_request(ClientMessage::Task { id, op: TaskOp::Update, task });
+            request.mcp_name = name;
+            self.open(Purpose::Notification, request, false);
+        }
+    }
+
+    /// Sends every `tasks/get` (and application cancel or answer) due at `now`.
     pub(super) fn poll_tasks(&mut self, now: Instant) {
         self.cancel_tasks(now);
+        self.answer_tasks(now);
         let due: Vec<CallKey> =
             self.tasks.iter().filter(|(_, p)| p.poll_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
         for call in due {
@@ -129,6 +163,18 @@ impl Client {
                 self.tasks.remove(&call);
                 self.record(StepKind::AppTaskOutcome { task, call, status });
                 self.resolve(call, None);
+            }
+            ServerMessage::TaskState { status: TaskStatus::InputRequired, .. } => {
+                p.poll_at = Some(now + p.interval);
+                // The user answers once, after `answer_input_after`; asked again (the update was
+                // lost, or went to a replica without the task), the application re-sends at once.
+                let crossed = p.updated_at.is_some_and(|at| now < at + p.interval);
+                if p.update_at.is_none() && !crossed {
+                    if let Some(delay) = self.policy.tasks.answer_input_after {
+                        let delay = if p.updated_at.is_some() { Duration::ZERO } else { delay };
+                        p.update_at = Some(now + delay);
+                    }
+                }
             }
             ServerMessage::TaskState { .. } => p.poll_at = Some(now + p.interval),
             ServerMessage::Error { code: Some(TASK_NOT_FOUND), message, .. } => {
@@ -225,6 +271,8 @@ impl Client {
                 conn: None,
                 failures: 0,
                 cancel_at: None,
+                update_at: None,
+                updated_at: None,
             };
             self.tasks.insert(t.call, polled);
         }
@@ -331,6 +379,53 @@ mod tests {
             status: TaskStatus::Completed
         }));
         assert!(c.unresolved_calls().is_empty() && c.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn a_task_that_asks_for_input_is_answered_with_tasks_update_after_the_users_delay() {
+        let mut p = policy();
+        p.tasks.answer_input_after = Some(Duration::from_secs(10));
+        let mut c = created(p);
+        let (due, conn, id, _) = poll(&mut c);
+        let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
+        json(&mut c, due, conn, asks(id));
+        // Polls go on every 2 s; the answer goes 10 s after the poll that saw the question.
+        let mut updates = Vec::new();
+        let mut now = due;
+        while now < Instant(20_000_000) {
+            let next = c.poll_timeout().expect("something is due");
+            c.handle_timeout(next);
+            for (conn, request) in sent(&drain(&mut c)) {
+                match request.body {
+                    Some(ClientMessage::Task { op: TaskOp::Update, .. }) => {
+                        assert_eq!(request.mcp_name.as_deref(), Some("r0.0-t0"));
+                        updates.push(next);
+                    }
+                    Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) => {
+                        // Still asking until the update went; working after it.
+                        let status = if updates.is_empty() { TaskStatus::InputRequired } else { TaskStatus::Working };
+                        json(&mut c, next, conn, ServerMessage::TaskState { request: id, task: task(), status });
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            now = next;
+        }
+        assert_eq!(updates, vec![due + Duration::from_secs(10)], "one answer, 10 s after the question was seen");
+        // A client that never answers polls on and sends no update.
+        let mut p = policy();
+        p.tasks.answer_input_after = None;
+        let mut c = created(p);
+        let (due, conn, id, _) = poll(&mut c);
+        json(&mut c, due, conn, asks(id));
+        for _ in 0..10 {
+            let next = c.poll_timeout().expect("a poll is due");
+            c.handle_timeout(next);
+            for (conn, request) in sent(&drain(&mut c)) {
+                let Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) = request.body else { panic!("{request:?}") };
+                json(&mut c, next, conn, asks(id));
+            }
+        }
     }
 
     #[test]

@@ -129,6 +129,11 @@ impl Server {
         let quiet = ToolSpec { event_interval: None, ..spec.clone() };
         self.start_tool(now, session, request, &call, &quiet, stream);
         self.tasks.by_tool.insert(self.tools_started, task);
+        // Only a task asks for input: a plain call has no `tasks/update` to bring the answer.
+        if let (Some(after), Some(tool)) = (spec.input_after, self.running.get_mut(&self.tools_started)) {
+            tool.input_at = Some(now + after);
+            self.refresh_tool(self.tools_started);
+        }
     }
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel`: answered from the store, whatever the session
@@ -143,6 +148,8 @@ impl Server {
             };
             return self.respond_json(conn, head, message);
         };
+        let asked =
+            op == TaskOp::Update && lock(&store).record(task).is_some_and(|r| r.status == TaskStatus::InputRequired);
         let (answer, expired) = {
             let mut store = lock(&store);
             match op {
@@ -152,6 +159,9 @@ impl Server {
             }
         };
         self.apply_expired(now, expired);
+        if asked && answer == TaskAnswer::Status(TaskStatus::Working) {
+            self.input_received(now, task);
+        }
         if op == TaskOp::Cancel && matches!(answer, TaskAnswer::Status(s) if !s.terminal()) {
             self.cancel_task_work(now, task);
         }
@@ -170,6 +180,38 @@ impl Server {
             },
         };
         self.respond_json(conn, head, message);
+    }
+
+    /// Tool `id` reached the point where it asks for input (`ToolSpec::input_after`): it waits,
+    /// and its task turns `input_required` for the client's next poll to see.
+    pub(super) fn ask_for_input(&mut self, now: Instant, id: u64) {
+        let Some(tool) = self.running.get_mut(&id) else { return };
+        tool.input_at = None;
+        tool.waiting_since = Some(now);
+        self.refresh_tool(id);
+        let (Some(task), Some(store)) = (self.tasks.by_tool.get(&id).cloned(), self.tasks.store.clone()) else {
+            return;
+        };
+        if lock(&store).need_input(&task) {
+            self.record(StepKind::TaskInputRequired { task });
+        }
+    }
+
+    /// A `tasks/update` brought the input `task` waited for: its work on this process goes on
+    /// where it stopped, its remaining time and progress shifted by the wait. (Work waiting on
+    /// another replica of a shared store does not hear of it: the answer must reach the process
+    /// that runs the work, which `Mcp-Name` routing does.)
+    fn input_received(&mut self, now: Instant, task: &TaskId) {
+        self.record(StepKind::TaskInputReceived { task: task.clone() });
+        let ids: Vec<u64> = self.tasks.by_tool.iter().filter(|(_, t)| *t == task).map(|(i, _)| *i).collect();
+        for id in ids {
+            let Some(tool) = self.running.get_mut(&id) else { continue };
+            let Some(since) = tool.waiting_since.take() else { continue };
+            let waited = now - since;
+            tool.done_at = tool.done_at + waited;
+            tool.next_progress = tool.next_progress.map(|at| at + waited);
+            self.refresh_tool(id);
+        }
     }
 
     /// A `tasks/cancel` of a working task, under `server.tasks.on_cancel`: the intent only
@@ -371,6 +413,54 @@ mod tests {
         assert!(matches!(done, Some(ServerMessage::TaskState { status: TaskStatus::Completed, .. })), "{done:?}");
         let unknown = answer(&get(&mut s, 122 * S, "r0.0-t9"));
         assert!(matches!(unknown, Some(ServerMessage::Error { code: Some(TASK_NOT_FOUND), .. })), "{unknown:?}");
+    }
+
+    fn update(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {
+        let body = ClientMessage::Task { id: RequestId(10), op: TaskOp::Update, task: TaskId(task.into()) };
+        s.handle_request(Instant(now), ConnId(3), Request::modern_post(body));
+        drain(s)
+    }
+
+    #[test]
+    fn a_task_that_asks_for_input_waits_for_tasks_update_and_its_ttl_runs_through_the_wait() {
+        let asking = |p: ServerPolicy| {
+            let pay = ToolSpec {
+                name: "pay".into(),
+                duration: Duration::from_secs(120),
+                input_after: Some(Duration::from_secs(30)),
+                ..ToolSpec::default()
+            };
+            let mut s = Server::new(p, vec![pay], 0, 7);
+            drain(&mut s);
+            s
+        };
+        let t0 = TaskId("r0.0-t0".into());
+        // Answered after 100 s of waiting: the work goes on where it stopped, and ends 100 s late.
+        let mut s = asking(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        call(&mut s, 0, true);
+        let asked = run_until(&mut s, 30 * S);
+        assert!(records(&asked).contains(&StepKind::TaskInputRequired { task: t0.clone() }), "{asked:?}");
+        let state = answer(&get(&mut s, 31 * S, "r0.0-t0"));
+        assert!(matches!(state, Some(ServerMessage::TaskState { status: TaskStatus::InputRequired, .. })), "{state:?}");
+        // Nothing of the work is due while it waits.
+        assert!(records(&run_until(&mut s, 129 * S)).is_empty());
+        let updated = update(&mut s, 130 * S, "r0.0-t0");
+        assert!(records(&updated).contains(&StepKind::TaskInputReceived { task: t0.clone() }), "{updated:?}");
+        assert!(matches!(answer(&updated), Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })));
+        assert!(records(&run_until(&mut s, 219 * S)).iter().all(|k| !matches!(k, StepKind::TaskEnded { .. })));
+        let ended = run_until(&mut s, 221 * S);
+        assert!(records(&ended).contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Completed }));
+        // An update for a task that asks nothing changes nothing.
+        assert!(!records(&update(&mut s, 222 * S, "r0.0-t0"))
+            .iter()
+            .any(|k| matches!(k, StepKind::TaskInputReceived { .. })));
+        // Under a 2-minute TTL counted from creation, the wait runs it out: rmcp's rule aborts the
+        // task, failed, while it still waits for its answer.
+        let mut s = asking(policy(120, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        call(&mut s, 0, true);
+        run_until(&mut s, 30 * S);
+        let late = get(&mut s, 121 * S, "r0.0-t0");
+        assert!(records(&late).contains(&StepKind::TaskEnded { task: t0, status: TaskStatus::Failed }), "{late:?}");
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl Timers {
 impl Server {
     /// Files tool `id`'s next due instant (after it starts, ticks or ends).
     pub(super) fn refresh_tool(&mut self, id: u64) {
-        let due = self.running.get(&id).map(|tool| tool.next_due());
+        let due = self.running.get(&id).and_then(|tool| tool.next_due());
         self.timers.set(Timer::Tool(id), due);
     }
 
@@ -76,7 +76,7 @@ impl Server {
 
     /// Every pending timer, derived from the state (the table's reference in debug builds).
     fn scan(&self) -> impl Iterator<Item = (Instant, Timer)> + '_ {
-        let tools = self.running.iter().map(|(id, tool)| (tool.next_due(), Timer::Tool(*id)));
+        let tools = self.running.iter().filter_map(|(id, tool)| Some((tool.next_due()?, Timer::Tool(*id))));
         let keepalives =
             self.conns.iter().filter_map(|(conn, open)| open.next_keepalive.map(|at| (at, Timer::Keepalive(*conn))));
         let idle = self.sessions.iter().filter_map(|(id, session)| {

@@ -28,6 +28,10 @@ pub(super) struct RunningTool {
     pub(super) on_abort: OnAbort,
     /// Its side effect, still to be executed at completion (`SideEffectAt::Completion`).
     pub(super) pending_effect: Option<PendingEffect>,
+    /// When it asks its task's client for input (`ToolSpec::input_after`); `None` once asked.
+    pub(super) input_at: Option<Instant>,
+    /// Since when it waits for that input: nothing of it is due until a `tasks/update` comes.
+    pub(super) waiting_since: Option<Instant>,
 }
 
 /// A side effect a tool executes when it completes.
@@ -45,8 +49,18 @@ impl RunningTool {
         self.next_progress.filter(|at| *at < self.done_at)
     }
 
-    pub(super) fn next_due(&self) -> Instant {
-        self.due_progress().unwrap_or(self.done_at)
+    /// Its next progress, its question for input or its end; `None` while it waits for input.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        if self.waiting_since.is_some() {
+            return None;
+        }
+        let next = self.due_progress().unwrap_or(self.done_at);
+        Some(self.asks_input().map_or(next, |at| at.min(next)))
+    }
+
+    /// When it asks for input, if it does before its end.
+    pub(super) fn asks_input(&self) -> Option<Instant> {
+        self.input_at.filter(|at| *at < self.done_at)
     }
 }
 
@@ -144,6 +158,8 @@ impl Server {
                 orphaned: false,
                 on_abort: spec.on_abort,
                 pending_effect,
+                input_at: None,
+                waiting_since: None,
             },
         );
         self.refresh_tool(self.tools_started);
@@ -183,6 +199,12 @@ impl Server {
     /// The tool's next timer fired: one progress event, or its completion.
     pub(super) fn run_tool(&mut self, now: Instant, id: u64) {
         let Some(tool) = self.running.get_mut(&id) else { return };
+        if tool.waiting_since.is_some() {
+            return;
+        }
+        if tool.asks_input().is_some_and(|at| at <= now && tool.due_progress().is_none_or(|p| at <= p)) {
+            return self.ask_for_input(now, id);
+        }
         let Some(at) = tool.due_progress() else { return self.complete_tool(now, id) };
         let first = tool.steps + 1;
         tool.steps += tool.burst.max(1);

@@ -229,6 +229,8 @@ pub fn describe(kind: &StepKind) -> String {
         }
         TaskIdReceived { task, call } => format!("got task id {} for {call}", task.0),
         TaskIdForgotten { task } => format!("forgot task id {}", task.0),
+        TaskInputRequired { task } => format!("task {} asks for input (input_required): its work waits", task.0),
+        TaskInputReceived { task } => format!("task {} got its input (tasks/update): its work goes on", task.0),
         TaskEnded { task, status } => format!("task {} ended {status:?}", task.0),
         TaskRecordRemoved { task, work_running } => {
             format!("task {} record removed{}", task.0, if *work_running { " while its work runs" } else { "" })

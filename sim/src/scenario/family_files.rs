@@ -417,11 +417,12 @@ impl Reader<'_> {
                     let n = self.integer("tools.burst", f)?;
                     tool.burst = n;
                 }
+                "input_after" => tool.input_after = self.opt_duration("tools.input_after", f)?,
                 _ => {
                     return Err(self.file.error(
                         Pos::of(self.text, k.span().start),
                         format!(
-                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort, burst)"
+                            "unknown key `{key}` in a tool (a tool has: name, duration, event_interval, idempotent, side_effect, on_abort, burst, input_after)"
                         ),
                     ))
                 }
@@ -765,6 +766,9 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
         let _ = writeln!(out, "idempotent = {}", t.idempotent);
         if t.burst != 1 {
             let _ = writeln!(out, "burst = {}", t.burst);
+        }
+        if let Some(after) = t.input_after {
+            let _ = writeln!(out, "input_after = {}", quote(&format_duration(after)));
         }
         if t.side_effect != SideEffectAt::default() {
             let _ = writeln!(out, "side_effect = \"completion\"");

@@ -29,6 +29,7 @@
 //! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
 //! | `server.max_sessions` | none, or at least 1 |
 //! | `tool.burst` | 1 to [`MAX_BURST`] (1000) events a tick |
+//! | `tool.input_after` | at least 1 ms, or none (asks for nothing) |
 //! | `app.notifications` | an interval of at least 1 ms, a count (at least 1) or an end after `from` |
 //! | tools, calls, deletes, bogus resumes, empty resumes | at most [`MAX_TOOLS`] (32), [`MAX_CALLS`] (100), [`MAX_DELETES`] (32), [`MAX_RESUMES`] (32) each ([`LIST_CAPS`]), checked before anything else |
 //! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most [`super::layers::MAX_PROFILE_LIST`] (64) entries, checked before it is read |
@@ -186,10 +187,11 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
         "server" => known_paths_ref(Role::Server),
         "lb" => known_paths_ref(Role::Lb),
         _ => {
-            tool_fields = ["duration", "event_interval", "idempotent", "side_effect", "on_abort", "burst"]
-                .into_iter()
-                .map(String::from)
-                .collect();
+            tool_fields =
+                ["duration", "event_interval", "idempotent", "side_effect", "on_abort", "burst", "input_after"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect();
             &tool_fields
         }
     };
@@ -870,6 +872,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("client.tasks.sends_mcp_name", Rule::Free),
     ("client.tasks.not_found", Rule::Free),
     ("client.tasks.cancel_after", Rule::OptSpan { min: MS, none_means: "never" }),
+    ("client.tasks.answer_input_after", Rule::OptSpan { min: Duration::ZERO, none_means: "never" }),
     ("client.subscriptions", Rule::Table),
     ("client.subscriptions.listen", Rule::Free),
     ("client.subscriptions.on_abrupt_end", Rule::Free),
@@ -1103,6 +1106,7 @@ pub(crate) fn tool_problems(t: &ToolSpec) -> Vec<Problem> {
     if !(1..=MAX_BURST).contains(&t.burst) {
         out.push(problem("burst", format!("{} events a tick: 1 to {MAX_BURST}", t.burst)));
     }
+    opt_span(&mut out, "input_after", t.input_after, Duration::from_millis(1), "a tool that asks for nothing");
     out
 }
 

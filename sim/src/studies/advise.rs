@@ -900,20 +900,56 @@ pub struct TaskTtl {
     pub configured: Option<Duration>,
     /// The answer, with the arithmetic.
     pub advice: mcpsim_model::tasks::TtlAdvice,
+    /// The tool that asks for input a client never answers (`client.tasks.answer_input_after =
+    /// none`): no TTL lets its task end.
+    pub unanswered: Option<String>,
 }
 
 /// The TTL a task of the scenario's longest tool needs (`mcpsim_model::tasks::ttl_needed`): the
 /// server's expiry rule and poll interval, the client's poll policy, and `max_outage` (none: no
 /// outage, only the poll interval).
 pub fn task_ttl(scenario: &Scenario, max_outage: Option<Duration>) -> TaskTtl {
-    // The longest run a draw can give: each run stretches a tool by up to `tool_jitter`.
-    let nominal = scenario.tools.iter().map(|t| t.duration).max().unwrap_or_default();
-    let duration = nominal.mul_f64(1.0 + scenario.tool_jitter.max(0.0));
     let tasks = &scenario.server.tasks;
     let poll_interval = scenario.client.tasks.poll_interval(tasks.poll_interval);
+    let answer = scenario.client.tasks.answer_input_after;
+    // The longest run a draw can give: each run stretches a tool by up to `tool_jitter`; a tool
+    // that asks for input (`input_after`, before its end) also waits for the poll that sees it
+    // and the application's answer, and the TTL runs through that wait.
+    let stretch = 1.0 + scenario.tool_jitter.max(0.0);
+    let asks = |t: &&mcpsim_model::config::ToolSpec| t.input_after.is_some_and(|a| a < t.duration);
+    let wait = answer.map_or(Duration::ZERO, |a| poll_interval + a);
+    let longest =
+        scenario.tools.iter().max_by_key(|t| t.duration.mul_f64(stretch) + if asks(t) { wait } else { Duration::ZERO });
+    let duration = longest.map_or(Duration::ZERO, |t| t.duration.mul_f64(stretch));
+    let asking = longest.filter(asks);
     let max_outage = max_outage.unwrap_or_default();
-    let advice = mcpsim_model::tasks::ttl_needed(&tasks.expiry, duration, poll_interval, max_outage);
-    TaskTtl { duration, poll_interval, max_outage, rule: tasks.expiry, configured: tasks.ttl, advice }
+    let mut advice = mcpsim_model::tasks::ttl_needed(
+        &tasks.expiry,
+        duration + asking.map_or(Duration::ZERO, |_| wait),
+        poll_interval,
+        max_outage,
+    );
+    if let Some(t) = asking {
+        let line = match answer {
+            Some(a) => format!(
+                "{} asks for input: duration = its run {} + the poll that sees input_required {} + the answer {} = {}",
+                t.name,
+                format_duration(duration),
+                format_duration(poll_interval),
+                format_duration(a),
+                format_duration(duration + wait)
+            ),
+            None => format!(
+                "{} asks for input and the client never answers (client.tasks.answer_input_after = none): no TTL lets it end; \
+                 the figures below count no wait",
+                t.name
+            ),
+        };
+        advice.lines.insert(0, line);
+    }
+    let duration = duration + asking.map_or(Duration::ZERO, |_| wait);
+    let unanswered = asking.filter(|_| answer.is_none()).map(|t| t.name.clone());
+    TaskTtl { duration, poll_interval, max_outage, rule: tasks.expiry, configured: tasks.ttl, advice, unanswered }
 }
 
 /// The answer of [`task_ttl`] in words, the arithmetic line by line, and whether the configured
@@ -933,6 +969,10 @@ pub fn render_task_ttl(t: &TaskTtl) -> String {
         out.push_str(&format!("  {line}\n"));
     }
     let verdict = match t.configured {
+        _ if t.unanswered.is_some() => format!(
+            "no TTL is enough: {} waits for input the client never sends (set client.tasks.answer_input_after)",
+            t.unanswered.as_deref().unwrap_or_default()
+        ),
         None => "the server's TTL is unlimited: enough (but nothing is ever freed)".to_string(),
         Some(c) if c >= t.advice.ttl => format!("the server's TTL {} is enough", format_duration(c)),
         Some(c) => format!(

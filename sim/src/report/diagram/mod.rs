@@ -545,9 +545,13 @@ fn item_of(step: &Step, place: &Place) -> Item {
         | AppUnknownOutcome { .. }
         | AppSessionLost { .. }
         | AppStreamLost { .. } => Item::new(t, note(Lane::App), described()),
-        EraServed { .. } | EraRefused { .. } | TaskCreated { .. } | TaskEnded { .. } | TaskRecordRemoved { .. } => {
-            Item::new(t, server, described())
-        }
+        EraServed { .. }
+        | EraRefused { .. }
+        | TaskCreated { .. }
+        | TaskInputRequired { .. }
+        | TaskInputReceived { .. }
+        | TaskEnded { .. }
+        | TaskRecordRemoved { .. } => Item::new(t, server, described()),
         EraChosen { .. } | TaskIdReceived { .. } | TaskIdForgotten { .. } => {
             Item::new(t, note(Lane::Client), described())
         }
