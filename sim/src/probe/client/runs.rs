@@ -275,8 +275,9 @@ pub struct ClientRun {
     pub cut_at: Option<Duration>,
     /// The last event id the client had on the cut stream.
     pub cut_after: Option<String>,
-    /// When the client closed the event stream answering its `probe_work` call, if it did (the
-    /// stand-in never ends it first in `request-timeout`).
+    /// When the client closed the event stream answering its `probe_work` call, if it did before
+    /// the run ended (a close by the kill at the end is not the client's; the stand-in never ends
+    /// the stream first in `request-timeout`).
     pub call_closed_at: Option<Duration>,
     /// `request-timeout`'s bound on the wait after the call; `None` in the other runs.
     pub bound: Option<Duration>,
@@ -806,7 +807,11 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let ended_at = lock(&tap).start.elapsed();
+    // What the client closed on its own (or by exiting), not what the kill below closes.
+    let (ended_at, call_closed_at) = {
+        let t = lock(&tap);
+        (t.start.elapsed(), t.call_closed_at)
+    };
     if exit.is_none() {
         let why = if gave_up {
             "silent for twice its last delay and 3 s after its last refused resume"
@@ -825,7 +830,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     accept.abort();
     let t = lock(&tap);
     let seen = t.seen.clone();
-    let (cut_at, cut_after, call_closed_at) = (t.cut_at, t.cut_after.clone(), t.call_closed_at);
+    let (cut_at, cut_after) = (t.cut_at, t.cut_after.clone());
     let (tcp_connections, kept_alive, offered) = (t.tcp_conns, t.kept_alive, t.offered.clone());
     let (other_requests, other_count) = (t.other.clone(), t.other_count);
     drop(t);
@@ -994,24 +999,27 @@ pub fn decide_request_timeout(r: &ClientRun) -> Result<Decided, String> {
     let after = |t: Duration| t.saturating_sub(call.at);
     let mut signs: Vec<(Duration, String)> = Vec::new();
     if let Some(c) = r.seen.iter().find(|s| s.cancels.is_some() && s.cancels == call.id) {
-        signs.push((after(c.at), format!("notifications/cancelled for request {}", c.cancels.unwrap_or_default())));
+        signs
+            .push((after(c.at), format!("sent notifications/cancelled for request {}", c.cancels.unwrap_or_default())));
     }
     if let Some(t) = r.call_closed_at {
         signs.push((after(t), "closed the call's event stream".into()));
     }
     if let Some(t) = r.exit_at {
         let code = r.exit.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
-        let last = r.output.last().map(|l| format!(", its last line {l}")).unwrap_or_default();
-        signs.push((after(t), format!("exited {code}{last}")));
+        signs.push((after(t), format!("exited {code}")));
     }
     signs.sort_by_key(|(t, _)| *t);
-    let shown: Vec<String> = signs.iter().map(|(t, what)| format!("{what} at {} ms", ms(*t))).collect();
+    let mut shown: Vec<String> = signs.iter().map(|(t, what)| format!("{what} at {} ms", ms(*t))).collect();
+    if let (Some(_), Some(last)) = (r.exit_at, r.output.last()) {
+        shown.push(format!("its last line {last}"));
+    }
     let bound_s = bound.as_secs_f64();
     let silent = "request-timeout: the call's event stream opened and stayed silent (no event, no result)";
     match signs.first() {
         Some(&(t, _)) if t <= bound => Ok((
             timeout_literal(t),
-            format!("{silent}; after the call's POST the client {} (the first, rounded)", shown.join(", ")),
+            format!("{silent}; after the call's POST the client {} (the first sign, rounded)", shown.join(", ")),
         )),
         _ => {
             let later =
@@ -1941,7 +1949,7 @@ mod tests {
         let ts = timeout_run(75, Some(60_304), Some(60_310), Some(60_400));
         let (v, why) = decide_request_timeout(&ts).expect("decided");
         assert_eq!(v, "\"1m\"", "{why}");
-        assert!(why.contains("notifications/cancelled for request 2 at 60004 ms"), "{why}");
+        assert!(why.contains("sent notifications/cancelled for request 2 at 60004 ms"), "{why}");
         // The same client under a 30 s bound: nothing by the bound.
         let short = timeout_run(30, None, None, None);
         let (v, why) = decide_request_timeout(&short).expect("decided");
