@@ -7,15 +7,19 @@
 //! installed fixtures. Real runs take wall-clock time (about 75 s, the three in parallel: rmcp's
 //! cut-refuse run takes 36 s to show five attempts) and are not deterministic; the runs keep
 //! margins of a second. The agreement of the same runs with the simulator is `tests/reality.rs`'s.
+//! The opt-in `request-timeout` run (a silent tool call watched up to a bound of 72 s) runs beside
+//! them in its own test, the three clients and TypeScript under a 30 s bound in parallel: about
+//! as long again in CPU-idle waiting, no longer in wall time.
 
 mod common;
 
 use mcpsim::probe::client::runs::{
-    compare, known_client_difference, probe_client, ClientProbeOptions, ClientProbeReport,
+    client_field_agrees, compare, known_client_difference, probe_client, ClientProbeOptions, ClientProbeReport,
 };
 use mcpsim::probe::reality;
 use mcpsim::probe::reality::client as client_reality;
 use std::path::PathBuf;
+use std::time::Duration;
 
 fn in_ci() -> bool {
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
@@ -28,15 +32,25 @@ fn fixtures() -> PathBuf {
 
 /// Probes each installed fixture client (in parallel), skipping or failing on a missing one.
 fn probe(sdks: &[&'static str]) -> Vec<(&'static str, ClientProbeReport)> {
+    let cases: Vec<_> = sdks.iter().map(|&sdk| (sdk, None)).collect();
+    probe_cases(&cases).into_iter().map(|(sdk, _, r)| (sdk, r)).collect()
+}
+
+/// [`probe`], each client with its `request-timeout` bound: with one, that run alone.
+fn probe_cases(cases: &[(&'static str, Option<Duration>)]) -> Vec<(&'static str, Option<Duration>, ClientProbeReport)> {
     let mut handles = Vec::new();
-    for &sdk in sdks {
+    for &(sdk, bound) in cases {
         let kind = reality::Sdk::parse(sdk).expect("a fixture SDK");
         match client_reality::client_command(kind, &fixtures()) {
             Ok(cmd) => handles.push((
-                sdk,
+                (sdk, bound),
                 std::thread::spawn(move || {
                     let mut opts = ClientProbeOptions::new(cmd);
                     opts.name = format!("probed-{sdk}");
+                    if bound.is_some() {
+                        opts.request_timeout_bound = bound;
+                        opts.only = vec!["request-timeout".into()];
+                    }
                     probe_client(&opts)
                 }),
             )),
@@ -46,11 +60,80 @@ fn probe(sdks: &[&'static str]) -> Vec<(&'static str, ClientProbeReport)> {
     }
     handles
         .into_iter()
-        .map(|(sdk, h)| {
+        .map(|((sdk, bound), h)| {
             let r = h.join().expect("the probe thread does not panic");
-            (sdk, r.unwrap_or_else(|e| panic!("{sdk}: the probe could not run: {e}")))
+            (sdk, bound, r.unwrap_or_else(|e| panic!("{sdk}: the probe could not run: {e}")))
         })
         .collect()
+}
+
+/// The opt-in `request-timeout` run: the tool's event stream opens and stays silent. TypeScript
+/// (sdk 1.32.2, 60 s default) cancels the call at 60 s, inside a 72 s bound; Python (mcp 2.3.0)
+/// and rmcp (3.11.0) have no request timeout and send nothing by the bound ("none": no timeout,
+/// or one longer than the bound). Under a 30 s bound TypeScript too shows nothing ("none", which
+/// agrees with a 60 s profile only because 60 s is past that bound). Each decided value agrees
+/// with the SDK's built-in client profile, and the run's simulated mirror agrees with the real one.
+#[test]
+fn request_timeout_is_decided_within_the_bound_and_agrees_with_the_builtin_profiles() {
+    let (long, short) = (Duration::from_secs(72), Duration::from_secs(30));
+    let started = std::time::Instant::now();
+    let all = probe_cases(&[("ts", Some(long)), ("py", Some(long)), ("rust", Some(long)), ("ts", Some(short))]);
+    if all.is_empty() {
+        common::skipped("probe_client", "no real-SDK fixture client installed (run sim/probe/fixtures/install.sh)");
+        return;
+    }
+    eprintln!("request-timeout: {} probes in parallel took {} s", all.len(), started.elapsed().as_secs());
+    for (sdk, bound, r) in &all {
+        let bound = bound.expect("every case has a bound");
+        eprintln!(
+            "{sdk} (bound {} s):\n{}\n{}",
+            bound.as_secs(),
+            mcpsim::probe::client::runs::run_table(r),
+            r.profile_toml
+        );
+        assert_eq!(r.runs.len(), 1, "{sdk}: the request-timeout run alone");
+        let run = &r.runs[0];
+        assert_eq!((run.name, run.bound), ("request-timeout", Some(bound)), "{sdk}");
+        assert!(run.violations.is_empty(), "{sdk}: {:?}", run.violations);
+        let kind = reality::Sdk::parse(sdk).expect("a fixture SDK");
+        let (probed, builtin, agree) =
+            client_reality::request_timeout_field(kind, r).unwrap_or_else(|e| panic!("{sdk}: undecided: {e}"));
+        let why = &r.fields["request_timeout"].1;
+        let call = run.seen.iter().find(|s| s.tool.as_deref() == Some("probe_work")).expect("the call was made");
+        match (*sdk, bound == long) {
+            ("ts", true) => {
+                // Cancelled at 60 s: the notification names the call's id, then the client left.
+                assert_eq!((probed.as_str(), builtin.as_str()), ("\"1m\"", "\"1m\""), "{why}");
+                let cancel = run.seen.iter().find(|s| s.cancels.is_some()).expect("a notifications/cancelled");
+                assert_eq!(cancel.cancels, call.id, "{why}");
+                let after = cancel.at - call.at;
+                assert!(after.abs_diff(Duration::from_secs(60)) < Duration::from_millis(500), "{after:?}: {why}");
+                // The run ended with the client (exit after the cancel), well before the bound.
+                assert!(run.ended_at < call.at + Duration::from_secs(63), "{:?}", run.ended_at);
+                // "none" would not agree with ts-sdk's 60 s under a bound past it.
+                assert!(!client_field_agrees(r, "request_timeout", "\"none\"", &builtin));
+            }
+            ("ts", false) => {
+                // The same client under a 30 s bound: nothing by the bound, which a 60 s profile
+                // agrees with (longer than the bound), and a 60 s decision would not be.
+                assert_eq!((probed.as_str(), builtin.as_str()), ("\"none\"", "\"1m\""), "{why}");
+                assert!(why.contains("longer than 30 s"), "{why}");
+                assert!(run.seen.iter().all(|s| s.cancels.is_none()), "{why}");
+                assert!(run.ended_at >= call.at + bound, "the run waited out the bound: {:?}", run.ended_at);
+            }
+            _ => {
+                assert_eq!((probed.as_str(), builtin.as_str()), ("\"none\"", "\"none\""), "{sdk}: {why}");
+                assert!(run.seen.iter().all(|s| s.cancels.is_none()), "{sdk}: {why}");
+                assert!(run.ended_at >= call.at + bound, "{sdk}: the run waited out the bound: {:?}", run.ended_at);
+                assert_eq!(run.exit, None, "{sdk}: still waiting for its call when killed");
+            }
+        }
+        assert!(agree, "{sdk}: probed {probed} disagrees with the built-in {builtin} (bound {bound:?}): {why}");
+        // The simulated mirror (the built-in profile against a tool that never answers): the same
+        // verdict and the same requests, a cancel included, up to the real run's end.
+        let rows = client_reality::client_rows(kind, r);
+        assert_eq!(rows[0].agrees(), Some(true), "{sdk}: {:?}", rows[0]);
+    }
 }
 
 fn field<'a>(r: &'a ClientProbeReport, name: &str) -> &'a str {

@@ -437,12 +437,19 @@ enum ProbeCommand {
         /// Where traces and client-profile.toml go (default ./probe-out).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Run only these probe runs (cut-resume, cut-refuse, not-found, empty-resume, cut-before-id, retry-short, retry-long).
+        /// Run only these probe runs (cut-resume, cut-refuse, not-found, empty-resume, cut-before-id, retry-short, retry-long; request-timeout with --request-timeout-bound).
         #[arg(long = "run", value_delimiter = ',')]
         runs: Vec<String>,
         /// Wall-clock limit of one run in seconds; the client is killed after it.
         #[arg(long, default_value_t = 20)]
         run_limit: u64,
+        /// Also run request-timeout (off by default): the tool call's event stream opens and stays
+        /// silent, and the run waits up to this long after the call (2s..4m, e.g. 75s) for the
+        /// client to cancel, close the stream or exit, which decides request_timeout (nothing by
+        /// then: "none", or longer than the bound). Costs up to the bound plus a second of wall
+        /// clock (a client that gives up sooner ends the run sooner: ts-sdk at 60 s).
+        #[arg(long)]
+        request_timeout_bound: Option<String>,
         /// The profile's name.
         #[arg(long, default_value = "probed-client")]
         name: String,
@@ -592,9 +599,15 @@ fn main() -> ExitCode {
         Command::Probe(ProbeCommand::Reality { sdks, doc, proxies_only, lb }) => {
             cli::cmd_probe_reality(sdks, doc, proxies_only, lb)
         }
-        Command::Probe(ProbeCommand::Client { out, runs, run_limit, name, compare, command }) => {
-            cli::cmd_probe_client(command, out, runs, run_limit, name, compare)
-        }
+        Command::Probe(ProbeCommand::Client {
+            out,
+            runs,
+            run_limit,
+            request_timeout_bound,
+            name,
+            compare,
+            command,
+        }) => cli::cmd_probe_client(command, out, runs, run_limit, request_timeout_bound, name, compare),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut script = Vec::new();

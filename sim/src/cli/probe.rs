@@ -401,15 +401,27 @@ pub fn cmd_probe_client(
     out: Option<PathBuf>,
     runs: Vec<String>,
     run_limit_s: u64,
+    request_timeout_bound: Option<String>,
     name: String,
     compare_with: Option<String>,
 ) -> Result<Exit, SimError> {
-    use crate::probe::client::runs::{compare, probe_client, run_table, ClientProbeOptions};
+    use crate::probe::client::runs::{
+        client_field_agrees, compare, parse_request_timeout_bound, probe_client, run_table, ClientProbeOptions,
+    };
     let mut opts = ClientProbeOptions::new(command);
     opts.out_dir = Some(out.unwrap_or_else(|| PathBuf::from("probe-out")));
     opts.only = runs;
     opts.run_limit = Duration::from_secs(run_limit_s.clamp(5, 600));
     opts.name = name;
+    if let Some(text) = request_timeout_bound {
+        match parse_request_timeout_bound(&text) {
+            Ok(d) => opts.request_timeout_bound = Some(d),
+            Err(e) => {
+                eprintln!("mcpsim probe client: --request-timeout-bound {}", crate::error::escape(&e));
+                return Ok(Exit::BadInput);
+            }
+        }
+    }
     let report = match probe_client(&opts) {
         Ok(r) => r,
         Err(e) => {
@@ -426,7 +438,8 @@ pub fn cmd_probe_client(
                 println!("\ncompared with the built-in client profile {builtin:?}:");
                 for (field, probed, theirs) in compare(&report.fields, &profile) {
                     let known = crate::probe::client::runs::known_client_difference(&builtin, &field, &probed, &theirs);
-                    let mark = match (probed == theirs, known) {
+                    let same = client_field_agrees(&report, &field, &probed, &theirs);
+                    let mark = match (same, known) {
                         (true, _) => "same".to_string(),
                         (false, Some(k)) => format!("known difference: {}", k.why_not_changed),
                         (false, None) => "DIFFERS".to_string(),

@@ -59,6 +59,11 @@ pub struct StandinConfig {
     /// A resumed stream gets the events it missed and then nothing more, though it stays open:
     /// no live events, no result (a store that replays, then goes quiet).
     pub quiet_after_replay: bool,
+    /// A `probe_work` (or `slow_task`) call's event stream opens and then stays silent: no
+    /// priming event, no progress, no result, until the client leaves it (or the stand-in's
+    /// 300 s cap on a connection). The client probe's `request-timeout` run: what the client does
+    /// on its own while it waits.
+    pub silent_calls: bool,
 }
 
 impl Default for StandinConfig {
@@ -76,6 +81,7 @@ impl Default for StandinConfig {
             event_store: true,
             probe_tools: true,
             quiet_after_replay: false,
+            silent_calls: false,
         }
     }
 }
@@ -424,6 +430,14 @@ async fn post(mut sock: TcpStream, st: Shared, sid: &str, body: Value) {
             let interval = args["interval_ms"].as_u64().unwrap_or(200).clamp(1, 60_000);
             let token = body["params"]["_meta"]["progressToken"].clone();
             let (tx, rx) = mpsc::unbounded_channel();
+            if lock(&st).cfg.silent_calls {
+                // Counted as started, then nothing: the sender is held (so the stream stays open)
+                // until the client closes it.
+                *lock(&st).started.entry(key).or_default() += 1;
+                write_stream(sock, Vec::new(), rx, None).await;
+                drop(tx);
+                return;
+            }
             let (stream, cancelled, priming, retry) = {
                 let mut s = lock(&st);
                 *s.started.entry(key.clone()).or_default() += 1;

@@ -14,7 +14,9 @@
 //! attempts and delays), `not-found` (the tool call gets 404: re-initialize? re-send? same session
 //! id?), `empty-resume` (the first resume gets an empty 200 that ends: what comes next?),
 //! `cut-before-id`, and `retry-short` / `retry-long` (the `cut-refuse` cut and refusals under a
-//! stand-in whose priming event carries `retry:` 300 ms / 3 s: do its delays follow the field?).
+//! stand-in whose priming event carries `retry:` 300 ms / 3 s: do its delays follow the field?),
+//! and, opt-in ([`ClientProbeOptions::request_timeout_bound`]), `request-timeout` (the tool's
+//! event stream opens and stays silent: when does the client give up on the call?).
 //! What the server saw becomes a trace in the simulator's schema (`send` steps as received,
 //! `session-created`, `side-effect` per `probe_work` POST, `fault`), judged by the oracles; the
 //! decided fields become a `ClientPolicy` TOML profile.
@@ -62,6 +64,44 @@ const RETRY_RESUMES: usize = 3;
 pub const RUNS: &[&str] =
     &["cut-resume", "cut-refuse", "not-found", "empty-resume", "cut-before-id", "retry-short", "retry-long"];
 
+/// Runs that run only when asked for, after [`RUNS`]: `request-timeout` waits up to its bound
+/// ([`ClientProbeOptions::request_timeout_bound`]) after the tool call, over a minute to show
+/// TypeScript's 60 s.
+pub const OPT_IN_RUNS: &[&str] = &["request-timeout"];
+
+/// The shortest `request-timeout` bound accepted.
+pub const MIN_REQUEST_TIMEOUT_BOUND: Duration = Duration::from_secs(2);
+
+/// The longest `request-timeout` bound accepted: below the stand-in's and the tap's 300 s cap
+/// on a connection, and below the 300 s read timeouts of the Python SDK's httpx client
+/// (mcp 2.3.0 `mcp/shared/_httpx_utils.py:14`) and of Node's fetch (undici's `bodyTimeout`),
+/// which would end the silent stream themselves.
+pub const MAX_REQUEST_TIMEOUT_BOUND: Duration = Duration::from_secs(240);
+
+/// After the bound (or after the client's first sign of giving up), how long `request-timeout`
+/// still watches: long enough for a DELETE or an exit that follows a cancel.
+const REQUEST_TIMEOUT_GRACE: Duration = Duration::from_secs(1);
+
+/// A `request-timeout` bound from the command line (`75s`), checked against
+/// [`MIN_REQUEST_TIMEOUT_BOUND`]..=[`MAX_REQUEST_TIMEOUT_BOUND`]; the error is one line.
+pub fn parse_request_timeout_bound(text: &str) -> Result<Duration, String> {
+    let d = mcpsim_model::time::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
+    check_request_timeout_bound(d).map(|()| d)
+}
+
+fn check_request_timeout_bound(d: Duration) -> Result<(), String> {
+    if (MIN_REQUEST_TIMEOUT_BOUND..=MAX_REQUEST_TIMEOUT_BOUND).contains(&d) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is outside {}..={}",
+            mcpsim_model::time::format_duration(d),
+            mcpsim_model::time::format_duration(MIN_REQUEST_TIMEOUT_BOUND),
+            mcpsim_model::time::format_duration(MAX_REQUEST_TIMEOUT_BOUND)
+        ))
+    }
+}
+
 /// The inputs of `probe client`.
 #[derive(Clone, Debug)]
 pub struct ClientProbeOptions {
@@ -83,6 +123,11 @@ pub struct ClientProbeOptions {
     pub out_dir: Option<PathBuf>,
     /// The profile's name.
     pub name: String,
+    /// Adds the `request-timeout` run (opt-in, `None` by default): the tool's event stream
+    /// opens and stays silent, and the run waits up to this long after the call for the client
+    /// to give up on it. It costs about this much wall-clock time (less when the client gives up
+    /// sooner).
+    pub request_timeout_bound: Option<Duration>,
 }
 
 impl ClientProbeOptions {
@@ -97,6 +142,7 @@ impl ClientProbeOptions {
             only: Vec::new(),
             out_dir: None,
             name: "probed-client".into(),
+            request_timeout_bound: None,
         }
     }
 }
@@ -110,6 +156,8 @@ enum Mode {
     CutBeforeId,
     /// `cut-refuse` under a stand-in that sends `retry:` this many ms.
     Retry(u64),
+    /// The tool's event stream opens and stays silent (no fault).
+    RequestTimeout,
 }
 
 impl Mode {
@@ -127,6 +175,7 @@ impl Mode {
             "cut-before-id" => Mode::CutBeforeId,
             "retry-short" => Mode::Retry(RETRY_SHORT_MS),
             "retry-long" => Mode::Retry(RETRY_LONG_MS),
+            "request-timeout" => Mode::RequestTimeout,
             _ => return None,
         })
     }
@@ -149,6 +198,8 @@ pub struct Seen {
     pub tool: Option<String>,
     /// The JSON-RPC id of a POSTed request.
     pub id: Option<u64>,
+    /// The request id a `notifications/cancelled` names (`params.requestId`).
+    pub cancels: Option<u64>,
     /// What the tap did: `forwarded`, `cut`, `refused`, `404`, `empty-200`.
     pub answer: String,
     /// The TCP connection it came on, numbered as the tap accepted them (from 1).
@@ -166,6 +217,8 @@ struct TapState {
     cut_at: Option<Duration>,
     /// The last event id forwarded on the cut stream.
     cut_after: Option<String>,
+    /// When the client closed the event stream answering its `probe_work` call (the first time).
+    call_closed_at: Option<Duration>,
     work_posts: u32,
     resumes_answered: u32,
     /// Requests received (each request's `ConnId` in the trace: one per exchange).
@@ -222,6 +275,12 @@ pub struct ClientRun {
     pub cut_at: Option<Duration>,
     /// The last event id the client had on the cut stream.
     pub cut_after: Option<String>,
+    /// When the client closed the event stream answering its `probe_work` call, if it did before
+    /// the run ended (a close by the kill at the end is not the client's; the stand-in never ends
+    /// the stream first in `request-timeout`).
+    pub call_closed_at: Option<Duration>,
+    /// `request-timeout`'s bound on the wait after the call; `None` in the other runs.
+    pub bound: Option<Duration>,
     /// The client's exit code (`None` when killed at the limit).
     pub exit: Option<i32>,
     /// When it exited, since the run started.
@@ -377,7 +436,11 @@ async fn tap_request(
     let last = req.headers.get("last-event-id").cloned();
     let rpc = json.get("method").and_then(Value::as_str).map(str::to_string);
     let tool = json["params"]["name"].as_str().map(str::to_string);
-    let rpc_id = json.get("id").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
+    let number = |v: &Value| v.as_u64().or_else(|| v.as_str()?.parse().ok());
+    let rpc_id = json.get("id").and_then(number);
+    let cancels = (rpc.as_deref() == Some("notifications/cancelled"))
+        .then(|| json["params"].get("requestId").and_then(number))
+        .flatten();
     let is_work = tool.as_deref() == Some("probe_work");
     let client_keeps = !req.headers.get("connection").is_some_and(|v| v.to_ascii_lowercase().contains("close"));
     // A resume of a POST stream: the stand-in's ids are `<stream>-<seq>`, stream 0 standalone.
@@ -406,13 +469,14 @@ async fn tap_request(
             rpc: rpc.clone(),
             tool: tool.clone(),
             id: rpc_id,
+            cancels,
             answer: answer.to_string(),
             tcp,
             reused_after,
         });
         (answer, t.conns)
     };
-    let model_req = to_model(&method, &session, &last, &rpc, &tool, rpc_id);
+    let model_req = to_model(&method, &session, &last, &rpc, &tool, rpc_id.or(cancels));
     if let Some(r) = model_req {
         rec.push(Actor::Client, StepKind::Send { conn: ConnId(conn), request: r });
     }
@@ -552,7 +616,16 @@ async fn tap_request(
                 }
             },
             r = sock.read(&mut up_buf) => match r {
-                Ok(0) | Err(_) => break,
+                Ok(0) | Err(_) => {
+                    // The client left the stream before the stand-in ended it.
+                    if is_work {
+                        let mut t = lock(tap);
+                        if t.call_closed_at.is_none() {
+                            t.call_closed_at = Some(t.start.elapsed());
+                        }
+                    }
+                    break;
+                }
                 Ok(n) => { let _ = up.write_all(&up_buf[..n]).await; }
             },
         }
@@ -594,6 +667,8 @@ fn to_model(
             let body = match rpc.as_deref() {
                 Some("initialize") => return Some(Request::initialize(RequestId(id.unwrap_or(0)), "probed")),
                 Some("notifications/initialized") => ClientMessage::Initialized,
+                // `id` is the request it names (`params.requestId`).
+                Some("notifications/cancelled") => ClientMessage::Cancelled { request: RequestId(id?) },
                 Some("tools/call") => ClientMessage::CallTool {
                     id: RequestId(id.unwrap_or(0)),
                     call: ToolCall {
@@ -624,12 +699,14 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     let io = |what: &str, e: std::io::Error| ProbeError::Io { path: what.into(), problem: e.to_string() };
     // No `retry:` field (but in `retry-*`): the delays seen are the client's own.
     // No priming event in `cut-before-id`: the stream is cut before any event id arrives.
-    let priming = mode != Mode::CutBeforeId;
+    // No events at all in `request-timeout`: the call's stream opens and stays silent.
+    let priming = !matches!(mode, Mode::CutBeforeId | Mode::RequestTimeout);
+    let silent_calls = mode == Mode::RequestTimeout;
     let retry_ms = match mode {
         Mode::Retry(ms) => Some(ms),
         _ => None,
     };
-    let standin = Standin::start(StandinConfig { retry_ms, priming, ..StandinConfig::default() })
+    let standin = Standin::start(StandinConfig { retry_ms, priming, silent_calls, ..StandinConfig::default() })
         .await
         .map_err(|e| io("stand-in", e))?;
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| io("tap", e))?;
@@ -642,6 +719,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         seen: Vec::new(),
         cut_at: None,
         cut_after: None,
+        call_closed_at: None,
         work_posts: 0,
         resumes_answered: 0,
         conns: 0,
@@ -689,11 +767,32 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         });
     }
     let limit = if mode == Mode::CutRefuse { opts.run_limit.max(opts.refuse_limit) } else { opts.run_limit };
-    let deadline = Instant::now() + limit;
+    let bound = if mode == Mode::RequestTimeout { opts.request_timeout_bound } else { None };
+    let started = lock(&tap).start;
+    let mut deadline = started + limit;
     let mut exit = None;
     let mut exit_at = None;
     let mut gave_up = false;
+    // Bounded: every round sleeps 50 ms and the deadline is at most the bound and a grace past
+    // the call (or the run limit when no call comes).
     while Instant::now() < deadline {
+        if let Some(bound) = bound {
+            // `request-timeout`: from the call, the bound and a grace; after the client's first
+            // sign of giving up (a cancel, the call's stream closed), the grace only.
+            let t = lock(&tap);
+            if let Some(call) = t.seen.iter().find(|s| s.tool.as_deref() == Some("probe_work")) {
+                let sign = t
+                    .seen
+                    .iter()
+                    .find(|s| s.cancels.is_some() && s.cancels == call.id)
+                    .map(|s| s.at)
+                    .into_iter()
+                    .chain(t.call_closed_at)
+                    .min();
+                let end = sign.unwrap_or(call.at + bound).min(call.at + bound) + REQUEST_TIMEOUT_GRACE;
+                deadline = started + end;
+            }
+        }
         if let Ok(Some(status)) = child.0.try_wait() {
             exit = Some(status.code().unwrap_or(-1));
             exit_at = Some(lock(&tap).start.elapsed());
@@ -708,12 +807,18 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let ended_at = lock(&tap).start.elapsed();
+    // What the client closed on its own (or by exiting), not what the kill below closes.
+    let (ended_at, call_closed_at) = {
+        let t = lock(&tap);
+        (t.start.elapsed(), t.call_closed_at)
+    };
     if exit.is_none() {
         let why = if gave_up {
             "silent for twice its last delay and 3 s after its last refused resume"
         } else if matches!(mode, Mode::Retry(_)) && enough_refusals(&lock(&tap)) {
             "a second after its third refused resume"
+        } else if bound.is_some() && lock(&tap).seen.iter().any(|s| s.tool.as_deref() == Some("probe_work")) {
+            "past the request-timeout bound after the call (or a second after it gave up on the call)"
         } else {
             "at the run limit"
         };
@@ -750,6 +855,8 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
         other_count,
         cut_at,
         cut_after,
+        call_closed_at,
+        bound,
         exit,
         exit_at,
         ended_at,
@@ -850,6 +957,99 @@ fn decide_counter_reset(runs: &[ClientRun], f: &Fields) -> Result<Decided, Strin
         Ok((lit(CounterReset::OnEvent), format!("{why}: no resume after them, so only an event zeroes the count")))
     } else {
         Err(format!("{why}: neither more resumes than the cap nor exactly the cap"))
+    }
+}
+
+/// A request timeout as the profiles write it (`"1m"`, `"30s"`, `"2500ms"`): to the nearest
+/// second from 10 s up (timeouts are set in seconds; the client's timer starts a few ms before
+/// its POST reaches the tap, and its cancel leaves a few ms after the timer fires), to the
+/// nearest 100 ms below.
+pub fn timeout_literal(d: Duration) -> String {
+    let step: u64 = if d >= Duration::from_secs(10) { 1000 } else { 100 };
+    let rounded = (ms(d) + step / 2) / step * step;
+    format!("\"{}\"", mcpsim_model::time::format_duration(Duration::from_millis(rounded)))
+}
+
+/// `request_timeout` from the `request-timeout` run: the tool's event stream opened and stayed
+/// silent, so whatever the client did next it did on its own. Its first sign of giving up on
+/// the call, T after the call's POST reached the tap — a `notifications/cancelled` naming the
+/// call's id, closing the call's event stream, or exiting (the fixture clients exit once their
+/// call settles) — decides `request_timeout = T` ([`timeout_literal`]) when T is within the
+/// run's bound. No sign by the bound decides `"none"`: no timeout, or one longer than the bound
+/// (as `keep_alive_timeout`'s bounded wait writes it; [`client_field_agrees`] takes any profile
+/// value above the bound as agreeing).
+///
+/// What the SDKs do at their timeout (the fixtures' pinned versions): TypeScript sdk 1.32.2
+/// `dist/esm/shared/protocol.js:740-742` arms `DEFAULT_REQUEST_TIMEOUT_MSEC` (60000, `:8`)
+/// unless the call sets `timeout`, and its handler (`:698-714`) sends `notifications/cancelled`
+/// with the request's id and rejects the call with `RequestTimeout`; Python `mcp` 2.3.0
+/// `mcp/client/session.py:408,423,572-578,1097` passes a timeout only when the session or the
+/// call sets one (default `None`: `mcp/shared/jsonrpc_dispatcher.py:408` arms a clock whose
+/// budget is then infinite, `mcp/shared/_request_clock.py:25`);
+/// rmcp 3.11.0 `src/service/client.rs:1497` sends `tools/call` with
+/// `PeerRequestOptions::no_options()` (`src/service.rs:829-843`, timeout `None`), and
+/// `src/service.rs:634-636` awaits the response without limit.
+pub fn decide_request_timeout(r: &ClientRun) -> Result<Decided, String> {
+    let bound = r.bound.ok_or("request-timeout: the run had no bound")?;
+    let call = r
+        .seen
+        .iter()
+        .find(|s| s.tool.as_deref() == Some("probe_work"))
+        .ok_or("request-timeout: the client never called probe_work")?;
+    let after = |t: Duration| t.saturating_sub(call.at);
+    let mut signs: Vec<(Duration, String)> = Vec::new();
+    if let Some(c) = r.seen.iter().find(|s| s.cancels.is_some() && s.cancels == call.id) {
+        signs
+            .push((after(c.at), format!("sent notifications/cancelled for request {}", c.cancels.unwrap_or_default())));
+    }
+    if let Some(t) = r.call_closed_at {
+        signs.push((after(t), "closed the call's event stream".into()));
+    }
+    if let Some(t) = r.exit_at {
+        let code = r.exit.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
+        signs.push((after(t), format!("exited {code}")));
+    }
+    signs.sort_by_key(|(t, _)| *t);
+    let mut shown: Vec<String> = signs.iter().map(|(t, what)| format!("{what} at {} ms", ms(*t))).collect();
+    if let (Some(_), Some(last)) = (r.exit_at, r.output.last()) {
+        shown.push(format!("its last line {last}"));
+    }
+    let bound_s = bound.as_secs_f64();
+    let silent = "request-timeout: the call's event stream opened and stayed silent (no event, no result)";
+    match signs.first() {
+        Some(&(t, _)) if t <= bound => Ok((
+            timeout_literal(t),
+            format!("{silent}; after the call's POST the client {} (the first sign, rounded)", shown.join(", ")),
+        )),
+        _ => {
+            let later =
+                if shown.is_empty() { String::new() } else { format!(" (after the bound: {})", shown.join(", ")) };
+            Ok((
+                toml_quote("none"),
+                format!("{silent}; nothing from the client for {bound_s} s after the call's POST (the bound){later}: no timeout, or one longer than {bound_s} s"),
+            ))
+        }
+    }
+}
+
+/// Whether a probed client field agrees with a profile's value: the same literal, or, for
+/// `request_timeout` decided by a bounded wait, a probed `"none"` beside a profile of none or of
+/// anything above the run's bound, and durations within 500 ms
+/// ([`crate::probe::server::keepalive::agrees`], the rule `keep_alive_timeout` uses).
+pub fn client_field_agrees(report: &ClientProbeReport, field: &str, probed: &str, builtin: &str) -> bool {
+    if probed == builtin {
+        return true;
+    }
+    match (field, report.request_timeout_bound()) {
+        ("request_timeout", Some(bound)) => crate::probe::server::keepalive::agrees(probed, builtin, bound),
+        _ => false,
+    }
+}
+
+impl ClientProbeReport {
+    /// The `request-timeout` run's bound, when it ran.
+    pub fn request_timeout_bound(&self) -> Option<Duration> {
+        self.runs.iter().find(|r| r.name == "request-timeout").and_then(|r| r.bound)
     }
 }
 
@@ -1041,8 +1241,8 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                 let backoff: &[Duration] = if immediate { &delays[1..] } else { &delays[..] };
                 // Attempt n waits initial * factor^n; with an immediate first attempt (n = 0) the
                 // first delay seen is attempt 1's, initial * factor.
-                let factor = (backoff.len() >= 2 && ms(backoff[0]) > 0)
-                    .then(|| (ms(backoff[1]) as f64 / ms(backoff[0]) as f64 * 10.0).round() / 10.0);
+                let factor =
+                    (backoff.len() >= 2 && ms(backoff[0]) > 0).then(|| fit_factor(ms(backoff[0]), ms(backoff[1])));
                 match factor {
                     Some(k) => {
                         f.insert(
@@ -1296,6 +1496,12 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                 let _ = rs;
                 f.insert("close_handling.on_empty_resume".into(), (format!("\"{v}\""), why));
             }
+            "request-timeout" => match decide_request_timeout(r) {
+                Ok(d) => {
+                    f.insert("request_timeout".into(), d);
+                }
+                Err(why) => open.push(("request_timeout".into(), why)),
+            },
             _ => {}
         }
     }
@@ -1329,7 +1535,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
     }
     for (field, why) in [
         ("persistence", "needs a client restart; the probe runs one process per run"),
-        ("request_timeout", "needs a tool longer than the timeout (ts: 60 s) and a run longer still; the probe's tool runs 3 s"),
+        ("request_timeout", "needs the opt-in request-timeout run (--request-timeout-bound, e.g. 75s: a silent tool call watched that long; ts's timeout is 60 s)"),
         ("send_idempotency_keys", "not looked at: the tap ignores arguments beyond the tool name"),
         ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
@@ -1444,8 +1650,20 @@ fn toml_quote(s: &str) -> String {
 pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, ProbeError> {
     for o in &opts.only {
         if Mode::parse(o).is_none() {
-            return Err(ProbeError::UnknownScenario { name: o.clone(), known: RUNS.join(", ") });
+            let known: Vec<&str> = RUNS.iter().chain(OPT_IN_RUNS).copied().collect();
+            return Err(ProbeError::UnknownScenario { name: o.clone(), known: known.join(", ") });
         }
+    }
+    match opts.request_timeout_bound {
+        Some(b) => check_request_timeout_bound(b)
+            .map_err(|problem| ProbeError::Io { path: "request-timeout bound".into(), problem })?,
+        None if opts.only.iter().any(|o| o == "request-timeout") => {
+            return Err(ProbeError::Io {
+                path: "request-timeout".into(),
+                problem: "the run needs a bound (--request-timeout-bound, e.g. 75s)".into(),
+            })
+        }
+        None => {}
     }
     if opts.command.is_empty() {
         return Err(ProbeError::Io { path: "client command".into(), problem: "empty".into() });
@@ -1455,8 +1673,14 @@ pub fn probe_client(opts: &ClientProbeOptions) -> Result<ClientProbeReport, Prob
         .build()
         .map_err(|e| ProbeError::Io { path: "tokio runtime".into(), problem: e.to_string() })?;
     let mut runs = Vec::new();
-    for name in RUNS {
-        if !opts.only.is_empty() && !opts.only.iter().any(|o| o == name) {
+    for name in RUNS.iter().chain(OPT_IN_RUNS) {
+        // The opt-in runs run when their option is set (and only then); the others when no
+        // run is named or this one is.
+        let wanted = match *name {
+            "request-timeout" => opts.request_timeout_bound.is_some(),
+            _ => opts.only.is_empty() || opts.only.iter().any(|o| o == name),
+        };
+        if !wanted {
             continue;
         }
         let mode = Mode::parse(name).expect("RUNS are all parseable");
@@ -1539,8 +1763,47 @@ pub fn run_table(report: &ClientProbeReport) -> String {
     out
 }
 
+/// How much the client's own handling of a refused attempt (the reset read, a new connection)
+/// may lengthen one measured delay between two resumes. Seen: up to about 40 ms at 1 s.
+const DELAY_SLACK_MS: u64 = 60;
+
+/// The backoff factor of two successive delays `d0`, `d1` (ms): each may be up to
+/// [`DELAY_SLACK_MS`] longer than the client's own wait, and not by the same amount, so the
+/// ratio is only known to an interval. The simplest factor in it — a multiple of 0.5, else of
+/// 0.1, the one nearest the ratio — else the ratio to 0.1. (TypeScript's 1.5 once measured
+/// 1040 then 1507 ms: 1.449, which plain rounding read as 1.4.)
+fn fit_factor(d0: u64, d1: u64) -> f64 {
+    let ratio = d1 as f64 / d0 as f64;
+    let lo = d1.saturating_sub(DELAY_SLACK_MS) as f64 / d0 as f64;
+    let hi = d1 as f64 / d0.saturating_sub(DELAY_SLACK_MS).max(1) as f64;
+    for step in [0.5, 0.1] {
+        let first = (lo / step).ceil() as i64;
+        let last = (hi / step).floor() as i64;
+        let nearest =
+            (first..=last).map(|n| n as f64 * step).min_by(|a, b| (a - ratio).abs().total_cmp(&(b - ratio).abs()));
+        if let Some(k) = nearest {
+            return (k * 10.0).round() / 10.0;
+        }
+    }
+    (ratio * 10.0).round() / 10.0
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_backoff_factor_is_the_simplest_one_within_the_measurement_slack() {
+        // TypeScript 1.5: 1040 then 1507 ms (the first delay lengthened more than the second).
+        assert_eq!(super::fit_factor(1040, 1507), 1.5);
+        assert_eq!(super::fit_factor(1010, 1508), 1.5);
+        // Python 1.0, rmcp 2.0 (after its immediate first attempt).
+        assert_eq!(super::fit_factor(1004, 1008), 1.0);
+        assert_eq!(super::fit_factor(2003, 4006), 2.0);
+        // No multiple of 0.5 within the slack: a tenth; none of those either: the ratio.
+        assert_eq!(super::fit_factor(1000, 1300), 1.3);
+        assert_eq!(super::fit_factor(10_000, 13_050), 1.3);
+        assert_eq!(super::fit_factor(10_000, 13_460), 1.3);
+    }
     use super::*;
 
     /// A run whose cut stream was cut at 250 ms and resumed (refused) at these times, in ms.
@@ -1553,6 +1816,7 @@ mod tests {
             rpc: None,
             tool: None,
             id: None,
+            cancels: None,
             answer: "refused".into(),
             tcp: 1,
             reused_after: None,
@@ -1567,6 +1831,8 @@ mod tests {
             other_count: 0,
             cut_at: Some(Duration::from_millis(250)),
             cut_after: Some("1-1".into()),
+            call_closed_at: None,
+            bound: None,
             exit: None,
             exit_at: None,
             ended_at: Duration::from_secs(20),
@@ -1591,6 +1857,7 @@ mod tests {
                 rpc: Some(format!("m{i}")),
                 tool: None,
                 id: None,
+                cancels: None,
                 answer: "forwarded".into(),
                 tcp: *tcp,
                 reused_after: after.map(str::to_string),
@@ -1690,5 +1957,99 @@ mod tests {
         // Delays no value predicts.
         let e = retry_field(&[run("cut-refuse", &[1250, 2250]), run("retry-short", &[5250, 10250])]).unwrap_err();
         assert!(e.contains("no value"), "{e}");
+    }
+    /// A request-timeout run under `bound`: initialize, the call (id 2) at 300 ms, then what the
+    /// client did: a cancel, a closed stream, an exit, each at ms since the run started.
+    fn timeout_run(bound: u64, cancel: Option<u64>, closed: Option<u64>, exit: Option<u64>) -> ClientRun {
+        let mut r = conns("request-timeout", &[(1, None), (2, None)], 0);
+        r.seen[0].rpc = Some("initialize".into());
+        r.seen[1].at = Duration::from_millis(300);
+        r.seen[1].rpc = Some("tools/call".into());
+        r.seen[1].tool = Some("probe_work".into());
+        r.seen[1].id = Some(2);
+        if let Some(at) = cancel {
+            let mut c = r.seen[0].clone();
+            c.at = Duration::from_millis(at);
+            c.rpc = Some("notifications/cancelled".into());
+            c.cancels = Some(2);
+            r.seen.push(c);
+        }
+        r.call_closed_at = closed.map(Duration::from_millis);
+        r.exit_at = exit.map(Duration::from_millis);
+        r.exit = exit.map(|_| 1);
+        r.bound = Some(Duration::from_secs(bound));
+        r.cut_at = None;
+        r
+    }
+
+    #[test]
+    fn request_timeout_is_the_first_sign_of_giving_up_within_the_bound_else_none_or_longer() {
+        // TypeScript-like: the cancel 60.004 s after the call, then the stream closed and the exit.
+        let ts = timeout_run(75, Some(60_304), Some(60_310), Some(60_400));
+        let (v, why) = decide_request_timeout(&ts).expect("decided");
+        assert_eq!(v, "\"1m\"", "{why}");
+        assert!(why.contains("sent notifications/cancelled for request 2 at 60004 ms"), "{why}");
+        // The same client under a 30 s bound: nothing by the bound.
+        let short = timeout_run(30, None, None, None);
+        let (v, why) = decide_request_timeout(&short).expect("decided");
+        assert_eq!(v, "\"none\"", "{why}");
+        assert!(why.contains("longer than 30 s"), "{why}");
+        // A sign after the bound (seen in the grace) is no timeout within it.
+        let late = timeout_run(30, Some(30_900), None, None);
+        assert_eq!(decide_request_timeout(&late).expect("decided").0, "\"none\"");
+        // No cancel, but the stream closed (and an exit): the earliest counts; 100 ms steps below 10 s.
+        let closes = timeout_run(75, None, Some(2_849), Some(2_900));
+        let (v, why) = decide_request_timeout(&closes).expect("decided");
+        assert_eq!(v, "\"2500ms\"", "{why}");
+        // A cancel for another request is not the call's.
+        let mut other = timeout_run(75, Some(10_300), None, None);
+        other.seen[2].cancels = Some(7);
+        assert_eq!(decide_request_timeout(&other).expect("decided").0, "\"none\"");
+        // No call: nothing to time.
+        let mut no_call = timeout_run(75, None, None, None);
+        no_call.seen.truncate(1);
+        assert!(decide_request_timeout(&no_call).is_err());
+    }
+
+    #[test]
+    fn a_bounded_request_timeout_agrees_with_none_and_with_anything_above_the_bound() {
+        let report = |bound: u64| ClientProbeReport {
+            runs: vec![timeout_run(bound, None, None, None)],
+            fields: Fields::new(),
+            undetermined: Vec::new(),
+            profile_toml: String::new(),
+            profile_file: None,
+        };
+        let (b75, b30) = (report(75), report(30));
+        // Decided 60 s: only a 60 s profile agrees.
+        assert!(client_field_agrees(&b75, "request_timeout", "\"1m\"", "\"1m\""));
+        assert!(!client_field_agrees(&b75, "request_timeout", "\"1m\"", "\"none\""));
+        assert!(!client_field_agrees(&b75, "request_timeout", "\"1m\"", "\"2m\""));
+        // Nothing by 75 s: a profile of none agrees, ts-sdk's 60 s does not.
+        assert!(client_field_agrees(&b75, "request_timeout", "\"none\"", "\"none\""));
+        assert!(!client_field_agrees(&b75, "request_timeout", "\"none\"", "\"1m\""));
+        // Nothing by 30 s: 60 s is longer than the bound, so it agrees.
+        assert!(client_field_agrees(&b30, "request_timeout", "\"none\"", "\"1m\""));
+        // Without the bound (the run did not run), only the same literal agrees.
+        let none = ClientProbeReport { runs: Vec::new(), ..report(75) };
+        assert!(!client_field_agrees(&none, "request_timeout", "\"none\"", "\"1m\""));
+        assert!(!client_field_agrees(&b30, "reconnect.max_attempts", "\"none\"", "2"));
+    }
+
+    #[test]
+    fn the_request_timeout_bound_is_checked_in_one_line() {
+        assert_eq!(parse_request_timeout_bound("75s"), Ok(Duration::from_secs(75)));
+        for bad in ["1s", "10m", "soon", "", "-5s"] {
+            let e = parse_request_timeout_bound(bad).unwrap_err();
+            assert!(!e.is_empty() && !e.contains('\n'), "{bad}: {e}");
+        }
+        // probe_client refuses the run without a bound, and a bound out of range, before running.
+        let mut opts = ClientProbeOptions::new(vec!["true".into()]);
+        opts.only = vec!["request-timeout".into()];
+        let e = probe_client(&opts).unwrap_err().to_string();
+        assert!(e.contains("needs a bound"), "{e}");
+        opts.request_timeout_bound = Some(Duration::from_secs(3600));
+        let e = probe_client(&opts).unwrap_err().to_string();
+        assert!(e.contains("outside"), "{e}");
     }
 }

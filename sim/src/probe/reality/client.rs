@@ -8,7 +8,9 @@
 //! What may differ is listed in [`KNOWN_CLIENT_DISAGREEMENTS`], each with its reason.
 
 use crate::engine::runner;
-use crate::probe::client::runs::{ClientProbeReport, ClientRun, EMPTY_RESUMES, RETRY_LONG_MS, RETRY_SHORT_MS};
+use crate::probe::client::runs::{
+    client_field_agrees, compare, ClientProbeReport, ClientRun, EMPTY_RESUMES, RETRY_LONG_MS, RETRY_SHORT_MS,
+};
 use crate::probe::reality::sdk::{Sdk, Verdict};
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{CallSpec, DeleteBy, DeleteSpec, EmptyResumes, Scenario};
@@ -57,11 +59,18 @@ pub struct Observed {
     pub calls: usize,
     /// `initialize` POSTs.
     pub initializes: usize,
+    /// `notifications/cancelled` POSTs (a request timeout's, in `request-timeout`).
+    pub cancels: usize,
 }
 
 impl std::fmt::Display for Observed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "resumes {}, calls {}, initializes {}", self.resumes, self.calls, self.initializes)
+        write!(f, "resumes {}, calls {}, initializes {}", self.resumes, self.calls, self.initializes)?;
+        // Shown only when there were any, so the rows of runs without one read as before.
+        if self.cancels > 0 {
+            write!(f, ", cancels {}", self.cancels)?;
+        }
+        Ok(())
     }
 }
 
@@ -77,6 +86,7 @@ pub fn observed(trace: &Trace, limit: Duration) -> Observed {
             }
             (Method::Post, Some(ClientMessage::Initialize { .. })) => o.initializes += 1,
             (Method::Post, Some(ClientMessage::CallTool { call, .. })) if call.tool == "probe_work" => o.calls += 1,
+            (Method::Post, Some(ClientMessage::Cancelled { .. })) => o.cancels += 1,
             _ => {}
         }
     }
@@ -112,7 +122,9 @@ fn ms(n: u64) -> Duration {
 ///
 /// The server is `reference` without `retry:` (the stand-in's ids, priming and store); the tool
 /// is `probe_work` 3000/200 called at once; the stand-in's first tick comes 200 ms in, so the
-/// tap's cut "50 ms after the second event id" is a reset at 250 ms.
+/// tap's cut "50 ms after the second event id" is a reset at 250 ms. In `request-timeout` the
+/// tool runs a minute past `limit` without a single event (no priming event either): it never
+/// answers within the run, so only the profile's `request_timeout` ends the call.
 pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenario, &'static str> {
     let mut s = Scenario::build("resume-after-completion", profile, "reference")
         .map_err(|_| "the built-in profile does not build")?;
@@ -157,6 +169,13 @@ pub fn client_mirror(run: &str, profile: &str, limit: Duration) -> Result<Scenar
         "empty-resume" => {
             s.empty_resumes = vec![EmptyResumes { at: Duration::ZERO, client: 0, count: EMPTY_RESUMES }];
             FaultPlan::new(vec![at(250, Fault::Reset)])
+        }
+        // The stand-in's silent call: the stream opens, then nothing until the client leaves.
+        "request-timeout" => {
+            s.server.priming.post = false;
+            s.tools[0].duration = limit + Duration::from_secs(60);
+            s.tools[0].event_interval = None;
+            FaultPlan::default()
         }
         _ => return Err("no mirror written for this run"),
     };
@@ -228,10 +247,12 @@ pub fn client_row(sdk: Sdk, run: &ClientRun) -> ClientRow {
     let limit = run.ended_at;
     let real = verdict_of(&server_side(&run.trace));
     let real_seen = observed(&run.trace, limit);
+    let mut sim_cancel = None;
     let (sim, sim_seen) = match client_mirror(run.name, client_profile(sdk), limit) {
         Ok(scenario) => match runner::run(&scenario, 1) {
             Ok(out) => {
                 let view = server_side(&out.trace);
+                sim_cancel = sim_cancel_after(&out.trace);
                 (Ok(verdict_of(&view)), Some(observed(&out.trace, limit)))
             }
             Err(e) => (Err(format!("simulation failed: {e}")), None),
@@ -246,6 +267,10 @@ pub fn client_row(sdk: Sdk, run: &ClientRun) -> ClientRow {
     if let Err(e) = &row.sim {
         notes.push(e.clone());
     }
+    if run.name == "request-timeout" {
+        let shown = |d: Option<Duration>| d.map(|d| format!("{} ms", d.as_millis())).unwrap_or_else(|| "none".into());
+        notes.push(format!("simulated cancel after the call: {}", shown(sim_cancel)));
+    }
     notes.push(format!(
         "{} ms, {}",
         limit.as_millis(),
@@ -256,6 +281,42 @@ pub fn client_row(sdk: Sdk, run: &ClientRun) -> ClientRow {
     ));
     row.note = notes.join("; ");
     row
+}
+
+/// When the simulated client cancelled its `probe_work` call, after the call's POST (the
+/// `request-timeout` mirror's answer to "when does it give up?"); `None` when it did not.
+pub fn sim_cancel_after(trace: &Trace) -> Option<Duration> {
+    let mut call: Option<(u64, mcpsim_model::ids::RequestId)> = None;
+    for step in &trace.steps {
+        let StepKind::Send { request, .. } = &step.kind else { continue };
+        match (&request.body, &call) {
+            (Some(ClientMessage::CallTool { id, call: c }), None) if c.tool == "probe_work" => {
+                call = Some((step.t, *id))
+            }
+            (Some(ClientMessage::Cancelled { request: r }), Some((t, id))) if r == id => {
+                return Some(Duration::from_micros(step.t.saturating_sub(*t)))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The `request-timeout` run's decided `request_timeout` beside the SDK's built-in client
+/// profile: (probed, built-in, agree under the run's bound), or why there is none.
+pub fn request_timeout_field(sdk: Sdk, report: &ClientProbeReport) -> Result<(String, String, bool), String> {
+    let profile = mcpsim_model::profiles::client(client_profile(sdk)).ok_or("no built-in client profile")?;
+    let Some((probed, _)) = report.fields.get("request_timeout") else {
+        let why = report.undetermined.iter().find(|(f, _)| f == "request_timeout").map(|(_, w)| w.clone());
+        return Err(why.unwrap_or_else(|| "not decided".into()));
+    };
+    let builtin = compare(&report.fields, &profile)
+        .into_iter()
+        .find(|(f, _, _)| f == "request_timeout")
+        .map(|(_, _, b)| b)
+        .ok_or("the built-in profile has no request_timeout")?;
+    let agree = client_field_agrees(report, "request_timeout", probed, &builtin);
+    Ok((probed.clone(), builtin, agree))
 }
 
 /// The rows of one client probe report.
@@ -322,7 +383,7 @@ mod tests {
     #[test]
     fn every_client_mirror_builds_for_every_sdk_client_profile() {
         for sdk in Sdk::ALL {
-            for run in crate::probe::client::runs::RUNS {
+            for run in crate::probe::client::runs::RUNS.iter().chain(crate::probe::client::runs::OPT_IN_RUNS) {
                 match client_mirror(run, client_profile(sdk), Duration::from_secs(36)) {
                     Ok(s) => assert!(runner::runnable(&s).is_ok(), "{run} {sdk:?}"),
                     Err(why) => assert!(!why.is_empty()),
@@ -413,6 +474,33 @@ mod tests {
                     "{profile} {run}: resumes at {at:?} ms, the real client's at {want}"
                 );
             }
+        }
+    }
+
+    /// The request-timeout mirror: the built-in profiles' request timeouts against a tool that
+    /// never answers within the run (ts-sdk 60 s, py-sdk and rmcp none), seen as the tap counts.
+    #[test]
+    fn the_request_timeout_mirror_cancels_at_the_profiles_timeout_and_not_without_one() {
+        let limit = Duration::from_secs(75);
+        for (profile, want) in [("ts-sdk", Some(60_000u128)), ("py-sdk", None), ("rmcp", None)] {
+            let s = client_mirror("request-timeout", profile, limit).unwrap();
+            let out = runner::run(&s, 1).unwrap();
+            let after = sim_cancel_after(&out.trace);
+            match want {
+                Some(ms) => {
+                    let got = after.map(|d| d.as_millis()).unwrap_or(0);
+                    assert!(got.abs_diff(ms) < 100, "{profile}: cancelled {after:?} after the call");
+                }
+                None => assert!(after.is_none_or(|d| d > limit), "{profile}: cancelled {after:?} after the call"),
+            }
+            let seen = observed(&out.trace, limit);
+            let cancels = usize::from(want.is_some());
+            assert_eq!(
+                (seen.calls, seen.initializes, seen.resumes, seen.cancels),
+                (1, 1, 0, cancels),
+                "{profile}: {seen}"
+            );
+            assert!(verdict_of(&server_side(&out.trace)).0.is_empty(), "{profile}");
         }
     }
 

@@ -165,6 +165,8 @@ pub fn decide(fp: &mut Fingerprint, measured: Result<IdleClose, ProbeError>) {
 
 /// Whether a probed `keep_alive_timeout` agrees with a profile's: equal within 500 ms, or, for
 /// a connection still open at `bound` (probed `"none"`), a profile of none or above the bound.
+/// The client probe's bounded `request_timeout` is compared the same way
+/// (`client_field_agrees` in the client probe's `runs.rs`).
 pub fn agrees(probed: &str, builtin: &str, bound: Duration) -> bool {
     let dur = |v: &str| -> Option<Option<Duration>> {
         let t = v.trim_matches('"');
