@@ -17,7 +17,10 @@
 //!    on a session the client still held was answered 404 (the session expired, was lost in a
 //!    restart, or is not held where the request landed); or the client gave up while cut off (its
 //!    reconnect attempts spent, or its request timeout reached with no answer since a break): the
-//!    pair's windows were shorter than the actual outage.
+//!    pair's windows were shorter than the actual outage. For tasks (ext-tasks), whose TTL is
+//!    their retention and runs from creation: a task aborted or its record deleted at its TTL
+//!    while its work still ran, a result evicted before its client read it, or a `tasks/*`
+//!    request answered "not found" (not held where it landed, or gone).
 //! 3. The server answered an id it could not honour without refusing it (silent head, replay
 //!    from the oldest event).
 //! 4. The client re-initialized after a transport fault (reset, refused connection, 5xx), kept a
@@ -242,6 +245,8 @@ struct Judge {
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
     hop_answers: std::collections::VecDeque<(Status, Option<u32>)>,
+    /// Each task: when it was created, its TTL in µs, and whether its client got its outcome.
+    tasks: BTreeMap<crate::tasks::TaskId, (Instant, Option<u64>, bool)>,
     breaches: Vec<Breach>,
 }
 
@@ -314,6 +319,21 @@ impl Judge {
             }
             StepKind::Event { .. } | StepKind::Json { .. } | StepKind::Comment { .. } => {
                 self.clients.entry(who).or_default().last_contact = Some(at);
+                if let StepKind::Json {
+                    message: crate::http::ServerMessage::Error { code: Some(crate::tasks::TASK_NOT_FOUND), message, .. },
+                    ..
+                } = &step.kind
+                {
+                    self.breach(
+                        Condition::Retention,
+                        i,
+                        at,
+                        format!(
+                            "a tasks/* request was answered \"not found\" at {at} ({message}): the task is not held \
+                             where the request landed, or its record is gone"
+                        ),
+                    );
+                }
             }
             StepKind::ConnEnd { conn, end } => {
                 let status = self.conns.get(&(who, *conn)).and_then(|c| c.2);
@@ -376,6 +396,59 @@ impl Judge {
                 ),
             ),
             StepKind::LbAnswered { status, hop, .. } if status.0 < 500 => self.hop_answers.push_back((*status, *hop)),
+            // Tasks (ext-tasks): condition 2 in their terms. The TTL is the task's retention, and
+            // it runs from creation: work, waits and the client's polls must fit in it.
+            StepKind::TaskCreated { task, ttl_us, .. } => {
+                self.tasks.insert(task.clone(), (at, *ttl_us, false));
+            }
+            StepKind::AppTaskOutcome { task, .. } => {
+                if let Some(t) = self.tasks.get_mut(task) {
+                    t.2 = true;
+                }
+            }
+            StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Failed } => {
+                if let Some((ttl, _)) = self.task_ttl_passed(task, at) {
+                    self.breach(
+                        Condition::Retention,
+                        i,
+                        at,
+                        format!(
+                            "task {} was still working when its TTL ({ttl}, from its creation) ran out at {at}: the \
+                             server aborted it (the TTL is shorter than the work and its waits)",
+                            task.0
+                        ),
+                    );
+                }
+            }
+            StepKind::TaskRecordRemoved { task, work_running } => {
+                let outcome_seen = self.tasks.get(task).is_some_and(|t| t.2);
+                let ttl = self
+                    .task_ttl_passed(task, at)
+                    .map_or_else(|| "its TTL".to_string(), |(t, _)| format!("its TTL ({t})"));
+                if *work_running {
+                    self.breach(
+                        Condition::Retention,
+                        i,
+                        at,
+                        format!(
+                            "task {}'s record was deleted at {at}, at {ttl}, while its work still ran: the TTL is \
+                             shorter than the work",
+                            task.0
+                        ),
+                    );
+                } else if !outcome_seen {
+                    self.breach(
+                        Condition::Retention,
+                        i,
+                        at,
+                        format!(
+                            "task {}'s result was evicted at {at}, before its client's poll read it: the TTL is \
+                             shorter than the work and the client's poll after it",
+                            task.0
+                        ),
+                    );
+                }
+            }
             // A hop rewrote the request: what the client sent never reached the server.
             StepKind::LbHeaderDropped { conn, header, hop } => {
                 let (condition, detail) = match header {
@@ -411,6 +484,13 @@ impl Judge {
             ),
             _ => {}
         }
+    }
+
+    /// A task's TTL, shown, when `at` is at or past its end (`created + ttl`).
+    fn task_ttl_passed(&self, task: &crate::tasks::TaskId, at: Instant) -> Option<(String, Instant)> {
+        let (created, ttl_us, _) = self.tasks.get(task)?;
+        let end = Instant(created.0.saturating_add((*ttl_us)?));
+        (at >= end).then(|| (format_micros(ttl_us.unwrap_or_default()), end))
     }
 
     /// How long the client had been without an answer at `at`.
@@ -828,6 +908,47 @@ mod tests {
         assert!(replay(&[0, 1, 2]).all_held());
         let shared = replay(&[0, 2, 4]);
         assert_eq!(shared.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
+    }
+
+    #[test]
+    fn a_task_ttl_that_runs_out_before_the_work_or_the_poll_breaks_retention() {
+        use crate::tasks::{TaskId, TaskStatus};
+        let t = || TaskId("r0.0-t0".into());
+        let created = (
+            1,
+            StepKind::TaskCreated { task: t(), call: crate::ids::CallKey(0), replica: 0, ttl_us: Some(60_000_000) },
+        );
+        let judged = |rest: Vec<(u64, StepKind)>| {
+            let mut kinds = vec![created.clone()];
+            kinds.extend(rest);
+            Conditions::judge(&trace(kinds))
+        };
+        let retention = |c: &Conditions| c.breaches.iter().filter(|b| b.condition == Condition::Retention).count();
+        // Aborted at its TTL while working (rmcp), or its record deleted while working (TypeScript).
+        let aborted = judged(vec![(61_001, StepKind::TaskEnded { task: t(), status: TaskStatus::Failed })]);
+        assert_eq!(retention(&aborted), 1, "{aborted:?}");
+        assert!(aborted.breaches[0].detail.contains("TTL (1m00.000s"), "{aborted:?}");
+        let deleted = judged(vec![(61_001, StepKind::TaskRecordRemoved { task: t(), work_running: true })]);
+        assert_eq!(retention(&deleted), 1);
+        // A finished task evicted before its client read the outcome breaks it; after, not.
+        let ended = (30_000, StepKind::TaskEnded { task: t(), status: TaskStatus::Completed });
+        let evicted = (90_001, StepKind::TaskRecordRemoved { task: t(), work_running: false });
+        assert_eq!(retention(&judged(vec![ended.clone(), evicted.clone()])), 1);
+        let read = (
+            31_000,
+            StepKind::AppTaskOutcome { task: t(), call: crate::ids::CallKey(0), status: TaskStatus::Completed },
+        );
+        assert!(judged(vec![ended.clone(), read, evicted]).all_held());
+        // A task that failed before its TTL (not the TTL's doing) breaks nothing.
+        assert!(judged(vec![(30_000, StepKind::TaskEnded { task: t(), status: TaskStatus::Failed })]).all_held());
+        // "Task not found" to a poll: not held where the poll landed.
+        let not_found = crate::http::ServerMessage::Error {
+            request: Some(RequestId(3)),
+            message: "Task not found: r0.0-t0".into(),
+            code: Some(crate::tasks::TASK_NOT_FOUND),
+        };
+        let c = judged(vec![(2_000, StepKind::Json { conn: ConnId(2), message: not_found })]);
+        assert_eq!(retention(&c), 1);
     }
 
     #[test]
