@@ -204,6 +204,8 @@ pub struct Advice {
 }
 
 /// The predicted safe retention of the scenario's server for the scenario's client under `input`.
+/// It reasons about one client profile (`scenario.client`): the commands refuse a mixed fleet
+/// first ([`Scenario::require_one_client_profile`]).
 pub fn advise(scenario: &Scenario, input: &AdviseInput) -> Advice {
     let server = &scenario.server;
     let server_retry_ms = if server.priming.post { server.retry_ms } else { None };

@@ -128,6 +128,9 @@ impl MatrixSpec {
 
     fn cell(&self, client: &str, server: &str, scenario: &str) -> Result<Scenario, SimError> {
         let mut s = Scenario::build(scenario, client, server)?;
+        // A cell is one client profile against one server: a family with a fleet of its own
+        // would put other clients in the column.
+        s.require_one_client_profile("matrix")?;
         if let Some(m) = self.mitigation {
             s.apply_overrides(&m.overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())?;
         }
