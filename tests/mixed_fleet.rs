@@ -59,8 +59,11 @@ fn chosen(outcome: &RunOutcome, client: u32) -> Vec<(u64, Era, bool)> {
         .collect()
 }
 
-/// What the servers did with client `client`'s connections: (served era, or the refusal).
-fn server_answers(outcome: &RunOutcome, client: u32) -> Vec<(ConnId, Result<(Era, bool), Refusal>)> {
+/// A server's answer to a request: served under an era (in a session or not), or refused.
+type Answer = Result<(Era, bool), Refusal>;
+
+/// What the servers did with client `client`'s connections.
+fn server_answers(outcome: &RunOutcome, client: u32) -> Vec<(ConnId, Answer)> {
     outcome
         .trace
         .steps
@@ -256,7 +259,10 @@ fn bad_client_profiles_are_one_line_errors() {
     assert!(err("1=./no-such-profile.toml").contains("no-such-profile.toml"));
     // Fewer clients than the profiles name, after the family gave them.
     let mut s = mixed(&[]);
-    let e = s.apply_overrides(&[("app.clients".into(), "2".into())]).unwrap_err().to_string();
+    let e = s
+        .apply_overrides(&[("app.calls".into(), "1s".into()), ("app.clients".into(), "2".into())])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("client 2 is given a profile"), "{e}");
 }
 
@@ -295,4 +301,35 @@ fn studies_that_reason_about_one_client_profile_refuse_a_fleet() {
         assert!(e.starts_with(study) && e.contains("client 1") && !e.contains('\n'), "{e}");
     }
     assert!(Scenario::build("long-tool", "py-sdk", "py-sdk").unwrap().require_one_client_profile("advise").is_ok());
+    // A sweep runs a fleet, but predicts no boundary for it.
+    let why = mcpsim::studies::advise::predict(&s, "server.retention").unwrap().unwrap_err();
+    assert!(why.contains("several client profiles"), "{why}");
+    // The matrix's "cannot talk": a fleet cannot when none of its clients can.
+    use mcpsim::studies::matrix::incompatibility;
+    let mut modern_server = Scenario::build("two-sessions-same-request-id", "py-sdk", "stateless-2026").unwrap();
+    assert!(incompatibility(&modern_server).is_some_and(|n| n.contains("400 before any call")));
+    modern_server.apply_overrides(&[("app.client_profiles".into(), "1=stateless-2026".into())]).unwrap();
+    assert_eq!(incompatibility(&modern_server), None);
+    modern_server.apply_overrides(&[("app.client_profiles".into(), "1=rmcp".into())]).unwrap();
+    assert!(incompatibility(&modern_server).is_some());
+}
+
+#[test]
+fn a_dumped_fleet_loads_back_as_the_same_scenario() {
+    let s = mixed(&[]);
+    let text = mcpsim::scenario::family_files::dump(&s, "mixed").unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.contains("[client_profiles]\n1 = \"stateless-2026\"\n2 = \"/"), "an absolute path:\n{text}");
+    let dir = std::env::temp_dir().join(format!("mcpsim-mixed-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("dumped.toml");
+    std::fs::write(&path, &text).unwrap();
+    let back =
+        Scenario::build(&path.display().to_string(), "py-sdk", "py-sdk").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back.client_profiles, s.client_profiles);
+    assert_eq!(run_ok(&back, 0).trace.to_jsonl(), run_ok(&s, 0).trace.to_jsonl());
+    // A per-client policy edited in code is no family file's to say.
+    let mut edited = s.clone();
+    edited.client_profiles.get_mut(&1).unwrap().reconnect.jitter = 0.3;
+    let e = mcpsim::scenario::family_files::dump(&edited, "").unwrap_err().to_string();
+    assert!(e.contains("client 1's profile differs"), "{e}");
 }

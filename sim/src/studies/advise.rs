@@ -739,6 +739,10 @@ pub(crate) const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retenti
 /// key, `Some(Err(why))` when no value or any value works.
 pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
     let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
+    if scenario.is_mixed() {
+        // One client profile's arithmetic would speak for clients that run another.
+        return Some(Err("no prediction for a fleet of several client profiles (client_profiles)".into()));
+    }
     let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
     let need = match key {
         "server.retention" => advice.retention,
