@@ -153,13 +153,19 @@ fn undelivered_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 
 /// A request served under two eras, or a modern request served in a legacy session.
 fn era_inconsistencies_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let mut seen: BTreeMap<(ConnId, RequestId), Era> = BTreeMap::new();
-    let mut judged: BTreeSet<(ConnId, RequestId)> = BTreeSet::new();
+    // A request is one client's: with several clients and replicas a connection is named by its
+    // client's own number (`conn_client` says whose), so two clients' `c1 r1` are two requests —
+    // in a mixed fleet one may be served legacy and the other modern.
+    let mut seen: BTreeMap<(Option<u32>, ConnId, RequestId), Era> = BTreeMap::new();
+    let mut judged: BTreeSet<(Option<u32>, ConnId, RequestId)> = BTreeSet::new();
     let mut out = Vec::new();
     for (order, step) in ix.others() {
         let StepKind::EraServed { conn, request, era, session, .. } = &step.kind else { continue };
-        let key = (*conn, *request);
-        let subject = format!("{conn} {request}");
+        let key = (step.conn_client, *conn, *request);
+        let subject = match step.conn_client {
+            Some(client) => format!("client {client} {conn} {request}"),
+            None => format!("{conn} {request}"),
+        };
         if let (Era::Modern, Some(s)) = (era, session) {
             if judged.insert(key) {
                 out.push(violation(
@@ -339,6 +345,22 @@ mod tests {
             .server(served(2, 7, Era::Modern, Some("s1")))
             .build();
         assert_eq!(broken(&t, InvariantId::EraConsistent), vec![(1, "c2 #7".to_string())]);
+    }
+
+    #[test]
+    fn two_clients_requests_of_one_name_are_judged_apart() {
+        // A mixed fleet behind several replicas: each client numbers its connections and requests
+        // itself, so client 0's c1 #1 (legacy) and client 1's c1 #1 (modern) are two requests.
+        let mut t = TraceBuilder::new()
+            .server(served(1, 1, Era::Legacy, Some("s1")))
+            .server(served(1, 1, Era::Modern, None))
+            .server(served(1, 1, Era::Legacy, Some("s1")))
+            .build();
+        for (step, client) in t.steps.iter_mut().zip([0, 1, 1]) {
+            step.conn_client = Some(client);
+        }
+        // Client 1's request served modern, then legacy, is the one violation, named by client.
+        assert_eq!(broken(&t, InvariantId::EraConsistent), vec![(2, "client 1 c1 #1".to_string())]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub fn cmd_advise(
 ) -> Result<Exit, SimError> {
     use crate::studies::advise;
     let mut scenario = args.build()?;
+    scenario.require_one_client_profile("advise")?;
     let [lb_idle, event_rate, max_outage] = flags;
     if retention.is_some() && (verify || max_outage.is_some()) {
         return Err(SimError::Usage(
@@ -49,6 +50,7 @@ pub fn cmd_advise(
 pub fn cmd_advise_tasks(args: &ScenarioArgs, max_outage: Option<&str>) -> Result<Exit, SimError> {
     use crate::studies::advise;
     let scenario = args.build()?;
+    scenario.require_one_client_profile("advise --tasks")?;
     let input = advise::AdviseInput::from_scenario(&scenario).with_flags(None, None, max_outage)?;
     print!("{}", advise::render_task_ttl(&advise::task_ttl(&scenario, input.max_outage)));
     Ok(Exit::Clean)

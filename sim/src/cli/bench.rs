@@ -21,7 +21,7 @@ pub fn cmd_bench(runs: u64, rounds: u32, profile: Option<&ScenarioArgs>) -> Resu
         let round = bench::profile(&scenario, runs)?;
         println!(
             "{} × {} × {}: {} runs in {:.3} s ({}), {:.0} runs/s",
-            scenario.client.name,
+            scenario.client_label(),
             scenario.server.name,
             scenario.name,
             round.runs,

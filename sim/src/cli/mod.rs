@@ -93,7 +93,7 @@ pub fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned
     use std::fmt::Write;
     let end = outcome.trace.steps.last().map(|s| s.t).unwrap_or(0);
     let mut out = String::new();
-    let (client, server, name) = (&scenario.client.name, &scenario.server.name, &scenario.name);
+    let (client, server, name) = (&scenario.client_label(), &scenario.server.name, &scenario.name);
     let (steps, simulated) = (outcome.trace.steps.len(), format_micros(end));
     if outcome.violations.is_empty() {
         let _ = writeln!(

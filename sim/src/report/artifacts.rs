@@ -118,7 +118,13 @@ pub(crate) fn trace_file_name(scenario: &Scenario, invariant: &str, seed: u64, t
     let mut h = fnv1a(FNV_OFFSET, &seed.to_le_bytes());
     h = fnv1a(h, scenario.cli_args().as_bytes());
     h = fnv1a(h, digest.as_bytes());
-    format!("{invariant}--{}--{}--{}--{:08x}.jsonl", scenario.client.name, scenario.server.name, scenario.name, h >> 32)
+    format!(
+        "{invariant}--{}--{}--{}--{:08x}.jsonl",
+        scenario.client_label(),
+        scenario.server.name,
+        scenario.name,
+        h >> 32
+    )
 }
 
 /// The largest trace file read: far above any recorded run (the step budget keeps traces to a

@@ -11,7 +11,7 @@
 //! value that causes it (the error type is the profiles', [`ProfileError`]).
 //!
 //! The keys (see `sim/scenarios/long-tool.toml` for the commented format): `name`,
-//! `description`, `extends`, `lb`, `clients`, `tool_jitter`, `latency`, `liveness_grace`,
+//! `description`, `extends`, `lb`, `clients`, `client_profiles`, `tool_jitter`, `latency`, `liveness_grace`,
 //! `notify_interval`, `notifications` (as `app.notifications`), `[[tools]]`, `[[calls]]`, `[[deletes]]`, `[[bogus_resumes]]`, `[[empty_resumes]]`,
 //! `[client]`, `[server]`,
 //! `[fallback.client]` / `[fallback.server]` (set only where the profile has none) and
@@ -45,6 +45,7 @@ const KEYS: &[&str] = &[
     "extends",
     "lb",
     "clients",
+    "client_profiles",
     "tool_jitter",
     "latency",
     "liveness_grace",
@@ -372,6 +373,36 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// `[client_profiles]`: a profile per client index (`1 = "stateless-2026"`), a file's path
+    /// relative to this file (as `extends` is), each checked where it is written; applied as one
+    /// `app.client_profiles` setting (a file that sets it replaces its base's whole table).
+    fn client_profiles(&mut self, v: &Spanned<'_>) -> Result<(), ProfileError> {
+        let table = self.table("client_profiles", v)?;
+        let dir = Path::new(&self.file.origin).parent().unwrap_or(Path::new("")).to_path_buf();
+        let mut parts = Vec::new();
+        for (k, p) in table {
+            let text = k.get_ref().as_ref();
+            let index: u32 = text.parse().map_err(|_| {
+                self.file.error(
+                    Pos::of(self.text, k.span().start),
+                    format!("client_profiles: `{text}` is not a client index (0, 1, ...)"),
+                )
+            })?;
+            let arg = self.string(&format!("client_profiles.{index}"), p)?;
+            let arg = if files::is_path(&arg) { dir.join(&arg).display().to_string() } else { arg };
+            if arg.contains(',') {
+                return Err(self.err(p, format!("client_profiles.{index}: a profile path with a comma is not read")));
+            }
+            profile_files::client(&arg).map_err(|e| self.err(p, format!("client_profiles.{index}: {e}")))?;
+            parts.push(format!("{index}={arg}"));
+        }
+        let key = "app.client_profiles";
+        let paths = settings::targets(key).map_err(|e| self.err(v, e.to_string()))?;
+        let pos = self.pos(v);
+        self.push(Entry::Set { key: key.to_string(), value: parts.join(",") }, pos, paths);
+        Ok(())
+    }
+
     fn tool(&self, i: usize, v: &Spanned<'_>) -> Result<(ToolSpec, Vec<(String, Pos)>), ProfileError> {
         let t = self.table("tools", v)?;
         let mut tool = ToolSpec {
@@ -620,6 +651,7 @@ fn parse(text: &str, origin: &str) -> Result<FamilyFile, ProfileError> {
                 let n = r.integer(key, v)?;
                 r.push(Entry::Clients(n), pos, vec!["clients".into(), "calls".into()]);
             }
+            "client_profiles" => r.client_profiles(v)?,
             "tool_jitter" => r.set("tool.jitter", v)?,
             "latency" => r.set("net.latency", v)?,
             "liveness_grace" => r.set("run.liveness_grace", v)?,
@@ -758,6 +790,23 @@ pub fn dump(s: &Scenario, description: &str) -> Result<String, SimError> {
     let _ = writeln!(out, "notify_interval = {}", quote(&s.notify_interval.map_or("none".into(), format_duration)));
     if let Some(n) = &s.notifications {
         let _ = writeln!(out, "notifications = {}", quote(&n.show()));
+    }
+    if !s.client_profiles.is_empty() {
+        out.push_str("\n[client_profiles]\n");
+        for (i, policy) in &s.client_profiles {
+            let arg = s.client_profile_args.get(i).cloned().unwrap_or_else(|| policy.name.clone());
+            if profile_files::client(&arg).ok().as_ref() != Some(policy) {
+                return Err(SimError::Usage(format!(
+                    "client {i}'s profile differs from {arg:?} (edited in code): a family file cannot say it"
+                )));
+            }
+            // A path as the command gave it is relative to where it ran, not to the dumped file.
+            let arg = match profile_files::is_path(&arg) {
+                true => std::path::absolute(&arg).map(|p| p.display().to_string()).unwrap_or(arg),
+                false => arg,
+            };
+            let _ = writeln!(out, "{i} = {}", quote(&arg));
+        }
     }
     for t in &s.tools {
         let _ =

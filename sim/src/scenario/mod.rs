@@ -37,6 +37,7 @@ use mcpsim_model::time::serde_duration;
 use mcpsim_model::trace::DEFAULT_MAX_RECONNECTS_PER_HOUR;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One tool call the application makes.
@@ -276,6 +277,12 @@ pub struct Scenario {
     /// How many logical clients (each its own process and session) share the server.
     #[serde(default = "one")]
     pub clients: u32,
+    /// Logical clients with a client profile of their own (`[client_profiles]` in a family file,
+    /// `--set app.client_profiles`), by index: a fleet of several kinds of client in one run. A
+    /// client not named here runs [`Scenario::client`]; read through [`Scenario::client_policy`].
+    /// Left out of traces when empty, so single-profile traces read as before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_profiles: BTreeMap<u32, ClientPolicy>,
     /// When the application (or an operator) deletes a client's session.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deletes: Vec<DeleteSpec>,
@@ -323,6 +330,10 @@ pub struct Scenario {
     /// The `--client` argument when it named a file (for `cli_args`); not in traces.
     #[serde(skip)]
     pub client_arg: Option<String>,
+    /// The argument each of `client_profiles` was read from (a built-in name, or a file's path
+    /// as the command or the family file resolved it), for `cli_args` and `dump`; not in traces.
+    #[serde(skip)]
+    pub client_profile_args: BTreeMap<u32, String>,
     /// The `--server` argument when it named a file (for `cli_args`); not in traces.
     #[serde(skip)]
     pub server_arg: Option<String>,
@@ -386,6 +397,7 @@ impl Scenario {
             tool_jitter: 0.1,
             calls: vec![],
             clients: 1,
+            client_profiles: BTreeMap::new(),
             deletes: vec![],
             bogus_resumes: vec![],
             empty_resumes: vec![],
@@ -400,6 +412,7 @@ impl Scenario {
             overrides: vec![],
             swarm: None,
             client_arg: profile_files::is_path(client).then(|| client.to_string()),
+            client_profile_args: BTreeMap::new(),
             server_arg: profile_files::is_path(server).then(|| server.to_string()),
             scenario_arg: None,
             built: BuiltMark::default(),
@@ -453,6 +466,50 @@ impl Scenario {
         match settings::problems(self).into_iter().next() {
             None => Ok(()),
             Some(p) => Err(SimError::Invalid { key: settings::key_for(&p.path), problem: p.message }),
+        }
+    }
+
+    /// Logical client `index`'s profile: its own (`client_profiles`), else the scenario's
+    /// (`--client`). The one place a client's policy is read.
+    pub fn client_policy(&self, index: u32) -> &ClientPolicy {
+        self.client_profiles.get(&index).unwrap_or(&self.client)
+    }
+
+    /// Whether some logical client runs a profile of its own (a fleet of several kinds).
+    pub fn is_mixed(&self) -> bool {
+        !self.client_profiles.is_empty()
+    }
+
+    /// Every logical client's profile, in client order.
+    pub fn client_policies(&self) -> impl Iterator<Item = &ClientPolicy> {
+        (0..self.clients.max(1)).map(|i| self.client_policy(i))
+    }
+
+    /// The clients' profile names for labels and file names: the `--client` profile's name, or
+    /// for a mixed fleet each distinct name in client order joined by `+`
+    /// (`py-sdk+stateless-2026+py-sdk-auto`).
+    pub fn client_label(&self) -> String {
+        if !self.is_mixed() {
+            return self.client.name.clone();
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for p in self.client_policies() {
+            if !names.contains(&p.name.as_str()) {
+                names.push(&p.name);
+            }
+        }
+        names.join("+")
+    }
+
+    /// Refuses a mixed fleet for a study that reasons about one client profile (`advise`,
+    /// `check`, `matrix`, `bench`): it would judge every client by one of them.
+    pub fn require_one_client_profile(&self, study: &str) -> Result<(), SimError> {
+        match self.client_profiles.keys().next() {
+            None => Ok(()),
+            Some(i) => Err(SimError::Usage(format!(
+                "{study} reasons about one client profile, but scenario {} gives client {i} a profile of its own (client_profiles): run it with `mcpsim run` or `mcpsim sweep`",
+                self.name
+            ))),
         }
     }
 

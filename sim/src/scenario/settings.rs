@@ -24,6 +24,7 @@
 //! | `client.reconnect.factor` | finite, at least 1 |
 //! | `client.reconnect.jitter`, `tool.jitter` | finite, in [0, 1) |
 //! | clients | 1 to [`MAX_CLIENTS`] (64) |
+//! | `app.client_profiles` | each client index below `clients`, once; each profile by the client rules above |
 //! | planned faults | at most [`MAX_FAULTS`] (256), no time given twice for one kind |
 //! | `net.latency` | MIN at most MAX, MAX at most 1 min |
 //! | a call's `max_reissues` | at most [`MAX_REISSUES`] (10) |
@@ -242,6 +243,7 @@ fn apply_path<P: AsRef<str>>(s: &mut Scenario, path: &[P], value: &str) -> Resul
     let mut new: Scenario = serde_json::from_value(json).map_err(|e| e.to_string())?;
     (new.client_arg, new.server_arg, new.scenario_arg) =
         (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
+    new.client_profile_args = std::mem::take(&mut s.client_profile_args);
     *s = new;
     Ok(())
 }
@@ -420,6 +422,43 @@ fn show_targeted(s: &Scenario, kind: &str) -> String {
     } else {
         parts.join(",")
     }
+}
+
+/// Reads `app.client_profiles`: `none`, or `CLIENT=PROFILE` pairs, comma-separated, each profile
+/// read as `--client` reads it. Replaces every client's own profile.
+fn apply_client_profiles(s: &mut Scenario, v: &str) -> Result<(), String> {
+    let mut policies = std::collections::BTreeMap::new();
+    let mut args = std::collections::BTreeMap::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none") {
+        let (index, arg) =
+            part.split_once('=').ok_or_else(|| format!("{part:?} is not CLIENT=PROFILE (e.g. 1=stateless-2026)"))?;
+        let (index, arg) = (index.trim(), arg.trim());
+        let index: u32 = index.parse().map_err(|_| format!("{part:?}: {index:?} is not a client index (0, 1, ...)"))?;
+        if args.contains_key(&index) {
+            return Err(format!("client {index} is given twice"));
+        }
+        let policy = layers::load(Role::Client, arg, profiles::client, client_problems)
+            .map_err(|e| format!("client {index}: {e}"))?;
+        policies.insert(index, policy);
+        args.insert(index, arg.to_string());
+    }
+    s.client_profiles = policies;
+    s.client_profile_args = args;
+    Ok(())
+}
+
+/// `app.client_profiles` as it reads it: each client's profile argument (its profile's name when
+/// the scenario came from a trace header, which keeps no arguments).
+fn show_client_profiles(s: &Scenario) -> String {
+    if s.client_profiles.is_empty() {
+        return "none".into();
+    }
+    let parts: Vec<String> = s
+        .client_profiles
+        .iter()
+        .map(|(i, p)| format!("{i}={}", s.client_profile_args.get(i).unwrap_or(&p.name)))
+        .collect();
+    parts.join(",")
 }
 
 /// Reads the `lb` key: a profile name, a file, or an inline table (`{ idle_timeout = "2m" }`).
@@ -743,6 +782,13 @@ pub const SETTINGS: &[Setting] = &[
         show: super::script::show_operator_deletes,
     },
     alias!("app.clients" => ["clients"], "how many logical clients the application runs, each with its own session (1 to 64); calls name theirs with client="),
+    Setting {
+        key: "app.client_profiles",
+        targets: &["client_profiles"],
+        help: "logical clients with a client profile of their own, a fleet of several kinds: CLIENT=PROFILE, comma-separated (e.g. 1=stateless-2026,2=docs/examples/py-sdk-auto.toml; a built-in name or a file, as --client takes it), or none; the others run --client",
+        apply: apply_client_profiles,
+        show: show_client_profiles,
+    },
     Setting {
         key: "run.reproduces",
         targets: &["reproduces"],
@@ -1125,6 +1171,9 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
             .collect::<Vec<_>>()
     };
     let mut out = prefixed("client", client_problems(&s.client));
+    for (i, policy) in &s.client_profiles {
+        out.extend(prefixed(&format!("client_profiles.{i}"), client_problems(policy)));
+    }
     out.extend(prefixed("server", server_problems(&s.server)));
     out.extend(prefixed("lb", lb_problems(&s.lb)));
     for (i, t) in s.tools.iter().enumerate() {
@@ -1166,6 +1215,16 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
     }
     if let Some(p) = s.clients_problem() {
         out.push(problem("calls", p));
+    }
+    if let Some(i) = s.client_profiles.keys().find(|i| **i >= s.clients) {
+        out.push(problem(
+            "client_profiles",
+            format!(
+                "client {i} is given a profile, but the scenario has only {} client(s) (0 to {})",
+                s.clients,
+                s.clients.saturating_sub(1)
+            ),
+        ));
     }
     for c in &s.calls {
         span(&mut out, "calls.at", c.at);
@@ -1278,7 +1337,9 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                 Target::Client(_) => {}
                 _ => out.push(problem("faults", format!("{f}: only a client (clientN) sends a tools/call"))),
             },
-            Fault::TaskReplyLost if s.server.tasks.create_for_tools_over.is_none() || !s.client.tasks.declares => {
+            Fault::TaskReplyLost
+                if s.server.tasks.create_for_tools_over.is_none() || !s.client_policies().any(|c| c.tasks.declares) =>
+            {
                 out.push(problem(
                     "faults",
                     format!(

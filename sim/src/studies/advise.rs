@@ -204,6 +204,8 @@ pub struct Advice {
 }
 
 /// The predicted safe retention of the scenario's server for the scenario's client under `input`.
+/// It reasons about one client profile (`scenario.client`): the commands refuse a mixed fleet
+/// first ([`Scenario::require_one_client_profile`]).
 pub fn advise(scenario: &Scenario, input: &AdviseInput) -> Advice {
     let server = &scenario.server;
     let server_retry_ms = if server.priming.post { server.retry_ms } else { None };
@@ -737,6 +739,10 @@ pub(crate) const PREDICTED_KEYS: &[&str] = &["server.retention", "server.retenti
 /// key, `Some(Err(why))` when no value or any value works.
 pub fn predict(scenario: &Scenario, key: &str) -> Option<Result<Prediction, String>> {
     let key = *PREDICTED_KEYS.iter().find(|k| **k == key)?;
+    if scenario.is_mixed() {
+        // One client profile's arithmetic would speak for clients that run another.
+        return Some(Err("no prediction for a fleet of several client profiles (client_profiles)".into()));
+    }
     let advice = advise(scenario, &AdviseInput::from_scenario(scenario));
     let need = match key {
         "server.retention" => advice.retention,

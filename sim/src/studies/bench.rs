@@ -133,6 +133,8 @@ fn median_rate(rounds: &[Round]) -> f64 {
 /// tools and balancer, its calls at their times, then the oracles over the trace.
 pub fn model_alone(scenario: &Scenario, end: Instant) -> Result<usize, SimError> {
     let harness = |e: mcpsim_model::testing::HarnessError| SimError::Runtime(format!("model alone: {e}"));
+    // One `Pair`, one client: every call goes through the one profile.
+    scenario.require_one_client_profile("the model-alone bench")?;
     let mut pair = Pair::with_policies(
         scenario.client.clone(),
         scenario.server.clone(),

@@ -276,7 +276,10 @@ impl Deployment {
             profile_files::client(c).map_err(|e| at(*pos, e))?;
         }
         for (f, pos) in &self.families {
-            Scenario::build(f, "reference", "reference").map_err(|e| at(*pos, e))?;
+            let s = Scenario::build(f, "reference", "reference").map_err(|e| at(*pos, e))?;
+            // Each column is one client profile: a family with a fleet of its own would judge
+            // other clients under that column's name.
+            s.require_one_client_profile("check").map_err(|e| at(*pos, e))?;
         }
         Ok(())
     }
@@ -307,6 +310,7 @@ impl Deployment {
         if let Some(p) = s.clients_problem() {
             return Err(self.error(Pos::START, p));
         }
+        s.require_one_client_profile("check").map_err(|e| self.error(Pos::START, e.to_string()))?;
         Ok(s)
     }
 }

@@ -128,6 +128,9 @@ impl MatrixSpec {
 
     fn cell(&self, client: &str, server: &str, scenario: &str) -> Result<Scenario, SimError> {
         let mut s = Scenario::build(scenario, client, server)?;
+        // A cell is one client profile against one server: a family with a fleet of its own
+        // would put other clients in the column.
+        s.require_one_client_profile("matrix")?;
         if let Some(m) = self.mitigation {
             s.apply_overrides(&m.overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())?;
         }
@@ -191,10 +194,17 @@ pub(crate) fn run_matrix_with(
 
 /// Whether a cell's pair cannot talk: the spec's compatibility of the client's era rule with the
 /// eras the server serves (`mcpsim_model::era`), in words, or `None` when they talk.
+///
+/// A fleet of several client profiles cannot talk only when none of its clients can (one that
+/// can't is part of what the run shows).
 pub fn incompatibility(scenario: &Scenario) -> Option<String> {
-    let client = era::client_era(scenario.client.era.as_ref(), scenario.client.sessions);
     let server = era::served_eras(scenario.server.eras.as_deref(), scenario.server.sessions);
-    era::compatibility(&client, server).matrix_text()
+    let mut notes = scenario.client_policies().map(|c| {
+        let client = era::client_era(c.era.as_ref(), c.sessions);
+        era::compatibility(&client, server).matrix_text()
+    });
+    let first = notes.next().flatten()?;
+    notes.all(|n| n.is_some()).then_some(first)
 }
 
 /// Runs the compatible cells of `cells` (each with its index in the whole matrix) and marks the

@@ -1204,9 +1204,17 @@ mod tests {
         drawn.extend(drawn_keys(&Space::for_scenario(&base).swarming(true), 100));
         // `lb` names a whole load-balancer profile (its fields are generated one by one: idle
         // timeout, replicas, routing, store, lifetime); the reconnect and delivery bounds judge a
-        // run and `reproduces` labels one.
-        let judged_only =
-            ["run.liveness_grace", "run.max_reconnects_per_hour", "run.max_delivery_delay", "run.reproduces", "lb"];
+        // run and `reproduces` labels one. `app.client_profiles` names whole client profiles per
+        // client (the client's fields are generated one by one, for every client): a search does
+        // not draw a fleet of several kinds yet.
+        let judged_only = [
+            "run.liveness_grace",
+            "run.max_reconnects_per_hour",
+            "run.max_delivery_delay",
+            "run.reproduces",
+            "lb",
+            "app.client_profiles",
+        ];
         for setting in crate::scenario::SETTINGS {
             let key = setting.key;
             if key.starts_with("fault.") || judged_only.contains(&key) {

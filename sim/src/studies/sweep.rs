@@ -632,7 +632,7 @@ pub fn sweep_from(
         rewrite_csv(path, &header, &rows)?;
     }
     let mut report = SweepReport {
-        client: base.client.name.clone(),
+        client: base.client_label(),
         server: base.server.name.clone(),
         scenario: base.name.clone(),
         seeds: opts.seeds,

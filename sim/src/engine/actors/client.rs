@@ -97,7 +97,8 @@ impl ClientCore {
                 ClientOutput::Open { conn, request } => {
                     world.client_slot(self.index).next_conn.fetch_max(conn.0 + 1, Ordering::Relaxed);
                     // Only a kept-alive client ever parks a connection.
-                    let claim = if world.scenario.client.http.keep_alive { self.pool.claim(&()) } else { None };
+                    let keeps = world.scenario.client_policy(self.index).http.keep_alive;
+                    let claim = if keeps { self.pool.claim(&()) } else { None };
                     let task = self.node.spawn(connection(world.clone(), self.index, conn, request, claim));
                     self.conns.insert(conn, task.abort_handle());
                 }
@@ -163,7 +164,7 @@ pub(crate) async fn main(world: Arc<World>, index: u32) {
 /// It numbers its connections on from where its predecessor stopped.
 fn start_client(world: &Arc<World>, index: u32, incarnation: u32) {
     let slot = world.client_slot(index);
-    let policy = world.scenario.client.clone();
+    let policy = world.scenario.client_policy(index).clone();
     let restored = match policy.persistence {
         Persistence::Durable => lock(&slot.disk).clone(),
         Persistence::Volatile => None,
@@ -439,7 +440,7 @@ async fn exchange(
     request: Request,
     claim: Option<Claim>,
 ) -> Option<ConnEnd> {
-    let http = &world.scenario.client.http;
+    let http = &world.scenario.client_policy(index).http;
     let reused = match claim {
         Some(claim) => claim.await.ok(),
         None => None,

@@ -225,7 +225,9 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: Stream, client_key: u
     let mut mcp_name: Option<String> = None;
     // Headers a hop drops are taken out of the request before it goes on (it is read whole).
     let dropped = dropped_headers(&world);
-    let client_keeps = world.scenario.client.http.keep_alive;
+    // The HTTP library of the client at the far end: each logical client has its own address
+    // (only clients connect to the balancer; an address of none would read client 0's).
+    let client_keeps = world.scenario.client_policy(world.client_at(client_key).unwrap_or(0)).http.keep_alive;
     let keep_alive = client_keeps || world.scenario.lb.upstream_keep_alive;
     let mut request = Vec::new();
     let mut session = None;

@@ -15,6 +15,7 @@ pub(crate) mod injector;
 pub(crate) mod lb;
 pub(crate) mod server;
 
+use crate::engine::addr::{address_key, client_ip};
 use crate::engine::recorder::{lock, ConnName, Recorder};
 use crate::engine::wire::Net;
 use crate::scenario::Scenario;
@@ -199,6 +200,11 @@ impl World {
     /// The indexes of the logical clients.
     pub(crate) fn client_indexes(&self) -> std::ops::Range<u32> {
         0..self.clients.len() as u32
+    }
+
+    /// The logical client whose machine has the address `key` stands for ([`address_key`]).
+    pub(crate) fn client_at(&self, key: u64) -> Option<u32> {
+        self.client_indexes().find(|&i| address_key(SocketAddr::new(client_ip(i), 0)) == key)
     }
 
     /// Logical client `index`'s slot.
