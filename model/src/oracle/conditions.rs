@@ -88,6 +88,9 @@ pub struct Breach {
     pub at: Instant,
     /// What happened, in words (`the outage lasted 4m10.000s, retention covered 3m00.000s`).
     pub detail: String,
+    /// The logical client whose step (or connection) shows it; `None` for a fact of the server
+    /// or the fleet, which may explain any client's violation.
+    pub client: Option<u32>,
 }
 
 impl fmt::Display for Breach {
@@ -105,6 +108,9 @@ impl fmt::Display for Breach {
 pub struct Conditions {
     /// The breaches, in step order.
     pub breaches: Vec<Breach>,
+    /// Each step's logical client (its own, else its connection's), to tell whose violation a
+    /// breach may explain.
+    step_clients: Vec<Option<u32>>,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -155,8 +161,16 @@ impl Conditions {
 
     /// What explains a violation at `at`: the first breach of each condition broken by then.
     pub fn explain_at(&self, at: Instant) -> Explanation<'_> {
+        self.explain_for(at, None)
+    }
+
+    /// What explains a violation at `at` of logical client `client` (`None`: of the run): the
+    /// first breach of each condition broken by then, by that client or by the server or the
+    /// fleet. Another client's restart or reaction explains nothing of this one's.
+    pub fn explain_for(&self, at: Instant, client: Option<u32>) -> Explanation<'_> {
         let mut first: BTreeMap<Condition, &Breach> = BTreeMap::new();
-        for b in self.breaches.iter().filter(|b| b.at <= at) {
+        let concerns = |b: &Breach| client.is_none() || b.client.is_none() || b.client == client;
+        for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b)) {
             first.entry(b.condition).or_insert(b);
         }
         if first.is_empty() {
@@ -176,10 +190,11 @@ impl Conditions {
     /// unresolved at its deadline), every breach of the run, since the step it is dated at (the
     /// event stored, the result stored) comes before what made it a violation.
     pub fn explain(&self, violation: &Violation) -> Explanation<'_> {
+        let client = self.step_clients.get(violation.step).copied().flatten();
         if END_STATE.contains(&violation.invariant) {
-            self.explain_at(Instant(u64::MAX))
+            self.explain_for(Instant(u64::MAX), client)
         } else {
-            self.explain_at(violation.at)
+            self.explain_for(violation.at, client)
         }
     }
 
@@ -252,14 +267,19 @@ struct Judge {
 
 impl Judge {
     fn run(mut self, steps: &[Step]) -> Conditions {
+        let step_clients: Vec<Option<u32>> = steps.iter().map(|s| s.client.or(s.conn_client)).collect();
         for (i, step) in steps.iter().enumerate() {
             self.step(i, step);
         }
-        Conditions { breaches: self.breaches }
+        let mut breaches = self.breaches;
+        for b in &mut breaches {
+            b.client = step_clients.get(b.step).copied().flatten();
+        }
+        Conditions { breaches, step_clients }
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
-        self.breaches.push(Breach { condition, step, at, detail });
+        self.breaches.push(Breach { condition, step, at, detail, client: None });
     }
 
     fn step(&mut self, i: usize, step: &Step) {
@@ -908,6 +928,40 @@ mod tests {
         assert!(replay(&[0, 1, 2]).all_held());
         let shared = replay(&[0, 2, 4]);
         assert_eq!(shared.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
+    }
+
+    #[test]
+    fn one_clients_breach_explains_its_own_violations_not_another_clients() {
+        // Two clients; client 1 restarts without its state (condition 1, its own).
+        let mut t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, on_session(1)),
+            (0, StepKind::ClientStart { restored: false }),
+            (1, on_session(1)),
+            (50_000, StepKind::ClientStart { restored: false }),
+            (60_000, on_session(2)),
+        ]);
+        for (i, step) in t.steps.iter_mut().enumerate() {
+            step.client = Some(if i < 2 { 0 } else { 1 });
+        }
+        // The last step is client 0's, so its violation is dated there.
+        t.steps[5].client = Some(0);
+        let c = Conditions::judge(&t);
+        assert_eq!(
+            c.breaches.iter().map(|b| (b.condition, b.client)).collect::<Vec<_>>(),
+            vec![(Condition::Persisted, Some(1))]
+        );
+        let violation = |step| Violation {
+            invariant: InvariantId::NoDuplicateExecution,
+            step,
+            at: Instant(70_000_000),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        assert_eq!(c.explain(&violation(5)), Explanation::Unexplained, "client 0's violation");
+        assert!(c.explain(&violation(4)).is_explained(), "client 1's violation");
+        // Without a client (a single-client run, a fleet-wide fact), every breach counts.
+        assert!(c.explain_at(Instant(70_000_000)).is_explained());
     }
 
     #[test]
