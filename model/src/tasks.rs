@@ -673,6 +673,66 @@ mod tests {
     }
 
     #[test]
+    fn the_wire_names_and_codes_are_the_specs() {
+        // tasks.md "Protocol Errors": Invalid params; the three methods by name.
+        assert_eq!(TASK_NOT_FOUND, -32602);
+        assert_eq!(
+            [TaskOp::Get, TaskOp::Update, TaskOp::Cancel].map(|op| op.to_string()),
+            ["tasks/get", "tasks/update", "tasks/cancel"]
+        );
+    }
+
+    #[test]
+    fn each_task_gets_its_own_id_and_only_a_working_one_asks_for_input() {
+        let mut store = TaskStore::new(rmcp(), "r0");
+        let (a, _) = store.create(0, Some(secs(60)), secs(1));
+        let (b, _) = store.create(0, Some(secs(60)), secs(1));
+        let (c, _) = store.create(0, Some(secs(60)), secs(1));
+        assert_eq!([a.task.0.as_str(), b.task.0.as_str(), c.task.0.as_str()], ["r0-t0", "r0-t1", "r0-t2"]);
+        assert!(store.need_input(&a.task));
+        assert_eq!(store.get(1, &a.task).0, TaskAnswer::Status(TaskStatus::InputRequired));
+        assert!(!store.need_input(&a.task), "already waiting");
+        store.finish(2, &b.task, TaskStatus::Completed);
+        assert!(!store.need_input(&b.task), "a finished task asks for nothing");
+        assert_eq!(store.get(3, &b.task).0, TaskAnswer::Status(TaskStatus::Completed));
+    }
+
+    #[test]
+    fn a_working_task_is_removed_only_under_delete_record_and_only_at_its_ttl() {
+        // Under `keep`, no deadline for a working task and nothing removed past its TTL.
+        let keep = ExpiryRule { working_at_ttl: WorkingAtTtl::Keep, terminal_kept_ttls: 1, sweep: Sweep::Timer };
+        let mut store = TaskStore::new(keep, "r0");
+        let (t, _) = store.create(0, Some(secs(60)), secs(1));
+        assert_eq!(store.next_deadline(), None);
+        assert!(store.sweep(120 * S).is_empty());
+        assert!(store.record(&t.task).is_some());
+        // Under TypeScript's rule, a sweep before the TTL removes nothing.
+        let mut store = TaskStore::new(ts(), "r0");
+        let (t, _) = store.create(0, Some(secs(60)), secs(1));
+        assert!(store.sweep(59 * S).is_empty());
+        assert!(store.record(&t.task).is_some());
+    }
+
+    #[test]
+    fn defaults_are_left_out_of_the_serde_form_and_read_back() {
+        // Traces of runs that never set them keep their bytes.
+        let server = serde_json::to_value(ServerTasks::default()).expect("serializes");
+        assert!(server.get("on_cancel").is_none(), "{server}");
+        let client = serde_json::to_value(ClientTasks::default()).expect("serializes");
+        assert!(client.get("answer_input_after").is_none(), "{client}");
+        let read: ClientTasks = serde_json::from_value(serde_json::json!({})).expect("reads");
+        assert_eq!(read.answer_input_after, Some(Duration::ZERO), "at once by default");
+        let never: ClientTasks =
+            serde_json::from_value(serde_json::json!({"answer_input_after": "none"})).expect("reads");
+        assert_eq!(never.answer_input_after, None);
+        let later = ClientTasks { answer_input_after: Some(secs(30)), ..ClientTasks::default() };
+        let v = serde_json::to_value(&later).expect("serializes");
+        assert!(v.get("answer_input_after").is_some(), "a value other than the default is written: {v}");
+        let cancel = ServerTasks { on_cancel: TaskCancel::Stop, ..ServerTasks::default() };
+        assert!(serde_json::to_value(&cancel).expect("serializes").get("on_cancel").is_some());
+    }
+
+    #[test]
     fn a_balancer_reads_the_holder_from_a_replica_minted_id_and_routes_there() {
         assert_eq!(task_holder("r1.3-t0"), Some(1));
         assert_eq!(task_holder("r12.0-t5"), Some(12));

@@ -429,6 +429,46 @@ mod tests {
     }
 
     #[test]
+    fn the_application_cancels_at_its_deadline_and_polls_on_for_the_outcome() {
+        let mut p = policy();
+        p.tasks.cancel_after = Some(Duration::from_secs(5));
+        let mut c = created(p);
+        // Polls at 3 s and 5 s; the cancel is due at 6 s (5 s after the task was created at 1 s).
+        let mut cancels = Vec::new();
+        for _ in 0..4 {
+            let next = c.poll_timeout().expect("something is due");
+            c.handle_timeout(next);
+            for (conn, request) in sent(&drain(&mut c)) {
+                match request.body {
+                    Some(ClientMessage::Task { op: TaskOp::Cancel, .. }) => {
+                        assert_eq!(request.mcp_name.as_deref(), Some("r0.0-t0"));
+                        cancels.push(next);
+                    }
+                    Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) => {
+                        let working =
+                            ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Working };
+                        json(&mut c, next, conn, working);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert_eq!(cancels, vec![Instant(6_000_000)], "one cancel, at its deadline");
+        assert!(!c.unresolved_calls().is_empty(), "the call waits for the task's outcome");
+    }
+
+    #[test]
+    fn another_error_to_a_poll_ends_the_call_with_it() {
+        let mut c = created(policy());
+        let (due, conn, id, _) = poll(&mut c);
+        let message = ServerMessage::Error { request: Some(id), message: "Internal error".into(), code: Some(-32603) };
+        let r = records(&json(&mut c, due, conn, message));
+        assert!(r.iter().any(|k| matches!(k, StepKind::AppError { .. })), "{r:?}");
+        assert!(r.contains(&StepKind::TaskIdForgotten { task: task() }), "{r:?}");
+        assert!(c.unresolved_calls().is_empty() && c.poll_timeout().is_none());
+    }
+
+    #[test]
     fn task_not_found_is_an_error_as_rmcp_returns_it_or_a_lost_task() {
         for (rule, lost) in [(TaskNotFound::Error, false), (TaskNotFound::Lost, true)] {
             let mut p = policy();
