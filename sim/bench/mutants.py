@@ -35,6 +35,9 @@ WORK = os.environ.get("MUTANTS_WORK", "/tmp/mcpsim-mutants")
 SAMPLE = int(os.environ.get("MUTANTS_SAMPLE", "40"))
 BUDGET = int(os.environ.get("MUTANTS_BUDGET", "30"))
 ONLY = os.environ.get("MUTANTS_ONLY")  # a regex over mutant names, to rerun a few
+# Sample the whole model (every file of model/src) instead of .cargo/mutants.toml's files: the
+# search columns of the full-model table in docs/search.md.
+ALL = os.environ.get("MUTANTS_ALL") == "1"
 PAIRS = [
     tuple(p.split(":"))
     for p in os.environ.get(
@@ -97,8 +100,9 @@ def sample_mutants():
         # target's first cases or not at all.
         planted = json.load(open(os.path.join(os.path.dirname(__file__), "planted.json")))
         return planted, len(planted)
+    scope = ["--no-config", "--file", "model/src/**/*.rs"] if ALL else []
     out = subprocess.run(
-        ["cargo", "mutants", "--list", "--json", "--diff", "--package", "mcpsim-model"],
+        ["cargo", "mutants", "--list", "--json", "--diff", "--package", "mcpsim-model", *scope],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout
     mutants = json.loads(out)

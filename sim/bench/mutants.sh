@@ -8,6 +8,8 @@
 #   sim/bench/mutants.sh summarize                               # re-print the last summary
 #   MUTANTS_ONLY='decision.rs' sim/bench/mutants.sh              # only mutants matching a regex (sampled)
 #   MUTANTS_PLANTED=1 MUTANTS_BUDGET=1000 sim/bench/mutants.sh   # the found bugs of sim/bench/planted.json instead
+#   MUTANTS_ALL=1 MUTANTS_PAIRS=reference:reference MUTANTS_BUDGET=2000 sim/bench/mutants.sh
+#                                                                # a sample of every file of model/src
 set -eu
 command -v cargo-mutants >/dev/null || { echo "needs cargo-mutants: cargo install cargo-mutants --locked" >&2; exit 2; }
 exec python3 "$(dirname "$0")/mutants.py" "$@"
