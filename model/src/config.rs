@@ -1450,3 +1450,109 @@ impl ReplicaStore {
         *self == ReplicaStore::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiles::{self, Role};
+
+    /// The serialized form of a policy is the `scenario` of every trace header: a field left at
+    /// its default is not written (so traces recorded before it existed keep their bytes), and a
+    /// field written is read back as it was.
+    const REFERENCE_SERVER: &str = r#"{"name":"reference","event_ids":"reference","store":"per-session","retention":{"max_events":100,"window":null,"drop_on_response":false},"replay":"after","unknown_id":"gone410","evicted_id":"gone410","priming":{"post":true,"standalone":true,"resume":true},"retry_ms":null,"keepalive":null,"idle_ttl":"30m","idle_rule":"never-while-busy","delete_running_tool":"cancel","delete_unknown_status":404,"second_get":"reject409","honour_idempotency_keys":false,"sessions":true,"disconnect_cancels":false,"fresh_get":"buffered"}"#;
+    const REFERENCE_CLIENT: &str = r#"{"name":"reference","close_handling":{"kind":"decision-procedure"},"persistence":"durable","reconnect":{"initial":"1s","factor":2.0,"max":"30s","max_attempts":20,"counter_reset":"on-successful-reconnect","retry_field":"at-least","first_immediate":false,"jitter":0.2},"request_timeout":null,"open_standalone_stream":false,"send_idempotency_keys":false,"sessions":true,"max_unhonoured_resumes":3,"report_stream_given_up":true}"#;
+    const DEFAULT_LB: &str = r#"{"idle_timeout":null}"#;
+    const DEFAULT_HOP: &str = r#"{"idle_timeout":null,"max_lifetime":null,"comments_count":true,"cut_mode":"both","hold_headers":false,"first_byte_timeout":null,"timeout_status":504,"buffer":null,"flush_interval":null}"#;
+
+    #[test]
+    fn fields_at_their_default_are_left_out_of_the_serialized_form() {
+        assert_eq!(json(&profiles::server("reference").unwrap()), REFERENCE_SERVER);
+        assert_eq!(json(&profiles::client("reference").unwrap()), REFERENCE_CLIENT);
+        assert_eq!(json(&LbConfig::default()), DEFAULT_LB);
+        assert_eq!(json(&HopConfig::default()), DEFAULT_HOP);
+    }
+
+    fn json<T: Serialize>(value: &T) -> String {
+        serde_json::to_string(value).expect("policies are plain data")
+    }
+
+    fn round_trip<T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) {
+        let text = json(value);
+        let back: T = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(&back, value, "{text}");
+    }
+
+    #[test]
+    fn every_builtin_policy_reads_back_from_its_serialized_form() {
+        for n in Role::Client.names() {
+            round_trip(&profiles::client(n).unwrap());
+        }
+        for n in Role::Server.names() {
+            round_trip(&profiles::server(n).unwrap());
+        }
+        for n in Role::Lb.names() {
+            round_trip(&profiles::lb(n).unwrap());
+        }
+        // A server whose "session not found" is another code than the default -32001.
+        let mut server = profiles::server("reference").unwrap();
+        server.unknown_session_code = -32600;
+        round_trip(&server);
+    }
+
+    #[test]
+    fn a_balancer_with_no_field_at_its_default_reads_back() {
+        let hop = HopConfig {
+            hold_tail: true,
+            buffer_head: true,
+            buffer: Some(1500),
+            keep_alive_timeout: KeepAliveIdle::After(Duration::from_secs(5)),
+            drop_request_headers: vec![RequestHeader::LastEventId],
+            drop_response_headers: vec![ResponseHeader::McpSessionId],
+            ..HopConfig::default()
+        };
+        let lb = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            cut_mode: CutMode::ClientSide,
+            hold_headers: true,
+            replicas: 3,
+            routing: Routing::StickySession,
+            store: ReplicaStore::Shared,
+            hops: vec![hop],
+            upstream_keep_alive: true,
+            retry_upstream: UpstreamRetry::Idempotent,
+            keep_alive_timeout: KeepAliveIdle::Never,
+        };
+        round_trip(&lb);
+        let text = serde_json::to_string(&lb).unwrap();
+        assert!(text.contains(r#""buffer":"1500B""#) && text.contains(r#""replicas":3"#), "{text}");
+    }
+
+    #[test]
+    fn sizes_read_and_write_in_bytes_kib_and_mib() {
+        use serde_opt_bytes::{format_bytes, parse_bytes};
+        assert_eq!(format_bytes(1500), "1500B");
+        assert_eq!(format_bytes(4096), "4KiB");
+        assert_eq!(format_bytes(3 * 1024 * 1024), "3MiB");
+        assert_eq!(format_bytes(0), "0B");
+        assert_eq!(parse_bytes(" 4KiB "), Ok(4096));
+        assert_eq!(parse_bytes("512B"), Ok(512));
+        assert_eq!(parse_bytes("2M"), Ok(2 * 1024 * 1024));
+        assert!(parse_bytes("4GiB").unwrap_err().contains("unknown unit"));
+        assert!(parse_bytes("KiB").unwrap_err().contains("not a size"));
+        assert!(parse_bytes(&format!("{}MiB", u64::MAX)).is_err());
+        let hop =
+            |buffer: &str| serde_json::from_str::<HopConfig>(&format!(r#"{{"buffer":{buffer}}}"#)).map(|h| h.buffer);
+        assert_eq!(hop(r#""none""#).unwrap(), None);
+        assert_eq!(hop(r#""4KiB""#).unwrap(), Some(4096));
+        assert_eq!(hop("100").unwrap(), Some(100));
+        assert!(hop(r#""lots""#).is_err());
+    }
+
+    #[test]
+    fn dropped_headers_are_named_as_on_the_wire() {
+        assert_eq!(RequestHeader::LastEventId.wire_name(), "Last-Event-ID");
+        assert_eq!(RequestHeader::McpSessionId.wire_name(), "Mcp-Session-Id");
+        assert_eq!(ResponseHeader::McpSessionId.wire_name(), "Mcp-Session-Id");
+    }
+}

@@ -1181,6 +1181,17 @@ mod tests {
     }
 
     #[test]
+    fn a_builtin_file_and_its_release_are_found_by_name_and_only_by_name() {
+        let text = builtin_text(Role::Client, "ts-sdk").expect("listed");
+        assert!(text.contains("name = \"ts-sdk\""), "{text}");
+        assert_eq!(builtin_text(Role::Client, "nope"), None);
+        assert_eq!(builtin_text(Role::Lb, "ts-sdk"), None, "a client's name is no balancer's");
+        assert!(release(Role::Client, "ts-sdk").contains("1.32"), "{}", release(Role::Client, "ts-sdk"));
+        assert!(release(Role::Server, "rmcp").contains("rmcp"), "{}", release(Role::Server, "rmcp"));
+        assert_eq!(release(Role::Client, "nope"), "");
+    }
+
+    #[test]
     fn every_listed_profile_exists_and_carries_its_name() {
         for n in CLIENT_NAMES {
             assert_eq!(client(n).map(|p| p.name), Some(n.to_string()));

@@ -1187,5 +1187,15 @@ mod tests {
         assert!(matches!(Trace::parse(&garbage), Err(TraceError::BadLine { line: 3, .. })));
         let schema = text.replacen(&format!("\"schema\":{SCHEMA_VERSION}"), "\"schema\":99", 1);
         assert!(matches!(Trace::parse(&schema), Err(TraceError::Schema { found: 99, .. })));
+        // A footer that is neither a footer nor a step is named by its line number.
+        let lines = text.lines().count();
+        let footer = format!(
+            "{}{{\"verdict\":7}}\n",
+            text.lines().take(lines - 1).map(|l| format!("{l}\n")).collect::<String>()
+        );
+        assert_eq!(
+            Trace::parse(&footer).map_err(|e| matches!(e, TraceError::BadLine { line, .. } if line == lines)),
+            Err(true)
+        );
     }
 }

@@ -1698,3 +1698,24 @@ fn without_re_probe_the_cached_era_is_kept_and_the_call_fails_after_one_more_try
     let out = d.answer(again, vec![legacy_400()]);
     assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "HTTP 400".into() }]);
 }
+
+#[test]
+fn a_listen_stream_that_keeps_breaking_is_retried_max_attempts_times_then_ended() {
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.reconnect.jitter = 0.0;
+    policy.reconnect.max_attempts = Some(2);
+    policy.subscriptions.listen = true;
+    let mut d = Driver::with(policy, None, 7);
+    let is_listen = |r: &Request| matches!(r.body, Some(ClientMessage::Listen { .. }));
+    let (mut conn, _) = only_open(&d.start(), is_listen);
+    // The first stream and two re-listens (max_attempts = 2) each break before an
+    // acknowledgment; the third failure in a row ends the subscription.
+    for attempt in 1..=2 {
+        assert!(opens(&d.end(conn, ConnEnd::Reset)).is_empty(), "the re-listen waits its backoff");
+        let out = d.fire();
+        conn = only_open(&out, is_listen).0;
+        assert!(d.c.next_relisten().is_none(), "attempt {attempt} is in flight");
+    }
+    d.end(conn, ConnEnd::Reset);
+    assert!(d.c.next_relisten().is_none() && d.c.listen.is_none(), "attempts spent: the subscription ended");
+}

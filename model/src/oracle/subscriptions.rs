@@ -220,4 +220,31 @@ mod tests {
         let t = TraceBuilder::new().client(open(1)).server(emitted(1, false)).build();
         assert_eq!(broken(&t), vec![(1, "client 0 subscription".to_string())]);
     }
+
+    #[test]
+    fn a_change_written_to_a_stream_that_broke_before_it_arrived_is_lost() {
+        // Written to the open stream, which then broke before the change reached the
+        // application: not in flight any more, and nobody told the application.
+        let t = TraceBuilder::new()
+            .client(open(1))
+            .server(emitted(1, true))
+            .at(10)
+            .client(cut(1))
+            .at(12)
+            .client(open(2))
+            .build();
+        assert_eq!(broken(&t), vec![(1, "client 0 subscription".to_string())]);
+    }
+
+    #[test]
+    fn a_change_relayed_to_the_replica_holding_the_stream_is_in_flight() {
+        // Emitted on a replica with no listener of its own and relayed by the shared bus to the
+        // one holding the client's open stream: in flight at the end, not lost.
+        let relayed = |listeners| StepKind::ChangeRelayed { change: "c1".into(), listeners };
+        let t = TraceBuilder::new().client(open(1)).server(emitted(1, false)).server(relayed(1)).build();
+        assert!(broken(&t).is_empty());
+        // Relayed to a replica where no listener is open: written nowhere, lost.
+        let t = TraceBuilder::new().client(open(1)).server(emitted(1, false)).server(relayed(0)).build();
+        assert_eq!(broken(&t), vec![(1, "client 0 subscription".to_string())]);
+    }
 }

@@ -20,8 +20,9 @@ pub(super) const NO_ORPHANED_TASK: Invariant = Invariant {
 pub(super) const TASK_RESULT_DELIVERED: Invariant = Invariant {
     id: InvariantId::TaskResultDelivered,
     name: InvariantId::TaskResultDelivered.name(),
-    description: "Every task whose id a client received has its outcome reach the application before its record \
-                  is gone, or the application is told the task is lost.",
+    description: "Every task whose id a client received has its outcome reach the application (before its record \
+                  is gone, or from an answer already on its way when it went), or the application is told the task \
+                  is lost.",
     check: undelivered_tasks_in,
 };
 
@@ -125,8 +126,10 @@ fn orphaned_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 }
 
 /// A task whose id a client received must have its outcome delivered before its record goes, or
-/// the application told it is lost. A task still working at the end of the run is not judged here
-/// (`every-call-resolves` is).
+/// the application told it is lost. An outcome that lands after the removal was on its way before
+/// it (a poll answered just before the TTL ran out, its answer still on the wire): the
+/// application got it, so it counts. A task still working at the end of the run is not judged
+/// here (`every-call-resolves` is).
 fn undelivered_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let (lives, last) = lives(ix);
     let mut out = Vec::new();
@@ -135,8 +138,8 @@ fn undelivered_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             continue;
         }
         let subject = format!("task {}", task.0);
-        match (l.removed, l.outcome) {
-            (Some((removed, _)), outcome) if outcome.is_none_or(|o| o > removed) => out.push(violation(
+        if let (Some((removed, _)), None) = (l.removed, l.outcome) {
+            out.push(violation(
                 ix,
                 InvariantId::TaskResultDelivered,
                 last.max(removed),
@@ -144,8 +147,7 @@ fn undelivered_tasks_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 "its record was removed before the outcome reached the application, and the application was never \
                  told the task is lost"
                     .into(),
-            )),
-            _ => {}
+            ));
         }
     }
     out
@@ -371,5 +373,38 @@ mod tests {
             .server(served(1, 1, Era::Legacy, Some("s")))
             .build();
         assert_eq!(broken(&t, InvariantId::EraConsistent).len(), 1);
+    }
+
+    #[test]
+    fn an_outcome_on_its_way_when_the_record_went_is_delivered() {
+        // The poll was answered just before the TTL ran out; the answer lands after the removal.
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(10)
+            .server(ended("a"))
+            .at(60)
+            .server(removed("a", false))
+            .at(61)
+            .app(outcome("a"))
+            .build();
+        assert!(broken(&t, InvariantId::TaskResultDelivered).is_empty());
+    }
+
+    #[test]
+    fn a_request_served_twice_in_one_era_is_consistent_and_two_eras_count_once() {
+        // The same request served twice under one era (a balancer's upstream retry) is consistent.
+        let t = TraceBuilder::new()
+            .server(served(1, 1, Era::Legacy, Some("s1")))
+            .server(served(1, 1, Era::Legacy, Some("s1")))
+            .build();
+        assert!(broken(&t, InvariantId::EraConsistent).is_empty());
+        // Served modern, then legacy twice: one violation, at the first change of era.
+        let t = TraceBuilder::new()
+            .server(served(1, 1, Era::Modern, None))
+            .server(served(1, 1, Era::Legacy, Some("s")))
+            .server(served(1, 1, Era::Legacy, Some("s")))
+            .build();
+        assert_eq!(broken(&t, InvariantId::EraConsistent), vec![(1, "c1 #1".to_string())]);
     }
 }
