@@ -1497,6 +1497,17 @@ mod tests {
         let mut server = profiles::server("reference").unwrap();
         server.unknown_session_code = -32600;
         round_trip(&server);
+        // Change notifications on, over the default bus (left out) and over a shared one.
+        server.subscriptions.changes = true;
+        round_trip(&server);
+        assert!(json(&server).contains(r#""subscriptions":{"changes":true}"#), "{}", json(&server));
+        server.subscriptions.bus = crate::subscriptions::Bus::Shared;
+        round_trip(&server);
+        // A client that reads a 400 as "session not found" too (the default is the 404 alone).
+        let mut client = profiles::client("ts-sdk").unwrap();
+        let CloseHandling::Sdk(rules) = &mut client.close_handling else { panic!("ts-sdk has SDK rules") };
+        rules.lost_session_answers.push(LostSessionAnswer::BadRequest400);
+        round_trip(&client);
     }
 
     #[test]

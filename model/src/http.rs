@@ -572,3 +572,19 @@ impl fmt::Display for ConnEnd {
         f.write_str(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{CallKey, RequestId};
+
+    #[test]
+    fn server_messages_read_as_the_diagrams_show_them() {
+        let result = ServerMessage::ToolResult { request: RequestId(3), call: CallKey(1) };
+        assert_eq!(result.to_string(), format!("result {} {}", RequestId(3), CallKey(1)));
+        let error = |request| ServerMessage::Error { request, message: "Session not found".into(), code: None };
+        assert_eq!(error(None).to_string(), "error (id null): Session not found");
+        assert_eq!(error(Some(RequestId(2))).to_string(), format!("error {}: Session not found", RequestId(2)));
+        assert_eq!(ServerMessage::Notification { seq: 4 }.to_string(), "notification 4");
+    }
+}

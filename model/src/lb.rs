@@ -1173,4 +1173,29 @@ mod tests {
             Route::Answer(s) => panic!("answered {s:?}"),
         }
     }
+
+    #[test]
+    fn a_holder_outside_the_fleet_is_routed_as_any_request() {
+        let mut lb = replicated(2, Routing::RoundRobin);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(lb.route_to_holder(ConnId(1), Backend(1), None, 0), Route::To(Backend(1)));
+        // Replica 2 of two does not exist (the fleet shrank): routed by the rule, to one that does.
+        match lb.route_to_holder(ConnId(1), Backend(2), None, 0) {
+            Route::To(b) => assert!(b.0 < 2, "{b:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unreachable_replica_is_answered_502_and_recorded_only_in_front_of_several() {
+        let mut one = lb(None);
+        assert_eq!(one.handle_unreachable(ConnId(1)), Status::BAD_GATEWAY);
+        assert!(drain(&mut one).is_empty(), "one replica, no hops: nothing to name");
+        let mut two = replicated(2, Routing::RoundRobin);
+        assert_eq!(two.handle_unreachable(ConnId(1)), Status::BAD_GATEWAY);
+        assert!(matches!(
+            &drain(&mut two)[..],
+            [LbOutput::Record(StepKind::LbAnswered { status: Status::BAD_GATEWAY, .. })]
+        ));
+    }
 }

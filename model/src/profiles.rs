@@ -1319,6 +1319,28 @@ mod tests {
         let e = err(Role::Server, "name = \"x\"\n");
         assert!(e.starts_with("my.toml:1:1: missing field") && e.contains("extends"), "{e}");
         assert!(!e.contains('\n'));
+        // A leaf inside a table is named by its dotted path and its own line.
+        let e = err(Role::Server, "extends = \"rmcp\"\n[retention]\nmax_events = \"lots\"\n");
+        assert!(e.starts_with("my.toml:3:14: retention.max_events: "), "{e}");
+        // A whole profile written out (a dump, no extends) is judged field by field too.
+        let dumped = dump(Role::Server, "reference").unwrap().unwrap();
+        let bad = dumped.replace("second_get = \"reject409\"", "second_get = \"teapot\"");
+        assert_ne!(bad, dumped);
+        let line = bad.lines().position(|l| l.starts_with("second_get = ")).unwrap() + 1;
+        let e = err(Role::Server, &bad);
+        assert!(e.starts_with(&format!("my.toml:{line}:14: second_get: unknown variant `teapot`")), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_in_a_file_below_is_blamed_on_that_file_not_the_one_on_top() {
+        let mut base = |role: Role, name: &str, below: &Layer| match name {
+            "middle" => parse_layer(role, "extends = \"rmcp\"\nkeepalive = \"soon\"\n", "middle.toml"),
+            _ => builtin_base(role, name, below),
+        };
+        let top = parse_layer(Role::Server, "extends = \"middle\"\nunknown_id = \"gone410\"\n", "my.toml").unwrap();
+        let layers = chain(Role::Server, top, &mut base).unwrap();
+        let e = resolve::<ServerPolicy>(Role::Server, &layers).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("middle.toml:2:13: keepalive: duration \"soon\""), "{e}");
     }
 
     #[test]

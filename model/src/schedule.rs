@@ -331,6 +331,14 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_and_its_interval_are_inverse_and_zero_means_none() {
+        assert_eq!(rate_of(Duration::from_millis(500)), 2.0);
+        assert_eq!(rate_of(Duration::ZERO), 0.0);
+        assert_eq!(event_interval(rate_of(Duration::from_millis(250))), Some(Duration::from_millis(250)));
+        assert_eq!(event_interval(0.0), None);
+    }
+
+    #[test]
     fn the_reference_schedule_doubles_to_its_cap_and_stops_at_the_first_attempt_after_the_outage() {
         let r = reconnect_schedule(&policy("reference"), None, Duration::from_secs(240));
         let secs: Vec<u64> = times(&r).iter().map(|ms| ms / 1000).collect();

@@ -460,3 +460,24 @@ fn check_consumed(machine: Machine, at: Instant, next: Option<Instant>) -> Resul
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::SessionEndReason;
+
+    #[test]
+    fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
+        let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
+        let mut pair = Pair::new("reference", "reference", tool, None)?;
+        pair.advance_to(pair.now() + Duration::from_secs(1))?;
+        let before = pair.server().live_sessions();
+        assert_eq!(before.len(), 1, "the client's handshake made one session");
+        pair.restart_server()?;
+        assert!(pair.server().live_sessions().is_empty(), "the new process holds none");
+        assert_eq!(pair.count(|k| matches!(k, StepKind::ServerStart { epoch: 1 })), 1);
+        let ended = |k: &StepKind| matches!(k, StepKind::SessionEnded { reason: SessionEndReason::ServerRestart, .. });
+        assert_eq!(pair.count(ended), 1);
+        Ok(())
+    }
+}

@@ -498,6 +498,33 @@ mod tests {
     }
 
     #[test]
+    fn polls_broken_max_attempts_times_end_the_call_lost_or_failed_by_the_close_rules() {
+        use crate::config::CloseHandling;
+        for decision_procedure in [true, false] {
+            let mut p = policy();
+            p.reconnect.max_attempts = Some(2);
+            if decision_procedure {
+                p.close_handling = CloseHandling::DecisionProcedure;
+            }
+            assert_eq!(p.close_handling == CloseHandling::DecisionProcedure, decision_procedure);
+            let mut c = created(p);
+            let (due, conn, _, _) = poll(&mut c);
+            c.handle_conn_end(due, conn, ConnEnd::Reset);
+            let r = records(&drain(&mut c));
+            let told = |k: &StepKind| matches!(k, StepKind::AppTaskLost { .. } | StepKind::AppError { .. });
+            assert!(!r.iter().any(told), "one broken poll is tried again: {r:?}");
+            let (due, conn, _, _) = poll(&mut c);
+            c.handle_conn_end(due, conn, ConnEnd::Reset);
+            let r = records(&drain(&mut c));
+            // The decision procedure's unknown outcome (the task may still run), or the SDK's error.
+            let lost = r.contains(&StepKind::AppTaskLost { task: task(), call: CallKey(0) });
+            let failed = r.iter().any(|k| matches!(k, StepKind::AppError { .. }));
+            assert_eq!((lost, failed), (decision_procedure, !decision_procedure), "{r:?}");
+            assert!(r.contains(&StepKind::TaskIdForgotten { task: task() }) && c.unresolved_calls().is_empty());
+        }
+    }
+
+    #[test]
     fn durable_task_ids_survive_a_restart_and_are_polled_without_a_second_call() {
         let mut p = policy();
         p.persistence = Persistence::Durable;

@@ -1719,3 +1719,41 @@ fn a_listen_stream_that_keeps_breaking_is_retried_max_attempts_times_then_ended(
     d.end(conn, ConnEnd::Reset);
     assert!(d.c.next_relisten().is_none() && d.c.listen.is_none(), "attempts spent: the subscription ended");
 }
+
+#[test]
+fn a_go_like_client_takes_any_4xx_to_its_first_get_as_405_and_goes_on() {
+    // Any 4xx to the first standalone GET means what a 405 does: no standalone stream, and the
+    // transport stays open (only a 5xx or a broken connection closes it).
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(get, vec![status(404)]);
+    let taken = |s: &StepKind| matches!(s, StepKind::Decision { error: Some(e), .. } if e == "HTTP 404: taken as 405");
+    assert!(steps(&out).iter().any(taken), "{out:#?}");
+    assert!(app(&out).is_empty(), "{out:#?}");
+    assert_eq!(tool_call(&d.call(1, false)).2.key, CallKey(1), "the call goes");
+}
+
+#[test]
+fn an_acknowledged_listen_stream_that_breaks_is_told_to_the_app_and_relistened() {
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.reconnect.jitter = 0.0;
+    policy.reconnect.max_attempts = Some(1);
+    policy.subscriptions.listen = true;
+    let mut d = Driver::with(policy, None, 7);
+    let is_listen = |r: &Request| matches!(r.body, Some(ClientMessage::Listen { .. }));
+    for round in 0..3 {
+        let out = if round == 0 { d.start() } else { d.fire() };
+        let (conn, req) = only_open(&out, is_listen);
+        let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+        d.frame(conn, sse());
+        let out = d.frame(conn, event(None, Some(ServerMessage::ListenAck { subscription: id })));
+        assert!(steps(&out).contains(&StepKind::ListenOpen { conn, subscription: id }), "{out:#?}");
+        // Broken without the graceful result: the application is told, and (the acknowledgment
+        // having reset the attempts in a row) a re-listen is scheduled every time.
+        let out = d.end(conn, ConnEnd::Reset);
+        assert!(steps(&out).iter().any(|s| matches!(s, StepKind::AppSubscriptionLost { .. })), "{out:#?}");
+        assert!(d.c.next_relisten().is_some(), "round {round}");
+    }
+}

@@ -300,6 +300,38 @@ mod tests {
     }
 
     #[test]
+    fn one_cut_excuses_one_re_attachment_and_no_more() {
+        let a = sid("A");
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a)).at(500_000).lb(lb_idle_cut(99));
+        b = b.client(conn_end(1, ConnEnd::Reset));
+        for i in 1..=200 {
+            b = b.at(i * 1_000_000).client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
+        }
+        let v = churn(&b.build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        // The first re-attachment is the cut's; the period is known at the eleventh.
+        assert_eq!(v[0].at, Instant(11_000_000), "{v:#?}");
+    }
+
+    #[test]
+    fn over_the_count_the_detail_names_the_steady_period_of_the_busiest_stream() {
+        // Session A's stream re-attached every 2 minutes (30 an hour: within the bound by its
+        // period), and session B's three extra re-attachments push the hour's count over it.
+        let (a, bs) = (sid("A"), sid("B"));
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a)).client(get_standalone(1000, &bs));
+        for i in 1..=31 {
+            b = b.at(i * 120_000_000).client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
+            if i >= 29 {
+                b = b.client(get_standalone(1000 + i, &bs)).client(response(1000 + i, Status::OK));
+            }
+        }
+        let v = churn(&b.build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.contains("more than the bound of 30 in an hour"), "{}", v[0].detail);
+        assert!(v[0].detail.contains("; periodic: a re-attachment every 2m"), "{}", v[0].detail);
+    }
+
+    #[test]
     fn the_window_slides_an_hour() {
         let bounded = |b: TraceBuilder| {
             let mut t =

@@ -799,6 +799,24 @@ mod tests {
     }
 
     #[test]
+    fn the_outage_runs_from_the_last_answer_below_400() {
+        // Answered 200 at 10 s, refused 503 at 40 s, then "session not found" at 70 s: the
+        // client was without an answer for a minute, the 503 being no answer.
+        let t = trace(vec![
+            (0, on_session(1)),
+            (10_000, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+            (40_000, on_session(2)),
+            (40_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(503)) }),
+            (70_000, on_session(3)),
+            (70_001, StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status::NOT_FOUND) }),
+        ]);
+        let c = Conditions::judge(&t);
+        let retention: Vec<_> = c.breaches.iter().filter(|b| b.condition == Condition::Retention).collect();
+        assert_eq!(retention.len(), 1, "{c:?}");
+        assert!(retention[0].detail.contains("after 1m00.001s without an answer"), "{}", retention[0].detail);
+    }
+
+    #[test]
     fn a_silent_head_breaks_conditions_two_and_three() {
         let t = trace(vec![
             (1_000, stored(1)),

@@ -357,6 +357,24 @@ mod tests {
     }
 
     #[test]
+    fn a_task_outcome_resolves_its_call_as_a_result_or_an_error_by_its_status() {
+        use crate::tasks::{TaskId, TaskStatus};
+        for (status, how) in [(TaskStatus::Completed, "a result"), (TaskStatus::Failed, "an error")] {
+            let trace = TraceBuilder::new()
+                .app(app_call(0, false))
+                .at(1_000)
+                .app(StepKind::AppTaskOutcome { task: TaskId("t".into()), call: CallKey(0), status })
+                .at(2_000)
+                .app(app_unknown(0))
+                .build();
+            let v = unresolved_calls(&trace);
+            assert_eq!(v.len(), 1, "{v:#?}");
+            let expected = format!("{how} at 0.001s, then an unknown outcome at 0.002s");
+            assert!(v[0].detail.contains(&expected), "{}", v[0].detail);
+        }
+    }
+
+    #[test]
     fn a_call_issued_again_may_be_resolved_again() {
         let trace = TraceBuilder::new()
             .app(app_call(0, false))

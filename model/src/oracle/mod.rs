@@ -1177,6 +1177,18 @@ mod tests {
     }
 
     #[test]
+    fn an_id_is_found_by_its_key_whatever_the_guess() {
+        let mut t = IdTable::with_capacity(2);
+        assert_eq!((t.insert(0, "1-1"), t.insert(0, "1-2"), t.insert(1, "1-1")), (Some(0), Some(1), Some(2)));
+        assert_eq!(t.insert(0, "1-2"), None, "already there");
+        for guess in [None, Some(0), Some(1), Some(2), Some(3), Some(99)] {
+            assert_eq!(t.get(0, "1-2", guess), Some(1), "guess {guess:?}");
+            assert_eq!(t.get(1, "1-1", guess), Some(2), "guess {guess:?}");
+            assert_eq!(t.get(1, "1-2", guess), None, "guess {guess:?}");
+        }
+    }
+
+    #[test]
     fn check_all_sorts_by_time_then_subject() {
         // call1 is never resolved (deadline 9ms); call0 ran twice at 5ms; and call2's result was
         // delivered twice at 7ms.
