@@ -12,7 +12,8 @@ GLOB today: a name whose line moved is "not run" again, never counted twice.
 A mutant counts as killed by the tests when it was caught or timed out (a test that loops is a
 test that noticed). Survivors are the missed ones; SAVED/equivalent.tsv says, for a survivor no
 test can kill, why (`name<TAB>reason`), and SAVED/killed.tsv names the test written for one that
-an earlier run missed (`name<TAB>test`) until a resumed run sees it caught.
+an earlier run missed (`name<TAB>test`) until a resumed run sees it caught (both may be split in
+files named equivalent.PART.tsv, killed.PART.tsv).
 
 Prints the Markdown table on stdout.
 """
@@ -78,8 +79,13 @@ def main(out, saved, glob):
     for k in ("unviable", "missed", "timeout", "caught"):
         for name in lists[k]:
             outcome[name] = k
-    equivalent = {n: w for n, w in read_tsv(os.path.join(saved, "equivalent.tsv")).items() if n in known}
-    killed_by = {n: t for n, t in read_tsv(os.path.join(saved, "killed.tsv")).items() if n in known}
+    # equivalent.tsv and killed.tsv, and any equivalent.*.tsv / killed.*.tsv beside them (one per
+    # part of the model, so that work on two parts at once merges without conflicts).
+    equivalent, killed_by = {}, {}
+    for name in sorted(os.listdir(saved)) if os.path.isdir(saved) else []:
+        table = (equivalent if name.startswith("equivalent") else killed_by if name.startswith("killed") else None)
+        if table is not None and name.endswith(".tsv"):
+            table.update((n, w) for n, w in read_tsv(os.path.join(saved, name)).items() if n in known)
 
     os.makedirs(saved, exist_ok=True)
     for k in KINDS:
