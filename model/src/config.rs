@@ -1470,6 +1470,10 @@ mod tests {
         assert_eq!(json(&profiles::client("reference").unwrap()), REFERENCE_CLIENT);
         assert_eq!(json(&LbConfig::default()), DEFAULT_LB);
         assert_eq!(json(&HopConfig::default()), DEFAULT_HOP);
+        // What the left-out fields read as: "Session not found" is -32001 (the TypeScript SDK's
+        // code), a GET without a session is answered 405.
+        let reference = profiles::server("reference").unwrap();
+        assert_eq!((reference.unknown_session_code, reference.sessionless_get_status), (-32001, 405));
     }
 
     fn json<T: Serialize>(value: &T) -> String {

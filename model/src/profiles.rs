@@ -1371,6 +1371,10 @@ mod tests {
                     Role::Lb => assert_eq!(resolve::<LbConfig>(role, &layers).unwrap().policy, lb(n).unwrap()),
                 }
                 assert!(text.contains("# source: "), "{n}");
+                // Every field is written, those serde leaves out at their default included.
+                if role == Role::Lb {
+                    assert!(text.lines().any(|l| l.starts_with("hops = ")), "{n}: {text}");
+                }
             }
         }
     }

@@ -478,6 +478,16 @@ mod tests {
         assert_eq!(pair.count(|k| matches!(k, StepKind::ServerStart { epoch: 1 })), 1);
         let ended = |k: &StepKind| matches!(k, StepKind::SessionEnded { reason: SessionEndReason::ServerRestart, .. });
         assert_eq!(pair.count(ended), 1);
+        // Every connection opened so far was ended once, and none is open after the shutdown.
+        pair.shutdown()?;
+        assert!(pair.open_connections().is_empty());
+        assert!(!pair.connections().is_empty());
+        for (conn, record) in pair.connections() {
+            assert_eq!((record.opened, record.ended), (1, 1), "{conn}");
+        }
+        // A reset of a connection that is no longer open is refused.
+        let first = *pair.connections().keys().next().expect("some connection");
+        assert!(!pair.reset(first)?);
         Ok(())
     }
 }

@@ -1757,3 +1757,13 @@ fn an_acknowledged_listen_stream_that_breaks_is_told_to_the_app_and_relistened()
         assert!(d.c.next_relisten().is_some(), "round {round}");
     }
 }
+
+#[test]
+fn an_error_on_a_calls_stream_fails_the_call_with_its_message() {
+    let mut d = Driver::ready("reference");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    let error = ServerMessage::Error { request: Some(request), message: "boom".into(), code: None };
+    let out = d.answer(conn, vec![sse(), event(Some("0.1-0"), Some(error))]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "boom".into() }]);
+    assert!(d.c.unresolved_calls().is_empty());
+}
