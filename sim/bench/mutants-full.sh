@@ -9,6 +9,7 @@
 #   MUTANTS_FILE=model/src/time.rs sim/bench/mutants-full.sh   # one module (a glob), e.g. to try it
 #   MUTANTS_JOBS=2 sim/bench/mutants-full.sh                   # parallel builds (needs the cores)
 #   MUTANTS_RESUME=1 sim/bench/mutants-full.sh                 # go on: skip what an earlier run caught
+#   MUTANTS_SURVIVORS=1 sim/bench/mutants-full.sh              # only the survivors again (new tests)
 #   sim/bench/mutants-full.sh summarize                        # the table of docs/search.md
 #   sim/bench/mutants-full.sh --list                           # extra arguments go to cargo mutants
 #
@@ -34,6 +35,18 @@ if [ "${MUTANTS_RESUME:-0}" = 1 ]; then
       [ -f "$SAVED/$k.txt" ] && cp "$SAVED/$k.txt" "$WORK/mutants.out/$k.txt"
     done
   fi
+fi
+if [ "${MUTANTS_SURVIVORS:-0}" = 1 ]; then
+  # Each survivor by its exact name (regex-escaped), on top of what was caught so far.
+  iterate=--iterate
+  names=$(cat "$SAVED/missed.txt" "$WORK/mutants.out/missed.txt" 2>/dev/null | sort -u |
+    python3 -c 'import re,sys; print("\n".join("^" + re.escape(l.rstrip("\n")) + "$" for l in sys.stdin if l.strip()))')
+  [ -n "$names" ] || { echo "no survivors listed in $SAVED/missed.txt or $WORK/mutants.out/missed.txt" >&2; exit 0; }
+  old_ifs=$IFS
+  IFS='
+'
+  for n in $names; do set -- "$@" --re "$n"; done
+  IFS=$old_ifs
 fi
 # --no-config: .cargo/mutants.toml limits the benchmark to the reference behaviour's files, and a
 # config's file list is added to the command line's, so it would not narrow MUTANTS_FILE either.

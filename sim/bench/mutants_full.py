@@ -116,6 +116,12 @@ def main(out, saved, glob):
     viable = total["caught"] + total["timeout"] + total["missed"]
     killed = total["caught"] + total["timeout"]
     lo, hi = wilson(killed, viable)
+    print("# Every mutant of the model under its unit tests")
+    print()
+    print("Written by `sim/bench/mutants-full.sh summarize > docs/mutants-full.md` from the lists in")
+    print("`sim/bench/mutants-full/` (what the runs found, and what became of each survivor); a run goes on")
+    print("with `MUTANTS_RESUME=1 MUTANTS_JOBS=2 sim/bench/mutants-full.sh` (docs/search.md, \"The whole model\").")
+    print()
     print(f"Mutants of {glob}: {len(everything)}; run {ran} ({100 * ran / len(everything):.0f} %), "
           f"not run yet {total['not run']}.")
     print(f"Killed by the unit tests: {killed} of {viable} viable ({100 * killed / max(viable, 1):.1f} %, "
