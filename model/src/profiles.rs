@@ -1353,6 +1353,10 @@ mod tests {
         assert_eq!(value_from_text("jitter", "0.2", &Value::from(0.0)), Ok(Value::from(0.2)));
         assert!(value_from_text("jitter", "NaN", &Value::from(0.0)).is_err());
         assert_eq!(value_from_text("max_attempts", "none", &Value::from(3)), Ok(Value::Null));
+        // A field left out at its default has no current value: a flag, a number or a word.
+        assert_eq!(value_from_text("hold_tail", "true", &Value::Null), Ok(Value::Bool(true)));
+        assert_eq!(value_from_text("replicas", "3", &Value::Null), Ok(Value::from(3)));
+        assert_eq!(value_from_text("routing", "sticky-session", &Value::Null), Ok(Value::from("sticky-session")));
     }
 
     #[test]

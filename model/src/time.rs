@@ -160,6 +160,9 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_duration("4m"), Ok(Duration::from_secs(240)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("3min"), Ok(Duration::from_secs(180)));
+        assert_eq!(parse_duration("1500us"), Ok(Duration::from_micros(1500)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("60").is_err());
         assert!(parse_duration("s").is_err());
