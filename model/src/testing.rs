@@ -467,6 +467,19 @@ mod tests {
     use crate::trace::SessionEndReason;
 
     #[test]
+    fn a_timer_still_due_after_it_fired_is_reported_stuck() {
+        let at = Instant(5);
+        assert!(check_consumed(Machine::Client, at, None).is_ok());
+        assert!(check_consumed(Machine::Client, at, Some(Instant(6))).is_ok());
+        for next in [Instant(5), Instant(4)] {
+            assert!(matches!(
+                check_consumed(Machine::Server, at, Some(next)),
+                Err(HarnessError::StuckTimer { machine: Machine::Server, .. })
+            ));
+        }
+    }
+
+    #[test]
     fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
         let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
         let mut pair = Pair::new("reference", "reference", tool, None)?;

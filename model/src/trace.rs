@@ -1187,6 +1187,10 @@ mod tests {
         assert!(matches!(Trace::parse(&garbage), Err(TraceError::BadLine { line: 3, .. })));
         let schema = text.replacen(&format!("\"schema\":{SCHEMA_VERSION}"), "\"schema\":99", 1);
         assert!(matches!(Trace::parse(&schema), Err(TraceError::Schema { found: 99, .. })));
+        // The header alone reads from any trace, blank lines before it skipped.
+        assert_eq!(Trace::parse_header(&text).map(|h| h.seed), Ok(sample().header.seed));
+        assert_eq!(Trace::parse_header(&format!("\n  \n{text}")).map(|h| h.seed), Ok(sample().header.seed));
+        assert_eq!(Trace::parse_header("\n\n"), Err(TraceError::Empty));
         // A footer that is neither a footer nor a step is named by its line number.
         let lines = text.lines().count();
         let footer = format!(

@@ -429,6 +429,44 @@ mod tests {
     }
 
     #[test]
+    fn asked_again_right_after_its_answer_the_client_waits_a_poll_then_answers_again_at_once() {
+        // The server keeps asking (every update is lost); each poll is answered 100 ms after it
+        // went. A question seen within a poll interval of the last update crossed it on the wire
+        // and is not answered again; one seen later is answered at once (the user already gave
+        // the answer).
+        let mut p = policy();
+        p.tasks.answer_input_after = Some(Duration::from_secs(10));
+        let mut c = created(p);
+        let (due, conn, id, _) = poll(&mut c);
+        let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
+        json(&mut c, due, conn, asks(id));
+        let (mut updates, mut polls) = (Vec::new(), Vec::new());
+        let mut queue: Vec<(Instant, ClientOutput)> = Vec::new();
+        while c.poll_timeout().is_some_and(|t| t < Instant(20_000_000)) {
+            let next = c.poll_timeout().expect("checked above");
+            c.handle_timeout(next);
+            queue.extend(drain(&mut c).into_iter().map(|o| (next, o)));
+            while let Some((at, output)) = queue.pop() {
+                let ClientOutput::Open { conn, request } = output else { continue };
+                match request.body {
+                    Some(ClientMessage::Task { op: TaskOp::Update, .. }) => updates.push(at.0 / 1000),
+                    Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) => {
+                        let answered = at + Duration::from_millis(100);
+                        polls.push(answered.0 / 1000);
+                        queue.extend(json(&mut c, answered, conn, asks(id)).into_iter().map(|o| (answered, o)));
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        // Polls answered at 5.1, 7.2, ... s: the user's answer goes at 13.0 s (10 s after the
+        // question seen at 3.0 s); the question seen at 13.5 s crossed it; the one seen at
+        // 15.6 s, more than an interval after it, is answered at once, and so on.
+        assert_eq!(polls, vec![5_100, 7_200, 9_300, 11_400, 13_500, 15_600, 17_700, 19_800], "{polls:?}");
+        assert_eq!(updates, vec![13_000, 15_600, 17_700, 19_800], "{updates:?} (polls {polls:?})");
+    }
+
+    #[test]
     fn the_application_cancels_at_its_deadline_and_polls_on_for_the_outcome() {
         let mut p = policy();
         p.tasks.cancel_after = Some(Duration::from_secs(5));
