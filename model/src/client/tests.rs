@@ -1767,3 +1767,89 @@ fn an_error_on_a_calls_stream_fails_the_call_with_its_message() {
     assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "boom".into() }]);
     assert!(d.c.unresolved_calls().is_empty());
 }
+
+#[test]
+fn resumes_refused_503_are_retried_by_the_backoff_not_counted_as_unhonoured() {
+    // A 503 says "not now", not "this id cannot be honoured": only 409/410 and empty 200s count
+    // towards max_unhonoured_resumes (3 for the reference client).
+    let mut d = Driver::ready("reference");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+    d.end(conn, ConnEnd::Reset);
+    for attempt in 1..=5 {
+        let (conn, get) = resume(&d.fire());
+        assert_eq!(get.last_event_id, ev("1-3"), "attempt {attempt}");
+        let out = d.answer(conn, vec![status(503)]);
+        assert!(app(&out).is_empty(), "attempt {attempt}: {out:#?}");
+    }
+}
+
+#[test]
+fn empty_200_resumes_count_as_unhonoured_and_the_fourth_stops_the_reference_client() {
+    let mut d = Driver::ready("reference");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+    d.end(conn, ConnEnd::Reset);
+    let mut told = Vec::new();
+    let mut resumes = 0;
+    while told.is_empty() && resumes < 10 {
+        let Some(t) = d.c.poll_timeout() else { break };
+        d.now = t;
+        d.c.handle_timeout(t);
+        let out = d.drain();
+        let Some((conn, _)) = opens(&out).into_iter().find(|(_, r)| r.method == Method::Get) else { continue };
+        resumes += 1;
+        told.extend(app(&d.answer(conn, vec![sse()])));
+    }
+    assert_eq!(resumes, 4, "max_unhonoured_resumes = 3: the fourth empty answer is one too many");
+    assert!(matches!(&told[..], [StepKind::AppUnknownOutcome { call: CallKey(1), .. }]), "{told:#?}");
+}
+
+#[test]
+fn a_restored_session_polls_its_tasks_and_resumes_only_the_other_calls_streams() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.tasks.declares = true;
+    policy.tasks.persist_ids = true;
+    let mut d = Driver::with(policy.clone(), None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    // Call 1 is answered with a task; call 2 streams an event.
+    let (task_conn, task_request, _) = tool_call(&d.call(1, false));
+    let created = ServerMessage::TaskCreated {
+        request: task_request,
+        call: CallKey(1),
+        task: crate::tasks::TaskId("t1".into()),
+        ttl_ms: None,
+        poll_ms: 2000,
+    };
+    d.answer(task_conn, vec![Frame::Head(json_head()), Frame::Json(created)]);
+    let (conn, request, _) = tool_call(&d.call(2, false));
+    d.frames(conn, vec![sse(), priming("1-0"), progress("1-1", request, 2, 1)]);
+    let saved = persists(&d.log).pop().expect("persisted");
+    assert_eq!(saved.tasks.len(), 1, "{saved:#?}");
+    assert_eq!(saved.calls.iter().map(|c| c.call).collect::<Vec<_>>(), vec![CallKey(1), CallKey(2)], "{saved:#?}");
+    // The process dies: the restored one resumes call 2's stream and polls call 1's task, and
+    // sends nothing else for call 1 (its answer was the task; there is no stream to re-attach).
+    let mut r = Driver::with(policy, Some(saved), 8);
+    let mut sent = opens(&r.start());
+    while let Some(t) = r.c.poll_timeout().filter(|t| *t < Instant(30_000_000)) {
+        r.now = t;
+        r.c.handle_timeout(t);
+        let out = r.drain();
+        for (conn, req) in opens(&out) {
+            if let Some(ClientMessage::Task { id, .. }) = &req.body {
+                let state = ServerMessage::TaskState {
+                    request: *id,
+                    task: crate::tasks::TaskId("t1".into()),
+                    status: crate::tasks::TaskStatus::Working,
+                };
+                r.answer(conn, vec![Frame::Head(json_head()), Frame::Json(state)]);
+            }
+            sent.push((conn, req));
+        }
+    }
+    let others: Vec<_> = sent.iter().filter(|(_, r)| !matches!(r.body, Some(ClientMessage::Task { .. }))).collect();
+    assert_eq!(others.len(), 1, "{others:#?}");
+    assert_eq!((others[0].1.method, others[0].1.last_event_id.clone()), (Method::Get, ev("1-1")));
+    assert!(sent.len() > 5, "the task is polled every 2 s: {sent:#?}");
+}
