@@ -1344,6 +1344,26 @@ mod tests {
     }
 
     #[test]
+    fn sources_read_as_dotted_keys_or_nested_tables_and_only_as_strings() {
+        let text =
+            "extends = \"reference\"\n[sources]\n\"persistence\" = \"a\"\n[sources.reconnect]\ninitial = \"b\"\n";
+        let layer = parse_layer(Role::Client, text, "my.toml").unwrap();
+        let sources: Vec<(&str, &str)> = layer.meta.sources.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(sources, vec![("persistence", "a"), ("reconnect.initial", "b")]);
+        let e =
+            parse_layer(Role::Client, "extends = \"reference\"\n[sources]\npersistence = 3\n", "my.toml").unwrap_err();
+        assert!(e.to_string().contains("a source must be a string"), "{e}");
+    }
+
+    #[test]
+    fn each_field_has_its_own_doc_and_an_unknown_one_none() {
+        assert!(field_doc(Role::Client, "reconnect.max_attempts").contains("attempt"));
+        assert!(field_doc(Role::Server, "retention.max_events").contains("event"));
+        assert_ne!(field_doc(Role::Client, "persistence"), field_doc(Role::Client, "request_timeout"));
+        assert_eq!(field_doc(Role::Lb, "no_such_field"), "");
+    }
+
+    #[test]
     fn aliases_read_as_the_trace_spelling() {
         let layers =
             layer(Role::Server, "extends = \"reference\"\nevicted_id = \"410\"\nsecond_get = \"409\"\n").unwrap();
