@@ -1853,3 +1853,61 @@ fn a_restored_session_polls_its_tasks_and_resumes_only_the_other_calls_streams()
     assert_eq!((others[0].1.method, others[0].1.last_event_id.clone()), (Method::Get, ev("1-1")));
     assert!(sent.len() > 5, "the task is polled every 2 s: {sent:#?}");
 }
+
+#[test]
+fn a_made_up_last_event_id_is_sent_only_on_a_stream_the_client_has() {
+    // Before the handshake the call waits unsent: no stream to resume.
+    let mut d = Driver::new("reference");
+    d.start();
+    d.call(1, false);
+    assert!(!d.c.resume_with_unissued_id(d.now, EventId::from("9-9")));
+    // With the call's stream in flight it is reconnected at once with the made-up id.
+    let mut d = Driver::ready("reference");
+    let (conn, _, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("1-0")]);
+    assert!(d.c.resume_with_unissued_id(d.now, EventId::from("9-9")));
+    let out = d.drain();
+    assert!(out.contains(&ClientOutput::Abort { conn }), "{out:#?}");
+    assert_eq!(resume(&out).1.last_event_id, ev("9-9"));
+}
+
+#[test]
+fn resumes_that_hand_over_messages_are_honoured_however_many() {
+    // Each resume delivers a progress message and ends cleanly before the result: the stream is
+    // resumed again each time, and never counted as unhonoured.
+    let mut d = Driver::ready("reference");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("1-0")]);
+    d.end(conn, ConnEnd::Reset);
+    for step in 1..=6u32 {
+        let Some(t) = d.c.poll_timeout() else { panic!("step {step}: nothing scheduled") };
+        d.now = t;
+        d.c.handle_timeout(t);
+        let out = d.drain();
+        let (conn, _) = resume(&out);
+        let id = format!("1-{step}");
+        let told = app(&d.answer(conn, vec![sse(), progress(&id, request, 1, step)]));
+        assert!(told.iter().all(|s| matches!(s, StepKind::AppEvent { .. })), "step {step}: {told:#?}");
+    }
+}
+
+#[test]
+fn typescript_keeps_a_resumed_streams_id_only_once_an_id_bearing_event_came_on_it() {
+    // typescript-sdk#2499: a resumed connection's cursor starts empty.
+    let mut d = Driver::ready("ts-sdk");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+    d.end(conn, ConnEnd::Reset);
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-3"));
+    // An event with an id arrived on the resumed stream before the cut: resumed from it.
+    d.frames(conn, vec![sse(), progress("1-4", request, 1, 4)]);
+    d.end(conn, ConnEnd::Reset);
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-4"));
+    // Cut again before any id came on it: the id it was opened with is forgotten.
+    d.frames(conn, vec![sse()]);
+    d.end(conn, ConnEnd::Reset);
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, None);
+}
