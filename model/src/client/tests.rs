@@ -1861,6 +1861,10 @@ fn a_made_up_last_event_id_is_sent_only_on_a_stream_the_client_has() {
     d.start();
     d.call(1, false);
     assert!(!d.c.resume_with_unissued_id(d.now, EventId::from("9-9")));
+    // Nor the standalone stream of a client that opens one, before it is ready.
+    let mut d = Driver::new("ts-sdk");
+    d.start();
+    assert!(!d.c.resume_with_unissued_id(d.now, EventId::from("9-9")));
     // With the call's stream in flight it is reconnected at once with the made-up id.
     let mut d = Driver::ready("reference");
     let (conn, _, _) = tool_call(&d.call(1, false));
