@@ -1077,4 +1077,30 @@ mod tests {
             assert_eq!(c.explain_at(Instant(29_000_000)), Explanation::Unexplained);
         }
     }
+
+    #[test]
+    fn re_initializing_after_an_error_answer_names_its_status_whatever_ended_the_connection() {
+        // A 503 answer, then (or not) the connection's end, then the client re-initializes.
+        let after = |end: Option<ConnEnd>| {
+            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            kinds.push((2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::UNAVAILABLE) }));
+            if let Some(end) = end {
+                kinds.push((2, StepKind::ConnEnd { conn: ConnId(1), end }));
+            }
+            kinds.push((
+                2,
+                StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None },
+            ));
+            Conditions::judge(&trace(kinds))
+        };
+        for end in [None, Some(ConnEnd::Clean)] {
+            let c = after(end);
+            assert_eq!(c.breaches.len(), 1, "{c:?}");
+            assert_eq!(c.breaches[0].condition, Condition::ByClass);
+            assert_eq!(
+                c.breaches[0].detail,
+                "the client re-initialized after a HTTP 503 (a transport fact: the session lived)"
+            );
+        }
+    }
 }

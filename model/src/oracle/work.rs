@@ -120,7 +120,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                     }
                 }
             }
-            StepKind::ServerStart { .. } => running.clear(),
+            // A restart ends its own process's tools, each recorded lost; another replica's run on.
             _ => {}
         }
     }
@@ -506,5 +506,52 @@ mod tests {
     fn expiring_another_session_kills_nothing() {
         let v = work_killed(&running().at(120_000).server(expired(&sid("B"))).build());
         assert_eq!(v, vec![]);
+    }
+
+    #[test]
+    fn a_sessionless_tool_cancelled_unasked_kills_work_and_a_sessionless_cancel_excuses_only_a_sessionless_one() {
+        let (none, a) = (sid(""), sid("A"));
+        let cancel = Request::post(None, ClientMessage::Cancelled { request: RequestId(2) });
+        let trace = |session: &SessionId, asked: bool| {
+            let mut b =
+                TraceBuilder::new().at(1_000).app(app_call(0, false)).at(2_000).server(side_effect(session, 2, 0));
+            b = b.at(60_000);
+            if asked {
+                b = b.client(StepKind::Send { conn: ConnId(3), request: cancel.clone() });
+            }
+            b.server(tool_ended(session, ToolEnd::Cancelled)).build()
+        };
+        // A modern request's tool cancelled with no cancel from the client.
+        let v = work_killed(&trace(&none, false));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(60_000), "call0"));
+        assert!(v[0].detail.starts_with("the server cancelled the tool of call0"), "{}", v[0].detail);
+        // The client's sessionless cancel of request 2 is asking for it.
+        assert_eq!(work_killed(&trace(&none, true)), vec![]);
+        // It names no request of session A: A's request 2 was cancelled unasked.
+        assert_eq!(work_killed(&trace(&a, true)).len(), 1);
+    }
+
+    #[test]
+    fn another_replicas_restart_leaves_this_replicas_tools_running() {
+        // Replica 0 runs call0's tool in session A; replica 1 restarts (a rolling deploy, local
+        // stores: its session B ends, a new epoch starts); then replica 0 expires A under the tool.
+        let (a, b) = (sid("A"), sid("B"));
+        let mut t = running()
+            .at(30_000)
+            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
+            .server(StepKind::ServerStart { epoch: 3 })
+            .at(120_000)
+            .server(expired(&a))
+            .server(tool_ended(&a, ToolEnd::Cancelled))
+            .app(app_unknown(0))
+            .build();
+        for (i, replica) in [(1, 0), (2, 1), (3, 1), (4, 0), (5, 0)] {
+            t.steps[i].replica = Some(replica);
+        }
+        let v = work_killed(&t);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].at, v[0].subject.as_str()), (4, Instant(120_000), "call0"));
+        assert!(v[0].detail.starts_with("session A was expired as idle"), "{}", v[0].detail);
     }
 }
