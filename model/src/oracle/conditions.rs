@@ -1103,4 +1103,26 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn resuming_after_a_410_or_409_breaks_condition_four_as_if_no_event_was_lost() {
+        let after = |status: Status| {
+            let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
+                (2, StepKind::Decision { call: None, outcome: None, action: Some(resume), error: None }),
+            ]))
+        };
+        for status in [Status::GONE, Status::CONFLICT] {
+            let c = after(status);
+            assert_eq!(c.breaches.len(), 1, "{c:?}");
+            assert_eq!((c.breaches[0].condition, c.breaches[0].step), (Condition::ByClass, 3));
+            assert_eq!(
+                c.breaches[0].detail,
+                format!("the client resumed after HTTP {} as if no event was lost", status.0)
+            );
+        }
+    }
 }
