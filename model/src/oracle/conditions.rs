@@ -1125,4 +1125,36 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn re_initializing_after_a_stream_answered_200_then_reset_breaks_condition_four() {
+        // The stream was answered 200, then its connection broke: a transport fact, the session
+        // lived. A 3xx answer then a reset is not one (nor is a clean end after the 200).
+        let after = |status: Status, end: ConnEnd| {
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
+                (3, StepKind::ConnEnd { conn: ConnId(1), end }),
+                (
+                    3,
+                    StepKind::Decision {
+                        call: None,
+                        outcome: None,
+                        action: Some(NextAction::Reinitialize),
+                        error: None,
+                    },
+                ),
+            ]))
+        };
+        let c = after(Status::OK, ConnEnd::Reset);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!((c.breaches[0].condition, c.breaches[0].step), (Condition::ByClass, 4));
+        assert_eq!(
+            c.breaches[0].detail,
+            "the client re-initialized after a reset (a transport fact: the session lived)"
+        );
+        assert!(after(Status(302), ConnEnd::Reset).all_held());
+        assert!(after(Status::OK, ConnEnd::Clean).all_held());
+    }
 }
