@@ -554,4 +554,54 @@ mod tests {
         assert_eq!((v[0].step, v[0].at, v[0].subject.as_str()), (4, Instant(120_000), "call0"));
         assert!(v[0].detail.starts_with("session A was expired as idle"), "{}", v[0].detail);
     }
+
+    #[test]
+    fn a_tasks_cancel_ends_only_the_tool_run_of_the_task_it_names() {
+        // call0 ran twice as a task (t1 by request 2, then t2 by request 3, a re-sent call); the
+        // client cancelled t1 and the server answered. `first_done` is request 2's end.
+        let a = sid("A");
+        let created = |task: &str| StepKind::TaskCreated {
+            task: TaskId(task.into()),
+            call: CallKey(0),
+            replica: 0,
+            ttl_us: None,
+        };
+        let ended = |request: u64, end: ToolEnd| StepKind::ToolEnded {
+            session: a.clone(),
+            request: RequestId(request),
+            call: CallKey(0),
+            end,
+        };
+        let cancel = Request::post(
+            Some(a.clone()),
+            ClientMessage::Task { id: RequestId(5), op: TaskOp::Cancel, task: TaskId("t1".into()) },
+        );
+        let trace = |first_done: ToolEnd| {
+            TraceBuilder::new()
+                .at(1_000)
+                .app(app_call(0, false))
+                .at(2_000)
+                .server(created("t1"))
+                .server(side_effect(&a, 2, 0))
+                .at(10_000)
+                .server(created("t2"))
+                .server(side_effect(&a, 3, 0))
+                .at(20_000)
+                .client(StepKind::Send { conn: ConnId(5), request: cancel.clone() })
+                .at(21_000)
+                .client(response(5, crate::http::Status::OK))
+                .at(22_000)
+                .server(ended(2, first_done))
+                .at(30_000)
+                .server(ended(3, ToolEnd::Completed))
+                .build()
+        };
+        // t2's run was never cancelled: it may run on to its result.
+        assert_eq!(abandoned(&trace(ToolEnd::Cancelled)), vec![]);
+        // t1's run going on to its result after the answered cancel is abandoned work.
+        let v = abandoned(&trace(ToolEnd::Completed));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].at), (7, Instant(22_000)));
+        assert!(v[0].detail.contains("the client's tasks/cancel of the task it works for"), "{}", v[0].detail);
+    }
 }
