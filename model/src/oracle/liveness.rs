@@ -436,4 +436,29 @@ mod tests {
         let v = unresolved_calls(&trace(30_000));
         assert_eq!((v.len(), v[0].step), (1, 4), "{v:#?}");
     }
+
+    #[test]
+    fn a_session_another_client_got_is_not_lost_on_the_way_to_this_one() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = |client: &str| StepKind::Send {
+            conn: ConnId(1),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(1), client: client.into() }),
+        };
+        // While client 0's initialize is in flight the server creates S for client 1; client 0's
+        // own answer is a 200 without a session (a server that keeps none for it).
+        let trace = |s_reaches_client_1: bool| {
+            let s = sid("S");
+            let mut b = TraceBuilder::new().by(0).app(app_call(0, false)).at(1_000_000).client(init("app"));
+            b = b.by(1).client(init("app-1")).server(session_created(&s, "app-1"));
+            if s_reaches_client_1 {
+                b = b.client(session_answer(1, &s));
+            }
+            b.by(0).client(response(1, Status::OK)).at(6_000_000).app(app_error(0)).build()
+        };
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(true))), vec![]);
+        // Had S reached no client, it is the one client 0's answer came without.
+        let v = never_got_a_session(&TraceIndex::new(&trace(false)));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "client 0"), "{v:#?}");
+    }
 }
