@@ -1198,4 +1198,37 @@ mod tests {
             [LbOutput::Record(StepKind::LbAnswered { status: Status::BAD_GATEWAY, .. })]
         ));
     }
+
+    #[test]
+    fn frame_kinds_are_needed_when_any_hop_ignores_comments_buffers_or_holds_its_tail() {
+        // Hops that count comments and pass frames at once treat every body frame alike.
+        assert!(!chain(vec![HopConfig::default(), HopConfig::default()], 60).needs_frame_kinds());
+        let ignores_comments = HopConfig { comments_count: false, ..HopConfig::default() };
+        let by_size = HopConfig { buffer: Some(3), ..HopConfig::default() };
+        let by_interval = HopConfig { flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let holds_tail = HopConfig { hold_tail: true, ..HopConfig::default() };
+        for hop in [ignores_comments, by_size, by_interval, holds_tail] {
+            // Alone, or behind a plain hop: one such hop is enough.
+            assert!(chain(vec![hop.clone()], 60).needs_frame_kinds(), "{hop:?}");
+            assert!(chain(vec![HopConfig::default(), hop.clone()], 60).needs_frame_kinds(), "{hop:?}");
+        }
+    }
+
+    #[test]
+    fn only_sticky_session_routing_over_several_replicas_reads_and_records_the_session() {
+        let s = SessionId("1-1".into());
+        // Round robin does not route by the session: its choice is recorded without it.
+        let mut lb = replicated(2, Routing::RoundRobin);
+        assert!(!lb.routes_by_session());
+        assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(0)));
+        let routed = StepKind::LbRouted { conn: ConnId(1), replica: 0, session: None, hop: None };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(routed)]);
+        // One replica has nothing to choose: no need to read the session.
+        assert!(!replicated(1, Routing::StickySession).routes_by_session());
+        // Sticky sessions over two: the session is read and recorded with the choice.
+        let mut sticky = replicated(2, Routing::StickySession);
+        assert_eq!(sticky.route(ConnId(1), Some(&s), 0), Route::To(Backend(0)));
+        let routed = StepKind::LbRouted { conn: ConnId(1), replica: 0, session: Some(s), hop: None };
+        assert_eq!(drain(&mut sticky), vec![LbOutput::Record(routed)]);
+    }
 }
