@@ -1231,4 +1231,21 @@ mod tests {
         let routed = StepKind::LbRouted { conn: ConnId(1), replica: 0, session: Some(s), hop: None };
         assert_eq!(drain(&mut sticky), vec![LbOutput::Record(routed)]);
     }
+
+    #[test]
+    fn a_preferred_replica_that_is_draining_gets_no_new_request_the_next_one_in_turn_does() {
+        // Sticky sessions: the session's replica drains, its requests go to the next one.
+        let mut lb = replicated(3, Routing::StickySession);
+        let s = SessionId("1-1".into());
+        lb.handle_session(s.clone(), Backend(1));
+        lb.set_draining(Backend(1), true);
+        assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(2)));
+        lb.set_draining(Backend(1), false);
+        assert_eq!(lb.route(ConnId(2), Some(&s), 0), Route::To(Backend(1)));
+        // Sticky clients: client 5 of three replicas belongs on replica 2; drained, it wraps to 0.
+        let mut lb = replicated(3, Routing::StickyClient);
+        assert_eq!(lb.route(ConnId(1), None, 5), Route::To(Backend(2)));
+        lb.set_draining(Backend(2), true);
+        assert_eq!(lb.route(ConnId(2), None, 5), Route::To(Backend(0)));
+    }
 }
