@@ -1248,4 +1248,25 @@ mod tests {
         lb.set_draining(Backend(2), true);
         assert_eq!(lb.route(ConnId(2), None, 5), Route::To(Backend(0)));
     }
+
+    #[test]
+    fn a_restarted_balancer_forgets_its_sticky_sessions_a_restarted_hop_in_front_does_not() {
+        let config = LbConfig {
+            replicas: 2,
+            routing: Routing::StickySession,
+            store: ReplicaStore::Local,
+            hops: vec![HopConfig::default()],
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::with_seed(config, 7);
+        let s = SessionId("1-1".into());
+        lb.handle_session(s.clone(), Backend(1));
+        // The CDN in front restarts, and the balancer fails without restarting: still sticky.
+        assert!(lb.fail_hop(0, true));
+        assert!(lb.fail_hop(1, false));
+        assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(1)));
+        // The balancer itself restarts: the session is routed as a new one, by turn.
+        assert!(lb.fail_hop(1, true));
+        assert_eq!(lb.route(ConnId(2), Some(&s), 0), Route::To(Backend(0)));
+    }
 }

@@ -526,4 +526,45 @@ mod tests {
         let seen = answer(&get(&mut b, 2 * S, "shared-t0"));
         assert!(matches!(seen, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{seen:?}");
     }
+
+    fn cancel(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {
+        let body = ClientMessage::Task { id: RequestId(11), op: TaskOp::Cancel, task: TaskId(task.into()) };
+        s.handle_request(Instant(now), ConnId(4), Request::modern_post(body));
+        drain(s)
+    }
+
+    #[test]
+    fn only_tasks_cancel_stops_or_marks_a_working_task_polls_and_updates_leave_it_working() {
+        let t0 = TaskId("r0.0-t0".into());
+        for rule in [TaskCancel::Stop, TaskCancel::MarkCancelled] {
+            let mut p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+            p.tasks.on_cancel = rule;
+            // Polled and updated while it works: it stays working and completes.
+            let mut s = server(p.clone());
+            call(&mut s, 0, true);
+            let polled = get(&mut s, S, "r0.0-t0");
+            assert!(matches!(answer(&polled), Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })));
+            let updated = update(&mut s, 2 * S, "r0.0-t0");
+            assert!(matches!(answer(&updated), Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })));
+            let ends = |out: &[ServerOutput]| {
+                records(out)
+                    .into_iter()
+                    .filter(|k| matches!(k, StepKind::TaskEnded { .. } | StepKind::ToolEnded { .. }))
+                    .count()
+            };
+            assert_eq!((ends(&polled), ends(&updated)), (0, 0), "{rule:?}: {polled:?} {updated:?}");
+            let ended = records(&run_until(&mut s, 121 * S));
+            assert!(
+                ended.contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Completed }),
+                "{rule:?}"
+            );
+            // Cancelled while it works: the record ends cancelled.
+            let mut s = server(p);
+            call(&mut s, 0, true);
+            let out = cancel(&mut s, S, "r0.0-t0");
+            assert!(matches!(answer(&out), Some(ServerMessage::TaskState { status: TaskStatus::Cancelled, .. })));
+            let r = records(&out);
+            assert!(r.contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Cancelled }), "{r:?}");
+        }
+    }
 }
