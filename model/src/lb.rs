@@ -1269,4 +1269,15 @@ mod tests {
         assert!(lb.fail_hop(1, true));
         assert_eq!(lb.route(ConnId(2), Some(&s), 0), Route::To(Backend(0)));
     }
+
+    #[test]
+    fn a_connection_passes_every_hop_and_then_the_balancer() {
+        assert_eq!(lb(None).chain_len(), 1, "the balancer alone");
+        let cdn = HopConfig { max_lifetime: Some(Duration::from_secs(100)), ..HopConfig::default() };
+        assert_eq!(chain(vec![cdn.clone(), HopConfig::default()], 60).chain_len(), 3);
+        // The last of the chain is the balancer: a hop index past it names no intermediary.
+        let mut lb = chain(vec![cdn], 60);
+        assert!(lb.set_answering(lb.chain_len() - 1, Some(Status::UNAVAILABLE)));
+        assert!(!lb.set_answering(lb.chain_len(), Some(Status::UNAVAILABLE)));
+    }
 }

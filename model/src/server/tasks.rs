@@ -567,4 +567,37 @@ mod tests {
             assert!(r.contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Cancelled }), "{r:?}");
         }
     }
+
+    #[test]
+    fn a_cancelled_tasks_work_stops_under_stop_and_runs_on_to_nowhere_under_mark_cancelled() {
+        let tool_ends = |out: &[ServerOutput]| -> Vec<ToolEnd> {
+            records(out)
+                .into_iter()
+                .filter_map(|k| match k {
+                    StepKind::ToolEnded { end, .. } => Some(end),
+                    _ => None,
+                })
+                .collect()
+        };
+        let task_ends =
+            |out: &[ServerOutput]| records(out).into_iter().filter(|k| matches!(k, StepKind::TaskEnded { .. })).count();
+        // Stop: the work ends with the cancel, nothing is left to complete.
+        let mut p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        p.tasks.on_cancel = TaskCancel::Stop;
+        let mut s = server(p.clone());
+        call(&mut s, 0, true);
+        assert_eq!(tool_ends(&cancel(&mut s, S, "r0.0-t0")), vec![ToolEnd::Cancelled]);
+        assert!(tool_ends(&run_until(&mut s, 200 * S)).is_empty());
+        assert!(!s.is_busy());
+        // Mark-cancelled (TypeScript): the work is not stopped; it completes at 120 s, its result
+        // has no record to go into.
+        p.tasks.on_cancel = TaskCancel::MarkCancelled;
+        let mut s = server(p);
+        call(&mut s, 0, true);
+        assert!(tool_ends(&cancel(&mut s, S, "r0.0-t0")).is_empty());
+        assert!(s.is_busy());
+        let later = run_until(&mut s, 200 * S);
+        assert_eq!(tool_ends(&later), vec![ToolEnd::Completed]);
+        assert_eq!(task_ends(&later), 0, "the record ended cancelled already");
+    }
 }
