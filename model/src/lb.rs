@@ -1280,4 +1280,29 @@ mod tests {
         assert!(lb.set_answering(lb.chain_len() - 1, Some(Status::UNAVAILABLE)));
         assert!(!lb.set_answering(lb.chain_len(), Some(Status::UNAVAILABLE)));
     }
+
+    #[test]
+    fn a_buffering_hop_behind_another_flushes_through_the_hops_in_front_to_the_client() {
+        let buffering = HopConfig { flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let mut lb = chain(vec![HopConfig::default(), buffering], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"H");
+        assert_eq!(lb.poll_timeout(), Some(secs(10)));
+        lb.handle_timeout(secs(10));
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 10_000_000, hop: Some(1) };
+        let delivered = LbOutput::Deliver { conn: ConnId(1), bytes: b"e".to_vec() };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(flushed), delivered]);
+        // Nothing is left held: only the idle timeouts remain.
+        assert_eq!(lb.poll_timeout(), Some(secs(600)));
+    }
+
+    #[test]
+    fn an_unreachable_single_replica_behind_hops_is_answered_502_by_the_balancer_and_recorded() {
+        let mut lb = chain(vec![HopConfig::default()], 60);
+        assert_eq!(lb.handle_unreachable(ConnId(1)), Status::BAD_GATEWAY);
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(1) };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(answered)]);
+    }
 }

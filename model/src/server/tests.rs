@@ -1876,3 +1876,17 @@ fn a_server_stating_no_eras_still_answers_a_request_naming_the_modern_version_by
     };
     assert_eq!(records(&out)[0], served);
 }
+
+#[test]
+fn a_progress_tick_that_falls_on_the_tools_end_is_swallowed_by_its_result() {
+    // 3 s of work with progress every second: ticks at 1 s and 2 s; the one at 3 s is the result.
+    let mut s = server_with(policy("reference"), vec![tool("ticker", 3, Some(Duration::from_secs(1)), false)]);
+    let session = init(&mut s, at(0));
+    let mut out = call(&mut s, at(0), POST, &session, "ticker");
+    out.extend(drive_until(&mut s, at(10)));
+    let sent: Vec<Option<ServerMessage>> =
+        events(&out, POST).into_iter().filter(|e| !e.is_priming()).map(|e| e.data).collect();
+    let result = ServerMessage::ToolResult { request: RequestId(2), call: CallKey(7) };
+    assert_eq!(sent, vec![progress(1), progress(2), Some(result)]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+}
