@@ -587,4 +587,13 @@ mod tests {
         assert_eq!(error(Some(RequestId(2))).to_string(), format!("error {}: Session not found", RequestId(2)));
         assert_eq!(ServerMessage::Notification { seq: 4 }.to_string(), "notification 4");
     }
+
+    #[test]
+    fn only_a_message_event_without_data_is_a_priming_event() {
+        let event = |kind, data| SseEvent { id: Some(EventId::from("0-1")), retry_ms: None, kind, data };
+        assert!(event(EventKind::Message, None).is_priming());
+        let result = ServerMessage::ToolResult { request: RequestId(3), call: CallKey(1) };
+        assert!(!event(EventKind::Message, Some(result)).is_priming(), "a message carries data");
+        assert!(!event(EventKind::Close, None).is_priming(), "a close event hands no cursor");
+    }
 }

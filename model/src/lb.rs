@@ -1198,4 +1198,111 @@ mod tests {
             [LbOutput::Record(StepKind::LbAnswered { status: Status::BAD_GATEWAY, .. })]
         ));
     }
+
+    #[test]
+    fn frame_kinds_are_needed_when_any_hop_ignores_comments_buffers_or_holds_its_tail() {
+        // Hops that count comments and pass frames at once treat every body frame alike.
+        assert!(!chain(vec![HopConfig::default(), HopConfig::default()], 60).needs_frame_kinds());
+        let ignores_comments = HopConfig { comments_count: false, ..HopConfig::default() };
+        let by_size = HopConfig { buffer: Some(3), ..HopConfig::default() };
+        let by_interval = HopConfig { flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let holds_tail = HopConfig { hold_tail: true, ..HopConfig::default() };
+        for hop in [ignores_comments, by_size, by_interval, holds_tail] {
+            // Alone, or behind a plain hop: one such hop is enough.
+            assert!(chain(vec![hop.clone()], 60).needs_frame_kinds(), "{hop:?}");
+            assert!(chain(vec![HopConfig::default(), hop.clone()], 60).needs_frame_kinds(), "{hop:?}");
+        }
+    }
+
+    #[test]
+    fn only_sticky_session_routing_over_several_replicas_reads_and_records_the_session() {
+        let s = SessionId("1-1".into());
+        // Round robin does not route by the session: its choice is recorded without it.
+        let mut lb = replicated(2, Routing::RoundRobin);
+        assert!(!lb.routes_by_session());
+        assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(0)));
+        let routed = StepKind::LbRouted { conn: ConnId(1), replica: 0, session: None, hop: None };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(routed)]);
+        // One replica has nothing to choose: no need to read the session.
+        assert!(!replicated(1, Routing::StickySession).routes_by_session());
+        // Sticky sessions over two: the session is read and recorded with the choice.
+        let mut sticky = replicated(2, Routing::StickySession);
+        assert_eq!(sticky.route(ConnId(1), Some(&s), 0), Route::To(Backend(0)));
+        let routed = StepKind::LbRouted { conn: ConnId(1), replica: 0, session: Some(s), hop: None };
+        assert_eq!(drain(&mut sticky), vec![LbOutput::Record(routed)]);
+    }
+
+    #[test]
+    fn a_preferred_replica_that_is_draining_gets_no_new_request_the_next_one_in_turn_does() {
+        // Sticky sessions: the session's replica drains, its requests go to the next one.
+        let mut lb = replicated(3, Routing::StickySession);
+        let s = SessionId("1-1".into());
+        lb.handle_session(s.clone(), Backend(1));
+        lb.set_draining(Backend(1), true);
+        assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(2)));
+        lb.set_draining(Backend(1), false);
+        assert_eq!(lb.route(ConnId(2), Some(&s), 0), Route::To(Backend(1)));
+        // Sticky clients: client 5 of three replicas belongs on replica 2; drained, it wraps to 0.
+        let mut lb = replicated(3, Routing::StickyClient);
+        assert_eq!(lb.route(ConnId(1), None, 5), Route::To(Backend(2)));
+        lb.set_draining(Backend(2), true);
+        assert_eq!(lb.route(ConnId(2), None, 5), Route::To(Backend(0)));
+    }
+
+    #[test]
+    fn a_restarted_balancer_forgets_its_sticky_sessions_a_restarted_hop_in_front_does_not() {
+        let config = LbConfig {
+            replicas: 2,
+            routing: Routing::StickySession,
+            store: ReplicaStore::Local,
+            hops: vec![HopConfig::default()],
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::with_seed(config, 7);
+        let s = SessionId("1-1".into());
+        lb.handle_session(s.clone(), Backend(1));
+        // The CDN in front restarts, and the balancer fails without restarting: still sticky.
+        assert!(lb.fail_hop(0, true));
+        assert!(lb.fail_hop(1, false));
+        assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(1)));
+        // The balancer itself restarts: the session is routed as a new one, by turn.
+        assert!(lb.fail_hop(1, true));
+        assert_eq!(lb.route(ConnId(2), Some(&s), 0), Route::To(Backend(0)));
+    }
+
+    #[test]
+    fn a_connection_passes_every_hop_and_then_the_balancer() {
+        assert_eq!(lb(None).chain_len(), 1, "the balancer alone");
+        let cdn = HopConfig { max_lifetime: Some(Duration::from_secs(100)), ..HopConfig::default() };
+        assert_eq!(chain(vec![cdn.clone(), HopConfig::default()], 60).chain_len(), 3);
+        // The last of the chain is the balancer: a hop index past it names no intermediary.
+        let mut lb = chain(vec![cdn], 60);
+        assert!(lb.set_answering(lb.chain_len() - 1, Some(Status::UNAVAILABLE)));
+        assert!(!lb.set_answering(lb.chain_len(), Some(Status::UNAVAILABLE)));
+    }
+
+    #[test]
+    fn a_buffering_hop_behind_another_flushes_through_the_hops_in_front_to_the_client() {
+        let buffering = HopConfig { flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let mut lb = chain(vec![HopConfig::default(), buffering], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"H");
+        assert_eq!(lb.poll_timeout(), Some(secs(10)));
+        lb.handle_timeout(secs(10));
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 10_000_000, hop: Some(1) };
+        let delivered = LbOutput::Deliver { conn: ConnId(1), bytes: b"e".to_vec() };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(flushed), delivered]);
+        // Nothing is left held: only the idle timeouts remain.
+        assert_eq!(lb.poll_timeout(), Some(secs(600)));
+    }
+
+    #[test]
+    fn an_unreachable_single_replica_behind_hops_is_answered_502_by_the_balancer_and_recorded() {
+        let mut lb = chain(vec![HopConfig::default()], 60);
+        assert_eq!(lb.handle_unreachable(ConnId(1)), Status::BAD_GATEWAY);
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(1) };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(answered)]);
+    }
 }

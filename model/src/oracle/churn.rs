@@ -392,4 +392,21 @@ mod tests {
             churn(&two_each().by(1).at(9).client(get_resume(9, &b, ev(0, 1))).client(response(9, Status::OK)).build());
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "client 1 session B"));
     }
+
+    #[test]
+    fn requests_posted_in_a_session_are_no_re_attachments() {
+        // A busy session: one call a second for a minute, each POST answered 200, then the
+        // session's standalone stream opened once. None of it re-attaches a stream.
+        use crate::http::{ClientMessage, Request, ToolCall};
+        use crate::ids::{CallKey, RequestId};
+        let a = sid("A");
+        let mut b = TraceBuilder::new();
+        for i in 1..=60u64 {
+            let call = ToolCall { tool: "pay".into(), key: CallKey(i as u32), idempotency_key: None, tasks: false };
+            let request = Request::post(Some(a.clone()), ClientMessage::CallTool { id: RequestId(i), call });
+            b = b.at(i * 1_000_000).client(StepKind::Send { conn: ConnId(i), request }).client(response(i, Status::OK));
+        }
+        let b = b.at(61_000_000).client(get_standalone(61, &a)).client(response(61, Status::OK));
+        assert_eq!(churn(&b.build()), vec![]);
+    }
 }

@@ -1077,4 +1077,84 @@ mod tests {
             assert_eq!(c.explain_at(Instant(29_000_000)), Explanation::Unexplained);
         }
     }
+
+    #[test]
+    fn re_initializing_after_an_error_answer_names_its_status_whatever_ended_the_connection() {
+        // A 503 answer, then (or not) the connection's end, then the client re-initializes.
+        let after = |end: Option<ConnEnd>| {
+            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            kinds.push((2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::UNAVAILABLE) }));
+            if let Some(end) = end {
+                kinds.push((2, StepKind::ConnEnd { conn: ConnId(1), end }));
+            }
+            kinds.push((
+                2,
+                StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None },
+            ));
+            Conditions::judge(&trace(kinds))
+        };
+        for end in [None, Some(ConnEnd::Clean)] {
+            let c = after(end);
+            assert_eq!(c.breaches.len(), 1, "{c:?}");
+            assert_eq!(c.breaches[0].condition, Condition::ByClass);
+            assert_eq!(
+                c.breaches[0].detail,
+                "the client re-initialized after a HTTP 503 (a transport fact: the session lived)"
+            );
+        }
+    }
+
+    #[test]
+    fn resuming_after_a_410_or_409_breaks_condition_four_as_if_no_event_was_lost() {
+        let after = |status: Status| {
+            let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
+                (2, StepKind::Decision { call: None, outcome: None, action: Some(resume), error: None }),
+            ]))
+        };
+        for status in [Status::GONE, Status::CONFLICT] {
+            let c = after(status);
+            assert_eq!(c.breaches.len(), 1, "{c:?}");
+            assert_eq!((c.breaches[0].condition, c.breaches[0].step), (Condition::ByClass, 3));
+            assert_eq!(
+                c.breaches[0].detail,
+                format!("the client resumed after HTTP {} as if no event was lost", status.0)
+            );
+        }
+    }
+
+    #[test]
+    fn re_initializing_after_a_stream_answered_200_then_reset_breaks_condition_four() {
+        // The stream was answered 200, then its connection broke: a transport fact, the session
+        // lived. A 3xx answer then a reset is not one (nor is a clean end after the 200).
+        let after = |status: Status, end: ConnEnd| {
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
+                (3, StepKind::ConnEnd { conn: ConnId(1), end }),
+                (
+                    3,
+                    StepKind::Decision {
+                        call: None,
+                        outcome: None,
+                        action: Some(NextAction::Reinitialize),
+                        error: None,
+                    },
+                ),
+            ]))
+        };
+        let c = after(Status::OK, ConnEnd::Reset);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!((c.breaches[0].condition, c.breaches[0].step), (Condition::ByClass, 4));
+        assert_eq!(
+            c.breaches[0].detail,
+            "the client re-initialized after a reset (a transport fact: the session lived)"
+        );
+        assert!(after(Status(302), ConnEnd::Reset).all_held());
+        assert!(after(Status::OK, ConnEnd::Clean).all_held());
+    }
 }

@@ -176,4 +176,19 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert!(v[0].detail.contains("its result was stored"), "{}", v[0].detail);
     }
+
+    #[test]
+    fn a_task_that_ended_failed_or_cancelled_for_a_payment_that_ran_is_a_false_failure() {
+        use crate::tasks::{TaskId, TaskStatus};
+        let outcome = |status| StepKind::AppTaskOutcome { task: TaskId("t1".into()), call: CallKey(0), status };
+        for (status, named) in [(TaskStatus::Failed, "Failed"), (TaskStatus::Cancelled, "Cancelled")] {
+            let v = false_failures(&ran(false).at(60_000).app(outcome(status)).build());
+            assert_eq!(v.len(), 1, "{v:#?}");
+            assert_eq!((v[0].step, v[0].at, v[0].subject.as_str()), (2, Instant(60_000), "call0"));
+            let told = format!("the application was told call0 failed (\"task t1 {named}\"), but its side effect ran");
+            assert!(v[0].detail.starts_with(&told), "{}", v[0].detail);
+        }
+        // A completed task is the call's result.
+        assert_eq!(false_failures(&ran(false).at(60_000).app(outcome(TaskStatus::Completed)).build()), vec![]);
+    }
 }

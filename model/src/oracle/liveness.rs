@@ -384,4 +384,81 @@ mod tests {
             .build();
         assert_eq!(unresolved_calls(&trace), vec![]);
     }
+
+    #[test]
+    fn a_refusal_recorded_by_a_hop_is_not_the_server_refusing_the_client() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = |conn: u64| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(conn), client: "app".into() }),
+        };
+        let refused = StepKind::Rejected { conn: ConnId(9), status: Status::UNAVAILABLE, session: None };
+        // Every initialize answered 503, each with a session-less refusal recorded by `actor`.
+        let trace = |actor: crate::trace::Actor| {
+            let mut b = TraceBuilder::new().app(app_call(0, false));
+            for conn in 1..=2 {
+                b = b.at(conn * 1_000_000).client(init(conn)).step(actor, refused.clone());
+                b = b.client(response(conn, Status::UNAVAILABLE));
+            }
+            b.at(6_000_000).app(app_error(0)).build()
+        };
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(crate::trace::Actor::Server))).len(), 1);
+        // The balancer's own refusals say nothing of the server: the client was not starved by it.
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(crate::trace::Actor::Lb))), vec![]);
+    }
+
+    #[test]
+    fn an_unresolved_call_is_reported_at_the_first_step_at_or_after_the_deadline() {
+        // Steps: the call (0), the deadline set (1), a step before the deadline (2), the first
+        // at or after it (3), the end (4).
+        let trace = |deadline: u64| {
+            TraceBuilder::new()
+                .at(1_000)
+                .app(app_call(0, true))
+                .at(2_000)
+                .run(StepKind::Liveness { deadline })
+                .at(5_000)
+                .server(session_created(&sid("A"), "app"))
+                .at(12_000)
+                .server(session_ended(&sid("A")))
+                .at(20_000)
+                .run(run_end(None, &[]))
+                .build()
+        };
+        let v = unresolved_calls(&trace(10_000));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].at, v[0].subject.as_str()), (3, Instant(10_000), "call0"));
+        // A step exactly at the deadline is where it is drawn.
+        let v = unresolved_calls(&trace(12_000));
+        assert_eq!((v.len(), v[0].step), (1, 3), "{v:#?}");
+        // A deadline after the last step is drawn at the last step.
+        let v = unresolved_calls(&trace(30_000));
+        assert_eq!((v.len(), v[0].step), (1, 4), "{v:#?}");
+    }
+
+    #[test]
+    fn a_session_another_client_got_is_not_lost_on_the_way_to_this_one() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = |client: &str| StepKind::Send {
+            conn: ConnId(1),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(1), client: client.into() }),
+        };
+        // While client 0's initialize is in flight the server creates S for client 1; client 0's
+        // own answer is a 200 without a session (a server that keeps none for it).
+        let trace = |s_reaches_client_1: bool| {
+            let s = sid("S");
+            let mut b = TraceBuilder::new().by(0).app(app_call(0, false)).at(1_000_000).client(init("app"));
+            b = b.by(1).client(init("app-1")).server(session_created(&s, "app-1"));
+            if s_reaches_client_1 {
+                b = b.client(session_answer(1, &s));
+            }
+            b.by(0).client(response(1, Status::OK)).at(6_000_000).app(app_error(0)).build()
+        };
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(true))), vec![]);
+        // Had S reached no client, it is the one client 0's answer came without.
+        let v = never_got_a_session(&TraceIndex::new(&trace(false)));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "client 0"), "{v:#?}");
+    }
 }

@@ -1303,4 +1303,24 @@ mod tests {
         }
         assert!("no-duplicate".parse::<InvariantId>().is_err(), "a prefix names no invariant");
     }
+
+    #[test]
+    fn steps_read_from_either_end_are_each_counted_once() {
+        let trace = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(1_000)
+            .app(app_unknown(0))
+            .at(2_000)
+            .run(run_end(None, &[]))
+            .build();
+        let ix = TraceIndex::new(&trace);
+        let mut steps = ix.steps();
+        assert_eq!(steps.next_back().map(|(i, _)| i), Some(2));
+        assert_eq!(steps.next().map(|(i, _)| i), Some(0));
+        assert_eq!(steps.next_back().map(|(i, _)| i), Some(1));
+        assert_eq!((steps.next_back(), steps.next()), (None, None));
+        assert_eq!(ix.steps_read(), 3);
+        assert_eq!(ix.steps().rev().count(), 3);
+        assert_eq!(ix.steps_read(), 6);
+    }
 }

@@ -580,4 +580,48 @@ mod tests {
         let v = orphaned(&trace(None));
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B stream1 event 1-1"));
     }
+
+    #[test]
+    fn only_a_delete_gives_up_a_session_not_another_request_sent_in_it() {
+        // The client opens A's standalone stream, then initializes again (B) while A is live; A
+        // expires later. A GET in A is no DELETE: the client still held A when it got B.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = TraceBuilder::new()
+            .at(1_000)
+            .server(session_created(&a, "app"))
+            .client(session_answer(1, &a))
+            .at(2_000)
+            .client(get_standalone(2, &a))
+            .at(3_000)
+            .server(session_created(&b, "app"))
+            .client(session_answer(3, &b))
+            .at(4_000)
+            .server(session_ended(&a))
+            .build();
+        let v = second_live_sessions(&trace);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].subject.as_str()), (3, "session B"));
+        assert_eq!(v[0].detail, "client app got session B while its session A was still live");
+    }
+
+    #[test]
+    fn an_answer_only_a_hop_recorded_hands_no_session_to_a_client() {
+        // The balancer recorded the answer carrying A's id, but it never reached the client,
+        // which initialized again and got B: A is no session the client held.
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |seen_by: Actor| {
+            TraceBuilder::new()
+                .at(1_000)
+                .server(session_created(&a, "app"))
+                .step(seen_by, session_answer(1, &a))
+                .at(2_000)
+                .server(session_created(&b, "app"))
+                .client(session_answer(2, &b))
+                .build()
+        };
+        assert_eq!(second_live_sessions(&trace(Actor::Lb)), vec![]);
+        // Had the client got it, B beside it is the client's second live session.
+        let v = second_live_sessions(&trace(Actor::Client));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B"), "{v:#?}");
+    }
 }

@@ -247,4 +247,16 @@ mod tests {
         let t = TraceBuilder::new().client(open(1)).server(emitted(1, false)).server(relayed(0)).build();
         assert_eq!(broken(&t), vec![(1, "client 0 subscription".to_string())]);
     }
+
+    #[test]
+    fn another_connection_ending_leaves_the_listen_stream_open() {
+        // A call's POST connection (2) ends cleanly while the listen stream (1) stays open; a
+        // change written to the stream afterwards is in flight at the end, not lost.
+        let done = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Clean };
+        let t = TraceBuilder::new().client(open(1)).at(10).client(done).at(11).server(emitted(1, true)).build();
+        assert!(broken(&t).is_empty());
+        // The listen stream's own end still makes the change lost.
+        let t = TraceBuilder::new().client(open(1)).at(10).client(cut(1)).at(11).server(emitted(1, true)).build();
+        assert_eq!(broken(&t), vec![(2, "client 0 subscription".to_string())]);
+    }
 }

@@ -120,7 +120,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                     }
                 }
             }
-            StepKind::ServerStart { .. } => running.clear(),
+            // A restart ends its own process's tools, each recorded lost; another replica's run on.
             _ => {}
         }
     }
@@ -506,5 +506,102 @@ mod tests {
     fn expiring_another_session_kills_nothing() {
         let v = work_killed(&running().at(120_000).server(expired(&sid("B"))).build());
         assert_eq!(v, vec![]);
+    }
+
+    #[test]
+    fn a_sessionless_tool_cancelled_unasked_kills_work_and_a_sessionless_cancel_excuses_only_a_sessionless_one() {
+        let (none, a) = (sid(""), sid("A"));
+        let cancel = Request::post(None, ClientMessage::Cancelled { request: RequestId(2) });
+        let trace = |session: &SessionId, asked: bool| {
+            let mut b =
+                TraceBuilder::new().at(1_000).app(app_call(0, false)).at(2_000).server(side_effect(session, 2, 0));
+            b = b.at(60_000);
+            if asked {
+                b = b.client(StepKind::Send { conn: ConnId(3), request: cancel.clone() });
+            }
+            b.server(tool_ended(session, ToolEnd::Cancelled)).build()
+        };
+        // A modern request's tool cancelled with no cancel from the client.
+        let v = work_killed(&trace(&none, false));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].at, v[0].subject.as_str()), (Instant(60_000), "call0"));
+        assert!(v[0].detail.starts_with("the server cancelled the tool of call0"), "{}", v[0].detail);
+        // The client's sessionless cancel of request 2 is asking for it.
+        assert_eq!(work_killed(&trace(&none, true)), vec![]);
+        // It names no request of session A: A's request 2 was cancelled unasked.
+        assert_eq!(work_killed(&trace(&a, true)).len(), 1);
+    }
+
+    #[test]
+    fn another_replicas_restart_leaves_this_replicas_tools_running() {
+        // Replica 0 runs call0's tool in session A; replica 1 restarts (a rolling deploy, local
+        // stores: its session B ends, a new epoch starts); then replica 0 expires A under the tool.
+        let (a, b) = (sid("A"), sid("B"));
+        let mut t = running()
+            .at(30_000)
+            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
+            .server(StepKind::ServerStart { epoch: 3 })
+            .at(120_000)
+            .server(expired(&a))
+            .server(tool_ended(&a, ToolEnd::Cancelled))
+            .app(app_unknown(0))
+            .build();
+        for (i, replica) in [(1, 0), (2, 1), (3, 1), (4, 0), (5, 0)] {
+            t.steps[i].replica = Some(replica);
+        }
+        let v = work_killed(&t);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].at, v[0].subject.as_str()), (4, Instant(120_000), "call0"));
+        assert!(v[0].detail.starts_with("session A was expired as idle"), "{}", v[0].detail);
+    }
+
+    #[test]
+    fn a_tasks_cancel_ends_only_the_tool_run_of_the_task_it_names() {
+        // call0 ran twice as a task (t1 by request 2, then t2 by request 3, a re-sent call); the
+        // client cancelled t1 and the server answered. `first_done` is request 2's end.
+        let a = sid("A");
+        let created = |task: &str| StepKind::TaskCreated {
+            task: TaskId(task.into()),
+            call: CallKey(0),
+            replica: 0,
+            ttl_us: None,
+        };
+        let ended = |request: u64, end: ToolEnd| StepKind::ToolEnded {
+            session: a.clone(),
+            request: RequestId(request),
+            call: CallKey(0),
+            end,
+        };
+        let cancel = Request::post(
+            Some(a.clone()),
+            ClientMessage::Task { id: RequestId(5), op: TaskOp::Cancel, task: TaskId("t1".into()) },
+        );
+        let trace = |first_done: ToolEnd| {
+            TraceBuilder::new()
+                .at(1_000)
+                .app(app_call(0, false))
+                .at(2_000)
+                .server(created("t1"))
+                .server(side_effect(&a, 2, 0))
+                .at(10_000)
+                .server(created("t2"))
+                .server(side_effect(&a, 3, 0))
+                .at(20_000)
+                .client(StepKind::Send { conn: ConnId(5), request: cancel.clone() })
+                .at(21_000)
+                .client(response(5, crate::http::Status::OK))
+                .at(22_000)
+                .server(ended(2, first_done))
+                .at(30_000)
+                .server(ended(3, ToolEnd::Completed))
+                .build()
+        };
+        // t2's run was never cancelled: it may run on to its result.
+        assert_eq!(abandoned(&trace(ToolEnd::Cancelled)), vec![]);
+        // t1's run going on to its result after the answered cancel is abandoned work.
+        let v = abandoned(&trace(ToolEnd::Completed));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].at), (7, Instant(22_000)));
+        assert!(v[0].detail.contains("the client's tasks/cancel of the task it works for"), "{}", v[0].detail);
     }
 }

@@ -174,4 +174,19 @@ mod tests {
         s.notify_all(Instant(1_000));
         assert!(emitted(&drain(&mut s)).is_empty());
     }
+
+    #[test]
+    fn a_published_change_is_handed_to_the_bus_once_and_nothing_when_none_was_published() {
+        for name in ["stateless-2026", "py-sdk"] {
+            let mut s = server(name, true);
+            assert_eq!(s.take_published_change(), None, "{name}: nothing published yet");
+            s.notify_all(Instant(1_000));
+            drain(&mut s);
+            assert_eq!(s.take_published_change(), Some("r0.0-c1".to_string()), "{name}");
+            assert_eq!(s.take_published_change(), None, "{name}: taken once");
+        }
+        let mut quiet = server("stateless-2026", false);
+        quiet.notify_all(Instant(1_000));
+        assert_eq!(quiet.take_published_change(), None);
+    }
 }

@@ -526,4 +526,78 @@ mod tests {
         let seen = answer(&get(&mut b, 2 * S, "shared-t0"));
         assert!(matches!(seen, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{seen:?}");
     }
+
+    fn cancel(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {
+        let body = ClientMessage::Task { id: RequestId(11), op: TaskOp::Cancel, task: TaskId(task.into()) };
+        s.handle_request(Instant(now), ConnId(4), Request::modern_post(body));
+        drain(s)
+    }
+
+    #[test]
+    fn only_tasks_cancel_stops_or_marks_a_working_task_polls_and_updates_leave_it_working() {
+        let t0 = TaskId("r0.0-t0".into());
+        for rule in [TaskCancel::Stop, TaskCancel::MarkCancelled] {
+            let mut p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+            p.tasks.on_cancel = rule;
+            // Polled and updated while it works: it stays working and completes.
+            let mut s = server(p.clone());
+            call(&mut s, 0, true);
+            let polled = get(&mut s, S, "r0.0-t0");
+            assert!(matches!(answer(&polled), Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })));
+            let updated = update(&mut s, 2 * S, "r0.0-t0");
+            assert!(matches!(answer(&updated), Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })));
+            let ends = |out: &[ServerOutput]| {
+                records(out)
+                    .into_iter()
+                    .filter(|k| matches!(k, StepKind::TaskEnded { .. } | StepKind::ToolEnded { .. }))
+                    .count()
+            };
+            assert_eq!((ends(&polled), ends(&updated)), (0, 0), "{rule:?}: {polled:?} {updated:?}");
+            let ended = records(&run_until(&mut s, 121 * S));
+            assert!(
+                ended.contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Completed }),
+                "{rule:?}"
+            );
+            // Cancelled while it works: the record ends cancelled.
+            let mut s = server(p);
+            call(&mut s, 0, true);
+            let out = cancel(&mut s, S, "r0.0-t0");
+            assert!(matches!(answer(&out), Some(ServerMessage::TaskState { status: TaskStatus::Cancelled, .. })));
+            let r = records(&out);
+            assert!(r.contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Cancelled }), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_cancelled_tasks_work_stops_under_stop_and_runs_on_to_nowhere_under_mark_cancelled() {
+        let tool_ends = |out: &[ServerOutput]| -> Vec<ToolEnd> {
+            records(out)
+                .into_iter()
+                .filter_map(|k| match k {
+                    StepKind::ToolEnded { end, .. } => Some(end),
+                    _ => None,
+                })
+                .collect()
+        };
+        let task_ends =
+            |out: &[ServerOutput]| records(out).into_iter().filter(|k| matches!(k, StepKind::TaskEnded { .. })).count();
+        // Stop: the work ends with the cancel, nothing is left to complete.
+        let mut p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        p.tasks.on_cancel = TaskCancel::Stop;
+        let mut s = server(p.clone());
+        call(&mut s, 0, true);
+        assert_eq!(tool_ends(&cancel(&mut s, S, "r0.0-t0")), vec![ToolEnd::Cancelled]);
+        assert!(tool_ends(&run_until(&mut s, 200 * S)).is_empty());
+        assert!(!s.is_busy());
+        // Mark-cancelled (TypeScript): the work is not stopped; it completes at 120 s, its result
+        // has no record to go into.
+        p.tasks.on_cancel = TaskCancel::MarkCancelled;
+        let mut s = server(p);
+        call(&mut s, 0, true);
+        assert!(tool_ends(&cancel(&mut s, S, "r0.0-t0")).is_empty());
+        assert!(s.is_busy());
+        let later = run_until(&mut s, 200 * S);
+        assert_eq!(tool_ends(&later), vec![ToolEnd::Completed]);
+        assert_eq!(task_ends(&later), 0, "the record ended cancelled already");
+    }
 }

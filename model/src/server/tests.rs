@@ -1853,3 +1853,40 @@ fn a_request_that_does_not_parse_is_answered_400_or_exits_the_process() {
     s.handle_request(at(2), GET, Request::get(Some(session), None));
     assert!(drain(&mut s).is_empty(), "a dead process answers nothing");
 }
+
+#[test]
+fn a_server_stating_no_eras_still_answers_a_request_naming_the_modern_version_by_the_era_rules() {
+    // A legacy server of before the revision (no `eras`): the legacy-only 400, recorded.
+    let mut s = server(ServerPolicy { eras: None, ..policy("ts-sdk") });
+    s.handle_request(at(0), POST, modern_call(1, "quick", 1));
+    let out = drain(&mut s);
+    assert_eq!(records(&out), vec![StepKind::EraRefused { conn: POST, refusal: crate::era::Refusal::LegacyNoSession }]);
+    assert_eq!(head_status(&out, POST), Status::BAD_REQUEST);
+    assert_eq!(side_effects(&out), 0);
+    // A server without sessions stating no eras serves the modern era: served as modern.
+    let mut s = server(sessionless());
+    s.handle_request(at(0), POST, modern_call(2, "quick", 1));
+    let out = drain(&mut s);
+    let served = StepKind::EraServed {
+        conn: POST,
+        request: RequestId(2),
+        era: crate::era::Era::Modern,
+        session: None,
+        ignored: Vec::new(),
+    };
+    assert_eq!(records(&out)[0], served);
+}
+
+#[test]
+fn a_progress_tick_that_falls_on_the_tools_end_is_swallowed_by_its_result() {
+    // 3 s of work with progress every second: ticks at 1 s and 2 s; the one at 3 s is the result.
+    let mut s = server_with(policy("reference"), vec![tool("ticker", 3, Some(Duration::from_secs(1)), false)]);
+    let session = init(&mut s, at(0));
+    let mut out = call(&mut s, at(0), POST, &session, "ticker");
+    out.extend(drive_until(&mut s, at(10)));
+    let sent: Vec<Option<ServerMessage>> =
+        events(&out, POST).into_iter().filter(|e| !e.is_priming()).map(|e| e.data).collect();
+    let result = ServerMessage::ToolResult { request: RequestId(2), call: CallKey(7) };
+    assert_eq!(sent, vec![progress(1), progress(2), Some(result)]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+}
