@@ -1474,6 +1474,14 @@ mod tests {
         // code), a GET without a session is answered 405.
         let reference = profiles::server("reference").unwrap();
         assert_eq!((reference.unknown_session_code, reference.sessionless_get_status), (-32001, 405));
+        // A hop written with nothing but its name of a field times out with 504.
+        let hop: HopConfig = serde_json::from_str("{}").expect("every hop field has a default");
+        assert_eq!(hop.timeout_status, 504);
+        // A tool emits one event a tick unless its burst says more, and the default is not written.
+        let tool = ToolSpec::default();
+        assert_eq!(tool.burst, 1);
+        assert!(!json(&tool).contains("burst"), "{}", json(&tool));
+        round_trip(&ToolSpec { burst: 5, ..ToolSpec::default() });
     }
 
     fn json<T: Serialize>(value: &T) -> String {

@@ -1319,6 +1319,13 @@ mod tests {
         let e = err(Role::Server, "name = \"x\"\n");
         assert!(e.starts_with("my.toml:1:1: missing field") && e.contains("extends"), "{e}");
         assert!(!e.contains('\n'));
+        // Judged over the file's own base: a setting valid only there (an SDK close rule) is not
+        // taken for the mistake.
+        let e = match layer(Role::Client, "extends = \"ts-sdk\"\n[close_handling]\nlost_session_answers = [\"404\", \"400\"]\n[http]\nkeep_alive = \"many\"\n") {
+            Ok(l) => resolve::<ClientPolicy>(Role::Client, &l).map(|_| ()).unwrap_err().to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.starts_with("my.toml:5:"), "{e}");
         // A leaf inside a table is named by its dotted path and its own line.
         let e = err(Role::Server, "extends = \"rmcp\"\n[retention]\nmax_events = \"lots\"\n");
         assert!(e.starts_with("my.toml:3:14: retention.max_events: "), "{e}");
@@ -1353,6 +1360,19 @@ mod tests {
         let e =
             parse_layer(Role::Client, "extends = \"reference\"\n[sources]\npersistence = 3\n", "my.toml").unwrap_err();
         assert!(e.to_string().contains("a source must be a string"), "{e}");
+    }
+
+    #[test]
+    fn a_field_set_again_drops_its_bases_source_whole_tables_included() {
+        let sources = |text: &str| {
+            let layers = layer(Role::Client, text).unwrap();
+            resolve::<ClientPolicy>(Role::Client, &layers).unwrap().meta.sources
+        };
+        let base = sources("extends = \"reference\"\n");
+        assert!(base.contains_key("reconnect") && base.contains_key("persistence"), "{base:?}");
+        // One field of the table set again: the source of the whole table no longer vouches for it.
+        let changed = sources("extends = \"reference\"\n[reconnect]\ninitial = \"2s\"\n");
+        assert!(!changed.contains_key("reconnect") && changed.contains_key("persistence"), "{changed:?}");
     }
 
     #[test]
