@@ -1915,3 +1915,34 @@ fn typescript_keeps_a_resumed_streams_id_only_once_an_id_bearing_event_came_on_i
     let (_, get) = resume(&d.fire());
     assert_eq!(get.last_event_id, None);
 }
+
+#[test]
+fn typescript_forgets_the_id_only_after_a_resume_that_carried_no_event() {
+    let mut d = Driver::ready("ts-sdk");
+    let (conn, request, _) = tool_call(&d.call(1, false));
+    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+    d.end(conn, ConnEnd::Reset);
+    // A resume that carried an event and ended cleanly: the next one goes on from that event.
+    let (conn, _) = resume(&d.fire());
+    d.answer(conn, vec![sse(), progress("1-4", request, 1, 4)]);
+    let (conn, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-4"));
+    // An empty one (200, a clean end, no event): TypeScript's next GET carries no id.
+    d.answer(conn, vec![sse()]);
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, None);
+}
+
+#[test]
+fn an_auto_client_keeps_its_modern_era_through_a_503() {
+    // A 503 is the server being busy, not the server no longer speaking the era: no new probe.
+    let mut d = auto_client(true);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    d.answer(probe, vec![Frame::Head(json_head())]);
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let out = d.answer(post, vec![status(503)]);
+    assert!(opens(&out).iter().all(|(_, r)| !is_probe(r)), "{out:#?}");
+    assert!(!steps(&out)
+        .iter()
+        .any(|s| matches!(s, StepKind::Decision { error: Some(e), .. } if e.contains("probe again"))));
+}
