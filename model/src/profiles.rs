@@ -1376,6 +1376,24 @@ mod tests {
     }
 
     #[test]
+    fn a_tagged_table_written_again_replaces_the_bases_whole() {
+        // ts-sdk's close_handling is an SDK rule set; a file that names another kind gets that
+        // kind alone, none of the SDK rules' fields carried over.
+        let layers =
+            layer(Role::Client, "extends = \"ts-sdk\"\n[close_handling]\nkind = \"decision-procedure\"\n").unwrap();
+        let merged = merged(&layers);
+        assert_eq!(merged["close_handling"], serde_json::json!({ "kind": "decision-procedure" }));
+        // An untagged table merges key by key.
+        let layers = layer(Role::Client, "extends = \"ts-sdk\"\n[reconnect]\ninitial = \"2s\"\n").unwrap();
+        assert_eq!(merged_of(&layers, "reconnect", "initial"), Some("2s".into()));
+        assert!(merged_of(&layers, "reconnect", "max").is_some(), "the base's other reconnect fields stay");
+    }
+
+    fn merged_of(layers: &[Layer], table: &str, key: &str) -> Option<String> {
+        merged(layers).get(table)?.get(key).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+    }
+
+    #[test]
     fn each_field_has_its_own_doc_and_an_unknown_one_none() {
         assert!(field_doc(Role::Client, "reconnect.max_attempts").contains("attempt"));
         assert!(field_doc(Role::Server, "retention.max_events").contains("event"));

@@ -1946,3 +1946,30 @@ fn an_auto_client_keeps_its_modern_era_through_a_503() {
         .iter()
         .any(|s| matches!(s, StepKind::Decision { error: Some(e), .. } if e.contains("probe again"))));
 }
+
+fn modern_400() -> Frame {
+    let body = ErrorBody { code: ErrorCode::UnsupportedProtocolVersion, head_event_id: None };
+    Frame::Head(ResponseHead::error(Status::BAD_REQUEST, body))
+}
+
+#[test]
+fn an_auto_client_on_legacy_probes_again_when_a_modern_error_answers_its_call() {
+    // Settled on legacy (the probe was refused by a legacy-only build) ...
+    let mut d = auto_client(true);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let out = d.answer(probe, vec![legacy_400()]);
+    d.complete_handshake(&out, S1);
+    // ... then the upgraded build answers a legacy call with a modern error: probe again.
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let out = d.answer(post, vec![modern_400()]);
+    assert!(app(&out).is_empty(), "the call is not failed: {out:#?}");
+    only_open(&out, is_probe);
+    // Settled on modern, a modern error (a header the server disagrees with) is no sign that the
+    // server went back to legacy: no probe.
+    let mut d = auto_client(true);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    d.answer(probe, vec![Frame::Head(json_head())]);
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let out = d.answer(post, vec![modern_400()]);
+    assert!(opens(&out).iter().all(|(_, r)| !is_probe(r)), "{out:#?}");
+}
