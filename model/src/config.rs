@@ -1477,6 +1477,12 @@ mod tests {
         // A hop written with nothing but its name of a field times out with 504.
         let hop: HopConfig = serde_json::from_str("{}").expect("every hop field has a default");
         assert_eq!(hop.timeout_status, 504);
+        // An SDK client that fails the call when it gives up a stream (the default) does not say so.
+        for name in ["ts-sdk", "py-sdk", "rmcp"] {
+            let client = profiles::client(name).unwrap();
+            let CloseHandling::Sdk(rules) = &client.close_handling else { panic!("{name} has SDK rules") };
+            assert_eq!(json(&client).contains("on_give_up"), rules.on_give_up != OnGiveUp::FailCall, "{name}");
+        }
         // A tool emits one event a tick unless its burst says more, and the default is not written.
         let tool = ToolSpec::default();
         assert_eq!(tool.burst, 1);
