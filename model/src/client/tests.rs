@@ -1973,3 +1973,25 @@ fn an_auto_client_on_legacy_probes_again_when_a_modern_error_answers_its_call() 
     let out = d.answer(post, vec![modern_400()]);
     assert!(opens(&out).iter().all(|(_, r)| !is_probe(r)), "{out:#?}");
 }
+
+#[test]
+fn an_unanswered_probe_is_tried_again_or_falls_back_to_legacy_by_the_rule() {
+    // No fallback on no answer: the probe goes again after the backoff.
+    let mut d = auto_client(true);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let out = d.end(probe, ConnEnd::Reset);
+    assert!(opens(&out).is_empty(), "{out:#?}");
+    only_open(&d.fire(), is_probe);
+    // With the fallback: legacy at once (an initialize).
+    let era = crate::era::ClientEra {
+        mode: crate::era::EraMode::Auto,
+        cache: crate::era::EraCacheScope::Origin,
+        reprobe_on_failure: true,
+        fallback_on_no_answer: true,
+    };
+    let mut d = Driver::with(ClientPolicy { era: Some(era), ..profiles::client("py-sdk").expect("listed") }, None, 7);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let out = d.end(probe, ConnEnd::Reset);
+    assert!(steps(&out).contains(&StepKind::EraChosen { era: crate::era::Era::Legacy, probed: true }), "{out:#?}");
+    only_open(&out, |r| matches!(r.body, Some(ClientMessage::Initialize { .. })));
+}
