@@ -1482,6 +1482,9 @@ mod tests {
             let client = profiles::client(name).unwrap();
             let CloseHandling::Sdk(rules) = &client.close_handling else { panic!("{name} has SDK rules") };
             assert_eq!(json(&client).contains("on_give_up"), rules.on_give_up != OnGiveUp::FailCall, "{name}");
+            // Each reads only a 404 as "session not found", the default, which is not written.
+            assert_eq!(rules.lost_session_answers, vec![LostSessionAnswer::NotFound404], "{name}");
+            assert!(!json(&client).contains("lost_session_answers"), "{name}");
         }
         // A tool emits one event a tick unless its burst says more, and the default is not written.
         let tool = ToolSpec::default();
