@@ -454,6 +454,8 @@ mod tests {
     fn rates_parse_with_units() {
         assert_eq!(parse_rate("2/s"), Ok(2.0));
         assert_eq!(parse_rate("30/m"), Ok(0.5));
+        assert_eq!(parse_rate("7200/h"), Ok(2.0));
+        assert_eq!(parse_rate("120/min"), Ok(2.0));
         assert_eq!(parse_rate("1.5"), Ok(1.5));
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("2/day").is_err());
