@@ -1394,6 +1394,16 @@ mod tests {
     }
 
     #[test]
+    fn a_users_file_without_a_name_is_named_after_itself() {
+        let mut l = parse_layer(Role::Client, "extends = \"reference\"\n", "mine.toml").unwrap();
+        l.name_if_missing("mine");
+        assert_eq!(l.fields.get("name"), Some(&Value::String("mine".into())));
+        let mut l = parse_layer(Role::Client, "extends = \"reference\"\nname = \"ours\"\n", "mine.toml").unwrap();
+        l.name_if_missing("mine");
+        assert_eq!(l.fields.get("name"), Some(&Value::String("ours".into())));
+    }
+
+    #[test]
     fn each_field_has_its_own_doc_and_an_unknown_one_none() {
         assert!(field_doc(Role::Client, "reconnect.max_attempts").contains("attempt"));
         assert!(field_doc(Role::Server, "retention.max_events").contains("event"));
