@@ -1995,3 +1995,11 @@ fn an_unanswered_probe_is_tried_again_or_falls_back_to_legacy_by_the_rule() {
     assert!(steps(&out).contains(&StepKind::EraChosen { era: crate::era::Era::Legacy, probed: true }), "{out:#?}");
     only_open(&out, |r| matches!(r.body, Some(ClientMessage::Initialize { .. })));
 }
+
+#[test]
+fn a_client_whose_rule_fixes_its_era_records_it_and_a_legacy_one_does_not() {
+    let mut d = Driver::new("stateless-2026");
+    assert!(steps(&d.start()).contains(&StepKind::EraChosen { era: crate::era::Era::Modern, probed: false }));
+    let mut d = Driver::new("reference");
+    assert!(!steps(&d.start()).iter().any(|s| matches!(s, StepKind::EraChosen { .. })));
+}
