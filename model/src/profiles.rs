@@ -1424,6 +1424,14 @@ mod tests {
         assert_eq!(value_from_text("jitter", "0.2", &Value::from(0.0)), Ok(Value::from(0.2)));
         assert!(value_from_text("jitter", "NaN", &Value::from(0.0)).is_err());
         assert_eq!(value_from_text("max_attempts", "none", &Value::from(3)), Ok(Value::Null));
+        // Inline tables and arrays are read as TOML.
+        assert_eq!(value_from_text("x", "[\"404\", \"400\"]", &Value::Null), Ok(serde_json::json!(["404", "400"])));
+        assert_eq!(value_from_text("x", "{ kind = \"sdk\" }", &Value::Null), Ok(serde_json::json!({ "kind": "sdk" })));
+        // A dotted path through a value that is not a table replaces it with one.
+        let mut root = Map::new();
+        root.insert("a".into(), Value::from(3));
+        set_path(&mut root, "a.b", Value::from(4));
+        assert_eq!(Value::Object(root), serde_json::json!({ "a": { "b": 4 } }));
         // A field left out at its default has no current value: a flag, a number or a word.
         assert_eq!(value_from_text("hold_tail", "true", &Value::Null), Ok(Value::Bool(true)));
         assert_eq!(value_from_text("replicas", "3", &Value::Null), Ok(Value::from(3)));
