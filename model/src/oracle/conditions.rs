@@ -1157,4 +1157,34 @@ mod tests {
         assert!(after(Status(302), ConnEnd::Reset).all_held());
         assert!(after(Status::OK, ConnEnd::Clean).all_held());
     }
+
+    #[test]
+    fn keeping_the_session_after_a_404_breaks_condition_four() {
+        let after = |action: Option<NextAction>, error: Option<&str>| {
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::NOT_FOUND) }),
+                (2, StepKind::Decision { call: None, outcome: None, action, error: error.map(String::from) }),
+            ]))
+        };
+        let by_class = |c: &Conditions| -> Vec<(usize, String)> {
+            c.breaches
+                .iter()
+                .filter(|b| b.condition == Condition::ByClass)
+                .map(|b| (b.step, b.detail.clone()))
+                .collect()
+        };
+        let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
+        assert_eq!(
+            by_class(&after(Some(resume), None)),
+            vec![(3, "the client kept its session after HTTP 404 (no re-initialize)".to_string())]
+        );
+        assert_eq!(
+            by_class(&after(None, Some("session not found"))),
+            vec![(3, "the client kept its session after HTTP 404 (session not found)".to_string())]
+        );
+        // Re-initializing is the right answer to a 404.
+        assert_eq!(by_class(&after(Some(NextAction::Reinitialize), None)), vec![]);
+    }
 }
