@@ -1187,4 +1187,38 @@ mod tests {
         // Re-initializing is the right answer to a 404.
         assert_eq!(by_class(&after(Some(NextAction::Reinitialize), None)), vec![]);
     }
+
+    #[test]
+    fn retention_breaches_say_how_long_the_client_went_without_an_answer() {
+        // The last answer at 1 ms; the stream broke at 5 ms.
+        let answered_then_cut = || {
+            vec![
+                (0, on_session(1)),
+                (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+                (5, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            ]
+        };
+        // It gave up at 60 s.
+        let mut kinds = answered_then_cut();
+        let gave_up = StepKind::AppError { call: crate::ids::CallKey(0), error: "reconnect attempts exhausted".into() };
+        kinds.push((60_001, gave_up));
+        let c = Conditions::judge(&trace(kinds));
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(
+            c.breaches[0].detail,
+            "the client gave up (reconnect attempts exhausted) after 1m00.000s without an answer: the outage outlasted \
+             its reconnects"
+        );
+        // It came back at 30 s to a 404.
+        let mut kinds = answered_then_cut();
+        kinds.push((30_001, on_session(2)));
+        kinds.push((30_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
+        let c = Conditions::judge(&trace(kinds));
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(
+            c.breaches[0].detail,
+            "session 0-1 was gone when the client came back after 30.000s without an answer: the server that answered \
+             does not hold it"
+        );
+    }
 }
