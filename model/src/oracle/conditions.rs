@@ -1221,4 +1221,38 @@ mod tests {
              does not hold it"
         );
     }
+
+    #[test]
+    fn a_hop_that_drops_a_request_header_breaks_the_condition_the_header_served() {
+        let dropped = |header: RequestHeader| {
+            let mut t = trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::LbHeaderDropped { conn: ConnId(1), header, hop: 0 }),
+            ]);
+            t.steps[2].actor = Actor::Lb;
+            let c = Conditions::judge(&t);
+            c.breaches.iter().map(|b| (b.condition, b.step, b.detail.clone())).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            dropped(RequestHeader::LastEventId),
+            vec![(
+                Condition::Refused,
+                2,
+                "hop0 dropped Last-Event-ID from c1: the server got a fresh GET and could not refuse an id it never \
+                 saw (the resume starts at the head of another stream)"
+                    .to_string()
+            )]
+        );
+        assert_eq!(
+            dropped(RequestHeader::McpSessionId),
+            vec![(
+                Condition::ByClass,
+                2,
+                "hop0 dropped Mcp-Session-Id from c1: the server got the request without its session, and the client \
+                 acted on an answer its session did not earn"
+                    .to_string()
+            )]
+        );
+    }
 }
