@@ -1255,4 +1255,34 @@ mod tests {
             )]
         );
     }
+
+    #[test]
+    fn a_hop_that_drops_the_session_from_an_answer_breaks_condition_four() {
+        let mut t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, post(1)),
+            (2, StepKind::LbResponseHeaderDropped { conn: ConnId(1), header: ResponseHeader::McpSessionId, hop: 1 }),
+        ]);
+        t.steps[2].actor = Actor::Lb;
+        let c = Conditions::judge(&t);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!((c.breaches[0].condition, c.breaches[0].step), (Condition::ByClass, 2));
+        assert_eq!(
+            c.breaches[0].detail,
+            "hop1 dropped Mcp-Session-Id from the response on c1: the client never got the session the server \
+             created, and went on without one"
+        );
+    }
+
+    #[test]
+    fn a_reset_after_a_3xx_answer_is_no_transport_fact() {
+        let c = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, on_session(1)),
+            (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(300)) }),
+            (3, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            (3, StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None }),
+        ]));
+        assert!(c.all_held(), "{c:?}");
+    }
 }
