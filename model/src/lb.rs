@@ -1305,4 +1305,38 @@ mod tests {
         let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(1) };
         assert_eq!(drain(&mut lb), vec![LbOutput::Record(answered)]);
     }
+
+    #[test]
+    fn the_replicas_end_releases_everything_held_the_oldest_first() {
+        // hop 1 releases by two frames into hop 0, which holds up to 100 bytes.
+        let near = HopConfig { buffer: Some(100), ..HopConfig::default() };
+        let far = HopConfig { buffer: Some(2), flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let mut lb = chain(vec![near, far], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), head()), b"H");
+        for (s, byte) in [(1, b"a"), (2, b"b"), (3, b"c")] {
+            assert!(lb.handle_response(secs(s), ConnId(1), vec![(FrameKind::Body, byte.to_vec())]).is_empty());
+        }
+        // `a` and `b` wait in hop 0, `c` in hop 1 (to be flushed at 13 s).
+        assert_eq!(lb.poll_timeout(), Some(secs(13)));
+        assert_eq!(lb.handle_upstream_end(ConnId(1)), b"abc");
+        // Nothing is left to flush: only the balancer's idle timeout remains.
+        assert_eq!(lb.poll_timeout(), Some(secs(603)));
+        assert!(lb.handle_upstream_end(ConnId(1)).is_empty());
+        assert!(lb.handle_upstream_end(ConnId(2)).is_empty(), "no such connection");
+    }
+
+    #[test]
+    fn a_closed_connection_is_forgotten_and_none_of_its_timeouts_fire() {
+        let mut lb = chain(vec![HopConfig::default()], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        lb.handle_close(secs(1), ConnId(1));
+        assert_eq!(lb.open_connections(), 1);
+        lb.handle_close(secs(2), ConnId(2));
+        assert_eq!(lb.open_connections(), 0);
+        assert_eq!(lb.poll_timeout(), None);
+        lb.handle_timeout(secs(600));
+        assert!(drain(&mut lb).is_empty());
+    }
 }
