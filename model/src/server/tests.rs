@@ -1890,3 +1890,21 @@ fn a_progress_tick_that_falls_on_the_tools_end_is_swallowed_by_its_result() {
     assert_eq!(sent, vec![progress(1), progress(2), Some(result)]);
     assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
 }
+
+#[test]
+fn an_operator_delete_ends_the_session_as_a_delete_would_and_answers_nobody() {
+    let mut s = server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(1), POST, &session, "marathon");
+    assert!(s.operator_delete(at(2), &session));
+    let out = drain(&mut s);
+    assert_eq!(session_ends(&out), vec![SessionEndReason::Deleted]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled], "the reference server cancels on DELETE");
+    assert!(frames(&out, POST).iter().all(|f| !matches!(f, Frame::Head(_))), "nobody is answered");
+    assert!(s.live_sessions().is_empty());
+    // The client learns of it from its next request's 404; a second delete finds nothing.
+    s.handle_request(at(3), OTHER, call_request(&session, 3, "quick", 8));
+    assert_eq!(head_status(&drain(&mut s), OTHER), Status::NOT_FOUND);
+    assert!(!s.operator_delete(at(4), &session));
+    assert!(drain(&mut s).is_empty());
+}
