@@ -715,4 +715,15 @@ mod tests {
         );
         assert_eq!(Compatibility::Works(Era::Legacy).matrix_text(), None);
     }
+
+    #[test]
+    fn a_version_nobody_knows_is_unsupported_where_the_modern_era_is_served_and_the_legacy_400_elsewhere() {
+        let mut unknown = EraRequest::modern_post();
+        unknown.header_version = Some("1900-01-01".into());
+        unknown.meta_version = Some("1900-01-01".into());
+        assert_eq!(answer(MODERN, &unknown), EraAnswer::Refused(Refusal::UnsupportedVersion));
+        assert_eq!(answer(DUAL, &unknown), EraAnswer::Refused(Refusal::UnsupportedVersion));
+        // A legacy-only server (TypeScript 1.32.2): its own 400, not the modern era's error.
+        assert_eq!(answer(LEGACY, &unknown), EraAnswer::Refused(Refusal::LegacyNoSession));
+    }
 }
