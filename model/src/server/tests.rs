@@ -1908,3 +1908,14 @@ fn an_operator_delete_ends_the_session_as_a_delete_would_and_answers_nobody() {
     assert!(!s.operator_delete(at(4), &session));
     assert!(drain(&mut s).is_empty());
 }
+
+#[test]
+fn a_disconnect_cancellation_the_server_ignores_is_recorded_and_the_tool_runs_on() {
+    let mut s = server(ServerPolicy { disconnect_cancel_ignored: true, ..sessionless() });
+    s.handle_request(at(0), POST, sessionless_call(2, "quick", 7));
+    let _ = drain(&mut s);
+    s.handle_disconnect(at(1), POST);
+    let ignored = StepKind::CancelIgnored { session: NO_SESSION, request: RequestId(2), call: CallKey(7) };
+    assert_eq!(records(&drain(&mut s)), vec![ignored]);
+    assert_eq!(tool_ends(&drive_until(&mut s, at(2))), vec![ToolEnd::Completed]);
+}
