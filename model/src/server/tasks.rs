@@ -619,4 +619,22 @@ mod tests {
         let t0 = TaskId("r0.0-t0".into());
         assert!(records(&out).contains(&StepKind::TaskEnded { task: t0, status: TaskStatus::Completed }));
     }
+
+    #[test]
+    fn a_dual_era_process_that_crashes_records_its_one_task_stores_loss_once() {
+        let mut p: ServerPolicy = profiles::server("rmcp").expect("a listed profile");
+        p.tasks.create_for_tools_over = Some(Duration::ZERO);
+        p.tasks.ttl = Some(Duration::from_secs(600));
+        p.tasks.store = TaskStoreScope::PerReplica;
+        let pay = ToolSpec { name: "pay".into(), duration: Duration::from_secs(120), ..ToolSpec::default() };
+        let mut s = Server::new(p, vec![pay], 0, 7).with_task_store(0, None);
+        drain(&mut s);
+        // A modern call, served in the process's modern context, makes a task in the one store.
+        let out = call(&mut s, 0, true);
+        assert!(records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })), "{out:?}");
+        s.crash(Instant(S));
+        let removed: Vec<StepKind> =
+            records(&drain(&mut s)).into_iter().filter(|k| matches!(k, StepKind::TaskRecordRemoved { .. })).collect();
+        assert_eq!(removed, vec![StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false }]);
+    }
 }
