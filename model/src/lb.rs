@@ -1339,4 +1339,26 @@ mod tests {
         lb.handle_timeout(secs(600));
         assert!(drain(&mut lb).is_empty());
     }
+
+    #[test]
+    fn a_hop_buffering_its_head_cut_for_idleness_sends_the_head_alone_and_loses_the_body() {
+        // nginx nearest the client, forced to buffer, with a 30 s read timeout.
+        let nginx = HopConfig {
+            buffer: Some(100),
+            buffer_head: true,
+            idle_timeout: Some(Duration::from_secs(30)),
+            ..HopConfig::default()
+        };
+        let mut lb = chain(vec![nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), first).is_empty());
+        lb.handle_timeout(secs(30));
+        let out = drain(&mut lb);
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 30_000_000, hop: Some(0) };
+        assert!(out.contains(&LbOutput::Record(flushed)), "{out:?}");
+        assert!(out.contains(&LbOutput::Deliver { conn: ConnId(1), bytes: b"H".to_vec() }), "{out:?}");
+        assert!(out.iter().any(|o| matches!(o, LbOutput::Cut { conn: ConnId(1), answer: None, .. })), "{out:?}");
+    }
 }
