@@ -1361,4 +1361,18 @@ mod tests {
         assert!(out.contains(&LbOutput::Deliver { conn: ConnId(1), bytes: b"H".to_vec() }), "{out:?}");
         assert!(out.iter().any(|o| matches!(o, LbOutput::Cut { conn: ConnId(1), answer: None, .. })), "{out:?}");
     }
+
+    #[test]
+    fn a_hop_that_ignores_comments_still_counts_events_as_activity() {
+        let strict =
+            HopConfig { idle_timeout: Some(Duration::from_secs(30)), comments_count: false, ..HopConfig::default() };
+        let mut lb = chain(vec![strict], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        for s in (10..=50).step_by(10) {
+            assert_eq!(lb.handle_response(secs(s), ConnId(1), body(1)), b"e");
+            lb.handle_timeout(secs(s));
+        }
+        assert!(drain(&mut lb).is_empty(), "events every 10 s keep a 30 s idle timeout away");
+        assert_eq!(lb.poll_timeout(), Some(secs(80)));
+    }
 }
