@@ -726,4 +726,14 @@ mod tests {
         // A legacy-only server (TypeScript 1.32.2): its own 400, not the modern era's error.
         assert_eq!(answer(LEGACY, &unknown), EraAnswer::Refused(Refusal::LegacyNoSession));
     }
+
+    #[test]
+    fn an_auto_client_falling_back_to_the_handshake_is_refused_where_no_legacy_era_is_served() {
+        // A server listing no era at all (`eras = []`): the probe gets the legacy 400, the
+        // fallback handshake is refused too.
+        let none = EraSet::of(&[]);
+        assert_eq!(probe(none), ProbeAnswer::NotModern);
+        let a = auto(EraCacheScope::Connection, false);
+        assert_eq!(compatibility(&a, none), Compatibility::RefusedBeforeAnyCall(400));
+    }
 }
