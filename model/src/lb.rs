@@ -1375,4 +1375,13 @@ mod tests {
         assert!(drain(&mut lb).is_empty(), "events every 10 s keep a 30 s idle timeout away");
         assert_eq!(lb.poll_timeout(), Some(secs(80)));
     }
+
+    #[test]
+    fn a_restart_of_the_hop_nearest_the_client_cuts_its_connections_with_no_one_in_front_to_answer() {
+        let mut lb = chain(vec![HopConfig::default()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.fail_hop(0, true));
+        assert_eq!(drain(&mut lb), vec![LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }]);
+        assert_eq!(lb.open_connections(), 0);
+    }
 }

@@ -1919,3 +1919,14 @@ fn a_disconnect_cancellation_the_server_ignores_is_recorded_and_the_tool_runs_on
     assert_eq!(records(&drain(&mut s)), vec![ignored]);
     assert_eq!(tool_ends(&drive_until(&mut s, at(2))), vec![ToolEnd::Completed]);
 }
+
+#[test]
+fn a_server_answering_unknown_sessions_with_a_json_rpc_error_still_serves_a_live_one() {
+    let p = ServerPolicy { unknown_session: crate::config::UnknownSession::RpcError200, ..policy("reference") };
+    let mut s = server(p);
+    let session = init(&mut s, at(0));
+    let out = call(&mut s, at(1), POST, &session, "quick");
+    assert!(records(&out).iter().all(|r| !matches!(r, StepKind::Rejected { .. })), "{out:?}");
+    assert_eq!(side_effect_sessions(&out), vec![(session, RequestId(2))]);
+    assert_eq!(tool_ends(&drive_until(&mut s, at(3))), vec![ToolEnd::Completed]);
+}
