@@ -1930,3 +1930,23 @@ fn a_server_answering_unknown_sessions_with_a_json_rpc_error_still_serves_a_live
     assert_eq!(side_effect_sessions(&out), vec![(session, RequestId(2))]);
     assert_eq!(tool_ends(&drive_until(&mut s, at(3))), vec![ToolEnd::Completed]);
 }
+
+#[test]
+fn a_cancelled_notification_stops_only_the_request_it_names() {
+    let mut s = server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "marathon");
+    s.handle_request(at(0), OTHER, call_request(&session, 3, "pay", 8));
+    let _ = drain(&mut s);
+    s.handle_request(at(1), GET, Request::post(Some(session), ClientMessage::Cancelled { request: RequestId(3) }));
+    let out = drain(&mut s);
+    let ended: Vec<(CallKey, ToolEnd)> = records(&out)
+        .into_iter()
+        .filter_map(|r| match r {
+            StepKind::ToolEnded { call, end, .. } => Some((call, end)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![(CallKey(8), ToolEnd::Cancelled)]);
+    assert!(s.is_busy(), "the marathon runs on");
+}
