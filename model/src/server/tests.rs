@@ -1950,3 +1950,14 @@ fn a_cancelled_notification_stops_only_the_request_it_names() {
     assert_eq!(ended, vec![(CallKey(8), ToolEnd::Cancelled)]);
     assert!(s.is_busy(), "the marathon runs on");
 }
+
+#[test]
+fn a_dual_era_servers_modern_stream_events_carry_no_id_to_resume_from() {
+    let mut s = server(policy("rmcp"));
+    s.handle_request(at(0), POST, modern_call(5, "chatty", 1));
+    let mut out = drain(&mut s);
+    out.extend(drive_until(&mut s, at(3)));
+    let sent = events(&out, POST);
+    assert!(!sent.is_empty(), "{out:?}");
+    assert!(sent.iter().all(|e| e.id.is_none()), "{sent:?}");
+}
