@@ -715,4 +715,25 @@ mod tests {
         );
         assert_eq!(Compatibility::Works(Era::Legacy).matrix_text(), None);
     }
+
+    #[test]
+    fn a_version_nobody_knows_is_unsupported_where_the_modern_era_is_served_and_the_legacy_400_elsewhere() {
+        let mut unknown = EraRequest::modern_post();
+        unknown.header_version = Some("1900-01-01".into());
+        unknown.meta_version = Some("1900-01-01".into());
+        assert_eq!(answer(MODERN, &unknown), EraAnswer::Refused(Refusal::UnsupportedVersion));
+        assert_eq!(answer(DUAL, &unknown), EraAnswer::Refused(Refusal::UnsupportedVersion));
+        // A legacy-only server (TypeScript 1.32.2): its own 400, not the modern era's error.
+        assert_eq!(answer(LEGACY, &unknown), EraAnswer::Refused(Refusal::LegacyNoSession));
+    }
+
+    #[test]
+    fn an_auto_client_falling_back_to_the_handshake_is_refused_where_no_legacy_era_is_served() {
+        // A server listing no era at all (`eras = []`): the probe gets the legacy 400, the
+        // fallback handshake is refused too.
+        let none = EraSet::of(&[]);
+        assert_eq!(probe(none), ProbeAnswer::NotModern);
+        let a = auto(EraCacheScope::Connection, false);
+        assert_eq!(compatibility(&a, none), Compatibility::RefusedBeforeAnyCall(400));
+    }
 }

@@ -596,4 +596,14 @@ mod tests {
         assert!(!event(EventKind::Message, Some(result)).is_priming(), "a message carries data");
         assert!(!event(EventKind::Close, None).is_priming(), "a close event hands no cursor");
     }
+
+    #[test]
+    fn client_messages_read_as_their_methods() {
+        let call = ToolCall { tool: "pay".into(), key: CallKey(1), idempotency_key: None, tasks: false };
+        let id = RequestId(3);
+        assert_eq!(ClientMessage::CallTool { id, call }.to_string(), format!("tools/call{id} pay {}", CallKey(1)));
+        assert_eq!(ClientMessage::Initialized.to_string(), "notifications/initialized");
+        assert_eq!(ClientMessage::Discover { id }.to_string(), format!("server/discover{id}"));
+        assert_eq!(ClientMessage::Listen { id }.to_string(), format!("subscriptions/listen{id}"));
+    }
 }

@@ -1305,4 +1305,83 @@ mod tests {
         let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(1) };
         assert_eq!(drain(&mut lb), vec![LbOutput::Record(answered)]);
     }
+
+    #[test]
+    fn the_replicas_end_releases_everything_held_the_oldest_first() {
+        // hop 1 releases by two frames into hop 0, which holds up to 100 bytes.
+        let near = HopConfig { buffer: Some(100), ..HopConfig::default() };
+        let far = HopConfig { buffer: Some(2), flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let mut lb = chain(vec![near, far], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), head()), b"H");
+        for (s, byte) in [(1, b"a"), (2, b"b"), (3, b"c")] {
+            assert!(lb.handle_response(secs(s), ConnId(1), vec![(FrameKind::Body, byte.to_vec())]).is_empty());
+        }
+        // `a` and `b` wait in hop 0, `c` in hop 1 (to be flushed at 13 s).
+        assert_eq!(lb.poll_timeout(), Some(secs(13)));
+        assert_eq!(lb.handle_upstream_end(ConnId(1)), b"abc");
+        // Nothing is left to flush: only the balancer's idle timeout remains.
+        assert_eq!(lb.poll_timeout(), Some(secs(603)));
+        assert!(lb.handle_upstream_end(ConnId(1)).is_empty());
+        assert!(lb.handle_upstream_end(ConnId(2)).is_empty(), "no such connection");
+    }
+
+    #[test]
+    fn a_closed_connection_is_forgotten_and_none_of_its_timeouts_fire() {
+        let mut lb = chain(vec![HopConfig::default()], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        lb.handle_close(secs(1), ConnId(1));
+        assert_eq!(lb.open_connections(), 1);
+        lb.handle_close(secs(2), ConnId(2));
+        assert_eq!(lb.open_connections(), 0);
+        assert_eq!(lb.poll_timeout(), None);
+        lb.handle_timeout(secs(600));
+        assert!(drain(&mut lb).is_empty());
+    }
+
+    #[test]
+    fn a_hop_buffering_its_head_cut_for_idleness_sends_the_head_alone_and_loses_the_body() {
+        // nginx nearest the client, forced to buffer, with a 30 s read timeout.
+        let nginx = HopConfig {
+            buffer: Some(100),
+            buffer_head: true,
+            idle_timeout: Some(Duration::from_secs(30)),
+            ..HopConfig::default()
+        };
+        let mut lb = chain(vec![nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), first).is_empty());
+        lb.handle_timeout(secs(30));
+        let out = drain(&mut lb);
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 30_000_000, hop: Some(0) };
+        assert!(out.contains(&LbOutput::Record(flushed)), "{out:?}");
+        assert!(out.contains(&LbOutput::Deliver { conn: ConnId(1), bytes: b"H".to_vec() }), "{out:?}");
+        assert!(out.iter().any(|o| matches!(o, LbOutput::Cut { conn: ConnId(1), answer: None, .. })), "{out:?}");
+    }
+
+    #[test]
+    fn a_hop_that_ignores_comments_still_counts_events_as_activity() {
+        let strict =
+            HopConfig { idle_timeout: Some(Duration::from_secs(30)), comments_count: false, ..HopConfig::default() };
+        let mut lb = chain(vec![strict], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        for s in (10..=50).step_by(10) {
+            assert_eq!(lb.handle_response(secs(s), ConnId(1), body(1)), b"e");
+            lb.handle_timeout(secs(s));
+        }
+        assert!(drain(&mut lb).is_empty(), "events every 10 s keep a 30 s idle timeout away");
+        assert_eq!(lb.poll_timeout(), Some(secs(80)));
+    }
+
+    #[test]
+    fn a_restart_of_the_hop_nearest_the_client_cuts_its_connections_with_no_one_in_front_to_answer() {
+        let mut lb = chain(vec![HopConfig::default()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.fail_hop(0, true));
+        assert_eq!(drain(&mut lb), vec![LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }]);
+        assert_eq!(lb.open_connections(), 0);
+    }
 }

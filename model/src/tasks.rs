@@ -803,4 +803,15 @@ mod tests {
             assert_eq!(got, found, "ttl {ttl:?}");
         }
     }
+
+    #[test]
+    fn a_store_that_keeps_working_tasks_is_advised_by_the_late_poll_alone_and_says_so() {
+        let keep = ExpiryRule { working_at_ttl: WorkingAtTtl::Keep, ..rmcp() };
+        let a = ttl_needed(&keep, secs(300), secs(1), secs(120));
+        assert_eq!(a.ttl, secs(121) + Duration::from_millis(1), "the 5-minute tool sets no bound");
+        assert_eq!(a.lines[1], "a working task is never cut at its TTL: no bound from the duration");
+        // A store that cuts a working task says the duration bounds the TTL.
+        let a = ttl_needed(&rmcp(), secs(300), secs(1), secs(120));
+        assert_eq!(a.lines[1], "a working task is cut at createdAt + ttl: ttl > duration = 5m");
+    }
 }

@@ -409,4 +409,19 @@ mod tests {
         let b = b.at(61_000_000).client(get_standalone(61, &a)).client(response(61, Status::OK));
         assert_eq!(churn(&b.build()), vec![]);
     }
+
+    #[test]
+    fn the_period_is_judged_on_the_last_ten_re_attachments_only() {
+        // A re-attachment at 1 s, then one every second from 5 s: the first ten are not steady
+        // (a 4 s interval among them), the ten from 5 s are, known at the one at 14 s.
+        let a = sid("A");
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+        for (i, t) in [1].into_iter().chain(5..=20).enumerate() {
+            let conn = i as u64 + 2;
+            b = b.at(t * 1_000_000).client(get_resume(conn, &a, ev(0, 3))).client(response(conn, Status::OK));
+        }
+        let v = churn(&b.build());
+        assert_eq!((v.len(), v[0].at), (1, Instant(14_000_000)), "{v:#?}");
+        assert!(v[0].detail.contains("re-attached 10 times in a row every 1.000s (by 14.000s)"), "{}", v[0].detail);
+    }
 }

@@ -1157,4 +1157,132 @@ mod tests {
         assert!(after(Status(302), ConnEnd::Reset).all_held());
         assert!(after(Status::OK, ConnEnd::Clean).all_held());
     }
+
+    #[test]
+    fn keeping_the_session_after_a_404_breaks_condition_four() {
+        let after = |action: Option<NextAction>, error: Option<&str>| {
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::NOT_FOUND) }),
+                (2, StepKind::Decision { call: None, outcome: None, action, error: error.map(String::from) }),
+            ]))
+        };
+        let by_class = |c: &Conditions| -> Vec<(usize, String)> {
+            c.breaches
+                .iter()
+                .filter(|b| b.condition == Condition::ByClass)
+                .map(|b| (b.step, b.detail.clone()))
+                .collect()
+        };
+        let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
+        assert_eq!(
+            by_class(&after(Some(resume), None)),
+            vec![(3, "the client kept its session after HTTP 404 (no re-initialize)".to_string())]
+        );
+        assert_eq!(
+            by_class(&after(None, Some("session not found"))),
+            vec![(3, "the client kept its session after HTTP 404 (session not found)".to_string())]
+        );
+        // Re-initializing is the right answer to a 404.
+        assert_eq!(by_class(&after(Some(NextAction::Reinitialize), None)), vec![]);
+    }
+
+    #[test]
+    fn retention_breaches_say_how_long_the_client_went_without_an_answer() {
+        // The last answer at 1 ms; the stream broke at 5 ms.
+        let answered_then_cut = || {
+            vec![
+                (0, on_session(1)),
+                (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+                (5, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            ]
+        };
+        // It gave up at 60 s.
+        let mut kinds = answered_then_cut();
+        let gave_up = StepKind::AppError { call: crate::ids::CallKey(0), error: "reconnect attempts exhausted".into() };
+        kinds.push((60_001, gave_up));
+        let c = Conditions::judge(&trace(kinds));
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(
+            c.breaches[0].detail,
+            "the client gave up (reconnect attempts exhausted) after 1m00.000s without an answer: the outage outlasted \
+             its reconnects"
+        );
+        // It came back at 30 s to a 404.
+        let mut kinds = answered_then_cut();
+        kinds.push((30_001, on_session(2)));
+        kinds.push((30_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
+        let c = Conditions::judge(&trace(kinds));
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(
+            c.breaches[0].detail,
+            "session 0-1 was gone when the client came back after 30.000s without an answer: the server that answered \
+             does not hold it"
+        );
+    }
+
+    #[test]
+    fn a_hop_that_drops_a_request_header_breaks_the_condition_the_header_served() {
+        let dropped = |header: RequestHeader| {
+            let mut t = trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::LbHeaderDropped { conn: ConnId(1), header, hop: 0 }),
+            ]);
+            t.steps[2].actor = Actor::Lb;
+            let c = Conditions::judge(&t);
+            c.breaches.iter().map(|b| (b.condition, b.step, b.detail.clone())).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            dropped(RequestHeader::LastEventId),
+            vec![(
+                Condition::Refused,
+                2,
+                "hop0 dropped Last-Event-ID from c1: the server got a fresh GET and could not refuse an id it never \
+                 saw (the resume starts at the head of another stream)"
+                    .to_string()
+            )]
+        );
+        assert_eq!(
+            dropped(RequestHeader::McpSessionId),
+            vec![(
+                Condition::ByClass,
+                2,
+                "hop0 dropped Mcp-Session-Id from c1: the server got the request without its session, and the client \
+                 acted on an answer its session did not earn"
+                    .to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_hop_that_drops_the_session_from_an_answer_breaks_condition_four() {
+        let mut t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, post(1)),
+            (2, StepKind::LbResponseHeaderDropped { conn: ConnId(1), header: ResponseHeader::McpSessionId, hop: 1 }),
+        ]);
+        t.steps[2].actor = Actor::Lb;
+        let c = Conditions::judge(&t);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!((c.breaches[0].condition, c.breaches[0].step), (Condition::ByClass, 2));
+        assert_eq!(
+            c.breaches[0].detail,
+            "hop1 dropped Mcp-Session-Id from the response on c1: the client never got the session the server \
+             created, and went on without one"
+        );
+    }
+
+    #[test]
+    fn a_reset_after_a_3xx_answer_is_no_transport_fact() {
+        let c = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, on_session(1)),
+            (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(300)) }),
+            (3, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            (3, StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None }),
+        ]));
+        assert!(c.all_held(), "{c:?}");
+    }
 }

@@ -461,4 +461,52 @@ mod tests {
         let v = never_got_a_session(&TraceIndex::new(&trace(false)));
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "client 0"), "{v:#?}");
     }
+
+    #[test]
+    fn an_answer_only_a_hop_recorded_is_not_one_the_client_got() {
+        use crate::http::{ClientMessage, ConnEnd, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = StepKind::Send {
+            conn: ConnId(1),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(1), client: "app".into() }),
+        };
+        let refused = StepKind::Rejected { conn: ConnId(9), status: Status::UNAVAILABLE, session: None };
+        // The server refused the initialize; the 503 is recorded by whoever got it.
+        let trace = |got_by: crate::trace::Actor| {
+            let b =
+                TraceBuilder::new().app(app_call(0, false)).at(1_000_000).client(init.clone()).server(refused.clone());
+            let b = b.step(got_by, response(1, Status::UNAVAILABLE));
+            let b = if got_by == crate::trace::Actor::Client { b } else { b.client(conn_end(1, ConnEnd::Reset)) };
+            b.at(2_000_000).app(app_error(0)).build()
+        };
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(crate::trace::Actor::Client))).len(), 1);
+        // The balancer had the answer but the client's connection broke first: no answer of the
+        // server's reached the client, so nothing says it was refused.
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(crate::trace::Actor::Lb))), vec![]);
+    }
+
+    #[test]
+    fn a_server_refusal_counts_only_between_the_initialize_and_its_answer() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        let init = StepKind::Send {
+            conn: ConnId(1),
+            request: Request::post(None, ClientMessage::Initialize { id: RequestId(1), client: "app".into() }),
+        };
+        let refused = StepKind::Rejected { conn: ConnId(9), status: Status::UNAVAILABLE, session: None };
+        // The server refused something at `refused_at` µs; the initialize went out at 1 s and a
+        // 503 came back at 2 s.
+        let trace = |refused_at: u64| {
+            let mut steps = vec![(refused_at, true), (1_000_000, false)];
+            steps.sort();
+            let mut b = TraceBuilder::new().app(app_call(0, false));
+            for (t, is_refusal) in steps {
+                b = if is_refusal { b.at(t).server(refused.clone()) } else { b.at(t).client(init.clone()) };
+            }
+            b.at(2_000_000).client(response(1, Status::UNAVAILABLE)).at(3_000_000).app(app_error(0)).build()
+        };
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(1_500_000))).len(), 1);
+        // A refusal before the initialize was sent is not its answer: a proxy's own 503.
+        assert_eq!(never_got_a_session(&TraceIndex::new(&trace(500_000))), vec![]);
+    }
 }

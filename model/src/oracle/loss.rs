@@ -520,4 +520,51 @@ mod tests {
         let v = silent_losses(&trace);
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream0 event 0-2"));
     }
+
+    #[test]
+    fn two_calls_streams_stored_interleaved_are_judged_each_on_its_own() {
+        // call0 on stream 1 and call1 on stream 2 of session A, their events stored in turn; the
+        // application got all of stream 1 and stream 2's result, but not stream 2's second event.
+        let a = sid("A");
+        let mut t = TraceBuilder::new().at(1_000).app(app_call(0, false)).app(app_call(1, false)).at(2_000);
+        for seq in 1..=3 {
+            for (stream, call) in [(1, 0), (2, 1)] {
+                let message = if seq == 3 { tool_result(stream, call) } else { progress(call, seq) };
+                t = t.server(stored(&a, stream, seq, Some(call), Some(message)));
+            }
+        }
+        let t = t
+            .at(3_000)
+            .app(app_event(&a, ev(1, 1), Some(0)))
+            .app(app_event(&a, ev(2, 1), Some(1)))
+            .app(app_event(&a, ev(1, 2), Some(0)))
+            .app(app_result(0, &a, Some(ev(1, 3))))
+            .app(app_result(1, &a, Some(ev(2, 3))))
+            .build();
+        let v = silent_losses(&t);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!((v[0].step, v[0].subject.as_str()), (5, "session A stream2 event 2-2"));
+        assert!(v[0].detail.starts_with("1 events"), "{}", v[0].detail);
+    }
+
+    #[test]
+    fn the_stream_of_a_call_the_application_never_issued_is_owed_to_nobody() {
+        // call0's progress 1..=5 and its result on stream 1; the application got only the result.
+        let a = sid("A");
+        let trace = |issued: bool| {
+            let t = TraceBuilder::new().at(1_000);
+            let t = if issued { t.app(app_call(0, false)) } else { t };
+            t.at(2_000)
+                .stored_range(&a, 1, Some(0), 1..=5)
+                .server(stored(&a, 1, 6, Some(0), Some(tool_result(1, 0))))
+                .at(3_000)
+                .app(app_result(0, &a, Some(ev(1, 6))))
+                .build()
+        };
+        let v = silent_losses(&trace(true));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream1 event 1-1"), "{v:#?}");
+        // A result for a call it never issued is every-call-resolves' to report; the stream's
+        // progress was never the application's to read.
+        assert_eq!(silent_losses(&trace(false)), vec![]);
+    }
 }

@@ -624,4 +624,18 @@ mod tests {
         let v = second_live_sessions(&trace(Actor::Client));
         assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B"), "{v:#?}");
     }
+
+    #[test]
+    fn a_session_the_client_got_that_ended_leaves_room_for_its_successor() {
+        // A reached the client, then expired on the server; the client initialized again (B).
+        let (a, b) = (sid("A"), sid("B"));
+        let trace = |a_ends: bool| {
+            let t = TraceBuilder::new().at(1_000).server(session_created(&a, "app")).client(session_answer(1, &a));
+            let t = if a_ends { t.at(2_000).server(session_ended(&a)) } else { t };
+            t.at(3_000).server(session_created(&b, "app")).client(session_answer(2, &b)).build()
+        };
+        assert_eq!(second_live_sessions(&trace(true)), vec![]);
+        let v = second_live_sessions(&trace(false));
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session B"), "{v:#?}");
+    }
 }

@@ -600,4 +600,41 @@ mod tests {
         assert_eq!(tool_ends(&later), vec![ToolEnd::Completed]);
         assert_eq!(task_ends(&later), 0, "the record ended cancelled already");
     }
+
+    #[test]
+    fn a_task_tools_progress_goes_nowhere_its_work_only_fills_the_record() {
+        let chatty = ToolSpec {
+            name: "pay".into(),
+            duration: Duration::from_secs(5),
+            event_interval: Some(Duration::from_secs(1)),
+            ..ToolSpec::default()
+        };
+        let mut s = Server::new(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall), vec![chatty], 0, 7);
+        drain(&mut s);
+        let mut out = call(&mut s, 0, true);
+        out.extend(run_until(&mut s, 10 * S));
+        let events = out.iter().filter(|o| matches!(o, ServerOutput::Send { frame: Frame::Event(_), .. })).count();
+        let stored = records(&out).into_iter().filter(|k| matches!(k, StepKind::EventStored { .. })).count();
+        assert_eq!((events, stored), (0, 0), "{out:?}");
+        let t0 = TaskId("r0.0-t0".into());
+        assert!(records(&out).contains(&StepKind::TaskEnded { task: t0, status: TaskStatus::Completed }));
+    }
+
+    #[test]
+    fn a_dual_era_process_that_crashes_records_its_one_task_stores_loss_once() {
+        let mut p: ServerPolicy = profiles::server("rmcp").expect("a listed profile");
+        p.tasks.create_for_tools_over = Some(Duration::ZERO);
+        p.tasks.ttl = Some(Duration::from_secs(600));
+        p.tasks.store = TaskStoreScope::PerReplica;
+        let pay = ToolSpec { name: "pay".into(), duration: Duration::from_secs(120), ..ToolSpec::default() };
+        let mut s = Server::new(p, vec![pay], 0, 7).with_task_store(0, None);
+        drain(&mut s);
+        // A modern call, served in the process's modern context, makes a task in the one store.
+        let out = call(&mut s, 0, true);
+        assert!(records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })), "{out:?}");
+        s.crash(Instant(S));
+        let removed: Vec<StepKind> =
+            records(&drain(&mut s)).into_iter().filter(|k| matches!(k, StepKind::TaskRecordRemoved { .. })).collect();
+        assert_eq!(removed, vec![StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false }]);
+    }
 }

@@ -1890,3 +1890,74 @@ fn a_progress_tick_that_falls_on_the_tools_end_is_swallowed_by_its_result() {
     assert_eq!(sent, vec![progress(1), progress(2), Some(result)]);
     assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
 }
+
+#[test]
+fn an_operator_delete_ends_the_session_as_a_delete_would_and_answers_nobody() {
+    let mut s = server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(1), POST, &session, "marathon");
+    assert!(s.operator_delete(at(2), &session));
+    let out = drain(&mut s);
+    assert_eq!(session_ends(&out), vec![SessionEndReason::Deleted]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled], "the reference server cancels on DELETE");
+    assert!(frames(&out, POST).iter().all(|f| !matches!(f, Frame::Head(_))), "nobody is answered");
+    assert!(s.live_sessions().is_empty());
+    // The client learns of it from its next request's 404; a second delete finds nothing.
+    s.handle_request(at(3), OTHER, call_request(&session, 3, "quick", 8));
+    assert_eq!(head_status(&drain(&mut s), OTHER), Status::NOT_FOUND);
+    assert!(!s.operator_delete(at(4), &session));
+    assert!(drain(&mut s).is_empty());
+}
+
+#[test]
+fn a_disconnect_cancellation_the_server_ignores_is_recorded_and_the_tool_runs_on() {
+    let mut s = server(ServerPolicy { disconnect_cancel_ignored: true, ..sessionless() });
+    s.handle_request(at(0), POST, sessionless_call(2, "quick", 7));
+    let _ = drain(&mut s);
+    s.handle_disconnect(at(1), POST);
+    let ignored = StepKind::CancelIgnored { session: NO_SESSION, request: RequestId(2), call: CallKey(7) };
+    assert_eq!(records(&drain(&mut s)), vec![ignored]);
+    assert_eq!(tool_ends(&drive_until(&mut s, at(2))), vec![ToolEnd::Completed]);
+}
+
+#[test]
+fn a_server_answering_unknown_sessions_with_a_json_rpc_error_still_serves_a_live_one() {
+    let p = ServerPolicy { unknown_session: crate::config::UnknownSession::RpcError200, ..policy("reference") };
+    let mut s = server(p);
+    let session = init(&mut s, at(0));
+    let out = call(&mut s, at(1), POST, &session, "quick");
+    assert!(records(&out).iter().all(|r| !matches!(r, StepKind::Rejected { .. })), "{out:?}");
+    assert_eq!(side_effect_sessions(&out), vec![(session, RequestId(2))]);
+    assert_eq!(tool_ends(&drive_until(&mut s, at(3))), vec![ToolEnd::Completed]);
+}
+
+#[test]
+fn a_cancelled_notification_stops_only_the_request_it_names() {
+    let mut s = server(policy("reference"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "marathon");
+    s.handle_request(at(0), OTHER, call_request(&session, 3, "pay", 8));
+    let _ = drain(&mut s);
+    s.handle_request(at(1), GET, Request::post(Some(session), ClientMessage::Cancelled { request: RequestId(3) }));
+    let out = drain(&mut s);
+    let ended: Vec<(CallKey, ToolEnd)> = records(&out)
+        .into_iter()
+        .filter_map(|r| match r {
+            StepKind::ToolEnded { call, end, .. } => Some((call, end)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![(CallKey(8), ToolEnd::Cancelled)]);
+    assert!(s.is_busy(), "the marathon runs on");
+}
+
+#[test]
+fn a_dual_era_servers_modern_stream_events_carry_no_id_to_resume_from() {
+    let mut s = server(policy("rmcp"));
+    s.handle_request(at(0), POST, modern_call(5, "chatty", 1));
+    let mut out = drain(&mut s);
+    out.extend(drive_until(&mut s, at(3)));
+    let sent = events(&out, POST);
+    assert!(!sent.is_empty(), "{out:?}");
+    assert!(sent.iter().all(|e| e.id.is_none()), "{sent:?}");
+}
