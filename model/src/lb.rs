@@ -1384,4 +1384,12 @@ mod tests {
         assert_eq!(drain(&mut lb), vec![LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }]);
         assert_eq!(lb.open_connections(), 0);
     }
+
+    #[test]
+    fn sticky_client_routing_sends_each_client_to_its_own_replica() {
+        let mut lb = replicated(2, Routing::StickyClient);
+        let routes: Vec<Route> = (0..4).map(|client| lb.route(ConnId(client + 1), None, client)).collect();
+        let to = |b| Route::To(Backend(b));
+        assert_eq!(routes, vec![to(0), to(1), to(0), to(1)]);
+    }
 }
