@@ -1184,6 +1184,11 @@ mod tests {
             Route::To(b) => assert!(b.0 < 2, "{b:?}"),
             other => panic!("{other:?}"),
         }
+        // In front of one replica there is no routing to record.
+        let mut one = LoadBalancer::new(LbConfig::default());
+        one.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(one.route_to_holder(ConnId(1), Backend(0), None, 0), Route::To(Backend(0)));
+        assert!(drain(&mut one).is_empty());
     }
 
     #[test]
