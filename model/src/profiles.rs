@@ -1373,6 +1373,9 @@ mod tests {
         // One field of the table set again: the source of the whole table no longer vouches for it.
         let changed = sources("extends = \"reference\"\n[reconnect]\ninitial = \"2s\"\n");
         assert!(!changed.contains_key("reconnect") && changed.contains_key("persistence"), "{changed:?}");
+        // The same with a dotted key, which names no table.
+        let changed = sources("extends = \"reference\"\nreconnect.initial = \"2s\"\n");
+        assert!(!changed.contains_key("reconnect") && changed.contains_key("persistence"), "{changed:?}");
         // A field set again by name: its base's source goes.
         let changed = sources("extends = \"reference\"\npersistence = \"volatile\"\n");
         assert!(!changed.contains_key("persistence") && changed.contains_key("reconnect"), "{changed:?}");

@@ -1177,6 +1177,24 @@ mod tests {
     }
 
     #[test]
+    fn every_step_handed_out_is_counted_as_read() {
+        let a = sid("A");
+        let trace = TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .app(app_call(0, false))
+            .app(app_call(1, false))
+            .app(app_result(0, &a, None))
+            .build();
+        let ix = TraceIndex::new(&trace);
+        // The first call sorts the steps once (a pass of its own); then each step handed out counts.
+        let _ = ix.others().count();
+        let before = ix.steps_read();
+        let handed = ix.others().count();
+        assert!(handed >= 4, "{handed}");
+        assert_eq!(ix.steps_read() - before, handed);
+    }
+
+    #[test]
     fn an_id_is_found_by_its_key_whatever_the_guess() {
         let mut t = IdTable::with_capacity(2);
         assert_eq!((t.insert(0, "1-1"), t.insert(0, "1-2"), t.insert(1, "1-1")), (Some(0), Some(1), Some(2)));
