@@ -1285,4 +1285,32 @@ mod tests {
         ]));
         assert!(c.all_held(), "{c:?}");
     }
+
+    #[test]
+    fn footer_records_carry_each_violations_conditions_verdict() {
+        let t = trace(vec![
+            (1_000, stored(1)),
+            (
+                251_000,
+                StepKind::Resume {
+                    session: sid(),
+                    last_event_id: EventId::from("1-1"),
+                    stream: Some(StreamNo(1)),
+                    outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
+                },
+            ),
+        ]);
+        let c = Conditions::judge(&t);
+        let violation = |at_ms: u64| Violation {
+            invariant: InvariantId::NoDuplicateExecution,
+            step: 1,
+            at: Instant(at_ms * 1_000),
+            subject: "call0".into(),
+            detail: "ran twice".into(),
+        };
+        let records = c.records(&[violation(250_000), violation(252_000)]);
+        assert_eq!(records[0].conditions, c.explain(&violation(250_000)).to_string());
+        assert_eq!(records[0].conditions, "unexplained: conditions 1-4 held");
+        assert!(records[1].conditions.starts_with("explained by condition 2"), "{}", records[1].conditions);
+    }
 }
