@@ -424,4 +424,21 @@ mod tests {
         assert_eq!((v.len(), v[0].at), (1, Instant(14_000_000)), "{v:#?}");
         assert!(v[0].detail.contains("re-attached 10 times in a row every 1.000s (by 14.000s)"), "{}", v[0].detail);
     }
+
+    #[test]
+    fn the_period_reported_is_the_median_interval() {
+        // Ten re-attachments 100, 100, 104, 104, 104, 104, 108, 108 and 108 s apart: steady (each
+        // within a tenth of the median), every 1m44 s: 34 an hour, over the bound of 30.
+        let a = sid("A");
+        let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+        let mut t = 0;
+        for (i, gap) in [1u64, 100, 100, 104, 104, 104, 104, 108, 108, 108].into_iter().enumerate() {
+            t += gap * 1_000_000;
+            let n = i as u64 + 2;
+            b = b.at(t).client(get_resume(n, &a, ev(0, 3))).client(response(n, Status::OK));
+        }
+        let v = churn(&b.build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.contains("every 1m44.000s"), "{}", v[0].detail);
+    }
 }

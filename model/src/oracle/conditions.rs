@@ -1312,5 +1312,7 @@ mod tests {
         assert_eq!(records[0].conditions, c.explain(&violation(250_000)).to_string());
         assert_eq!(records[0].conditions, "unexplained: conditions 1-4 held");
         assert!(records[1].conditions.starts_with("explained by condition 2"), "{}", records[1].conditions);
+        // The same through the trace alone.
+        assert_eq!(violation_records(&t, &[violation(250_000), violation(252_000)]), records);
     }
 }
