@@ -1397,4 +1397,13 @@ mod tests {
         let to = |b| Route::To(Backend(b));
         assert_eq!(routes, vec![to(0), to(1), to(0), to(1)]);
     }
+
+    #[test]
+    fn only_a_lone_balancer_holding_no_heads_passes_frames_untouched() {
+        assert!(LoadBalancer::new(LbConfig::default()).is_transparent());
+        let holding = LbConfig { hold_headers: true, ..LbConfig::default() };
+        assert!(!LoadBalancer::new(holding).is_transparent());
+        let behind_a_hop = LbConfig { hops: vec![HopConfig::default()], ..LbConfig::default() };
+        assert!(!LoadBalancer::new(behind_a_hop).is_transparent());
+    }
 }
