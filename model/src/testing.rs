@@ -498,6 +498,11 @@ mod tests {
         for (conn, record) in pair.connections() {
             assert_eq!((record.opened, record.ended), (1, 1), "{conn}");
         }
+        // A client restart starts a new client process.
+        let starts = |p: &Pair| p.count(|k| matches!(k, StepKind::ClientStart { .. }));
+        let before = starts(&pair);
+        pair.restart_client()?;
+        assert_eq!(starts(&pair), before + 1);
         // A reset of a connection that is no longer open is refused.
         let first = *pair.connections().keys().next().expect("some connection");
         assert!(!pair.reset(first)?);

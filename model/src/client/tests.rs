@@ -1873,6 +1873,11 @@ fn a_made_up_last_event_id_is_sent_only_on_a_stream_the_client_has() {
     let out = d.drain();
     assert!(out.contains(&ClientOutput::Abort { conn }), "{out:#?}");
     assert_eq!(resume(&out).1.last_event_id, ev("9-9"));
+    // With no call in flight, a ready client's standalone stream takes it.
+    let mut d = Driver::ready("ts-sdk");
+    assert!(d.c.resume_with_unissued_id(d.now, EventId::from("9-9")));
+    let out = d.drain();
+    assert_eq!(resume(&out).1.last_event_id, ev("9-9"));
 }
 
 #[test]

@@ -1186,6 +1186,7 @@ mod tests {
             .app(app_result(0, &a, None))
             .build();
         let ix = TraceIndex::new(&trace);
+        assert!(!ix.is_empty() && TraceIndex::new(&TraceBuilder::new().build()).is_empty());
         // The first call sorts the steps once (a pass of its own); then each step handed out counts.
         let _ = ix.others().count();
         let before = ix.steps_read();
