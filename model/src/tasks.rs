@@ -814,4 +814,13 @@ mod tests {
         let a = ttl_needed(&rmcp(), secs(300), secs(1), secs(120));
         assert_eq!(a.lines[1], "a working task is cut at createdAt + ttl: ttl > duration = 5m");
     }
+
+    #[test]
+    fn the_replica_holding_a_task_is_read_from_its_id_and_only_from_that_form() {
+        assert_eq!(task_holder("r3.0-t1"), Some(3));
+        assert_eq!(task_holder("r12.4-t9"), Some(12));
+        assert_eq!(task_holder("r3-t1"), None, "no epoch after the replica");
+        assert_eq!(task_holder("r.0-t1"), None, "no replica");
+        assert_eq!(task_holder("shared-1"), None);
+    }
 }
