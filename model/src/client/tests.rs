@@ -2008,3 +2008,26 @@ fn a_client_whose_rule_fixes_its_era_records_it_and_a_legacy_one_does_not() {
     let mut d = Driver::new("reference");
     assert!(!steps(&d.start()).iter().any(|s| matches!(s, StepKind::EraChosen { .. })));
 }
+
+#[test]
+fn a_delete_whose_connection_keeps_breaking_is_retried_within_the_reconnect_attempts() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.reconnect.max_attempts = Some(3);
+    policy.reconnect.jitter = 0.0;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d.c.delete_session(d.now);
+    let mut out = d.drain();
+    let mut deletes = 0;
+    while let Some((conn, _)) = opens(&out).into_iter().find(|(_, r)| r.method == Method::Delete) {
+        deletes += 1;
+        assert!(deletes <= 10, "the DELETE is retried without end");
+        d.end(conn, ConnEnd::Reset);
+        out = match d.c.poll_timeout() {
+            Some(_) => d.fire(),
+            None => Vec::new(),
+        };
+    }
+    assert_eq!(deletes, 3, "max_attempts = 3");
+}
