@@ -1439,6 +1439,10 @@ mod tests {
         assert_eq!(value_from_text("hold_tail", "true", &Value::Null), Ok(Value::Bool(true)));
         assert_eq!(value_from_text("replicas", "3", &Value::Null), Ok(Value::from(3)));
         assert_eq!(value_from_text("routing", "sticky-session", &Value::Null), Ok(Value::from("sticky-session")));
+        // An alias is read as such only for its own field and its own spelling.
+        assert_eq!(value_from_text("evicted_id", "410", &Value::Null), Ok(Value::from("gone410")));
+        assert_eq!(value_from_text("evicted_id", "7", &Value::Null), Ok(Value::from(7)));
+        assert_eq!(value_from_text("replicas", "410", &Value::Null), Ok(Value::from(410)));
     }
 
     #[test]
