@@ -259,6 +259,16 @@ mod tests {
         // A proxy's own 503s (no refusal by the server) and a session got in the end: not starved.
         assert_eq!(never_got_a_session(&TraceIndex::new(&trace(false, false))), vec![]);
         assert_eq!(never_got_a_session(&TraceIndex::new(&trace(true, true))), vec![]);
+        // A client that made no call was owed nothing: refused, it is not judged.
+        let mut b = TraceBuilder::new();
+        for conn in 1..=2 {
+            b = b
+                .at(conn * 1_000_000)
+                .client(init(conn))
+                .server(refused.clone())
+                .client(response(conn, Status::UNAVAILABLE));
+        }
+        assert_eq!(never_got_a_session(&TraceIndex::new(&b.build())), vec![]);
     }
 
     #[test]
