@@ -159,4 +159,13 @@ mod tests {
         assert_eq!(late(&trace(120_000_000)), vec![]);
         assert_eq!(late(&trace(60_000_000)).len(), 1);
     }
+
+    #[test]
+    fn an_event_judged_once_at_its_first_delivery() {
+        // Handed over in time at 2 s, and again at 90 s (a duplicate delivery, judged by its own
+        // invariant): not late.
+        let a = sid("A");
+        let t = held(2, None).at(90_000_000).app(app_event(&a, ev(1, 1), Some(0))).build();
+        assert_eq!(late(&t), vec![]);
+    }
 }
