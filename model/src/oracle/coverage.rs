@@ -276,6 +276,12 @@ mod tests {
         let trace =
             TraceBuilder::new().app(app_result(0, &sid("A"), None)).server(StepKind::ServerStart { epoch: 1 }).build();
         assert_eq!(coverage(&trace).get(CoverageEvent::ServerRestartSurvived), 0);
+        // The first process's start is no restart; a result after a restart survives it.
+        let a = sid("A");
+        let first = TraceBuilder::new().server(StepKind::ServerStart { epoch: 0 }).app(app_result(0, &a, None)).build();
+        assert_eq!(coverage(&first).get(CoverageEvent::ServerRestartSurvived), 0);
+        let again = TraceBuilder::new().server(StepKind::ServerStart { epoch: 1 }).app(app_result(0, &a, None)).build();
+        assert_eq!(coverage(&again).get(CoverageEvent::ServerRestartSurvived), 1);
     }
 
     #[test]
