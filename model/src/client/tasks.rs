@@ -381,6 +381,39 @@ mod tests {
         assert!(c.unresolved_calls().is_empty() && c.poll_timeout().is_none());
     }
 
+    /// Fires `c`'s timers due before `until`, answering each `tasks/get` `delay` after it went
+    /// with the status `status` gives for the requests sent so far; every request, with when it
+    /// went (an update or cancel at its timer, or at the answer that sent it).
+    fn drive(
+        c: &mut Client,
+        until: Instant,
+        delay: Duration,
+        mut status: impl FnMut(&[(Instant, Request)]) -> TaskStatus,
+    ) -> Vec<(Instant, Request)> {
+        let mut went = Vec::new();
+        let mut queue: Vec<(Instant, ClientOutput)> = Vec::new();
+        while let Some(next) = c.poll_timeout().filter(|t| *t < until) {
+            c.handle_timeout(next);
+            queue.extend(drain(c).into_iter().map(|o| (next, o)));
+            while let Some((at, output)) = queue.pop() {
+                let ClientOutput::Open { conn, request } = output else { continue };
+                if let Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) = request.body {
+                    let (answered, status) = (at + delay, status(&went));
+                    let state = ServerMessage::TaskState { request: id, task: task(), status };
+                    queue.extend(json(c, answered, conn, state).into_iter().map(|o| (answered, o)));
+                }
+                went.push((at, request));
+            }
+        }
+        went
+    }
+
+    /// The instants (ms) at which requests doing `op` went.
+    fn times(went: &[(Instant, Request)], op: TaskOp) -> Vec<u64> {
+        let does = |r: &Request| matches!(&r.body, Some(ClientMessage::Task { op: o, .. }) if *o == op);
+        went.iter().filter(|(_, r)| does(r)).map(|(at, _)| at.0 / 1000).collect()
+    }
+
     #[test]
     fn a_task_that_asks_for_input_is_answered_with_tasks_update_after_the_users_delay() {
         let mut p = policy();
@@ -389,43 +422,28 @@ mod tests {
         let (due, conn, id, _) = poll(&mut c);
         let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
         json(&mut c, due, conn, asks(id));
-        // Polls go on every 2 s; the answer goes 10 s after the poll that saw the question.
-        let mut updates = Vec::new();
-        let mut now = due;
-        while now < Instant(20_000_000) {
-            let next = c.poll_timeout().expect("something is due");
-            c.handle_timeout(next);
-            for (conn, request) in sent(&drain(&mut c)) {
-                match request.body {
-                    Some(ClientMessage::Task { op: TaskOp::Update, .. }) => {
-                        assert_eq!(request.mcp_name.as_deref(), Some("r0.0-t0"));
-                        updates.push(next);
-                    }
-                    Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) => {
-                        // Still asking until the update went; working after it.
-                        let status = if updates.is_empty() { TaskStatus::InputRequired } else { TaskStatus::Working };
-                        json(&mut c, next, conn, ServerMessage::TaskState { request: id, task: task(), status });
-                    }
-                    other => panic!("{other:?}"),
-                }
+        // Polls go on every 2 s, still asking until the update went, working after it; the answer
+        // goes 10 s after the poll that saw the question.
+        let answered = |went: &[(Instant, Request)]| !times(went, TaskOp::Update).is_empty();
+        let went = drive(&mut c, Instant(20_000_000), Duration::ZERO, |went| {
+            if answered(went) {
+                TaskStatus::Working
+            } else {
+                TaskStatus::InputRequired
             }
-            now = next;
-        }
-        assert_eq!(updates, vec![due + Duration::from_secs(10)], "one answer, 10 s after the question was seen");
+        });
+        assert_eq!(times(&went, TaskOp::Update), vec![(due.0 + 10_000_000) / 1000], "one answer, 10 s after");
+        let update = went.iter().find(|(_, r)| matches!(&r.body, Some(ClientMessage::Task { op: TaskOp::Update, .. })));
+        assert_eq!(update.and_then(|(_, r)| r.mcp_name.as_deref()), Some("r0.0-t0"));
         // A client that never answers polls on and sends no update.
         let mut p = policy();
         p.tasks.answer_input_after = None;
         let mut c = created(p);
         let (due, conn, id, _) = poll(&mut c);
         json(&mut c, due, conn, asks(id));
-        for _ in 0..10 {
-            let next = c.poll_timeout().expect("a poll is due");
-            c.handle_timeout(next);
-            for (conn, request) in sent(&drain(&mut c)) {
-                let Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) = request.body else { panic!("{request:?}") };
-                json(&mut c, next, conn, asks(id));
-            }
-        }
+        let went = drive(&mut c, Instant(25_000_000), Duration::ZERO, |_| TaskStatus::InputRequired);
+        assert_eq!(times(&went, TaskOp::Get).len(), went.len(), "polls only: {went:?}");
+        assert_eq!(went.len(), 10);
     }
 
     #[test]
@@ -440,25 +458,9 @@ mod tests {
         let (due, conn, id, _) = poll(&mut c);
         let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
         json(&mut c, due, conn, asks(id));
-        let (mut updates, mut polls) = (Vec::new(), Vec::new());
-        let mut queue: Vec<(Instant, ClientOutput)> = Vec::new();
-        while c.poll_timeout().is_some_and(|t| t < Instant(20_000_000)) {
-            let next = c.poll_timeout().expect("checked above");
-            c.handle_timeout(next);
-            queue.extend(drain(&mut c).into_iter().map(|o| (next, o)));
-            while let Some((at, output)) = queue.pop() {
-                let ClientOutput::Open { conn, request } = output else { continue };
-                match request.body {
-                    Some(ClientMessage::Task { op: TaskOp::Update, .. }) => updates.push(at.0 / 1000),
-                    Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) => {
-                        let answered = at + Duration::from_millis(100);
-                        polls.push(answered.0 / 1000);
-                        queue.extend(json(&mut c, answered, conn, asks(id)).into_iter().map(|o| (answered, o)));
-                    }
-                    other => panic!("{other:?}"),
-                }
-            }
-        }
+        let went = drive(&mut c, Instant(20_000_000), Duration::from_millis(100), |_| TaskStatus::InputRequired);
+        let polls: Vec<u64> = times(&went, TaskOp::Get).into_iter().map(|sent| sent + 100).collect();
+        let updates = times(&went, TaskOp::Update);
         // Polls answered at 5.1, 7.2, ... s: the user's answer goes at 13.0 s (10 s after the
         // question seen at 3.0 s); the question seen at 13.5 s crossed it; the one seen at
         // 15.6 s, more than an interval after it, is answered at once, and so on.
@@ -471,27 +473,12 @@ mod tests {
         let mut p = policy();
         p.tasks.cancel_after = Some(Duration::from_secs(5));
         let mut c = created(p);
-        // Polls at 3 s and 5 s; the cancel is due at 6 s (5 s after the task was created at 1 s).
-        let mut cancels = Vec::new();
-        for _ in 0..4 {
-            let next = c.poll_timeout().expect("something is due");
-            c.handle_timeout(next);
-            for (conn, request) in sent(&drain(&mut c)) {
-                match request.body {
-                    Some(ClientMessage::Task { op: TaskOp::Cancel, .. }) => {
-                        assert_eq!(request.mcp_name.as_deref(), Some("r0.0-t0"));
-                        cancels.push(next);
-                    }
-                    Some(ClientMessage::Task { id, op: TaskOp::Get, .. }) => {
-                        let working =
-                            ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Working };
-                        json(&mut c, next, conn, working);
-                    }
-                    other => panic!("{other:?}"),
-                }
-            }
-        }
-        assert_eq!(cancels, vec![Instant(6_000_000)], "one cancel, at its deadline");
+        // Polls at 3 s, 5 s and 7 s; the cancel is due at 6 s (5 s after the task was created at 1 s).
+        let went = drive(&mut c, Instant(7_500_000), Duration::ZERO, |_| TaskStatus::Working);
+        assert_eq!(times(&went, TaskOp::Get), vec![3_000, 5_000, 7_000]);
+        assert_eq!(times(&went, TaskOp::Cancel), vec![6_000], "one cancel, at its deadline");
+        let cancel = went.iter().find(|(_, r)| matches!(&r.body, Some(ClientMessage::Task { op: TaskOp::Cancel, .. })));
+        assert_eq!(cancel.and_then(|(_, r)| r.mcp_name.as_deref()), Some("r0.0-t0"));
         assert!(!c.unresolved_calls().is_empty(), "the call waits for the task's outcome");
     }
 

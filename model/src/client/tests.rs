@@ -88,6 +88,20 @@ impl Driver {
         self.drain()
     }
 
+    /// [`Driver::fire`] when a timer is pending, else `None`.
+    fn try_fire(&mut self) -> Option<Vec<ClientOutput>> {
+        self.c.poll_timeout().is_some().then(|| self.fire())
+    }
+
+    /// Ready as `profile`, with call 1's stream (events 1-0 priming, 1-3 progress) broken.
+    fn broken_call(profile: &str) -> (Self, RequestId) {
+        let mut d = Driver::ready(profile);
+        let (conn, request, _) = tool_call(&d.call(1, false));
+        d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+        d.end(conn, ConnEnd::Reset);
+        (d, request)
+    }
+
     /// Answers the open `initialize` (minting `session`) and the `initialized` notification.
     fn complete_handshake(&mut self, init_out: &[ClientOutput], session: &str) -> Vec<ClientOutput> {
         let (init, req) = only_open(init_out, |r| matches!(r.body, Some(ClientMessage::Initialize { .. })));
@@ -1699,14 +1713,22 @@ fn without_re_probe_the_cached_era_is_kept_and_the_call_fails_after_one_more_try
     assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "HTTP 400".into() }]);
 }
 
-#[test]
-fn a_listen_stream_that_keeps_breaking_is_retried_max_attempts_times_then_ended() {
+/// A `stateless-2026` client whose application listens, jitter off, `max_attempts` re-listens.
+fn listening(max_attempts: u32) -> Driver {
     let mut policy = profiles::client("stateless-2026").expect("listed");
     policy.reconnect.jitter = 0.0;
-    policy.reconnect.max_attempts = Some(2);
+    policy.reconnect.max_attempts = Some(max_attempts);
     policy.subscriptions.listen = true;
-    let mut d = Driver::with(policy, None, 7);
-    let is_listen = |r: &Request| matches!(r.body, Some(ClientMessage::Listen { .. }));
+    Driver::with(policy, None, 7)
+}
+
+fn is_listen(r: &Request) -> bool {
+    matches!(r.body, Some(ClientMessage::Listen { .. }))
+}
+
+#[test]
+fn a_listen_stream_that_keeps_breaking_is_retried_max_attempts_times_then_ended() {
+    let mut d = listening(2);
     let (mut conn, _) = only_open(&d.start(), is_listen);
     // The first stream and two re-listens (max_attempts = 2) each break before an
     // acknowledgment; the third failure in a row ends the subscription.
@@ -1737,12 +1759,7 @@ fn a_go_like_client_takes_any_4xx_to_its_first_get_as_405_and_goes_on() {
 
 #[test]
 fn an_acknowledged_listen_stream_that_breaks_is_told_to_the_app_and_relistened() {
-    let mut policy = profiles::client("stateless-2026").expect("listed");
-    policy.reconnect.jitter = 0.0;
-    policy.reconnect.max_attempts = Some(1);
-    policy.subscriptions.listen = true;
-    let mut d = Driver::with(policy, None, 7);
-    let is_listen = |r: &Request| matches!(r.body, Some(ClientMessage::Listen { .. }));
+    let mut d = listening(1);
     for round in 0..3 {
         let out = if round == 0 { d.start() } else { d.fire() };
         let (conn, req) = only_open(&out, is_listen);
@@ -1772,10 +1789,7 @@ fn an_error_on_a_calls_stream_fails_the_call_with_its_message() {
 fn resumes_refused_503_are_retried_by_the_backoff_not_counted_as_unhonoured() {
     // A 503 says "not now", not "this id cannot be honoured": only 409/410 and empty 200s count
     // towards max_unhonoured_resumes (3 for the reference client).
-    let mut d = Driver::ready("reference");
-    let (conn, request, _) = tool_call(&d.call(1, false));
-    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
-    d.end(conn, ConnEnd::Reset);
+    let (mut d, _) = Driver::broken_call("reference");
     for attempt in 1..=5 {
         let (conn, get) = resume(&d.fire());
         assert_eq!(get.last_event_id, ev("1-3"), "attempt {attempt}");
@@ -1786,17 +1800,11 @@ fn resumes_refused_503_are_retried_by_the_backoff_not_counted_as_unhonoured() {
 
 #[test]
 fn empty_200_resumes_count_as_unhonoured_and_the_fourth_stops_the_reference_client() {
-    let mut d = Driver::ready("reference");
-    let (conn, request, _) = tool_call(&d.call(1, false));
-    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
-    d.end(conn, ConnEnd::Reset);
+    let (mut d, _) = Driver::broken_call("reference");
     let mut told = Vec::new();
     let mut resumes = 0;
     while told.is_empty() && resumes < 10 {
-        let Some(t) = d.c.poll_timeout() else { break };
-        d.now = t;
-        d.c.handle_timeout(t);
-        let out = d.drain();
+        let Some(out) = d.try_fire() else { break };
         let Some((conn, _)) = opens(&out).into_iter().find(|(_, r)| r.method == Method::Get) else { continue };
         resumes += 1;
         told.extend(app(&d.answer(conn, vec![sse()])));
@@ -1832,10 +1840,8 @@ fn a_restored_session_polls_its_tasks_and_resumes_only_the_other_calls_streams()
     // sends nothing else for call 1 (its answer was the task; there is no stream to re-attach).
     let mut r = Driver::with(policy, Some(saved), 8);
     let mut sent = opens(&r.start());
-    while let Some(t) = r.c.poll_timeout().filter(|t| *t < Instant(30_000_000)) {
-        r.now = t;
-        r.c.handle_timeout(t);
-        let out = r.drain();
+    while r.c.poll_timeout().is_some_and(|t| t < Instant(30_000_000)) {
+        let out = r.fire();
         for (conn, req) in opens(&out) {
             if let Some(ClientMessage::Task { id, .. }) = &req.body {
                 let state = ServerMessage::TaskState {
@@ -1889,11 +1895,7 @@ fn resumes_that_hand_over_messages_are_honoured_however_many() {
     d.frames(conn, vec![sse(), priming("1-0")]);
     d.end(conn, ConnEnd::Reset);
     for step in 1..=6u32 {
-        let Some(t) = d.c.poll_timeout() else { panic!("step {step}: nothing scheduled") };
-        d.now = t;
-        d.c.handle_timeout(t);
-        let out = d.drain();
-        let (conn, _) = resume(&out);
+        let (conn, _) = resume(&d.fire());
         let id = format!("1-{step}");
         let told = app(&d.answer(conn, vec![sse(), progress(&id, request, 1, step)]));
         assert!(told.iter().all(|s| matches!(s, StepKind::AppEvent { .. })), "step {step}: {told:#?}");
@@ -1903,10 +1905,7 @@ fn resumes_that_hand_over_messages_are_honoured_however_many() {
 #[test]
 fn typescript_keeps_a_resumed_streams_id_only_once_an_id_bearing_event_came_on_it() {
     // typescript-sdk#2499: a resumed connection's cursor starts empty.
-    let mut d = Driver::ready("ts-sdk");
-    let (conn, request, _) = tool_call(&d.call(1, false));
-    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
-    d.end(conn, ConnEnd::Reset);
+    let (mut d, request) = Driver::broken_call("ts-sdk");
     let (conn, get) = resume(&d.fire());
     assert_eq!(get.last_event_id, ev("1-3"));
     // An event with an id arrived on the resumed stream before the cut: resumed from it.
@@ -1923,10 +1922,7 @@ fn typescript_keeps_a_resumed_streams_id_only_once_an_id_bearing_event_came_on_i
 
 #[test]
 fn typescript_forgets_the_id_only_after_a_resume_that_carried_no_event() {
-    let mut d = Driver::ready("ts-sdk");
-    let (conn, request, _) = tool_call(&d.call(1, false));
-    d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
-    d.end(conn, ConnEnd::Reset);
+    let (mut d, request) = Driver::broken_call("ts-sdk");
     // A resume that carried an event and ended cleanly: the next one goes on from that event.
     let (conn, _) = resume(&d.fire());
     d.answer(conn, vec![sse(), progress("1-4", request, 1, 4)]);
@@ -2024,10 +2020,7 @@ fn a_delete_whose_connection_keeps_breaking_is_retried_within_the_reconnect_atte
         deletes += 1;
         assert!(deletes <= 10, "the DELETE is retried without end");
         d.end(conn, ConnEnd::Reset);
-        out = match d.c.poll_timeout() {
-            Some(_) => d.fire(),
-            None => Vec::new(),
-        };
+        out = d.try_fire().unwrap_or_default();
     }
     assert_eq!(deletes, 3, "max_attempts = 3");
 }

@@ -769,22 +769,19 @@ mod tests {
         assert_eq!(c.explain_at(Instant(10_000_000)).to_string(), "unexplained: conditions 1-4 held");
     }
 
+    /// The client resumes after event 1-1 and is answered 410, the head being 1-2.
+    fn gone_410() -> StepKind {
+        StepKind::Resume {
+            session: sid(),
+            last_event_id: EventId::from("1-1"),
+            stream: Some(StreamNo(1)),
+            outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
+        }
+    }
+
     #[test]
     fn an_evicted_id_answered_410_breaks_retention_with_the_outage_and_what_retention_covered() {
-        let t = trace(vec![
-            (1_000, stored(1)),
-            (2_000, stored(2)),
-            (120_000, stored(3)),
-            (
-                251_000,
-                StepKind::Resume {
-                    session: sid(),
-                    last_event_id: EventId::from("1-1"),
-                    stream: Some(StreamNo(1)),
-                    outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
-                },
-            ),
-        ]);
+        let t = trace(vec![(1_000, stored(1)), (2_000, stored(2)), (120_000, stored(3)), (251_000, gone_410())]);
         let c = Conditions::judge(&t);
         assert_eq!(c.breaches.len(), 1, "{c:?}");
         assert_eq!(c.breaches[0].condition, Condition::Retention);
@@ -1288,18 +1285,7 @@ mod tests {
 
     #[test]
     fn footer_records_carry_each_violations_conditions_verdict() {
-        let t = trace(vec![
-            (1_000, stored(1)),
-            (
-                251_000,
-                StepKind::Resume {
-                    session: sid(),
-                    last_event_id: EventId::from("1-1"),
-                    stream: Some(StreamNo(1)),
-                    outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
-                },
-            ),
-        ]);
+        let t = trace(vec![(1_000, stored(1)), (251_000, gone_410())]);
         let c = Conditions::judge(&t);
         let violation = |at_ms: u64| Violation {
             invariant: InvariantId::NoDuplicateExecution,
