@@ -858,15 +858,20 @@ fn rmcp_reinitializes_and_resends_the_404_post_once_and_fails_the_others() {
 /// rmcp's rules with other answers read as "session not found" (`lost_session_answers`) and,
 /// with `on_resume`, on a resume too.
 fn rmcp_recognising(answers: &[crate::config::LostSessionAnswer], on_resume: bool) -> Driver {
-    let mut policy = profiles::client("rmcp").unwrap();
-    let CloseHandling::Sdk(rules) = &mut policy.close_handling else { unreachable!("rmcp is an sdk profile") };
-    rules.lost_session_answers = answers.to_vec();
-    rules.lost_session_on_resume = on_resume;
-    policy.open_standalone_stream = false;
+    let policy = ClientPolicy { open_standalone_stream: false, ..rmcp_rules(answers, on_resume) };
     let mut d = Driver::with(policy, None, 7);
     let out = d.start();
     d.complete_handshake(&out, S1);
     d
+}
+
+/// rmcp's policy with `answers` read as "session not found" and, with `on_resume`, on a resume too.
+fn rmcp_rules(answers: &[crate::config::LostSessionAnswer], on_resume: bool) -> ClientPolicy {
+    let mut policy = profiles::client("rmcp").unwrap();
+    let CloseHandling::Sdk(rules) = &mut policy.close_handling else { unreachable!("rmcp is an sdk profile") };
+    rules.lost_session_answers = answers.to_vec();
+    rules.lost_session_on_resume = on_resume;
+    policy
 }
 
 fn initializes(out: &[ClientOutput]) -> usize {
@@ -1005,6 +1010,66 @@ fn losing_the_standalone_stream_closes_the_whole_transport_for_such_a_client() {
     let get = opens(&d.log).into_iter().find(|(_, r)| r.method == Method::Get).expect("a standalone GET").0;
     let out = d.answer(get, vec![status(503)]);
     assert!(app(&out).is_empty() && !out.contains(&ClientOutput::Abort { conn: post }));
+}
+
+/// `policy` (two reconnect attempts) ready, with call 1 in flight on an open stream and the
+/// standalone stream broken (reset, no status) until its attempts are spent.
+fn standalone_spent(mut policy: ClientPolicy) -> (Driver, ConnId) {
+    policy.reconnect.max_attempts = Some(2);
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (mut get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.frames(get, vec![sse(), event(Some("g-1"), Some(ServerMessage::Notification { seq: 1 }))]);
+    let (post, _, _) = tool_call(&d.call(1, false));
+    d.frame(post, sse());
+    for _ in 0..2 {
+        d.end(get, ConnEnd::Reset);
+        get = resume(&d.fire()).0;
+    }
+    d.end(get, ConnEnd::Reset);
+    (d, post)
+}
+
+#[test]
+fn a_spent_standalone_stream_closes_the_transport_only_under_close_transport() {
+    let failed = |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error.starts_with(ERR_TRANSPORT_CLOSED));
+    // The Go SDK's rule: the call in flight fails with the transport, later calls fail at once.
+    let mut policy = profiles::client("ts-sdk").unwrap();
+    policy.standalone_loss = crate::config::StandaloneLoss::CloseTransport;
+    let (mut d, post) = standalone_spent(policy);
+    assert!(d.app_view().iter().any(failed), "{:#?}", d.app_view());
+    assert!(d.log.contains(&ClientOutput::Abort { conn: post }));
+    assert!(opens(&d.call(2, false)).is_empty());
+    // The SDKs that survive it: the call goes on, and a later call still goes out.
+    let (mut d, post) = standalone_spent(profiles::client("ts-sdk").unwrap());
+    assert!(!d.app_view().iter().any(failed), "{:#?}", d.app_view());
+    assert!(!d.log.contains(&ClientOutput::Abort { conn: post }));
+    assert_eq!(tool_call(&d.call(2, false)).2.key, CallKey(2));
+}
+
+#[test]
+fn a_404_to_a_standalone_resume_read_as_session_lost_reinitializes() {
+    use crate::config::LostSessionAnswer as L;
+    let resumed_404 = |on_resume: bool| {
+        let mut d = Driver::with(rmcp_rules(&[L::NotFound404], on_resume), None, 7);
+        let out = d.start();
+        let out = d.complete_handshake(&out, S1);
+        let (get, _) = only_open(&out, |r| r.method == Method::Get);
+        d.frames(get, vec![sse(), event(Some("g-1"), Some(ServerMessage::Notification { seq: 1 }))]);
+        d.end(get, ConnEnd::Reset);
+        let (again, req) = resume(&d.fire());
+        assert_eq!((req.method, req.last_event_id), (Method::Get, ev("g-1")));
+        let out = d.answer(again, vec![status(404)]);
+        (d, out)
+    };
+    // As the three SDKs do: one failed attempt, the GET retried in the same session.
+    let (mut d, out) = resumed_404(false);
+    assert_eq!(initializes(&out), 0);
+    assert_eq!(resume(&d.fire()).1.session, Some(sid(S1)));
+    // Read as "session lost" on a resume too: rmcp's rule re-initializes.
+    let (_, out) = resumed_404(true);
+    assert_eq!(initializes(&out), 1, "{out:#?}");
 }
 
 #[test]

@@ -680,7 +680,7 @@ impl Judge {
 mod tests {
     use super::*;
     use crate::http::{Request, ResponseHead};
-    use crate::ids::RequestId;
+    use crate::ids::{CallKey, RequestId};
     use crate::trace::Actor;
 
     fn trace(kinds: Vec<(u64, StepKind)>) -> Trace {
@@ -814,6 +814,33 @@ mod tests {
     }
 
     #[test]
+    fn a_request_timeout_is_an_outage_only_after_a_break_a_5xx_is_one_and_a_4xx_is_not() {
+        let timed_out_after = |status: u16| {
+            let t = trace(vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (10_000, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+                (20_000, on_session(2)),
+                (20_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(status)) }),
+                (80_000, StepKind::AppError { call: CallKey(1), error: "request timed out after 60s".into() }),
+            ]);
+            Conditions::judge(&t).breaches.iter().any(|b| b.condition == Condition::Retention)
+        };
+        assert!(timed_out_after(503), "a 503 cut the client off");
+        assert!(!timed_out_after(400), "a 400 is an answer of the server, not a break");
+    }
+
+    #[test]
+    fn a_client_that_restarts_before_it_held_a_session_had_nothing_to_persist() {
+        let t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, post(1)),
+            (30_000, StepKind::ClientStart { restored: false }),
+        ]);
+        assert!(Conditions::judge(&t).all_held(), "{:?}", Conditions::judge(&t));
+    }
+
+    #[test]
     fn a_silent_head_breaks_conditions_two_and_three() {
         let t = trace(vec![
             (1_000, stored(1)),
@@ -941,8 +968,13 @@ mod tests {
             Conditions::judge(&trace(kinds))
         };
         assert!(replay(&[0, 1, 2]).all_held());
+        // A stream that starts at 1 (no priming event) runs on; one that starts above 1 had its
+        // first numbers stored elsewhere.
+        assert!(replay(&[1, 2]).all_held());
         let shared = replay(&[0, 2, 4]);
         assert_eq!(shared.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
+        let late_start = replay(&[3, 4]);
+        assert_eq!(late_start.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
     }
 
     #[test]
