@@ -479,6 +479,84 @@ mod tests {
         }
     }
 
+    /// The reference pair with a 60 s tool that reports progress every `progress` and a client
+    /// that gives a request up after `timeout`, behind a balancer that cuts after `lb_idle`.
+    fn timed(progress: Option<u64>, timeout: Option<u64>, lb_idle: Option<u64>) -> Result<Pair, HarnessError> {
+        let secs = Duration::from_secs;
+        let tool = ToolSpec {
+            name: "pay".into(),
+            duration: secs(60),
+            event_interval: progress.map(secs),
+            ..ToolSpec::default()
+        };
+        let mut client = profiles::client("reference").expect("listed");
+        client.request_timeout = timeout.map(secs);
+        client.open_standalone_stream = false;
+        let server = profiles::server("reference").expect("listed");
+        let lb = LbConfig { idle_timeout: lb_idle.map(secs), ..LbConfig::default() };
+        let mut pair = Pair::with_policies(client, server, vec![tool], lb)?;
+        pair.call(1, "pay", false)?;
+        Ok(pair)
+    }
+
+    /// The connection that carried call 1's POST.
+    fn post_of_call(pair: &Pair) -> ConnId {
+        pair.trace()
+            .steps
+            .iter()
+            .find_map(|s| match &s.kind {
+                StepKind::Send { conn, request }
+                    if matches!(request.body, Some(crate::http::ClientMessage::CallTool { .. })) =>
+                {
+                    Some(*conn)
+                }
+                _ => None,
+            })
+            .expect("call 1 was sent")
+    }
+
+    #[test]
+    fn the_ledger_says_who_ended_each_connection() -> Result<(), HarnessError> {
+        let at = |s: u64| Instant::ZERO + Duration::from_secs(s);
+        // The balancer cuts a silent POST stream.
+        let mut pair = timed(None, None, Some(10))?;
+        pair.advance_to(at(11))?;
+        let cut = pair.connections()[&post_of_call(&pair)];
+        assert_eq!((cut.opened, cut.ended, cut.lb_cuts, cut.client_aborts), (1, 1, 1, 0), "{cut:?}");
+        // The client gives the request up.
+        let mut pair = timed(None, Some(5), None)?;
+        pair.advance_to(at(6))?;
+        let aborted = pair.connections()[&post_of_call(&pair)];
+        assert_eq!((aborted.ended, aborted.client_aborts, aborted.lb_cuts), (1, 1, 0), "{aborted:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_frame_the_server_sent_on_a_connection_the_client_aborted_at_that_instant_is_not_delivered(
+    ) -> Result<(), HarnessError> {
+        // Progress is due at 5 s, when the client gives the request up: the client's abort is
+        // carried first, so the progress event finds the connection gone.
+        let mut pair = timed(Some(5), Some(5), None)?;
+        pair.advance_to(Instant::ZERO + Duration::from_secs(6))?;
+        let post = post_of_call(&pair);
+        let steps = &pair.trace().steps;
+        assert_eq!(pair.connections()[&post].client_aborts, 1);
+        let on_post = |k: &StepKind| match k {
+            StepKind::Event { conn, .. } | StepKind::Comment { conn, .. } | StepKind::Json { conn, .. } => {
+                *conn == post
+            }
+            _ => false,
+        };
+        // Its priming event came at 0 s; the first progress event was due at the abort.
+        let delivered: Vec<&Step> = steps.iter().filter(|s| s.t > 0 && on_post(&s.kind)).collect();
+        assert_eq!(delivered, Vec::<&Step>::new());
+        assert!(
+            steps.iter().any(|s| s.t == 5_000_000 && matches!(s.kind, StepKind::EventStored { .. })),
+            "produced at 5 s"
+        );
+        Ok(())
+    }
+
     #[test]
     fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
         let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };

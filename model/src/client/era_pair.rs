@@ -175,7 +175,8 @@ fn era_consistent_fires_on_a_server_that_mints_a_session_for_a_modern_request() 
 }
 
 #[test]
-fn a_stateless_server_mints_no_session_for_a_modern_request_whatever_its_modern_session_says() -> Result<(), HarnessError> {
+fn a_stateless_server_mints_no_session_for_a_modern_request_whatever_its_modern_session_says(
+) -> Result<(), HarnessError> {
     let stateless = ServerPolicy { modern_session: ModernSession::Minted, sessions: false, ..server("rmcp") };
     let mut p = pair(client("stateless-2026"), stateless, tool(5, false), None)?;
     p.call(1, TOOL, false)?;

@@ -1033,7 +1033,8 @@ fn standalone_spent(mut policy: ClientPolicy) -> (Driver, ConnId) {
 
 #[test]
 fn a_spent_standalone_stream_closes_the_transport_only_under_close_transport() {
-    let failed = |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error.starts_with(ERR_TRANSPORT_CLOSED));
+    let failed =
+        |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error.starts_with(ERR_TRANSPORT_CLOSED));
     // The Go SDK's rule: the call in flight fails with the transport, later calls fail at once.
     let mut policy = profiles::client("ts-sdk").unwrap();
     policy.standalone_loss = crate::config::StandaloneLoss::CloseTransport;

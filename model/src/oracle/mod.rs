@@ -1196,6 +1196,25 @@ mod tests {
     }
 
     #[test]
+    fn the_step_iterators_know_their_length_before_they_read() {
+        let a = sid("A");
+        let trace = TraceBuilder::new()
+            .server(session_created(&a, "app"))
+            .app(app_call(0, false))
+            .app(app_result(0, &a, None))
+            .build();
+        let ix = TraceIndex::new(&trace);
+        let n = trace.steps.len();
+        assert_eq!(ix.steps().size_hint(), (n, Some(n)));
+        let mut others = ix.others();
+        let len = others.len();
+        assert_eq!((len, others.size_hint()), (n, (n, Some(n))), "no step of these is an event");
+        others.next();
+        assert_eq!(others.len(), n - 1);
+        assert_eq!(ix.others().rev().count(), len);
+    }
+
+    #[test]
     fn an_id_is_found_by_its_key_whatever_the_guess() {
         let mut t = IdTable::with_capacity(2);
         assert_eq!((t.insert(0, "1-1"), t.insert(0, "1-2"), t.insert(1, "1-1")), (Some(0), Some(1), Some(2)));
