@@ -366,6 +366,25 @@ fn a_refused_initialize_is_retried_with_backoff_then_the_calls_fail() {
     assert!(matches!(only_open(&out, |_| true).1.body, Some(ClientMessage::Initialize { .. })));
 }
 
+#[test]
+fn an_initialize_answered_with_a_json_rpc_error_fails_at_once_with_the_servers_message() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.reconnect.max_attempts = Some(1);
+    let mut d = Driver::with(policy, None, 7);
+    let (init, req) = only_open(&d.start(), |_| true);
+    d.call(1, false);
+    let id = req.body.as_ref().and_then(|b| b.request_id());
+    let error = ServerMessage::Error { request: id, message: "unsupported protocol version".into(), code: None };
+    // The error settles the handshake as it arrives, before the connection ends.
+    let out = d.frames(init, vec![Frame::Head(json_head()), Frame::Json(error)]);
+    assert_eq!(
+        app(&out),
+        vec![StepKind::AppError { call: CallKey(1), error: "initialize failed: unsupported protocol version".into() }]
+    );
+    let out = d.end(init, ConnEnd::Clean);
+    assert!(app(&out).is_empty() && opens(&out).is_empty(), "the end changes nothing: {out:#?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The core incident: a long tool and a load-balancer reset
 // ---------------------------------------------------------------------------------------------
@@ -1592,6 +1611,19 @@ fn delete_session_fails_a_call_never_sent_and_aborts_the_handshake() {
 }
 
 #[test]
+fn reinitializing_while_the_delete_is_pending_initializes_only_once_the_delete_is_answered() {
+    let mut d = Driver::ready("reference");
+    d.c.delete_session(d.now);
+    let (delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert!(opens(&out).is_empty(), "no second session while the first is being deleted: {out:#?}");
+    let out = d.answer(delete, vec![status(200)]);
+    let (_, req) = only_open(&out, |_| true);
+    assert!(matches!(req.body, Some(ClientMessage::Initialize { .. })), "{req:#?}");
+}
+
+#[test]
 fn a_durable_client_persists_the_deleted_session_before_the_delete_leaves() {
     let mut d = Driver::ready("reference");
     d.call(1, true);
@@ -1728,13 +1760,17 @@ fn a_404_to_initialized_and_other_clients_start_a_new_session() {
 // -----------------------------------------------------------------------------------------
 
 fn auto_client(reprobe: bool) -> Driver {
+    Driver::with(auto_policy(reprobe), None, 7)
+}
+
+fn auto_policy(reprobe: bool) -> ClientPolicy {
     let era = crate::era::ClientEra {
         mode: crate::era::EraMode::Auto,
         cache: crate::era::EraCacheScope::Origin,
         reprobe_on_failure: reprobe,
         fallback_on_no_answer: false,
     };
-    Driver::with(ClientPolicy { era: Some(era), ..profiles::client("py-sdk").expect("listed") }, None, 7)
+    ClientPolicy { era: Some(era), ..profiles::client("py-sdk").expect("listed") }
 }
 
 fn is_probe(r: &Request) -> bool {
@@ -1806,6 +1842,25 @@ fn a_listen_stream_that_keeps_breaking_is_retried_max_attempts_times_then_ended(
     }
     d.end(conn, ConnEnd::Reset);
     assert!(d.c.next_relisten().is_none() && d.c.listen.is_none(), "attempts spent: the subscription ended");
+}
+
+#[test]
+fn a_re_probe_that_finds_the_modern_era_again_keeps_the_one_listen_stream_open() {
+    let mut policy = auto_policy(true);
+    policy.subscriptions.listen = true;
+    let mut d = Driver::with(policy, None, 7);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let (listen, req) = only_open(&d.answer(probe, vec![Frame::Head(json_head())]), is_listen);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    d.frames(listen, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))]);
+    // The call's POST is refused as by a legacy-only replica: the era is probed again, and the
+    // probe finds the modern era again.
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let (probe, _) = only_open(&d.answer(post, vec![legacy_400()]), is_probe);
+    let out = d.answer(probe, vec![Frame::Head(json_head())]);
+    let (_, _, call) = tool_call(&out);
+    assert_eq!(call.key, CallKey(1), "the call goes again");
+    assert!(!opens(&out).iter().any(|(_, r)| is_listen(r)), "the listen stream is still open: no second one");
 }
 
 #[test]
