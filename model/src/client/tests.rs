@@ -1864,6 +1864,30 @@ fn a_re_probe_that_finds_the_modern_era_again_keeps_the_one_listen_stream_open()
 }
 
 #[test]
+fn a_listening_client_that_reinitializes_tells_the_app_and_listens_again() {
+    // Reinitializing closes every connection, the listen stream's too: the application is told
+    // its subscription ended (it refetches once acknowledged again), and the client listens
+    // again at once rather than holding the aborted stream as open.
+    let mut d = listening(3);
+    let (conn, req) = only_open(&d.start(), is_listen);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    d.frames(conn, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))]);
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert!(out.contains(&ClientOutput::Abort { conn }), "{out:#?}");
+    assert!(
+        matches!(app(&out).as_slice(), [StepKind::AppSubscriptionLost { reason }] if reason.starts_with(crate::subscriptions::LOST_ABRUPT)),
+        "{out:#?}"
+    );
+    let (again, req) = only_open(&out, is_listen);
+    assert_ne!(again, conn);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    d.end(conn, ConnEnd::Aborted);
+    let out = d.frames(again, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))]);
+    assert!(steps(&out).contains(&StepKind::ListenOpen { conn: again, subscription: id }), "{out:#?}");
+}
+
+#[test]
 fn a_go_like_client_takes_any_4xx_to_its_first_get_as_405_and_goes_on() {
     // Any 4xx to the first standalone GET means what a 405 does: no standalone stream, and the
     // transport stays open (only a 5xx or a broken connection closes it).
