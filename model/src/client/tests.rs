@@ -1611,6 +1611,18 @@ fn delete_session_fails_a_call_never_sent_and_aborts_the_handshake() {
 }
 
 #[test]
+fn reinitializing_forgets_the_session_and_the_next_call_goes_under_a_new_one() {
+    let mut d = Driver::ready("reference");
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert_eq!(d.c.session(), None, "the old session is forgotten");
+    assert!(opens(&out).iter().all(|(_, r)| r.method != Method::Delete), "forgotten, not deleted: {out:#?}");
+    d.complete_handshake(&out, S2);
+    let (_, post) = only_open(&d.call(1, false), |_| true);
+    assert_eq!(post.session, Some(sid(S2)), "the call goes under the new session");
+}
+
+#[test]
 fn reinitializing_while_the_delete_is_pending_initializes_only_once_the_delete_is_answered() {
     let mut d = Driver::ready("reference");
     d.c.delete_session(d.now);
