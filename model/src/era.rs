@@ -582,6 +582,12 @@ mod tests {
     }
 
     #[test]
+    fn only_a_server_serving_both_eras_is_dual() {
+        assert!(DUAL.dual());
+        assert!(!LEGACY.dual() && !MODERN.dual() && !EraSet::default().dual());
+    }
+
+    #[test]
     fn without_an_eras_field_sessions_decide_as_before() {
         assert_eq!(served_eras(None, true), LEGACY);
         assert_eq!(served_eras(None, false), MODERN);

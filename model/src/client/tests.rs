@@ -1209,6 +1209,26 @@ fn a_restarted_process_numbers_its_connections_after_its_predecessors() {
 }
 
 #[test]
+fn a_restored_session_reopens_the_standalone_stream_from_its_id_and_sends_the_calls_made_before_start() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.open_standalone_stream = true;
+    let state = DurableState {
+        session: Some(sid(S1)),
+        next_request: 5,
+        standalone_last_event_id: ev("g-7"),
+        ..DurableState::default()
+    };
+    let mut r = Driver::with(policy, Some(state), 1);
+    assert!(opens(&r.call(1, false)).is_empty(), "nothing goes out before start");
+    let out = r.start();
+    let (_, get) = resume(&out);
+    assert_eq!((get.session, get.last_event_id), (Some(sid(S1)), ev("g-7")));
+    let (_, request, call) = tool_call(&out);
+    assert_eq!((request, call.key), (RequestId(5), CallKey(1)));
+    assert!(opens(&out).iter().all(|(_, r)| !matches!(r.body, Some(ClientMessage::Initialize { .. }))));
+}
+
+#[test]
 fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
     let state = DurableState {
         session: Some(sid(S1)),
@@ -2133,6 +2153,31 @@ fn an_auto_client_on_legacy_probes_again_when_a_modern_error_answers_its_call() 
 }
 
 #[test]
+fn a_re_probe_that_lands_on_legacy_again_never_leaves_two_standalone_streams_open() {
+    let mut d = auto_client(true); // py-sdk: opens the standalone GET
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let out = d.answer(probe, vec![legacy_400()]);
+    let (get, _) = only_open(&d.complete_handshake(&out, S1), |r| r.method == Method::Get);
+    d.frame(get, sse());
+    // A modern error to a legacy call: probe again, which a legacy replica refuses again.
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let (probe, _) = only_open(&d.answer(post, vec![modern_400()]), is_probe);
+    let out = d.answer(probe, vec![legacy_400()]);
+    d.complete_handshake(&out, S2);
+    let closed: Vec<ConnId> = d
+        .log
+        .iter()
+        .filter_map(|o| match o {
+            ClientOutput::Abort { conn } => Some(*conn),
+            _ => None,
+        })
+        .collect();
+    let live: Vec<(ConnId, Request)> =
+        opens(&d.log).into_iter().filter(|(c, r)| r.method == Method::Get && !closed.contains(c)).collect();
+    assert_eq!(live.len(), 1, "one standalone stream at a time: {live:#?}");
+}
+
+#[test]
 fn an_unanswered_probe_is_tried_again_or_falls_back_to_legacy_by_the_rule() {
     // No fallback on no answer: the probe goes again after the backoff.
     let mut d = auto_client(true);
@@ -2160,6 +2205,23 @@ fn a_client_whose_rule_fixes_its_era_records_it_and_a_legacy_one_does_not() {
     assert!(steps(&d.start()).contains(&StepKind::EraChosen { era: crate::era::Era::Modern, probed: false }));
     let mut d = Driver::new("reference");
     assert!(!steps(&d.start()).iter().any(|s| matches!(s, StepKind::EraChosen { .. })));
+}
+
+#[test]
+fn a_broken_delete_is_sent_again_after_the_reconnect_backoff_of_its_attempt() {
+    let mut policy = profiles::client("reference").expect("listed"); // 1 s, doubling
+    policy.reconnect.jitter = 0.0;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d.c.delete_session(d.now);
+    let (mut delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    for wait_s in [1, 2, 4] {
+        let broke_at = d.now;
+        d.end(delete, ConnEnd::Reset);
+        assert_eq!(d.c.poll_timeout(), Some(broke_at + Duration::from_secs(wait_s)));
+        delete = only_open(&d.fire(), |r| r.method == Method::Delete).0;
+    }
 }
 
 #[test]
