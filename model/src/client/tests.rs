@@ -874,6 +874,31 @@ fn rmcp_reinitializes_and_resends_the_404_post_once_and_fails_the_others() {
     assert!(opens(&out).is_empty());
 }
 
+#[test]
+fn reinitialize_unknown_outcome_tells_the_app_settles_the_calls_and_resends_only_the_idempotent_one() {
+    let mut policy = ClientPolicy { open_standalone_stream: false, ..profiles::client("rmcp").unwrap() };
+    let CloseHandling::Sdk(rules) = &mut policy.close_handling else { unreachable!("rmcp is an sdk profile") };
+    rules.on_404 = crate::config::On404::ReinitializeUnknownOutcome;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    let (get, _, _) = tool_call(&d.call(2, true));
+    d.frame(get, sse());
+    let (pay, _, _) = tool_call(&d.call(1, false));
+    let out = d.answer(pay, vec![status(404)]);
+    assert_eq!(
+        app(&out),
+        vec![
+            StepKind::AppSessionLost { session: sid(S1) },
+            StepKind::AppUnknownOutcome { call: CallKey(1), reason: UNKNOWN_SESSION_LOST.into() },
+        ]
+    );
+    assert_eq!(initializes(&out), 1, "a new session is initialized");
+    let out = d.complete_handshake(&out, S2);
+    let (_, _, call) = tool_call(&out);
+    assert_eq!(call.key, CallKey(2), "the idempotent call goes again, under the new session");
+}
+
 /// rmcp's rules with other answers read as "session not found" (`lost_session_answers`) and,
 /// with `on_resume`, on a resume too.
 fn rmcp_recognising(answers: &[crate::config::LostSessionAnswer], on_resume: bool) -> Driver {
