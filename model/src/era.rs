@@ -582,6 +582,24 @@ mod tests {
     }
 
     #[test]
+    fn the_json_rpc_error_codes_are_the_revisions_numbers() {
+        // The 2026-07-28 revision's errors take -32020..-32022 from JSON-RPC's range for server
+        // errors; "Method not found" is JSON-RPC's own. A probe of a real server reads them.
+        assert_eq!(
+            [HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION],
+            [-32020, -32021, -32022]
+        );
+        assert_eq!(METHOD_NOT_FOUND, -32601);
+        assert_eq!(Refusal::UnsupportedVersion.modern_code(), Some(UNSUPPORTED_PROTOCOL_VERSION));
+    }
+
+    #[test]
+    fn only_a_server_serving_both_eras_is_dual() {
+        assert!(DUAL.dual());
+        assert!(!LEGACY.dual() && !MODERN.dual() && !EraSet::default().dual());
+    }
+
+    #[test]
     fn without_an_eras_field_sessions_decide_as_before() {
         assert_eq!(served_eras(None, true), LEGACY);
         assert_eq!(served_eras(None, false), MODERN);

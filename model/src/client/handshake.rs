@@ -127,6 +127,7 @@ impl Client {
         for conn in stream_conns {
             self.abort(conn);
         }
+        self.listen_dropped();
         for call in self.calls.values_mut() {
             call.stream.conn = None;
             call.stream.reconnect_at = None;

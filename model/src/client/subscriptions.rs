@@ -96,6 +96,21 @@ impl Client {
         }
     }
 
+    /// The client closed the listen stream itself, forgetting its session (`drop_session`
+    /// aborts every connection): an end without the server's graceful result, so under
+    /// `tell-app` the application is told; the stream is opened again when the client connects.
+    pub(super) fn listen_dropped(&mut self) {
+        let tell = self.policy.subscriptions.on_abrupt_end.tells_app();
+        let Some(listen) = self.listen.as_mut() else { return };
+        if listen.conn.take().is_none() {
+            return;
+        }
+        if tell && std::mem::take(&mut listen.believed_open) {
+            let reason = format!("{LOST_ABRUPT} (connection {})", ConnEnd::Aborted);
+            self.record(StepKind::AppSubscriptionLost { reason });
+        }
+    }
+
     /// The subscription ends for good: the application is told if it still believed it open.
     fn end_subscription(&mut self, why: String) {
         let Some(listen) = self.listen.take() else { return };

@@ -366,6 +366,25 @@ fn a_refused_initialize_is_retried_with_backoff_then_the_calls_fail() {
     assert!(matches!(only_open(&out, |_| true).1.body, Some(ClientMessage::Initialize { .. })));
 }
 
+#[test]
+fn an_initialize_answered_with_a_json_rpc_error_fails_at_once_with_the_servers_message() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.reconnect.max_attempts = Some(1);
+    let mut d = Driver::with(policy, None, 7);
+    let (init, req) = only_open(&d.start(), |_| true);
+    d.call(1, false);
+    let id = req.body.as_ref().and_then(|b| b.request_id());
+    let error = ServerMessage::Error { request: id, message: "unsupported protocol version".into(), code: None };
+    // The error settles the handshake as it arrives, before the connection ends.
+    let out = d.frames(init, vec![Frame::Head(json_head()), Frame::Json(error)]);
+    assert_eq!(
+        app(&out),
+        vec![StepKind::AppError { call: CallKey(1), error: "initialize failed: unsupported protocol version".into() }]
+    );
+    let out = d.end(init, ConnEnd::Clean);
+    assert!(app(&out).is_empty() && opens(&out).is_empty(), "the end changes nothing: {out:#?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The core incident: a long tool and a load-balancer reset
 // ---------------------------------------------------------------------------------------------
@@ -855,6 +874,31 @@ fn rmcp_reinitializes_and_resends_the_404_post_once_and_fails_the_others() {
     assert!(opens(&out).is_empty());
 }
 
+#[test]
+fn reinitialize_unknown_outcome_tells_the_app_settles_the_calls_and_resends_only_the_idempotent_one() {
+    let mut policy = ClientPolicy { open_standalone_stream: false, ..profiles::client("rmcp").unwrap() };
+    let CloseHandling::Sdk(rules) = &mut policy.close_handling else { unreachable!("rmcp is an sdk profile") };
+    rules.on_404 = crate::config::On404::ReinitializeUnknownOutcome;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    let (get, _, _) = tool_call(&d.call(2, true));
+    d.frame(get, sse());
+    let (pay, _, _) = tool_call(&d.call(1, false));
+    let out = d.answer(pay, vec![status(404)]);
+    assert_eq!(
+        app(&out),
+        vec![
+            StepKind::AppSessionLost { session: sid(S1) },
+            StepKind::AppUnknownOutcome { call: CallKey(1), reason: UNKNOWN_SESSION_LOST.into() },
+        ]
+    );
+    assert_eq!(initializes(&out), 1, "a new session is initialized");
+    let out = d.complete_handshake(&out, S2);
+    let (_, _, call) = tool_call(&out);
+    assert_eq!(call.key, CallKey(2), "the idempotent call goes again, under the new session");
+}
+
 /// rmcp's rules with other answers read as "session not found" (`lost_session_answers`) and,
 /// with `on_resume`, on a resume too.
 fn rmcp_recognising(answers: &[crate::config::LostSessionAnswer], on_resume: bool) -> Driver {
@@ -1187,6 +1231,26 @@ fn a_restarted_process_numbers_its_connections_after_its_predecessors() {
     // Asking for a number already used changes nothing.
     r.c.number_connections_from(1);
     assert_eq!(r.c.next_connection_number(), next + 1);
+}
+
+#[test]
+fn a_restored_session_reopens_the_standalone_stream_from_its_id_and_sends_the_calls_made_before_start() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.open_standalone_stream = true;
+    let state = DurableState {
+        session: Some(sid(S1)),
+        next_request: 5,
+        standalone_last_event_id: ev("g-7"),
+        ..DurableState::default()
+    };
+    let mut r = Driver::with(policy, Some(state), 1);
+    assert!(opens(&r.call(1, false)).is_empty(), "nothing goes out before start");
+    let out = r.start();
+    let (_, get) = resume(&out);
+    assert_eq!((get.session, get.last_event_id), (Some(sid(S1)), ev("g-7")));
+    let (_, request, call) = tool_call(&out);
+    assert_eq!((request, call.key), (RequestId(5), CallKey(1)));
+    assert!(opens(&out).iter().all(|(_, r)| !matches!(r.body, Some(ClientMessage::Initialize { .. }))));
 }
 
 #[test]
@@ -1592,6 +1656,31 @@ fn delete_session_fails_a_call_never_sent_and_aborts_the_handshake() {
 }
 
 #[test]
+fn reinitializing_forgets_the_session_and_the_next_call_goes_under_a_new_one() {
+    let mut d = Driver::ready("reference");
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert_eq!(d.c.session(), None, "the old session is forgotten");
+    assert!(opens(&out).iter().all(|(_, r)| r.method != Method::Delete), "forgotten, not deleted: {out:#?}");
+    d.complete_handshake(&out, S2);
+    let (_, post) = only_open(&d.call(1, false), |_| true);
+    assert_eq!(post.session, Some(sid(S2)), "the call goes under the new session");
+}
+
+#[test]
+fn reinitializing_while_the_delete_is_pending_initializes_only_once_the_delete_is_answered() {
+    let mut d = Driver::ready("reference");
+    d.c.delete_session(d.now);
+    let (delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert!(opens(&out).is_empty(), "no second session while the first is being deleted: {out:#?}");
+    let out = d.answer(delete, vec![status(200)]);
+    let (_, req) = only_open(&out, |_| true);
+    assert!(matches!(req.body, Some(ClientMessage::Initialize { .. })), "{req:#?}");
+}
+
+#[test]
 fn a_durable_client_persists_the_deleted_session_before_the_delete_leaves() {
     let mut d = Driver::ready("reference");
     d.call(1, true);
@@ -1728,13 +1817,17 @@ fn a_404_to_initialized_and_other_clients_start_a_new_session() {
 // -----------------------------------------------------------------------------------------
 
 fn auto_client(reprobe: bool) -> Driver {
+    Driver::with(auto_policy(reprobe), None, 7)
+}
+
+fn auto_policy(reprobe: bool) -> ClientPolicy {
     let era = crate::era::ClientEra {
         mode: crate::era::EraMode::Auto,
         cache: crate::era::EraCacheScope::Origin,
         reprobe_on_failure: reprobe,
         fallback_on_no_answer: false,
     };
-    Driver::with(ClientPolicy { era: Some(era), ..profiles::client("py-sdk").expect("listed") }, None, 7)
+    ClientPolicy { era: Some(era), ..profiles::client("py-sdk").expect("listed") }
 }
 
 fn is_probe(r: &Request) -> bool {
@@ -1806,6 +1899,49 @@ fn a_listen_stream_that_keeps_breaking_is_retried_max_attempts_times_then_ended(
     }
     d.end(conn, ConnEnd::Reset);
     assert!(d.c.next_relisten().is_none() && d.c.listen.is_none(), "attempts spent: the subscription ended");
+}
+
+#[test]
+fn a_re_probe_that_finds_the_modern_era_again_keeps_the_one_listen_stream_open() {
+    let mut policy = auto_policy(true);
+    policy.subscriptions.listen = true;
+    let mut d = Driver::with(policy, None, 7);
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let (listen, req) = only_open(&d.answer(probe, vec![Frame::Head(json_head())]), is_listen);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    d.frames(listen, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))]);
+    // The call's POST is refused as by a legacy-only replica: the era is probed again, and the
+    // probe finds the modern era again.
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let (probe, _) = only_open(&d.answer(post, vec![legacy_400()]), is_probe);
+    let out = d.answer(probe, vec![Frame::Head(json_head())]);
+    let (_, _, call) = tool_call(&out);
+    assert_eq!(call.key, CallKey(1), "the call goes again");
+    assert!(!opens(&out).iter().any(|(_, r)| is_listen(r)), "the listen stream is still open: no second one");
+}
+
+#[test]
+fn a_listening_client_that_reinitializes_tells_the_app_and_listens_again() {
+    // Reinitializing closes every connection, the listen stream's too: the application is told
+    // its subscription ended (it refetches once acknowledged again), and the client listens
+    // again at once rather than holding the aborted stream as open.
+    let mut d = listening(3);
+    let (conn, req) = only_open(&d.start(), is_listen);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    d.frames(conn, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))]);
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert!(out.contains(&ClientOutput::Abort { conn }), "{out:#?}");
+    assert!(
+        matches!(app(&out).as_slice(), [StepKind::AppSubscriptionLost { reason }] if reason.starts_with(crate::subscriptions::LOST_ABRUPT)),
+        "{out:#?}"
+    );
+    let (again, req) = only_open(&out, is_listen);
+    assert_ne!(again, conn);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    d.end(conn, ConnEnd::Aborted);
+    let out = d.frames(again, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))]);
+    assert!(steps(&out).contains(&StepKind::ListenOpen { conn: again, subscription: id }), "{out:#?}");
 }
 
 #[test]
@@ -2042,6 +2178,31 @@ fn an_auto_client_on_legacy_probes_again_when_a_modern_error_answers_its_call() 
 }
 
 #[test]
+fn a_re_probe_that_lands_on_legacy_again_never_leaves_two_standalone_streams_open() {
+    let mut d = auto_client(true); // py-sdk: opens the standalone GET
+    let (probe, _) = only_open(&d.start(), is_probe);
+    let out = d.answer(probe, vec![legacy_400()]);
+    let (get, _) = only_open(&d.complete_handshake(&out, S1), |r| r.method == Method::Get);
+    d.frame(get, sse());
+    // A modern error to a legacy call: probe again, which a legacy replica refuses again.
+    let (post, _) = only_open(&d.call(1, false), |_| true);
+    let (probe, _) = only_open(&d.answer(post, vec![modern_400()]), is_probe);
+    let out = d.answer(probe, vec![legacy_400()]);
+    d.complete_handshake(&out, S2);
+    let closed: Vec<ConnId> = d
+        .log
+        .iter()
+        .filter_map(|o| match o {
+            ClientOutput::Abort { conn } => Some(*conn),
+            _ => None,
+        })
+        .collect();
+    let live: Vec<(ConnId, Request)> =
+        opens(&d.log).into_iter().filter(|(c, r)| r.method == Method::Get && !closed.contains(c)).collect();
+    assert_eq!(live.len(), 1, "one standalone stream at a time: {live:#?}");
+}
+
+#[test]
 fn an_unanswered_probe_is_tried_again_or_falls_back_to_legacy_by_the_rule() {
     // No fallback on no answer: the probe goes again after the backoff.
     let mut d = auto_client(true);
@@ -2069,6 +2230,23 @@ fn a_client_whose_rule_fixes_its_era_records_it_and_a_legacy_one_does_not() {
     assert!(steps(&d.start()).contains(&StepKind::EraChosen { era: crate::era::Era::Modern, probed: false }));
     let mut d = Driver::new("reference");
     assert!(!steps(&d.start()).iter().any(|s| matches!(s, StepKind::EraChosen { .. })));
+}
+
+#[test]
+fn a_broken_delete_is_sent_again_after_the_reconnect_backoff_of_its_attempt() {
+    let mut policy = profiles::client("reference").expect("listed"); // 1 s, doubling
+    policy.reconnect.jitter = 0.0;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d.c.delete_session(d.now);
+    let (mut delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    for wait_s in [1, 2, 4] {
+        let broke_at = d.now;
+        d.end(delete, ConnEnd::Reset);
+        assert_eq!(d.c.poll_timeout(), Some(broke_at + Duration::from_secs(wait_s)));
+        delete = only_open(&d.fire(), |r| r.method == Method::Delete).0;
+    }
 }
 
 #[test]
