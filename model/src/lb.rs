@@ -1399,6 +1399,23 @@ mod tests {
     }
 
     #[test]
+    fn between_exchanges_the_hop_with_the_shortest_idle_timeout_cuts_a_kept_alive_connection() {
+        // A CDN that drops idle connections after 30 s in front of a balancer that waits 60 s:
+        // the kept-alive connection dies at the CDN's 30 s, not the balancer's 60 s.
+        let cdn = HopConfig { idle_timeout: Some(Duration::from_secs(30)), ..HopConfig::default() };
+        let mut lb = chain(vec![cdn], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(1), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(31)));
+        lb.handle_timeout(secs(31));
+        let out = drain(&mut lb);
+        let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 30_000_000, hop: Some(0) };
+        assert_eq!(out.first(), Some(&LbOutput::Record(idle)), "{out:?}");
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+    }
+
+    #[test]
     fn only_a_lone_balancer_holding_no_heads_passes_frames_untouched() {
         assert!(LoadBalancer::new(LbConfig::default()).is_transparent());
         let holding = LbConfig { hold_headers: true, ..LbConfig::default() };

@@ -1108,6 +1108,28 @@ mod tests {
     }
 
     #[test]
+    fn a_server_bug_is_named_before_the_conditions_that_broke_earlier() {
+        // Condition 1 breaks first (a restart without state), then the server ends the session
+        // itself: the verdict is a server bug, and it names the server's act first.
+        let t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, on_session(1)),
+            (10_000, StepKind::ClientStart { restored: false }),
+            (30_000, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::WriteFailed }),
+        ]);
+        let c = Conditions::judge(&t);
+        let verdict = c.explain_at(Instant(40_000_000));
+        let Explanation::ServerBug(breaches) = &verdict else { panic!("not a server bug: {verdict}") };
+        assert_eq!(
+            breaches.iter().map(|b| b.condition).collect::<Vec<_>>(),
+            vec![Condition::ServerEnded, Condition::Persisted]
+        );
+        let text = verdict.to_string();
+        assert!(text.starts_with("unexplained: a server bug: the server ended session 0-1"), "{text}");
+        assert!(text.contains("; condition 1: "), "{text}");
+    }
+
+    #[test]
     fn re_initializing_after_an_error_answer_names_its_status_whatever_ended_the_connection() {
         // A 503 answer, then (or not) the connection's end, then the client re-initializes.
         let after = |end: Option<ConnEnd>| {

@@ -471,6 +471,16 @@ mod tests {
     }
 
     #[test]
+    fn a_server_without_the_extension_answers_tasks_methods_with_method_not_found() {
+        let mut p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        p.tasks.create_for_tools_over = None;
+        let mut s = server(p);
+        let out = get(&mut s, 0, "r0.0-t0");
+        let Some(ServerMessage::Error { request, message, code }) = answer(&out) else { panic!("no error: {out:?}") };
+        assert_eq!((request, message.as_str(), code), (Some(RequestId(9)), "method not found: tasks/get", Some(-32601)));
+    }
+
+    #[test]
     fn rmcp_aborts_the_work_at_the_first_call_after_the_ttl() {
         let mut s = server(policy(60, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
         call(&mut s, 0, true);
