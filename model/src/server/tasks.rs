@@ -477,7 +477,10 @@ mod tests {
         let mut s = server(p);
         let out = get(&mut s, 0, "r0.0-t0");
         let Some(ServerMessage::Error { request, message, code }) = answer(&out) else { panic!("no error: {out:?}") };
-        assert_eq!((request, message.as_str(), code), (Some(RequestId(9)), "method not found: tasks/get", Some(-32601)));
+        assert_eq!(
+            (request, message.as_str(), code),
+            (Some(RequestId(9)), "method not found: tasks/get", Some(-32601))
+        );
     }
 
     #[test]
