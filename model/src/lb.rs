@@ -1416,6 +1416,24 @@ mod tests {
     }
 
     #[test]
+    fn a_502_for_a_restarted_hop_is_recorded_as_answered_by_the_hop_in_front() {
+        // CDN (hop 0), proxy (hop 1), balancer (hop 2): the proxy restarts while a request waits
+        // for its head, and the CDN in front answers 502 and is named for it.
+        let mut lb = chain(vec![HopConfig::default(), HopConfig::default()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.fail_hop(1, true));
+        let out = drain(&mut lb);
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(0) };
+        assert_eq!(
+            out,
+            vec![
+                LbOutput::Record(answered),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status::BAD_GATEWAY) }
+            ]
+        );
+    }
+
+    #[test]
     fn only_a_lone_balancer_holding_no_heads_passes_frames_untouched() {
         assert!(LoadBalancer::new(LbConfig::default()).is_transparent());
         let holding = LbConfig { hold_headers: true, ..LbConfig::default() };
