@@ -1399,6 +1399,92 @@ mod tests {
     }
 
     #[test]
+    fn between_exchanges_the_hop_with_the_shortest_idle_timeout_cuts_a_kept_alive_connection() {
+        // A CDN that drops idle connections after 30 s in front of a balancer that waits 60 s:
+        // the kept-alive connection dies at the CDN's 30 s, not the balancer's 60 s.
+        let cdn = HopConfig { idle_timeout: Some(Duration::from_secs(30)), ..HopConfig::default() };
+        let mut lb = chain(vec![cdn], 60);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(1), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(31)));
+        lb.handle_timeout(secs(31));
+        let out = drain(&mut lb);
+        let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 30_000_000, hop: Some(0) };
+        assert_eq!(out.first(), Some(&LbOutput::Record(idle)), "{out:?}");
+        assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+    }
+
+    #[test]
+    fn a_502_for_a_restarted_hop_is_recorded_as_answered_by_the_hop_in_front() {
+        // CDN (hop 0), proxy (hop 1), balancer (hop 2): the proxy restarts while a request waits
+        // for its head, and the CDN in front answers 502 and is named for it.
+        let mut lb = chain(vec![HopConfig::default(), HopConfig::default()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.fail_hop(1, true));
+        let out = drain(&mut lb);
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(0) };
+        assert_eq!(
+            out,
+            vec![
+                LbOutput::Record(answered),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status::BAD_GATEWAY) }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_timeout_carries_out_everything_due_by_then_a_flush_and_then_a_cut() {
+        // A CDN buffering the body for 10 s in front of a balancer that cuts after 10 s of
+        // silence: at 10 s the CDN flushes what it held, and the balancer cuts, in one timeout.
+        let buffering =
+            HopConfig { buffer: Some(100), flush_interval: Some(Duration::from_secs(10)), ..HopConfig::default() };
+        let mut lb = chain(vec![buffering], 10);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"H");
+        assert_eq!(lb.poll_timeout(), Some(secs(10)));
+        lb.handle_timeout(secs(10));
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 10_000_000, hop: Some(0) };
+        let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 10_000_000, hop: Some(1) };
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(flushed),
+                LbOutput::Deliver { conn: ConnId(1), bytes: b"e".to_vec() },
+                LbOutput::Record(idle),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+        assert_eq!(lb.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_kept_alive_connection_cut_for_silence_past_its_lifetime_is_an_idle_cut() {
+        // The lifetime bounds a connection's exchanges; between them only silence cuts, and the
+        // cut is named for it even when the connection is older than its lifetime by then.
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb.handle_response(secs(50), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(50), ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(110)));
+        lb.handle_timeout(secs(110));
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
     fn only_a_lone_balancer_holding_no_heads_passes_frames_untouched() {
         assert!(LoadBalancer::new(LbConfig::default()).is_transparent());
         let holding = LbConfig { hold_headers: true, ..LbConfig::default() };

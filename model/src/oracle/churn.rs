@@ -300,6 +300,29 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_without_an_intermediary_cut_at_its_instant_excuses_nothing() {
+        // Every 16 s the stream is reset (by the server, not a balancer's timeout) and resumed:
+        // the pair's own churn, judged by its period; a cut a second earlier is another event's.
+        let a = sid("A");
+        let reset_every = |cut_before: bool| {
+            let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+            for i in 1..=20 {
+                if cut_before {
+                    b = b.at(i * 16_000_000 - 1_000_000).lb(lb_idle_cut(99));
+                }
+                b = b.at(i * 16_000_000).client(conn_end(i, ConnEnd::Reset));
+                b = b.client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
+            }
+            churn(&b.build())
+        };
+        for cut_before in [false, true] {
+            let v = reset_every(cut_before);
+            assert_eq!(v.len(), 1, "{v:#?}");
+            assert!(v[0].detail.contains("re-attached 10 times in a row every 16.000s"), "{}", v[0].detail);
+        }
+    }
+
+    #[test]
     fn one_cut_excuses_one_re_attachment_and_no_more() {
         let a = sid("A");
         let mut b = TraceBuilder::new().client(get_standalone(1, &a)).at(500_000).lb(lb_idle_cut(99));
@@ -423,6 +446,26 @@ mod tests {
         let v = churn(&b.build());
         assert_eq!((v.len(), v[0].at), (1, Instant(14_000_000)), "{v:#?}");
         assert!(v[0].detail.contains("re-attached 10 times in a row every 1.000s (by 14.000s)"), "{}", v[0].detail);
+    }
+
+    #[test]
+    fn re_attachments_at_one_instant_have_no_period_and_are_judged_by_their_count() {
+        let burst = |n: u64| {
+            let a = sid("A");
+            let mut b = TraceBuilder::new()
+                .run(StepKind::Bounds { max_reconnects_per_hour: 20, max_delivery_delay_us: None })
+                .client(get_standalone(1, &a))
+                .at(5_000_000);
+            for i in 1..=n {
+                b = b.client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::OK));
+            }
+            churn(&b.build())
+        };
+        assert_eq!(burst(20), vec![], "twenty at once are within the bound of 20");
+        let v = burst(21);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.starts_with("21 reconnects between 5.000s and 5.000s"), "{}", v[0].detail);
+        assert!(!v[0].detail.contains("periodic"), "{}", v[0].detail);
     }
 
     #[test]

@@ -814,6 +814,24 @@ mod tests {
     }
 
     #[test]
+    fn a_400_is_no_answer_that_ends_an_outage() {
+        // Answered 200 at 10 s, 400 at 40 s, then "session not found" at 70 s: the outage runs
+        // from 10 s, through the 400 (only an answer below 400 is the server being reached).
+        let t = trace(vec![
+            (0, on_session(1)),
+            (10_000, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+            (40_000, on_session(2)),
+            (40_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::BAD_REQUEST) }),
+            (70_000, on_session(3)),
+            (70_001, StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status::NOT_FOUND) }),
+        ]);
+        let c = Conditions::judge(&t);
+        let retention: Vec<_> = c.breaches.iter().filter(|b| b.condition == Condition::Retention).collect();
+        assert_eq!(retention.len(), 1, "{c:?}");
+        assert!(retention[0].detail.contains("after 1m00.001s without an answer"), "{}", retention[0].detail);
+    }
+
+    #[test]
     fn a_request_timeout_is_an_outage_only_after_a_break_a_5xx_is_one_and_a_4xx_is_not() {
         let timed_out_after = |status: u16| {
             let t = trace(vec![
@@ -1108,6 +1126,28 @@ mod tests {
     }
 
     #[test]
+    fn a_server_bug_is_named_before_the_conditions_that_broke_earlier() {
+        // Condition 1 breaks first (a restart without state), then the server ends the session
+        // itself: the verdict is a server bug, and it names the server's act first.
+        let t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, on_session(1)),
+            (10_000, StepKind::ClientStart { restored: false }),
+            (30_000, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::WriteFailed }),
+        ]);
+        let c = Conditions::judge(&t);
+        let verdict = c.explain_at(Instant(40_000_000));
+        let Explanation::ServerBug(breaches) = &verdict else { panic!("not a server bug: {verdict}") };
+        assert_eq!(
+            breaches.iter().map(|b| b.condition).collect::<Vec<_>>(),
+            vec![Condition::ServerEnded, Condition::Persisted]
+        );
+        let text = verdict.to_string();
+        assert!(text.starts_with("unexplained: a server bug: the server ended session 0-1"), "{text}");
+        assert!(text.contains("; condition 1: "), "{text}");
+    }
+
+    #[test]
     fn re_initializing_after_an_error_answer_names_its_status_whatever_ended_the_connection() {
         // A 503 answer, then (or not) the connection's end, then the client re-initializes.
         let after = |end: Option<ConnEnd>| {
@@ -1153,6 +1193,26 @@ mod tests {
                 format!("the client resumed after HTTP {} as if no event was lost", status.0)
             );
         }
+    }
+
+    #[test]
+    fn resuming_after_a_5xx_or_a_reset_breaks_nothing() {
+        // A transport fact: the session and its events lived, and resuming is the right answer.
+        let resumed_after = |status: Status, end: Option<ConnEnd>| {
+            let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
+            let mut kinds = vec![
+                (0, StepKind::ClientStart { restored: false }),
+                (1, on_session(1)),
+                (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
+            ];
+            if let Some(end) = end {
+                kinds.push((3, StepKind::ConnEnd { conn: ConnId(1), end }));
+            }
+            kinds.push((3, StepKind::Decision { call: None, outcome: None, action: Some(resume), error: None }));
+            Conditions::judge(&trace(kinds))
+        };
+        assert!(resumed_after(Status::UNAVAILABLE, None).all_held(), "{:?}", resumed_after(Status::UNAVAILABLE, None));
+        assert!(resumed_after(Status::OK, Some(ConnEnd::Reset)).all_held());
     }
 
     #[test]
@@ -1330,6 +1390,8 @@ mod tests {
         assert_eq!(records[0].conditions, c.explain(&violation(250_000)).to_string());
         assert_eq!(records[0].conditions, "unexplained: conditions 1-4 held");
         assert!(records[1].conditions.starts_with("explained by condition 2"), "{}", records[1].conditions);
+        // Read back from the footer: only the later one is explained.
+        assert_eq!(records.iter().map(record_is_explained).collect::<Vec<_>>(), vec![false, true]);
         // The same through the trace alone.
         assert_eq!(violation_records(&t, &[violation(250_000), violation(252_000)]), records);
     }

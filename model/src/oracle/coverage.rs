@@ -285,6 +285,15 @@ mod tests {
     }
 
     #[test]
+    fn each_coverage_event_prints_as_the_stable_name_it_parses_from() {
+        assert_eq!(CoverageEvent::LbIdleCut.to_string(), "lb-idle-cut");
+        assert_eq!(format!("unreached: {}", CoverageEvent::SilentResume), "unreached: silent-resume");
+        for e in COVERAGE_EVENTS {
+            assert_eq!(e.to_string().parse::<CoverageEvent>(), Ok(*e));
+        }
+    }
+
+    #[test]
     fn merging_adds_counts_and_serializes_as_a_map() {
         let trace = TraceBuilder::new().lb(lb_idle_cut(1)).lb(lb_idle_cut(2)).build();
         let mut total = Coverage::new();

@@ -147,6 +147,18 @@ mod tests {
     }
 
     #[test]
+    fn a_request_posted_in_the_session_is_no_reconnect_and_explains_no_delay() {
+        use crate::http::{ClientMessage, Request, ToolCall};
+        use crate::ids::{CallKey, ConnId, RequestId};
+        let a = sid("A");
+        let call = ToolCall { tool: "pay".into(), key: CallKey(1), idempotency_key: None, tasks: false };
+        let post = Request::post(Some(a.clone()), ClientMessage::CallTool { id: RequestId(5), call });
+        let v = late(&held(90, Some(StepKind::Send { conn: ConnId(2), request: post })).build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!(v[0].at, Instant(90_000_000));
+    }
+
+    #[test]
     fn the_bound_is_read_from_the_bounds_step() {
         let set = |us| StepKind::Bounds { max_reconnects_per_hour: 120, max_delivery_delay_us: Some(us) };
         let trace = |us| {

@@ -464,10 +464,32 @@ mod tests {
     }
 
     #[test]
+    fn an_update_to_a_working_task_that_asked_for_nothing_brings_no_input() {
+        let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
+        call(&mut s, 0, true);
+        let updated = update(&mut s, 10 * S, "r0.0-t0");
+        assert!(matches!(answer(&updated), Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })));
+        assert!(!records(&updated).iter().any(|k| matches!(k, StepKind::TaskInputReceived { .. })), "{updated:?}");
+    }
+
+    #[test]
     fn a_client_that_did_not_declare_the_extension_gets_no_task() {
         let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
         let out = call(&mut s, 0, false);
         assert!(!records(&out).iter().any(|k| matches!(k, StepKind::TaskCreated { .. })), "{out:?}");
+    }
+
+    #[test]
+    fn a_server_without_the_extension_answers_tasks_methods_with_method_not_found() {
+        let mut p = policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        p.tasks.create_for_tools_over = None;
+        let mut s = server(p);
+        let out = get(&mut s, 0, "r0.0-t0");
+        let Some(ServerMessage::Error { request, message, code }) = answer(&out) else { panic!("no error: {out:?}") };
+        assert_eq!(
+            (request, message.as_str(), code),
+            (Some(RequestId(9)), "method not found: tasks/get", Some(-32601))
+        );
     }
 
     #[test]
@@ -525,6 +547,24 @@ mod tests {
         let mut b = server(shared_policy).with_task_store(1, Some(store));
         let seen = answer(&get(&mut b, 2 * S, "shared-t0"));
         assert!(matches!(seen, Some(ServerMessage::TaskState { status: TaskStatus::Working, .. })), "{seen:?}");
+    }
+
+    #[test]
+    fn work_whose_task_another_replica_aborted_at_its_ttl_ends_cancelled_with_no_result() {
+        // A shared store under rmcp's rule: replica 1's poll after the TTL aborts the task that
+        // replica 0 works for; replica 0's work, when it comes to its end, must not complete.
+        let mut p = policy(60, WorkingAtTtl::AbortAndFail, Sweep::OnCall);
+        p.tasks.store = TaskStoreScope::Shared;
+        let store = Arc::new(Mutex::new(TaskStore::new(p.tasks.expiry, "shared")));
+        let mut a = server(p.clone()).with_task_store(0, Some(store.clone()));
+        call(&mut a, 0, true);
+        let mut b = server(p).with_task_store(1, Some(store));
+        let t0 = TaskId("shared-t0".into());
+        let late = get(&mut b, 61 * S, "shared-t0");
+        assert!(records(&late).contains(&StepKind::TaskEnded { task: t0.clone(), status: TaskStatus::Failed }));
+        let ended = records(&run_until(&mut a, 121 * S));
+        assert!(ended.iter().any(|k| matches!(k, StepKind::ToolEnded { end: ToolEnd::Cancelled, .. })), "{ended:?}");
+        assert!(!ended.iter().any(|k| matches!(k, StepKind::SideEffect { .. } | StepKind::TaskEnded { .. })));
     }
 
     fn cancel(s: &mut Server, now: u64, task: &str) -> Vec<ServerOutput> {

@@ -1961,3 +1961,28 @@ fn a_dual_era_servers_modern_stream_events_carry_no_id_to_resume_from() {
     assert!(!sent.is_empty(), "{out:?}");
     assert!(sent.iter().all(|e| e.id.is_none()), "{sent:?}");
 }
+
+#[test]
+fn an_opaque_event_id_is_looked_up_only_in_the_resuming_sessions_own_store() {
+    // Python's opaque ids (found by lookup) with a store of each session's own: a session resumes
+    // its own stream, and another session naming the same id learns nothing of it.
+    let mut s = server(ServerPolicy { store: crate::config::StoreScope::PerSession, ..policy("py-sdk") });
+    let a = init(&mut s, at(0));
+    let b = init(&mut s, at(0));
+    let mut out = call(&mut s, at(0), POST, &a, "chatty");
+    out.extend(drive_until(&mut s, at(3)));
+    let issued = ids(&events(&out, POST));
+    assert!(issued.len() >= 3, "{issued:?}");
+    s.handle_disconnect(at(3), POST);
+    let _ = drain(&mut s);
+    let first = EventId::from(issued[0].as_str());
+    let own = resume(&mut s, at(4), GET, &a, &first);
+    assert!(
+        matches!(resume_outcome(&own), (Some(_), ResumeOutcome::Replayed { replayed }) if replayed >= 2),
+        "{own:?}"
+    );
+    assert_eq!(ids(&events(&own, GET))[..2], issued[1..3]);
+    let other = resume(&mut s, at(4), OTHER, &b, &first);
+    assert_eq!(resume_outcome(&other), (None, ResumeOutcome::Empty { open: false }));
+    assert_eq!(frames(&other, OTHER), vec![Frame::Head(ResponseHead::event_stream()), Frame::End]);
+}
