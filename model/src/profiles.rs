@@ -1446,6 +1446,33 @@ mod tests {
     }
 
     #[test]
+    fn a_flag_set_on_the_command_line_reads_true_yes_on_as_true_and_false_no_off_as_false() {
+        for text in ["true", "yes", "on"] {
+            assert_eq!(value_from_text("hold_tail", text, &Value::Bool(false)), Ok(Value::Bool(true)), "{text}");
+        }
+        for text in ["false", "no", "off"] {
+            assert_eq!(value_from_text("hold_tail", text, &Value::Bool(true)), Ok(Value::Bool(false)), "{text}");
+        }
+        assert_eq!(value_from_text("hold_tail", "maybe", &Value::Bool(false)), Err("\"maybe\" is not true or false".into()));
+    }
+
+    #[test]
+    fn a_partial_table_valid_over_the_files_own_base_is_not_taken_for_the_mistake() {
+        // ts-sdk's era is a table with its mode, the reference's (the fallback base) none: one
+        // field of it set over ts-sdk is valid, so the bad value further down is the one blamed.
+        let text = "extends = \"ts-sdk\"\n[era]\nreprobe_on_failure = true\n[http]\nkeep_alive = \"many\"\n";
+        let layers = layer(Role::Client, text).unwrap();
+        let e = resolve::<ClientPolicy>(Role::Client, &layers).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("my.toml:5:"), "{e}");
+    }
+
+    #[test]
+    fn a_value_is_written_as_one_line_of_toml_with_floats_spelled_as_rust_writes_them() {
+        let v = serde_json::json!({ "a": null, "b": [1, 0.25, 0.00005, 1e20], "c": "x\"y", "d": true });
+        assert_eq!(toml_value(&v), r#"{ a = "none", b = [1, 0.25, 5e-5, 1e20], c = 'x"y', d = true }"#);
+    }
+
+    #[test]
     fn every_dump_reads_back_as_the_same_policy() {
         for role in Role::ALL {
             for n in role.names() {
@@ -1511,6 +1538,19 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn a_source_row_holds_the_resolved_value_even_of_a_field_the_file_leaves_to_its_default() {
+        let row = |role, name, path: &str| {
+            let rows = source_rows(role, name).unwrap().unwrap();
+            rows.into_iter().find(|r| r.path == path).map(|r| r.value)
+        };
+        // stateless-2026 writes only era.mode; the era's cache is the policy's default.
+        assert_eq!(row(Role::Client, "stateless-2026", "era.cache"), Some("\"connection\"".into()));
+        assert_eq!(row(Role::Client, "stateless-2026", "era.mode"), Some("\"modern\"".into()));
+        // The value as a dump writes it, not as the file spells it (nginx's file says "60s").
+        assert_eq!(row(Role::Lb, "nginx", "idle_timeout"), Some("\"1m\"".into()));
     }
 
     #[test]

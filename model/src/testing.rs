@@ -558,6 +558,57 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_stands_where_the_pair_was_last_advanced_to() -> Result<(), HarnessError> {
+        let mut pair = timed(None, None, None)?;
+        assert_eq!(pair.now(), Instant::ZERO);
+        let later = Instant::ZERO + Duration::from_millis(7_250);
+        pair.advance_to(later)?;
+        assert_eq!(pair.now(), later);
+        Ok(())
+    }
+
+    /// Resets the client's standalone GET and returns the delay of the reconnect it schedules.
+    fn standalone_backoff_after_reset(pair: &mut Pair) -> Result<u64, HarnessError> {
+        let get = pair
+            .trace()
+            .steps
+            .iter()
+            .rev()
+            .find_map(|s| match &s.kind {
+                StepKind::Send { conn, request } if request.method == crate::http::Method::Get => Some(*conn),
+                _ => None,
+            })
+            .expect("the standalone stream was opened");
+        let before = pair.trace().steps.len();
+        assert!(pair.reset(get)?, "the standalone stream is open");
+        let delay = pair.trace().steps[before..].iter().find_map(|s| match s.kind {
+            StepKind::Backoff { call: None, attempt: 1, delay_us } => Some(delay_us),
+            _ => None,
+        });
+        Ok(delay.expect("the standalone stream is reconnected after a backoff"))
+    }
+
+    #[test]
+    fn each_client_process_draws_its_backoff_jitter_from_a_seed_of_its_own() -> Result<(), HarnessError> {
+        let mut client = profiles::client("reference").expect("listed");
+        client.open_standalone_stream = true;
+        client.reconnect.jitter = 1.0;
+        let mut server = profiles::server("reference").expect("listed");
+        server.retry_ms = None;
+        let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
+        let mut pair = Pair::with_policies(client, server, vec![tool], LbConfig::default())?;
+        let mut delays = vec![standalone_backoff_after_reset(&mut pair)?];
+        for _ in 0..2 {
+            pair.restart_client()?;
+            delays.push(standalone_backoff_after_reset(&mut pair)?);
+        }
+        // Each delay is the first draw of its process: a restarted client replaying its
+        // predecessor's seed would wait exactly as long.
+        assert!(delays[0] != delays[1] && delays[1] != delays[2] && delays[0] != delays[2], "{delays:?}");
+        Ok(())
+    }
+
+    #[test]
     fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
         let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
         let mut pair = Pair::new("reference", "reference", tool, None)?;
