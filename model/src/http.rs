@@ -611,7 +611,10 @@ mod tests {
     fn a_request_reads_as_its_method_body_cursor_and_session() {
         let session = || Some(SessionId::from("0-1"));
         assert_eq!(Request::initialize(RequestId(1), "app").to_string(), "POST initialize#1");
-        assert_eq!(Request::post(session(), ClientMessage::Initialized).to_string(), "POST notifications/initialized [0-1]");
+        assert_eq!(
+            Request::post(session(), ClientMessage::Initialized).to_string(),
+            "POST notifications/initialized [0-1]"
+        );
         assert_eq!(Request::get(session(), None).to_string(), "GET [0-1]");
         assert_eq!(Request::get(session(), Some(EventId::from("0-1-4"))).to_string(), "GET Last-Event-ID=0-1-4 [0-1]");
         assert_eq!(Request::delete(SessionId::from("0-1")).to_string(), "DELETE [0-1]");

@@ -1453,7 +1453,10 @@ mod tests {
         for text in ["false", "no", "off"] {
             assert_eq!(value_from_text("hold_tail", text, &Value::Bool(true)), Ok(Value::Bool(false)), "{text}");
         }
-        assert_eq!(value_from_text("hold_tail", "maybe", &Value::Bool(false)), Err("\"maybe\" is not true or false".into()));
+        assert_eq!(
+            value_from_text("hold_tail", "maybe", &Value::Bool(false)),
+            Err("\"maybe\" is not true or false".into())
+        );
     }
 
     #[test]
