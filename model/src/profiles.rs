@@ -1476,6 +1476,19 @@ mod tests {
     }
 
     #[test]
+    fn a_dump_writes_each_fields_doc_then_its_source_above_it_and_no_empty_comment() {
+        let text = dump(Role::Server, "rmcp").unwrap().unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("keepalive = ")).expect("keepalive is written");
+        let layers = builtin_layers(Role::Server, "rmcp").unwrap().unwrap();
+        let sources = resolve::<ServerPolicy>(Role::Server, &layers).unwrap().meta.sources;
+        let above =
+            [format!("# {}", field_doc(Role::Server, "keepalive")), format!("# source: {}", sources["keepalive"])];
+        assert_eq!(lines[at - 2..at], above);
+        assert!(!lines.iter().any(|l| l.trim_end() == "#"), "{text}");
+    }
+
+    #[test]
     fn every_dump_reads_back_as_the_same_policy() {
         for role in Role::ALL {
             for n in role.names() {
