@@ -589,6 +589,20 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_ends_an_open_connection_on_both_sides_and_reports_it_ended() -> Result<(), HarnessError> {
+        let mut pair = timed(None, None, None)?;
+        let post = post_of_call(&pair);
+        assert!(pair.open_connections().contains(&post));
+        assert!(pair.reset(post)?, "an open connection is reset");
+        assert!(!pair.open_connections().contains(&post));
+        assert_eq!(pair.connections()[&post].ended, 1);
+        // The client saw its call's stream break and schedules its resumption.
+        assert_eq!(pair.count(|k| matches!(k, StepKind::Backoff { call: Some(CallKey(1)), attempt: 1, .. })), 1);
+        assert!(!pair.reset(post)?, "and only once");
+        Ok(())
+    }
+
+    #[test]
     fn each_client_process_draws_its_backoff_jitter_from_a_seed_of_its_own() -> Result<(), HarnessError> {
         let mut client = profiles::client("reference").expect("listed");
         client.open_standalone_stream = true;
