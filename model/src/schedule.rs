@@ -464,6 +464,19 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_of_zero_parses_as_no_events_and_only_a_negative_one_is_refused() {
+        assert_eq!(parse_rate("0/s"), Ok(0.0));
+        assert_eq!(parse_rate("0"), Ok(0.0));
+        assert_eq!(parse_rate("0/s").map(event_interval), Ok(None));
+        let refused = ScheduleError::BadValue {
+            key: "--event-rate".into(),
+            value: "-0.5/m".into(),
+            problem: "the rate must be zero or positive".into(),
+        };
+        assert_eq!(parse_rate("-0.5/m"), Err(refused));
+    }
+
+    #[test]
     fn tiny_huge_and_non_finite_rates_never_panic() {
         // 1e-20 events/s: an interval of 1e20 s, beyond any Duration: it saturates.
         assert_eq!(event_interval(1e-20), Some(Duration::MAX));
