@@ -623,6 +623,31 @@ mod tests {
     }
 
     #[test]
+    fn a_notification_to_all_reaches_the_client_on_its_standalone_stream() -> Result<(), HarnessError> {
+        let mut client = profiles::client("reference").expect("listed");
+        client.open_standalone_stream = true;
+        let server = profiles::server("reference").expect("listed");
+        let mut pair = Pair::with_policies(client, server, vec![], LbConfig::default())?;
+        let notification = |k: &StepKind| matches!(k, StepKind::Event { event, .. } if event.data == Some(crate::http::ServerMessage::Notification { seq: 1 }));
+        assert_eq!(pair.count(notification), 0);
+        pair.notify_all()?;
+        assert_eq!(pair.count(notification), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn the_ledger_counts_a_connection_the_server_closed() -> Result<(), HarnessError> {
+        let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
+        let mut pair = Pair::new("reference", "reference", tool, None)?;
+        pair.call(1, "pay", false)?;
+        pair.advance_to(Instant::ZERO + Duration::from_secs(2))?;
+        // The call's POST stream ends with its result: the server closes it.
+        let post = pair.connections()[&post_of_call(&pair)];
+        assert_eq!((post.opened, post.ended, post.server_closes, post.client_aborts, post.lb_cuts), (1, 1, 1, 0, 0));
+        Ok(())
+    }
+
+    #[test]
     fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
         let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
         let mut pair = Pair::new("reference", "reference", tool, None)?;
