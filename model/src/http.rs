@@ -608,6 +608,15 @@ mod tests {
     }
 
     #[test]
+    fn a_status_reads_as_its_code_and_a_connection_end_as_words() {
+        assert_eq!(Status::NOT_FOUND.to_string(), "404");
+        assert!(Status(200).is_success() && Status(299).is_success());
+        assert!(!Status(199).is_success() && !Status(300).is_success() && !Status::NOT_FOUND.is_success());
+        let ends = [ConnEnd::Clean, ConnEnd::Reset, ConnEnd::Refused, ConnEnd::Aborted].map(|e| e.to_string());
+        assert_eq!(ends, ["clean end", "reset", "refused", "aborted"]);
+    }
+
+    #[test]
     fn a_request_reads_as_its_method_body_cursor_and_session() {
         let session = || Some(SessionId::from("0-1"));
         assert_eq!(Request::initialize(RequestId(1), "app").to_string(), "POST initialize#1");
