@@ -1493,6 +1493,19 @@ mod tests {
         round_trip(&ToolSpec { burst: 5, ..ToolSpec::default() });
     }
 
+    #[test]
+    fn a_resume_token_that_survives_a_recut_is_left_out_and_only_the_ts_bug_is_written() {
+        for (name, written) in [("py-sdk", false), ("rmcp", false), ("ts-sdk", true)] {
+            let client = profiles::client(name).unwrap();
+            let CloseHandling::Sdk(rules) = &client.close_handling else { panic!("{name} has SDK rules") };
+            assert_eq!(rules.resume_token_survives_recut, !written, "{name}");
+            let text = json(&client);
+            assert_eq!(text.contains(r#""resume_token_survives_recut":false"#), written, "{name}: {text}");
+            assert!(!text.contains(r#""resume_token_survives_recut":true"#), "{name}: {text}");
+            round_trip(&client);
+        }
+    }
+
     fn json<T: Serialize>(value: &T) -> String {
         serde_json::to_string(value).expect("policies are plain data")
     }
