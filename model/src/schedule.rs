@@ -414,6 +414,21 @@ mod tests {
     }
 
     #[test]
+    fn the_window_is_the_span_less_one_event_interval_at_any_rate() {
+        // 2 events/s, a = 1 s, D + L = 9 s: 20 events over the 10 s span, the oldest of them
+        // half a second younger than the last one seen.
+        let b = retention_bounds(2.0, Some(Duration::from_secs(1)), Duration::from_secs(9), Duration::ZERO)
+            .expect("a rate");
+        assert_above(&b.retention, 19.0);
+        assert_above(&b.window, 9.5);
+        // One event every 4 s over the same span: 2.5 events, the oldest 4 s younger.
+        let b = retention_bounds(0.25, Some(Duration::from_secs(1)), Duration::from_secs(9), Duration::ZERO)
+            .expect("a rate");
+        assert_above(&b.retention, 1.5);
+        assert_above(&b.window, 6.0);
+    }
+
+    #[test]
     fn a_silent_stream_needs_one_event_and_has_no_safe_window() {
         let b = retention_bounds(0.0, None, Duration::from_secs(61), Duration::ZERO).expect("a rate");
         assert_above(&b.retention, 0.0);
