@@ -1339,6 +1339,19 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_is_answered_with_the_top_level_fields_of_the_role() {
+        let layers = layer(Role::Server, "extends = \"rmcp\"\n[retention]\nmax_event = 3\n").unwrap();
+        let e = resolve::<ServerPolicy>(Role::Server, &layers).map(|_| ()).unwrap_err().to_string();
+        let listed = e.split_once("(a server profile has: ").map(|(_, rest)| rest).unwrap_or_default();
+        let listed =
+            listed.split_once("; and extends, description, sdk, [sources])").map(|(l, _)| l).unwrap_or_default();
+        let names: Vec<&str> = listed.split(", ").collect();
+        assert!(names.contains(&"keepalive") && names.contains(&"retention"), "{e}");
+        assert!(names.iter().all(|n| !n.contains('.')), "only top-level fields: {e}");
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "in order: {e}");
+    }
+
+    #[test]
     fn a_bad_value_in_a_file_below_is_blamed_on_that_file_not_the_one_on_top() {
         let mut base = |role: Role, name: &str, below: &Layer| match name {
             "middle" => parse_layer(role, "extends = \"rmcp\"\nkeepalive = \"soon\"\n", "middle.toml"),
