@@ -589,6 +589,33 @@ mod tests {
     }
 
     #[test]
+    fn only_a_result_or_an_error_ends_its_request_and_notifications_name_none() {
+        let request = RequestId(3);
+        let task = crate::tasks::TaskId("r0.0-t0".into());
+        let responses = [
+            ServerMessage::InitializeResult { request },
+            ServerMessage::DiscoverResult { request },
+            ServerMessage::ToolResult { request, call: CallKey(1) },
+            ServerMessage::Error { request: None, message: "Session not found".into(), code: None },
+            ServerMessage::TaskCreated { request, call: CallKey(1), task: task.clone(), ttl_ms: None, poll_ms: 1000 },
+            ServerMessage::TaskState { request, task, status: crate::tasks::TaskStatus::Working },
+        ];
+        for m in &responses {
+            assert!(m.is_response(), "{m}");
+        }
+        let others = [
+            ServerMessage::Progress { request, call: CallKey(1), step: 1 },
+            ServerMessage::Notification { seq: 1 },
+            ServerMessage::ListenAck { subscription: request },
+            ServerMessage::Changed { subscription: request, change: "r0-c1".into() },
+        ];
+        for m in &others {
+            assert!(!m.is_response(), "{m}");
+        }
+        assert_eq!(others.iter().map(ServerMessage::request).collect::<Vec<_>>(), [Some(request), None, None, None]);
+    }
+
+    #[test]
     fn only_a_message_event_without_data_is_a_priming_event() {
         let event = |kind, data| SseEvent { id: Some(EventId::from("0-1")), retry_ms: None, kind, data };
         assert!(event(EventKind::Message, None).is_priming());
