@@ -1502,6 +1502,17 @@ mod tests {
     }
 
     #[test]
+    fn a_table_set_at_a_path_merges_into_the_one_there_unless_it_names_a_kind() {
+        let mut root = Map::new();
+        set_path(&mut root, "reconnect", serde_json::json!({ "initial": "1s", "max": "30s" }));
+        set_path(&mut root, "reconnect", serde_json::json!({ "initial": "2s" }));
+        assert_eq!(root["reconnect"], serde_json::json!({ "initial": "2s", "max": "30s" }));
+        set_path(&mut root, "close_handling", serde_json::json!({ "kind": "sdk", "on_404": "fail-call" }));
+        set_path(&mut root, "close_handling", serde_json::json!({ "kind": "naive" }));
+        assert_eq!(root["close_handling"], serde_json::json!({ "kind": "naive" }));
+    }
+
+    #[test]
     fn every_dump_reads_back_as_the_same_policy() {
         for role in Role::ALL {
             for n in role.names() {
