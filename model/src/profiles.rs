@@ -1483,6 +1483,16 @@ mod tests {
     }
 
     #[test]
+    fn a_tagged_table_is_judged_whole_so_its_kind_alone_is_not_taken_for_the_mistake() {
+        // The reference's close_handling is another kind: the SDK rules are valid only together.
+        let text = "extends = \"reference\"\n[close_handling]\nkind = \"sdk\"\non_404 = \"fail-keep-session\"\n\
+                    on_empty_resume = \"without-id\"\nresume_post_needs_event_id = true\n[http]\nkeep_alive = \"many\"\n";
+        let layers = layer(Role::Client, text).unwrap();
+        let e = resolve::<ClientPolicy>(Role::Client, &layers).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("my.toml:8:"), "{e}");
+    }
+
+    #[test]
     fn a_value_is_written_as_one_line_of_toml_with_floats_spelled_as_rust_writes_them() {
         let v = serde_json::json!({ "a": null, "b": [1, 0.25, 0.00005, 1e20], "c": "x\"y", "d": true });
         assert_eq!(toml_value(&v), r#"{ a = "none", b = [1, 0.25, 5e-5, 1e20], c = 'x"y', d = true }"#);
