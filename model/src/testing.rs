@@ -648,6 +648,19 @@ mod tests {
     }
 
     #[test]
+    fn a_shutdown_resets_every_open_connection_once() -> Result<(), HarnessError> {
+        let mut pair = timed(None, None, None)?;
+        let post = post_of_call(&pair);
+        assert_eq!(pair.open_connections(), vec![post], "the call's stream is open");
+        pair.shutdown()?;
+        assert!(pair.open_connections().is_empty());
+        assert_eq!(pair.connections()[&post].ended, 1);
+        // The client saw the reset: it schedules its resume.
+        assert_eq!(pair.count(|k| matches!(k, StepKind::Backoff { call: Some(CallKey(1)), .. })), 1);
+        Ok(())
+    }
+
+    #[test]
     fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
         let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
         let mut pair = Pair::new("reference", "reference", tool, None)?;
