@@ -1506,6 +1506,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_event_store_reads_kept_or_none_and_an_absent_value_as_none() {
+        let read = |v: serde_json::Value| serde_json::from_value::<EventStoreMode>(v).map_err(|e| e.to_string());
+        assert_eq!(read(serde_json::json!("kept")), Ok(EventStoreMode::Kept));
+        assert_eq!(read(serde_json::json!("none")), Ok(EventStoreMode::NoStore));
+        assert_eq!(read(serde_json::Value::Null), Ok(EventStoreMode::NoStore));
+        assert_eq!(
+            read(serde_json::json!("teapot")),
+            Err("unknown variant `teapot`, expected `kept` or `none`".into())
+        );
+        let server = ServerPolicy { event_store: EventStoreMode::NoStore, ..profiles::server("reference").unwrap() };
+        assert!(json(&server).contains(r#""event_store":"none""#), "{}", json(&server));
+        round_trip(&server);
+    }
+
     fn json<T: Serialize>(value: &T) -> String {
         serde_json::to_string(value).expect("policies are plain data")
     }
