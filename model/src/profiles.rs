@@ -1523,6 +1523,25 @@ mod tests {
     }
 
     #[test]
+    fn a_dump_writes_the_fields_in_the_documented_order() {
+        for role in Role::ALL {
+            let text = dump(role, role.names()[0]).unwrap().unwrap();
+            let order = documented_paths(role);
+            let written: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.split_once(" = ").map(|(k, _)| k))
+                .filter(|k| order.contains(k))
+                .filter(|k| !k.contains('.'))
+                .collect();
+            let at: Vec<usize> = written.iter().map(|k| order.iter().position(|p| p == k).unwrap_or(0)).collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{role:?}: {written:?}");
+            let mut sorted = written.clone();
+            sorted.sort();
+            assert_ne!(written, sorted, "{role:?}: the documented order is not the alphabetical one");
+        }
+    }
+
+    #[test]
     fn every_dump_reads_back_as_the_same_policy() {
         for role in Role::ALL {
             for n in role.names() {
