@@ -1542,6 +1542,18 @@ mod tests {
     }
 
     #[test]
+    fn a_dump_carries_the_sources_of_its_fields_and_they_read_back() {
+        let layers = builtin_layers(Role::Server, "rmcp").unwrap().unwrap();
+        let sources = resolve::<ServerPolicy>(Role::Server, &layers).unwrap().meta.sources;
+        assert!(!sources.is_empty());
+        let text = dump(Role::Server, "rmcp").unwrap().unwrap();
+        let line = format!("sources.\"keepalive\" = {}", quote(&sources["keepalive"]));
+        assert!(text.lines().any(|l| l == line), "{text}");
+        let read = parse_layer(Role::Server, &text, "dump.toml").unwrap();
+        assert_eq!(read.meta.sources, sources);
+    }
+
+    #[test]
     fn every_dump_reads_back_as_the_same_policy() {
         for role in Role::ALL {
             for n in role.names() {
