@@ -1352,6 +1352,22 @@ mod tests {
     }
 
     #[test]
+    fn a_file_may_extend_through_eight_files_and_not_nine() {
+        let chain_of = |extends: usize| {
+            let mut base = |role: Role, name: &str, _: &Layer| {
+                let k: usize = name.trim_start_matches('b').parse().expect("b1, b2, ...");
+                let text = if k < extends { format!("extends = \"b{}\"\n", k + 1) } else { String::new() };
+                parse_layer(role, &text, &format!("{name}.toml"))
+            };
+            let top = parse_layer(Role::Server, "extends = \"b1\"\n", "my.toml").unwrap();
+            chain(Role::Server, top, &mut base).map(|layers| layers.len()).map_err(|e| e.to_string())
+        };
+        assert_eq!(chain_of(8), Ok(9));
+        let e = chain_of(9).unwrap_err();
+        assert!(e.starts_with("b8.toml:1:11: extends \"b9\": more than 8 files deep"), "{e}");
+    }
+
+    #[test]
     fn a_bad_value_in_a_file_below_is_blamed_on_that_file_not_the_one_on_top() {
         let mut base = |role: Role, name: &str, below: &Layer| match name {
             "middle" => parse_layer(role, "extends = \"rmcp\"\nkeepalive = \"soon\"\n", "middle.toml"),
