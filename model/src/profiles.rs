@@ -1411,6 +1411,19 @@ mod tests {
     }
 
     #[test]
+    fn a_table_set_again_drops_the_sources_of_the_bases_fields_inside_it() {
+        let sources = |text: &str| {
+            let layers = layer(Role::Client, text).unwrap();
+            resolve::<ClientPolicy>(Role::Client, &layers).unwrap().meta.sources
+        };
+        let inside = |s: &BTreeMap<String, String>| s.keys().filter(|k| k.starts_with("close_handling.")).count();
+        assert!(inside(&sources("extends = \"ts-sdk\"\n")) > 0, "ts-sdk sources its close rules one by one");
+        let replaced = sources("extends = \"ts-sdk\"\n[close_handling]\nkind = \"decision-procedure\"\n");
+        assert_eq!(inside(&replaced), 0, "{replaced:?}");
+        assert!(replaced.contains_key("persistence"), "{replaced:?}");
+    }
+
+    #[test]
     fn a_tagged_table_written_again_replaces_the_bases_whole() {
         // ts-sdk's close_handling is an SDK rule set; a file that names another kind gets that
         // kind alone, none of the SDK rules' fields carried over.
