@@ -1206,6 +1206,17 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_is_described_by_its_files_description_whatever_its_role() {
+        assert_eq!(describe("reference"), "the design note's decision procedure / conditions of validity");
+        assert_eq!(
+            describe("silent-head"),
+            "second incident: 100 events per stream; an evicted id resumes silently at the head"
+        );
+        assert_eq!(describe("default"), "cuts a connection silent for 60 s (the first incident's load balancer)");
+        assert_eq!(describe("nope"), "");
+    }
+
+    #[test]
     fn every_builtin_file_names_its_sdk_and_sources_and_every_field_is_documented() {
         for role in Role::ALL {
             for n in role.names() {
