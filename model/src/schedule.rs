@@ -479,6 +479,18 @@ mod tests {
     }
 
     #[test]
+    fn the_worst_latency_names_the_first_attempt_that_reaches_it() {
+        // With 20 % jitter over a 240 s outage, attempts 13 and 14 (30 s apart, both capped) can
+        // each come a whole 30 s after the network healed: the first of them is named.
+        let mut p = policy("reference");
+        p.jitter = 0.2;
+        assert_eq!(
+            worst_latency(&p, None, Duration::from_secs(240)),
+            WorstLatency { latency: Some(Duration::from_secs(30)), attempt: 13, may_give_up: false }
+        );
+    }
+
+    #[test]
     fn a_rate_of_zero_parses_as_no_events_and_only_a_negative_one_is_refused() {
         assert_eq!(parse_rate("0/s"), Ok(0.0));
         assert_eq!(parse_rate("0"), Ok(0.0));
