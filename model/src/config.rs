@@ -1493,6 +1493,34 @@ mod tests {
         round_trip(&ToolSpec { burst: 5, ..ToolSpec::default() });
     }
 
+    #[test]
+    fn a_resume_token_that_survives_a_recut_is_left_out_and_only_the_ts_bug_is_written() {
+        for (name, written) in [("py-sdk", false), ("rmcp", false), ("ts-sdk", true)] {
+            let client = profiles::client(name).unwrap();
+            let CloseHandling::Sdk(rules) = &client.close_handling else { panic!("{name} has SDK rules") };
+            assert_eq!(rules.resume_token_survives_recut, !written, "{name}");
+            let text = json(&client);
+            assert_eq!(text.contains(r#""resume_token_survives_recut":false"#), written, "{name}: {text}");
+            assert!(!text.contains(r#""resume_token_survives_recut":true"#), "{name}: {text}");
+            round_trip(&client);
+        }
+    }
+
+    #[test]
+    fn an_event_store_reads_kept_or_none_and_an_absent_value_as_none() {
+        let read = |v: serde_json::Value| serde_json::from_value::<EventStoreMode>(v).map_err(|e| e.to_string());
+        assert_eq!(read(serde_json::json!("kept")), Ok(EventStoreMode::Kept));
+        assert_eq!(read(serde_json::json!("none")), Ok(EventStoreMode::NoStore));
+        assert_eq!(read(serde_json::Value::Null), Ok(EventStoreMode::NoStore));
+        assert_eq!(
+            read(serde_json::json!("teapot")),
+            Err("unknown variant `teapot`, expected `kept` or `none`".into())
+        );
+        let server = ServerPolicy { event_store: EventStoreMode::NoStore, ..profiles::server("reference").unwrap() };
+        assert!(json(&server).contains(r#""event_store":"none""#), "{}", json(&server));
+        round_trip(&server);
+    }
+
     fn json<T: Serialize>(value: &T) -> String {
         serde_json::to_string(value).expect("policies are plain data")
     }

@@ -589,6 +589,33 @@ mod tests {
     }
 
     #[test]
+    fn only_a_result_or_an_error_ends_its_request_and_notifications_name_none() {
+        let request = RequestId(3);
+        let task = crate::tasks::TaskId("r0.0-t0".into());
+        let responses = [
+            ServerMessage::InitializeResult { request },
+            ServerMessage::DiscoverResult { request },
+            ServerMessage::ToolResult { request, call: CallKey(1) },
+            ServerMessage::Error { request: None, message: "Session not found".into(), code: None },
+            ServerMessage::TaskCreated { request, call: CallKey(1), task: task.clone(), ttl_ms: None, poll_ms: 1000 },
+            ServerMessage::TaskState { request, task, status: crate::tasks::TaskStatus::Working },
+        ];
+        for m in &responses {
+            assert!(m.is_response(), "{m}");
+        }
+        let others = [
+            ServerMessage::Progress { request, call: CallKey(1), step: 1 },
+            ServerMessage::Notification { seq: 1 },
+            ServerMessage::ListenAck { subscription: request },
+            ServerMessage::Changed { subscription: request, change: "r0-c1".into() },
+        ];
+        for m in &others {
+            assert!(!m.is_response(), "{m}");
+        }
+        assert_eq!(others.iter().map(ServerMessage::request).collect::<Vec<_>>(), [Some(request), None, None, None]);
+    }
+
+    #[test]
     fn only_a_message_event_without_data_is_a_priming_event() {
         let event = |kind, data| SseEvent { id: Some(EventId::from("0-1")), retry_ms: None, kind, data };
         assert!(event(EventKind::Message, None).is_priming());
@@ -605,5 +632,27 @@ mod tests {
         assert_eq!(ClientMessage::Initialized.to_string(), "notifications/initialized");
         assert_eq!(ClientMessage::Discover { id }.to_string(), format!("server/discover{id}"));
         assert_eq!(ClientMessage::Listen { id }.to_string(), format!("subscriptions/listen{id}"));
+    }
+
+    #[test]
+    fn a_status_reads_as_its_code_and_a_connection_end_as_words() {
+        assert_eq!(Status::NOT_FOUND.to_string(), "404");
+        assert!(Status(200).is_success() && Status(299).is_success());
+        assert!(!Status(199).is_success() && !Status(300).is_success() && !Status::NOT_FOUND.is_success());
+        let ends = [ConnEnd::Clean, ConnEnd::Reset, ConnEnd::Refused, ConnEnd::Aborted].map(|e| e.to_string());
+        assert_eq!(ends, ["clean end", "reset", "refused", "aborted"]);
+    }
+
+    #[test]
+    fn a_request_reads_as_its_method_body_cursor_and_session() {
+        let session = || Some(SessionId::from("0-1"));
+        assert_eq!(Request::initialize(RequestId(1), "app").to_string(), "POST initialize#1");
+        assert_eq!(
+            Request::post(session(), ClientMessage::Initialized).to_string(),
+            "POST notifications/initialized [0-1]"
+        );
+        assert_eq!(Request::get(session(), None).to_string(), "GET [0-1]");
+        assert_eq!(Request::get(session(), Some(EventId::from("0-1-4"))).to_string(), "GET Last-Event-ID=0-1-4 [0-1]");
+        assert_eq!(Request::delete(SessionId::from("0-1")).to_string(), "DELETE [0-1]");
     }
 }

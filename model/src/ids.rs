@@ -92,3 +92,27 @@ impl From<&str> for SessionId {
         SessionId(s.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_id_reads_in_its_documented_text_form() {
+        let shown = [
+            SessionId::from("0-1").to_string(),
+            EventId::from("0-1-4").to_string(),
+            RequestId(3).to_string(),
+            CallKey(2).to_string(),
+            ConnId(7).to_string(),
+            StreamNo(1).to_string(),
+        ];
+        assert_eq!(shown, ["0-1", "0-1-4", "#3", "call2", "c7", "stream1"]);
+    }
+
+    #[test]
+    fn a_session_is_placed_in_words_and_the_empty_one_as_no_session() {
+        assert_eq!(SessionId::from("0-1").placed().to_string(), "in session 0-1");
+        assert_eq!(SessionId::from("").placed().to_string(), "with no session");
+    }
+}

@@ -1206,6 +1206,17 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_is_described_by_its_files_description_whatever_its_role() {
+        assert_eq!(describe("reference"), "the design note's decision procedure / conditions of validity");
+        assert_eq!(
+            describe("silent-head"),
+            "second incident: 100 events per stream; an evicted id resumes silently at the head"
+        );
+        assert_eq!(describe("default"), "cuts a connection silent for 60 s (the first incident's load balancer)");
+        assert_eq!(describe("nope"), "");
+    }
+
+    #[test]
     fn every_builtin_file_names_its_sdk_and_sources_and_every_field_is_documented() {
         for role in Role::ALL {
             for n in role.names() {
@@ -1339,6 +1350,35 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_is_answered_with_the_top_level_fields_of_the_role() {
+        let layers = layer(Role::Server, "extends = \"rmcp\"\n[retention]\nmax_event = 3\n").unwrap();
+        let e = resolve::<ServerPolicy>(Role::Server, &layers).map(|_| ()).unwrap_err().to_string();
+        let listed = e.split_once("(a server profile has: ").map(|(_, rest)| rest).unwrap_or_default();
+        let listed =
+            listed.split_once("; and extends, description, sdk, [sources])").map(|(l, _)| l).unwrap_or_default();
+        let names: Vec<&str> = listed.split(", ").collect();
+        assert!(names.contains(&"keepalive") && names.contains(&"retention"), "{e}");
+        assert!(names.iter().all(|n| !n.contains('.')), "only top-level fields: {e}");
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "in order: {e}");
+    }
+
+    #[test]
+    fn a_file_may_extend_through_eight_files_and_not_nine() {
+        let chain_of = |extends: usize| {
+            let mut base = |role: Role, name: &str, _: &Layer| {
+                let k: usize = name.trim_start_matches('b').parse().expect("b1, b2, ...");
+                let text = if k < extends { format!("extends = \"b{}\"\n", k + 1) } else { String::new() };
+                parse_layer(role, &text, &format!("{name}.toml"))
+            };
+            let top = parse_layer(Role::Server, "extends = \"b1\"\n", "my.toml").unwrap();
+            chain(Role::Server, top, &mut base).map(|layers| layers.len()).map_err(|e| e.to_string())
+        };
+        assert_eq!(chain_of(8), Ok(9));
+        let e = chain_of(9).unwrap_err();
+        assert!(e.starts_with("b8.toml:1:11: extends \"b9\": more than 8 files deep"), "{e}");
+    }
+
+    #[test]
     fn a_bad_value_in_a_file_below_is_blamed_on_that_file_not_the_one_on_top() {
         let mut base = |role: Role, name: &str, below: &Layer| match name {
             "middle" => parse_layer(role, "extends = \"rmcp\"\nkeepalive = \"soon\"\n", "middle.toml"),
@@ -1379,6 +1419,19 @@ mod tests {
         // A field set again by name: its base's source goes.
         let changed = sources("extends = \"reference\"\npersistence = \"volatile\"\n");
         assert!(!changed.contains_key("persistence") && changed.contains_key("reconnect"), "{changed:?}");
+    }
+
+    #[test]
+    fn a_table_set_again_drops_the_sources_of_the_bases_fields_inside_it() {
+        let sources = |text: &str| {
+            let layers = layer(Role::Client, text).unwrap();
+            resolve::<ClientPolicy>(Role::Client, &layers).unwrap().meta.sources
+        };
+        let inside = |s: &BTreeMap<String, String>| s.keys().filter(|k| k.starts_with("close_handling.")).count();
+        assert!(inside(&sources("extends = \"ts-sdk\"\n")) > 0, "ts-sdk sources its close rules one by one");
+        let replaced = sources("extends = \"ts-sdk\"\n[close_handling]\nkind = \"decision-procedure\"\n");
+        assert_eq!(inside(&replaced), 0, "{replaced:?}");
+        assert!(replaced.contains_key("persistence"), "{replaced:?}");
     }
 
     #[test]
@@ -1443,6 +1496,101 @@ mod tests {
         assert_eq!(value_from_text("evicted_id", "410", &Value::Null), Ok(Value::from("gone410")));
         assert_eq!(value_from_text("evicted_id", "7", &Value::Null), Ok(Value::from(7)));
         assert_eq!(value_from_text("replicas", "410", &Value::Null), Ok(Value::from(410)));
+    }
+
+    #[test]
+    fn a_flag_set_on_the_command_line_reads_true_yes_on_as_true_and_false_no_off_as_false() {
+        for text in ["true", "yes", "on"] {
+            assert_eq!(value_from_text("hold_tail", text, &Value::Bool(false)), Ok(Value::Bool(true)), "{text}");
+        }
+        for text in ["false", "no", "off"] {
+            assert_eq!(value_from_text("hold_tail", text, &Value::Bool(true)), Ok(Value::Bool(false)), "{text}");
+        }
+        assert_eq!(
+            value_from_text("hold_tail", "maybe", &Value::Bool(false)),
+            Err("\"maybe\" is not true or false".into())
+        );
+    }
+
+    #[test]
+    fn a_partial_table_valid_over_the_files_own_base_is_not_taken_for_the_mistake() {
+        // ts-sdk's era is a table with its mode, the reference's (the fallback base) none: one
+        // field of it set over ts-sdk is valid, so the bad value further down is the one blamed.
+        let text = "extends = \"ts-sdk\"\n[era]\nreprobe_on_failure = true\n[http]\nkeep_alive = \"many\"\n";
+        let layers = layer(Role::Client, text).unwrap();
+        let e = resolve::<ClientPolicy>(Role::Client, &layers).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("my.toml:5:"), "{e}");
+    }
+
+    #[test]
+    fn a_tagged_table_is_judged_whole_so_its_kind_alone_is_not_taken_for_the_mistake() {
+        // The reference's close_handling is another kind: the SDK rules are valid only together.
+        let text = "extends = \"reference\"\n[close_handling]\nkind = \"sdk\"\non_404 = \"fail-keep-session\"\n\
+                    on_empty_resume = \"without-id\"\nresume_post_needs_event_id = true\n[http]\nkeep_alive = \"many\"\n";
+        let layers = layer(Role::Client, text).unwrap();
+        let e = resolve::<ClientPolicy>(Role::Client, &layers).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("my.toml:8:"), "{e}");
+    }
+
+    #[test]
+    fn a_value_is_written_as_one_line_of_toml_with_floats_spelled_as_rust_writes_them() {
+        let v = serde_json::json!({ "a": null, "b": [1, 0.25, 0.00005, 1e20], "c": "x\"y", "d": true });
+        assert_eq!(toml_value(&v), r#"{ a = "none", b = [1, 0.25, 5e-5, 1e20], c = 'x"y', d = true }"#);
+    }
+
+    #[test]
+    fn a_dump_writes_each_fields_doc_then_its_source_above_it_and_no_empty_comment() {
+        let text = dump(Role::Server, "rmcp").unwrap().unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("keepalive = ")).expect("keepalive is written");
+        let layers = builtin_layers(Role::Server, "rmcp").unwrap().unwrap();
+        let sources = resolve::<ServerPolicy>(Role::Server, &layers).unwrap().meta.sources;
+        let above =
+            [format!("# {}", field_doc(Role::Server, "keepalive")), format!("# source: {}", sources["keepalive"])];
+        assert_eq!(lines[at - 2..at], above);
+        assert!(!lines.iter().any(|l| l.trim_end() == "#"), "{text}");
+    }
+
+    #[test]
+    fn a_table_set_at_a_path_merges_into_the_one_there_unless_it_names_a_kind() {
+        let mut root = Map::new();
+        set_path(&mut root, "reconnect", serde_json::json!({ "initial": "1s", "max": "30s" }));
+        set_path(&mut root, "reconnect", serde_json::json!({ "initial": "2s" }));
+        assert_eq!(root["reconnect"], serde_json::json!({ "initial": "2s", "max": "30s" }));
+        set_path(&mut root, "close_handling", serde_json::json!({ "kind": "sdk", "on_404": "fail-call" }));
+        set_path(&mut root, "close_handling", serde_json::json!({ "kind": "naive" }));
+        assert_eq!(root["close_handling"], serde_json::json!({ "kind": "naive" }));
+    }
+
+    #[test]
+    fn a_dump_writes_the_fields_in_the_documented_order() {
+        for role in Role::ALL {
+            let text = dump(role, role.names()[0]).unwrap().unwrap();
+            let order = documented_paths(role);
+            let written: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.split_once(" = ").map(|(k, _)| k))
+                .filter(|k| order.contains(k))
+                .filter(|k| !k.contains('.'))
+                .collect();
+            let at: Vec<usize> = written.iter().map(|k| order.iter().position(|p| p == k).unwrap_or(0)).collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{role:?}: {written:?}");
+            let mut sorted = written.clone();
+            sorted.sort();
+            assert_ne!(written, sorted, "{role:?}: the documented order is not the alphabetical one");
+        }
+    }
+
+    #[test]
+    fn a_dump_carries_the_sources_of_its_fields_and_they_read_back() {
+        let layers = builtin_layers(Role::Server, "rmcp").unwrap().unwrap();
+        let sources = resolve::<ServerPolicy>(Role::Server, &layers).unwrap().meta.sources;
+        assert!(!sources.is_empty());
+        let text = dump(Role::Server, "rmcp").unwrap().unwrap();
+        let line = format!("sources.\"keepalive\" = {}", quote(&sources["keepalive"]));
+        assert!(text.lines().any(|l| l == line), "{text}");
+        let read = parse_layer(Role::Server, &text, "dump.toml").unwrap();
+        assert_eq!(read.meta.sources, sources);
     }
 
     #[test]
@@ -1511,6 +1659,19 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn a_source_row_holds_the_resolved_value_even_of_a_field_the_file_leaves_to_its_default() {
+        let row = |role, name, path: &str| {
+            let rows = source_rows(role, name).unwrap().unwrap();
+            rows.into_iter().find(|r| r.path == path).map(|r| r.value)
+        };
+        // stateless-2026 writes only era.mode; the era's cache is the policy's default.
+        assert_eq!(row(Role::Client, "stateless-2026", "era.cache"), Some("\"connection\"".into()));
+        assert_eq!(row(Role::Client, "stateless-2026", "era.mode"), Some("\"modern\"".into()));
+        // The value as a dump writes it, not as the file spells it (nginx's file says "60s").
+        assert_eq!(row(Role::Lb, "nginx", "idle_timeout"), Some("\"1m\"".into()));
     }
 
     #[test]

@@ -72,4 +72,14 @@ mod tests {
         );
         assert_eq!(SplitMix64::new(0).next_u64(), 16_294_208_416_658_607_535);
     }
+
+    #[test]
+    fn an_alphanumeric_draw_takes_one_character_per_draw_from_36() {
+        // The published draws from seed 1234567, each modulo 36 over a-z then 0-9.
+        assert_eq!(SplitMix64::new(1_234_567).alnum(3), "jz1");
+        let long = SplitMix64::new(5).alnum(64);
+        assert_eq!(long.len(), 64);
+        assert!(long.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{long}");
+        assert_eq!(SplitMix64::new(5).alnum(0), "");
+    }
 }

@@ -414,6 +414,21 @@ mod tests {
     }
 
     #[test]
+    fn the_window_is_the_span_less_one_event_interval_at_any_rate() {
+        // 2 events/s, a = 1 s, D + L = 9 s: 20 events over the 10 s span, the oldest of them
+        // half a second younger than the last one seen.
+        let b = retention_bounds(2.0, Some(Duration::from_secs(1)), Duration::from_secs(9), Duration::ZERO)
+            .expect("a rate");
+        assert_above(&b.retention, 19.0);
+        assert_above(&b.window, 9.5);
+        // One event every 4 s over the same span: 2.5 events, the oldest 4 s younger.
+        let b = retention_bounds(0.25, Some(Duration::from_secs(1)), Duration::from_secs(9), Duration::ZERO)
+            .expect("a rate");
+        assert_above(&b.retention, 1.5);
+        assert_above(&b.window, 6.0);
+    }
+
+    #[test]
     fn a_silent_stream_needs_one_event_and_has_no_safe_window() {
         let b = retention_bounds(0.0, None, Duration::from_secs(61), Duration::ZERO).expect("a rate");
         assert_above(&b.retention, 0.0);
@@ -461,6 +476,31 @@ mod tests {
         assert!(parse_rate("2/day").is_err());
         assert!(parse_rate("-1/s").is_err());
         assert!(parse_rate("inf/s").is_err());
+    }
+
+    #[test]
+    fn the_worst_latency_names_the_first_attempt_that_reaches_it() {
+        // With 20 % jitter over a 240 s outage, attempts 13 and 14 (30 s apart, both capped) can
+        // each come a whole 30 s after the network healed: the first of them is named.
+        let mut p = policy("reference");
+        p.jitter = 0.2;
+        assert_eq!(
+            worst_latency(&p, None, Duration::from_secs(240)),
+            WorstLatency { latency: Some(Duration::from_secs(30)), attempt: 13, may_give_up: false }
+        );
+    }
+
+    #[test]
+    fn a_rate_of_zero_parses_as_no_events_and_only_a_negative_one_is_refused() {
+        assert_eq!(parse_rate("0/s"), Ok(0.0));
+        assert_eq!(parse_rate("0"), Ok(0.0));
+        assert_eq!(parse_rate("0/s").map(event_interval), Ok(None));
+        let refused = ScheduleError::BadValue {
+            key: "--event-rate".into(),
+            value: "-0.5/m".into(),
+            problem: "the rate must be zero or positive".into(),
+        };
+        assert_eq!(parse_rate("-0.5/m"), Err(refused));
     }
 
     #[test]

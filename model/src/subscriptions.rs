@@ -112,3 +112,16 @@ pub fn change_id(prefix: &str, n: u32) -> String {
 /// The text the application is handed when its subscription ends abruptly (python 2.3.0
 /// mcp/client/subscriptions.py:186-190).
 pub const LOST_ABRUPT: &str = "the subscription ended without the server's graceful close; re-listen and refetch";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_tell_app_rule_tells_the_application_at_an_abrupt_end() {
+        let rule = |text: &str| serde_json::from_value::<AbruptEnd>(serde_json::Value::from(text)).unwrap();
+        assert!(rule("tell-app").tells_app());
+        assert!(!rule("relisten").tells_app(), "a client that re-listens on its own tells nothing");
+        assert!(ClientSubscriptions::default().on_abrupt_end.tells_app());
+    }
+}

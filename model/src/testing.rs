@@ -558,6 +558,109 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_stands_where_the_pair_was_last_advanced_to() -> Result<(), HarnessError> {
+        let mut pair = timed(None, None, None)?;
+        assert_eq!(pair.now(), Instant::ZERO);
+        let later = Instant::ZERO + Duration::from_millis(7_250);
+        pair.advance_to(later)?;
+        assert_eq!(pair.now(), later);
+        Ok(())
+    }
+
+    /// Resets the client's standalone GET and returns the delay of the reconnect it schedules.
+    fn standalone_backoff_after_reset(pair: &mut Pair) -> Result<u64, HarnessError> {
+        let get = pair
+            .trace()
+            .steps
+            .iter()
+            .rev()
+            .find_map(|s| match &s.kind {
+                StepKind::Send { conn, request } if request.method == crate::http::Method::Get => Some(*conn),
+                _ => None,
+            })
+            .expect("the standalone stream was opened");
+        let before = pair.trace().steps.len();
+        assert!(pair.reset(get)?, "the standalone stream is open");
+        let delay = pair.trace().steps[before..].iter().find_map(|s| match s.kind {
+            StepKind::Backoff { call: None, attempt: 1, delay_us } => Some(delay_us),
+            _ => None,
+        });
+        Ok(delay.expect("the standalone stream is reconnected after a backoff"))
+    }
+
+    #[test]
+    fn a_reset_ends_an_open_connection_on_both_sides_and_reports_it_ended() -> Result<(), HarnessError> {
+        let mut pair = timed(None, None, None)?;
+        let post = post_of_call(&pair);
+        assert!(pair.open_connections().contains(&post));
+        assert!(pair.reset(post)?, "an open connection is reset");
+        assert!(!pair.open_connections().contains(&post));
+        assert_eq!(pair.connections()[&post].ended, 1);
+        // The client saw its call's stream break and schedules its resumption.
+        assert_eq!(pair.count(|k| matches!(k, StepKind::Backoff { call: Some(CallKey(1)), attempt: 1, .. })), 1);
+        assert!(!pair.reset(post)?, "and only once");
+        Ok(())
+    }
+
+    #[test]
+    fn each_client_process_draws_its_backoff_jitter_from_a_seed_of_its_own() -> Result<(), HarnessError> {
+        let mut client = profiles::client("reference").expect("listed");
+        client.open_standalone_stream = true;
+        client.reconnect.jitter = 1.0;
+        let mut server = profiles::server("reference").expect("listed");
+        server.retry_ms = None;
+        let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
+        let mut pair = Pair::with_policies(client, server, vec![tool], LbConfig::default())?;
+        let mut delays = vec![standalone_backoff_after_reset(&mut pair)?];
+        for _ in 0..2 {
+            pair.restart_client()?;
+            delays.push(standalone_backoff_after_reset(&mut pair)?);
+        }
+        // Each delay is the first draw of its process: a restarted client replaying its
+        // predecessor's seed would wait exactly as long.
+        assert!(delays[0] != delays[1] && delays[1] != delays[2] && delays[0] != delays[2], "{delays:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_notification_to_all_reaches_the_client_on_its_standalone_stream() -> Result<(), HarnessError> {
+        let mut client = profiles::client("reference").expect("listed");
+        client.open_standalone_stream = true;
+        let server = profiles::server("reference").expect("listed");
+        let mut pair = Pair::with_policies(client, server, vec![], LbConfig::default())?;
+        let notification = |k: &StepKind| matches!(k, StepKind::Event { event, .. } if event.data == Some(crate::http::ServerMessage::Notification { seq: 1 }));
+        assert_eq!(pair.count(notification), 0);
+        pair.notify_all()?;
+        assert_eq!(pair.count(notification), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn the_ledger_counts_a_connection_the_server_closed() -> Result<(), HarnessError> {
+        let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
+        let mut pair = Pair::new("reference", "reference", tool, None)?;
+        pair.call(1, "pay", false)?;
+        pair.advance_to(Instant::ZERO + Duration::from_secs(2))?;
+        // The call's POST stream ends with its result: the server closes it.
+        let post = pair.connections()[&post_of_call(&pair)];
+        assert_eq!((post.opened, post.ended, post.server_closes, post.client_aborts, post.lb_cuts), (1, 1, 1, 0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn a_shutdown_resets_every_open_connection_once() -> Result<(), HarnessError> {
+        let mut pair = timed(None, None, None)?;
+        let post = post_of_call(&pair);
+        assert_eq!(pair.open_connections(), vec![post], "the call's stream is open");
+        pair.shutdown()?;
+        assert!(pair.open_connections().is_empty());
+        assert_eq!(pair.connections()[&post].ended, 1);
+        // The client saw the reset: it schedules its resume.
+        assert_eq!(pair.count(|k| matches!(k, StepKind::Backoff { call: Some(CallKey(1)), .. })), 1);
+        Ok(())
+    }
+
+    #[test]
     fn a_server_restart_ends_its_sessions_and_starts_the_next_epoch() -> Result<(), HarnessError> {
         let tool = ToolSpec { name: "pay".into(), duration: Duration::from_secs(1), ..ToolSpec::default() };
         let mut pair = Pair::new("reference", "reference", tool, None)?;

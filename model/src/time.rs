@@ -179,6 +179,20 @@ mod tests {
     }
 
     #[test]
+    fn a_duration_beyond_a_billion_seconds_is_refused_as_out_of_range() {
+        assert_eq!(parse_duration("1000000000s"), Ok(Duration::from_secs(1_000_000_000)));
+        assert_eq!(parse_duration("2000000000h"), Err("duration \"2000000000h\" is out of range".into()));
+        assert_eq!(parse_duration("1000000001s"), Err("duration \"1000000001s\" is out of range".into()));
+    }
+
+    #[test]
+    fn the_seconds_of_an_instant_past_a_minute_are_those_left_over_the_whole_minutes() {
+        assert_eq!(Instant(125_250_000).to_string(), "2m05.250s");
+        assert_eq!(Instant(3_599_999_999).to_string(), "59m59.999s");
+        assert_eq!(format_micros(59_999_999), "59.999s");
+    }
+
+    #[test]
     fn instants_print_as_minutes_and_seconds() {
         assert_eq!(Instant(61_500_000).to_string(), "1m01.500s");
         assert_eq!(Instant(1_000).to_string(), "0.001s");

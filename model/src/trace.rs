@@ -1175,6 +1175,28 @@ mod tests {
     }
 
     #[test]
+    fn an_actor_reads_as_its_trace_spelling() {
+        let actors = [Actor::Client, Actor::App, Actor::Lb, Actor::Server, Actor::Fault, Actor::Run];
+        let shown: Vec<String> = actors.iter().map(Actor::to_string).collect();
+        assert_eq!(shown, ["client", "app", "lb", "server", "fault", "run"]);
+        for actor in actors {
+            assert_eq!(serde_json::to_value(actor).unwrap(), serde_json::Value::String(actor.to_string()));
+        }
+    }
+
+    #[test]
+    fn a_bounds_step_without_a_reconnect_bound_has_the_default_one() {
+        let line = r#"{"step":0,"t":0,"actor":"run","kind":"bounds","max_delivery_delay_us":7}"#;
+        let step: Step = serde_json::from_str(line).unwrap();
+        let bounds = StepKind::Bounds {
+            max_reconnects_per_hour: DEFAULT_MAX_RECONNECTS_PER_HOUR,
+            max_delivery_delay_us: Some(7),
+        };
+        assert_eq!(step.kind, bounds);
+        assert_eq!(DEFAULT_MAX_RECONNECTS_PER_HOUR, 30);
+    }
+
+    #[test]
     fn damaged_traces_are_refused_with_a_reason() {
         let text = sample().to_jsonl();
         assert_eq!(Trace::parse(""), Err(TraceError::Empty));
