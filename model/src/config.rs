@@ -1521,6 +1521,16 @@ mod tests {
         round_trip(&server);
     }
 
+    #[test]
+    fn a_sessionless_server_answering_get_with_another_status_than_405_says_so() {
+        let mut server = profiles::server("stateless-2026").unwrap();
+        assert_eq!(server.sessionless_get_status, 405);
+        assert!(!json(&server).contains("sessionless_get_status"), "{}", json(&server));
+        server.sessionless_get_status = 400;
+        assert!(json(&server).contains(r#""sessionless_get_status":400"#), "{}", json(&server));
+        round_trip(&server);
+    }
+
     fn json<T: Serialize>(value: &T) -> String {
         serde_json::to_string(value).expect("policies are plain data")
     }

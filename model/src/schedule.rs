@@ -347,6 +347,14 @@ mod tests {
     }
 
     #[test]
+    fn the_attempts_are_numbered_from_one_with_their_own_delay() {
+        let r = reconnect_schedule(&policy("py-sdk"), None, Duration::from_secs(2));
+        let first = Attempt { number: 1, delay: Duration::from_secs(1), at: Duration::from_secs(1) };
+        let second = Attempt { number: 2, delay: Duration::from_secs(1), at: Duration::from_secs(2) };
+        assert_eq!(r.attempts(), [first, second]);
+    }
+
+    #[test]
     fn sdk_clients_with_two_attempts_give_up_on_a_long_outage() {
         // TypeScript: 1 s then 1.5 s; Python: 1 s twice.
         let ts = reconnect_schedule(&policy("ts-sdk"), None, Duration::from_secs(60));

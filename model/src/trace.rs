@@ -1197,6 +1197,16 @@ mod tests {
     }
 
     #[test]
+    fn the_digest_is_fnv1a_64_as_published() {
+        // The published FNV-1a 64 test vectors: recorded traces carry digests made this way.
+        assert_eq!(fnv1a(FNV_OFFSET, b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(FNV_OFFSET, b"foobar"), 0x8594_4171_f739_67e8);
+        // Continued from a state: the bytes of one call then the next, as one run over both.
+        assert_eq!(fnv1a(fnv1a(FNV_OFFSET, b"foo"), b"bar"), fnv1a(FNV_OFFSET, b"foobar"));
+    }
+
+    #[test]
     fn damaged_traces_are_refused_with_a_reason() {
         let text = sample().to_jsonl();
         assert_eq!(Trace::parse(""), Err(TraceError::Empty));
