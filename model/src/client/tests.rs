@@ -367,6 +367,19 @@ fn a_refused_initialize_is_retried_with_backoff_then_the_calls_fail() {
 }
 
 #[test]
+fn an_initialize_refused_with_an_http_error_fails_at_its_head_naming_the_status() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.reconnect.max_attempts = Some(1);
+    let mut d = Driver::with(policy, None, 7);
+    let (init, _) = only_open(&d.start(), |_| true);
+    d.call(1, false);
+    let out = d.frame(init, status(503));
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "initialize failed: HTTP 503".into() }]);
+    let out = d.end(init, ConnEnd::Clean);
+    assert!(app(&out).is_empty() && opens(&out).is_empty(), "the end changes nothing: {out:#?}");
+}
+
+#[test]
 fn an_initialize_answered_with_a_json_rpc_error_fails_at_once_with_the_servers_message() {
     let mut policy = profiles::client("reference").expect("listed");
     policy.reconnect.max_attempts = Some(1);
