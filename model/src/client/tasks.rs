@@ -514,6 +514,18 @@ mod tests {
     }
 
     #[test]
+    fn a_call_settled_by_deleting_the_session_forgets_its_task_and_polls_no_more() {
+        let mut c = created(policy());
+        let (at, conn, _, _) = poll(&mut c);
+        c.delete_session(at);
+        let out = drain(&mut c);
+        assert!(out.contains(&ClientOutput::Abort { conn }), "the poll in flight is closed: {out:?}");
+        assert!(records(&out).contains(&StepKind::TaskIdForgotten { task: task() }), "{out:?}");
+        assert_eq!(c.poll_timeout(), None, "no poll is left: {c:?}");
+        assert!(c.task_ids_lost_in_crash().is_empty(), "the id is no longer held");
+    }
+
+    #[test]
     fn a_broken_poll_is_tried_again_at_the_next_interval() {
         let mut c = created(policy());
         let (due, conn, _, _) = poll(&mut c);

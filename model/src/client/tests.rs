@@ -1151,6 +1151,37 @@ fn a_405_to_the_standalone_get_is_retried_by_a_client_whose_rule_says_so() {
 }
 
 #[test]
+fn a_405_to_the_standalone_get_is_retried_by_such_a_client_under_close_transport_too() {
+    // Under close-transport a 4xx to the first GET means "no standalone stream", except a 405,
+    // which the standalone_405 rule decides.
+    let mut policy = go_like().c.policy;
+    policy.standalone_405 = crate::config::Standalone405::Retry;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(get, vec![status(405)]);
+    let retried =
+        |s: &StepKind| matches!(s, StepKind::Decision { error: Some(e), .. } if e == "HTTP 405: one failed attempt");
+    assert!(steps(&out).iter().any(retried), "{out:#?}");
+    assert_eq!(resume(&d.fire()).1.method, Method::Get);
+}
+
+#[test]
+fn a_refused_call_fails_alone_where_losing_the_standalone_stream_would_close_the_transport() {
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.frame(get, sse());
+    let (post, _, _) = tool_call(&d.call(1, false));
+    let out = d.answer(post, vec![status(503)]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "HTTP 503".into() }]);
+    assert!(!out.contains(&ClientOutput::Abort { conn: get }), "the standalone stream stays open");
+    assert_eq!(tool_call(&d.call(2, false)).2.key, CallKey(2), "the transport is still open");
+}
+
+#[test]
 fn the_standalone_stream_hands_notifications_over_and_resumes_with_its_own_id() {
     let mut d = Driver::new("ts-sdk");
     let out = d.start();
@@ -1958,6 +1989,30 @@ fn a_listening_client_that_reinitializes_tells_the_app_and_listens_again() {
 }
 
 #[test]
+fn re_listens_wait_the_reconnect_backoff_of_their_attempt() {
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.reconnect = ReconnectPolicy {
+        initial: Duration::from_secs(1),
+        factor: 2.0,
+        max: Duration::from_secs(30),
+        max_attempts: Some(5),
+        counter_reset: CounterReset::OnSuccessfulReconnect,
+        retry_field: RetryField::Ignore,
+        first_immediate: false,
+        jitter: 0.0,
+    };
+    policy.subscriptions.listen = true;
+    let mut d = Driver::with(policy, None, 7);
+    let (mut conn, _) = only_open(&d.start(), is_listen);
+    for wait_s in [1, 2, 4] {
+        let broke_at = d.now;
+        d.end(conn, ConnEnd::Reset);
+        assert_eq!(d.c.next_relisten(), Some(broke_at + Duration::from_secs(wait_s)));
+        conn = only_open(&d.fire(), is_listen).0;
+    }
+}
+
+#[test]
 fn a_go_like_client_takes_any_4xx_to_its_first_get_as_405_and_goes_on() {
     // Any 4xx to the first standalone GET means what a 405 does: no standalone stream, and the
     // transport stays open (only a 5xx or a broken connection closes it).
@@ -2026,6 +2081,22 @@ fn empty_200_resumes_count_as_unhonoured_and_the_fourth_stops_the_reference_clie
     }
     assert_eq!(resumes, 4, "max_unhonoured_resumes = 3: the fourth empty answer is one too many");
     assert!(matches!(&told[..], [StepKind::AppUnknownOutcome { call: CallKey(1), .. }]), "{told:#?}");
+}
+
+#[test]
+fn a_resume_that_delivers_a_message_is_honoured_and_breaks_the_run_of_unhonoured_ones() {
+    let (mut d, request) = Driver::broken_call("reference"); // max_unhonoured_resumes = 3
+                                                             // The first resume carries progress, then ends cleanly without the result: honoured.
+    let (conn, _) = resume(&d.fire());
+    d.answer(conn, vec![sse(), progress("1-4", request, 1, 4)]);
+    // Three empty 200s in a row are within the limit: the client resumes a fifth time.
+    for _ in 0..3 {
+        let (conn, _) = resume(&d.fire());
+        let out = d.answer(conn, vec![sse()]);
+        assert!(app(&out).is_empty(), "{out:#?}");
+    }
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-4"));
 }
 
 #[test]
