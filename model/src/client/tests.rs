@@ -1988,6 +1988,40 @@ fn a_listening_client_that_reinitializes_tells_the_app_and_listens_again() {
     assert!(steps(&out).contains(&StepKind::ListenOpen { conn: again, subscription: id }), "{out:#?}");
 }
 
+/// Opens `d`'s listen stream `conn` (asked with `req`) and acknowledges it.
+fn acknowledge_listen(d: &mut Driver, conn: ConnId, req: Request) -> Vec<ClientOutput> {
+    let Some(ClientMessage::Listen { id }) = req.body else { panic!("not a listen request: {req:#?}") };
+    d.frames(conn, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))])
+}
+
+#[test]
+fn the_app_is_told_of_a_lost_subscription_only_under_tell_app_and_only_once_it_was_acknowledged() {
+    let lost = |out: &[ClientOutput]| app(out).iter().any(|s| matches!(s, StepKind::AppSubscriptionLost { .. }));
+    // tell-app, broken before its acknowledgment: the application never believed it subscribed.
+    let mut d = listening(3);
+    let (conn, _) = only_open(&d.start(), is_listen);
+    assert!(!lost(&d.end(conn, ConnEnd::Reset)));
+    assert!(d.c.next_relisten().is_some(), "re-listened all the same");
+    // relisten, broken after its acknowledgment: the client re-listens and tells nothing.
+    let mut d = listening(3);
+    d.c.policy.subscriptions.on_abrupt_end = crate::subscriptions::AbruptEnd::Relisten;
+    let (conn, req) = only_open(&d.start(), is_listen);
+    acknowledge_listen(&mut d, conn, req);
+    assert!(!lost(&d.end(conn, ConnEnd::Reset)));
+    assert!(d.c.next_relisten().is_some());
+}
+
+#[test]
+fn a_change_on_the_acknowledged_listen_stream_reaches_the_app() {
+    let mut d = listening(3);
+    let (conn, req) = only_open(&d.start(), is_listen);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    acknowledge_listen(&mut d, conn, req);
+    let change = ServerMessage::Changed { subscription: id, change: "c-1".into() };
+    let out = d.frame(conn, event(None, Some(change)));
+    assert_eq!(app(&out), vec![StepKind::AppChange { change: "c-1".into() }]);
+}
+
 #[test]
 fn re_listens_wait_the_reconnect_backoff_of_their_attempt() {
     let mut policy = profiles::client("stateless-2026").expect("listed");
@@ -2097,6 +2131,30 @@ fn a_resume_that_delivers_a_message_is_honoured_and_breaks_the_run_of_unhonoured
     }
     let (_, get) = resume(&d.fire());
     assert_eq!(get.last_event_id, ev("1-4"));
+}
+
+#[test]
+fn a_task_answer_on_another_stream_leaves_the_calls_own_stream_to_be_closed_when_the_task_ends() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.tasks.declares = true;
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let (get, _) = only_open(&d.complete_handshake(&out, S1), |r| r.method == Method::Get);
+    d.frame(get, sse());
+    let (post, request, _) = tool_call(&d.call(1, false));
+    d.frame(post, sse());
+    // The task is announced on the standalone stream, not on the call's own POST stream.
+    let task = crate::tasks::TaskId("t1".into());
+    let created =
+        ServerMessage::TaskCreated { request, call: CallKey(1), task: task.clone(), ttl_ms: None, poll_ms: 2000 };
+    d.frame(get, event(Some("g-1"), Some(created)));
+    let (poll, req) = only_open(&d.fire(), |r| matches!(r.body, Some(ClientMessage::Task { .. })));
+    let Some(ClientMessage::Task { id, .. }) = req.body else { unreachable!("filtered above") };
+    let done = ServerMessage::TaskState { request: id, task, status: crate::tasks::TaskStatus::Completed };
+    let out = d.answer(poll, vec![Frame::Head(json_head()), Frame::Json(done)]);
+    assert!(steps(&out).iter().any(|s| matches!(s, StepKind::AppTaskOutcome { .. })), "{out:#?}");
+    assert!(out.contains(&ClientOutput::Abort { conn: post }), "the call's own stream is closed: {out:#?}");
 }
 
 #[test]
