@@ -2118,6 +2118,27 @@ fn empty_200_resumes_count_as_unhonoured_and_the_fourth_stops_the_reference_clie
 }
 
 #[test]
+fn resumes_refused_410_count_as_unhonoured_and_the_fourth_stops_the_reference_client() {
+    // Each 410 names its head: the reference client reports a gap and resumes from it at once,
+    // but a fourth refusal in a row is one too many (max_unhonoured_resumes = 3).
+    let (mut d, _) = Driver::broken_call("reference");
+    let (mut conn, _) = resume(&d.fire());
+    let mut refused = 0;
+    let told = loop {
+        refused += 1;
+        let out = d.answer(conn, vec![gone("1-3")]);
+        let settled: Vec<StepKind> =
+            app(&out).into_iter().filter(|s| matches!(s, StepKind::AppUnknownOutcome { .. })).collect();
+        if !settled.is_empty() || refused == 10 {
+            break settled;
+        }
+        conn = resume(&out).0;
+    };
+    assert_eq!(refused, 4);
+    assert_eq!(told, vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: UNKNOWN_UNHONOURED.into() }]);
+}
+
+#[test]
 fn a_resume_that_delivers_a_message_is_honoured_and_breaks_the_run_of_unhonoured_ones() {
     let (mut d, request) = Driver::broken_call("reference"); // max_unhonoured_resumes = 3
                                                              // The first resume carries progress, then ends cleanly without the result: honoured.
