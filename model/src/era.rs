@@ -594,6 +594,11 @@ mod tests {
     }
 
     #[test]
+    fn eras_are_named_legacy_and_modern_in_messages() {
+        assert_eq!(format!("served as {} then as {}", Era::Legacy, Era::Modern), "served as legacy then as modern");
+    }
+
+    #[test]
     fn only_a_server_serving_both_eras_is_dual() {
         assert!(DUAL.dual());
         assert!(!LEGACY.dual() && !MODERN.dual() && !EraSet::default().dual());

@@ -469,6 +469,20 @@ mod tests {
     }
 
     #[test]
+    fn a_question_seen_a_whole_poll_interval_after_the_answer_did_not_cross_it_and_is_answered_again() {
+        // Polls answered at once: the question seen exactly one interval (2 s) after the user's
+        // answer was asked after that answer arrived, so it is answered again at once.
+        let mut p = policy();
+        p.tasks.answer_input_after = Some(Duration::from_secs(10));
+        let mut c = created(p);
+        let (due, conn, id, _) = poll(&mut c);
+        let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
+        json(&mut c, due, conn, asks(id));
+        let went = drive(&mut c, Instant(20_000_000), Duration::ZERO, |_| TaskStatus::InputRequired);
+        assert_eq!(times(&went, TaskOp::Update), vec![13_000, 15_000, 17_000, 19_000], "{went:?}");
+    }
+
+    #[test]
     fn the_application_cancels_at_its_deadline_and_polls_on_for_the_outcome() {
         let mut p = policy();
         p.tasks.cancel_after = Some(Duration::from_secs(5));
@@ -511,6 +525,18 @@ mod tests {
             assert!(r.contains(&StepKind::TaskIdForgotten { task: task() }), "{r:?}");
             assert!(c.unresolved_calls().is_empty());
         }
+    }
+
+    #[test]
+    fn a_call_settled_by_deleting_the_session_forgets_its_task_and_polls_no_more() {
+        let mut c = created(policy());
+        let (at, conn, _, _) = poll(&mut c);
+        c.delete_session(at);
+        let out = drain(&mut c);
+        assert!(out.contains(&ClientOutput::Abort { conn }), "the poll in flight is closed: {out:?}");
+        assert!(records(&out).contains(&StepKind::TaskIdForgotten { task: task() }), "{out:?}");
+        assert_eq!(c.poll_timeout(), None, "no poll is left: {c:?}");
+        assert!(c.task_ids_lost_in_crash().is_empty(), "the id is no longer held");
     }
 
     #[test]

@@ -367,6 +367,19 @@ fn a_refused_initialize_is_retried_with_backoff_then_the_calls_fail() {
 }
 
 #[test]
+fn an_initialize_refused_with_an_http_error_fails_at_its_head_naming_the_status() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.reconnect.max_attempts = Some(1);
+    let mut d = Driver::with(policy, None, 7);
+    let (init, _) = only_open(&d.start(), |_| true);
+    d.call(1, false);
+    let out = d.frame(init, status(503));
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "initialize failed: HTTP 503".into() }]);
+    let out = d.end(init, ConnEnd::Clean);
+    assert!(app(&out).is_empty() && opens(&out).is_empty(), "the end changes nothing: {out:#?}");
+}
+
+#[test]
 fn an_initialize_answered_with_a_json_rpc_error_fails_at_once_with_the_servers_message() {
     let mut policy = profiles::client("reference").expect("listed");
     policy.reconnect.max_attempts = Some(1);
@@ -1135,6 +1148,37 @@ fn a_405_to_the_standalone_get_is_retried_by_a_client_whose_rule_says_so() {
     let (get, _) = only_open(&out, |r| r.method == Method::Get);
     d.answer(get, vec![status(405)]);
     assert_eq!(d.c.poll_timeout(), None);
+}
+
+#[test]
+fn a_405_to_the_standalone_get_is_retried_by_such_a_client_under_close_transport_too() {
+    // Under close-transport a 4xx to the first GET means "no standalone stream", except a 405,
+    // which the standalone_405 rule decides.
+    let mut policy = go_like().c.policy;
+    policy.standalone_405 = crate::config::Standalone405::Retry;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    let out = d.answer(get, vec![status(405)]);
+    let retried =
+        |s: &StepKind| matches!(s, StepKind::Decision { error: Some(e), .. } if e == "HTTP 405: one failed attempt");
+    assert!(steps(&out).iter().any(retried), "{out:#?}");
+    assert_eq!(resume(&d.fire()).1.method, Method::Get);
+}
+
+#[test]
+fn a_refused_call_fails_alone_where_losing_the_standalone_stream_would_close_the_transport() {
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.frame(get, sse());
+    let (post, _, _) = tool_call(&d.call(1, false));
+    let out = d.answer(post, vec![status(503)]);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: "HTTP 503".into() }]);
+    assert!(!out.contains(&ClientOutput::Abort { conn: get }), "the standalone stream stays open");
+    assert_eq!(tool_call(&d.call(2, false)).2.key, CallKey(2), "the transport is still open");
 }
 
 #[test]
@@ -1944,6 +1988,64 @@ fn a_listening_client_that_reinitializes_tells_the_app_and_listens_again() {
     assert!(steps(&out).contains(&StepKind::ListenOpen { conn: again, subscription: id }), "{out:#?}");
 }
 
+/// Opens `d`'s listen stream `conn` (asked with `req`) and acknowledges it.
+fn acknowledge_listen(d: &mut Driver, conn: ConnId, req: Request) -> Vec<ClientOutput> {
+    let Some(ClientMessage::Listen { id }) = req.body else { panic!("not a listen request: {req:#?}") };
+    d.frames(conn, vec![sse(), event(None, Some(ServerMessage::ListenAck { subscription: id }))])
+}
+
+#[test]
+fn the_app_is_told_of_a_lost_subscription_only_under_tell_app_and_only_once_it_was_acknowledged() {
+    let lost = |out: &[ClientOutput]| app(out).iter().any(|s| matches!(s, StepKind::AppSubscriptionLost { .. }));
+    // tell-app, broken before its acknowledgment: the application never believed it subscribed.
+    let mut d = listening(3);
+    let (conn, _) = only_open(&d.start(), is_listen);
+    assert!(!lost(&d.end(conn, ConnEnd::Reset)));
+    assert!(d.c.next_relisten().is_some(), "re-listened all the same");
+    // relisten, broken after its acknowledgment: the client re-listens and tells nothing.
+    let mut d = listening(3);
+    d.c.policy.subscriptions.on_abrupt_end = crate::subscriptions::AbruptEnd::Relisten;
+    let (conn, req) = only_open(&d.start(), is_listen);
+    acknowledge_listen(&mut d, conn, req);
+    assert!(!lost(&d.end(conn, ConnEnd::Reset)));
+    assert!(d.c.next_relisten().is_some());
+}
+
+#[test]
+fn a_change_on_the_acknowledged_listen_stream_reaches_the_app() {
+    let mut d = listening(3);
+    let (conn, req) = only_open(&d.start(), is_listen);
+    let Some(ClientMessage::Listen { id }) = req.body else { unreachable!("filtered above") };
+    acknowledge_listen(&mut d, conn, req);
+    let change = ServerMessage::Changed { subscription: id, change: "c-1".into() };
+    let out = d.frame(conn, event(None, Some(change)));
+    assert_eq!(app(&out), vec![StepKind::AppChange { change: "c-1".into() }]);
+}
+
+#[test]
+fn re_listens_wait_the_reconnect_backoff_of_their_attempt() {
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.reconnect = ReconnectPolicy {
+        initial: Duration::from_secs(1),
+        factor: 2.0,
+        max: Duration::from_secs(30),
+        max_attempts: Some(5),
+        counter_reset: CounterReset::OnSuccessfulReconnect,
+        retry_field: RetryField::Ignore,
+        first_immediate: false,
+        jitter: 0.0,
+    };
+    policy.subscriptions.listen = true;
+    let mut d = Driver::with(policy, None, 7);
+    let (mut conn, _) = only_open(&d.start(), is_listen);
+    for wait_s in [1, 2, 4] {
+        let broke_at = d.now;
+        d.end(conn, ConnEnd::Reset);
+        assert_eq!(d.c.next_relisten(), Some(broke_at + Duration::from_secs(wait_s)));
+        conn = only_open(&d.fire(), is_listen).0;
+    }
+}
+
 #[test]
 fn a_go_like_client_takes_any_4xx_to_its_first_get_as_405_and_goes_on() {
     // Any 4xx to the first standalone GET means what a 405 does: no standalone stream, and the
@@ -2013,6 +2115,67 @@ fn empty_200_resumes_count_as_unhonoured_and_the_fourth_stops_the_reference_clie
     }
     assert_eq!(resumes, 4, "max_unhonoured_resumes = 3: the fourth empty answer is one too many");
     assert!(matches!(&told[..], [StepKind::AppUnknownOutcome { call: CallKey(1), .. }]), "{told:#?}");
+}
+
+#[test]
+fn resumes_refused_410_count_as_unhonoured_and_the_fourth_stops_the_reference_client() {
+    // Each 410 names its head: the reference client reports a gap and resumes from it at once,
+    // but a fourth refusal in a row is one too many (max_unhonoured_resumes = 3).
+    let (mut d, _) = Driver::broken_call("reference");
+    let (mut conn, _) = resume(&d.fire());
+    let mut refused = 0;
+    let told = loop {
+        refused += 1;
+        let out = d.answer(conn, vec![gone("1-3")]);
+        let settled: Vec<StepKind> =
+            app(&out).into_iter().filter(|s| matches!(s, StepKind::AppUnknownOutcome { .. })).collect();
+        if !settled.is_empty() || refused == 10 {
+            break settled;
+        }
+        conn = resume(&out).0;
+    };
+    assert_eq!(refused, 4);
+    assert_eq!(told, vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: UNKNOWN_UNHONOURED.into() }]);
+}
+
+#[test]
+fn a_resume_that_delivers_a_message_is_honoured_and_breaks_the_run_of_unhonoured_ones() {
+    let (mut d, request) = Driver::broken_call("reference"); // max_unhonoured_resumes = 3
+                                                             // The first resume carries progress, then ends cleanly without the result: honoured.
+    let (conn, _) = resume(&d.fire());
+    d.answer(conn, vec![sse(), progress("1-4", request, 1, 4)]);
+    // Three empty 200s in a row are within the limit: the client resumes a fifth time.
+    for _ in 0..3 {
+        let (conn, _) = resume(&d.fire());
+        let out = d.answer(conn, vec![sse()]);
+        assert!(app(&out).is_empty(), "{out:#?}");
+    }
+    let (_, get) = resume(&d.fire());
+    assert_eq!(get.last_event_id, ev("1-4"));
+}
+
+#[test]
+fn a_task_answer_on_another_stream_leaves_the_calls_own_stream_to_be_closed_when_the_task_ends() {
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.tasks.declares = true;
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    let (get, _) = only_open(&d.complete_handshake(&out, S1), |r| r.method == Method::Get);
+    d.frame(get, sse());
+    let (post, request, _) = tool_call(&d.call(1, false));
+    d.frame(post, sse());
+    // The task is announced on the standalone stream, not on the call's own POST stream.
+    let task = crate::tasks::TaskId("t1".into());
+    let created =
+        ServerMessage::TaskCreated { request, call: CallKey(1), task: task.clone(), ttl_ms: None, poll_ms: 2000 };
+    d.frame(get, event(Some("g-1"), Some(created)));
+    let (poll, req) = only_open(&d.fire(), |r| matches!(r.body, Some(ClientMessage::Task { .. })));
+    let Some(ClientMessage::Task { id, .. }) = req.body else { unreachable!("filtered above") };
+    let done = ServerMessage::TaskState { request: id, task, status: crate::tasks::TaskStatus::Completed };
+    let out = d.answer(poll, vec![Frame::Head(json_head()), Frame::Json(done)]);
+    assert!(steps(&out).iter().any(|s| matches!(s, StepKind::AppTaskOutcome { .. })), "{out:#?}");
+    assert!(out.contains(&ClientOutput::Abort { conn: post }), "the call's own stream is closed: {out:#?}");
 }
 
 #[test]
