@@ -1179,6 +1179,9 @@ mod tests {
         let mut lb = replicated(2, Routing::RoundRobin);
         lb.handle_open(Instant::ZERO, ConnId(1));
         assert_eq!(lb.route_to_holder(ConnId(1), Backend(1), None, 0), Route::To(Backend(1)));
+        // Recorded as any routing choice among several replicas.
+        let routed = StepKind::LbRouted { conn: ConnId(1), replica: 1, session: None, hop: None };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(routed)]);
         // Replica 2 of two does not exist (the fleet shrank): routed by the rule, to one that does.
         match lb.route_to_holder(ConnId(1), Backend(2), None, 0) {
             Route::To(b) => assert!(b.0 < 2, "{b:?}"),

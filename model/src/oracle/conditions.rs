@@ -759,6 +759,7 @@ mod tests {
         ]);
         assert_eq!(Conditions::judge(&t).breaches[0].condition, Condition::Retention);
         assert!(answered(503).all_held(), "{:?}", answered(503));
+        assert!(answered(500).all_held(), "{:?}", answered(500));
     }
 
     #[test]
