@@ -1488,6 +1488,53 @@ mod tests {
     }
 
     #[test]
+    fn a_hop_buffering_a_head_that_came_alone_sends_it_when_cut_for_idleness() {
+        // nginx forced to buffer, with a 30 s read timeout: a head and nothing after it.
+        let nginx = HopConfig {
+            buffer: Some(100),
+            buffer_head: true,
+            idle_timeout: Some(Duration::from_secs(30)),
+            ..HopConfig::default()
+        };
+        let mut lb = chain(vec![nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), head()).is_empty());
+        lb.handle_timeout(secs(30));
+        let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 30_000_000, hop: Some(0) };
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 30_000_000, hop: Some(0) };
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(idle),
+                LbOutput::Record(flushed),
+                LbOutput::Deliver { conn: ConnId(1), bytes: b"H".to_vec() },
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_restarted_hop_holding_the_head_in_its_buffer_is_answered_502_by_the_hop_in_front() {
+        // A CDN (hop 0) in front of nginx buffering the head (hop 1): the head reached nginx
+        // and went no further when nginx restarts, so the CDN, which passed nothing, answers 502.
+        let nginx = HopConfig { buffer: Some(4096), buffer_head: true, ..HopConfig::default() };
+        let mut lb = chain(vec![HopConfig::default(), nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), first).is_empty());
+        assert!(lb.fail_hop(1, true));
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(0) };
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(answered),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status::BAD_GATEWAY) }
+            ]
+        );
+    }
+
+    #[test]
     fn only_a_lone_balancer_holding_no_heads_passes_frames_untouched() {
         assert!(LoadBalancer::new(LbConfig::default()).is_transparent());
         let holding = LbConfig { hold_headers: true, ..LbConfig::default() };
