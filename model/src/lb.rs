@@ -1535,6 +1535,46 @@ mod tests {
     }
 
     #[test]
+    fn a_silent_connection_within_its_lifetime_is_cut_for_idleness() {
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(60)));
+        lb.handle_timeout(secs(60));
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_late_timer_that_finds_both_silence_and_the_lifetime_past_names_the_lifetime() {
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        // The timer due at 60 s fires only at 120 s.
+        lb.handle_timeout(secs(120));
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 120_000_000, hop: None }),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
     fn only_a_lone_balancer_holding_no_heads_passes_frames_untouched() {
         assert!(LoadBalancer::new(LbConfig::default()).is_transparent());
         let holding = LbConfig { hold_headers: true, ..LbConfig::default() };
