@@ -409,6 +409,23 @@ mod tests {
     }
 
     #[test]
+    fn a_task_the_application_is_told_is_lost_resolves_its_call_as_an_unknown_outcome() {
+        use crate::tasks::TaskId;
+        let lost = || {
+            TraceBuilder::new()
+                .app(app_call(0, false))
+                .at(1_000)
+                .app(StepKind::AppTaskLost { task: TaskId("t".into()), call: CallKey(0) })
+                .at(20_000)
+                .run(run_end(None, &[]))
+        };
+        assert_eq!(unresolved_calls(&lost().build()), vec![]);
+        let v = unresolved_calls(&lost().at(30_000).app(app_error(0)).build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.contains("an unknown outcome at 0.001s, then an error at 0.030s"), "{}", v[0].detail);
+    }
+
+    #[test]
     fn a_call_issued_again_may_be_resolved_again() {
         let trace = TraceBuilder::new()
             .app(app_call(0, false))
