@@ -1416,6 +1416,16 @@ mod tests {
         let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 30_000_000, hop: Some(0) };
         assert_eq!(out.first(), Some(&LbOutput::Record(idle)), "{out:?}");
         assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+        // The other way round: a patient CDN (120 s) in front of the 60 s balancer.
+        let cdn = HopConfig { idle_timeout: Some(Duration::from_secs(120)), ..HopConfig::default() };
+        let mut lb = chain(vec![cdn], 60);
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        lb.handle_response(secs(1), ConnId(2), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(1), ConnId(2));
+        assert_eq!(lb.poll_timeout(), Some(secs(61)));
+        lb.handle_timeout(secs(61));
+        let idle = StepKind::LbIdleCut { conn: ConnId(2), idle_us: 60_000_000, hop: Some(1) };
+        assert_eq!(drain(&mut lb).first(), Some(&LbOutput::Record(idle)));
     }
 
     #[test]
