@@ -1179,6 +1179,9 @@ mod tests {
         let mut lb = replicated(2, Routing::RoundRobin);
         lb.handle_open(Instant::ZERO, ConnId(1));
         assert_eq!(lb.route_to_holder(ConnId(1), Backend(1), None, 0), Route::To(Backend(1)));
+        // Recorded as any routing choice among several replicas.
+        let routed = StepKind::LbRouted { conn: ConnId(1), replica: 1, session: None, hop: None };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(routed)]);
         // Replica 2 of two does not exist (the fleet shrank): routed by the rule, to one that does.
         match lb.route_to_holder(ConnId(1), Backend(2), None, 0) {
             Route::To(b) => assert!(b.0 < 2, "{b:?}"),
@@ -1413,6 +1416,16 @@ mod tests {
         let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 30_000_000, hop: Some(0) };
         assert_eq!(out.first(), Some(&LbOutput::Record(idle)), "{out:?}");
         assert_eq!(out.last(), Some(&LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }));
+        // The other way round: a patient CDN (120 s) in front of the 60 s balancer.
+        let cdn = HopConfig { idle_timeout: Some(Duration::from_secs(120)), ..HopConfig::default() };
+        let mut lb = chain(vec![cdn], 60);
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        lb.handle_response(secs(1), ConnId(2), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
+        lb.handle_response_end(secs(1), ConnId(2));
+        assert_eq!(lb.poll_timeout(), Some(secs(61)));
+        lb.handle_timeout(secs(61));
+        let idle = StepKind::LbIdleCut { conn: ConnId(2), idle_us: 60_000_000, hop: Some(1) };
+        assert_eq!(drain(&mut lb).first(), Some(&LbOutput::Record(idle)));
     }
 
     #[test]
@@ -1479,6 +1492,93 @@ mod tests {
             drain(&mut lb),
             vec![
                 LbOutput::Record(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_hop_buffering_a_head_that_came_alone_sends_it_when_cut_for_idleness() {
+        // nginx forced to buffer, with a 30 s read timeout: a head and nothing after it.
+        let nginx = HopConfig {
+            buffer: Some(100),
+            buffer_head: true,
+            idle_timeout: Some(Duration::from_secs(30)),
+            ..HopConfig::default()
+        };
+        let mut lb = chain(vec![nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), head()).is_empty());
+        lb.handle_timeout(secs(30));
+        let idle = StepKind::LbIdleCut { conn: ConnId(1), idle_us: 30_000_000, hop: Some(0) };
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 30_000_000, hop: Some(0) };
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(idle),
+                LbOutput::Record(flushed),
+                LbOutput::Deliver { conn: ConnId(1), bytes: b"H".to_vec() },
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_restarted_hop_holding_the_head_in_its_buffer_is_answered_502_by_the_hop_in_front() {
+        // A CDN (hop 0) in front of nginx buffering the head (hop 1): the head reached nginx
+        // and went no further when nginx restarts, so the CDN, which passed nothing, answers 502.
+        let nginx = HopConfig { buffer: Some(4096), buffer_head: true, ..HopConfig::default() };
+        let mut lb = chain(vec![HopConfig::default(), nginx], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(1));
+        assert!(lb.handle_response(Instant::ZERO, ConnId(1), first).is_empty());
+        assert!(lb.fail_hop(1, true));
+        let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(0) };
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(answered),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status::BAD_GATEWAY) }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_silent_connection_within_its_lifetime_is_cut_for_idleness() {
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        assert_eq!(lb.poll_timeout(), Some(secs(60)));
+        lb.handle_timeout(secs(60));
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }),
+                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_late_timer_that_finds_both_silence_and_the_lifetime_past_names_the_lifetime() {
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        // The timer due at 60 s fires only at 120 s.
+        lb.handle_timeout(secs(120));
+        assert_eq!(
+            drain(&mut lb),
+            vec![
+                LbOutput::Record(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 120_000_000, hop: None }),
                 LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
             ]
         );

@@ -759,6 +759,7 @@ mod tests {
         ]);
         assert_eq!(Conditions::judge(&t).breaches[0].condition, Condition::Retention);
         assert!(answered(503).all_held(), "{:?}", answered(503));
+        assert!(answered(500).all_held(), "{:?}", answered(500));
     }
 
     #[test]
@@ -793,6 +794,29 @@ mod tests {
         // Explained only from the resume on.
         assert!(!c.explain_at(Instant(250_000_000)).is_explained());
         assert!(c.explain_at(Instant(251_000_000)).is_explained());
+    }
+
+    #[test]
+    fn an_evicted_id_answered_409_breaks_retention_as_a_410_does_and_a_400_does_not() {
+        let rejected = |status: Status| {
+            let resume = StepKind::Resume {
+                session: sid(),
+                last_event_id: EventId::from("1-1"),
+                stream: Some(StreamNo(1)),
+                outcome: ResumeOutcome::Rejected { status, head: Some(EventId::from("1-2")) },
+            };
+            Conditions::judge(&trace(vec![
+                (1_000, stored(1)),
+                (2_000, stored(2)),
+                (120_000, stored(3)),
+                (251_000, resume),
+            ]))
+        };
+        let conflict = rejected(Status::CONFLICT);
+        assert_eq!(conflict.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Retention]);
+        assert_eq!(conflict.breaches, rejected(Status::GONE).breaches);
+        // A 400 says nothing of retention: the request was wrong, not the id too old.
+        assert!(rejected(Status::BAD_REQUEST).all_held(), "{:?}", rejected(Status::BAD_REQUEST));
     }
 
     #[test]

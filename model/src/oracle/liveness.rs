@@ -272,6 +272,29 @@ mod tests {
     }
 
     #[test]
+    fn a_session_id_that_only_an_intermediary_saw_never_reached_the_client() {
+        use crate::http::{ClientMessage, Request, Status};
+        use crate::ids::{ConnId, RequestId};
+        // The answer passed the balancer with the session's id (a step of the balancer's own),
+        // and a hop in front dropped it: the client got a 200 without it.
+        let s = sid("S1");
+        let init = Request::post(None, ClientMessage::Initialize { id: RequestId(1), client: "app".into() });
+        let trace = TraceBuilder::new()
+            .app(app_call(0, false))
+            .at(1_000_000)
+            .client(StepKind::Send { conn: ConnId(1), request: init })
+            .server(session_created(&s, "app"))
+            .lb(session_answer(1, &s))
+            .client(response(1, Status::OK))
+            .at(6_000_000)
+            .app(app_error(0))
+            .build();
+        let v = never_got_a_session(&TraceIndex::new(&trace));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.contains("all 1 initialize answers it got came without the session"), "{}", v[0].detail);
+    }
+
+    #[test]
     fn initialize_answers_that_arrive_without_their_session_leave_the_client_without_one() {
         use crate::http::{ClientMessage, Request, Status};
         use crate::ids::{ConnId, RequestId};
@@ -330,6 +353,7 @@ mod tests {
     #[test]
     fn a_call_resolved_by_the_deadline_is_fine() {
         assert_eq!(unresolved_calls(&call_resolved_at(Some(5_000), Some(10_000))), vec![]);
+        assert_eq!(unresolved_calls(&call_resolved_at(Some(10_000), Some(10_000))), vec![], "at the deadline itself");
         assert_eq!(unresolved_calls(&call_resolved_at(Some(15_000), None)), vec![]);
     }
 
@@ -382,6 +406,23 @@ mod tests {
             let expected = format!("{how} at 0.001s, then an unknown outcome at 0.002s");
             assert!(v[0].detail.contains(&expected), "{}", v[0].detail);
         }
+    }
+
+    #[test]
+    fn a_task_the_application_is_told_is_lost_resolves_its_call_as_an_unknown_outcome() {
+        use crate::tasks::TaskId;
+        let lost = || {
+            TraceBuilder::new()
+                .app(app_call(0, false))
+                .at(1_000)
+                .app(StepKind::AppTaskLost { task: TaskId("t".into()), call: CallKey(0) })
+                .at(20_000)
+                .run(run_end(None, &[]))
+        };
+        assert_eq!(unresolved_calls(&lost().build()), vec![]);
+        let v = unresolved_calls(&lost().at(30_000).app(app_error(0)).build());
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.contains("an unknown outcome at 0.001s, then an error at 0.030s"), "{}", v[0].detail);
     }
 
     #[test]

@@ -485,6 +485,37 @@ mod tests {
     }
 
     #[test]
+    fn an_event_numbered_like_the_last_one_delivered_is_not_in_the_tail_after_it() {
+        // Events 1 and 2 delivered; after the heal the server stores a second event numbered 2
+        // (another id): not after the last delivered, so not in flight, but lost.
+        let a = sid("A");
+        let twin = StepKind::EventStored {
+            session: a.clone(),
+            stream: StreamNo(0),
+            seq: 2,
+            id: EventId::from("0-2b"),
+            call: None,
+            message: Some(ServerMessage::Notification { seq: 20 }),
+        };
+        let trace = TraceBuilder::new()
+            .client(get_standalone(1, &a))
+            .at(1_000)
+            .stored_range(&a, 0, None, 1..=2)
+            .delivered_range(&a, 0, None, 1..=2)
+            .at(2_000)
+            .run(StepKind::Liveness { deadline: 9_000 })
+            .at(8_000)
+            .server(twin)
+            .stored_range(&a, 0, None, 3..=3)
+            .at(9_000)
+            .run(run_end(Some(&a), &[&a]))
+            .build();
+        let v = silent_losses(&trace);
+        assert_eq!((v.len(), v[0].subject.as_str()), (1, "session A stream0 event 0-2b"), "{v:#?}");
+        assert!(v[0].detail.starts_with("1 events stored on this stream"), "{}", v[0].detail);
+    }
+
+    #[test]
     fn a_tail_is_in_flight_in_a_session_any_client_still_held() {
         // Client 1 reads B's standalone stream; client 0 holds A.
         let (a, b) = (sid("A"), sid("B"));

@@ -1331,6 +1331,21 @@ mod tests {
     }
 
     #[test]
+    fn an_invariant_id_equals_its_own_name_only() {
+        assert!(InvariantId::NoDuplicateExecution == "no-duplicate-execution");
+        assert!(InvariantId::NoDuplicateExecution != "no-duplicate-delivery");
+        assert!(InvariantId::NoDuplicateExecution != "no-duplicate");
+    }
+
+    #[test]
+    fn each_invariant_id_leads_to_its_own_registry_entry() {
+        for id in InvariantId::ALL {
+            let entry = id.invariant();
+            assert_eq!((entry.id, entry.name), (id, id.name()));
+        }
+    }
+
+    #[test]
     fn every_invariant_id_is_in_the_registry_once_under_its_name() {
         assert_eq!(INVARIANTS.len(), InvariantId::ALL.len());
         for id in InvariantId::ALL {

@@ -285,6 +285,29 @@ mod tests {
             .server(ended("a"))
             .build();
         assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        // Its record removed (the result unread) only after the id was forgotten: orphaned too.
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(3)
+            .client(StepKind::TaskIdForgotten { task: id("a") })
+            .at(10)
+            .server(ended("a"))
+            .at(100)
+            .server(removed("a", false))
+            .build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        // Told the task is lost only after forgetting its id: orphaned all the same.
+        let t = TraceBuilder::new()
+            .server(created("a"))
+            .client(received("a"))
+            .at(3)
+            .client(StepKind::TaskIdForgotten { task: id("a") })
+            .at(10)
+            .server(ended("a"))
+            .app(StepKind::AppTaskLost { task: id("a"), call: CallKey(0) })
+            .build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
         // Forgetting after the outcome arrived is fine.
         let t = TraceBuilder::new()
             .server(created("a"))

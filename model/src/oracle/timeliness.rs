@@ -147,6 +147,23 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_opened_at_the_instant_its_event_is_stored_was_open_for_it() {
+        // The standalone GET goes out at 1 s and the event is stored at that same instant, after
+        // it: stored while the reader's connection was open, the event is late at 90 s.
+        let a = sid("A");
+        let t = TraceBuilder::new()
+            .at(1_000_000)
+            .client(get_standalone(1, &a))
+            .server(stored(&a, 1, 1, Some(0), Some(progress(0, 1))))
+            .at(90_000_000)
+            .app(app_event(&a, ev(1, 1), Some(0)))
+            .build();
+        let v = late(&t);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].detail.contains("1m29.000s later"), "{}", v[0].detail);
+    }
+
+    #[test]
     fn a_request_posted_in_the_session_is_no_reconnect_and_explains_no_delay() {
         use crate::http::{ClientMessage, Request, ToolCall};
         use crate::ids::{CallKey, ConnId, RequestId};

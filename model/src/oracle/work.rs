@@ -598,6 +598,8 @@ mod tests {
         };
         // t2's run was never cancelled: it may run on to its result.
         assert_eq!(abandoned(&trace(ToolEnd::Cancelled)), vec![]);
+        // t1's run cancelled as its client asked: no work killed, though the call is unresolved.
+        assert_eq!(work_killed(&trace(ToolEnd::Cancelled)), vec![]);
         // t1's run going on to its result after the answered cancel is abandoned work.
         let v = abandoned(&trace(ToolEnd::Completed));
         assert_eq!(v.len(), 1, "{v:#?}");

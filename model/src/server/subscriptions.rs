@@ -168,6 +168,20 @@ mod tests {
     }
 
     #[test]
+    fn a_change_relayed_from_another_replica_reaches_the_open_listen_streams_and_is_recorded() {
+        for name in ["stateless-2026", "py-sdk"] {
+            let mut s = server(name, true);
+            listen(&mut s, 1);
+            s.relay_change(Instant(1_000), "r1.0-c1");
+            let out = drain(&mut s);
+            let relayed = StepKind::ChangeRelayed { change: "r1.0-c1".into(), listeners: 1 };
+            assert!(out.contains(&ServerOutput::Record(relayed)), "{name}: {out:?}");
+            let changed = ServerMessage::Changed { subscription: RequestId(1), change: "r1.0-c1".into() };
+            assert_eq!(messages_on(&out, 1), vec![changed], "{name}");
+        }
+    }
+
+    #[test]
     fn without_changes_nothing_is_published_or_recorded() {
         let mut s = server("stateless-2026", false);
         listen(&mut s, 1);

@@ -473,6 +473,23 @@ mod tests {
     }
 
     #[test]
+    fn a_question_due_at_the_very_end_of_the_work_is_never_asked() {
+        let pay = ToolSpec {
+            name: "pay".into(),
+            duration: Duration::from_secs(120),
+            input_after: Some(Duration::from_secs(120)),
+            ..ToolSpec::default()
+        };
+        let mut s = Server::new(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall), vec![pay], 0, 7);
+        drain(&mut s);
+        call(&mut s, 0, true);
+        let ended = records(&run_until(&mut s, 121 * S));
+        let t0 = TaskId("r0.0-t0".into());
+        assert!(!ended.contains(&StepKind::TaskInputRequired { task: t0.clone() }), "{ended:?}");
+        assert!(ended.contains(&StepKind::TaskEnded { task: t0, status: TaskStatus::Completed }), "{ended:?}");
+    }
+
+    #[test]
     fn a_client_that_did_not_declare_the_extension_gets_no_task() {
         let mut s = server(policy(600, WorkingAtTtl::AbortAndFail, Sweep::OnCall));
         let out = call(&mut s, 0, false);

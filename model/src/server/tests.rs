@@ -1986,3 +1986,32 @@ fn an_opaque_event_id_is_looked_up_only_in_the_resuming_sessions_own_store() {
     assert_eq!(resume_outcome(&other), (None, ResumeOutcome::Empty { open: false }));
     assert_eq!(frames(&other, OTHER), vec![Frame::Head(ResponseHead::event_stream()), Frame::End]);
 }
+
+#[test]
+fn deleting_one_session_leaves_another_sessions_tool_running() {
+    let mut s = server(policy("reference"));
+    let a = init(&mut s, at(0));
+    let b = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &a, "pay");
+    let _ = call(&mut s, at(0), GET, &b, "pay");
+    s.handle_request(at(10), OTHER, Request::delete(a));
+    let out = drain(&mut s);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled], "only A's tool");
+    assert!(frames(&out, GET).is_empty(), "B's stream goes on: {out:?}");
+    let out = drive_until(&mut s, at(300));
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed], "B's tool runs to its end");
+}
+
+#[test]
+fn a_zero_interval_is_no_interval_a_tool_with_it_sends_no_progress() {
+    let zero = ToolSpec { event_interval: Some(Duration::ZERO), ..tool("zero", 2, None, true) };
+    let mut s = Server::new(policy("reference"), vec![zero], 0, 42);
+    let _ = drain(&mut s);
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "zero");
+    assert_eq!(s.poll_timeout(), Some(at(2)), "nothing is due before the tool's end");
+    let out = drive_until(&mut s, at(2));
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+    let progress = events(&out, POST).iter().filter(|e| matches!(e.data, Some(ServerMessage::Progress { .. }))).count();
+    assert_eq!(progress, 0, "{out:?}");
+}
