@@ -1988,6 +1988,19 @@ fn a_listening_client_that_reinitializes_tells_the_app_and_listens_again() {
     assert!(steps(&out).contains(&StepKind::ListenOpen { conn: again, subscription: id }), "{out:#?}");
 }
 
+#[test]
+fn a_listening_client_that_reinitializes_under_relisten_listens_again_and_tells_the_app_nothing() {
+    let mut d = listening(3);
+    d.c.policy.subscriptions.on_abrupt_end = crate::subscriptions::AbruptEnd::Relisten;
+    let (conn, req) = only_open(&d.start(), is_listen);
+    acknowledge_listen(&mut d, conn, req);
+    d.c.reinitialize(d.now);
+    let out = d.drain();
+    assert!(out.contains(&ClientOutput::Abort { conn }), "{out:#?}");
+    assert_eq!(app(&out), vec![], "relisten tells the application nothing");
+    assert_ne!(only_open(&out, is_listen).0, conn);
+}
+
 /// Opens `d`'s listen stream `conn` (asked with `req`) and acknowledges it.
 fn acknowledge_listen(d: &mut Driver, conn: ConnId, req: Request) -> Vec<ClientOutput> {
     let Some(ClientMessage::Listen { id }) = req.body else { panic!("not a listen request: {req:#?}") };
