@@ -144,6 +144,14 @@ impl Client {
         self.era.era = None;
         self.session = None;
         self.handshake = Handshake::Idle;
+        // The old session's standalone stream goes with it: the next session opens its own
+        // (`become_ready`), without the old one's Last-Event-ID.
+        if let Some(conn) = self.standalone.as_mut().and_then(|s| s.conn.take()) {
+            self.abort(conn);
+        }
+        if self.standalone.is_some() {
+            self.standalone = Some(super::Stream::default());
+        }
         self.mark_for_resend(key);
         self.begin_initialize();
         true

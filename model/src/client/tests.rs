@@ -2376,6 +2376,11 @@ fn a_re_probe_that_lands_on_legacy_again_never_leaves_two_standalone_streams_ope
     let live: Vec<(ConnId, Request)> =
         opens(&d.log).into_iter().filter(|(c, r)| r.method == Method::Get && !closed.contains(c)).collect();
     assert_eq!(live.len(), 1, "one standalone stream at a time: {live:#?}");
+    assert_eq!(
+        (live[0].1.session.clone(), live[0].1.last_event_id.clone()),
+        (Some(sid(S2)), None),
+        "the new session's own stream"
+    );
 }
 
 #[test]
