@@ -2189,6 +2189,10 @@ fn a_task_answer_on_another_stream_leaves_the_calls_own_stream_to_be_closed_when
     let out = d.answer(poll, vec![Frame::Head(json_head()), Frame::Json(done)]);
     assert!(steps(&out).iter().any(|s| matches!(s, StepKind::AppTaskOutcome { .. })), "{out:#?}");
     assert!(out.contains(&ClientOutput::Abort { conn: post }), "the call's own stream is closed: {out:#?}");
+    // The standalone stream that relayed the answer is still the client's: it goes on.
+    let note = ServerMessage::Notification { seq: 1 };
+    let out = d.frame(get, event(Some("g-2"), Some(note.clone())));
+    assert_eq!(app(&out), vec![StepKind::AppEvent { session: sid(S1), id: ev("g-2"), call: None, message: note }]);
 }
 
 #[test]
