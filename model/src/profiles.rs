@@ -543,8 +543,7 @@ fn number(text: &str) -> Result<Value, String> {
 // Resolving
 // ---------------------------------------------------------------------------------------------
 
-/// The most `extends` steps a chain may take, so at most this many bases under the top file (it
-/// also stops cycles).
+/// The most bases a chain of `extends` may add under the top file (it also stops cycles).
 pub const MAX_EXTENDS: usize = 8;
 
 /// The layers of a profile, bases first: follows `extends`, asking `base` for each one.

@@ -61,11 +61,9 @@ impl Client {
         self.record(StepKind::TaskIdReceived { task: task.clone(), call });
         if let Some(c) = self.calls.get_mut(&call) {
             c.deadline = None;
-            // The call's own stream carried the answer: the client is done with it. An answer
-            // relayed on another stream (the standalone one) leaves that stream as it was.
             if c.stream.conn == Some(via) {
                 c.stream.conn = None;
-                self.conns.remove(&via);
+                self.conns.remove(&via); // only the call's own stream: another (standalone) goes on
             }
         }
         let interval = self.policy.tasks.poll_interval(Duration::from_millis(*poll_ms));
