@@ -755,6 +755,23 @@ mod tests {
         Instant::ZERO + Duration::from_secs(s)
     }
 
+    /// A balancer with a 60 s idle timeout and a 100 s lifetime, connection 1 open at 0 s.
+    fn idle_60_lifetime_100() -> LoadBalancer {
+        let config = LbConfig {
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_lifetime: Some(Duration::from_secs(100)),
+            ..LbConfig::default()
+        };
+        let mut lb = LoadBalancer::new(config);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        lb
+    }
+
+    /// What a cut of connection 1 that drops its upstream outputs: its record, then the cut.
+    fn cut_1(record: StepKind) -> Vec<LbOutput> {
+        vec![LbOutput::Record(record), LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }]
+    }
+
     #[test]
     fn a_silent_connection_is_cut_at_the_idle_timeout() {
         let mut lb = lb(Some(60));
@@ -1477,24 +1494,12 @@ mod tests {
     fn a_kept_alive_connection_cut_for_silence_past_its_lifetime_is_an_idle_cut() {
         // The lifetime bounds a connection's exchanges; between them only silence cuts, and the
         // cut is named for it even when the connection is older than its lifetime by then.
-        let config = LbConfig {
-            idle_timeout: Some(Duration::from_secs(60)),
-            max_lifetime: Some(Duration::from_secs(100)),
-            ..LbConfig::default()
-        };
-        let mut lb = LoadBalancer::new(config);
-        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut lb = idle_60_lifetime_100();
         lb.handle_response(secs(50), ConnId(1), vec![(FrameKind::Head, vec![1]), (FrameKind::End, vec![2])]);
         lb.handle_response_end(secs(50), ConnId(1));
         assert_eq!(lb.poll_timeout(), Some(secs(110)));
         lb.handle_timeout(secs(110));
-        assert_eq!(
-            drain(&mut lb),
-            vec![
-                LbOutput::Record(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }),
-                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
-            ]
-        );
+        assert_eq!(drain(&mut lb), cut_1(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }));
     }
 
     #[test]
@@ -1546,42 +1551,18 @@ mod tests {
 
     #[test]
     fn a_silent_connection_within_its_lifetime_is_cut_for_idleness() {
-        let config = LbConfig {
-            idle_timeout: Some(Duration::from_secs(60)),
-            max_lifetime: Some(Duration::from_secs(100)),
-            ..LbConfig::default()
-        };
-        let mut lb = LoadBalancer::new(config);
-        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut lb = idle_60_lifetime_100();
         assert_eq!(lb.poll_timeout(), Some(secs(60)));
         lb.handle_timeout(secs(60));
-        assert_eq!(
-            drain(&mut lb),
-            vec![
-                LbOutput::Record(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }),
-                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
-            ]
-        );
+        assert_eq!(drain(&mut lb), cut_1(StepKind::LbIdleCut { conn: ConnId(1), idle_us: 60_000_000, hop: None }));
     }
 
     #[test]
     fn a_late_timer_that_finds_both_silence_and_the_lifetime_past_names_the_lifetime() {
-        let config = LbConfig {
-            idle_timeout: Some(Duration::from_secs(60)),
-            max_lifetime: Some(Duration::from_secs(100)),
-            ..LbConfig::default()
-        };
-        let mut lb = LoadBalancer::new(config);
-        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut lb = idle_60_lifetime_100();
         // The timer due at 60 s fires only at 120 s.
         lb.handle_timeout(secs(120));
-        assert_eq!(
-            drain(&mut lb),
-            vec![
-                LbOutput::Record(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 120_000_000, hop: None }),
-                LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None },
-            ]
-        );
+        assert_eq!(drain(&mut lb), cut_1(StepKind::LbLifetimeCut { conn: ConnId(1), age_us: 120_000_000, hop: None }));
     }
 
     #[test]

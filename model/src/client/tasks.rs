@@ -408,6 +408,18 @@ mod tests {
         went
     }
 
+    /// A client holding a task whose first poll was answered "input required" (at the instant
+    /// returned), whose user answers `answer_after` later.
+    fn asked(answer_after: Option<Duration>) -> (Client, Instant) {
+        let mut p = policy();
+        p.tasks.answer_input_after = answer_after;
+        let mut c = created(p);
+        let (due, conn, id, _) = poll(&mut c);
+        let asks = ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
+        json(&mut c, due, conn, asks);
+        (c, due)
+    }
+
     /// The instants (ms) at which requests doing `op` went.
     fn times(went: &[(Instant, Request)], op: TaskOp) -> Vec<u64> {
         let does = |r: &Request| matches!(&r.body, Some(ClientMessage::Task { op: o, .. }) if *o == op);
@@ -416,12 +428,7 @@ mod tests {
 
     #[test]
     fn a_task_that_asks_for_input_is_answered_with_tasks_update_after_the_users_delay() {
-        let mut p = policy();
-        p.tasks.answer_input_after = Some(Duration::from_secs(10));
-        let mut c = created(p);
-        let (due, conn, id, _) = poll(&mut c);
-        let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
-        json(&mut c, due, conn, asks(id));
+        let (mut c, due) = asked(Some(Duration::from_secs(10)));
         // Polls go on every 2 s, still asking until the update went, working after it; the answer
         // goes 10 s after the poll that saw the question.
         let answered = |went: &[(Instant, Request)]| !times(went, TaskOp::Update).is_empty();
@@ -436,11 +443,7 @@ mod tests {
         let update = went.iter().find(|(_, r)| matches!(&r.body, Some(ClientMessage::Task { op: TaskOp::Update, .. })));
         assert_eq!(update.and_then(|(_, r)| r.mcp_name.as_deref()), Some("r0.0-t0"));
         // A client that never answers polls on and sends no update.
-        let mut p = policy();
-        p.tasks.answer_input_after = None;
-        let mut c = created(p);
-        let (due, conn, id, _) = poll(&mut c);
-        json(&mut c, due, conn, asks(id));
+        let (mut c, _) = asked(None);
         let went = drive(&mut c, Instant(25_000_000), Duration::ZERO, |_| TaskStatus::InputRequired);
         assert_eq!(times(&went, TaskOp::Get).len(), went.len(), "polls only: {went:?}");
         assert_eq!(went.len(), 10);
@@ -452,12 +455,7 @@ mod tests {
         // went. A question seen within a poll interval of the last update crossed it on the wire
         // and is not answered again; one seen later is answered at once (the user already gave
         // the answer).
-        let mut p = policy();
-        p.tasks.answer_input_after = Some(Duration::from_secs(10));
-        let mut c = created(p);
-        let (due, conn, id, _) = poll(&mut c);
-        let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
-        json(&mut c, due, conn, asks(id));
+        let (mut c, _) = asked(Some(Duration::from_secs(10)));
         let went = drive(&mut c, Instant(20_000_000), Duration::from_millis(100), |_| TaskStatus::InputRequired);
         let polls: Vec<u64> = times(&went, TaskOp::Get).into_iter().map(|sent| sent + 100).collect();
         let updates = times(&went, TaskOp::Update);
@@ -472,12 +470,7 @@ mod tests {
     fn a_question_seen_a_whole_poll_interval_after_the_answer_did_not_cross_it_and_is_answered_again() {
         // Polls answered at once: the question seen exactly one interval (2 s) after the user's
         // answer was asked after that answer arrived, so it is answered again at once.
-        let mut p = policy();
-        p.tasks.answer_input_after = Some(Duration::from_secs(10));
-        let mut c = created(p);
-        let (due, conn, id, _) = poll(&mut c);
-        let asks = |id| ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::InputRequired };
-        json(&mut c, due, conn, asks(id));
+        let (mut c, _) = asked(Some(Duration::from_secs(10)));
         let went = drive(&mut c, Instant(20_000_000), Duration::ZERO, |_| TaskStatus::InputRequired);
         assert_eq!(times(&went, TaskOp::Update), vec![13_000, 15_000, 17_000, 19_000], "{went:?}");
     }

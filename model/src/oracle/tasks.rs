@@ -276,38 +276,24 @@ mod tests {
 
     #[test]
     fn a_client_that_forgets_the_id_orphans_the_task() {
-        let t = TraceBuilder::new()
-            .server(created("a"))
-            .client(received("a"))
-            .at(3)
-            .client(StepKind::TaskIdForgotten { task: id("a") })
-            .at(10)
-            .server(ended("a"))
-            .build();
-        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        // Created, its id received, forgotten at 3 s; the work ends at 10 s with nobody to read it.
+        let forgotten = || {
+            TraceBuilder::new()
+                .server(created("a"))
+                .client(received("a"))
+                .at(3)
+                .client(StepKind::TaskIdForgotten { task: id("a") })
+                .at(10)
+                .server(ended("a"))
+        };
+        let orphaned = vec![(2, "task a".to_string())];
+        assert_eq!(broken(&forgotten().build(), InvariantId::NoOrphanedTask), orphaned);
         // Its record removed (the result unread) only after the id was forgotten: orphaned too.
-        let t = TraceBuilder::new()
-            .server(created("a"))
-            .client(received("a"))
-            .at(3)
-            .client(StepKind::TaskIdForgotten { task: id("a") })
-            .at(10)
-            .server(ended("a"))
-            .at(100)
-            .server(removed("a", false))
-            .build();
-        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        let t = forgotten().at(100).server(removed("a", false)).build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), orphaned);
         // Told the task is lost only after forgetting its id: orphaned all the same.
-        let t = TraceBuilder::new()
-            .server(created("a"))
-            .client(received("a"))
-            .at(3)
-            .client(StepKind::TaskIdForgotten { task: id("a") })
-            .at(10)
-            .server(ended("a"))
-            .app(StepKind::AppTaskLost { task: id("a"), call: CallKey(0) })
-            .build();
-        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), vec![(2, "task a".to_string())]);
+        let t = forgotten().app(StepKind::AppTaskLost { task: id("a"), call: CallKey(0) }).build();
+        assert_eq!(broken(&t, InvariantId::NoOrphanedTask), orphaned);
         // Forgetting after the outcome arrived is fine.
         let t = TraceBuilder::new()
             .server(created("a"))
