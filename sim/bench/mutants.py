@@ -10,6 +10,10 @@ For every sampled mutant (from `cargo mutants --list --json --diff`, files from
   guided   explore --guided --within-conditions   (same targets, same budget per target)
   seeds    explore                                (the family as it is, seeds 0..budget)
 
+With MUTANTS_SPACE=wide the two searches drop --within-conditions: they draw from the whole space
+(retention, attempts, routing, made-up ids, deploys...) and, as `explore` does by default, stop
+only at a violation no broken condition of validity explains. MUTANTS_SWARM=1 adds --swarm to both.
+
 A target is a client x server pair and a family. The pairs default to the reference client
 against each SDK server and each SDK client against the reference server beside reference x
 reference: the files under test carry every profile's rules, and a rule only an SDK profile uses
@@ -38,6 +42,10 @@ ONLY = os.environ.get("MUTANTS_ONLY")  # a regex over mutant names, to rerun a f
 # Sample the whole model (every file of model/src) instead of .cargo/mutants.toml's files: the
 # search columns of the full-model table in docs/search.md.
 ALL = os.environ.get("MUTANTS_ALL") == "1"
+SPACE = os.environ.get("MUTANTS_SPACE", "conditions")
+if SPACE not in ("conditions", "wide"):
+    sys.exit(f"MUTANTS_SPACE={SPACE!r}: expected conditions or wide")
+SWARM = os.environ.get("MUTANTS_SWARM") == "1"
 PAIRS = [
     tuple(p.split(":"))
     for p in os.environ.get(
@@ -144,10 +152,10 @@ def explore(mode):
             continue
         args = [binary, "explore", "--client", client, "--server", server, "--scenario", family,
                 "--seeds", str(BUDGET), "--no-shrink", "--out", os.path.join(WORK, "found")]
-        if mode == "random":
-            args += ["--search", "--within-conditions"]
-        elif mode == "guided":
-            args += ["--guided", "--within-conditions"]
+        if mode in ("random", "guided"):
+            args += ["--search" if mode == "random" else "--guided"]
+            args += ["--within-conditions"] if SPACE == "conditions" else []
+            args += ["--swarm"] if SWARM else []
         code, out, secs = sh(args, 300)
         m = FOUND.search(out)
         if code == 0:
@@ -217,7 +225,9 @@ def summarize(results):
     lines = [
         f"Mutants sampled: {len(rows)}; viable (built): {len(ran)}; unviable: "
         f"{sum(r.get('status') == 'unviable' for r in rows)}. Budget: {BUDGET} cases per target; "
-        f"{len(targets())} targets ({len(PAIRS)} pairs x {len(FAMILIES)} families).",
+        f"{len(targets())} targets ({len(PAIRS)} pairs x {len(FAMILIES)} families). Search space: "
+        + ("inside the conditions of validity" if SPACE == "conditions" else "the whole space, unexplained violations only")
+        + (", swarm" if SWARM else "") + ".",
         "",
         "Baseline (unmutated): " + ", ".join(f"{m} {'FAILS' if baseline[m]['caught'] else 'clean'}" for m in modes)
         + f"; families skipped per strategy because the unmutated model already fails them: {baseline.get('skipped', {})}",

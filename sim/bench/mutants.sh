@@ -10,6 +10,9 @@
 #   MUTANTS_PLANTED=1 MUTANTS_BUDGET=1000 sim/bench/mutants.sh   # the found bugs of sim/bench/planted.json instead
 #   MUTANTS_ALL=1 MUTANTS_PAIRS=reference:reference MUTANTS_BUDGET=2000 sim/bench/mutants.sh
 #                                                                # a sample of every file of model/src
+#   MUTANTS_SPACE=wide sim/bench/mutants.sh                      # searches over the whole space, counting
+#                                                                # unexplained violations only (explore's default)
+#   MUTANTS_SWARM=1 sim/bench/mutants.sh                         # both searches with --swarm
 set -eu
 command -v cargo-mutants >/dev/null || { echo "needs cargo-mutants: cargo install cargo-mutants --locked" >&2; exit 2; }
 exec python3 "$(dirname "$0")/mutants.py" "$@"

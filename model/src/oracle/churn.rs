@@ -11,7 +11,10 @@
 //! A reconnect is a `GET` that re-attaches a stream — one carrying `Last-Event-ID`, or a fresh
 //! `GET` in a session whose standalone stream was opened before — and that the server answered:
 //! the bound is about a network healthy apart from the scenario's faults, so an attempt a
-//! partition refused or cut before any answer is the fault's, not churn. So is the one
+//! partition refused or cut before any answer is the fault's, not churn; and so is one an
+//! intermediary answered with a 5xx of its own (no replica reachable while a deploy drains the
+//! only one, a held response cut): the server never saw it, and the outage, not the pair, set
+//! how often the client met it (its backoff is all that paces it). So is the one
 //! re-attachment that follows each intermediary cut the client felt (an idle timeout or a
 //! lifetime cap of the balancer or a hop): resuming after it is the design note's right answer,
 //! and a stream cut at every idle timeout is the deployment's (keep-alives longer than the
@@ -106,9 +109,15 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     // re-attachment that follows it — the deployment's doing, not churn.
     let mut cut_at: BTreeSet<u64> = BTreeSet::new();
     let mut excused: BTreeMap<u32, u32> = BTreeMap::new();
+    // Connections an intermediary answered itself with a 5xx: the outage's, not churn.
+    let mut refused_by_hop: BTreeSet<ConnId> = BTreeSet::new();
     for (order, step) in ix.others() {
         let client = client_of(step);
         match &step.kind {
+            StepKind::LbAnswered { conn, status, .. } if status.0 >= 500 => {
+                refused_by_hop.insert(*conn);
+                continue;
+            }
             StepKind::LbIdleCut { .. } | StepKind::LbLifetimeCut { .. } => {
                 cut_at.insert(step.t);
                 continue;
@@ -134,6 +143,7 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 continue;
             }
             StepKind::Response { conn, .. } => match pending.remove(&(client, *conn)) {
+                Some(_) if refused_by_hop.contains(conn) => continue,
                 Some(stream) => stream,
                 None => continue,
             },
@@ -234,6 +244,27 @@ mod tests {
             b = b.at(i * 1_000_000).client(get_resume(i + 1, &a, ev(0, 3))).client(response(i + 1, Status::GONE));
         }
         assert_eq!(churn(&b.build()).len(), 1);
+    }
+
+    /// A re-attachment the balancer answered with a 5xx of its own (no replica reachable) is the
+    /// outage's, as a refused one is; the server's own 503, and the balancer's 4xx, are answers.
+    #[test]
+    fn re_attachments_an_intermediary_answered_with_its_own_5xx_are_the_outages_not_churn() {
+        let a = sid("A");
+        let resumes = |status: Status, by_lb: bool| {
+            let mut b = TraceBuilder::new().client(get_standalone(1, &a));
+            for i in 1..=100 {
+                b = b.at(i * 1_000_000).client(get_resume(i + 1, &a, ev(0, 3)));
+                if by_lb {
+                    b = b.lb(StepKind::LbAnswered { conn: ConnId(i + 1), status, hop: None });
+                }
+                b = b.client(response(i + 1, status));
+            }
+            churn(&b.build()).len()
+        };
+        assert_eq!(resumes(Status(503), true), 0);
+        assert_eq!(resumes(Status(503), false), 1);
+        assert_eq!(resumes(Status(429), true), 1);
     }
 
     /// Resumes at irregular times (1 s, then 3 s, then 1 s, ...): never a steady period.

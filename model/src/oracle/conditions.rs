@@ -24,7 +24,10 @@
 //! 3. The server answered an id it could not honour without refusing it (silent head, replay
 //!    from the oldest event).
 //! 4. The client re-initialized after a transport fault (reset, refused connection, 5xx), kept a
-//!    session after a 404, or resumed after a 409/410 as if nothing was lost.
+//!    session after a 404, or resumed after a 409/410 as if nothing was lost; or its application
+//!    issued a non-idempotent call again after it was told that call's outcome was unknown (the
+//!    note: "reconcile any in-flight requests as *unknown outcome* (do not blindly retry
+//!    non-idempotent tools)"). The client told the class apart; the application did not act by it.
 //!
 //! Besides the four, the note's scope: a session deleted by someone other than its client (an
 //! operator's `DELETE`) was terminated, not disconnected ([`Condition::Terminated`]).
@@ -262,6 +265,8 @@ struct Judge {
     hop_answers: std::collections::VecDeque<(Status, Option<u32>)>,
     /// Each task: when it was created, its TTL in µs, and whether its client got its outcome.
     tasks: BTreeMap<crate::tasks::TaskId, (Instant, Option<u64>, bool)>,
+    /// The calls each client's application was told ended with an unknown outcome, and why.
+    unknown: BTreeMap<(Option<u32>, crate::ids::CallKey), String>,
     breaches: Vec<Breach>,
 }
 
@@ -366,8 +371,23 @@ impl Judge {
                 }
             }
             StepKind::Decision { action, error, .. } => self.decision(i, at, who, action.as_ref(), error.as_deref()),
-            StepKind::AppError { error, .. } | StepKind::AppUnknownOutcome { reason: error, .. } => {
-                self.gave_up(i, at, who, error);
+            StepKind::AppError { error, .. } => self.gave_up(i, at, who, error),
+            StepKind::AppUnknownOutcome { call, reason } => {
+                self.unknown.insert((who, *call), reason.clone());
+                self.gave_up(i, at, who, reason);
+            }
+            StepKind::AppCall { call, tool, idempotent: false } => {
+                if let Some(reason) = self.unknown.remove(&(who, *call)) {
+                    self.breach(
+                        Condition::ByClass,
+                        i,
+                        at,
+                        format!(
+                            "the application issued non-idempotent {tool} {call} again at {at} after it was told \
+                             its outcome was unknown ({reason}): an unknown outcome is reconciled, not retried blindly"
+                        ),
+                    );
+                }
             }
             StepKind::EventStored { session, stream, seq, id, .. } => {
                 self.stored.insert((session.clone(), id.clone()), (*stream, *seq, at));
@@ -1093,6 +1113,44 @@ mod tests {
         assert!(!give_up("request timed out", true));
         assert!(give_up("request timed out", false));
         assert!(!give_up("reconnect attempts exhausted", false));
+    }
+
+    /// An application that issues a non-idempotent call again after it was told the call's outcome
+    /// was unknown breaks condition 4 (the note: reconcile, do not blindly retry); again after a
+    /// definite error, or an idempotent call again, or another call, breaks nothing; and one
+    /// client's re-issue explains nothing of another's.
+    #[test]
+    fn re_issuing_a_non_idempotent_call_after_an_unknown_outcome_breaks_condition_four() {
+        let call =
+            |key: u32, idempotent: bool| StepKind::AppCall { call: CallKey(key), tool: "pay".into(), idempotent };
+        let unknown = StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() };
+        let failed = StepKind::AppError { call: CallKey(0), error: "HTTP 400".into() };
+        let judged = |told: StepKind, again: StepKind| {
+            Conditions::judge(&trace(vec![(0, call(0, false)), (5_000, told), (6_000, again)]))
+        };
+        let reissued = judged(unknown.clone(), call(0, false));
+        assert_eq!(reissued.breaches.len(), 1, "{:?}", reissued.breaches);
+        let b = &reissued.breaches[0];
+        assert_eq!((b.condition, b.step, b.at), (Condition::ByClass, 2, Instant(6_000_000)));
+        assert!(
+            b.detail.contains("pay call0 again at 6.000s") && b.detail.contains("(request timed out)"),
+            "{}",
+            b.detail
+        );
+        assert!(judged(failed, call(0, false)).all_held());
+        assert!(judged(unknown.clone(), call(0, true)).all_held());
+        assert!(judged(unknown.clone(), call(1, false)).all_held());
+        // Told once, re-issued once: a second re-issue without a second unknown outcome is no breach.
+        let twice = trace(vec![
+            (0, call(0, false)),
+            (5_000, unknown.clone()),
+            (6_000, call(0, false)),
+            (7_000, call(0, false)),
+        ]);
+        assert_eq!(Conditions::judge(&twice).breaches.len(), 1);
+        let mut other = trace(vec![(0, call(0, false)), (5_000, unknown), (6_000, call(0, false))]);
+        other.steps[2].client = Some(1);
+        assert!(Conditions::judge(&other).all_held());
     }
 
     /// A session the server ended itself (a failed write, a process exit on a malformed request)
