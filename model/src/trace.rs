@@ -606,6 +606,13 @@ pub enum StepKind {
         /// The session.
         session: SessionId,
     },
+    /// The application started a new session on purpose (its reaction to a failed call,
+    /// `on_error = reinitialize-reissue`) while its client held `session`, which the client
+    /// forgets without a `DELETE`: the server keeps it until it expires.
+    AppReinitialize {
+        /// The session the client held and let go.
+        session: SessionId,
+    },
     /// The application was told the client gave up the standalone stream of `session`: events
     /// stored on it after `after` (all of them if `None`) may never reach it.
     AppStreamLost {
@@ -831,6 +838,7 @@ impl StepKind {
                 | StepKind::AppError { .. }
                 | StepKind::AppUnknownOutcome { .. }
                 | StepKind::AppSessionLost { .. }
+                | StepKind::AppReinitialize { .. }
                 | StepKind::AppStreamLost { .. }
                 | StepKind::AppChange { .. }
                 | StepKind::AppSubscriptionLost { .. }

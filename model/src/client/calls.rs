@@ -82,6 +82,9 @@ impl Client {
     /// Calls issued from now on wait for the new session.
     pub fn reinitialize(&mut self, _now: Instant) {
         let mark = self.outputs.len();
+        if let Some(session) = self.session.clone() {
+            self.record(StepKind::AppReinitialize { session });
+        }
         self.drop_session();
         self.init_retry_at = None;
         self.init_failures = 0;

@@ -386,7 +386,8 @@ impl Client {
                 Purpose::Initialized => self.acknowledge_failed(now, None, format!("connection {end}")),
                 Purpose::Notification => {}
                 Purpose::Probe => self.probe_unanswered(now),
-                Purpose::Delete => self.delete_ended(now, c.head.is_some()),
+                // A 5xx is a transport fact (the note's first class): the DELETE did not land.
+                Purpose::Delete => self.delete_ended(now, c.head.as_ref().is_some_and(|h| h.status.0 < 500)),
                 Purpose::TaskPoll(call) => self.task_poll_ended(now, call, end),
                 Purpose::Listen => self.listen_ended(now, conn, c.head.as_ref(), end),
                 Purpose::Stream(owner) => {
@@ -523,7 +524,8 @@ impl Client {
         }
     }
 
-    /// The `DELETE` connection ended: any answer finishes it; a break without one retries it
+    /// The `DELETE` connection ended: any answer below 500 finishes it; a break without one, or
+    /// a 5xx (a balancer with no replica to send it to, a server shutting down), retries it
     /// after the reconnect backoff, within the reconnect attempts.
     fn delete_ended(&mut self, now: Instant, answered: bool) {
         if self.pending_delete.is_none() {

@@ -1705,6 +1705,7 @@ fn reinitializing_forgets_the_session_and_the_next_call_goes_under_a_new_one() {
     d.c.reinitialize(d.now);
     let out = d.drain();
     assert_eq!(d.c.session(), None, "the old session is forgotten");
+    assert_eq!(app(&out), vec![StepKind::AppReinitialize { session: sid(S1) }], "the trace says whose act it was");
     assert!(opens(&out).iter().all(|(_, r)| r.method != Method::Delete), "forgotten, not deleted: {out:#?}");
     d.complete_handshake(&out, S2);
     let (_, post) = only_open(&d.call(1, false), |_| true);
@@ -1719,6 +1720,7 @@ fn reinitializing_while_the_delete_is_pending_initializes_only_once_the_delete_i
     d.c.reinitialize(d.now);
     let out = d.drain();
     assert!(opens(&out).is_empty(), "no second session while the first is being deleted: {out:#?}");
+    assert_eq!(app(&out), vec![], "no session was held to leave behind");
     let out = d.answer(delete, vec![status(200)]);
     let (_, req) = only_open(&out, |_| true);
     assert!(matches!(req.body, Some(ClientMessage::Initialize { .. })), "{req:#?}");
@@ -2432,6 +2434,24 @@ fn a_broken_delete_is_sent_again_after_the_reconnect_backoff_of_its_attempt() {
         assert_eq!(d.c.poll_timeout(), Some(broke_at + Duration::from_secs(wait_s)));
         delete = only_open(&d.fire(), |r| r.method == Method::Delete).0;
     }
+}
+
+#[test]
+fn a_delete_answered_5xx_is_sent_again_and_one_answered_404_is_not() {
+    let mut policy = profiles::client("reference").expect("listed"); // 1 s, doubling
+    policy.reconnect.jitter = 0.0;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d.c.delete_session(d.now);
+    let (delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    let answered_at = d.now;
+    assert!(opens(&d.answer(delete, vec![status(503)])).is_empty());
+    assert_eq!(d.c.poll_timeout(), Some(answered_at + Duration::from_secs(1)), "retried after the backoff");
+    let (delete, req) = only_open(&d.fire(), |r| r.method == Method::Delete);
+    assert_eq!(req.session, Some(sid(S1)));
+    d.answer(delete, vec![status(404)]);
+    assert_eq!(d.c.poll_timeout(), None, "a 404 finishes it: the session is gone");
 }
 
 #[test]

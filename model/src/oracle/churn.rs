@@ -109,13 +109,16 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     // re-attachment that follows it — the deployment's doing, not churn.
     let mut cut_at: BTreeSet<u64> = BTreeSet::new();
     let mut excused: BTreeMap<u32, u32> = BTreeMap::new();
-    // Connections an intermediary answered itself with a 5xx: the outage's, not churn.
-    let mut refused_by_hop: BTreeSet<ConnId> = BTreeSet::new();
+    // 5xx answers an intermediary gave by itself, not yet matched to the client response that
+    // carried them: the outage's, not churn. The balancer numbers its connections its own way in
+    // a single-replica run, so they are matched as `oracle::conditions` matches them: first
+    // come, first served, by status.
+    let mut refused_by_hop: VecDeque<crate::http::Status> = VecDeque::new();
     for (order, step) in ix.others() {
         let client = client_of(step);
         match &step.kind {
-            StepKind::LbAnswered { conn, status, .. } if status.0 >= 500 => {
-                refused_by_hop.insert(*conn);
+            StepKind::LbAnswered { status, .. } if status.0 >= 500 => {
+                refused_by_hop.push_back(*status);
                 continue;
             }
             StepKind::LbIdleCut { .. } | StepKind::LbLifetimeCut { .. } => {
@@ -142,11 +145,14 @@ fn churn_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                 }
                 continue;
             }
-            StepKind::Response { conn, .. } => match pending.remove(&(client, *conn)) {
-                Some(_) if refused_by_hop.contains(conn) => continue,
-                Some(stream) => stream,
-                None => continue,
-            },
+            StepKind::Response { conn, head } => {
+                let by_hop = refused_by_hop.iter().position(|s| *s == head.status);
+                let by_hop = by_hop.and_then(|k| refused_by_hop.remove(k)).is_some();
+                match pending.remove(&(client, *conn)) {
+                    Some(stream) if !by_hop => stream,
+                    _ => continue,
+                }
+            }
             _ => continue,
         };
         if let Some(n) = excused.get_mut(&client).filter(|n| **n > 0) {
@@ -256,7 +262,8 @@ mod tests {
             for i in 1..=100 {
                 b = b.at(i * 1_000_000).client(get_resume(i + 1, &a, ev(0, 3)));
                 if by_lb {
-                    b = b.lb(StepKind::LbAnswered { conn: ConnId(i + 1), status, hop: None });
+                    // The balancer's own number for the connection, not the client's.
+                    b = b.lb(StepKind::LbAnswered { conn: ConnId(1_000 + i), status, hop: None });
                 }
                 b = b.client(response(i + 1, status));
             }

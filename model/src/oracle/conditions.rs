@@ -16,8 +16,10 @@
 //!    silent head or a replay from the oldest event, for an id the session had stored); a request
 //!    on a session the client still held was answered 404 (the session expired, was lost in a
 //!    restart, or is not held where the request landed); or the client gave up while cut off (its
-//!    reconnect attempts spent, or its request timeout reached with no answer since a break): the
-//!    pair's windows were shorter than the actual outage. For tasks (ext-tasks), whose TTL is
+//!    reconnect attempts spent, or its request timeout reached with no answer since a break), or
+//!    started a new session after its `DELETE` of the old one never got through (refused or cut
+//!    before any answer, its attempts spent): the pair's windows were shorter than the actual
+//!    outage. For tasks (ext-tasks), whose TTL is
 //!    their retention and runs from creation: a task aborted or its record deleted at its TTL
 //!    while its work still ran, a result evicted before its client read it, or a `tasks/*`
 //!    request answered "not found" (not held where it landed, or gone).
@@ -28,6 +30,9 @@
 //!    issued a non-idempotent call again after it was told that call's outcome was unknown (the
 //!    note: "reconcile any in-flight requests as *unknown outcome* (do not blindly retry
 //!    non-idempotent tools)"). The client told the class apart; the application did not act by it.
+//!    So does an application that starts a new session on purpose while its client still holds
+//!    one no 404 ended (`on_error = reinitialize-reissue`): the note re-initializes on a 404 only,
+//!    and the session left behind, never deleted, is orphaned.
 //!
 //! Besides the four, the note's scope: a session deleted by someone other than its client (an
 //! operator's `DELETE`) was terminated, not disconnected ([`Condition::Terminated`]).
@@ -241,6 +246,8 @@ struct ClientState {
     last_break: Option<Instant>,
     /// The last close of a connection: its status (if a head came) and how it ended.
     last_close: Option<(Option<Status>, Option<ConnEnd>)>,
+    /// A session whose last `DELETE` was refused or cut before any answer, and when.
+    delete_lost: Option<(SessionId, Instant)>,
 }
 
 /// A client connection's request session and method, and the status it got.
@@ -314,6 +321,10 @@ impl Judge {
                 }
                 if let (Method::Delete, Some(s)) = (request.method, &request.session) {
                     c.deleted.insert(s.clone());
+                    c.delete_lost = None;
+                }
+                if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
+                    self.initialize_after_lost_delete(i, at, who);
                 }
                 self.conns.insert((who, *conn), (request.session.clone(), request.method, None));
             }
@@ -340,6 +351,9 @@ impl Judge {
                 } else if status == Status::NOT_FOUND && entry.1 != Method::Delete {
                     let session = entry.0.clone();
                     self.session_not_found(i, at, who, session);
+                } else if status == Status::NOT_FOUND {
+                    let session = entry.0.clone();
+                    self.delete_not_found(i, at, session);
                 }
             }
             StepKind::Event { .. } | StepKind::Json { .. } | StepKind::Comment { .. } => {
@@ -361,8 +375,18 @@ impl Judge {
                 }
             }
             StepKind::ConnEnd { conn, end } => {
-                let status = self.conns.get(&(who, *conn)).and_then(|c| c.2);
+                let facts = self.conns.get(&(who, *conn));
+                let status = facts.and_then(|c| c.2);
+                let lost_delete = match facts {
+                    Some((Some(s), Method::Delete, None)) if matches!(end, ConnEnd::Reset | ConnEnd::Refused) => {
+                        Some((s.clone(), at))
+                    }
+                    _ => None,
+                };
                 let c = self.clients.entry(who).or_default();
+                if lost_delete.is_some() {
+                    c.delete_lost = lost_delete;
+                }
                 if matches!(end, ConnEnd::Reset | ConnEnd::Refused) {
                     c.last_break = Some(at);
                 }
@@ -376,6 +400,16 @@ impl Judge {
                 self.unknown.insert((who, *call), reason.clone());
                 self.gave_up(i, at, who, reason);
             }
+            StepKind::AppReinitialize { session } if !self.ended.contains_key(session) => self.breach(
+                Condition::ByClass,
+                i,
+                at,
+                format!(
+                    "the application started a new session at {at} while its client held session {session}, \
+                     which no 404 had ended: the client let it go without a DELETE (the note re-initializes on a \
+                     404 only)"
+                ),
+            ),
             StepKind::AppCall { call, tool, idempotent: false } => {
                 if let Some(reason) = self.unknown.remove(&(who, *call)) {
                     self.breach(
@@ -394,7 +428,10 @@ impl Judge {
                 let log = self.streams.entry((session.clone(), *stream)).or_default();
                 // A stream's numbers run on by one; one that skips numbers shares its sequence
                 // (and its store) with another session's stream.
-                let skips = log.last_key_value().map_or(*seq > 1, |(last, _)| *seq > last + 1);
+                // Every log numbers from 0 (a stream without a priming event too: its first
+                // message takes 0), so a stream whose first event is above 0 had its first
+                // numbers stored by another session.
+                let skips = log.last_key_value().map_or(*seq > 0, |(last, _)| *seq > last + 1);
                 log.insert(*seq, at);
                 if skips {
                     self.shared.insert((session.clone(), *stream));
@@ -564,6 +601,21 @@ impl Judge {
         );
     }
 
+    /// A `DELETE` answered 404 for a session no server ended: it landed where the session is not
+    /// held (a replica-local session routed elsewhere), so the session lives on, undeleted.
+    fn delete_not_found(&mut self, i: usize, at: Instant, session: Option<SessionId>) {
+        let Some(session) = session.filter(|s| !self.ended.contains_key(s)) else { return };
+        self.breach(
+            Condition::Retention,
+            i,
+            at,
+            format!(
+                "the DELETE of session {session} was answered 404 at {at} by a server that does not hold it: the \
+                 session lives on where it is held, undeleted"
+            ),
+        );
+    }
+
     /// A client got a 4xx an intermediary gave by itself, for a request naming `session`: what
     /// it says of the session is not the server's word. The client cannot tell it from the
     /// server's own (condition 4 cannot hold); with the session still held by the server, a
@@ -582,6 +634,27 @@ impl Judge {
             format!(
                 "{who} answered {status} by itself (not the server) to a request in session {session}, {held}: no \
                  client can tell a proxy's own {status} from the server's"
+            ),
+        );
+    }
+
+    /// A client starts a new session: if its last `DELETE` of the old one never got through and
+    /// the server still holds that session, the client gave up deleting it while cut off.
+    fn initialize_after_lost_delete(&mut self, i: usize, at: Instant, who: Option<u32>) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        let Some((session, lost_at)) = c.delete_lost.take() else { return };
+        if self.ended.contains_key(&session) {
+            return;
+        }
+        let outage = self.outage(who, lost_at);
+        self.breach(
+            Condition::Retention,
+            i,
+            at,
+            format!(
+                "the client's DELETE of session {session} never got through (the last refused or cut at {lost_at}, \
+                 {outage} without an answer) and it started a new session at {at}: the outage outlasted its \
+                 attempts, and the server still holds the old one"
             ),
         );
     }
@@ -948,9 +1021,13 @@ mod tests {
         let mut delete = Request::initialize(RequestId(3), "app");
         delete.method = Method::Delete;
         delete.session = Some(sid());
+        // The DELETE answered (the session ended), then a request on it answered 404: the client
+        // ended it itself. (A DELETE answered 404 for a session no server ended is condition 2:
+        // `a_delete_answered_404_for_a_session_that_lives_on_breaks_retention`.)
         let t = trace(vec![
             (0, StepKind::Send { conn: ConnId(1), request: delete }),
-            (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::NOT_FOUND) }),
+            (1, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted }),
+            (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
             (2, on_session(2)),
             (3, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }),
         ]);
@@ -1015,9 +1092,10 @@ mod tests {
             Conditions::judge(&trace(kinds))
         };
         assert!(replay(&[0, 1, 2]).all_held());
-        // A stream that starts at 1 (no priming event) runs on; one that starts above 1 had its
-        // first numbers stored elsewhere.
-        assert!(replay(&[1, 2]).all_held());
+        // A stream that starts above 0 had its first numbers stored elsewhere: two sessions
+        // whose calls share a request id write one log (py-sdk 2.3.0's store keyed by stream id).
+        let second = replay(&[1, 2]);
+        assert_eq!(second.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
         let shared = replay(&[0, 2, 4]);
         assert_eq!(shared.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
         let late_start = replay(&[3, 4]);
@@ -1151,6 +1229,75 @@ mod tests {
         let mut other = trace(vec![(0, call(0, false)), (5_000, unknown), (6_000, call(0, false))]);
         other.steps[2].client = Some(1);
         assert!(Conditions::judge(&other).all_held());
+    }
+
+    /// A client that starts a new session after its DELETE of the old one was refused (or cut
+    /// before any answer) gave up while cut off: condition 2, as spent reconnect attempts are. A
+    /// DELETE answered, one tried again and answered, or a session the server had ended anyway,
+    /// breaks nothing.
+    #[test]
+    fn starting_a_new_session_after_a_delete_that_never_got_through_breaks_retention() {
+        let delete = |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::delete(sid()) };
+        let end = |conn: u64, end| StepKind::ConnEnd { conn: ConnId(conn), end };
+        let answered = |conn: u64| StepKind::Response { conn: ConnId(conn), head: ResponseHead::status(Status::OK) };
+        let judged = |middle: Vec<(u64, StepKind)>| {
+            let mut kinds = vec![(0, on_session(1)), (1, answered(1))];
+            kinds.extend(middle);
+            kinds.push((90_000, post(9)));
+            Conditions::judge(&trace(kinds))
+        };
+        let refused = judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused))]);
+        assert_eq!(refused.breaches.len(), 1, "{:?}", refused.breaches);
+        let b = &refused.breaches[0];
+        assert_eq!((b.condition, b.at), (Condition::Retention, Instant(90_000_000)));
+        assert!(b.detail.contains("DELETE of session 0-1 never got through"), "{}", b.detail);
+        assert!(b.detail.contains("refused or cut at 1m00.000s, 59.999s without an answer"), "{}", b.detail);
+        assert_eq!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Reset))]).breaches.len(), 1);
+        assert!(judged(vec![(60_000, delete(2)), (60_010, answered(2)), (60_010, end(2, ConnEnd::Reset))]).all_held());
+        let retried =
+            vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (70_000, delete(3)), (70_010, answered(3))];
+        assert!(judged(retried).all_held());
+        let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
+        assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (80_000, expired)]).all_held());
+    }
+
+    /// A DELETE answered 404 for a session no server ended landed where the session is not held:
+    /// condition 2 (the session is not where the request went); for a session that expired, the
+    /// 404 is the truth and breaks nothing.
+    #[test]
+    fn a_delete_answered_404_for_a_session_that_lives_on_breaks_retention() {
+        let delete = StepKind::Send { conn: ConnId(2), request: Request::delete(sid()) };
+        let not_found = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) };
+        let lives =
+            Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, not_found.clone())]));
+        assert_eq!(
+            lives.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
+            vec![(Condition::Retention, 2)]
+        );
+        assert!(lives.breaches[0].detail.contains("does not hold it"), "{}", lives.breaches[0].detail);
+        let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
+        assert!(Conditions::judge(&trace(vec![
+            (0, on_session(1)),
+            (500, expired),
+            (1_000, delete),
+            (1_010, not_found)
+        ]))
+        .all_held());
+    }
+
+    /// An application that starts a new session while its client holds a live one breaks
+    /// condition 4 (the session left behind is orphaned); one whose session had already ended on
+    /// the server breaks nothing.
+    #[test]
+    fn an_application_that_re_initializes_over_a_live_session_breaks_condition_four() {
+        let again = (9_000, StepKind::AppReinitialize { session: sid() });
+        let live = Conditions::judge(&trace(vec![(0, on_session(1)), again.clone()]));
+        assert_eq!(live.breaches.len(), 1, "{:?}", live.breaches);
+        let b = &live.breaches[0];
+        assert_eq!((b.condition, b.step, b.at), (Condition::ByClass, 1, Instant(9_000_000)));
+        assert!(b.detail.contains("held session 0-1") && b.detail.contains("without a DELETE"), "{}", b.detail);
+        let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
+        assert!(Conditions::judge(&trace(vec![(0, on_session(1)), (5_000, expired), again])).all_held());
     }
 
     /// A session the server ended itself (a failed write, a process exit on a malformed request)

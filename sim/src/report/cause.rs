@@ -187,6 +187,7 @@ impl Walk {
             | AppUnknownOutcome { .. }
             | AppError { .. }
             | AppSessionLost { .. }
+            | AppReinitialize { .. }
             | AppStreamLost { .. } => Some(described()),
             _ => None,
         }

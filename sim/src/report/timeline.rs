@@ -207,6 +207,9 @@ pub fn describe(kind: &StepKind) -> String {
         AppError { call, error } => format!("app ← error for {call}: {error}"),
         AppUnknownOutcome { call, reason } => format!("app ← UNKNOWN OUTCOME for {call}: {reason}"),
         AppSessionLost { session } => format!("app ← session {session} lost"),
+        AppReinitialize { session } => {
+            format!("app starts a new session, leaving {session} to the server (no DELETE)")
+        }
         AppStreamLost { session, after } => {
             let after = after.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "start".into());
             format!("app ← STREAM LOST: the standalone stream of {session} was given up after {after}")

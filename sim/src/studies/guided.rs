@@ -510,6 +510,7 @@ fn label(kind: &StepKind) -> Option<String> {
         StepKind::AppError { .. } => "app-error".into(),
         StepKind::AppUnknownOutcome { .. } => "app-unknown-outcome".into(),
         StepKind::AppSessionLost { .. } => "app-session-lost".into(),
+        StepKind::AppReinitialize { .. } => "app-reinitialize".into(),
         StepKind::Fault { fault } => format!("fault:{}", fault.split_whitespace().next().unwrap_or("")),
         StepKind::Liveness { .. } => "liveness".into(),
         _ => return None,

@@ -976,7 +976,11 @@ pub(crate) fn shrink_fixed_within(
         let added = best.scenario.overrides[kept..].to_vec();
         for candidate in smaller_candidates(&best.scenario, &added)? {
             let mut scenario = base.clone();
-            scenario.apply_overrides(&candidate)?;
+            if scenario.apply_overrides(&candidate).is_err() {
+                // One of two settings that go together dropped (`app.clients` without the
+                // script's `client=N` calls): no scenario, so not a smaller counterexample.
+                continue;
+            }
             scenario.swarm = best.scenario.swarm.clone();
             let best_size = best.size();
             if (scenario.faults.len(), scenario.overrides.len()) > (best_size.faults, best_size.overrides) {
@@ -1386,6 +1390,25 @@ mod tests {
         assert!(minimal.breaks("no-duplicate-execution"));
         assert_eq!((minimal.size().faults, minimal.size().overrides), (0, 0), "{:?}", minimal.scenario.overrides);
         assert!(runs >= 2);
+    }
+
+    /// Two overrides that only go together (a second client, and the script's call by it): the
+    /// candidate that drops the first cannot be built, and shrinking passes over it instead of
+    /// failing the whole search (found by `explore --search --swarm`, 2 000 cases on
+    /// standalone-notify).
+    #[test]
+    fn shrink_fixed_passes_over_a_candidate_that_drops_half_of_two_linked_settings() {
+        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let mut scenario = base.clone();
+        let extra = [("app.clients", "2"), ("app.calls", "1s; 1s client=1")];
+        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+        let outcome = run(&scenario, 1).unwrap();
+        let found = Counterexample { scenario, seed: 1, outcome };
+        assert!(found.breaks("no-duplicate-execution"));
+        let mut without_clients = base.clone();
+        assert!(without_clients.apply_overrides(&[extra[1]].map(|(k, v)| (k.to_string(), v.to_string()))).is_err());
+        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
+        assert!(minimal.breaks("no-duplicate-execution") && minimal.size() <= found.size());
     }
 
     #[test]

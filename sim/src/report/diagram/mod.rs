@@ -544,6 +544,7 @@ fn item_of(step: &Step, place: &Place) -> Item {
         | AppError { .. }
         | AppUnknownOutcome { .. }
         | AppSessionLost { .. }
+        | AppReinitialize { .. }
         | AppStreamLost { .. } => Item::new(t, note(Lane::App), described()),
         EraServed { .. }
         | EraRefused { .. }
