@@ -27,6 +27,24 @@ pub struct DurableState {
     /// The ids of the tasks answering calls in flight (`client.tasks.persist_ids`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<super::DurableTask>,
+    /// Calls the application issued that are not on the wire: not sent yet, or waiting to be
+    /// sent again. A restarted client sends them once it is ready, as it would have; without
+    /// them the application would wait for good for calls nobody holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<DurableWaiting>,
+}
+
+/// A call in durable state that is not on the wire.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DurableWaiting {
+    /// The application's logical call.
+    pub call: CallKey,
+    /// The tool it calls.
+    pub tool: String,
+    /// Whether running it twice is harmless.
+    pub idempotent: bool,
+    /// Whether it went out once before (and may have run).
+    pub sent: bool,
 }
 
 /// One in-flight call in durable state.
@@ -69,6 +87,21 @@ impl Client {
             };
             self.calls.insert(c.call, call);
             self.by_request.insert(c.request, c.call);
+        }
+        for w in &state.waiting {
+            let seq = self.take_seq();
+            let call = Call {
+                tool: w.tool.clone(),
+                idempotent: w.idempotent,
+                request: None,
+                seq,
+                deadline: None,
+                stream: Stream::default(),
+                resent_after_404: false,
+                resend_at: None,
+                sent: w.sent,
+            };
+            self.calls.insert(w.call, call);
         }
         self.load_tasks(&state.tasks);
         self.persisted = Some(state);
@@ -115,7 +148,14 @@ impl Client {
                 })
             })
             .collect();
+        let waiting = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.request.is_none())
+            .map(|(key, c)| DurableWaiting { call: *key, tool: c.tool.clone(), idempotent: c.idempotent, sent: c.sent })
+            .collect();
         DurableState {
+            waiting,
             session: self.session.clone(),
             next_request: self.next_request,
             calls,

@@ -48,7 +48,7 @@ mod tests;
 
 pub use backoff::reconnect_delay;
 use close_rules::Ended;
-pub use durable::{DurableCall, DurableState};
+pub use durable::{DurableCall, DurableState, DurableWaiting};
 pub use tasks::DurableTask;
 
 use crate::config::ClientPolicy;

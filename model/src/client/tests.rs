@@ -1321,6 +1321,7 @@ fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
         standalone_last_event_id: None,
         pending_delete: None,
         tasks: vec![],
+        waiting: vec![],
     };
     let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(state), 1);
     let out = r.start();
@@ -1330,6 +1331,22 @@ fn a_restored_call_without_an_id_follows_the_never_persisted_rule() {
     );
     let (_, request, call) = tool_call(&out);
     assert_eq!((request, call.key), (RequestId(5), CallKey(2)));
+}
+
+/// A call waiting to be sent again (its POST refused) is kept in durable state, and a restarted
+/// process sends it once its session is back: without it the application would wait for good
+/// (found by `explore --guided` on resume-after-completion, a restart during a partition).
+#[test]
+fn a_call_waiting_to_be_sent_again_survives_a_restart_and_goes_out_after_it() {
+    let mut d = Driver::ready("reference");
+    let (conn, _, _) = tool_call(&d.call(1, true));
+    d.end(conn, ConnEnd::Refused);
+    let waiting = persists(&d.log).pop().expect("a durable client persists").waiting;
+    assert_eq!(waiting, vec![DurableWaiting { call: CallKey(1), tool: "pay".into(), idempotent: true, sent: true }]);
+    let state = d.c.durable_state();
+    let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(state), 1);
+    let (_, _, call) = tool_call(&r.start());
+    assert_eq!(call.key, CallKey(1), "sent again by the restarted process");
 }
 
 #[test]

@@ -11,7 +11,8 @@
 //!
 //! What counts as a breach, per condition:
 //! 1. A client process restarted (`ClientStart` after the first) without restoring its durable
-//!    state, after it had held a session.
+//!    state, after it had held a session or while the application had calls in flight (which
+//!    the restart forgot).
 //! 2. The server could not honour a resume because it no longer held the event (a 409/410, a
 //!    silent head or a replay from the oldest event, for an id the session had stored); a request
 //!    on a session the client still held was answered 404 (the session expired, was lost in a
@@ -248,6 +249,8 @@ struct ClientState {
     last_close: Option<(Option<Status>, Option<ConnEnd>)>,
     /// A session whose last `DELETE` was refused or cut before any answer, and when.
     delete_lost: Option<(SessionId, Instant)>,
+    /// The application's calls issued and not resolved yet.
+    in_flight: BTreeSet<crate::ids::CallKey>,
 }
 
 /// A client connection's request session and method, and the status it got.
@@ -300,16 +303,21 @@ impl Judge {
         match &step.kind {
             StepKind::ClientStart { restored } => {
                 let c = self.clients.entry(who).or_default();
-                let restarted = c.started && c.held_session;
+                let restarted = c.started && (c.held_session || !c.in_flight.is_empty());
                 c.started = true;
                 if restarted && !restored {
                     c.held_session = false;
+                    let calls: Vec<String> = std::mem::take(&mut c.in_flight).iter().map(|k| k.to_string()).collect();
+                    let forgot = match calls.is_empty() {
+                        true => String::new(),
+                        false => format!(", forgetting the calls in flight ({})", calls.join(", ")),
+                    };
                     self.breach(
                         Condition::Persisted,
                         i,
                         at,
                         format!(
-                            "the client restarted at {at} without its session and Last-Event-ID (nothing persisted)"
+                            "the client restarted at {at} without its session and Last-Event-ID (nothing persisted){forgot}"
                         ),
                     );
                 }
@@ -395,8 +403,15 @@ impl Judge {
                 }
             }
             StepKind::Decision { action, error, .. } => self.decision(i, at, who, action.as_ref(), error.as_deref()),
-            StepKind::AppError { error, .. } => self.gave_up(i, at, who, error),
+            StepKind::AppError { call, error } => {
+                self.clients.entry(who).or_default().in_flight.remove(call);
+                self.gave_up(i, at, who, error);
+            }
+            StepKind::AppResult { call, .. } => {
+                self.clients.entry(who).or_default().in_flight.remove(call);
+            }
             StepKind::AppUnknownOutcome { call, reason } => {
+                self.clients.entry(who).or_default().in_flight.remove(call);
                 self.unknown.insert((who, *call), reason.clone());
                 self.gave_up(i, at, who, reason);
             }
@@ -410,8 +425,10 @@ impl Judge {
                      404 only)"
                 ),
             ),
-            StepKind::AppCall { call, tool, idempotent: false } => {
-                if let Some(reason) = self.unknown.remove(&(who, *call)) {
+            StepKind::AppCall { call, tool, idempotent } => {
+                self.clients.entry(who).or_default().in_flight.insert(*call);
+                let blind = !idempotent;
+                if let Some(reason) = self.unknown.remove(&(who, *call)).filter(|_| blind) {
                     self.breach(
                         Condition::ByClass,
                         i,
@@ -958,6 +975,31 @@ mod tests {
             (30_000, StepKind::ClientStart { restored: false }),
         ]);
         assert!(Conditions::judge(&t).all_held(), "{:?}", Conditions::judge(&t));
+    }
+
+    /// Without a session yet, a restart that forgets the application's calls in flight breaks
+    /// condition 1 all the same (nothing was persisted of them); calls already resolved do not.
+    #[test]
+    fn a_client_that_restarts_with_calls_in_flight_and_nothing_persisted_breaks_condition_one() {
+        let call = |k: u32| StepKind::AppCall { call: CallKey(k), tool: "pay".into(), idempotent: true };
+        let restart = |middle: Vec<(u64, StepKind)>| {
+            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, post(1))];
+            kinds.extend(middle);
+            kinds.push((30_000, StepKind::ClientStart { restored: false }));
+            Conditions::judge(&trace(kinds))
+        };
+        let lost =
+            restart(vec![(2, call(0)), (3, call(1)), (4, StepKind::AppError { call: CallKey(1), error: "x".into() })]);
+        assert_eq!(lost.breaches.len(), 1, "{lost:?}");
+        assert_eq!(lost.breaches[0].condition, Condition::Persisted);
+        assert!(
+            lost.breaches[0].detail.ends_with("forgetting the calls in flight (call0)"),
+            "{}",
+            lost.breaches[0].detail
+        );
+        assert!(restart(vec![(2, call(0)), (5, StepKind::AppUnknownOutcome { call: CallKey(0), reason: "x".into() })])
+            .all_held());
+        assert!(restart(vec![(2, call(0)), (5, StepKind::ClientStart { restored: true })]).breaches.len() == 1);
     }
 
     #[test]

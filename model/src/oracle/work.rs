@@ -232,12 +232,19 @@ impl<'a> EndedByClient<'a> {
                 }
                 _ => {}
             },
-            StepKind::Response { conn, .. } => {
+            // An answer below 500 says the server took the cancel; a 5xx (a balancer with no
+            // replica to send it to, a server that failed) says nothing reached a handler.
+            StepKind::Response { conn, head } => {
+                let handled = head.status.0 < 500;
                 if let Some(key) = self.cancel_conns.remove(&(super::client_of(step), *conn)) {
-                    self.cancelled.entry(key).or_insert(step.at());
+                    if handled {
+                        self.cancelled.entry(key).or_insert(step.at());
+                    }
                 }
                 if let Some(task) = self.task_cancel_conns.remove(&(super::client_of(step), *conn)) {
-                    self.tasks_cancelled.entry(task).or_insert(step.at());
+                    if handled {
+                        self.tasks_cancelled.entry(task).or_insert(step.at());
+                    }
                 }
             }
             StepKind::SessionEnded { session, reason: SessionEndReason::Deleted }
@@ -487,19 +494,22 @@ mod tests {
     fn work_after_the_server_answered_the_clients_cancel_is_abandoned() {
         let a = sid("A");
         let cancel = Request::post(Some(a.clone()), ClientMessage::Cancelled { request: RequestId(2) });
-        let trace = |done_at: u64| {
+        let answered = |status: crate::http::Status, done_at: u64| {
             running()
                 .at(60_000)
                 .client(StepKind::Send { conn: ConnId(3), request: cancel.clone() })
                 .at(61_000)
-                .client(response(3, crate::http::Status::ACCEPTED))
+                .client(response(3, status))
                 .at(done_at)
                 .server(tool_ended(&a, ToolEnd::Completed))
                 .build()
         };
+        let trace = |done_at: u64| answered(crate::http::Status::ACCEPTED, done_at);
         assert_eq!(abandoned(&trace(70_000)).len(), 1);
         // Done before the server could have read the cancel: not the server's doing.
         assert_eq!(abandoned(&trace(60_500)), vec![]);
+        // A cancel answered 503 (by a balancer with no replica, say) never reached a handler.
+        assert_eq!(abandoned(&answered(crate::http::Status(503), 70_000)), vec![]);
     }
 
     #[test]
