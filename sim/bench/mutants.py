@@ -12,7 +12,9 @@ For every sampled mutant (from `cargo mutants --list --json --diff`, files from
 
 With MUTANTS_SPACE=wide the two searches drop --within-conditions: they draw from the whole space
 (retention, attempts, routing, made-up ids, deploys...) and, as `explore` does by default, stop
-only at a violation no broken condition of validity explains. MUTANTS_SWARM=1 adds --swarm to both.
+only at a violation no broken condition of validity explains. MUTANTS_SPACE=both runs the two
+searches in each space on one build (columns random, guided, random-wide, guided-wide).
+MUTANTS_SWARM=1 adds --swarm to the searches.
 
 A target is a client x server pair and a family. The pairs default to the reference client
 against each SDK server and each SDK client against the reference server beside reference x
@@ -43,8 +45,12 @@ ONLY = os.environ.get("MUTANTS_ONLY")  # a regex over mutant names, to rerun a f
 # search columns of the full-model table in docs/search.md.
 ALL = os.environ.get("MUTANTS_ALL") == "1"
 SPACE = os.environ.get("MUTANTS_SPACE", "conditions")
-if SPACE not in ("conditions", "wide"):
-    sys.exit(f"MUTANTS_SPACE={SPACE!r}: expected conditions or wide")
+if SPACE not in ("conditions", "wide", "both"):
+    sys.exit(f"MUTANTS_SPACE={SPACE!r}: expected conditions, wide or both")
+# The checks run on every mutant after the unit tests: the searches of the space(s) asked, then
+# plain seeds. A `-wide` search drops --within-conditions.
+SEARCHES = {"conditions": ["random", "guided"], "wide": ["random-wide", "guided-wide"]}
+MODES = [m for s in (["conditions", "wide"] if SPACE == "both" else [SPACE]) for m in SEARCHES[s]] + ["seeds"]
 SWARM = os.environ.get("MUTANTS_SWARM") == "1"
 PAIRS = [
     tuple(p.split(":"))
@@ -152,9 +158,9 @@ def explore(mode):
             continue
         args = [binary, "explore", "--client", client, "--server", server, "--scenario", family,
                 "--seeds", str(BUDGET), "--no-shrink", "--out", os.path.join(WORK, "found")]
-        if mode in ("random", "guided"):
-            args += ["--search" if mode == "random" else "--guided"]
-            args += ["--within-conditions"] if SPACE == "conditions" else []
+        if mode != "seeds":
+            args += ["--search" if mode.startswith("random") else "--guided"]
+            args += [] if mode.endswith("-wide") else ["--within-conditions"]
             args += ["--swarm"] if SWARM else []
         code, out, secs = sh(args, 300)
         m = FOUND.search(out)
@@ -183,7 +189,7 @@ def main():
     if not ok:
         sys.exit(f"the unmutated workspace does not build:\n{log}")
     baseline = {"mutant": "baseline", "unit": unit()}
-    for mode in ("random", "guided", "seeds"):
+    for mode in MODES:
         while (r := explore(mode))["caught"]:
             SKIP.setdefault(mode, []).append(r["family"])
             baseline.setdefault("baseline_failures", []).append({"mode": mode, **r})
@@ -207,7 +213,7 @@ def main():
                 else:
                     row["status"] = "ran"
                     row["unit"] = unit()
-                    for mode in ("random", "guided", "seeds"):
+                    for mode in MODES:
                         row[mode] = explore(mode)
             with open(path, "w") as f:
                 f.write(original)
@@ -221,12 +227,15 @@ def summarize(results):
     rows = [json.loads(line) for line in open(results)]
     baseline, rows = rows[0], rows[1:]
     ran = [r for r in rows if r.get("status") == "ran"]
-    modes = ("unit", "random", "guided", "seeds")
+    modes = ("unit", *(m for m in MODES if m in baseline))
     lines = [
         f"Mutants sampled: {len(rows)}; viable (built): {len(ran)}; unviable: "
         f"{sum(r.get('status') == 'unviable' for r in rows)}. Budget: {BUDGET} cases per target; "
         f"{len(targets())} targets ({len(PAIRS)} pairs x {len(FAMILIES)} families). Search space: "
-        + ("inside the conditions of validity" if SPACE == "conditions" else "the whole space, unexplained violations only")
+        + {"conditions": "inside the conditions of validity",
+           "wide": "the whole space, unexplained violations only",
+           "both": "inside the conditions (random, guided) and the whole space, unexplained violations only "
+                   "(random-wide, guided-wide)"}[SPACE]
         + (", swarm" if SWARM else "") + ".",
         "",
         "Baseline (unmutated): " + ", ".join(f"{m} {'FAILS' if baseline[m]['caught'] else 'clean'}" for m in modes)
@@ -242,14 +251,21 @@ def summarize(results):
         secs = [r[m]["secs"] for r in caught]
         med = lambda xs: f"{statistics.median(xs):g}" if xs else "—"
         lines.append(f"| {m} | {len(caught)} | {len(only)} | {med(cases) if m != 'unit' else '—'} | {med(secs)} |")
-    both = [r for r in ran if r["random"]["caught"] and r["guided"]["caught"]
-            and r["random"].get("cases") is not None and r["guided"].get("cases") is not None]
-    fewer = lambda a, b: sum(r[a]["cases"] < r[b]["cases"] for r in both)
-    lines += ["", f"Caught by both searches: {len(both)}; guided in fewer cases on {fewer('guided', 'random')}, "
-              f"random in fewer on {fewer('random', 'guided')}, "
-              f"the same on {len(both) - fewer('guided', 'random') - fewer('random', 'guided')}. "
-              f"Cases to first are summed over the targets tried before the one that failed."]
-    lines += ["", "| mutant | unit | random | guided | seeds |", "|---|---|---|---|---|"]
+    killed = [r for r in ran if r["unit"]["caught"]]
+    lines.append("")
+    for rnd, gd in (("random", "guided"), ("random-wide", "guided-wide")):
+        if gd not in modes:
+            continue
+        both = [r for r in ran if r[rnd]["caught"] and r[gd]["caught"]
+                and r[rnd].get("cases") is not None and r[gd].get("cases") is not None]
+        fewer = lambda a, b: sum(r[a]["cases"] < r[b]["cases"] for r in both)
+        found = sum(r[gd]["caught"] for r in killed)
+        share = f"{100 * found / len(killed):.0f} %" if killed else "—"
+        lines.append(f"{gd}: of the {len(killed)} mutants the unit tests kill, it catches {found} ({share}). "
+                     f"Caught by {rnd} and {gd}: {len(both)}; {gd} in fewer cases on {fewer(gd, rnd)}, "
+                     f"{rnd} in fewer on {fewer(rnd, gd)}, the same on {len(both) - fewer(gd, rnd) - fewer(rnd, gd)}.")
+    lines.append("Cases to first are summed over the targets tried before the one that failed.")
+    lines += ["", "| mutant | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
     show = lambda r: "caught " + (f"({r['family']}, {r['cases']} cases)" if "family" in r else "") if r["caught"] else "missed"
     for r in ran:
         lines.append(f"| `{r['mutant']}` | " + " | ".join(show(r[m]) for m in modes) + " |")

@@ -25,7 +25,9 @@
 //!    while its work still ran, a result evicted before its client read it, or a `tasks/*`
 //!    request answered "not found" (not held where it landed, or gone).
 //! 3. The server answered an id it could not honour without refusing it (silent head, replay
-//!    from the oldest event).
+//!    from the oldest event, a replay from a store shared across sessions), or handed a session
+//!    an event another session stored in a store they share (a stream whose numbering skips):
+//!    the store's scope, not the client, decided what the session saw.
 //! 4. The client re-initialized after a transport fault (reset, refused connection, 5xx), kept a
 //!    session after a 404, or resumed after a 409/410 as if nothing was lost; or its application
 //!    issued a non-idempotent call again after it was told that call's outcome was unknown (the
@@ -366,6 +368,9 @@ impl Judge {
             }
             StepKind::Event { .. } | StepKind::Json { .. } | StepKind::Comment { .. } => {
                 self.clients.entry(who).or_default().last_contact = Some(at);
+                if let StepKind::Event { conn, event } = &step.kind {
+                    self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
+                }
                 if let StepKind::Json {
                     message: crate::http::ServerMessage::Error { code: Some(crate::tasks::TASK_NOT_FOUND), message, .. },
                     ..
@@ -616,6 +621,35 @@ impl Judge {
             at,
             format!("session {session} was gone when the client came back after {outage} without an answer: {why}"),
         );
+    }
+
+    /// An event reached a connection of session `S` that `S` never stored, and another session
+    /// stored it on a stream whose store it shares: the store handed one session's event to
+    /// another.
+    fn event_from_a_shared_store(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        conn: ConnId,
+        id: Option<&EventId>,
+    ) {
+        let (Some(id), Some((Some(session), _, _))) = (id, self.conns.get(&(who, conn))) else { return };
+        if self.stored.contains_key(&(session.clone(), id.clone())) {
+            return;
+        }
+        // The sharing shows in the numbering of either session's stream of that number.
+        let shared = |s: &SessionId, k: &StreamNo| self.shared.contains(&(s.clone(), *k));
+        let other = self
+            .stored
+            .iter()
+            .find(|((s, e), (stream, _, _))| e == id && s != session && (shared(s, stream) || shared(session, stream)));
+        let Some(((other, _), _)) = other else { return };
+        let detail = format!(
+            "session {session} was handed event {id}, which session {other} stored in an event store the two share: \
+             the server cannot keep one session's events from another's"
+        );
+        self.breach(Condition::Refused, i, at, detail);
     }
 
     /// A `DELETE` answered 404 for a session no server ended: it landed where the session is not
@@ -1301,6 +1335,52 @@ mod tests {
         assert!(judged(retried).all_held());
         let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (80_000, expired)]).all_held());
+    }
+
+    /// An event handed to a session that another session stored, on a stream whose numbering
+    /// shows a shared store, breaks condition 3; without a sign of sharing (per-session numbering
+    /// on both sides) it is no condition's doing and stays for the oracles to judge.
+    #[test]
+    fn an_event_of_another_session_from_a_shared_store_breaks_condition_three() {
+        let (a, b) = (SessionId::from("0-1"), SessionId::from("0-2"));
+        let store = |session: &SessionId, seq: u32| StepKind::EventStored {
+            session: session.clone(),
+            stream: StreamNo::STANDALONE,
+            seq,
+            id: EventId::from(format!("0-{seq}").as_str()),
+            call: None,
+            message: None,
+        };
+        let get = |conn: u64, session: &SessionId| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request { method: Method::Get, ..Request::delete(session.clone()) },
+        };
+        let event = |conn: u64, id: &str| StepKind::Event {
+            conn: ConnId(conn),
+            event: crate::http::SseEvent {
+                id: Some(EventId::from(id)),
+                retry_ms: None,
+                kind: crate::http::EventKind::Message,
+                data: None,
+            },
+        };
+        // A's events 0 and 1, then B's first at 2: one log, B's numbering starts above 0.
+        let judged = |b_seq: u32| {
+            Conditions::judge(&trace(vec![
+                (0, get(1, &b)),
+                (1, store(&a, 0)),
+                (2, store(&a, 1)),
+                (3, store(&b, b_seq)),
+                (4, event(1, "0-1")),
+            ]))
+        };
+        let shared = judged(2);
+        assert_eq!(
+            shared.breaches.iter().map(|x| (x.condition, x.step)).collect::<Vec<_>>(),
+            vec![(Condition::Refused, 4)]
+        );
+        assert!(shared.breaches[0].detail.contains("session 0-2 was handed event 0-1, which session 0-1 stored"));
+        assert!(judged(0).all_held(), "per-session numbering: no sign of a shared store");
     }
 
     /// A DELETE answered 404 for a session no server ended landed where the session is not held:
