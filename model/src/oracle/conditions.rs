@@ -1329,6 +1329,8 @@ mod tests {
         assert!(b.detail.contains("DELETE of session 0-1 never got through"), "{}", b.detail);
         assert!(b.detail.contains("refused or cut at 1m00.000s, 59.999s without an answer"), "{}", b.detail);
         assert_eq!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Reset))]).breaches.len(), 1);
+        // A DELETE the client aborted itself (its process restarting) was not lost to the network.
+        assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Aborted))]).all_held());
         assert!(judged(vec![(60_000, delete(2)), (60_010, answered(2)), (60_010, end(2, ConnEnd::Reset))]).all_held());
         let retried =
             vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (70_000, delete(3)), (70_010, answered(3))];

@@ -510,6 +510,8 @@ mod tests {
         assert_eq!(abandoned(&trace(60_500)), vec![]);
         // A cancel answered 503 (by a balancer with no replica, say) never reached a handler.
         assert_eq!(abandoned(&answered(crate::http::Status(503), 70_000)), vec![]);
+        assert_eq!(abandoned(&answered(crate::http::Status(500), 70_000)), vec![]);
+        assert_eq!(abandoned(&answered(crate::http::Status(499), 70_000)).len(), 1);
     }
 
     #[test]
