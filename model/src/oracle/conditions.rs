@@ -12,7 +12,10 @@
 //! What counts as a breach, per condition:
 //! 1. A client process restarted (`ClientStart` after the first) without restoring its durable
 //!    state, after it had held a session or while the application had calls in flight (which
-//!    the restart forgot).
+//!    the restart forgot); or a stream broke before the id of an event the server had stored in
+//!    the session reached the client, which then had no `Last-Event-ID` to persist (the decision
+//!    procedure's "never persisted": the note, "resumption is impossible and every disconnect is
+//!    effectively a new stream").
 //! 2. The server could not honour a resume because it no longer held the event (a 409/410, a
 //!    silent head or a replay from the oldest event, for an id the session had stored); a request
 //!    on a session the client still held was answered 404 (the session expired, was lost in a
@@ -218,6 +221,10 @@ impl Conditions {
     }
 }
 
+/// The decision procedure's words when a stream has no id to resume from.
+static NEVER_PERSISTED: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::decision::DecisionError::NeverPersisted.to_string());
+
 /// The invariants judged on how the run ended rather than at the step they are dated at.
 pub const END_STATE: [InvariantId; 3] =
     [InvariantId::NoSilentEventLoss, InvariantId::NoOrphanedSession, InvariantId::EveryCallResolves];
@@ -253,6 +260,10 @@ struct ClientState {
     delete_lost: Option<(SessionId, Instant)>,
     /// The application's calls issued and not resolved yet.
     in_flight: BTreeSet<crate::ids::CallKey>,
+    /// The session its last request named.
+    session: Option<SessionId>,
+    /// The event ids it received.
+    received: BTreeSet<EventId>,
 }
 
 /// A client connection's request session and method, and the status it got.
@@ -267,6 +278,8 @@ struct Judge {
     stored: BTreeMap<(SessionId, EventId), (StreamNo, u32, Instant)>,
     /// Per stream, the store time of each seq.
     streams: BTreeMap<(SessionId, StreamNo), BTreeMap<u32, Instant>>,
+    /// The call each stored event was for (`None`: the standalone stream's).
+    stored_for: BTreeMap<(SessionId, EventId), Option<crate::ids::CallKey>>,
     /// Streams whose numbering skips: their store is shared with another session's.
     shared: BTreeSet<(SessionId, StreamNo)>,
     /// Why and when each session ended.
@@ -328,6 +341,7 @@ impl Judge {
                 let c = self.clients.entry(who).or_default();
                 if request.session.is_some() {
                     c.held_session = true;
+                    c.session = request.session.clone();
                 }
                 if let (Method::Delete, Some(s)) = (request.method, &request.session) {
                     c.deleted.insert(s.clone());
@@ -369,6 +383,9 @@ impl Judge {
             StepKind::Event { .. } | StepKind::Json { .. } | StepKind::Comment { .. } => {
                 self.clients.entry(who).or_default().last_contact = Some(at);
                 if let StepKind::Event { conn, event } = &step.kind {
+                    if let Some(id) = &event.id {
+                        self.clients.entry(who).or_default().received.insert(id.clone());
+                    }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
                 }
                 if let StepKind::Json {
@@ -407,7 +424,12 @@ impl Judge {
                     c.last_close = Some((status, Some(*end)));
                 }
             }
-            StepKind::Decision { action, error, .. } => self.decision(i, at, who, action.as_ref(), error.as_deref()),
+            StepKind::Decision { call, action, error, .. } => {
+                if error.as_deref() == Some(NEVER_PERSISTED.as_str()) {
+                    self.never_persisted(i, at, who, *call);
+                }
+                self.decision(i, at, who, action.as_ref(), error.as_deref())
+            }
             StepKind::AppError { call, error } => {
                 self.clients.entry(who).or_default().in_flight.remove(call);
                 self.gave_up(i, at, who, error);
@@ -445,7 +467,8 @@ impl Judge {
                     );
                 }
             }
-            StepKind::EventStored { session, stream, seq, id, .. } => {
+            StepKind::EventStored { session, stream, seq, id, call, .. } => {
+                self.stored_for.insert((session.clone(), id.clone()), *call);
                 self.stored.insert((session.clone(), id.clone()), (*stream, *seq, at));
                 let log = self.streams.entry((session.clone(), *stream)).or_default();
                 // A stream's numbers run on by one; one that skips numbers shares its sequence
@@ -621,6 +644,33 @@ impl Judge {
             at,
             format!("session {session} was gone when the client came back after {outage} without an answer: {why}"),
         );
+    }
+
+    /// The decision procedure found no `Last-Event-ID` to resume the stream of `call` (`None`:
+    /// the standalone stream) from: a breach of condition 1 if the server had stored an event on
+    /// that stream in the client's session whose id never reached it (the break came while it was
+    /// on its way), so that there was something to resume from.
+    fn never_persisted(&mut self, i: usize, at: Instant, who: Option<u32>, call: Option<crate::ids::CallKey>) {
+        let Some(c) = self.clients.get(&who) else { return };
+        let Some(session) = c.session.clone() else { return };
+        let on_stream = |s: &SessionId, id: &EventId, stream: StreamNo| {
+            *s == session
+                && match call {
+                    Some(_) => self.stored_for.get(&(s.clone(), id.clone())) == Some(&call),
+                    None => stream == StreamNo::STANDALONE,
+                }
+        };
+        let missed = self
+            .stored
+            .iter()
+            .filter(|((s, id), (stream, _, _))| on_stream(s, id, *stream) && !c.received.contains(id))
+            .min_by_key(|(_, (_, _, stored_at))| *stored_at);
+        let Some(((_, id), (_, _, stored_at))) = missed else { return };
+        let detail = format!(
+            "a stream of session {session} broke before event {id} (stored at {stored_at}) reached the client: it \
+             had no Last-Event-ID to persist, so resumption was impossible and the stream starts again at the head"
+        );
+        self.breach(Condition::Persisted, i, at, detail);
     }
 
     /// An event reached a connection of session `S` that `S` never stored, and another session
@@ -1337,6 +1387,56 @@ mod tests {
         assert!(judged(retried).all_held());
         let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (80_000, expired)]).all_held());
+    }
+
+    /// A stream that broke before the id of an event stored on it reached the client leaves the
+    /// decision procedure nothing to persist: condition 1. With nothing stored on that stream (a
+    /// POST that never reached the server), or every stored id received, nothing breaks.
+    #[test]
+    fn a_stream_that_broke_before_its_first_id_arrived_breaks_condition_one() {
+        let priming = |stream: u32, call: Option<u32>| StepKind::EventStored {
+            session: sid(),
+            stream: StreamNo(stream),
+            seq: 0,
+            id: EventId::from(format!("{stream}-0").as_str()),
+            call: call.map(CallKey),
+            message: None,
+        };
+        let refused = |call: Option<u32>| StepKind::Decision {
+            call: call.map(CallKey),
+            outcome: None,
+            action: None,
+            error: Some(crate::decision::DecisionError::NeverPersisted.to_string()),
+        };
+        let judged = |mut kinds: Vec<(u64, StepKind)>| {
+            kinds.insert(0, (0, on_session(1)));
+            Conditions::judge(&trace(kinds))
+        };
+        let standalone = judged(vec![(800, priming(0, None)), (1_000, refused(None))]);
+        assert_eq!(
+            standalone.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
+            vec![(Condition::Persisted, 2)]
+        );
+        assert!(
+            standalone.breaches[0].detail.contains("broke before event 0-0 (stored at 0.800s)"),
+            "{:?}",
+            standalone
+        );
+        // The call's own stream: only its own events count.
+        assert_eq!(judged(vec![(800, priming(1, Some(0))), (1_000, refused(Some(0)))]).breaches.len(), 1);
+        assert!(judged(vec![(800, priming(1, Some(1))), (1_000, refused(Some(0)))]).all_held());
+        assert!(judged(vec![(800, priming(1, Some(0))), (1_000, refused(None))]).all_held());
+        assert!(judged(vec![(1_000, refused(None))]).all_held(), "nothing stored: nothing to resume from");
+        let seen = StepKind::Event {
+            conn: ConnId(1),
+            event: crate::http::SseEvent {
+                id: Some(EventId::from("0-0")),
+                retry_ms: None,
+                kind: crate::http::EventKind::Message,
+                data: None,
+            },
+        };
+        assert!(judged(vec![(800, priming(0, None)), (900, seen), (1_000, refused(None))]).all_held());
     }
 
     /// An event handed to a session that another session stored, on a stream whose numbering
