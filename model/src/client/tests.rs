@@ -2467,6 +2467,10 @@ fn a_delete_answered_5xx_is_sent_again_and_one_answered_404_is_not() {
     assert_eq!(d.c.poll_timeout(), Some(answered_at + Duration::from_secs(1)), "retried after the backoff");
     let (delete, req) = only_open(&d.fire(), |r| r.method == Method::Delete);
     assert_eq!(req.session, Some(sid(S1)));
+    let answered_at = d.now;
+    assert!(opens(&d.answer(delete, vec![status(500)])).is_empty());
+    assert_eq!(d.c.poll_timeout(), Some(answered_at + Duration::from_secs(2)), "a 500 too");
+    let (delete, _) = only_open(&d.fire(), |r| r.method == Method::Delete);
     d.answer(delete, vec![status(404)]);
     assert_eq!(d.c.poll_timeout(), None, "a 404 finishes it: the session is gone");
 }

@@ -1083,6 +1083,8 @@ mod tests {
         );
         assert!(restart(vec![(2, call(0)), (5, StepKind::AppUnknownOutcome { call: CallKey(0), reason: "x".into() })])
             .all_held());
+        let result = StepKind::AppResult { call: CallKey(0), session: sid(), id: None };
+        assert!(restart(vec![(2, call(0)), (5, result)]).all_held(), "a call answered is not in flight");
         assert!(restart(vec![(2, call(0)), (5, StepKind::ClientStart { restored: true })]).breaches.len() == 1);
     }
 
@@ -1483,6 +1485,15 @@ mod tests {
         );
         assert!(shared.breaches[0].detail.contains("session 0-2 was handed event 0-1, which session 0-1 stored"));
         assert!(judged(0).all_held(), "per-session numbering: no sign of a shared store");
+        // Over a shared store, an id no other session stored is not another session's event.
+        let unknown_id = Conditions::judge(&trace(vec![
+            (0, get(1, &b)),
+            (1, store(&a, 0)),
+            (2, store(&a, 1)),
+            (3, store(&b, 2)),
+            (4, event(1, "0-9")),
+        ]));
+        assert!(unknown_id.all_held(), "{unknown_id:?}");
     }
 
     /// A DELETE answered 404 for a session no server ended landed where the session is not held:
