@@ -2436,15 +2436,26 @@ fn a_client_whose_rule_fixes_its_era_records_it_and_a_legacy_one_does_not() {
     assert!(!steps(&d.start()).iter().any(|s| matches!(s, StepKind::EraChosen { .. })));
 }
 
-#[test]
-fn a_broken_delete_is_sent_again_after_the_reconnect_backoff_of_its_attempt() {
-    let mut policy = profiles::client("reference").expect("listed"); // 1 s, doubling
+/// A reference client without jitter (1 s, doubling; its profile's attempts unless `max_attempts`)
+/// whose application has just deleted its session, and what it put out: the `DELETE`.
+fn deleting(max_attempts: Option<u32>) -> (Driver, Vec<ClientOutput>) {
+    let mut policy = profiles::client("reference").expect("listed");
     policy.reconnect.jitter = 0.0;
+    if max_attempts.is_some() {
+        policy.reconnect.max_attempts = max_attempts;
+    }
     let mut d = Driver::with(policy, None, 7);
     let out = d.start();
     d.complete_handshake(&out, S1);
     d.c.delete_session(d.now);
-    let (mut delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    let out = d.drain();
+    (d, out)
+}
+
+#[test]
+fn a_broken_delete_is_sent_again_after_the_reconnect_backoff_of_its_attempt() {
+    let (mut d, out) = deleting(None);
+    let (mut delete, _) = only_open(&out, |r| r.method == Method::Delete);
     for wait_s in [1, 2, 4] {
         let broke_at = d.now;
         d.end(delete, ConnEnd::Reset);
@@ -2455,13 +2466,8 @@ fn a_broken_delete_is_sent_again_after_the_reconnect_backoff_of_its_attempt() {
 
 #[test]
 fn a_delete_answered_5xx_is_sent_again_and_one_answered_404_is_not() {
-    let mut policy = profiles::client("reference").expect("listed"); // 1 s, doubling
-    policy.reconnect.jitter = 0.0;
-    let mut d = Driver::with(policy, None, 7);
-    let out = d.start();
-    d.complete_handshake(&out, S1);
-    d.c.delete_session(d.now);
-    let (delete, _) = only_open(&d.drain(), |r| r.method == Method::Delete);
+    let (mut d, out) = deleting(None);
+    let (delete, _) = only_open(&out, |r| r.method == Method::Delete);
     let answered_at = d.now;
     assert!(opens(&d.answer(delete, vec![status(503)])).is_empty());
     assert_eq!(d.c.poll_timeout(), Some(answered_at + Duration::from_secs(1)), "retried after the backoff");
@@ -2477,14 +2483,7 @@ fn a_delete_answered_5xx_is_sent_again_and_one_answered_404_is_not() {
 
 #[test]
 fn a_delete_whose_connection_keeps_breaking_is_retried_within_the_reconnect_attempts() {
-    let mut policy = profiles::client("reference").expect("listed");
-    policy.reconnect.max_attempts = Some(3);
-    policy.reconnect.jitter = 0.0;
-    let mut d = Driver::with(policy, None, 7);
-    let out = d.start();
-    d.complete_handshake(&out, S1);
-    d.c.delete_session(d.now);
-    let mut out = d.drain();
+    let (mut d, mut out) = deleting(Some(3));
     let mut deletes = 0;
     while let Some((conn, _)) = opens(&out).into_iter().find(|(_, r)| r.method == Method::Delete) {
         deletes += 1;

@@ -902,13 +902,31 @@ mod tests {
     }
 
     fn stored(seq: u32) -> StepKind {
+        stored_on(&sid(), StreamNo(1), seq, None)
+    }
+
+    /// Event `seq` of `stream` in `session`, id `STREAM-SEQ`, for `call`'s stream.
+    fn stored_on(session: &SessionId, stream: StreamNo, seq: u32, call: Option<CallKey>) -> StepKind {
         StepKind::EventStored {
-            session: sid(),
-            stream: StreamNo(1),
+            session: session.clone(),
+            stream,
             seq,
-            id: EventId::from(format!("1-{seq}").as_str()),
-            call: None,
+            id: EventId::from(format!("{}-{seq}", stream.0).as_str()),
+            call,
             message: None,
+        }
+    }
+
+    /// Event `id` arriving on connection `conn`.
+    fn event_on(conn: u64, id: &str) -> StepKind {
+        StepKind::Event {
+            conn: ConnId(conn),
+            event: crate::http::SseEvent {
+                id: Some(EventId::from(id)),
+                retry_ms: None,
+                kind: crate::http::EventKind::Message,
+                data: None,
+            },
         }
     }
 
@@ -1396,14 +1414,7 @@ mod tests {
     /// POST that never reached the server), or every stored id received, nothing breaks.
     #[test]
     fn a_stream_that_broke_before_its_first_id_arrived_breaks_condition_one() {
-        let priming = |stream: u32, call: Option<u32>| StepKind::EventStored {
-            session: sid(),
-            stream: StreamNo(stream),
-            seq: 0,
-            id: EventId::from(format!("{stream}-0").as_str()),
-            call: call.map(CallKey),
-            message: None,
-        };
+        let priming = |stream: u32, call: Option<u32>| stored_on(&sid(), StreamNo(stream), 0, call.map(CallKey));
         let refused = |call: Option<u32>| StepKind::Decision {
             call: call.map(CallKey),
             outcome: None,
@@ -1429,16 +1440,7 @@ mod tests {
         assert!(judged(vec![(800, priming(1, Some(1))), (1_000, refused(Some(0)))]).all_held());
         assert!(judged(vec![(800, priming(1, Some(0))), (1_000, refused(None))]).all_held());
         assert!(judged(vec![(1_000, refused(None))]).all_held(), "nothing stored: nothing to resume from");
-        let seen = StepKind::Event {
-            conn: ConnId(1),
-            event: crate::http::SseEvent {
-                id: Some(EventId::from("0-0")),
-                retry_ms: None,
-                kind: crate::http::EventKind::Message,
-                data: None,
-            },
-        };
-        assert!(judged(vec![(800, priming(0, None)), (900, seen), (1_000, refused(None))]).all_held());
+        assert!(judged(vec![(800, priming(0, None)), (900, event_on(1, "0-0")), (1_000, refused(None))]).all_held());
     }
 
     /// An event handed to a session that another session stored, on a stream whose numbering
@@ -1447,26 +1449,10 @@ mod tests {
     #[test]
     fn an_event_of_another_session_from_a_shared_store_breaks_condition_three() {
         let (a, b) = (SessionId::from("0-1"), SessionId::from("0-2"));
-        let store = |session: &SessionId, seq: u32| StepKind::EventStored {
-            session: session.clone(),
-            stream: StreamNo::STANDALONE,
-            seq,
-            id: EventId::from(format!("0-{seq}").as_str()),
-            call: None,
-            message: None,
-        };
+        let store = |session: &SessionId, seq: u32| stored_on(session, StreamNo::STANDALONE, seq, None);
         let get = |conn: u64, session: &SessionId| StepKind::Send {
             conn: ConnId(conn),
             request: Request { method: Method::Get, ..Request::delete(session.clone()) },
-        };
-        let event = |conn: u64, id: &str| StepKind::Event {
-            conn: ConnId(conn),
-            event: crate::http::SseEvent {
-                id: Some(EventId::from(id)),
-                retry_ms: None,
-                kind: crate::http::EventKind::Message,
-                data: None,
-            },
         };
         // A's events 0 and 1, then B's first at 2: one log, B's numbering starts above 0.
         let judged = |b_seq: u32| {
@@ -1475,7 +1461,7 @@ mod tests {
                 (1, store(&a, 0)),
                 (2, store(&a, 1)),
                 (3, store(&b, b_seq)),
-                (4, event(1, "0-1")),
+                (4, event_on(1, "0-1")),
             ]))
         };
         let shared = judged(2);
@@ -1491,7 +1477,7 @@ mod tests {
             (1, store(&a, 0)),
             (2, store(&a, 1)),
             (3, store(&b, 2)),
-            (4, event(1, "0-9")),
+            (4, event_on(1, "0-9")),
         ]));
         assert!(unknown_id.all_held(), "{unknown_id:?}");
     }

@@ -1375,16 +1375,24 @@ mod tests {
         assert!(matches!(search_for(&base, &space, 1, 0, false, Some("nope")), Err(SimError::Usage(_))));
     }
 
+    /// Naive × reference × long-tool, and its seed 1 run with `extra` set on top: the naive client
+    /// re-runs the payment after the balancer's idle cut, whatever `extra` changes.
+    fn naive_long_tool_with(extra: &[(&str, &str)]) -> (Scenario, Counterexample) {
+        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let mut scenario = base.clone();
+        scenario
+            .apply_overrides(&extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())
+            .unwrap();
+        let outcome = run(&scenario, 1).unwrap();
+        (base, Counterexample { scenario, seed: 1, outcome })
+    }
+
     #[test]
     fn shrink_fixed_removes_faults_and_overrides_that_do_not_matter() {
         // The naive client re-runs the payment after the load balancer's idle cut: a partition and
         // a slower backoff change nothing about that.
-        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
-        let mut scenario = base.clone();
-        let extra = [("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")];
-        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
-        let outcome = run(&scenario, 1).unwrap();
-        let found = Counterexample { scenario, seed: 1, outcome };
+        let (base, found) =
+            naive_long_tool_with(&[("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")]);
         assert!(found.breaks("no-duplicate-execution"));
         let (minimal, runs) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
         assert!(minimal.breaks("no-duplicate-execution"));
@@ -1398,27 +1406,18 @@ mod tests {
     /// standalone-notify).
     #[test]
     fn shrink_fixed_passes_over_a_candidate_that_drops_half_of_two_linked_settings() {
-        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
-        let mut scenario = base.clone();
-        let extra = [("app.clients", "2"), ("app.calls", "1s; 1s client=1")];
-        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
-        let outcome = run(&scenario, 1).unwrap();
-        let found = Counterexample { scenario, seed: 1, outcome };
+        let (base, found) = naive_long_tool_with(&[("app.clients", "2"), ("app.calls", "1s; 1s client=1")]);
         assert!(found.breaks("no-duplicate-execution"));
         let mut without_clients = base.clone();
-        assert!(without_clients.apply_overrides(&[extra[1]].map(|(k, v)| (k.to_string(), v.to_string()))).is_err());
+        assert!(without_clients.apply_overrides(&[("app.calls".into(), "1s; 1s client=1".into())]).is_err());
         let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
         assert!(minimal.breaks("no-duplicate-execution") && minimal.size() <= found.size());
     }
 
     #[test]
     fn shrinking_stops_once_its_step_budget_is_spent() {
-        let base = Scenario::build("long-tool", "naive", "reference").unwrap();
-        let mut scenario = base.clone();
-        let extra = [("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")];
-        scenario.apply_overrides(&extra.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
-        let outcome = run(&scenario, 1).unwrap();
-        let found = Counterexample { scenario, seed: 1, outcome };
+        let (base, found) =
+            naive_long_tool_with(&[("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")]);
         let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::All, 0).unwrap();
         assert_eq!((runs, same.size()), (0, found.size()));
         // The budget is checked before each run: one step of budget buys one run.
