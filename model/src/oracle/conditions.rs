@@ -49,7 +49,9 @@
 //! after it is a server bug ([`Explanation::ServerBug`]), whatever else broke.
 //!
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
-//! have caused it); [`Conditions::explain`] says which, or that all four held.
+//! have caused it) that can cause that invariant's violation ([`can_cause`]: what each broken
+//! condition can and cannot cause); [`Conditions::explain`] says which, or that all four held,
+//! or that what broke cannot cause it.
 
 use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
@@ -105,6 +107,9 @@ pub struct Breach {
     /// The logical client whose step (or connection) shows it; `None` for a fact of the server
     /// or the fleet, which may explain any client's violation.
     pub client: Option<u32>,
+    /// The server's own word that the work failed came with it (a task it aborted at its TTL):
+    /// the one breach of conditions 1-3 that can tell an application a call failed.
+    pub server_failed_work: bool,
 }
 
 impl fmt::Display for Breach {
@@ -137,6 +142,9 @@ pub enum Explanation<'a> {
     /// The server ended a session (or its process) on its own before the violation
     /// ([`Condition::ServerEnded`]): a bug of the server, whatever else broke (listed too).
     ServerBug(Vec<&'a Breach>),
+    /// Conditions broke before the violation, but none of those breaches can cause it
+    /// ([`can_cause`]): a bug of the client or the server all the same.
+    NotCausedBy(InvariantId, Vec<&'a Breach>),
 }
 
 impl Explanation<'_> {
@@ -157,6 +165,10 @@ impl fmt::Display for Explanation<'_> {
             Explanation::ServerBug(breaches) => {
                 let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
                 write!(f, "unexplained: {}", parts.join("; "))
+            }
+            Explanation::NotCausedBy(invariant, breaches) => {
+                let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
+                write!(f, "unexplained: what broke cannot cause {invariant} ({})", parts.join("; "))
             }
         }
     }
@@ -182,12 +194,24 @@ impl Conditions {
     /// first breach of each condition broken by then, by that client or by the server or the
     /// fleet. Another client's restart or reaction explains nothing of this one's.
     pub fn explain_for(&self, at: Instant, client: Option<u32>) -> Explanation<'_> {
+        self.explain_as(at, client, None)
+    }
+
+    /// [`Conditions::explain_for`] for a violation of `invariant` (`None`: of any): only the
+    /// breaches that [`can_cause`] it explain it.
+    fn explain_as(&self, at: Instant, client: Option<u32>, invariant: Option<InvariantId>) -> Explanation<'_> {
         let mut first: BTreeMap<Condition, &Breach> = BTreeMap::new();
+        let mut inert: BTreeMap<Condition, &Breach> = BTreeMap::new();
         let concerns = |b: &Breach| client.is_none() || b.client.is_none() || b.client == client;
         for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b)) {
-            first.entry(b.condition).or_insert(b);
+            match invariant.is_none_or(|inv| can_cause(b, inv)) {
+                true => first.entry(b.condition).or_insert(b),
+                false => inert.entry(b.condition).or_insert(b),
+            };
         }
-        if first.is_empty() {
+        if let (true, false, Some(invariant)) = (first.is_empty(), inert.is_empty(), invariant) {
+            Explanation::NotCausedBy(invariant, inert.into_values().collect())
+        } else if first.is_empty() {
             Explanation::Unexplained
         } else if first.contains_key(&Condition::ServerEnded) {
             // The server's own act first: it is what the reader must see.
@@ -205,11 +229,8 @@ impl Conditions {
     /// event stored, the result stored) comes before what made it a violation.
     pub fn explain(&self, violation: &Violation) -> Explanation<'_> {
         let client = self.step_clients.get(violation.step).copied().flatten();
-        if END_STATE.contains(&violation.invariant) {
-            self.explain_for(Instant(u64::MAX), client)
-        } else {
-            self.explain_for(violation.at, client)
-        }
+        let at = if END_STATE.contains(&violation.invariant) { Instant(u64::MAX) } else { violation.at };
+        self.explain_as(at, client, Some(violation.invariant))
     }
 
     /// The footer records of `violations`, each with its conditions verdict.
@@ -218,6 +239,31 @@ impl Conditions {
             .iter()
             .map(|v| ViolationRecord { conditions: self.explain(v).to_string(), ..ViolationRecord::from(v) })
             .collect()
+    }
+}
+
+/// Whether breach `b` can cause a violation of `invariant`: the map from what broke to what it
+/// may bring, in one place. A broken condition costs what the note says it costs (lost events,
+/// lost sessions, work done twice); it does not excuse every later fault of the client.
+///
+/// - `no-false-failure`: only the client tells its application that a call failed. When
+///   retention or refusal broke, a correct client cannot know what became of a call in flight,
+///   and says so: the note reconciles in-flight requests "as *unknown outcome*". So a false
+///   failure is explained by a client (or application) that does not act by class (condition
+///   4); by a client that lost its memory of the call (condition 1: a restart that forgot the
+///   calls in flight, after which the application issues the call anew and hears only of the new
+///   attempt); by a termination; or by the server's own word that the work failed (a task it
+///   aborted at its TTL) — not by a give-up, a lost session or an unrefused id.
+/// - Every other invariant: any breach of its client, the server or the fleet.
+pub fn can_cause(b: &Breach, invariant: InvariantId) -> bool {
+    match invariant {
+        InvariantId::NoFalseFailure => {
+            matches!(
+                b.condition,
+                Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
+            ) || b.server_failed_work
+        }
+        _ => true,
     }
 }
 
@@ -309,7 +355,7 @@ impl Judge {
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
-        self.breaches.push(Breach { condition, step, at, detail, client: None });
+        self.breaches.push(Breach { condition, step, at, detail, client: None, server_failed_work: false });
     }
 
     fn step(&mut self, i: usize, step: &Step) {
@@ -530,7 +576,7 @@ impl Judge {
             }
             StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Failed } => {
                 if let Some((ttl, _)) = self.task_ttl_passed(task, at) {
-                    self.breach(
+                    self.server_failed_work(
                         Condition::Retention,
                         i,
                         at,
@@ -605,6 +651,14 @@ impl Judge {
                 ),
             ),
             _ => {}
+        }
+    }
+
+    /// A breach that comes with the server's own word that the work failed.
+    fn server_failed_work(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
+        self.breach(condition, step, at, detail);
+        if let Some(b) = self.breaches.last_mut() {
+            b.server_failed_work = true;
         }
     }
 
@@ -1220,6 +1274,61 @@ mod tests {
         };
         assert!(c.explain(&at(InvariantId::NoOrphanedSession)).is_explained());
         assert!(!c.explain(&at(InvariantId::NoDuplicateExecution)).is_explained());
+    }
+
+    /// A give-up while cut off (condition 2) explains a session left behind, not the client
+    /// telling its application that a call it could not know about failed; a client that does
+    /// not act by class (condition 4) and a task the server aborted at its TTL explain that.
+    #[test]
+    fn a_false_failure_is_explained_by_condition_four_or_the_servers_own_abort_not_by_a_give_up() {
+        use crate::tasks::{TaskId, TaskStatus};
+        let gave_up = vec![
+            (0, on_session(1)),
+            (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+            (5, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            (60_000, StepKind::AppError { call: CallKey(0), error: "reconnect attempts exhausted".into() }),
+        ];
+        let at = |invariant| Violation {
+            invariant,
+            step: 3,
+            at: Instant(60_000_000),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        let c = Conditions::judge(&trace(gave_up.clone()));
+        assert!(c.explain(&at(InvariantId::NoOrphanedSession)).is_explained());
+        let verdict = c.explain(&at(InvariantId::NoFalseFailure));
+        assert!(matches!(verdict, Explanation::NotCausedBy(InvariantId::NoFalseFailure, ref b) if b.len() == 1));
+        let text = verdict.to_string();
+        assert!(
+            text.starts_with("unexplained: what broke cannot cause no-false-failure (condition 2: the client gave up")
+        );
+        assert!(!record_is_explained(&c.records(&[at(InvariantId::NoFalseFailure)])[0]));
+        // The same give-up after a re-initialize on a reset (condition 4): explained by that.
+        let mut by_class = gave_up.clone();
+        by_class.insert(
+            3,
+            (6, StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None }),
+        );
+        let c = Conditions::judge(&trace(by_class));
+        let verdict = c.explain(&Violation { step: 4, ..at(InvariantId::NoFalseFailure) });
+        assert!(verdict.to_string().starts_with("explained by condition 4: the client re-initialized"), "{verdict}");
+        // A task the server aborted at its TTL: the server's own word that the work failed.
+        let t = || TaskId("r0.0-t0".into());
+        let c = Conditions::judge(&trace(vec![
+            (1, StepKind::TaskCreated { task: t(), call: CallKey(0), replica: 0, ttl_us: Some(60_000_000) }),
+            (61_001, StepKind::TaskEnded { task: t(), status: TaskStatus::Failed }),
+        ]));
+        assert!(c
+            .explain(&Violation { step: 1, at: Instant(61_001_000), ..at(InvariantId::NoFalseFailure) })
+            .is_explained());
+        // Its record deleted while the work ran is no word of failure: a correct client says lost.
+        let c = Conditions::judge(&trace(vec![
+            (1, StepKind::TaskCreated { task: t(), call: CallKey(0), replica: 0, ttl_us: Some(60_000_000) }),
+            (61_001, StepKind::TaskRecordRemoved { task: t(), work_running: true }),
+        ]));
+        let verdict = c.explain(&Violation { step: 1, at: Instant(61_001_000), ..at(InvariantId::NoFalseFailure) });
+        assert!(!verdict.is_explained(), "{verdict}");
     }
 
     #[test]
