@@ -254,15 +254,21 @@ impl Conditions {
 ///   calls in flight, after which the application issues the call anew and hears only of the new
 ///   attempt); by a termination; or by the server's own word that the work failed (a task it
 ///   aborted at its TTL) — not by a give-up, a lost session or an unrefused id.
+/// - `no-duplicate-execution`: a tool runs twice when its call is sent again. After a give-up,
+///   a lost session or an unrefused id, the call's outcome is unknown and the note's client does
+///   not send it again ("do not blindly retry non-idempotent tools"); a client or application
+///   that does (condition 4), or one that forgot it had sent it (condition 1), explains the
+///   second run, as does a termination. A re-send after a 404 by the client library itself
+///   (re-initialize and re-send) is a blind retry, not the price of the lost session.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, invariant: InvariantId) -> bool {
+    let client_memory_or_class = matches!(
+        b.condition,
+        Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
+    );
     match invariant {
-        InvariantId::NoFalseFailure => {
-            matches!(
-                b.condition,
-                Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
-            ) || b.server_failed_work
-        }
+        InvariantId::NoFalseFailure => client_memory_or_class || b.server_failed_work,
+        InvariantId::NoDuplicateExecution => client_memory_or_class,
         _ => true,
     }
 }
@@ -1331,6 +1337,41 @@ mod tests {
         assert!(!verdict.is_explained(), "{verdict}");
     }
 
+    /// A session lost (condition 2) explains the client's re-initialize, not a tool run twice
+    /// because the call was sent again; a restart that forgot the call (condition 1) does.
+    #[test]
+    fn a_duplicate_execution_is_explained_by_a_forgetful_restart_not_by_a_lost_session() {
+        let lost = vec![
+            (0, on_session(1)),
+            (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
+            (30_000, on_session(2)),
+            (30_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }),
+        ];
+        let duplicate = |step| Violation {
+            invariant: InvariantId::NoDuplicateExecution,
+            step,
+            at: Instant(40_000_000),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        let c = Conditions::judge(&trace(lost.clone()));
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        let verdict = c.explain(&duplicate(3));
+        assert!(
+            verdict.to_string().starts_with(
+                "unexplained: what broke cannot cause no-duplicate-execution (condition 2: session 0-1 was gone"
+            ),
+            "{verdict}"
+        );
+        assert!(c.explain(&Violation { invariant: InvariantId::NoOrphanedSession, ..duplicate(3) }).is_explained());
+        let mut restarted = lost;
+        restarted.insert(0, (0, StepKind::ClientStart { restored: false }));
+        restarted.push((35_000, StepKind::ClientStart { restored: false }));
+        let c = Conditions::judge(&trace(restarted));
+        let verdict = c.explain(&duplicate(4));
+        assert!(verdict.to_string().starts_with("explained by condition 1: the client restarted"), "{verdict}");
+    }
+
     #[test]
     fn an_empty_answer_to_an_evicted_id_and_a_replay_from_a_shared_store_break_condition_three() {
         let resume = |outcome| StepKind::Resume {
@@ -1924,11 +1965,11 @@ mod tests {
         let t = trace(vec![(1_000, stored(1)), (251_000, gone_410())]);
         let c = Conditions::judge(&t);
         let violation = |at_ms: u64| Violation {
-            invariant: InvariantId::NoDuplicateExecution,
+            invariant: InvariantId::NoDuplicateDelivery,
             step: 1,
             at: Instant(at_ms * 1_000),
-            subject: "call0".into(),
-            detail: "ran twice".into(),
+            subject: "1-1".into(),
+            detail: "delivered twice".into(),
         };
         let records = c.records(&[violation(250_000), violation(252_000)]);
         assert_eq!(records[0].conditions, c.explain(&violation(250_000)).to_string());
