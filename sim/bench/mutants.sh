@@ -13,6 +13,7 @@
 #   MUTANTS_SPACE=wide sim/bench/mutants.sh                      # searches over the whole space, counting
 #                                                                # unexplained violations only (explore's default)
 #   MUTANTS_SWARM=1 sim/bench/mutants.sh                         # both searches with --swarm
+#   MUTANTS_IGNORE_KNOWN=1 sim/bench/mutants.sh                  # a pair's known bug set aside (--ignore), not its target skipped
 set -eu
 command -v cargo-mutants >/dev/null || { echo "needs cargo-mutants: cargo install cargo-mutants --locked" >&2; exit 2; }
 exec python3 "$(dirname "$0")/mutants.py" "$@"

@@ -132,6 +132,10 @@ enum Command {
         /// Only a violation of this invariant counts (default: any).
         #[arg(long, value_name = "NAME")]
         invariant: Option<String>,
+        /// Set aside this invariant's violations (a known bug of the pair), to look past it;
+        /// repeat it or separate names with commas.
+        #[arg(long, value_name = "NAME", value_delimiter = ',')]
+        ignore: Vec<String>,
         /// Save the counterexample as found, without shrinking it.
         #[arg(long)]
         no_shrink: bool,
@@ -492,6 +496,7 @@ fn main() -> ExitCode {
             swarm,
             all,
             invariant,
+            ignore,
             no_shrink,
             shard,
             shard_out,
@@ -508,6 +513,7 @@ fn main() -> ExitCode {
                 swarm,
                 all,
                 invariant,
+                ignore,
                 shrink,
                 shard,
             };

@@ -38,6 +38,8 @@ pub struct ExploreArgs {
     pub all: bool,
     /// Only this invariant counts.
     pub invariant: Option<String>,
+    /// Invariants whose violations count for nothing (`--ignore`).
+    pub ignore: Vec<String>,
     /// Shrink what is found before saving it.
     pub shrink: bool,
     /// Run only this shard's block of seeds and write it for `mcpsim merge`.
@@ -51,6 +53,14 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let target = explore.invariant.as_deref();
     if let Some(t) = target.filter(|t| by_name(t).is_none()) {
         return Err(SimError::Usage(format!("unknown invariant {t:?} (see `mcpsim profiles`)")));
+    }
+    for name in &explore.ignore {
+        if by_name(name).is_none() {
+            return Err(SimError::Usage(format!("--ignore: unknown invariant {name:?} (see `mcpsim profiles`)")));
+        }
+        if target == Some(name.as_str()) {
+            return Err(SimError::Usage(format!("--invariant {name} and --ignore {name} exclude each other")));
+        }
     }
     if explore.within_conditions && !explore.search && !explore.guided {
         return Err(SimError::Usage("--within-conditions needs --search or --guided".into()));
@@ -82,7 +92,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
         explore_seeds(&scenario, explore.start_seed, explore.seeds, explore.shrink, target, hunt)?
     };
     let secs = started.elapsed().as_secs_f64();
-    print_explained(explained, runs);
+    print_explained(explained, runs, &explore.ignore);
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
         print_none(runs, what, explore.start_seed, &scenario, secs, &coverage, explained);
@@ -108,21 +118,28 @@ impl ExploreArgs {
 
     /// Which violations stop the exploration.
     fn hunt(&self) -> search::Hunt {
-        if self.all {
-            search::Hunt::All
-        } else {
-            search::Hunt::Unexplained
-        }
+        let hunt = if self.all { search::Hunt::ALL } else { search::Hunt::UNEXPLAINED };
+        // The names were checked in `cmd_explore`.
+        self.ignore.iter().filter_map(|name| by_name(name)).fold(hunt, |h, i| h.ignoring(i.id))
     }
 }
 
 /// How many runs broke only invariants a broken condition of validity explains (they did not stop
 /// the exploration).
-fn print_explained(explained: u64, runs: u64) {
-    if explained > 0 {
+fn print_explained(explained: u64, runs: u64, ignored: &[String]) {
+    if explained == 0 {
+        return;
+    }
+    if ignored.is_empty() {
         println!(
             "{explained} of {runs} run(s) broke only invariants explained by a broken condition of validity (counted, \
              not stopped at; --all stops at any violation)"
+        );
+    } else {
+        println!(
+            "{explained} of {runs} run(s) broke only invariants explained by a broken condition of validity or set \
+             aside (--ignore {}) (counted, not stopped at)",
+            ignored.join(",")
         );
     }
 }
@@ -207,6 +224,9 @@ struct ExploreQuestion {
     /// `--all` (absent in shards written before the conditions: they stopped at any violation).
     #[serde(default = "yes")]
     all: bool,
+    /// `--ignore` (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    ignore: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -275,6 +295,7 @@ fn explore_shard(
         invariant: explore.invariant.clone(),
         shrink: explore.shrink,
         all: explore.all,
+        ignore: explore.ignore.clone(),
     };
     let path = shard::write_shard(dir, "explore", shard, &question, &part)?;
     let verdict = part.found.as_ref().map_or("none violated".to_string(), |f| format!("{} found", f.invariant));
@@ -319,11 +340,11 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
             .map_err(|e| SimError::Io { path: source.display().to_string(), problem: e.to_string() })?;
         let path = out.join(&found.trace);
         write_file(&path, &text)?;
-        print_explained(explained, runs);
+        print_explained(explained, runs, &q.ignore);
         print_found(found, &path, runs, "seed(s)", secs, q.shrink, &coverage);
         return Ok(Exit::Violated);
     }
-    print_explained(explained, runs);
+    print_explained(explained, runs, &q.ignore);
     print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, explained);
     Ok(Exit::Clean)
 }
@@ -385,4 +406,51 @@ fn explore_cases(
 /// Default directory for found counterexamples.
 pub fn default_out_dir() -> PathBuf {
     PathBuf::from("traces/found")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_long_tool() -> ScenarioArgs {
+        ScenarioArgs { client: "naive".into(), server: "reference".into(), scenario: "long-tool".into(), sets: vec![] }
+    }
+
+    fn explore(ignore: &[&str], invariant: Option<&str>, out: &Path) -> ExploreArgs {
+        ExploreArgs {
+            seeds: 1,
+            start_seed: 0,
+            out: out.to_path_buf(),
+            search: false,
+            guided: false,
+            within_conditions: false,
+            swarm: false,
+            all: true,
+            invariant: invariant.map(str::to_string),
+            ignore: ignore.iter().map(|s| s.to_string()).collect(),
+            shrink: false,
+            shard: ShardArgs::default(),
+        }
+    }
+
+    #[test]
+    fn ignore_takes_known_invariants_other_than_the_one_hunted() {
+        let out = std::env::temp_dir().join(format!("mcpsim-explore-ignore-{}", std::process::id()));
+        let bad = cmd_explore(&naive_long_tool(), &explore(&["no-such-invariant"], None, &out));
+        assert!(matches!(&bad, Err(SimError::Usage(m)) if m.contains("--ignore: unknown invariant")), "{bad:?}");
+        let both = explore(&["no-orphaned-session"], Some("no-orphaned-session"), &out);
+        let both = cmd_explore(&naive_long_tool(), &both);
+        assert!(matches!(&both, Err(SimError::Usage(m)) if m.contains("exclude each other")), "{both:?}");
+        // Seed 0 of the first incident breaks no-duplicate-execution first; set aside, what it
+        // broke besides is found, or nothing.
+        let hunt = explore(&["no-duplicate-execution"], None, &out).hunt();
+        assert!(hunt.ignores(mcpsim_model::oracle::InvariantId::NoDuplicateExecution) && !hunt.unexplained_only);
+        let found = cmd_explore(&naive_long_tool(), &explore(&["no-duplicate-execution"], None, &out)).unwrap();
+        let names: Vec<String> = std::fs::read_dir(&out)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        assert!(names.iter().all(|n| !n.starts_with("no-duplicate-execution")), "{names:?}");
+        assert_eq!(found == Exit::Violated, names.iter().any(|n| n.ends_with(".jsonl")), "{found:?} {names:?}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }

@@ -18,7 +18,7 @@ use crate::engine::runner::{run, RunOutcome};
 use crate::error::SimError;
 use crate::scenario::faults::{Fault, FaultPlan};
 use crate::scenario::{fault_setting, setting, Scenario};
-use mcpsim_model::oracle::{coverage, Coverage, Violation, INVARIANTS};
+use mcpsim_model::oracle::{coverage, Coverage, InvariantId, Violation, INVARIANTS};
 use mcpsim_model::time::format_duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -163,48 +163,69 @@ impl Counterexample {
     }
 }
 
-/// Which violations a search stops at.
+/// Which violations a search stops at: any (`explore --all`, and the library's default), or only
+/// those no broken condition of validity explains (`oracle::conditions`: a bug of the client or
+/// the server, not the price of a broken condition; `explore`'s default). Either way a violation
+/// of an invariant set aside (`explore --ignore`: a known bug of the pair, to look past it)
+/// counts for nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Hunt {
-    /// Any violation (`explore --all`, and the library's default).
-    #[default]
-    All,
-    /// Only violations no broken condition of validity explains (`oracle::conditions`): a bug of
-    /// the client or the server, not the price of a broken condition. `explore`'s default.
-    Unexplained,
+pub struct Hunt {
+    /// Only violations no broken condition explains count.
+    pub unexplained_only: bool,
+    /// The invariants set aside, as bits of their positions in `InvariantId::ALL`.
+    ignored: u32,
 }
 
 impl Hunt {
+    /// Any violation counts.
+    pub const ALL: Hunt = Hunt { unexplained_only: false, ignored: 0 };
+    /// Only a violation no broken condition of validity explains counts.
+    pub const UNEXPLAINED: Hunt = Hunt { unexplained_only: true, ignored: 0 };
+
+    /// This hunt with `invariant`'s violations set aside.
+    pub fn ignoring(self, invariant: InvariantId) -> Hunt {
+        Hunt { ignored: self.ignored | Self::bit(invariant), ..self }
+    }
+
+    /// Whether `invariant`'s violations are set aside.
+    pub fn ignores(self, invariant: InvariantId) -> bool {
+        self.ignored & Self::bit(invariant) != 0
+    }
+
+    fn bit(invariant: InvariantId) -> u32 {
+        let at = InvariantId::ALL.iter().position(|i| *i == invariant);
+        1 << at.expect("InvariantId::ALL lists every invariant")
+    }
+
     /// The violations of a run this hunt counts, in order.
     pub fn counted(self, outcome: &RunOutcome) -> Vec<Violation> {
+        let kept = |v: &&Violation| !self.ignores(v.invariant);
         let records = outcome.trace.footer.as_ref().map(|f| f.verdict.as_slice()).unwrap_or(&[]);
-        match self {
-            Hunt::All => outcome.violations.clone(),
-            Hunt::Unexplained if records.len() != outcome.violations.len() => {
-                let conditions = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
-                outcome.violations.iter().filter(|v| !conditions.explain(v).is_explained()).cloned().collect()
-            }
-            Hunt::Unexplained => outcome
+        if !self.unexplained_only {
+            outcome.violations.iter().filter(kept).cloned().collect()
+        } else if records.len() != outcome.violations.len() {
+            let conditions = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
+            outcome.violations.iter().filter(kept).filter(|v| !conditions.explain(v).is_explained()).cloned().collect()
+        } else {
+            outcome
                 .violations
                 .iter()
                 .zip(records)
-                .filter(|(_, r)| !mcpsim_model::oracle::conditions::record_is_explained(r))
+                .filter(|(v, r)| kept(v) && !mcpsim_model::oracle::conditions::record_is_explained(r))
                 .map(|(v, _)| v.clone())
-                .collect(),
+                .collect()
         }
     }
 
-    /// Whether the run broke some invariant that this hunt does not count (explained ones).
+    /// Whether the run broke some invariant that this hunt does not count (explained ones, or
+    /// ones set aside).
     pub fn skipped(self, outcome: &RunOutcome) -> bool {
-        self == Hunt::Unexplained && !outcome.violations.is_empty() && self.counted(outcome).is_empty()
+        !outcome.violations.is_empty() && self.counted(outcome).is_empty()
     }
 
     /// The invariant a run is pinned to under this hunt (see [`pinned_invariant`]).
     pub fn pinned(self, outcome: &RunOutcome, target: Option<&str>) -> Option<&'static str> {
-        match self {
-            Hunt::All => pinned_invariant(&outcome.violations, target),
-            Hunt::Unexplained => pinned_invariant(&self.counted(outcome), target),
-        }
+        pinned_invariant(&self.counted(outcome), target)
     }
 }
 
@@ -263,7 +284,7 @@ impl Space {
             fault_kinds: Fault::KINDS.to_vec(),
             max_intensity: 3,
             vary_chain: !base.lb.hops.is_empty(),
-            hunt: Hunt::All,
+            hunt: Hunt::ALL,
             swarm: false,
             family_kinds: Fault::KINDS
                 .iter()
@@ -1041,12 +1062,38 @@ mod tests {
         let naive = Scenario::build("long-tool", "naive", "reference").unwrap();
         let outcome = run(&naive, 0).unwrap();
         assert!(!outcome.violations.is_empty());
-        assert_eq!(Hunt::All.pinned(&outcome, None), Some("no-duplicate-execution"));
-        assert_eq!(Hunt::Unexplained.pinned(&outcome, None), None);
-        assert!(Hunt::Unexplained.skipped(&outcome) && !Hunt::All.skipped(&outcome));
+        assert_eq!(Hunt::ALL.pinned(&outcome, None), Some("no-duplicate-execution"));
+        assert_eq!(Hunt::UNEXPLAINED.pinned(&outcome, None), None);
+        assert!(Hunt::UNEXPLAINED.skipped(&outcome) && !Hunt::ALL.skipped(&outcome));
         // An unexplained one still counts: a clean run has none either way.
         let clean = run(&long_tool(), 0).unwrap();
-        assert!(Hunt::Unexplained.counted(&clean).is_empty() && !Hunt::Unexplained.skipped(&clean));
+        assert!(Hunt::UNEXPLAINED.counted(&clean).is_empty() && !Hunt::UNEXPLAINED.skipped(&clean));
+    }
+
+    /// A known bug set aside (`explore --ignore`) counts for nothing in either hunt, and the
+    /// next invariant the run broke is what it is pinned to.
+    #[test]
+    fn a_hunt_ignoring_an_invariant_pins_the_next_one_or_passes_the_run_over() {
+        let naive = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let outcome = run(&naive, 0).unwrap();
+        let broken: Vec<InvariantId> = outcome.violations.iter().map(|v| v.invariant).collect();
+        assert!(broken.contains(&InvariantId::NoDuplicateExecution), "{broken:?}");
+        let hunt = Hunt::ALL.ignoring(InvariantId::NoDuplicateExecution);
+        assert!(hunt.ignores(InvariantId::NoDuplicateExecution) && !hunt.ignores(InvariantId::NoSilentEventLoss));
+        assert!(hunt.counted(&outcome).iter().all(|v| v.invariant != InvariantId::NoDuplicateExecution));
+        let next = broken.iter().find(|i| **i != InvariantId::NoDuplicateExecution).copied();
+        let pinned = hunt.pinned(&outcome, None);
+        match next {
+            Some(_) => assert!(pinned.is_some_and(|p| p != "no-duplicate-execution"), "{pinned:?}"),
+            None => assert_eq!(pinned, None),
+        }
+        // Every invariant it broke set aside: the run is passed over, as an explained one is.
+        let all = broken.iter().fold(Hunt::ALL, |h, i| h.ignoring(*i));
+        assert!(all.counted(&outcome).is_empty() && all.skipped(&outcome) && !Hunt::ALL.skipped(&outcome));
+        assert_eq!(all.pinned(&outcome, None), None);
+        // A clean run is not passed over.
+        let clean = run(&long_tool(), 0).unwrap();
+        assert!(!all.skipped(&clean));
     }
 
     #[test]
@@ -1394,7 +1441,7 @@ mod tests {
         let (base, found) =
             naive_long_tool_with(&[("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")]);
         assert!(found.breaks("no-duplicate-execution"));
-        let (minimal, runs) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
+        let (minimal, runs) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::ALL).unwrap();
         assert!(minimal.breaks("no-duplicate-execution"));
         assert_eq!((minimal.size().faults, minimal.size().overrides), (0, 0), "{:?}", minimal.scenario.overrides);
         assert!(runs >= 2);
@@ -1410,7 +1457,7 @@ mod tests {
         assert!(found.breaks("no-duplicate-execution"));
         let mut without_clients = base.clone();
         assert!(without_clients.apply_overrides(&[("app.calls".into(), "1s; 1s client=1".into())]).is_err());
-        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
+        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::ALL).unwrap();
         assert!(minimal.breaks("no-duplicate-execution") && minimal.size() <= found.size());
     }
 
@@ -1418,10 +1465,10 @@ mod tests {
     fn shrinking_stops_once_its_step_budget_is_spent() {
         let (base, found) =
             naive_long_tool_with(&[("fault.partition", "190s..200s"), ("client.backoff_initial", "2s")]);
-        let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::All, 0).unwrap();
+        let (same, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::ALL, 0).unwrap();
         assert_eq!((runs, same.size()), (0, found.size()));
         // The budget is checked before each run: one step of budget buys one run.
-        let (_, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::All, 1).unwrap();
+        let (_, runs) = shrink_fixed_within(&base, &found, "no-duplicate-execution", Hunt::ALL, 1).unwrap();
         assert_eq!(runs, 1);
         assert!(longest_candidate(235) >= 2_235 && longest_candidate(10_000) == 40_000);
     }
@@ -1434,7 +1481,7 @@ mod tests {
         base.apply_overrides(&[("fault.reset".into(), "4m".into())]).unwrap();
         let outcome = run(&base, 2).unwrap();
         let found = Counterexample { scenario: base.clone(), seed: 2, outcome };
-        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::All).unwrap();
+        let (minimal, _) = shrink_fixed(&base, &found, "no-duplicate-execution", Hunt::ALL).unwrap();
         assert!(minimal.breaks("no-duplicate-execution"));
         assert!(minimal.scenario.faults.is_empty());
         let tail = &minimal.scenario.overrides[1..];
@@ -1446,7 +1493,7 @@ mod tests {
         let base = Scenario::build("chatty-tool", "reference", "silent-head").unwrap();
         let outcome = run(&base, 0).unwrap();
         let found = Counterexample { scenario: base.clone(), seed: 0, outcome };
-        let (minimal, runs) = shrink_fixed(&base, &found, "no-silent-event-loss", Hunt::All).unwrap();
+        let (minimal, runs) = shrink_fixed(&base, &found, "no-silent-event-loss", Hunt::ALL).unwrap();
         // The 4-minute partition is the whole incident: removing it was tried and refused.
         assert_eq!(runs, 1);
         assert_eq!(minimal.size(), found.size());
