@@ -569,6 +569,29 @@ fn reference_410_reports_a_gap_then_resumes_at_the_head() {
     assert!(persists(&d.log).last().is_some_and(|s| s.calls[0].last_event_id == ev("1-90")));
 }
 
+/// A resume of an accepted non-idempotent call refused with a 410 that names no head: the
+/// procedure refuses to resume at a head it does not know, and the call's fate is unknown (it may
+/// have run), so the application is told that, not that it failed; an idempotent one fails.
+#[test]
+fn reference_reports_an_accepted_call_whose_resume_is_refused_without_a_head_as_unknown() {
+    let no_head = || {
+        let error = ErrorBody { code: ErrorCode::ResumeWindowExceeded, head_event_id: None };
+        Frame::Head(ResponseHead::error(Status::GONE, error))
+    };
+    let refused = |idempotent: bool| {
+        let mut d = Driver::ready("reference");
+        let out = d.call(1, idempotent);
+        let (conn, request, _) = tool_call(&out);
+        d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
+        d.end(conn, ConnEnd::Reset);
+        let (conn, _) = resume(&d.fire());
+        app(&d.answer(conn, vec![no_head()]))
+    };
+    let reason = DecisionError::NoHeadAdvertised.to_string();
+    assert_eq!(refused(false), vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: reason.clone() }]);
+    assert_eq!(refused(true), vec![StepKind::AppError { call: CallKey(1), error: reason }]);
+}
+
 #[test]
 fn reference_refuses_to_guess_on_a_400() {
     let mut d = Driver::ready("reference");
@@ -1653,8 +1676,9 @@ fn reference_gives_up_on_a_405_resume_from_a_server_without_sessions() {
     call_then_reset(&mut d, 1, false, Some("0.1-0"));
     let (conn, _) = resume(&d.fire());
     let out = d.answer(conn, vec![status(405)]);
+    // The call was accepted (an event came): it may have run, so it is an unknown outcome.
     let refusal = DecisionError::UnexpectedStatus { status: 405 }.to_string();
-    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: refusal }]);
+    assert_eq!(app(&out), vec![StepKind::AppUnknownOutcome { call: CallKey(1), reason: refusal }]);
     assert!(d.c.poll_timeout().is_none());
 }
 

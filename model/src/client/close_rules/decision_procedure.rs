@@ -60,6 +60,14 @@ impl Client {
                     // Nothing was seen on the standalone stream, so nothing can be missed by
                     // opening it afresh.
                     (Owner::Standalone, DecisionError::NeverPersisted) => self.schedule_reconnect(now, &ended, None),
+                    // A resume refused (a 409/410 naming no head, a status with no rule) of a
+                    // call the server had accepted (its stream carried an event): whether the
+                    // tool ran is unknown, and a non-idempotent call is reported so, not as failed.
+                    (Owner::Call(key), _)
+                        if last_seen.is_some() && self.calls.get(&key).is_some_and(|c| !c.idempotent) =>
+                    {
+                        self.resolve_unknown(key, error.to_string())
+                    }
                     (owner, _) => self.stop_stream(owner, &error.to_string()),
                 }
             }
