@@ -92,10 +92,11 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
         explore_seeds(&scenario, explore.start_seed, explore.seeds, explore.shrink, target, hunt)?
     };
     let secs = started.elapsed().as_secs_f64();
-    print_explained(explained, runs, &explore.ignore);
+    print_explained(explained, runs, &explore.ignore, explore.all);
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
-        print_none(runs, what, explore.start_seed, &scenario, secs, &coverage, explained);
+        let which = passed_over(explained, explore.all);
+        print_none(runs, what, explore.start_seed, &scenario, secs, &coverage, which);
         return Ok(Exit::Clean);
     };
     let summary = Summary::of(&found);
@@ -126,11 +127,16 @@ impl ExploreArgs {
 
 /// How many runs broke only invariants a broken condition of validity explains (they did not stop
 /// the exploration).
-fn print_explained(explained: u64, runs: u64, ignored: &[String]) {
+fn print_explained(explained: u64, runs: u64, ignored: &[String], all: bool) {
     if explained == 0 {
         return;
     }
-    if ignored.is_empty() {
+    if all {
+        println!(
+            "{explained} of {runs} run(s) broke only invariants set aside (--ignore {}) (counted, not stopped at)",
+            ignored.join(",")
+        );
+    } else if ignored.is_empty() {
         println!(
             "{explained} of {runs} run(s) broke only invariants explained by a broken condition of validity (counted, \
              not stopped at; --all stops at any violation)"
@@ -173,6 +179,16 @@ impl Summary {
     }
 }
 
+/// The word for the violations still hunted, once some runs were passed over: "unexplained"
+/// ones, or with `--all` (only invariants set aside passed over) the "other" ones.
+fn passed_over(explained: u64, all: bool) -> &'static str {
+    match (explained > 0, all) {
+        (false, _) => "",
+        (true, false) => "unexplained ",
+        (true, true) => "other ",
+    }
+}
+
 /// The end of an `explore` that found nothing: no violation at all, or none but those a broken
 /// condition explains (`explained` runs broke only those).
 fn print_none(
@@ -182,9 +198,8 @@ fn print_none(
     scenario: &Scenario,
     secs: f64,
     coverage: &Coverage,
-    explained: u64,
+    which: &str,
 ) {
-    let which = if explained > 0 { "unexplained " } else { "" };
     println!(
         "no {which}violation in {runs} {what} from {start_seed} of {} ({secs:.2}s, {:.0} runs/s)",
         control(&quoted_cli_args(scenario)),
@@ -340,12 +355,12 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
             .map_err(|e| SimError::Io { path: source.display().to_string(), problem: e.to_string() })?;
         let path = out.join(&found.trace);
         write_file(&path, &text)?;
-        print_explained(explained, runs, &q.ignore);
+        print_explained(explained, runs, &q.ignore, q.all);
         print_found(found, &path, runs, "seed(s)", secs, q.shrink, &coverage);
         return Ok(Exit::Violated);
     }
-    print_explained(explained, runs, &q.ignore);
-    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, explained);
+    print_explained(explained, runs, &q.ignore, q.all);
+    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, passed_over(explained, q.all));
     Ok(Exit::Clean)
 }
 
