@@ -580,10 +580,7 @@ fn reference_reports_an_accepted_call_whose_resume_is_refused_without_a_head_as_
     };
     let refused = |idempotent: bool| {
         let mut d = Driver::ready("reference");
-        let out = d.call(1, idempotent);
-        let (conn, request, _) = tool_call(&out);
-        d.frames(conn, vec![sse(), priming("1-0"), progress("1-3", request, 1, 3)]);
-        d.end(conn, ConnEnd::Reset);
+        call_then_reset(&mut d, 1, idempotent, Some("1-0"));
         let (conn, _) = resume(&d.fire());
         app(&d.answer(conn, vec![no_head()]))
     };

@@ -125,29 +125,20 @@ impl ExploreArgs {
     }
 }
 
-/// How many runs broke only invariants a broken condition of validity explains (they did not stop
-/// the exploration).
+/// How many runs broke only invariants a broken condition of validity explains, or only
+/// invariants set aside with `--ignore` (they did not stop the exploration).
 fn print_explained(explained: u64, runs: u64, ignored: &[String], all: bool) {
     if explained == 0 {
         return;
     }
-    if all {
-        println!(
-            "{explained} of {runs} run(s) broke only invariants set aside (--ignore {}) (counted, not stopped at)",
-            ignored.join(",")
-        );
-    } else if ignored.is_empty() {
-        println!(
-            "{explained} of {runs} run(s) broke only invariants explained by a broken condition of validity (counted, \
-             not stopped at; --all stops at any violation)"
-        );
-    } else {
-        println!(
-            "{explained} of {runs} run(s) broke only invariants explained by a broken condition of validity or set \
-             aside (--ignore {}) (counted, not stopped at)",
-            ignored.join(",")
-        );
-    }
+    let aside = format!("set aside (--ignore {})", ignored.join(","));
+    let why = match (all, ignored.is_empty()) {
+        (true, _) => aside,
+        (false, true) => "explained by a broken condition of validity".to_string(),
+        (false, false) => format!("explained by a broken condition of validity or {aside}"),
+    };
+    let all_hint = if all || !ignored.is_empty() { "" } else { "; --all stops at any violation" };
+    println!("{explained} of {runs} run(s) broke only invariants {why} (counted, not stopped at{all_hint})");
 }
 
 /// What `explore` prints of a counterexample, and the name of its trace file.
