@@ -130,6 +130,9 @@ pub struct Conditions {
     /// Each step's logical client (its own, else its connection's), to tell whose violation a
     /// breach may explain.
     step_clients: Vec<Option<u32>>,
+    /// The steps that created a session: a `no-orphaned-session` violation dated at one (a client
+    /// got a second live session) is decided there, not by how the run ended.
+    creations: BTreeSet<usize>,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -229,8 +232,17 @@ impl Conditions {
     /// event stored, the result stored) comes before what made it a violation.
     pub fn explain(&self, violation: &Violation) -> Explanation<'_> {
         let client = self.step_clients.get(violation.step).copied().flatten();
-        let at = if END_STATE.contains(&violation.invariant) { Instant(u64::MAX) } else { violation.at };
+        let at = if self.judged_on_end(violation) { Instant(u64::MAX) } else { violation.at };
         self.explain_as(at, client, Some(violation.invariant))
+    }
+
+    /// Whether `violation` is decided by how the run ended rather than at its own step. A client
+    /// that got a second session while its first was live (`no-orphaned-session`, dated at the
+    /// second's creation) did so then: a breach after it cannot have made it start that session.
+    fn judged_on_end(&self, violation: &Violation) -> bool {
+        let at_a_creation =
+            violation.invariant == InvariantId::NoOrphanedSession && self.creations.contains(&violation.step);
+        END_STATE.contains(&violation.invariant) && !at_a_creation
     }
 
     /// The footer records of `violations`, each with its conditions verdict.
@@ -350,6 +362,9 @@ struct Judge {
 impl Judge {
     fn run(mut self, steps: &[Step]) -> Conditions {
         let step_clients: Vec<Option<u32>> = steps.iter().map(|s| s.client.or(s.conn_client)).collect();
+        let creations =
+            steps.iter().enumerate().filter(|(_, s)| matches!(s.kind, StepKind::SessionCreated { .. })).map(|(i, _)| i);
+        let creations: BTreeSet<usize> = creations.collect();
         for (i, step) in steps.iter().enumerate() {
             self.step(i, step);
         }
@@ -357,7 +372,7 @@ impl Judge {
         for b in &mut breaches {
             b.client = step_clients.get(b.step).copied().flatten();
         }
-        Conditions { breaches, step_clients }
+        Conditions { breaches, step_clients, creations }
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
@@ -1280,6 +1295,35 @@ mod tests {
         };
         assert!(c.explain(&at(InvariantId::NoOrphanedSession)).is_explained());
         assert!(!c.explain(&at(InvariantId::NoDuplicateExecution)).is_explained());
+    }
+
+    /// A client that got a second live session did so when it was created: a breach after that
+    /// (here a restart that forgot the session) cannot explain it, while a result nobody received
+    /// (judged on how the run ended) is explained by the same breach.
+    #[test]
+    fn a_second_live_session_is_explained_only_by_breaches_up_to_its_creation() {
+        let mut answered = ResponseHead::status(Status::OK);
+        answered.session = Some(sid());
+        let t = trace(vec![
+            (0, StepKind::ClientStart { restored: false }),
+            (1, post(1)),
+            (2, StepKind::SessionCreated { session: SessionId::from("0-2"), client: "app".into() }),
+            (3, StepKind::Response { conn: ConnId(1), head: answered }),
+            (60_000, StepKind::ClientStart { restored: false }),
+        ]);
+        let c = Conditions::judge(&t);
+        assert_eq!(c.breaches.len(), 1, "{c:?}");
+        assert_eq!(c.breaches[0].condition, Condition::Persisted);
+        let at_step = |step| Violation {
+            invariant: InvariantId::NoOrphanedSession,
+            step,
+            at: t.steps[step].at(),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        assert_eq!(c.explain(&at_step(2)), Explanation::Unexplained);
+        assert!(c.explain(&at_step(1)).is_explained());
+        assert!(c.explain(&at_step(3)).is_explained());
     }
 
     /// A give-up while cut off (condition 2) explains a session left behind, not the client
