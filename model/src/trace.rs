@@ -292,10 +292,20 @@ pub enum StepKind {
         /// The wait before it, in µs.
         delay_us: u64,
     },
-    /// The client library (re)started: `restored` tells whether durable state was loaded.
+    /// The client library (re)started: `restored` tells whether durable state was loaded; the
+    /// other two say which of the design note's conditions of validity its policy keeps, so a
+    /// breach of one of them is read as the client's own bug rather than as a broken condition.
     ClientStart {
         /// Whether durable state was loaded.
         restored: bool,
+        /// The policy keeps the session, the `Last-Event-ID`s and the calls in flight durably
+        /// (`persistence = "durable"`): condition 1.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        durable: bool,
+        /// The policy acts by failure class: the design note's decision procedure
+        /// (`close_handling = decision-procedure`): condition 4.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        by_class: bool,
     },
     /// The HTTP library sent `conn`'s request on a kept-alive connection (`client.http`), one
     /// that had been idle in its pool for `idle_us`.

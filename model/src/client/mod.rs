@@ -299,7 +299,9 @@ impl Client {
     /// Starts the client: initialize, or resume restored calls.
     pub fn start(&mut self, now: Instant) {
         let mark = self.outputs.len();
-        self.record(StepKind::ClientStart { restored: self.restored });
+        let durable = self.policy.persistence == crate::config::Persistence::Durable;
+        let by_class = self.policy.close_handling == crate::config::CloseHandling::DecisionProcedure;
+        self.record(StepKind::ClientStart { restored: self.restored, durable, by_class });
         if self.started {
             return self.persist_if_changed(mark);
         }

@@ -46,7 +46,14 @@
 //! And what no condition covers: the server itself ending a session its client still held, on
 //! no request of anyone's ([`Condition::ServerEnded`]: a write that failed on a connection whose
 //! client was gone, or a process that exited on one request it could not parse). A violation
-//! after it is a server bug ([`Explanation::ServerBug`]), whatever else broke.
+//! after it is a server bug ([`Explanation::Bug`]), whatever else broke.
+//!
+//! Nor is it a broken condition when a client breaks one its own policy keeps: a client that
+//! keeps its state durably and restarts without it (condition 1), or one that runs the decision
+//! procedure and does not act by class (condition 4). Each `client-start` step says which of the
+//! two its policy keeps; such a breach is marked [`Breach::promised`] and what it causes is a bug
+//! of the client ([`Explanation::Bug`]). Only the client library's own acts count: a stream that
+//! broke before its first id, or an application that re-issues a call, is no promise broken.
 //!
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
 //! have caused it) that can cause that invariant's violation ([`can_cause`]: what each broken
@@ -110,6 +117,18 @@ pub struct Breach {
     /// The server's own word that the work failed came with it (a task it aborted at its TTL):
     /// the one breach of conditions 1-3 that can tell an application a call failed.
     pub server_failed_work: bool,
+    /// The client broke a condition its own policy keeps (its `client-start` says so: durable
+    /// state for condition 1, the decision procedure for condition 4): not the price of a
+    /// setting but a bug of the client, like the server's own act ([`Condition::ServerEnded`]).
+    pub promised: bool,
+}
+
+impl Breach {
+    /// Whether it is a bug of its own (the server's act, or a client breaking what its policy
+    /// keeps) rather than a condition the settings or the network broke.
+    pub fn is_bug(&self) -> bool {
+        self.condition == Condition::ServerEnded || self.promised
+    }
 }
 
 impl fmt::Display for Breach {
@@ -117,6 +136,9 @@ impl fmt::Display for Breach {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
             Condition::ServerEnded => write!(f, "a server bug: {}", self.detail),
+            c if self.promised => {
+                write!(f, "a client bug (its policy keeps condition {}): {}", c.number(), self.detail)
+            }
             c => write!(f, "condition {}: {}", c.number(), self.detail),
         }
     }
@@ -143,8 +165,9 @@ pub enum Explanation<'a> {
     /// The first breach of each condition that broke at or before the violation.
     ExplainedBy(Vec<&'a Breach>),
     /// The server ended a session (or its process) on its own before the violation
-    /// ([`Condition::ServerEnded`]): a bug of the server, whatever else broke (listed too).
-    ServerBug(Vec<&'a Breach>),
+    /// ([`Condition::ServerEnded`]), or a client broke a condition its own policy keeps
+    /// ([`Breach::promised`]): a bug of that party, whatever else broke (listed too, after it).
+    Bug(Vec<&'a Breach>),
     /// Conditions broke before the violation, but none of those breaches can cause it
     /// ([`can_cause`]): a bug of the client or the server all the same.
     NotCausedBy(InvariantId, Vec<&'a Breach>),
@@ -165,7 +188,7 @@ impl fmt::Display for Explanation<'_> {
                 let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
                 write!(f, "explained by {}", parts.join("; "))
             }
-            Explanation::ServerBug(breaches) => {
+            Explanation::Bug(breaches) => {
                 let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
                 write!(f, "unexplained: {}", parts.join("; "))
             }
@@ -203,24 +226,25 @@ impl Conditions {
     /// [`Conditions::explain_for`] for a violation of `invariant` (`None`: of any): only the
     /// breaches that [`can_cause`] it explain it.
     fn explain_as(&self, at: Instant, client: Option<u32>, invariant: Option<InvariantId>) -> Explanation<'_> {
-        let mut first: BTreeMap<Condition, &Breach> = BTreeMap::new();
-        let mut inert: BTreeMap<Condition, &Breach> = BTreeMap::new();
+        // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
+        let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
+        let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let concerns = |b: &Breach| client.is_none() || b.client.is_none() || b.client == client;
         for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b)) {
             match invariant.is_none_or(|inv| can_cause(b, inv)) {
-                true => first.entry(b.condition).or_insert(b),
-                false => inert.entry(b.condition).or_insert(b),
+                true => first.entry((b.condition, b.promised)).or_insert(b),
+                false => inert.entry((b.condition, b.promised)).or_insert(b),
             };
         }
         if let (true, false, Some(invariant)) = (first.is_empty(), inert.is_empty(), invariant) {
             Explanation::NotCausedBy(invariant, inert.into_values().collect())
         } else if first.is_empty() {
             Explanation::Unexplained
-        } else if first.contains_key(&Condition::ServerEnded) {
-            // The server's own act first: it is what the reader must see.
+        } else if first.values().any(|b| b.is_bug()) {
+            // A party's own bug first: it is what the reader must see.
             let mut breaches: Vec<&Breach> = first.into_values().collect();
-            breaches.sort_by_key(|b| b.condition != Condition::ServerEnded);
-            Explanation::ServerBug(breaches)
+            breaches.sort_by_key(|b| !b.is_bug());
+            Explanation::Bug(breaches)
         } else {
             Explanation::ExplainedBy(first.into_values().collect())
         }
@@ -310,6 +334,10 @@ pub fn record_is_explained(record: &ViolationRecord) -> bool {
 #[derive(Default)]
 struct ClientState {
     started: bool,
+    /// Its policy keeps its state durably (condition 1), as its last `client-start` said.
+    durable: bool,
+    /// Its policy runs the decision procedure (condition 4), as its last `client-start` said.
+    by_class: bool,
     /// The session it last held (from an `initialize` answer or a request).
     held_session: bool,
     /// Sessions it ended itself.
@@ -318,8 +346,12 @@ struct ClientState {
     last_contact: Option<Instant>,
     /// When its last connection broke (reset, refused, 5xx).
     last_break: Option<Instant>,
-    /// The last close of a connection: its status (if a head came) and how it ended.
-    last_close: Option<(Option<Status>, Option<ConnEnd>)>,
+    /// The last close of a connection no decision has judged yet: its status (if a head came),
+    /// how it ended, and when. The client decides on a close as it sees it, so a decision judges
+    /// the close just before it at the same instant, once: two streams cut at once are two
+    /// closes, each followed by its own decision, and a decision with no close of its own (a
+    /// restarted client resuming what it restored, a backoff that ran out) judges none.
+    last_close: Option<(Option<Status>, Option<ConnEnd>, Instant)>,
     /// A session whose last `DELETE` was refused or cut before any answer, and when.
     delete_lost: Option<(SessionId, Instant)>,
     /// The application's calls issued and not resolved yet.
@@ -376,32 +408,40 @@ impl Judge {
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
-        self.breaches.push(Breach { condition, step, at, detail, client: None, server_failed_work: false });
+        self.breaches.push(Breach {
+            condition,
+            step,
+            at,
+            detail,
+            client: None,
+            server_failed_work: false,
+            promised: false,
+        });
     }
 
     fn step(&mut self, i: usize, step: &Step) {
         let at = step.at();
         let who = step.client;
         match &step.kind {
-            StepKind::ClientStart { restored } => {
+            StepKind::ClientStart { restored, durable, by_class } => {
                 let c = self.clients.entry(who).or_default();
                 let restarted = c.started && (c.held_session || !c.in_flight.is_empty());
                 c.started = true;
+                (c.durable, c.by_class) = (*durable, *by_class);
+                // A new process: what it decides owes nothing to the old one's closes.
+                c.last_close = None;
                 if restarted && !restored {
+                    let promised = c.durable;
                     c.held_session = false;
                     let calls: Vec<String> = std::mem::take(&mut c.in_flight).iter().map(|k| k.to_string()).collect();
                     let forgot = match calls.is_empty() {
                         true => String::new(),
                         false => format!(", forgetting the calls in flight ({})", calls.join(", ")),
                     };
-                    self.breach(
-                        Condition::Persisted,
-                        i,
-                        at,
-                        format!(
-                            "the client restarted at {at} without its session and Last-Event-ID (nothing persisted){forgot}"
-                        ),
+                    let detail = format!(
+                        "the client restarted at {at} without its session and Last-Event-ID (nothing persisted){forgot}"
                     );
+                    self.client_breach(Condition::Persisted, promised, i, at, detail);
                 }
             }
             StepKind::Send { conn, request } => {
@@ -428,7 +468,7 @@ impl Judge {
                 if status.0 < 400 {
                     c.last_contact = Some(at);
                 } else {
-                    c.last_close = Some((Some(status), None));
+                    c.last_close = Some((Some(status), None, at));
                     if status.0 >= 500 {
                         c.last_break = Some(at);
                     }
@@ -488,7 +528,7 @@ impl Judge {
                     c.last_break = Some(at);
                 }
                 if *end != ConnEnd::Aborted {
-                    c.last_close = Some((status, Some(*end)));
+                    c.last_close = Some((status, Some(*end), at));
                 }
             }
             StepKind::Decision { call, action, error, .. } => {
@@ -680,6 +720,14 @@ impl Judge {
         self.breach(condition, step, at, detail);
         if let Some(b) = self.breaches.last_mut() {
             b.server_failed_work = true;
+        }
+    }
+
+    /// A breach by the client library's own act; `promised` when its policy keeps `condition`.
+    fn client_breach(&mut self, condition: Condition, promised: bool, step: usize, at: Instant, detail: String) {
+        self.breach(condition, step, at, detail);
+        if let Some(b) = self.breaches.last_mut() {
+            b.promised = promised;
         }
     }
 
@@ -916,7 +964,8 @@ impl Judge {
     }
 
     fn decision(&mut self, i: usize, at: Instant, who: Option<u32>, action: Option<&NextAction>, error: Option<&str>) {
-        let Some((status, end)) = self.clients.get(&who).and_then(|c| c.last_close) else { return };
+        let close = self.clients.get_mut(&who).and_then(|c| c.last_close.take());
+        let Some((status, end, _)) = close.filter(|c| c.2 == at) else { return };
         let transport = match status {
             Some(s) => s.0 >= 500 || (s.0 < 300 && matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused))),
             None => matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused)),
@@ -940,7 +989,8 @@ impl Judge {
             _ => None,
         };
         if let Some(detail) = wrong {
-            self.breach(Condition::ByClass, i, at, detail);
+            let promised = self.clients.get(&who).is_some_and(|c| c.by_class);
+            self.client_breach(Condition::ByClass, promised, i, at, detail);
         }
     }
 }
@@ -970,6 +1020,11 @@ mod tests {
             });
         }
         t
+    }
+
+    /// A client (re)start whose policy keeps none of the conditions.
+    fn start(restored: bool) -> StepKind {
+        StepKind::ClientStart { restored, durable: false, by_class: false }
     }
 
     fn sid() -> SessionId {
@@ -1020,7 +1075,7 @@ mod tests {
         let answered = |status: u16| {
             let lb = StepKind::LbAnswered { conn: ConnId(9), status: Status(status), hop: Some(0) };
             let mut t = trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, post(1)),
                 (60_000, on_session(2)),
                 (60_001, lb),
@@ -1039,7 +1094,7 @@ mod tests {
         );
         // The server's own 404 is read as before (retention), and a hop's 5xx is a transport fact.
         let t = trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, post(1)),
             (60_000, on_session(2)),
             (60_002, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }),
@@ -1051,7 +1106,7 @@ mod tests {
 
     #[test]
     fn a_clean_run_breaks_nothing_and_explains_nothing() {
-        let t = trace(vec![(0, StepKind::ClientStart { restored: false }), (1, post(1)), (2, stored(1))]);
+        let t = trace(vec![(0, start(false)), (1, post(1)), (2, stored(1))]);
         let c = Conditions::judge(&t);
         assert!(c.all_held());
         assert_eq!(c.explain_at(Instant(10_000_000)).to_string(), "unexplained: conditions 1-4 held");
@@ -1131,7 +1186,7 @@ mod tests {
     fn a_request_timeout_is_an_outage_only_after_a_break_a_5xx_is_one_and_a_4xx_is_not() {
         let timed_out_after = |status: u16| {
             let t = trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, on_session(1)),
                 (10_000, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
                 (20_000, on_session(2)),
@@ -1146,11 +1201,7 @@ mod tests {
 
     #[test]
     fn a_client_that_restarts_before_it_held_a_session_had_nothing_to_persist() {
-        let t = trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
-            (1, post(1)),
-            (30_000, StepKind::ClientStart { restored: false }),
-        ]);
+        let t = trace(vec![(0, start(false)), (1, post(1)), (30_000, start(false))]);
         assert!(Conditions::judge(&t).all_held(), "{:?}", Conditions::judge(&t));
     }
 
@@ -1160,9 +1211,9 @@ mod tests {
     fn a_client_that_restarts_with_calls_in_flight_and_nothing_persisted_breaks_condition_one() {
         let call = |k: u32| StepKind::AppCall { call: CallKey(k), tool: "pay".into(), idempotent: true };
         let restart = |middle: Vec<(u64, StepKind)>| {
-            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, post(1))];
+            let mut kinds = vec![(0, start(false)), (1, post(1))];
             kinds.extend(middle);
-            kinds.push((30_000, StepKind::ClientStart { restored: false }));
+            kinds.push((30_000, start(false)));
             Conditions::judge(&trace(kinds))
         };
         let lost =
@@ -1178,7 +1229,7 @@ mod tests {
             .all_held());
         let result = StepKind::AppResult { call: CallKey(0), session: sid(), id: None };
         assert!(restart(vec![(2, call(0)), (5, result)]).all_held(), "a call answered is not in flight");
-        assert!(restart(vec![(2, call(0)), (5, StepKind::ClientStart { restored: true })]).breaches.len() == 1);
+        assert!(restart(vec![(2, call(0)), (5, start(true))]).breaches.len() == 1);
     }
 
     #[test]
@@ -1204,11 +1255,7 @@ mod tests {
     #[test]
     fn a_restart_without_restored_state_breaks_condition_one_and_a_restored_one_does_not() {
         for (restored, broken) in [(false, true), (true, false)] {
-            let t = trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
-                (1, on_session(1)),
-                (30_000, StepKind::ClientStart { restored }),
-            ]);
+            let t = trace(vec![(0, start(false)), (1, on_session(1)), (30_000, start(restored))]);
             let c = Conditions::judge(&t);
             assert_eq!(c.breaches.iter().any(|b| b.condition == Condition::Persisted), broken, "{c:?}");
         }
@@ -1217,7 +1264,7 @@ mod tests {
     #[test]
     fn reinitializing_after_a_reset_breaks_condition_four_but_after_a_404_it_does_not() {
         let after = |end_status: Option<Status>| {
-            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            let mut kinds = vec![(0, start(false)), (1, on_session(1))];
             if let Some(s) = end_status {
                 kinds.push((2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(s) }));
                 kinds.push((2, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Clean }));
@@ -1235,6 +1282,58 @@ mod tests {
         let gone = after(Some(Status::NOT_FOUND));
         // The 404 itself breaks retention (the session was gone), re-initializing is right.
         assert!(gone.breaches.iter().all(|b| b.condition == Condition::Retention), "{gone:?}");
+    }
+
+    /// A client whose policy keeps a condition and breaks it has a bug: what follows is
+    /// unexplained, named as the client's bug. The same acts by a client whose policy does not
+    /// keep the condition are broken conditions, and explain it.
+    #[test]
+    fn a_client_breaking_a_condition_its_policy_keeps_is_a_client_bug_not_an_explanation() {
+        let keeps = |durable: bool, by_class: bool| StepKind::ClientStart { restored: false, durable, by_class };
+        let reinit = |by_class: bool| {
+            Conditions::judge(&trace(vec![
+                (0, keeps(false, by_class)),
+                (1, on_session(1)),
+                (2, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+                (
+                    2,
+                    StepKind::Decision {
+                        call: None,
+                        outcome: None,
+                        action: Some(NextAction::Reinitialize),
+                        error: None,
+                    },
+                ),
+            ]))
+        };
+        let restart = |durable: bool| {
+            Conditions::judge(&trace(vec![
+                (0, keeps(durable, false)),
+                (1, on_session(1)),
+                (30_000, keeps(durable, false)),
+            ]))
+        };
+        let violation = |invariant| Violation {
+            invariant,
+            step: 3,
+            at: Instant(60_000_000),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        let loss = violation(InvariantId::NoSilentEventLoss);
+        for (promised, kept) in [(reinit(true), reinit(false)), (restart(true), restart(false))] {
+            assert_eq!(promised.breaches.len(), 1, "{promised:?}");
+            assert!(promised.breaches[0].promised && promised.breaches[0].is_bug());
+            let verdict = promised.explain(&loss);
+            assert!(matches!(verdict, Explanation::Bug(_)) && !verdict.is_explained(), "{verdict}");
+            assert!(!kept.breaches[0].promised);
+            assert!(kept.explain(&loss).is_explained());
+        }
+        assert_eq!(
+            reinit(true).explain(&loss).to_string(),
+            "unexplained: a client bug (its policy keeps condition 4): the client re-initialized after a \
+             reset (a transport fact: the session lived)"
+        );
     }
 
     #[test]
@@ -1305,11 +1404,11 @@ mod tests {
         let mut answered = ResponseHead::status(Status::OK);
         answered.session = Some(sid());
         let t = trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, post(1)),
             (2, StepKind::SessionCreated { session: SessionId::from("0-2"), client: "app".into() }),
             (3, StepKind::Response { conn: ConnId(1), head: answered }),
-            (60_000, StepKind::ClientStart { restored: false }),
+            (60_000, start(false)),
         ]);
         let c = Conditions::judge(&t);
         assert_eq!(c.breaches.len(), 1, "{c:?}");
@@ -1358,7 +1457,7 @@ mod tests {
         let mut by_class = gave_up.clone();
         by_class.insert(
             3,
-            (6, StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None }),
+            (5, StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None }),
         );
         let c = Conditions::judge(&trace(by_class));
         let verdict = c.explain(&Violation { step: 4, ..at(InvariantId::NoFalseFailure) });
@@ -1409,8 +1508,8 @@ mod tests {
         );
         assert!(c.explain(&Violation { invariant: InvariantId::NoOrphanedSession, ..duplicate(3) }).is_explained());
         let mut restarted = lost;
-        restarted.insert(0, (0, StepKind::ClientStart { restored: false }));
-        restarted.push((35_000, StepKind::ClientStart { restored: false }));
+        restarted.insert(0, (0, start(false)));
+        restarted.push((35_000, start(false)));
         let c = Conditions::judge(&trace(restarted));
         let verdict = c.explain(&duplicate(4));
         assert!(verdict.to_string().starts_with("explained by condition 1: the client restarted"), "{verdict}");
@@ -1446,11 +1545,11 @@ mod tests {
     fn one_clients_breach_explains_its_own_violations_not_another_clients() {
         // Two clients; client 1 restarts without its state (condition 1, its own).
         let mut t = trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, on_session(1)),
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, on_session(1)),
-            (50_000, StepKind::ClientStart { restored: false }),
+            (50_000, start(false)),
             (60_000, on_session(2)),
         ]);
         for (i, step) in t.steps.iter_mut().enumerate() {
@@ -1722,7 +1821,7 @@ mod tests {
     #[test]
     fn a_session_the_server_ended_itself_makes_what_follows_a_server_bug() {
         let judged = |ends: Vec<StepKind>| {
-            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            let mut kinds = vec![(0, start(false)), (1, on_session(1))];
             kinds.extend(ends.into_iter().map(|end| (30_000, end)));
             kinds.push((31_000, on_session(2)));
             kinds.push((31_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
@@ -1737,7 +1836,7 @@ mod tests {
             let c = judged(ends);
             assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
             let verdict = c.explain_at(Instant(40_000_000));
-            assert!(matches!(verdict, Explanation::ServerBug(_)) && !verdict.is_explained(), "{verdict}");
+            assert!(matches!(verdict, Explanation::Bug(_)) && !verdict.is_explained(), "{verdict}");
             let text = verdict.to_string();
             assert!(text.starts_with("unexplained: a server bug: the server"), "{text}");
             let record = ViolationRecord {
@@ -1759,14 +1858,14 @@ mod tests {
         // Condition 1 breaks first (a restart without state), then the server ends the session
         // itself: the verdict is a server bug, and it names the server's act first.
         let t = trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, on_session(1)),
-            (10_000, StepKind::ClientStart { restored: false }),
+            (10_000, start(false)),
             (30_000, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::WriteFailed }),
         ]);
         let c = Conditions::judge(&t);
         let verdict = c.explain_at(Instant(40_000_000));
-        let Explanation::ServerBug(breaches) = &verdict else { panic!("not a server bug: {verdict}") };
+        let Explanation::Bug(breaches) = &verdict else { panic!("not a server bug: {verdict}") };
         assert_eq!(
             breaches.iter().map(|b| b.condition).collect::<Vec<_>>(),
             vec![Condition::ServerEnded, Condition::Persisted]
@@ -1780,7 +1879,7 @@ mod tests {
     fn re_initializing_after_an_error_answer_names_its_status_whatever_ended_the_connection() {
         // A 503 answer, then (or not) the connection's end, then the client re-initializes.
         let after = |end: Option<ConnEnd>| {
-            let mut kinds = vec![(0, StepKind::ClientStart { restored: false }), (1, on_session(1))];
+            let mut kinds = vec![(0, start(false)), (1, on_session(1))];
             kinds.push((2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::UNAVAILABLE) }));
             if let Some(end) = end {
                 kinds.push((2, StepKind::ConnEnd { conn: ConnId(1), end }));
@@ -1807,7 +1906,7 @@ mod tests {
         let after = |status: Status| {
             let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, on_session(1)),
                 (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
                 (2, StepKind::Decision { call: None, outcome: None, action: Some(resume), error: None }),
@@ -1824,13 +1923,50 @@ mod tests {
         }
     }
 
+    /// A decision judges the close it answers: one at the same instant, once. The standalone
+    /// stream's 410 (answered by a resume at the head) is not what a call's resume at the same
+    /// instant, or a restarted client's resume of what it restored, answers.
+    #[test]
+    fn a_decision_judges_only_its_own_close() {
+        let gone = ResponseHead::status(Status::GONE);
+        let at_head = NextAction::ResumeAtHead { head: EventId::from("0-9") };
+        let resume = || NextAction::Resume { last_event_id: EventId::from("1-3") };
+        let decide = |call: Option<u32>, action: NextAction| StepKind::Decision {
+            call: call.map(CallKey),
+            outcome: None,
+            action: Some(action),
+            error: None,
+        };
+        let standalone_410 = vec![
+            (0, start(false)),
+            (1, on_session(1)),
+            (2, StepKind::Response { conn: ConnId(1), head: gone }),
+            (2, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Clean }),
+            (2, decide(None, at_head)),
+        ];
+        let then = |more: Vec<(u64, StepKind)>| {
+            let mut kinds = standalone_410.clone();
+            kinds.extend(more);
+            Conditions::judge(&trace(kinds))
+        };
+        assert!(then(vec![(2, decide(Some(0), resume()))]).all_held());
+        assert!(then(vec![(9, decide(Some(0), resume()))]).all_held());
+        assert!(then(vec![(9, start(true)), (9, decide(Some(0), resume()))]).all_held());
+        // Its own close, at its instant, is judged as before.
+        let own = then(vec![
+            (9, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::GONE) }),
+            (9, decide(Some(0), resume())),
+        ]);
+        assert_eq!(own.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ByClass]);
+    }
+
     #[test]
     fn resuming_after_a_5xx_or_a_reset_breaks_nothing() {
         // A transport fact: the session and its events lived, and resuming is the right answer.
         let resumed_after = |status: Status, end: Option<ConnEnd>| {
             let resume = NextAction::Resume { last_event_id: EventId::from("1-3") };
             let mut kinds = vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, on_session(1)),
                 (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
             ];
@@ -1850,7 +1986,7 @@ mod tests {
         // lived. A 3xx answer then a reset is not one (nor is a clean end after the 200).
         let after = |status: Status, end: ConnEnd| {
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, on_session(1)),
                 (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(status) }),
                 (3, StepKind::ConnEnd { conn: ConnId(1), end }),
@@ -1880,7 +2016,7 @@ mod tests {
     fn keeping_the_session_after_a_404_breaks_condition_four() {
         let after = |action: Option<NextAction>, error: Option<&str>| {
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, on_session(1)),
                 (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::NOT_FOUND) }),
                 (2, StepKind::Decision { call: None, outcome: None, action, error: error.map(String::from) }),
@@ -1944,7 +2080,7 @@ mod tests {
     fn a_hop_that_drops_a_request_header_breaks_the_condition_the_header_served() {
         let dropped = |header: RequestHeader| {
             let mut t = trace(vec![
-                (0, StepKind::ClientStart { restored: false }),
+                (0, start(false)),
                 (1, on_session(1)),
                 (2, StepKind::LbHeaderDropped { conn: ConnId(1), header, hop: 0 }),
             ]);
@@ -1977,7 +2113,7 @@ mod tests {
     #[test]
     fn a_hop_that_drops_the_session_from_an_answer_breaks_condition_four() {
         let mut t = trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, post(1)),
             (2, StepKind::LbResponseHeaderDropped { conn: ConnId(1), header: ResponseHeader::McpSessionId, hop: 1 }),
         ]);
@@ -1995,7 +2131,7 @@ mod tests {
     #[test]
     fn a_reset_after_a_3xx_answer_is_no_transport_fact() {
         let c = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false }),
+            (0, start(false)),
             (1, on_session(1)),
             (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(300)) }),
             (3, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),

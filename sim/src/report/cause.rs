@@ -123,7 +123,7 @@ impl Walk {
                 http::ConnEnd::Reset | http::ConnEnd::Refused => Some(format!("{conn} broke: {end}")),
                 http::ConnEnd::Clean | http::ConnEnd::Aborted => None,
             },
-            ClientStart { restored } => {
+            ClientStart { restored, .. } => {
                 let n = self.client_starts.entry(step.client).or_insert(0);
                 *n += 1;
                 (*n > 1).then(|| {

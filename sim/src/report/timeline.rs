@@ -94,7 +94,7 @@ pub fn describe(kind: &StepKind) -> String {
             let who = call.map(|c| c.to_string()).unwrap_or_else(|| "standalone stream".into());
             format!("{who}: reconnect attempt {attempt} in {}", format_micros(*delay_us))
         }
-        ClientStart { restored } => {
+        ClientStart { restored, .. } => {
             if *restored {
                 "client process started with durable state".into()
             } else {
@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(actor(&step(Actor::App, Some(1), call.clone())), "app1");
         let mut trace = Trace::new(0, serde_json::json!({}));
         trace.steps = vec![
-            step(Actor::Client, Some(1), StepKind::ClientStart { restored: false }),
+            step(Actor::Client, Some(1), StepKind::ClientStart { restored: false, durable: false, by_class: false }),
             step(Actor::App, Some(0), call),
         ];
         let text = render(&trace);

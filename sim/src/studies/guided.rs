@@ -484,7 +484,7 @@ fn label(kind: &StepKind) -> Option<String> {
         StepKind::Response { head, .. } => format!("status:{}", head.status),
         StepKind::Backoff { call, attempt, .. } => format!("backoff:{}:{}", call.is_some(), bucket(*attempt)),
         StepKind::InitializeBackoff { attempt, .. } => format!("init-backoff:{}", bucket(*attempt)),
-        StepKind::ClientStart { restored } => format!("client-start:{restored}"),
+        StepKind::ClientStart { restored, .. } => format!("client-start:{restored}"),
         StepKind::LbIdleCut { .. } => "lb-idle-cut".into(),
         StepKind::HttpResent { written, .. } => format!("http-resent:{written}"),
         StepKind::LbResent { reused, .. } => format!("lb-resent:{reused}"),
