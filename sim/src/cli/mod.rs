@@ -147,6 +147,10 @@ fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
                 let _ = writeln!(out, "  {} (step {}, {})", b, b.step, b.at);
             }
         }
+        // It names whose bug it is already.
+        bug @ mcpsim_model::oracle::conditions::Explanation::Bug(_) => {
+            let _ = writeln!(out, "conditions of validity: {bug}");
+        }
         unexplained => {
             let _ = writeln!(out, "conditions of validity: {unexplained}: a bug of the client or the server");
         }
