@@ -885,13 +885,25 @@ fn resume_delays(cut: Duration, seen: &[Seen]) -> Vec<(Duration, Duration)> {
         .collect()
 }
 
-/// `cut-refuse`: the client resumed at least once and has been silent since for twice its last
-/// delay and 3 s more: it gave up (the verdict `decide` draws with a 1 s margin).
+/// `cut-refuse` and `retry-*`: the client resumed at least once and has been silent since for
+/// twice its last delay and 3 s more: it gave up (the verdict `decide` draws with a 1 s margin).
 fn silent_after_refusals(t: &TapState) -> bool {
     let Some(cut) = t.cut_at else { return false };
-    let delays = resume_delays(cut, &t.seen);
+    let retry = match t.mode {
+        Mode::Retry(ms) => Some(Duration::from_millis(ms)),
+        _ => None,
+    };
+    silent_since(t.start.elapsed(), &resume_delays(cut, &t.seen), retry)
+}
+
+/// Whether a client whose resumes came at `delays` (each `(at, delay)`) has been silent at
+/// `elapsed` for twice its last delay and 3 s more. Under a `retry:` field the next delay may be
+/// the field's even after an immediate attempt, so the field counts as a delay too: without it a
+/// client due 3 s after its first refusal raced the 3 s margin, and lost on a loaded machine.
+fn silent_since(elapsed: Duration, delays: &[(Duration, Duration)], retry: Option<Duration>) -> bool {
     let Some(&(last_at, last_delay)) = delays.last() else { return false };
-    t.start.elapsed().saturating_sub(last_at) > last_delay * 2 + Duration::from_secs(3)
+    let delay = retry.map_or(last_delay, |r| last_delay.max(r));
+    elapsed.saturating_sub(last_at) > delay * 2 + Duration::from_secs(3)
 }
 
 /// `retry-*`: the third refused resume was a second ago.
@@ -1805,6 +1817,25 @@ mod tests {
         assert_eq!(super::fit_factor(10_000, 13_460), 1.3);
     }
     use super::*;
+
+    /// rmcp under `retry-long`: an immediate resume at 250 ms, refused, then the next due 3 s
+    /// later (the field). The run must not call it silent at 3.3 s, as it did on a loaded machine;
+    /// without the field (`cut-refuse`) it is silent after twice its last delay and 3 s.
+    #[test]
+    fn a_client_waiting_out_the_retry_field_is_not_silent() {
+        let ms = Duration::from_millis;
+        let first = [(ms(250), ms(0))];
+        assert!(!silent_since(ms(3_300), &first, Some(ms(3_000))));
+        assert!(!silent_since(ms(9_200), &first, Some(ms(3_000))));
+        assert!(silent_since(ms(9_300), &first, Some(ms(3_000))));
+        assert!(silent_since(ms(3_300), &first, None));
+        assert!(!silent_since(ms(3_200), &first, None));
+        // A delay longer than the field counts as it is.
+        let later = [(ms(250), ms(0)), (ms(5_250), ms(5_000))];
+        assert!(!silent_since(ms(18_200), &later, Some(ms(3_000))));
+        assert!(silent_since(ms(18_300), &later, Some(ms(3_000))));
+        assert!(!silent_since(ms(1_000), &[], Some(ms(3_000))));
+    }
 
     /// A run whose cut stream was cut at 250 ms and resumed (refused) at these times, in ms.
     fn run(name: &'static str, resumes_at: &[u64]) -> ClientRun {
