@@ -23,7 +23,8 @@
 //!    reconnect attempts spent, or its request timeout reached with no answer since a break), or
 //!    started a new session after its `DELETE` of the old one never got through (refused or cut
 //!    before any answer, its attempts spent): the pair's windows were shorter than the actual
-//!    outage. For tasks (ext-tasks), whose TTL is
+//!    outage; or a `DELETE` was answered (404 or 2xx) where its session is not held, which lives
+//!    on. For tasks (ext-tasks), whose TTL is
 //!    their retention and runs from creation: a task aborted or its record deleted at its TTL
 //!    while its work still ran, a result evicted before its client read it, or a `tasks/*`
 //!    request answered "not found" (not held where it landed, or gone).
@@ -482,9 +483,9 @@ impl Judge {
                 } else if status == Status::NOT_FOUND && entry.1 != Method::Delete {
                     let session = entry.0.clone();
                     self.session_not_found(i, at, who, session);
-                } else if status == Status::NOT_FOUND {
+                } else if entry.1 == Method::Delete && (status == Status::NOT_FOUND || status.0 < 300) {
                     let session = entry.0.clone();
-                    self.delete_not_found(i, at, session);
+                    self.delete_not_held(i, at, status, session);
                 }
             }
             StepKind::Event { .. } | StepKind::Json { .. } | StepKind::Comment { .. } => {
@@ -825,17 +826,20 @@ impl Judge {
         self.breach(Condition::Refused, i, at, detail);
     }
 
-    /// A `DELETE` answered 404 for a session no server ended: it landed where the session is not
-    /// held (a replica-local session routed elsewhere), so the session lives on, undeleted.
-    fn delete_not_found(&mut self, i: usize, at: Instant, session: Option<SessionId>) {
+    /// A `DELETE` answered 404, or 2xx, while its session had not ended: it landed where the
+    /// session is not held (a replica-local session routed elsewhere; a server ends a session it
+    /// deletes before it answers), so the session lives on, undeleted. A 2xx is what a server
+    /// that takes an unknown id for deleted says (rmcp's 202): the client cannot even tell.
+    fn delete_not_held(&mut self, i: usize, at: Instant, status: Status, session: Option<SessionId>) {
         let Some(session) = session.filter(|s| !self.ended.contains_key(s)) else { return };
         self.breach(
             Condition::Retention,
             i,
             at,
             format!(
-                "the DELETE of session {session} was answered 404 at {at} by a server that does not hold it: the \
-                 session lives on where it is held, undeleted"
+                "the DELETE of session {session} was answered {} at {at} by a server that does not hold it: the \
+                 session lives on where it is held, undeleted",
+                status.0
             ),
         );
     }
@@ -1694,9 +1698,18 @@ mod tests {
         assert_eq!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Reset))]).breaches.len(), 1);
         // A DELETE the client aborted itself (its process restarting) was not lost to the network.
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Aborted))]).all_held());
-        assert!(judged(vec![(60_000, delete(2)), (60_010, answered(2)), (60_010, end(2, ConnEnd::Reset))]).all_held());
-        let retried =
-            vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (70_000, delete(3)), (70_010, answered(3))];
+        // A DELETE that got through: the server ended the session, then answered.
+        let ended = || StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted };
+        let through =
+            vec![(60_000, delete(2)), (60_005, ended()), (60_010, answered(2)), (60_010, end(2, ConnEnd::Reset))];
+        assert!(judged(through).all_held());
+        let retried = vec![
+            (60_000, delete(2)),
+            (60_000, end(2, ConnEnd::Refused)),
+            (70_000, delete(3)),
+            (70_005, ended()),
+            (70_010, answered(3)),
+        ];
         assert!(judged(retried).all_held());
         let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (80_000, expired)]).all_held());
@@ -1789,6 +1802,24 @@ mod tests {
             vec![(Condition::Retention, 2)]
         );
         assert!(lives.breaches[0].detail.contains("does not hold it"), "{}", lives.breaches[0].detail);
+        // A 202 for an id the answering server does not hold (rmcp takes it for deleted): the same.
+        let accepted = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(202)) };
+        let silent =
+            Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, accepted.clone())]));
+        assert_eq!(
+            silent.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
+            vec![(Condition::Retention, 2)]
+        );
+        assert!(silent.breaches[0].detail.contains("was answered 202"), "{}", silent.breaches[0].detail);
+        // The session it ended first: deleted, nothing lives on.
+        let deleted = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted };
+        assert!(Conditions::judge(&trace(vec![
+            (0, on_session(1)),
+            (1_000, delete.clone()),
+            (1_005, deleted),
+            (1_010, accepted)
+        ]))
+        .all_held());
         let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
         assert!(Conditions::judge(&trace(vec![
             (0, on_session(1)),
