@@ -483,7 +483,7 @@ impl Judge {
                 } else if status == Status::NOT_FOUND && entry.1 != Method::Delete {
                     let session = entry.0.clone();
                     self.session_not_found(i, at, who, session);
-                } else if entry.1 == Method::Delete && (status == Status::NOT_FOUND || status.0 < 300) {
+                } else if entry.1 == Method::Delete && (status == Status::NOT_FOUND || (200..300).contains(&status.0)) {
                     let session = entry.0.clone();
                     self.delete_not_held(i, at, status, session);
                 }
@@ -1811,6 +1811,9 @@ mod tests {
             vec![(Condition::Retention, 2)]
         );
         assert!(silent.breaches[0].detail.contains("was answered 202"), "{}", silent.breaches[0].detail);
+        // A redirect says nothing of the session.
+        let moved = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(300)) };
+        assert!(Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, moved)])).all_held());
         // The session it ended first: deleted, nothing lives on.
         let deleted = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted };
         assert!(Conditions::judge(&trace(vec![
