@@ -1794,35 +1794,34 @@ mod tests {
     #[test]
     fn a_delete_answered_404_for_a_session_that_lives_on_breaks_retention() {
         let delete = StepKind::Send { conn: ConnId(2), request: Request::delete(sid()) };
-        let not_found = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) };
-        let lives =
-            Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, not_found.clone())]));
-        assert_eq!(
-            lives.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
-            vec![(Condition::Retention, 2)]
-        );
-        assert!(lives.breaches[0].detail.contains("does not hold it"), "{}", lives.breaches[0].detail);
-        // A 202 for an id the answering server does not hold (rmcp takes it for deleted): the same.
-        let accepted = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(202)) };
-        let silent =
-            Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, accepted.clone())]));
-        assert_eq!(
-            silent.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
-            vec![(Condition::Retention, 2)]
-        );
-        assert!(silent.breaches[0].detail.contains("was answered 202"), "{}", silent.breaches[0].detail);
+        let answer = |status: u16| StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(status)) };
+        let answered = |status| {
+            Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, answer(status))]))
+        };
+        // A 404, and a 202 for an id the answering server does not hold (rmcp takes it for
+        // deleted): the same breach.
+        for status in [404, 202] {
+            let lives = answered(status);
+            let breaches: Vec<_> = lives.breaches.iter().map(|b| (b.condition, b.step)).collect();
+            assert_eq!(breaches, vec![(Condition::Retention, 2)], "{status}");
+            let detail = &lives.breaches[0].detail;
+            assert!(
+                detail.contains(&format!("was answered {status} at")) && detail.contains("does not hold it"),
+                "{detail}"
+            );
+        }
         // A redirect says nothing of the session.
-        let moved = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(300)) };
-        assert!(Conditions::judge(&trace(vec![(0, on_session(1)), (1_000, delete.clone()), (1_010, moved)])).all_held());
+        assert!(answered(300).all_held());
         // The session it ended first: deleted, nothing lives on.
         let deleted = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted };
         assert!(Conditions::judge(&trace(vec![
             (0, on_session(1)),
             (1_000, delete.clone()),
             (1_005, deleted),
-            (1_010, accepted)
+            (1_010, answer(202))
         ]))
         .all_held());
+        let not_found = answer(404);
         let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
         assert!(Conditions::judge(&trace(vec![
             (0, on_session(1)),
