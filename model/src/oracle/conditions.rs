@@ -389,15 +389,14 @@ struct Judge {
     tasks: BTreeMap<crate::tasks::TaskId, (Instant, Option<u64>, bool)>,
     /// The calls each client's application was told ended with an unknown outcome, and why.
     unknown: BTreeMap<(Option<u32>, crate::ids::CallKey), String>,
+    /// The steps that created a session (`Conditions` keeps them, for `no-orphaned-session`).
+    creations: BTreeSet<usize>,
     breaches: Vec<Breach>,
 }
 
 impl Judge {
     fn run(mut self, steps: &[Step]) -> Conditions {
         let step_clients: Vec<Option<u32>> = steps.iter().map(|s| s.client.or(s.conn_client)).collect();
-        let creations =
-            steps.iter().enumerate().filter(|(_, s)| matches!(s.kind, StepKind::SessionCreated { .. })).map(|(i, _)| i);
-        let creations: BTreeSet<usize> = creations.collect();
         for (i, step) in steps.iter().enumerate() {
             self.step(i, step);
         }
@@ -405,19 +404,18 @@ impl Judge {
         for b in &mut breaches {
             b.client = step_clients.get(b.step).copied().flatten();
         }
-        Conditions { breaches, step_clients, creations }
+        Conditions { breaches, step_clients, creations: self.creations }
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
-        self.breaches.push(Breach {
-            condition,
-            step,
-            at,
-            detail,
-            client: None,
-            server_failed_work: false,
-            promised: false,
-        });
+        self.record(condition, step, at, detail);
+    }
+
+    /// Records a breach and hands it back, for the flags a few of them carry.
+    fn record(&mut self, condition: Condition, step: usize, at: Instant, detail: String) -> &mut Breach {
+        let breach = Breach { condition, step, at, detail, client: None, server_failed_work: false, promised: false };
+        self.breaches.push(breach);
+        self.breaches.last_mut().expect("just pushed")
     }
 
     fn step(&mut self, i: usize, step: &Step) {
@@ -442,7 +440,7 @@ impl Judge {
                     let detail = format!(
                         "the client restarted at {at} without its session and Last-Event-ID (nothing persisted){forgot}"
                     );
-                    self.client_breach(Condition::Persisted, promised, i, at, detail);
+                    self.record(Condition::Persisted, i, at, detail).promised = promised;
                 }
             }
             StepKind::Send { conn, request } => {
@@ -590,6 +588,9 @@ impl Judge {
                     self.shared.insert((session.clone(), *stream));
                 }
             }
+            StepKind::SessionCreated { .. } => {
+                self.creations.insert(i);
+            }
             StepKind::SessionEnded { session, reason } => {
                 self.ended.insert(session.clone(), (*reason, at));
                 if *reason == SessionEndReason::WriteFailed {
@@ -638,16 +639,13 @@ impl Judge {
             }
             StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Failed } => {
                 if let Some((ttl, _)) = self.task_ttl_passed(task, at) {
-                    self.server_failed_work(
-                        Condition::Retention,
-                        i,
-                        at,
-                        format!(
-                            "task {} was still working when its TTL ({ttl}, from its creation) ran out at {at}: the \
-                             server aborted it (the TTL is shorter than the work and its waits)",
-                            task.0
-                        ),
+                    let detail = format!(
+                        "task {} was still working when its TTL ({ttl}, from its creation) ran out at {at}: the server \
+                         aborted it (the TTL is shorter than the work and its waits)",
+                        task.0
                     );
+                    // The server's own word that the work failed comes with it.
+                    self.record(Condition::Retention, i, at, detail).server_failed_work = true;
                 }
             }
             StepKind::TaskRecordRemoved { task, work_running } => {
@@ -713,22 +711,6 @@ impl Judge {
                 ),
             ),
             _ => {}
-        }
-    }
-
-    /// A breach that comes with the server's own word that the work failed.
-    fn server_failed_work(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
-        self.breach(condition, step, at, detail);
-        if let Some(b) = self.breaches.last_mut() {
-            b.server_failed_work = true;
-        }
-    }
-
-    /// A breach by the client library's own act; `promised` when its policy keeps `condition`.
-    fn client_breach(&mut self, condition: Condition, promised: bool, step: usize, at: Instant, detail: String) {
-        self.breach(condition, step, at, detail);
-        if let Some(b) = self.breaches.last_mut() {
-            b.promised = promised;
         }
     }
 
@@ -968,8 +950,9 @@ impl Judge {
     }
 
     fn decision(&mut self, i: usize, at: Instant, who: Option<u32>, action: Option<&NextAction>, error: Option<&str>) {
-        let close = self.clients.get_mut(&who).and_then(|c| c.last_close.take());
-        let Some((status, end, _)) = close.filter(|c| c.2 == at) else { return };
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        let by_class = c.by_class;
+        let Some((status, end, _)) = c.last_close.take().filter(|c| c.2 == at) else { return };
         let transport = match status {
             Some(s) => s.0 >= 500 || (s.0 < 300 && matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused))),
             None => matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused)),
@@ -993,8 +976,8 @@ impl Judge {
             _ => None,
         };
         if let Some(detail) = wrong {
-            let promised = self.clients.get(&who).is_some_and(|c| c.by_class);
-            self.client_breach(Condition::ByClass, promised, i, at, detail);
+            // The client library's own act: a bug when its policy runs the procedure.
+            self.record(Condition::ByClass, i, at, detail).promised = by_class;
         }
     }
 }
