@@ -166,6 +166,14 @@ impl Mode {
         matches!(self, Mode::CutRefuse | Mode::Retry(_))
     }
 
+    /// The `retry:` field the stand-in's events carry (`retry-*` only), in ms.
+    fn retry_ms(self) -> Option<u64> {
+        match self {
+            Mode::Retry(ms) => Some(ms),
+            _ => None,
+        }
+    }
+
     fn parse(name: &str) -> Option<Mode> {
         Some(match name {
             "cut-resume" => Mode::CutResume,
@@ -702,10 +710,7 @@ async fn run_one(opts: &ClientProbeOptions, name: &'static str, mode: Mode) -> R
     // No events at all in `request-timeout`: the call's stream opens and stays silent.
     let priming = !matches!(mode, Mode::CutBeforeId | Mode::RequestTimeout);
     let silent_calls = mode == Mode::RequestTimeout;
-    let retry_ms = match mode {
-        Mode::Retry(ms) => Some(ms),
-        _ => None,
-    };
+    let retry_ms = mode.retry_ms();
     let standin = Standin::start(StandinConfig { retry_ms, priming, silent_calls, ..StandinConfig::default() })
         .await
         .map_err(|e| io("stand-in", e))?;
@@ -889,10 +894,7 @@ fn resume_delays(cut: Duration, seen: &[Seen]) -> Vec<(Duration, Duration)> {
 /// twice its last delay and 3 s more: it gave up (the verdict `decide` draws with a 1 s margin).
 fn silent_after_refusals(t: &TapState) -> bool {
     let Some(cut) = t.cut_at else { return false };
-    let retry = match t.mode {
-        Mode::Retry(ms) => Some(Duration::from_millis(ms)),
-        _ => None,
-    };
+    let retry = t.mode.retry_ms().map(Duration::from_millis);
     silent_since(t.start.elapsed(), &resume_delays(cut, &t.seen), retry)
 }
 
