@@ -126,7 +126,7 @@ pub fn era_rows(sdk: Sdk, report: &EraReport) -> Vec<EraRow> {
                 EraAgreement::No
             };
             let note = format!(
-                "probe_work(1500 ms) cut after {} event(s); probe_count 2 s later: started {}, completed {}",
+                "probe_work(3000 ms) cut after {} event(s); probe_count 3.5 s later: started {}, completed {}",
                 c.events, c.started, c.completed
             );
             (real.to_string(), agree, note)

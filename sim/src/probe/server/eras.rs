@@ -265,14 +265,16 @@ pub fn serves_modern(report: &EraReport) -> bool {
     report.seen.iter().any(|s| s.probe == EraProbe::Discover && s.result)
 }
 
-/// A modern `probe_work(1500, 200)` read to its first event and closed; `probe_count` 2 s later.
+/// A modern `probe_work(3000, 200)` read to its first event and closed; `probe_count` 3.5 s later.
+/// The server has nearly 3 s to see the close before the tool would end on its own, so a loaded
+/// machine (a slow poll loop) does not make a cancelled call look as if it ran on.
 async fn cut<F, Fut>(client: &Client, key: &str, count: F) -> Result<CutSeen, String>
 where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = Option<(u64, u64)>>,
 {
     let modern = era::MODERN_VERSION;
-    let args = json!({"name": "probe_work", "arguments": {"duration_ms": 1500, "interval_ms": 200, "key": key}, "_meta": {"progressToken": 1}});
+    let args = json!({"name": "probe_work", "arguments": {"duration_ms": 3000, "interval_ms": 200, "key": key}, "_meta": {"progressToken": 1}});
     let mut ex =
         client.send(modern_post(9_100, "tools/call", args, modern, modern), None).await.map_err(|e| e.to_string())?;
     if !ex.is_sse() {
@@ -287,7 +289,7 @@ where
         }
     }
     ex.abort();
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
     let (started, completed) = count(key.to_string()).await.ok_or("probe_count did not answer")?;
     Ok(CutSeen { events, started, completed })
 }
