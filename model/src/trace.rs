@@ -507,6 +507,12 @@ pub enum StepKind {
         stream: Option<StreamNo>,
         /// What the stream's end meant.
         outcome: ResumeOutcome,
+        /// The answer was not a replay, yet the server's store held every event after the id
+        /// for this session (`EventStore::holds`): what retention kept, the lookup missed. Set
+        /// only then, so other traces keep their bytes. The conditions judge reads it to tell
+        /// an event the server no longer held (condition 2) from one it did.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        held: bool,
     },
     /// A request was refused (404 unknown session, 400 missing header, 409 second GET, ...).
     Rejected {

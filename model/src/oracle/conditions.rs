@@ -92,6 +92,12 @@ pub enum Condition {
     /// request: `on_failed_write = end-session`, `on_protocol_error = restart-process`. The note's
     /// invariant says a disconnect is no termination; here the server broke it.
     ServerEnded = 6,
+    /// Not a condition either: the server still held every event after the `Last-Event-ID` a
+    /// client resumed from (the `resume` step's `held`), and answered the id as one it could not
+    /// honour (a 409/410, a silent head, a replay from the oldest event, an empty answer). Its
+    /// retention kept what the client needed and its lookup missed it: conditions 2 and 3 held,
+    /// and what follows is the server's bug.
+    ServerMissed = 7,
 }
 
 impl Condition {
@@ -128,7 +134,7 @@ impl Breach {
     /// Whether it is a bug of its own (the server's act, or a client breaking what its policy
     /// keeps) rather than a condition the settings or the network broke.
     pub fn is_bug(&self) -> bool {
-        self.condition == Condition::ServerEnded || self.promised
+        matches!(self.condition, Condition::ServerEnded | Condition::ServerMissed) || self.promised
     }
 }
 
@@ -136,7 +142,7 @@ impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
-            Condition::ServerEnded => write!(f, "a server bug: {}", self.detail),
+            Condition::ServerEnded | Condition::ServerMissed => write!(f, "a server bug: {}", self.detail),
             c if self.promised => {
                 write!(f, "a client bug (its policy keeps condition {}): {}", c.number(), self.detail)
             }
@@ -614,9 +620,7 @@ impl Judge {
                     );
                 }
             }
-            StepKind::Resume { session, last_event_id, outcome, stream } => {
-                self.resume(i, at, session, last_event_id, *stream, outcome);
-            }
+            StepKind::Resume { .. } => self.resume(i, at, &step.kind),
             StepKind::ProcessExit { conn, .. } => self.breach(
                 Condition::ServerEnded,
                 i,
@@ -885,15 +889,10 @@ impl Judge {
         }
     }
 
-    fn resume(
-        &mut self,
-        i: usize,
-        at: Instant,
-        session: &SessionId,
-        id: &EventId,
-        stream: Option<StreamNo>,
-        outcome: &ResumeOutcome,
-    ) {
+    /// A `resume` step: how the server answered a `Last-Event-ID`.
+    fn resume(&mut self, i: usize, at: Instant, kind: &StepKind) {
+        let StepKind::Resume { session, last_event_id: id, stream, outcome, held } = kind else { return };
+        let (stream, held) = (*stream, *held);
         let (unhonoured, silent) = match outcome {
             ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
             ResumeOutcome::SilentHead { skipped } => (true, Some(format!("at its head, {skipped} event(s) skipped"))),
@@ -917,6 +916,18 @@ impl Judge {
             }
         };
         if !unhonoured {
+            return;
+        }
+        if held {
+            let how = silent.unwrap_or_else(|| match outcome {
+                ResumeOutcome::Rejected { status, .. } => format!("refused it {status}"),
+                _ => "answered it".to_string(),
+            });
+            let detail = format!(
+                "the server still held every event after Last-Event-ID {id} in session {session} and answered it \
+                 as an id it could not honour ({how}): its retention kept them, its lookup missed them"
+            );
+            self.breach(Condition::ServerMissed, i, at, detail);
             return;
         }
         if let Some(&(_, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) {
@@ -1106,6 +1117,7 @@ mod tests {
             last_event_id: EventId::from("1-1"),
             stream: Some(StreamNo(1)),
             outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
+            held: false,
         }
     }
 
@@ -1133,6 +1145,7 @@ mod tests {
                 last_event_id: EventId::from("1-1"),
                 stream: Some(StreamNo(1)),
                 outcome: ResumeOutcome::Rejected { status, head: Some(EventId::from("1-2")) },
+                held: false,
             };
             Conditions::judge(&trace(vec![
                 (1_000, stored(1)),
@@ -1230,6 +1243,7 @@ mod tests {
                     last_event_id: EventId::from("1-1"),
                     stream: Some(StreamNo(1)),
                     outcome: ResumeOutcome::SilentHead { skipped: 40 },
+                    held: false,
                 },
             ),
         ]);
@@ -1237,6 +1251,43 @@ mod tests {
         let numbers: Vec<u8> = c.breaches.iter().map(|b| b.condition.number()).collect();
         assert_eq!(numbers, vec![2, 3]);
         assert!(c.explain_at(Instant(6_000_000)).to_string().starts_with("explained by condition 2:"));
+    }
+
+    #[test]
+    fn an_id_the_server_still_held_answered_as_unhonourable_is_a_server_bug_not_a_broken_condition() {
+        let judged = |outcome: ResumeOutcome, held: bool| {
+            let resume = StepKind::Resume {
+                session: sid(),
+                last_event_id: EventId::from("1-1"),
+                stream: Some(StreamNo(1)),
+                outcome,
+                held,
+            };
+            Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
+        };
+        let outcomes = [
+            ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
+            ResumeOutcome::SilentHead { skipped: 1 },
+            ResumeOutcome::FromOldest { skipped: 1, replayed: 0 },
+            ResumeOutcome::Empty { open: false },
+        ];
+        for outcome in outcomes {
+            let missed = judged(outcome.clone(), true);
+            let conditions: Vec<Condition> = missed.breaches.iter().map(|b| b.condition).collect();
+            assert_eq!(conditions, vec![Condition::ServerMissed], "{outcome:?}");
+            assert!(missed.breaches[0].is_bug());
+            assert!(missed.breaches[0].to_string().starts_with("a server bug: the server still held"), "{missed:?}");
+            assert!(matches!(missed.explain_at(Instant(70_000_000)), Explanation::Bug(_)));
+            assert_eq!(missed.explain_at(Instant(59_000_000)), Explanation::Unexplained);
+            // Not held: the server no longer had the events, condition 2 broke (and 3 when silent).
+            let evicted = judged(outcome.clone(), false);
+            assert!(evicted.breaches.iter().any(|b| b.condition == Condition::Retention), "{outcome:?}");
+            assert!(evicted.breaches.iter().all(|b| !b.is_bug()));
+            assert!(evicted.explain_at(Instant(70_000_000)).is_explained());
+        }
+        // A replay is no miss, whatever the flag says.
+        let replayed = judged(ResumeOutcome::Replayed { replayed: 1 }, true);
+        assert!(replayed.all_held(), "{replayed:?}");
     }
 
     #[test]
@@ -1509,6 +1560,7 @@ mod tests {
             last_event_id: EventId::from("1-1"),
             stream: Some(StreamNo(1)),
             outcome,
+            held: false,
         };
         let empty = Conditions::judge(&trace(vec![(1, stored(1)), (2, resume(ResumeOutcome::Empty { open: false }))]));
         assert!(empty.breaches.iter().any(|b| b.condition == Condition::Refused), "{empty:?}");

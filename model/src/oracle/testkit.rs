@@ -213,7 +213,7 @@ pub fn conn_end(conn: u64, end: ConnEnd) -> StepKind {
 }
 
 pub fn resume(session: &SessionId, last: EventId, outcome: ResumeOutcome) -> StepKind {
-    StepKind::Resume { session: session.clone(), last_event_id: last, stream: Some(StreamNo(1)), outcome }
+    StepKind::Resume { session: session.clone(), last_event_id: last, stream: Some(StreamNo(1)), outcome, held: false }
 }
 
 pub fn lb_idle_cut(conn: u64) -> StepKind {

@@ -166,11 +166,14 @@ impl Server {
     }
 
     pub(super) fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
+        let replayed = matches!(outcome, ResumeOutcome::Replayed { .. });
+        let held = !replayed && self.store.holds(&r.session, &r.last_event_id);
         self.record(StepKind::Resume {
             session: r.session.clone(),
             last_event_id: r.last_event_id.clone(),
             stream: r.located.target,
             outcome,
+            held,
         });
     }
 }

@@ -173,9 +173,10 @@ pub fn describe(kind: &StepKind) -> String {
             Some(m) => format!("stored {stream}#{seq} id={id} in {session}: {m}"),
             None => format!("stored {stream}#{seq} id={id} in {session}: priming"),
         },
-        Resume { session, last_event_id, stream, outcome } => {
+        Resume { session, last_event_id, stream, outcome, held } => {
             let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
-            format!("resume{on} of {session} after {last_event_id}: {}", describe_resume(outcome))
+            let held = if *held { " (yet its store still held every event after it)" } else { "" };
+            format!("resume{on} of {session} after {last_event_id}: {}{held}", describe_resume(outcome))
         }
         Rejected { conn, status, session } => {
             format!(

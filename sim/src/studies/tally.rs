@@ -225,6 +225,7 @@ pub(crate) mod tests {
             last_event_id: EventId::from("1-5"),
             stream: None,
             outcome: ResumeOutcome::Replayed { replayed: 3 },
+            held: false,
         }
     }
 

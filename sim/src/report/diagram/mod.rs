@@ -649,7 +649,7 @@ fn message_kind(message: &ServerMessage) -> &'static str {
 
 /// `resume s1 stream1 Last-Event-ID=1-4: SILENT head, skipped 140`.
 fn resume_label(kind: &StepKind) -> String {
-    let StepKind::Resume { session, last_event_id, stream, outcome } = kind else {
+    let StepKind::Resume { session, last_event_id, stream, outcome, .. } = kind else {
         return timeline::describe(kind);
     };
     let on = stream.map(|s| format!(" {s}")).unwrap_or_default();

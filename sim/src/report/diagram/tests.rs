@@ -217,7 +217,13 @@ fn second_incident() -> Trace {
     let outcome = ResumeOutcome::SilentHead { skipped: 140 };
     b.server(
         250_002,
-        StepKind::Resume { session: sid("s1"), last_event_id: eid("1-4"), stream: Some(StreamNo(1)), outcome },
+        StepKind::Resume {
+            session: sid("s1"),
+            last_event_id: eid("1-4"),
+            stream: Some(StreamNo(1)),
+            outcome,
+            held: false,
+        },
     );
     b.respond(250_003, 7, ResponseHead::event_stream());
     b.stored(251_000, "s1", 145, progress(146));
