@@ -47,7 +47,10 @@
 //! And what no condition covers: the server itself ending a session its client still held, on
 //! no request of anyone's ([`Condition::ServerEnded`]: a write that failed on a connection whose
 //! client was gone, or a process that exited on one request it could not parse). A violation
-//! after it is a server bug ([`Explanation::Bug`]), whatever else broke.
+//! after it is a server bug ([`Explanation::Bug`]), whatever else broke. So is a resume the
+//! server answered as unhonourable while its store still held every event after the id (the
+//! `resume` step's `held`, read from the store beside the server's own lookup): retention kept
+//! what the client needed, and neither condition 2 nor 3 broke ([`Condition::ServerMissed`]).
 //!
 //! Nor is it a broken condition when a client breaks one its own policy keeps: a client that
 //! keeps its state durably and restarts without it (condition 1), or one that runs the decision
