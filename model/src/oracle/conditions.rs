@@ -923,7 +923,7 @@ impl Judge {
         }
         if held {
             let how = silent.unwrap_or_else(|| match outcome {
-                ResumeOutcome::Rejected { status, .. } => format!("refused it {status}"),
+                ResumeOutcome::Rejected { status, .. } => format!("refused it with HTTP {status}"),
                 _ => "answered it".to_string(),
             });
             let detail = format!(
@@ -1280,6 +1280,9 @@ mod tests {
             assert_eq!(conditions, vec![Condition::ServerMissed], "{outcome:?}");
             assert!(missed.breaches[0].is_bug());
             assert!(missed.breaches[0].to_string().starts_with("a server bug: the server still held"), "{missed:?}");
+            let how =
+                if matches!(outcome, ResumeOutcome::Rejected { .. }) { "(refused it with HTTP 410)" } else { "(" };
+            assert!(missed.breaches[0].detail.contains(how), "{missed:?}");
             assert!(matches!(missed.explain_at(Instant(70_000_000)), Explanation::Bug(_)));
             assert_eq!(missed.explain_at(Instant(59_000_000)), Explanation::Unexplained);
             // Not held: the server no longer had the events, condition 2 broke (and 3 when silent).

@@ -665,6 +665,53 @@ fn typescript_ids_of_the_standalone_stream_can_never_be_resumed() {
     assert_eq!(resume_outcome(&out), (Some(StreamNo(1)), ResumeOutcome::Replayed { replayed: 3 }));
 }
 
+/// The `resume` step's `held`, per answer: set only when the answer was no replay while the
+/// store still held every event after the id.
+fn held(out: &[ServerOutput]) -> bool {
+    records(out)
+        .into_iter()
+        .find_map(|r| match r {
+            StepKind::Resume { held, .. } => Some(held),
+            _ => None,
+        })
+        .expect("a resume is recorded")
+}
+
+#[test]
+fn a_resume_step_says_whether_the_store_still_held_what_an_unhonoured_id_needed() {
+    // TypeScript's standalone stream: its store keeps everything, its lookup finds nothing.
+    let mut s = server(policy("ts-sdk"));
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+    let _ = drain(&mut s);
+    s.notify_all(at(1));
+    let id = events(&drain(&mut s), GET)[0].id.clone().expect("an id");
+    s.handle_disconnect(at(2), GET);
+    s.notify_all(at(3));
+    let out = resume(&mut s, at(4), OTHER, &session, &id);
+    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Empty { open: true });
+    assert!(held(&out), "the notification after {id} is still in the store");
+    // An id the server really lost, one it never issued, and a replay: not held.
+    let mut p = policy("reference");
+    p.retention = Retention::last(2);
+    let mut s = server(p);
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "chatty");
+    s.handle_disconnect(at_ms(500), POST);
+    let run = drive_until(&mut s, at(10));
+    let ids: Vec<EventId> = stored(&run).into_iter().map(|(_, id, _)| EventId(id)).collect();
+    assert!(ids.len() >= 4, "{ids:?}");
+    let out = resume(&mut s, at(10), GET, &session, &EventId::from("1-1"));
+    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::GONE, .. }));
+    assert!(!held(&out), "evicted");
+    let out = resume(&mut s, at(10), OTHER, &session, &EventId::from("7-1"));
+    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { .. }));
+    assert!(!held(&out), "never issued");
+    let out = resume(&mut s, at(10), POST, &session, &ids[ids.len() - 2]);
+    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 1 });
+    assert!(!held(&out), "a replay is no miss");
+}
+
 #[test]
 fn typescript_replay_is_in_id_order_even_within_one_millisecond() {
     let mut s = server(policy("ts-sdk"));
