@@ -264,6 +264,20 @@ fn the_second_incidents_why_chain_runs_from_the_cut_to_the_silent_resume() {
             && last.text.ends_with("from here the loss is certain"),
         "{words:#?}"
     );
+    // An empty answer to a resume settles a loss as a silent one does: the TypeScript SDK's
+    // standalone stream, whose store still held what its lookup could not find.
+    let ts = Scenario::build("standalone-notify", "reference", "ts-sdk").expect("built-in names");
+    let outcome = run_ok(&ts, 0);
+    let v = outcome.violations.iter().find(|v| v.invariant == "no-silent-event-loss").expect("the SDK's loss");
+    let (chain, _) = mcpsim::report::cause::cause_chain(&outcome.trace.steps, v.step);
+    let last = chain.last().expect("a chain");
+    assert!(
+        matches!(outcome.trace.steps[last.step].kind, StepKind::Resume { held: true, .. })
+            && last.text.contains("still held")
+            && last.text.ends_with("from here the loss is certain"),
+        "{:#?}",
+        chain.iter().map(|c| c.text.as_str()).collect::<Vec<_>>()
+    );
     // A duplicate is certain at the step the oracle names: nothing follows it.
     let first = Scenario::build("long-tool", "naive", "reference").expect("built-in names");
     let outcome = run_ok(&first, 0);

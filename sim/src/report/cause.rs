@@ -66,15 +66,21 @@ pub fn cause_chain(steps: &[Step], upto: usize) -> (Vec<Cause>, usize) {
 /// When the violating step is an event being stored (an oracle names the first event the
 /// application never got), the loss is not yet decided there: the step after it that decides it.
 /// That is the first answer to a `Last-Event-ID` on the event's stream that skips events without
-/// saying so (a silent resume at the head, a replay from the oldest kept event past a gap), the
-/// end of the event's session, or the end of the run with the event never delivered.
+/// saying so (a silent resume at the head, a replay from the oldest kept event past a gap, an
+/// empty answer: the same id gets the same answer from the same store), the end of the event's
+/// session, or the end of the run with the event never delivered.
 fn settled_at(steps: &[Step], upto: usize) -> Option<usize> {
     let StepKind::EventStored { session, stream, .. } = &steps.get(upto)?.kind else {
         return None;
     };
     let decides = |kind: &StepKind| match kind {
         StepKind::Resume { session: s, stream: on, outcome, .. } if s == session && on.is_none_or(|n| n == *stream) => {
-            matches!(outcome, ResumeOutcome::SilentHead { .. } | ResumeOutcome::FromOldest { skipped: 1.., .. })
+            matches!(
+                outcome,
+                ResumeOutcome::SilentHead { .. }
+                    | ResumeOutcome::FromOldest { skipped: 1.., .. }
+                    | ResumeOutcome::Empty { .. }
+            )
         }
         StepKind::SessionEnded { session: s, .. } => s == session,
         StepKind::RunEnd { .. } => true,
