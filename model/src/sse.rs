@@ -246,19 +246,6 @@ impl EventStore {
         self.logs.retain(|key, _| !matches!(key, LogKey::Session(s, _) if s == session));
     }
 
-    /// Whether some log `session` may read holds every event issued after `id` (its own logs, or
-    /// a shared one): a resume from `id` could be honoured. It reads the logs directly, whatever
-    /// the id scheme says of where `id` lives, so it is evidence beside the server's own lookup.
-    pub fn holds(&self, session: &SessionId, id: &EventId) -> bool {
-        self.logs.iter().any(|(key, log)| {
-            let readable = match key {
-                LogKey::Session(owner, _) => owner == session,
-                LogKey::Shared(_) => true,
-            };
-            readable && matches!(log.position(id), Position::Honourable(_))
-        })
-    }
-
     /// The log that issued `id`, among those `in_scope` accepts (for opaque ids, found by lookup).
     pub fn find_issuer(&self, id: &EventId, in_scope: impl Fn(&LogKey) -> bool) -> Option<LogKey> {
         self.logs.iter().find(|(key, log)| in_scope(key) && log.ids.contains_key(id)).map(|(key, _)| key.clone())
@@ -427,26 +414,6 @@ mod tests {
         assert!(store.log(&shared).is_some());
         store.drop_log(&shared);
         assert_eq!(store.find_issuer(&EventId::from("u-1"), |_| true), None);
-    }
-
-    #[test]
-    fn a_store_holds_an_id_for_its_session_while_nothing_after_it_is_evicted() {
-        let mut store = EventStore::new(Retention::last(3));
-        fill(&mut store, 4, Duration::from_secs(1));
-        let own = SessionId::from("0-1");
-        // 1-0 was evicted but nothing after it: every event a resume after it needs is held.
-        assert!(store.holds(&own, &EventId::from("1-0")));
-        assert!(store.holds(&own, &EventId::from("1-3")));
-        assert!(!store.holds(&SessionId::from("0-2"), &EventId::from("1-3")), "another session's own log");
-        assert!(!store.holds(&own, &EventId::from("1-9")), "never issued");
-        fill(&mut store, 5, Duration::from_secs(1));
-        assert!(!store.holds(&own, &EventId::from("1-0")), "1-1 is gone now");
-        // A shared log is read by every session.
-        let shared = LogKey::Shared("5".into());
-        store.append(&shared, Instant::ZERO, progress(0), |_| EventId::from("u-1"));
-        assert!(store.holds(&SessionId::from("0-2"), &EventId::from("u-1")));
-        store.drop_log(&shared);
-        assert!(!store.holds(&own, &EventId::from("u-1")));
     }
 
     #[test]

@@ -508,9 +508,9 @@ pub enum StepKind {
         /// What the stream's end meant.
         outcome: ResumeOutcome,
         /// The answer was not a replay, yet the server's store held every event after the id
-        /// for this session (`EventStore::holds`): what retention kept, the lookup missed. Set
-        /// only then, so other traces keep their bytes. The conditions judge reads it to tell
-        /// an event the server no longer held (condition 2) from one it did.
+        /// in a log of this session's own streams (`Server::holds`): what retention kept, the
+        /// lookup missed. Set only then, so other traces keep their bytes. The conditions judge
+        /// reads it to tell an event the server no longer held (condition 2) from one it did.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         held: bool,
     },

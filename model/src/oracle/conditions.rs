@@ -921,7 +921,9 @@ impl Judge {
         if !unhonoured {
             return;
         }
-        if held {
+        // Only an id this session stored: one of another session's (a client resuming with an
+        // id it kept from an earlier session) is no event the server owed this session.
+        if held && self.stored.contains_key(&(session.clone(), id.clone())) {
             let how = silent.unwrap_or_else(|| match outcome {
                 ResumeOutcome::Rejected { status, .. } => format!("refused it with HTTP {status}"),
                 _ => "answered it".to_string(),
@@ -1291,6 +1293,22 @@ mod tests {
             assert!(evicted.breaches.iter().all(|b| !b.is_bug()));
             assert!(evicted.explain_at(Instant(70_000_000)).is_explained());
         }
+        // An id another session stored is no event the server owed this one.
+        let foreign = Conditions::judge(&trace(vec![
+            (500, stored_on(&SessionId::from("0-2"), StreamNo(1), 0, None)),
+            (1_000, stored_on(&SessionId::from("0-2"), StreamNo(1), 1, None)),
+            (
+                60_000,
+                StepKind::Resume {
+                    session: sid(),
+                    last_event_id: EventId::from("1-0"),
+                    stream: None,
+                    outcome: ResumeOutcome::Empty { open: true },
+                    held: true,
+                },
+            ),
+        ]));
+        assert!(foreign.breaches.iter().all(|b| b.condition != Condition::ServerMissed), "{foreign:?}");
         // A replay is no miss, whatever the flag says.
         let replayed = judged(ResumeOutcome::Replayed { replayed: 1 }, true);
         assert!(replayed.all_held(), "{replayed:?}");

@@ -165,9 +165,21 @@ impl Server {
         }
     }
 
+    /// Whether a log one of `session`'s own streams writes into holds every event issued after
+    /// `id` there: a resume from `id` could have been honoured. It reads the logs directly,
+    /// whatever the id scheme says of where `id` lives, so it is evidence beside the lookup
+    /// (`locate`). Only the session's own logs count: in a store shared across sessions, or one
+    /// that numbers each stream alike, another log may hold an id of the same text.
+    pub(super) fn holds(&self, session: &SessionId, id: &EventId) -> bool {
+        let Some(state) = self.sessions.get(session) else { return false };
+        state.streams.values().any(|stream| {
+            self.store.log(&stream.key).is_some_and(|log| matches!(log.position(id), Position::Honourable(_)))
+        })
+    }
+
     pub(super) fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
         let replayed = matches!(outcome, ResumeOutcome::Replayed { .. });
-        let held = !replayed && self.store.holds(&r.session, &r.last_event_id);
+        let held = !replayed && self.holds(&r.session, &r.last_event_id);
         self.record(StepKind::Resume {
             session: r.session.clone(),
             last_event_id: r.last_event_id.clone(),

@@ -713,6 +713,31 @@ fn a_resume_step_says_whether_the_store_still_held_what_an_unhonoured_id_needed(
 }
 
 #[test]
+fn only_the_sessions_own_logs_count_as_holding_an_id() {
+    // One store shared by request id, ids numbered per log: two logs both issue `1-2`.
+    let mut p = policy("reference");
+    p.store = crate::config::StoreScope::SharedByRequestId;
+    p.retention = Retention::last(2);
+    let mut s = server(p);
+    let (a, b) = (init(&mut s, at(0)), init(&mut s, at(0)));
+    s.handle_request(at(0), POST, call_request(&a, 2, "chatty", 100));
+    let _ = drain(&mut s);
+    s.handle_disconnect(at_ms(500), POST);
+    let mut run = drive_until(&mut s, at(7));
+    s.handle_request(at(7), OTHER, call_request(&b, 3, "chatty", 200));
+    run.extend(drain(&mut s));
+    run.extend(drive_until(&mut s, at_ms(9_500)));
+    let of = |who: &SessionId| -> Vec<String> {
+        stored(&run).into_iter().filter(|(s, ..)| s == who).map(|(_, id, _)| id).collect()
+    };
+    assert!(of(&a).len() > 4 && of(&b).contains(&"1-2".to_string()), "{:?} {:?}", of(&a), of(&b));
+    // `1-2` of a's log is long evicted; b's log still has its `1-2`, which is no event of a's.
+    let out = resume(&mut s, at_ms(9_500), GET, &a, &EventId::from("1-2"));
+    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::GONE, .. }));
+    assert!(!held(&out));
+}
+
+#[test]
 fn typescript_replay_is_in_id_order_even_within_one_millisecond() {
     let mut s = server(policy("ts-sdk"));
     let session = init(&mut s, at(0));
