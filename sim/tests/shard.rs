@@ -315,6 +315,12 @@ fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
         if name == "explained" {
             assert!(text(&whole).starts_with("8 of 8 run(s) broke only invariants explained"), "{}", text(&whole));
             assert!(text(&whole).contains("no unexplained violation in 8 seed(s)"), "{}", text(&whole));
+            // With the conditions that explained them, which the merge adds up from the shards.
+            assert!(
+                text(&whole).contains("\n        8  condition 4 (the client acts by failure class)"),
+                "{}",
+                text(&whole)
+            );
         }
         if status == 1 {
             assert!(text(&whole).contains("after 4 seed(s)"), "{}", text(&whole));

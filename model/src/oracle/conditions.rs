@@ -76,7 +76,8 @@ use std::fmt;
 use super::{InvariantId, Violation};
 
 /// One of the design note's four conditions of validity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Condition {
     /// (1) The client persists `Last-Event-ID` durably across a restart.
     Persisted = 1,
@@ -107,6 +108,20 @@ impl Condition {
     /// The number the design note gives it.
     pub fn number(self) -> u8 {
         self as u8
+    }
+
+    /// What it is, in a few words: `condition 2 (retention outlasts the outage)`, `a termination`.
+    pub fn label(self) -> String {
+        let what = match self {
+            Condition::Persisted => "the client persists its session and Last-Event-ID",
+            Condition::Retention => "retention outlasts the outage",
+            Condition::Refused => "an id the server cannot honour is refused",
+            Condition::ByClass => "the client acts by failure class",
+            Condition::Terminated => return "a termination (a session deleted by someone else)".to_string(),
+            Condition::ServerEnded => return "a server bug (a session it ended on its own)".to_string(),
+            Condition::ServerMissed => return "a server bug (an id it held, answered as unhonourable)".to_string(),
+        };
+        format!("condition {} ({what})", self.number())
     }
 }
 

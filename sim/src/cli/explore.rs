@@ -10,6 +10,7 @@ use crate::report::escape::control;
 use crate::scenario::Scenario;
 use crate::studies::shard::{self, Shard};
 use crate::studies::{guided, search};
+use mcpsim_model::oracle::conditions::Condition;
 use mcpsim_model::oracle::{self, by_name, Coverage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -92,10 +93,10 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
         explore_seeds(&scenario, explore.start_seed, explore.seeds, explore.shrink, target, hunt)?
     };
     let secs = started.elapsed().as_secs_f64();
-    print_explained(explained, runs, &explore.ignore, explore.all);
+    print_explained(&explained, runs, &explore.ignore, explore.all);
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
-        let which = passed_over(explained, explore.all);
+        let which = passed_over(&explained, explore.all);
         print_none(runs, what, explore.start_seed, &scenario, secs, &coverage, which);
         return Ok(Exit::Clean);
     };
@@ -127,8 +128,8 @@ impl ExploreArgs {
 
 /// How many runs broke only invariants a broken condition of validity explains, or only
 /// invariants set aside with `--ignore` (they did not stop the exploration).
-fn print_explained(explained: u64, runs: u64, ignored: &[String], all: bool) {
-    if explained == 0 {
+fn print_explained(explained: &search::Passed, runs: u64, ignored: &[String], all: bool) {
+    if explained.runs == 0 {
         return;
     }
     let aside = format!("set aside (--ignore {})", ignored.join(","));
@@ -138,7 +139,15 @@ fn print_explained(explained: u64, runs: u64, ignored: &[String], all: bool) {
         (false, false) => format!("explained by a broken condition of validity or {aside}"),
     };
     let all_hint = if all || !ignored.is_empty() { "" } else { "; --all stops at any violation" };
-    println!("{explained} of {runs} run(s) broke only invariants {why} (counted, not stopped at{all_hint})");
+    println!("{} of {runs} run(s) broke only invariants {why} (counted, not stopped at{all_hint})", explained.runs);
+    if !explained.by.is_empty() {
+        println!("  explained by (a run may count under several), with the settings each depends on:");
+    }
+    for (condition, n) in &explained.by {
+        let keys = crate::scenario::keeping(*condition);
+        let settings = if keys.is_empty() { String::new() } else { format!(" — {}", keys.join(", ")) };
+        println!("  {n:>7}  {}{settings}", condition.label());
+    }
 }
 
 /// What `explore` prints of a counterexample, and the name of its trace file.
@@ -172,8 +181,8 @@ impl Summary {
 
 /// The word for the violations still hunted, once some runs were passed over: "unexplained"
 /// ones, or with `--all` (only invariants set aside passed over) the "other" ones.
-fn passed_over(explained: u64, all: bool) -> &'static str {
-    match (explained > 0, all) {
+fn passed_over(explained: &search::Passed, all: bool) -> &'static str {
+    match (explained.runs > 0, all) {
         (false, _) => "",
         (true, false) => "unexplained ",
         (true, true) => "other ",
@@ -253,6 +262,9 @@ struct ExplorePart {
     /// before it was counted).
     #[serde(default)]
     explained: u64,
+    /// Of those, how many each broken condition explains (absent in shards written before).
+    #[serde(default)]
+    explained_by: BTreeMap<Condition, u64>,
 }
 
 /// `explore --shard K/N`: the K-th of N consecutive blocks of the seeds, explored up to its
@@ -289,7 +301,8 @@ fn explore_shard(
         coverage: coverage.0.iter().map(|(e, n)| (e.to_string(), *n)).collect(),
         found: summary,
         secs: started.elapsed().as_secs_f64(),
-        explained,
+        explained: explained.runs,
+        explained_by: explained.by,
     };
     let question = ExploreQuestion {
         client: args.client.clone(),
@@ -318,7 +331,8 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
     let (q, parts) = shard::read_shards::<ExploreQuestion, ExplorePart>(dirs, "explore", what)?;
     let args = ScenarioArgs { client: q.client, server: q.server, scenario: q.scenario, sets: q.sets };
     let scenario = args.build()?;
-    let (mut runs, mut secs, mut coverage, mut explained) = (0u64, 0f64, Coverage::new(), 0u64);
+    let (mut runs, mut secs, mut coverage) = (0u64, 0f64, Coverage::new());
+    let mut explained = search::Passed::default();
     let mut expected = q.start_seed;
     for (shard, dir, part) in &parts {
         if (part.first_seed, part.seeds) != shard.block(q.start_seed, q.seeds) || part.first_seed != expected {
@@ -327,7 +341,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
         expected = part.first_seed.wrapping_add(part.seeds);
         runs += part.runs;
         secs += part.secs;
-        explained += part.explained;
+        explained.add(&search::Passed { runs: part.explained, by: part.explained_by.clone() });
         let mut covered = BTreeMap::new();
         for (name, n) in &part.coverage {
             let event = name.parse().map_err(|_| SimError::Usage(format!("merge: unknown coverage event {name:?}")))?;
@@ -346,12 +360,12 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
             .map_err(|e| SimError::Io { path: source.display().to_string(), problem: e.to_string() })?;
         let path = out.join(&found.trace);
         write_file(&path, &text)?;
-        print_explained(explained, runs, &q.ignore, q.all);
+        print_explained(&explained, runs, &q.ignore, q.all);
         print_found(found, &path, runs, "seed(s)", secs, q.shrink, &coverage);
         return Ok(Exit::Violated);
     }
-    print_explained(explained, runs, &q.ignore, q.all);
-    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, passed_over(explained, q.all));
+    print_explained(&explained, runs, &q.ignore, q.all);
+    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, passed_over(&explained, q.all));
     Ok(Exit::Clean)
 }
 
@@ -363,9 +377,9 @@ fn explore_seeds(
     shrink: bool,
     target: Option<&str>,
     hunt: search::Hunt,
-) -> Result<(Option<search::Found>, u64, Coverage, u64), SimError> {
+) -> Result<(Option<search::Found>, u64, Coverage, search::Passed), SimError> {
     let started = WallClock::now();
-    let mut explained = 0;
+    let mut explained = search::Passed::default();
     let mut last_report = started;
     let mut coverage = Coverage::new();
     let seeds = (0..count).map_while(|i| first.checked_add(i));
@@ -387,7 +401,7 @@ fn explore_seeds(
             let found = search::Found { invariant, original, minimal, shrink_runs, shrink_error: None };
             return Ok((Some(found), i as u64 + 1, coverage, explained));
         }
-        explained += u64::from(hunt.skipped(&outcome));
+        explained.count(hunt, &outcome);
         if last_report.elapsed().as_secs_f64() >= 2.0 {
             last_report = WallClock::now();
             let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
@@ -402,7 +416,7 @@ fn explore_cases(
     scenario: &Scenario,
     explore: &ExploreArgs,
     target: Option<&str>,
-) -> Result<(Option<search::Found>, u64, Coverage, u64), SimError> {
+) -> Result<(Option<search::Found>, u64, Coverage, search::Passed), SimError> {
     let space = explore.space(scenario);
     let budget = u32::try_from(explore.seeds).map_err(|_| SimError::Usage("--seeds is too large".into()))?;
     let report = search::search_for(scenario, &space, budget, explore.start_seed, explore.shrink, target)?;

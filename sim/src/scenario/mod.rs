@@ -27,7 +27,7 @@ pub mod settings;
 
 pub use families::{SCENARIO_NAMES, TASK_SCENARIO_NAMES};
 pub use family_files::describe;
-pub use settings::{fault_setting, parse_override, setting, Setting, SETTINGS};
+pub use settings::{fault_setting, keeping, parse_override, setting, Setting, SETTINGS};
 
 use crate::error::SimError;
 use crate::scenario::faults::FaultPlan;

@@ -42,6 +42,7 @@ pub(crate) use super::layers::Problem;
 use super::{layers, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
 use crate::error::SimError;
 use mcpsim_model::config::{ClientPolicy, LbConfig, ServerPolicy, ToolSpec, MAX_BURST, MAX_HOPS, MAX_REPLICAS};
+use mcpsim_model::oracle::conditions::Condition;
 use mcpsim_model::profiles::{self, known_paths_ref, Role};
 use mcpsim_model::time::{format_duration, parse_duration};
 use mcpsim_model::trace::DEFAULT_MAX_DELIVERY_DELAY_US;
@@ -104,6 +105,32 @@ pub struct Setting {
 /// The key a printed command line ends in when no command line can rebuild its scenario (a
 /// scenario edited in code, see `Scenario::cli_args`): every command refuses it.
 pub const UNREPLAYABLE: &str = "unreplayable";
+
+/// The `--set` keys a condition of validity depends on (`oracle::conditions`): where to look when
+/// runs break it. Condition 1: whether the client keeps its state across a restart. 2: how long
+/// the server keeps events and sessions, how long the client keeps trying, and whether a
+/// session's requests reach the replica that holds it. 3: how the server answers an id it cannot
+/// honour, and whether its event store is shared across sessions. 4: how the client reads a
+/// broken connection, and what the application does after an error. A termination: an
+/// operator's `DELETE`. A server's own bug depends on no setting.
+pub fn keeping(condition: Condition) -> &'static [&'static str] {
+    match condition {
+        Condition::Persisted => &["client.persistence"],
+        Condition::Retention => &[
+            "server.retention",
+            "server.retention_window",
+            "server.idle_ttl",
+            "client.max_attempts",
+            "client.request_timeout",
+            "lb.routing",
+            "lb.store",
+        ],
+        Condition::Refused => &["server.unhonourable", "server.store"],
+        Condition::ByClass => &["client.close_handling", "app.calls"],
+        Condition::Terminated => &["app.operator_deletes"],
+        Condition::ServerEnded | Condition::ServerMissed => &[],
+    }
+}
 
 /// The short key of that name.
 pub fn setting(key: &str) -> Result<&'static Setting, SimError> {
@@ -1400,6 +1427,20 @@ mod tests {
 
     fn scenario() -> Scenario {
         Scenario::build("chatty-tool", "reference", "reference").expect("a built-in scenario")
+    }
+
+    /// Every key a condition names is one `--set` takes, and each of the four conditions and a
+    /// termination names some; a server's own bug names none.
+    #[test]
+    fn the_settings_each_condition_depends_on_are_keys_set_accepts() {
+        use mcpsim_model::oracle::conditions::Condition::*;
+        for c in [Persisted, Retention, Refused, ByClass, Terminated, ServerEnded, ServerMissed] {
+            let keys = keeping(c);
+            assert_eq!(keys.is_empty(), matches!(c, ServerEnded | ServerMissed), "{c:?}");
+            for key in keys {
+                assert!(targets(key).is_ok_and(|t| !t.is_empty()), "{c:?}: {key} is no --set key");
+            }
+        }
     }
 
     /// The error `--set KEY=VALUE` (alone) gets, as printed.

@@ -85,8 +85,9 @@ pub struct GuidedReport {
     pub corpus: usize,
     /// `(case, features reached by then)` at every case that grew the feature set.
     pub growth: Vec<(u64, usize)>,
-    /// Cases that broke an invariant the hunt does not count (explained by a broken condition).
-    pub explained: u64,
+    /// Cases that broke an invariant the hunt does not count (explained by a broken condition),
+    /// and by which conditions.
+    pub explained: search::Passed,
 }
 
 /// One way to change a case.
@@ -140,7 +141,7 @@ pub fn explore_guided(
     let mut growth = Vec::new();
     let mut total = Coverage::new();
     let mut cases_run = 0;
-    let mut explained = 0;
+    let mut explained = search::Passed::default();
     // Draws that came out invalid or unchanged are drawn again, a bounded number of times.
     let mut draws_left = guided.budget.saturating_mul(20);
     while cases_run < guided.budget && draws_left > 0 {
@@ -172,7 +173,7 @@ pub fn explore_guided(
                 explained,
             });
         }
-        explained += u64::from(space.hunt.skipped(&outcome));
+        explained.count(space.hunt, &outcome);
         let reached_features = features(&outcome.trace, &reached);
         let new: Vec<Feature> = reached_features.iter().copied().filter(|f| !seen.contains(f)).collect();
         for f in &reached_features {
@@ -206,7 +207,7 @@ pub fn explore_guided_reporting(
     rng_seed: u64,
     shrink: bool,
     target: Option<&str>,
-) -> Result<(Option<Found>, u64, Coverage, u64), SimError> {
+) -> Result<(Option<Found>, u64, Coverage, search::Passed), SimError> {
     let guided = Guided { budget, rng_seed, shrink, target: target.map(str::to_string) };
     let started = WallClock::now();
     let mut last_line = started;

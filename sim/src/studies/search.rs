@@ -18,12 +18,14 @@ use crate::engine::runner::{run, RunOutcome};
 use crate::error::SimError;
 use crate::scenario::faults::{Fault, FaultPlan};
 use crate::scenario::{fault_setting, setting, Scenario};
+use mcpsim_model::oracle::conditions::{Condition, Conditions, Explanation};
 use mcpsim_model::oracle::{coverage, Coverage, InvariantId, Violation, INVARIANTS};
 use mcpsim_model::time::format_duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// A `--set key=value` override.
@@ -223,9 +225,54 @@ impl Hunt {
         !outcome.violations.is_empty() && self.counted(outcome).is_empty()
     }
 
+    /// The broken conditions that explain the violations of a run this hunt passed over (the
+    /// first breach of each condition in each explanation), without those set aside.
+    pub fn explaining(self, outcome: &RunOutcome) -> BTreeSet<Condition> {
+        let conditions = Conditions::judge(&outcome.trace);
+        let mut by = BTreeSet::new();
+        for v in outcome.violations.iter().filter(|v| !self.ignores(v.invariant)) {
+            if let Explanation::ExplainedBy(breaches) = conditions.explain(v) {
+                by.extend(breaches.iter().map(|b| b.condition));
+            }
+        }
+        by
+    }
+
     /// The invariant a run is pinned to under this hunt (see [`pinned_invariant`]).
     pub fn pinned(self, outcome: &RunOutcome, target: Option<&str>) -> Option<&'static str> {
         pinned_invariant(&self.counted(outcome), target)
+    }
+}
+
+/// The runs a hunt passed over (every violation explained by a broken condition, or set aside),
+/// and how many of them each broken condition explains (a run may count under several).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Passed {
+    /// Runs passed over.
+    pub runs: u64,
+    /// Per broken condition, the passed-over runs it explains.
+    #[serde(default)]
+    pub by: BTreeMap<Condition, u64>,
+}
+
+impl Passed {
+    /// Counts `outcome` if `hunt` passes it over.
+    pub fn count(&mut self, hunt: Hunt, outcome: &RunOutcome) {
+        if !hunt.skipped(outcome) {
+            return;
+        }
+        self.runs += 1;
+        for c in hunt.explaining(outcome) {
+            *self.by.entry(c).or_default() += 1;
+        }
+    }
+
+    /// Adds another tally (a shard's, a thread's).
+    pub fn add(&mut self, other: &Passed) {
+        self.runs += other.runs;
+        for (c, n) in &other.by {
+            *self.by.entry(*c).or_default() += n;
+        }
     }
 }
 
@@ -810,8 +857,9 @@ pub struct SearchReport {
     pub cases: u64,
     /// Coverage events over those cases (shrinking runs not counted).
     pub coverage: Coverage,
-    /// Cases that broke an invariant the hunt does not count (explained by a broken condition).
-    pub explained: u64,
+    /// Cases that broke an invariant the hunt does not count (explained by a broken condition),
+    /// and by which conditions.
+    pub explained: Passed,
 }
 
 /// Runs up to `budget` generated cases from a deterministic generator seeded by `rng_seed`; on the
@@ -838,7 +886,7 @@ struct Learned {
     shrink_steps: u64,
     coverage: Coverage,
     /// Cases whose violations were all explained (see [`Hunt::skipped`]).
-    explained: u64,
+    explained: Passed,
     /// A simulation error before anything was found: ends the search.
     error: Option<SimError>,
     shrink_error: Option<String>,
@@ -878,7 +926,7 @@ pub fn search_for(
         found,
         cases: learned.cases,
         coverage: learned.coverage.clone(),
-        explained: learned.explained,
+        explained: learned.explained.clone(),
     };
     let minimal = match result {
         Ok(()) => return Ok(report(None)),
@@ -947,7 +995,7 @@ fn try_case(
     };
     if searching {
         learned.coverage.merge(&coverage(&outcome.trace));
-        learned.explained += u64::from(hunt.skipped(&outcome));
+        learned.explained.count(hunt, &outcome);
     }
     let wanted = learned.target.or(target);
     match hunt.pinned(&outcome, wanted) {
@@ -1068,6 +1116,29 @@ mod tests {
         // An unexplained one still counts: a clean run has none either way.
         let clean = run(&long_tool(), 0).unwrap();
         assert!(Hunt::UNEXPLAINED.counted(&clean).is_empty() && !Hunt::UNEXPLAINED.skipped(&clean));
+    }
+
+    /// A passed-over run is counted with the conditions that explain it; a run set aside whole
+    /// by `--ignore` is counted under none; a run a hunt stops at is not counted.
+    #[test]
+    fn passed_over_runs_are_tallied_by_the_conditions_that_explain_them() {
+        let naive = Scenario::build("long-tool", "naive", "reference").unwrap();
+        let outcome = run(&naive, 0).unwrap();
+        let mut passed = Passed::default();
+        passed.count(Hunt::UNEXPLAINED, &outcome);
+        passed.count(Hunt::UNEXPLAINED, &outcome);
+        assert_eq!(passed.runs, 2);
+        assert_eq!(passed.by.get(&Condition::ByClass), Some(&2), "{passed:?}");
+        assert!(passed.by.keys().all(|c| !matches!(c, Condition::ServerEnded | Condition::ServerMissed)));
+        let mut stopped = Passed::default();
+        stopped.count(Hunt::ALL, &outcome);
+        assert_eq!(stopped, Passed::default());
+        let everything = outcome.violations.iter().fold(Hunt::ALL, |h, v| h.ignoring(v.invariant));
+        let mut ignored = Passed::default();
+        ignored.count(everything, &outcome);
+        assert_eq!((ignored.runs, ignored.by.len()), (1, 0));
+        passed.add(&ignored);
+        assert_eq!((passed.runs, passed.by.get(&Condition::ByClass)), (3, Some(&2)));
     }
 
     /// A known bug set aside (`explore --ignore`) counts for nothing in either hunt, and the
