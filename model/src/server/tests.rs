@@ -656,6 +656,7 @@ fn typescript_ids_of_the_standalone_stream_can_never_be_resumed() {
     let out = resume(&mut s, at(4), OTHER, &session, &id);
     assert_eq!(resume_outcome(&out), (None, ResumeOutcome::Empty { open: true }));
     assert!(events(&out, OTHER).is_empty(), "notification 2 is never delivered");
+    assert!(held(&out), "its store keeps notification 2; its lookup finds nothing");
     // A POST stream id of the same scheme resumes fine.
     let out = call(&mut s, at(5), POST, &session, "chatty");
     let priming = events(&out, POST)[0].id.clone().expect("an id");
@@ -663,6 +664,7 @@ fn typescript_ids_of_the_standalone_stream_can_never_be_resumed() {
     let _ = drive_until(&mut s, at(8));
     let out = resume(&mut s, at(8), GET, &session, &priming);
     assert_eq!(resume_outcome(&out), (Some(StreamNo(1)), ResumeOutcome::Replayed { replayed: 3 }));
+    assert!(!held(&out), "a replay is no miss");
 }
 
 /// The `resume` step's `held`, per answer: set only when the answer was no replay while the
@@ -677,21 +679,10 @@ fn held(out: &[ServerOutput]) -> bool {
         .expect("a resume is recorded")
 }
 
+/// Held, see `typescript_ids_of_the_standalone_stream_can_never_be_resumed`; not held: an id the
+/// server really lost, one it never issued, and a replay.
 #[test]
 fn a_resume_step_says_whether_the_store_still_held_what_an_unhonoured_id_needed() {
-    // TypeScript's standalone stream: its store keeps everything, its lookup finds nothing.
-    let mut s = server(policy("ts-sdk"));
-    let session = init(&mut s, at(0));
-    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
-    let _ = drain(&mut s);
-    s.notify_all(at(1));
-    let id = events(&drain(&mut s), GET)[0].id.clone().expect("an id");
-    s.handle_disconnect(at(2), GET);
-    s.notify_all(at(3));
-    let out = resume(&mut s, at(4), OTHER, &session, &id);
-    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Empty { open: true });
-    assert!(held(&out), "the notification after {id} is still in the store");
-    // An id the server really lost, one it never issued, and a replay: not held.
     let mut p = policy("reference");
     p.retention = Retention::last(2);
     let mut s = server(p);
