@@ -344,10 +344,25 @@ pub const END_STATE: [InvariantId; 3] =
 
 /// The footer records of a trace's violations, each with its conditions verdict.
 pub fn violation_records(trace: &Trace, violations: &[Violation]) -> Vec<ViolationRecord> {
+    judged(trace, violations).0
+}
+
+/// [`violation_records`], and beside each record the conditions whose breaches explain its
+/// violation (empty when none does): what a search tallies of the runs it passes over, from the
+/// one judgement the footer needs.
+pub fn judged(trace: &Trace, violations: &[Violation]) -> (Vec<ViolationRecord>, Vec<Vec<Condition>>) {
     if violations.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    Conditions::judge(trace).records(violations)
+    let conditions = Conditions::judge(trace);
+    let causes = violations
+        .iter()
+        .map(|v| match conditions.explain(v) {
+            Explanation::ExplainedBy(breaches) => breaches.iter().map(|b| b.condition).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    (conditions.records(violations), causes)
 }
 
 /// Whether a footer record's verdict says a broken condition explains it.

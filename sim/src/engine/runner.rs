@@ -16,6 +16,7 @@ use crate::error::SimError;
 use crate::scenario::faults::Fault;
 use crate::scenario::Scenario;
 use madsim::runtime::{Handle, Runtime};
+use mcpsim_model::oracle::conditions::Condition;
 use mcpsim_model::oracle::{check_all, Violation};
 use mcpsim_model::time::{format_micros, micros, Instant};
 use mcpsim_model::trace::{Actor, StepKind, Trace, DEFAULT_MAX_RECONNECTS_PER_HOUR};
@@ -34,6 +35,10 @@ pub struct RunOutcome {
     pub trace: Trace,
     /// What the oracles found, as in the footer.
     pub violations: Vec<Violation>,
+    /// Beside each violation, the broken conditions that explain it (empty when none does), from
+    /// the judgement that wrote the footer (`conditions::judged`). Empty for an outcome built
+    /// without it: readers judge the trace then.
+    pub explained_by: Vec<Vec<Condition>>,
 }
 
 /// Runs one simulation of `scenario` under `seed` and judges its trace.
@@ -194,8 +199,9 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
     trace.steps = std::mem::take(&mut *lock(&steps));
     LAST_STEPS.set(trace.steps.len());
     let violations = check_all(&trace);
-    trace.finish(mcpsim_model::oracle::conditions::violation_records(&trace, &violations));
-    Ok(RunOutcome { trace, violations })
+    let (records, explained_by) = mcpsim_model::oracle::conditions::judged(&trace, &violations);
+    trace.finish(records);
+    Ok(RunOutcome { trace, violations, explained_by })
 }
 
 /// `scenario`, checked [`runnable`], shared, and its trace header (`{"scenario": ...}`). Studies

@@ -1144,7 +1144,7 @@ mod tests {
                 kind,
             });
         }
-        crate::studies::pool::RunOutcome { trace, violations: vec![] }
+        crate::studies::pool::RunOutcome { trace, violations: vec![], explained_by: vec![] }
     }
 
     /// Loss-free exactly when the count and the window hold the advised 271 events / 271 s.

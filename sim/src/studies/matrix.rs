@@ -573,7 +573,11 @@ mod tests {
         let runner = |_: &Scenario, seed: u64| {
             runs.fetch_add(1, Ordering::Relaxed);
             let _ = seed;
-            Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![violation("no-duplicate-execution")] })
+            Ok(RunOutcome {
+                trace: trace_of(vec![]),
+                violations: vec![violation("no-duplicate-execution")],
+                explained_by: vec![],
+            })
         };
         let spec = MatrixSpec {
             clients: vec!["reference".into(), "stateless-2026".into()],
@@ -666,7 +670,11 @@ mod tests {
         let calls = AtomicU64::new(0);
         let runner = |_: &Scenario, _: u64| {
             calls.fetch_add(1, Ordering::SeqCst);
-            Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![violation("no-duplicate-execution")] })
+            Ok(RunOutcome {
+                trace: trace_of(vec![]),
+                violations: vec![violation("no-duplicate-execution")],
+                explained_by: vec![],
+            })
         };
         let spec = MatrixSpec {
             clients: vec!["reference".into(), "naive".into(), "reference".into()],

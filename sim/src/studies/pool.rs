@@ -182,7 +182,7 @@ mod tests {
             }
             std::hint::black_box(x);
             let violations = if seed % 2 == 1 { vec![violation("no-duplicate-execution")] } else { vec![] };
-            Ok(RunOutcome { trace: trace_of(vec![]), violations })
+            Ok(RunOutcome { trace: trace_of(vec![]), violations, explained_by: vec![] })
         }
     }
 
@@ -233,7 +233,7 @@ mod tests {
             if sc.server.retention.max_events == Some(2) && seed == 1 {
                 Err(SimError::Runtime("boom".into()))
             } else {
-                Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![] })
+                Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![], explained_by: vec![] })
             }
         };
         let mut reported = Vec::new();
@@ -250,7 +250,8 @@ mod tests {
         );
         assert_eq!(reported, [0, 1]);
         // An error from on_done stops it the same way.
-        let clean = |_: &Scenario, _: u64| Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![] });
+        let clean =
+            |_: &Scenario, _: u64| Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![], explained_by: vec![] });
         let err = run_cells(&cells(&s, 1), 2, &clean, &Silent, |i, _| {
             if i == 1 {
                 Err(SimError::Usage("disk full".into()))

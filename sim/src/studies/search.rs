@@ -18,7 +18,7 @@ use crate::engine::runner::{run, RunOutcome};
 use crate::error::SimError;
 use crate::scenario::faults::{Fault, FaultPlan};
 use crate::scenario::{fault_setting, setting, Scenario};
-use mcpsim_model::oracle::conditions::{Condition, Conditions, Explanation};
+use mcpsim_model::oracle::conditions::Condition;
 use mcpsim_model::oracle::{coverage, Coverage, InvariantId, Violation, INVARIANTS};
 use mcpsim_model::time::format_duration;
 use proptest::prelude::*;
@@ -143,7 +143,11 @@ pub struct Counterexample {
 
 impl Clone for Counterexample {
     fn clone(&self) -> Self {
-        let outcome = RunOutcome { trace: self.outcome.trace.clone(), violations: self.outcome.violations.clone() };
+        let outcome = RunOutcome {
+            trace: self.outcome.trace.clone(),
+            violations: self.outcome.violations.clone(),
+            explained_by: self.outcome.explained_by.clone(),
+        };
         Counterexample { scenario: self.scenario.clone(), seed: self.seed, outcome }
     }
 }
@@ -226,16 +230,19 @@ impl Hunt {
     }
 
     /// The broken conditions that explain the violations of a run this hunt passed over (the
-    /// first breach of each condition in each explanation), without those set aside.
+    /// first breach of each condition in each explanation), without those set aside. Read from
+    /// the run's own judgement ([`RunOutcome::explained_by`]); an outcome without one is judged.
     pub fn explaining(self, outcome: &RunOutcome) -> BTreeSet<Condition> {
-        let conditions = Conditions::judge(&outcome.trace);
-        let mut by = BTreeSet::new();
-        for v in outcome.violations.iter().filter(|v| !self.ignores(v.invariant)) {
-            if let Explanation::ExplainedBy(breaches) = conditions.explain(v) {
-                by.extend(breaches.iter().map(|b| b.condition));
+        let judged;
+        let explained_by = match outcome.explained_by.len() == outcome.violations.len() {
+            true => &outcome.explained_by,
+            false => {
+                judged = mcpsim_model::oracle::conditions::judged(&outcome.trace, &outcome.violations).1;
+                &judged
             }
-        }
-        by
+        };
+        let kept = outcome.violations.iter().zip(explained_by).filter(|(v, _)| !self.ignores(v.invariant));
+        kept.flat_map(|(_, by)| by.iter().copied()).collect()
     }
 
     /// The invariant a run is pinned to under this hunt (see [`pinned_invariant`]).
@@ -1130,6 +1137,10 @@ mod tests {
         assert_eq!(passed.runs, 2);
         assert_eq!(passed.by.get(&Condition::ByClass), Some(&2), "{passed:?}");
         assert!(passed.by.keys().all(|c| !matches!(c, Condition::ServerEnded | Condition::ServerMissed)));
+        // An outcome without the run's own judgement is judged: the same conditions.
+        let bare =
+            RunOutcome { trace: outcome.trace.clone(), violations: outcome.violations.clone(), explained_by: vec![] };
+        assert_eq!(Hunt::UNEXPLAINED.explaining(&bare), Hunt::UNEXPLAINED.explaining(&outcome));
         let mut stopped = Passed::default();
         stopped.count(Hunt::ALL, &outcome);
         assert_eq!(stopped, Passed::default());

@@ -919,7 +919,7 @@ mod tests {
             } else {
                 (vec![gap()], vec![])
             };
-            Ok(RunOutcome { trace: trace_of(steps), violations })
+            Ok(RunOutcome { trace: trace_of(steps), violations, explained_by: vec![] })
         }
     }
 
@@ -1166,7 +1166,7 @@ mod tests {
             if s.server.retention.max_events == Some(250) && seed == 1 {
                 Err(SimError::Runtime("boom".into()))
             } else {
-                Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![] })
+                Ok(RunOutcome { trace: trace_of(vec![]), violations: vec![], explained_by: vec![] })
             }
         };
         let err =
