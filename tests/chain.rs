@@ -315,3 +315,23 @@ fn replicas_starting_are_not_restarts_in_the_why_chain() {
         chain.iter().map(|c| &c.text).collect::<Vec<_>>()
     );
 }
+
+/// A hop that answers a resume 403 by itself ends an idempotent call's stream for good: the
+/// reference client fails the call at once, and the judge finds no client bug in it (a client
+/// that left the call hanging would read `a client bug … never told the application`).
+#[test]
+fn a_call_whose_resume_a_hop_refuses_is_failed_at_once_and_no_client_bug() {
+    let s = scenario(&[
+        ("tool.idempotent", "true"),
+        ("lb.hops", r#"[{ idle_timeout = "none" }]"#),
+        ("fault.answer", "hop0=403@55s..90s"),
+        ("fault.reset", "70s"),
+    ]);
+    let outcome = run_ok(&s, 1);
+    let refused = steps(&outcome, |k| matches!(k, StepKind::LbAnswered { status: Status(403), .. })).count();
+    assert!(refused > 0, "the hop refused no resume: the test no longer reaches the rule");
+    let failed: Vec<_> = steps(&outcome, |k| matches!(k, StepKind::AppError { call: CallKey(0), .. })).collect();
+    assert_eq!(failed.len(), 1, "the call is failed once, at the refusal");
+    let judged = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
+    assert!(judged.breaches.iter().all(|b| !b.is_bug()), "{:?}", judged.breaches);
+}

@@ -400,6 +400,10 @@ struct ClientState {
     session: Option<SessionId>,
     /// The event ids it received.
     received: BTreeSet<EventId>,
+    /// Calls in flight whose stream a decision of its own ended for good (the procedure's `Stop`,
+    /// or a close it has no rule for), not resolved since: the step, time and reason of that
+    /// decision. What is left at the end of the run was never told to the application.
+    stopped: BTreeMap<crate::ids::CallKey, (usize, Instant, String)>,
 }
 
 /// A client connection's request session and method, and the status it got.
@@ -439,7 +443,10 @@ impl Judge {
         for (i, step) in steps.iter().enumerate() {
             self.step(i, step);
         }
+        self.untold_calls();
         let mut breaches = self.breaches;
+        // In step order, as each condition's first breach is read first.
+        breaches.sort_by_key(|b| b.step);
         for b in &mut breaches {
             b.client = step_clients.get(b.step).copied().flatten();
         }
@@ -460,6 +467,12 @@ impl Judge {
     fn step(&mut self, i: usize, step: &Step) {
         let at = step.at();
         let who = step.client;
+        // Any resolution (a result, an error, an unknown outcome, a task's) tells the application.
+        if let Some((call, _)) = super::Resolution::of(&step.kind) {
+            if let Some(c) = self.clients.get_mut(&who) {
+                c.stopped.remove(&call);
+            }
+        }
         match &step.kind {
             StepKind::ClientStart { restored, durable, by_class } => {
                 let c = self.clients.entry(who).or_default();
@@ -572,6 +585,9 @@ impl Judge {
             StepKind::Decision { call, action, error, .. } => {
                 if error.as_deref() == Some(NEVER_PERSISTED.as_str()) {
                     self.never_persisted(i, at, who, *call);
+                }
+                if let Some(key) = call {
+                    self.stream_stopped(i, at, who, *key, action.as_ref(), error.as_deref());
                 }
                 self.decision(i, at, who, action.as_ref(), error.as_deref())
             }
@@ -992,6 +1008,49 @@ impl Judge {
                 at,
                 format!("the server could not honour Last-Event-ID {id} and resumed without refusing it ({how})"),
             );
+        }
+    }
+
+    /// A decision on call `key`'s stream that ends it for good: the procedure's `Stop` (the
+    /// server closed it), or an error it has no rule for but a stream with nothing persisted
+    /// (whose call is sent again). Such a call has no way left to its answer, so the note's
+    /// client settles it at once, as failed or as an unknown outcome.
+    fn stream_stopped(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        key: crate::ids::CallKey,
+        action: Option<&NextAction>,
+        error: Option<&str>,
+    ) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        let why = match (action, error) {
+            (Some(NextAction::Stop), _) => "the server closed it".to_string(),
+            (None, Some(e)) if e != NEVER_PERSISTED.as_str() => e.to_string(),
+            _ => return,
+        };
+        if c.by_class && c.in_flight.contains(&key) {
+            c.stopped.insert(key, (i, at, why));
+        }
+    }
+
+    /// Every call a decision-procedure client stopped and never resolved: a bug of the client
+    /// (its policy keeps condition 4, and acting by class ends such a call with an answer to
+    /// the application), whatever else broke.
+    fn untold_calls(&mut self) {
+        let mut untold: Vec<(usize, Instant, String)> = Vec::new();
+        for c in self.clients.values_mut() {
+            for (key, (i, at, why)) in std::mem::take(&mut c.stopped) {
+                let detail = format!(
+                    "the client ended the stream of {key} at {at} for good ({why}) and never told the application \
+                     (a call no stream can answer any more is settled at once, as failed or as an unknown outcome)"
+                );
+                untold.push((i, at, detail));
+            }
+        }
+        for (i, at, detail) in untold {
+            self.record(Condition::ByClass, i, at, detail).promised = true;
         }
     }
 
@@ -1426,6 +1485,49 @@ mod tests {
             "unexplained: a client bug (its policy keeps condition 4): the client re-initialized after a \
              reset (a transport fact: the session lived)"
         );
+    }
+
+    /// A decision-procedure client that ends a call's stream for good (`Stop`, or a close it has
+    /// no rule for) and never resolves the call has a bug; one that resolves it, a client whose
+    /// policy promises nothing, and a stream with nothing persisted (sent again) do not.
+    #[test]
+    fn a_call_whose_stream_the_client_stopped_and_never_resolved_is_a_client_bug() {
+        let call = CallKey(0);
+        let judge = |by_class: bool, action: Option<NextAction>, error: Option<&str>, resolved: bool| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
+                (2, StepKind::Decision { call: Some(call), outcome: None, action, error: error.map(String::from) }),
+            ];
+            if resolved {
+                steps.push((2, StepKind::AppError { call, error: "closed".into() }));
+            }
+            Conditions::judge(&trace(steps))
+        };
+        let stop = || Some(NextAction::Stop);
+        let unresolved = Violation {
+            invariant: InvariantId::EveryCallResolves,
+            step: 1,
+            at: Instant(60_000_000),
+            subject: call.to_string(),
+            detail: String::new(),
+        };
+        for untold in [judge(true, stop(), None, false), judge(true, None, Some("no head advertised"), false)] {
+            assert_eq!(untold.breaches.len(), 1, "{untold:?}");
+            assert!(untold.breaches[0].promised && untold.breaches[0].condition == Condition::ByClass);
+            let verdict = untold.explain(&unresolved);
+            assert!(matches!(verdict, Explanation::Bug(_)), "{verdict}");
+            assert!(verdict.to_string().contains("ended the stream of call0 at 0.002s for good"), "{verdict}");
+        }
+        let never_persisted = NEVER_PERSISTED.as_str();
+        for fine in [
+            judge(true, stop(), None, true),
+            judge(false, stop(), None, false),
+            judge(true, None, Some(never_persisted), false),
+            judge(true, Some(NextAction::Reinitialize), None, false),
+        ] {
+            assert!(fine.breaches.iter().all(|b| !b.promised), "{fine:?}");
+        }
     }
 
     #[test]
