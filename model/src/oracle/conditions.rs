@@ -21,8 +21,8 @@
 //!    on a session the client still held was answered 404 (the session expired, was lost in a
 //!    restart, or is not held where the request landed); or the client gave up while cut off (its
 //!    reconnect attempts spent, or its request timeout reached with no answer since a break), or
-//!    started a new session after its `DELETE` of the old one never got through (refused or cut
-//!    before any answer, its attempts spent): the pair's windows were shorter than the actual
+//!    started a new session after its `DELETE` of the old one never got through (refused, cut
+//!    before any answer or answered 5xx, its attempts spent): the pair's windows were shorter than the actual
 //!    outage; or a `DELETE` was answered (404 or 2xx) where its session is not held, which lives
 //!    on. For tasks (ext-tasks), whose TTL is
 //!    their retention and runs from creation: a task aborted or its record deleted at its TTL
@@ -392,8 +392,10 @@ struct ClientState {
     /// closes, each followed by its own decision, and a decision with no close of its own (a
     /// restarted client resuming what it restored, a backoff that ran out) judges none.
     last_close: Option<(Option<Status>, Option<ConnEnd>, Instant)>,
-    /// A session whose last `DELETE` was refused or cut before any answer, and when.
-    delete_lost: Option<(SessionId, Instant)>,
+    /// A session whose last `DELETE` never took effect — refused or cut before any answer, or
+    /// answered 5xx (by the server or a hop: a transport fault, nothing was deleted) — when, and
+    /// how it ended.
+    delete_lost: Option<(SessionId, Instant, String)>,
     /// The application's calls issued and not resolved yet.
     in_flight: BTreeSet<crate::ids::CallKey>,
     /// The session its last request named.
@@ -526,6 +528,10 @@ impl Judge {
                 }
                 let Some(entry) = self.conns.get_mut(&(who, *conn)) else { return };
                 entry.2 = Some(status);
+                if let (Some(session), Method::Delete, true) = (&entry.0, entry.1, status.0 >= 500) {
+                    let how = format!("was answered {}", status.0);
+                    self.clients.entry(who).or_default().delete_lost = Some((session.clone(), at, how));
+                }
                 let by_hop = self.hop_answers.iter().position(|(s, _)| *s == status);
                 if let Some((_, hop)) = by_hop.and_then(|k| self.hop_answers.remove(k)) {
                     let session = entry.0.clone();
@@ -567,7 +573,8 @@ impl Judge {
                 let status = facts.and_then(|c| c.2);
                 let lost_delete = match facts {
                     Some((Some(s), Method::Delete, None)) if matches!(end, ConnEnd::Reset | ConnEnd::Refused) => {
-                        Some((s.clone(), at))
+                        let how = if *end == ConnEnd::Refused { "was refused" } else { "was cut" };
+                        Some((s.clone(), at, how.to_string()))
                     }
                     _ => None,
                 };
@@ -905,7 +912,7 @@ impl Judge {
     /// the server still holds that session, the client gave up deleting it while cut off.
     fn initialize_after_lost_delete(&mut self, i: usize, at: Instant, who: Option<u32>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        let Some((session, lost_at)) = c.delete_lost.take() else { return };
+        let Some((session, lost_at, how)) = c.delete_lost.take() else { return };
         if self.ended.contains_key(&session) {
             return;
         }
@@ -915,7 +922,7 @@ impl Judge {
             i,
             at,
             format!(
-                "the client's DELETE of session {session} never got through (the last refused or cut at {lost_at}, \
+                "the client's DELETE of session {session} never got through (its last attempt {how} at {lost_at}, \
                  {outage} without an answer) and it started a new session at {at}: the outage outlasted its \
                  attempts, and the server still holds the old one"
             ),
@@ -1885,8 +1892,18 @@ mod tests {
         let b = &refused.breaches[0];
         assert_eq!((b.condition, b.at), (Condition::Retention, Instant(90_000_000)));
         assert!(b.detail.contains("DELETE of session 0-1 never got through"), "{}", b.detail);
-        assert!(b.detail.contains("refused or cut at 1m00.000s, 59.999s without an answer"), "{}", b.detail);
+        assert!(
+            b.detail.contains("its last attempt was refused at 1m00.000s, 59.999s without an answer"),
+            "{}",
+            b.detail
+        );
         assert_eq!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Reset))]).breaches.len(), 1);
+        // A 5xx answer (the server's, or a hop's own) deleted nothing either.
+        let unavailable = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::UNAVAILABLE) };
+        let answered_503 = judged(vec![(60_000, delete(2)), (60_010, unavailable), (60_010, end(2, ConnEnd::Clean))]);
+        let lost: Vec<&Breach> = answered_503.breaches.iter().filter(|b| b.at == Instant(90_000_000)).collect();
+        assert_eq!(lost.len(), 1, "{:?}", answered_503.breaches);
+        assert!(lost[0].detail.contains("its last attempt was answered 503 at 1m00.010s"), "{}", lost[0].detail);
         // A DELETE the client aborted itself (its process restarting) was not lost to the network.
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Aborted))]).all_held());
         // A DELETE that got through: the server ended the session, then answered.

@@ -573,8 +573,23 @@ fn family_dimensions(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
             "app.notifications",
             (1u64..=30).prop_map(move |i| format!("{i}s,until={horizon}s")).boxed(),
         ));
+        // An intermediary answering every new request itself for a while (a gateway's rate
+        // limit or access rule, a route reload): the nearest hop, the balancer when there is no
+        // chain. Its 4xx is a close the decision procedure has no rule for, which ends a call's
+        // stream for good; its 5xx a transport fault. Outside the conditions only (a hop's own
+        // 4xx breaks condition 4); last, so earlier draws keep their order.
+        dims.push(family_or("fault.answer", hop_answer(horizon)));
     }
     dims.boxed()
+}
+
+/// A window in which the nearest hop answers every new request with one status itself
+/// (`fault.answer`): from a time within the horizon, 1 s to 2 min long.
+fn hop_answer(horizon: u64) -> BoxedStrategy<String> {
+    let status = prop::sample::select(&[429u16, 403, 401, 400, 503, 502][..]);
+    (status, 0..=horizon, 1u64..=120)
+        .prop_map(|(status, start, len)| format!("hop0={status}@{}..{}", secs(start), secs(start + len)))
+        .boxed()
 }
 
 /// The most calls a generated script has.
