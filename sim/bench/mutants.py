@@ -16,6 +16,12 @@ only at a violation no broken condition of validity explains. MUTANTS_SPACE=both
 searches in each space on one build (columns random, guided, random-wide, guided-wide).
 MUTANTS_SWARM=1 adds --swarm to the searches. MUTANTS_IGNORE_KNOWN=1: a target the unmutated model
 fails has that invariant set aside (`explore --ignore`) instead of being skipped.
+MUTANTS_KNOWN_EXPECTED=1: besides, each such target's first known violation is an expectation:
+after the other targets, the strategy runs it again without `--ignore`, and a mutant with which it
+no longer finds that invariant first (none within the budget, or another one) is caught there
+(`lost: INVARIANT` or `OTHER instead of INVARIANT`). A search of a pair with a known bug is then a
+regression test of the oracle that reports it: a weakened oracle shows as a known bug no longer
+found.
 
 A target is a client x server pair and a family. The pairs default to the reference client
 against each SDK server and each SDK client against the reference server beside reference x
@@ -156,10 +162,13 @@ def targets():
 IGNORE_KNOWN = os.environ.get("MUTANTS_IGNORE_KNOWN") == "1"
 IGNORE_MAX = 3
 IGNORE = {}  # mode -> target -> invariants set aside
+KNOWN_EXPECTED = os.environ.get("MUTANTS_KNOWN_EXPECTED") == "1"
+KNOWN = {}  # mode -> target -> the invariant the unmutated model finds first there
 
 
-def run_target(mode, client, server, family):
-    """One strategy on one target: the explore result, as a dict (`caught`, `invariant`, ...)."""
+def run_target(mode, client, server, family, ignore=True):
+    """One strategy on one target: the explore result, as a dict (`caught`, `invariant`, ...).
+    `ignore`: set aside the target's known invariants (MUTANTS_IGNORE_KNOWN)."""
     binary = os.path.join(WORK, "target", "release", "mcpsim")
     target = f"{client}x{server}x{family}"
     args = [binary, "explore", "--client", client, "--server", server, "--scenario", family,
@@ -168,7 +177,7 @@ def run_target(mode, client, server, family):
         args += ["--search" if mode.startswith("random") else "--guided"]
         args += [] if mode.endswith("-wide") else ["--within-conditions"]
         args += ["--swarm"] if SWARM else []
-    ignored = IGNORE.get(mode, {}).get(target, [])
+    ignored = IGNORE.get(mode, {}).get(target, []) if ignore else []
     args += ["--ignore", ",".join(ignored)] if ignored else []
     code, out, secs = sh(args, 300)
     m = FOUND.search(out)
@@ -197,6 +206,16 @@ def explore(mode):
         r["cases"] = total_cases + r["cases"] if r["cases"] is not None else None
         r["secs"] = round(total_secs + r["secs"], 2)
         return r
+    for target, expected in KNOWN.get(mode, {}).items() if KNOWN_EXPECTED else ():
+        client, server, family = target.split("x")
+        r = run_target(mode, client, server, family, ignore=False)
+        if r["caught"] and r["invariant"] == expected:
+            total_cases += r["cases"] or 0
+            total_secs += r["secs"]
+            continue
+        found = f"{r['invariant']} instead of {expected}" if r["caught"] else f"lost: {expected}"
+        return {"caught": True, "family": target, "invariant": found,
+                "cases": total_cases + (r["cases"] or 0), "secs": round(total_secs + r["secs"], 2)}
     return {"caught": False, "cases": total_cases, "secs": round(total_secs, 2)}
 
 
@@ -210,6 +229,8 @@ def baseline_of(mode, failures):
             failures.append({"mode": mode, **r})
             ignored = IGNORE.setdefault(mode, {}).setdefault(target, [])
             known = r["invariant"] not in ("timeout", "crash")
+            if known and not ignored:
+                KNOWN.setdefault(mode, {})[target] = r["invariant"]
             if IGNORE_KNOWN and known and len(ignored) < IGNORE_MAX:
                 ignored.append(r["invariant"])
                 continue
@@ -236,6 +257,7 @@ def main():
         baseline[mode] = baseline_of(mode, baseline.setdefault("baseline_failures", []))
     baseline["skipped"] = SKIP
     baseline["ignored"] = IGNORE
+    baseline["expected"] = KNOWN if KNOWN_EXPECTED else {}
     print(json.dumps(baseline), file=sys.stderr)
     with open(results, "w") as out:
         out.write(json.dumps(baseline) + "\n")
@@ -282,7 +304,9 @@ def summarize(results):
         "Baseline (unmutated): " + ", ".join(f"{m} {'FAILS' if baseline[m]['caught'] else 'clean'}" for m in modes)
         + f"; families skipped per strategy because the unmutated model already fails them: {baseline.get('skipped', {})}"
         + (f"; invariants set aside per strategy and target (MUTANTS_IGNORE_KNOWN): {baseline['ignored']}"
-           if baseline.get("ignored") else ""),
+           if baseline.get("ignored") else "")
+        + (f"; known violations each strategy must still find first (MUTANTS_KNOWN_EXPECTED): {baseline['expected']}"
+           if baseline.get("expected") else ""),
         "",
         "| caught by | mutants | only this one | median cases to first | median s to first |",
         "|---|---|---|---|---|",
@@ -309,7 +333,7 @@ def summarize(results):
                      f"{rnd} in fewer on {fewer(rnd, gd)}, the same on {len(both) - fewer(gd, rnd) - fewer(rnd, gd)}.")
     lines.append("Cases to first are summed over the targets tried before the one that failed.")
     lines += ["", "| mutant | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
-    show = lambda r: "caught " + (f"({r['family']}, {r['cases']} cases)" if "family" in r else "") if r["caught"] else "missed"
+    show = lambda r: "caught " + (f"({r['family']}, {r.get('invariant')}, {r['cases']} cases)" if "family" in r else "") if r["caught"] else "missed"
     for r in ran:
         lines.append(f"| `{r['mutant']}` | " + " | ".join(show(r[m]) for m in modes) + " |")
     survivors = [r for r in ran if not any(r[m]["caught"] for m in modes)]
