@@ -163,7 +163,7 @@ IGNORE_KNOWN = os.environ.get("MUTANTS_IGNORE_KNOWN") == "1"
 IGNORE_MAX = 3
 IGNORE = {}  # mode -> target -> invariants set aside
 KNOWN_EXPECTED = os.environ.get("MUTANTS_KNOWN_EXPECTED") == "1"
-KNOWN = {}  # mode -> target -> the invariant the unmutated model finds first there
+KNOWN = {}  # mode -> target -> [client, server, family, the invariant the unmutated model finds first]
 
 
 def run_target(mode, client, server, family, ignore=True):
@@ -206,8 +206,7 @@ def explore(mode):
         r["cases"] = total_cases + r["cases"] if r["cases"] is not None else None
         r["secs"] = round(total_secs + r["secs"], 2)
         return r
-    for target, expected in KNOWN.get(mode, {}).items() if KNOWN_EXPECTED else ():
-        client, server, family = target.split("x")
+    for target, (client, server, family, expected) in KNOWN.get(mode, {}).items() if KNOWN_EXPECTED else ():
         r = run_target(mode, client, server, family, ignore=False)
         if r["caught"] and r["invariant"] == expected:
             total_cases += r["cases"] or 0
@@ -230,7 +229,7 @@ def baseline_of(mode, failures):
             ignored = IGNORE.setdefault(mode, {}).setdefault(target, [])
             known = r["invariant"] not in ("timeout", "crash")
             if known and not ignored:
-                KNOWN.setdefault(mode, {})[target] = r["invariant"]
+                KNOWN.setdefault(mode, {})[target] = [client, server, family, r["invariant"]]
             if IGNORE_KNOWN and known and len(ignored) < IGNORE_MAX:
                 ignored.append(r["invariant"])
                 continue

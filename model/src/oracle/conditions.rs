@@ -22,10 +22,10 @@
 //!    restart, or is not held where the request landed); or the client gave up while cut off (its
 //!    reconnect attempts spent, or its request timeout reached with no answer since a break), or
 //!    started a new session after its `DELETE` of the old one never got through (refused, cut
-//!    before any answer or answered 5xx, its attempts spent): the pair's windows were shorter than the actual
-//!    outage; or a `DELETE` was answered (404 or 2xx) where its session is not held, which lives
-//!    on. For tasks (ext-tasks), whose TTL is
-//!    their retention and runs from creation: a task aborted or its record deleted at its TTL
+//!    before any answer or answered 5xx, its attempts spent): the pair's windows were shorter
+//!    than the actual outage; or a `DELETE` was answered (404 or 2xx) where its session is not
+//!    held, which lives on. For tasks (ext-tasks), whose TTL is their retention and runs from
+//!    creation: a task aborted or its record deleted at its TTL
 //!    while its work still ran, a result evicted before its client read it, or a `tasks/*`
 //!    request answered "not found" (not held where it landed, or gone).
 //! 3. The server answered an id it could not honour without refusing it (silent head, replay
@@ -54,10 +54,10 @@
 //!
 //! Nor is it a broken condition when a client breaks one its own policy keeps: a client that
 //! keeps its state durably and restarts without it (condition 1), or one that runs the decision
-//! procedure and does not act by class (condition 4). Each `client-start` step says which of the
-//! two its policy keeps; such a breach is marked [`Breach::promised`] and what it causes is a bug
-//! of the client ([`Explanation::Bug`]). Only the client library's own acts count: a stream that
-//! broke before its first id, or an application that re-issues a call, is no promise broken.
+//! procedure and does not act by class, or ends a call's stream for good and never settles the
+//! call (condition 4). Each `client-start` step says which its policy keeps; such a breach is
+//! [`Breach::promised`], and what it causes is a bug of the client ([`Explanation::Bug`]). Only
+//! the library's own acts count: a stream broken before its first id, a call re-issued, do not.
 //!
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
 //! have caused it) that can cause that invariant's violation ([`can_cause`]: what each broken

@@ -141,7 +141,8 @@ impl Fault {
     /// Every fault kind's name, as plans and swarm tests spell them.
     pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart"];
 
-    /// The fault kinds that target one node or walk the replicas (not drawn by swarm searches).
+    /// The fault kinds that target one node or walk the replicas: no swarm search switches them on
+    /// as a kind (the whole space draws `deploy` and `answer` as dimensions of their own).
     pub const TARGETED_KINDS: &'static [&'static str] =
         &["restart", "cut", "deploy", "answer", "malformed", "task-reply-lost"];
 

@@ -1286,6 +1286,34 @@ mod tests {
         }
     }
 
+    /// The whole space sometimes has the nearest hop answer every request itself for a while,
+    /// with a 4xx (a close the decision procedure has no rule for) or a 5xx; inside the
+    /// conditions never (a hop's own 4xx breaks condition 4).
+    #[test]
+    fn the_whole_space_draws_a_hop_that_answers_by_itself_and_the_conditions_space_never_does() {
+        let base = long_tool();
+        let answers = |space: &Space| {
+            let mut runner =
+                TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+            let strategy = cases(space);
+            (0..200)
+                .filter_map(|_| {
+                    let case = strategy.new_tree(&mut runner).unwrap().current();
+                    case.overrides.iter().find(|(k, _)| k == "fault.answer").map(|(_, v)| v.clone())
+                })
+                .collect::<Vec<String>>()
+        };
+        let wide = answers(&Space::for_scenario(&base));
+        assert!(wide.len() > 30, "{} of 200 cases drew a hop answering: {wide:?}", wide.len());
+        assert!(wide.iter().any(|v| v.contains("=4")) && wide.iter().any(|v| v.contains("=5")), "{wide:?}");
+        for v in &wide {
+            let s = Case { overrides: vec![("fault.answer".into(), v.clone())], swarm: Swarm::new(), seed: 0 }
+                .scenario(&base);
+            assert!(s.is_ok(), "{v}: {s:?}");
+        }
+        assert!(answers(&Space::within_conditions(&base)).is_empty());
+    }
+
     #[test]
     fn fault_lists_shrink_element_wise_to_nothing_and_parameters_to_their_low_end() {
         let base = long_tool();
