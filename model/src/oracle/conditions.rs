@@ -2401,4 +2401,46 @@ mod tests {
         // The same through the trace alone.
         assert_eq!(violation_records(&t, &[violation(250_000), violation(252_000)]), records);
     }
+
+    /// Each condition's label names it as a reader of `explore`'s tally sees it.
+    #[test]
+    fn each_condition_has_its_own_label() {
+        assert_eq!(Condition::Retention.label(), "condition 2 (retention outlasts the outage)");
+        assert_eq!(Condition::Terminated.label(), "a termination (a session deleted by someone else)");
+        let all = [
+            Condition::Persisted,
+            Condition::Retention,
+            Condition::Refused,
+            Condition::ByClass,
+            Condition::Terminated,
+            Condition::ServerEnded,
+            Condition::ServerMissed,
+        ];
+        let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
+        assert_eq!(labels.len(), all.len(), "{labels:?}");
+        for c in &all[..4] {
+            assert!(c.label().starts_with(&format!("condition {} (", c.number())), "{}", c.label());
+        }
+    }
+
+    /// `judged` gives, beside each footer record, the conditions that explain its violation: those
+    /// of the breaches it names for an explained one, none for one nothing explains.
+    #[test]
+    fn judged_names_the_conditions_that_explain_each_violation_and_none_for_the_rest() {
+        let t = trace(vec![(0, start(false)), (1, on_session(1)), (30_000, start(false))]);
+        let violation = |invariant, step, ms: u64| Violation {
+            invariant,
+            step,
+            at: Instant(ms * 1_000),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        let early = violation(InvariantId::NoDuplicateExecution, 1, 1);
+        let late = violation(InvariantId::EveryCallResolves, 2, 60_000);
+        let (records, causes) = judged(&t, &[early, late]);
+        assert_eq!(causes, vec![vec![], vec![Condition::Persisted]]);
+        assert!(records[0].conditions.starts_with("unexplained"), "{}", records[0].conditions);
+        assert!(records[1].conditions.starts_with("explained by condition 1"), "{}", records[1].conditions);
+        assert_eq!(judged(&t, &[]), (Vec::new(), Vec::new()));
+    }
 }
