@@ -406,6 +406,15 @@ struct ClientState {
     /// or a close it has no rule for), not resolved since: the step, time and reason of that
     /// decision. What is left at the end of the run was never told to the application.
     stopped: BTreeMap<crate::ids::CallKey, (usize, Instant, String)>,
+    /// Non-idempotent calls in flight whose tool call went out (a `POST` was sent) and that poll
+    /// no task: what a lost session leaves with an unknown outcome.
+    sent_unsafe: BTreeSet<crate::ids::CallKey>,
+    /// Non-idempotent calls issued and not resolved yet.
+    unsafe_calls: BTreeSet<crate::ids::CallKey>,
+    /// Calls whose stream the procedure decided to resume at the head the server named (after a
+    /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
+    /// with that `Last-Event-ID` or the call is settled.
+    resume_due: BTreeMap<crate::ids::CallKey, (usize, Instant, EventId)>,
 }
 
 /// A client connection's request session and method, and the status it got.
@@ -473,6 +482,9 @@ impl Judge {
         if let Some((call, _)) = super::Resolution::of(&step.kind) {
             if let Some(c) = self.clients.get_mut(&who) {
                 c.stopped.remove(&call);
+                c.sent_unsafe.remove(&call);
+                c.unsafe_calls.remove(&call);
+                c.resume_due.remove(&call);
             }
         }
         match &step.kind {
@@ -481,11 +493,14 @@ impl Judge {
                 let restarted = c.started && (c.held_session || !c.in_flight.is_empty());
                 c.started = true;
                 (c.durable, c.by_class) = (*durable, *by_class);
+                // A new process: what the old one decided to do is not this one's to do.
+                c.resume_due.clear();
                 // A new process: what it decides owes nothing to the old one's closes.
                 c.last_close = None;
                 if restarted && !restored {
                     let promised = c.durable;
                     c.held_session = false;
+                    c.sent_unsafe.clear();
                     let calls: Vec<String> = std::mem::take(&mut c.in_flight).iter().map(|k| k.to_string()).collect();
                     let forgot = match calls.is_empty() {
                         true => String::new(),
@@ -506,6 +521,14 @@ impl Judge {
                 if let (Method::Delete, Some(s)) = (request.method, &request.session) {
                     c.deleted.insert(s.clone());
                     c.delete_lost = None;
+                }
+                if let Some(id) = &request.last_event_id {
+                    c.resume_due.retain(|_, due| &due.2 != id);
+                }
+                if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
+                    if c.unsafe_calls.contains(&call.key) {
+                        c.sent_unsafe.insert(call.key);
+                    }
                 }
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
                     self.initialize_after_lost_delete(i, at, who);
@@ -595,6 +618,9 @@ impl Judge {
                 }
                 if let Some(key) = call {
                     self.stream_stopped(i, at, who, *key, action.as_ref(), error.as_deref());
+                    if let Some(action) = action {
+                        self.resume_decided(i, at, who, *key, action);
+                    }
                 }
                 self.decision(i, at, who, action.as_ref(), error.as_deref())
             }
@@ -621,7 +647,11 @@ impl Judge {
                 ),
             ),
             StepKind::AppCall { call, tool, idempotent } => {
-                self.clients.entry(who).or_default().in_flight.insert(*call);
+                let c = self.clients.entry(who).or_default();
+                c.in_flight.insert(*call);
+                if !idempotent {
+                    c.unsafe_calls.insert(*call);
+                }
                 let blind = !idempotent;
                 if let Some(reason) = self.unknown.remove(&(who, *call)).filter(|_| blind) {
                     self.breach(
@@ -689,6 +719,23 @@ impl Judge {
             StepKind::LbAnswered { status, hop, .. } if status.0 < 500 => self.hop_answers.push_back((*status, *hop)),
             // Tasks (ext-tasks): condition 2 in their terms. The TTL is the task's retention, and
             // it runs from creation: work, waits and the client's polls must fit in it.
+            // The decision procedure's answer to a lost session settles every non-idempotent call
+            // sent in it as an unknown outcome (the note: in-flight requests are reconciled "as
+            // unknown outcome"); one that polls a task goes on polling.
+            StepKind::AppSessionLost { session } => {
+                let c = self.clients.entry(who).or_default();
+                if c.by_class {
+                    let why = format!("its session {session} was lost");
+                    for key in std::mem::take(&mut c.sent_unsafe) {
+                        c.stopped.entry(key).or_insert((i, at, why.clone()));
+                    }
+                }
+            }
+            StepKind::TaskIdReceived { call, .. } => {
+                let c = self.clients.entry(who).or_default();
+                c.sent_unsafe.remove(call);
+                c.unsafe_calls.remove(call);
+            }
             StepKind::TaskCreated { task, ttl_us, .. } => {
                 self.tasks.insert(task.clone(), (at, *ttl_us, false));
             }
@@ -1033,8 +1080,8 @@ impl Judge {
     ) {
         let Some(c) = self.clients.get_mut(&who) else { return };
         let why = match (action, error) {
-            (Some(NextAction::Stop), _) => "the server closed it".to_string(),
-            (None, Some(e)) if e != NEVER_PERSISTED.as_str() => e.to_string(),
+            (Some(NextAction::Stop), _) => "the server closed its stream".to_string(),
+            (None, Some(e)) if e != NEVER_PERSISTED.as_str() => format!("its stream ended: {e}"),
             _ => return,
         };
         if c.by_class && c.in_flight.contains(&key) {
@@ -1042,15 +1089,40 @@ impl Judge {
         }
     }
 
-    /// Every call a decision-procedure client stopped and never resolved: a bug of the client
-    /// (its policy keeps condition 4, and acting by class ends such a call with an answer to
-    /// the application), whatever else broke.
+    /// A decision to resume call `key`'s stream at once from the head the server named: the
+    /// request with that `Last-Event-ID` goes out next, or the call is settled (attempts spent).
+    fn resume_decided(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        key: crate::ids::CallKey,
+        action: &NextAction,
+    ) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        if let NextAction::ResumeAtHead { head } = action {
+            if c.by_class && c.in_flight.contains(&key) {
+                c.resume_due.insert(key, (i, at, head.clone()));
+            }
+        }
+    }
+
+    /// Every call a decision-procedure client stopped and never resolved, and every resume at a
+    /// named head it decided and never sent: a bug of the client (its policy keeps condition 4,
+    /// and acting by class carries out what it decided, or settles the call), whatever else broke.
     fn untold_calls(&mut self) {
         let mut untold: Vec<(usize, Instant, String)> = Vec::new();
         for c in self.clients.values_mut() {
+            for (key, (i, at, head)) in std::mem::take(&mut c.resume_due) {
+                let detail = format!(
+                    "the client decided at {at} to resume {key} at once from the head {head} the server named, and \
+                     never sent that resume nor settled the call"
+                );
+                untold.push((i, at, detail));
+            }
             for (key, (i, at, why)) in std::mem::take(&mut c.stopped) {
                 let detail = format!(
-                    "the client ended the stream of {key} at {at} for good ({why}) and never told the application \
+                    "the client left {key} at {at} with no way to its answer ({why}) and never told the application \
                      (a call no stream can answer any more is settled at once, as failed or as an unknown outcome)"
                 );
                 untold.push((i, at, detail));
@@ -1524,7 +1596,7 @@ mod tests {
             assert!(untold.breaches[0].promised && untold.breaches[0].condition == Condition::ByClass);
             let verdict = untold.explain(&unresolved);
             assert!(matches!(verdict, Explanation::Bug(_)), "{verdict}");
-            assert!(verdict.to_string().contains("ended the stream of call0 at 0.002s for good"), "{verdict}");
+            assert!(verdict.to_string().contains("left call0 at 0.002s with no way to its answer"), "{verdict}");
         }
         let never_persisted = NEVER_PERSISTED.as_str();
         for fine in [
@@ -2400,6 +2472,91 @@ mod tests {
         assert_eq!(records.iter().map(record_is_explained).collect::<Vec<_>>(), vec![false, true]);
         // The same through the trace alone.
         assert_eq!(violation_records(&t, &[violation(250_000), violation(252_000)]), records);
+    }
+
+    /// The decision procedure's answer to a lost session settles every non-idempotent call sent
+    /// in it as an unknown outcome; a decision-procedure client that leaves one unresolved has a
+    /// bug. An idempotent call (sent again), a call never sent, one that polls its task, and one
+    /// settled, do not.
+    #[test]
+    fn a_non_idempotent_call_sent_in_a_lost_session_and_never_settled_is_a_client_bug() {
+        use crate::http::{ClientMessage, ToolCall};
+        let call = CallKey(0);
+        let judge = |idempotent: bool, sent: bool, tasked: bool, settled: bool| {
+            let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
+            let body = ClientMessage::CallTool { id: RequestId(2), call: tool_call };
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class: true }),
+                (1, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
+            ];
+            if sent {
+                steps.push((1, StepKind::Send { conn: ConnId(2), request: Request::post(Some(sid()), body) }));
+            }
+            if tasked {
+                steps.push((2, StepKind::TaskIdReceived { task: crate::tasks::TaskId("t".into()), call }));
+            }
+            steps.push((5, StepKind::AppSessionLost { session: sid() }));
+            if settled {
+                steps.push((5, StepKind::AppUnknownOutcome { call, reason: "session lost".into() }));
+            }
+            Conditions::judge(&trace(steps))
+        };
+        let untold = judge(false, true, false, false);
+        let bugs: Vec<&Breach> = untold.breaches.iter().filter(|b| b.is_bug()).collect();
+        assert_eq!(bugs.len(), 1, "{:?}", untold.breaches);
+        assert!(bugs[0].detail.contains("left call0 at 0.005s with no way to its answer (its session 0-1 was lost)"));
+        for fine in [
+            judge(false, true, false, true),
+            judge(true, true, false, false),
+            judge(false, false, false, false),
+            judge(false, true, true, false),
+        ] {
+            assert!(fine.breaches.iter().all(|b| !b.is_bug()), "{:?}", fine.breaches);
+        }
+    }
+
+    /// After a 409/410 naming the head, the decision procedure resumes from that head at once; a
+    /// decision-procedure client that decides so and sends no request with that `Last-Event-ID`,
+    /// nor settles the call, has a bug.
+    #[test]
+    fn a_resume_at_the_head_decided_and_never_sent_is_a_client_bug() {
+        let call = CallKey(0);
+        let head = EventId::from("1-9");
+        let judge = |by_class: bool, then: Option<StepKind>| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
+                (
+                    3,
+                    StepKind::Decision {
+                        call: Some(call),
+                        outcome: None,
+                        action: Some(NextAction::ResumeAtHead { head: head.clone() }),
+                        error: None,
+                    },
+                ),
+            ];
+            steps.extend(then.map(|k| (3, k)));
+            Conditions::judge(&trace(steps))
+        };
+        let never = judge(true, None);
+        assert_eq!(never.breaches.len(), 1, "{:?}", never.breaches);
+        assert!(never.breaches[0].is_bug());
+        assert!(
+            never.breaches[0].detail.contains("resume call0 at once from the head 1-9"),
+            "{}",
+            never.breaches[0].detail
+        );
+        let mut resume = Request::post(Some(sid()), crate::http::ClientMessage::Initialized);
+        (resume.method, resume.body, resume.last_event_id) = (Method::Get, None, Some(head.clone()));
+        let settled = StepKind::AppUnknownOutcome { call, reason: "attempts spent".into() };
+        for fine in [
+            judge(true, Some(StepKind::Send { conn: ConnId(4), request: resume })),
+            judge(true, Some(settled)),
+            judge(false, None),
+        ] {
+            assert!(fine.breaches.iter().all(|b| !b.is_bug()), "{:?}", fine.breaches);
+        }
     }
 
     /// Each condition's label names it as a reader of `explore`'s tally sees it.
