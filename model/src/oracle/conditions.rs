@@ -396,8 +396,8 @@ struct ClientState {
     /// answered 5xx (by the server or a hop: a transport fault, nothing was deleted) — when, and
     /// how it ended.
     delete_lost: Option<(SessionId, Instant, String)>,
-    /// The application's calls issued and not resolved yet.
-    in_flight: BTreeSet<crate::ids::CallKey>,
+    /// The application's calls issued and not resolved yet, each with whether it is idempotent.
+    in_flight: BTreeMap<crate::ids::CallKey, bool>,
     /// The session its last request named.
     session: Option<SessionId>,
     /// The event ids it received.
@@ -409,8 +409,6 @@ struct ClientState {
     /// Non-idempotent calls in flight whose tool call went out (a `POST` was sent) and that poll
     /// no task: what a lost session leaves with an unknown outcome.
     sent_unsafe: BTreeSet<crate::ids::CallKey>,
-    /// Non-idempotent calls issued and not resolved yet.
-    unsafe_calls: BTreeSet<crate::ids::CallKey>,
     /// Calls whose stream the procedure decided to resume at the head the server named (after a
     /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
     /// with that `Last-Event-ID` or the call is settled.
@@ -483,7 +481,6 @@ impl Judge {
             if let Some(c) = self.clients.get_mut(&who) {
                 c.stopped.remove(&call);
                 c.sent_unsafe.remove(&call);
-                c.unsafe_calls.remove(&call);
                 c.resume_due.remove(&call);
             }
         }
@@ -501,7 +498,7 @@ impl Judge {
                     let promised = c.durable;
                     c.held_session = false;
                     c.sent_unsafe.clear();
-                    let calls: Vec<String> = std::mem::take(&mut c.in_flight).iter().map(|k| k.to_string()).collect();
+                    let calls: Vec<String> = std::mem::take(&mut c.in_flight).keys().map(|k| k.to_string()).collect();
                     let forgot = match calls.is_empty() {
                         true => String::new(),
                         false => format!(", forgetting the calls in flight ({})", calls.join(", ")),
@@ -526,7 +523,7 @@ impl Judge {
                     c.resume_due.retain(|_, due| &due.2 != id);
                 }
                 if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
-                    if c.unsafe_calls.contains(&call.key) {
+                    if c.in_flight.get(&call.key) == Some(&false) {
                         c.sent_unsafe.insert(call.key);
                     }
                 }
@@ -647,11 +644,7 @@ impl Judge {
                 ),
             ),
             StepKind::AppCall { call, tool, idempotent } => {
-                let c = self.clients.entry(who).or_default();
-                c.in_flight.insert(*call);
-                if !idempotent {
-                    c.unsafe_calls.insert(*call);
-                }
+                self.clients.entry(who).or_default().in_flight.insert(*call, *idempotent);
                 let blind = !idempotent;
                 if let Some(reason) = self.unknown.remove(&(who, *call)).filter(|_| blind) {
                     self.breach(
@@ -732,9 +725,7 @@ impl Judge {
                 }
             }
             StepKind::TaskIdReceived { call, .. } => {
-                let c = self.clients.entry(who).or_default();
-                c.sent_unsafe.remove(call);
-                c.unsafe_calls.remove(call);
+                self.clients.entry(who).or_default().sent_unsafe.remove(call);
             }
             StepKind::TaskCreated { task, ttl_us, .. } => {
                 self.tasks.insert(task.clone(), (at, *ttl_us, false));
@@ -1084,7 +1075,7 @@ impl Judge {
             (None, Some(e)) if e != NEVER_PERSISTED.as_str() => format!("its stream ended: {e}"),
             _ => return,
         };
-        if c.by_class && c.in_flight.contains(&key) {
+        if c.by_class && c.in_flight.contains_key(&key) {
             c.stopped.insert(key, (i, at, why));
         }
     }
@@ -1101,7 +1092,7 @@ impl Judge {
     ) {
         let Some(c) = self.clients.get_mut(&who) else { return };
         if let NextAction::ResumeAtHead { head } = action {
-            if c.by_class && c.in_flight.contains(&key) {
+            if c.by_class && c.in_flight.contains_key(&key) {
                 c.resume_due.insert(key, (i, at, head.clone()));
             }
         }

@@ -357,9 +357,8 @@ impl PartialEq for BuiltMark {
 }
 
 impl Scenario {
-    /// The digest of what a replay must rebuild.
-    /// Hashes the scenario's serde form as it is written, without building it as a value or a
-    /// string (a search digests every case twice).
+    /// The digest of what a replay must rebuild ([`as_built`]): its serde form hashed as it is
+    /// written, without building it as a value or a string (a search digests every case twice).
     fn digest(&self) -> u64 {
         /// FNV-1a over the bytes written to it.
         struct Fnv(u64);
@@ -372,11 +371,9 @@ impl Scenario {
                 Ok(())
             }
         }
-        // What `comparable` leaves out: how the scenario was made.
-        let view = Scenario { overrides: Vec::new(), swarm: None, ..self.clone() };
         let mut hash = Fnv(mcpsim_model::trace::FNV_OFFSET);
         // Writing to `Fnv` never fails, and every field of a scenario serializes.
-        let _ = serde_json::to_writer(&mut hash, &view);
+        let _ = serde_json::to_writer(&mut hash, &as_built(self));
         hash.0
     }
 
@@ -708,15 +705,15 @@ impl Scenario {
     }
 }
 
-/// A scenario as its trace header holds it, but for how it was made (its overrides, a search's
-/// swarm): what a replay must rebuild.
+/// A scenario without how it was made (its overrides, a search's swarm): what a replay must
+/// rebuild. The one place that says which fields those are.
+fn as_built(s: &Scenario) -> Scenario {
+    Scenario { overrides: Vec::new(), swarm: None, ..s.clone() }
+}
+
+/// [`as_built`] as its trace header holds it, to compare two scenarios field by field.
 fn comparable(s: &Scenario) -> Value {
-    let mut json = serde_json::to_value(s).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut json {
-        m.remove("overrides");
-        m.remove("swarm");
-    }
-    json
+    serde_json::to_value(as_built(s)).unwrap_or(Value::Null)
 }
 
 /// `(path, value)` for each leaf where `mine` differs from `base` (a tagged table, with a

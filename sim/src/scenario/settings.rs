@@ -252,13 +252,13 @@ fn apply_path<P: AsRef<str>>(s: &mut Scenario, path: &[P], value: &str) -> Resul
         ["lb", rest @ ..] if !rest.is_empty() => edit_part(&mut s.lb, &parts, 1, value, false),
         ["tools", _, _, ..] => edit_part(&mut s.tools, &parts, 1, value, false),
         _ => {
-            let mut new = s.clone();
-            edit_part(&mut new, &parts, 0, value, true)?;
-            (new.client_arg, new.server_arg, new.scenario_arg) =
-                (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
-            new.client_profile_args = std::mem::take(&mut s.client_profile_args);
-            *s = new;
-            Ok(())
+            // The fields serde skips come back at their defaults: keep the arguments.
+            let args = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
+            let profile_args = std::mem::take(&mut s.client_profile_args);
+            let edited = edit_part(s, &parts, 0, value, true);
+            (s.client_arg, s.server_arg, s.scenario_arg) = args;
+            s.client_profile_args = profile_args;
+            edited
         }
     }
 }
