@@ -139,6 +139,9 @@ pub struct Breach {
     /// The logical client whose step (or connection) shows it; `None` for a fact of the server
     /// or the fleet, which may explain any client's violation.
     pub client: Option<u32>,
+    /// The one session whose events it concerns (a missed replay: [`Condition::ServerMissed`]),
+    /// which explains only violations of that session or of no session; `None`: any session's.
+    pub session: Option<SessionId>,
     /// The server's own word that the work failed came with it (a task it aborted at its TTL):
     /// the one breach of conditions 1-3 that can tell an application a call failed.
     pub server_failed_work: bool,
@@ -245,24 +248,36 @@ impl Conditions {
     /// first breach of each condition broken by then, by that client or by the server or the
     /// fleet. Another client's restart or reaction explains nothing of this one's.
     pub fn explain_for(&self, at: Instant, client: Option<u32>) -> Explanation<'_> {
-        self.explain_as(at, client, None)
+        self.explain_as(at, client, None, None)
     }
 
     /// [`Conditions::explain_for`] for a violation of `invariant` (`None`: of any): only the
     /// breaches that [`can_cause`] it explain it.
-    fn explain_as(&self, at: Instant, client: Option<u32>, invariant: Option<InvariantId>) -> Explanation<'_> {
+    /// `session` (`None`: of none, or of any) is the session the violation concerns: a breach of
+    /// one session's events ([`Breach::session`]) explains nothing of another's.
+    fn explain_as(
+        &self,
+        at: Instant,
+        client: Option<u32>,
+        session: Option<&str>,
+        effect: Option<Effect>,
+    ) -> Explanation<'_> {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
-        let concerns = |b: &Breach| client.is_none() || b.client.is_none() || b.client == client;
+        let of_session = |b: &Breach| match (&b.session, session) {
+            (Some(theirs), Some(ours)) => theirs.0 == ours,
+            _ => true,
+        };
+        let concerns = |b: &Breach| (client.is_none() || b.client.is_none() || b.client == client) && of_session(b);
         for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b)) {
-            match invariant.is_none_or(|inv| can_cause(b, inv)) {
+            match effect.is_none_or(|effect| can_cause(b, effect)) {
                 true => first.entry((b.condition, b.promised)).or_insert(b),
                 false => inert.entry((b.condition, b.promised)).or_insert(b),
             };
         }
-        if let (true, false, Some(invariant)) = (first.is_empty(), inert.is_empty(), invariant) {
-            Explanation::NotCausedBy(invariant, inert.into_values().collect())
+        if let (true, false, Some(effect)) = (first.is_empty(), inert.is_empty(), effect) {
+            Explanation::NotCausedBy(effect.invariant(), inert.into_values().collect())
         } else if first.is_empty() {
             Explanation::Unexplained
         } else if first.values().any(|b| b.is_bug()) {
@@ -281,17 +296,21 @@ impl Conditions {
     /// event stored, the result stored) comes before what made it a violation.
     pub fn explain(&self, violation: &Violation) -> Explanation<'_> {
         let client = self.step_clients.get(violation.step).copied().flatten();
-        let at = if self.judged_on_end(violation) { Instant(u64::MAX) } else { violation.at };
-        self.explain_as(at, client, Some(violation.invariant))
+        let effect = self.effect(violation);
+        let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
+        let at = if judged_on_end { Instant(u64::MAX) } else { violation.at };
+        self.explain_as(at, client, super::subject_session(&violation.subject), Some(effect))
     }
 
-    /// Whether `violation` is decided by how the run ended rather than at its own step. A client
-    /// that got a second session while its first was live (`no-orphaned-session`, dated at the
-    /// second's creation) did so then: a breach after it cannot have made it start that session.
-    fn judged_on_end(&self, violation: &Violation) -> bool {
-        let at_a_creation =
-            violation.invariant == InvariantId::NoOrphanedSession && self.creations.contains(&violation.step);
-        END_STATE.contains(&violation.invariant) && !at_a_creation
+    /// What `violation` is. A client that got a second session while its first was live
+    /// (`no-orphaned-session`, dated at the second's creation) did so then, so unlike the rest of
+    /// its invariant it is not decided by how the run ended: a breach after it cannot have made
+    /// it start that session.
+    fn effect(&self, violation: &Violation) -> Effect {
+        match violation.invariant {
+            InvariantId::NoOrphanedSession if self.creations.contains(&violation.step) => Effect::SecondSession,
+            invariant => Effect::Of(invariant),
+        }
     }
 
     /// The footer records of `violations`, each with its conditions verdict.
@@ -321,16 +340,63 @@ impl Conditions {
 ///   that does (condition 4), or one that forgot it had sent it (condition 1), explains the
 ///   second run, as does a termination. A re-send after a 404 by the client library itself
 ///   (re-initialize and re-send) is a blind retry, not the price of the lost session.
+/// - A server's missed replay ([`Condition::ServerMissed`]) costs what the replayed stream
+///   carried, in the session it missed them for ([`Breach::session`]): events lost, repeated or
+///   late, the calls whose answers they were (unresolved, or their results left unread), and the
+///   client's re-attaching to a stream that never catches up. Not a second live session: a
+///   resume answered as unhonourable does not make the client start another (the note reports a
+///   gap on a 409/410, and keeps the session); what makes it — a restart that forgot the session,
+///   a re-initialize on a transport fault, a lost `DELETE` — is a breach of its own. Nor what the
+///   server did to the work itself (killed it, ran it on after a cancel), a task's record, or
+///   another session's events.
 /// - Every other invariant: any breach of its client, the server or the fleet.
-pub fn can_cause(b: &Breach, invariant: InvariantId) -> bool {
+pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     let client_memory_or_class = matches!(
         b.condition,
         Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
     );
-    match invariant {
-        InvariantId::NoFalseFailure => client_memory_or_class || b.server_failed_work,
-        InvariantId::NoDuplicateExecution => client_memory_or_class,
-        _ => true,
+    if b.condition == Condition::ServerMissed {
+        return matches!(effect, Effect::Of(invariant) if MISSED_REPLAY_COSTS.contains(&invariant));
+    }
+    match effect {
+        Effect::Of(InvariantId::NoFalseFailure) => client_memory_or_class || b.server_failed_work,
+        Effect::Of(InvariantId::NoDuplicateExecution) => client_memory_or_class,
+        Effect::SecondSession | Effect::Of(_) => true,
+    }
+}
+
+/// What a missed replay can cost ([`can_cause`]): the replayed stream's events and what rode on
+/// them.
+const MISSED_REPLAY_COSTS: [InvariantId; 9] = [
+    InvariantId::NoSilentEventLoss,
+    InvariantId::NoSilentNotificationLoss,
+    InvariantId::NoDuplicateDelivery,
+    InvariantId::InOrderDelivery,
+    InvariantId::TimelyDelivery,
+    InvariantId::EveryCallResolves,
+    InvariantId::NoOrphanedSession,
+    InvariantId::TaskResultDelivered,
+    InvariantId::BoundedReconnects,
+];
+
+/// What a violation is, as far as what may cause it ([`can_cause`]): its invariant, with the one
+/// rule whose causes differ from the rest of its invariant's told apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// A violation of this invariant.
+    Of(InvariantId),
+    /// `no-orphaned-session`'s second live session of one client (rule b), dated at the step
+    /// that created it.
+    SecondSession,
+}
+
+impl Effect {
+    /// The invariant the violation is of.
+    pub fn invariant(self) -> InvariantId {
+        match self {
+            Effect::Of(invariant) => invariant,
+            Effect::SecondSession => InvariantId::NoOrphanedSession,
+        }
     }
 }
 
@@ -468,7 +534,16 @@ impl Judge {
 
     /// Records a breach and hands it back, for the flags a few of them carry.
     fn record(&mut self, condition: Condition, step: usize, at: Instant, detail: String) -> &mut Breach {
-        let breach = Breach { condition, step, at, detail, client: None, server_failed_work: false, promised: false };
+        let breach = Breach {
+            condition,
+            step,
+            at,
+            detail,
+            client: None,
+            session: None,
+            server_failed_work: false,
+            promised: false,
+        };
         self.breaches.push(breach);
         self.breaches.last_mut().expect("just pushed")
     }
@@ -1023,7 +1098,9 @@ impl Judge {
                 "the server still held every event after Last-Event-ID {id} in session {session} and answered it \
                  as an id it could not honour ({how}): its retention kept them, its lookup missed them"
             );
-            self.breach(Condition::ServerMissed, i, at, detail);
+            // What its lookup missed are this session's events: another session's loss, or a
+            // result left in a session its client forgot, is no part of it.
+            self.record(Condition::ServerMissed, i, at, detail).session = Some(session.clone());
             return;
         }
         if let Some(&(_, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) {
@@ -1687,6 +1764,85 @@ mod tests {
         assert_eq!(c.explain(&at_step(2)), Explanation::Unexplained);
         assert!(c.explain(&at_step(1)).is_explained());
         assert!(c.explain(&at_step(3)).is_explained());
+    }
+
+    /// A server's missed replay loses or repeats events of the session the client keeps: it
+    /// explains (as a server bug) a result nobody received, not a second session a forgetful
+    /// restart made the client start.
+    #[test]
+    fn a_missed_replay_does_not_cause_the_second_session_a_volatile_restart_starts() {
+        let mut answered = ResponseHead::status(Status::OK);
+        answered.session = Some(sid());
+        let mut again = ResponseHead::status(Status::OK);
+        again.session = Some(SessionId::from("0-2"));
+        let missed = StepKind::Resume {
+            session: sid(),
+            last_event_id: EventId::from("1-0"),
+            stream: Some(StreamNo(1)),
+            outcome: ResumeOutcome::SilentHead { skipped: 1 },
+            held: true,
+        };
+        let t = trace(vec![
+            (0, start(false)),
+            (1, post(1)),
+            (2, StepKind::SessionCreated { session: sid(), client: "app".into() }),
+            (3, StepKind::Response { conn: ConnId(1), head: answered }),
+            (500, stored(0)),
+            (1_000, stored(1)),
+            (60_000, missed),
+            (70_000, start(false)),
+            (70_001, post(2)),
+            (70_002, StepKind::SessionCreated { session: SessionId::from("0-2"), client: "app".into() }),
+            (70_003, StepKind::Response { conn: ConnId(2), head: again }),
+        ]);
+        let c = Conditions::judge(&t);
+        let conditions: Vec<Condition> = c.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(conditions, vec![Condition::ServerMissed, Condition::Persisted], "{c:?}");
+        let violation = |invariant, step: usize| Violation {
+            invariant,
+            step,
+            at: t.steps[step].at(),
+            subject: String::new(),
+            detail: String::new(),
+        };
+        // The second session (rule b, at its creation): the restart's price, not the server's bug.
+        let second = c.explain(&violation(InvariantId::NoOrphanedSession, 9));
+        assert!(
+            matches!(&second, Explanation::ExplainedBy(b) if b.len() == 1 && b[0].condition == Condition::Persisted)
+        );
+        // The result the silent head skipped (rule a, judged on the end) and the lost event: the server's bug.
+        assert!(matches!(c.explain(&violation(InvariantId::NoOrphanedSession, 5)), Explanation::Bug(_)));
+        assert!(matches!(c.explain(&violation(InvariantId::NoSilentEventLoss, 5)), Explanation::Bug(_)));
+        // ... in the session whose replay it missed; another session's loss is the restart's price.
+        let in_session = |invariant, session: &str| Violation {
+            subject: format!("session {session} stream1 event 1-0"),
+            ..violation(invariant, 5)
+        };
+        for invariant in [InvariantId::NoOrphanedSession, InvariantId::NoSilentEventLoss] {
+            assert!(matches!(c.explain(&in_session(invariant, "0-1")), Explanation::Bug(_)));
+            let other = c.explain(&in_session(invariant, "0-2"));
+            assert!(matches!(&other, Explanation::ExplainedBy(b) if b[0].condition == Condition::Persisted), "{other}");
+        }
+        assert_eq!(c.breaches[0].session, Some(sid()));
+        assert_eq!(c.breaches[1].session, None);
+        // A second session with only the missed replay before it: nothing that can cause it broke.
+        let alone = Conditions::judge(&Trace { steps: t.steps[..7].to_vec(), ..t.clone() });
+        assert_eq!(alone.breaches.len(), 1);
+        let verdict = alone.explain(&violation(InvariantId::NoOrphanedSession, 2));
+        assert_eq!(verdict, Explanation::Unexplained, "a breach after the creation explains nothing");
+        assert!(!can_cause(&alone.breaches[0], Effect::SecondSession));
+        assert!(can_cause(&alone.breaches[0], Effect::Of(InvariantId::NoOrphanedSession)));
+        // Nor what the server did to the work: with only the missed replay before it, a busy
+        // session expired under its tool is no part of it.
+        let killed = alone.explain(&violation(InvariantId::NoWorkKilled, 6));
+        assert!(matches!(killed, Explanation::NotCausedBy(InvariantId::NoWorkKilled, _)), "{killed}");
+        let caused: Vec<InvariantId> =
+            InvariantId::ALL.into_iter().filter(|&i| can_cause(&alone.breaches[0], Effect::Of(i))).collect();
+        assert_eq!(caused.len(), MISSED_REPLAY_COSTS.len());
+        for not_caused in [InvariantId::NoWorkKilled, InvariantId::NoAbandonedWork, InvariantId::NoDuplicateExecution] {
+            assert!(!caused.contains(&not_caused), "{not_caused}");
+        }
+        assert_eq!(Effect::SecondSession.invariant(), InvariantId::NoOrphanedSession);
     }
 
     /// A give-up while cut off (condition 2) explains a session left behind, not the client

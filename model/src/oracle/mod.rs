@@ -647,6 +647,13 @@ fn session_subject(session: &SessionId) -> String {
     format!("session {session}")
 }
 
+/// The session a violation's subject names (`session 0-1 …`, as [`session_subject`] and
+/// [`event_subject`] write it); `None` for a call's, a task's or the run's own. A session id is
+/// visible ASCII (the spec), so it ends at the first space.
+pub fn subject_session(subject: &str) -> Option<&str> {
+    subject.strip_prefix("session ").and_then(|rest| rest.split(' ').next())
+}
+
 /// `session 0-1 stream1 event 1-17`, or without the stream when the event was never stored.
 fn event_subject(session: &SessionId, stream: Option<StreamNo>, id: &EventId) -> String {
     match stream {
@@ -1158,6 +1165,17 @@ fn sessions_lost<'a>(ix: &TraceIndex<'a>) -> BTreeSet<&'a SessionId> {
 mod tests {
     use super::testkit::*;
     use super::*;
+
+    #[test]
+    fn a_subject_names_the_session_its_builders_wrote() {
+        let session = SessionId::from("ae93-1");
+        assert_eq!(subject_session(&session_subject(&session)), Some("ae93-1"));
+        assert_eq!(subject_session(&event_subject(&session, Some(StreamNo(2)), &EventId::from("2-7"))), Some("ae93-1"));
+        assert_eq!(subject_session(&event_subject(&session, None, &EventId::from("2-7"))), Some("ae93-1"));
+        let sessionless = SessionId::from("");
+        assert_eq!(subject_session(&event_subject(&sessionless, Some(StreamNo(0)), &EventId::from("0-1"))), Some(""));
+        assert_eq!(subject_session("call0"), None);
+    }
 
     #[test]
     fn invariant_names_are_unique_and_found_by_name() {
