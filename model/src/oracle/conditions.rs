@@ -142,6 +142,8 @@ pub struct Breach {
     /// The one session whose events it concerns (a missed replay: [`Condition::ServerMissed`]),
     /// which explains only violations of that session or of no session; `None`: any session's.
     pub session: Option<SessionId>,
+    /// Within [`Breach::session`], the one stream whose events it concerns; `None`: any stream's.
+    pub stream: Option<StreamNo>,
     /// The server's own word that the work failed came with it (a task it aborted at its TTL):
     /// the one breach of conditions 1-3 that can tell an application a call failed.
     pub server_failed_work: bool,
@@ -253,20 +255,23 @@ impl Conditions {
 
     /// [`Conditions::explain_for`] for a violation of `invariant` (`None`: of any): only the
     /// breaches that [`can_cause`] it explain it.
-    /// `session` (`None`: of none, or of any) is the session the violation concerns: a breach of
-    /// one session's events ([`Breach::session`]) explains nothing of another's.
+    /// `place` (`None`: of none, or of any) is the session the violation concerns, and the stream
+    /// within it when it names one: a breach of one session's or stream's events
+    /// ([`Breach::session`], [`Breach::stream`]) explains nothing of another's.
     fn explain_as(
         &self,
         at: Instant,
         client: Option<u32>,
-        session: Option<&str>,
+        place: Option<(&str, Option<StreamNo>)>,
         effect: Option<Effect>,
     ) -> Explanation<'_> {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
-        let of_session = |b: &Breach| match (&b.session, session) {
-            (Some(theirs), Some(ours)) => theirs.0 == ours,
+        let of_session = |b: &Breach| match (&b.session, place) {
+            (Some(theirs), Some((ours, stream))) => {
+                theirs.0 == ours && (b.stream.is_none() || stream.is_none() || b.stream == stream)
+            }
             _ => true,
         };
         let concerns = |b: &Breach| (client.is_none() || b.client.is_none() || b.client == client) && of_session(b);
@@ -299,7 +304,8 @@ impl Conditions {
         let effect = self.effect(violation);
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
         let at = if judged_on_end { Instant(u64::MAX) } else { violation.at };
-        self.explain_as(at, client, super::subject_session(&violation.subject), Some(effect))
+        let place = super::subject_session(&violation.subject).map(|s| (s, super::subject_stream(&violation.subject)));
+        self.explain_as(at, client, place, Some(effect))
     }
 
     /// What `violation` is. A client that got a second session while its first was live
@@ -309,6 +315,10 @@ impl Conditions {
     fn effect(&self, violation: &Violation) -> Effect {
         match violation.invariant {
             InvariantId::NoOrphanedSession if self.creations.contains(&violation.step) => Effect::SecondSession,
+            // Rule a names the event that held the result; rule c, the session alone.
+            InvariantId::NoOrphanedSession if super::subject_stream(&violation.subject).is_none() => {
+                Effect::DeadSessionKept
+            }
             invariant => Effect::Of(invariant),
         }
     }
@@ -341,14 +351,15 @@ impl Conditions {
 ///   second run, as does a termination. A re-send after a 404 by the client library itself
 ///   (re-initialize and re-send) is a blind retry, not the price of the lost session.
 /// - A server's missed replay ([`Condition::ServerMissed`]) costs what the replayed stream
-///   carried, in the session it missed them for ([`Breach::session`]): events lost, repeated or
-///   late, the calls whose answers they were (unresolved, or their results left unread), and the
-///   client's re-attaching to a stream that never catches up. Not a second live session: a
-///   resume answered as unhonourable does not make the client start another (the note reports a
-///   gap on a 409/410, and keeps the session); what makes it — a restart that forgot the session,
-///   a re-initialize on a transport fault, a lost `DELETE` — is a breach of its own. Nor what the
-///   server did to the work itself (killed it, ran it on after a cancel), a task's record, or
-///   another session's events.
+///   carried, in the session and stream it missed them for ([`Breach::session`],
+///   [`Breach::stream`]): events lost, repeated or late, the calls whose answers they were
+///   (unresolved, or their results left unread; none for the standalone stream, which carries no
+///   call's answer), and the client's re-attaching to a stream that never catches up. Not a
+///   second live session: a resume answered as unhonourable does not make the client start
+///   another (the note reports a gap on a 409/410, and keeps the session); what makes it — a
+///   restart that forgot the session, a re-initialize on a transport fault, a lost `DELETE` — is
+///   a breach of its own. Nor a session kept after a 404, what the server did to the work itself
+///   (killed it, ran it on after a cancel), or another session's or stream's events.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     let client_memory_or_class = matches!(
@@ -356,12 +367,18 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
     );
     if b.condition == Condition::ServerMissed {
-        return matches!(effect, Effect::Of(invariant) if MISSED_REPLAY_COSTS.contains(&invariant));
+        // The standalone stream carries no call's answer (a response rides its request's stream).
+        let answers = b.stream != Some(StreamNo::STANDALONE);
+        return match effect {
+            Effect::Of(InvariantId::EveryCallResolves | InvariantId::TaskResultDelivered) => answers,
+            Effect::Of(invariant) => MISSED_REPLAY_COSTS.contains(&invariant),
+            Effect::SecondSession | Effect::DeadSessionKept => false,
+        };
     }
     match effect {
         Effect::Of(InvariantId::NoFalseFailure) => client_memory_or_class || b.server_failed_work,
         Effect::Of(InvariantId::NoDuplicateExecution) => client_memory_or_class,
-        Effect::SecondSession | Effect::Of(_) => true,
+        Effect::SecondSession | Effect::DeadSessionKept | Effect::Of(_) => true,
     }
 }
 
@@ -388,6 +405,9 @@ pub enum Effect {
     /// `no-orphaned-session`'s second live session of one client (rule b), dated at the step
     /// that created it.
     SecondSession,
+    /// `no-orphaned-session`'s session a client kept after it was told the server no longer has
+    /// it (rule c). (`Of(NoOrphanedSession)` is then rule a: a result stored where nobody read it.)
+    DeadSessionKept,
 }
 
 impl Effect {
@@ -395,7 +415,7 @@ impl Effect {
     pub fn invariant(self) -> InvariantId {
         match self {
             Effect::Of(invariant) => invariant,
-            Effect::SecondSession => InvariantId::NoOrphanedSession,
+            Effect::SecondSession | Effect::DeadSessionKept => InvariantId::NoOrphanedSession,
         }
     }
 }
@@ -541,6 +561,7 @@ impl Judge {
             detail,
             client: None,
             session: None,
+            stream: None,
             server_failed_work: false,
             promised: false,
         };
@@ -1098,9 +1119,11 @@ impl Judge {
                 "the server still held every event after Last-Event-ID {id} in session {session} and answered it \
                  as an id it could not honour ({how}): its retention kept them, its lookup missed them"
             );
-            // What its lookup missed are this session's events: another session's loss, or a
-            // result left in a session its client forgot, is no part of it.
-            self.record(Condition::ServerMissed, i, at, detail).session = Some(session.clone());
+            // What its lookup missed are this stream's events: another stream's or another
+            // session's loss, or a result left in a session its client forgot, is no part of it.
+            let missed = self.stored.get(&(session.clone(), id.clone())).map(|&(stream, _, _)| stream);
+            let breach = self.record(Condition::ServerMissed, i, at, detail);
+            (breach.session, breach.stream) = (Some(session.clone()), missed);
             return;
         }
         if let Some(&(_, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) {
@@ -1810,21 +1833,31 @@ mod tests {
         assert!(
             matches!(&second, Explanation::ExplainedBy(b) if b.len() == 1 && b[0].condition == Condition::Persisted)
         );
-        // The result the silent head skipped (rule a, judged on the end) and the lost event: the server's bug.
-        assert!(matches!(c.explain(&violation(InvariantId::NoOrphanedSession, 5)), Explanation::Bug(_)));
-        assert!(matches!(c.explain(&violation(InvariantId::NoSilentEventLoss, 5)), Explanation::Bug(_)));
-        // ... in the session whose replay it missed; another session's loss is the restart's price.
-        let in_session = |invariant, session: &str| Violation {
-            subject: format!("session {session} stream1 event 1-0"),
+        // The result the silent head skipped (rule a, judged on the end), the lost event and the
+        // call it answered: the server's bug, in the session and stream whose replay it missed.
+        let on = |invariant, session: &str, stream: u32| Violation {
+            subject: format!("session {session} stream{stream} event {stream}-0"),
             ..violation(invariant, 5)
         };
+        let restart_only = |e: &Explanation<'_>| matches!(e, Explanation::ExplainedBy(b) if b.len() == 1 && b[0].condition == Condition::Persisted);
         for invariant in [InvariantId::NoOrphanedSession, InvariantId::NoSilentEventLoss] {
-            assert!(matches!(c.explain(&in_session(invariant, "0-1")), Explanation::Bug(_)));
-            let other = c.explain(&in_session(invariant, "0-2"));
-            assert!(matches!(&other, Explanation::ExplainedBy(b) if b[0].condition == Condition::Persisted), "{other}");
+            assert!(matches!(c.explain(&on(invariant, "0-1", 1)), Explanation::Bug(_)));
+            // Another session's or another stream's loss is the restart's price.
+            assert!(restart_only(&c.explain(&on(invariant, "0-2", 1))), "{invariant}");
+            assert!(restart_only(&c.explain(&on(invariant, "0-1", 2))), "{invariant}");
         }
-        assert_eq!(c.breaches[0].session, Some(sid()));
-        assert_eq!(c.breaches[1].session, None);
+        assert!(matches!(c.explain(&violation(InvariantId::EveryCallResolves, 5)), Explanation::Bug(_)));
+        // A session kept after a 404 (rule c: the session alone) is no part of a missed replay.
+        let kept = Violation { subject: "session 0-1".into(), ..violation(InvariantId::NoOrphanedSession, 10) };
+        assert!(restart_only(&c.explain(&kept)), "{}", c.explain(&kept));
+        assert_eq!((c.breaches[0].session.clone(), c.breaches[0].stream), (Some(sid()), Some(StreamNo(1))));
+        assert_eq!((c.breaches[1].session.clone(), c.breaches[1].stream), (None, None));
+        // The standalone stream carries no call's answer: its miss leaves every call as it was.
+        let mut standalone = c.breaches[0].clone();
+        standalone.stream = Some(StreamNo::STANDALONE);
+        assert!(!can_cause(&standalone, Effect::Of(InvariantId::EveryCallResolves)));
+        assert!(can_cause(&standalone, Effect::Of(InvariantId::NoSilentEventLoss)));
+        assert!(can_cause(&c.breaches[0], Effect::Of(InvariantId::EveryCallResolves)));
         // A second session with only the missed replay before it: nothing that can cause it broke.
         let alone = Conditions::judge(&Trace { steps: t.steps[..7].to_vec(), ..t.clone() });
         assert_eq!(alone.breaches.len(), 1);
@@ -1839,6 +1872,8 @@ mod tests {
         let caused: Vec<InvariantId> =
             InvariantId::ALL.into_iter().filter(|&i| can_cause(&alone.breaches[0], Effect::Of(i))).collect();
         assert_eq!(caused.len(), MISSED_REPLAY_COSTS.len());
+        assert!(!can_cause(&alone.breaches[0], Effect::DeadSessionKept));
+        assert_eq!(Effect::DeadSessionKept.invariant(), InvariantId::NoOrphanedSession);
         for not_caused in [InvariantId::NoWorkKilled, InvariantId::NoAbandonedWork, InvariantId::NoDuplicateExecution] {
             assert!(!caused.contains(&not_caused), "{not_caused}");
         }

@@ -654,6 +654,14 @@ pub fn subject_session(subject: &str) -> Option<&str> {
     subject.strip_prefix("session ").and_then(|rest| rest.split(' ').next())
 }
 
+/// The stream a violation's subject names (`session 0-1 stream1 event 1-17`, as
+/// [`event_subject`] writes it); `None` for a session's own, a call's, a task's or the run's.
+pub fn subject_stream(subject: &str) -> Option<StreamNo> {
+    let rest = subject.strip_prefix("session ")?;
+    let word = rest.split(' ').nth(1)?;
+    word.strip_prefix("stream")?.parse().ok().map(StreamNo)
+}
+
 /// `session 0-1 stream1 event 1-17`, or without the stream when the event was never stored.
 fn event_subject(session: &SessionId, stream: Option<StreamNo>, id: &EventId) -> String {
     match stream {
@@ -1175,6 +1183,17 @@ mod tests {
         let sessionless = SessionId::from("");
         assert_eq!(subject_session(&event_subject(&sessionless, Some(StreamNo(0)), &EventId::from("0-1"))), Some(""));
         assert_eq!(subject_session("call0"), None);
+        assert_eq!(
+            subject_stream(&event_subject(&session, Some(StreamNo(2)), &EventId::from("2-7"))),
+            Some(StreamNo(2))
+        );
+        assert_eq!(
+            subject_stream(&event_subject(&sessionless, Some(StreamNo(0)), &EventId::from("0-1"))),
+            Some(StreamNo(0))
+        );
+        assert_eq!(subject_stream(&event_subject(&session, None, &EventId::from("2-7"))), None);
+        assert_eq!(subject_stream(&session_subject(&session)), None);
+        assert_eq!(subject_stream("call0"), None);
     }
 
     #[test]
