@@ -216,7 +216,7 @@ fn a_server_that_exits_on_a_malformed_request_loses_every_session_and_running_to
     let steps: Vec<&StepKind> = outcome.trace.steps.iter().map(|s| &s.kind).collect();
     let exit = steps.iter().position(|s| matches!(s, StepKind::ProcessExit { .. })).expect("the process exited");
     assert!(steps[exit..].iter().any(|s| matches!(s, StepKind::ToolEnded { end: ToolEnd::Lost, .. })));
-    assert!(steps[exit..].iter().any(|s| matches!(s, StepKind::ServerStart { epoch: 1 })), "started again");
+    assert!(steps[exit..].iter().any(|s| matches!(s, StepKind::ServerStart { epoch: 1, .. })), "started again");
     let verdicts = &outcome.trace.footer.as_ref().expect("a footer").verdict;
     assert!(verdicts.iter().all(|v| v.conditions.starts_with("unexplained: a server bug")), "{verdicts:?}");
 

@@ -108,7 +108,7 @@ fn every_fault_of_the_plan_is_recorded_and_the_run_ends_once() {
     let epochs: Vec<u32> = steps
         .iter()
         .filter_map(|st| match st.kind {
-            StepKind::ServerStart { epoch } => Some(epoch),
+            StepKind::ServerStart { epoch, .. } => Some(epoch),
             _ => None,
         })
         .collect();

@@ -669,7 +669,7 @@ mod tests {
         assert_eq!(before.len(), 1, "the client's handshake made one session");
         pair.restart_server()?;
         assert!(pair.server().live_sessions().is_empty(), "the new process holds none");
-        assert_eq!(pair.count(|k| matches!(k, StepKind::ServerStart { epoch: 1 })), 1);
+        assert_eq!(pair.count(|k| matches!(k, StepKind::ServerStart { epoch: 1, .. })), 1);
         let ended = |k: &StepKind| matches!(k, StepKind::SessionEnded { reason: SessionEndReason::ServerRestart, .. });
         assert_eq!(pair.count(ended), 1);
         // Every connection opened so far was ended once, and none is open after the shutdown.

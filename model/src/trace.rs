@@ -559,6 +559,12 @@ pub enum StepKind {
     ServerStart {
         /// Restarts before this one.
         epoch: u32,
+        /// Its event store is one for every session, keyed by the request's JSON-RPC id
+        /// (`store = "shared-by-request-id"`): one session's resume or fresh `GET` can be handed
+        /// another's events. What a session was handed is then the store's scope (condition 3),
+        /// not the server's slip.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        shared_store: bool,
     },
 
     // --- application: everything it was handed, in order ---
@@ -1195,7 +1201,7 @@ mod tests {
         assert_eq!(cut, StepKind::LbIdleCut { conn: ConnId(9), idle_us: 1, hop: None });
         let mut refused = StepKind::Rejected { conn: ConnId(1), status: Status(404), session: None };
         assert_eq!(refused.conn_mut().copied(), Some(ConnId(1)));
-        assert_eq!(StepKind::ServerStart { epoch: 0 }.conn_mut(), None);
+        assert_eq!(StepKind::ServerStart { epoch: 0, shared_store: false }.conn_mut(), None);
     }
 
     #[test]

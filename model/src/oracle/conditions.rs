@@ -30,7 +30,8 @@
 //!    request answered "not found" (not held where it landed, or gone).
 //! 3. The server answered an id it could not honour without refusing it (silent head, replay
 //!    from the oldest event, a replay from a store shared across sessions), or handed a session
-//!    an event another session stored in a store they share (a stream whose numbering skips):
+//!    an event another session stored in a store they share (a stream whose numbering skips, or
+//!    a server that said at its start that its store is shared):
 //!    the store's scope, not the client, decided what the session saw.
 //! 4. The client re-initialized after a transport fault (reset, refused connection, 5xx), kept a
 //!    session after a 404, or resumed after a 409/410 as if nothing was lost; or its application
@@ -61,8 +62,13 @@
 //!
 //! A violation is *explained* by the breaches at or before its time (a breach after it cannot
 //! have caused it) that can cause that invariant's violation ([`can_cause`]: what each broken
-//! condition can and cannot cause); [`Conditions::explain`] says which, or that all four held,
-//! or that what broke cannot cause it.
+//! condition can and cannot cause), of its own client or of none, and of its own session or of
+//! none: what a resume of one session was answered, a 404 for it or a `DELETE` of it that did
+//! not end it ([`Breach::session`]) costs nothing of another session's — unless a server said
+//! its store is one for every session (`server-start`'s `shared_store`), where one session's
+//! answer can hand out or skip another's events. (A second session is the other exception: what
+//! made the client start it concerns the old one.) [`Conditions::explain`] says which, or that
+//! all four held, or that what broke cannot cause it.
 
 use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
@@ -139,8 +145,11 @@ pub struct Breach {
     /// The logical client whose step (or connection) shows it; `None` for a fact of the server
     /// or the fleet, which may explain any client's violation.
     pub client: Option<u32>,
-    /// The one session whose events it concerns (a missed replay: [`Condition::ServerMissed`]),
-    /// which explains only violations of that session or of no session; `None`: any session's.
+    /// The one session whose events or lifetime it concerns (what a resume of it was answered, a
+    /// 404 for it, a `DELETE` of it that did not end it), which explains only violations of that
+    /// session or of no session (a call's, the run's), and any client's second session; `None`:
+    /// any session's (a restart, a give-up, a client's reaction). Over a store shared across
+    /// sessions ([`Conditions::shared_store`]) only a missed replay keeps to its session.
     pub session: Option<SessionId>,
     /// Within [`Breach::session`], the one stream whose events it concerns; `None`: any stream's.
     pub stream: Option<StreamNo>,
@@ -185,6 +194,10 @@ pub struct Conditions {
     /// The steps that created a session: a `no-orphaned-session` violation dated at one (a client
     /// got a second live session) is decided there, not by how the run ended.
     creations: BTreeSet<usize>,
+    /// A server process said its event store is one for every session (its `server-start`): what
+    /// one session was answered may then have cost another's events, so breaches of conditions 2
+    /// and 3 are not kept to their session.
+    pub shared_store: bool,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -268,8 +281,9 @@ impl Conditions {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
+        let kept_to_session = |b: &Breach| b.condition == Condition::ServerMissed || !self.shared_store;
         let of_session = |b: &Breach| match (&b.session, place) {
-            (Some(theirs), Some((ours, stream))) => {
+            (Some(theirs), Some((ours, stream))) if kept_to_session(b) => {
                 theirs.0 == ours && (b.stream.is_none() || stream.is_none() || b.stream == stream)
             }
             _ => true,
@@ -304,7 +318,10 @@ impl Conditions {
         let effect = self.effect(violation);
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
         let at = if judged_on_end { Instant(u64::MAX) } else { violation.at };
-        let place = super::subject_session(&violation.subject).map(|s| (s, super::subject_stream(&violation.subject)));
+        // A second session names the new one, and what made the client start it concerns the old.
+        let place = super::subject_session(&violation.subject)
+            .filter(|_| effect != Effect::SecondSession)
+            .map(|s| (s, super::subject_stream(&violation.subject)));
         self.explain_as(at, client, place, Some(effect))
     }
 
@@ -517,6 +534,8 @@ struct Judge {
     stored_for: BTreeMap<(SessionId, EventId), Option<crate::ids::CallKey>>,
     /// Streams whose numbering skips: their store is shared with another session's.
     shared: BTreeSet<(SessionId, StreamNo)>,
+    /// A server process said its store is shared across sessions (`server-start`).
+    shared_store: bool,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
@@ -545,11 +564,17 @@ impl Judge {
         for b in &mut breaches {
             b.client = step_clients.get(b.step).copied().flatten();
         }
-        Conditions { breaches, step_clients, creations: self.creations }
+        Conditions { breaches, step_clients, creations: self.creations, shared_store: self.shared_store }
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
         self.record(condition, step, at, detail);
+    }
+
+    /// Records a breach of what the server kept or answered for one session: it explains only
+    /// that session's violations ([`Breach::session`]).
+    fn breach_in(&mut self, condition: Condition, step: usize, at: Instant, detail: String, session: &SessionId) {
+        self.record(condition, step, at, detail).session = Some(session.clone());
     }
 
     /// Records a breach and hands it back, for the flags a few of them carry.
@@ -772,6 +797,7 @@ impl Judge {
             StepKind::SessionCreated { .. } => {
                 self.creations.insert(i);
             }
+            StepKind::ServerStart { shared_store, .. } => self.shared_store |= *shared_store,
             StepKind::SessionEnded { session, reason } => {
                 self.ended.insert(session.clone(), (*reason, at));
                 if *reason == SessionEndReason::WriteFailed {
@@ -938,11 +964,12 @@ impl Judge {
             Some((SessionEndReason::WriteFailed | SessionEndReason::ProcessExit, _)) => return,
             None => "the server that answered does not hold it".to_string(),
         };
-        self.breach(
+        self.breach_in(
             Condition::Retention,
             i,
             at,
             format!("session {session} was gone when the client came back after {outage} without an answer: {why}"),
+            &session,
         );
     }
 
@@ -988,8 +1015,9 @@ impl Judge {
         if self.stored.contains_key(&(session.clone(), id.clone())) {
             return;
         }
-        // The sharing shows in the numbering of either session's stream of that number.
-        let shared = |s: &SessionId, k: &StreamNo| self.shared.contains(&(s.clone(), *k));
+        // The sharing shows in the numbering of either session's stream of that number, or the
+        // server said so when it started.
+        let shared = |s: &SessionId, k: &StreamNo| self.shared_store || self.shared.contains(&(s.clone(), *k));
         let other = self
             .stored
             .iter()
@@ -1008,7 +1036,7 @@ impl Judge {
     /// that takes an unknown id for deleted says (rmcp's 202): the client cannot even tell.
     fn delete_not_held(&mut self, i: usize, at: Instant, status: Status, session: Option<SessionId>) {
         let Some(session) = session.filter(|s| !self.ended.contains_key(s)) else { return };
-        self.breach(
+        self.breach_in(
             Condition::Retention,
             i,
             at,
@@ -1017,6 +1045,7 @@ impl Judge {
                  session lives on where it is held, undeleted",
                 status.0
             ),
+            &session,
         );
     }
 
@@ -1051,7 +1080,7 @@ impl Judge {
             return;
         }
         let outage = self.outage(who, lost_at);
-        self.breach(
+        self.breach_in(
             Condition::Retention,
             i,
             at,
@@ -1060,6 +1089,7 @@ impl Judge {
                  {outage} without an answer) and it started a new session at {at}: the outage outlasted its \
                  attempts, and the server still holds the old one"
             ),
+            &session,
         );
     }
 
@@ -1100,7 +1130,7 @@ impl Judge {
                          with another session (stream {stream}'s sequence skips numbers stored elsewhere): it \
                          cannot honour an id for this session alone and did not refuse it"
                     );
-                    self.breach(Condition::Refused, i, at, detail);
+                    self.breach_in(Condition::Refused, i, at, detail, session);
                 }
                 (false, None)
             }
@@ -1139,19 +1169,21 @@ impl Judge {
                 }
                 _ => "the server no longer held it".to_string(),
             };
-            self.breach(
+            self.breach_in(
                 Condition::Retention,
                 i,
                 at,
                 format!("the outage lasted {outage} (event {id} stored at {stored_at}, resumed at {at}), {covered}"),
+                session,
             );
         }
         if let Some(how) = silent {
-            self.breach(
+            self.breach_in(
                 Condition::Refused,
                 i,
                 at,
                 format!("the server could not honour Last-Event-ID {id} and resumed without refusing it ({how})"),
+                session,
             );
         }
     }
@@ -2248,6 +2280,26 @@ mod tests {
             (4, event_on(1, "0-9")),
         ]));
         assert!(unknown_id.all_held(), "{unknown_id:?}");
+        // A server that says its store is shared (its `server-start`): A's event on B's fresh GET
+        // is the store's doing even where B stored nothing to show it (rmcp's fresh GET replays
+        // the common stream; a priming id it does not store).
+        let fresh = |shared_store: bool| {
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ServerStart { epoch: 0, shared_store }),
+                (1, store(&a, 0)),
+                (2, store(&a, 1)),
+                (3, get(1, &b)),
+                (4, event_on(1, "0-1")),
+            ]))
+        };
+        let said = fresh(true);
+        assert!(said.shared_store);
+        assert_eq!(
+            said.breaches.iter().map(|x| (x.condition, x.step)).collect::<Vec<_>>(),
+            vec![(Condition::Refused, 4)]
+        );
+        let unsaid = fresh(false);
+        assert!(unsaid.all_held() && !unsaid.shared_store, "{unsaid:?}");
     }
 
     /// A DELETE answered 404 for a session no server ended landed where the session is not held:
@@ -2562,13 +2614,50 @@ mod tests {
         let mut kinds = answered_then_cut();
         kinds.push((30_001, on_session(2)));
         kinds.push((30_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
-        let c = Conditions::judge(&trace(kinds));
+        let c = Conditions::judge(&trace(kinds.clone()));
         assert_eq!(c.breaches.len(), 1, "{c:?}");
         assert_eq!(
             c.breaches[0].detail,
             "session 0-1 was gone when the client came back after 30.000s without an answer: the server that answered \
              does not hold it"
         );
+        // That 404 concerns session 0-1: it explains what was lost there, a call, and any second
+        // session; not another session's events, which a gone session cannot have cost.
+        assert_eq!(c.breaches[0].session, Some(sid()));
+        let on = |invariant, subject: &str| Violation {
+            invariant,
+            step: 3,
+            at: Instant(30_001_000),
+            subject: subject.to_string(),
+            detail: String::new(),
+        };
+        let explained = |c: &Conditions, v: Violation| c.explain(&v).is_explained();
+        assert!(explained(&c, on(InvariantId::NoSilentEventLoss, "session 0-1 stream1 event 1-4")));
+        assert!(explained(&c, on(InvariantId::NoOrphanedSession, "session 0-1")));
+        assert!(explained(&c, on(InvariantId::EveryCallResolves, "call0")));
+        assert!(!explained(&c, on(InvariantId::NoSilentEventLoss, "session 0-2 stream1 event 1-4")));
+        assert!(!explained(&c, on(InvariantId::NoOrphanedSession, "session 0-2 stream1 event 1-4")));
+        // Over a store one for every session, what one session was answered may cost another's.
+        let mut shared = kinds.clone();
+        shared.insert(0, (0, StepKind::ServerStart { epoch: 0, shared_store: true }));
+        let s = Conditions::judge(&trace(shared));
+        assert!(explained(
+            &s,
+            Violation { step: 4, ..on(InvariantId::NoSilentEventLoss, "session 0-2 stream1 event 1-4") }
+        ));
+        // A give-up is the client's, and concerns every session it held.
+        let mut kinds = answered_then_cut();
+        kinds.push((
+            60_001,
+            StepKind::AppError { call: crate::ids::CallKey(0), error: "reconnect attempts exhausted".into() },
+        ));
+        let gave_up = Conditions::judge(&trace(kinds));
+        assert_eq!(gave_up.breaches[0].session, None);
+        let elsewhere = Violation {
+            at: Instant(60_001_000),
+            ..on(InvariantId::NoSilentEventLoss, "session 0-2 stream1 event 1-4")
+        };
+        assert!(gave_up.explain(&elsewhere).is_explained());
     }
 
     #[test]

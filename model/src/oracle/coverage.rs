@@ -159,7 +159,7 @@ pub fn coverage(trace: &Trace) -> Coverage {
             {
                 cov.add(CoverageEvent::RetryHonoured, 1)
             }
-            StepKind::ServerStart { epoch } if *epoch >= 1 => restarts_awaiting_result += 1,
+            StepKind::ServerStart { epoch, .. } if *epoch >= 1 => restarts_awaiting_result += 1,
             StepKind::AppResult { .. } => {
                 cov.add(CoverageEvent::ServerRestartSurvived, restarts_awaiting_result);
                 restarts_awaiting_result = 0;
@@ -225,7 +225,7 @@ mod tests {
     fn each_event_is_counted_from_its_steps() {
         let (a, b) = (sid("A"), sid("B"));
         let trace = TraceBuilder::new()
-            .server(StepKind::ServerStart { epoch: 0 })
+            .server(StepKind::ServerStart { epoch: 0, shared_store: false })
             .server(session_created(&a, "app"))
             .app(app_call(0, false))
             .server(side_effect(&a, 1, 0))
@@ -239,7 +239,7 @@ mod tests {
             .server(resume(&a, ev(1, 0), ResumeOutcome::Empty { open: true }))
             .server(resume(&a, ev(1, 0), ResumeOutcome::Rejected { status: Status::GONE, head: None }))
             .app(app_gap(&a, None, ev(1, 3)))
-            .server(StepKind::ServerStart { epoch: 1 })
+            .server(StepKind::ServerStart { epoch: 1, shared_store: false })
             .server(session_created(&b, "app"))
             .server(side_effect(&b, 1, 0))
             .server(side_effect(&b, 1, 0))
@@ -273,14 +273,22 @@ mod tests {
 
     #[test]
     fn a_restart_with_no_result_after_it_is_not_survived() {
-        let trace =
-            TraceBuilder::new().app(app_result(0, &sid("A"), None)).server(StepKind::ServerStart { epoch: 1 }).build();
+        let trace = TraceBuilder::new()
+            .app(app_result(0, &sid("A"), None))
+            .server(StepKind::ServerStart { epoch: 1, shared_store: false })
+            .build();
         assert_eq!(coverage(&trace).get(CoverageEvent::ServerRestartSurvived), 0);
         // The first process's start is no restart; a result after a restart survives it.
         let a = sid("A");
-        let first = TraceBuilder::new().server(StepKind::ServerStart { epoch: 0 }).app(app_result(0, &a, None)).build();
+        let first = TraceBuilder::new()
+            .server(StepKind::ServerStart { epoch: 0, shared_store: false })
+            .app(app_result(0, &a, None))
+            .build();
         assert_eq!(coverage(&first).get(CoverageEvent::ServerRestartSurvived), 0);
-        let again = TraceBuilder::new().server(StepKind::ServerStart { epoch: 1 }).app(app_result(0, &a, None)).build();
+        let again = TraceBuilder::new()
+            .server(StepKind::ServerStart { epoch: 1, shared_store: false })
+            .app(app_result(0, &a, None))
+            .build();
         assert_eq!(coverage(&again).get(CoverageEvent::ServerRestartSurvived), 1);
     }
 

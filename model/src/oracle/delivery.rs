@@ -270,11 +270,11 @@ mod tests {
         };
         let trace = TraceBuilder::new()
             .at(1_000)
-            .server(StepKind::ServerStart { epoch: 0 })
+            .server(StepKind::ServerStart { epoch: 0, shared_store: false })
             .server(stored_as("0.1-5", 5))
             .app(app_event(&none, EventId::from("0.1-5"), Some(0)))
             .at(2_000)
-            .server(StepKind::ServerStart { epoch: 1 })
+            .server(StepKind::ServerStart { epoch: 1, shared_store: false })
             .server(stored_as("1.1-1", 1))
             .app(app_event(&none, EventId::from("1.1-1"), Some(0)))
             .build();

@@ -827,7 +827,7 @@ impl<'a> Split<'a> {
                         others.push(index);
                     }
                 }
-                StepKind::ServerStart { epoch: e } => {
+                StepKind::ServerStart { epoch: e, shared_store: false } => {
                     epoch = *e;
                     others.push(index);
                 }

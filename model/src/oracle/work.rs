@@ -405,8 +405,10 @@ mod tests {
             .server(tool_ended(&a, ToolEnd::Cancelled));
         assert_eq!(work_killed(&delete.build()), vec![]);
         // A restart lost it: a fault, not a decision.
-        let restart =
-            running().at(60_000).server(tool_ended(&a, ToolEnd::Lost)).server(StepKind::ServerStart { epoch: 1 });
+        let restart = running()
+            .at(60_000)
+            .server(tool_ended(&a, ToolEnd::Lost))
+            .server(StepKind::ServerStart { epoch: 1, shared_store: false });
         assert_eq!(work_killed(&restart.build()), vec![]);
     }
 
@@ -552,7 +554,7 @@ mod tests {
         let mut t = running()
             .at(30_000)
             .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
-            .server(StepKind::ServerStart { epoch: 3 })
+            .server(StepKind::ServerStart { epoch: 3, shared_store: false })
             .at(120_000)
             .server(expired(&a))
             .server(tool_ended(&a, ToolEnd::Cancelled))

@@ -195,7 +195,10 @@ impl Server {
             published: None,
         };
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
-        server.record(StepKind::ServerStart { epoch });
+        server.record(StepKind::ServerStart {
+            epoch,
+            shared_store: server.policy.store == crate::config::StoreScope::SharedByRequestId,
+        });
         if !server.policy.sessions {
             let context = server.new_session(&NO_SESSION);
             server.sessions.insert(NO_SESSION, context);

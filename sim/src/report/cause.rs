@@ -137,7 +137,7 @@ impl Walk {
                     format!("client process restarted, {state}")
                 })
             }
-            ServerStart { epoch } => (*epoch > 0 && begun)
+            ServerStart { epoch, .. } => (*epoch > 0 && begun)
                 .then(|| format!("server process restarted (epoch {epoch}): sessions in memory are gone")),
             Decision { action: Some(NextAction::Reinitialize), .. } | Decision { error: Some(_), .. } => {
                 Some(described())

@@ -188,7 +188,7 @@ pub fn describe(kind: &StepKind) -> String {
         CancelIgnored { session, request, call } => format!(
             "tool {call} {request} in {session}: its stream's connection ended, which the server says cancels it, but it runs on"
         ),
-        ServerStart { epoch } => format!("server process started (epoch {epoch})"),
+        ServerStart { epoch, .. } => format!("server process started (epoch {epoch})"),
         ProcessExit { conn, session } => format!(
             "server process EXITED on the unparseable request on {conn}{}",
             session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()

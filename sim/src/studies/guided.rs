@@ -505,7 +505,7 @@ fn label(kind: &StepKind) -> Option<String> {
         }
         StepKind::Rejected { status, .. } => format!("rejected:{status}"),
         StepKind::ToolEnded { end, .. } => format!("tool-ended:{end:?}"),
-        StepKind::ServerStart { epoch } => format!("server-start:{}", bucket(*epoch)),
+        StepKind::ServerStart { epoch, .. } => format!("server-start:{}", bucket(*epoch)),
         StepKind::AppGap { .. } => "app-gap".into(),
         StepKind::AppResult { .. } => "app-result".into(),
         StepKind::AppError { .. } => "app-error".into(),
