@@ -269,11 +269,15 @@ fn four_check_shards_merge_into_the_unsharded_check_text_and_html() {
     assert!(bytes(&dir, "merged.html") == bytes(&dir, "whole.html"), "the HTML reports differ");
 }
 
-/// Explore's output with its wall-clock figures (`(0.31s wall`, `(0.05s, 170 runs/s)`) masked.
+/// Explore's output with its wall-clock figures (`(0.31s wall`, `(0.05s, 170 runs/s, 212 steps
+/// per run, 36k steps/s)`) masked; the steps per run, which the runs decide, kept.
 fn without_wall_clock(text: &str) -> String {
     text.lines()
         .map(|line| match line.rfind(" (") {
-            Some(at) if line.contains("s wall") || line.contains("runs/s)") => format!("{} (…)", &line[..at]),
+            Some(at) if line.contains("s wall") || line.contains(" runs/s") => {
+                let per_run = line[at..].split(", ").find(|part| part.ends_with("steps per run"));
+                format!("{} (… {})", &line[..at], per_run.unwrap_or("-"))
+            }
             _ => line.to_string(),
         })
         .collect::<Vec<_>>()
@@ -312,6 +316,10 @@ fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
         let merged = merge(&dir, &shards, &["--out", "merged"]);
         assert_eq!(merged.status.code(), Some(status), "{name}: {}", String::from_utf8_lossy(&merged.stderr));
         assert_eq!(without_wall_clock(&text(&merged).replace("merged/", "whole/")), without_wall_clock(&text(&whole)));
+        if status == 0 {
+            // How heavy the runs were: the steps they simulated, which the merge adds up too.
+            assert!(without_wall_clock(&text(&whole)).contains(" steps per run)"), "{}", text(&whole));
+        }
         if name == "explained" {
             assert!(text(&whole).starts_with("8 of 8 run(s) broke only invariants explained"), "{}", text(&whole));
             assert!(text(&whole).contains("no unexplained violation in 8 seed(s)"), "{}", text(&whole));

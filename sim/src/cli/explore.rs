@@ -84,7 +84,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     check_writable(&explore.out.join("probe"))?;
     let started = WallClock::now();
     let hunt = explore.hunt();
-    let (found, runs, coverage, explained) = if explore.guided {
+    let search::Explored { found, runs, steps, coverage, explained } = if explore.guided {
         let (space, seeds, seed) = (explore.space(&scenario), explore.seeds, explore.start_seed);
         guided::explore_guided_reporting(&scenario, &space, seeds, seed, explore.shrink, target)?
     } else if explore.search {
@@ -97,7 +97,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
         let which = passed_over(&explained, explore.all);
-        print_none(runs, what, explore.start_seed, &scenario, secs, &coverage, which);
+        print_none(Ran { runs, steps, secs }, what, explore.start_seed, &scenario, &coverage, which);
         return Ok(Exit::Clean);
     };
     let summary = Summary::of(&found);
@@ -189,23 +189,40 @@ fn passed_over(explained: &search::Passed, all: bool) -> &'static str {
     }
 }
 
+/// How many runs an exploration made, the steps they simulated (0: not counted, a shard written
+/// before they were) and the seconds they took.
+#[derive(Clone, Copy)]
+struct Ran {
+    runs: u64,
+    steps: u64,
+    secs: f64,
+}
+
+impl Ran {
+    /// `1.55s, 1292 runs/s, 212 steps per run, 274k steps/s`: the steps say how heavy the runs
+    /// were, so a search's runs per second can be read against plain seeds'.
+    fn rates(&self) -> String {
+        let Ran { runs, steps, secs } = *self;
+        let per_sec = |n: u64| n as f64 / secs.max(1e-9);
+        let mut text = format!("{secs:.2}s, {:.0} runs/s", per_sec(runs));
+        if steps > 0 && runs > 0 {
+            let per_run = steps as f64 / runs as f64;
+            text += &format!(", {per_run:.0} steps per run, {:.0}k steps/s", per_sec(steps) / 1000.0);
+        }
+        text
+    }
+}
+
 /// The end of an `explore` that found nothing: no violation at all, or none but those a broken
 /// condition explains (`explained` runs broke only those).
-fn print_none(
-    runs: u64,
-    what: &str,
-    start_seed: u64,
-    scenario: &Scenario,
-    secs: f64,
-    coverage: &Coverage,
-    which: &str,
-) {
+fn print_none(ran: Ran, what: &str, start_seed: u64, scenario: &Scenario, coverage: &Coverage, which: &str) {
     println!(
-        "no {which}violation in {runs} {what} from {start_seed} of {} ({secs:.2}s, {:.0} runs/s)",
+        "no {which}violation in {} {what} from {start_seed} of {} ({})",
+        ran.runs,
         control(&quoted_cli_args(scenario)),
-        runs as f64 / secs.max(1e-9)
+        ran.rates()
     );
-    print_coverage(runs, coverage);
+    print_coverage(ran.runs, coverage);
 }
 
 /// The end of an `explore` that found a counterexample, its trace saved at `path`.
@@ -265,6 +282,9 @@ struct ExplorePart {
     /// Of those, how many each broken condition explains (absent in shards written before).
     #[serde(default)]
     explained_by: BTreeMap<Condition, u64>,
+    /// Steps the runs simulated (absent in shards written before they were counted).
+    #[serde(default)]
+    steps: u64,
 }
 
 /// `explore --shard K/N`: the K-th of N consecutive blocks of the seeds, explored up to its
@@ -288,7 +308,7 @@ fn explore_shard(
     check_writable(&dir.join(shard::file_name("explore")))?;
     let (first, count) = shard.block(explore.start_seed, explore.seeds);
     let started = WallClock::now();
-    let (found, runs, coverage, explained) =
+    let search::Explored { found, runs, steps, coverage, explained } =
         explore_seeds(scenario, first, count, explore.shrink, target, explore.hunt())?;
     let summary = found.as_ref().map(Summary::of);
     if let (Some(found), Some(s)) = (&found, &summary) {
@@ -303,6 +323,7 @@ fn explore_shard(
         secs: started.elapsed().as_secs_f64(),
         explained: explained.runs,
         explained_by: explained.by,
+        steps,
     };
     let question = ExploreQuestion {
         client: args.client.clone(),
@@ -331,7 +352,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
     let (q, parts) = shard::read_shards::<ExploreQuestion, ExplorePart>(dirs, "explore", what)?;
     let args = ScenarioArgs { client: q.client, server: q.server, scenario: q.scenario, sets: q.sets };
     let scenario = args.build()?;
-    let (mut runs, mut secs, mut coverage) = (0u64, 0f64, Coverage::new());
+    let (mut runs, mut steps, mut secs, mut coverage) = (0u64, 0u64, 0f64, Coverage::new());
     let mut explained = search::Passed::default();
     let mut expected = q.start_seed;
     for (shard, dir, part) in &parts {
@@ -340,6 +361,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
         }
         expected = part.first_seed.wrapping_add(part.seeds);
         runs += part.runs;
+        steps += part.steps;
         secs += part.secs;
         explained.add(&search::Passed { runs: part.explained, by: part.explained_by.clone() });
         let mut covered = BTreeMap::new();
@@ -365,7 +387,8 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
         return Ok(Exit::Violated);
     }
     print_explained(&explained, runs, &q.ignore, q.all);
-    print_none(runs, "seed(s)", q.start_seed, &scenario, secs, &coverage, passed_over(&explained, q.all));
+    let which = passed_over(&explained, q.all);
+    print_none(Ran { runs, steps, secs }, "seed(s)", q.start_seed, &scenario, &coverage, which);
     Ok(Exit::Clean)
 }
 
@@ -377,16 +400,17 @@ fn explore_seeds(
     shrink: bool,
     target: Option<&str>,
     hunt: search::Hunt,
-) -> Result<(Option<search::Found>, u64, Coverage, search::Passed), SimError> {
+) -> Result<search::Explored, SimError> {
     let started = WallClock::now();
     let mut explained = search::Passed::default();
     let mut last_report = started;
     let mut coverage = Coverage::new();
     let seeds = (0..count).map_while(|i| first.checked_add(i));
-    let mut ran = 0u64;
+    let (mut ran, mut steps) = (0u64, 0u64);
     for (i, seed) in seeds.enumerate() {
         ran += 1;
         let outcome = run(scenario, seed)?;
+        steps += outcome.trace.steps.len() as u64;
         coverage.merge(&oracle::coverage(&outcome.trace));
         if let Some(invariant) = hunt.pinned(&outcome, target) {
             let original = search::Counterexample { scenario: scenario.clone(), seed, outcome };
@@ -399,7 +423,7 @@ fn explore_seeds(
             let (minimal, shrink_runs) =
                 if shrink { search::shrink_fixed(&family, &original, invariant, hunt)? } else { (original.clone(), 0) };
             let found = search::Found { invariant, original, minimal, shrink_runs, shrink_error: None };
-            return Ok((Some(found), i as u64 + 1, coverage, explained));
+            return Ok(search::Explored { found: Some(found), runs: i as u64 + 1, steps, coverage, explained });
         }
         explained.count(hunt, &outcome);
         if last_report.elapsed().as_secs_f64() >= 2.0 {
@@ -408,7 +432,7 @@ fn explore_seeds(
             eprintln!("  explored {}/{count} seeds ({rate:.0} runs/s)", i + 1);
         }
     }
-    Ok((None, ran, coverage, explained))
+    Ok(search::Explored { found: None, runs: ran, steps, coverage, explained })
 }
 
 /// `explore --search`: generated cases, shrunk by proptest and then `search::shrink_fixed`.
@@ -416,11 +440,11 @@ fn explore_cases(
     scenario: &Scenario,
     explore: &ExploreArgs,
     target: Option<&str>,
-) -> Result<(Option<search::Found>, u64, Coverage, search::Passed), SimError> {
+) -> Result<search::Explored, SimError> {
     let space = explore.space(scenario);
     let budget = u32::try_from(explore.seeds).map_err(|_| SimError::Usage("--seeds is too large".into()))?;
     let report = search::search_for(scenario, &space, budget, explore.start_seed, explore.shrink, target)?;
-    Ok((report.found, report.cases, report.coverage, report.explained))
+    Ok(report.into())
 }
 
 /// Default directory for found counterexamples.

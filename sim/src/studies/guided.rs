@@ -88,6 +88,8 @@ pub struct GuidedReport {
     /// Cases that broke an invariant the hunt does not count (explained by a broken condition),
     /// and by which conditions.
     pub explained: search::Passed,
+    /// Steps the cases simulated (shrinking runs not counted).
+    pub steps: u64,
 }
 
 /// One way to change a case.
@@ -138,20 +140,25 @@ pub fn explore_guided(
     // reach: an entry whose features few runs reach is picked more often (a power schedule).
     let mut hits: BTreeMap<Feature, u64> = BTreeMap::new();
     let mut opened: Vec<Vec<Feature>> = Vec::new();
+    // `rarity[i]`: the fewest runs that reached one of the features entry `i` opened, kept up to
+    // date from `openers` (the entries that opened each feature) as `hits` grow, rather than
+    // recomputed over the whole corpus before every case.
+    let mut rarity: Vec<u64> = Vec::new();
+    let mut openers: BTreeMap<Feature, Vec<usize>> = BTreeMap::new();
     let mut growth = Vec::new();
     let mut total = Coverage::new();
     let mut cases_run = 0;
     let mut explained = search::Passed::default();
+    let mut steps = 0u64;
     // Draws that came out invalid or unchanged are drawn again, a bounded number of times.
     let mut draws_left = guided.budget.saturating_mul(20);
     while cases_run < guided.budget && draws_left > 0 {
         draws_left -= 1;
-        let rarity: Vec<u64> =
-            opened.iter().map(|fs| fs.iter().map(|f| hits.get(f).copied().unwrap_or(0)).min().unwrap_or(0)).collect();
         let Some(case) = explorer.next_case(cases_run, &corpus, &rarity) else { continue };
         cases_run += 1;
         let scenario = case.scenario(&base)?;
         let outcome = run(&scenario, case.seed)?;
+        steps += outcome.trace.steps.len() as u64;
         let reached = coverage(&outcome.trace);
         total.merge(&reached);
         if let Some(invariant) = space.hunt.pinned(&outcome, target) {
@@ -171,16 +178,27 @@ pub fn explore_guided(
                 corpus: corpus.len(),
                 growth,
                 explained,
+                steps,
             });
         }
         explained.count(space.hunt, &outcome);
         let reached_features = features(&outcome.trace, &reached);
         let new: Vec<Feature> = reached_features.iter().copied().filter(|f| !seen.contains(f)).collect();
+        let mut touched: BTreeSet<usize> = BTreeSet::new();
         for f in &reached_features {
             *hits.entry(*f).or_insert(0) += 1;
+            touched.extend(openers.get(f).into_iter().flatten());
+        }
+        let rarest_of = |fs: &[Feature]| fs.iter().map(|f| hits.get(f).copied().unwrap_or(0)).min().unwrap_or(0);
+        for i in touched {
+            rarity[i] = rarest_of(&opened[i]);
         }
         seen.extend(reached_features);
         if !new.is_empty() {
+            for f in &new {
+                openers.entry(*f).or_default().push(corpus.len());
+            }
+            rarity.push(rarest_of(&new));
             corpus.push(case);
             opened.push(new);
             growth.push((cases_run, seen.len()));
@@ -195,11 +213,12 @@ pub fn explore_guided(
         corpus: corpus.len(),
         growth,
         explained,
+        steps,
     })
 }
 
 /// `explore --guided`: [`explore_guided`] on `scenario` over `space`, printing coverage growth on stderr every two seconds and a summary at the
-/// end. Returns what was found, the cases run and their coverage.
+/// end. Returns what was found, the cases run, their steps and their coverage.
 pub fn explore_guided_reporting(
     scenario: &Scenario,
     space: &Space,
@@ -207,7 +226,7 @@ pub fn explore_guided_reporting(
     rng_seed: u64,
     shrink: bool,
     target: Option<&str>,
-) -> Result<(Option<Found>, u64, Coverage, search::Passed), SimError> {
+) -> Result<search::Explored, SimError> {
     let guided = Guided { budget, rng_seed, shrink, target: target.map(str::to_string) };
     let started = WallClock::now();
     let mut last_line = started;
@@ -241,7 +260,13 @@ pub fn explore_guided_reporting(
         report.corpus,
         growth.join(" ")
     );
-    Ok((report.found, report.cases, report.coverage, report.explained))
+    Ok(search::Explored {
+        found: report.found,
+        runs: report.cases,
+        steps: report.steps,
+        coverage: report.coverage,
+        explained: report.explained,
+    })
 }
 
 /// Draws the cases: the family's own, fresh ones, and mutations of the corpus.
@@ -296,8 +321,15 @@ impl<'a> Explorer<'a> {
         // first among equals): they border the least explored ground.
         let pick = if self.below(2) == 0 {
             let mut rarest: Vec<usize> = (0..corpus.len()).collect();
-            rarest.sort_by_key(|i| (rarity.get(*i).copied().unwrap_or(0), std::cmp::Reverse(*i)));
-            rarest[self.below(rarest.len().min(8) as u64) as usize]
+            let key = |i: &usize| (rarity.get(*i).copied().unwrap_or(0), std::cmp::Reverse(*i));
+            // Only the first 8 in that order matter (the key is a total order: indices differ).
+            let top = rarest.len().min(8);
+            if rarest.len() > top {
+                rarest.select_nth_unstable_by_key(top - 1, key);
+                rarest.truncate(top);
+            }
+            rarest.sort_by_key(key);
+            rarest[self.below(top as u64) as usize]
         } else {
             self.below(corpus.len() as u64) as usize
         };

@@ -882,6 +882,28 @@ pub struct SearchReport {
     /// Cases that broke an invariant the hunt does not count (explained by a broken condition),
     /// and by which conditions.
     pub explained: Passed,
+    /// Steps those cases simulated (shrinking runs not counted).
+    pub steps: u64,
+}
+
+/// What an exploration (seeds, generated cases, guided) ran, for its summary.
+pub struct Explored {
+    /// The first violation hunted, shrunk unless shrinking was off.
+    pub found: Option<Found>,
+    /// Runs until it (or the whole budget).
+    pub runs: u64,
+    /// Steps those runs simulated: with the seconds, how heavy the runs were.
+    pub steps: u64,
+    /// Coverage events over those runs.
+    pub coverage: Coverage,
+    /// Runs passed over (every violation explained), and by which conditions.
+    pub explained: Passed,
+}
+
+impl From<SearchReport> for Explored {
+    fn from(r: SearchReport) -> Explored {
+        Explored { found: r.found, runs: r.cases, steps: r.steps, coverage: r.coverage, explained: r.explained }
+    }
 }
 
 /// Runs up to `budget` generated cases from a deterministic generator seeded by `rng_seed`; on the
@@ -907,6 +929,8 @@ struct Learned {
     /// Simulated steps spent shrinking (see [`SHRINK_STEP_BUDGET`]).
     shrink_steps: u64,
     coverage: Coverage,
+    /// Steps the generated cases simulated.
+    steps: u64,
     /// Cases whose violations were all explained (see [`Hunt::skipped`]).
     explained: Passed,
     /// A simulation error before anything was found: ends the search.
@@ -949,6 +973,7 @@ pub fn search_for(
         cases: learned.cases,
         coverage: learned.coverage.clone(),
         explained: learned.explained.clone(),
+        steps: learned.steps,
     };
     let minimal = match result {
         Ok(()) => return Ok(report(None)),
@@ -1017,6 +1042,7 @@ fn try_case(
     };
     if searching {
         learned.coverage.merge(&coverage(&outcome.trace));
+        learned.steps += outcome.trace.steps.len() as u64;
         learned.explained.count(hunt, &outcome);
     }
     let wanted = learned.target.or(target);
