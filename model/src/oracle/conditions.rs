@@ -314,6 +314,11 @@ impl Conditions {
     /// unresolved at its deadline), every breach of the run, since the step it is dated at (the
     /// event stored, the result stored) comes before what made it a violation.
     pub fn explain(&self, violation: &Violation) -> Explanation<'_> {
+        self.answer(self.question(violation))
+    }
+
+    /// What decides `violation`'s explanation.
+    fn question<'v>(&self, violation: &'v Violation) -> Question<'v> {
         let client = self.step_clients.get(violation.step).copied().flatten();
         let effect = self.effect(violation);
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
@@ -322,7 +327,35 @@ impl Conditions {
         let place = super::subject_session(&violation.subject)
             .filter(|_| effect != Effect::SecondSession)
             .map(|s| (s, super::subject_stream(&violation.subject)));
-        self.explain_as(at, client, place, Some(effect))
+        Question { at, client, place, effect }
+    }
+
+    fn answer(&self, q: Question<'_>) -> Explanation<'_> {
+        self.explain_as(q.at, q.client, q.place, Some(q.effect))
+    }
+
+    /// Each violation's verdict in words, and the conditions that explain it (none when it is
+    /// unexplained): worked out once per distinct [`Question`], which a run's violations mostly
+    /// share (its lost events, one violation each).
+    fn verdicts(&self, violations: &[Violation]) -> Vec<(String, Vec<Condition>)> {
+        let mut answered: BTreeMap<Question<'_>, (String, Vec<Condition>)> = BTreeMap::new();
+        violations
+            .iter()
+            .map(|v| {
+                let q = self.question(v);
+                answered
+                    .entry(q)
+                    .or_insert_with(|| {
+                        let explanation = self.answer(q);
+                        let causes = match &explanation {
+                            Explanation::ExplainedBy(breaches) => breaches.iter().map(|b| b.condition).collect(),
+                            _ => Vec::new(),
+                        };
+                        (explanation.to_string(), causes)
+                    })
+                    .clone()
+            })
+            .collect()
     }
 
     /// What `violation` is. A client that got a second session while its first was live
@@ -342,11 +375,27 @@ impl Conditions {
 
     /// The footer records of `violations`, each with its conditions verdict.
     pub fn records(&self, violations: &[Violation]) -> Vec<ViolationRecord> {
+        Self::records_of(violations, &self.verdicts(violations))
+    }
+
+    fn records_of(violations: &[Violation], verdicts: &[(String, Vec<Condition>)]) -> Vec<ViolationRecord> {
         violations
             .iter()
-            .map(|v| ViolationRecord { conditions: self.explain(v).to_string(), ..ViolationRecord::from(v) })
+            .zip(verdicts)
+            .map(|(v, (conditions, _))| ViolationRecord { conditions: conditions.clone(), ..ViolationRecord::from(v) })
             .collect()
     }
+}
+
+/// What decides a violation's explanation ([`Conditions::explain`]): when it is judged, whose it
+/// is, the session (and stream) it concerns, and what it is. Violations that ask the same
+/// question get the same answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Question<'v> {
+    at: Instant,
+    client: Option<u32>,
+    place: Option<(&'v str, Option<StreamNo>)>,
+    effect: Effect,
 }
 
 /// Whether breach `b` can cause a violation of `invariant`: the map from what broke to what it
@@ -413,9 +462,9 @@ const MISSED_REPLAY_COSTS: [InvariantId; 9] = [
     InvariantId::BoundedReconnects,
 ];
 
-/// What a violation is, as far as what may cause it ([`can_cause`]): its invariant, with the one
-/// rule whose causes differ from the rest of its invariant's told apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a violation is, as far as what may cause it ([`can_cause`]): its invariant, with the
+/// rules whose causes differ from the rest of their invariant's told apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Effect {
     /// A violation of this invariant.
     Of(InvariantId),
@@ -458,14 +507,9 @@ pub fn judged(trace: &Trace, violations: &[Violation]) -> (Vec<ViolationRecord>,
         return (Vec::new(), Vec::new());
     }
     let conditions = Conditions::judge(trace);
-    let causes = violations
-        .iter()
-        .map(|v| match conditions.explain(v) {
-            Explanation::ExplainedBy(breaches) => breaches.iter().map(|b| b.condition).collect(),
-            _ => Vec::new(),
-        })
-        .collect();
-    (conditions.records(violations), causes)
+    let verdicts = conditions.verdicts(violations);
+    let records = Conditions::records_of(violations, &verdicts);
+    (records, verdicts.into_iter().map(|(_, causes)| causes).collect())
 }
 
 /// Whether a footer record's verdict says a broken condition explains it.
@@ -1890,6 +1934,24 @@ mod tests {
         assert!(!can_cause(&standalone, Effect::Of(InvariantId::EveryCallResolves)));
         assert!(can_cause(&standalone, Effect::Of(InvariantId::NoSilentEventLoss)));
         assert!(can_cause(&c.breaches[0], Effect::Of(InvariantId::EveryCallResolves)));
+        // The footer's verdicts and the search's causes, worked out once per question, are each
+        // violation's own, in order, the repeated question and the different ones alike.
+        let asked = vec![
+            on(InvariantId::NoSilentEventLoss, "0-1", 1),
+            on(InvariantId::NoSilentEventLoss, "0-2", 1),
+            on(InvariantId::NoSilentEventLoss, "0-1", 1),
+            violation(InvariantId::EveryCallResolves, 5),
+            on(InvariantId::NoSilentEventLoss, "0-2", 1),
+        ];
+        let records = c.records(&asked);
+        for (v, r) in asked.iter().zip(&records) {
+            assert_eq!(r.conditions, c.explain(v).to_string());
+            assert_eq!((r.subject.as_str(), r.invariant.as_str()), (v.subject.as_str(), v.invariant.name()));
+        }
+        let (judged_records, causes) = judged(&t, &asked);
+        assert_eq!(judged_records, records);
+        let persisted = vec![Condition::Persisted];
+        assert_eq!(causes, vec![vec![], persisted.clone(), vec![], vec![], persisted]);
         // A second session with only the missed replay before it: nothing that can cause it broke.
         let alone = Conditions::judge(&Trace { steps: t.steps[..7].to_vec(), ..t.clone() });
         assert_eq!(alone.breaches.len(), 1);
