@@ -827,7 +827,7 @@ impl<'a> Split<'a> {
                         others.push(index);
                     }
                 }
-                StepKind::ServerStart { epoch: e, shared_store: false } => {
+                StepKind::ServerStart { epoch: e, .. } => {
                     epoch = *e;
                     others.push(index);
                 }
