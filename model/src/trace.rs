@@ -564,7 +564,7 @@ pub enum StepKind {
         /// another's events. What a session was handed is then the store's scope (condition 3),
         /// not the server's slip.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        shared_store: bool,
+        sessions_share_store: bool,
     },
 
     // --- application: everything it was handed, in order ---
@@ -1201,7 +1201,7 @@ mod tests {
         assert_eq!(cut, StepKind::LbIdleCut { conn: ConnId(9), idle_us: 1, hop: None });
         let mut refused = StepKind::Rejected { conn: ConnId(1), status: Status(404), session: None };
         assert_eq!(refused.conn_mut().copied(), Some(ConnId(1)));
-        assert_eq!(StepKind::ServerStart { epoch: 0, shared_store: false }.conn_mut(), None);
+        assert_eq!(StepKind::ServerStart { epoch: 0, sessions_share_store: false }.conn_mut(), None);
     }
 
     #[test]

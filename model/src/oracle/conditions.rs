@@ -65,7 +65,7 @@
 //! condition can and cannot cause), of its own client or of none, and of its own session or of
 //! none: what a resume of one session was answered, a 404 for it or a `DELETE` of it that did
 //! not end it ([`Breach::session`]) costs nothing of another session's — unless a server said
-//! its store is one for every session (`server-start`'s `shared_store`), where one session's
+//! its store is one for every session (`server-start`'s `sessions_share_store`), where one session's
 //! answer can hand out or skip another's events. (A second session is the other exception: what
 //! made the client start it concerns the old one.) [`Conditions::explain`] says which, or that
 //! all four held, or that what broke cannot cause it.
@@ -149,7 +149,7 @@ pub struct Breach {
     /// 404 for it, a `DELETE` of it that did not end it), which explains only violations of that
     /// session or of no session (a call's, the run's), and any client's second session; `None`:
     /// any session's (a restart, a give-up, a client's reaction). Over a store shared across
-    /// sessions ([`Conditions::shared_store`]) only a missed replay keeps to its session.
+    /// sessions ([`Conditions::sessions_share_store`]) only a missed replay keeps to its session.
     pub session: Option<SessionId>,
     /// Within [`Breach::session`], the one stream whose events it concerns; `None`: any stream's.
     pub stream: Option<StreamNo>,
@@ -197,7 +197,7 @@ pub struct Conditions {
     /// A server process said its event store is one for every session (its `server-start`): what
     /// one session was answered may then have cost another's events, so breaches of conditions 2
     /// and 3 are not kept to their session.
-    pub shared_store: bool,
+    pub sessions_share_store: bool,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -281,7 +281,7 @@ impl Conditions {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
-        let kept_to_session = |b: &Breach| b.condition == Condition::ServerMissed || !self.shared_store;
+        let kept_to_session = |b: &Breach| b.condition == Condition::ServerMissed || !self.sessions_share_store;
         let of_session = |b: &Breach| match (&b.session, place) {
             (Some(theirs), Some((ours, stream))) if kept_to_session(b) => {
                 theirs.0 == ours && (b.stream.is_none() || stream.is_none() || b.stream == stream)
@@ -320,13 +320,13 @@ impl Conditions {
     /// What decides `violation`'s explanation.
     fn question<'v>(&self, violation: &'v Violation) -> Question<'v> {
         let client = self.step_clients.get(violation.step).copied().flatten();
-        let effect = self.effect(violation);
+        let stream = super::subject_stream(&violation.subject);
+        let effect = self.effect(violation, stream);
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
         let at = if judged_on_end { Instant(u64::MAX) } else { violation.at };
         // A second session names the new one, and what made the client start it concerns the old.
-        let place = super::subject_session(&violation.subject)
-            .filter(|_| effect != Effect::SecondSession)
-            .map(|s| (s, super::subject_stream(&violation.subject)));
+        let place =
+            super::subject_session(&violation.subject).filter(|_| effect != Effect::SecondSession).map(|s| (s, stream));
         Question { at, client, place, effect }
     }
 
@@ -362,28 +362,28 @@ impl Conditions {
     /// (`no-orphaned-session`, dated at the second's creation) did so then, so unlike the rest of
     /// its invariant it is not decided by how the run ended: a breach after it cannot have made
     /// it start that session.
-    fn effect(&self, violation: &Violation) -> Effect {
+    /// `stream`: the one its subject names.
+    fn effect(&self, violation: &Violation, stream: Option<StreamNo>) -> Effect {
         match violation.invariant {
             InvariantId::NoOrphanedSession if self.creations.contains(&violation.step) => Effect::SecondSession,
             // Rule a names the event that held the result; rule c, the session alone.
-            InvariantId::NoOrphanedSession if super::subject_stream(&violation.subject).is_none() => {
-                Effect::DeadSessionKept
-            }
+            InvariantId::NoOrphanedSession if stream.is_none() => Effect::DeadSessionKept,
             invariant => Effect::Of(invariant),
         }
     }
 
     /// The footer records of `violations`, each with its conditions verdict.
     pub fn records(&self, violations: &[Violation]) -> Vec<ViolationRecord> {
-        Self::records_of(violations, &self.verdicts(violations))
+        self.judged(violations).0
     }
 
-    fn records_of(violations: &[Violation], verdicts: &[(String, Vec<Condition>)]) -> Vec<ViolationRecord> {
+    /// [`Conditions::records`], and beside each the conditions that explain its violation.
+    fn judged(&self, violations: &[Violation]) -> (Vec<ViolationRecord>, Vec<Vec<Condition>>) {
         violations
             .iter()
-            .zip(verdicts)
-            .map(|(v, (conditions, _))| ViolationRecord { conditions: conditions.clone(), ..ViolationRecord::from(v) })
-            .collect()
+            .zip(self.verdicts(violations))
+            .map(|(v, (conditions, causes))| (ViolationRecord { conditions, ..ViolationRecord::from(v) }, causes))
+            .unzip()
     }
 }
 
@@ -506,10 +506,7 @@ pub fn judged(trace: &Trace, violations: &[Violation]) -> (Vec<ViolationRecord>,
     if violations.is_empty() {
         return (Vec::new(), Vec::new());
     }
-    let conditions = Conditions::judge(trace);
-    let verdicts = conditions.verdicts(violations);
-    let records = Conditions::records_of(violations, &verdicts);
-    (records, verdicts.into_iter().map(|(_, causes)| causes).collect())
+    Conditions::judge(trace).judged(violations)
 }
 
 /// Whether a footer record's verdict says a broken condition explains it.
@@ -579,7 +576,7 @@ struct Judge {
     /// Streams whose numbering skips: their store is shared with another session's.
     shared: BTreeSet<(SessionId, StreamNo)>,
     /// A server process said its store is shared across sessions (`server-start`).
-    shared_store: bool,
+    sessions_share_store: bool,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
@@ -608,7 +605,12 @@ impl Judge {
         for b in &mut breaches {
             b.client = step_clients.get(b.step).copied().flatten();
         }
-        Conditions { breaches, step_clients, creations: self.creations, shared_store: self.shared_store }
+        Conditions {
+            breaches,
+            step_clients,
+            creations: self.creations,
+            sessions_share_store: self.sessions_share_store,
+        }
     }
 
     fn breach(&mut self, condition: Condition, step: usize, at: Instant, detail: String) {
@@ -617,8 +619,17 @@ impl Judge {
 
     /// Records a breach of what the server kept or answered for one session: it explains only
     /// that session's violations ([`Breach::session`]).
-    fn breach_in(&mut self, condition: Condition, step: usize, at: Instant, detail: String, session: &SessionId) {
-        self.record(condition, step, at, detail).session = Some(session.clone());
+    fn breach_in(
+        &mut self,
+        condition: Condition,
+        step: usize,
+        at: Instant,
+        detail: String,
+        session: &SessionId,
+    ) -> &mut Breach {
+        let breach = self.record(condition, step, at, detail);
+        breach.session = Some(session.clone());
+        breach
     }
 
     /// Records a breach and hands it back, for the flags a few of them carry.
@@ -841,7 +852,7 @@ impl Judge {
             StepKind::SessionCreated { .. } => {
                 self.creations.insert(i);
             }
-            StepKind::ServerStart { shared_store, .. } => self.shared_store |= *shared_store,
+            StepKind::ServerStart { sessions_share_store, .. } => self.sessions_share_store |= *sessions_share_store,
             StepKind::SessionEnded { session, reason } => {
                 self.ended.insert(session.clone(), (*reason, at));
                 if *reason == SessionEndReason::WriteFailed {
@@ -1061,7 +1072,7 @@ impl Judge {
         }
         // The sharing shows in the numbering of either session's stream of that number, or the
         // server said so when it started.
-        let shared = |s: &SessionId, k: &StreamNo| self.shared_store || self.shared.contains(&(s.clone(), *k));
+        let shared = |s: &SessionId, k: &StreamNo| self.sessions_share_store || self.shared.contains(&(s.clone(), *k));
         let other = self
             .stored
             .iter()
@@ -1184,7 +1195,8 @@ impl Judge {
         }
         // Only an id this session stored: one of another session's (a client resuming with an
         // id it kept from an earlier session) is no event the server owed this session.
-        if held && self.stored.contains_key(&(session.clone(), id.clone())) {
+        let stored = self.stored.get(&(session.clone(), id.clone())).copied();
+        if let (true, Some((missed, _, _))) = (held, stored) {
             let how = silent.unwrap_or_else(|| match outcome {
                 ResumeOutcome::Rejected { status, .. } => format!("refused it with HTTP {status}"),
                 _ => "answered it".to_string(),
@@ -1195,12 +1207,10 @@ impl Judge {
             );
             // What its lookup missed are this stream's events: another stream's or another
             // session's loss, or a result left in a session its client forgot, is no part of it.
-            let missed = self.stored.get(&(session.clone(), id.clone())).map(|&(stream, _, _)| stream);
-            let breach = self.record(Condition::ServerMissed, i, at, detail);
-            (breach.session, breach.stream) = (Some(session.clone()), missed);
+            self.breach_in(Condition::ServerMissed, i, at, detail, session).stream = Some(missed);
             return;
         }
-        if let Some(&(_, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) {
+        if let Some((_, _, stored_at)) = stored {
             let outage = format_micros((at - stored_at).as_micros() as u64);
             let covered = match outcome {
                 ResumeOutcome::Rejected { head: Some(head), .. } => {
@@ -2345,9 +2355,9 @@ mod tests {
         // A server that says its store is shared (its `server-start`): A's event on B's fresh GET
         // is the store's doing even where B stored nothing to show it (rmcp's fresh GET replays
         // the common stream; a priming id it does not store).
-        let fresh = |shared_store: bool| {
+        let fresh = |sessions_share_store: bool| {
             Conditions::judge(&trace(vec![
-                (0, StepKind::ServerStart { epoch: 0, shared_store }),
+                (0, StepKind::ServerStart { epoch: 0, sessions_share_store }),
                 (1, store(&a, 0)),
                 (2, store(&a, 1)),
                 (3, get(1, &b)),
@@ -2355,13 +2365,13 @@ mod tests {
             ]))
         };
         let said = fresh(true);
-        assert!(said.shared_store);
+        assert!(said.sessions_share_store);
         assert_eq!(
             said.breaches.iter().map(|x| (x.condition, x.step)).collect::<Vec<_>>(),
             vec![(Condition::Refused, 4)]
         );
         let unsaid = fresh(false);
-        assert!(unsaid.all_held() && !unsaid.shared_store, "{unsaid:?}");
+        assert!(unsaid.all_held() && !unsaid.sessions_share_store, "{unsaid:?}");
     }
 
     /// A DELETE answered 404 for a session no server ended landed where the session is not held:
@@ -2701,7 +2711,7 @@ mod tests {
         assert!(!explained(&c, on(InvariantId::NoOrphanedSession, "session 0-2 stream1 event 1-4")));
         // Over a store one for every session, what one session was answered may cost another's.
         let mut shared = kinds.clone();
-        shared.insert(0, (0, StepKind::ServerStart { epoch: 0, shared_store: true }));
+        shared.insert(0, (0, StepKind::ServerStart { epoch: 0, sessions_share_store: true }));
         let s = Conditions::judge(&trace(shared));
         assert!(explained(
             &s,

@@ -269,18 +269,18 @@ mod tests {
             kind
         };
         // Whatever else the process says of itself (a store shared across sessions).
-        for shared_store in [false, true] {
+        for sessions_share_store in [false, true] {
             let trace = TraceBuilder::new()
                 .at(1_000)
-                .server(StepKind::ServerStart { epoch: 0, shared_store })
+                .server(StepKind::ServerStart { epoch: 0, sessions_share_store })
                 .server(stored_as("0.1-5", 5))
                 .app(app_event(&none, EventId::from("0.1-5"), Some(0)))
                 .at(2_000)
-                .server(StepKind::ServerStart { epoch: 1, shared_store })
+                .server(StepKind::ServerStart { epoch: 1, sessions_share_store })
                 .server(stored_as("1.1-1", 1))
                 .app(app_event(&none, EventId::from("1.1-1"), Some(0)))
                 .build();
-            assert_eq!(out_of_order_deliveries(&trace), vec![], "shared_store: {shared_store}");
+            assert_eq!(out_of_order_deliveries(&trace), vec![], "sessions_share_store: {sessions_share_store}");
         }
     }
 

@@ -408,7 +408,7 @@ mod tests {
         let restart = running()
             .at(60_000)
             .server(tool_ended(&a, ToolEnd::Lost))
-            .server(StepKind::ServerStart { epoch: 1, shared_store: false });
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false });
         assert_eq!(work_killed(&restart.build()), vec![]);
     }
 
@@ -554,7 +554,7 @@ mod tests {
         let mut t = running()
             .at(30_000)
             .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
-            .server(StepKind::ServerStart { epoch: 3, shared_store: false })
+            .server(StepKind::ServerStart { epoch: 3, sessions_share_store: false })
             .at(120_000)
             .server(expired(&a))
             .server(tool_ended(&a, ToolEnd::Cancelled))

@@ -197,7 +197,7 @@ impl Server {
         server.tasks = tasks::ServerTaskState::new(&server.policy, epoch);
         server.record(StepKind::ServerStart {
             epoch,
-            shared_store: server.policy.store == crate::config::StoreScope::SharedByRequestId,
+            sessions_share_store: server.policy.store == crate::config::StoreScope::SharedByRequestId,
         });
         if !server.policy.sessions {
             let context = server.new_session(&NO_SESSION);

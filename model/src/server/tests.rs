@@ -60,16 +60,17 @@ fn a_server_says_when_it_starts_whether_its_store_is_shared_across_sessions() {
         let mut s = Server::new(policy(name), tools(), 0, 42);
         drain(&mut s)
     };
-    let start = |shared_store| vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, shared_store })];
+    let start =
+        |sessions_share_store| vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, sessions_share_store })];
     assert_eq!(started("py-sdk"), start(true));
     assert_eq!(started("reference"), start(false));
     assert_eq!(started("rmcp"), start(false));
 }
 
 fn server(policy: ServerPolicy) -> Server {
-    let shared_store = policy.store == crate::config::StoreScope::SharedByRequestId;
+    let sessions_share_store = policy.store == crate::config::StoreScope::SharedByRequestId;
     let mut s = Server::new(policy, tools(), 0, 42);
-    assert_eq!(drain(&mut s), vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, shared_store })]);
+    assert_eq!(drain(&mut s), vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, sessions_share_store })]);
     s
 }
 
