@@ -325,6 +325,10 @@ pub struct Space {
     pub swarm: bool,
     /// The fault kinds the family plans itself (a swarm case with that kind off removes them).
     pub family_kinds: Vec<&'static str>,
+    /// The shortest period at which a server may end its own streams in a case
+    /// ([`server_closes`]): the steadiest re-attachment the family's `bounded-reconnects` bound
+    /// allows (an hour over `run.max_reconnects_per_hour`).
+    pub close_every: Duration,
 }
 
 impl Space {
@@ -345,6 +349,7 @@ impl Space {
                 .copied()
                 .filter(|k| base.faults.faults().iter().any(|f| f.fault.kind() == *k))
                 .collect(),
+            close_every: Duration::from_secs(3_600 / u64::from(base.max_reconnects_per_hour.max(1))),
         }
     }
 
@@ -824,12 +829,33 @@ pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
         return swarm_cases(space);
     }
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
-    (params, fault_plan(space), any::<u64>().no_shrink())
-        .prop_map(|(mut overrides, (swarm, faults), seed)| {
+    (params, fault_plan(space), any::<u64>().no_shrink(), server_closes(space))
+        .prop_map(|(mut overrides, (swarm, faults), seed, closes)| {
             overrides.extend(faults);
+            overrides.extend(closes.into_iter().flatten());
             Case { overrides, swarm, seed }
         })
         .boxed()
+}
+
+/// The server ending its own streams gracefully: each request's stream a while after it opened
+/// (TypeScript's `closeSSEStream` from a tool), the standalone GET after a silence (an idle
+/// close). A close is no broken condition (the stream resumes from its last id), so inside the
+/// conditions too. No closer together than `bounded-reconnects` allows a steady re-attachment
+/// ([`Space::close_every`]: every 2 minutes under the default bound): a server that closes its
+/// streams more often drives churn by that invariant's own rule (SEP-1699 polling at `0s` among
+/// them), which every search would stop at. Drawn after everything else, so every earlier draw of a seed stays what
+/// it was; each stays the server profile's own in two cases out of three.
+fn server_closes(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
+    if !space.vary_parameters {
+        return Just(vec![]).boxed();
+    }
+    let every = space.close_every.as_secs().max(1);
+    vec![
+        family_or("server.close_request_streams", optional((every..=5 * every).prop_map(secs).boxed())),
+        family_or("server.close_idle_standalone", optional((every..=5 * every).prop_map(secs).boxed())),
+    ]
+    .boxed()
 }
 
 /// The strategy of cases under swarm testing ([`Space::swarm`]): the parameters, the workload
@@ -839,10 +865,11 @@ fn swarm_cases(space: &Space) -> BoxedStrategy<Case> {
     let params = if space.vary_parameters { parameters(space) } else { Just(vec![]).boxed() };
     let family_kinds: Vec<&'static str> =
         space.family_kinds.iter().copied().filter(|k| space.fault_kinds.contains(k)).collect();
-    (params, workload(space), fault_plan(space), any::<u64>().no_shrink())
-        .prop_map(move |(mut overrides, (parts, workload), (mut swarm, faults), seed)| {
+    (params, workload(space), fault_plan(space), any::<u64>().no_shrink(), server_closes(space))
+        .prop_map(move |(mut overrides, (parts, workload), (mut swarm, faults), seed, closes)| {
             overrides.extend(workload);
             overrides.extend(faults);
+            overrides.extend(closes.into_iter().flatten());
             for kind in &family_kinds {
                 let key = fault_setting(kind).expect("a fault kind has a key");
                 if !swarm.contains_key(*kind) && !overrides.iter().any(|(k, _)| k == key) {
