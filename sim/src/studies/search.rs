@@ -1676,4 +1676,37 @@ mod tests {
         assert_eq!(runs, 1);
         assert_eq!(minimal.size(), found.size());
     }
+
+    /// The server's own stream closes are drawn in both spaces, each in about a third of the
+    /// cases, never closer together than the family's churn bound allows a steady re-attachment.
+    #[test]
+    fn server_closes_are_drawn_no_closer_than_the_churn_bound_allows() {
+        let base = long_tool();
+        let mut bound_60 = base.clone();
+        bound_60.max_reconnects_per_hour = 60;
+        for (space, bound) in [
+            (Space::for_scenario(&base), 30),
+            (Space::within_conditions(&base), 30),
+            (Space::for_scenario(&base).swarming(true), 30),
+            (Space::for_scenario(&bound_60), 60),
+        ] {
+            assert_eq!(space.close_every, Duration::from_secs(3_600 / bound));
+            let mut runner =
+                TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+            let strategy = cases(&space);
+            for key in ["server.close_request_streams", "server.close_idle_standalone"] {
+                let mut drawn = 0;
+                for _ in 0..300 {
+                    let case = strategy.new_tree(&mut runner).expect("a case").current();
+                    let Some((_, value)) = case.overrides.iter().find(|(k, _)| k == key) else { continue };
+                    drawn += 1;
+                    if value != "none" {
+                        let every = mcpsim_model::time::parse_duration(value).expect("a duration");
+                        assert!(every >= space.close_every, "{key}={value} under a bound of {bound} an hour");
+                    }
+                }
+                assert!((60..=140).contains(&drawn), "{key} drawn in {drawn} of 300 cases");
+            }
+        }
+    }
 }
