@@ -88,6 +88,10 @@ pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome
     !outcome.violations.is_empty()
 }
 
+/// The most violations of one invariant a verdict prints; the rest are counted. A client caught
+/// in a loop can break one invariant thousands of times in a run.
+const SHOWN_PER_INVARIANT: usize = 10;
+
 /// [`print_verdict`]'s text.
 pub fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> String {
     use std::fmt::Write;
@@ -105,9 +109,21 @@ pub fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned
     let _ =
         writeln!(out, "VIOLATED ({client} × {server} × {name}, seed {seed}, {steps} steps, {simulated} simulated):");
     let conditions = mcpsim_model::oracle::conditions::Conditions::judge(&outcome.trace);
+    let mut shown: std::collections::BTreeMap<_, usize> = std::collections::BTreeMap::new();
     for v in &outcome.violations {
-        let _ = writeln!(out, "  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
-        let _ = writeln!(out, "    conditions: {}", conditions.explain(v));
+        let n = shown.entry(v.invariant).or_default();
+        *n += 1;
+        if *n <= SHOWN_PER_INVARIANT {
+            let _ = writeln!(out, "  {} at {}: {} — {}", v.invariant, v.at, v.subject, v.detail);
+            let _ = writeln!(out, "    conditions: {}", conditions.explain(v));
+        }
+    }
+    for (invariant, n) in shown.into_iter().filter(|(_, n)| *n > SHOWN_PER_INVARIANT) {
+        let more = n - SHOWN_PER_INVARIANT;
+        let _ = writeln!(
+            out,
+            "  … and {more} more {invariant} violation(s) of this run, not shown (a trace lists every one)"
+        );
     }
     let explained = outcome.violations.iter().find(|v| pinned.is_none_or(|p| v.invariant == p));
     out.push_str(&explanation_text(&outcome.trace, explained.or(outcome.violations.first())));
@@ -163,4 +179,27 @@ pub(crate) fn print_coverage(runs: u64, coverage: &Coverage) {
     let counts: Vec<String> = COVERAGE_EVENTS.iter().map(|e| format!("{e}={}", coverage.get(*e))).collect();
     println!("coverage over {runs} run(s): {}", counts.join(" "));
     println!("  (times each event the runs should exercise happened over them; 0 = never reached)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that breaks one invariant many times prints the first few of them and counts the
+    /// rest, whatever their number; another invariant's violations are still printed.
+    #[test]
+    fn a_verdict_prints_the_first_violations_of_each_invariant_and_counts_the_rest() {
+        let scenario = Scenario::build("long-tool", "naive", "reference").expect("a built-in scenario");
+        let mut outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
+        let first = outcome.violations.first().cloned().expect("the naive client's duplicate at seed 0");
+        let other = Violation { invariant: mcpsim_model::oracle::InvariantId::BoundedReconnects, ..first.clone() };
+        outcome.violations = vec![first.clone(); 25];
+        outcome.violations.push(other);
+        let text = verdict_text(&scenario, 0, &outcome, None);
+        let printed = |name: &str| text.lines().filter(|l| l.starts_with(&format!("  {name} at "))).count();
+        assert_eq!(printed(first.invariant.name()), SHOWN_PER_INVARIANT, "{text}");
+        assert_eq!(printed("bounded-reconnects"), 1, "{text}");
+        let more = format!("  … and {} more {} violation(s)", 25 - SHOWN_PER_INVARIANT, first.invariant);
+        assert!(text.lines().any(|l| l.starts_with(&more)), "{text}");
+    }
 }
