@@ -844,8 +844,8 @@ pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
 /// conditions too. No closer together than `bounded-reconnects` allows a steady re-attachment
 /// ([`Space::close_every`]: every 2 minutes under the default bound): a server that closes its
 /// streams more often drives churn by that invariant's own rule (SEP-1699 polling at `0s` among
-/// them), which every search would stop at. Drawn after everything else, so every earlier draw of a seed stays what
-/// it was; each stays the server profile's own in two cases out of three.
+/// them), which every search would stop at. Drawn after everything else, so every earlier draw
+/// of a seed stays what it was; each stays the server profile's own in two cases out of three.
 fn server_closes(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
     if !space.vary_parameters {
         return Just(vec![]).boxed();
