@@ -135,7 +135,8 @@ pub fn explore_guided(
     let base = space.constrained(base)?;
     let mut explorer = Explorer::new(&base, space, guided.rng_seed);
     let mut seen: BTreeSet<Feature> = BTreeSet::new();
-    let mut corpus: Vec<Case> = Vec::new();
+    // Each entry with the scenario it ran: a mutation starts from it instead of building it again.
+    let mut corpus: Vec<Entry> = Vec::new();
     // How many runs reached each feature, and the features each corpus entry was the first to
     // reach: an entry whose features few runs reach is picked more often (a power schedule).
     let mut hits: BTreeMap<Feature, u64> = BTreeMap::new();
@@ -154,9 +155,12 @@ pub fn explore_guided(
     let mut draws_left = guided.budget.saturating_mul(20);
     while cases_run < guided.budget && draws_left > 0 {
         draws_left -= 1;
-        let Some(case) = explorer.next_case(cases_run, &corpus, &rarity) else { continue };
+        let Some((case, built)) = explorer.next_case(cases_run, &corpus, &rarity) else { continue };
         cases_run += 1;
-        let scenario = case.scenario(&base)?;
+        let scenario = match built {
+            Some(scenario) => scenario,
+            None => case.scenario(&base)?,
+        };
         let outcome = run(&scenario, case.seed)?;
         steps += outcome.trace.steps.len() as u64;
         let reached = coverage(&outcome.trace);
@@ -199,7 +203,7 @@ pub fn explore_guided(
                 openers.entry(*f).or_default().push(corpus.len());
             }
             rarity.push(rarest_of(&new));
-            corpus.push(case);
+            corpus.push((case, scenario));
             opened.push(new);
             growth.push((cases_run, seen.len()));
         }
@@ -269,6 +273,9 @@ pub fn explore_guided_reporting(
     })
 }
 
+/// A corpus entry: a case kept for the features it reached, and the scenario it ran.
+type Entry = (Case, Scenario);
+
 /// Draws the cases: the family's own, fresh ones, and mutations of the corpus.
 struct Explorer<'a> {
     base: &'a Scenario,
@@ -307,15 +314,17 @@ impl<'a> Explorer<'a> {
         self.strategy.new_tree(&mut self.fresh).ok().map(|t| t.current())
     }
 
-    /// The case to run as number `n` (from 0); `None` when a draw came out invalid (drawn again).
+    /// The case to run as number `n` (from 0), with its scenario when drawing it built one (a
+    /// mutation's, checked valid); `None` when a draw came out invalid (drawn again).
     /// `rarity[i]`: how many runs reached the rarest feature corpus entry `i` opened.
-    fn next_case(&mut self, n: u64, corpus: &[Case], rarity: &[u64]) -> Option<Case> {
+    fn next_case(&mut self, n: u64, corpus: &[Entry], rarity: &[u64]) -> Option<(Case, Option<Scenario>)> {
         if n == 0 {
             // The family as it is, on the madsim seed `explore` without `--search` starts from.
-            return Some(Case { overrides: vec![], swarm: Swarm::new(), seed: self.rng.next_u64() % 1_000 });
+            let case = Case { overrides: vec![], swarm: Swarm::new(), seed: self.rng.next_u64() % 1_000 };
+            return Some((case, None));
         }
         if n < WARM_UP || corpus.is_empty() || self.below(FRESH_EVERY) == 0 {
-            return self.fresh_case();
+            return self.fresh_case().map(|case| (case, None));
         }
         // Half the time one of the 8 entries whose features the fewest runs reach (the newest
         // first among equals): they border the least explored ground.
@@ -333,18 +342,29 @@ impl<'a> Explorer<'a> {
         } else {
             self.below(corpus.len() as u64) as usize
         };
-        let mut case = corpus[pick].clone();
+        let (parent, parent_scenario) = &corpus[pick];
+        let mut case = parent.clone();
+        // The scenario of `case` after each mutation (`None`: the validation refused it, and the
+        // next mutation, once drawn, gives up), built once and read by the next mutation.
+        let mut built: Option<Option<Scenario>> = None;
         for _ in 0..=self.below(3) {
             let mutation = MUTATIONS[self.below(MUTATIONS.len() as u64) as usize];
-            case = self.mutate(case, mutation)?;
+            let scenario = match &built {
+                None => parent_scenario,
+                Some(Some(scenario)) => scenario,
+                Some(None) => return None,
+            };
+            case = self.mutate(case, scenario, mutation)?;
+            built = Some(case.scenario(self.base).ok());
         }
         // A mutation that changed nothing is not worth a run, nor is one the validation refuses
         // (a stretched first delay past the backoff cap): draw again.
-        (case != corpus[pick] && case.scenario(self.base).is_ok()).then_some(case)
+        let scenario = built.flatten()?;
+        (case != *parent).then_some((case, Some(scenario)))
     }
 
-    fn mutate(&mut self, mut case: Case, mutation: Mutation) -> Option<Case> {
-        let scenario = case.scenario(self.base).ok()?;
+    /// Mutates `case`, whose scenario is `scenario`.
+    fn mutate(&mut self, mut case: Case, scenario: &Scenario, mutation: Mutation) -> Option<Case> {
         let mut faults: Vec<PlannedFault> = scenario.faults.faults().to_vec();
         match mutation {
             Mutation::Reseed => {
@@ -435,7 +455,7 @@ impl<'a> Explorer<'a> {
             }
         }
         let configuration = case.swarm.clone();
-        set_faults(&mut case, &scenario, faults);
+        set_faults(&mut case, scenario, faults);
         if self.space.swarm {
             // A mutation moves within the case's configuration: what it switched on stays on.
             case.swarm = configuration;
@@ -613,10 +633,12 @@ mod tests {
         let space = Space::within_conditions(&base);
         let constrained = space.constrained(&base).unwrap();
         let mut explorer = Explorer::new(&constrained, &space, 7);
-        let mut corpus = vec![explorer.fresh_case().unwrap()];
+        let first = explorer.fresh_case().unwrap();
+        let mut corpus = vec![(first.clone(), first.scenario(&constrained).unwrap())];
         for n in 0..300 {
-            let Some(case) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
+            let Some((case, built)) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
             let s = case.scenario(&constrained).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+            assert!(built.is_none_or(|b| b == s), "a mutation's scenario is its case's: {case:?}");
             assert!(s.faults.faults().iter().all(|f| f.fault != Fault::ServerRestart), "{case:?}");
             let parts: Vec<_> = s.faults.faults().iter().filter(|f| f.fault.kind() == "partition").collect();
             assert!(parts.windows(2).all(|w| w[0].at + w[0].fault.duration() < w[1].at), "overlap: {case:?}");
@@ -624,7 +646,7 @@ mod tests {
             for kind in case.swarm.keys() {
                 assert!(case.overrides.iter().any(|(k, _)| Some(k.as_str()) == fault_setting(kind)), "{case:?}");
             }
-            corpus.push(case);
+            corpus.push((case, s));
         }
     }
 
@@ -635,12 +657,15 @@ mod tests {
             let space = space.swarming(true);
             let constrained = space.constrained(&base).unwrap();
             let mut explorer = Explorer::new(&constrained, &space, 5);
-            let mut corpus: Vec<Case> = (0..8).filter_map(|_| explorer.fresh_case()).collect();
+            let mut corpus: Vec<Entry> = (0..8)
+                .filter_map(|_| explorer.fresh_case())
+                .map(|c| (c.clone(), c.scenario(&constrained).unwrap()))
+                .collect();
             let mut mutated = 0;
             for n in 0..300 {
-                let Some(case) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
+                let Some((case, _)) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
                 let s = case.scenario(&constrained).unwrap_or_else(|e| panic!("{case:?}: {e}"));
-                if let Some(parent) = corpus.iter().find(|c| c.seed == case.seed) {
+                if let Some((parent, _)) = corpus.iter().find(|(c, _)| c.seed == case.seed) {
                     assert_eq!(parent.swarm, case.swarm, "a mutation changed the configuration: {case:?}");
                     mutated += 1;
                 }
@@ -650,7 +675,7 @@ mod tests {
                 for (key, _) in &case.overrides {
                     assert!(space.allows(&case.swarm, key), "{key} set but its part is off: {case:?}");
                 }
-                corpus.push(case);
+                corpus.push((case, s));
             }
             assert!(mutated > 50, "{mutated} mutated cases");
         }
@@ -664,11 +689,12 @@ mod tests {
             let mut explorer = Explorer::new(&base, &space, seed);
             let mut corpus = Vec::new();
             for n in 0..40 {
-                if let Some(case) = explorer.next_case(n, &corpus, &[]) {
-                    corpus.push(case);
+                if let Some((case, _)) = explorer.next_case(n, &corpus, &[]) {
+                    let scenario = case.scenario(&base).expect("a valid case");
+                    corpus.push((case, scenario));
                 }
             }
-            corpus
+            corpus.into_iter().map(|(case, _)| case).collect::<Vec<Case>>()
         };
         assert_eq!(draw(3), draw(3));
         assert_ne!(draw(3), draw(4));
