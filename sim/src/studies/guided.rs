@@ -344,23 +344,27 @@ impl<'a> Explorer<'a> {
         };
         let (parent, parent_scenario) = &corpus[pick];
         let mut case = parent.clone();
-        // The scenario of `case` after each mutation (`None`: the validation refused it, and the
-        // next mutation, once drawn, gives up), built once and read by the next mutation.
-        let mut built: Option<Option<Scenario>> = None;
-        for _ in 0..=self.below(3) {
+        for k in 0..=self.below(3) {
             let mutation = MUTATIONS[self.below(MUTATIONS.len() as u64) as usize];
-            let scenario = match &built {
-                None => parent_scenario,
-                Some(Some(scenario)) => scenario,
-                Some(None) => return None,
+            // The first mutation reads the parent's scenario; a later one, its input's, which the
+            // validation may refuse (then the draw gives up).
+            let built;
+            let scenario = if k == 0 {
+                parent_scenario
+            } else {
+                built = case.scenario(self.base).ok()?;
+                &built
             };
             case = self.mutate(case, scenario, mutation)?;
-            built = Some(case.scenario(self.base).ok());
         }
         // A mutation that changed nothing is not worth a run, nor is one the validation refuses
-        // (a stretched first delay past the backoff cap): draw again.
-        let scenario = built.flatten()?;
-        (case != *parent).then_some((case, Some(scenario)))
+        // (a stretched first delay past the backoff cap): draw again. The scenario checked is
+        // the one that runs.
+        if case == *parent {
+            return None;
+        }
+        let scenario = case.scenario(self.base).ok()?;
+        Some((case, Some(scenario)))
     }
 
     /// Mutates `case`, whose scenario is `scenario`.
