@@ -390,14 +390,15 @@ fn finish(world: &Arc<World>) {
     kill_nodes(world);
 }
 
-/// Kills every node, so that madsim drops their tasks (which hold the world) when the runtime
-/// goes.
+/// Kills every node, and aborts a shared store's tasks (on the runner's node), so that madsim
+/// drops every task holding the world when the runtime goes.
 fn kill_nodes(world: &Arc<World>) {
     let handle = Handle::current();
     let servers = world.replicas().map(replica_node);
     for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string()]).chain(servers) {
         handle.kill(node);
     }
+    std::mem::take(&mut *lock(&world.store_tasks)).iter().for_each(madsim::task::AbortHandle::abort);
 }
 
 /// Server replicas and load balancer first; the clients once all listen, so their first
@@ -444,6 +445,25 @@ fn describe_panic(seed: u64, panic: &(dyn std::any::Any + Send), steps: &SharedS
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_frees_its_world_when_it_ends_a_shared_store_included() {
+        let cases: [(&str, &[(&str, &str)]); 5] = [
+            ("long-tool", &[]),
+            ("long-tool", &[("lb.store", "shared")]),
+            ("standalone-notify", &[("lb.store", "shared"), ("lb.replicas", "3")]),
+            ("server-restart", &[("lb.store", "shared")]),
+            ("chatty-tool", &[("lb.store", "shared"), ("fault.server_restart", "100s,200s")]),
+        ];
+        for (family, overrides) in cases {
+            let mut s = Scenario::build(family, "reference", "reference").expect("a built-in family");
+            let overrides: Vec<_> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            s.apply_overrides(&overrides).expect("valid settings");
+            let before = actors::live_worlds();
+            run(&s, 1).expect("the run completes");
+            assert_eq!(actors::live_worlds(), before, "{family} {overrides:?}: the run's world outlived it");
+        }
+    }
 
     #[test]
     fn the_agenda_heals_before_new_faults_and_ends_with_liveness() {

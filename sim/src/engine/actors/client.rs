@@ -99,7 +99,8 @@ impl ClientCore {
                     // Only a kept-alive client ever parks a connection.
                     let keeps = world.scenario.client_policy(self.index).http.keep_alive;
                     let claim = if keeps { self.pool.claim(&()) } else { None };
-                    let task = self.node.spawn(connection(world.clone(), self.index, conn, request, claim));
+                    // Boxed: madsim's task layers then move a pointer, not the 1.2-1.6 KB future.
+                    let task = self.node.spawn(Box::pin(connection(world.clone(), self.index, conn, request, claim)));
                     self.conns.insert(conn, task.abort_handle());
                 }
                 ClientOutput::Abort { conn } => {

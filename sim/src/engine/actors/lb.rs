@@ -179,7 +179,8 @@ pub(crate) async fn main(world: Arc<World>) {
             let (cut_client, cut) = oneshot::channel();
             let (deliver, delivered) = mpsc::unbounded_channel();
             let orders = Orders { cut, delivered };
-            let task = madsim::task::spawn(pump(world.clone(), conn, stream, address_key(peer), orders));
+            // Boxed: madsim's task layers then move a pointer, not the 1.2-1.6 KB future.
+            let task = madsim::task::spawn(Box::pin(pump(world.clone(), conn, stream, address_key(peer), orders)));
             let cut_client = Some(cut_client);
             let pump = Pump { task: task.abort_handle(), client: peer.ip(), backend: None, cut_client, deliver };
             core.pumps.insert(conn, pump);

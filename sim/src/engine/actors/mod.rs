@@ -139,6 +139,29 @@ pub(crate) struct World {
     pub task_replies_to_lose: AtomicU32,
     /// The connections between the machines ([`crate::engine::wire`]).
     pub net: Arc<Net>,
+    /// Tasks of a shared store's process, which run on the runner's node (no node kill reaches
+    /// them): the runner aborts them when the run ends. A task waiting on a bell it shares with the
+    /// world it holds would otherwise keep the whole world alive after the runtime is gone.
+    pub store_tasks: Mutex<Vec<madsim::task::AbortHandle>>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Worlds alive on this thread: a run must free its world when it ends (tests read it).
+    static LIVE_WORLDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many worlds are alive on this thread.
+#[cfg(test)]
+pub(crate) fn live_worlds() -> usize {
+    LIVE_WORLDS.get()
+}
+
+#[cfg(test)]
+impl Drop for World {
+    fn drop(&mut self) {
+        LIVE_WORLDS.set(LIVE_WORLDS.get() - 1);
+    }
 }
 
 /// The shared task store a fleet with `server.tasks.store = shared` reads (ids `shared-t<n>`).
@@ -157,6 +180,8 @@ impl World {
         };
         let scenario_tasks = scenario.server.tasks.clone();
         let net = Net::new(seed, scenario.net.latency_min, scenario.net.latency_max);
+        #[cfg(test)]
+        LIVE_WORLDS.set(LIVE_WORLDS.get() + 1);
         World {
             scenario,
             seed,
@@ -170,6 +195,7 @@ impl World {
             task_store: shared_task_store(&scenario_tasks),
             task_replies_to_lose: AtomicU32::new(0),
             net,
+            store_tasks: Mutex::new(Vec::new()),
         }
     }
 

@@ -197,18 +197,22 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
     let bell = core.timer.bell();
     *crate::engine::recorder::lock(&world.servers[store]) = Some(core);
     world.with_store(store, |core| core.drain(world));
-    madsim::task::spawn(run_timer(
+    let mut tasks = vec![madsim::task::spawn(run_timer(
         world.clone(),
         "server",
         bell,
         move |w| arm_timer(w, store, epoch),
         move |w, now| fire_timer(w, store, epoch, now),
-    ));
+    ))
+    .abort_handle()];
     if let Some(interval) = world.scenario.notify_interval.filter(|i| micros(*i) > 0) {
-        madsim::task::spawn(notifier(world.clone(), store, epoch, micros(interval)));
+        tasks.push(madsim::task::spawn(notifier(world.clone(), store, epoch, micros(interval))).abort_handle());
     }
     if world.scenario.notifications.is_some() {
-        madsim::task::spawn(workload_notifier(world.clone(), store, epoch));
+        tasks.push(madsim::task::spawn(workload_notifier(world.clone(), store, epoch)).abort_handle());
+    }
+    if world.shared_store() {
+        crate::engine::recorder::lock(&world.store_tasks).extend(tasks);
     }
 }
 
@@ -259,7 +263,8 @@ pub(crate) async fn main(world: Arc<World>, replica: u32) {
     loop {
         let (stream, _) = listener.accept().await;
         if let Some(conn) = next_conn(&world, store) {
-            madsim::task::spawn(serve(world.clone(), store, replica, conn, stream));
+            // Boxed: madsim's task layers then move a pointer, not the 1.2-1.6 KB future.
+            madsim::task::spawn(Box::pin(serve(world.clone(), store, replica, conn, stream)));
         }
     }
 }
