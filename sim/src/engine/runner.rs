@@ -7,7 +7,7 @@
 //! was made and no tool runs (plus a settle period), or at the scenario's time limit.
 
 use crate::engine::actors::injector::{self, Link};
-use crate::engine::actors::{self, client_node, replica_node, World, LB_NODE};
+use crate::engine::actors::{self, client_node, replica_node, World, LB_NODE, STORE_NODE};
 use crate::engine::logging;
 use crate::engine::net::Wire;
 use crate::engine::recorder::{lock, Recorder, SharedSteps};
@@ -390,20 +390,20 @@ fn finish(world: &Arc<World>) {
     kill_nodes(world);
 }
 
-/// Kills every node, and aborts a shared store's tasks (on the runner's node), so that madsim
-/// drops every task holding the world when the runtime goes.
+/// Kills every node (a shared store's too), so that madsim drops their tasks (which hold the
+/// world) when the runtime goes.
 fn kill_nodes(world: &Arc<World>) {
     let handle = Handle::current();
     let servers = world.replicas().map(replica_node);
-    for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string()]).chain(servers) {
+    let store = world.store_node.as_ref().map(|_| STORE_NODE.to_string());
+    for node in world.client_indexes().map(client_node).chain([LB_NODE.to_string()]).chain(servers).chain(store) {
         handle.kill(node);
     }
-    std::mem::take(&mut *lock(&world.store_tasks)).iter().for_each(madsim::task::AbortHandle::abort);
 }
 
 /// Server replicas and load balancer first; the clients once all listen, so their first
-/// connects find them. A shared store is started here, on the runner's node, so that it outlives
-/// the restart of any replica.
+/// connects find them. A shared store is started here, on its own node, so that it outlives the
+/// restart of any replica.
 async fn start_nodes(world: &Arc<World>) -> Link {
     if world.shared_store() {
         actors::server::start_store(world, 0);
@@ -445,6 +445,31 @@ fn describe_panic(seed: u64, panic: &(dyn std::any::Any + Send), steps: &SharedS
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpsim_model::oracle::InvariantId::EveryCallResolves;
+
+    #[test]
+    fn a_shared_store_restarted_by_a_replica_keeps_its_timers_through_that_replicas_restart() {
+        // The process exits on a malformed POST that replica 0 forwarded; the deploy then
+        // restarts replica 0. The new process's timers (the tool's completion among them) must
+        // not die with it: the re-issued call completes.
+        let mut s = Scenario::build("long-tool", "reference", "reference").expect("a built-in family");
+        let o = [
+            ("lb.replicas", "2"),
+            ("lb.store", "shared"),
+            ("server.on_protocol_error", "restart-process"),
+            ("fault.malformed", "client0@0s"),
+            ("fault.deploy", "1m/30s"),
+            ("app.calls", "1s;2m on_error=reinitialize-reissue"),
+        ];
+        s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid settings");
+        let outcome = run(&s, 1).expect("the run completes");
+        let unresolved: Vec<_> = outcome.violations.iter().filter(|v| v.invariant == EveryCallResolves).collect();
+        assert!(unresolved.is_empty(), "{unresolved:?}");
+        let completed = |step: &&mcpsim_model::trace::Step| {
+            matches!(step.kind, StepKind::ToolEnded { end: mcpsim_model::trace::ToolEnd::Completed, .. })
+        };
+        assert_eq!(outcome.trace.steps.iter().filter(completed).count(), 1, "the re-issued call's tool completes");
+    }
 
     #[test]
     fn a_run_frees_its_world_when_it_ends_a_shared_store_included() {

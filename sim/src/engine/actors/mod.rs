@@ -35,6 +35,8 @@ use tokio::sync::{Notify, Semaphore};
 /// madsim node names (also how the injector finds them).
 pub(crate) const LB_NODE: &str = "lb";
 pub(crate) const SERVER_NODE: &str = "server";
+/// The madsim node of a shared store's process (see [`World::store_node`]).
+pub(crate) const STORE_NODE: &str = "store";
 
 /// The madsim node of server replica `index`: `server`, then `server-1`, `server-2`, ...
 pub(crate) fn replica_node(index: u32) -> String {
@@ -139,10 +141,12 @@ pub(crate) struct World {
     pub task_replies_to_lose: AtomicU32,
     /// The connections between the machines ([`crate::engine::wire`]).
     pub net: Arc<Net>,
-    /// Tasks of a shared store's process, which run on the runner's node (no node kill reaches
-    /// them): the runner aborts them when the run ends. A task waiting on a bell it shares with the
-    /// world it holds would otherwise keep the whole world alive after the runtime is gone.
-    pub store_tasks: Mutex<Vec<madsim::task::AbortHandle>>,
+    /// The node a shared store's process runs its tasks on (`None` with local stores: each
+    /// replica's node runs its own). Its own node, so that no replica's restart takes them, and
+    /// the runner kills it when the run ends like every other: a task waiting on a bell it
+    /// shares with the world it holds would otherwise keep the whole world alive after the
+    /// runtime is gone.
+    pub store_node: Option<madsim::runtime::NodeHandle>,
 }
 
 #[cfg(test)]
@@ -180,6 +184,8 @@ impl World {
         };
         let scenario_tasks = scenario.server.tasks.clone();
         let net = Net::new(seed, scenario.net.latency_min, scenario.net.latency_max);
+        let store_node = (scenario.lb.store == ReplicaStore::Shared)
+            .then(|| madsim::runtime::Handle::current().create_node().name(STORE_NODE).build());
         #[cfg(test)]
         LIVE_WORLDS.set(LIVE_WORLDS.get() + 1);
         World {
@@ -195,7 +201,7 @@ impl World {
             task_store: shared_task_store(&scenario_tasks),
             task_replies_to_lose: AtomicU32::new(0),
             net,
-            store_tasks: Mutex::new(Vec::new()),
+            store_node,
         }
     }
 
@@ -207,6 +213,15 @@ impl World {
     /// Whether the replicas share one store (one server state machine behind every replica).
     pub(crate) fn shared_store(&self) -> bool {
         self.servers.len() == 1 && self.scenario.lb.store == ReplicaStore::Shared
+    }
+
+    /// Spawns a task of a store's process: on the shared store's own node, else on the calling
+    /// replica's.
+    pub(crate) fn spawn_for_store<F: std::future::Future<Output = ()> + Send + 'static>(&self, task: F) {
+        match &self.store_node {
+            Some(node) => drop(node.spawn(task)),
+            None => drop(madsim::task::spawn(task)),
+        }
     }
 
     /// The store replica `replica` serves from.

@@ -91,8 +91,8 @@ impl ServerCore {
                 // recorded and its connections closed above; its supervisor starts the next
                 // process at once, once this one's lock is released.
                 ServerOutput::Exit => {
-                    let (world, store) = (world.clone(), self.replica.unwrap_or(0) as usize);
-                    madsim::task::spawn(async move { start_store(&world, store) });
+                    let (w, store) = (world.clone(), self.replica.unwrap_or(0) as usize);
+                    world.spawn_for_store(async move { start_store(&w, store) });
                 }
             }
         }
@@ -197,22 +197,18 @@ pub(crate) fn start_store(world: &Arc<World>, store: usize) {
     let bell = core.timer.bell();
     *crate::engine::recorder::lock(&world.servers[store]) = Some(core);
     world.with_store(store, |core| core.drain(world));
-    let mut tasks = vec![madsim::task::spawn(run_timer(
+    world.spawn_for_store(run_timer(
         world.clone(),
         "server",
         bell,
         move |w| arm_timer(w, store, epoch),
         move |w, now| fire_timer(w, store, epoch, now),
-    ))
-    .abort_handle()];
+    ));
     if let Some(interval) = world.scenario.notify_interval.filter(|i| micros(*i) > 0) {
-        tasks.push(madsim::task::spawn(notifier(world.clone(), store, epoch, micros(interval))).abort_handle());
+        world.spawn_for_store(notifier(world.clone(), store, epoch, micros(interval)));
     }
     if world.scenario.notifications.is_some() {
-        tasks.push(madsim::task::spawn(workload_notifier(world.clone(), store, epoch)).abort_handle());
-    }
-    if world.shared_store() {
-        crate::engine::recorder::lock(&world.store_tasks).extend(tasks);
+        world.spawn_for_store(workload_notifier(world.clone(), store, epoch));
     }
 }
 
