@@ -73,6 +73,46 @@ fn a_thread_that_ran_other_seeds_gives_the_bytes_of_a_fresh_thread() {
     }
 }
 
+/// A request reaching a kept-alive upstream connection as the server's keep-alive timeout fires
+/// (a server restart at 14 s, standalone notifications every 2 s): the server's `select!` of the
+/// two was unbiased, so tokio's thread RNG, which no seed reaches, chose; two runs at once took
+/// different branches, and a search's case replayed with other bytes. Found by a guided search.
+#[test]
+fn a_keep_alive_timeout_racing_a_request_is_decided_by_the_seed() {
+    let mut scenario = Scenario::build("standalone-notify", "reference", "reference").expect("builds");
+    let o = [("lb.upstream_keep_alive", "true"), ("server.keep_alive_timeout", "29s"), ("fault.server_restart", "14s")];
+    scenario.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid overrides");
+    let seed = 14_900_486_561_624_649_667;
+    for _ in 0..4 {
+        let (_, difference) = run_twice_at_once(&scenario, seed).expect("runs");
+        assert_eq!(difference, None, "replay: {}", common::replay(&scenario, seed));
+    }
+}
+
+/// Every `select!` of the simulation is biased: an unbiased one draws from tokio's thread RNG.
+#[test]
+fn every_select_in_the_simulation_is_biased() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/src/engine");
+    let mut files = vec![root];
+    let mut unbiased = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).expect("a readable folder").map(|e| e.expect("an entry").path()));
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a readable file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            if code.contains("select!") && next != "biased;" {
+                unbiased.push(format!("{}:{}", path.display(), i + 1));
+            }
+        }
+    }
+    assert!(unbiased.is_empty(), "unbiased select! (add `biased;`): {unbiased:?}");
+}
+
 #[test]
 fn the_seed_variables_choose_the_sweep() {
     assert_eq!(common::seeds_from(None, None, 3), vec![0, 1, 2]);

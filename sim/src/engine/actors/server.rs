@@ -313,7 +313,10 @@ async fn serve(world: Arc<World>, store: usize, replica: u32, conn: ConnId, mut 
         let idle_since = world.rec.now();
         let read = match (conn.is_some(), world.scenario.server.keep_alive_timeout) {
             // Waiting for a later request on a kept-alive connection, for at most the timeout.
+            // Biased: an unbiased `select!` draws its branch order from tokio's thread RNG, which
+            // no seed reaches (a request arriving as the timeout fires went either way).
             (false, Some(timeout)) => tokio::select! {
+                biased;
                 read = reader.next(&mut stream) => read,
                 _ = madsim::time::sleep(timeout) => {
                     let idle_us = world.rec.now().as_micros().saturating_sub(idle_since.as_micros());
