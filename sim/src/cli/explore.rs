@@ -9,7 +9,7 @@ use crate::report::artifacts::{
 use crate::report::escape::control;
 use crate::scenario::Scenario;
 use crate::studies::shard::{self, Shard};
-use crate::studies::{guided, search};
+use crate::studies::{determinism, guided, search};
 use mcpsim_model::oracle::conditions::Condition;
 use mcpsim_model::oracle::{self, by_name, Coverage};
 use serde::{Deserialize, Serialize};
@@ -105,6 +105,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     write_file(&path, &found.minimal.outcome.trace.to_jsonl())?;
     let what = if explore.search || explore.guided { "case(s)" } else { "seed(s)" };
     print_found(&summary, &path, runs, what, secs, explore.shrink, &coverage);
+    warn_unless_it_replays(&found)?;
     Ok(Exit::Violated)
 }
 
@@ -242,6 +243,19 @@ fn print_found(s: &Summary, path: &Path, runs: u64, what: &str, secs: f64, shrin
     print_coverage(runs, coverage);
 }
 
+/// The counterexample ran after many others in this process; its replay command runs it alone and
+/// must give the same bytes. A warning on stderr where it does not (a determinism bug of mcpsim).
+fn warn_unless_it_replays(found: &search::Found) -> Result<(), SimError> {
+    let minimal = &found.minimal;
+    if let Some(difference) = determinism::replays_alone(&minimal.scenario, minimal.seed, &minimal.outcome.trace)? {
+        eprintln!(
+            "warning: run alone, this counterexample gives other steps than in the exploration (a determinism \
+             bug in mcpsim; please report it with the trace): {difference}"
+        );
+    }
+    Ok(())
+}
+
 /// What every shard of one sharded `explore` must share.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct ExploreQuestion {
@@ -313,6 +327,7 @@ fn explore_shard(
     let summary = found.as_ref().map(Summary::of);
     if let (Some(found), Some(s)) = (&found, &summary) {
         write_file(&dir.join(&s.trace), &found.minimal.outcome.trace.to_jsonl())?;
+        warn_unless_it_replays(found)?;
     }
     let part = ExplorePart {
         first_seed: first,
