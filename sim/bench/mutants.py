@@ -46,6 +46,8 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORK = os.environ.get("MUTANTS_WORK", "/tmp/mcpsim-mutants")
 SAMPLE = int(os.environ.get("MUTANTS_SAMPLE", "40"))
+# Where the systematic sample starts (0..stride-1): another offset draws the mutants between.
+OFFSET = int(os.environ.get("MUTANTS_OFFSET", "0"))
 BUDGET = int(os.environ.get("MUTANTS_BUDGET", "30"))
 ONLY = os.environ.get("MUTANTS_ONLY")  # a regex over mutant names, to rerun a few
 # Sample the whole model (every file of model/src) instead of .cargo/mutants.toml's files: the
@@ -130,7 +132,9 @@ def sample_mutants():
     if ONLY:
         mutants = [m for m in mutants if re.search(ONLY, m["name"])]
     stride = max(1, len(mutants) // SAMPLE)
-    return mutants[::stride][:SAMPLE], len(mutants)
+    if not 0 <= OFFSET < stride:
+        sys.exit(f"MUTANTS_OFFSET={OFFSET}: expected 0 to {stride - 1} (the sample takes every {stride}th)")
+    return mutants[OFFSET::stride][:SAMPLE], len(mutants)
 
 
 def build():

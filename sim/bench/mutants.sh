@@ -7,6 +7,7 @@
 #   MUTANTS_SAMPLE=40 MUTANTS_BUDGET=30 sim/bench/mutants.sh     # sample size, cases per family
 #   sim/bench/mutants.sh summarize                               # re-print the last summary
 #   MUTANTS_ONLY='decision.rs' sim/bench/mutants.sh              # only mutants matching a regex (sampled)
+#   MUTANTS_OFFSET=7 sim/bench/mutants.sh                        # the systematic sample from the 8th mutant
 #   MUTANTS_PLANTED=1 MUTANTS_BUDGET=1000 sim/bench/mutants.sh   # the found bugs of sim/bench/planted.json instead
 #   MUTANTS_ALL=1 MUTANTS_PAIRS=reference:reference MUTANTS_BUDGET=2000 sim/bench/mutants.sh
 #                                                                # a sample of every file of model/src
