@@ -2,8 +2,8 @@
 //!
 //! Each line starts with the *simulated* time since the run began (inside madsim,
 //! `std::time::Instant` reads the simulated clock) and carries madsim's node span, which names the
-//! actor (`node{name=client}`, `lb`, `server`, a shared store's `store`; the runner and fault injector are
-//! `madsim-main`).
+//! actor (`node{name=client}`, `lb`, `server`, a shared store's `store`; the runner and fault
+//! injector are `madsim-main`).
 //! madsim numbers tasks with a process-wide counter, so log text differs between runs of one
 //! seed: compare traces, never logs.
 
