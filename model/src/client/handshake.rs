@@ -45,12 +45,18 @@ impl Client {
     /// notification and the client's second session was created while the first lived.) A 404
     /// says the server forgot the session, and any other answer refuses it: initialize again.
     /// The other clients start over, as an SDK's failed `connect()` does.
+    ///
+    /// When the attempts run out, the calls fail but the session stays held: the application's
+    /// next call acknowledges it again rather than initializing beside it. (Found by `explore
+    /// --guided` on reference × reference × resume-after-completion: a partition outlasted the
+    /// notification's attempts, and the next call, five minutes later, created a second session
+    /// while the first lived on to its idle expiry.)
     pub(super) fn acknowledge_failed(&mut self, now: Instant, status: Option<Status>, reason: String) {
         let keeps = self.policy.close_handling == CloseHandling::DecisionProcedure
             && self.session.is_some()
             && status.is_none_or(|s| s.0 >= 500);
         self.init_failed(now, reason);
-        if keeps && self.init_retry_at.is_some() {
+        if keeps {
             self.handshake = Handshake::AwaitingAckRetry;
         }
     }

@@ -200,7 +200,8 @@ enum Handshake {
     /// `notifications/initialized` is in flight.
     Acknowledging,
     /// `notifications/initialized` failed; it is sent again on the same session when
-    /// `init_retry_at` comes (the design note's client: see `Client::acknowledge_failed`).
+    /// `init_retry_at` comes, or, once the attempts ran out, at the application's next call (the
+    /// design note's client: see `Client::acknowledge_failed`).
     AwaitingAckRetry,
     /// Initialized; calls wait for the standalone `GET`'s response head
     /// (`ClientPolicy::await_standalone_head`).
@@ -348,6 +349,7 @@ impl Client {
                 Handshake::Idle if self.started && self.init_retry_at.is_none() && !self.initialize_after_delete => {
                     self.begin_initialize()
                 }
+                Handshake::AwaitingAckRetry if self.init_retry_at.is_none() => self.retry_handshake(),
                 _ => {}
             }
         }
@@ -484,7 +486,7 @@ impl Client {
             && self.outputs.is_empty()
             && self.init_retry_at.is_none()
             && self.pending_delete.is_none()
-            && matches!(self.handshake, Handshake::Idle | Handshake::Ready)
+            && matches!(self.handshake, Handshake::Idle | Handshake::Ready | Handshake::AwaitingAckRetry)
             && self.standalone.as_ref().is_none_or(|s| s.reconnect_at.is_none())
             && self.next_relisten().is_none()
     }

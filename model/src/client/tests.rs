@@ -1895,6 +1895,33 @@ fn the_reference_client_sends_initialized_again_on_the_same_session_after_a_tran
 }
 
 #[test]
+fn a_session_whose_acknowledgement_ran_out_of_attempts_is_acknowledged_again_at_the_next_call() {
+    // A new `initialize` at the next call would leave s1 live beside the new session: an orphan.
+    let mut policy = profiles::client("reference").expect("listed");
+    policy.reconnect.max_attempts = Some(2);
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.call(1, false);
+    let (init, req) = only_open(&out, |r| matches!(r.body, Some(ClientMessage::Initialize { .. })));
+    let id = req.body.as_ref().and_then(|b| b.request_id()).expect("initialize has an id");
+    let head = ResponseHead { session: Some(SessionId::from(S1)), ..json_head() };
+    let mut out = d.answer(init, vec![Frame::Head(head), Frame::Json(ServerMessage::InitializeResult { request: id })]);
+    for _ in 0..2 {
+        let (ack, req) = only_open(&out, |_| true);
+        assert_eq!((req.body, req.session), (Some(ClientMessage::Initialized), Some(SessionId::from(S1))));
+        out = d.end(ack, ConnEnd::Refused);
+        if let Some(fired) = d.try_fire() {
+            out = fired;
+        }
+    }
+    let failed = StepKind::AppError { call: CallKey(1), error: "initialize failed: connection refused".into() };
+    assert!(app(&d.log).contains(&failed), "{:#?}", app(&d.log));
+    assert!(d.c.is_quiet() && d.c.poll_timeout().is_none(), "given up: nothing pending");
+    let (_, req) = only_open(&d.call(2, false), |_| true);
+    assert_eq!((req.body, req.session), (Some(ClientMessage::Initialized), Some(SessionId::from(S1))));
+}
+
+#[test]
 fn a_404_to_initialized_and_other_clients_start_a_new_session() {
     // The server forgot s1: nothing is orphaned by a new session.
     let req = after_failed_acknowledgement("reference", None, Some(404));
