@@ -92,21 +92,14 @@ fn a_keep_alive_timeout_racing_a_request_is_decided_by_the_seed() {
 /// Every `select!` of the simulation is biased: an unbiased one draws from tokio's thread RNG.
 #[test]
 fn every_select_in_the_simulation_is_biased() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/src/engine");
-    let mut files = vec![root];
     let mut unbiased = Vec::new();
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).expect("a readable folder").map(|e| e.expect("an entry").path()));
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("a readable file");
+    for (rel, text) in common::rust_sources("sim/src/engine") {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
             if code.contains("select!") && next != "biased;" {
-                unbiased.push(format!("{}:{}", path.display(), i + 1));
+                unbiased.push(format!("sim/src/engine/{rel}:{}", i + 1));
             }
         }
     }

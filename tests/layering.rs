@@ -4,6 +4,8 @@
 //! (`default-features = false`, as `sim/examples/downstream` does) gets no hyper, and nothing in
 //! the simulator reaches into the probe.
 
+mod common;
+
 use std::path::Path;
 
 fn manifest(path: &str) -> toml::Table {
@@ -41,25 +43,12 @@ fn http_comes_only_with_the_probe_feature_which_only_the_cli_turns_on() {
 #[test]
 fn nothing_outside_the_probe_and_the_cli_reaches_into_the_probe() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/src");
-    let mut stack = vec![src.clone()];
-    let mut offenders = Vec::new();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a source folder reads") {
-            let path = entry.expect("an entry").path();
-            let rel = path.strip_prefix(&src).expect("under sim/src").to_string_lossy().replace('\\', "/");
-            if rel.starts_with("probe") || rel.starts_with("cli") || rel == "main.rs" {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else if rel.ends_with(".rs") {
-                let text = std::fs::read_to_string(&path).expect("a source file reads");
-                if text.contains("crate::probe") || text.contains("mcpsim::probe") {
-                    offenders.push(rel);
-                }
-            }
-        }
-    }
+    let outside = |rel: &str| !(rel.starts_with("probe") || rel.starts_with("cli") || rel == "main.rs");
+    let offenders: Vec<String> = common::rust_sources("sim/src")
+        .into_iter()
+        .filter(|(rel, text)| outside(rel) && (text.contains("crate::probe") || text.contains("mcpsim::probe")))
+        .map(|(rel, _)| rel)
+        .collect();
     let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs reads");
     assert!(lib.contains("#[cfg(all(madsim, feature = \"probe\"))]\npub mod probe;"), "the probe module is gated");
     assert!(offenders.is_empty(), "the simulator reaches into the probe: {offenders:?}");

@@ -84,3 +84,24 @@ pub fn skipped(test: &str, why: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
 }
+
+/// Every Rust source file under `dir` (relative to the repository root), with its path relative
+/// to `dir` (`/`-separated) and its text, in path order: what the source-scanning tests read.
+pub fn rust_sources(dir: &str) -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut stack = vec![root.clone()];
+    let mut files = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source folder reads") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(&root).expect("under the root").to_string_lossy().replace('\\', "/");
+                files.push((rel, std::fs::read_to_string(&path).expect("a source file reads")));
+            }
+        }
+    }
+    files.sort();
+    files
+}

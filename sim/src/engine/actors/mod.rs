@@ -212,7 +212,7 @@ impl World {
 
     /// Whether the replicas share one store (one server state machine behind every replica).
     pub(crate) fn shared_store(&self) -> bool {
-        self.servers.len() == 1 && self.scenario.lb.store == ReplicaStore::Shared
+        self.store_node.is_some()
     }
 
     /// Spawns a task of a store's process: on the shared store's own node, else on the calling
