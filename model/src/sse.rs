@@ -231,6 +231,11 @@ impl EventStore {
         }
     }
 
+    /// The retention rule its logs are kept under.
+    pub fn retention(&self) -> &Retention {
+        &self.retention
+    }
+
     /// The log under `key`, if it exists.
     pub fn log(&self, key: &LogKey) -> Option<&StreamLog> {
         self.logs.get(key)

@@ -169,6 +169,19 @@ pub enum SessionEndReason {
     ProcessExit,
 }
 
+/// The bounds an event store's retention is configured with (`server.retention`,
+/// `server.retention_window`), as a `resume` step names them: an event is evicted only when
+/// `max_events` newer ones were stored in its log after it, or it is older than the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetentionBound {
+    /// At most this many events per log; absent: no count bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u32>,
+    /// Events older than this many microseconds are evicted; absent: no time window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_us: Option<u64>,
+}
+
 /// What a server did with a `Last-Event-ID`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "resume", rename_all = "kebab-case")]
@@ -513,6 +526,13 @@ pub enum StepKind {
         /// reads it to tell an event the server no longer held (condition 2) from one it did.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         held: bool,
+        /// The answer was not a replay, and a log of this session's own streams issued the id
+        /// but no longer holds every event after it: it evicted them. Here are the bounds its
+        /// retention is configured with, so that the conditions judge can tell an eviction its
+        /// bounds allow (condition 2: the outage outlasted them) from one inside them (the
+        /// server's bug). Set only then, so other traces keep their bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evicted: Option<RetentionBound>,
     },
     /// A request was refused (404 unknown session, 400 missing header, 409 second GET, ...).
     Rejected {

@@ -52,6 +52,11 @@
 //! server answered as unhonourable while its store still held every event after the id (the
 //! `resume` step's `held`, read from the store beside the server's own lookup): retention kept
 //! what the client needed, and neither condition 2 nor 3 broke ([`Condition::ServerMissed`]).
+//! And so is one it answered as evicted although its store's own bounds still covered what it
+//! evicted (the `resume` step's `evicted` names the bounds: the event was younger than the time
+//! window, and fewer than the count bound were stored after it): condition 2 is retention *as
+//! configured* outlasting the outage, and a store that drops events inside its own bounds broke
+//! it by a bug, not a setting.
 //!
 //! Nor is it a broken condition when a client breaks one its own policy keeps: a client that
 //! keeps its state durably and restarts without it (condition 1), or one that runs the decision
@@ -75,7 +80,7 @@ use crate::decision::NextAction;
 use crate::http::{ConnEnd, Method, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
-use crate::trace::{ResumeOutcome, SessionEndReason, Step, StepKind, Trace, ViolationRecord};
+use crate::trace::{ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -106,7 +111,9 @@ pub enum Condition {
     /// client resumed from (the `resume` step's `held`), and answered the id as one it could not
     /// honour (a 409/410, a silent head, a replay from the oldest event, an empty answer). Its
     /// retention kept what the client needed and its lookup missed it: conditions 2 and 3 held,
-    /// and what follows is the server's bug.
+    /// and what follows is the server's bug. Or it had evicted them inside the bounds its
+    /// retention is configured with (the `resume` step's `evicted`): retention as configured
+    /// outlasted the outage, and the store did not keep to it.
     ServerMissed = 7,
 }
 
@@ -125,7 +132,9 @@ impl Condition {
             Condition::ByClass => "the client acts by failure class",
             Condition::Terminated => return "a termination (a session deleted by someone else)".to_string(),
             Condition::ServerEnded => return "a server bug (a session it ended on its own)".to_string(),
-            Condition::ServerMissed => return "a server bug (an id it held, answered as unhonourable)".to_string(),
+            Condition::ServerMissed => {
+                return "a server bug (an id its retention owed, answered as unhonourable)".to_string()
+            }
         };
         format!("condition {} ({what})", self.number())
     }
@@ -1166,7 +1175,7 @@ impl Judge {
 
     /// A `resume` step: how the server answered a `Last-Event-ID`.
     fn resume(&mut self, i: usize, at: Instant, kind: &StepKind) {
-        let StepKind::Resume { session, last_event_id: id, stream, outcome, held } = kind else { return };
+        let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted } = kind else { return };
         let (stream, held) = (*stream, *held);
         let (unhonoured, silent) = match outcome {
             ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
@@ -1210,6 +1219,16 @@ impl Judge {
             self.breach_in(Condition::ServerMissed, i, at, detail, session).stream = Some(missed);
             return;
         }
+        if let Some(((missed, seq, _), bound)) = stored.zip(*evicted) {
+            if let Some(inside) = self.evicted_inside(session, missed, seq, bound, at) {
+                let detail = format!(
+                    "the server answered Last-Event-ID {id} in session {session} as evicted, but {inside}: its \
+                     retention owed the client those events"
+                );
+                self.breach_in(Condition::ServerMissed, i, at, detail, session).stream = Some(missed);
+                return;
+            }
+        }
         if let Some((_, _, stored_at)) = stored {
             let outage = format_micros((at - stored_at).as_micros() as u64);
             let covered = match outcome {
@@ -1240,6 +1259,44 @@ impl Judge {
                 session,
             );
         }
+    }
+
+    /// Whether the event after seq `seq` of `session`'s stream `stream`, which the server's store
+    /// evicted, was still inside the bounds its retention is configured with at `at`: younger
+    /// than the window, and with fewer than `max_events` events stored after it. Eviction is
+    /// first-in first-out, so that event going means everything the resume needed went with it;
+    /// and reading its age and its successors at the resume, not at its eviction, only ever
+    /// lets more through. Says how, or `None` when the bounds allow the eviction (condition 2),
+    /// or when the judge cannot count the log: a store shared across sessions, whose logs hold
+    /// other sessions' events too.
+    fn evicted_inside(
+        &self,
+        session: &SessionId,
+        stream: StreamNo,
+        seq: u32,
+        bound: RetentionBound,
+        at: Instant,
+    ) -> Option<String> {
+        if self.sessions_share_store || self.shared.contains(&(session.clone(), stream)) {
+            return None;
+        }
+        let log = self.streams.get(&(session.clone(), stream))?;
+        let mut after = log.range(seq.saturating_add(1)..);
+        let (&first, &stored_at) = after.next()?;
+        let newer = after.count();
+        let age = (at - stored_at).as_micros() as u64;
+        let by_window = bound.window_us.is_some_and(|window| age > window);
+        let by_count = bound.max_events.is_some_and(|max| newer >= max as usize);
+        if by_window || by_count {
+            return None;
+        }
+        let window = bound.window_us.map_or("no time window".to_string(), |w| format!("a {} window", format_micros(w)));
+        let count = bound.max_events.map_or("no count bound".to_string(), |m| format!("{m} events per stream"));
+        Some(format!(
+            "its retention ({window}, {count}) still covered event {first} of {stream}: stored at {stored_at}, \
+             {} old, {newer} event(s) stored after it",
+            format_micros(age)
+        ))
     }
 
     /// A decision on call `key`'s stream that ends it for good: the procedure's `Stop` (the
@@ -1468,6 +1525,7 @@ mod tests {
             stream: Some(StreamNo(1)),
             outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
             held: false,
+            evicted: None,
         }
     }
 
@@ -1487,6 +1545,85 @@ mod tests {
         assert!(c.explain_at(Instant(251_000_000)).is_explained());
     }
 
+    /// The 410 of [`gone_410`] (events 1-0 to 1-3 stored at 0.5 s, 1 s, 2 s and 2 min, the resume at
+    /// 4m11s), from a store that says it evicted what followed 1-1 under `bound`.
+    fn evicted_under(bound: RetentionBound) -> Conditions {
+        let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
+            unreachable!("gone_410 is a resume")
+        };
+        let resume = StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound) };
+        Conditions::judge(&trace(vec![
+            (500, stored(0)),
+            (1_000, stored(1)),
+            (2_000, stored(2)),
+            (120_000, stored(3)),
+            (251_000, resume),
+        ]))
+    }
+
+    #[test]
+    fn an_eviction_inside_the_stores_own_bounds_is_the_servers_bug_and_one_they_allow_is_condition_two() {
+        let minutes = |m: u64| Some(m * 60_000_000);
+        // Event 1-2 was 4m09s old, with one event after it.
+        let inside = [
+            RetentionBound { max_events: None, window_us: minutes(5) },
+            RetentionBound { max_events: Some(2), window_us: minutes(5) },
+            RetentionBound { max_events: Some(2), window_us: None },
+        ];
+        for bound in inside {
+            let c = evicted_under(bound);
+            assert_eq!(c.breaches.len(), 1, "{bound:?}: {c:?}");
+            let b = &c.breaches[0];
+            assert_eq!((b.condition, b.stream, b.is_bug()), (Condition::ServerMissed, Some(StreamNo(1)), true));
+        }
+        assert_eq!(
+            evicted_under(inside[1]).breaches[0].to_string(),
+            "a server bug: the server answered Last-Event-ID 1-1 in session 0-1 as evicted, but its retention (a \
+             5m00.000s window, 2 events per stream) still covered event 2 of stream1: stored at 2.000s, \
+             4m09.000s old, 1 event(s) stored after it: its retention owed the client those events"
+        );
+        // A window the event outlived, or a count its successors reached: condition 2, as before.
+        let allowed = [
+            RetentionBound { max_events: None, window_us: minutes(4) },
+            RetentionBound { max_events: Some(1), window_us: minutes(5) },
+            RetentionBound { max_events: Some(1), window_us: None },
+        ];
+        for bound in allowed {
+            assert_eq!(
+                evicted_under(bound).breaches,
+                Conditions::judge(&trace(vec![
+                    (500, stored(0)),
+                    (1_000, stored(1)),
+                    (2_000, stored(2)),
+                    (120_000, stored(3)),
+                    (251_000, gone_410()),
+                ]))
+                .breaches,
+                "{bound:?}"
+            );
+        }
+        // An unbounded store that says it evicted: nothing allowed it.
+        assert_eq!(evicted_under(RetentionBound::default()).breaches[0].condition, Condition::ServerMissed);
+    }
+
+    #[test]
+    fn an_eviction_from_a_store_shared_across_sessions_is_not_counted_against_its_bounds() {
+        let bound = RetentionBound { max_events: Some(2), window_us: None };
+        let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
+            unreachable!("gone_410 is a resume")
+        };
+        let resume = StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound) };
+        let shared = StepKind::ServerStart { epoch: 0, sessions_share_store: true };
+        let c = Conditions::judge(&trace(vec![
+            (0, shared),
+            (1_000, stored(1)),
+            (2_000, stored(2)),
+            (120_000, stored(3)),
+            (251_000, resume),
+        ]));
+        assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Retention], "{c:?}");
+    }
+
     #[test]
     fn an_evicted_id_answered_409_breaks_retention_as_a_410_does_and_a_400_does_not() {
         let rejected = |status: Status| {
@@ -1496,6 +1633,7 @@ mod tests {
                 stream: Some(StreamNo(1)),
                 outcome: ResumeOutcome::Rejected { status, head: Some(EventId::from("1-2")) },
                 held: false,
+                evicted: None,
             };
             Conditions::judge(&trace(vec![
                 (1_000, stored(1)),
@@ -1594,6 +1732,7 @@ mod tests {
                     stream: Some(StreamNo(1)),
                     outcome: ResumeOutcome::SilentHead { skipped: 40 },
                     held: false,
+                    evicted: None,
                 },
             ),
         ]);
@@ -1612,6 +1751,7 @@ mod tests {
                 stream: Some(StreamNo(1)),
                 outcome,
                 held,
+                evicted: None,
             };
             Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
         };
@@ -1650,6 +1790,7 @@ mod tests {
                     stream: None,
                     outcome: ResumeOutcome::Empty { open: true },
                     held: true,
+                    evicted: None,
                 },
             ),
         ]));
@@ -1890,6 +2031,7 @@ mod tests {
             stream: Some(StreamNo(1)),
             outcome: ResumeOutcome::SilentHead { skipped: 1 },
             held: true,
+            evicted: None,
         };
         let t = trace(vec![
             (0, start(false)),
@@ -2082,6 +2224,7 @@ mod tests {
             stream: Some(StreamNo(1)),
             outcome,
             held: false,
+            evicted: None,
         };
         let empty = Conditions::judge(&trace(vec![(1, stored(1)), (2, resume(ResumeOutcome::Empty { open: false }))]));
         assert!(empty.breaches.iter().any(|b| b.condition == Condition::Refused), "{empty:?}");

@@ -213,7 +213,14 @@ pub fn conn_end(conn: u64, end: ConnEnd) -> StepKind {
 }
 
 pub fn resume(session: &SessionId, last: EventId, outcome: ResumeOutcome) -> StepKind {
-    StepKind::Resume { session: session.clone(), last_event_id: last, stream: Some(StreamNo(1)), outcome, held: false }
+    StepKind::Resume {
+        session: session.clone(),
+        last_event_id: last,
+        stream: Some(StreamNo(1)),
+        outcome,
+        held: false,
+        evicted: None,
+    }
 }
 
 pub fn lb_idle_cut(conn: u64) -> StepKind {

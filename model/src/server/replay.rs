@@ -7,8 +7,8 @@ use crate::config::{AfterReplay, ConnAfterResponse, EventIdScheme, ResumeWhileAt
 use crate::http::{ErrorBody, ErrorCode, Frame, ResponseHead, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::sse::{stream_hint, LogKey, Position, StoredEvent, StreamHint, StreamLog};
-use crate::time::Instant;
-use crate::trace::{ResumeOutcome, StepKind};
+use crate::time::{micros, Instant};
+use crate::trace::{ResumeOutcome, RetentionBound, StepKind};
 
 /// Where a `Last-Event-ID` led.
 #[derive(Debug)]
@@ -177,15 +177,29 @@ impl Server {
         })
     }
 
+    /// Whether a log one of `session`'s own streams writes into issued `id` and has since
+    /// evicted events after it: read from the logs, beside the lookup, as [`Server::holds`] is.
+    pub(super) fn evicted(&self, session: &SessionId, id: &EventId) -> bool {
+        let Some(state) = self.sessions.get(session) else { return false };
+        state.streams.values().any(|stream| {
+            self.store.log(&stream.key).is_some_and(|log| matches!(log.position(id), Position::Evicted(_)))
+        })
+    }
+
     pub(super) fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
         let replayed = matches!(outcome, ResumeOutcome::Replayed { .. });
         let held = !replayed && self.holds(&r.session, &r.last_event_id);
+        let evicted = (!replayed && !held && self.evicted(&r.session, &r.last_event_id)).then(|| {
+            let retention = self.store.retention();
+            RetentionBound { max_events: retention.max_events, window_us: retention.window.map(micros) }
+        });
         self.record(StepKind::Resume {
             session: r.session.clone(),
             last_event_id: r.last_event_id.clone(),
             stream: r.located.target,
             outcome,
             held,
+            evicted,
         });
     }
 }

@@ -3,7 +3,7 @@
 use mcpsim_model::decision::NextAction;
 use mcpsim_model::http::Body;
 use mcpsim_model::time::format_micros;
-use mcpsim_model::trace::{ResumeOutcome, Step, StepKind, Trace};
+use mcpsim_model::trace::{ResumeOutcome, RetentionBound, Step, StepKind, Trace};
 
 /// One line describing a step: `  1m01.234s  lb      idle cut c2 after 60.000s`.
 pub fn line(step: &Step) -> String {
@@ -173,10 +173,15 @@ pub fn describe(kind: &StepKind) -> String {
             Some(m) => format!("stored {stream}#{seq} id={id} in {session}: {m}"),
             None => format!("stored {stream}#{seq} id={id} in {session}: priming"),
         },
-        Resume { session, last_event_id, stream, outcome, held } => {
+        Resume { session, last_event_id, stream, outcome, held, evicted } => {
             let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
             let held = if *held { " (yet its store still held every event after it)" } else { "" };
-            format!("resume{on} of {session} after {last_event_id}: {}{held}", describe_resume(outcome))
+            let evicted = evicted.map(|bound| format!(" (its store evicted what followed it; {})", describe_bound(bound)));
+            format!(
+                "resume{on} of {session} after {last_event_id}: {}{held}{}",
+                describe_resume(outcome),
+                evicted.unwrap_or_default()
+            )
         }
         Rejected { conn, status, session } => {
             format!(
@@ -275,6 +280,13 @@ pub fn describe(kind: &StepKind) -> String {
 }
 
 /// What a server did with a `Last-Event-ID`: `replayed 3`, `SILENT head, skipped 140`, ….
+/// A store's retention bounds, as a `resume` step names them: `retention 100 events, no window`.
+fn describe_bound(bound: RetentionBound) -> String {
+    let count = bound.max_events.map_or("unbounded".to_string(), |m| format!("{m} events"));
+    let window = bound.window_us.map_or("no window".to_string(), |w| format!("a {} window", format_micros(w)));
+    format!("retention {count}, {window}")
+}
+
 pub(crate) fn describe_resume(outcome: &ResumeOutcome) -> String {
     match outcome {
         ResumeOutcome::Replayed { replayed } => format!("replayed {replayed}"),

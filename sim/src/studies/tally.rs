@@ -226,6 +226,7 @@ pub(crate) mod tests {
             stream: None,
             outcome: ResumeOutcome::Replayed { replayed: 3 },
             held: false,
+            evicted: None,
         }
     }
 

@@ -223,6 +223,7 @@ fn second_incident() -> Trace {
             stream: Some(StreamNo(1)),
             outcome,
             held: false,
+            evicted: None,
         },
     );
     b.respond(250_003, 7, ResponseHead::event_stream());
