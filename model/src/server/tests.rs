@@ -7,7 +7,7 @@ use crate::http::SseEvent;
 use crate::http::ToolCall;
 use crate::ids::{CallKey, EventId, RequestId};
 use crate::profiles;
-use crate::trace::ResumeOutcome;
+use crate::trace::{ResumeOutcome, RetentionBound};
 
 const INIT: ConnId = ConnId(1);
 const POST: ConnId = ConnId(2);
@@ -715,6 +715,36 @@ fn a_resume_step_says_whether_the_store_still_held_what_an_unhonoured_id_needed(
     let out = resume(&mut s, at(10), POST, &session, &ids[ids.len() - 2]);
     assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 1 });
     assert!(!held(&out), "a replay is no miss");
+}
+
+fn evicted(out: &[ServerOutput]) -> Option<RetentionBound> {
+    records(out)
+        .into_iter()
+        .find_map(|r| match r {
+            StepKind::Resume { evicted, .. } => Some(evicted),
+            _ => None,
+        })
+        .expect("a resume is recorded")
+}
+
+#[test]
+fn a_resume_step_names_the_retention_bounds_when_the_store_evicted_what_followed_the_id() {
+    let mut p = policy("reference");
+    p.retention = Retention { max_events: Some(2), window: Some(Duration::from_secs(60)), drop_on_response: false };
+    let mut s = server(p);
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "chatty");
+    s.handle_disconnect(at_ms(500), POST);
+    let run = drive_until(&mut s, at(10));
+    let ids: Vec<EventId> = stored(&run).into_iter().map(|(_, id, _)| EventId(id)).collect();
+    assert!(ids.len() >= 4, "{ids:?}");
+    let bound = RetentionBound { max_events: Some(2), window_us: Some(60_000_000) };
+    let out = resume(&mut s, at(10), GET, &session, &EventId::from("1-1"));
+    assert_eq!(evicted(&out), Some(bound), "issued here, evicted since");
+    let out = resume(&mut s, at(10), OTHER, &session, &EventId::from("7-1"));
+    assert_eq!(evicted(&out), None, "never issued here: unknown, not evicted");
+    let out = resume(&mut s, at(10), POST, &session, &ids[ids.len() - 2]);
+    assert_eq!(evicted(&out), None, "a replay evicted nothing it needed");
 }
 
 #[test]
