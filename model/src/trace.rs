@@ -481,6 +481,12 @@ pub enum StepKind {
         session: SessionId,
         /// Why.
         reason: SessionEndReason,
+        /// For an idle expiry: the idle TTL the server is configured with, in microseconds, so
+        /// that the conditions judge can tell an expiry its TTL allows (condition 2) from one
+        /// sooner after the session's last answered request than the TTL (the server's bug).
+        /// Absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idle_ttl_us: Option<u64>,
     },
     /// A tool's side effect ran: the ledger the duplicate oracle reads.
     SideEffect {

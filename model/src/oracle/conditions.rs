@@ -598,6 +598,16 @@ struct Judge {
     unknown: BTreeMap<(Option<u32>, crate::ids::CallKey), String>,
     /// The steps that created a session (`Conditions` keeps them, for `no-orphaned-session`).
     creations: BTreeSet<usize>,
+    /// When each client connection's last request was sent.
+    sent: BTreeMap<(Option<u32>, ConnId), Instant>,
+    /// The replica the balancer routed each client connection to (recorded with several).
+    routed: BTreeMap<(Option<u32>, ConnId), u32>,
+    /// Per session and replica (`None`: a run of one), the latest time the server can have
+    /// last seen the session active: its creation, or the sending of a request it answered
+    /// below 400 (not a `DELETE`; a hop's own answer is none of the server's). Every idle rule
+    /// restarts the countdown at a request it handles, which comes after its sending, so an idle
+    /// expiry sooner than the TTL after this is inside the TTL by any rule.
+    active: BTreeMap<(SessionId, Option<u32>), Instant>,
     breaches: Vec<Breach>,
 }
 
@@ -716,6 +726,7 @@ impl Judge {
                     self.initialize_after_lost_delete(i, at, who);
                 }
                 self.conns.insert((who, *conn), (request.session.clone(), request.method, None));
+                self.sent.insert((who, *conn), at);
             }
             StepKind::Response { conn, head } => {
                 let c = self.clients.entry(who).or_default();
@@ -738,6 +749,13 @@ impl Judge {
                     self.clients.entry(who).or_default().delete_lost = Some((session.clone(), at, how));
                 }
                 let by_hop = self.hop_answers.iter().position(|(s, _)| *s == status);
+                if let (None, true, Some(session)) = (by_hop, status.0 < 400 && entry.1 != Method::Delete, &entry.0) {
+                    if let Some(&sent) = self.sent.get(&(who, *conn)) {
+                        let replica = self.routed.get(&(who, *conn)).copied();
+                        let last = self.active.entry((session.clone(), replica)).or_insert(sent);
+                        *last = (*last).max(sent);
+                    }
+                }
                 if let Some((_, hop)) = by_hop.and_then(|k| self.hop_answers.remove(k)) {
                     let session = entry.0.clone();
                     self.hop_answered(i, at, status, hop, session);
@@ -858,12 +876,19 @@ impl Judge {
                     self.shared.insert((session.clone(), *stream));
                 }
             }
-            StepKind::SessionCreated { .. } => {
+            StepKind::SessionCreated { session, .. } => {
                 self.creations.insert(i);
+                self.active.insert((session.clone(), step.replica), at);
+            }
+            StepKind::LbRouted { conn, replica, .. } => {
+                self.routed.insert((step.conn_client, *conn), *replica);
             }
             StepKind::ServerStart { sessions_share_store, .. } => self.sessions_share_store |= *sessions_share_store,
-            StepKind::SessionEnded { session, reason } => {
+            StepKind::SessionEnded { session, reason, idle_ttl_us } => {
                 self.ended.insert(session.clone(), (*reason, at));
+                if let (SessionEndReason::IdleExpired, Some(ttl)) = (reason, idle_ttl_us) {
+                    self.expired_inside(i, at, session, step.replica, *ttl);
+                }
                 if *reason == SessionEndReason::WriteFailed {
                     self.breach(
                         Condition::ServerEnded,
@@ -1261,6 +1286,24 @@ impl Judge {
         }
     }
 
+    /// An idle expiry of `session` (on `replica`) at `at`, under an idle TTL of `ttl` µs: the
+    /// server's bug ([`Condition::ServerEnded`]) when it came sooner than the TTL after the last
+    /// activity the server can have seen ([`Judge::active`]), whatever its idle rule.
+    fn expired_inside(&mut self, i: usize, at: Instant, session: &SessionId, replica: Option<u32>, ttl: u64) {
+        let Some(&last) = self.active.get(&(session.clone(), replica)) else { return };
+        let idle = (at - last).as_micros() as u64;
+        if idle >= ttl {
+            return;
+        }
+        let detail = format!(
+            "the server expired session {session} at {at} as idle, {} after a request it answered ({last}), inside \
+             its {} idle TTL",
+            format_micros(idle),
+            format_micros(ttl)
+        );
+        self.breach_in(Condition::ServerEnded, i, at, detail, session);
+    }
+
     /// Whether the event after seq `seq` of `session`'s stream `stream`, which the server's store
     /// evicted, was still inside the bounds its retention is configured with at `at`: younger
     /// than the window, and with fewer than `max_events` events stored after it. Eviction is
@@ -1467,6 +1510,10 @@ mod tests {
 
     fn post(conn: u64) -> StepKind {
         StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(1), "app") }
+    }
+
+    fn delete_request(conn: u64) -> StepKind {
+        StepKind::Send { conn: ConnId(conn), request: Request::delete(sid()) }
     }
 
     fn on_session(conn: u64) -> StepKind {
@@ -1937,7 +1984,7 @@ mod tests {
         // `a_delete_answered_404_for_a_session_that_lives_on_breaks_retention`.)
         let t = trace(vec![
             (0, StepKind::Send { conn: ConnId(1), request: delete }),
-            (1, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted }),
+            (1, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None }),
             (1, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status::OK) }),
             (2, on_session(2)),
             (3, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }),
@@ -1955,7 +2002,10 @@ mod tests {
             if client_deletes {
                 kinds.push((1, StepKind::Send { conn: ConnId(2), request: delete }));
             }
-            kinds.push((2, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted }));
+            kinds.push((
+                2,
+                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None },
+            ));
             Conditions::judge(&trace(kinds))
         };
         let by_operator = ended(false);
@@ -2408,7 +2458,7 @@ mod tests {
         // A DELETE the client aborted itself (its process restarting) was not lost to the network.
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Aborted))]).all_held());
         // A DELETE that got through: the server ended the session, then answered.
-        let ended = || StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted };
+        let ended = || StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None };
         let through =
             vec![(60_000, delete(2)), (60_005, ended()), (60_010, answered(2)), (60_010, end(2, ConnEnd::Reset))];
         assert!(judged(through).all_held());
@@ -2420,8 +2470,80 @@ mod tests {
             (70_010, answered(3)),
         ];
         assert!(judged(retried).all_held());
-        let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
+        let expired =
+            StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired, idle_ttl_us: None };
         assert!(judged(vec![(60_000, delete(2)), (60_000, end(2, ConnEnd::Refused)), (80_000, expired)]).all_held());
+    }
+
+    /// An idle expiry sooner after a request the server answered than the TTL it names is the
+    /// server's bug; one the TTL allows, or after requests the server never answered (refused,
+    /// answered 404 or by a hop) or a `DELETE`, is not.
+    #[test]
+    fn an_idle_expiry_inside_the_ttl_after_an_answered_request_is_the_servers_bug() {
+        let expired = |ttl_s: u64| StepKind::SessionEnded {
+            session: sid(),
+            reason: SessionEndReason::IdleExpired,
+            idle_ttl_us: Some(ttl_s * 1_000_000),
+        };
+        let answered = |conn: u64, status: u16| StepKind::Response {
+            conn: ConnId(conn),
+            head: ResponseHead::status(Status(status)),
+        };
+        let judged = |kinds: Vec<(u64, StepKind)>| Conditions::judge(&trace(kinds));
+        // A request sent at 40 s and answered 202; the session expires at 70 s.
+        let inside = judged(vec![
+            (0, on_session(1)),
+            (40_000, on_session(2)),
+            (40_010, answered(2, 202)),
+            (70_000, expired(60)),
+        ]);
+        assert_eq!(inside.breaches.len(), 1, "{inside:?}");
+        let b = &inside.breaches[0];
+        assert_eq!((b.condition, b.is_bug(), b.session.clone()), (Condition::ServerEnded, true, Some(sid())));
+        assert_eq!(
+            b.to_string(),
+            "a server bug: the server expired session 0-1 at 1m10.000s as idle, 30.000s after a request it answered \
+             (40.000s), inside its 1m00.000s idle TTL"
+        );
+        // The TTL allows it: 30 s after the request under a 30 s TTL.
+        assert!(judged(vec![(40_000, on_session(2)), (40_010, answered(2, 202)), (70_000, expired(30))]).all_held());
+        // Requests the server did not answer below 400, or a DELETE: no activity of its.
+        for (status, conn_request) in [(404, on_session(2)), (503, on_session(2)), (200, delete_request(2))] {
+            let t = judged(vec![(40_000, conn_request), (40_010, answered(2, status)), (70_000, expired(60))]);
+            assert!(t.breaches.iter().all(|b| b.condition != Condition::ServerEnded), "{status}: {t:?}");
+        }
+        let unanswered = judged(vec![(40_000, on_session(2)), (70_000, expired(60))]);
+        assert!(unanswered.all_held(), "{unanswered:?}");
+        // The session's creation counts: expired 10 s after it under a 60 s TTL.
+        let created = StepKind::SessionCreated { session: sid(), client: "app".into() };
+        let t = judged(vec![(0, created), (10_000, expired(60))]);
+        assert_eq!(t.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+    }
+
+    /// In a run of several replicas, only requests routed to the replica that expired the
+    /// session count as its activity.
+    #[test]
+    fn an_idle_expiry_counts_only_the_requests_its_own_replica_answered() {
+        let expired = StepKind::SessionEnded {
+            session: sid(),
+            reason: SessionEndReason::IdleExpired,
+            idle_ttl_us: Some(60_000_000),
+        };
+        let routed = |replica: u32| StepKind::LbRouted { conn: ConnId(2), replica, session: Some(sid()), hop: None };
+        let answered = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(202)) };
+        let judged = |to: u32| {
+            let mut t = trace(vec![
+                (40_000, on_session(2)),
+                (40_001, routed(to)),
+                (40_010, answered.clone()),
+                (70_000, expired.clone()),
+            ]);
+            t.steps[1].actor = Actor::Lb;
+            t.steps[3].replica = Some(0);
+            Conditions::judge(&t)
+        };
+        assert_eq!(judged(0).breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+        assert!(judged(1).all_held(), "{:?}", judged(1));
     }
 
     /// A stream that broke before the id of an event stored on it reached the client leaves the
@@ -2542,7 +2664,7 @@ mod tests {
         // A redirect says nothing of the session.
         assert!(answered(300).all_held());
         // The session it ended first: deleted, nothing lives on.
-        let deleted = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted };
+        let deleted = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None };
         assert!(Conditions::judge(&trace(vec![
             (0, on_session(1)),
             (1_000, delete.clone()),
@@ -2551,7 +2673,8 @@ mod tests {
         ]))
         .all_held());
         let not_found = answer(404);
-        let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
+        let expired =
+            StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired, idle_ttl_us: None };
         assert!(Conditions::judge(&trace(vec![
             (0, on_session(1)),
             (500, expired),
@@ -2572,7 +2695,8 @@ mod tests {
         let b = &live.breaches[0];
         assert_eq!((b.condition, b.step, b.at), (Condition::ByClass, 1, Instant(9_000_000)));
         assert!(b.detail.contains("held session 0-1") && b.detail.contains("without a DELETE"), "{}", b.detail);
-        let expired = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired };
+        let expired =
+            StepKind::SessionEnded { session: sid(), reason: SessionEndReason::IdleExpired, idle_ttl_us: None };
         assert!(Conditions::judge(&trace(vec![(0, on_session(1)), (5_000, expired), again])).all_held());
     }
 
@@ -2589,7 +2713,7 @@ mod tests {
             kinds.push((31_001, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::NOT_FOUND) }));
             Conditions::judge(&trace(kinds))
         };
-        let ended = |reason| StepKind::SessionEnded { session: sid(), reason };
+        let ended = |reason| StepKind::SessionEnded { session: sid(), reason, idle_ttl_us: None };
         let expired = judged(vec![ended(SessionEndReason::IdleExpired)]);
         assert!(expired.explain_at(Instant(40_000_000)).is_explained(), "{expired:?}");
 
@@ -2623,7 +2747,10 @@ mod tests {
             (0, start(false)),
             (1, on_session(1)),
             (10_000, start(false)),
-            (30_000, StepKind::SessionEnded { session: sid(), reason: SessionEndReason::WriteFailed }),
+            (
+                30_000,
+                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::WriteFailed, idle_ttl_us: None },
+            ),
         ]);
         let c = Conditions::judge(&t);
         let verdict = c.explain_at(Instant(40_000_000));

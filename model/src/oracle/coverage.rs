@@ -245,9 +245,17 @@ mod tests {
             .server(side_effect(&b, 1, 0))
             .app(app_unknown(0))
             .app(app_result(0, &b, None))
-            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::IdleExpired })
-            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::Deleted })
-            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
+            .server(StepKind::SessionEnded {
+                session: a.clone(),
+                reason: SessionEndReason::IdleExpired,
+                idle_ttl_us: None,
+            })
+            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::Deleted, idle_ttl_us: None })
+            .server(StepKind::SessionEnded {
+                session: b.clone(),
+                reason: SessionEndReason::ServerRestart,
+                idle_ttl_us: None,
+            })
             .build();
         let cov = coverage(&trace);
         // Request #1 ran in A, then twice in B: B's runs share A's id (counted once per run).

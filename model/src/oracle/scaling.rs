@@ -39,7 +39,11 @@ fn long_trace(blocks: u32) -> Trace {
             .client(response(conn + 2, Status::OK))
             .app(app_event(&s, ev(7, 7), Some(call)))
             .server(side_effect(&s, 2, call))
-            .server(StepKind::SessionEnded { session: s.clone(), reason: SessionEndReason::IdleExpired })
+            .server(StepKind::SessionEnded {
+                session: s.clone(),
+                reason: SessionEndReason::IdleExpired,
+                idle_ttl_us: None,
+            })
             .server(StepKind::ToolEnded {
                 session: s.clone(),
                 request: RequestId(1),

@@ -122,7 +122,11 @@ pub fn session_created(session: &SessionId, client: &str) -> StepKind {
 }
 
 pub fn session_ended(session: &SessionId) -> StepKind {
-    StepKind::SessionEnded { session: session.clone(), reason: crate::trace::SessionEndReason::IdleExpired }
+    StepKind::SessionEnded {
+        session: session.clone(),
+        reason: crate::trace::SessionEndReason::IdleExpired,
+        idle_ttl_us: None,
+    }
 }
 
 pub fn side_effect(session: &SessionId, request: u64, call: u32) -> StepKind {

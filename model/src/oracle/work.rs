@@ -63,7 +63,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let expired_at: BTreeSet<(&SessionId, Instant)> = ix
         .steps()
         .filter_map(|(_, s)| match &s.kind {
-            StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired } => Some((session, s.at())),
+            StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired, .. } => Some((session, s.at())),
             _ => None,
         })
         .collect();
@@ -109,7 +109,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                     violations.entry(tool.call).or_insert_with(|| killed(order, step.at(), &tool, what));
                 }
             }
-            StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired } => {
+            StepKind::SessionEnded { session, reason: SessionEndReason::IdleExpired, .. } => {
                 let tools: Vec<_> =
                     running.range((session, RequestId(0))..=(session, RequestId(u64::MAX))).map(|(k, _)| *k).collect();
                 for key in tools {
@@ -247,7 +247,7 @@ impl<'a> EndedByClient<'a> {
                     }
                 }
             }
-            StepKind::SessionEnded { session, reason: SessionEndReason::Deleted }
+            StepKind::SessionEnded { session, reason: SessionEndReason::Deleted, .. }
                 if self.delete_sent.contains(session) =>
             {
                 self.deleted.entry(session).or_insert(step.at());
@@ -352,7 +352,7 @@ mod tests {
     }
 
     fn expired(session: &SessionId) -> StepKind {
-        StepKind::SessionEnded { session: session.clone(), reason: SessionEndReason::IdleExpired }
+        StepKind::SessionEnded { session: session.clone(), reason: SessionEndReason::IdleExpired, idle_ttl_us: None }
     }
 
     #[test]
@@ -401,7 +401,7 @@ mod tests {
         let delete = running()
             .at(60_000)
             .client(StepKind::Send { conn: ConnId(3), request: Request::delete(a.clone()) })
-            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted, idle_ttl_us: None })
             .server(tool_ended(&a, ToolEnd::Cancelled));
         assert_eq!(work_killed(&delete.build()), vec![]);
         // A restart lost it: a fault, not a decision.
@@ -440,7 +440,11 @@ mod tests {
                 .at(60_000)
                 .client(StepKind::Send { conn: ConnId(3), request: Request::delete(a.clone()) })
                 .at(61_000)
-                .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+                .server(StepKind::SessionEnded {
+                    session: a.clone(),
+                    reason: SessionEndReason::Deleted,
+                    idle_ttl_us: None,
+                })
                 .at(90_000)
                 .server(tool_ended(&a, end))
                 .build()
@@ -458,14 +462,14 @@ mod tests {
         let effect = running()
             .at(60_000)
             .client(StepKind::Send { conn: ConnId(3), request: Request::delete(a.clone()) })
-            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted, idle_ttl_us: None })
             .at(90_000)
             .server(side_effect(&a, 2, 0));
         assert_eq!(abandoned(&effect.build()).len(), 1);
         // An operator's delete (no DELETE from the client) is not the client ending the work.
         let operator = running()
             .at(60_000)
-            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted })
+            .server(StepKind::SessionEnded { session: a.clone(), reason: SessionEndReason::Deleted, idle_ttl_us: None })
             .at(90_000)
             .server(tool_ended(&a, ToolEnd::Completed));
         assert_eq!(abandoned(&operator.build()), vec![]);
@@ -553,7 +557,11 @@ mod tests {
         let (a, b) = (sid("A"), sid("B"));
         let mut t = running()
             .at(30_000)
-            .server(StepKind::SessionEnded { session: b.clone(), reason: SessionEndReason::ServerRestart })
+            .server(StepKind::SessionEnded {
+                session: b.clone(),
+                reason: SessionEndReason::ServerRestart,
+                idle_ttl_us: None,
+            })
             .server(StepKind::ServerStart { epoch: 3, sessions_share_store: false })
             .at(120_000)
             .server(expired(&a))

@@ -328,7 +328,7 @@ impl Server {
             });
         }
         for session in self.live_sessions() {
-            self.record(StepKind::SessionEnded { session, reason });
+            self.record(StepKind::SessionEnded { session, reason, idle_ttl_us: None });
         }
         self.sessions.clear();
         for conn in std::mem::take(&mut self.conns).into_keys() {

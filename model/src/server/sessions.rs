@@ -7,7 +7,7 @@ use crate::config::{DeleteRule, EventIdScheme, OnAbort, UnknownSession};
 use crate::http::{Body, ErrorCode, Request, ResponseHead, ServerMessage, Status};
 use crate::ids::{ConnId, RequestId, SessionId, StreamNo};
 use crate::sse::GET_STREAM_KEY;
-use crate::time::Instant;
+use crate::time::{micros, Instant};
 use crate::trace::{SessionEndReason, StepKind};
 use std::collections::BTreeMap;
 
@@ -170,6 +170,7 @@ impl Server {
         self.sessions.remove(session);
         self.refresh_idle(session);
         self.store.drop_session(session);
-        self.record(StepKind::SessionEnded { session: session.clone(), reason });
+        let idle_ttl_us = self.policy.idle_ttl.filter(|_| reason == SessionEndReason::IdleExpired).map(micros);
+        self.record(StepKind::SessionEnded { session: session.clone(), reason, idle_ttl_us });
     }
 }

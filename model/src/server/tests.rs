@@ -524,6 +524,11 @@ fn no_open_request_expires_a_session_whose_tool_runs_on_after_its_post_was_cut()
     assert!(session_ends(&drive_until(&mut s, at(159))).is_empty());
     let out = drive_until(&mut s, at(160));
     assert_eq!(session_ends(&out), vec![SessionEndReason::IdleExpired]);
+    let named = records(&out).into_iter().find_map(|r| match r {
+        StepKind::SessionEnded { idle_ttl_us, .. } => Some(idle_ttl_us),
+        _ => None,
+    });
+    assert_eq!(named, Some(Some(60_000_000)), "an idle expiry names the TTL it ran under");
     assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled]);
     assert!(s.live_sessions().is_empty());
     s.handle_request(at(161), OTHER, Request::get(Some(session), None));
@@ -872,7 +877,11 @@ fn a_crash_records_lost_tools_and_sessions_and_resets_connections() {
                 call: CallKey(7),
                 end: ToolEnd::Lost
             },
-            StepKind::SessionEnded { session: session.clone(), reason: SessionEndReason::ServerRestart },
+            StepKind::SessionEnded {
+                session: session.clone(),
+                reason: SessionEndReason::ServerRestart,
+                idle_ttl_us: None
+            },
         ]
     );
     assert_eq!(closes(&out, POST), vec![true]);

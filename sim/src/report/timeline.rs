@@ -164,7 +164,10 @@ pub fn describe(kind: &StepKind) -> String {
             )
         }
         SessionCreated { session, client } => format!("session {session} created for {client}"),
-        SessionEnded { session, reason } => format!("session {session} ended ({reason:?})"),
+        SessionEnded { session, reason, idle_ttl_us } => match idle_ttl_us {
+            Some(ttl) => format!("session {session} ended ({reason:?}, idle TTL {})", format_micros(*ttl)),
+            None => format!("session {session} ended ({reason:?})"),
+        },
         SideEffect { session, request, call, tool, idempotent } => {
             let kind = if *idempotent { "idempotent" } else { "NON-IDEMPOTENT" };
             format!("SIDE EFFECT {tool} {call} ({kind}) for {request} {}", session.placed())

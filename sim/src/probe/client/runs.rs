@@ -495,7 +495,11 @@ async fn tap_request(
             if let Some(sid) = &session {
                 rec.push(
                     Actor::Server,
-                    StepKind::SessionEnded { session: SessionId(sid.clone()), reason: SessionEndReason::ServerRestart },
+                    StepKind::SessionEnded {
+                        session: SessionId(sid.clone()),
+                        reason: SessionEndReason::ServerRestart,
+                        idle_ttl_us: None,
+                    },
                 );
             }
             let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
