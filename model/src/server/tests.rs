@@ -686,54 +686,27 @@ fn typescript_ids_of_the_standalone_stream_can_never_be_resumed() {
     assert!(!held(&out), "a replay is no miss");
 }
 
-/// The `resume` step's `held`, per answer: set only when the answer was no replay while the
-/// store still held every event after the id.
-fn held(out: &[ServerOutput]) -> bool {
+/// The `resume` step's `held` and `evicted`, per answer: `held` set only when the answer was no
+/// replay while the store still held every event after the id; `evicted`, the store's bounds,
+/// only when it issued the id and has evicted events after it since.
+fn resume_facts(out: &[ServerOutput]) -> (bool, Option<RetentionBound>) {
     records(out)
         .into_iter()
         .find_map(|r| match r {
-            StepKind::Resume { held, .. } => Some(held),
+            StepKind::Resume { held, evicted, .. } => Some((held, evicted)),
             _ => None,
         })
         .expect("a resume is recorded")
+}
+
+fn held(out: &[ServerOutput]) -> bool {
+    resume_facts(out).0
 }
 
 /// Held, see `typescript_ids_of_the_standalone_stream_can_never_be_resumed`; not held: an id the
-/// server really lost, one it never issued, and a replay.
+/// server really lost (evicted, with the bounds named), one it never issued, and a replay.
 #[test]
 fn a_resume_step_says_whether_the_store_still_held_what_an_unhonoured_id_needed() {
-    let mut p = policy("reference");
-    p.retention = Retention::last(2);
-    let mut s = server(p);
-    let session = init(&mut s, at(0));
-    let _ = call(&mut s, at(0), POST, &session, "chatty");
-    s.handle_disconnect(at_ms(500), POST);
-    let run = drive_until(&mut s, at(10));
-    let ids: Vec<EventId> = stored(&run).into_iter().map(|(_, id, _)| EventId(id)).collect();
-    assert!(ids.len() >= 4, "{ids:?}");
-    let out = resume(&mut s, at(10), GET, &session, &EventId::from("1-1"));
-    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::GONE, .. }));
-    assert!(!held(&out), "evicted");
-    let out = resume(&mut s, at(10), OTHER, &session, &EventId::from("7-1"));
-    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { .. }));
-    assert!(!held(&out), "never issued");
-    let out = resume(&mut s, at(10), POST, &session, &ids[ids.len() - 2]);
-    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 1 });
-    assert!(!held(&out), "a replay is no miss");
-}
-
-fn evicted(out: &[ServerOutput]) -> Option<RetentionBound> {
-    records(out)
-        .into_iter()
-        .find_map(|r| match r {
-            StepKind::Resume { evicted, .. } => Some(evicted),
-            _ => None,
-        })
-        .expect("a resume is recorded")
-}
-
-#[test]
-fn a_resume_step_names_the_retention_bounds_when_the_store_evicted_what_followed_the_id() {
     let mut p = policy("reference");
     p.retention = Retention { max_events: Some(2), window: Some(Duration::from_secs(60)), drop_on_response: false };
     let mut s = server(p);
@@ -745,11 +718,14 @@ fn a_resume_step_names_the_retention_bounds_when_the_store_evicted_what_followed
     assert!(ids.len() >= 4, "{ids:?}");
     let bound = RetentionBound { max_events: Some(2), window_us: Some(60_000_000) };
     let out = resume(&mut s, at(10), GET, &session, &EventId::from("1-1"));
-    assert_eq!(evicted(&out), Some(bound), "issued here, evicted since");
+    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::GONE, .. }));
+    assert_eq!(resume_facts(&out), (false, Some(bound)), "evicted, under these bounds");
     let out = resume(&mut s, at(10), OTHER, &session, &EventId::from("7-1"));
-    assert_eq!(evicted(&out), None, "never issued here: unknown, not evicted");
+    assert!(matches!(resume_outcome(&out).1, ResumeOutcome::Rejected { .. }));
+    assert_eq!(resume_facts(&out), (false, None), "never issued: unknown, not evicted");
     let out = resume(&mut s, at(10), POST, &session, &ids[ids.len() - 2]);
-    assert_eq!(evicted(&out), None, "a replay evicted nothing it needed");
+    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 1 });
+    assert_eq!(resume_facts(&out), (false, None), "a replay is no miss, and evicted nothing it needed");
 }
 
 #[test]
