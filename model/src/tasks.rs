@@ -72,8 +72,9 @@ pub enum Sweep {
 pub struct ExpiryRule {
     /// A task still working at `createdAt + ttl`.
     pub working_at_ttl: WorkingAtTtl,
-    /// A terminal task's record is kept this many TTLs after it became terminal (rmcp: 1,
-    /// task_manager.rs:530-537; TypeScript: 1, in-memory.js:98-108,135-145 restart the timer).
+    /// A terminal task's record is kept this many TTLs after it became terminal, and in any
+    /// case until `createdAt + ttl` (rmcp: 1, task_manager.rs:530-537; TypeScript: 1,
+    /// in-memory.js:98-108,135-145 restart the timer; 0: only the TTL from creation).
     pub terminal_kept_ttls: u32,
     /// When the rule runs.
     pub sweep: Sweep,
@@ -82,6 +83,18 @@ pub struct ExpiryRule {
 impl Default for ExpiryRule {
     fn default() -> Self {
         ExpiryRule { working_at_ttl: WorkingAtTtl::Keep, terminal_kept_ttls: 1, sweep: Sweep::Timer }
+    }
+}
+
+impl ExpiryRule {
+    /// When the rule removes a terminal record: `terminal_kept_ttls` TTLs after its end, and
+    /// never before `createdAt + ttl`, the retention the task was created with (the ext-tasks
+    /// `ttl` counts from creation; with 0 TTLs after the end, that is all the record gets).
+    /// `None` for a task with no TTL or not terminal.
+    fn removal_us(&self, r: &TaskRecord) -> Option<u64> {
+        let (ttl, end) = (micros(r.ttl?), r.terminal_us?);
+        let after_end = end.saturating_add(ttl.saturating_mul(u64::from(self.terminal_kept_ttls)));
+        Some(after_end.max(r.created_us.saturating_add(ttl)))
     }
 }
 
@@ -453,7 +466,7 @@ impl TaskStore {
         match r.terminal_us {
             None if self.rule.working_at_ttl == WorkingAtTtl::Keep => None,
             None => Some(r.created_us.saturating_add(ttl)),
-            Some(at) => Some(at.saturating_add(ttl.saturating_mul(u64::from(self.rule.terminal_kept_ttls)))),
+            Some(_) => self.rule.removal_us(r),
         }
     }
 
@@ -478,7 +491,7 @@ impl TaskStore {
             let Some(ttl) = r.ttl else { continue };
             let ttl = micros(ttl);
             let gone = match r.terminal_us {
-                Some(at) => now_us >= at.saturating_add(ttl.saturating_mul(u64::from(rule.terminal_kept_ttls))),
+                Some(_) => rule.removal_us(r).is_some_and(|at| now_us >= at),
                 None => rule.working_at_ttl == WorkingAtTtl::DeleteRecord && now_us >= r.created_us.saturating_add(ttl),
             };
             if gone {
@@ -781,6 +794,27 @@ mod tests {
     }
 
     #[test]
+    fn a_record_kept_no_ttls_after_its_end_still_lives_to_created_at_plus_ttl() {
+        // A 10 s task with a 76 s TTL under a rule that keeps nothing after the end: the result
+        // is there until 76 s, the retention it was created with, and gone after.
+        let none_kept = ExpiryRule { terminal_kept_ttls: 0, sweep: Sweep::OnCall, ..rmcp() };
+        let mut store = TaskStore::new(none_kept, "r0");
+        let (t, _) = store.create(0, Some(secs(76)), secs(5));
+        store.finish(10 * S, &t.task, TaskStatus::Completed);
+        assert_eq!(store.get(11 * S, &t.task).0, TaskAnswer::Status(TaskStatus::Completed));
+        assert_eq!(store.get(75 * S, &t.task).0, TaskAnswer::Status(TaskStatus::Completed));
+        let (gone, expired) = store.get(76 * S, &t.task);
+        assert_eq!(gone, TaskAnswer::NotFound);
+        assert_eq!(expired, vec![Expired::Removed { task: t.task.clone(), work_running: false }]);
+        // One TTL after the end is later than createdAt + ttl here: the rule as before.
+        let mut kept = TaskStore::new(ExpiryRule { sweep: Sweep::OnCall, ..rmcp() }, "r0");
+        let (t, _) = kept.create(0, Some(secs(76)), secs(5));
+        kept.finish(10 * S, &t.task, TaskStatus::Completed);
+        assert_eq!(kept.get(85 * S, &t.task).0, TaskAnswer::Status(TaskStatus::Completed));
+        assert_eq!(kept.get(86 * S, &t.task).0, TaskAnswer::NotFound);
+    }
+
+    #[test]
     fn the_advised_ttl_survives_the_late_poll_and_one_less_does_not() {
         // Check the arithmetic against the store itself, TypeScript's rule, tool 100 s, poll 5 s,
         // outage 30 s: the poll at 135 s must find the result.
@@ -824,3 +858,4 @@ mod tests {
         assert_eq!(task_holder("shared-1"), None);
     }
 }
+
