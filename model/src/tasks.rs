@@ -858,4 +858,3 @@ mod tests {
         assert_eq!(task_holder("shared-1"), None);
     }
 }
-
