@@ -750,6 +750,10 @@ pub enum StepKind {
         task: crate::tasks::TaskId,
         /// Whether its work still runs.
         work_running: bool,
+        /// The record went with the store itself: the process that held a store of its own
+        /// ended (a restart), not the expiry rule. Absent otherwise.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        lost: bool,
     },
     /// The application got a task's outcome (its terminal status, the result inline).
     AppTaskOutcome {

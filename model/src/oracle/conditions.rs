@@ -131,7 +131,7 @@ impl Condition {
             Condition::Refused => "an id the server cannot honour is refused",
             Condition::ByClass => "the client acts by failure class",
             Condition::Terminated => return "a termination (a session deleted by someone else)".to_string(),
-            Condition::ServerEnded => return "a server bug (a session it ended on its own)".to_string(),
+            Condition::ServerEnded => return "a server bug (a session or task it ended on its own)".to_string(),
             Condition::ServerMissed => {
                 return "a server bug (an id its retention owed, answered as unhonourable)".to_string()
             }
@@ -957,12 +957,38 @@ impl Judge {
                     self.record(Condition::Retention, i, at, detail).server_failed_work = true;
                 }
             }
-            StepKind::TaskRecordRemoved { task, work_running } => {
+            StepKind::TaskRecordRemoved { task, work_running, lost } => {
                 let outcome_seen = self.tasks.get(task).is_some_and(|t| t.2);
+                let (created, ttl_us) = self.tasks.get(task).map_or((None, None), |t| (Some(t.0), t.1));
+                if let (false, Some(created), Some(ttl_us), None) =
+                    (*lost, created, ttl_us, self.task_ttl_passed(task, at))
+                {
+                    // The expiry rule removed it before the TTL it was created with ran out.
+                    let detail = format!(
+                        "the server removed task {}'s record at {at}, {} after its creation, inside the {} TTL \
+                         it was created with",
+                        task.0,
+                        format_micros((at - created).as_micros() as u64),
+                        format_micros(ttl_us)
+                    );
+                    self.breach(Condition::ServerEnded, i, at, detail);
+                    return;
+                }
                 let ttl = self
                     .task_ttl_passed(task, at)
                     .map_or_else(|| "its TTL".to_string(), |(t, _)| format!("its TTL ({t})"));
-                if *work_running {
+                if *lost && !outcome_seen {
+                    self.breach(
+                        Condition::Retention,
+                        i,
+                        at,
+                        format!(
+                            "task {}'s record was lost at {at} with the process that held its store (a restart), \
+                             before its client read its outcome",
+                            task.0
+                        ),
+                    );
+                } else if *work_running {
                     self.breach(
                         Condition::Retention,
                         i,
@@ -2225,7 +2251,7 @@ mod tests {
         // Its record deleted while the work ran is no word of failure: a correct client says lost.
         let c = Conditions::judge(&trace(vec![
             (1, StepKind::TaskCreated { task: t(), call: CallKey(0), replica: 0, ttl_us: Some(60_000_000) }),
-            (61_001, StepKind::TaskRecordRemoved { task: t(), work_running: true }),
+            (61_001, StepKind::TaskRecordRemoved { task: t(), work_running: true, lost: false }),
         ]));
         let verdict = c.explain(&Violation { step: 1, at: Instant(61_001_000), ..at(InvariantId::NoFalseFailure) });
         assert!(!verdict.is_explained(), "{verdict}");
@@ -2346,11 +2372,12 @@ mod tests {
         let aborted = judged(vec![(61_001, StepKind::TaskEnded { task: t(), status: TaskStatus::Failed })]);
         assert_eq!(retention(&aborted), 1, "{aborted:?}");
         assert!(aborted.breaches[0].detail.contains("TTL (1m00.000s"), "{aborted:?}");
-        let deleted = judged(vec![(61_001, StepKind::TaskRecordRemoved { task: t(), work_running: true })]);
+        let deleted =
+            judged(vec![(61_001, StepKind::TaskRecordRemoved { task: t(), work_running: true, lost: false })]);
         assert_eq!(retention(&deleted), 1);
         // A finished task evicted before its client read the outcome breaks it; after, not.
         let ended = (30_000, StepKind::TaskEnded { task: t(), status: TaskStatus::Completed });
-        let evicted = (90_001, StepKind::TaskRecordRemoved { task: t(), work_running: false });
+        let evicted = (90_001, StepKind::TaskRecordRemoved { task: t(), work_running: false, lost: false });
         assert_eq!(retention(&judged(vec![ended.clone(), evicted.clone()])), 1);
         let read = (
             31_000,
@@ -2367,6 +2394,21 @@ mod tests {
         };
         let c = judged(vec![(2_000, StepKind::Json { conn: ConnId(2), message: not_found })]);
         assert_eq!(retention(&c), 1);
+        // Removed by the expiry rule before the TTL it was created with (1 min): the server's bug.
+        let early = (40_001, StepKind::TaskRecordRemoved { task: t(), work_running: false, lost: false });
+        let c = judged(vec![ended.clone(), early]);
+        assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+        assert!(c.breaches[0].is_bug());
+        assert_eq!(
+            c.breaches[0].detail,
+            "the server removed task r0.0-t0's record at 40.001s, 40.000s after its creation, inside the 1m00.000s \
+             TTL it was created with"
+        );
+        // Lost with its process (a restart) before the TTL: condition 2, as a lost session is.
+        let lost = (40_001, StepKind::TaskRecordRemoved { task: t(), work_running: false, lost: true });
+        let c = judged(vec![ended, lost]);
+        assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Retention]);
+        assert!(c.breaches[0].detail.contains("with the process that held its store"), "{c:?}");
     }
 
     #[test]

@@ -222,7 +222,7 @@ mod tests {
     }
 
     fn removed(t: &str, work_running: bool) -> StepKind {
-        StepKind::TaskRecordRemoved { task: id(t), work_running }
+        StepKind::TaskRecordRemoved { task: id(t), work_running, lost: false }
     }
 
     fn outcome(t: &str) -> StepKind {

@@ -264,7 +264,7 @@ impl Server {
                     }
                 }
                 Expired::Removed { task, work_running } => {
-                    self.record(StepKind::TaskRecordRemoved { task, work_running })
+                    self.record(StepKind::TaskRecordRemoved { task, work_running, lost: false })
                 }
             }
         }
@@ -316,7 +316,11 @@ impl Server {
         let Some(store) = self.tasks.store.take() else { return };
         let ids: Vec<TaskId> = lock(&store).ids();
         for task in ids {
-            self.outputs.push_back(ServerOutput::Record(StepKind::TaskRecordRemoved { task, work_running: false }));
+            self.outputs.push_back(ServerOutput::Record(StepKind::TaskRecordRemoved {
+                task,
+                work_running: false,
+                lost: true,
+            }));
         }
     }
 }
@@ -533,7 +537,11 @@ mod tests {
         call(&mut s, 0, true);
         let r = records(&run_until(&mut s, 61 * S));
         assert!(
-            r.contains(&StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: true }),
+            r.contains(&StepKind::TaskRecordRemoved {
+                task: TaskId("r0.0-t0".into()),
+                work_running: true,
+                lost: false
+            }),
             "{r:?}"
         );
         let r = records(&run_until(&mut s, 121 * S));
@@ -549,7 +557,11 @@ mod tests {
         own.crash(Instant(S));
         let r = records(&drain(&mut own));
         assert!(
-            r.contains(&StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false }),
+            r.contains(&StepKind::TaskRecordRemoved {
+                task: TaskId("r0.0-t0".into()),
+                work_running: false,
+                lost: true
+            }),
             "{r:?}"
         );
 
@@ -692,6 +704,9 @@ mod tests {
         s.crash(Instant(S));
         let removed: Vec<StepKind> =
             records(&drain(&mut s)).into_iter().filter(|k| matches!(k, StepKind::TaskRecordRemoved { .. })).collect();
-        assert_eq!(removed, vec![StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false }]);
+        assert_eq!(
+            removed,
+            vec![StepKind::TaskRecordRemoved { task: TaskId("r0.0-t0".into()), work_running: false, lost: true }]
+        );
     }
 }

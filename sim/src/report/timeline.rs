@@ -244,8 +244,9 @@ pub fn describe(kind: &StepKind) -> String {
         TaskInputRequired { task } => format!("task {} asks for input (input_required): its work waits", task.0),
         TaskInputReceived { task } => format!("task {} got its input (tasks/update): its work goes on", task.0),
         TaskEnded { task, status } => format!("task {} ended {status:?}", task.0),
-        TaskRecordRemoved { task, work_running } => {
-            format!("task {} record removed{}", task.0, if *work_running { " while its work runs" } else { "" })
+        TaskRecordRemoved { task, work_running, lost } => {
+            let how = if *lost { " with the process that held its store" } else { "" };
+            format!("task {} record removed{how}{}", task.0, if *work_running { " while its work runs" } else { "" })
         }
         AppTaskOutcome { task, call, status } => format!("app ← task {} of {call}: {status:?}", task.0),
         AppTaskLost { task, call } => format!("app ← task {} of {call} LOST", task.0),
