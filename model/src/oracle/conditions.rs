@@ -47,7 +47,9 @@
 //!
 //! And what no condition covers: the server itself ending a session its client still held, on
 //! no request of anyone's ([`Condition::ServerEnded`]: a write that failed on a connection whose
-//! client was gone, or a process that exited on one request it could not parse). A violation
+//! client was gone, a process that exited on one request it could not parse, an idle expiry
+//! sooner after a request it answered than the idle TTL its `session-ended` step names, or a task
+//! record its expiry rule removed before the TTL the task was created with). A violation
 //! after it is a server bug ([`Explanation::Bug`]), whatever else broke. So is a resume the
 //! server answered as unhonourable while its store still held every event after the id (the
 //! `resume` step's `held`, read from the store beside the server's own lookup): retention kept
@@ -105,7 +107,9 @@ pub enum Condition {
     /// Not a condition either: the server itself ended a session a client still held (or, its
     /// process exiting, every session and running tool), on a transport fact or one malformed
     /// request: `on_failed_write = end-session`, `on_protocol_error = restart-process`. The note's
-    /// invariant says a disconnect is no termination; here the server broke it.
+    /// invariant says a disconnect is no termination; here the server broke it. So it did when it
+    /// expired a session as idle inside its own idle TTL, or removed a task's record inside the
+    /// TTL the task was created with: its configured retention outlasted the outage, it did not.
     ServerEnded = 6,
     /// Not a condition either: the server still held every event after the `Last-Event-ID` a
     /// client resumed from (the `resume` step's `held`), and answered the id as one it could not
