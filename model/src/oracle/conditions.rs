@@ -572,13 +572,14 @@ struct ClientState {
     resume_due: BTreeMap<crate::ids::CallKey, (usize, Instant, EventId)>,
 }
 
-/// A client connection's request session and method, and the status it got.
-type ConnFacts = (Option<SessionId>, Method, Option<Status>);
+/// A client connection's request session and method, the status it got, and when it was sent.
+type ConnFacts = (Option<SessionId>, Method, Option<Status>, Instant);
 
 #[derive(Default)]
 struct Judge {
     clients: BTreeMap<Option<u32>, ClientState>,
-    /// Per client connection: the request's session and method, and the status it got.
+    /// Per client connection: the request's session and method, the status it got, and when it
+    /// was sent.
     conns: BTreeMap<(Option<u32>, ConnId), ConnFacts>,
     /// Every stored event: where and when.
     stored: BTreeMap<(SessionId, EventId), (StreamNo, u32, Instant)>,
@@ -602,8 +603,6 @@ struct Judge {
     unknown: BTreeMap<(Option<u32>, crate::ids::CallKey), String>,
     /// The steps that created a session (`Conditions` keeps them, for `no-orphaned-session`).
     creations: BTreeSet<usize>,
-    /// When each client connection's last request was sent.
-    sent: BTreeMap<(Option<u32>, ConnId), Instant>,
     /// The replica the balancer routed each client connection to (recorded with several).
     routed: BTreeMap<(Option<u32>, ConnId), u32>,
     /// Per session and replica (`None`: a run of one), the latest time the server can have
@@ -729,8 +728,7 @@ impl Judge {
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
                     self.initialize_after_lost_delete(i, at, who);
                 }
-                self.conns.insert((who, *conn), (request.session.clone(), request.method, None));
-                self.sent.insert((who, *conn), at);
+                self.conns.insert((who, *conn), (request.session.clone(), request.method, None, at));
             }
             StepKind::Response { conn, head } => {
                 let c = self.clients.entry(who).or_default();
@@ -754,11 +752,9 @@ impl Judge {
                 }
                 let by_hop = self.hop_answers.iter().position(|(s, _)| *s == status);
                 if let (None, true, Some(session)) = (by_hop, status.0 < 400 && entry.1 != Method::Delete, &entry.0) {
-                    if let Some(&sent) = self.sent.get(&(who, *conn)) {
-                        let replica = self.routed.get(&(who, *conn)).copied();
-                        let last = self.active.entry((session.clone(), replica)).or_insert(sent);
-                        *last = (*last).max(sent);
-                    }
+                    let (sent, replica) = (entry.3, self.routed.get(&(who, *conn)).copied());
+                    let last = self.active.entry((session.clone(), replica)).or_insert(sent);
+                    *last = (*last).max(sent);
                 }
                 if let Some((_, hop)) = by_hop.and_then(|k| self.hop_answers.remove(k)) {
                     let session = entry.0.clone();
@@ -799,7 +795,7 @@ impl Judge {
                 let facts = self.conns.get(&(who, *conn));
                 let status = facts.and_then(|c| c.2);
                 let lost_delete = match facts {
-                    Some((Some(s), Method::Delete, None)) if matches!(end, ConnEnd::Reset | ConnEnd::Refused) => {
+                    Some((Some(s), Method::Delete, None, _)) if matches!(end, ConnEnd::Reset | ConnEnd::Refused) => {
                         let how = if *end == ConnEnd::Refused { "was refused" } else { "was cut" };
                         Some((s.clone(), at, how.to_string()))
                     }
@@ -964,9 +960,8 @@ impl Judge {
             StepKind::TaskRecordRemoved { task, work_running, lost } => {
                 let outcome_seen = self.tasks.get(task).is_some_and(|t| t.2);
                 let (created, ttl_us) = self.tasks.get(task).map_or((None, None), |t| (Some(t.0), t.1));
-                if let (false, Some(created), Some(ttl_us), None) =
-                    (*lost, created, ttl_us, self.task_ttl_passed(task, at))
-                {
+                let passed = self.task_ttl_passed(task, at);
+                if let (false, Some(created), Some(ttl_us), None) = (*lost, created, ttl_us, &passed) {
                     // The expiry rule removed it before the TTL it was created with ran out.
                     let detail = format!(
                         "the server removed task {}'s record at {at}, {} after its creation, inside the {} TTL \
@@ -978,9 +973,7 @@ impl Judge {
                     self.breach(Condition::ServerEnded, i, at, detail);
                     return;
                 }
-                let ttl = self
-                    .task_ttl_passed(task, at)
-                    .map_or_else(|| "its TTL".to_string(), |(t, _)| format!("its TTL ({t})"));
+                let ttl = passed.map_or_else(|| "its TTL".to_string(), |(t, _)| format!("its TTL ({t})"));
                 if *lost && !outcome_seen {
                     self.breach(
                         Condition::Retention,
@@ -1130,7 +1123,7 @@ impl Judge {
         conn: ConnId,
         id: Option<&EventId>,
     ) {
-        let (Some(id), Some((Some(session), _, _))) = (id, self.conns.get(&(who, conn))) else { return };
+        let (Some(id), Some((Some(session), ..))) = (id, self.conns.get(&(who, conn))) else { return };
         if self.stored.contains_key(&(session.clone(), id.clone())) {
             return;
         }

@@ -171,19 +171,19 @@ impl Server {
     /// (`locate`). Only the session's own logs count: in a store shared across sessions, or one
     /// that numbers each stream alike, another log may hold an id of the same text.
     pub(super) fn holds(&self, session: &SessionId, id: &EventId) -> bool {
-        let Some(state) = self.sessions.get(session) else { return false };
-        state.streams.values().any(|stream| {
-            self.store.log(&stream.key).is_some_and(|log| matches!(log.position(id), Position::Honourable(_)))
-        })
+        self.in_own_logs(session, id, |p| matches!(p, Position::Honourable(_)))
     }
 
     /// Whether a log one of `session`'s own streams writes into issued `id` and has since
     /// evicted events after it: read from the logs, beside the lookup, as [`Server::holds`] is.
     pub(super) fn evicted(&self, session: &SessionId, id: &EventId) -> bool {
+        self.in_own_logs(session, id, |p| matches!(p, Position::Evicted(_)))
+    }
+
+    /// Whether `id` stands as `wanted` says in a log one of `session`'s own streams writes into.
+    fn in_own_logs(&self, session: &SessionId, id: &EventId, wanted: impl Fn(&Position) -> bool) -> bool {
         let Some(state) = self.sessions.get(session) else { return false };
-        state.streams.values().any(|stream| {
-            self.store.log(&stream.key).is_some_and(|log| matches!(log.position(id), Position::Evicted(_)))
-        })
+        state.streams.values().any(|stream| self.store.log(&stream.key).is_some_and(|log| wanted(&log.position(id))))
     }
 
     pub(super) fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
