@@ -182,6 +182,27 @@ pub struct RetentionBound {
     pub window_us: Option<u64>,
 }
 
+/// Which of the server's own timers ended an SSE connection ([`StepKind::ServerClosedStream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CloseRule {
+    /// `server.close_request_streams`: a request's stream, this long after it opened (SEP-1699
+    /// polling with `0s`).
+    RequestStream,
+    /// `server.close_idle_standalone`: the standalone stream, this long after its last write.
+    IdleStandalone,
+}
+
+impl CloseRule {
+    /// The setting that names the timer.
+    pub fn setting(self) -> &'static str {
+        match self {
+            CloseRule::RequestStream => "server.close_request_streams",
+            CloseRule::IdleStandalone => "server.close_idle_standalone",
+        }
+    }
+}
+
 /// What a server did with a `Last-Event-ID`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "resume", rename_all = "kebab-case")]
@@ -467,6 +488,22 @@ pub enum StepKind {
     KeepAliveClosed {
         /// How long the connection had been idle, in µs.
         idle_us: u64,
+    },
+    /// The server ended an SSE connection cleanly when a timer of its own ran out (the stream
+    /// lives on: its client is to come back with `Last-Event-ID` after the `retry` it was given).
+    /// How often it re-attaches is then this setting's doing (`oracle::churn`).
+    ServerClosedStream {
+        /// The connection.
+        conn: ConnId,
+        /// The session whose stream it carried.
+        session: SessionId,
+        /// The stream it carried (none when it carried none any more).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<StreamNo>,
+        /// The timer that ran out.
+        rule: CloseRule,
+        /// The timer's setting, in µs.
+        after_us: u64,
     },
     /// A session was created.
     SessionCreated {
@@ -873,6 +910,7 @@ impl StepKind {
             | LbResent { conn, .. }
             | Rejected { conn, .. }
             | ProcessExit { conn, .. }
+            | ServerClosedStream { conn, .. }
             | EraServed { conn, .. }
             | EraRefused { conn, .. } => Some(conn),
             _ => None,

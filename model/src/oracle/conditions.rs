@@ -82,7 +82,9 @@ use crate::decision::NextAction;
 use crate::http::{ConnEnd, Method, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
-use crate::trace::{ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord};
+use crate::trace::{
+    CloseRule, ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -119,6 +121,13 @@ pub enum Condition {
     /// retention is configured with (the `resume` step's `evicted`): retention as configured
     /// outlasted the outage, and the store did not keep to it.
     ServerMissed = 7,
+    /// Not a condition either, and no bug: the server closed a stream's connection itself on a
+    /// timer of its settings (`server.close_idle_standalone`, `server.close_request_streams`),
+    /// which the spec allows (SEP-1699: it names the `retry` its client comes back after). A
+    /// `bounded-reconnects` violation that the re-attachments it asked for account for
+    /// (`oracle::churn`: without them the client stays within the bound all run) is that
+    /// setting's price, as a short retention is condition 2's. It explains nothing else.
+    ServerPaced = 8,
 }
 
 impl Condition {
@@ -138,6 +147,9 @@ impl Condition {
             Condition::ServerEnded => return "a server bug (a session or task it ended on its own)".to_string(),
             Condition::ServerMissed => {
                 return "a server bug (an id its retention owed, answered as unhonourable)".to_string()
+            }
+            Condition::ServerPaced => {
+                return "the server's pacing (streams it closes on a timer, re-attached as it asks)".to_string()
             }
         };
         format!("condition {} ({what})", self.number())
@@ -188,6 +200,7 @@ impl fmt::Display for Breach {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
             Condition::ServerEnded | Condition::ServerMissed => write!(f, "a server bug: {}", self.detail),
+            Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             c if self.promised => {
                 write!(f, "a client bug (its policy keeps condition {}): {}", c.number(), self.detail)
             }
@@ -211,6 +224,9 @@ pub struct Conditions {
     /// one session was answered may then have cost another's events, so breaches of conditions 2
     /// and 3 are not kept to their session.
     pub sessions_share_store: bool,
+    /// The steps of the `bounded-reconnects` violations the server's own close timers account
+    /// for ([`Effect::PacedChurn`]).
+    paced_churn: BTreeSet<usize>,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -259,12 +275,16 @@ impl fmt::Display for Explanation<'_> {
 impl Conditions {
     /// Judges the four conditions on a trace.
     pub fn judge(trace: &Trace) -> Conditions {
-        Judge::default().run(&trace.steps)
+        let mut conditions = Judge::default().run(&trace.steps);
+        if conditions.breaches.iter().any(|b| b.condition == Condition::ServerPaced) {
+            conditions.paced_churn = super::churn::paced_by_server(&super::TraceIndex::new(trace));
+        }
+        conditions
     }
 
-    /// Whether all four held over the whole run.
+    /// Whether all four held over the whole run (the server's pacing breaks none of them).
     pub fn all_held(&self) -> bool {
-        self.breaches.is_empty()
+        self.breaches.iter().all(|b| b.condition == Condition::ServerPaced)
     }
 
     /// What explains a violation at `at`: the first breach of each condition broken by then.
@@ -302,7 +322,9 @@ impl Conditions {
             _ => true,
         };
         let concerns = |b: &Breach| (client.is_none() || b.client.is_none() || b.client == client) && of_session(b);
-        for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b)) {
+        // The server's pacing is no broken condition: it explains only the churn it accounts for.
+        let pacing = |b: &Breach| b.condition != Condition::ServerPaced || effect == Some(Effect::PacedChurn);
+        for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b) && pacing(b)) {
             match effect.is_none_or(|effect| can_cause(b, effect)) {
                 true => first.entry((b.condition, b.promised)).or_insert(b),
                 false => inert.entry((b.condition, b.promised)).or_insert(b),
@@ -381,6 +403,7 @@ impl Conditions {
             InvariantId::NoOrphanedSession if self.creations.contains(&violation.step) => Effect::SecondSession,
             // Rule a names the event that held the result; rule c, the session alone.
             InvariantId::NoOrphanedSession if stream.is_none() => Effect::DeadSessionKept,
+            InvariantId::BoundedReconnects if self.paced_churn.contains(&violation.step) => Effect::PacedChurn,
             invariant => Effect::Of(invariant),
         }
     }
@@ -439,8 +462,14 @@ struct Question<'v> {
 ///   restart that forgot the session, a re-initialize on a transport fault, a lost `DELETE` — is
 ///   a breach of its own. Nor a session kept after a 404, what the server did to the work itself
 ///   (killed it, ran it on after a cancel), or another session's or stream's events.
+/// - The server's pacing ([`Condition::ServerPaced`]) causes the churn it accounts for
+///   ([`Effect::PacedChurn`]) and nothing else; any breach that can cause a `bounded-reconnects`
+///   violation can cause that one too.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
+    if b.condition == Condition::ServerPaced {
+        return effect == Effect::PacedChurn;
+    }
     let client_memory_or_class = matches!(
         b.condition,
         Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
@@ -451,13 +480,14 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         return match effect {
             Effect::Of(InvariantId::EveryCallResolves | InvariantId::TaskResultDelivered) => answers,
             Effect::Of(invariant) => MISSED_REPLAY_COSTS.contains(&invariant),
+            Effect::PacedChurn => MISSED_REPLAY_COSTS.contains(&InvariantId::BoundedReconnects),
             Effect::SecondSession | Effect::DeadSessionKept => false,
         };
     }
     match effect {
         Effect::Of(InvariantId::NoFalseFailure) => client_memory_or_class || b.server_failed_work,
         Effect::Of(InvariantId::NoDuplicateExecution) => client_memory_or_class,
-        Effect::SecondSession | Effect::DeadSessionKept | Effect::Of(_) => true,
+        Effect::SecondSession | Effect::DeadSessionKept | Effect::PacedChurn | Effect::Of(_) => true,
     }
 }
 
@@ -487,6 +517,9 @@ pub enum Effect {
     /// `no-orphaned-session`'s session a client kept after it was told the server no longer has
     /// it (rule c). (`Of(NoOrphanedSession)` is then rule a: a result stored where nobody read it.)
     DeadSessionKept,
+    /// A `bounded-reconnects` violation the re-attachments the server asked for (streams it
+    /// closed itself on a timer) account for: without them its client stays within the bound.
+    PacedChurn,
 }
 
 impl Effect {
@@ -495,6 +528,7 @@ impl Effect {
         match self {
             Effect::Of(invariant) => invariant,
             Effect::SecondSession | Effect::DeadSessionKept => InvariantId::NoOrphanedSession,
+            Effect::PacedChurn => InvariantId::BoundedReconnects,
         }
     }
 }
@@ -632,6 +666,7 @@ impl Judge {
             step_clients,
             creations: self.creations,
             sessions_share_store: self.sessions_share_store,
+            paced_churn: BTreeSet::new(),
         }
     }
 
@@ -920,6 +955,25 @@ impl Judge {
                      session and running tool it held"
                 ),
             ),
+            StepKind::ServerClosedStream { session, stream, rule, after_us, .. } => {
+                let after = format_micros(*after_us);
+                let what = match rule {
+                    CloseRule::IdleStandalone => {
+                        format!("the standalone stream of session {session} {after} after its last write")
+                    }
+                    CloseRule::RequestStream => {
+                        format!("a request's stream of session {session} {after} after it opened")
+                    }
+                };
+                let detail = format!(
+                    "the server closed {what} ({} = {after}, first at {at}), and its client came back as asked: how \
+                     often it re-attaches is that setting's",
+                    rule.setting()
+                );
+                let breach = self.record(Condition::ServerPaced, i, at, detail);
+                breach.session = Some(session.clone());
+                breach.stream = *stream;
+            }
             StepKind::LbAnswered { status, hop, .. } if status.0 < 500 => self.hop_answers.push_back((*status, *hop)),
             // Tasks (ext-tasks): condition 2 in their terms. The TTL is the task's retention, and
             // it runs from creation: work, waits and the client's polls must fit in it.

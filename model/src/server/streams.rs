@@ -10,7 +10,7 @@ use crate::http::{Body, ErrorCode, EventKind, Frame, ResponseHead, ServerMessage
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::sse::{mint_event_id, LogKey, NewEvent, StoredEvent, StreamLog, GET_STREAM_KEY};
 use crate::time::Instant;
-use crate::trace::{SessionEndReason, StepKind};
+use crate::trace::{CloseRule, SessionEndReason, StepKind};
 
 #[derive(Debug)]
 pub(super) struct SessionStream {
@@ -287,16 +287,28 @@ impl Server {
     }
 
     /// The server ends a connection on its own (`Timer::Close`): the streams it carried remember
-    /// it, for `detached_request_events`.
+    /// it, for `detached_request_events`, and the trace says which timer did it.
     pub(super) fn server_close(&mut self, now: Instant, conn: ConnId) {
         let Some(open) = self.conns.get_mut(&conn) else { return };
         open.close_at = None;
-        let session = open.session.clone();
+        let (session, kind) = (open.session.clone(), open.kind);
         self.refresh_conn(conn);
+        let mut carried = None;
         if let Some(state) = self.sessions.get_mut(&session) {
-            for stream in state.streams.values_mut().filter(|s| s.attached == Some(conn)) {
+            for (no, stream) in state.streams.iter_mut().filter(|(_, s)| s.attached == Some(conn)) {
                 stream.server_closed = true;
+                carried.get_or_insert(*no);
             }
+        }
+        // Only these two kinds get a close timer (`open_sse_conn`, `resumed_standalone`).
+        let timer = match kind {
+            ConnKind::Request => self.policy.close_request_streams.map(|d| (CloseRule::RequestStream, d)),
+            ConnKind::Standalone => self.policy.close_idle_standalone.map(|d| (CloseRule::IdleStandalone, d)),
+            ConnKind::Resumed | ConnKind::Json => None,
+        };
+        if let Some((rule, after)) = timer {
+            let after_us = crate::time::micros(after);
+            self.record(StepKind::ServerClosedStream { conn, session, stream: carried, rule, after_us });
         }
         self.end_conn(now, conn);
     }

@@ -1257,6 +1257,13 @@ fn sep_1699_polling_closes_the_post_after_its_priming_event_and_the_result_is_re
     assert_eq!(ids(&sent), vec!["1-0"]);
     assert_eq!(sent[0].retry_ms, Some(500));
     assert_eq!(closes(&out, POST), vec![false], "closed cleanly by the server");
+    let closed = out.iter().find_map(|o| match o {
+        ServerOutput::Record(StepKind::ServerClosedStream { conn, stream, rule, after_us, .. }) => {
+            Some((*conn, *stream, *rule, *after_us))
+        }
+        _ => None,
+    });
+    assert_eq!(closed, Some((POST, Some(StreamNo(1)), crate::trace::CloseRule::RequestStream, 0)));
     let _ = drive_until(&mut s, at(3));
     let out = resume(&mut s, at(3), GET, &session, &EventId::from("1-0"));
     assert!(matches!(events(&out, GET)[..], [SseEvent { data: Some(ServerMessage::ToolResult { .. }), .. }]));
@@ -1292,12 +1299,22 @@ fn an_idle_standalone_stream_is_closed_by_the_server_and_events_restart_the_coun
     let closing = ServerPolicy { close_idle_standalone: Some(Duration::from_secs(30)), ..policy("reference") };
     let mut s = server(closing);
     let session = init(&mut s, at(0));
-    s.handle_request(at(0), GET, Request::get(Some(session), None));
+    s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
     let _ = drain(&mut s);
     s.notify_all(at(20));
     let _ = drain(&mut s);
     assert!(closes(&drive_until(&mut s, at(49)), GET).is_empty());
-    assert_eq!(closes(&drive_until(&mut s, at(50)), GET), vec![false]);
+    let out = drive_until(&mut s, at(50));
+    assert_eq!(closes(&out, GET), vec![false]);
+    // The trace says the server's own timer did it, and which setting that is.
+    let recorded = ServerOutput::Record(StepKind::ServerClosedStream {
+        conn: GET,
+        session,
+        stream: Some(StreamNo::STANDALONE),
+        rule: crate::trace::CloseRule::IdleStandalone,
+        after_us: 30_000_000,
+    });
+    assert!(out.contains(&recorded), "{out:?}");
 }
 
 #[test]

@@ -158,7 +158,10 @@ fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
     let conditions = mcpsim_model::oracle::conditions::Conditions::judge(trace);
     match conditions.explain(v) {
         mcpsim_model::oracle::conditions::Explanation::ExplainedBy(breaches) => {
-            out.push_str("which conditions of validity broke before it (design note):\n");
+            // A termination and the server's pacing are no condition, but explain it alike.
+            out.push_str(
+                "what explains it (a design-note condition that broke, a termination, or the server's pacing):\n",
+            );
             for b in breaches {
                 let _ = writeln!(out, "  {} (step {}, {})", b, b.step, b.at);
             }

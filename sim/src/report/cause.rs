@@ -159,6 +159,9 @@ impl Walk {
             // A request sent again below the client model (its HTTP library, the balancer), and
             // what sets it up: a kept-alive connection closed under a request.
             HttpResent { .. } | LbResent { .. } | KeepAliveClosed { .. } => Some(described()),
+            // The server ending a stream's connection on a timer of its own: what a re-attachment
+            // after it answers.
+            ServerClosedStream { .. } => Some(described()),
             Send { request, .. } => {
                 let Some(ClientMessage::CallTool { id, call }) = &request.body else {
                     return None;

@@ -125,6 +125,14 @@ pub fn describe(kind: &StepKind) -> String {
         KeepAliveClosed { idle_us } => {
             format!("server closes a kept-alive connection idle {}", format_micros(*idle_us))
         }
+        ServerClosedStream { conn, session, stream, rule, after_us } => {
+            let stream = stream.map(|s| format!(" {s}")).unwrap_or_default();
+            format!(
+                "server closes {conn} (session {session}{stream}) on its own timer: {} = {}",
+                rule.setting(),
+                format_micros(*after_us)
+            )
+        }
         LbLifetimeCut { conn, age_us, hop } => {
             format!("{}lifetime cut {conn} after {}", at_hop(*hop), format_micros(*age_us))
         }

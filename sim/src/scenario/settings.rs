@@ -112,7 +112,7 @@ pub const UNREPLAYABLE: &str = "unreplayable";
 /// session's requests reach the replica that holds it. 3: how the server answers an id it cannot
 /// honour, and whether its event store is shared across sessions. 4: how the client reads a
 /// broken connection, and what the application does after an error. A termination: an
-/// operator's `DELETE`. A server's own bug depends on no setting.
+/// operator's `DELETE`. A server's own bug depends on no setting; its pacing, on its close timers.
 pub fn keeping(condition: Condition) -> &'static [&'static str] {
     match condition {
         Condition::Persisted => &["client.persistence"],
@@ -129,6 +129,7 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::ByClass => &["client.close_handling", "app.calls"],
         Condition::Terminated => &["app.operator_deletes"],
         Condition::ServerEnded | Condition::ServerMissed => &[],
+        Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
     }
 }
 
@@ -1498,7 +1499,7 @@ mod tests {
     #[test]
     fn the_settings_each_condition_depends_on_are_keys_set_accepts() {
         use mcpsim_model::oracle::conditions::Condition::*;
-        for c in [Persisted, Retention, Refused, ByClass, Terminated, ServerEnded, ServerMissed] {
+        for c in [Persisted, Retention, Refused, ByClass, Terminated, ServerEnded, ServerMissed, ServerPaced] {
             let keys = keeping(c);
             assert_eq!(keys.is_empty(), matches!(c, ServerEnded | ServerMissed), "{c:?}");
             for key in keys {
