@@ -248,3 +248,37 @@ fn a_malformed_post_is_validated() {
     let planned: Vec<&str> = s.expect("the file loads").faults.faults().iter().map(|f| f.fault.kind()).collect();
     assert_eq!(planned, vec!["malformed"]);
 }
+
+/// Issue 22's churn finding, settled: a server that closes its idle standalone stream every 66 s,
+/// with a 4 s `retry`, has a correct client come back 51 times an hour. That breaks
+/// `bounded-reconnects` (issue 19: a clean idle close every 30 s must not read as fine), and the
+/// conditions say whose it is: the server's pacing, a setting's price, not a bug of the pair.
+/// An idle close every 2 minutes stays within the default bound of 30 an hour.
+#[test]
+fn a_server_that_closes_its_idle_standalone_stream_often_breaks_the_bound_by_its_own_pacing() {
+    let paced = |close: &str| {
+        let s = scenario(
+            "reference",
+            "reference",
+            "long-tool",
+            &[
+                ("client.open_standalone_stream", "true"),
+                ("server.close_idle_standalone", close),
+                ("server.retry", "4s"),
+                ("lb.idle_timeout", "none"),
+                ("tool.duration", "30m"),
+            ],
+        );
+        run(&s, 1).expect("the run completes")
+    };
+    let outcome = paced("66s");
+    assert_eq!(names(&outcome), vec!["bounded-reconnects"]);
+    let footer = outcome.trace.footer.as_ref().expect("a judged trace");
+    let verdict = &footer.verdict[0];
+    assert!(verdict.detail.contains("every 1m10."), "{}", verdict.detail);
+    assert!(verdict.conditions.starts_with("explained by the server's pacing"), "{}", verdict.conditions);
+    assert!(verdict.conditions.contains("server.close_idle_standalone = 1m06.000s"), "{}", verdict.conditions);
+    let closes = outcome.trace.steps.iter().filter(|s| matches!(s.kind, StepKind::ServerClosedStream { .. })).count();
+    assert!(closes >= 10, "{closes} timer closes");
+    assert_eq!(names(&paced("2m")), Vec::<&str>::new());
+}

@@ -844,8 +844,10 @@ pub(crate) fn cases(space: &Space) -> BoxedStrategy<Case> {
 /// conditions too. No closer together than `bounded-reconnects` allows a steady re-attachment
 /// ([`Space::close_every`]: every 2 minutes under the default bound): a server that closes its
 /// streams more often drives churn by that invariant's own rule (SEP-1699 polling at `0s` among
-/// them), which every search would stop at. Drawn after everything else, so every earlier draw
-/// of a seed stays what it was; each stays the server profile's own in two cases out of three.
+/// them). The conditions now explain that churn by the server's pacing, so a search would count
+/// it and go on; the floor stays so that the cases drawn, and the figures measured on them, stay
+/// what they were. Drawn after everything else, so every earlier draw of a seed stays what it
+/// was; each stays the server profile's own in two cases out of three.
 fn server_closes(space: &Space) -> BoxedStrategy<Vec<Option<Override>>> {
     if !space.vary_parameters {
         return Just(vec![]).boxed();
