@@ -30,8 +30,9 @@ pub struct Header {
     /// The seed of the run.
     pub seed: u64,
     /// Everything needed to run it again (profiles, parameters, fault plan), as the simulator
-    /// wrote it; oracles do not read it.
-    pub scenario: serde_json::Value,
+    /// wrote it; oracles do not read it. Shared: the runs of one scenario (a study's seeds) all
+    /// carry the same one, and copying it was a few per cent of a short run.
+    pub scenario: std::sync::Arc<serde_json::Value>,
 }
 
 /// The last line of a trace. In the file it also carries `digest`, the FNV-1a 64 of the step
@@ -1039,14 +1040,14 @@ pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Trace {
     /// A trace with no steps yet.
-    pub fn new(seed: u64, scenario: serde_json::Value) -> Self {
+    pub fn new(seed: u64, scenario: impl Into<std::sync::Arc<serde_json::Value>>) -> Self {
         Trace {
             header: Header {
                 format: "mcpsim-trace".to_string(),
                 schema: SCHEMA_VERSION,
                 mcpsim_version: env!("CARGO_PKG_VERSION").to_string(),
                 seed,
-                scenario,
+                scenario: scenario.into(),
             },
             steps: Vec::new(),
             footer: None,

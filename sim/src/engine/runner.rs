@@ -208,9 +208,9 @@ fn run_on(thread: Thread, scenario: &Scenario, seed: u64, budget: Budget) -> Res
 /// run one scenario over many seeds, so the last one checked on this thread is kept while the
 /// scenario stays the same: comparing two scenarios is much cheaper than checking one (every
 /// setting's rules; a sixth of a `long-tool` run) or writing it as JSON.
-fn checked(scenario: &Scenario) -> Result<(Arc<Scenario>, serde_json::Value), SimError> {
+fn checked(scenario: &Scenario) -> Result<(Arc<Scenario>, Arc<serde_json::Value>), SimError> {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(Arc<Scenario>, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Option<(Arc<Scenario>, Arc<serde_json::Value>)>> = const { std::cell::RefCell::new(None) };
     }
     let last = LAST.with_borrow(|last| {
         last.as_ref().filter(|(s, _)| **s == *scenario).map(|(s, header)| (s.clone(), header.clone()))
@@ -221,7 +221,7 @@ fn checked(scenario: &Scenario) -> Result<(Arc<Scenario>, serde_json::Value), Si
     runnable(scenario).map_err(SimError::Usage)?;
     let json = serde_json::to_value(scenario)
         .map_err(|e| SimError::Runtime(format!("the scenario cannot be written as JSON: {e}")))?;
-    let header = serde_json::Value::Object(serde_json::Map::from_iter([("scenario".to_string(), json)]));
+    let header = Arc::new(serde_json::Value::Object(serde_json::Map::from_iter([("scenario".to_string(), json)])));
     let shared = Arc::new(scenario.clone());
     LAST.set(Some((shared.clone(), header.clone())));
     Ok((shared, header))
