@@ -265,14 +265,14 @@ pub fn by_name(name: &str) -> Option<&'static Invariant> {
 /// Ids are strings, and comparing them was most of the oracles' time, growing faster than the
 /// trace (ordered maps of a two-hour run's ids: a logarithm of string comparisons per lookup,
 /// and maps that outgrow the caches). So an event's `(session, id)` is hashed once, where it is
-/// stored and where it is delivered; after that the invariants use its [`StoredEvent::key`], a
+/// stored and where it is delivered; after that the invariants use its `StoredEvent::key`, a
 /// number, and the cost of judging a trace grows with its steps alone.
 ///
 /// Most of a long trace is events: each stored, carried and handed over (`EventStored`, `Event`,
 /// `AppEvent`), a step of some 180 bytes each. Past a few thousand steps the trace outgrows the
 /// core's cache, and every pass over it costs a read from the shared cache per step, whatever
 /// the pass looks for. So the steps are read once, in one pass that files the stored events in
-/// the [`EventLog`] and notes where the deliveries and all the other steps lie; after that the
+/// the `EventLog` and notes where the deliveries and all the other steps lie; after that the
 /// invariants read only the few steps they judge ([`TraceIndex::others`]) and the log.
 ///
 /// The invariants read the steps only through [`TraceIndex::steps`] and [`TraceIndex::others`],
@@ -647,15 +647,15 @@ fn session_subject(session: &SessionId) -> String {
     format!("session {session}")
 }
 
-/// The session a violation's subject names (`session 0-1 …`, as [`session_subject`] and
-/// [`event_subject`] write it); `None` for a call's, a task's or the run's own. A session id is
+/// The session a violation's subject names (`session 0-1 …`, as `session_subject` and
+/// `event_subject` write it); `None` for a call's, a task's or the run's own. A session id is
 /// visible ASCII (the spec), so it ends at the first space.
 pub fn subject_session(subject: &str) -> Option<&str> {
     subject.strip_prefix("session ").and_then(|rest| rest.split(' ').next())
 }
 
 /// The stream a violation's subject names (`session 0-1 stream1 event 1-17`, as
-/// [`event_subject`] writes it); `None` for a session's own, a call's, a task's or the run's.
+/// `event_subject` writes it); `None` for a session's own, a call's, a task's or the run's.
 pub fn subject_stream(subject: &str) -> Option<StreamNo> {
     let rest = subject.strip_prefix("session ")?;
     let word = rest.split(' ').nth(1)?;

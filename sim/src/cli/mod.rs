@@ -92,7 +92,7 @@ pub(crate) fn print_verdict(scenario: &Scenario, seed: u64, outcome: &RunOutcome
 /// in a loop can break one invariant thousands of times in a run.
 const SHOWN_PER_INVARIANT: usize = 10;
 
-/// [`print_verdict`]'s text.
+/// `print_verdict`'s text.
 pub fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned: Option<&str>) -> String {
     use std::fmt::Write;
     let end = outcome.trace.steps.last().map(|s| s.t).unwrap_or(0);

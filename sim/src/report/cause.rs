@@ -38,7 +38,7 @@ pub const MAX_CAUSES: usize = 16;
 
 /// The steps up to and including `upto` that explain it, oldest first, with the step at `upto`
 /// last, or, when `upto` stores an event that is later lost, followed by the step that made the
-/// loss certain (see [`settled_at`]); at most [`MAX_CAUSES`] (the earlier ones are dropped; [`cause_chain`]'s second value
+/// loss certain (see `settled_at`); at most [`MAX_CAUSES`] (the earlier ones are dropped; [`cause_chain`]'s second value
 /// says how many). An `upto` past the end is read as the last step.
 pub fn cause_chain(steps: &[Step], upto: usize) -> (Vec<Cause>, usize) {
     let Some(last) = steps.len().checked_sub(1) else {

@@ -33,7 +33,7 @@
 //! | `tool.input_after` | at least 1 ms, or none (asks for nothing) |
 //! | `app.notifications` | an interval of at least 1 ms, a count (at least 1) or an end after `from` |
 //! | tools, calls, deletes, bogus resumes, empty resumes | at most [`MAX_TOOLS`] (32), [`MAX_CALLS`] (100), [`MAX_DELETES`] (32), [`MAX_RESUMES`] (32) each ([`LIST_CAPS`]), checked before anything else |
-//! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most [`super::layers::MAX_PROFILE_LIST`] (64) entries, checked before it is read |
+//! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most `super::layers::MAX_PROFILE_LIST` (64) entries, checked before it is read |
 
 use super::faults::{
     parse_answer, parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target,
@@ -572,7 +572,7 @@ macro_rules! alias {
 }
 
 /// Every short key, in one table that `--set`, `mcpsim profiles` and the sweeps all read: most
-/// are aliases of fields ([`alias!`]: the value is read and shown as the field's own), the rest a
+/// are aliases of fields (`alias!`: the value is read and shown as the field's own), the rest a
 /// value syntax of their own over several fields (a profile, a fault list, a call script).
 pub const SETTINGS: &[Setting] = &[
     Setting {

@@ -743,7 +743,7 @@ fn plan(deployment: &Deployment) -> Result<Vec<(String, String, Scenario)>, SimE
     Ok(cells)
 }
 
-/// The cells `owns` picks (by index, see [`plan`]), each run over seeds `0..seeds` and, when
+/// The cells `owns` picks (by index, see `plan`), each run over seeds `0..seeds` and, when
 /// broken, under every mitigation: what one shard of a sharded check runs. Returns how many
 /// cells there are in all and the results of those picked.
 pub fn check_part(
@@ -791,7 +791,7 @@ fn same_run(a: &Scenario, b: &Scenario) -> bool {
     a == b
 }
 
-/// The report from every cell's result (in [`plan`]'s order) and `advise`'s answer per client.
+/// The report from every cell's result (in `plan`'s order) and `advise`'s answer per client.
 pub fn assemble(deployment: &Deployment, seeds: u64, results: Vec<CellResult>) -> Result<CheckReport, SimError> {
     let all = plan(deployment)?;
     if all.len() != results.len() {

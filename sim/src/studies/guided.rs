@@ -9,12 +9,12 @@
 //!
 //! Cases are the same [`Case`]s `explore --search` generates — `--set` overrides and a madsim seed
 //! — so every case replays with one command. The corpus starts with the family's own case, then
-//! takes fresh cases from [`search::cases`] until it has a few; after that most cases are
-//! mutations of a corpus entry ([`Mutation`]: move a fault, stretch an interval, add or remove a
+//! takes fresh cases from `search::cases` until it has a few; after that most cases are
+//! mutations of a corpus entry (`Mutation`: move a fault, stretch an interval, add or remove a
 //! fault, change one override, change the madsim seed), stacked one to three at a time, and every
 //! other case is fresh again (measured: fewer fresh cases found the second incident later). Every draw comes from one [`SplitMix64`] (mutations) and one
 //! proptest runner (fresh cases), both seeded by the caller: the same seed explores the same cases.
-//! A violation is shrunk by [`search::shrink_fixed`], the pass `explore` uses on fixed scenarios.
+//! A violation is shrunk by `search::shrink_fixed`, the pass `explore` uses on fixed scenarios.
 
 use crate::engine::runner::run;
 use crate::error::SimError;

@@ -412,7 +412,7 @@ pub struct CellDoc {
     pub trace: String,
     /// One line per violation: invariant, time, detail.
     pub violations: Vec<String>,
-    /// The first [`KEY_STEPS`] key steps, as timeline lines.
+    /// The first `KEY_STEPS` key steps, as timeline lines.
     pub steps: Vec<String>,
     /// How many key steps there were in all.
     pub key_steps: usize,

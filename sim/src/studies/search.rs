@@ -67,7 +67,7 @@ const MAX_SWARM_CLIENTS: u32 = 3;
 pub const MAX_SHRINK_RUNS: u32 = 1_000;
 
 /// The most simulated steps one counterexample's shrinking may spend, proptest's pass and
-/// [`shrink_fixed`] together: a deterministic bound (the same case shrinks to the same bytes on
+/// `shrink_fixed` together: a deterministic bound (the same case shrinks to the same bytes on
 /// any machine) that keeps a shrink within seconds when its candidates run long. chatty-tool's
 /// every-call-resolves counterexamples loop resumes until the liveness deadline (≈ 4 300 steps a
 /// run) once an override that stopped the loop is dropped; without a bound their shrink took 10 s.
@@ -245,7 +245,7 @@ impl Hunt {
         kept.flat_map(|(_, by)| by.iter().copied()).collect()
     }
 
-    /// The invariant a run is pinned to under this hunt (see [`pinned_invariant`]).
+    /// The invariant a run is pinned to under this hunt (see `pinned_invariant`).
     pub fn pinned(self, outcome: &RunOutcome, target: Option<&str>) -> Option<&'static str> {
         pinned_invariant(&self.counted(outcome), target)
     }
@@ -326,7 +326,7 @@ pub struct Space {
     /// The fault kinds the family plans itself (a swarm case with that kind off removes them).
     pub family_kinds: Vec<&'static str>,
     /// The shortest period at which a server may end its own streams in a case
-    /// ([`server_closes`]): the steadiest re-attachment the family's `bounded-reconnects` bound
+    /// (`server_closes`): the steadiest re-attachment the family's `bounded-reconnects` bound
     /// allows (an hour over `run.max_reconnects_per_hour`).
     pub close_every: Duration,
 }
@@ -362,7 +362,7 @@ impl Space {
     /// notifications everywhere; outside the conditions of validity also operator deletes, a
     /// rolling deploy, HTTP keep-alive and (for a family with one) the chain of hops — the parts
     /// the default generator varies outside the conditions only, for the same reasons
-    /// ([`family_dimensions`]). Inside the conditions a call script never re-issues after an
+    /// (`family_dimensions`). Inside the conditions a call script never re-issues after an
     /// error (a re-issued non-idempotent call is a duplicate no pair can prevent).
     pub fn workload_parts(&self) -> Vec<&'static str> {
         let inside = ["clients", "calls", "notifications"];

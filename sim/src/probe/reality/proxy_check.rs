@@ -1,5 +1,5 @@
 //! The whole proxy half of `probe reality`: every proxy's defaults probed with each SDK fixture
-//! behind it ([`proxies::check_proxy`]) and every configuration measured
+//! behind it (`proxies::check_proxy`) and every configuration measured
 //! ([`proxy_measure::measure`]), all at once.
 
 use crate::probe::error::ProbeError;
