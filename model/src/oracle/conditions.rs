@@ -227,6 +227,8 @@ pub struct Conditions {
     /// The steps of the `bounded-reconnects` violations the server's own close timers account
     /// for ([`Effect::PacedChurn`]).
     paced_churn: BTreeSet<usize>,
+    /// The logical client whose application issued each call (its first `app-call`).
+    call_clients: BTreeMap<crate::ids::CallKey, Option<u32>>,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -354,7 +356,10 @@ impl Conditions {
 
     /// What decides `violation`'s explanation.
     fn question<'v>(&self, violation: &'v Violation) -> Question<'v> {
-        let client = self.step_clients.get(violation.step).copied().flatten();
+        let client = match self.call_owner(&violation.subject) {
+            Some(owner) => owner,
+            None => self.step_clients.get(violation.step).copied().flatten(),
+        };
         let stream = super::subject_stream(&violation.subject);
         let effect = self.effect(violation, stream);
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
@@ -391,6 +396,15 @@ impl Conditions {
                     .clone()
             })
             .collect()
+    }
+
+    /// The client whose application issued the call a violation's subject names (`call0`), if it
+    /// names one the trace issued. A call's violation is that client's whatever step it is dated
+    /// at: an unresolved call is dated at the first step after the deadline, which in a run of
+    /// several clients may be another client's.
+    fn call_owner(&self, subject: &str) -> Option<Option<u32>> {
+        let key = subject.strip_prefix("call")?.parse().ok().map(crate::ids::CallKey)?;
+        self.call_clients.get(&key).copied()
     }
 
     /// What `violation` is. A client that got a second session while its first was live
@@ -651,7 +665,11 @@ struct Judge {
 impl Judge {
     fn run(mut self, steps: &[Step]) -> Conditions {
         let step_clients: Vec<Option<u32>> = steps.iter().map(|s| s.client.or(s.conn_client)).collect();
+        let mut call_clients = BTreeMap::new();
         for (i, step) in steps.iter().enumerate() {
+            if let StepKind::AppCall { call, .. } = &step.kind {
+                call_clients.entry(*call).or_insert(step.client);
+            }
             self.step(i, step);
         }
         self.untold_calls();
@@ -667,6 +685,7 @@ impl Judge {
             creations: self.creations,
             sessions_share_store: self.sessions_share_store,
             paced_churn: BTreeSet::new(),
+            call_clients,
         }
     }
 
@@ -2403,6 +2422,41 @@ mod tests {
         assert!(c.explain(&violation(4)).is_explained(), "client 1's violation");
         // Without a client (a single-client run, a fleet-wide fact), every breach counts.
         assert!(c.explain_at(Instant(70_000_000)).is_explained());
+    }
+
+    /// An unresolved call is dated at the first step after the deadline, which in a run of
+    /// several clients may be another client's: the call's own client decides whose it is (a
+    /// swarm search over reference × reference × standalone-notify with two clients found the
+    /// footer saying "unexplained" for a call whose client had lost its session to a replica
+    /// that does not hold it).
+    #[test]
+    fn a_calls_violation_is_its_own_clients_whatever_step_it_is_dated_at() {
+        // Client 1 restarts without its state (condition 1); client 0 issued call0.
+        let mut t = trace(vec![
+            (0, start(false)),
+            (1, on_session(1)),
+            (0, start(false)),
+            (1, on_session(1)),
+            (50_000, start(false)),
+            (60_000, on_session(2)),
+        ]);
+        let app_call = StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true };
+        t.steps.insert(2, Step::new(2, 2_000_000, Actor::App, app_call));
+        for (i, step) in t.steps.iter_mut().enumerate() {
+            step.client = Some(if i < 3 { 0 } else { 1 });
+        }
+        let c = Conditions::judge(&t);
+        let unresolved = |call: u32| Violation {
+            invariant: InvariantId::EveryCallResolves,
+            step: 6,
+            at: Instant(70_000_000),
+            subject: CallKey(call).to_string(),
+            detail: String::new(),
+        };
+        // Dated at client 1's last step, but client 0's call: client 1's restart explains nothing of it.
+        assert_eq!(c.explain(&unresolved(0)), Explanation::Unexplained);
+        // A subject that names no call of the trace keeps the step's client.
+        assert!(c.explain(&unresolved(7)).is_explained());
     }
 
     #[test]
