@@ -229,6 +229,9 @@ pub struct Conditions {
     paced_churn: BTreeSet<usize>,
     /// The logical client whose application issued each call (its first `app-call`).
     call_clients: BTreeMap<crate::ids::CallKey, Option<u32>>,
+    /// In a run of several clients, the client each session is (the first whose request named
+    /// it or whose answer carried it).
+    session_clients: BTreeMap<String, Option<u32>>,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -356,7 +359,7 @@ impl Conditions {
 
     /// What decides `violation`'s explanation.
     fn question<'v>(&self, violation: &'v Violation) -> Question<'v> {
-        let client = match self.call_owner(&violation.subject) {
+        let client = match self.owner(&violation.subject) {
             Some(owner) => owner,
             None => self.step_clients.get(violation.step).copied().flatten(),
         };
@@ -398,11 +401,15 @@ impl Conditions {
             .collect()
     }
 
-    /// The client whose application issued the call a violation's subject names (`call0`), if it
-    /// names one the trace issued. A call's violation is that client's whatever step it is dated
-    /// at: an unresolved call is dated at the first step after the deadline, which in a run of
-    /// several clients may be another client's.
-    fn call_owner(&self, subject: &str) -> Option<Option<u32>> {
+    /// The client whose application issued the call a violation's subject names (`call0`), or
+    /// whose session it names (`session 0-1 …`), if the trace shows one. A call's or a session's
+    /// violation is that client's whatever step it is dated at: an unresolved call is dated at the
+    /// first step after the deadline, an event never delivered at the server's step that stored
+    /// it, and in a run of several clients either may be another client's, or no client's.
+    fn owner(&self, subject: &str) -> Option<Option<u32>> {
+        if let Some(session) = super::subject_session(subject) {
+            return self.session_clients.get(session).copied();
+        }
         let key = subject.strip_prefix("call")?.parse().ok().map(crate::ids::CallKey)?;
         self.call_clients.get(&key).copied()
     }
@@ -665,10 +672,20 @@ struct Judge {
 impl Judge {
     fn run(mut self, steps: &[Step]) -> Conditions {
         let step_clients: Vec<Option<u32>> = steps.iter().map(|s| s.client.or(s.conn_client)).collect();
-        let mut call_clients = BTreeMap::new();
+        let (mut call_clients, mut session_clients) = (BTreeMap::new(), BTreeMap::new());
         for (i, step) in steps.iter().enumerate() {
-            if let StepKind::AppCall { call, .. } = &step.kind {
-                call_clients.entry(*call).or_insert(step.client);
+            match &step.kind {
+                StepKind::AppCall { call, .. } => {
+                    call_clients.entry(*call).or_insert(step.client);
+                }
+                // A session is the client's that was answered it, or first named it.
+                StepKind::Send { request: crate::http::Request { session: Some(session), .. }, .. }
+                | StepKind::Response { head: crate::http::ResponseHead { session: Some(session), .. }, .. }
+                    if step.actor == crate::trace::Actor::Client && step.client.is_some() =>
+                {
+                    session_clients.entry(session.0.clone()).or_insert(step.client);
+                }
+                _ => {}
             }
             self.step(i, step);
         }
@@ -686,6 +703,7 @@ impl Judge {
             sessions_share_store: self.sessions_share_store,
             paced_churn: BTreeSet::new(),
             call_clients,
+            session_clients,
         }
     }
 
@@ -2457,6 +2475,43 @@ mod tests {
         assert_eq!(c.explain(&unresolved(0)), Explanation::Unexplained);
         // A subject that names no call of the trace keeps the step's client.
         assert!(c.explain(&unresolved(7)).is_explained());
+    }
+
+    /// A session's violation dated at a server step (an event stored and never delivered) is the
+    /// session's client's: another client's restart explains nothing of it.
+    #[test]
+    fn a_sessions_violation_is_its_clients_even_when_dated_at_a_server_step() {
+        let other_session = |conn: u64| {
+            let mut request = Request::initialize(RequestId(2), "app-1");
+            request.session = Some(SessionId::from("1-1"));
+            StepKind::Send { conn: ConnId(conn), request }
+        };
+        let mut t = trace(vec![
+            (0, start(false)),
+            (1, on_session(1)),
+            (0, start(false)),
+            (1, other_session(1)),
+            (50_000, start(false)),
+            (60_000, stored(3)),
+        ]);
+        for (i, step) in t.steps.iter_mut().enumerate().take(5) {
+            step.client = Some(if i < 2 { 0 } else { 1 });
+        }
+        assert_eq!(t.steps[5].client, None, "the server's step names no client");
+        let c = Conditions::judge(&t);
+        assert_eq!(
+            c.breaches.iter().map(|b| (b.condition, b.client)).collect::<Vec<_>>(),
+            vec![(Condition::Persisted, Some(1))]
+        );
+        let lost = |session: &str| Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 5,
+            at: Instant(60_000_000),
+            subject: format!("session {session} stream1 event 1-3"),
+            detail: String::new(),
+        };
+        assert_eq!(c.explain(&lost("0-1")), Explanation::Unexplained, "client 0's session");
+        assert!(c.explain(&lost("1-1")).is_explained(), "client 1's session: its own restart");
     }
 
     #[test]
