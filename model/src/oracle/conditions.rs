@@ -313,7 +313,7 @@ impl Conditions {
         &self,
         at: Instant,
         client: Option<u32>,
-        place: Option<(&str, Option<StreamNo>)>,
+        place: Option<Place<'_>>,
         effect: Option<Effect>,
     ) -> Explanation<'_> {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
@@ -321,7 +321,10 @@ impl Conditions {
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let kept_to_session = |b: &Breach| b.condition == Condition::ServerMissed || !self.sessions_share_store;
         let of_session = |b: &Breach| match (&b.session, place) {
-            (Some(theirs), Some((ours, stream))) if kept_to_session(b) => {
+            // A missed replay cost only what its stream carried: not an event the session never
+            // stored (one a store shared across sessions handed it), which names no stream of its.
+            (Some(_), Some(Place { stream: None, event: true, .. })) if b.condition == Condition::ServerMissed => false,
+            (Some(theirs), Some(Place { session: ours, stream, .. })) if kept_to_session(b) => {
                 theirs.0 == ours && (b.stream.is_none() || stream.is_none() || b.stream == stream)
             }
             _ => true,
@@ -368,8 +371,10 @@ impl Conditions {
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
         let at = if judged_on_end { Instant(u64::MAX) } else { violation.at };
         // A second session names the new one, and what made the client start it concerns the old.
-        let place =
-            super::subject_session(&violation.subject).filter(|_| effect != Effect::SecondSession).map(|s| (s, stream));
+        let event = violation.subject.contains(" event ");
+        let place = super::subject_session(&violation.subject)
+            .filter(|_| effect != Effect::SecondSession)
+            .map(|session| Place { session, stream, event });
         Question { at, client, place, effect }
     }
 
@@ -451,8 +456,17 @@ impl Conditions {
 struct Question<'v> {
     at: Instant,
     client: Option<u32>,
-    place: Option<(&'v str, Option<StreamNo>)>,
+    place: Option<Place<'v>>,
     effect: Effect,
+}
+
+/// What a violation's subject names: its session, the stream within it, and whether it names an
+/// event (`session 0-1 stream1 event 1-17`; an event the session never stored names no stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Place<'v> {
+    session: &'v str,
+    stream: Option<StreamNo>,
+    event: bool,
 }
 
 /// Whether breach `b` can cause a violation of `invariant`: the map from what broke to what it
@@ -1959,6 +1973,36 @@ mod tests {
         // A replay is no miss, whatever the flag says.
         let replayed = judged(ResumeOutcome::Replayed { replayed: 1 }, true);
         assert!(replayed.all_held(), "{replayed:?}");
+    }
+
+    /// A missed replay of one stream costs what that stream carried: not an event the session
+    /// never stored, which a store shared across sessions handed it twice (a swarm search of
+    /// reference × ts-sdk × standalone-notify with `server.store = shared-by-request-id` read
+    /// such duplicates as the TypeScript server's standalone-stream miss).
+    #[test]
+    fn a_missed_replay_does_not_explain_an_event_the_session_never_stored() {
+        let resume = StepKind::Resume {
+            session: sid(),
+            last_event_id: EventId::from("1-1"),
+            stream: Some(StreamNo(1)),
+            outcome: ResumeOutcome::Rejected { status: Status::CONFLICT, head: None },
+            held: true,
+            evicted: None,
+        };
+        let c =
+            Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]));
+        let duplicate = |subject: &str| Violation {
+            invariant: InvariantId::NoDuplicateDelivery,
+            step: 3,
+            at: Instant(70_000_000),
+            subject: subject.to_string(),
+            detail: String::new(),
+        };
+        assert!(matches!(c.explain(&duplicate("session 0-1 stream1 event 1-2")), Explanation::Bug(_)));
+        assert_eq!(c.explain(&duplicate("session 0-1 event 9-4")), Explanation::Unexplained, "a foreign event");
+        // A session's own subject without an event (its churn) still counts the miss.
+        let churn = Violation { invariant: InvariantId::BoundedReconnects, ..duplicate("session 0-1") };
+        assert!(matches!(c.explain(&churn), Explanation::Bug(_)));
     }
 
     #[test]
