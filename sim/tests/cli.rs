@@ -326,6 +326,33 @@ fn a_run_over_its_step_budget_stops_with_one_line() {
     assert_bad_input(&out, "MCPSIM_MAX_STEPS=lots: not a positive number of steps");
 }
 
+/// A generated case that runs into the step budget is the search's, not the user's: the search
+/// counts it, says so, and goes on (a `--guided --swarm` sweep of chatty-tool used to end with
+/// the error after minutes of work). A seed of the user's own scenario still stops with it.
+#[test]
+fn generated_cases_over_the_step_budget_are_counted_and_the_search_goes_on() {
+    let out_dir = scratch("over-budget");
+    for mode in ["--search", "--guided"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+            .args(["explore", "--scenario", "chatty-tool", "--client", "reference", "--seeds", "12", mode])
+            .args(["--out", path(&out_dir)])
+            .env("MCPSIM_MAX_STEPS", "300")
+            .output()
+            .expect("the binary starts");
+        let printed = stdout(&out);
+        assert_eq!(code(&out), 0, "{mode}: {printed}{}", stderr(&out));
+        assert!(printed.contains("reached the step budget (300 steps) and were left unjudged"), "{mode}: {printed}");
+        assert!(printed.contains("MCPSIM_MAX_STEPS=N runs them longer"), "{mode}: {printed}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+        .args(["explore", "--scenario", "chatty-tool", "--client", "reference", "--seeds", "2"])
+        .args(["--out", path(&out_dir)])
+        .env("MCPSIM_MAX_STEPS", "300")
+        .output()
+        .expect("the binary starts");
+    assert_bad_input(&out, "stopped at its step budget (300 steps");
+}
+
 #[test]
 fn explore_rejects_a_seed_range_past_the_last_seed() {
     let max = u64::MAX.to_string();

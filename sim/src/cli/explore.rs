@@ -94,6 +94,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     };
     let secs = started.elapsed().as_secs_f64();
     print_explained(&explained, runs, &explore.ignore, explore.all);
+    print_over_budget(explained.over_budget)?;
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
         let which = passed_over(&explained, explore.all);
@@ -149,6 +150,19 @@ fn print_explained(explained: &search::Passed, runs: u64, ignored: &[String], al
         let settings = if keys.is_empty() { String::new() } else { format!(" — {}", keys.join(", ")) };
         println!("  {n:>7}  {}{settings}", condition.label());
     }
+}
+
+/// How many generated cases ran into the step budget: not judged, and how to run them whole.
+fn print_over_budget(cases: u64) -> Result<(), SimError> {
+    if cases > 0 {
+        let budget = crate::engine::runner::Budget::from_env()?.max_steps;
+        println!(
+            "{cases} generated case(s) reached the step budget ({budget} steps) and were left unjudged; \
+             {}=N runs them longer",
+            crate::engine::runner::MAX_STEPS_VAR
+        );
+    }
+    Ok(())
 }
 
 /// What `explore` prints of a counterexample, and the name of its trace file.
@@ -378,7 +392,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
         runs += part.runs;
         steps += part.steps;
         secs += part.secs;
-        explained.add(&search::Passed { runs: part.explained, by: part.explained_by.clone() });
+        explained.add(&search::Passed { runs: part.explained, by: part.explained_by.clone(), over_budget: 0 });
         let mut covered = BTreeMap::new();
         for (name, n) in &part.coverage {
             let event = name.parse().map_err(|_| SimError::Usage(format!("merge: unknown coverage event {name:?}")))?;

@@ -161,7 +161,15 @@ pub fn explore_guided(
             Some(scenario) => scenario,
             None => case.scenario(&base)?,
         };
-        let outcome = run(&scenario, case.seed)?;
+        let outcome = match run(&scenario, case.seed) {
+            Ok(outcome) => outcome,
+            // A case the mutations made too long to run is the search's, and ends nothing.
+            Err(SimError::OverBudget { .. }) => {
+                explained.over_budget += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         steps += outcome.trace.steps.len() as u64;
         let reached = coverage(&outcome.trace);
         total.merge(&reached);

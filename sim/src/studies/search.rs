@@ -260,6 +260,10 @@ pub struct Passed {
     /// Per broken condition, the passed-over runs it explains.
     #[serde(default)]
     pub by: BTreeMap<Condition, u64>,
+    /// Generated cases stopped at the step budget (`MCPSIM_MAX_STEPS`) and so not judged: a case
+    /// the generator drew too long to run is the search's, not the user's, and ends nothing.
+    #[serde(default)]
+    pub over_budget: u64,
 }
 
 impl Passed {
@@ -277,6 +281,7 @@ impl Passed {
     /// Adds another tally (a shard's, a thread's).
     pub fn add(&mut self, other: &Passed) {
         self.runs += other.runs;
+        self.over_budget += other.over_budget;
         for (c, n) in &other.by {
             *self.by.entry(*c).or_default() += n;
         }
@@ -1059,6 +1064,10 @@ fn try_case(
     }
     let (scenario, outcome) = match ran {
         Ok(ran) => ran,
+        Err(SimError::OverBudget { .. }) if searching => {
+            learned.explained.over_budget += 1;
+            return Ok(());
+        }
         Err(e) if searching => {
             learned.error = Some(e);
             return Err(TestCaseError::fail("simulation error"));
