@@ -635,6 +635,9 @@ struct ClientState {
     /// Non-idempotent calls in flight whose tool call went out (a `POST` was sent) and that poll
     /// no task: what a lost session leaves with an unknown outcome.
     sent_unsafe: BTreeSet<crate::ids::CallKey>,
+    /// The ids of tasks the client forgot at one instant (`task-id-forgotten`): what a restart
+    /// at that instant lost, when its process kept them only in memory.
+    forgotten_tasks: Option<(Instant, Vec<String>)>,
     /// Calls whose stream the procedure decided to resume at the head the server named (after a
     /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
     /// with that `Last-Event-ID` or the call is settled.
@@ -697,7 +700,9 @@ impl Judge {
                 | StepKind::Response { head: crate::http::ResponseHead { session: Some(session), .. }, .. }
                     if step.actor == crate::trace::Actor::Client && step.client.is_some() =>
                 {
-                    session_clients.entry(session.0.clone()).or_insert(step.client);
+                    if !session_clients.contains_key(&session.0) {
+                        session_clients.insert(session.0.clone(), step.client);
+                    }
                 }
                 _ => {}
             }
@@ -772,6 +777,7 @@ impl Judge {
             StepKind::ClientStart { restored, durable, by_class } => {
                 let c = self.clients.entry(who).or_default();
                 let restarted = c.started && (c.held_session || !c.in_flight.is_empty());
+                let forgot_tasks = c.forgotten_tasks.take().filter(|(t, _)| c.started && *t == at).map(|(_, ids)| ids);
                 c.started = true;
                 (c.durable, c.by_class) = (*durable, *by_class);
                 // A new process: what the old one decided to do is not this one's to do.
@@ -791,6 +797,23 @@ impl Judge {
                         "the client restarted at {at} without its session and Last-Event-ID (nothing persisted){forgot}"
                     );
                     self.record(Condition::Persisted, i, at, detail).promised = promised;
+                } else if let Some(ids) = forgot_tasks {
+                    // Its session came back, its tasks did not: the ids of the tasks answering its
+                    // calls are its durable state as much as its Last-Event-ID (ext-tasks: the
+                    // client polls by id, and nothing else finds the task again).
+                    let promised = *durable;
+                    let detail = format!(
+                        "the client restarted at {at} without the ids of its tasks ({}), which it kept only in memory",
+                        ids.join(", ")
+                    );
+                    self.record(Condition::Persisted, i, at, detail).promised = promised;
+                }
+            }
+            StepKind::TaskIdForgotten { task } => {
+                let c = self.clients.entry(who).or_default();
+                match &mut c.forgotten_tasks {
+                    Some((t, ids)) if *t == at => ids.push(task.0.clone()),
+                    _ => c.forgotten_tasks = Some((at, vec![task.0.clone()])),
                 }
             }
             StepKind::Send { conn, request } => {
@@ -2003,6 +2026,38 @@ mod tests {
         // A session's own subject without an event (its churn) still counts the miss.
         let churn = Violation { invariant: InvariantId::BoundedReconnects, ..duplicate("session 0-1") };
         assert!(matches!(c.explain(&churn), Explanation::Bug(_)));
+    }
+
+    /// A restart that brings the session back but not the ids of the tasks answering its calls
+    /// breaks condition 1 for those tasks (a swarm search of reference × reference × task-long-tool
+    /// met it: the reference client kept its session durably and its task ids in memory).
+    #[test]
+    fn a_restart_that_forgets_task_ids_breaks_condition_one_even_when_the_session_came_back() {
+        let forgot = || StepKind::TaskIdForgotten { task: crate::tasks::TaskId("r0.0-t0".into()) };
+        let restart = |durable: bool| StepKind::ClientStart { restored: true, durable, by_class: false };
+        for durable in [false, true] {
+            let c = Conditions::judge(&trace(vec![
+                (0, start(false)),
+                (1, on_session(1)),
+                (30_000, forgot()),
+                (30_000, restart(durable)),
+            ]));
+            let b: Vec<_> = c.breaches.iter().map(|b| (b.condition, b.promised)).collect();
+            assert_eq!(b, vec![(Condition::Persisted, durable)], "durable {durable}");
+            assert!(
+                c.breaches[0].detail.contains("without the ids of its tasks (r0.0-t0)"),
+                "{}",
+                c.breaches[0].detail
+            );
+        }
+        // An id forgotten on a "not found", with no restart at that instant, breaks nothing here.
+        let c = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (1, on_session(1)),
+            (30_000, forgot()),
+            (31_000, restart(false)),
+        ]));
+        assert!(c.all_held(), "{c:?}");
     }
 
     #[test]

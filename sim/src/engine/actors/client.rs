@@ -519,7 +519,6 @@ async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request
     }
 }
 
-/// Records a step of client `index`'s HTTP library.
 /// The client process `core` dies: the task ids it held only in memory are forgotten
 /// (`client.tasks.persist_ids`).
 pub(crate) fn record_lost_task_ids(world: &Arc<World>, core: &ClientCore) {
@@ -528,6 +527,7 @@ pub(crate) fn record_lost_task_ids(world: &Arc<World>, core: &ClientCore) {
     }
 }
 
+/// Records a step of client `index`'s HTTP library.
 fn record(world: &Arc<World>, index: u32, kind: StepKind) {
     world.rec.record_for(Actor::Client, world.client_tag(index), kind);
 }
