@@ -941,9 +941,23 @@ impl StepKind {
         match self {
             StepKind::AppResult { call, .. }
             | StepKind::AppError { call, .. }
-            | StepKind::AppUnknownOutcome { call, .. } => Some(*call),
+            | StepKind::AppUnknownOutcome { call, .. }
+            // A call answered with a task ends when the task's outcome, or its loss, reaches the
+            // application.
+            | StepKind::AppTaskOutcome { call, .. }
+            | StepKind::AppTaskLost { call, .. } => Some(*call),
             _ => None,
         }
+    }
+
+    /// Whether the call this step resolves ([`StepKind::resolves`]) ended with its result: a
+    /// result, or a task that completed. Anything else is a failure or an unknown outcome, which
+    /// an application may issue again (`on_error`).
+    pub fn resolves_with_result(&self) -> bool {
+        matches!(
+            self,
+            StepKind::AppResult { .. } | StepKind::AppTaskOutcome { status: crate::tasks::TaskStatus::Completed, .. }
+        )
     }
 }
 

@@ -1174,6 +1174,33 @@ mod tests {
     use super::testkit::*;
     use super::*;
 
+    /// What resolves a call is one set, for the oracles (`Resolution::of`) and for the actors
+    /// (`StepKind::resolves`: when the run may stop, what a restarted application asks again,
+    /// what `on_error` re-issues). A task's outcome and its loss were missing from the second: a
+    /// restarted reference client re-issued a payment whose task it had been told was lost.
+    #[test]
+    fn the_oracles_and_the_actors_agree_on_what_resolves_a_call() {
+        use crate::tasks::{TaskId, TaskStatus};
+        let (call, task) = (CallKey(3), TaskId("r0.0-t0".into()));
+        let outcome = |status| StepKind::AppTaskOutcome { task: task.clone(), call, status };
+        let kinds = [
+            StepKind::AppResult { call, session: SessionId::from("0-1"), id: None },
+            StepKind::AppError { call, error: "x".into() },
+            StepKind::AppUnknownOutcome { call, reason: "x".into() },
+            outcome(TaskStatus::Completed),
+            outcome(TaskStatus::Failed),
+            outcome(TaskStatus::Cancelled),
+            StepKind::AppTaskLost { task: task.clone(), call },
+            StepKind::AppCall { call, tool: "pay".into(), idempotent: false },
+            StepKind::TaskIdForgotten { task: task.clone() },
+        ];
+        for kind in kinds {
+            let of = Resolution::of(&kind);
+            assert_eq!(kind.resolves(), of.map(|(c, _)| c), "{kind:?}");
+            assert_eq!(kind.resolves_with_result(), of.is_some_and(|(_, r)| r == Resolution::Result), "{kind:?}");
+        }
+    }
+
     #[test]
     fn a_subject_names_the_session_its_builders_wrote() {
         let session = SessionId::from("ae93-1");

@@ -112,7 +112,7 @@ impl ClientCore {
                 ClientOutput::Persist(state) => *lock(&world.client_slot(self.index).disk) = Some(state),
                 ClientOutput::Record(kind) => {
                     if let Some(call) = kind.resolves() {
-                        let failed = !matches!(kind, StepKind::AppResult { .. });
+                        let failed = !kind.resolves_with_result();
                         self.resolved.push((call, failed));
                     }
                     let actor = if kind.is_app() { Actor::App } else { Actor::Client };
