@@ -945,6 +945,24 @@ impl Judge {
                 self.unknown.insert((who, *call), reason.clone());
                 self.gave_up(i, at, who, reason);
             }
+            // The task lost is the call's unknown outcome: after a "not found" (condition 2, read
+            // from the answer), or after polls that went unanswered while the client was cut off.
+            StepKind::AppTaskLost { task, call } => {
+                self.clients.entry(who).or_default().in_flight.remove(call);
+                self.unknown.insert((who, *call), format!("task {} lost", task.0));
+                let cut_off = self
+                    .clients
+                    .get(&who)
+                    .is_some_and(|c| c.last_break.is_some_and(|b| c.last_contact.is_none_or(|l| b >= l)));
+                if cut_off {
+                    let outage = self.outage(who, at);
+                    let detail = format!(
+                        "the client gave up polling task {} after {outage} without an answer: the outage outlasted its polls",
+                        task.0
+                    );
+                    self.breach(Condition::Retention, i, at, detail);
+                }
+            }
             StepKind::AppReinitialize { session } if !self.ended.contains_key(session) => self.breach(
                 Condition::ByClass,
                 i,
@@ -2056,6 +2074,37 @@ mod tests {
             (1, on_session(1)),
             (30_000, forgot()),
             (31_000, restart(false)),
+        ]));
+        assert!(c.all_held(), "{c:?}");
+    }
+
+    /// A task lost is its call's unknown outcome: given up while cut off, condition 2; the
+    /// application issuing the non-idempotent call again after it, condition 4.
+    #[test]
+    fn a_task_lost_is_an_unknown_outcome_and_a_give_up_while_cut_off() {
+        let lost = StepKind::AppTaskLost { task: crate::tasks::TaskId("r0.0-t0".into()), call: CallKey(0) };
+        let pay = StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: false };
+        let refused = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Refused };
+        let c = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (1_000, pay.clone()),
+            (1_000, on_session(1)),
+            (28_000, on_session(2)),
+            (28_000, refused),
+            (30_000, lost.clone()),
+            (232_000, pay.clone()),
+        ]));
+        let conditions: Vec<Condition> = c.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(conditions, vec![Condition::Retention, Condition::ByClass], "{c:?}");
+        assert!(c.breaches[0].detail.contains("gave up polling task r0.0-t0"), "{}", c.breaches[0].detail);
+        // Lost on an answer (a "not found" reads as contact): no give-up of its own.
+        let answered = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::OK) };
+        let c = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (1_000, pay),
+            (28_000, on_session(2)),
+            (28_010, answered),
+            (30_000, lost),
         ]));
         assert!(c.all_held(), "{c:?}");
     }
