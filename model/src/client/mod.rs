@@ -308,7 +308,10 @@ impl Client {
         }
         self.started = true;
         if let Some(timeout) = self.policy.request_timeout {
-            for call in self.calls.values_mut() {
+            // A call whose task is polled had its request answered (`task_created`): polls,
+            // not a time-out, decide its fate, after a restart as before it.
+            let tasks = &self.tasks;
+            for (_, call) in self.calls.iter_mut().filter(|(key, _)| !tasks.contains_key(key)) {
                 call.deadline = Some(now + timeout);
             }
         }

@@ -584,6 +584,22 @@ mod tests {
         let (_, _, _, request) = poll(&mut restarted);
         assert!(matches!(request.body, Some(ClientMessage::Task { ref task, .. }) if task.0 == "r0.0-t0"));
         // Without persisted ids the crash forgets it.
+        let mut timed = p.clone();
+        timed.request_timeout = Some(Duration::from_secs(60));
+        let mut restarted = Client::new(timed, "app", Some(created(p.clone()).durable_state()), 2);
+        restarted.start(Instant(10_000_000));
+        let _ = drain(&mut restarted);
+        // Polled, and answered Working, well past the request time-out: the call's request was
+        // answered by its task, and a restart does not set its time-out again (a swarm search
+        // found the reference client giving up a running task 140 s after a restart).
+        let mut records_seen = Vec::new();
+        for _ in 0..40 {
+            let (due, conn, id, _) = poll(&mut restarted);
+            let working = ServerMessage::TaskState { request: id, task: task(), status: TaskStatus::Working };
+            records_seen.extend(records(&json(&mut restarted, due, conn, working)));
+        }
+        let gave_up = |k: &StepKind| matches!(k, StepKind::AppUnknownOutcome { .. } | StepKind::TaskIdForgotten { .. });
+        assert!(!records_seen.iter().any(gave_up), "{records_seen:?}");
         p.tasks.persist_ids = false;
         let c = created(p);
         assert_eq!(c.task_ids_lost_in_crash(), vec![task()]);
