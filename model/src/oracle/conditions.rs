@@ -185,6 +185,10 @@ pub struct Breach {
     /// state for condition 1, the decision procedure for condition 4): not the price of a
     /// setting but a bug of the client, like the server's own act ([`Condition::ServerEnded`]).
     pub promised: bool,
+    /// A task's id never reached its client (its `CreateTaskResult` was lost with the
+    /// connection): it costs the task (orphaned, its outcome undelivered), not what the client
+    /// told the application of the call or whether it issued the call again.
+    pub task_id_lost: bool,
 }
 
 impl Breach {
@@ -497,6 +501,9 @@ struct Place<'v> {
 ///   restart that forgot the session, a re-initialize on a transport fault, a lost `DELETE` — is
 ///   a breach of its own. Nor a session kept after a 404, what the server did to the work itself
 ///   (killed it, ran it on after a cancel), or another session's or stream's events.
+/// - A task id that never reached its client ([`Breach::task_id_lost`]) causes the task's
+///   orphaning and its undelivered outcome, not a false failure or a re-issue: a client that
+///   lost the `CreateTaskResult` knows the call's outcome is unknown.
 /// - The server's pacing ([`Condition::ServerPaced`]) causes the churn it accounts for
 ///   ([`Effect::PacedChurn`]) and nothing else; any breach that can cause a `bounded-reconnects`
 ///   violation can cause that one too.
@@ -504,6 +511,9 @@ struct Place<'v> {
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
+    }
+    if b.task_id_lost {
+        return matches!(effect, Effect::Of(InvariantId::NoOrphanedTask | InvariantId::TaskResultDelivered));
     }
     let client_memory_or_class = matches!(
         b.condition,
@@ -671,6 +681,10 @@ struct Judge {
     hop_answers: std::collections::VecDeque<(Status, Option<u32>)>,
     /// Each task: when it was created, its TTL in µs, and whether its client got its outcome.
     tasks: BTreeMap<crate::tasks::TaskId, (Instant, Option<u64>, bool)>,
+    /// The calls a client connection posted (`tools/call`), by connection.
+    posts: BTreeMap<(Option<u32>, ConnId), crate::ids::CallKey>,
+    /// Tasks created whose id has not reached their client yet, by call.
+    unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
     /// The calls each client's application was told ended with an unknown outcome, and why.
     unknown: BTreeMap<(Option<u32>, crate::ids::CallKey), String>,
     /// The steps that created a session (`Conditions` keeps them, for `no-orphaned-session`).
@@ -757,6 +771,7 @@ impl Judge {
             stream: None,
             server_failed_work: false,
             promised: false,
+            task_id_lost: false,
         };
         self.breaches.push(breach);
         self.breaches.last_mut().expect("just pushed")
@@ -833,6 +848,7 @@ impl Judge {
                     if c.in_flight.get(&call.key) == Some(&false) {
                         c.sent_unsafe.insert(call.key);
                     }
+                    self.posts.insert((who, *conn), call.key);
                 }
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
                     self.initialize_after_lost_delete(i, at, who);
@@ -901,6 +917,7 @@ impl Judge {
                 }
             }
             StepKind::ConnEnd { conn, end } => {
+                self.task_reply_lost(i, at, who, *conn, *end);
                 let facts = self.conns.get(&(who, *conn));
                 let status = facts.and_then(|c| c.2);
                 let lost_delete = match facts {
@@ -1083,9 +1100,11 @@ impl Judge {
             }
             StepKind::TaskIdReceived { call, .. } => {
                 self.clients.entry(who).or_default().sent_unsafe.remove(call);
+                self.unreceived.remove(call);
             }
-            StepKind::TaskCreated { task, ttl_us, .. } => {
+            StepKind::TaskCreated { task, call, ttl_us, .. } => {
                 self.tasks.insert(task.clone(), (at, *ttl_us, false));
+                self.unreceived.insert(*call, task.clone());
             }
             StepKind::AppTaskOutcome { task, .. } => {
                 if let Some(t) = self.tasks.get_mut(task) {
@@ -1349,6 +1368,24 @@ impl Judge {
             ),
             &session,
         );
+    }
+
+    /// A client connection that posted a call ended without the `CreateTaskResult` of the task
+    /// the server created for it: the client never held the id, so it had none to poll or
+    /// persist. Condition 1 as the note's "never persisted" (a stream broken before its first id
+    /// reached the client): no client can find that task again.
+    fn task_reply_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, end: ConnEnd) {
+        if end == ConnEnd::Aborted {
+            return;
+        }
+        let Some(call) = self.posts.remove(&(who, conn)) else { return };
+        let Some(task) = self.unreceived.remove(&call) else { return };
+        let detail = format!(
+            "the connection carrying {call}'s CreateTaskResult ended ({end}) at {at} before task {}'s id reached \
+             the client: it had no id to poll or persist",
+            task.0
+        );
+        self.record(Condition::Persisted, i, at, detail).task_id_lost = true;
     }
 
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
@@ -2107,6 +2144,33 @@ mod tests {
             (30_000, lost),
         ]));
         assert!(c.all_held(), "{c:?}");
+    }
+
+    /// A task's `CreateTaskResult` lost with its connection: the client never held the id
+    /// (condition 1, the note's "never persisted"); received first, nothing broke.
+    #[test]
+    fn a_task_reply_lost_with_its_connection_breaks_condition_one() {
+        use crate::http::{ClientMessage, ToolCall};
+        let (call, task) = (CallKey(0), crate::tasks::TaskId("r0.0-t0".into()));
+        let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: true };
+        let post = StepKind::Send {
+            conn: ConnId(2),
+            request: Request::post(Some(sid()), ClientMessage::CallTool { id: RequestId(2), call: tool_call }),
+        };
+        let created = StepKind::TaskCreated { task: task.clone(), call, replica: 0, ttl_us: None };
+        let reset = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset };
+        let received = StepKind::TaskIdReceived { task, call };
+        let lost =
+            Conditions::judge(&trace(vec![(1_000, post.clone()), (1_010, created.clone()), (1_020, reset.clone())]));
+        assert_eq!(lost.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Persisted]);
+        assert!(lost.breaches[0].detail.contains("before task r0.0-t0's id reached the client"), "{lost:?}");
+        // It costs the task, not what the client told of the call or a re-issue.
+        let b = &lost.breaches[0];
+        assert!(can_cause(b, Effect::Of(InvariantId::NoOrphanedTask)));
+        assert!(!can_cause(b, Effect::Of(InvariantId::NoFalseFailure)));
+        assert!(!can_cause(b, Effect::Of(InvariantId::NoDuplicateExecution)));
+        let got = Conditions::judge(&trace(vec![(1_000, post), (1_010, created), (1_015, received), (1_020, reset)]));
+        assert!(got.all_held(), "{got:?}");
     }
 
     #[test]
