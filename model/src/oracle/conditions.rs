@@ -685,6 +685,9 @@ struct Judge {
     posts: BTreeMap<(Option<u32>, ConnId), crate::ids::CallKey>,
     /// Tasks created whose id has not reached their client yet, by call.
     unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
+    /// Calls whose last `tools/call` connection was cut before any task of theirs was created:
+    /// a task the server creates for one now has no connection to answer on.
+    cut_posts: BTreeSet<crate::ids::CallKey>,
     /// The calls each client's application was told ended with an unknown outcome, and why.
     unknown: BTreeMap<(Option<u32>, crate::ids::CallKey), String>,
     /// The steps that created a session (`Conditions` keeps them, for `no-orphaned-session`).
@@ -849,6 +852,7 @@ impl Judge {
                         c.sent_unsafe.insert(call.key);
                     }
                     self.posts.insert((who, *conn), call.key);
+                    self.cut_posts.remove(&call.key);
                 }
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
                     self.initialize_after_lost_delete(i, at, who);
@@ -1104,7 +1108,12 @@ impl Judge {
             }
             StepKind::TaskCreated { task, call, ttl_us, .. } => {
                 self.tasks.insert(task.clone(), (at, *ttl_us, false));
-                self.unreceived.insert(*call, task.clone());
+                let answerable = self.posts.values().any(|c| c == call);
+                if self.cut_posts.remove(call) && !answerable {
+                    self.task_id_lost(i, at, *call, task, "before the task was created");
+                } else {
+                    self.unreceived.insert(*call, task.clone());
+                }
             }
             StepKind::AppTaskOutcome { task, .. } => {
                 if let Some(t) = self.tasks.get_mut(task) {
@@ -1374,15 +1383,32 @@ impl Judge {
     /// the server created for it: the client never held the id, so it had none to poll or
     /// persist. Condition 1 as the note's "never persisted" (a stream broken before its first id
     /// reached the client): no client can find that task again.
+    /// The connection ended before the task was created (its request still on its way), the
+    /// breach is recorded when the task is.
     fn task_reply_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, end: ConnEnd) {
-        if end == ConnEnd::Aborted {
+        let Some(call) = self.posts.remove(&(who, conn)) else { return };
+        if matches!(end, ConnEnd::Clean | ConnEnd::Aborted) {
             return;
         }
-        let Some(call) = self.posts.remove(&(who, conn)) else { return };
-        let Some(task) = self.unreceived.remove(&call) else { return };
+        match self.unreceived.remove(&call) {
+            Some(task) => self.task_id_lost(i, at, call, &task, &format!("ended ({end})")),
+            None => {
+                self.cut_posts.insert(call);
+            }
+        }
+    }
+
+    fn task_id_lost(
+        &mut self,
+        i: usize,
+        at: Instant,
+        call: crate::ids::CallKey,
+        task: &crate::tasks::TaskId,
+        how: &str,
+    ) {
         let detail = format!(
-            "the connection carrying {call}'s CreateTaskResult ended ({end}) at {at} before task {}'s id reached \
-             the client: it had no id to poll or persist",
+            "the connection to carry {call}'s CreateTaskResult {how}, and task {}'s id never reached the client \
+             (at {at}): it had no id to poll or persist",
             task.0
         );
         self.record(Condition::Persisted, i, at, detail).task_id_lost = true;
@@ -2163,14 +2189,27 @@ mod tests {
         let lost =
             Conditions::judge(&trace(vec![(1_000, post.clone()), (1_010, created.clone()), (1_020, reset.clone())]));
         assert_eq!(lost.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Persisted]);
-        assert!(lost.breaches[0].detail.contains("before task r0.0-t0's id reached the client"), "{lost:?}");
+        assert!(lost.breaches[0].detail.contains("ended (reset), and task r0.0-t0's id never reached"), "{lost:?}");
         // It costs the task, not what the client told of the call or a re-issue.
         let b = &lost.breaches[0];
         assert!(can_cause(b, Effect::Of(InvariantId::NoOrphanedTask)));
         assert!(!can_cause(b, Effect::Of(InvariantId::NoFalseFailure)));
         assert!(!can_cause(b, Effect::Of(InvariantId::NoDuplicateExecution)));
-        let got = Conditions::judge(&trace(vec![(1_000, post), (1_010, created), (1_015, received), (1_020, reset)]));
+        let got = Conditions::judge(&trace(vec![
+            (1_000, post.clone()),
+            (1_010, created.clone()),
+            (1_015, received),
+            (1_020, reset.clone()),
+        ]));
         assert!(got.all_held(), "{got:?}");
+        // Cut before the server created the task (the request was still on its way): recorded at
+        // the creation, which had no connection left to answer on.
+        let early = Conditions::judge(&trace(vec![(1_000, post), (1_000, reset), (1_013, created)]));
+        assert_eq!(
+            early.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
+            vec![(Condition::Persisted, 2)]
+        );
+        assert!(early.breaches[0].detail.contains("before the task was created"), "{early:?}");
     }
 
     #[test]
