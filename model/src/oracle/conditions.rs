@@ -2659,20 +2659,26 @@ mod tests {
         assert_eq!(late_start.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Refused]);
     }
 
-    #[test]
-    fn one_clients_breach_explains_its_own_violations_not_another_clients() {
-        // Two clients; client 1 restarts without its state (condition 1, its own).
+    /// Two clients: client 0 starts and names session 0-1; client 1 starts, sends `second`, and
+    /// restarts without its state at 50 s (condition 1, its own); `last` at 60 s is client 1's.
+    fn two_clients_one_restart(second: StepKind, last: StepKind) -> Trace {
         let mut t = trace(vec![
             (0, start(false)),
             (1, on_session(1)),
             (0, start(false)),
-            (1, on_session(1)),
+            (1, second),
             (50_000, start(false)),
-            (60_000, on_session(2)),
+            (60_000, last),
         ]);
         for (i, step) in t.steps.iter_mut().enumerate() {
             step.client = Some(if i < 2 { 0 } else { 1 });
         }
+        t
+    }
+
+    #[test]
+    fn one_clients_breach_explains_its_own_violations_not_another_clients() {
+        let mut t = two_clients_one_restart(on_session(1), on_session(2));
         // The last step is client 0's, so its violation is dated there.
         t.steps[5].client = Some(0);
         let c = Conditions::judge(&t);
@@ -2701,19 +2707,9 @@ mod tests {
     #[test]
     fn a_calls_violation_is_its_own_clients_whatever_step_it_is_dated_at() {
         // Client 1 restarts without its state (condition 1); client 0 issued call0.
-        let mut t = trace(vec![
-            (0, start(false)),
-            (1, on_session(1)),
-            (0, start(false)),
-            (1, on_session(1)),
-            (50_000, start(false)),
-            (60_000, on_session(2)),
-        ]);
+        let mut t = two_clients_one_restart(on_session(1), on_session(2));
         let app_call = StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true };
-        t.steps.insert(2, Step::new(2, 2_000_000, Actor::App, app_call));
-        for (i, step) in t.steps.iter_mut().enumerate() {
-            step.client = Some(if i < 3 { 0 } else { 1 });
-        }
+        t.steps.insert(2, Step { client: Some(0), ..Step::new(2, 2_000_000, Actor::App, app_call) });
         let c = Conditions::judge(&t);
         let unresolved = |call: u32| Violation {
             invariant: InvariantId::EveryCallResolves,
@@ -2737,17 +2733,8 @@ mod tests {
             request.session = Some(SessionId::from("1-1"));
             StepKind::Send { conn: ConnId(conn), request }
         };
-        let mut t = trace(vec![
-            (0, start(false)),
-            (1, on_session(1)),
-            (0, start(false)),
-            (1, other_session(1)),
-            (50_000, start(false)),
-            (60_000, stored(3)),
-        ]);
-        for (i, step) in t.steps.iter_mut().enumerate().take(5) {
-            step.client = Some(if i < 2 { 0 } else { 1 });
-        }
+        let mut t = two_clients_one_restart(other_session(1), stored(3));
+        t.steps[5].client = None;
         assert_eq!(t.steps[5].client, None, "the server's step names no client");
         let c = Conditions::judge(&t);
         assert_eq!(
