@@ -715,11 +715,11 @@ impl Judge {
                 // A session is the client's that was answered it, or first named it.
                 StepKind::Send { request: crate::http::Request { session: Some(session), .. }, .. }
                 | StepKind::Response { head: crate::http::ResponseHead { session: Some(session), .. }, .. }
-                    if step.actor == crate::trace::Actor::Client && step.client.is_some() =>
+                    if step.actor == crate::trace::Actor::Client
+                        && step.client.is_some()
+                        && !session_clients.contains_key(&session.0) =>
                 {
-                    if !session_clients.contains_key(&session.0) {
-                        session_clients.insert(session.0.clone(), step.client);
-                    }
+                    session_clients.insert(session.0.clone(), step.client);
                 }
                 _ => {}
             }
