@@ -487,9 +487,12 @@ struct Place<'v> {
 ///   aborted at its TTL) — not by a give-up, a lost session or an unrefused id.
 /// - `no-duplicate-execution`: a tool runs twice when its call is sent again. After a give-up,
 ///   a lost session or an unrefused id, the call's outcome is unknown and the note's client does
-///   not send it again ("do not blindly retry non-idempotent tools"); a client or application
-///   that does (condition 4), or one that forgot it had sent it (condition 1), explains the
-///   second run, as does a termination. A re-send after a 404 by the client library itself
+///   not send it again ("do not blindly retry non-idempotent tools"). After the server's own
+///   word that the work failed (a task it aborted at its TTL, its effect already done), the
+///   application that issues the call again acts on what it was told: that word explains the
+///   second run, as it explains the false failure. A client or application that sends it
+///   again after an unknown outcome (condition 4), or one that forgot it had sent it (condition
+///   1), explains the second run, as does a termination. A re-send after a 404 by the client library itself
 ///   (re-initialize and re-send) is a blind retry, not the price of the lost session.
 /// - A server's missed replay ([`Condition::ServerMissed`]) costs what the replayed stream
 ///   carried, in the session and stream it missed them for ([`Breach::session`],
@@ -531,7 +534,7 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     }
     match effect {
         Effect::Of(InvariantId::NoFalseFailure) => client_memory_or_class || b.server_failed_work,
-        Effect::Of(InvariantId::NoDuplicateExecution) => client_memory_or_class,
+        Effect::Of(InvariantId::NoDuplicateExecution) => client_memory_or_class || b.server_failed_work,
         Effect::SecondSession | Effect::DeadSessionKept | Effect::PacedChurn | Effect::Of(_) => true,
     }
 }
@@ -2213,6 +2216,30 @@ mod tests {
             vec![(Condition::Persisted, 2)]
         );
         assert!(early.breaches[0].detail.contains("before the task was created"), "{early:?}");
+    }
+
+    /// The server's own word that a task failed (aborted at its TTL, its effect done) explains an
+    /// application issuing the call again on that word, as it explains the false failure (a
+    /// swarm sweep of reference × rmcp × task-ttl-expiry, `on_error = reissue`).
+    #[test]
+    fn the_servers_word_that_the_work_failed_explains_a_re_issue_on_it() {
+        let mut b = Breach {
+            condition: Condition::Retention,
+            step: 0,
+            at: Instant(0),
+            detail: String::new(),
+            client: None,
+            session: None,
+            stream: None,
+            server_failed_work: true,
+            promised: false,
+            task_id_lost: false,
+        };
+        assert!(can_cause(&b, Effect::Of(InvariantId::NoDuplicateExecution)));
+        assert!(can_cause(&b, Effect::Of(InvariantId::NoFalseFailure)));
+        // A give-up or a lost session says nothing of the work: no re-issue is owed to it.
+        b.server_failed_work = false;
+        assert!(!can_cause(&b, Effect::Of(InvariantId::NoDuplicateExecution)));
     }
 
     #[test]
