@@ -28,6 +28,8 @@
 //! `reconnect.rs` attempts and backoff scheduling (`backoff.rs` the delay formula); `calls.rs`
 //! settling calls; `durable.rs` persistence across restarts.
 
+pub(crate) use tasks::ERR_TASK_POLLS;
+
 mod backoff;
 mod calls;
 mod close_rules;

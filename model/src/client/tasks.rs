@@ -48,7 +48,9 @@ pub struct DurableTask {
     pub interval_ms: u64,
 }
 
-const ERR_TASK_POLLS: &str = "task polls exhausted: no answer to tasks/get";
+/// What an SDK client's application is told when its polls of a task went unanswered to the last
+/// attempt (`oracle::conditions` reads it as a give-up).
+pub(crate) const ERR_TASK_POLLS: &str = "task polls exhausted: no answer to tasks/get";
 
 impl Client {
     /// A `CreateTaskResult` for `call` arrived on `via`: the call leaves its POST (the request is

@@ -1422,8 +1422,9 @@ impl Judge {
         let Some(c) = self.clients.get(&who) else { return };
         let cut_off = c.last_break.is_some_and(|b| c.last_contact.is_none_or(|l| b >= l));
         let exhausted = reason.starts_with("reconnect attempts exhausted");
-        let timed_out = reason.starts_with("request timed out");
-        if exhausted || (timed_out && cut_off) {
+        // Waiting for an answer that did not come: a request's time-out, a task's polls.
+        let waited = reason.starts_with("request timed out") || reason == crate::client::ERR_TASK_POLLS;
+        if exhausted || (waited && cut_off) {
             let outage = self.outage(who, at);
             self.breach(
                 Condition::Retention,
@@ -2166,6 +2167,17 @@ mod tests {
         let conditions: Vec<Condition> = c.breaches.iter().map(|b| b.condition).collect();
         assert_eq!(conditions, vec![Condition::Retention, Condition::ByClass], "{c:?}");
         assert!(c.breaches[0].detail.contains("gave up polling task r0.0-t0"), "{}", c.breaches[0].detail);
+        // An SDK client's error after its polls went unanswered, cut off: the same give-up.
+        let polls = StepKind::AppError { call: CallKey(0), error: crate::client::ERR_TASK_POLLS.into() };
+        let refused = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Refused };
+        let c = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (1_000, pay.clone()),
+            (28_000, on_session(2)),
+            (28_000, refused),
+            (30_000, polls),
+        ]));
+        assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::Retention], "{c:?}");
         // Lost on an answer (a "not found" reads as contact): no give-up of its own.
         let answered = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status::OK) };
         let c = Conditions::judge(&trace(vec![
