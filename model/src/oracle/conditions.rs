@@ -657,6 +657,13 @@ struct ClientState {
     resume_due: BTreeMap<crate::ids::CallKey, (usize, Instant, EventId)>,
 }
 
+impl ClientState {
+    /// Whether its last break came after anything it last received: it is cut off.
+    fn cut_off(&self) -> bool {
+        self.last_break.is_some_and(|b| self.last_contact.is_none_or(|l| b >= l))
+    }
+}
+
 /// A client connection's request session and method, the status it got, and when it was sent.
 type ConnFacts = (Option<SessionId>, Method, Option<Status>, Instant);
 
@@ -975,11 +982,7 @@ impl Judge {
             StepKind::AppTaskLost { task, call } => {
                 self.clients.entry(who).or_default().in_flight.remove(call);
                 self.unknown.insert((who, *call), format!("task {} lost", task.0));
-                let cut_off = self
-                    .clients
-                    .get(&who)
-                    .is_some_and(|c| c.last_break.is_some_and(|b| c.last_contact.is_none_or(|l| b >= l)));
-                if cut_off {
+                if self.clients.get(&who).is_some_and(ClientState::cut_off) {
                     let outage = self.outage(who, at);
                     let detail = format!(
                         "the client gave up polling task {} after {outage} without an answer: the outage outlasted its polls",
@@ -1386,9 +1389,9 @@ impl Judge {
     /// A client connection that posted a call ended without the `CreateTaskResult` of the task
     /// the server created for it: the client never held the id, so it had none to poll or
     /// persist. Condition 1 as the note's "never persisted" (a stream broken before its first id
-    /// reached the client): no client can find that task again.
-    /// The connection ended before the task was created (its request still on its way), the
-    /// breach is recorded when the task is.
+    /// reached the client): no client can find that task again. A connection that ended before
+    /// the task was created (its request still on its way) is remembered, and the breach recorded
+    /// at the creation (`cut_posts`).
     fn task_reply_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, end: ConnEnd) {
         let Some(call) = self.posts.remove(&(who, conn)) else { return };
         if matches!(end, ConnEnd::Clean | ConnEnd::Aborted) {
@@ -1402,6 +1405,7 @@ impl Judge {
         }
     }
 
+    /// Records the condition-1 breach of a task whose id never reached its client.
     fn task_id_lost(
         &mut self,
         i: usize,
@@ -1420,7 +1424,7 @@ impl Judge {
 
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
         let Some(c) = self.clients.get(&who) else { return };
-        let cut_off = c.last_break.is_some_and(|b| c.last_contact.is_none_or(|l| b >= l));
+        let cut_off = c.cut_off();
         let exhausted = reason.starts_with("reconnect attempts exhausted");
         // Waiting for an answer that did not come: a request's time-out, a task's polls.
         let waited = reason.starts_with("request timed out") || reason == crate::client::ERR_TASK_POLLS;

@@ -1035,19 +1035,18 @@ enum Resolution {
 }
 
 impl Resolution {
+    /// How `kind` resolves its call, if it does: which steps resolve is [`StepKind::resolves`]'s
+    /// (the actors read it too); this only tells a result, a failure and an unknown outcome apart.
     fn of(kind: &StepKind) -> Option<(CallKey, Resolution)> {
-        match kind {
-            StepKind::AppResult { call, .. } => Some((*call, Resolution::Result)),
-            StepKind::AppError { call, .. } => Some((*call, Resolution::Error)),
-            StepKind::AppUnknownOutcome { call, .. } => Some((*call, Resolution::UnknownOutcome)),
-            // A call answered with a task ends when the task's outcome reaches the application.
-            StepKind::AppTaskOutcome { call, status: crate::tasks::TaskStatus::Completed, .. } => {
-                Some((*call, Resolution::Result))
-            }
-            StepKind::AppTaskOutcome { call, .. } => Some((*call, Resolution::Error)),
-            StepKind::AppTaskLost { call, .. } => Some((*call, Resolution::UnknownOutcome)),
-            _ => None,
-        }
+        let call = kind.resolves()?;
+        let how = if kind.resolves_with_result() {
+            Resolution::Result
+        } else if matches!(kind, StepKind::AppUnknownOutcome { .. } | StepKind::AppTaskLost { .. }) {
+            Resolution::UnknownOutcome
+        } else {
+            Resolution::Error
+        };
+        Some((call, how))
     }
 
     fn name(self) -> &'static str {

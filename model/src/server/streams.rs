@@ -265,23 +265,29 @@ impl Server {
     /// Registers an SSE answer that stays open.
     pub(super) fn open_sse_conn(&mut self, now: Instant, conn: ConnId, session: &SessionId, kind: ConnKind) {
         let next_keepalive = repeating(self.policy.keepalive).filter(|_| kind != ConnKind::Json).map(|k| now + k);
-        let close_after = match kind {
-            ConnKind::Request => self.policy.close_request_streams,
-            ConnKind::Standalone => self.policy.close_idle_standalone,
-            ConnKind::Resumed | ConnKind::Json => None,
-        };
-        let close_at = close_after.map(|d| now + d);
+        let close_at = self.close_timer(kind).map(|(_, d)| now + d);
         self.conns.insert(conn, OpenConn { session: session.clone(), next_keepalive, close_at, kind, dead: false });
         self.refresh_conn(conn);
+    }
+
+    /// The server's own close timer for a connection of `kind`, and the setting it comes from: a
+    /// request's stream (`close_request_streams`) and the standalone stream
+    /// (`close_idle_standalone`, restarted at each write) have one; a resumed or JSON answer none.
+    fn close_timer(&self, kind: ConnKind) -> Option<(CloseRule, std::time::Duration)> {
+        match kind {
+            ConnKind::Request => self.policy.close_request_streams.map(|d| (CloseRule::RequestStream, d)),
+            ConnKind::Standalone => self.policy.close_idle_standalone.map(|d| (CloseRule::IdleStandalone, d)),
+            ConnKind::Resumed | ConnKind::Json => None,
+        }
     }
 
     /// A resumed connection now carries the standalone stream: it counts as a standalone GET
     /// (its idle close starts now and restarts at each write).
     pub(super) fn resumed_standalone(&mut self, now: Instant, conn: ConnId) {
-        let after = self.policy.close_idle_standalone;
+        let close_at = self.close_timer(ConnKind::Standalone).map(|(_, d)| now + d);
         if let Some(open) = self.conns.get_mut(&conn) {
             open.kind = ConnKind::Standalone;
-            open.close_at = after.map(|d| now + d);
+            open.close_at = close_at;
         }
         self.refresh_conn(conn);
     }
@@ -300,13 +306,7 @@ impl Server {
                 carried.get_or_insert(*no);
             }
         }
-        // Only these two kinds get a close timer (`open_sse_conn`, `resumed_standalone`).
-        let timer = match kind {
-            ConnKind::Request => self.policy.close_request_streams.map(|d| (CloseRule::RequestStream, d)),
-            ConnKind::Standalone => self.policy.close_idle_standalone.map(|d| (CloseRule::IdleStandalone, d)),
-            ConnKind::Resumed | ConnKind::Json => None,
-        };
-        if let Some((rule, after)) = timer {
+        if let Some((rule, after)) = self.close_timer(kind) {
             let after_us = crate::time::micros(after);
             self.record(StepKind::ServerClosedStream { conn, session, stream: carried, rule, after_us });
         }

@@ -392,7 +392,7 @@ pub(crate) fn merge_explore(dirs: &[PathBuf], out: &Path) -> Result<Exit, SimErr
         runs += part.runs;
         steps += part.steps;
         secs += part.secs;
-        explained.add(&search::Passed { runs: part.explained, by: part.explained_by.clone(), over_budget: 0 });
+        explained.add(&search::Passed { runs: part.explained, by: part.explained_by.clone(), ..Default::default() });
         let mut covered = BTreeMap::new();
         for (name, n) in &part.coverage {
             let event = name.parse().map_err(|_| SimError::Usage(format!("merge: unknown coverage event {name:?}")))?;

@@ -527,7 +527,7 @@ pub(crate) fn record_lost_task_ids(world: &Arc<World>, core: &ClientCore) {
     }
 }
 
-/// Records a step of client `index`'s HTTP library.
+/// Records a step of client `index` (its library's, or its process's).
 fn record(world: &Arc<World>, index: u32, kind: StepKind) {
     world.rec.record_for(Actor::Client, world.client_tag(index), kind);
 }
