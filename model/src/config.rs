@@ -619,6 +619,13 @@ pub struct ToolSpec {
     pub input_after: Option<Duration>,
 }
 
+impl ToolSpec {
+    /// Whether, run as a task, it asks for input before its work ends (`input_after`).
+    pub fn asks_for_input(&self) -> bool {
+        self.input_after.is_some_and(|after| after < self.duration)
+    }
+}
+
 impl Default for ToolSpec {
     /// A nameless instant tool: silent, not idempotent, one event a tick.
     fn default() -> Self {

@@ -268,6 +268,16 @@ impl ClientTasks {
             self.poll_every
         }
     }
+
+    /// How long the work of a task that asks for input ([`ToolSpec::asks_for_input`]) waits for
+    /// its answer at worst, with the server suggesting `suggested` between polls: the poll that
+    /// shows `input_required` comes up to a poll interval late, then the user takes
+    /// `answer_input_after`. The work stands still meanwhile (its end is pushed back by the wait),
+    /// so both the task's TTL and the call's resolution come that much later. `None`: the
+    /// application never answers.
+    pub fn input_wait(&self, suggested: Duration) -> Option<Duration> {
+        self.answer_input_after.map(|answer| self.poll_interval(suggested) + answer)
+    }
 }
 
 /// The three `tasks/*` requests (ext-tasks tasks.md: no `tasks/list`, no `tasks/result`).

@@ -354,6 +354,28 @@ fn generated_cases_over_the_step_budget_are_counted_and_the_search_goes_on() {
 }
 
 #[test]
+fn generated_cases_a_family_file_refuses_are_counted_and_the_search_goes_on() {
+    // rolling-upgrade.toml deploys three replicas: a case drawn with fewer is refused by the
+    // scenario, which used to end the whole search with that error (a swarm sweep of the family).
+    let out_dir = scratch("refused");
+    let family = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/rolling-upgrade.toml");
+    for mode in ["--search", "--guided"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
+            .args(["explore", "--scenario", family, "--seeds", "80", mode, "--swarm", "--no-shrink"])
+            .args(["--out", path(&out_dir)])
+            .output()
+            .expect("the binary starts");
+        let printed = stdout(&out);
+        assert!(matches!(code(&out), 0 | 1), "{mode}: {printed}{}", stderr(&out));
+        assert!(
+            printed.contains("generated case(s) were refused by the scenario and passed over"),
+            "{mode}: {printed}"
+        );
+        assert!(printed.contains("but lb.replicas is"), "{mode}: the first reason is named: {printed}");
+    }
+}
+
+#[test]
 fn explore_rejects_a_seed_range_past_the_last_seed() {
     let max = u64::MAX.to_string();
     assert_bad_input(&mcpsim(&["explore", "--start-seed", &max, "--seeds", "10"]), "at most 1 seed(s) from there");

@@ -285,6 +285,40 @@ mod tests {
     }
 
     #[test]
+    fn replicas_with_stores_of_their_own_number_their_streams_each_from_1() {
+        // Two replicas' processes start side by side (epochs 0 and 1), each serving session-less
+        // requests (the 2026-07-28 revision) on its own stream 1: a request re-issued to the
+        // second replica is another stream, whatever seq the first one's had reached. A sweep
+        // of stateless-2026 × stateless-2026 behind two replicas read 435 of these as out of order.
+        let none = sid("");
+        let stored_as = |id: &str, seq: u32| {
+            let mut kind = stored(&none, 1, seq, Some(0), Some(progress(0, seq)));
+            if let StepKind::EventStored { id: stored_id, .. } = &mut kind {
+                *stored_id = EventId::from(id);
+            }
+            kind
+        };
+        let start = |epoch| StepKind::ServerStart { epoch, sessions_share_store: false };
+        let on = |second: u32| {
+            TraceBuilder::new()
+                .at(1_000)
+                .replica(0, start(0))
+                .replica(1, start(1))
+                .replica(0, stored_as("0.1-145", 145))
+                .app(app_event(&none, EventId::from("0.1-145"), Some(0)))
+                .at(2_000)
+                .replica(second, stored_as(&format!("{second}.1-1"), 1))
+                .app(app_event(&none, EventId::from(format!("{second}.1-1").as_str()), Some(0)))
+                .build()
+        };
+        assert_eq!(out_of_order_deliveries(&on(1)), vec![]);
+        // The same process's stream going back is still out of order.
+        let v = out_of_order_deliveries(&on(0));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].detail, "seq 1 was handed to the application after seq 145");
+    }
+
+    #[test]
     fn order_is_per_stream_and_per_session() {
         let (a, b) = (sid("A"), sid("B"));
         let trace = stored_stream()

@@ -805,7 +805,11 @@ impl<'s> LastSession<'s> {
 
 impl<'a> Split<'a> {
     fn new(ix: &TraceIndex<'a>) -> Self {
-        let mut epoch = 0;
+        // The incarnation each server process is in, by the replica whose process it is (none:
+        // the one process, or a store shared by every replica). Replicas with stores of their
+        // own run processes side by side, each numbering its streams from 1, so an event's
+        // incarnation is its own replica's latest, not the latest any replica started.
+        let mut epochs_by: Vec<(Option<u32>, u32)> = Vec::new();
         let (mut deliveries, mut others) = (Vec::new(), Vec::new());
         // The `EventStored` steps, by index, each with the server incarnation that stored it.
         let (mut stored, mut epochs) = (Vec::new(), Vec::new());
@@ -822,13 +826,16 @@ impl<'a> Split<'a> {
                 }
                 StepKind::EventStored { message, .. } => {
                     stored.push(index);
-                    epochs.push(epoch);
+                    epochs.push(epochs_by.iter().find(|(r, _)| *r == step.replica).map_or(0, |(_, e)| *e));
                     if matches!(message, Some(ServerMessage::ToolResult { .. })) {
                         others.push(index);
                     }
                 }
                 StepKind::ServerStart { epoch: e, .. } => {
-                    epoch = *e;
+                    match epochs_by.iter_mut().find(|(r, _)| *r == step.replica) {
+                        Some((_, epoch)) => *epoch = *e,
+                        None => epochs_by.push((step.replica, *e)),
+                    }
                     others.push(index);
                 }
                 _ => others.push(index),

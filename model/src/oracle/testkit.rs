@@ -54,6 +54,15 @@ impl TraceBuilder {
         self.step(Actor::Lb, kind)
     }
 
+    /// A server step of replica `replica`'s own process (replicas with local stores).
+    pub fn replica(self, replica: u32, kind: StepKind) -> Self {
+        let mut built = self.step(Actor::Server, kind);
+        if let Some(step) = built.steps.last_mut() {
+            step.replica = Some(replica);
+        }
+        built
+    }
+
     pub fn run(self, kind: StepKind) -> Self {
         self.step(Actor::Run, kind)
     }

@@ -95,6 +95,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let secs = started.elapsed().as_secs_f64();
     print_explained(&explained, runs, &explore.ignore, explore.all);
     print_over_budget(explained.over_budget)?;
+    print_refused(&explained);
     let what = if explore.search || explore.guided { "generated case(s)" } else { "seed(s)" };
     let Some(found) = found else {
         let which = passed_over(&explained, explore.all);
@@ -163,6 +164,17 @@ fn print_over_budget(cases: u64) -> Result<(), SimError> {
         );
     }
     Ok(())
+}
+
+/// How many generated cases the scenario refused to be built with, and the first reason.
+fn print_refused(passed: &search::Passed) {
+    if passed.refused > 0 {
+        println!(
+            "{} generated case(s) were refused by the scenario and passed over (first: {}); the family's own settings bound what the search draws",
+            passed.refused,
+            passed.refused_first.as_deref().unwrap_or("no reason given")
+        );
+    }
 }
 
 /// What `explore` prints of a counterexample, and the name of its trace file.

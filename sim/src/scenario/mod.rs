@@ -532,15 +532,31 @@ impl Scenario {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// A call's tool at its worst (jitter), and the re-issues its `on_error` may add.
+    /// A call's tool at its worst (jitter), with the wait for its user's answer when it asks for
+    /// input, and the re-issues its `on_error` may add.
     fn worst_run(&self, c: &CallSpec) -> Option<Duration> {
         let t = self.tool(&c.tool)?;
-        let once = t.duration.mul_f64(1.0 + self.tool_jitter);
+        let once = t.duration.mul_f64(1.0 + self.tool_jitter) + self.input_wait(t, c.client);
         let runs = match c.on_error {
             OnError::GiveUp => 1,
             OnError::Reissue | OnError::ReinitializeReissue => 1 + c.max_reissues.min(MAX_REISSUES),
         };
         Some(once * runs)
+    }
+
+    /// How long a call's tool waits for its user's answer at worst, when it runs as a task that
+    /// asks for input (`ClientTasks::input_wait`): nothing for a tool that asks for nothing or
+    /// runs as no task, or a client that never answers (its task ends at its TTL, a failure the
+    /// deadline need not wait for).
+    fn input_wait(&self, tool: &ToolSpec, client: u32) -> Duration {
+        let policy = &self.client_policy(client).tasks;
+        // Only a task asks for input: the server makes one for this tool's duration, for a
+        // client that declares the extension (`Server::makes_task`).
+        let task = policy.declares && self.server.tasks.create_for_tools_over.is_some_and(|d| tool.duration >= d);
+        if !(task && tool.asks_for_input()) {
+            return Duration::ZERO;
+        }
+        policy.input_wait(self.server.tasks.poll_interval).unwrap_or_default()
     }
 
     /// When each call (in the scenario's order) is planned to be issued, with `start` the time
@@ -852,6 +868,27 @@ mod tests {
             .unwrap();
         // The 60 s tool cannot start before 400 s: the deadline is 400 + 60 + the 5-minute grace.
         assert_eq!(s.liveness_deadline(), Duration::from_secs(400 + 60 + 300));
+    }
+
+    #[test]
+    fn a_task_that_asks_for_input_gets_its_users_time_to_answer_before_the_deadline() {
+        // A swarm sweep of reference × reference × task-input read a second call, issued after a
+        // first that waited 4 minutes for its user, as never resolved: the deadline counted the
+        // tool's 2 minutes only, while the tool stands still until the answer.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/task-input.toml");
+        let mut s = Scenario::build(path, "reference", "reference").unwrap();
+        s.apply_overrides(&[("tool.jitter".into(), "0".into())]).unwrap();
+        let (grace, poll) = (s.liveness_grace, s.client.tasks.poll_interval(s.server.tasks.poll_interval));
+        // Called at 1 s, the 2-minute tool, the poll that shows input_required, the 4-minute user.
+        let waits = Duration::from_secs(1 + 120 + 240) + poll + grace;
+        assert_eq!(s.liveness_deadline(), waits);
+        // A user who never answers, or a call that is no task, adds nothing.
+        let mut never = s.clone();
+        never.apply_overrides(&[("client.tasks.answer_input_after".into(), "none".into())]).unwrap();
+        assert_eq!(never.liveness_deadline(), Duration::from_secs(121) + grace);
+        let mut plain = s.clone();
+        plain.apply_overrides(&[("client.tasks.declares".into(), "false".into())]).unwrap();
+        assert_eq!(plain.liveness_deadline(), Duration::from_secs(121) + grace);
     }
 
     #[test]

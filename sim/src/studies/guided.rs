@@ -157,9 +157,13 @@ pub fn explore_guided(
         draws_left -= 1;
         let Some((case, built)) = explorer.next_case(cases_run, &corpus, &rarity) else { continue };
         cases_run += 1;
-        let scenario = match built {
-            Some(scenario) => scenario,
-            None => case.scenario(&base)?,
+        let scenario = match built.map_or_else(|| case.scenario(&base), Ok) {
+            Ok(scenario) => scenario,
+            // A draw the scenario refuses (a family file's own bounds) is the search's.
+            Err(e) => {
+                explained.refuse(&e);
+                continue;
+            }
         };
         let outcome = match run(&scenario, case.seed) {
             Ok(outcome) => outcome,
@@ -216,6 +220,9 @@ pub fn explore_guided(
             growth.push((cases_run, seen.len()));
         }
         progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
+    }
+    if cases_run > 0 && explained.refused == cases_run {
+        return Err(search::every_case_refused(&explained));
     }
     Ok(GuidedReport {
         found: None,

@@ -264,6 +264,14 @@ pub struct Passed {
     /// the generator drew too long to run is the search's, not the user's, and ends nothing.
     #[serde(default)]
     pub over_budget: u64,
+    /// Generated cases the scenario refused to be built with (a family file's own settings
+    /// bound what may be drawn: a deploy of three replicas refuses two): the search's draw, not
+    /// the user's input, so they end nothing either.
+    #[serde(default)]
+    pub refused: u64,
+    /// Why the first of them was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_first: Option<String>,
 }
 
 impl Passed {
@@ -278,14 +286,32 @@ impl Passed {
         }
     }
 
+    /// Counts a generated case `scenario` refused to be built with.
+    pub fn refuse(&mut self, error: &SimError) {
+        self.refused += 1;
+        self.refused_first.get_or_insert_with(|| error.to_string());
+    }
+
     /// Adds another tally (a shard's, a thread's).
     pub fn add(&mut self, other: &Passed) {
         self.runs += other.runs;
         self.over_budget += other.over_budget;
+        self.refused += other.refused;
+        if self.refused_first.is_none() {
+            self.refused_first.clone_from(&other.refused_first);
+        }
         for (c, n) in &other.by {
             *self.by.entry(*c).or_default() += n;
         }
     }
+}
+
+/// The error of a search none of whose generated cases the scenario would be built with.
+pub(crate) fn every_case_refused(passed: &Passed) -> SimError {
+    SimError::Usage(format!(
+        "the scenario refused every generated case ({}): its own settings leave the search nothing to draw",
+        passed.refused_first.as_deref().unwrap_or("no reason given")
+    ))
 }
 
 /// The invariant a counterexample is pinned to: `target` if given and broken, otherwise the first
@@ -1002,6 +1028,9 @@ pub fn search_for(
     if let Some(e) = learned.error.take() {
         return Err(e);
     }
+    if learned.cases > 0 && learned.explained.refused == learned.cases {
+        return Err(every_case_refused(&learned.explained));
+    }
     let report = |found| SearchReport {
         found,
         cases: learned.cases,
@@ -1053,7 +1082,14 @@ fn try_case(
     } else {
         learned.shrink_runs += 1;
     }
-    let ran = case.scenario(base).and_then(|s| run(&s, case.seed).map(|o| (s, o)));
+    let ran = match case.scenario(base) {
+        Ok(s) => run(&s, case.seed).map(|o| (s, o)),
+        Err(e) if searching => {
+            learned.explained.refuse(&e);
+            return Ok(());
+        }
+        Err(e) => Err(e),
+    };
     if let (false, Ok((_, outcome))) = (searching, &ran) {
         let steps = outcome.trace.steps.len() as u64;
         learned.shrink_steps += steps;
