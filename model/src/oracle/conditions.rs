@@ -803,6 +803,14 @@ impl Judge {
         }
         match &step.kind {
             StepKind::ClientStart { restored, durable, by_class } => {
+                // The old process's connections went with it: a `tools/call` it posted can no
+                // longer carry the `CreateTaskResult` (a reset, as far as the task's id goes).
+                if self.clients.get(&who).is_some_and(|c| c.started) {
+                    let gone: Vec<ConnId> = self.posts.keys().filter(|(w, _)| *w == who).map(|(_, c)| *c).collect();
+                    for conn in gone {
+                        self.task_reply_lost(i, at, who, conn, ConnEnd::Reset);
+                    }
+                }
                 let c = self.clients.entry(who).or_default();
                 let restarted = c.started && (c.held_session || !c.in_flight.is_empty());
                 let forgot_tasks = c.forgotten_tasks.take().filter(|(t, _)| c.started && *t == at).map(|(_, ids)| ids);
@@ -1117,7 +1125,7 @@ impl Judge {
                 self.tasks.insert(task.clone(), (at, *ttl_us, false));
                 let answerable = self.posts.values().any(|c| c == call);
                 if self.cut_posts.remove(call) && !answerable {
-                    self.task_id_lost(i, at, *call, task, "before the task was created");
+                    self.task_id_lost(i, at, *call, task, "ended before the task was created");
                 } else {
                     self.unreceived.insert(*call, task.clone());
                 }
@@ -2226,12 +2234,27 @@ mod tests {
         assert!(got.all_held(), "{got:?}");
         // Cut before the server created the task (the request was still on its way): recorded at
         // the creation, which had no connection left to answer on.
-        let early = Conditions::judge(&trace(vec![(1_000, post), (1_000, reset), (1_013, created)]));
+        let early = Conditions::judge(&trace(vec![(1_000, post.clone()), (1_000, reset), (1_013, created.clone())]));
         assert_eq!(
             early.breaches.iter().map(|b| (b.condition, b.step)).collect::<Vec<_>>(),
             vec![(Condition::Persisted, 2)]
         );
         assert!(early.breaches[0].detail.contains("before the task was created"), "{early:?}");
+        // The client's process restarted with the call on its way (a swarm sweep of reference ×
+        // reference × task-input read the orphaned task as unexplained): its connections went
+        // with it, no `ConnEnd` said so, and the task created after had none to answer on.
+        let restart = |restored| StepKind::ClientStart { restored, durable: true, by_class: true };
+        let died = Conditions::judge(&trace(vec![
+            (0, restart(false)),
+            (1_000, post.clone()),
+            (1_000, restart(true)),
+            (1_013, created.clone()),
+        ]));
+        let lost: Vec<_> = died.breaches.iter().filter(|b| b.task_id_lost).map(|b| (b.condition, b.step)).collect();
+        assert_eq!(lost, vec![(Condition::Persisted, 3)], "{died:?}");
+        // The first start is no restart: nothing was posted before it.
+        let first = Conditions::judge(&trace(vec![(0, restart(false)), (1_000, post), (1_013, created)]));
+        assert!(first.breaches.iter().all(|b| !b.task_id_lost), "{first:?}");
     }
 
     /// The server's own word that a task failed (aborted at its TTL, its effect done) explains an
