@@ -148,6 +148,14 @@ pub fn side_effect(session: &SessionId, request: u64, call: u32) -> StepKind {
     }
 }
 
+/// The client's `tools/call` of `call` (pay) as request `request` on connection `conn`, in
+/// `session` (none: a modern request).
+pub fn call_sent(conn: u64, session: Option<&SessionId>, request: u64, call: u32) -> StepKind {
+    let call = crate::http::ToolCall { tool: "pay".into(), key: CallKey(call), idempotency_key: None, tasks: false };
+    let body = crate::http::ClientMessage::CallTool { id: RequestId(request), call };
+    StepKind::Send { conn: crate::ids::ConnId(conn), request: crate::http::Request::post(session.cloned(), body) }
+}
+
 /// `EventStored` with id `<stream>-<seq>`.
 pub fn stored(
     session: &SessionId,

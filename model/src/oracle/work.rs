@@ -44,6 +44,43 @@ pub(super) const NO_WORK_KILLED: Invariant = Invariant {
     check: work_killed_in,
 };
 
+/// A request a cancel names, as the server can tell it from others: in a session by the session
+/// and its id; with no session (a modern request, or a server without sessions) by its id and
+/// its call, since every client numbers its requests from 1 and only the call tells two
+/// clients' request 13 apart.
+type CancelKey<'a> = (Option<&'a SessionId>, RequestId, Option<CallKey>);
+
+/// The call each client's `tools/call` requests carry, by (client, request id).
+#[derive(Default)]
+struct CallsOf(BTreeMap<(u32, RequestId), CallKey>);
+
+impl CallsOf {
+    fn read(&mut self, step: &crate::trace::Step) {
+        if let StepKind::Send { request, .. } = &step.kind {
+            if let Some(ClientMessage::CallTool { id, call }) = &request.body {
+                self.0.insert((super::client_of(step), *id), call.key);
+            }
+        }
+    }
+
+    /// The key of a cancel of request `id` sent by `step`'s client in `session`.
+    fn cancel<'a>(&self, step: &crate::trace::Step, session: Option<&'a SessionId>, id: RequestId) -> CancelKey<'a> {
+        match session.filter(|s| !s.0.is_empty()) {
+            Some(s) => (Some(s), id, None),
+            None => (None, id, self.0.get(&(super::client_of(step), id)).copied()),
+        }
+    }
+}
+
+/// The key a tool run of `call` for request `request` in `session` is cancelled under.
+fn run_key(session: &SessionId, request: RequestId, call: CallKey) -> CancelKey<'_> {
+    if session.0.is_empty() {
+        (None, request, Some(call))
+    } else {
+        (Some(session), request, None)
+    }
+}
+
 /// A tool execution under way: its call and when it started.
 struct Running {
     call: CallKey,
@@ -55,7 +92,8 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let resolved_at = first_resolutions(ix);
     let still_waiting = |call: CallKey, order: usize| resolved_at.get(&call).is_none_or(|r| *r > order);
     let mut running: BTreeMap<(&SessionId, RequestId), Running> = BTreeMap::new();
-    let mut cancelled: BTreeSet<(Option<&SessionId>, RequestId)> = BTreeSet::new();
+    let mut cancelled: BTreeSet<CancelKey<'_>> = BTreeSet::new();
+    let mut calls = CallsOf::default();
     let mut deleted: BTreeSet<Option<&SessionId>> = BTreeSet::new();
     let mut tasks = TaskTools::default();
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
@@ -69,13 +107,14 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         .collect();
     for (order, step) in ix.others() {
         tasks.read(step);
+        calls.read(step);
         match &step.kind {
             StepKind::Send { request, .. } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
                     deleted.insert(request.session.as_ref());
                 }
                 (_, Some(ClientMessage::Cancelled { request: id })) => {
-                    cancelled.insert((request.session.as_ref(), *id));
+                    cancelled.insert(calls.cancel(step, request.session.as_ref(), *id));
                 }
                 _ => {}
             },
@@ -84,8 +123,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             }
             StepKind::ToolEnded { session, request, end, .. } => {
                 let Some(tool) = running.remove(&(session, *request)) else { continue };
-                let asked = cancelled.contains(&(Some(session), *request))
-                    || (session.0.is_empty() && cancelled.contains(&(None, *request)))
+                let asked = cancelled.contains(&run_key(session, *request, tool.call))
                     || deleted.contains(&Some(session))
                     || tasks.cancel_asked(session, *request, tool.call);
                 // A `Disconnected` end is judged by the request's era. Served with no session (a
@@ -149,10 +187,12 @@ struct EndedByClient<'a> {
     delete_sent: BTreeSet<&'a SessionId>,
     /// When the server ended each session the client had asked to delete.
     deleted: BTreeMap<&'a SessionId, Instant>,
-    /// Client connections carrying a cancel, by (client, conn): the session and request.
-    cancel_conns: BTreeMap<(u32, crate::ids::ConnId), (Option<&'a SessionId>, RequestId)>,
+    /// Client connections carrying a cancel, by (client, conn): the request it names.
+    cancel_conns: BTreeMap<(u32, crate::ids::ConnId), CancelKey<'a>>,
     /// When the server's answer to each cancel reached the client (by then it had handled it).
-    cancelled: BTreeMap<(Option<&'a SessionId>, RequestId), Instant>,
+    cancelled: BTreeMap<CancelKey<'a>, Instant>,
+    /// The call of each client's requests.
+    calls: CallsOf,
     /// When the connection carrying each request's stream ended on a server whose policy says
     /// a disconnect cancels, and the handler ignored it (`CancelIgnored`).
     disconnected: BTreeMap<(&'a SessionId, RequestId), Instant>,
@@ -219,13 +259,15 @@ impl<'a> EndedByClient<'a> {
     /// Reads one step; returns the point the work of `(session, request)` ended, if known now.
     fn read(&mut self, step: &'a crate::trace::Step) {
         self.tasks.read(step);
+        self.calls.read(step);
         match &step.kind {
             StepKind::Send { conn, request } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
                     self.delete_sent.extend(request.session.as_ref());
                 }
                 (_, Some(ClientMessage::Cancelled { request: id })) => {
-                    self.cancel_conns.insert((super::client_of(step), *conn), (request.session.as_ref(), *id));
+                    let key = self.calls.cancel(step, request.session.as_ref(), *id);
+                    self.cancel_conns.insert((super::client_of(step), *conn), key);
                 }
                 (_, Some(ClientMessage::Task { op: TaskOp::Cancel, task, .. })) => {
                     self.task_cancel_conns.insert((super::client_of(step), *conn), task);
@@ -262,12 +304,8 @@ impl<'a> EndedByClient<'a> {
     /// When the server had learned that the client ended this request's work, if it had.
     fn ended(&self, session: &'a SessionId, request: RequestId, call: CallKey) -> Option<(Instant, &'static str)> {
         let deleted = self.deleted.get(session).map(|t| (*t, "the client's DELETE of the session"));
-        let key = (Some(session), request);
-        let cancelled = self
-            .cancelled
-            .get(&key)
-            .or_else(|| session.0.is_empty().then(|| self.cancelled.get(&(None, request))).flatten())
-            .map(|t| (*t, "the client's cancel of the request"));
+        let cancelled =
+            self.cancelled.get(&run_key(session, request, call)).map(|t| (*t, "the client's cancel of the request"));
         let disconnected = self
             .disconnected
             .get(&(session, request))
@@ -335,6 +373,7 @@ mod tests {
     use super::super::testkit::*;
     use super::*;
     use crate::http::Request;
+    use crate::http::{ResponseHead, Status};
     use crate::ids::ConnId;
 
     fn work_killed(trace: &Trace) -> Vec<Violation> {
@@ -531,8 +570,13 @@ mod tests {
         let (none, a) = (sid(""), sid("A"));
         let cancel = Request::post(None, ClientMessage::Cancelled { request: RequestId(2) });
         let trace = |session: &SessionId, asked: bool| {
-            let mut b =
-                TraceBuilder::new().at(1_000).app(app_call(0, false)).at(2_000).server(side_effect(session, 2, 0));
+            let sent = call_sent(2, Some(session).filter(|s| !s.0.is_empty()), 2, 0);
+            let mut b = TraceBuilder::new()
+                .at(1_000)
+                .app(app_call(0, false))
+                .client(sent)
+                .at(2_000)
+                .server(side_effect(session, 2, 0));
             b = b.at(60_000);
             if asked {
                 b = b.client(StepKind::Send { conn: ConnId(3), request: cancel.clone() });
@@ -548,6 +592,38 @@ mod tests {
         assert_eq!(work_killed(&trace(&none, true)), vec![]);
         // It names no request of session A: A's request 2 was cancelled unasked.
         assert_eq!(work_killed(&trace(&a, true)).len(), 1);
+    }
+
+    #[test]
+    fn two_clients_sessionless_requests_of_one_id_are_told_apart_by_their_calls() {
+        // Every client numbers its requests from 1: with no session (the 2026-07-28 revision)
+        // client 1's cancel of its request 2 says nothing of client 0's request 2. A swarm sweep
+        // of stateless-2026 × stateless-2026 with three clients read client 0's re-issued work
+        // as abandoned after client 1's cancel.
+        let none = sid("");
+        let cancel = Request::post(None, ClientMessage::Cancelled { request: RequestId(2) });
+        let trace = |canceller: u32| {
+            TraceBuilder::new()
+                .at(1_000)
+                .by(0)
+                .app(app_call(0, false))
+                .client(call_sent(2, None, 2, 0))
+                .by(1)
+                .app(app_call(1, false))
+                .client(call_sent(2, None, 2, 1))
+                .at(5_000)
+                .by(canceller)
+                .client(StepKind::Send { conn: ConnId(3), request: cancel.clone() })
+                .client(StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status::ACCEPTED) })
+                .at(6_000)
+                .server(side_effect(&none, 2, 0))
+                .build()
+        };
+        // Client 1 cancelled its own request 2: client 0's call0 runs on rightly.
+        assert_eq!(abandoned(&trace(1)), vec![]);
+        // Client 0 cancelled its request 2, call0's: running it after is abandoned work.
+        let v = abandoned(&trace(0));
+        assert_eq!(v.iter().map(|v| v.subject.as_str()).collect::<Vec<_>>(), vec!["call0"], "{v:#?}");
     }
 
     #[test]
