@@ -620,9 +620,10 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
-    /// Whether, run as a task, it asks for input before its work ends (`input_after`).
-    pub fn asks_for_input(&self) -> bool {
-        self.input_after.is_some_and(|after| after < self.duration)
+    /// Whether, run as a task for `duration` (its own, or stretched by a run's jitter), it asks
+    /// for input before its work ends (`input_after`).
+    pub fn asks_for_input_within(&self, duration: Duration) -> bool {
+        self.input_after.is_some_and(|after| after < duration)
     }
 }
 

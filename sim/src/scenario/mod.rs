@@ -536,7 +536,8 @@ impl Scenario {
     /// input, and the re-issues its `on_error` may add.
     fn worst_run(&self, c: &CallSpec) -> Option<Duration> {
         let t = self.tool(&c.tool)?;
-        let once = t.duration.mul_f64(1.0 + self.tool_jitter) + self.input_wait(t, c.client);
+        let longest = t.duration.mul_f64(1.0 + self.tool_jitter);
+        let once = longest + self.input_wait(t, longest, c.client);
         let runs = match c.on_error {
             OnError::GiveUp => 1,
             OnError::Reissue | OnError::ReinitializeReissue => 1 + c.max_reissues.min(MAX_REISSUES),
@@ -544,16 +545,18 @@ impl Scenario {
         Some(once * runs)
     }
 
-    /// How long a call's tool waits for its user's answer at worst, when it runs as a task that
-    /// asks for input (`ClientTasks::input_wait`): nothing for a tool that asks for nothing or
+    /// How long a call's tool, stretched to `longest` by jitter at its worst, waits for its
+    /// user's answer at worst, when it runs as a task that asks for input
+    /// (`ClientTasks::input_wait`): nothing for a tool that asks for nothing or
     /// runs as no task, or a client that never answers (its task ends at its TTL, a failure the
     /// deadline need not wait for).
-    fn input_wait(&self, tool: &ToolSpec, client: u32) -> Duration {
+    fn input_wait(&self, tool: &ToolSpec, longest: Duration, client: u32) -> Duration {
         let policy = &self.client_policy(client).tasks;
         // Only a task asks for input: the server makes one for this tool's duration, for a
         // client that declares the extension (`Server::makes_task`).
         let task = policy.declares && self.server.tasks.create_for_tools_over.is_some_and(|d| tool.duration >= d);
-        if !(task && tool.asks_for_input()) {
+        // A tool whose input comes near its end asks for it in a run its jitter stretches.
+        if !(task && tool.asks_for_input_within(longest)) {
             return Duration::ZERO;
         }
         policy.input_wait(self.server.tasks.poll_interval).unwrap_or_default()
@@ -889,6 +892,15 @@ mod tests {
         let mut plain = s.clone();
         plain.apply_overrides(&[("client.tasks.declares".into(), "false".into())]).unwrap();
         assert_eq!(plain.liveness_deadline(), Duration::from_secs(121) + grace);
+        // A 29 s tool asking at 30 s asks in a run its jitter stretches past 30 s (the sweep's
+        // second case): the deadline waits for the answer too.
+        let mut near = s.clone();
+        near.apply_overrides(&[("tool.duration".into(), "29s".into()), ("tool.input_after".into(), "30s".into())])
+            .unwrap();
+        assert!(near.liveness_deadline() < Duration::from_secs(1 + 29) + grace + poll, "no jitter, no question");
+        near.apply_overrides(&[("tool.jitter".into(), "0.1".into())]).unwrap();
+        let stretched = Duration::from_secs(1) + Duration::from_secs(29).mul_f64(1.1);
+        assert_eq!(near.liveness_deadline(), stretched + Duration::from_secs(240) + poll + grace);
     }
 
     #[test]

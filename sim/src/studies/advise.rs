@@ -922,7 +922,7 @@ pub fn task_ttl(scenario: &Scenario, max_outage: Option<Duration>) -> TaskTtl {
     // that asks for input (`input_after`, before its end) also waits for the poll that sees it
     // and the application's answer, and the TTL runs through that wait.
     let stretch = 1.0 + scenario.tool_jitter.max(0.0);
-    let asks = |t: &&mcpsim_model::config::ToolSpec| t.asks_for_input();
+    let asks = |t: &&mcpsim_model::config::ToolSpec| t.asks_for_input_within(t.duration.mul_f64(stretch));
     let wait = scenario.client.tasks.input_wait(tasks.poll_interval).unwrap_or_default();
     let longest =
         scenario.tools.iter().max_by_key(|t| t.duration.mul_f64(stretch) + if asks(t) { wait } else { Duration::ZERO });
