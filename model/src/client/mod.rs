@@ -104,7 +104,9 @@ const SESSION_DELETED: &str = "session deleted by the application";
 const UNKNOWN_UNHONOURED: &str =
     "the server could not honour the resumption of the call's stream; it may or may not have run";
 const ERR_TRANSPORT_CLOSED: &str = "the transport closed: the standalone stream was lost";
-const NOTE_REISSUE: &str = "the stream ended before the response: re-issue the request with a new id";
+/// The modern client's decision on a stream that broke before its response (read by the
+/// conditions judge, `oracle::conditions`).
+pub(crate) const NOTE_REISSUE: &str = "the stream ended before the response: re-issue the request with a new id";
 
 /// Whose stream a connection carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -128,6 +128,14 @@ pub enum Condition {
     /// (`oracle::churn`: without them the client stays within the bound all run) is that
     /// setting's price, as a short retention is condition 2's. It explains nothing else.
     ServerPaced = 8,
+    /// Not a condition either, and no bug: the 2026-07-28 revision's own rule. It keeps nothing
+    /// of a request whose stream breaks (no `Last-Event-ID`, no resumption): the request is lost
+    /// and its client re-issues it with a new id (`changelog.mdx`: "clients MUST re-issue it").
+    /// A call whose attempts keep breaking before its tool can end never resolves: the price of
+    /// the intermediary's timeouts against the tool's length, as a short retention is condition
+    /// 2's. It explains that alone (`every-call-resolves`); a non-idempotent tool run again, or
+    /// a failure told of work that ran, stays the client's to answer for.
+    RequestLost = 9,
 }
 
 impl Condition {
@@ -150,6 +158,9 @@ impl Condition {
             }
             Condition::ServerPaced => {
                 return "the server's pacing (streams it closes on a timer, re-attached as it asks)".to_string()
+            }
+            Condition::RequestLost => {
+                return "the 2026-07-28 revision (a request lost with its stream, re-issued)".to_string()
             }
         };
         format!("condition {} ({what})", self.number())
@@ -205,6 +216,7 @@ impl fmt::Display for Breach {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
             Condition::ServerEnded | Condition::ServerMissed => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
+            Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
             c if self.promised => {
                 write!(f, "a client bug (its policy keeps condition {}): {}", c.number(), self.detail)
             }
@@ -291,9 +303,10 @@ impl Conditions {
         conditions
     }
 
-    /// Whether all four held over the whole run (the server's pacing breaks none of them).
+    /// Whether all four held over the whole run (the server's pacing and the 2026-07-28
+    /// revision's lost requests break none of them).
     pub fn all_held(&self) -> bool {
-        self.breaches.iter().all(|b| b.condition == Condition::ServerPaced)
+        self.breaches.iter().all(|b| matches!(b.condition, Condition::ServerPaced | Condition::RequestLost))
     }
 
     /// What explains a violation at `at`: the first breach of each condition broken by then.
@@ -510,10 +523,15 @@ struct Place<'v> {
 /// - The server's pacing ([`Condition::ServerPaced`]) causes the churn it accounts for
 ///   ([`Effect::PacedChurn`]) and nothing else; any breach that can cause a `bounded-reconnects`
 ///   violation can cause that one too.
+/// - A request lost with its stream under the 2026-07-28 revision ([`Condition::RequestLost`])
+///   causes a call left unresolved and nothing else.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
+    }
+    if b.condition == Condition::RequestLost {
+        return effect == Effect::Of(InvariantId::EveryCallResolves);
     }
     if b.task_id_lost {
         return matches!(effect, Effect::Of(InvariantId::NoOrphanedTask | InvariantId::TaskResultDelivered));
@@ -683,6 +701,8 @@ struct Judge {
     shared: BTreeSet<(SessionId, StreamNo)>,
     /// A server process said its store is shared across sessions (`server-start`).
     sessions_share_store: bool,
+    /// The clients a request of which was lost with its stream (`request_lost`).
+    lost_requests: BTreeSet<Option<u32>>,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
@@ -964,6 +984,9 @@ impl Judge {
             StepKind::Decision { call, action, error, .. } => {
                 if error.as_deref() == Some(NEVER_PERSISTED.as_str()) {
                     self.never_persisted(i, at, who, *call);
+                }
+                if let (Some(key), Some(crate::client::NOTE_REISSUE)) = (call, error.as_deref()) {
+                    self.request_lost(i, at, who, *key);
                 }
                 if let Some(key) = call {
                     self.stream_stopped(i, at, who, *key, action.as_ref(), error.as_deref());
@@ -1329,6 +1352,20 @@ impl Judge {
              the server cannot keep one session's events from another's"
         );
         self.breach(Condition::Refused, i, at, detail);
+    }
+
+    /// A modern client's request for `call` was lost with its stream, and the client re-issues
+    /// it (the 2026-07-28 revision keeps nothing to resume): the revision's price, recorded at the
+    /// first such loss of each client (it explains any of that client's calls left unresolved).
+    fn request_lost(&mut self, i: usize, at: Instant, who: Option<u32>, call: crate::ids::CallKey) {
+        if !self.lost_requests.insert(who) {
+            return;
+        }
+        let detail = format!(
+            "the client's requests are lost with their streams and re-issued (the revision keeps nothing to \
+             resume; the first, {call}'s, at {at}): a tool that outlasts the streams carrying it never ends"
+        );
+        self.breach(Condition::RequestLost, i, at, detail);
     }
 
     /// A `DELETE` answered 404, or 2xx, while its session had not ended: it landed where the
@@ -2255,6 +2292,34 @@ mod tests {
         // The first start is no restart: nothing was posted before it.
         let first = Conditions::judge(&trace(vec![(0, restart(false)), (1_000, post), (1_013, created)]));
         assert!(first.breaches.iter().all(|b| !b.task_id_lost), "{first:?}");
+    }
+
+    /// A modern request lost with its stream, re-issued (the 2026-07-28 revision's rule): the
+    /// revision's price, which explains a call left unresolved and nothing else (a swarm sweep of
+    /// stateless-2026 × stateless-2026: a 574 s tool behind a 71 s idle cut, every attempt cut).
+    #[test]
+    fn a_modern_request_lost_with_its_stream_explains_only_an_unresolved_call() {
+        let reissue = |at| {
+            (
+                at,
+                StepKind::Decision {
+                    call: Some(CallKey(0)),
+                    outcome: None,
+                    action: None,
+                    error: Some(crate::client::NOTE_REISSUE.into()),
+                },
+            )
+        };
+        let c = Conditions::judge(&trace(vec![reissue(71_000), reissue(143_000)]));
+        assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::RequestLost]);
+        assert!(c.breaches[0].detail.contains("the first, call0's, at 1m11.000s"), "{c:?}");
+        // No condition of the note broke.
+        assert!(c.all_held());
+        let b = &c.breaches[0];
+        assert!(can_cause(b, Effect::Of(InvariantId::EveryCallResolves)));
+        for other in [InvariantId::NoDuplicateExecution, InvariantId::NoFalseFailure, InvariantId::NoSilentEventLoss] {
+            assert!(!can_cause(b, Effect::Of(other)), "{other:?}");
+        }
     }
 
     /// The server's own word that a task failed (aborted at its TTL, its effect done) explains an

@@ -158,9 +158,11 @@ fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
     let conditions = mcpsim_model::oracle::conditions::Conditions::judge(trace);
     match conditions.explain(v) {
         mcpsim_model::oracle::conditions::Explanation::ExplainedBy(breaches) => {
-            // A termination and the server's pacing are no condition, but explain it alike.
+            // A termination, the server's pacing and the 2026-07-28 revision's lost requests are
+            // no condition, but explain it alike.
             out.push_str(
-                "what explains it (a design-note condition that broke, a termination, or the server's pacing):\n",
+                "what explains it (a design-note condition that broke, a termination, the server's pacing, \
+                 or the 2026-07-28 revision's lost requests):\n",
             );
             for b in breaches {
                 let _ = writeln!(out, "  {} (step {}, {})", b, b.step, b.at);

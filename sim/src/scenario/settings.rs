@@ -130,6 +130,9 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::Terminated => &["app.operator_deletes"],
         Condition::ServerEnded | Condition::ServerMissed => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
+        Condition::RequestLost => {
+            &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
+        }
     }
 }
 
@@ -1499,7 +1502,9 @@ mod tests {
     #[test]
     fn the_settings_each_condition_depends_on_are_keys_set_accepts() {
         use mcpsim_model::oracle::conditions::Condition::*;
-        for c in [Persisted, Retention, Refused, ByClass, Terminated, ServerEnded, ServerMissed, ServerPaced] {
+        for c in
+            [Persisted, Retention, Refused, ByClass, Terminated, ServerEnded, ServerMissed, ServerPaced, RequestLost]
+        {
             let keys = keeping(c);
             assert_eq!(keys.is_empty(), matches!(c, ServerEnded | ServerMissed), "{c:?}");
             for key in keys {
