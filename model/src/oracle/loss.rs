@@ -291,6 +291,42 @@ mod tests {
     }
 
     #[test]
+    fn two_clients_sessionless_requests_of_one_id_handed_over_without_ids_are_told_apart_by_their_calls() {
+        // Two modern clients each send their request 1 (call0 and call1) with no session; the
+        // server streams each its progress, and the clients hand it over without ids. Matched
+        // by (request, step) alone, both clients' step 1 found the later-stored event, and the
+        // other stream read as never delivered (a swarm sweep of stateless-2026 × rmcp).
+        let none = sid("");
+        let step = |call: u32, n: u32| ServerMessage::Progress {
+            request: crate::ids::RequestId(1),
+            call: CallKey(call),
+            step: n,
+        };
+        let mut t = TraceBuilder::new().at(1_000).by(0).app(app_call(0, true)).by(1).app(app_call(1, true));
+        for n in 1..=3 {
+            t = t.at(u64::from(n) * 10_000);
+            for (stream, call) in [(1, 0), (2, 1)] {
+                let mut kind = stored(&none, stream, n - 1, Some(call), Some(step(call, n)));
+                if let StepKind::EventStored { id, .. } = &mut kind {
+                    *id = EventId(format!("0.{}/{stream}", n - 1));
+                }
+                t = t.server(kind);
+            }
+            for call in [0, 1] {
+                let kind = StepKind::AppEvent {
+                    session: none.clone(),
+                    id: None,
+                    call: Some(CallKey(call)),
+                    message: step(call, n),
+                };
+                t = t.by(call).app(kind);
+            }
+        }
+        let t = t.at(50_000).by(0).app(app_result(0, &none, None)).by(1).app(app_result(1, &none, None)).build();
+        assert_eq!(silent_losses(&t), vec![]);
+    }
+
+    #[test]
     fn a_missing_progress_event_is_reported_once_per_stream_at_its_stored_time() {
         let a = sid("A");
         let trace = call_stream()

@@ -982,7 +982,9 @@ struct Delivery<'a> {
 /// step (by JSON-RPC request), a notification's seq, a call's result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum MessageKey {
-    Progress(u64, u32),
+    /// A progress event: its request, its call and its step. The call as well as the request: a
+    /// request with no session is known by its id alone, which every client numbers from 1.
+    Progress(u64, CallKey, u32),
     Notification(u32),
     Result(CallKey),
 }
@@ -990,7 +992,7 @@ enum MessageKey {
 impl MessageKey {
     fn of(message: &ServerMessage) -> Option<Self> {
         match message {
-            ServerMessage::Progress { request, step, .. } => Some(MessageKey::Progress(request.0, *step)),
+            ServerMessage::Progress { request, call, step } => Some(MessageKey::Progress(request.0, *call, *step)),
             ServerMessage::Notification { seq } => Some(MessageKey::Notification(*seq)),
             ServerMessage::ToolResult { call, .. } => Some(MessageKey::Result(*call)),
             ServerMessage::InitializeResult { .. }
