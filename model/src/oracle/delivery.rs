@@ -256,28 +256,30 @@ mod tests {
         assert_eq!(v[0].detail, "seq 2 was handed to the application after seq 3");
     }
 
+    /// call0's progress step `seq` stored as `id` on stream 1 with no session.
+    fn sessionless_progress(id: &str, seq: u32) -> StepKind {
+        let mut kind = stored(&sid(""), 1, seq, Some(0), Some(progress(0, seq)));
+        if let StepKind::EventStored { id: stored_id, .. } = &mut kind {
+            *stored_id = EventId::from(id);
+        }
+        kind
+    }
+
     #[test]
     fn stream_numbers_restart_with_a_new_server_process() {
         // A session-less server keeps one (empty) session name across a restart; its streams
         // are numbered again from 1, so order is judged per server process.
         let none = sid("");
-        let stored_as = |id: &str, seq: u32| {
-            let mut kind = stored(&none, 1, seq, Some(0), Some(progress(0, seq)));
-            if let StepKind::EventStored { id: stored_id, .. } = &mut kind {
-                *stored_id = EventId::from(id);
-            }
-            kind
-        };
         // Whatever else the process says of itself (a store shared across sessions).
         for sessions_share_store in [false, true] {
             let trace = TraceBuilder::new()
                 .at(1_000)
                 .server(StepKind::ServerStart { epoch: 0, sessions_share_store })
-                .server(stored_as("0.1-5", 5))
+                .server(sessionless_progress("0.1-5", 5))
                 .app(app_event(&none, EventId::from("0.1-5"), Some(0)))
                 .at(2_000)
                 .server(StepKind::ServerStart { epoch: 1, sessions_share_store })
-                .server(stored_as("1.1-1", 1))
+                .server(sessionless_progress("1.1-1", 1))
                 .app(app_event(&none, EventId::from("1.1-1"), Some(0)))
                 .build();
             assert_eq!(out_of_order_deliveries(&trace), vec![], "sessions_share_store: {sessions_share_store}");
@@ -291,23 +293,16 @@ mod tests {
         // second replica is another stream, whatever seq the first one's had reached. A sweep
         // of stateless-2026 × stateless-2026 behind two replicas read 435 of these as out of order.
         let none = sid("");
-        let stored_as = |id: &str, seq: u32| {
-            let mut kind = stored(&none, 1, seq, Some(0), Some(progress(0, seq)));
-            if let StepKind::EventStored { id: stored_id, .. } = &mut kind {
-                *stored_id = EventId::from(id);
-            }
-            kind
-        };
         let start = |epoch| StepKind::ServerStart { epoch, sessions_share_store: false };
         let on = |second: u32| {
             TraceBuilder::new()
                 .at(1_000)
                 .replica(0, start(0))
                 .replica(1, start(1))
-                .replica(0, stored_as("0.1-145", 145))
+                .replica(0, sessionless_progress("0.1-145", 145))
                 .app(app_event(&none, EventId::from("0.1-145"), Some(0)))
                 .at(2_000)
-                .replica(second, stored_as(&format!("{second}.1-1"), 1))
+                .replica(second, sessionless_progress(&format!("{second}.1-1"), 1))
                 .app(app_event(&none, EventId::from(format!("{second}.1-1").as_str()), Some(0)))
                 .build()
         };
