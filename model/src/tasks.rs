@@ -189,6 +189,15 @@ impl Default for ServerTasks {
     }
 }
 
+impl ServerTasks {
+    /// Whether a `tools/call` of a tool lasting `duration` is answered with a task: the server
+    /// makes tasks for tools that long (`create_for_tools_over`), and the client `declared` the
+    /// extension (a server MUST NOT answer a task otherwise).
+    pub fn makes_task_for(&self, duration: Duration, declared: bool) -> bool {
+        declared && self.create_for_tools_over.is_some_and(|over| duration >= over)
+    }
+}
+
 /// A client's tasks (`client.tasks`). The default does not declare the extension, so a server
 /// never answers it with a task (tasks.md: "MUST NOT return CreateTaskResult to a client that did
 /// not include the extension capability").

@@ -90,8 +90,7 @@ impl Server {
     /// Whether this call is answered with a task: the server makes tasks for the tool's duration
     /// and the client declared the extension (a server MUST NOT answer a task otherwise).
     pub(super) fn makes_task(&self, call: &ToolCall, spec: &ToolSpec) -> bool {
-        let over = self.policy.tasks.create_for_tools_over;
-        self.tasks.store.is_some() && call.tasks && over.is_some_and(|d| spec.duration >= d)
+        self.tasks.store.is_some() && self.policy.tasks.makes_task_for(spec.duration, call.tasks)
     }
 
     /// Answers the call with a `CreateTaskResult` (the record in place first, as the spec

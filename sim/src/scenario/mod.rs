@@ -552,9 +552,8 @@ impl Scenario {
     /// deadline need not wait for).
     fn input_wait(&self, tool: &ToolSpec, longest: Duration, client: u32) -> Duration {
         let policy = &self.client_policy(client).tasks;
-        // Only a task asks for input: the server makes one for this tool's duration, for a
-        // client that declares the extension (`Server::makes_task`).
-        let task = policy.declares && self.server.tasks.create_for_tools_over.is_some_and(|d| tool.duration >= d);
+        // Only a task asks for input.
+        let task = self.server.tasks.makes_task_for(tool.duration, policy.declares);
         // A tool whose input comes near its end asks for it in a run its jitter stretches.
         if !(task && tool.asks_for_input_within(longest)) {
             return Duration::ZERO;
