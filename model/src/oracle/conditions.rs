@@ -1699,7 +1699,21 @@ impl Judge {
     fn decision(&mut self, i: usize, at: Instant, who: Option<u32>, action: Option<&NextAction>, error: Option<&str>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
         let by_class = c.by_class;
-        let Some((status, end, _)) = c.last_close.take().filter(|c| c.2 == at) else { return };
+        let Some((status, end, _)) = c.last_close.take().filter(|c| c.2 == at) else {
+            // No close to answer: a process that came back with its session restored (a
+            // durable restart) and re-initializes lets a live session go for nothing. The note
+            // re-initializes on a 404 only (a swarm sweep of the naive client with
+            // `client.persistence = durable` read the duplicate that followed as unexplained).
+            let held = c.session.clone().filter(|s| c.held_session && !c.deleted.contains(s));
+            if let (Some(NextAction::Reinitialize), Some(session)) = (action, held) {
+                let detail = format!(
+                    "the client re-initialized at {at} while it held session {session}, which no 404 had ended \
+                     (the note re-initializes on a 404 only)"
+                );
+                self.record(Condition::ByClass, i, at, detail).promised = by_class;
+            }
+            return;
+        };
         let transport = match status {
             Some(s) => s.0 >= 500 || (s.0 < 300 && matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused))),
             None => matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused)),
@@ -2376,6 +2390,35 @@ mod tests {
         let gone = after(Some(Status::NOT_FOUND));
         // The 404 itself breaks retention (the session was gone), re-initializing is right.
         assert!(gone.breaches.iter().all(|b| b.condition == Condition::Retention), "{gone:?}");
+    }
+
+    /// A process that came back with its session restored and re-initializes at once (no close
+    /// to answer) lets a live session go: condition 4, the client's bug when its policy runs the
+    /// decision procedure. One that restored nothing has no session to keep.
+    #[test]
+    fn re_initializing_after_a_restart_that_restored_the_session_breaks_condition_four() {
+        let start = |restored: bool, durable: bool| StepKind::ClientStart { restored, durable, by_class: false };
+        let reinit = StepKind::Decision {
+            call: Some(CallKey(0)),
+            outcome: None,
+            action: Some(NextAction::Reinitialize),
+            error: None,
+        };
+        let judged = |restored: bool| {
+            Conditions::judge(&trace(vec![
+                (0, start(false, true)),
+                (1, on_session(1)),
+                (48_000, start(restored, true)),
+                (48_000, reinit.clone()),
+            ]))
+        };
+        let kept = judged(true);
+        let by_class: Vec<_> = kept.breaches.iter().filter(|b| b.condition == Condition::ByClass).collect();
+        assert_eq!(by_class.len(), 1, "{kept:?}");
+        assert!(by_class[0].detail.contains("which no 404 had ended"), "{kept:?}");
+        assert!(!by_class[0].promised, "the naive policy does not keep condition 4");
+        // A restart without its state broke condition 1 instead; re-initializing then is right.
+        assert!(judged(false).breaches.iter().all(|b| b.condition != Condition::ByClass));
     }
 
     /// A client whose policy keeps a condition and breaks it has a bug: what follows is
