@@ -701,6 +701,9 @@ struct Judge {
     shared: BTreeSet<(SessionId, StreamNo)>,
     /// A server process said its store is shared across sessions (`server-start`).
     sessions_share_store: bool,
+    /// Sessions a stream of which the server closed on its own timer, not yet answered by a
+    /// client's decision (`decision`).
+    closed_by_server: BTreeSet<SessionId>,
     /// The clients a request of which was lost with its stream (`request_lost`).
     lost_requests: BTreeSet<Option<u32>>,
     /// Why and when each session ended.
@@ -1107,6 +1110,7 @@ impl Judge {
                 ),
             ),
             StepKind::ServerClosedStream { session, stream, rule, after_us, .. } => {
+                self.closed_by_server.insert(session.clone());
                 let after = format_micros(*after_us);
                 let what = match rule {
                     CloseRule::IdleStandalone => {
@@ -1714,10 +1718,17 @@ impl Judge {
             }
             return;
         };
-        let transport = match status {
-            Some(s) => s.0 >= 500 || (s.0 < 300 && matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused))),
-            None => matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused)),
-        };
+        // A clean end the server made on its own timer (SEP-1699: the stream lives on, its client
+        // is to come back with Last-Event-ID) is a transport fact too: the session lived (a
+        // swarm sweep of the naive client read a re-initialize after one as right).
+        let paced = matches!(end, Some(ConnEnd::Clean))
+            && status.is_none_or(|s| s.0 < 300)
+            && c.session.as_ref().is_some_and(|s| self.closed_by_server.remove(s));
+        let transport = paced
+            || match status {
+                Some(s) => s.0 >= 500 || (s.0 < 300 && matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused))),
+                None => matches!(end, Some(ConnEnd::Reset | ConnEnd::Refused)),
+            };
         let what = match (status, end) {
             (Some(s), _) if s.0 >= 400 => format!("HTTP {}", s.0),
             (_, Some(e)) => e.to_string(),
@@ -2418,6 +2429,40 @@ mod tests {
         assert!(by_class[0].detail.contains("which no 404 had ended"), "{kept:?}");
         assert!(!by_class[0].promised, "the naive policy does not keep condition 4");
         // A restart without its state broke condition 1 instead; re-initializing then is right.
+        assert!(judged(false).breaches.iter().all(|b| b.condition != Condition::ByClass));
+    }
+
+    /// A clean end the server made on its own timer (SEP-1699) leaves the session alive:
+    /// re-initializing on it is condition 4, as after a reset; without the server's close, a
+    /// clean end before the answer reads as before.
+    #[test]
+    fn re_initializing_after_the_servers_own_timer_close_breaks_condition_four() {
+        let closed = StepKind::ServerClosedStream {
+            conn: ConnId(7),
+            session: sid(),
+            stream: Some(StreamNo(1)),
+            rule: CloseRule::RequestStream,
+            after_us: 144_000_000,
+        };
+        let reinit = StepKind::Decision {
+            call: Some(CallKey(0)),
+            outcome: None,
+            action: Some(NextAction::Reinitialize),
+            error: None,
+        };
+        let judged = |server_closed: bool| {
+            let mut kinds = vec![(0, start(false)), (1, on_session(1))];
+            if server_closed {
+                kinds.push((2_000, closed.clone()));
+            }
+            kinds.push((2_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Clean }));
+            kinds.push((2_000, reinit.clone()));
+            Conditions::judge(&trace(kinds))
+        };
+        let paced = judged(true);
+        let by_class: Vec<_> = paced.breaches.iter().filter(|b| b.condition == Condition::ByClass).collect();
+        assert_eq!(by_class.len(), 1, "{paced:?}");
+        assert!(by_class[0].detail.contains("a transport fact: the session lived"), "{paced:?}");
         assert!(judged(false).breaches.iter().all(|b| b.condition != Condition::ByClass));
     }
 
