@@ -2403,28 +2403,37 @@ mod tests {
         assert!(gone.breaches.iter().all(|b| b.condition == Condition::Retention), "{gone:?}");
     }
 
+    /// The client's decision to re-initialize, on call0's stream.
+    fn reinitialize_call0() -> StepKind {
+        StepKind::Decision {
+            call: Some(CallKey(0)),
+            outcome: None,
+            action: Some(NextAction::Reinitialize),
+            error: None,
+        }
+    }
+
+    /// The breaches of one condition.
+    fn of_condition(c: &Conditions, condition: Condition) -> Vec<&Breach> {
+        c.breaches.iter().filter(|b| b.condition == condition).collect()
+    }
+
     /// A process that came back with its session restored and re-initializes at once (no close
     /// to answer) lets a live session go: condition 4, the client's bug when its policy runs the
     /// decision procedure. One that restored nothing has no session to keep.
     #[test]
     fn re_initializing_after_a_restart_that_restored_the_session_breaks_condition_four() {
         let start = |restored: bool, durable: bool| StepKind::ClientStart { restored, durable, by_class: false };
-        let reinit = StepKind::Decision {
-            call: Some(CallKey(0)),
-            outcome: None,
-            action: Some(NextAction::Reinitialize),
-            error: None,
-        };
         let judged = |restored: bool| {
             Conditions::judge(&trace(vec![
                 (0, start(false, true)),
                 (1, on_session(1)),
                 (48_000, start(restored, true)),
-                (48_000, reinit.clone()),
+                (48_000, reinitialize_call0()),
             ]))
         };
         let kept = judged(true);
-        let by_class: Vec<_> = kept.breaches.iter().filter(|b| b.condition == Condition::ByClass).collect();
+        let by_class = of_condition(&kept, Condition::ByClass);
         assert_eq!(by_class.len(), 1, "{kept:?}");
         assert!(by_class[0].detail.contains("which no 404 had ended"), "{kept:?}");
         assert!(!by_class[0].promised, "the naive policy does not keep condition 4");
@@ -2444,23 +2453,17 @@ mod tests {
             rule: CloseRule::RequestStream,
             after_us: 144_000_000,
         };
-        let reinit = StepKind::Decision {
-            call: Some(CallKey(0)),
-            outcome: None,
-            action: Some(NextAction::Reinitialize),
-            error: None,
-        };
         let judged = |server_closed: bool| {
             let mut kinds = vec![(0, start(false)), (1, on_session(1))];
             if server_closed {
                 kinds.push((2_000, closed.clone()));
             }
             kinds.push((2_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Clean }));
-            kinds.push((2_000, reinit.clone()));
+            kinds.push((2_000, reinitialize_call0()));
             Conditions::judge(&trace(kinds))
         };
         let paced = judged(true);
-        let by_class: Vec<_> = paced.breaches.iter().filter(|b| b.condition == Condition::ByClass).collect();
+        let by_class = of_condition(&paced, Condition::ByClass);
         assert_eq!(by_class.len(), 1, "{paced:?}");
         assert!(by_class[0].detail.contains("a transport fact: the session lived"), "{paced:?}");
         assert!(judged(false).breaches.iter().all(|b| b.condition != Condition::ByClass));
