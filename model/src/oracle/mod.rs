@@ -1072,9 +1072,11 @@ struct CallLedger {
     /// Every call the application issued, with the idempotency its first `AppCall` declared.
     idempotent: BTreeMap<CallKey, bool>,
     resolutions: BTreeMap<CallKey, Vec<Resolution>>,
-    /// Calls whose client cancelled a request of theirs itself (`notifications/cancelled`: its
-    /// own request timeout): an error it then reported is its own giving up, not the server's.
-    cancelled_by_client: BTreeSet<CallKey>,
+    /// Each cancel a client sent of a `tools/call` request of its own (`notifications/cancelled`:
+    /// its own request timeout), by the trace index of its step: the call the request carried,
+    /// as its ids stood then (every client numbers its requests from 1, again after a restart).
+    /// An error the client then reported is its own giving up, not the server's.
+    cancels: BTreeMap<usize, CallKey>,
 }
 
 impl CallLedger {
@@ -1082,8 +1084,8 @@ impl CallLedger {
         let mut idempotent = BTreeMap::new();
         let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
         let mut requests: BTreeMap<(u32, RequestId), CallKey> = BTreeMap::new();
-        let mut cancelled_by_client = BTreeSet::new();
-        for (_, step) in steps {
+        let mut cancels = BTreeMap::new();
+        for (order, step) in steps {
             if let StepKind::AppCall { call, idempotent: i, .. } = &step.kind {
                 idempotent.entry(*call).or_insert(*i);
             }
@@ -1097,14 +1099,19 @@ impl CallLedger {
                     }
                     Some(ClientMessage::Cancelled { request }) => {
                         if let Some(call) = requests.get(&(client_of(step), *request)) {
-                            cancelled_by_client.insert(*call);
+                            cancels.insert(order, *call);
                         }
                     }
                     _ => {}
                 }
             }
         }
-        CallLedger { idempotent, resolutions, cancelled_by_client }
+        CallLedger { idempotent, resolutions, cancels }
+    }
+
+    /// The call whose request the client's cancel at trace index `order` named, if it named one.
+    fn call_cancelled_at(&self, order: usize) -> Option<CallKey> {
+        self.cancels.get(&order).copied()
     }
 
     fn issued(&self, call: CallKey) -> bool {
@@ -1121,7 +1128,7 @@ impl CallLedger {
     /// server was still working for it, so what the server stored after that was lost, not
     /// reported.
     fn told_failure(&self, call: CallKey) -> bool {
-        let gave_up = self.cancelled_by_client.contains(&call);
+        let gave_up = self.cancels.values().any(|c| *c == call);
         self.resolutions.get(&call).is_some_and(|r| {
             r.iter().any(|h| *h == Resolution::UnknownOutcome || (*h == Resolution::Error && !gave_up))
         })

@@ -50,34 +50,12 @@ pub(super) const NO_WORK_KILLED: Invariant = Invariant {
 /// clients' request 13 apart.
 type CancelKey<'a> = (Option<&'a SessionId>, RequestId, Option<CallKey>);
 
-/// The call each client's `tools/call` requests carry, by (client, request id).
-#[derive(Default)]
-struct CallsOf(BTreeMap<(u32, RequestId), CallKey>);
-
-impl CallsOf {
-    fn read(&mut self, step: &crate::trace::Step) {
-        if let StepKind::Send { request, .. } = &step.kind {
-            if let Some(ClientMessage::CallTool { id, call }) = &request.body {
-                self.0.insert((super::client_of(step), *id), call.key);
-            }
-        }
-    }
-
-    /// The key of a cancel of request `id` sent by `step`'s client in `session`.
-    fn cancel<'a>(&self, step: &crate::trace::Step, session: Option<&'a SessionId>, id: RequestId) -> CancelKey<'a> {
-        match session.filter(|s| !s.0.is_empty()) {
-            Some(s) => (Some(s), id, None),
-            None => (None, id, self.0.get(&(super::client_of(step), id)).copied()),
-        }
-    }
-}
-
-/// The key a tool run of `call` for request `request` in `session` is cancelled under.
-fn run_key(session: &SessionId, request: RequestId, call: CallKey) -> CancelKey<'_> {
-    if session.0.is_empty() {
-        (None, request, Some(call))
-    } else {
-        (Some(session), request, None)
+/// The key of request `request` of `call` (if known) in `session`: what a cancel names, and what a
+/// tool run is cancelled under.
+fn cancel_key(session: Option<&SessionId>, request: RequestId, call: Option<CallKey>) -> CancelKey<'_> {
+    match session.filter(|s| !s.0.is_empty()) {
+        Some(s) => (Some(s), request, None),
+        None => (None, request, call),
     }
 }
 
@@ -93,7 +71,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let still_waiting = |call: CallKey, order: usize| resolved_at.get(&call).is_none_or(|r| *r > order);
     let mut running: BTreeMap<(&SessionId, RequestId), Running> = BTreeMap::new();
     let mut cancelled: BTreeSet<CancelKey<'_>> = BTreeSet::new();
-    let mut calls = CallsOf::default();
+    let ledger = ix.ledger();
     let mut deleted: BTreeSet<Option<&SessionId>> = BTreeSet::new();
     let mut tasks = TaskTools::default();
     let mut violations: BTreeMap<CallKey, Violation> = BTreeMap::new();
@@ -107,14 +85,13 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         .collect();
     for (order, step) in ix.others() {
         tasks.read(step);
-        calls.read(step);
         match &step.kind {
             StepKind::Send { request, .. } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
                     deleted.insert(request.session.as_ref());
                 }
                 (_, Some(ClientMessage::Cancelled { request: id })) => {
-                    cancelled.insert(calls.cancel(step, request.session.as_ref(), *id));
+                    cancelled.insert(cancel_key(request.session.as_ref(), *id, ledger.call_cancelled_at(order)));
                 }
                 _ => {}
             },
@@ -123,7 +100,7 @@ fn work_killed_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             }
             StepKind::ToolEnded { session, request, end, .. } => {
                 let Some(tool) = running.remove(&(session, *request)) else { continue };
-                let asked = cancelled.contains(&run_key(session, *request, tool.call))
+                let asked = cancelled.contains(&cancel_key(Some(session), *request, Some(tool.call)))
                     || deleted.contains(&Some(session))
                     || tasks.cancel_asked(session, *request, tool.call);
                 // A `Disconnected` end is judged by the request's era. Served with no session (a
@@ -191,8 +168,6 @@ struct EndedByClient<'a> {
     cancel_conns: BTreeMap<(u32, crate::ids::ConnId), CancelKey<'a>>,
     /// When the server's answer to each cancel reached the client (by then it had handled it).
     cancelled: BTreeMap<CancelKey<'a>, Instant>,
-    /// The call of each client's requests.
-    calls: CallsOf,
     /// When the connection carrying each request's stream ended on a server whose policy says
     /// a disconnect cancels, and the handler ignored it (`CancelIgnored`).
     disconnected: BTreeMap<(&'a SessionId, RequestId), Instant>,
@@ -256,17 +231,16 @@ impl<'a> TaskTools<'a> {
 }
 
 impl<'a> EndedByClient<'a> {
-    /// Reads one step; returns the point the work of `(session, request)` ended, if known now.
-    fn read(&mut self, step: &'a crate::trace::Step) {
+    /// Reads step `order`; the ledger names the call each client cancel named.
+    fn read(&mut self, order: usize, step: &'a crate::trace::Step, ledger: &super::CallLedger) {
         self.tasks.read(step);
-        self.calls.read(step);
         match &step.kind {
             StepKind::Send { conn, request } => match (&request.method, &request.body) {
                 (Method::Delete, _) => {
                     self.delete_sent.extend(request.session.as_ref());
                 }
                 (_, Some(ClientMessage::Cancelled { request: id })) => {
-                    let key = self.calls.cancel(step, request.session.as_ref(), *id);
+                    let key = cancel_key(request.session.as_ref(), *id, ledger.call_cancelled_at(order));
                     self.cancel_conns.insert((super::client_of(step), *conn), key);
                 }
                 (_, Some(ClientMessage::Task { op: TaskOp::Cancel, task, .. })) => {
@@ -304,8 +278,10 @@ impl<'a> EndedByClient<'a> {
     /// When the server had learned that the client ended this request's work, if it had.
     fn ended(&self, session: &'a SessionId, request: RequestId, call: CallKey) -> Option<(Instant, &'static str)> {
         let deleted = self.deleted.get(session).map(|t| (*t, "the client's DELETE of the session"));
-        let cancelled =
-            self.cancelled.get(&run_key(session, request, call)).map(|t| (*t, "the client's cancel of the request"));
+        let cancelled = self
+            .cancelled
+            .get(&cancel_key(Some(session), request, Some(call)))
+            .map(|t| (*t, "the client's cancel of the request"));
         let disconnected = self
             .disconnected
             .get(&(session, request))
@@ -325,9 +301,10 @@ impl<'a> EndedByClient<'a> {
 /// client had ended its work.
 fn abandoned_work_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
     let mut ended = EndedByClient::default();
+    let ledger = ix.ledger();
     let mut violations: BTreeMap<(&SessionId, RequestId), Violation> = BTreeMap::new();
     for (order, step) in ix.others() {
-        ended.read(step);
+        ended.read(order, step, ledger);
         let (session, request, call, what) = match &step.kind {
             StepKind::SideEffect { session, request, call, tool, .. } => {
                 (session, *request, *call, format!("the side effect of {tool} ran"))
