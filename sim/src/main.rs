@@ -361,6 +361,11 @@ enum Command {
         /// else, and print their rate: the loop to put under `perf record`.
         #[arg(long)]
         profile: bool,
+        /// With --profile: run the model alone (the madsim-free `Pair` the `× model` column
+        /// measures) driving the target's exchange to its seed 0's end, instead of the simulation:
+        /// the other half of the ratio, for `perf` or valgrind (`sim/bench/model-ratio.sh`).
+        #[arg(long, requires = "profile")]
+        model_alone: bool,
         #[command(flatten)]
         target: Target,
     },
@@ -578,8 +583,8 @@ fn main() -> ExitCode {
         Command::Profiles { sources: true, doc, .. } => cli::cmd_sources(doc.as_deref()),
         Command::Profiles { dump: None, .. } => cli::cmd_profiles(),
         Command::Profiles { dump: Some(name), .. } => cli::cmd_dump(&name),
-        Command::Bench { runs, rounds, profile, target } => {
-            cli::cmd_bench(runs, rounds, profile.then(|| target.args()).as_ref())
+        Command::Bench { runs, rounds, profile, model_alone, target } => {
+            cli::cmd_bench(runs, rounds, profile.then(|| target.args()).as_ref(), model_alone)
         }
         Command::Probe(ProbeCommand::Server {
             url,

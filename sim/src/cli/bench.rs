@@ -8,8 +8,9 @@ use crate::studies::bench::{self, Subject};
 /// How many times fewer seeds the two-hour `chatty-tool` line runs per round than the others.
 const LONG_RUN_SHARE: u64 = 16;
 
-/// `mcpsim bench`: the table, or with `profile` one scenario's seeds and nothing else.
-pub fn cmd_bench(runs: u64, rounds: u32, profile: Option<&ScenarioArgs>) -> Result<Exit, SimError> {
+/// `mcpsim bench`: the table, or with `profile` one scenario's seeds and nothing else (with
+/// `model_alone`, the madsim-free model driving its exchange instead).
+pub fn cmd_bench(runs: u64, rounds: u32, profile: Option<&ScenarioArgs>, model_alone: bool) -> Result<Exit, SimError> {
     if runs == 0 {
         return Err(SimError::Usage("--runs must be at least 1".into()));
     }
@@ -18,9 +19,14 @@ pub fn cmd_bench(runs: u64, rounds: u32, profile: Option<&ScenarioArgs>) -> Resu
     }
     if let Some(args) = profile {
         let scenario = args.build()?;
-        let round = bench::profile(&scenario, runs)?;
+        let (round, what) = if model_alone {
+            (bench::profile_model_alone(&scenario, runs)?, "the model alone, ")
+        } else {
+            (bench::profile(&scenario, runs)?, "")
+        };
         println!(
-            "{} × {} × {}: {} runs in {:.3} s ({}), {:.0} runs/s",
+            "{}{} × {} × {}: {} runs in {:.3} s ({}), {:.0} runs/s",
+            what,
             scenario.client_label(),
             scenario.server.name,
             scenario.name,

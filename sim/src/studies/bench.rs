@@ -255,6 +255,13 @@ pub fn profile(scenario: &Scenario, runs: u64) -> Result<Round, SimError> {
     time_round(Length::Runs(runs), &mut |seed| run(scenario, seed).map(|_| ()))
 }
 
+/// Runs the model alone ([`model_alone`]) `runs` times over `scenario`'s exchange up to the end
+/// of its seed 0, and nothing else: the other side of the `× model` ratio, for `perf` or valgrind.
+pub fn profile_model_alone(scenario: &Scenario, runs: u64) -> Result<Round, SimError> {
+    let end = Instant(run(scenario, 0)?.trace.steps.last().map_or(0, |step| step.t));
+    time_round(Length::Runs(runs), &mut |_| model_alone(scenario, end).map(|_| ()))
+}
+
 /// Prints the lines as a table: the median round, the range over rounds, each line's cost
 /// relative to the empty runtime (medians), and for scenario lines the steps of seed 0 and the
 /// oracles' share of a run.
@@ -296,7 +303,8 @@ pub fn print(lines: &[BenchLine]) {
         clock_name()
     );
     println!(" an empty-runtime round lasts {empty} ms; steps and oracles: seed 0's trace, judged repeatedly;");
-    println!(" × model: the madsim-free Pair driving the same profiles, tools and calls to the same end, no faults)");
+    println!(" × model: the madsim-free Pair driving the same profiles, tools and calls to the same end, no faults;");
+    println!(" timed, it moves with the machine's state: sim/bench/model-ratio.sh counts it in instructions)");
     if cfg!(debug_assertions) {
         println!("(debug build: use `cargo run --release -p mcpsim -- bench` for numbers worth quoting)");
     }
@@ -365,5 +373,6 @@ mod tests {
     fn a_profile_runs_the_seeds_asked_for() {
         let scenario = Scenario::build("long-tool", "reference", "reference").expect("builds");
         assert_eq!(profile(&scenario, 3).expect("runs").runs, 3);
+        assert_eq!(profile_model_alone(&scenario, 2).expect("runs").runs, 2);
     }
 }
