@@ -52,6 +52,16 @@ fn check_determinism_runs_the_seed_twice_at_once() {
 }
 
 #[test]
+fn bench_profiles_either_side_of_the_model_ratio_and_model_alone_needs_profile() {
+    let sim = mcpsim(&["bench", "--profile", "--runs", "3"]);
+    let model = mcpsim(&["bench", "--profile", "--model-alone", "--runs", "3"]);
+    assert_eq!((code(&sim), code(&model)), (0, 0), "{}{}", stderr(&sim), stderr(&model));
+    assert!(stdout(&sim).starts_with("reference × reference × long-tool: 3 runs"), "{}", stdout(&sim));
+    assert!(stdout(&model).starts_with("the model alone, reference × reference × long-tool: 3 runs"), "{}", stdout(&model));
+    assert_bad_input(&mcpsim(&["bench", "--model-alone"]), "--profile");
+}
+
+#[test]
 fn bad_flags_keys_and_values_exit_2() {
     assert_bad_input(&mcpsim(&["run", "--bogus"]), "unexpected argument '--bogus' found; see 'mcpsim run --help'");
     assert_bad_input(&mcpsim(&["sweep"]), "--vary <KEY=RANGE>; see 'mcpsim sweep --help'");
