@@ -855,7 +855,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("resumed_on_response", "A resumed connection once its stream's response is sent: close, or stay-open (Python)."),
     ("resume_while_attached", "A resume while the stream's own connection is still registered: take-over, or replay-and-close (Python)."),
     ("detached_request_events", "Events of a request stream whose connection the server closed itself: store, or drop (typescript-sdk#2151)."),
-    ("close_request_streams", "The server ends each request's SSE connection this long after opening it (SEP-1699 polling: 0s), or none."),
+    ("close_request_streams", "The server ends each request's SSE connection this long after opening it (SEP-1699 polling: 0s), or none. Only a session's streams (2025-11-25): a sessionless or modern request's closed stream would cancel it, so none is closed."),
     ("close_idle_standalone", "The server ends the standalone GET after this long with no event on it (a graceful idle close), or none."),
     ("dead_stream", "How a connection cut on the client side only is noticed: immediate, on-write, on-keepalive."),
     ("unknown_session", "The answer to a POST or GET naming an unknown session: not-found404, bad-request400, rpc-error200, unavailable503."),

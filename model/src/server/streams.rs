@@ -273,8 +273,19 @@ impl Server {
     /// The server's own close timer for a connection of `kind`, and the setting it comes from: a
     /// request's stream (`close_request_streams`) and the standalone stream
     /// (`close_idle_standalone`, restarted at each write) have one; a resumed or JSON answer none.
+    ///
+    /// Closing a request's stream before its response is SEP-1699 polling, which only a stream
+    /// the client can resume allows: a session's, in the 2025-11-25 era. A sessionless server
+    /// (here the 2026-07-28 era: `era::served_eras`) and a dual-era server's modern context
+    /// never do it, for there a closed response stream is the request's cancellation
+    /// (2026-07-28 streamable-http.mdx:233-240). So the SDKs: TypeScript offers `closeSSEStream`
+    /// only to 2025-11-25 requests (1.32.2 `webStandardStreamableHttp.js:805-813`, and its test of
+    /// the version gate), python-sdk 2.3.0 has `close_sse_stream` only on its session transport
+    /// (`streamable_http.py:257-283`, not `_streamable_http_modern.py`), rmcp 3.11.0 only in its
+    /// session (`session/local.rs:755-782`).
     fn close_timer(&self, kind: ConnKind) -> Option<(CloseRule, std::time::Duration)> {
         match kind {
+            ConnKind::Request if !self.policy.sessions => None,
             ConnKind::Request => self.policy.close_request_streams.map(|d| (CloseRule::RequestStream, d)),
             ConnKind::Standalone => self.policy.close_idle_standalone.map(|d| (CloseRule::IdleStandalone, d)),
             ConnKind::Resumed | ConnKind::Json => None,

@@ -1269,6 +1269,36 @@ fn sep_1699_polling_closes_the_post_after_its_priming_event_and_the_result_is_re
     assert!(matches!(events(&out, GET)[..], [SseEvent { data: Some(ServerMessage::ToolResult { .. }), .. }]));
 }
 
+/// SEP-1699 polling needs a stream the client can resume: a modern request's (or a sessionless
+/// server's) stream is never closed before its response, on a dual-era server or a modern-only
+/// one, whatever `close_request_streams` says; the legacy request beside it still is.
+#[test]
+fn no_modern_or_sessionless_request_stream_is_closed_for_polling() {
+    let polling = |name| ServerPolicy { close_request_streams: Some(Duration::from_secs(1)), ..policy(name) };
+    // A dual-era server: the modern call runs to its result on its open stream; the legacy one
+    // in a session is closed at 1 s.
+    let mut s = server(polling("py-sdk"));
+    let session = init(&mut s, at(0));
+    s.handle_request(at(0), POST, modern_call(7, "quick", 1));
+    let _ = drain(&mut s);
+    let _ = call(&mut s, at(0), OTHER, &session, "quick");
+    let out = drive_until(&mut s, at(3));
+    assert!(!closed_by_server(&out, POST), "{out:?}");
+    assert!(events(&out, POST).iter().any(|e| matches!(e.data, Some(ServerMessage::ToolResult { .. }))));
+    assert!(closed_by_server(&out, OTHER), "the legacy request's stream is closed for polling");
+    // A modern-only (sessionless) server.
+    let mut s = server(polling("stateless-2026"));
+    s.handle_request(at(0), POST, modern_call(2, "quick", 1));
+    let out = drive_until(&mut s, at(3));
+    assert!(!closed_by_server(&out, POST), "{out:?}");
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Completed]);
+}
+
+/// Whether the server closed `conn` on its own timer.
+fn closed_by_server(out: &[ServerOutput], conn: ConnId) -> bool {
+    records(out).iter().any(|r| matches!(r, StepKind::ServerClosedStream { conn: c, .. } if *c == conn))
+}
+
 /// typescript-sdk#2151: after `closeSSEStream`, the result produced while no connection is
 /// attached is not stored, so a resumption finds nothing and the call never resolves.
 #[test]
