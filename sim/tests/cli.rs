@@ -57,7 +57,11 @@ fn bench_profiles_either_side_of_the_model_ratio_and_model_alone_needs_profile()
     let model = mcpsim(&["bench", "--profile", "--model-alone", "--runs", "3"]);
     assert_eq!((code(&sim), code(&model)), (0, 0), "{}{}", stderr(&sim), stderr(&model));
     assert!(stdout(&sim).starts_with("reference × reference × long-tool: 3 runs"), "{}", stdout(&sim));
-    assert!(stdout(&model).starts_with("the model alone, reference × reference × long-tool: 3 runs"), "{}", stdout(&model));
+    assert!(
+        stdout(&model).starts_with("the model alone, reference × reference × long-tool: 3 runs"),
+        "{}",
+        stdout(&model)
+    );
     assert_bad_input(&mcpsim(&["bench", "--model-alone"]), "--profile");
 }
 

@@ -133,8 +133,10 @@ pub enum Condition {
     /// and its client re-issues it with a new id (`changelog.mdx`: "clients MUST re-issue it").
     /// A call whose attempts keep breaking before its tool can end never resolves: the price of
     /// the intermediary's timeouts against the tool's length, as a short retention is condition
-    /// 2's. It explains that alone (`every-call-resolves`); a non-idempotent tool run again, or
-    /// a failure told of work that ran, stays the client's to answer for.
+    /// 2's. It explains that (`every-call-resolves`) and the events a request stream without a
+    /// session lost when it broke ([`Effect::SessionlessEventLoss`]: "a broken response stream
+    /// loses the in-flight request"); a non-idempotent tool run again, or a failure told of work
+    /// that ran, stays the client's to answer for.
     RequestLost = 9,
 }
 
@@ -447,6 +449,10 @@ impl Conditions {
             // Rule a names the event that held the result; rule c, the session alone.
             InvariantId::NoOrphanedSession if stream.is_none() => Effect::DeadSessionKept,
             InvariantId::BoundedReconnects if self.paced_churn.contains(&violation.step) => Effect::PacedChurn,
+            // The empty session: the events of a request served with none (the 2026-07-28 era).
+            InvariantId::NoSilentEventLoss if super::subject_session(&violation.subject) == Some("") => {
+                Effect::SessionlessEventLoss
+            }
             invariant => Effect::Of(invariant),
         }
     }
@@ -524,14 +530,15 @@ struct Place<'v> {
 ///   ([`Effect::PacedChurn`]) and nothing else; any breach that can cause a `bounded-reconnects`
 ///   violation can cause that one too.
 /// - A request lost with its stream under the 2026-07-28 revision ([`Condition::RequestLost`])
-///   causes a call left unresolved and nothing else.
+///   causes a call left unresolved and the events lost with a sessionless request's stream
+///   ([`Effect::SessionlessEventLoss`]), and nothing else.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
     if b.condition == Condition::RequestLost {
-        return effect == Effect::Of(InvariantId::EveryCallResolves);
+        return matches!(effect, Effect::Of(InvariantId::EveryCallResolves) | Effect::SessionlessEventLoss);
     }
     if b.task_id_lost {
         return matches!(effect, Effect::Of(InvariantId::NoOrphanedTask | InvariantId::TaskResultDelivered));
@@ -547,13 +554,18 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
             Effect::Of(InvariantId::EveryCallResolves | InvariantId::TaskResultDelivered) => answers,
             Effect::Of(invariant) => MISSED_REPLAY_COSTS.contains(&invariant),
             Effect::PacedChurn => MISSED_REPLAY_COSTS.contains(&InvariantId::BoundedReconnects),
+            Effect::SessionlessEventLoss => MISSED_REPLAY_COSTS.contains(&InvariantId::NoSilentEventLoss),
             Effect::SecondSession | Effect::DeadSessionKept => false,
         };
     }
     match effect {
         Effect::Of(InvariantId::NoFalseFailure) => client_memory_or_class || b.server_failed_work,
         Effect::Of(InvariantId::NoDuplicateExecution) => client_memory_or_class || b.server_failed_work,
-        Effect::SecondSession | Effect::DeadSessionKept | Effect::PacedChurn | Effect::Of(_) => true,
+        Effect::SecondSession
+        | Effect::DeadSessionKept
+        | Effect::PacedChurn
+        | Effect::SessionlessEventLoss
+        | Effect::Of(_) => true,
     }
 }
 
@@ -586,6 +598,9 @@ pub enum Effect {
     /// A `bounded-reconnects` violation the re-attachments the server asked for (streams it
     /// closed itself on a timer) account for: without them its client stays within the bound.
     PacedChurn,
+    /// `no-silent-event-loss` on a request stream without a session: a 2026-07-28 request's,
+    /// which nothing can resume, so what it carried when it broke is lost with it.
+    SessionlessEventLoss,
 }
 
 impl Effect {
@@ -595,6 +610,7 @@ impl Effect {
             Effect::Of(invariant) => invariant,
             Effect::SecondSession | Effect::DeadSessionKept => InvariantId::NoOrphanedSession,
             Effect::PacedChurn => InvariantId::BoundedReconnects,
+            Effect::SessionlessEventLoss => InvariantId::NoSilentEventLoss,
         }
     }
 }
@@ -2320,10 +2336,11 @@ mod tests {
     }
 
     /// A modern request lost with its stream, re-issued (the 2026-07-28 revision's rule): the
-    /// revision's price, which explains a call left unresolved and nothing else (a swarm sweep of
-    /// stateless-2026 × stateless-2026: a 574 s tool behind a 71 s idle cut, every attempt cut).
+    /// revision's price, which explains a call left unresolved (a swarm sweep of stateless-2026 ×
+    /// stateless-2026: a 574 s tool behind a 71 s idle cut, every attempt cut) and what a
+    /// sessionless request's stream carried when it broke, and nothing else.
     #[test]
-    fn a_modern_request_lost_with_its_stream_explains_only_an_unresolved_call() {
+    fn a_modern_request_lost_with_its_stream_explains_an_unresolved_call_and_what_the_stream_carried() {
         let reissue = |at| {
             (
                 at,
@@ -2342,9 +2359,22 @@ mod tests {
         assert!(c.all_held());
         let b = &c.breaches[0];
         assert!(can_cause(b, Effect::Of(InvariantId::EveryCallResolves)));
+        // And the events lost with a sessionless request's stream (a swarm sweep of
+        // stateless-2026 × py-sdk × expire-during-tool: a progress event in flight when a 10 s
+        // idle cut took the stream), but not a session's.
+        assert!(can_cause(b, Effect::SessionlessEventLoss));
         for other in [InvariantId::NoDuplicateExecution, InvariantId::NoFalseFailure, InvariantId::NoSilentEventLoss] {
             assert!(!can_cause(b, Effect::Of(other)), "{other:?}");
         }
+        let lost = |subject: &str| Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 1,
+            at: Instant(200_000_000),
+            subject: subject.into(),
+            detail: String::new(),
+        };
+        assert!(matches!(c.explain(&lost("session  stream2 event 2.4e32")), Explanation::ExplainedBy(_)));
+        assert!(matches!(c.explain(&lost("session 0-1 stream2 event 2-3")), Explanation::NotCausedBy(..)));
     }
 
     /// The server's own word that a task failed (aborted at its TTL, its effect done) explains an

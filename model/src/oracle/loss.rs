@@ -615,6 +615,40 @@ mod tests {
     }
 
     #[test]
+    fn one_stream_number_in_two_server_processes_names_two_streams() {
+        // A sessionless server numbers its streams from 1 in each process: call0 on stream 1
+        // before a restart, call1 on stream 1 after it (a swarm sweep of stateless-2026 × py-sdk ×
+        // chatty-tool judged call1's stream as call0's, owed). The application was told call1's
+        // outcome is unknown, so its stream owes nothing; call0's lost event is still lost.
+        let none = sid("");
+        let event = |epoch: u32, seq: u32, call: u32, message| StepKind::EventStored {
+            session: none.clone(),
+            stream: StreamNo(1),
+            seq,
+            id: EventId(format!("{epoch}.1-{seq}")),
+            call: Some(CallKey(call)),
+            message: Some(message),
+        };
+        let t = TraceBuilder::new()
+            .at(1_000)
+            .app(app_call(0, false))
+            .server(event(0, 1, 0, progress(0, 1)))
+            .server(event(0, 2, 0, progress(0, 2)))
+            .server(event(0, 3, 0, tool_result(1, 0)))
+            .app(app_event(&none, EventId("0.1-1".into()), Some(0)))
+            .app(app_result(0, &none, Some(EventId("0.1-3".into()))))
+            .at(2_000)
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false })
+            .app(app_call(1, false))
+            .server(event(1, 1, 1, progress(1, 1)))
+            .at(3_000)
+            .app(app_unknown(1))
+            .build();
+        let v = silent_losses(&t);
+        assert_eq!(v.iter().map(|v| v.subject.as_str()).collect::<Vec<_>>(), vec!["session  stream1 event 0.1-2"]);
+    }
+
+    #[test]
     fn the_stream_of_a_call_the_application_never_issued_is_owed_to_nobody() {
         // call0's progress 1..=5 and its result on stream 1; the application got only the result.
         let a = sid("A");

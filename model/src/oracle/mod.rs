@@ -938,13 +938,18 @@ impl<'a> EventLog<'a> {
         sessions.iter().copied().filter(|s| *s != session && self.get(s, id).is_some()).collect()
     }
 
-    /// Events grouped by `(session, stream)`, the groups sorted by that, each group in seq order.
+    /// Events grouped by stream: `(session, stream)` in one server process ([`StoredEvent::epoch`]),
+    /// the groups sorted by session and stream, each group in seq order. A process numbers its
+    /// streams from 1, so where a session outlives one (a sessionless server's, whose requests all
+    /// share the empty session; a restart that keeps its sessions) or two processes serve it side
+    /// by side (replicas with stores of their own), one number names several streams, each its
+    /// own request's.
     fn streams(&self) -> Vec<((&'a SessionId, StreamNo), Vec<&StoredEvent<'a>>)> {
-        let mut group_of: IdMap<(u32, StreamNo), usize> = IdMap::default();
+        let mut group_of: IdMap<(u32, u32, StreamNo), usize> = IdMap::default();
         let mut groups: Vec<((&'a SessionId, StreamNo), Vec<&StoredEvent<'a>>)> = Vec::new();
-        let mut last: Option<((u32, StreamNo), usize)> = None;
+        let mut last: Option<((u32, u32, StreamNo), usize)> = None;
         for e in &self.events {
-            let stream = (e.session_no, e.stream);
+            let stream = (e.session_no, e.epoch, e.stream);
             let g = match last {
                 Some((s, g)) if s == stream => g,
                 _ => *group_of.get_or_insert_with(stream, || {
