@@ -177,6 +177,11 @@ fn follows(order: std::cmp::Ordering, rule: ReplayRule) -> bool {
 pub struct EventStore {
     retention: Retention,
     logs: BTreeMap<LogKey, StreamLog>,
+    /// The next seq of each shared key whose log was dropped: a key's log made again numbers on
+    /// from there, so no two events of one key get one number. Only a key of a store shared by
+    /// request id comes back: two requests of one id (two sessions', or two sessionless clients')
+    /// write under it, and the first one's response drops what the other is still writing to.
+    dropped: BTreeMap<LogKey, u32>,
 }
 
 /// What an appended event is about.
@@ -193,7 +198,7 @@ pub struct NewEvent {
 impl EventStore {
     /// An empty store under `retention`.
     pub fn new(retention: Retention) -> Self {
-        EventStore { retention, logs: BTreeMap::new() }
+        EventStore { retention, logs: BTreeMap::new(), dropped: BTreeMap::new() }
     }
 
     /// Appends an event to `key`'s log (creating it), numbering it and naming it with `mint(seq)`,
@@ -206,7 +211,11 @@ impl EventStore {
         mint: impl FnOnce(u32) -> EventId,
     ) -> StoredEvent {
         let (max_events, window) = (self.retention.max_events, self.retention.window);
-        let log = self.logs.entry(key.clone()).or_default();
+        let dropped = &mut self.dropped;
+        let log = self
+            .logs
+            .entry(key.clone())
+            .or_insert_with(|| StreamLog { issued: dropped.remove(key).unwrap_or(0), ..StreamLog::default() });
         if let Some(window) = window {
             log.evict_older_than(now, window);
         }
@@ -241,9 +250,12 @@ impl EventStore {
         self.logs.get(key)
     }
 
-    /// Forgets a log entirely: its ids become unknown.
+    /// Forgets a log entirely: its ids become unknown. A shared key's numbering goes on if its
+    /// log is made again (see [`EventStore::dropped`]).
     pub fn drop_log(&mut self, key: &LogKey) {
-        self.logs.remove(key);
+        if let (Some(log), LogKey::Shared(_)) = (self.logs.remove(key), key) {
+            self.dropped.insert(key.clone(), log.issued);
+        }
     }
 
     /// Forgets every log of a session's own store.
@@ -344,6 +356,32 @@ mod tests {
 
     fn seqs(events: &[StoredEvent]) -> Vec<u32> {
         events.iter().map(|e| e.seq).collect()
+    }
+
+    /// A store shared by request id: request `#1` of two clients writes under one key, and the
+    /// first one's response drops the log while the second still writes (a swarm sweep of
+    /// stateless-2026 × stateless-2026 read the numbering that started again as events out of
+    /// order, and an id given twice as a duplicate). The key numbers on; its old ids are gone.
+    #[test]
+    fn a_shared_key_made_again_after_its_drop_numbers_on() {
+        let mut store = EventStore::new(Retention::UNBOUNDED);
+        let shared = LogKey::Shared("1".into());
+        let id = |seq| EventId(format!("1-{seq}"));
+        for step in 0..3 {
+            store.append(&shared, Instant::ZERO, progress(step), id);
+        }
+        store.drop_log(&shared);
+        assert!(store.log(&shared).is_none());
+        let next = store.append(&shared, Instant::ZERO, progress(3), id);
+        assert_eq!((next.seq, next.id), (3, id(3)));
+        let log = store.log(&shared).expect("made again");
+        assert_eq!(log.position(&id(1)), Position::Unknown, "the dropped ids are unknown");
+        assert_eq!(log.position(&id(3)), Position::Honourable(3));
+        // A session's own key is never made again: nothing is kept of it.
+        store.append(&key(), Instant::ZERO, progress(0), id);
+        store.drop_log(&key());
+        assert_eq!(store.append(&key(), Instant::ZERO, progress(1), id).seq, 0);
+        assert_eq!(store.dropped.len(), 0);
     }
 
     #[test]
