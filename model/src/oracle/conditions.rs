@@ -1093,6 +1093,7 @@ impl Judge {
                 self.ended.insert(session.clone(), (*reason, at));
                 if let (SessionEndReason::IdleExpired, Some(ttl)) = (reason, idle_ttl_us) {
                     self.expired_inside(i, at, session, step.replica, *ttl);
+                    self.expired_in_outage(i, at, session, *ttl);
                 }
                 if *reason == SessionEndReason::WriteFailed {
                     self.breach(
@@ -1608,6 +1609,29 @@ impl Judge {
             format_micros(ttl)
         );
         self.breach_in(Condition::ServerEnded, i, at, detail, session);
+    }
+
+    /// An idle expiry of `session` at `at`, under an idle TTL of `ttl` µs, while a client that
+    /// holds it is cut off from the server (its last connection broke after the last answer it
+    /// got): the outage outlasted the session's lifetime (condition 2), now, not only when the
+    /// client comes back to a 404. What the expiry does at once (a tool it cancels:
+    /// `no-work-killed`, dated at the expiry) is explained by it: a swarm sweep of reference ×
+    /// py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as a bug.
+    fn expired_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, ttl: u64) {
+        let cut_off = self
+            .clients
+            .iter()
+            .find(|(_, c)| c.session.as_ref() == Some(session) && c.cut_off())
+            .map(|(who, c)| (*who, c.last_contact));
+        let Some((who, last)) = cut_off else { return };
+        let since = last.map_or_else(|| "it started".to_string(), |l| l.to_string());
+        let detail = format!(
+            "session {session} expired (idle TTL {}) at {at} while its client was cut off from the server (no answer \
+             since {since}): the outage outlasted the session",
+            format_micros(ttl)
+        );
+        let breach = self.breach_in(Condition::Retention, i, at, detail, session);
+        breach.client = who;
     }
 
     /// Whether the event after seq `seq` of `session`'s stream `stream`, which the server's store
@@ -3213,6 +3237,49 @@ mod tests {
         let created = StepKind::SessionCreated { session: sid(), client: "app".into() };
         let t = judged(vec![(0, created), (10_000, expired(60))]);
         assert_eq!(t.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+    }
+
+    /// An idle expiry while the session's client is cut off (its connection broke after the last
+    /// answer it got) is condition 2 at once, and explains a tool the expiry cancels, dated at the
+    /// expiry (a swarm sweep of reference × py-sdk: a tool cancelled 1m56 into a 4m29 partition
+    /// read as a bug, because condition 2 showed only when the client came back to a 404). An
+    /// expiry while the client is in touch, or idle of its own accord, is no such breach.
+    #[test]
+    fn an_idle_expiry_while_the_client_is_cut_off_breaks_retention_then() {
+        let expired = StepKind::SessionEnded {
+            session: sid(),
+            reason: SessionEndReason::IdleExpired,
+            idle_ttl_us: Some(60_000_000),
+        };
+        let answered = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(200)) };
+        let broke = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset };
+        let refused = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused };
+        let cut = Conditions::judge(&trace(vec![
+            (1_000, on_session(2)),
+            (1_010, answered.clone()),
+            (30_000, broke.clone()),
+            (31_000, on_session(3)),
+            (31_000, refused),
+            (90_000, expired.clone()),
+        ]));
+        let b: Vec<_> = cut.breaches.iter().map(|b| (b.condition, b.step, b.session.clone())).collect();
+        assert_eq!(b, vec![(Condition::Retention, 5, Some(sid()))], "{cut:?}");
+        assert!(cut.breaches[0]
+            .detail
+            .contains("while its client was cut off from the server (no answer since 1.010s)"));
+        let killed = Violation {
+            invariant: InvariantId::NoWorkKilled,
+            step: 5,
+            at: Instant(90_000_000),
+            subject: "call0".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(cut.explain(&killed), Explanation::ExplainedBy(_)), "{cut:?}");
+        // In touch again before the expiry (an answer after the break): no breach.
+        let back = StepKind::Response { conn: ConnId(4), head: ResponseHead::status(Status(202)) };
+        let t =
+            trace(vec![(1_000, on_session(2)), (1_010, answered), (30_000, broke), (40_000, back), (100_000, expired)]);
+        assert!(Conditions::judge(&t).all_held(), "{t:?}");
     }
 
     /// In a run of several replicas, only requests routed to the replica that expired the
