@@ -92,7 +92,7 @@ const ERR_SESSION_CLOSED: &str = "session closed by the server";
 const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
 const ERR_NO_RESPONSE: &str = "stream ended without a response";
 const ERR_CONNECTION_CLOSED: &str = "connection closed";
-const ERR_TIMED_OUT: &str = "request timed out";
+pub(crate) const ERR_TIMED_OUT: &str = "request timed out";
 /// The decision procedure's answer to a timed-out request that was sent: it may have run.
 const ERR_TIMED_OUT_SENT: &str = "request timed out after it was sent: outcome unknown";
 const ERR_REINITIALIZED: &str = "re-initialized before the response arrived";

@@ -682,6 +682,8 @@ struct ClientState {
     /// Non-idempotent calls in flight whose tool call went out (a `POST` was sent) and that poll
     /// no task: what a lost session leaves with an unknown outcome.
     sent_unsafe: BTreeSet<crate::ids::CallKey>,
+    /// Calls whose `tools/call` went out since the application last issued them.
+    sent: BTreeSet<crate::ids::CallKey>,
     /// The ids of tasks the client forgot at one instant (`task-id-forgotten`): what a restart
     /// at that instant lost, when its process kept them only in memory.
     forgotten_tasks: Option<(Instant, Vec<String>)>,
@@ -909,6 +911,7 @@ impl Judge {
                     if c.in_flight.get(&call.key) == Some(&false) {
                         c.sent_unsafe.insert(call.key);
                     }
+                    c.sent.insert(call.key);
                     self.posts.insert((who, *conn), call.key);
                     self.cut_posts.remove(&call.key);
                 }
@@ -1018,6 +1021,7 @@ impl Judge {
             StepKind::AppError { call, error } => {
                 self.clients.entry(who).or_default().in_flight.remove(call);
                 self.gave_up(i, at, who, error);
+                self.timed_out_as_failure(i, at, who, *call, error);
             }
             StepKind::AppResult { call, .. } => {
                 self.clients.entry(who).or_default().in_flight.remove(call);
@@ -1052,7 +1056,9 @@ impl Judge {
                 ),
             ),
             StepKind::AppCall { call, tool, idempotent } => {
-                self.clients.entry(who).or_default().in_flight.insert(*call, *idempotent);
+                let c = self.clients.entry(who).or_default();
+                c.in_flight.insert(*call, *idempotent);
+                c.sent.remove(call);
                 let blind = !idempotent;
                 if let Some(reason) = self.unknown.remove(&(who, *call)).filter(|_| blind) {
                     self.breach(
@@ -1488,6 +1494,33 @@ impl Judge {
         self.record(Condition::Persisted, i, at, detail).task_id_lost = true;
     }
 
+    /// The client's own time-out of a request it had sent, told to the application as a failure:
+    /// the work may have run, and the note reconciles in-flight requests as unknown outcome,
+    /// which is what its decision procedure reports (`Client::time_out`). Telling it as a failure
+    /// does not tell the classes apart (condition 4): the price of the client's rule (the SDKs'
+    /// `McpError: Request timed out`), or its bug if its policy keeps condition 4. Cut off, the
+    /// time-out is a give-up as well (condition 2, [`Judge::gave_up`]), which cannot cause the
+    /// false failure; this can. A request never sent failed for certain.
+    fn timed_out_as_failure(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        call: crate::ids::CallKey,
+        error: &str,
+    ) {
+        let Some(c) = self.clients.get(&who) else { return };
+        if error != crate::client::ERR_TIMED_OUT || !c.sent.contains(&call) {
+            return;
+        }
+        let by_class = c.by_class;
+        let detail = format!(
+            "the client told the application at {at} that {call} failed when its own time-out ended the request it \
+             had sent: the work may have run (the note reconciles in-flight requests as unknown outcome)"
+        );
+        self.record(Condition::ByClass, i, at, detail).promised = by_class;
+    }
+
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
         let Some(c) = self.clients.get(&who) else { return };
         let cut_off = c.cut_off();
@@ -1618,20 +1651,15 @@ impl Judge {
     /// `no-work-killed`, dated at the expiry) is explained by it: a swarm sweep of reference ×
     /// py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as a bug.
     fn expired_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, ttl: u64) {
-        let cut_off = self
-            .clients
-            .iter()
-            .find(|(_, c)| c.session.as_ref() == Some(session) && c.cut_off())
-            .map(|(who, c)| (*who, c.last_contact));
-        let Some((who, last)) = cut_off else { return };
+        let cut_off = self.clients.values().find(|c| c.session.as_ref() == Some(session) && c.cut_off());
+        let Some(last) = cut_off.map(|c| c.last_contact) else { return };
         let since = last.map_or_else(|| "it started".to_string(), |l| l.to_string());
         let detail = format!(
             "session {session} expired (idle TTL {}) at {at} while its client was cut off from the server (no answer \
              since {since}): the outage outlasted the session",
             format_micros(ttl)
         );
-        let breach = self.breach_in(Condition::Retention, i, at, detail, session);
-        breach.client = who;
+        self.breach_in(Condition::Retention, i, at, detail, session);
     }
 
     /// Whether the event after seq `seq` of `session`'s stream `stream`, which the server's store
@@ -2302,6 +2330,53 @@ mod tests {
             (30_000, lost),
         ]));
         assert!(c.all_held(), "{c:?}");
+    }
+
+    /// A client's own time-out of a request it had sent, told to the application as a failure:
+    /// the note reconciles in-flight requests as unknown outcome (its decision procedure says
+    /// so), so telling it as a failure is condition 4 (the TypeScript SDK's 60 s
+    /// `Request timed out` on a long tool, anomalyco/opencode#28186, read as unexplained), the
+    /// client's bug when its policy keeps condition 4, and nothing for a request never sent.
+    #[test]
+    fn a_time_out_of_a_sent_request_told_as_a_failure_breaks_condition_four() {
+        use crate::http::{ClientMessage, ToolCall};
+        let call = CallKey(0);
+        let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
+        let post = StepKind::Send {
+            conn: ConnId(2),
+            request: Request::post(Some(sid()), ClientMessage::CallTool { id: RequestId(2), call: tool_call }),
+        };
+        let judged = |by_class: bool, sent: bool, error: &str| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
+            ];
+            if sent {
+                steps.push((1_000, post.clone()));
+            }
+            steps.push((61_000, StepKind::AppError { call, error: error.into() }));
+            Conditions::judge(&trace(steps))
+        };
+        let false_failure = Violation {
+            invariant: InvariantId::NoFalseFailure,
+            step: 3,
+            at: Instant(61_000_000),
+            subject: call.to_string(),
+            detail: String::new(),
+        };
+        let sdk = judged(false, true, "request timed out");
+        let b: Vec<_> = sdk.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false, 3)], "{sdk:?}");
+        assert!(sdk.breaches[0]
+            .detail
+            .contains("that call0 failed when its own time-out ended the request it had sent"));
+        assert!(matches!(sdk.explain(&false_failure), Explanation::ExplainedBy(_)), "{sdk:?}");
+        // A policy that keeps condition 4 and does it anyway: its bug.
+        let promised = judged(true, true, "request timed out");
+        assert!(promised.breaches.iter().any(|b| b.condition == Condition::ByClass && b.is_bug()), "{promised:?}");
+        // A request never sent failed for certain; another error is not this rule's.
+        assert!(judged(false, false, "request timed out").all_held());
+        assert!(judged(false, true, "connection closed").all_held());
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
