@@ -16,11 +16,9 @@ set -eu
 M=${MCPSIM:-target/release/mcpsim}
 WORK=${CLIENTS_WORK:-/tmp/mcpsim-clients}
 STEPS=${STEPS:-40000}  # simulated steps in the measured seeds, about
-command -v valgrind >/dev/null 2>&1 || { echo "clients-instructions.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-[ -x "$M" ] || { echo "clients-instructions.sh: no binary at $M (cargo build --release -p mcpsim)" >&2; exit 2; }
+. "$(dirname "$0")/lib-cachegrind.sh"
+cachegrind_ready clients-instructions.sh
 mkdir -p "$WORK"
-# One counter from cachegrind's summary on stderr: the figure after "NAME:", without commas.
-count() { sed -n "s/.*$2: *\([0-9,]*\).*/\1/p" "$1" | head -n 1 | tr -d ,; }
 echo "| clients | steps measured | instructions / step | data refs / step | D1 misses / step | LL misses / step |"
 echo "|---|---|---|---|---|---|"
 for n in ${CLIENTS:-1 64}; do

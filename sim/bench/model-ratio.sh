@@ -17,11 +17,9 @@
 set -eu
 M=${MCPSIM:-target/release/mcpsim}
 WORK=${RATIO_WORK:-/tmp/mcpsim-model-ratio}
-command -v valgrind >/dev/null 2>&1 || { echo "model-ratio.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-[ -x "$M" ] || { echo "model-ratio.sh: no binary at $M (cargo build --release -p mcpsim)" >&2; exit 2; }
+. "$(dirname "$0")/lib-cachegrind.sh"
+cachegrind_ready model-ratio.sh
 mkdir -p "$WORK"
-# One counter from cachegrind's summary on stderr: the figure after "NAME:", without commas.
-count() { sed -n "s/.*$2: *\([0-9,]*\).*/\1/p" "$1" | head -n 1 | tr -d ,; }
 echo "| scenario | runs measured | instructions / run: simulation | model alone | × model | D1 misses / run: simulation | model alone | × model |"
 echo "|---|---|---|---|---|---|---|---|"
 for spec in ${SCENARIOS:-long-tool:400 chatty-tool:40}; do
