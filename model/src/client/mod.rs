@@ -88,14 +88,20 @@ pub enum ClientOutput {
 }
 
 // Texts the application is handed. Tests and oracles match on some of them.
+/// The errors a client tells of a request it sent when it cannot know what became of it: its own
+/// time-out, its give-up, a stream that ended without the response, a re-initialize before it.
+/// The note's procedure tells each as an unknown outcome (`oracle::conditions` reads an error
+/// instead, for a non-idempotent call, as not acting by class).
+pub(crate) const ERRS_OUTCOME_UNKNOWN: [&str; 5] =
+    [ERR_TIMED_OUT, ERR_EXHAUSTED, ERR_CONNECTION_CLOSED, ERR_NO_RESPONSE, ERR_REINITIALIZED];
 const ERR_SESSION_CLOSED: &str = "session closed by the server";
-const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
-const ERR_NO_RESPONSE: &str = "stream ended without a response";
-const ERR_CONNECTION_CLOSED: &str = "connection closed";
+pub(crate) const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
+pub(crate) const ERR_NO_RESPONSE: &str = "stream ended without a response";
+pub(crate) const ERR_CONNECTION_CLOSED: &str = "connection closed";
 pub(crate) const ERR_TIMED_OUT: &str = "request timed out";
 /// The decision procedure's answer to a timed-out request that was sent: it may have run.
 const ERR_TIMED_OUT_SENT: &str = "request timed out after it was sent: outcome unknown";
-const ERR_REINITIALIZED: &str = "re-initialized before the response arrived";
+pub(crate) const ERR_REINITIALIZED: &str = "re-initialized before the response arrived";
 const UNKNOWN_SESSION_LOST: &str =
     "the session was lost (HTTP 404) while the call was in flight; it may or may not have run";
 const UNKNOWN_RESTARTED: &str =

@@ -1019,9 +1019,11 @@ impl Judge {
                 self.decision(i, at, who, action.as_ref(), error.as_deref())
             }
             StepKind::AppError { call, error } => {
-                self.clients.entry(who).or_default().in_flight.remove(call);
+                let idempotent = self.clients.entry(who).or_default().in_flight.remove(call);
                 self.gave_up(i, at, who, error);
-                self.timed_out_as_failure(i, at, who, *call, error);
+                if idempotent == Some(false) {
+                    self.unknown_told_as_failure(i, at, who, *call, error);
+                }
             }
             StepKind::AppResult { call, .. } => {
                 self.clients.entry(who).or_default().in_flight.remove(call);
@@ -1494,14 +1496,18 @@ impl Judge {
         self.record(Condition::Persisted, i, at, detail).task_id_lost = true;
     }
 
-    /// The client's own time-out of a request it had sent, told to the application as a failure:
-    /// the work may have run, and the note reconciles in-flight requests as unknown outcome,
-    /// which is what its decision procedure reports (`Client::time_out`). Telling it as a failure
-    /// does not tell the classes apart (condition 4): the price of the client's rule (the SDKs'
-    /// `McpError: Request timed out`), or its bug if its policy keeps condition 4. Cut off, the
-    /// time-out is a give-up as well (condition 2, [`Judge::gave_up`]), which cannot cause the
-    /// false failure; this can. A request never sent failed for certain.
-    fn timed_out_as_failure(
+    /// A non-idempotent call whose request the client had sent, told to the application as a
+    /// failure when the client could not know what became of it: its own time-out, its give-up,
+    /// a stream that ended without the response, a re-initialize before it
+    /// ([`crate::client::ERRS_OUTCOME_UNKNOWN`]). The work may have run, and the note reconciles
+    /// in-flight requests as unknown outcome, which is what its decision procedure reports
+    /// (`Client::time_out`, `Client::give_up`). Telling it as a failure does not tell the classes
+    /// apart (condition 4): the price of the client's rule (the SDKs' `Request timed out`,
+    /// `connection closed`), or its bug if its policy keeps condition 4. What brought it on (an
+    /// outage that outlasted the reconnects: condition 2, [`Judge::gave_up`]) cannot cause the
+    /// false failure; this can. A request never sent failed for certain, and an idempotent call's
+    /// error misleads nobody.
+    fn unknown_told_as_failure(
         &mut self,
         i: usize,
         at: Instant,
@@ -1510,13 +1516,14 @@ impl Judge {
         error: &str,
     ) {
         let Some(c) = self.clients.get(&who) else { return };
-        if error != crate::client::ERR_TIMED_OUT || !c.sent.contains(&call) {
+        if !crate::client::ERRS_OUTCOME_UNKNOWN.contains(&error) || !c.sent.contains(&call) {
             return;
         }
         let by_class = c.by_class;
         let detail = format!(
-            "the client told the application at {at} that {call} failed when its own time-out ended the request it \
-             had sent: the work may have run (the note reconciles in-flight requests as unknown outcome)"
+            "the client told the application at {at} that {call} failed ({error}) though it had sent the request \
+             and could not know what became of it: the work may have run (the note reconciles in-flight requests \
+             as unknown outcome)"
         );
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
@@ -2332,13 +2339,15 @@ mod tests {
         assert!(c.all_held(), "{c:?}");
     }
 
-    /// A client's own time-out of a request it had sent, told to the application as a failure:
+    /// A non-idempotent call whose request the client had sent, told to the application as a
+    /// failure when the client could not know what became of it (its own time-out, its give-up):
     /// the note reconciles in-flight requests as unknown outcome (its decision procedure says
-    /// so), so telling it as a failure is condition 4 (the TypeScript SDK's 60 s
-    /// `Request timed out` on a long tool, anomalyco/opencode#28186, read as unexplained), the
-    /// client's bug when its policy keeps condition 4, and nothing for a request never sent.
+    /// so), so telling it as a failure is condition 4 (the TypeScript SDK's 60 s `Request timed
+    /// out` on a long tool, anomalyco/opencode#28186, and Python's `connection closed` after its
+    /// reconnects, read as unexplained), the client's bug when its policy keeps condition 4, and
+    /// nothing for a request never sent, an idempotent call, or an answer of the server's.
     #[test]
-    fn a_time_out_of_a_sent_request_told_as_a_failure_breaks_condition_four() {
+    fn an_unknown_outcome_told_as_a_failure_breaks_condition_four() {
         use crate::http::{ClientMessage, ToolCall};
         let call = CallKey(0);
         let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
@@ -2346,10 +2355,10 @@ mod tests {
             conn: ConnId(2),
             request: Request::post(Some(sid()), ClientMessage::CallTool { id: RequestId(2), call: tool_call }),
         };
-        let judged = |by_class: bool, sent: bool, error: &str| {
+        let judged = |by_class: bool, sent: bool, idempotent: bool, error: &str| {
             let mut steps = vec![
                 (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
-                (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
+                (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
                 steps.push((1_000, post.clone()));
@@ -2364,19 +2373,22 @@ mod tests {
             subject: call.to_string(),
             detail: String::new(),
         };
-        let sdk = judged(false, true, "request timed out");
-        let b: Vec<_> = sdk.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
-        assert_eq!(b, vec![(Condition::ByClass, false, 3)], "{sdk:?}");
-        assert!(sdk.breaches[0]
-            .detail
-            .contains("that call0 failed when its own time-out ended the request it had sent"));
-        assert!(matches!(sdk.explain(&false_failure), Explanation::ExplainedBy(_)), "{sdk:?}");
+        for error in ["request timed out", "connection closed", "stream ended without a response"] {
+            let sdk = judged(false, true, false, error);
+            let b: Vec<_> = sdk.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
+            assert_eq!(b, vec![(Condition::ByClass, false, 3)], "{error}: {sdk:?}");
+            let told = format!("that call0 failed ({error}) though it had sent the request");
+            assert!(sdk.breaches[0].detail.contains(&told), "{sdk:?}");
+            assert!(matches!(sdk.explain(&false_failure), Explanation::ExplainedBy(_)), "{sdk:?}");
+        }
         // A policy that keeps condition 4 and does it anyway: its bug.
-        let promised = judged(true, true, "request timed out");
+        let promised = judged(true, true, false, "request timed out");
         assert!(promised.breaches.iter().any(|b| b.condition == Condition::ByClass && b.is_bug()), "{promised:?}");
-        // A request never sent failed for certain; another error is not this rule's.
-        assert!(judged(false, false, "request timed out").all_held());
-        assert!(judged(false, true, "connection closed").all_held());
+        // A request never sent failed for certain; an idempotent call's error misleads nobody; an
+        // HTTP answer is not the client's own ignorance.
+        assert!(judged(false, false, false, "request timed out").all_held());
+        assert!(judged(false, true, true, "request timed out").all_held());
+        assert!(judged(false, true, false, "HTTP 500").all_held());
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
