@@ -684,6 +684,11 @@ struct ClientState {
     sent_unsafe: BTreeSet<crate::ids::CallKey>,
     /// Calls whose `tools/call` went out since the application last issued them.
     sent: BTreeSet<crate::ids::CallKey>,
+    /// Sessions it was answered 404 for (what the note re-initializes on).
+    not_found: BTreeSet<SessionId>,
+    /// The session whose letting go a breach already stands for (a decision to re-initialize):
+    /// the `initialize` that follows it is that breach's, not another.
+    let_go: Option<SessionId>,
     /// The ids of tasks the client forgot at one instant (`task-id-forgotten`): what a restart
     /// at that instant lost, when its process kept them only in memory.
     forgotten_tasks: Option<(Instant, Vec<String>)>,
@@ -917,6 +922,9 @@ impl Judge {
                 }
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
                     self.initialize_after_lost_delete(i, at, who);
+                    if request.session.is_none() {
+                        self.initialize_while_held(i, at, who);
+                    }
                 }
                 self.conns.insert((who, *conn), (request.session.clone(), request.method, None, at));
             }
@@ -951,6 +959,9 @@ impl Judge {
                     self.hop_answered(i, at, status, hop, session);
                 } else if status == Status::NOT_FOUND && entry.1 != Method::Delete {
                     let session = entry.0.clone();
+                    if let (Some(s), Some(c)) = (&session, self.clients.get_mut(&who)) {
+                        c.not_found.insert(s.clone());
+                    }
                     self.session_not_found(i, at, who, session);
                 } else if entry.1 == Method::Delete && (status == Status::NOT_FOUND || (200..300).contains(&status.0)) {
                     let session = entry.0.clone();
@@ -1528,6 +1539,27 @@ impl Judge {
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
 
+    /// An `initialize` sent while the client holds a session that no 404 ended (nor it, nor the
+    /// server), cut off from the server since a transport failure: it lets a live session go on a
+    /// transport fact, which the note's procedure does only on a 404 (condition 4), as the Python
+    /// SDK does when the `notifications/initialized` of its handshake is reset (a guided sweep of
+    /// py-sdk × reference read the second session that followed as unexplained). A decision to
+    /// re-initialize already stands for it ([`Judge::decision`]).
+    fn initialize_while_held(&mut self, i: usize, at: Instant, who: Option<u32>) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        let Some(session) = c.session.clone().filter(|_| c.held_session && c.cut_off()) else { return };
+        let gone = c.deleted.contains(&session) || c.not_found.contains(&session) || self.ended.contains_key(&session);
+        if gone || c.let_go.replace(session.clone()) == Some(session.clone()) {
+            return;
+        }
+        let by_class = c.by_class;
+        let detail = format!(
+            "the client initialized again at {at} while it held session {session}, which no 404 had ended, after a \
+             transport failure (the note re-initializes on a 404 only)"
+        );
+        self.record(Condition::ByClass, i, at, detail).promised = by_class;
+    }
+
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
         let Some(c) = self.clients.get(&who) else { return };
         let cut_off = c.cut_off();
@@ -1778,6 +1810,10 @@ impl Judge {
     fn decision(&mut self, i: usize, at: Instant, who: Option<u32>, action: Option<&NextAction>, error: Option<&str>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
         let by_class = c.by_class;
+        if action == Some(&NextAction::Reinitialize) {
+            // Whatever this decision is, the `initialize` that carries it out is its own.
+            c.let_go = c.session.clone();
+        }
         let Some((status, end, _)) = c.last_close.take().filter(|c| c.2 == at) else {
             // No close to answer: a process that came back with its session restored (a
             // durable restart) and re-initializes lets a live session go for nothing. The note
@@ -2389,6 +2425,57 @@ mod tests {
         assert!(judged(false, false, false, "request timed out").all_held());
         assert!(judged(false, true, true, "request timed out").all_held());
         assert!(judged(false, true, false, "HTTP 500").all_held());
+    }
+
+    /// An `initialize` sent while the client holds a session no 404 ended, cut off since a
+    /// transport failure (Python's handshake, whose `notifications/initialized` was reset, starts
+    /// over: a guided sweep of py-sdk × reference read the second session as unexplained), is
+    /// condition 4; after a 404 for the session it is the note's own step, and after a decision to
+    /// re-initialize it is that decision's.
+    #[test]
+    fn initializing_again_while_holding_a_session_after_a_reset_breaks_condition_four() {
+        let answered = StepKind::Response {
+            conn: ConnId(1),
+            head: ResponseHead { session: Some(sid()), ..ResponseHead::status(Status(200)) },
+        };
+        let initialized = StepKind::Send {
+            conn: ConnId(2),
+            request: Request::post(Some(sid()), crate::http::ClientMessage::Initialized),
+        };
+        let reset = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset };
+        let again = StepKind::Send { conn: ConnId(3), request: Request::initialize(RequestId(2), "app") };
+        let start = |by_class| (0, StepKind::ClientStart { restored: false, durable: false, by_class });
+        let judged = |by_class: bool, between: Vec<(u64, StepKind)>| {
+            let mut steps =
+                vec![start(by_class), (0, answered.clone()), (1, initialized.clone()), (1_000, reset.clone())];
+            steps.extend(between);
+            steps.push((5_000, again.clone()));
+            Conditions::judge(&trace(steps))
+        };
+        let sdk = judged(false, vec![]);
+        let b: Vec<_> = sdk.breaches.iter().map(|b| (b.condition, b.promised)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false)], "{sdk:?}");
+        assert!(sdk.breaches[0].detail.contains("initialized again at 5.000s while it held session 0-1"), "{sdk:?}");
+        assert!(judged(true, vec![]).breaches[0].is_bug(), "a policy that keeps condition 4");
+        // A 404 for the session first: the note re-initializes on it.
+        let not_found = vec![
+            (
+                2_000,
+                StepKind::Send {
+                    conn: ConnId(4),
+                    request: Request::post(Some(sid()), crate::http::ClientMessage::Initialized),
+                },
+            ),
+            (2_010, StepKind::Response { conn: ConnId(4), head: ResponseHead::status(Status(404)) }),
+            (2_010, StepKind::ConnEnd { conn: ConnId(4), end: ConnEnd::Reset }),
+        ];
+        let after_404 = judged(false, not_found);
+        assert!(after_404.breaches.iter().all(|b| b.condition != Condition::ByClass), "{after_404:?}");
+        // A decision to re-initialize already stands for it: one breach, not two.
+        let decided =
+            StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None };
+        let one = judged(false, vec![(1_000, decided)]);
+        assert_eq!(one.breaches.iter().filter(|b| b.condition == Condition::ByClass).count(), 1, "{one:?}");
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
