@@ -92,6 +92,8 @@ pub enum ClientOutput {
 /// time-out, its give-up, a stream that ended without the response, a re-initialize before it.
 /// The note's procedure tells each as an unknown outcome (`oracle::conditions` reads an error
 /// instead, for a non-idempotent call, as not acting by class).
+/// The note of the decision that gives the standalone stream up (`Client::give_up`).
+pub(crate) const NOTE_STANDALONE_GIVEN_UP: &str = "standalone stream: reconnect attempts exhausted";
 pub(crate) const ERRS_OUTCOME_UNKNOWN: [&str; 5] =
     [ERR_TIMED_OUT, ERR_EXHAUSTED, ERR_CONNECTION_CLOSED, ERR_NO_RESPONSE, ERR_REINITIALIZED];
 const ERR_SESSION_CLOSED: &str = "session closed by the server";

@@ -58,7 +58,7 @@ impl Client {
     /// Attempts exhausted.
     pub(super) fn give_up(&mut self, owner: Owner) {
         let Owner::Call(key) = owner else {
-            self.record_decision(owner, None, None, Some(format!("standalone stream: {ERR_EXHAUSTED}")));
+            self.record_decision(owner, None, None, Some(super::NOTE_STANDALONE_GIVEN_UP.to_string()));
             let seen = self.standalone.take().and_then(|s| s.last_event_id);
             if let (true, Some(session)) = (self.policy.report_stream_given_up, self.session.clone()) {
                 self.record(StepKind::AppStreamLost { session, after: seen });

@@ -686,6 +686,8 @@ struct ClientState {
     sent: BTreeSet<crate::ids::CallKey>,
     /// Sessions it was answered 404 for (what the note re-initializes on).
     not_found: BTreeSet<SessionId>,
+    /// The step of its last giving up of its standalone stream not told to the application yet.
+    untold_stream: Option<usize>,
     /// The session whose letting go a breach already stands for (a decision to re-initialize):
     /// the `initialize` that follows it is that breach's, not another.
     let_go: Option<SessionId>,
@@ -1021,6 +1023,9 @@ impl Judge {
                 if let (Some(key), Some(crate::client::NOTE_REISSUE)) = (call, error.as_deref()) {
                     self.request_lost(i, at, who, *key);
                 }
+                if call.is_none() && error.as_deref() == Some(crate::client::NOTE_STANDALONE_GIVEN_UP) {
+                    self.standalone_given_up(i, at, who);
+                }
                 if let Some(key) = call {
                     self.stream_stopped(i, at, who, *key, action.as_ref(), error.as_deref());
                     if let Some(action) = action {
@@ -1028,6 +1033,14 @@ impl Judge {
                     }
                 }
                 self.decision(i, at, who, action.as_ref(), error.as_deref())
+            }
+            // The client told the application it gave its standalone stream up: the breach its
+            // give-up stood for, at this instant, is not one ([`Judge::standalone_given_up`]).
+            StepKind::AppStreamLost { .. } => {
+                let untold = self.clients.get_mut(&who).and_then(|c| c.untold_stream.take());
+                if let Some(step) = untold {
+                    self.breaches.retain(|b| !(b.step == step && b.condition == Condition::ByClass));
+                }
             }
             StepKind::AppError { call, error } => {
                 let idempotent = self.clients.entry(who).or_default().in_flight.remove(call);
@@ -1556,6 +1569,24 @@ impl Judge {
         let detail = format!(
             "the client initialized again at {at} while it held session {session}, which no 404 had ended, after a \
              transport failure (the note re-initializes on a 404 only)"
+        );
+        self.record(Condition::ByClass, i, at, detail).promised = by_class;
+    }
+
+    /// The client gave up reconnecting its standalone stream. A client that runs the note's
+    /// procedure tells the application (a gap it cannot fill: `app-stream-lost`, at the same
+    /// instant), so that what the stream would have carried is a loss it knows of; one that does
+    /// not (the naive client, the SDKs: a log line at most) leaves it silent, which is condition
+    /// 4 (the note surfaces possible event loss to the caller), the client's bug if its policy
+    /// keeps condition 4. A report that follows takes the breach back. (The naive client's
+    /// `standalone-notify` cell read as `conditions 1-4 held`.)
+    fn standalone_given_up(&mut self, i: usize, at: Instant, who: Option<u32>) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        c.untold_stream = Some(i);
+        let by_class = c.by_class;
+        let detail = format!(
+            "the client gave up its standalone stream at {at} without telling the application (the note surfaces \
+             possible event loss to the caller)"
         );
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
@@ -2476,6 +2507,50 @@ mod tests {
             StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None };
         let one = judged(false, vec![(1_000, decided)]);
         assert_eq!(one.breaches.iter().filter(|b| b.condition == Condition::ByClass).count(), 1, "{one:?}");
+    }
+
+    /// A client that gives its standalone stream up without telling the application leaves what
+    /// the stream would have carried silent: condition 4 (the naive client's `standalone-notify`
+    /// cell read as `conditions 1-4 held`), its bug if its policy keeps condition 4; one that
+    /// tells (`app-stream-lost`, the reference client) breaks nothing.
+    #[test]
+    fn giving_up_the_standalone_stream_untold_breaks_condition_four() {
+        assert_eq!(
+            crate::client::NOTE_STANDALONE_GIVEN_UP,
+            format!("standalone stream: {}", crate::client::ERR_EXHAUSTED)
+        );
+        let gave_up = StepKind::Decision {
+            call: None,
+            outcome: None,
+            action: None,
+            error: Some(crate::client::NOTE_STANDALONE_GIVEN_UP.into()),
+        };
+        let told = StepKind::AppStreamLost { session: sid(), after: None };
+        let judged = |by_class: bool, tell: bool| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (90_000, gave_up.clone()),
+            ];
+            if tell {
+                steps.push((90_000, told.clone()));
+            }
+            Conditions::judge(&trace(steps))
+        };
+        let naive = judged(false, false);
+        let b: Vec<_> = naive.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false, 1)], "{naive:?}");
+        assert!(naive.breaches[0].detail.contains("gave up its standalone stream at 1m30.000s without telling"));
+        let lost = Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 1,
+            at: Instant(60_000_000),
+            subject: "session 0-1 stream0 event 0-30".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(naive.explain(&lost), Explanation::ExplainedBy(_)), "{naive:?}");
+        assert!(judged(true, false).breaches[0].is_bug());
+        assert!(judged(true, true).all_held(), "told: nothing broke");
+        assert!(judged(false, true).all_held());
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
