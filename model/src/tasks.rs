@@ -278,9 +278,9 @@ impl ClientTasks {
         }
     }
 
-    /// How long the work of a task that asks for input
-    /// ([`crate::config::ToolSpec::asks_for_input_within`]) waits for its answer at worst, with
-    /// the server suggesting `suggested` between polls: the poll that
+    /// How long the work of a task that asks for input (the tool's `asks_for_input_within`, in
+    /// `config`, which depends on this module) waits for its answer at worst, with the server
+    /// suggesting `suggested` between polls: the poll that
     /// shows `input_required` comes up to a poll interval late, then the user takes
     /// `answer_input_after`. The work stands still meanwhile (its end is pushed back by the wait),
     /// so both the task's TTL and the call's resolution come that much later. `None`: the

@@ -686,7 +686,8 @@ struct ClientState {
     sent: BTreeSet<crate::ids::CallKey>,
     /// Sessions it was answered 404 for (what the note re-initializes on).
     not_found: BTreeSet<SessionId>,
-    /// The step of its last giving up of its standalone stream not told to the application yet.
+    /// Where in [`Judge::breaches`] the breach of its last giving up of its standalone stream
+    /// is, while the application has not been told of it.
     untold_stream: Option<usize>,
     /// The session whose letting go a breach already stands for (a decision to re-initialize):
     /// the `initialize` that follows it is that breach's, not another.
@@ -701,6 +702,11 @@ struct ClientState {
 }
 
 impl ClientState {
+    /// The session it holds and has not deleted itself, if any.
+    fn held(&self) -> Option<&SessionId> {
+        self.session.as_ref().filter(|s| self.held_session && !self.deleted.contains(*s))
+    }
+
     /// Whether its last break came after anything it last received: it is cut off.
     fn cut_off(&self) -> bool {
         self.last_break.is_some_and(|b| self.last_contact.is_none_or(|l| b >= l))
@@ -1037,9 +1043,10 @@ impl Judge {
             // The client told the application it gave its standalone stream up: the breach its
             // give-up stood for, at this instant, is not one ([`Judge::standalone_given_up`]).
             StepKind::AppStreamLost { .. } => {
-                let untold = self.clients.get_mut(&who).and_then(|c| c.untold_stream.take());
-                if let Some(step) = untold {
-                    self.breaches.retain(|b| !(b.step == step && b.condition == Condition::ByClass));
+                // Breaches are only ever pushed while the steps are read, so the index still
+                // points at it.
+                if let Some(at) = self.clients.get_mut(&who).and_then(|c| c.untold_stream.take()) {
+                    self.breaches.remove(at);
                 }
             }
             StepKind::AppError { call, error } => {
@@ -1560,8 +1567,8 @@ impl Judge {
     /// re-initialize already stands for it ([`Judge::decision`]).
     fn initialize_while_held(&mut self, i: usize, at: Instant, who: Option<u32>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        let Some(session) = c.session.clone().filter(|_| c.held_session && c.cut_off()) else { return };
-        let gone = c.deleted.contains(&session) || c.not_found.contains(&session) || self.ended.contains_key(&session);
+        let Some(session) = c.held().filter(|_| c.cut_off()).cloned() else { return };
+        let gone = c.not_found.contains(&session) || self.ended.contains_key(&session);
         if gone || c.let_go.replace(session.clone()) == Some(session.clone()) {
             return;
         }
@@ -1581,8 +1588,9 @@ impl Judge {
     /// keeps condition 4. A report that follows takes the breach back. (The naive client's
     /// `standalone-notify` cell read as `conditions 1-4 held`.)
     fn standalone_given_up(&mut self, i: usize, at: Instant, who: Option<u32>) {
+        let index = self.breaches.len();
         let Some(c) = self.clients.get_mut(&who) else { return };
-        c.untold_stream = Some(i);
+        c.untold_stream = Some(index);
         let by_class = c.by_class;
         let detail = format!(
             "the client gave up its standalone stream at {at} without telling the application (the note surfaces \
@@ -1850,7 +1858,7 @@ impl Judge {
             // durable restart) and re-initializes lets a live session go for nothing. The note
             // re-initializes on a 404 only (a swarm sweep of the naive client with
             // `client.persistence = durable` read the duplicate that followed as unexplained).
-            let held = c.session.clone().filter(|s| c.held_session && !c.deleted.contains(s));
+            let held = c.held().cloned();
             if let (Some(NextAction::Reinitialize), Some(session)) = (action, held) {
                 let detail = format!(
                     "the client re-initialized at {at} while it held session {session}, which no 404 had ended \

@@ -155,6 +155,11 @@ pub fn model_alone(scenario: &Scenario, end: Instant) -> Result<usize, SimError>
     Ok(pair.trace().steps.len())
 }
 
+/// When `scenario`'s seed 0 ends: how far the model alone drives the same exchange.
+fn seed0_end(scenario: &Scenario) -> Result<Instant, SimError> {
+    Ok(Instant(run(scenario, 0)?.trace.steps.last().map_or(0, |step| step.t)))
+}
+
 /// A scenario to measure: its label, the scenario, and the seeds of each round.
 pub struct Subject {
     pub label: String,
@@ -234,7 +239,7 @@ pub fn bench(subjects: &[Subject], rounds: u32) -> Result<Vec<BenchLine>, SimErr
     let mut models: Vec<Option<Line>> = vec![None];
     for s in subjects {
         measured.push((Length::Runs(s.runs), Box::new(move |seed| run(&s.scenario, seed).map(|_| ()))));
-        let end = Instant(run(&s.scenario, 0)?.trace.steps.last().map_or(0, |step| step.t));
+        let end = seed0_end(&s.scenario)?;
         models.push(Some((Length::Runs(s.runs), Box::new(move |_| model_alone(&s.scenario, end).map(|_| ())))));
         let judged = Some(judge(&s.scenario)?);
         lines.push(BenchLine { what: s.label.clone(), rounds: Vec::new(), judged, model: Vec::new() });
@@ -258,7 +263,7 @@ pub fn profile(scenario: &Scenario, runs: u64) -> Result<Round, SimError> {
 /// Runs the model alone ([`model_alone`]) `runs` times over `scenario`'s exchange up to the end
 /// of its seed 0, and nothing else: the other side of the `× model` ratio, for `perf` or valgrind.
 pub fn profile_model_alone(scenario: &Scenario, runs: u64) -> Result<Round, SimError> {
-    let end = Instant(run(scenario, 0)?.trace.steps.last().map_or(0, |step| step.t));
+    let end = seed0_end(scenario)?;
     time_round(Length::Runs(runs), &mut |_| model_alone(scenario, end).map(|_| ()))
 }
 
