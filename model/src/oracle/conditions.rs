@@ -695,6 +695,9 @@ struct ClientState {
     /// The ids of tasks the client forgot at one instant (`task-id-forgotten`): what a restart
     /// at that instant lost, when its process kept them only in memory.
     forgotten_tasks: Option<(Instant, Vec<String>)>,
+    /// Its last `GET` of a standalone stream (fresh, or resuming it): the session it named and
+    /// its connection, for whether a fresh one follows a refusal.
+    standalone_get: Option<(SessionId, ConnId)>,
     /// Calls whose stream the procedure decided to resume at the head the server named (after a
     /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
     /// with that `Last-Event-ID` or the call is settled.
@@ -928,6 +931,9 @@ impl Judge {
                     self.posts.insert((who, *conn), call.key);
                     self.cut_posts.remove(&call.key);
                 }
+                if let (Method::Get, Some(session)) = (request.method, &request.session) {
+                    self.standalone_get(i, at, who, *conn, session, request.last_event_id.as_ref());
+                }
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
                     self.initialize_after_lost_delete(i, at, who);
                     if request.session.is_none() {
@@ -1078,16 +1084,20 @@ impl Judge {
                     self.breach(Condition::Retention, i, at, detail);
                 }
             }
-            StepKind::AppReinitialize { session } if !self.ended.contains_key(session) => self.breach(
-                Condition::ByClass,
-                i,
-                at,
-                format!(
-                    "the application started a new session at {at} while its client held session {session}, \
-                     which no 404 had ended: the client let it go without a DELETE (the note re-initializes on a \
-                     404 only)"
-                ),
-            ),
+            StepKind::AppReinitialize { session } if !self.ended.contains_key(session) => {
+                // The `initialize` that carries it out is this breach's, not another.
+                self.clients.entry(who).or_default().let_go = Some(session.clone());
+                self.breach(
+                    Condition::ByClass,
+                    i,
+                    at,
+                    format!(
+                        "the application started a new session at {at} while its client held session {session}, \
+                         which no 404 had ended: the client let it go without a DELETE (the note re-initializes on \
+                         a 404 only)"
+                    ),
+                )
+            }
             StepKind::AppCall { call, tool, idempotent } => {
                 let c = self.clients.entry(who).or_default();
                 c.in_flight.insert(*call, *idempotent);
@@ -1597,6 +1607,66 @@ impl Judge {
              possible event loss to the caller)"
         );
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
+    }
+
+    /// A `GET` in `session` sent on `conn`, with `last` as its `Last-Event-ID`. A fresh one (no
+    /// id) opens the standalone stream: when the client had received ids on that session's
+    /// standalone stream and its last `GET` of that stream (fresh or resuming) was not refused (a
+    /// `4xx`, after which starting over is the answer: the id is gone or the stream refused), it
+    /// starts the stream again at the head though it had an id to resume from. The note's client reconnects with the last id it received; one that keeps none
+    /// breaks condition 1 (the first incident's client: "Last-Event-ID never persisted"), and a
+    /// server that hands a fresh stream what it still buffers then repeats what the application
+    /// already has. A client whose policy keeps the id (durable) and starts over all the same
+    /// treats a transport break as the stream's end: condition 4, its bug if its policy acts by
+    /// class. (The naive client's guided sweep of `standalone-notify` read its duplicates as
+    /// `conditions 1-4 held`.)
+    fn standalone_get(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        conn: ConnId,
+        session: &SessionId,
+        last: Option<&EventId>,
+    ) {
+        let standalone = |id: &EventId| {
+            self.stored.get(&(session.clone(), id.clone())).is_some_and(|(k, _, _)| *k == StreamNo::STANDALONE)
+        };
+        if last.is_some_and(|id| !standalone(id)) {
+            return;
+        }
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        let previous = c.standalone_get.replace((session.clone(), conn));
+        if last.is_some() {
+            return;
+        }
+        let Some((_, last)) = previous.filter(|(s, _)| s == session) else { return };
+        let refused = self.conns.get(&(who, last)).and_then(|f| f.2).is_some_and(|s| (400..500).contains(&s.0));
+        if refused {
+            return;
+        }
+        let c = &self.clients[&who];
+        let had = c
+            .received
+            .iter()
+            .filter_map(|id| self.stored.get(&(session.clone(), id.clone())).map(|(k, seq, _)| (*k, *seq, id)))
+            .filter(|(k, _, _)| *k == StreamNo::STANDALONE)
+            .max_by_key(|(_, seq, _)| *seq);
+        let Some((_, _, id)) = had else { return };
+        let (durable, by_class) = (c.durable, c.by_class);
+        let opened = format!(
+            "the client opened the standalone stream of session {session} again at {at} without Last-Event-ID, though \
+             it had received event {id} on it"
+        );
+        if durable {
+            let detail = format!(
+                "{opened}: it kept the id and started over at the head all the same, as if the break ended the stream"
+            );
+            self.breach_in(Condition::ByClass, i, at, detail, session).promised = by_class;
+        } else {
+            let detail = format!("{opened}: it kept no id to resume from, so the stream starts again at the head");
+            self.breach_in(Condition::Persisted, i, at, detail, session);
+        }
     }
 
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
@@ -2470,7 +2540,7 @@ mod tests {
     /// transport failure (Python's handshake, whose `notifications/initialized` was reset, starts
     /// over: a guided sweep of py-sdk × reference read the second session as unexplained), is
     /// condition 4; after a 404 for the session it is the note's own step, and after a decision to
-    /// re-initialize it is that decision's.
+    /// re-initialize (the client's, or the application's own) it is that decision's.
     #[test]
     fn initializing_again_while_holding_a_session_after_a_reset_breaks_condition_four() {
         let answered = StepKind::Response {
@@ -2515,6 +2585,12 @@ mod tests {
             StepKind::Decision { call: None, outcome: None, action: Some(NextAction::Reinitialize), error: None };
         let one = judged(false, vec![(1_000, decided)]);
         assert_eq!(one.breaches.iter().filter(|b| b.condition == Condition::ByClass).count(), 1, "{one:?}");
+        // So does the application's own choice to start over (`on_error = reinitialize-reissue`):
+        // its breach, which no policy of the client's promised, and not the client's bug.
+        let app = judged(true, vec![(4_000, StepKind::AppReinitialize { session: sid() })]);
+        let b: Vec<_> = app.breaches.iter().map(|b| (b.condition, b.promised)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false)], "{app:?}");
+        assert!(app.breaches[0].detail.contains("the application started a new session"), "{app:?}");
     }
 
     /// A client that gives its standalone stream up without telling the application leaves what
@@ -2559,6 +2635,69 @@ mod tests {
         assert!(judged(true, false).breaches[0].is_bug());
         assert!(judged(true, true).all_held(), "told: nothing broke");
         assert!(judged(false, true).all_held());
+    }
+
+    /// The naive client's standalone stream after a reset: a fresh `GET` though it had received
+    /// ids on that stream starts it at the head (condition 1; condition 4 when its policy keeps
+    /// the id); a fresh `GET` after a refusal, a resuming `GET`, or one before any id came
+    /// breaks nothing.
+    #[test]
+    fn a_fresh_standalone_get_after_ids_came_breaks_condition_one_unless_the_last_was_refused() {
+        let get = |conn: u64, last: Option<&str>| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::get(Some(sid()), last.map(EventId::from)),
+        };
+        let answered = |conn: u64, status: u16| StepKind::Response {
+            conn: ConnId(conn),
+            head: ResponseHead { session: Some(sid()), ..ResponseHead::status(Status(status)) },
+        };
+        let judged = |durable: bool, by_class: bool, second: Vec<StepKind>| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable, by_class }),
+                (1, get(3, None)),
+                (2, answered(3, 200)),
+                (3, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
+                (4, event_on(3, "0-0")),
+            ];
+            steps.extend(second.into_iter().map(|k| (10, k)));
+            Conditions::judge(&trace(steps))
+        };
+        let again = judged(false, false, vec![get(5, None)]);
+        let b: Vec<_> = again.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
+        assert_eq!(b, vec![(Condition::Persisted, false, 5)], "{again:?}");
+        assert!(again.breaches[0].detail.contains("though it had received event 0-0 on it"), "{again:?}");
+        assert_eq!(again.breaches[0].session, Some(sid()));
+        let duplicate = Violation {
+            invariant: InvariantId::NoDuplicateDelivery,
+            step: 5,
+            at: Instant(20_000),
+            subject: "session 0-1 stream0 event 0-0".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(again.explain(&duplicate), Explanation::ExplainedBy(_)), "{again:?}");
+        // A client that keeps the id and starts over does not act by class: condition 4, its bug
+        // only if its policy acts by class.
+        let kept = judged(true, false, vec![get(5, None)]);
+        let b: Vec<_> = kept.breaches.iter().map(|b| (b.condition, b.promised)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false)], "{kept:?}");
+        assert!(judged(true, true, vec![get(5, None)]).breaches[0].is_bug(), "the reference client's bug");
+        assert!(judged(false, false, vec![get(5, Some("0-0"))]).all_held(), "resumed");
+        assert!(
+            judged(false, false, vec![get(5, Some("0-0")), answered(5, 410), get(6, None)]).all_held(),
+            "after a 410"
+        );
+        assert!(
+            !judged(false, false, vec![get(5, Some("0-0")), answered(5, 503), get(6, None)]).all_held(),
+            "after a 503"
+        );
+        // Before any id came, there was nothing to resume from.
+        let early = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (1, get(3, None)),
+            (2, answered(3, 200)),
+            (3, get(4, None)),
+        ]));
+        assert!(early.all_held(), "{early:?}");
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
