@@ -182,6 +182,54 @@ fn the_mixed_run_s_verdict_is_the_deploy_s_not_the_eras() {
     assert!(!violated(&outcome).contains("era-consistent"));
 }
 
+/// An auto client that goes modern while it still holds a session of a legacy build sends its
+/// calls with no `Mcp-Session-Id`, and what their streams carry belongs to no session: the
+/// application is handed it under the empty session the server stored it under, not under the
+/// session the client holds (a guided sweep of this family read the 25 progress events of such a
+/// call as never delivered: `no-silent-event-loss`, conditions 1-4 held).
+#[test]
+fn a_modern_call_s_events_reach_the_application_under_no_session_while_a_legacy_one_is_held() {
+    let mut s = Scenario::build(&repo(FAMILY), "reference", "reference").unwrap_or_else(|e| panic!("{e}"));
+    let sets = [
+        ("tool.duration", "135s"),
+        ("server.retry", "14s"),
+        ("client.backoff_initial", "3257ms"),
+        ("client.backoff_factor", "1.0"),
+        ("net.latency", "7ms..129ms"),
+        ("lb.routing", "round-robin"),
+        ("app.calls", "1s client=1; +466s client=2"),
+        ("fault.deploy", "266s/34s"),
+        ("fault.reset", "215s"),
+        ("fault.server_restart", "318s"),
+    ];
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    s.apply_overrides(&sets).unwrap_or_else(|e| panic!("{e}"));
+    let seed = 16_090_883_699_493_918_522;
+    let outcome = run_ok(&s, seed);
+    let replay = replay(&s, seed);
+    let two = steps_of(&outcome, 2);
+    let modern_at = chosen(&outcome, 2).iter().rev().find(|c| c.1 == Era::Modern).map(|c| c.0);
+    let modern_at = modern_at.unwrap_or_else(|| panic!("client 2 never went modern: {replay}"));
+    // It still held a session then: a response head named one before, and no restart since.
+    let held = two
+        .iter()
+        .any(|s| s.t < modern_at && matches!(&s.kind, StepKind::Response { head, .. } if head.session.is_some()));
+    assert!(held, "{replay}");
+    let handed: Vec<&str> = two
+        .iter()
+        .filter(|s| s.t >= modern_at)
+        .filter_map(|s| match &s.kind {
+            StepKind::AppEvent { session, call: Some(_), .. } | StepKind::AppResult { session, .. } => {
+                Some(session.0.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(handed.len() > 20, "the call's progress and result: {handed:?}\n{replay}");
+    assert!(handed.iter().all(|s| s.is_empty()), "{handed:?}\n{replay}");
+    assert!(!violated(&outcome).contains("no-silent-event-loss"), "{replay}");
+}
+
 #[test]
 fn a_profile_given_to_client_1_changes_client_1_and_only_client_1() {
     // Two clients on one dual-era server; client 1 given stateless-2026 or not.

@@ -154,7 +154,10 @@ impl Client {
                 self.sdk_on_404(key, rule, "a JSON-RPC \"session not found\" error");
             }
             (Purpose::Stream(_), message) => {
-                let session = self.app_session(c.session.clone());
+                // The session the request went out under, none included: a 2026-07-28 request a
+                // client sends while it still holds an earlier session of a legacy server is
+                // served without one, and what its stream carries belongs to no session.
+                let session = c.session.clone().unwrap_or_else(|| SessionId(String::new()));
                 self.deliver(now, conn, session, id, message);
             }
             (Purpose::Listen, ServerMessage::ListenAck { subscription }) => self.listen_acked(conn, subscription),

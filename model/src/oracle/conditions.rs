@@ -1142,7 +1142,10 @@ impl Judge {
                 self.ended.insert(session.clone(), (*reason, at));
                 if let (SessionEndReason::IdleExpired, Some(ttl)) = (reason, idle_ttl_us) {
                     self.expired_inside(i, at, session, step.replica, *ttl);
-                    self.expired_in_outage(i, at, session, *ttl);
+                    self.ended_in_outage(i, at, session, &format!("expired (idle TTL {})", format_micros(*ttl)));
+                }
+                if *reason == SessionEndReason::ServerRestart {
+                    self.ended_in_outage(i, at, session, "was lost by a server restart");
                 }
                 if *reason == SessionEndReason::WriteFailed {
                     self.breach(
@@ -1792,20 +1795,22 @@ impl Judge {
         self.breach_in(Condition::ServerEnded, i, at, detail, session);
     }
 
-    /// An idle expiry of `session` at `at`, under an idle TTL of `ttl` µs, while a client that
-    /// holds it is cut off from the server (its last connection broke after the last answer it
-    /// got): the outage outlasted the session's lifetime (condition 2), now, not only when the
-    /// client comes back to a 404. What the expiry does at once (a tool it cancels:
-    /// `no-work-killed`, dated at the expiry) is explained by it: a swarm sweep of reference ×
-    /// py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as a bug.
-    fn expired_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, ttl: u64) {
+    /// The end of `session` at `at` (`how`: an idle expiry, a server restart that lost it) while
+    /// a client that holds it is cut off from the server (its last connection broke after the
+    /// last answer it got): the outage outlasted the session's lifetime (condition 2), now, not
+    /// only when the client comes back to a 404 (it may never: its application may start over
+    /// first). What the end does at once (a tool it cancels: `no-work-killed`, dated at the
+    /// end) and what the session still held undelivered are explained by it: a swarm sweep of
+    /// reference × py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as
+    /// a bug, and one of py-sdk × reference the events a restart lost 2 minutes into a partition,
+    /// whose client's application started over before the client came back.
+    fn ended_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, how: &str) {
         let cut_off = self.clients.values().find(|c| c.session.as_ref() == Some(session) && c.cut_off());
         let Some(last) = cut_off.map(|c| c.last_contact) else { return };
         let since = last.map_or_else(|| "it started".to_string(), |l| l.to_string());
         let detail = format!(
-            "session {session} expired (idle TTL {}) at {at} while its client was cut off from the server (no answer \
-             since {since}): the outage outlasted the session",
-            format_micros(ttl)
+            "session {session} {how} at {at} while its client was cut off from the server (no answer since \
+             {since}): the outage outlasted the session"
         );
         self.breach_in(Condition::Retention, i, at, detail, session);
     }
@@ -3671,11 +3676,44 @@ mod tests {
             detail: String::new(),
         };
         assert!(matches!(cut.explain(&killed), Explanation::ExplainedBy(_)), "{cut:?}");
-        // In touch again before the expiry (an answer after the break): no breach.
+        // A server restart that lost the session in the outage is the same price, and what the
+        // session held undelivered is its cost.
+        let restarted =
+            StepKind::SessionEnded { session: sid(), reason: SessionEndReason::ServerRestart, idle_ttl_us: None };
+        let mut steps = vec![
+            (1_000, on_session(2)),
+            (1_010, answered.clone()),
+            (30_000, broke.clone()),
+            (31_000, on_session(3)),
+            (31_000, StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused }),
+        ];
+        steps.push((90_000, restarted.clone()));
+        let lost = Conditions::judge(&trace(steps));
+        let b: Vec<_> = lost.breaches.iter().map(|b| (b.condition, b.step)).collect();
+        assert_eq!(b, vec![(Condition::Retention, 5)], "{lost:?}");
+        assert!(lost.breaches[0]
+            .detail
+            .contains("was lost by a server restart at 1m30.000s while its client was cut off"));
+        let undelivered = Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 5,
+            at: Instant(40_000_000),
+            subject: "session 0-1 stream0 event 0-2".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(lost.explain(&undelivered), Explanation::ExplainedBy(_)), "{lost:?}");
+        // In touch again before the expiry or the restart (an answer after the break): no breach.
         let back = StepKind::Response { conn: ConnId(4), head: ResponseHead::status(Status(202)) };
-        let t =
-            trace(vec![(1_000, on_session(2)), (1_010, answered), (30_000, broke), (40_000, back), (100_000, expired)]);
-        assert!(Conditions::judge(&t).all_held(), "{t:?}");
+        for end in [expired, restarted] {
+            let t = trace(vec![
+                (1_000, on_session(2)),
+                (1_010, answered.clone()),
+                (30_000, broke.clone()),
+                (40_000, back.clone()),
+                (100_000, end),
+            ]);
+            assert!(Conditions::judge(&t).all_held(), "{t:?}");
+        }
     }
 
     /// In a run of several replicas, only requests routed to the replica that expired the
