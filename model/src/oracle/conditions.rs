@@ -750,6 +750,11 @@ struct Judge {
     tasks: BTreeMap<crate::tasks::TaskId, (Instant, Option<u64>, bool)>,
     /// The calls a client connection posted (`tools/call`), by connection.
     posts: BTreeMap<(Option<u32>, ConnId), crate::ids::CallKey>,
+    /// The call each client's `tools/call` request carried, by its JSON-RPC id (as they stood:
+    /// a restarted client numbers from 1 again).
+    requests: BTreeMap<(Option<u32>, crate::ids::RequestId), crate::ids::CallKey>,
+    /// The call a client connection's `notifications/cancelled` was for, by connection.
+    cancel_posts: BTreeMap<(Option<u32>, ConnId), crate::ids::CallKey>,
     /// Tasks created whose id has not reached their client yet, by call.
     unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
     /// Calls whose last `tools/call` connection was cut before any task of theirs was created:
@@ -923,13 +928,19 @@ impl Judge {
                 if let Some(id) = &request.last_event_id {
                     c.resume_due.retain(|_, due| &due.2 != id);
                 }
-                if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
+                if let Some(crate::http::ClientMessage::CallTool { call, id }) = &request.body {
                     if c.in_flight.get(&call.key) == Some(&false) {
                         c.sent_unsafe.insert(call.key);
                     }
                     c.sent.insert(call.key);
                     self.posts.insert((who, *conn), call.key);
+                    self.requests.insert((who, *id), call.key);
                     self.cut_posts.remove(&call.key);
+                }
+                if let Some(crate::http::ClientMessage::Cancelled { request }) = &request.body {
+                    if let Some(call) = self.requests.get(&(who, *request)) {
+                        self.cancel_posts.insert((who, *conn), *call);
+                    }
                 }
                 if let (Method::Get, Some(session)) = (request.method, &request.session) {
                     self.standalone_get(i, at, who, *conn, session, request.last_event_id.as_ref());
@@ -943,6 +954,9 @@ impl Judge {
                 self.conns.insert((who, *conn), (request.session.clone(), request.method, None, at));
             }
             StepKind::Response { conn, head } => {
+                if head.status.0 >= 500 {
+                    self.cancel_lost(i, at, who, *conn, &format!("was answered {}", head.status.0));
+                }
                 let c = self.clients.entry(who).or_default();
                 if head.session.is_some() {
                     c.held_session = true;
@@ -1026,6 +1040,10 @@ impl Judge {
                 }
                 if *end != ConnEnd::Aborted {
                     c.last_close = Some((status, Some(*end), at));
+                }
+                if matches!(end, ConnEnd::Reset | ConnEnd::Refused) && status.is_none_or(|s| s.0 >= 500) {
+                    let how = if *end == ConnEnd::Refused { "was refused" } else { "was cut" };
+                    self.cancel_lost(i, at, who, *conn, how);
                 }
             }
             StepKind::Decision { call, action, error, .. } => {
@@ -1670,6 +1688,30 @@ impl Judge {
             let detail = format!("{opened}: it kept no id to resume from, so the stream starts again at the head");
             self.breach_in(Condition::Persisted, i, at, detail, session);
         }
+    }
+
+    /// The connection `conn` of a client's `notifications/cancelled` broke (`how`) before the
+    /// server took it: the work the cancel meant to stop runs on, and its result waits in the
+    /// session for nobody. A client that then tells the application the call failed (the SDKs'
+    /// "request timed out", which sent the cancel once and never again) claims an end the server
+    /// never heard of; the note reconciles such a call as an unknown outcome (a client acting by
+    /// class), which tells the application the work may have run. Condition 4, the client's bug
+    /// if its policy keeps it. (A guided sweep of the TypeScript client read the result its
+    /// timed-out call left in the session, when the cancel was lost to a reset, as `conditions
+    /// 1-4 held`.)
+    fn cancel_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, how: &str) {
+        let Some(call) = self.cancel_posts.remove(&(who, conn)) else { return };
+        if self.unknown.contains_key(&(who, call)) {
+            return;
+        }
+        let Some(c) = self.clients.get(&who) else { return };
+        let by_class = c.by_class;
+        let detail = format!(
+            "the client's cancel of {call} {how} at {at} before the server took it, and the client told the \
+             application the call failed: the work it meant to stop may run on (the note reconciles an in-flight \
+             request as unknown outcome)"
+        );
+        self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
 
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
@@ -2496,6 +2538,54 @@ mod tests {
     /// out` on a long tool, anomalyco/opencode#28186, and Python's `connection closed` after its
     /// reconnects, read as unexplained), the client's bug when its policy keeps condition 4, and
     /// nothing for a request never sent, an idempotent call, or an answer of the server's.
+    /// A time-out's cancel lost with its connection leaves the work running; a client that
+    /// told the application the call failed breaks condition 4 (its bug if its policy keeps
+    /// it), one that told an unknown outcome breaks nothing, and a cancel the server took (a 202)
+    /// breaks nothing either.
+    #[test]
+    fn a_cancel_lost_with_its_connection_after_a_failure_was_told_breaks_condition_four() {
+        let call = crate::http::ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: false };
+        let sent = StepKind::Send {
+            conn: ConnId(2),
+            request: Request::post(Some(sid()), crate::http::ClientMessage::CallTool { id: RequestId(2), call }),
+        };
+        let cancel = StepKind::Send {
+            conn: ConnId(3),
+            request: Request::post(Some(sid()), crate::http::ClientMessage::Cancelled { request: RequestId(2) }),
+        };
+        let failed = StepKind::AppError { call: CallKey(0), error: "request timed out".into() };
+        let unknown = StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() };
+        let judged = |by_class: bool, told: StepKind, end: StepKind| {
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+                (1_000, sent.clone()),
+                (61_000, cancel.clone()),
+                (61_000, told),
+                (61_000, end),
+            ]))
+        };
+        let reset = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Reset };
+        let lost = judged(false, failed.clone(), reset.clone());
+        let b: Vec<_> = lost.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{lost:?}");
+        assert!(lost.breaches[0].detail.starts_with("the client's cancel of call0 was cut at 1m01.000s"), "{lost:?}");
+        let orphaned = Violation {
+            invariant: InvariantId::NoOrphanedSession,
+            step: 5,
+            at: Instant(543_000_000),
+            subject: "session 0-1 stream1 event 1-32".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(lost.explain(&orphaned), Explanation::ExplainedBy(_)), "{lost:?}");
+        assert!(judged(true, failed.clone(), reset.clone()).breaches[0].is_bug());
+        let answered_503 = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(503)) };
+        assert_eq!(judged(false, failed.clone(), answered_503).breaches.len(), 1);
+        assert!(judged(true, unknown, reset).all_held(), "told an unknown outcome");
+        let taken = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(202)) };
+        assert!(judged(true, failed, taken).all_held(), "the server took the cancel");
+    }
+
     #[test]
     fn an_unknown_outcome_told_as_a_failure_breaks_condition_four() {
         use crate::http::{ClientMessage, ToolCall};

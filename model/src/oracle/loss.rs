@@ -70,11 +70,12 @@ impl<'a> Judge<'a> {
         }
         let covered = self.gaps.get(&(session, stream));
         let held = self.in_flight.held.contains(session);
+        let cancelled_at = self.cancelled_at(stream, events);
         let last_delivered = events.iter().filter(|e| self.was_delivered(e)).map(|e| e.seq).max();
         let lost: Vec<&StoredEvent<'a>> = events
             .iter()
             .copied()
-            .filter(|e| e.order >= reading_since && is_owed_here(e))
+            .filter(|e| e.order >= reading_since && cancelled_at.is_none_or(|c| e.order < c) && is_owed_here(e))
             .filter(|e| !self.was_delivered(e) && !covered.is_some_and(|c| c.covers(e.seq)))
             .filter(|e| !self.in_flight.excuses(held, e, last_delivered))
             .collect();
@@ -111,6 +112,22 @@ impl<'a> Judge<'a> {
         // that answered it.
         let superseded = self.answered_from.get(&call).is_some_and(|from| *from != (session, stream));
         (owed && !superseded).then_some(0)
+    }
+
+    /// Where the client cancelled the request this call stream answers (`notifications/cancelled`
+    /// of its own, after its request timeout), if it did after the stream opened: from there the
+    /// client reads the stream no more and the application has been told the call ended, so
+    /// what the server stores on it before the cancel lands is not owed to the application (a
+    /// guided sweep of the naive client read a progress event stored 7 ms after its client's
+    /// time-out as a silent loss). Whether the work the cancel did not stop left a result
+    /// nobody read is no-orphaned-session's to judge.
+    fn cancelled_at(&self, stream: StreamNo, events: &[&StoredEvent<'a>]) -> Option<usize> {
+        if stream == StreamNo::STANDALONE {
+            return None;
+        }
+        let call = events.iter().find_map(|e| e.call)?;
+        let opened = events.first()?.order;
+        self.ledger.cancels_of(call).find(|order| *order > opened)
     }
 
     fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
@@ -264,6 +281,39 @@ mod tests {
             .app(app_result(0, &a, Some(ev(1, 6))))
             .build();
         assert_eq!(silent_losses(&trace), vec![]);
+    }
+
+    /// A client that times its request out cancels it and stops reading its stream: what the
+    /// server stores on it after the cancel (before the cancel lands) is not owed, while what it
+    /// stored before and never handed over still is.
+    #[test]
+    fn what_a_stream_carries_after_its_client_cancelled_the_request_is_not_owed() {
+        let a = sid("A");
+        let cancel = crate::http::Request::post(
+            Some(a.clone()),
+            crate::http::ClientMessage::Cancelled { request: crate::ids::RequestId(2) },
+        );
+        let cancelled = |delivered: std::ops::RangeInclusive<u32>| {
+            TraceBuilder::new()
+                .at(1_000)
+                .server(session_created(&a, "app"))
+                .app(app_call(0, true))
+                .client(call_sent(2, Some(&a), 2, 0))
+                .at(2_000)
+                .server(stored(&a, 1, 0, Some(0), None))
+                .stored_range(&a, 1, Some(0), 1..=3)
+                .delivered_range(&a, 1, Some(0), delivered)
+                .at(60_000)
+                .client(StepKind::Send { conn: crate::ids::ConnId(3), request: cancel.clone() })
+                .app(app_error(0))
+                .at(60_007)
+                .stored_range(&a, 1, Some(0), 4..=4)
+                .build()
+        };
+        assert_eq!(silent_losses(&cancelled(1..=3)), vec![]);
+        let v = silent_losses(&cancelled(1..=2));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.starts_with("1 events") && v[0].detail.ends_with("(seq 3 to 3)"), "{}", v[0].detail);
     }
 
     #[test]

@@ -1119,6 +1119,11 @@ impl CallLedger {
         self.cancels.get(&order).copied()
     }
 
+    /// The trace indexes of the client's cancels of `call`'s requests, in trace order.
+    fn cancels_of(&self, call: CallKey) -> impl Iterator<Item = usize> + '_ {
+        self.cancels.iter().filter(move |(_, c)| **c == call).map(|(order, _)| *order)
+    }
+
     fn issued(&self, call: CallKey) -> bool {
         self.idempotent.contains_key(&call)
     }
