@@ -753,8 +753,9 @@ struct Judge {
     /// The call each client's `tools/call` request carried, by its JSON-RPC id (as they stood:
     /// a restarted client numbers from 1 again).
     requests: BTreeMap<(Option<u32>, crate::ids::RequestId), crate::ids::CallKey>,
-    /// The call a client connection's `notifications/cancelled` was for, by connection.
-    cancel_posts: BTreeMap<(Option<u32>, ConnId), crate::ids::CallKey>,
+    /// The call a client connection's `notifications/cancelled` was for, by connection, and
+    /// whether the application was then told the call failed (an error, not an unknown outcome).
+    cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, bool)>,
     /// Tasks created whose id has not reached their client yet, by call.
     unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
     /// Calls whose last `tools/call` connection was cut before any task of theirs was created:
@@ -939,7 +940,7 @@ impl Judge {
                 }
                 if let Some(crate::http::ClientMessage::Cancelled { request }) = &request.body {
                     if let Some(call) = self.requests.get(&(who, *request)) {
-                        self.cancel_posts.insert((who, *conn), *call);
+                        self.cancel_posts.insert((who, *conn), (*call, false));
                     }
                 }
                 if let (Method::Get, Some(session)) = (request.method, &request.session) {
@@ -1074,6 +1075,7 @@ impl Judge {
                 }
             }
             StepKind::AppError { call, error } => {
+                self.told_of_cancelled(who, *call, true);
                 let idempotent = self.clients.entry(who).or_default().in_flight.remove(call);
                 self.gave_up(i, at, who, error);
                 if idempotent == Some(false) {
@@ -1084,6 +1086,7 @@ impl Judge {
                 self.clients.entry(who).or_default().in_flight.remove(call);
             }
             StepKind::AppUnknownOutcome { call, reason } => {
+                self.told_of_cancelled(who, *call, false);
                 self.clients.entry(who).or_default().in_flight.remove(call);
                 self.unknown.insert((who, *call), reason.clone());
                 self.gave_up(i, at, who, reason);
@@ -1700,8 +1703,8 @@ impl Judge {
     /// timed-out call left in the session, when the cancel was lost to a reset, as `conditions
     /// 1-4 held`.)
     fn cancel_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, how: &str) {
-        let Some(call) = self.cancel_posts.remove(&(who, conn)) else { return };
-        if self.unknown.contains_key(&(who, call)) {
+        let Some((call, told_failure)) = self.cancel_posts.remove(&(who, conn)) else { return };
+        if !told_failure {
             return;
         }
         let Some(c) = self.clients.get(&who) else { return };
@@ -1712,6 +1715,16 @@ impl Judge {
              request as unknown outcome)"
         );
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
+    }
+
+    /// The application was told `call` ended (`failed`: as an error, else as an unknown
+    /// outcome): what each of the client's cancels of it still on their way told it.
+    fn told_of_cancelled(&mut self, who: Option<u32>, call: crate::ids::CallKey, failed: bool) {
+        for ((w, _), (c, told)) in &mut self.cancel_posts {
+            if *w == who && *c == call {
+                *told = failed;
+            }
+        }
     }
 
     fn gave_up(&mut self, i: usize, at: Instant, who: Option<u32>, reason: &str) {
@@ -2581,7 +2594,19 @@ mod tests {
         assert!(judged(true, failed.clone(), reset.clone()).breaches[0].is_bug());
         let answered_503 = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(503)) };
         assert_eq!(judged(false, failed.clone(), answered_503).breaches.len(), 1);
-        assert!(judged(true, unknown, reset).all_held(), "told an unknown outcome");
+        assert!(judged(true, unknown.clone(), reset.clone()).all_held(), "told an unknown outcome");
+        // Told an unknown outcome, then issued again by its application before the cancel broke
+        // (`on_error = reissue`): the reference client's time-out, nothing broken.
+        let reissued = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+            (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (1_000, sent.clone()),
+            (61_000, cancel.clone()),
+            (61_000, unknown),
+            (61_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (61_000, reset.clone()),
+        ]));
+        assert!(reissued.all_held(), "{reissued:?}");
         let taken = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(202)) };
         assert!(judged(true, failed, taken).all_held(), "the server took the cancel");
     }
