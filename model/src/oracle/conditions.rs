@@ -675,6 +675,9 @@ struct ClientState {
     session: Option<SessionId>,
     /// The event ids it received.
     received: BTreeSet<EventId>,
+    /// The event ids it received, each with the session its request named (ids repeat across
+    /// sessions: the reference server's are stream and seq).
+    received_in: BTreeSet<(SessionId, EventId)>,
     /// Calls in flight whose stream a decision of its own ended for good (the procedure's `Stop`,
     /// or a close it has no rule for), not resolved since: the step, time and reason of that
     /// decision. What is left at the end of the run was never told to the application.
@@ -1001,7 +1004,12 @@ impl Judge {
                 self.clients.entry(who).or_default().last_contact = Some(at);
                 if let StepKind::Event { conn, event } = &step.kind {
                     if let Some(id) = &event.id {
-                        self.clients.entry(who).or_default().received.insert(id.clone());
+                        let session = self.conns.get(&(who, *conn)).and_then(|f| f.0.clone());
+                        let c = self.clients.entry(who).or_default();
+                        c.received.insert(id.clone());
+                        if let Some(session) = session {
+                            c.received_in.insert((session, id.clone()));
+                        }
                     }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
                 }
@@ -1671,9 +1679,10 @@ impl Judge {
         }
         let c = &self.clients[&who];
         let had = c
-            .received
-            .iter()
-            .filter_map(|id| self.stored.get(&(session.clone(), id.clone())).map(|(k, seq, _)| (*k, *seq, id)))
+            .received_in
+            .range((session.clone(), EventId::from(""))..)
+            .take_while(|(s, _)| s == session)
+            .filter_map(|(_, id)| self.stored.get(&(session.clone(), id.clone())).map(|(k, seq, _)| (*k, *seq, id)))
             .filter(|(k, _, _)| *k == StreamNo::STANDALONE)
             .max_by_key(|(_, seq, _)| *seq);
         let Some((_, _, id)) = had else { return };
@@ -2818,6 +2827,19 @@ mod tests {
             (3, get(4, None)),
         ]));
         assert!(early.all_held(), "{early:?}");
+        // An id of the same name received in another session is none of this stream's (the
+        // reference server's ids are stream and seq, the same in every session).
+        let other = SessionId::from("0-9");
+        let elsewhere = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (1, StepKind::Send { conn: ConnId(2), request: Request::get(Some(other.clone()), None) }),
+            (2, stored_on(&other, StreamNo::STANDALONE, 0, None)),
+            (2, event_on(2, "0-0")),
+            (3, get(3, None)),
+            (4, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
+            (5, get(4, None)),
+        ]));
+        assert!(elsewhere.all_held(), "{elsewhere:?}");
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id

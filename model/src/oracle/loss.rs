@@ -209,18 +209,35 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
     gaps.into_iter().map(|(stream, gaps)| (stream, Covered::new(&gaps))).collect()
 }
 
-/// For each session, the position of the first GET that opened its standalone stream (no
-/// `Last-Event-ID`): events stored before it were never meant for the application.
+/// For each session, the position from which its standalone stream was read: the `200` head of
+/// the first fresh GET (no `Last-Event-ID`) the server answered. Events stored before it were
+/// never meant for the application: a fresh GET replays nothing, and until the server has the
+/// request there is no stream to put a notification on (a swarm sweep of reference × py-sdk read
+/// a notification stored 16 ms after the client sent its GET, and before the GET reached the
+/// server behind the balancer, as a silent loss). A session none of whose fresh GETs was
+/// answered `200` is read from its first fresh GET, as before any answer.
 fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
-    let mut opened = BTreeMap::new();
+    let mut sent = BTreeMap::new();
+    let mut fresh: BTreeMap<(Option<u32>, crate::ids::ConnId), &'a SessionId> = BTreeMap::new();
+    let mut answered = BTreeMap::new();
     for (order, step) in ix.others() {
-        if let StepKind::Send { request, .. } = &step.kind {
-            if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
-                opened.entry(session).or_insert(order);
+        match &step.kind {
+            StepKind::Send { conn, request } => {
+                if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
+                    sent.entry(session).or_insert(order);
+                    fresh.insert((step.client, *conn), session);
+                }
             }
+            StepKind::Response { conn, head } if head.status.0 == 200 => {
+                if let Some(session) = fresh.remove(&(step.client, *conn)) {
+                    answered.entry(session).or_insert(order);
+                }
+            }
+            _ => {}
         }
     }
-    opened
+    sent.extend(answered);
+    sent
 }
 
 /// Events still on their way when the run stopped are not lost: the tail of a stream (after the
@@ -511,6 +528,27 @@ mod tests {
         // Never opened: nobody was reading.
         let unread = TraceBuilder::new().stored_range(&a, 0, None, 1..=3).build();
         assert_eq!(silent_losses(&unread), vec![]);
+        // Once the server answers the GET, the stream is read from its head: an event stored
+        // while the GET was on its way (the server had no stream to put it on, and a fresh GET
+        // replays nothing) is not owed; one stored after the head and never handed over is.
+        let answered = |delivered: &[u32]| {
+            TraceBuilder::new()
+                .at(2_000)
+                .client(get_standalone(1, &a))
+                .at(2_016)
+                .stored_range(&a, 0, None, 1..=1)
+                .at(2_400)
+                .client(response(1, crate::http::Status::OK))
+                .at(3_000)
+                .stored_range(&a, 0, None, 2..=3)
+                .at(4_000)
+                .delivered_range(&a, 0, None, delivered.iter().copied())
+                .build()
+        };
+        assert_eq!(silent_losses(&answered(&[2, 3])), vec![]);
+        let v = silent_losses(&answered(&[3]));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].subject, "session A stream0 event 0-2");
     }
 
     #[test]
