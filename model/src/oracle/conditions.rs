@@ -1174,7 +1174,7 @@ impl Judge {
                     self.ended_in_outage(i, at, session, &format!("expired (idle TTL {})", format_micros(*ttl)));
                 }
                 if *reason == SessionEndReason::ServerRestart {
-                    self.ended_in_outage(i, at, session, "was lost by a server restart");
+                    self.lost_by_restart(i, at, session);
                 }
                 if *reason == SessionEndReason::WriteFailed {
                     self.breach(
@@ -1868,6 +1868,28 @@ impl Judge {
     /// reference × py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as
     /// a bug, and one of py-sdk × reference the events a restart lost 2 minutes into a partition,
     /// whose client's application started over before the client came back.
+    /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
+    /// its retention did not outlast the restart, whatever the client does next (condition 2),
+    /// recorded now for a session a client holds. When the client was cut off it is the outage
+    /// that outlasted the session ([`Judge::ended_in_outage`]); otherwise the client comes back
+    /// to a 404 ([`Judge::session_not_found`] names the restart then), or never does: its
+    /// application may start over first on the 503s of a replica still down, and what the
+    /// session held undelivered (an event stored at the very instant of the restart) was lost
+    /// with it all the same (a guided sweep of ts-sdk × reference read it as `conditions 1-4
+    /// held`).
+    fn lost_by_restart(&mut self, i: usize, at: Instant, session: &SessionId) {
+        let how = "was lost by a server restart";
+        if self.clients.values().any(|c| c.session.as_ref() == Some(session) && c.cut_off()) {
+            return self.ended_in_outage(i, at, session, how);
+        }
+        if !self.clients.values().any(|c| c.held() == Some(session)) {
+            return;
+        }
+        let detail =
+            format!("session {session} {how} at {at}: the server kept it in memory only, so its retention ended there");
+        self.breach_in(Condition::Retention, i, at, detail, session);
+    }
+
     fn ended_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, how: &str) {
         let cut_off = self.clients.values().find(|c| c.session.as_ref() == Some(session) && c.cut_off());
         let Some(last) = cut_off.map(|c| c.last_contact) else { return };
@@ -3839,18 +3861,36 @@ mod tests {
             detail: String::new(),
         };
         assert!(matches!(lost.explain(&undelivered), Explanation::ExplainedBy(_)), "{lost:?}");
-        // In touch again before the expiry or the restart (an answer after the break): no breach.
+        // In touch again before the expiry (an answer after the break): no breach. A restart that
+        // lost the session ended its retention all the same, outage or not: what the session
+        // held undelivered went with it, whether or not the client comes back to a 404.
         let back = StepKind::Response { conn: ConnId(4), head: ResponseHead::status(Status(202)) };
-        for end in [expired, restarted] {
-            let t = trace(vec![
+        let in_touch = |end: StepKind| {
+            Conditions::judge(&trace(vec![
                 (1_000, on_session(2)),
                 (1_010, answered.clone()),
                 (30_000, broke.clone()),
                 (40_000, back.clone()),
                 (100_000, end),
-            ]);
-            assert!(Conditions::judge(&t).all_held(), "{t:?}");
-        }
+            ]))
+        };
+        assert!(in_touch(expired).all_held());
+        let restart = in_touch(restarted);
+        let b: Vec<_> = restart.breaches.iter().map(|b| (b.condition, b.step, b.session.clone())).collect();
+        assert_eq!(b, vec![(Condition::Retention, 4, Some(sid()))], "{restart:?}");
+        assert!(restart.breaches[0].detail.contains("the server kept it in memory only"), "{restart:?}");
+        assert!(matches!(restart.explain(&undelivered), Explanation::ExplainedBy(_)), "{restart:?}");
+        // A session no client holds (deleted by its client) costs nobody anything.
+        let deleted = Conditions::judge(&trace(vec![
+            (1_000, on_session(2)),
+            (1_010, answered),
+            (2_000, delete_request(5)),
+            (
+                100_000,
+                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::ServerRestart, idle_ttl_us: None },
+            ),
+        ]));
+        assert!(deleted.all_held(), "{deleted:?}");
     }
 
     /// In a run of several replicas, only requests routed to the replica that expired the
