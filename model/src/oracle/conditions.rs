@@ -1418,7 +1418,26 @@ impl Judge {
             .iter()
             .filter(|((s, id), (stream, _, _))| on_stream(s, id, *stream) && !c.received.contains(id))
             .min_by_key(|(_, (_, _, stored_at))| *stored_at);
-        let Some(((_, id), (_, _, stored_at))) = missed else { return };
+        let Some(((_, id), (_, _, stored_at))) = missed else {
+            // Nothing stored on it yet: a call's stream then loses nothing the decision does not
+            // tell (its outcome is unknown); the standalone stream loses what the server stores
+            // until a fresh GET opens it again, which replays nothing. A server that sends no
+            // priming event on it gives the client no id before its first notification (a
+            // sweep of reference × py-sdk read a notification stored in the outage as a bug).
+            let had_one = c.received_in.iter().any(|(s, id)| {
+                *s == session
+                    && self.stored.get(&(s.clone(), id.clone())).is_some_and(|(k, _, _)| *k == StreamNo::STANDALONE)
+            });
+            if call.is_none() && !had_one {
+                let detail = format!(
+                    "the standalone stream of session {session} broke at {at} before any event id reached the client: \
+                     it had no Last-Event-ID to persist, so what the server stores until a fresh GET opens it again \
+                     is lost"
+                );
+                self.breach_in(Condition::Persisted, i, at, detail, &session);
+            }
+            return;
+        };
         let detail = format!(
             "a stream of session {session} broke before event {id} (stored at {stored_at}) reached the client: it \
              had no Last-Event-ID to persist, so resumption was impossible and the stream starts again at the head"
@@ -3948,9 +3967,23 @@ mod tests {
         // The call's own stream: only its own events count.
         assert_eq!(judged(vec![(800, priming(1, Some(0))), (1_000, refused(Some(0)))]).breaches.len(), 1);
         assert!(judged(vec![(800, priming(1, Some(1))), (1_000, refused(Some(0)))]).all_held());
-        assert!(judged(vec![(800, priming(1, Some(0))), (1_000, refused(None))]).all_held());
-        assert!(judged(vec![(1_000, refused(None))]).all_held(), "nothing stored: nothing to resume from");
-        assert!(judged(vec![(800, priming(0, None)), (900, event_on(1, "0-0")), (1_000, refused(None))]).all_held());
+        // A call's stream with nothing stored on it yet loses nothing the decision does not tell.
+        assert!(judged(vec![(1_000, refused(Some(0)))]).all_held(), "nothing stored: nothing to resume from");
+        // The standalone stream with no id yet (a server that sends it no priming event) loses
+        // what is stored until a fresh GET opens it again, which replays nothing: condition 1,
+        // for that session's violations.
+        for before in [vec![], vec![(800, priming(1, Some(0)))]] {
+            let mut kinds = before;
+            kinds.push((1_000, refused(None)));
+            let none_yet = judged(kinds);
+            let b: Vec<_> = none_yet.breaches.iter().map(|b| (b.condition, b.session.clone())).collect();
+            assert_eq!(b, vec![(Condition::Persisted, Some(sid()))], "{none_yet:?}");
+            assert!(none_yet.breaches[0].detail.contains("before any event id reached the client"), "{none_yet:?}");
+        }
+        let on_get = StepKind::Send { conn: ConnId(1), request: Request::get(Some(sid()), None) };
+        let received =
+            judged(vec![(700, on_get), (800, priming(0, None)), (900, event_on(1, "0-0")), (1_000, refused(None))]);
+        assert!(received.all_held(), "{received:?}");
     }
 
     /// An event handed to a session that another session stored, on a stream whose numbering
