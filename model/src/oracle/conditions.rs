@@ -1977,7 +1977,7 @@ impl Judge {
             (None, Some(e)) if e != NEVER_PERSISTED.as_str() => format!("its stream ended: {e}"),
             _ => return,
         };
-        if c.by_class && c.in_flight.contains_key(&key) {
+        if c.in_flight.contains_key(&key) {
             c.stopped.insert(key, (i, at, why));
         }
     }
@@ -2005,6 +2005,7 @@ impl Judge {
     /// and acting by class carries out what it decided, or settles the call), whatever else broke.
     fn untold_calls(&mut self) {
         let mut untold: Vec<(usize, Instant, String)> = Vec::new();
+        let mut stopped: Vec<(usize, Instant, String, bool)> = Vec::new();
         for c in self.clients.values_mut() {
             for (key, (i, at, head)) in std::mem::take(&mut c.resume_due) {
                 let detail = format!(
@@ -2018,11 +2019,18 @@ impl Judge {
                     "the client left {key} at {at} with no way to its answer ({why}) and never told the application \
                      (a call no stream can answer any more is settled at once, as failed or as an unknown outcome)"
                 );
-                untold.push((i, at, detail));
+                stopped.push((i, at, detail, c.by_class));
             }
         }
         for (i, at, detail) in untold {
             self.record(Condition::ByClass, i, at, detail).promised = true;
+        }
+        // A client that does not act by class and leaves such a call pending for good (the
+        // TypeScript SDK's give-up, which waits for a request time-out that may be off) breaks
+        // condition 4 as its policy allows: the note tells the application what it cannot
+        // deliver (a guided sweep of ts-sdk × reference read the call as `conditions 1-4 held`).
+        for (i, at, detail, by_class) in stopped {
+            self.record(Condition::ByClass, i, at, detail).promised = by_class;
         }
     }
 
@@ -3195,6 +3203,14 @@ mod tests {
         ] {
             assert!(fine.breaches.iter().all(|b| !b.promised), "{fine:?}");
         }
+        // A client that does not act by class and leaves the call pending for good (the
+        // TypeScript SDK's give-up with no request time-out) breaks condition 4 as its policy
+        // allows: the price, not its bug; resolved later (a time-out), nothing.
+        let sdk = judge(false, None, Some("reconnect attempts exhausted: the call stays pending"), false);
+        let b: Vec<_> = sdk.breaches.iter().map(|b| (b.condition, b.promised)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false)], "{sdk:?}");
+        assert!(matches!(sdk.explain(&unresolved), Explanation::ExplainedBy(_)), "{sdk:?}");
+        assert!(judge(false, None, Some("reconnect attempts exhausted"), true).all_held());
     }
 
     #[test]

@@ -36,6 +36,7 @@ fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         gaps: gaps(ix, log),
         lost_sessions: sessions_lost(ix),
         standalone_opened: standalone_opened(ix),
+        deleted_at: deleted_at(ix),
         in_flight: InFlight::new(ix),
         answered_from: ix.answered_from(),
     };
@@ -55,6 +56,8 @@ struct Judge<'a> {
     gaps: BTreeMap<(&'a SessionId, StreamNo), Covered>,
     lost_sessions: BTreeSet<&'a SessionId>,
     standalone_opened: BTreeMap<&'a SessionId, usize>,
+    /// Per session, where its client first sent a `DELETE` of it.
+    deleted_at: BTreeMap<&'a SessionId, usize>,
     in_flight: InFlight<'a>,
     /// Per call, the stream its result reached the application from.
     answered_from: &'a BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
@@ -70,12 +73,15 @@ impl<'a> Judge<'a> {
         }
         let covered = self.gaps.get(&(session, stream));
         let held = self.in_flight.held.contains(session);
-        let cancelled_at = self.cancelled_at(stream, events);
+        // The client ended the request, or the whole session, itself: from there it reads
+        // nothing of it, and what the server stores before the end lands is owed to nobody.
+        let ended_at =
+            [self.cancelled_at(stream, events), self.deleted_at.get(session).copied()].into_iter().flatten().min();
         let last_delivered = events.iter().filter(|e| self.was_delivered(e)).map(|e| e.seq).max();
         let lost: Vec<&StoredEvent<'a>> = events
             .iter()
             .copied()
-            .filter(|e| e.order >= reading_since && cancelled_at.is_none_or(|c| e.order < c) && is_owed_here(e))
+            .filter(|e| e.order >= reading_since && ended_at.is_none_or(|end| e.order < end) && is_owed_here(e))
             .filter(|e| !self.was_delivered(e) && !covered.is_some_and(|c| c.covers(e.seq)))
             .filter(|e| !self.in_flight.excuses(held, e, last_delivered))
             .collect();
@@ -240,6 +246,25 @@ fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> 
     sent
 }
 
+/// For each session, the position of the first `DELETE` of it a client sent: the client ends its
+/// session there and stops reading its streams (a sweep of the TypeScript client against the
+/// reference server read a notification stored in the 8 ms between the application's `DELETE`
+/// and its landing as a silent loss). An operator's `DELETE` is no client's word: what it costs
+/// the client's application stays for the oracle and the conditions to judge.
+fn deleted_at<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
+    let mut deleted = BTreeMap::new();
+    for (order, step) in ix.others() {
+        if let StepKind::Send { request, .. } = &step.kind {
+            if let (crate::trace::Actor::Client, Method::Delete, Some(session)) =
+                (step.actor, request.method, &request.session)
+            {
+                deleted.entry(session).or_insert(order);
+            }
+        }
+    }
+    deleted
+}
+
 /// Events still on their way when the run stopped are not lost: the tail of a stream (after the
 /// last event delivered from it) stored after the network healed, in a session its client still
 /// held at the end. A session its client walked away from has no events in flight.
@@ -331,6 +356,32 @@ mod tests {
         let v = silent_losses(&cancelled(1..=2));
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.starts_with("1 events") && v[0].detail.ends_with("(seq 3 to 3)"), "{}", v[0].detail);
+    }
+
+    /// A client that deletes its session stops reading its streams: a notification the server
+    /// stores before the `DELETE` lands is owed to nobody; one stored before the `DELETE` and never
+    /// handed over still is.
+    #[test]
+    fn what_a_session_stores_after_its_client_sent_its_delete_is_not_owed() {
+        let a = sid("A");
+        let deleted = |delivered: std::ops::RangeInclusive<u32>| {
+            TraceBuilder::new()
+                .client(get_standalone(1, &a))
+                .at(1_000)
+                .stored_range(&a, 0, None, 1..=3)
+                .delivered_range(&a, 0, None, delivered)
+                .at(120_000)
+                .client(StepKind::Send {
+                    conn: crate::ids::ConnId(2),
+                    request: crate::http::Request::delete(a.clone()),
+                })
+                .stored_range(&a, 0, None, 4..=4)
+                .build()
+        };
+        assert_eq!(silent_losses(&deleted(1..=3)), vec![]);
+        let v = silent_losses(&deleted(1..=2));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.ends_with("(seq 3 to 3)"), "{}", v[0].detail);
     }
 
     #[test]
