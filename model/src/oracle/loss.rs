@@ -221,13 +221,14 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
     gaps.into_iter().map(|(stream, gaps)| (stream, Covered::new(&gaps))).collect()
 }
 
-/// For each session, the position from which its standalone stream was read: the `200` head of
-/// the first fresh GET (no `Last-Event-ID`) the server answered. Events stored before it were
-/// never meant for the application: a fresh GET replays nothing, and until the server has the
-/// request there is no stream to put a notification on (a swarm sweep of reference × py-sdk read
-/// a notification stored 16 ms after the client sent its GET, and before the GET reached the
-/// server behind the balancer, as a silent loss). A session none of whose fresh GETs was
-/// answered `200` is read from its first fresh GET, as before any answer.
+/// For each session, the position from which its standalone stream was read: the first fresh
+/// GET (no `Last-Event-ID`), from its `200` head when that GET was answered. Events stored before
+/// the head were never meant for the application: a fresh GET replays nothing, and until the
+/// server has the request there is no stream to put a notification on (a swarm sweep of
+/// reference × py-sdk read a notification stored 16 ms after the client sent its GET, and before
+/// the GET reached the server behind the balancer, as a silent loss). A first GET cut before its
+/// head reads the stream from its sending: the server may have taken it, and what it stored
+/// then, in the outage that followed, is the loss a buffering server spares the client.
 fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
     let mut sent = BTreeMap::new();
     let mut fresh: BTreeMap<(Option<u32>, crate::ids::ConnId), &'a SessionId> = BTreeMap::new();
@@ -236,8 +237,10 @@ fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> 
         match &step.kind {
             StepKind::Send { conn, request } => {
                 if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
-                    sent.entry(session).or_insert(order);
-                    fresh.insert((step.client, *conn), session);
+                    if !sent.contains_key(session) {
+                        sent.insert(session, order);
+                        fresh.insert((step.client, *conn), session);
+                    }
                 }
             }
             StepKind::Response { conn, head } if head.status.0 == 200 => {
