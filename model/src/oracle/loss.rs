@@ -37,6 +37,7 @@ fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         lost_sessions: sessions_lost(ix),
         standalone_opened: standalone_opened(ix),
         deleted_at: deleted_at(ix),
+        gave_up_at: gave_up_at(ix),
         in_flight: InFlight::new(ix),
         answered_from: ix.answered_from(),
     };
@@ -58,6 +59,8 @@ struct Judge<'a> {
     standalone_opened: BTreeMap<&'a SessionId, usize>,
     /// Per session, where its client first sent a `DELETE` of it.
     deleted_at: BTreeMap<&'a SessionId, usize>,
+    /// Per call, where its client first gave its stream up (its reconnect attempts spent).
+    gave_up_at: BTreeMap<CallKey, usize>,
     in_flight: InFlight<'a>,
     /// Per call, the stream its result reached the application from.
     answered_from: &'a BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
@@ -75,14 +78,25 @@ impl<'a> Judge<'a> {
         let held = self.in_flight.held.contains(session);
         // The client ended the request, or the whole session, itself: from there it reads
         // nothing of it, and what the server stores before the end lands is owed to nobody.
-        let ended_at =
-            [self.cancelled_at(stream, events), self.deleted_at.get(session).copied()].into_iter().flatten().min();
+        let cancelled_at = self.cancelled_at(stream, events);
+        let ended_at = [cancelled_at, self.deleted_at.get(session).copied()].into_iter().flatten().min();
         let last_delivered = events.iter().filter(|e| self.was_delivered(e)).map(|e| e.seq).max();
-        // A session its client deleted also gives up what was still on its way to it then: the
-        // tail of the stream after the last event handed over (a notification stored at the
-        // instant of the DELETE, a replay the DELETE overtook), as the end of a run does.
-        let deleted = self.deleted_at.contains_key(session);
-        let given_up = |e: &StoredEvent<'_>| deleted && last_delivered.is_none_or(|last| e.seq > last);
+        // A session its client deleted, or a request it cancelled, also gives up what was still
+        // on its way to it then: the tail of the stream after the last event handed over (a
+        // notification stored at the instant of the DELETE, a replay the DELETE overtook, the
+        // progress a time-out's cancel left waiting for a resume), as the end of a run does.
+        // Not when the client had already given the stream up before it cancelled: what it
+        // failed to resume then was lost to that give-up, in silence, while the call waited for
+        // its time-out (the TypeScript client's spent retries).
+        let gave_up_first = |end: usize| {
+            events.iter().find_map(|e| e.call).and_then(|c| self.gave_up_at.get(&c)).is_some_and(|g| *g < end)
+        };
+        let ended = match (cancelled_at, self.deleted_at.get(session)) {
+            (_, Some(_)) => true,
+            (Some(cancel), None) => !gave_up_first(cancel),
+            (None, None) => false,
+        };
+        let given_up = |e: &StoredEvent<'_>| ended && last_delivered.is_none_or(|last| e.seq > last);
         let lost: Vec<&StoredEvent<'a>> = events
             .iter()
             .copied()
@@ -274,6 +288,20 @@ fn deleted_at<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
     deleted
 }
 
+/// For each call, the position of the first decision of its client that gave its stream up
+/// because its reconnect attempts were spent.
+fn gave_up_at(ix: &TraceIndex<'_>) -> BTreeMap<CallKey, usize> {
+    let mut gave_up = BTreeMap::new();
+    for (order, step) in ix.others() {
+        if let StepKind::Decision { call: Some(call), error: Some(error), .. } = &step.kind {
+            if error.starts_with(crate::client::ERR_EXHAUSTED) {
+                gave_up.entry(*call).or_insert(order);
+            }
+        }
+    }
+    gave_up
+}
+
 /// Events still on their way when the run stopped are not lost: the tail of a stream (after the
 /// last event delivered from it) stored after the network healed, in a session its client still
 /// held at the end. A session its client walked away from has no events in flight.
@@ -335,8 +363,8 @@ mod tests {
     }
 
     /// A client that times its request out cancels it and stops reading its stream: what the
-    /// server stores on it after the cancel (before the cancel lands) is not owed, while what it
-    /// stored before and never handed over still is.
+    /// server stores on it after the cancel (before the cancel lands) is not owed, nor what was
+    /// still on its way; a hole before the last event handed over still is.
     #[test]
     fn what_a_stream_carries_after_its_client_cancelled_the_request_is_not_owed() {
         let a = sid("A");
@@ -344,7 +372,7 @@ mod tests {
             Some(a.clone()),
             crate::http::ClientMessage::Cancelled { request: crate::ids::RequestId(2) },
         );
-        let cancelled = |delivered: std::ops::RangeInclusive<u32>| {
+        let cancelled = |delivered: Vec<u32>| {
             TraceBuilder::new()
                 .at(1_000)
                 .server(session_created(&a, "app"))
@@ -361,10 +389,35 @@ mod tests {
                 .stored_range(&a, 1, Some(0), 4..=4)
                 .build()
         };
-        assert_eq!(silent_losses(&cancelled(1..=3)), vec![]);
-        let v = silent_losses(&cancelled(1..=2));
+        assert_eq!(silent_losses(&cancelled(vec![1, 2, 3])), vec![]);
+        // What was still on its way when the client cancelled (after the last event handed
+        // over: progress waiting for a resume) is given up with the request; a hole before the
+        // last one handed over is not.
+        assert_eq!(silent_losses(&cancelled(vec![1, 2])), vec![]);
+        let v = silent_losses(&cancelled(vec![1, 3]));
         assert_eq!(v.len(), 1, "{v:?}");
-        assert!(v[0].detail.starts_with("1 events") && v[0].detail.ends_with("(seq 3 to 3)"), "{}", v[0].detail);
+        assert!(v[0].detail.starts_with("1 events") && v[0].detail.ends_with("(seq 2 to 2)"), "{}", v[0].detail);
+        // A client that had given the stream up before its time-out (its retries spent, the call
+        // left pending) lost the tail to that give-up: it still counts.
+        let mut gave_up = cancelled(vec![1]);
+        let decision = StepKind::Decision {
+            call: Some(CallKey(0)),
+            outcome: None,
+            action: None,
+            error: Some(format!("{}: the call stays pending until its request timeout", crate::client::ERR_EXHAUSTED)),
+        };
+        let at =
+            gave_up.steps.iter().position(|s| matches!(s.kind, StepKind::Send { conn: crate::ids::ConnId(3), .. }));
+        let at = at.expect("the cancel is in the trace");
+        let mut step = gave_up.steps[at].clone();
+        step.kind = decision;
+        gave_up.steps.insert(at, step);
+        for (seq, s) in gave_up.steps.iter_mut().enumerate() {
+            s.seq = seq as u64;
+        }
+        let v = silent_losses(&gave_up);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.ends_with("(seq 2 to 3)"), "{}", v[0].detail);
     }
 
     /// A client that deletes its session stops reading its streams: a notification the server
