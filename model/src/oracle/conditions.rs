@@ -937,6 +937,9 @@ impl Judge {
                         c.sent_unsafe.insert(call.key);
                     }
                     c.sent.insert(call.key);
+                    // Sent again (a re-issue after a lost request, a re-send after a new
+                    // session): the client did not leave it with no way to its answer.
+                    c.stopped.remove(&call.key);
                     self.posts.insert((who, *conn), call.key);
                     self.requests.insert((who, *id), call.key);
                     self.cut_posts.remove(&call.key);
@@ -2161,6 +2164,16 @@ mod tests {
         StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(1), "app") }
     }
 
+    /// The `tools/call` of call `call` on connection `conn`, in no session.
+    fn post_call(conn: u64, call: u32) -> StepKind {
+        let call =
+            crate::http::ToolCall { tool: "pay".into(), key: CallKey(call), idempotency_key: None, tasks: false };
+        StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::post(None, crate::http::ClientMessage::CallTool { id: RequestId(9), call }),
+        }
+    }
+
     fn delete_request(conn: u64) -> StepKind {
         StepKind::Send { conn: ConnId(conn), request: Request::delete(sid()) }
     }
@@ -3211,6 +3224,15 @@ mod tests {
         assert_eq!(b, vec![(Condition::ByClass, false)], "{sdk:?}");
         assert!(matches!(sdk.explain(&unresolved), Explanation::ExplainedBy(_)), "{sdk:?}");
         assert!(judge(false, None, Some("reconnect attempts exhausted"), true).all_held());
+        // A stream ended by a decision to send the call again (the 2026-07-28 revision's
+        // re-issue) left nothing behind: the re-sent call is its way to the answer.
+        let reissued = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: true }),
+            (2, StepKind::Decision { call: Some(call), outcome: None, action: None, error: Some("lost".into()) }),
+            (3, post_call(5, 0)),
+        ]));
+        assert!(reissued.all_held(), "{reissued:?}");
     }
 
     #[test]
