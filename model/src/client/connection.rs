@@ -154,10 +154,7 @@ impl Client {
                 self.sdk_on_404(key, rule, "a JSON-RPC \"session not found\" error");
             }
             (Purpose::Stream(_), message) => {
-                // The session the request went out under, none included: a 2026-07-28 request a
-                // client sends while it still holds an earlier session of a legacy server is
-                // served without one, and what its stream carries belongs to no session.
-                let session = c.session.clone().unwrap_or_else(|| SessionId(String::new()));
+                let session = Client::app_session(c.session.clone());
                 self.deliver(now, conn, session, id, message);
             }
             (Purpose::Listen, ServerMessage::ListenAck { subscription }) => self.listen_acked(conn, subscription),

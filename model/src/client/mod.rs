@@ -631,9 +631,11 @@ impl Client {
         keys.into_iter().map(|(_, k)| k).collect()
     }
 
-    /// The session an `App*` step names: the one the stream was opened under, else the current
-    /// one. A server that mints no session id gets the empty id.
-    fn app_session(&self, stream_session: Option<SessionId>) -> SessionId {
-        stream_session.or_else(|| self.session.clone()).unwrap_or_else(|| SessionId(String::new()))
+    /// The session an `App*` step names: the one the stream's request went out under. None (a
+    /// 2026-07-28 request, sent with no `Mcp-Session-Id` even while the client still holds a
+    /// session of a legacy build; a server that mints no session id) is the empty id, the one
+    /// the server files such a stream's events under.
+    fn app_session(stream_session: Option<SessionId>) -> SessionId {
+        stream_session.unwrap_or_else(|| SessionId(String::new()))
     }
 }

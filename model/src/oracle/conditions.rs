@@ -753,11 +753,11 @@ struct Judge {
     tasks: BTreeMap<crate::tasks::TaskId, (Instant, Option<u64>, bool)>,
     /// The calls a client connection posted (`tools/call`), by connection.
     posts: BTreeMap<(Option<u32>, ConnId), crate::ids::CallKey>,
-    /// The call each client's `tools/call` request carried, by its JSON-RPC id (as they stood:
-    /// a restarted client numbers from 1 again).
-    requests: BTreeMap<(Option<u32>, crate::ids::RequestId), crate::ids::CallKey>,
+    /// The call each client's `tools/call` request carried, for its cancels.
+    requests: super::RequestCalls,
     /// The call a client connection's `notifications/cancelled` was for, by connection, and
-    /// whether the application was then told the call failed (an error, not an unknown outcome).
+    /// whether the application was then told the call failed (an error, not an unknown outcome):
+    /// only the cancels whose connection has not ended yet.
     cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, bool)>,
     /// Tasks created whose id has not reached their client yet, by call.
     unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
@@ -932,7 +932,7 @@ impl Judge {
                 if let Some(id) = &request.last_event_id {
                     c.resume_due.retain(|_, due| &due.2 != id);
                 }
-                if let Some(crate::http::ClientMessage::CallTool { call, id }) = &request.body {
+                if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
                     if c.in_flight.get(&call.key) == Some(&false) {
                         c.sent_unsafe.insert(call.key);
                     }
@@ -941,13 +941,10 @@ impl Judge {
                     // session): the client did not leave it with no way to its answer.
                     c.stopped.remove(&call.key);
                     self.posts.insert((who, *conn), call.key);
-                    self.requests.insert((who, *id), call.key);
                     self.cut_posts.remove(&call.key);
                 }
-                if let Some(crate::http::ClientMessage::Cancelled { request }) = &request.body {
-                    if let Some(call) = self.requests.get(&(who, *request)) {
-                        self.cancel_posts.insert((who, *conn), (*call, false));
-                    }
+                if let Some(call) = self.requests.cancel_in(step) {
+                    self.cancel_posts.insert((who, *conn), (call, false));
                 }
                 if let (Method::Get, Some(session)) = (request.method, &request.session) {
                     self.standalone_get(i, at, who, *conn, session, request.last_event_id.as_ref());
@@ -961,7 +958,7 @@ impl Judge {
                 self.conns.insert((who, *conn), (request.session.clone(), request.method, None, at));
             }
             StepKind::Response { conn, head } => {
-                if head.status.0 >= 500 {
+                if head.status.0 >= 500 && self.cancel_posts.contains_key(&(who, *conn)) {
                     self.cancel_lost(i, at, who, *conn, &format!("was answered {}", head.status.0));
                 }
                 let c = self.clients.entry(who).or_default();
@@ -1056,6 +1053,9 @@ impl Judge {
                 if matches!(end, ConnEnd::Reset | ConnEnd::Refused) && status.is_none_or(|s| s.0 >= 500) {
                     let how = if *end == ConnEnd::Refused { "was refused" } else { "was cut" };
                     self.cancel_lost(i, at, who, *conn, how);
+                } else {
+                    // Taken by the server (or already judged lost on its 5xx): nothing to wait for.
+                    self.cancel_posts.remove(&(who, *conn));
                 }
             }
             StepKind::Decision { call, action, error, .. } => {
@@ -1174,7 +1174,8 @@ impl Judge {
                 self.ended.insert(session.clone(), (*reason, at));
                 if let (SessionEndReason::IdleExpired, Some(ttl)) = (reason, idle_ttl_us) {
                     self.expired_inside(i, at, session, step.replica, *ttl);
-                    self.ended_in_outage(i, at, session, &format!("expired (idle TTL {})", format_micros(*ttl)));
+                    let _ =
+                        self.ended_in_outage(i, at, session, &format!("expired (idle TTL {})", format_micros(*ttl)));
                 }
                 if *reason == SessionEndReason::ServerRestart {
                     self.lost_by_restart(i, at, session);
@@ -1427,11 +1428,7 @@ impl Judge {
             // until a fresh GET opens it again, which replays nothing. A server that sends no
             // priming event on it gives the client no id before its first notification (a
             // sweep of reference × py-sdk read a notification stored in the outage as a bug).
-            let had_one = c.received_in.iter().any(|(s, id)| {
-                *s == session
-                    && self.stored.get(&(s.clone(), id.clone())).is_some_and(|(k, _, _)| *k == StreamNo::STANDALONE)
-            });
-            if call.is_none() && !had_one {
+            if call.is_none() && self.last_standalone_received(who, &session).is_none() {
                 let detail = format!(
                     "the standalone stream of session {session} broke at {at} before any event id reached the client: \
                      it had no Last-Event-ID to persist, so what the server stores until a fresh GET opens it again \
@@ -1663,12 +1660,31 @@ impl Judge {
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
 
+    /// Whether `id` is an event `session` stored on its standalone stream.
+    fn on_standalone(&self, session: &SessionId, id: &EventId) -> bool {
+        self.stored.get(&(session.clone(), id.clone())).is_some_and(|(k, _, _)| *k == StreamNo::STANDALONE)
+    }
+
+    /// The latest event of `session`'s standalone stream that client `who` received (by seq).
+    fn last_standalone_received(&self, who: Option<u32>, session: &SessionId) -> Option<&EventId> {
+        let c = self.clients.get(&who)?;
+        c.received_in
+            .range((session.clone(), EventId::from(""))..)
+            .take_while(|(s, _)| s == session)
+            .filter_map(|(_, id)| match self.stored.get(&(session.clone(), id.clone())) {
+                Some((StreamNo::STANDALONE, seq, _)) => Some((*seq, id)),
+                _ => None,
+            })
+            .max_by_key(|(seq, _)| *seq)
+            .map(|(_, id)| id)
+    }
+
     /// A `GET` in `session` sent on `conn`, with `last` as its `Last-Event-ID`. A fresh one (no
     /// id) opens the standalone stream: when the client had received ids on that session's
     /// standalone stream and its last `GET` of that stream (fresh or resuming) was not refused (a
     /// `4xx`, after which starting over is the answer: the id is gone or the stream refused), it
-    /// starts the stream again at the head though it had an id to resume from. The note's client reconnects with the last id it received; one that keeps none
-    /// breaks condition 1 (the first incident's client: "Last-Event-ID never persisted"), and a
+    /// starts the stream again at the head though it had an id to resume from. The note's client
+    /// reconnects with the last id it received; one that keeps none breaks condition 1 (the first incident's client: "Last-Event-ID never persisted"), and a
     /// server that hands a fresh stream what it still buffers then repeats what the application
     /// already has. A client whose policy keeps the id (durable) and starts over all the same
     /// treats a transport break as the stream's end: condition 4, its bug if its policy acts by
@@ -1683,10 +1699,7 @@ impl Judge {
         session: &SessionId,
         last: Option<&EventId>,
     ) {
-        let standalone = |id: &EventId| {
-            self.stored.get(&(session.clone(), id.clone())).is_some_and(|(k, _, _)| *k == StreamNo::STANDALONE)
-        };
-        if last.is_some_and(|id| !standalone(id)) {
+        if last.is_some_and(|id| !self.on_standalone(session, id)) {
             return;
         }
         let Some(c) = self.clients.get_mut(&who) else { return };
@@ -1699,15 +1712,8 @@ impl Judge {
         if refused {
             return;
         }
+        let Some(id) = self.last_standalone_received(who, session) else { return };
         let c = &self.clients[&who];
-        let had = c
-            .received_in
-            .range((session.clone(), EventId::from(""))..)
-            .take_while(|(s, _)| s == session)
-            .filter_map(|(_, id)| self.stored.get(&(session.clone(), id.clone())).map(|(k, seq, _)| (*k, *seq, id)))
-            .filter(|(k, _, _)| *k == StreamNo::STANDALONE)
-            .max_by_key(|(_, seq, _)| *seq);
-        let Some((_, _, id)) = had else { return };
         let (durable, by_class) = (c.durable, c.by_class);
         let opened = format!(
             "the client opened the standalone stream of session {session} again at {at} without Last-Event-ID, though \
@@ -1881,15 +1887,6 @@ impl Judge {
         self.breach_in(Condition::ServerEnded, i, at, detail, session);
     }
 
-    /// The end of `session` at `at` (`how`: an idle expiry, a server restart that lost it) while
-    /// a client that holds it is cut off from the server (its last connection broke after the
-    /// last answer it got): the outage outlasted the session's lifetime (condition 2), now, not
-    /// only when the client comes back to a 404 (it may never: its application may start over
-    /// first). What the end does at once (a tool it cancels: `no-work-killed`, dated at the
-    /// end) and what the session still held undelivered are explained by it: a swarm sweep of
-    /// reference × py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as
-    /// a bug, and one of py-sdk × reference the events a restart lost 2 minutes into a partition,
-    /// whose client's application started over before the client came back.
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
     /// its retention did not outlast the restart, whatever the client does next (condition 2),
     /// recorded now for a session a client holds. When the client was cut off it is the outage
@@ -1901,10 +1898,7 @@ impl Judge {
     /// held`).
     fn lost_by_restart(&mut self, i: usize, at: Instant, session: &SessionId) {
         let how = "was lost by a server restart";
-        if self.clients.values().any(|c| c.session.as_ref() == Some(session) && c.cut_off()) {
-            return self.ended_in_outage(i, at, session, how);
-        }
-        if !self.clients.values().any(|c| c.held() == Some(session)) {
+        if self.ended_in_outage(i, at, session, how) || !self.clients.values().any(|c| c.held() == Some(session)) {
             return;
         }
         let detail =
@@ -1912,15 +1906,25 @@ impl Judge {
         self.breach_in(Condition::Retention, i, at, detail, session);
     }
 
-    fn ended_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, how: &str) {
+    /// The end of `session` at `at` (`how`: an idle expiry, a server restart that lost it) while
+    /// a client that holds it is cut off from the server (its last connection broke after the
+    /// last answer it got): the outage outlasted the session's lifetime (condition 2), now, not
+    /// only when the client comes back to a 404 (it may never: its application may start over
+    /// first). What the end does at once (a tool it cancels: `no-work-killed`, dated at the
+    /// end) and what the session still held undelivered are explained by it: a swarm sweep of
+    /// reference × py-sdk read a tool cancelled by an idle expiry 1m56 into a 4m29 partition as
+    /// a bug, and one of py-sdk × reference the events a restart lost 2 minutes into a partition,
+    /// whose client's application started over before the client came back. Whether it did.
+    fn ended_in_outage(&mut self, i: usize, at: Instant, session: &SessionId, how: &str) -> bool {
         let cut_off = self.clients.values().find(|c| c.session.as_ref() == Some(session) && c.cut_off());
-        let Some(last) = cut_off.map(|c| c.last_contact) else { return };
+        let Some(last) = cut_off.map(|c| c.last_contact) else { return false };
         let since = last.map_or_else(|| "it started".to_string(), |l| l.to_string());
         let detail = format!(
             "session {session} {how} at {at} while its client was cut off from the server (no answer since \
              {since}): the outage outlasted the session"
         );
         self.breach_in(Condition::Retention, i, at, detail, session);
+        true
     }
 
     /// Whether the event after seq `seq` of `session`'s stream `stream`, which the server's store
@@ -2007,33 +2011,32 @@ impl Judge {
     /// named head it decided and never sent: a bug of the client (its policy keeps condition 4,
     /// and acting by class carries out what it decided, or settles the call), whatever else broke.
     fn untold_calls(&mut self) {
-        let mut untold: Vec<(usize, Instant, String)> = Vec::new();
-        let mut stopped: Vec<(usize, Instant, String, bool)> = Vec::new();
+        // Each with whether the client's policy promised better: a decision of the procedure
+        // itself (a resume at the head it chose) always did.
+        let mut untold: Vec<(usize, Instant, String, bool)> = Vec::new();
         for c in self.clients.values_mut() {
             for (key, (i, at, head)) in std::mem::take(&mut c.resume_due) {
                 let detail = format!(
                     "the client decided at {at} to resume {key} at once from the head {head} the server named, and \
                      never sent that resume nor settled the call"
                 );
-                untold.push((i, at, detail));
+                untold.push((i, at, detail, true));
             }
             for (key, (i, at, why)) in std::mem::take(&mut c.stopped) {
                 let detail = format!(
                     "the client left {key} at {at} with no way to its answer ({why}) and never told the application \
                      (a call no stream can answer any more is settled at once, as failed or as an unknown outcome)"
                 );
-                stopped.push((i, at, detail, c.by_class));
+                // A client that does not act by class and leaves such a call pending for good
+                // (the TypeScript SDK's give-up, which waits for a request time-out that may be
+                // off) breaks condition 4 as its policy allows: the note tells the application
+                // what it cannot deliver (a guided sweep of ts-sdk × reference read the call as
+                // `conditions 1-4 held`).
+                untold.push((i, at, detail, c.by_class));
             }
         }
-        for (i, at, detail) in untold {
-            self.record(Condition::ByClass, i, at, detail).promised = true;
-        }
-        // A client that does not act by class and leaves such a call pending for good (the
-        // TypeScript SDK's give-up, which waits for a request time-out that may be off) breaks
-        // condition 4 as its policy allows: the note tells the application what it cannot
-        // deliver (a guided sweep of ts-sdk × reference read the call as `conditions 1-4 held`).
-        for (i, at, detail, by_class) in stopped {
-            self.record(Condition::ByClass, i, at, detail).promised = by_class;
+        for (i, at, detail, promised) in untold {
+            self.record(Condition::ByClass, i, at, detail).promised = promised;
         }
     }
 

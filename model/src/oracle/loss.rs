@@ -35,9 +35,7 @@ fn silent_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         delivered: ix.delivered(),
         gaps: gaps(ix, log),
         lost_sessions: sessions_lost(ix),
-        standalone_opened: standalone_opened(ix),
-        deleted_at: deleted_at(ix),
-        gave_up_at: gave_up_at(ix),
+        reading: Reading::new(ix),
         in_flight: InFlight::new(ix),
         answered_from: ix.answered_from(),
     };
@@ -56,11 +54,7 @@ struct Judge<'a> {
     delivered: &'a [bool],
     gaps: BTreeMap<(&'a SessionId, StreamNo), Covered>,
     lost_sessions: BTreeSet<&'a SessionId>,
-    standalone_opened: BTreeMap<&'a SessionId, usize>,
-    /// Per session, where its client first sent a `DELETE` of it.
-    deleted_at: BTreeMap<&'a SessionId, usize>,
-    /// Per call, where its client first gave its stream up (its reconnect attempts spent).
-    gave_up_at: BTreeMap<CallKey, usize>,
+    reading: Reading<'a>,
     in_flight: InFlight<'a>,
     /// Per call, the stream its result reached the application from.
     answered_from: &'a BTreeMap<CallKey, (&'a SessionId, StreamNo)>,
@@ -78,8 +72,10 @@ impl<'a> Judge<'a> {
         let held = self.in_flight.held.contains(session);
         // The client ended the request, or the whole session, itself: from there it reads
         // nothing of it, and what the server stores before the end lands is owed to nobody.
-        let cancelled_at = self.cancelled_at(stream, events);
-        let ended_at = [cancelled_at, self.deleted_at.get(session).copied()].into_iter().flatten().min();
+        let call = events.iter().find_map(|e| e.call);
+        let cancelled_at = self.cancelled_at(stream, call, events);
+        let deleted_at = self.reading.deleted_at.get(session).copied();
+        let ended_at = [cancelled_at, deleted_at].into_iter().flatten().min();
         let last_delivered = events.iter().filter(|e| self.was_delivered(e)).map(|e| e.seq).max();
         // A session its client deleted, or a request it cancelled, also gives up what was still
         // on its way to it then: the tail of the stream after the last event handed over (a
@@ -88,15 +84,10 @@ impl<'a> Judge<'a> {
         // Not when the client had already given the stream up before it cancelled: what it
         // failed to resume then was lost to that give-up, in silence, while the call waited for
         // its time-out (the TypeScript client's spent retries).
-        let gave_up_first = |end: usize| {
-            events.iter().find_map(|e| e.call).and_then(|c| self.gave_up_at.get(&c)).is_some_and(|g| *g < end)
-        };
-        let ended = match (cancelled_at, self.deleted_at.get(session)) {
-            (_, Some(_)) => true,
-            (Some(cancel), None) => !gave_up_first(cancel),
-            (None, None) => false,
-        };
-        let given_up = |e: &StoredEvent<'_>| ended && last_delivered.is_none_or(|last| e.seq > last);
+        let gave_up_before =
+            |cancel: usize| call.and_then(|c| self.reading.gave_up_at.get(&c)).is_some_and(|g| *g < cancel);
+        let tail_given_up = deleted_at.is_some() || cancelled_at.is_some_and(|cancel| !gave_up_before(cancel));
+        let given_up = |e: &StoredEvent<'_>| tail_given_up && last_delivered.is_none_or(|last| e.seq > last);
         let lost: Vec<&StoredEvent<'a>> = events
             .iter()
             .copied()
@@ -126,7 +117,7 @@ impl<'a> Judge<'a> {
     /// still owed its outcome; the standalone stream from the first GET that opened it.
     fn reading_since(&self, session: &SessionId, stream: StreamNo, events: &[&StoredEvent<'a>]) -> Option<usize> {
         if stream == StreamNo::STANDALONE {
-            return self.standalone_opened.get(session).copied();
+            return self.reading.standalone_opened.get(session).copied();
         }
         let call = events.iter().find_map(|e| e.call)?;
         // An unresolved call is every-call-resolves' to judge; a failed or unknown one told the
@@ -147,11 +138,11 @@ impl<'a> Judge<'a> {
     /// guided sweep of the naive client read a progress event stored 7 ms after its client's
     /// time-out as a silent loss). Whether the work the cancel did not stop left a result
     /// nobody read is no-orphaned-session's to judge.
-    fn cancelled_at(&self, stream: StreamNo, events: &[&StoredEvent<'a>]) -> Option<usize> {
+    fn cancelled_at(&self, stream: StreamNo, call: Option<CallKey>, events: &[&StoredEvent<'a>]) -> Option<usize> {
         if stream == StreamNo::STANDALONE {
             return None;
         }
-        let call = events.iter().find_map(|e| e.call)?;
+        let call = call?;
         let opened = events.first()?.order;
         self.ledger.cancels_of(call).find(|order| *order > opened)
     }
@@ -235,71 +226,63 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
     gaps.into_iter().map(|(stream, gaps)| (stream, Covered::new(&gaps))).collect()
 }
 
-/// For each session, the position from which its standalone stream was read: the first fresh
-/// GET (no `Last-Event-ID`), from its `200` head when that GET was answered. Events stored before
-/// the head were never meant for the application: a fresh GET replays nothing, and until the
-/// server has the request there is no stream to put a notification on (a swarm sweep of
-/// reference × py-sdk read a notification stored 16 ms after the client sent its GET, and before
-/// the GET reached the server behind the balancer, as a silent loss). A first GET cut before its
-/// head reads the stream from its sending: the server may have taken it, and what it stored
-/// then, in the outage that followed, is the loss a buffering server spares the client.
-fn standalone_opened<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
-    let mut sent = BTreeMap::new();
-    let mut fresh: BTreeMap<(Option<u32>, crate::ids::ConnId), &'a SessionId> = BTreeMap::new();
-    let mut answered = BTreeMap::new();
-    for (order, step) in ix.others() {
-        match &step.kind {
-            StepKind::Send { conn, request } => {
-                if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
-                    if !sent.contains_key(session) {
+/// Where the clients began and stopped reading streams, read in one pass over the steps.
+struct Reading<'a> {
+    /// For each session, the position from which its standalone stream was read: the first
+    /// fresh GET (no `Last-Event-ID`), from its `200` head when that GET was answered. Events
+    /// stored before the head were never meant for the application: a fresh GET replays nothing,
+    /// and until the server has the request there is no stream to put a notification on (a
+    /// swarm sweep of reference × py-sdk read a notification stored 16 ms after the client sent
+    /// its GET, and before the GET reached the server behind the balancer, as a silent loss). A
+    /// first GET cut before its head reads the stream from its sending: the server may have
+    /// taken it, and what it stored then, in the outage that followed, is the loss a buffering
+    /// server spares the client.
+    standalone_opened: BTreeMap<&'a SessionId, usize>,
+    /// For each session, the position of the first `DELETE` of it a client sent: the client ends
+    /// its session there and stops reading its streams (a sweep of the TypeScript client against
+    /// the reference server read a notification stored in the 8 ms between the application's
+    /// `DELETE` and its landing as a silent loss). An operator's `DELETE` is no client's word:
+    /// what it costs the client's application stays for the oracle and the conditions to judge.
+    deleted_at: BTreeMap<&'a SessionId, usize>,
+    /// For each call, the position of the first decision of its client that gave its stream up
+    /// because its reconnect attempts were spent.
+    gave_up_at: BTreeMap<CallKey, usize>,
+}
+
+impl<'a> Reading<'a> {
+    fn new(ix: &TraceIndex<'a>) -> Self {
+        let mut sent = BTreeMap::new();
+        let mut fresh: BTreeMap<(Option<u32>, crate::ids::ConnId), &'a SessionId> = BTreeMap::new();
+        let mut answered = BTreeMap::new();
+        let (mut deleted_at, mut gave_up_at) = (BTreeMap::new(), BTreeMap::new());
+        for (order, step) in ix.others() {
+            match &step.kind {
+                StepKind::Send { conn, request } => match (request.method, &request.last_event_id, &request.session) {
+                    (Method::Get, None, Some(session)) if !sent.contains_key(session) => {
                         sent.insert(session, order);
                         fresh.insert((step.client, *conn), session);
                     }
+                    (Method::Delete, _, Some(session)) if step.actor == crate::trace::Actor::Client => {
+                        deleted_at.entry(session).or_insert(order);
+                    }
+                    _ => {}
+                },
+                StepKind::Response { conn, head } if head.status.0 == 200 => {
+                    if let Some(session) = fresh.remove(&(step.client, *conn)) {
+                        answered.entry(session).or_insert(order);
+                    }
                 }
-            }
-            StepKind::Response { conn, head } if head.status.0 == 200 => {
-                if let Some(session) = fresh.remove(&(step.client, *conn)) {
-                    answered.entry(session).or_insert(order);
+                StepKind::Decision { call: Some(call), error: Some(error), .. }
+                    if error.starts_with(crate::client::ERR_EXHAUSTED) =>
+                {
+                    gave_up_at.entry(*call).or_insert(order);
                 }
-            }
-            _ => {}
-        }
-    }
-    sent.extend(answered);
-    sent
-}
-
-/// For each session, the position of the first `DELETE` of it a client sent: the client ends its
-/// session there and stops reading its streams (a sweep of the TypeScript client against the
-/// reference server read a notification stored in the 8 ms between the application's `DELETE`
-/// and its landing as a silent loss). An operator's `DELETE` is no client's word: what it costs
-/// the client's application stays for the oracle and the conditions to judge.
-fn deleted_at<'a>(ix: &TraceIndex<'a>) -> BTreeMap<&'a SessionId, usize> {
-    let mut deleted = BTreeMap::new();
-    for (order, step) in ix.others() {
-        if let StepKind::Send { request, .. } = &step.kind {
-            if let (crate::trace::Actor::Client, Method::Delete, Some(session)) =
-                (step.actor, request.method, &request.session)
-            {
-                deleted.entry(session).or_insert(order);
+                _ => {}
             }
         }
+        sent.extend(answered);
+        Reading { standalone_opened: sent, deleted_at, gave_up_at }
     }
-    deleted
-}
-
-/// For each call, the position of the first decision of its client that gave its stream up
-/// because its reconnect attempts were spent.
-fn gave_up_at(ix: &TraceIndex<'_>) -> BTreeMap<CallKey, usize> {
-    let mut gave_up = BTreeMap::new();
-    for (order, step) in ix.others() {
-        if let StepKind::Decision { call: Some(call), error: Some(error), .. } = &step.kind {
-            if error.starts_with(crate::client::ERR_EXHAUSTED) {
-                gave_up.entry(*call).or_insert(order);
-            }
-        }
-    }
-    gave_up
 }
 
 /// Events still on their way when the run stopped are not lost: the tail of a stream (after the

@@ -1072,6 +1072,28 @@ impl Resolution {
     }
 }
 
+/// The call each client's `tools/call` requests carried, by JSON-RPC id as the ids stood then
+/// (every client numbers its requests from 1, again after a restart): what a client's own
+/// `notifications/cancelled` names. Read step by step.
+#[derive(Default)]
+struct RequestCalls(BTreeMap<(u32, RequestId), CallKey>);
+
+impl RequestCalls {
+    /// Reads one step: a client's `tools/call` is remembered; a client's cancel of one of its
+    /// requests gives the call that request carried.
+    fn cancel_in(&mut self, step: &Step) -> Option<CallKey> {
+        let StepKind::Send { request, .. } = &step.kind else { return None };
+        match &request.body {
+            Some(ClientMessage::CallTool { id, call }) => {
+                self.0.insert((client_of(step), *id), call.key);
+                None
+            }
+            Some(ClientMessage::Cancelled { request }) => self.0.get(&(client_of(step), *request)).copied(),
+            _ => None,
+        }
+    }
+}
+
 /// The application's calls and how each was resolved.
 struct CallLedger {
     /// Every call the application issued, with the idempotency its first `AppCall` declared.
@@ -1088,7 +1110,7 @@ impl CallLedger {
     fn new<'s>(steps: impl Iterator<Item = (usize, &'s Step)>) -> Self {
         let mut idempotent = BTreeMap::new();
         let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
-        let mut requests: BTreeMap<(u32, RequestId), CallKey> = BTreeMap::new();
+        let mut requests = RequestCalls::default();
         let mut cancels = BTreeMap::new();
         for (order, step) in steps {
             if let StepKind::AppCall { call, idempotent: i, .. } = &step.kind {
@@ -1097,18 +1119,8 @@ impl CallLedger {
             if let Some((call, how)) = Resolution::of(&step.kind) {
                 resolutions.entry(call).or_default().push(how);
             }
-            if let StepKind::Send { request, .. } = &step.kind {
-                match &request.body {
-                    Some(ClientMessage::CallTool { id, call }) => {
-                        requests.insert((client_of(step), *id), call.key);
-                    }
-                    Some(ClientMessage::Cancelled { request }) => {
-                        if let Some(call) = requests.get(&(client_of(step), *request)) {
-                            cancels.insert(order, *call);
-                        }
-                    }
-                    _ => {}
-                }
+            if let Some(call) = requests.cancel_in(step) {
+                cancels.insert(order, call);
             }
         }
         CallLedger { idempotent, resolutions, cancels }

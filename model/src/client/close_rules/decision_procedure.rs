@@ -25,7 +25,7 @@ impl Client {
                     NextAction::Resume { last_event_id } => self.schedule_reconnect(now, &ended, Some(last_event_id)),
                     NextAction::Reinitialize => self.session_lost(),
                     NextAction::ResumeAtHead { head } => {
-                        let session = self.app_session(None);
+                        let session = Client::app_session(self.session.clone());
                         let gap =
                             StepKind::AppGap { session, call: owner.call(), after: last_seen, head: head.clone() };
                         self.record(gap);
