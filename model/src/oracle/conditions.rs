@@ -698,13 +698,25 @@ struct ClientState {
     /// The ids of tasks the client forgot at one instant (`task-id-forgotten`): what a restart
     /// at that instant lost, when its process kept them only in memory.
     forgotten_tasks: Option<(Instant, Vec<String>)>,
-    /// Its last `GET` of a standalone stream (fresh, or resuming it): the session it named and
-    /// its connection, for whether a fresh one follows a refusal.
-    standalone_get: Option<(SessionId, ConnId)>,
+    /// Its last `GET` of a standalone stream (fresh, or resuming it), for whether a fresh one
+    /// follows a refusal or another fresh one.
+    standalone_get: Option<StandaloneGet>,
     /// Calls whose stream the procedure decided to resume at the head the server named (after a
     /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
     /// with that `Last-Event-ID` or the call is settled.
     resume_due: BTreeMap<crate::ids::CallKey, (usize, Instant, EventId)>,
+}
+
+/// A client's `GET` of a standalone stream, as the conditions judge remembers it.
+#[derive(Debug)]
+struct StandaloneGet {
+    /// The session it named.
+    session: SessionId,
+    /// Its connection.
+    conn: ConnId,
+    /// Whether it went without `Last-Event-ID`; if so, the latest event of the session's
+    /// standalone stream the client had received when it went (what it started over from).
+    fresh: Option<Option<EventId>>,
 }
 
 impl ClientState {
@@ -912,6 +924,7 @@ impl Judge {
                     self.breach(Condition::Persisted, i, at, detail);
                 }
             }
+            StepKind::InitializeBackoff { .. } => self.handshake_failed(who),
             StepKind::TaskIdForgotten { task } => {
                 let c = self.clients.entry(who).or_default();
                 match &mut c.forgotten_tasks {
@@ -1641,6 +1654,25 @@ impl Judge {
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
 
+    /// The client's handshake failed and it will send `initialize` again, leaving the session the
+    /// failed handshake was answered with. Failed on an answer (a `401`, a `403`: not a transport
+    /// fact), that letting go is the answer's, judged where the answer is (a balancer's own
+    /// answer is condition 4); every `initialize` of the retries that follow, one of them
+    /// perhaps after a transport failure, carries out that one decision. (A search of the
+    /// reference pair read the retries of a handshake the balancer refused with its own `401`,
+    /// once a partition had refused one of them, as a session let go on a transport fact.)
+    /// Failed on a transport fact, the next `initialize` is judged as such
+    /// ([`Judge::initialize_while_held`]).
+    fn handshake_failed(&mut self, who: Option<u32>) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        if c.cut_off() {
+            return;
+        }
+        if let Some(session) = c.held().cloned() {
+            c.let_go = Some(session);
+        }
+    }
+
     /// The client gave up reconnecting its standalone stream. A client that runs the note's
     /// procedure tells the application (a gap it cannot fill: `app-stream-lost`, at the same
     /// instant), so that what the stream would have carried is a loss it knows of; one that does
@@ -1702,17 +1734,25 @@ impl Judge {
         if last.is_some_and(|id| !self.on_standalone(session, id)) {
             return;
         }
+        let seen = if last.is_none() { self.last_standalone_received(who, session).cloned() } else { None };
         let Some(c) = self.clients.get_mut(&who) else { return };
-        let previous = c.standalone_get.replace((session.clone(), conn));
+        let fresh = last.is_none().then(|| seen.clone());
+        let previous = c.standalone_get.replace(StandaloneGet { session: session.clone(), conn, fresh });
         if last.is_some() {
             return;
         }
-        let Some((_, last)) = previous.filter(|(s, _)| s == session) else { return };
-        let refused = self.conns.get(&(who, last)).and_then(|f| f.2).is_some_and(|s| (400..500).contains(&s.0));
+        let Some(previous) = previous.filter(|p| &p.session == session) else { return };
+        // A fresh `GET` after a fresh one, with no id received between them, starts over from
+        // where that one did: the first was judged (a refusal before it excused both).
+        if previous.fresh.as_ref() == Some(&seen) {
+            return;
+        }
+        let refused =
+            self.conns.get(&(who, previous.conn)).and_then(|f| f.2).is_some_and(|s| (400..500).contains(&s.0));
         if refused {
             return;
         }
-        let Some(id) = self.last_standalone_received(who, session) else { return };
+        let Some(id) = seen else { return };
         let c = &self.clients[&who];
         let (durable, by_class) = (c.durable, c.by_class);
         let opened = format!(
@@ -2884,6 +2924,26 @@ mod tests {
             !judged(false, false, vec![get(5, Some("0-0")), answered(5, 503), get(6, None)]).all_held(),
             "after a 503"
         );
+        // A refusal excuses the fresh `GET`s after it until an id comes again (a restarted client
+        // whose first fresh `GET` met a partition tried again, and the judge read the second as
+        // its bug: a guided `standalone-notify` search of the reference pair).
+        let after_refusal = vec![get(5, Some("0-0")), answered(5, 429), get(6, None), get(7, None)];
+        assert!(judged(true, true, after_refusal).all_held(), "after a 429 and a refused connection");
+        let came_again = vec![
+            get(5, Some("0-0")),
+            answered(5, 429),
+            get(6, None),
+            answered(6, 200),
+            stored_on(&sid(), StreamNo::STANDALONE, 1, None),
+            event_on(6, "0-1"),
+            get(7, None),
+        ];
+        let came_again = judged(true, true, came_again);
+        assert_eq!(came_again.breaches.len(), 1, "{came_again:?}");
+        assert!(came_again.breaches[0].detail.contains("received event 0-1"), "{came_again:?}");
+        // One start-over is one breach, however many fresh `GET`s carry it.
+        let twice = judged(false, false, vec![get(5, None), get(6, None)]);
+        assert_eq!(twice.breaches.len(), 1, "{twice:?}");
         // Before any id came, there was nothing to resume from.
         let early = Conditions::judge(&trace(vec![
             (0, start(false)),
@@ -3058,6 +3118,55 @@ mod tests {
         let gone = after(Some(Status::NOT_FOUND));
         // The 404 itself breaks retention (the session was gone), re-initializing is right.
         assert!(gone.breaches.iter().all(|b| b.condition == Condition::Retention), "{gone:?}");
+    }
+
+    /// A handshake whose `notifications/initialized` is refused by an answer (a `401`) lets its
+    /// session go on that answer: the `initialize` retries that follow carry out that one
+    /// decision, even after a transport failure refused one of them. Reset instead, the next
+    /// `initialize` lets a live session go on a transport fact (condition 4, the client's bug).
+    #[test]
+    fn handshake_retries_after_an_answer_let_the_session_go_once_and_after_a_reset_break_condition_four() {
+        let judged = |failure: Vec<StepKind>| {
+            let initialize =
+                |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
+            let backoff = StepKind::InitializeBackoff { attempt: 1, delay_us: 1_000_000 };
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+                (1, initialize(1)),
+                (
+                    2,
+                    StepKind::Response {
+                        conn: ConnId(1),
+                        head: ResponseHead { session: Some(sid()), ..ResponseHead::status(Status(200)) },
+                    },
+                ),
+                (
+                    2,
+                    StepKind::Send {
+                        conn: ConnId(2),
+                        request: Request::post(Some(sid()), crate::http::ClientMessage::Initialized),
+                    },
+                ),
+            ];
+            steps.extend(failure.into_iter().map(|k| (3, k)));
+            steps.extend([
+                (3, backoff.clone()),
+                (4, initialize(3)),
+                (4, StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused }),
+                (4, backoff),
+                (5, initialize(4)),
+            ]);
+            Conditions::judge(&trace(steps))
+        };
+        let refused = judged(vec![
+            StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(401)) },
+            StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Clean },
+        ]);
+        assert!(of_condition(&refused, Condition::ByClass).is_empty(), "{refused:?}");
+        let reset = judged(vec![StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset }]);
+        let by_class = of_condition(&reset, Condition::ByClass);
+        assert_eq!(by_class.len(), 1, "{reset:?}");
+        assert!(by_class[0].detail.contains("after a transport failure") && by_class[0].is_bug(), "{reset:?}");
     }
 
     /// The client's decision to re-initialize, on call0's stream.
