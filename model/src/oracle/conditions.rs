@@ -138,6 +138,12 @@ pub enum Condition {
     /// loses the in-flight request"); a non-idempotent tool run again, or a failure told of work
     /// that ran, stays the client's to answer for.
     RequestLost = 9,
+    /// Not a condition either: the server answered a resume by sending again the event the
+    /// client's `Last-Event-ID` named. The spec replays what came *after* it ("replay messages
+    /// that would have been sent after the last event ID"); a server that includes it (rmcp's
+    /// `replay = "from"`) hands the client an event it already has. A bug of the server's, and
+    /// what it costs is that one event twice.
+    ServerRepeated = 10,
 }
 
 impl Condition {
@@ -163,6 +169,9 @@ impl Condition {
             }
             Condition::RequestLost => {
                 return "the 2026-07-28 revision (a request lost with its stream, re-issued)".to_string()
+            }
+            Condition::ServerRepeated => {
+                return "a server bug (a resume that sent again the event its Last-Event-ID named)".to_string()
             }
         };
         format!("condition {} ({what})", self.number())
@@ -208,7 +217,8 @@ impl Breach {
     /// Whether it is a bug of its own (the server's act, or a client breaking what its policy
     /// keeps) rather than a condition the settings or the network broke.
     pub fn is_bug(&self) -> bool {
-        matches!(self.condition, Condition::ServerEnded | Condition::ServerMissed) || self.promised
+        matches!(self.condition, Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated)
+            || self.promised
     }
 }
 
@@ -216,7 +226,9 @@ impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
-            Condition::ServerEnded | Condition::ServerMissed => write!(f, "a server bug: {}", self.detail),
+            Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated => {
+                write!(f, "a server bug: {}", self.detail)
+            }
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
             c if self.promised => {
@@ -338,7 +350,9 @@ impl Conditions {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
-        let kept_to_session = |b: &Breach| b.condition == Condition::ServerMissed || !self.sessions_share_store;
+        let kept_to_session = |b: &Breach| {
+            matches!(b.condition, Condition::ServerMissed | Condition::ServerRepeated) || !self.sessions_share_store
+        };
         let of_session = |b: &Breach| match (&b.session, place) {
             // A missed replay cost only what its stream carried: not an event the session never
             // stored (one a store shared across sessions handed it), which names no stream of its.
@@ -539,6 +553,9 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     }
     if b.condition == Condition::RequestLost {
         return matches!(effect, Effect::Of(InvariantId::EveryCallResolves) | Effect::SessionlessEventLoss);
+    }
+    if b.condition == Condition::ServerRepeated {
+        return effect == Effect::Of(InvariantId::NoDuplicateDelivery);
     }
     if b.task_id_lost {
         return matches!(effect, Effect::Of(InvariantId::NoOrphanedTask | InvariantId::TaskResultDelivered));
@@ -771,6 +788,9 @@ struct Judge {
     /// whether the application was then told the call failed (an error, not an unknown outcome):
     /// only the cancels whose connection has not ended yet.
     cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, bool)>,
+    /// The `Last-Event-ID` each client connection resumed from, until its connection ends or
+    /// the server sends that event again on it.
+    resumed_from: BTreeMap<(Option<u32>, ConnId), EventId>,
     /// Tasks created whose id has not reached their client yet, by call.
     unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
     /// Calls whose last `tools/call` connection was cut before any task of theirs was created:
@@ -944,6 +964,7 @@ impl Judge {
                 }
                 if let Some(id) = &request.last_event_id {
                     c.resume_due.retain(|_, due| &due.2 != id);
+                    self.resumed_from.insert((who, *conn), id.clone());
                 }
                 if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
                     if c.in_flight.get(&call.key) == Some(&false) {
@@ -1025,6 +1046,7 @@ impl Judge {
                         }
                     }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
+                    self.named_event_again(i, at, who, *conn, event.id.as_ref());
                 }
                 if let StepKind::Json {
                     message: crate::http::ServerMessage::Error { code: Some(crate::tasks::TASK_NOT_FOUND), message, .. },
@@ -1044,6 +1066,7 @@ impl Judge {
             }
             StepKind::ConnEnd { conn, end } => {
                 self.task_reply_lost(i, at, who, *conn, *end);
+                self.resumed_from.remove(&(who, *conn));
                 let facts = self.conns.get(&(who, *conn));
                 let status = facts.and_then(|c| c.2);
                 let lost_delete = match facts {
@@ -1662,10 +1685,12 @@ impl Judge {
     /// reference pair read the retries of a handshake the balancer refused with its own `401`,
     /// once a partition had refused one of them, as a session let go on a transport fact.)
     /// Failed on a transport fact, the next `initialize` is judged as such
-    /// ([`Judge::initialize_while_held`]).
+    /// ([`Judge::initialize_while_held`]); a failure on an answer after one (the retried
+    /// `notifications/initialized` of a reset handshake, refused with a `401`) is the answer's.
     fn handshake_failed(&mut self, who: Option<u32>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        if c.cut_off() {
+        let answered = c.last_close.as_ref().and_then(|close| close.0).is_some_and(|s| (400..500).contains(&s.0));
+        if !answered {
             return;
         }
         if let Some(session) = c.held().cloned() {
@@ -1742,17 +1767,19 @@ impl Judge {
             return;
         }
         let Some(previous) = previous.filter(|p| &p.session == session) else { return };
+        let facts = self.conns.get(&(who, previous.conn));
+        if facts.and_then(|f| f.2).is_some_and(|s| (400..500).contains(&s.0)) {
+            return;
+        }
+        let Some(id) = seen else {
+            let since = facts.map_or(Instant(0), |f| f.3);
+            return self.standalone_again_without_id(i, at, who, session, since);
+        };
         // A fresh `GET` after a fresh one, with no id received between them, starts over from
         // where that one did: the first was judged (a refusal before it excused both).
-        if previous.fresh.as_ref() == Some(&seen) {
+        if previous.fresh == Some(Some(id.clone())) {
             return;
         }
-        let refused =
-            self.conns.get(&(who, previous.conn)).and_then(|f| f.2).is_some_and(|s| (400..500).contains(&s.0));
-        if refused {
-            return;
-        }
-        let Some(id) = seen else { return };
         let c = &self.clients[&who];
         let (durable, by_class) = (c.durable, c.by_class);
         let opened = format!(
@@ -1768,6 +1795,42 @@ impl Judge {
             let detail = format!("{opened}: it kept no id to resume from, so the stream starts again at the head");
             self.breach_in(Condition::Persisted, i, at, detail, session);
         }
+    }
+
+    /// A fresh `GET` of `session`'s standalone stream after another `GET` of it sent at `since`,
+    /// with no event id of that stream ever received: the stream broke (or its client process
+    /// restarted) before its first id, and what the server stored on it since `since` that
+    /// never reached the client is lost, for a fresh stream replays nothing. Condition 1, as when
+    /// the decision procedure finds no id ([`Judge::never_persisted`]), which a restart does
+    /// not run. (A sweep of reference × py-sdk, whose standalone stream sends no priming event,
+    /// read a notification stored at the instant of a durable client's restart as `conditions
+    /// 1-4 held`.)
+    fn standalone_again_without_id(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        session: &SessionId,
+        since: Instant,
+    ) {
+        let Some(c) = self.clients.get(&who) else { return };
+        let missed = self
+            .stored
+            .range((session.clone(), EventId::from(""))..)
+            .take_while(|((s, _), _)| s == session)
+            .filter(|((_, id), (stream, _, stored_at))| {
+                *stream == StreamNo::STANDALONE
+                    && *stored_at >= since
+                    && !c.received_in.contains(&(session.clone(), id.clone()))
+            })
+            .min_by_key(|(_, (_, _, stored_at))| *stored_at);
+        let Some(((_, id), (_, _, stored_at))) = missed else { return };
+        let detail = format!(
+            "the client opened the standalone stream of session {session} again at {at} without Last-Event-ID: no \
+             event id of it had reached the client, so event {id} (stored at {stored_at}) and what followed it \
+             before the new stream are lost"
+        );
+        self.breach_in(Condition::Persisted, i, at, detail, session);
     }
 
     /// The connection `conn` of a client's `notifications/cancelled` broke (`how`) before the
@@ -1819,6 +1882,25 @@ impl Judge {
                 format!("the client gave up ({reason}) after {outage} without an answer: the outage outlasted its reconnects"),
             );
         }
+    }
+
+    /// An event with `id` on client connection `conn`: the one its `Last-Event-ID` named, sent
+    /// again by the server that resumed the stream ([`Condition::ServerRepeated`]; rmcp's replay
+    /// "from the given index, that event included"). A guided sweep of the reference client
+    /// against rmcp read the duplicate as `conditions 1-4 held`, naming nobody.
+    fn named_event_again(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, id: Option<&EventId>) {
+        let Some(id) = id else { return };
+        if self.resumed_from.get(&(who, conn)) != Some(id) {
+            return;
+        }
+        self.resumed_from.remove(&(who, conn));
+        let Some(session) = self.conns.get(&(who, conn)).and_then(|f| f.0.clone()) else { return };
+        let stream = self.stored.get(&(session.clone(), id.clone())).map(|(k, _, _)| *k);
+        let detail = format!(
+            "the server resumed a stream of session {session} from Last-Event-ID {id} and sent event {id} again at \
+             {at}: a resume carries the events after the id, and the client had this one"
+        );
+        self.breach_in(Condition::ServerRepeated, i, at, detail, &session).stream = stream;
     }
 
     /// A `resume` step: how the server answered a `Last-Event-ID`.
@@ -2964,7 +3046,12 @@ mod tests {
             (4, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
             (5, get(4, None)),
         ]));
-        assert!(elsewhere.all_held(), "{elsewhere:?}");
+        // Not the id of the other session's: this session's stream gave the client none, and
+        // its event 0-0, stored while the first stream was open, is what the second loses.
+        let b: Vec<_> = elsewhere.breaches.iter().map(|b| (b.condition, b.step)).collect();
+        assert_eq!(b, vec![(Condition::Persisted, 6)], "{elsewhere:?}");
+        assert!(elsewhere.breaches[0].detail.contains("no event id of it had reached the client"), "{elsewhere:?}");
+        assert!(!elsewhere.breaches[0].detail.contains("  "), "{elsewhere:?}");
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
@@ -3163,10 +3250,63 @@ mod tests {
             StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Clean },
         ]);
         assert!(of_condition(&refused, Condition::ByClass).is_empty(), "{refused:?}");
+        // Reset, then the retried notification refused by an answer: the answer let it go.
+        let reset_then_refused = judged(vec![
+            StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset },
+            StepKind::InitializeBackoff { attempt: 1, delay_us: 1_000_000 },
+            StepKind::Send {
+                conn: ConnId(5),
+                request: Request::post(Some(sid()), crate::http::ClientMessage::Initialized),
+            },
+            StepKind::Response { conn: ConnId(5), head: ResponseHead::status(Status(401)) },
+            StepKind::ConnEnd { conn: ConnId(5), end: ConnEnd::Clean },
+        ]);
+        assert!(of_condition(&reset_then_refused, Condition::ByClass).is_empty(), "{reset_then_refused:?}");
         let reset = judged(vec![StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset }]);
         let by_class = of_condition(&reset, Condition::ByClass);
         assert_eq!(by_class.len(), 1, "{reset:?}");
         assert!(by_class[0].detail.contains("after a transport failure") && by_class[0].is_bug(), "{reset:?}");
+    }
+
+    /// A resume answered by sending again the event its `Last-Event-ID` named (rmcp's inclusive
+    /// replay): a server bug, which costs that event's duplicate and nothing else; the events
+    /// after it, or the named one on another connection, are no part of it.
+    #[test]
+    fn a_resume_that_sends_the_named_event_again_is_a_server_bug_costing_its_duplicate() {
+        let get = |conn: u64, last: Option<&str>| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::get(Some(sid()), last.map(EventId::from)),
+        };
+        let judged = |after: Vec<StepKind>| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+                (1, get(3, None)),
+                (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
+                (2, stored_on(&sid(), StreamNo::STANDALONE, 1, None)),
+                (3, event_on(3, "0-0")),
+                (4, StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Reset }),
+                (5, get(4, Some("0-0"))),
+            ];
+            steps.extend(after.into_iter().map(|k| (6, k)));
+            Conditions::judge(&trace(steps))
+        };
+        let again = judged(vec![event_on(4, "0-0"), event_on(4, "0-1")]);
+        let repeated = of_condition(&again, Condition::ServerRepeated);
+        assert_eq!(repeated.len(), 1, "{again:?}");
+        assert!(repeated[0].is_bug() && repeated[0].stream == Some(StreamNo::STANDALONE), "{again:?}");
+        assert!(repeated[0].to_string().starts_with("a server bug: the server resumed a stream"), "{again:?}");
+        assert!(!repeated[0].detail.contains("  "), "{again:?}");
+        let violation = |invariant| Violation {
+            invariant,
+            step: 8,
+            at: Instant(6_000),
+            subject: "session 0-1 stream0 event 0-0".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(again.explain(&violation(InvariantId::NoDuplicateDelivery)), Explanation::Bug(_)));
+        assert!(!matches!(again.explain(&violation(InvariantId::NoSilentEventLoss)), Explanation::Bug(_)));
+        assert!(of_condition(&judged(vec![event_on(4, "0-1")]), Condition::ServerRepeated).is_empty());
+        assert!(of_condition(&judged(vec![event_on(3, "0-0")]), Condition::ServerRepeated).is_empty());
     }
 
     /// The client's decision to re-initialize, on call0's stream.
@@ -4741,6 +4881,7 @@ mod tests {
             Condition::Terminated,
             Condition::ServerEnded,
             Condition::ServerMissed,
+            Condition::ServerRepeated,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");
