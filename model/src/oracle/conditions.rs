@@ -144,12 +144,25 @@ pub enum Condition {
     /// `replay = "from"`) hands the client an event it already has. A bug of the server's, and
     /// what it costs is that one event twice.
     ServerRepeated = 10,
+    /// Not a condition either: the server gave one event id to two events of a session (rmcp's
+    /// standalone stream numbers its priming event `0` and then its first notification `0`
+    /// too). A client that resumes after that id, or is told of a gap after it, cannot have the
+    /// second event: it reads as received. A bug of the server's, costing that stream's events.
+    ServerIdReused = 11,
 }
 
 impl Condition {
     /// The number the design note gives it.
     pub fn number(self) -> u8 {
         self as u8
+    }
+
+    /// Whether it is the server's own bug, which no setting of the client or the fleet keeps.
+    pub fn is_server_bug(self) -> bool {
+        matches!(
+            self,
+            Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused
+        )
     }
 
     /// What it is, in a few words: `condition 2 (retention outlasts the outage)`, `a termination`.
@@ -173,6 +186,7 @@ impl Condition {
             Condition::ServerRepeated => {
                 return "a server bug (a resume that sent again the event its Last-Event-ID named)".to_string()
             }
+            Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
         };
         format!("condition {} ({what})", self.number())
     }
@@ -200,6 +214,9 @@ pub struct Breach {
     pub session: Option<SessionId>,
     /// Within [`Breach::session`], the one stream whose events it concerns; `None`: any stream's.
     pub stream: Option<StreamNo>,
+    /// Within that stream, the one event it concerns (an id given twice costs the event that
+    /// got it the second time); `None`: any of the stream's.
+    pub event: Option<EventId>,
     /// The server's own word that the work failed came with it (a task it aborted at its TTL):
     /// the one breach of conditions 1-3 that can tell an application a call failed.
     pub server_failed_work: bool,
@@ -217,8 +234,7 @@ impl Breach {
     /// Whether it is a bug of its own (the server's act, or a client breaking what its policy
     /// keeps) rather than a condition the settings or the network broke.
     pub fn is_bug(&self) -> bool {
-        matches!(self.condition, Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated)
-            || self.promised
+        self.condition.is_server_bug() || self.promised
     }
 }
 
@@ -226,9 +242,7 @@ impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
-            Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated => {
-                write!(f, "a server bug: {}", self.detail)
-            }
+            c if c.is_server_bug() => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
             c if self.promised => {
@@ -351,14 +365,19 @@ impl Conditions {
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let kept_to_session = |b: &Breach| {
-            matches!(b.condition, Condition::ServerMissed | Condition::ServerRepeated) || !self.sessions_share_store
+            matches!(b.condition, Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused)
+                || !self.sessions_share_store
         };
         let of_session = |b: &Breach| match (&b.session, place) {
             // A missed replay cost only what its stream carried: not an event the session never
             // stored (one a store shared across sessions handed it), which names no stream of its.
-            (Some(_), Some(Place { stream: None, event: true, .. })) if b.condition == Condition::ServerMissed => false,
-            (Some(theirs), Some(Place { session: ours, stream, .. })) if kept_to_session(b) => {
-                theirs.0 == ours && (b.stream.is_none() || stream.is_none() || b.stream == stream)
+            (Some(_), Some(Place { stream: None, event: Some(_), .. })) if b.condition == Condition::ServerMissed => {
+                false
+            }
+            (Some(theirs), Some(Place { session: ours, stream, event })) if kept_to_session(b) => {
+                theirs.0 == ours
+                    && (b.stream.is_none() || stream.is_none() || b.stream == stream)
+                    && b.event.as_ref().is_none_or(|e| event == Some(e.0.as_str()))
             }
             _ => true,
         };
@@ -404,7 +423,7 @@ impl Conditions {
         let judged_on_end = END_STATE.contains(&violation.invariant) && effect != Effect::SecondSession;
         let at = if judged_on_end { Instant(u64::MAX) } else { violation.at };
         // A second session names the new one, and what made the client start it concerns the old.
-        let event = violation.subject.contains(" event ");
+        let event = violation.subject.split_once(" event ").map(|(_, id)| id);
         let place = super::subject_session(&violation.subject)
             .filter(|_| effect != Effect::SecondSession)
             .map(|session| Place { session, stream, event });
@@ -503,7 +522,8 @@ struct Question<'v> {
 struct Place<'v> {
     session: &'v str,
     stream: Option<StreamNo>,
-    event: bool,
+    /// The event it names (`1-17`), if any.
+    event: Option<&'v str>,
 }
 
 /// Whether breach `b` can cause a violation of `invariant`: the map from what broke to what it
@@ -556,6 +576,17 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     }
     if b.condition == Condition::ServerRepeated {
         return effect == Effect::Of(InvariantId::NoDuplicateDelivery);
+    }
+    if b.condition == Condition::ServerIdReused {
+        return matches!(
+            effect,
+            Effect::Of(
+                InvariantId::NoSilentEventLoss
+                    | InvariantId::NoSilentNotificationLoss
+                    | InvariantId::NoDuplicateDelivery
+                    | InvariantId::InOrderDelivery
+            )
+        );
     }
     if b.task_id_lost {
         return matches!(effect, Effect::Of(InvariantId::NoOrphanedTask | InvariantId::TaskResultDelivered));
@@ -880,6 +911,7 @@ impl Judge {
             client: None,
             session: None,
             stream: None,
+            event: None,
             server_failed_work: false,
             promised: false,
             task_id_lost: false,
@@ -1184,6 +1216,7 @@ impl Judge {
                 }
             }
             StepKind::EventStored { session, stream, seq, id, call, .. } => {
+                self.id_reused(i, at, session, *stream, *seq, id);
                 self.stored_for.insert((session.clone(), id.clone()), *call);
                 self.stored.insert((session.clone(), id.clone()), (*stream, *seq, at));
                 let log = self.streams.entry((session.clone(), *stream)).or_default();
@@ -1882,6 +1915,30 @@ impl Judge {
                 format!("the client gave up ({reason}) after {outage} without an answer: the outage outlasted its reconnects"),
             );
         }
+    }
+
+    /// `session` stored event `seq` of `stream` as `id`: an id it had already given another
+    /// event of the session (one stored, or one a client received that was never stored: a
+    /// priming event) is given twice ([`Condition::ServerIdReused`]). (A search of the reference
+    /// client against rmcp read the standalone notification numbered like the priming event
+    /// before it, lost behind a gap reported after that number, as `conditions 1-4 held`.)
+    fn id_reused(&mut self, i: usize, at: Instant, session: &SessionId, stream: StreamNo, seq: u32, id: &EventId) {
+        let key = (session.clone(), id.clone());
+        let first = match self.stored.get(&key) {
+            Some(&(s, q, stored_at)) if (s, q) != (stream, seq) => format!("stored at {stored_at}"),
+            Some(_) => return,
+            None if self.clients.values().any(|c| c.received_in.contains(&key)) => {
+                "a client received it, never stored".to_string()
+            }
+            None => return,
+        };
+        let detail = format!(
+            "the server stored event {seq} of {stream} in session {session} at {at} as id {id}, an id it had given \
+             another event of the session ({first}): a resume or a gap after {id} reads it as received"
+        );
+        let breach = self.breach_in(Condition::ServerIdReused, i, at, detail, session);
+        breach.stream = Some(stream);
+        breach.event = Some(id.clone());
     }
 
     /// An event with `id` on client connection `conn`: the one its `Last-Event-ID` named, sent
@@ -3164,6 +3221,7 @@ mod tests {
             client: None,
             session: None,
             stream: None,
+            event: None,
             server_failed_work: true,
             promised: false,
             task_id_lost: false,
@@ -3307,6 +3365,51 @@ mod tests {
         assert!(!matches!(again.explain(&violation(InvariantId::NoSilentEventLoss)), Explanation::Bug(_)));
         assert!(of_condition(&judged(vec![event_on(4, "0-1")]), Condition::ServerRepeated).is_empty());
         assert!(of_condition(&judged(vec![event_on(3, "0-0")]), Condition::ServerRepeated).is_empty());
+    }
+
+    /// An id given to two events of a session (rmcp's standalone priming event `0`, never
+    /// stored, and its first notification `0`; or two stored events): a server bug costing that
+    /// stream's events. The same id in another session, or distinct ids, are none.
+    #[test]
+    fn one_event_id_given_to_two_events_of_a_session_is_a_server_bug() {
+        let stored_as = |session: &SessionId, seq: u32, id: &str| StepKind::EventStored {
+            session: session.clone(),
+            stream: StreamNo::STANDALONE,
+            seq,
+            id: EventId::from(id),
+            call: None,
+            message: None,
+        };
+        let get = StepKind::Send { conn: ConnId(3), request: Request::get(Some(sid()), None) };
+        let judged = |rest: Vec<StepKind>| {
+            let mut steps = vec![(0, start(false)), (1, get.clone()), (2, event_on(3, "0"))];
+            steps.extend(rest.into_iter().map(|k| (30, k)));
+            Conditions::judge(&trace(steps))
+        };
+        let after_priming = judged(vec![stored_as(&sid(), 0, "0")]);
+        let reused = of_condition(&after_priming, Condition::ServerIdReused);
+        assert_eq!(reused.len(), 1, "{after_priming:?}");
+        assert!(reused[0].is_bug() && reused[0].stream == Some(StreamNo::STANDALONE), "{after_priming:?}");
+        assert!(reused[0].detail.contains("a client received it, never stored"), "{after_priming:?}");
+        assert!(!reused[0].detail.contains("  "), "{after_priming:?}");
+        let lost = Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 3,
+            at: Instant(30_000),
+            subject: "session 0-1 stream0 event 0".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(after_priming.explain(&lost), Explanation::Bug(_)), "{after_priming:?}");
+        // Another event of the stream lost is none of the reused id's doing.
+        let other_lost = Violation { subject: "session 0-1 stream0 event 29".into(), ..lost.clone() };
+        assert!(!matches!(after_priming.explain(&other_lost), Explanation::Bug(_)), "{after_priming:?}");
+        let twice_stored = judged(vec![stored_as(&sid(), 1, "1"), stored_as(&sid(), 2, "1")]);
+        let reused = of_condition(&twice_stored, Condition::ServerIdReused);
+        assert_eq!(reused.len(), 1, "{twice_stored:?}");
+        assert!(reused[0].detail.contains("stored at 0.030s"), "{twice_stored:?}");
+        assert!(of_condition(&judged(vec![stored_as(&sid(), 1, "1")]), Condition::ServerIdReused).is_empty());
+        let other = SessionId::from("0-9");
+        assert!(of_condition(&judged(vec![stored_as(&other, 0, "0")]), Condition::ServerIdReused).is_empty());
     }
 
     /// The client's decision to re-initialize, on call0's stream.

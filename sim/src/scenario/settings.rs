@@ -128,7 +128,7 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::Refused => &["server.unhonourable", "server.store"],
         Condition::ByClass => &["client.close_handling", "client.request_timeout", "app.calls"],
         Condition::Terminated => &["app.operator_deletes"],
-        Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated => &[],
+        Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
@@ -1513,9 +1513,14 @@ mod tests {
             ServerPaced,
             RequestLost,
             ServerRepeated,
+            ServerIdReused,
         ] {
             let keys = keeping(c);
-            assert_eq!(keys.is_empty(), matches!(c, ServerEnded | ServerMissed | ServerRepeated), "{c:?}");
+            assert_eq!(
+                keys.is_empty(),
+                matches!(c, ServerEnded | ServerMissed | ServerRepeated | ServerIdReused),
+                "{c:?}"
+            );
             for key in keys {
                 assert!(targets(key).is_ok_and(|t| !t.is_empty()), "{c:?}: {key} is no --set key");
             }
