@@ -58,7 +58,9 @@
 //! evicted (the `resume` step's `evicted` names the bounds: the event was younger than the time
 //! window, and fewer than the count bound were stored after it): condition 2 is retention *as
 //! configured* outlasting the outage, and a store that drops events inside its own bounds broke
-//! it by a bug, not a setting.
+//! it by a bug, not a setting. So is a resume that sends again the event its `Last-Event-ID`
+//! named ([`Condition::ServerRepeated`]), and one event id given to two events of a session
+//! ([`Condition::ServerIdReused`]); each costs only the event it repeats or hides.
 //!
 //! Nor is it a broken condition when a client breaks one its own policy keeps: a client that
 //! keeps its state durably and restarts without it (condition 1), or one that runs the decision
@@ -721,10 +723,9 @@ struct ClientState {
     in_flight: BTreeMap<crate::ids::CallKey, bool>,
     /// The session its last request named.
     session: Option<SessionId>,
-    /// The event ids it received.
-    received: BTreeSet<EventId>,
-    /// The event ids it received, each with the session its request named (ids repeat across
-    /// sessions: the reference server's are stream and seq).
+    /// The event ids it received, each with the session its request named, the empty id for a
+    /// request that named none (ids repeat across sessions: the reference server's are stream
+    /// and seq).
     received_in: BTreeSet<(SessionId, EventId)>,
     /// Calls in flight whose stream a decision of its own ended for good (the procedure's `Stop`,
     /// or a close it has no rule for), not resolved since: the step, time and reason of that
@@ -1070,12 +1071,9 @@ impl Judge {
                 self.clients.entry(who).or_default().last_contact = Some(at);
                 if let StepKind::Event { conn, event } = &step.kind {
                     if let Some(id) = &event.id {
-                        let session = self.conns.get(&(who, *conn)).and_then(|f| f.0.clone());
-                        let c = self.clients.entry(who).or_default();
-                        c.received.insert(id.clone());
-                        if let Some(session) = session {
-                            c.received_in.insert((session, id.clone()));
-                        }
+                        let session =
+                            self.conns.get(&(who, *conn)).and_then(|f| f.0.clone()).unwrap_or(SessionId(String::new()));
+                        self.clients.entry(who).or_default().received_in.insert((session, id.clone()));
                     }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
                     self.named_event_again(i, at, who, *conn, event.id.as_ref());
@@ -1489,7 +1487,9 @@ impl Judge {
         let missed = self
             .stored
             .iter()
-            .filter(|((s, id), (stream, _, _))| on_stream(s, id, *stream) && !c.received.contains(id))
+            .filter(|((s, id), (stream, _, _))| {
+                on_stream(s, id, *stream) && !c.received_in.contains(&(s.clone(), id.clone()))
+            })
             .min_by_key(|(_, (_, _, stored_at))| *stored_at);
         let Some(((_, id), (_, _, stored_at))) = missed else {
             // Nothing stored on it yet: a call's stream then loses nothing the decision does not
@@ -3588,6 +3588,36 @@ mod tests {
             (3, post_call(5, 0)),
         ]));
         assert!(reissued.all_held(), "{reissued:?}");
+    }
+
+    /// The decision procedure finding no id to resume from breaks condition 1 when an event of
+    /// that session's stream never reached the client: one of the same id received in an
+    /// earlier session (the reference server's ids repeat across sessions) is no id of this one.
+    #[test]
+    fn never_persisted_reads_the_ids_received_in_the_session_of_the_stream() {
+        let earlier = SessionId::from("0-9");
+        let judged = |first_session: &SessionId| {
+            Conditions::judge(&trace(vec![
+                (0, start(false)),
+                (1, StepKind::Send { conn: ConnId(2), request: Request::get(Some(first_session.clone()), None) }),
+                (2, event_on(2, "0-0")),
+                (3, StepKind::Send { conn: ConnId(3), request: Request::get(Some(sid()), None) }),
+                (4, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
+                (5, StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Reset }),
+                (
+                    5,
+                    StepKind::Decision {
+                        call: None,
+                        outcome: None,
+                        action: None,
+                        error: Some(NEVER_PERSISTED.to_string()),
+                    },
+                ),
+            ]))
+        };
+        let other = judged(&earlier);
+        let b: Vec<_> = other.breaches.iter().map(|b| (b.condition, b.detail.contains("before event 0-0"))).collect();
+        assert_eq!(b, vec![(Condition::Persisted, true)], "{other:?}");
     }
 
     #[test]
