@@ -747,6 +747,9 @@ struct ClientState {
     /// The ids of tasks the client forgot at one instant (`task-id-forgotten`): what a restart
     /// at that instant lost, when its process kept them only in memory.
     forgotten_tasks: Option<(Instant, Vec<String>)>,
+    /// When a `tasks/*` request of its was last answered "not found": an error the application
+    /// is told at that instant is that answer passed on.
+    task_not_found: Option<Instant>,
     /// Its last `GET` of a standalone stream (fresh, or resuming it), for whether a fresh one
     /// follows a refusal or another fresh one.
     standalone_get: Option<StandaloneGet>,
@@ -806,6 +809,9 @@ struct Judge {
     lost_requests: BTreeSet<Option<u32>>,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
+    /// The tasks that ended `cancelled` at the latest such instant (step, time, task): a session
+    /// expired at that instant stopped them (its `session-ended` step follows theirs).
+    cancelled_tasks: Vec<(usize, Instant, crate::tasks::TaskId)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -1083,6 +1089,7 @@ impl Judge {
                     ..
                 } = &step.kind
                 {
+                    self.clients.entry(who).or_default().task_not_found = Some(at);
                     self.breach(
                         Condition::Retention,
                         i,
@@ -1239,6 +1246,9 @@ impl Judge {
             StepKind::ServerStart { sessions_share_store, .. } => self.sessions_share_store |= *sessions_share_store,
             StepKind::SessionEnded { session, reason, idle_ttl_us } => {
                 self.ended.insert(session.clone(), (*reason, at));
+                if *reason == SessionEndReason::IdleExpired {
+                    self.tasks_cancelled_by_expiry(at, session);
+                }
                 if let (SessionEndReason::IdleExpired, Some(ttl)) = (reason, idle_ttl_us) {
                     self.expired_inside(i, at, session, step.replica, *ttl);
                     let _ =
@@ -1341,6 +1351,10 @@ impl Judge {
                     // The server's own word that the work failed comes with it.
                     self.record(Condition::Retention, i, at, detail).server_failed_work = true;
                 }
+            }
+            StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Cancelled } => {
+                self.cancelled_tasks.retain(|(_, when, _)| *when == at);
+                self.cancelled_tasks.push((i, at, task.clone()));
             }
             StepKind::TaskRecordRemoved { task, work_running, lost } => {
                 let outcome_seen = self.tasks.get(task).is_some_and(|t| t.2);
@@ -1660,7 +1674,9 @@ impl Judge {
     /// A non-idempotent call whose request the client had sent, told to the application as a
     /// failure when the client could not know what became of it: its own time-out, its give-up,
     /// a stream that ended without the response, a re-initialize before it
-    /// ([`crate::client::ERRS_OUTCOME_UNKNOWN`]). The work may have run, and the note reconciles
+    /// ([`crate::client::ERRS_OUTCOME_UNKNOWN`]); its task's polls given up, or its task not
+    /// found (the SDKs' `get_task` error passed on, where the note's client reports the task
+    /// lost: a sweep of the Python and rmcp clients' task families read both as unexplained). The work may have run, and the note reconciles
     /// in-flight requests as unknown outcome, which is what its decision procedure reports
     /// (`Client::time_out`, `Client::give_up`). Telling it as a failure does not tell the classes
     /// apart (condition 4): the price of the client's rule (the SDKs' `Request timed out`,
@@ -1677,7 +1693,10 @@ impl Judge {
         error: &str,
     ) {
         let Some(c) = self.clients.get(&who) else { return };
-        if !crate::client::ERRS_OUTCOME_UNKNOWN.contains(&error) || !c.sent.contains(&call) {
+        // A task given up unanswered, or one the server no longer finds, may have run to its
+        // end: neither is the work's failure.
+        let task_unknown = error == crate::client::ERR_TASK_POLLS || c.task_not_found == Some(at);
+        if !(crate::client::ERRS_OUTCOME_UNKNOWN.contains(&error) || task_unknown) || !c.sent.contains(&call) {
             return;
         }
         let by_class = c.by_class;
@@ -1958,6 +1977,27 @@ impl Judge {
              {at}: a resume carries the events after the id, and the client had this one"
         );
         self.breach_in(Condition::ServerRepeated, i, at, detail, &session).stream = stream;
+    }
+
+    /// Session `session` expired as idle at `at`, and the tasks that ended `cancelled` at that
+    /// instant ([`Judge::cancelled_tasks`]) were its: the expiry stopped their work, and the
+    /// server's word that the work ended without a result comes with it, as with a task aborted
+    /// at its TTL (an application told the call failed was told what the server said, though the
+    /// side effect may have run). (A guided sweep of reference × py-sdk × `task-long-tool` read
+    /// the false failure after an expiry in an outage as unexplained: the expiry, condition 2,
+    /// cannot tell anyone a call failed.)
+    fn tasks_cancelled_by_expiry(&mut self, at: Instant, session: &SessionId) {
+        for (i, when, task) in std::mem::take(&mut self.cancelled_tasks) {
+            if when != at {
+                continue;
+            }
+            let detail = format!(
+                "the server cancelled task {} at {at} when it expired session {session} as idle: its word that the \
+                 work ended without a result",
+                task.0
+            );
+            self.record(Condition::Retention, i, at, detail).server_failed_work = true;
+        }
     }
 
     /// A `resume` step: how the server answered a `Last-Event-ID`.
@@ -2907,6 +2947,35 @@ mod tests {
         assert!(judged(false, false, false, "request timed out").all_held());
         assert!(judged(false, true, true, "request timed out").all_held());
         assert!(judged(false, true, false, "HTTP 500").all_held());
+        // A task given up unanswered: its work may have run (a sweep of the Python client's task
+        // families read its "task polls exhausted" as unexplained).
+        let polls = judged(false, true, false, crate::client::ERR_TASK_POLLS);
+        assert_eq!(of_condition(&polls, Condition::ByClass).len(), 1, "{polls:?}");
+        assert!(matches!(polls.explain(&false_failure), Explanation::ExplainedBy(_)), "{polls:?}");
+        // A task the server no longer finds, its "not found" passed on as the call's error at
+        // that instant: the work may have run; the same words at another time are an error.
+        let not_found = |at_ms: u64| {
+            let answer = StepKind::Json {
+                conn: ConnId(4),
+                message: crate::http::ServerMessage::Error {
+                    request: Some(RequestId(3)),
+                    code: Some(crate::tasks::TASK_NOT_FOUND),
+                    message: "Task not found: r0.0-t0".into(),
+                },
+            };
+            Conditions::judge(&trace(vec![
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+                (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
+                (1_000, post.clone()),
+                (at_ms, answer),
+                (61_000, StepKind::AppError { call, error: "Task not found: r0.0-t0".into() }),
+            ]))
+        };
+        let passed_on = not_found(61_000);
+        let by_class: Vec<_> = of_condition(&passed_on, Condition::ByClass).iter().map(|b| b.step).collect();
+        assert_eq!(by_class, vec![4], "{passed_on:?}");
+        assert!(matches!(passed_on.explain(&false_failure), Explanation::ExplainedBy(_)), "{passed_on:?}");
+        assert!(of_condition(&not_found(30_000), Condition::ByClass).is_empty());
     }
 
     /// An `initialize` sent while the client holds a session no 404 ended, cut off since a
@@ -4065,6 +4134,25 @@ mod tests {
         assert!(judged(vec![ended.clone(), read, evicted]).all_held());
         // A task that failed before its TTL (not the TTL's doing) breaks nothing.
         assert!(judged(vec![(30_000, StepKind::TaskEnded { task: t(), status: TaskStatus::Failed })]).all_held());
+        // Cancelled at the instant its session expired as idle: the server's word that the work
+        // ended without a result; cancelled otherwise (the client's own tasks/cancel), nothing.
+        let cancelled = (30_000, StepKind::TaskEnded { task: t(), status: TaskStatus::Cancelled });
+        let expired = |ms: u64| {
+            (
+                ms,
+                StepKind::SessionEnded {
+                    session: sid(),
+                    reason: SessionEndReason::IdleExpired,
+                    idle_ttl_us: Some(20_000_000),
+                },
+            )
+        };
+        let with_expiry = judged(vec![cancelled.clone(), expired(30_000)]);
+        let word: Vec<_> = with_expiry.breaches.iter().filter(|b| b.server_failed_work).map(|b| b.step).collect();
+        assert_eq!(word, vec![1], "{with_expiry:?}");
+        assert!(with_expiry.breaches[0].detail.contains("when it expired session 0-1 as idle"), "{with_expiry:?}");
+        let apart = judged(vec![cancelled.clone(), expired(40_000)]);
+        assert!(apart.breaches.iter().all(|b| !b.server_failed_work), "{apart:?}");
         // "Task not found" to a poll: not held where the poll landed.
         let not_found = crate::http::ServerMessage::Error {
             request: Some(RequestId(3)),

@@ -111,7 +111,8 @@ pub const UNREPLAYABLE: &str = "unreplayable";
 /// the server keeps events and sessions, how long the client keeps trying, and whether a
 /// session's requests reach the replica that holds it. 3: how the server answers an id it cannot
 /// honour, and whether its event store is shared across sessions. 4: how the client reads a
-/// broken connection or its own time-out, and what the application does after an error. A termination: an
+/// broken connection, its own time-out or a task the server no longer finds, and what the
+/// application does after an error. A termination: an
 /// operator's `DELETE`. A server's own bug depends on no setting; its pacing, on its close timers.
 pub fn keeping(condition: Condition) -> &'static [&'static str] {
     match condition {
@@ -126,7 +127,9 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
             "lb.store",
         ],
         Condition::Refused => &["server.unhonourable", "server.store"],
-        Condition::ByClass => &["client.close_handling", "client.request_timeout", "app.calls"],
+        Condition::ByClass => {
+            &["client.close_handling", "client.request_timeout", "client.tasks.not_found", "app.calls"]
+        }
         Condition::Terminated => &["app.operator_deletes"],
         Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
