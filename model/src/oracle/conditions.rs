@@ -1757,9 +1757,13 @@ impl Judge {
     /// 4 (the note surfaces possible event loss to the caller), the client's bug if its policy
     /// keeps condition 4. A report that follows takes the breach back. (The naive client's
     /// `standalone-notify` cell read as `conditions 1-4 held`.)
+    /// A `GET` after it opens a new stream: the ids of the one given up are no longer its to
+    /// resume from (a sweep of reference × `rmcp-1.3` read a durable restart's fresh `GET`,
+    /// after the stream was given up and the loss told, as the client throwing its id away).
     fn standalone_given_up(&mut self, i: usize, at: Instant, who: Option<u32>) {
         let index = self.breaches.len();
         let Some(c) = self.clients.get_mut(&who) else { return };
+        c.standalone_get = None;
         c.untold_stream = Some(index);
         let by_class = c.by_class;
         let detail = format!(
@@ -3152,6 +3156,15 @@ mod tests {
         // One start-over is one breach, however many fresh `GET`s carry it.
         let twice = judged(false, false, vec![get(5, None), get(6, None)]);
         assert_eq!(twice.breaches.len(), 1, "{twice:?}");
+        // A stream given up (attempts spent) is over: a fresh `GET` later opens a new one.
+        let given_up = StepKind::Decision {
+            call: None,
+            outcome: None,
+            action: None,
+            error: Some(crate::client::NOTE_STANDALONE_GIVEN_UP.to_string()),
+        };
+        let after_give_up = judged(true, true, vec![get(5, Some("0-0")), given_up, get(6, None)]);
+        assert!(!after_give_up.breaches.iter().any(|b| b.detail.contains("opened the standalone stream")));
         // Before any id came, there was nothing to resume from.
         let early = Conditions::judge(&trace(vec![
             (0, start(false)),
