@@ -506,6 +506,19 @@ pub enum StepKind {
         /// The timer's setting, in µs.
         after_us: u64,
     },
+    /// The server dropped an event of a request's stream: it had closed the stream itself, no
+    /// client was attached, and its policy neither stores nor sends such an event
+    /// (`server.detached_request_events = "drop"`, typescript-sdk#2151 before 1.30.0). What the
+    /// event carried (a progress notification, the call's result) reaches nobody.
+    EventDropped {
+        /// The session.
+        session: SessionId,
+        /// The stream.
+        stream: StreamNo,
+        /// The call whose stream it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<CallKey>,
+    },
     /// A session was created.
     SessionCreated {
         /// The session.

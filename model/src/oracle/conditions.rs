@@ -151,6 +151,12 @@ pub enum Condition {
     /// too). A client that resumes after that id, or is told of a gap after it, cannot have the
     /// second event: it reads as received. A bug of the server's, costing that stream's events.
     ServerIdReused = 11,
+    /// Not a condition either: the server dropped an event of a request's stream, neither
+    /// stored nor sent (the `event-dropped` step: TypeScript before 1.30 dropped what a request
+    /// sent while the stream it had closed itself had no client attached, typescript-sdk#2151).
+    /// No client can resume what was never stored: a bug of the server's, costing what that
+    /// stream carried, as a missed replay does.
+    ServerDropped = 12,
 }
 
 impl Condition {
@@ -163,7 +169,11 @@ impl Condition {
     pub fn is_server_bug(self) -> bool {
         matches!(
             self,
-            Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused
+            Condition::ServerEnded
+                | Condition::ServerMissed
+                | Condition::ServerRepeated
+                | Condition::ServerIdReused
+                | Condition::ServerDropped
         )
     }
 
@@ -189,6 +199,7 @@ impl Condition {
                 return "a server bug (a resume that sent again the event its Last-Event-ID named)".to_string()
             }
             Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
+            Condition::ServerDropped => return "a server bug (an event it neither stored nor sent)".to_string(),
         };
         format!("condition {} ({what})", self.number())
     }
@@ -367,8 +378,13 @@ impl Conditions {
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let kept_to_session = |b: &Breach| {
-            matches!(b.condition, Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused)
-                || !self.sessions_share_store
+            matches!(
+                b.condition,
+                Condition::ServerMissed
+                    | Condition::ServerRepeated
+                    | Condition::ServerIdReused
+                    | Condition::ServerDropped
+            ) || !self.sessions_share_store
         };
         let of_session = |b: &Breach| match (&b.session, place) {
             // A missed replay cost only what its stream carried: not an event the session never
@@ -597,7 +613,7 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         b.condition,
         Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
     );
-    if b.condition == Condition::ServerMissed {
+    if matches!(b.condition, Condition::ServerMissed | Condition::ServerDropped) {
         // The standalone stream carries no call's answer (a response rides its request's stream).
         let answers = b.stream != Some(StreamNo::STANDALONE);
         return match effect {
@@ -1351,6 +1367,14 @@ impl Judge {
                     // The server's own word that the work failed comes with it.
                     self.record(Condition::Retention, i, at, detail).server_failed_work = true;
                 }
+            }
+            StepKind::EventDropped { session, stream, call } => {
+                let of = call.map(|c| format!(" of {c}")).unwrap_or_default();
+                let detail = format!(
+                    "the server dropped an event{of} at {at} ({session} {stream}): it had closed the stream itself \
+                     and, with no client attached, neither stored nor sent it, so no resume can bring it back"
+                );
+                self.breach_in(Condition::ServerDropped, i, at, detail, session).stream = Some(*stream);
             }
             StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Cancelled } => {
                 self.cancelled_tasks.retain(|(_, when, _)| *when == at);
@@ -3494,6 +3518,30 @@ mod tests {
         assert!(of_condition(&judged(vec![stored_as(&other, 0, "0")]), Condition::ServerIdReused).is_empty());
     }
 
+    /// An event the server dropped (TypeScript before 1.30: a request's event while the stream
+    /// it had closed itself had no client attached) is a server bug costing what that stream
+    /// carried: the call never answered.
+    #[test]
+    fn an_event_the_server_dropped_is_a_server_bug_costing_its_streams_call() {
+        let c = Conditions::judge(&trace(vec![
+            (0, start(false)),
+            (60_000, StepKind::EventDropped { session: sid(), stream: StreamNo(1), call: Some(CallKey(2)) }),
+        ]));
+        let dropped = of_condition(&c, Condition::ServerDropped);
+        assert_eq!(dropped.len(), 1, "{c:?}");
+        assert!(dropped[0].is_bug() && dropped[0].stream == Some(StreamNo(1)), "{c:?}");
+        assert!(dropped[0].to_string().starts_with("a server bug: the server dropped an event of call2"), "{c:?}");
+        assert!(!dropped[0].detail.contains("  "), "{c:?}");
+        let unresolved = Violation {
+            invariant: InvariantId::EveryCallResolves,
+            step: 1,
+            at: Instant(600_000_000),
+            subject: "call2".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(c.explain(&unresolved), Explanation::Bug(_)), "{c:?}");
+    }
+
     /// The client's decision to re-initialize, on call0's stream.
     fn reinitialize_call0() -> StepKind {
         StepKind::Decision {
@@ -5116,6 +5164,8 @@ mod tests {
             Condition::ServerEnded,
             Condition::ServerMissed,
             Condition::ServerRepeated,
+            Condition::ServerIdReused,
+            Condition::ServerDropped,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");

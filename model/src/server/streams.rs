@@ -159,6 +159,9 @@ impl Server {
             && self.policy.detached_request_events == DetachedEvents::Drop;
         if dropped {
             // typescript-sdk#2151: `send()` finds no stream mapping, stores nothing.
+            if message.is_some() {
+                self.record(StepKind::EventDropped { session: session.clone(), stream, call });
+            }
             return;
         }
         if message.is_none() && !self.has_store() {

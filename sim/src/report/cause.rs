@@ -162,6 +162,8 @@ impl Walk {
             // The server ending a stream's connection on a timer of its own: what a re-attachment
             // after it answers.
             ServerClosedStream { .. } => Some(described()),
+            // What the server dropped: the answer a call never got.
+            EventDropped { .. } => Some(described()),
             Send { request, .. } => {
                 let Some(ClientMessage::CallTool { id, call }) = &request.body else {
                     return None;

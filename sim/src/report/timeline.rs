@@ -133,6 +133,13 @@ pub fn describe(kind: &StepKind) -> String {
                 format_micros(*after_us)
             )
         }
+        EventDropped { session, stream, call } => {
+            let of = call.map(|c| format!(" of {c}")).unwrap_or_default();
+            format!(
+                "server DROPPED an event{of} ({session} {stream}): it had closed the stream itself and, with no \
+                 client attached, stored it nowhere"
+            )
+        }
         LbLifetimeCut { conn, age_us, hop } => {
             format!("{}lifetime cut {conn} after {}", at_hop(*hop), format_micros(*age_us))
         }

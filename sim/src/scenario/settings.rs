@@ -131,7 +131,11 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
             &["client.close_handling", "client.request_timeout", "client.tasks.not_found", "app.calls"]
         }
         Condition::Terminated => &["app.operator_deletes"],
-        Condition::ServerEnded | Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused => &[],
+        Condition::ServerEnded
+        | Condition::ServerMissed
+        | Condition::ServerRepeated
+        | Condition::ServerIdReused
+        | Condition::ServerDropped => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
@@ -1517,13 +1521,10 @@ mod tests {
             RequestLost,
             ServerRepeated,
             ServerIdReused,
+            ServerDropped,
         ] {
             let keys = keeping(c);
-            assert_eq!(
-                keys.is_empty(),
-                matches!(c, ServerEnded | ServerMissed | ServerRepeated | ServerIdReused),
-                "{c:?}"
-            );
+            assert_eq!(keys.is_empty(), c.is_server_bug(), "{c:?}");
             for key in keys {
                 assert!(targets(key).is_ok_and(|t| !t.is_empty()), "{c:?}: {key} is no --set key");
             }

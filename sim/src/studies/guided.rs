@@ -562,6 +562,7 @@ fn label(kind: &StepKind) -> Option<String> {
         StepKind::LbResent { reused, .. } => format!("lb-resent:{reused}"),
         StepKind::KeepAliveClosed { .. } => "keep-alive-closed".into(),
         StepKind::ServerClosedStream { rule, .. } => format!("server-closed-stream:{rule:?}"),
+        StepKind::EventDropped { .. } => "event-dropped".into(),
         StepKind::SessionCreated { .. } => "session-created".into(),
         StepKind::SessionEnded { reason, .. } => format!("session-ended:{reason:?}"),
         StepKind::SideEffect { idempotent, .. } => format!("side-effect:{idempotent}"),

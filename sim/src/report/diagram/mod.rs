@@ -489,7 +489,7 @@ fn item_of(step: &Step, place: &Place) -> Item {
         LbUpstreamReused { .. } => Item::new(t, note(Lane::Lb), described())
             .folding(Fold::noise("upstream reused".into(), "kept-alive upstream connections reused".into())),
         KeepAliveClosed { .. } => Item::new(t, server, described()),
-        ServerClosedStream { .. } => Item::new(t, server, described()),
+        ServerClosedStream { .. } | EventDropped { .. } => Item::new(t, server, described()),
         LbIdleCut { conn, idle_us, hop } => Item::new(
             t,
             Shape::Cut(replica),
