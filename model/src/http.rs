@@ -270,6 +270,11 @@ impl Status {
     pub fn is_success(self) -> bool {
         (200..300).contains(&self.0)
     }
+
+    /// 4xx: the request was refused as it stood.
+    pub fn is_client_error(self) -> bool {
+        (400..500).contains(&self.0)
+    }
 }
 
 impl fmt::Display for Status {

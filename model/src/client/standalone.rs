@@ -35,7 +35,7 @@ impl Client {
             // Otherwise the connect that waited for the stream goes on.
             self.standalone_settled();
             // A 4xx to the first GET means what a 405 does: no standalone stream.
-            if let Some(s) = status.filter(|s| (400..500).contains(&s.0) && *s != Status::METHOD_NOT_ALLOWED) {
+            if let Some(s) = status.filter(|s| s.is_client_error() && *s != Status::METHOD_NOT_ALLOWED) {
                 self.record_decision(Owner::Standalone, None, None, Some(format!("HTTP {s}: taken as 405")));
                 self.standalone = None;
                 return true;

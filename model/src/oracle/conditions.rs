@@ -1765,7 +1765,7 @@ impl Judge {
     /// `notifications/initialized` of a reset handshake, refused with a `401`) is the answer's.
     fn handshake_failed(&mut self, who: Option<u32>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        let answered = c.last_close.as_ref().and_then(|close| close.0).is_some_and(|s| (400..500).contains(&s.0));
+        let answered = c.last_close.as_ref().and_then(|close| close.0).is_some_and(|s| s.is_client_error());
         if !answered {
             return;
         }
@@ -1848,7 +1848,7 @@ impl Judge {
         }
         let Some(previous) = previous.filter(|p| &p.session == session) else { return };
         let facts = self.conns.get(&(who, previous.conn));
-        if facts.and_then(|f| f.2).is_some_and(|s| (400..500).contains(&s.0)) {
+        if facts.and_then(|f| f.2).is_some_and(|s| s.is_client_error()) {
             return;
         }
         let Some(id) = seen else {
