@@ -126,14 +126,14 @@ pub fn verdict_text(scenario: &Scenario, seed: u64, outcome: &RunOutcome, pinned
         );
     }
     let explained = outcome.violations.iter().find(|v| pinned.is_none_or(|p| v.invariant == p));
-    out.push_str(&explanation_text(&outcome.trace, explained.or(outcome.violations.first())));
+    out.push_str(&explanation_text(scenario, &outcome.trace, explained.or(outcome.violations.first())));
     let _ = writeln!(out, "rerun (same seed, same steps): {}", replay_command(scenario, seed));
     out
 }
 
 /// What happened and why, from the trace: each call's tool executions, and the chain of steps
 /// that led to `violation`.
-fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
+fn explanation_text(scenario: &Scenario, trace: &Trace, violation: Option<&Violation>) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let runs = explain::executions(trace);
@@ -171,10 +171,44 @@ fn explanation_text(trace: &Trace, violation: Option<&Violation>) -> String {
         // It names whose bug it is already.
         bug @ mcpsim_model::oracle::conditions::Explanation::Bug(_) => {
             let _ = writeln!(out, "conditions of validity: {bug}");
+            if let mcpsim_model::oracle::conditions::Explanation::Bug(breaches) = &bug {
+                out.push_str(&server_rules(scenario, breaches));
+            }
         }
         unexplained => {
             let _ = writeln!(out, "conditions of validity: {unexplained}: a bug of the client or the server");
         }
+    }
+    out
+}
+
+/// For each server bug among `breaches` that one field of the server's profile models (its
+/// replay rule, its event ids, its dropped events: `scenario::keeping`), that field's value in
+/// the scenario's built-in server profile and the source it was read from: where to look in the
+/// server, or which release moves past it.
+fn server_rules(scenario: &Scenario, breaches: &[&mcpsim_model::oracle::conditions::Breach]) -> String {
+    use mcpsim_model::profiles::{source_rows, Role};
+    let mut out = String::new();
+    let mut keys: Vec<&str> = breaches
+        .iter()
+        .filter(|b| b.condition.is_server_bug())
+        .flat_map(|b| crate::scenario::keeping(b.condition).iter().copied())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.is_empty() {
+        return out;
+    }
+    let name = &scenario.server.name;
+    let rows = source_rows(Role::Server, name).and_then(Result::ok).unwrap_or_default();
+    for key in keys {
+        let path = key.strip_prefix("server.").unwrap_or(key);
+        let Some(row) = rows.iter().find(|r| r.path == path) else { continue };
+        let source = row.source.as_deref().unwrap_or("no source given");
+        out.push_str(&format!(
+            "  the server's rule behind it: {key} = {} in the {name} profile ({source})\n",
+            row.value
+        ));
     }
     out
 }
@@ -189,6 +223,30 @@ pub(crate) fn print_coverage(runs: u64, coverage: &Coverage) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server bug that one field of the server's profile models is printed with that field,
+    /// its value and the source it was read from (rmcp's replay that includes the named event);
+    /// with the field set to the spec's rule, the bug is gone.
+    #[test]
+    fn a_server_bug_names_the_profile_field_behind_it_and_its_source() {
+        let verdict = |replay: Option<&str>| {
+            let mut scenario = Scenario::build("chatty-tool", "reference", "rmcp").expect("a built-in scenario");
+            let mut sets = vec![("server.retention", "unbounded"), ("fault.partition", "30s..40s")];
+            sets.extend(replay.map(|r| ("server.replay", r)));
+            let sets: Vec<(String, String)> = sets.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            scenario.apply_overrides(&sets).expect("valid overrides");
+            let outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
+            verdict_text(&scenario, 0, &outcome, None)
+        };
+        let text = verdict(None);
+        assert!(text.contains("a server bug: the server resumed a stream"), "{text}");
+        assert!(
+            text.contains("the server's rule behind it: server.replay = \"from\" in the rmcp profile (rmcp 3.11.0"),
+            "{text}"
+        );
+        let fixed = verdict(Some("after"));
+        assert!(!fixed.contains("rule behind it"), "{fixed}");
+    }
 
     /// A run that breaks one invariant many times prints the first few of them and counts the
     /// rest, whatever their number; another invariant's violations are still printed.

@@ -113,7 +113,9 @@ pub const UNREPLAYABLE: &str = "unreplayable";
 /// honour, and whether its event store is shared across sessions. 4: how the client reads a
 /// broken connection, its own time-out or a task the server no longer finds, and what the
 /// application does after an error. A termination: an
-/// operator's `DELETE`. A server's own bug depends on no setting; its pacing, on its close timers.
+/// operator's `DELETE`. A server's own bug depends on no setting of the fleet, but three are one
+/// field of the server's profile each (its replay rule, its event ids, its dropped events); its
+/// pacing, on its close timers.
 pub fn keeping(condition: Condition) -> &'static [&'static str] {
     match condition {
         Condition::Persisted => &["client.persistence"],
@@ -131,11 +133,12 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
             &["client.close_handling", "client.request_timeout", "client.tasks.not_found", "app.calls"]
         }
         Condition::Terminated => &["app.operator_deletes"],
-        Condition::ServerEnded
-        | Condition::ServerMissed
-        | Condition::ServerRepeated
-        | Condition::ServerIdReused
-        | Condition::ServerDropped => &[],
+        // A server's own bug: where the profile models it by one field, that field (the rule to
+        // change in the server, or the release to move to); otherwise none.
+        Condition::ServerRepeated => &["server.replay"],
+        Condition::ServerIdReused => &["server.event_ids"],
+        Condition::ServerDropped => &["server.detached_request_events"],
+        Condition::ServerEnded | Condition::ServerMissed => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
@@ -1505,7 +1508,7 @@ mod tests {
     }
 
     /// Every key a condition names is one `--set` takes, and each of the four conditions and a
-    /// termination names some; a server's own bug names none.
+    /// termination names some; a server's own bug names the one profile field that models it, if any.
     #[test]
     fn the_settings_each_condition_depends_on_are_keys_set_accepts() {
         use mcpsim_model::oracle::conditions::Condition::*;
@@ -1524,7 +1527,8 @@ mod tests {
             ServerDropped,
         ] {
             let keys = keeping(c);
-            assert_eq!(keys.is_empty(), c.is_server_bug(), "{c:?}");
+            let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped);
+            assert_eq!(keys.is_empty(), c.is_server_bug() && !one_field, "{c:?}");
             for key in keys {
                 assert!(targets(key).is_ok_and(|t| !t.is_empty()), "{c:?}: {key} is no --set key");
             }
