@@ -518,6 +518,9 @@ pub enum StepKind {
         /// The call whose stream it is.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call: Option<CallKey>,
+        /// It was the request's answer (its result or error), not a notification on the way.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        answer: bool,
     },
     /// A session was created.
     SessionCreated {

@@ -82,7 +82,7 @@
 use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
 use crate::http::{ConnEnd, Method, Status};
-use crate::ids::{ConnId, EventId, SessionId, StreamNo};
+use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{
     CloseRule, ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord,
@@ -151,11 +151,10 @@ pub enum Condition {
     /// too). A client that resumes after that id, or is told of a gap after it, cannot have the
     /// second event: it reads as received. A bug of the server's, costing that stream's events.
     ServerIdReused = 11,
-    /// Not a condition either: the server dropped an event of a request's stream, neither
-    /// stored nor sent (the `event-dropped` step: TypeScript before 1.30 dropped what a request
-    /// sent while the stream it had closed itself had no client attached, typescript-sdk#2151).
-    /// No client can resume what was never stored: a bug of the server's, costing what that
-    /// stream carried, as a missed replay does.
+    /// Not a condition either: the server dropped the answer to a call, neither stored nor sent
+    /// (the `event-dropped` step: TypeScript before 1.30 dropped what a request sent while the
+    /// stream it had closed itself had no client attached, typescript-sdk#2151). No client can
+    /// resume what was never stored: a bug of the server's, costing that call its answer.
     ServerDropped = 12,
 }
 
@@ -199,7 +198,7 @@ impl Condition {
                 return "a server bug (a resume that sent again the event its Last-Event-ID named)".to_string()
             }
             Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
-            Condition::ServerDropped => return "a server bug (an event it neither stored nor sent)".to_string(),
+            Condition::ServerDropped => return "a server bug (an answer it neither stored nor sent)".to_string(),
         };
         format!("condition {} ({what})", self.number())
     }
@@ -230,6 +229,9 @@ pub struct Breach {
     /// Within that stream, the one event it concerns (an id given twice costs the event that
     /// got it the second time); `None`: any of the stream's.
     pub event: Option<EventId>,
+    /// The one call whose answer it concerns (an answer the server dropped), which explains only
+    /// a violation that names that call; `None`: any call's.
+    pub call: Option<CallKey>,
     /// The server's own word that the work failed came with it (a task it aborted at its TTL):
     /// the one breach of conditions 1-3 that can tell an application a call failed.
     pub server_failed_work: bool,
@@ -359,20 +361,23 @@ impl Conditions {
     /// first breach of each condition broken by then, by that client or by the server or the
     /// fleet. Another client's restart or reaction explains nothing of this one's.
     pub fn explain_for(&self, at: Instant, client: Option<u32>) -> Explanation<'_> {
-        self.explain_as(at, client, None, None)
+        self.explain_as(at, client, None, None, None)
     }
 
     /// [`Conditions::explain_for`] for a violation of `invariant` (`None`: of any): only the
     /// breaches that [`can_cause`] it explain it.
     /// `place` (`None`: of none, or of any) is the session the violation concerns, and the stream
     /// within it when it names one: a breach of one session's or stream's events
-    /// ([`Breach::session`], [`Breach::stream`]) explains nothing of another's.
+    /// ([`Breach::session`], [`Breach::stream`]) explains nothing of another's. `call` is the
+    /// call the violation names, if it names one: a breach of one call's answer
+    /// ([`Breach::call`]) explains only a violation of that call.
     fn explain_as(
         &self,
         at: Instant,
         client: Option<u32>,
         place: Option<Place<'_>>,
         effect: Option<Effect>,
+        call: Option<CallKey>,
     ) -> Explanation<'_> {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
@@ -399,7 +404,9 @@ impl Conditions {
             }
             _ => true,
         };
-        let concerns = |b: &Breach| (client.is_none() || b.client.is_none() || b.client == client) && of_session(b);
+        let of_call = |b: &Breach| b.call.is_none_or(|c| call == Some(c));
+        let concerns =
+            |b: &Breach| (client.is_none() || b.client.is_none() || b.client == client) && of_session(b) && of_call(b);
         // The server's pacing is no broken condition: it explains only the churn it accounts for.
         let pacing = |b: &Breach| b.condition != Condition::ServerPaced || effect == Some(Effect::PacedChurn);
         for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b) && pacing(b)) {
@@ -445,11 +452,12 @@ impl Conditions {
         let place = super::subject_session(&violation.subject)
             .filter(|_| effect != Effect::SecondSession)
             .map(|session| Place { session, stream, event });
-        Question { at, client, place, effect }
+        let call = violation.subject.strip_prefix("call").and_then(|n| n.parse().ok()).map(CallKey);
+        Question { at, client, place, effect, call }
     }
 
     fn answer(&self, q: Question<'_>) -> Explanation<'_> {
-        self.explain_as(q.at, q.client, q.place, Some(q.effect))
+        self.explain_as(q.at, q.client, q.place, Some(q.effect), q.call)
     }
 
     /// Each violation's verdict in words, and the conditions that explain it (none when it is
@@ -532,6 +540,8 @@ struct Question<'v> {
     client: Option<u32>,
     place: Option<Place<'v>>,
     effect: Effect,
+    /// The call the violation's subject names (`call2`), if it names one.
+    call: Option<CallKey>,
 }
 
 /// What a violation's subject names: its session, the stream within it, and whether it names an
@@ -613,7 +623,10 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         b.condition,
         Condition::ByClass | Condition::Persisted | Condition::Terminated | Condition::ServerEnded
     );
-    if matches!(b.condition, Condition::ServerMissed | Condition::ServerDropped) {
+    if b.condition == Condition::ServerDropped {
+        return matches!(effect, Effect::Of(InvariantId::EveryCallResolves | InvariantId::TaskResultDelivered));
+    }
+    if b.condition == Condition::ServerMissed {
         // The standalone stream carries no call's answer (a response rides its request's stream).
         let answers = b.stream != Some(StreamNo::STANDALONE);
         return match effect {
@@ -935,6 +948,7 @@ impl Judge {
             session: None,
             stream: None,
             event: None,
+            call: None,
             server_failed_work: false,
             promised: false,
             task_id_lost: false,
@@ -1368,13 +1382,16 @@ impl Judge {
                     self.record(Condition::Retention, i, at, detail).server_failed_work = true;
                 }
             }
-            StepKind::EventDropped { session, stream, call } => {
-                let of = call.map(|c| format!(" of {c}")).unwrap_or_default();
+            // A dropped notification is owed to nobody the oracles can see (it was never stored);
+            // a dropped answer leaves its call without one.
+            StepKind::EventDropped { session, stream, call: Some(call), answer: true } => {
                 let detail = format!(
-                    "the server dropped an event{of} at {at} ({session} {stream}): it had closed the stream itself \
-                     and, with no client attached, neither stored nor sent it, so no resume can bring it back"
+                    "the server dropped the answer to {call} at {at} ({session} {stream}): it had closed the stream \
+                     itself and, with no client attached, neither stored nor sent it, so no resume can bring it back"
                 );
-                self.breach_in(Condition::ServerDropped, i, at, detail, session).stream = Some(*stream);
+                let breach = self.breach_in(Condition::ServerDropped, i, at, detail, session);
+                breach.stream = Some(*stream);
+                breach.call = Some(*call);
             }
             StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Cancelled } => {
                 self.cancelled_tasks.retain(|(_, when, _)| *when == at);
@@ -3328,6 +3345,7 @@ mod tests {
             session: None,
             stream: None,
             event: None,
+            call: None,
             server_failed_work: true,
             promised: false,
             task_id_lost: false,
@@ -3518,19 +3536,26 @@ mod tests {
         assert!(of_condition(&judged(vec![stored_as(&other, 0, "0")]), Condition::ServerIdReused).is_empty());
     }
 
-    /// An event the server dropped (TypeScript before 1.30: a request's event while the stream
-    /// it had closed itself had no client attached) is a server bug costing what that stream
-    /// carried: the call never answered.
+    /// An answer the server dropped (TypeScript before 1.30: a request's event while the stream
+    /// it had closed itself had no client attached) is a server bug costing that call its
+    /// answer, and nothing else; a dropped notification is none.
     #[test]
-    fn an_event_the_server_dropped_is_a_server_bug_costing_its_streams_call() {
+    fn an_answer_the_server_dropped_is_a_server_bug_costing_its_call() {
         let c = Conditions::judge(&trace(vec![
             (0, start(false)),
-            (60_000, StepKind::EventDropped { session: sid(), stream: StreamNo(1), call: Some(CallKey(2)) }),
+            (
+                50_000,
+                StepKind::EventDropped { session: sid(), stream: StreamNo(1), call: Some(CallKey(2)), answer: false },
+            ),
+            (
+                60_000,
+                StepKind::EventDropped { session: sid(), stream: StreamNo(1), call: Some(CallKey(2)), answer: true },
+            ),
         ]));
         let dropped = of_condition(&c, Condition::ServerDropped);
         assert_eq!(dropped.len(), 1, "{c:?}");
         assert!(dropped[0].is_bug() && dropped[0].stream == Some(StreamNo(1)), "{c:?}");
-        assert!(dropped[0].to_string().starts_with("a server bug: the server dropped an event of call2"), "{c:?}");
+        assert!(dropped[0].to_string().starts_with("a server bug: the server dropped the answer to call2"), "{c:?}");
         assert!(!dropped[0].detail.contains("  "), "{c:?}");
         let unresolved = Violation {
             invariant: InvariantId::EveryCallResolves,
@@ -3540,6 +3565,15 @@ mod tests {
             detail: String::new(),
         };
         assert!(matches!(c.explain(&unresolved), Explanation::Bug(_)), "{c:?}");
+        // Another call's, or the session's result left unread: none of its doing.
+        let other = Violation { subject: "call3".into(), ..unresolved.clone() };
+        assert!(!matches!(c.explain(&other), Explanation::Bug(_)), "{c:?}");
+        let orphaned = Violation {
+            invariant: InvariantId::NoOrphanedSession,
+            subject: "session 0-1 stream1 event 1-9".into(),
+            ..unresolved.clone()
+        };
+        assert!(!matches!(c.explain(&orphaned), Explanation::Bug(_)), "{c:?}");
     }
 
     /// The client's decision to re-initialize, on call0's stream.

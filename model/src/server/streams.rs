@@ -159,8 +159,9 @@ impl Server {
             && self.policy.detached_request_events == DetachedEvents::Drop;
         if dropped {
             // typescript-sdk#2151: `send()` finds no stream mapping, stores nothing.
-            if message.is_some() {
-                self.record(StepKind::EventDropped { session: session.clone(), stream, call });
+            if let Some(m) = &message {
+                let answer = m.request().is_some() && !matches!(m, ServerMessage::Progress { .. });
+                self.record(StepKind::EventDropped { session: session.clone(), stream, call, answer });
             }
             return;
         }

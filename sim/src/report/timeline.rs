@@ -133,10 +133,11 @@ pub fn describe(kind: &StepKind) -> String {
                 format_micros(*after_us)
             )
         }
-        EventDropped { session, stream, call } => {
+        EventDropped { session, stream, call, answer } => {
             let of = call.map(|c| format!(" of {c}")).unwrap_or_default();
+            let what = if *answer { "the answer" } else { "an event" };
             format!(
-                "server DROPPED an event{of} ({session} {stream}): it had closed the stream itself and, with no \
+                "server DROPPED {what}{of} ({session} {stream}): it had closed the stream itself and, with no \
                  client attached, stored it nowhere"
             )
         }
