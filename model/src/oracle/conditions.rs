@@ -2021,7 +2021,9 @@ impl Judge {
             "the server resumed a stream of session {session} from Last-Event-ID {id} and sent event {id} again at \
              {at}: a resume carries the events after the id, and the client had this one"
         );
-        self.breach_in(Condition::ServerRepeated, i, at, detail, &session).stream = stream;
+        let breach = self.breach_in(Condition::ServerRepeated, i, at, detail, &session);
+        breach.stream = stream;
+        breach.event = Some(id.clone());
     }
 
     /// Session `session` expired as idle at `at`, and the tasks that ended `cancelled` at that
@@ -3487,6 +3489,12 @@ mod tests {
         };
         assert!(matches!(again.explain(&violation(InvariantId::NoDuplicateDelivery)), Explanation::Bug(_)));
         assert!(!matches!(again.explain(&violation(InvariantId::NoSilentEventLoss)), Explanation::Bug(_)));
+        // Another event of the stream handed over twice is none of its doing.
+        let other = Violation {
+            subject: "session 0-1 stream0 event 0-1".into(),
+            ..violation(InvariantId::NoDuplicateDelivery)
+        };
+        assert!(!matches!(again.explain(&other), Explanation::Bug(_)), "{again:?}");
         assert!(of_condition(&judged(vec![event_on(4, "0-1")]), Condition::ServerRepeated).is_empty());
         assert!(of_condition(&judged(vec![event_on(3, "0-0")]), Condition::ServerRepeated).is_empty());
     }
