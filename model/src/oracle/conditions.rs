@@ -1251,9 +1251,10 @@ impl Judge {
                 }
             }
             StepKind::EventStored { session, stream, seq, id, call, .. } => {
-                self.id_reused(i, at, session, *stream, *seq, id);
-                self.stored_for.insert((session.clone(), id.clone()), *call);
-                self.stored.insert((session.clone(), id.clone()), (*stream, *seq, at));
+                let key = (session.clone(), id.clone());
+                self.id_reused(i, at, &key, *stream, *seq);
+                self.stored_for.insert(key.clone(), *call);
+                self.stored.insert(key, (*stream, *seq, at));
                 let log = self.streams.entry((session.clone(), *stream)).or_default();
                 // A stream's numbers run on by one; one that skips numbers shares its sequence
                 // (and its store) with another session's stream.
@@ -1981,17 +1982,17 @@ impl Judge {
         }
     }
 
-    /// `session` stored event `seq` of `stream` as `id`: an id it had already given another
+    /// `key`'s session stored event `seq` of `stream` as `key`'s id: an id it had already given another
     /// event of the session (one stored, or one a client received that was never stored: a
     /// priming event) is given twice ([`Condition::ServerIdReused`]). (A search of the reference
     /// client against rmcp read the standalone notification numbered like the priming event
     /// before it, lost behind a gap reported after that number, as `conditions 1-4 held`.)
-    fn id_reused(&mut self, i: usize, at: Instant, session: &SessionId, stream: StreamNo, seq: u32, id: &EventId) {
-        let key = (session.clone(), id.clone());
-        let first = match self.stored.get(&key) {
+    fn id_reused(&mut self, i: usize, at: Instant, key: &(SessionId, EventId), stream: StreamNo, seq: u32) {
+        let (session, id) = key;
+        let first = match self.stored.get(key) {
             Some(&(s, q, stored_at)) if (s, q) != (stream, seq) => format!("stored at {stored_at}"),
             Some(_) => return,
-            None if self.clients.values().any(|c| c.received_in.contains(&key)) => {
+            None if self.clients.values().any(|c| c.received_in.contains(key)) => {
                 "a client received it, never stored".to_string()
             }
             None => return,
