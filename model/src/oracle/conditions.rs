@@ -166,13 +166,16 @@ impl Condition {
 
     /// Whether it is the server's own bug, which no setting of the client or the fleet keeps.
     pub fn is_server_bug(self) -> bool {
+        self == Condition::ServerEnded || self.is_stream_bug()
+    }
+
+    /// Whether it is a server bug in what one stream of one session carried (a replay missed, an
+    /// event repeated, an id given twice, an answer dropped): it keeps to that session even over
+    /// a store shared across sessions.
+    fn is_stream_bug(self) -> bool {
         matches!(
             self,
-            Condition::ServerEnded
-                | Condition::ServerMissed
-                | Condition::ServerRepeated
-                | Condition::ServerIdReused
-                | Condition::ServerDropped
+            Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused | Condition::ServerDropped
         )
     }
 
@@ -382,15 +385,7 @@ impl Conditions {
         // Keyed by condition, and a party's bug apart from the same condition broken otherwise.
         let mut first: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
         let mut inert: BTreeMap<(Condition, bool), &Breach> = BTreeMap::new();
-        let kept_to_session = |b: &Breach| {
-            matches!(
-                b.condition,
-                Condition::ServerMissed
-                    | Condition::ServerRepeated
-                    | Condition::ServerIdReused
-                    | Condition::ServerDropped
-            ) || !self.sessions_share_store
-        };
+        let kept_to_session = |b: &Breach| b.condition.is_stream_bug() || !self.sessions_share_store;
         let of_session = |b: &Breach| match (&b.session, place) {
             // A missed replay cost only what its stream carried: not an event the session never
             // stored (one a store shared across sessions handed it), which names no stream of its.
