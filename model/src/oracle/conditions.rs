@@ -218,8 +218,9 @@ pub struct Breach {
     pub at: Instant,
     /// What happened, in words (`the outage lasted 4m10.000s, retention covered 3m00.000s`).
     pub detail: String,
-    /// The logical client whose step (or connection) shows it; `None` for a fact of the server
-    /// or the fleet, which may explain any client's violation.
+    /// The logical client whose step (or connection) shows it, or whose session a server's step
+    /// ended under it ([`Judge::expired_busy`]); `None` for a fact of the server or the fleet,
+    /// which may explain any client's violation.
     pub client: Option<u32>,
     /// The one session whose events or lifetime it concerns (what a resume of it was answered, a
     /// 404 for it, a `DELETE` of it that did not end it), which explains only violations of that
@@ -836,6 +837,9 @@ struct Judge {
     /// The tasks that ended `cancelled` at the latest such instant (step, time, task): a session
     /// expired at that instant stopped them (its `session-ended` step follows theirs).
     cancelled_tasks: Vec<(usize, Instant, crate::tasks::TaskId)>,
+    /// The tools that ended `cancelled` at the latest such instant (step, time, session, call):
+    /// a session expired at that instant stopped them, as for [`Judge::cancelled_tasks`].
+    cancelled_tools: Vec<(usize, Instant, SessionId, crate::ids::CallKey)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -900,7 +904,7 @@ impl Judge {
         // In step order, as each condition's first breach is read first.
         breaches.sort_by_key(|b| b.step);
         for b in &mut breaches {
-            b.client = step_clients.get(b.step).copied().flatten();
+            b.client = b.client.or_else(|| step_clients.get(b.step).copied().flatten());
         }
         Conditions {
             breaches,
@@ -1276,9 +1280,12 @@ impl Judge {
                     self.tasks_cancelled_by_expiry(at, session);
                 }
                 if let (SessionEndReason::IdleExpired, Some(ttl)) = (reason, idle_ttl_us) {
-                    self.expired_inside(i, at, session, step.replica, *ttl);
-                    let _ =
+                    let early = self.expired_inside(i, at, session, step.replica, *ttl);
+                    let away =
                         self.ended_in_outage(i, at, session, &format!("expired (idle TTL {})", format_micros(*ttl)));
+                    if !early && !away {
+                        self.expired_busy(i, at, session);
+                    }
                 }
                 if *reason == SessionEndReason::ServerRestart {
                     self.lost_by_restart(i, at, session);
@@ -1388,6 +1395,10 @@ impl Judge {
                 let breach = self.breach_in(Condition::ServerDropped, i, at, detail, session);
                 breach.stream = Some(*stream);
                 breach.call = Some(*call);
+            }
+            StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Cancelled, .. } => {
+                self.cancelled_tools.retain(|(_, when, _, _)| *when == at);
+                self.cancelled_tools.push((i, at, session.clone(), *call));
             }
             StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Cancelled } => {
                 self.cancelled_tasks.retain(|(_, when, _)| *when == at);
@@ -2134,11 +2145,11 @@ impl Judge {
     /// An idle expiry of `session` (on `replica`) at `at`, under an idle TTL of `ttl` µs: the
     /// server's bug ([`Condition::ServerEnded`]) when it came sooner than the TTL after the last
     /// activity the server can have seen ([`Judge::active`]), whatever its idle rule.
-    fn expired_inside(&mut self, i: usize, at: Instant, session: &SessionId, replica: Option<u32>, ttl: u64) {
-        let Some(&last) = self.active.get(&(session.clone(), replica)) else { return };
+    fn expired_inside(&mut self, i: usize, at: Instant, session: &SessionId, replica: Option<u32>, ttl: u64) -> bool {
+        let Some(&last) = self.active.get(&(session.clone(), replica)) else { return false };
         let idle = (at - last).as_micros() as u64;
         if idle >= ttl {
-            return;
+            return false;
         }
         let detail = format!(
             "the server expired session {session} at {at} as idle, {} after a request it answered ({last}), inside \
@@ -2147,6 +2158,34 @@ impl Judge {
             format_micros(ttl)
         );
         self.breach_in(Condition::ServerEnded, i, at, detail, session);
+        true
+    }
+
+    /// `session` expired as idle at `at`, the client that holds it not cut off, and the expiry
+    /// cancelled a tool of its ([`Judge::cancelled_tools`]): a session with work under way for a
+    /// client still attached is not idle, whatever its last request's age. The server's bug, not condition 2
+    /// (no outage outlasted anything): an idle rule that counts only the last request
+    /// (`server.idle_rule = last-request`: Python before python-sdk#3395, which maintainers
+    /// mended as python-sdk#2455; rmcp's worker, whose sleep only messages restart) or only
+    /// messages lets a quiet tool run past the TTL. A sweep of reference × rmcp and × py-sdk-1.27
+    /// read the tool it killed `conditions 1-4 held`.
+    fn expired_busy(&mut self, i: usize, at: Instant, session: &SessionId) {
+        let calls: Vec<String> = std::mem::take(&mut self.cancelled_tools)
+            .into_iter()
+            .filter(|(_, when, s, _)| *when == at && s == session)
+            .map(|(_, _, _, call)| call.to_string())
+            .collect();
+        // Its client still holds it (not one it left for a new session, nor a modern client's,
+        // whose re-issue went to another) and is in touch with the server.
+        let attached = self.clients.iter().find(|(_, c)| c.held() == Some(session) && !c.cut_off()).map(|(w, _)| *w);
+        let (Some(who), false) = (attached, calls.is_empty()) else { return };
+        let detail = format!(
+            "the server expired session {session} at {at} as idle while its tool still ran for {} and its client was \
+             still attached: a session with work under way is not idle",
+            calls.join(", ")
+        );
+        // Its client's: another client's calls ran in sessions of their own.
+        self.breach_in(Condition::ServerEnded, i, at, detail, session).client = who;
     }
 
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
@@ -4426,6 +4465,73 @@ mod tests {
         let created = StepKind::SessionCreated { session: sid(), client: "app".into() };
         let t = judged(vec![(0, created), (10_000, expired(60))]);
         assert_eq!(t.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+    }
+
+    /// An idle expiry that cancels a tool of the session while its client is still attached (no
+    /// break since its last answer) is the server's bug: a session with work under way is not
+    /// idle (python-sdk#2455, an idle rule counting only the last request). It explains the tool
+    /// killed as a bug, naming the server. Without a cancelled tool, or with the client cut off
+    /// (condition 2), or a tool cancelled at another instant or of another session, it is not.
+    #[test]
+    fn an_idle_expiry_that_cancels_a_tool_its_attached_client_waits_for_is_the_servers_bug() {
+        let expired = || StepKind::SessionEnded {
+            session: sid(),
+            reason: SessionEndReason::IdleExpired,
+            idle_ttl_us: Some(60_000_000),
+        };
+        let cancelled = |session: &str| StepKind::ToolEnded {
+            session: SessionId::from(session),
+            request: RequestId(2),
+            call: CallKey(0),
+            end: crate::trace::ToolEnd::Cancelled,
+        };
+        let streaming = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(200)) };
+        // Client 1's session: the breach is its, though a server's step shows it.
+        let mut t = trace(vec![
+            (1_000, on_session(2)),
+            (1_010, streaming.clone()),
+            (90_000, cancelled("0-1")),
+            (90_000, expired()),
+        ]);
+        t.steps[0].client = Some(1);
+        t.steps[1].client = Some(1);
+        let busy = Conditions::judge(&t);
+        let b: Vec<_> = busy.breaches.iter().map(|b| (b.condition, b.step, b.session.clone(), b.client)).collect();
+        assert_eq!(b, vec![(Condition::ServerEnded, 3, Some(sid()), Some(1))], "{busy:?}");
+        assert_eq!(
+            busy.breaches[0].to_string(),
+            "a server bug: the server expired session 0-1 at 1m30.000s as idle while its tool still ran for call0 \
+             and its client was still attached: a session with work under way is not idle"
+        );
+        let killed = Violation {
+            invariant: InvariantId::NoWorkKilled,
+            step: 2,
+            at: Instant(90_000_000),
+            subject: "call0".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(busy.explain(&killed), Explanation::Bug(_)), "{}", busy.explain(&killed));
+        // Another client's call, in a session of its own, is not explained by it.
+        assert!(matches!(busy.explain_for(Instant(90_000_000), Some(2)), Explanation::Unexplained));
+        // No tool cancelled, one of another session, or one cancelled before the expiry's instant.
+        for steps in [
+            vec![(1_000, on_session(2)), (1_010, streaming.clone()), (90_000, expired())],
+            vec![(1_000, on_session(2)), (1_010, streaming.clone()), (90_000, cancelled("0-2")), (90_000, expired())],
+            vec![(1_000, on_session(2)), (1_010, streaming.clone()), (80_000, cancelled("0-1")), (90_000, expired())],
+        ] {
+            let t = Conditions::judge(&trace(steps));
+            assert!(t.all_held(), "{t:?}");
+        }
+        // The client cut off: the outage outlasted the session (condition 2), not the server's bug.
+        let cut = Conditions::judge(&trace(vec![
+            (1_000, on_session(2)),
+            (1_010, streaming),
+            (30_000, StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset }),
+            (90_000, cancelled("0-1")),
+            (90_000, expired()),
+        ]));
+        let b: Vec<_> = cut.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(b, vec![Condition::Retention], "{cut:?}");
     }
 
     /// An idle expiry while the session's client is cut off (its connection broke after the last
