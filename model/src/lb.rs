@@ -76,13 +76,23 @@ struct AtHop {
     /// Response buffering: frames held back, and since when.
     buffer: Frames,
     buffered_since: Option<Instant>,
-    /// `hold_tail`: the last frame that reached this hop, kept until the next one pushes it out.
+    /// `hold_tail`: the last frame that reached this hop, kept until the next one pushes it out,
+    /// and since when.
     tail: Option<(FrameKind, Vec<u8>)>,
+    tail_since: Instant,
 }
 
 impl AtHop {
     fn new(now: Instant) -> Self {
-        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None, tail: None }
+        AtHop {
+            last_bytes: now,
+            headed: false,
+            held: Vec::new(),
+            buffer: Vec::new(),
+            buffered_since: None,
+            tail: None,
+            tail_since: now,
+        }
     }
 }
 
@@ -450,8 +460,14 @@ impl LoadBalancer {
         if !self.chain[hop].hold_tail || frames.is_empty() {
             return frames;
         }
+        let label = self.label(hop);
         let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
         let mut out: Frames = at.tail.take().into_iter().collect();
+        // A tail pushed out later than it came was held back: recorded as a buffer's release is.
+        if !out.is_empty() && now > at.tail_since {
+            let held_us = micros(now - at.tail_since);
+            self.outputs.push_back(LbOutput::Record(StepKind::LbFlushed { conn, frames: 1, held_us, hop: label }));
+        }
         for frame in frames {
             match frame.0 {
                 FrameKind::Head => out.push(frame),
@@ -466,6 +482,7 @@ impl LoadBalancer {
         // The last body frame or comment of what passes stays here.
         if out.last().is_some_and(|(k, _)| *k != FrameKind::Head) {
             at.tail = out.pop();
+            at.tail_since = now;
         }
         out
     }
@@ -1148,7 +1165,11 @@ mod tests {
         first.extend(vec![(FrameKind::Body, b"a".to_vec()), (FrameKind::Body, b"b".to_vec())]);
         // The head and every frame but the last go on; the last waits for the next.
         assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"Ha");
+        assert!(!drain(&mut lb).iter().any(|o| matches!(o, LbOutput::Record(StepKind::LbFlushed { .. }))));
         assert_eq!(lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Comment, b":".to_vec())]), b"b");
+        // What was held back, and for how long, is recorded as a buffer's release is.
+        let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 1_000_000, hop: Some(0) };
+        assert!(drain(&mut lb).contains(&LbOutput::Record(flushed)));
         // The end pushes the tail out with it.
         assert_eq!(lb.handle_response(secs(2), ConnId(1), vec![(FrameKind::End, b"$".to_vec())]), b":$");
         // A cut while a tail is held loses it.

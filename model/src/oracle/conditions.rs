@@ -156,6 +156,13 @@ pub enum Condition {
     /// stream it had closed itself had no client attached, typescript-sdk#2151). No client can
     /// resume what was never stored: a bug of the server's, costing that call its answer.
     ServerDropped = 12,
+    /// Not a condition either, and no bug of the client or the server: an intermediary held the
+    /// response stream back (`lb-flushed`: a hop's response buffering, `lb.hops[i].buffer` and
+    /// `flush_interval`, or a held head) and released it later in one go. Events that arrive
+    /// minutes late are the proxy's setting's price, as a short retention is condition 2's (nginx
+    /// documents `proxy_buffering off` / `X-Accel-Buffering: no` for event streams). It explains
+    /// only a late delivery (`timely-delivery`) of its client's.
+    ProxyHeld = 13,
 }
 
 impl Condition {
@@ -202,6 +209,9 @@ impl Condition {
             }
             Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
             Condition::ServerDropped => return "a server bug (an answer it neither stored nor sent)".to_string(),
+            Condition::ProxyHeld => {
+                return "an intermediary's buffering (a proxy held the stream back, released late)".to_string()
+            }
         };
         format!("condition {} ({what})", self.number())
     }
@@ -264,6 +274,7 @@ impl fmt::Display for Breach {
             c if c.is_server_bug() => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
+            Condition::ProxyHeld => write!(f, "an intermediary's buffering: {}", self.detail),
             c if self.promised => {
                 write!(f, "a client bug (its policy keeps condition {}): {}", c.number(), self.detail)
             }
@@ -406,10 +417,20 @@ impl Conditions {
         // The server's pacing is no broken condition: it explains only the churn it accounts for.
         let pacing = |b: &Breach| b.condition != Condition::ServerPaced || effect == Some(Effect::PacedChurn);
         for b in self.breaches.iter().filter(|b| b.at <= at && concerns(b) && pacing(b)) {
-            match effect.is_none_or(|effect| can_cause(b, effect)) {
-                true => first.entry((b.condition, b.promised)).or_insert(b),
-                false => inert.entry((b.condition, b.promised)).or_insert(b),
-            };
+            let key = (b.condition, b.promised);
+            match (effect.is_none_or(|effect| can_cause(b, effect)), b.condition) {
+                // A proxy's holds are recorded each longer than the last of their client's: the
+                // latest by then is the longest, the one to name.
+                (true, Condition::ProxyHeld) => {
+                    first.insert(key, b);
+                }
+                (true, _) => {
+                    first.entry(key).or_insert(b);
+                }
+                (false, _) => {
+                    inert.entry(key).or_insert(b);
+                }
+            }
         }
         if let (true, false, Some(effect)) = (first.is_empty(), inert.is_empty(), effect) {
             Explanation::NotCausedBy(effect.invariant(), inert.into_values().collect())
@@ -594,6 +615,9 @@ struct Place<'v> {
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
+    }
+    if b.condition == Condition::ProxyHeld {
+        return effect == Effect::Of(InvariantId::TimelyDelivery);
     }
     if b.condition == Condition::RequestLost {
         return matches!(effect, Effect::Of(InvariantId::EveryCallResolves) | Effect::SessionlessEventLoss);
@@ -834,6 +858,12 @@ struct Judge {
     lost_requests: BTreeSet<Option<u32>>,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
+    /// The longest hold of a response stream an intermediary released so far, by client
+    /// ([`Condition::ProxyHeld`]).
+    proxy_held: BTreeMap<Option<u32>, u64>,
+    /// Sessions the server expired by its own bug (inside its TTL, or busy): a 404 for one later
+    /// is that bug's, not a retention the outage outlasted.
+    expired_by_bug: BTreeSet<SessionId>,
     /// The tasks that ended `cancelled` at the latest such instant (step, time, task): a session
     /// expired at that instant stopped them (its `session-ended` step follows theirs).
     cancelled_tasks: Vec<(usize, Instant, crate::tasks::TaskId)>,
@@ -1396,6 +1426,19 @@ impl Judge {
                 breach.stream = Some(*stream);
                 breach.call = Some(*call);
             }
+            StepKind::LbFlushed { conn, frames, held_us, hop } if *held_us > 0 => {
+                let client = step.client.or(step.conn_client);
+                if self.proxy_held.get(&client).is_none_or(|longest| held_us > longest) {
+                    self.proxy_held.insert(client, *held_us);
+                    let who = hop.map_or_else(|| "the balancer".to_string(), |h| format!("hop{h}"));
+                    let detail = format!(
+                        "{who} held {frames} frame(s) of {conn} back for {} and released them at {at} (response \
+                         buffering: lb.hops[].buffer, flush_interval, or a held head)",
+                        format_micros(*held_us)
+                    );
+                    self.record(Condition::ProxyHeld, i, at, detail);
+                }
+            }
             StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Cancelled, .. } => {
                 self.cancelled_tools.retain(|(_, when, _, _)| *when == at);
                 self.cancelled_tools.push((i, at, session.clone(), *call));
@@ -1513,6 +1556,9 @@ impl Judge {
         }
         let outage = self.outage(who, at);
         let why = match self.ended.get(&session) {
+            // An expiry that was the server's bug (inside its TTL, or of a busy session) is judged
+            // where it happened: the outage outlasted no retention.
+            Some((SessionEndReason::IdleExpired, _)) if self.expired_by_bug.contains(&session) => return,
             Some((SessionEndReason::IdleExpired, t)) => format!("it expired (idle TTL) at {t}"),
             Some((SessionEndReason::ServerRestart, t)) => format!("the server restart at {t} lost it"),
             // A deletion is a termination, judged where it happened.
@@ -2157,6 +2203,7 @@ impl Judge {
             format_micros(idle),
             format_micros(ttl)
         );
+        self.expired_by_bug.insert(session.clone());
         self.breach_in(Condition::ServerEnded, i, at, detail, session);
         true
     }
@@ -2184,6 +2231,7 @@ impl Judge {
              still attached: a session with work under way is not idle",
             calls.join(", ")
         );
+        self.expired_by_bug.insert(session.clone());
         // Its client's: another client's calls ran in sessions of their own.
         self.breach_in(Condition::ServerEnded, i, at, detail, session).client = who;
     }
@@ -4467,6 +4515,47 @@ mod tests {
         assert_eq!(t.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
     }
 
+    /// A stream an intermediary held back (response buffering) explains a late delivery, named
+    /// by the longest hold released by then, and nothing else; a release held for no time is no
+    /// hold. Without it a buffering proxy's late events read `conditions 1-4 held` (a sweep of
+    /// reference × reference behind `cdn-alb` with drawn hops), a bug of the client or server.
+    #[test]
+    fn a_stream_a_proxy_held_back_explains_a_late_delivery_and_nothing_else() {
+        let flushed =
+            |held_s: u64| StepKind::LbFlushed { conn: ConnId(3), frames: 4, held_us: held_s * 1_000_000, hop: Some(1) };
+        let held = Conditions::judge(&trace(vec![
+            (1_000, flushed(0)),
+            (20_000, flushed(10)),
+            (40_000, flushed(3)),
+            (60_000, flushed(46)),
+        ]));
+        let b: Vec<_> = held.breaches.iter().map(|b| (b.condition, b.step)).collect();
+        assert_eq!(b, vec![(Condition::ProxyHeld, 1), (Condition::ProxyHeld, 3)], "{held:?}");
+        let late = |at_s: u64, invariant| Violation {
+            invariant,
+            step: 3,
+            at: Instant(at_s * 1_000_000),
+            subject: "session 0-1 stream1 event 1-1".into(),
+            detail: String::new(),
+        };
+        match held.explain(&late(60, InvariantId::TimelyDelivery)) {
+            Explanation::ExplainedBy(bs) => {
+                assert_eq!(
+                bs.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+                vec!["an intermediary's buffering: hop1 held 4 frame(s) of c3 back for 46.000s and released them at \
+                      1m00.000s (response buffering: lb.hops[].buffer, flush_interval, or a held head)"]
+            )
+            }
+            other => panic!("{other}"),
+        }
+        // Before the longest hold, the one released by then.
+        assert!(held.explain(&late(30, InvariantId::TimelyDelivery)).to_string().contains("back for 10.000s"));
+        // A hold delays; it loses or repeats nothing.
+        for invariant in [InvariantId::NoSilentEventLoss, InvariantId::NoDuplicateDelivery] {
+            assert!(!held.explain(&late(60, invariant)).is_explained(), "{invariant:?}");
+        }
+    }
+
     /// An idle expiry that cancels a tool of the session while its client is still attached (no
     /// break since its last answer) is the server's bug: a session with work under way is not
     /// idle (python-sdk#2455, an idle rule counting only the last request). It explains the tool
@@ -4513,6 +4602,23 @@ mod tests {
         assert!(matches!(busy.explain(&killed), Explanation::Bug(_)), "{}", busy.explain(&killed));
         // Another client's call, in a session of its own, is not explained by it.
         assert!(matches!(busy.explain_for(Instant(90_000_000), Some(2)), Explanation::Unexplained));
+        // The client's next request answered 404: the session is gone by that bug, not by a
+        // retention its outage outlasted (no condition 2 there).
+        let mut t = t.clone();
+        t.steps.push(t.steps[0].clone());
+        t.steps[4].seq = 4;
+        t.steps[4].t = 95_000_000;
+        if let StepKind::Send { conn, .. } = &mut t.steps[4].kind {
+            *conn = ConnId(3);
+        }
+        let mut gone = t.steps[1].clone();
+        gone.seq = 5;
+        gone.t = 95_000_010;
+        gone.kind = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status::NOT_FOUND) };
+        t.steps.push(gone);
+        let back = Conditions::judge(&t);
+        let b: Vec<_> = back.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(b, vec![Condition::ServerEnded], "{back:?}");
         // No tool cancelled, one of another session, or one cancelled before the expiry's instant.
         for steps in [
             vec![(1_000, on_session(2)), (1_010, streaming.clone()), (90_000, expired())],
@@ -5310,6 +5416,7 @@ mod tests {
             Condition::ServerRepeated,
             Condition::ServerIdReused,
             Condition::ServerDropped,
+            Condition::ProxyHeld,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");

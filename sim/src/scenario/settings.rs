@@ -140,6 +140,7 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::ServerDropped => &["server.detached_request_events"],
         Condition::ServerEnded | Condition::ServerMissed => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
+        Condition::ProxyHeld => &["lb.hops", "lb.hold_headers"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
         }
@@ -1525,6 +1526,7 @@ mod tests {
             ServerRepeated,
             ServerIdReused,
             ServerDropped,
+            ProxyHeld,
         ] {
             let keys = keeping(c);
             let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped);
