@@ -806,6 +806,13 @@ struct ClientState {
     /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
     /// with that `Last-Event-ID` or the call is settled.
     resume_due: BTreeMap<crate::ids::CallKey, (usize, Instant, EventId)>,
+    /// The latest event id it received on each call's stream (the call's cursor).
+    cursors: BTreeMap<crate::ids::CallKey, EventId>,
+    /// Calls whose stream it will re-attach (a `backoff` step) though it holds a cursor for it:
+    /// when, until a `GET` with an id of that call's stream goes out.
+    reattach_due: BTreeMap<crate::ids::CallKey, Instant>,
+    /// Its latest `GET` without `Last-Event-ID`: when, and the step.
+    fresh_get: Option<(Instant, usize)>,
 }
 
 /// A client's `GET` of a standalone stream, as the conditions judge remembers it.
@@ -929,6 +936,10 @@ impl Judge {
             }
             self.step(i, step);
         }
+        let clients: Vec<Option<u32>> = self.clients.keys().copied().collect();
+        for who in clients {
+            self.reattached_fresh(who, Instant(u64::MAX));
+        }
         self.untold_calls();
         let mut breaches = self.breaches;
         // In step order, as each condition's first breach is read first.
@@ -989,6 +1000,7 @@ impl Judge {
     fn step(&mut self, i: usize, step: &Step) {
         let at = step.at();
         let who = step.client;
+        self.reattached_fresh(who, at);
         // Any resolution (a result, an error, an unknown outcome, a task's) tells the application.
         if let Some((call, _)) = super::Resolution::of(&step.kind) {
             if let Some(c) = self.clients.get_mut(&who) {
@@ -1014,6 +1026,8 @@ impl Judge {
                 (c.durable, c.by_class) = (*durable, *by_class);
                 // A new process: what the old one decided to do is not this one's to do.
                 c.resume_due.clear();
+                c.reattach_due.clear();
+                c.cursors.clear();
                 // A new process: what it decides owes nothing to the old one's closes.
                 c.last_close = None;
                 if restarted && !restored {
@@ -1062,7 +1076,13 @@ impl Judge {
                 }
                 if let Some(id) = &request.last_event_id {
                     c.resume_due.retain(|_, due| &due.2 != id);
+                    let of_call = request.session.as_ref().and_then(|s| self.stored_for.get(&(s.clone(), id.clone())));
+                    if let Some(Some(call)) = of_call {
+                        c.reattach_due.remove(call);
+                    }
                     self.resumed_from.insert((who, *conn), id.clone());
+                } else if request.method == Method::Get {
+                    c.fresh_get = Some((at, i));
                 }
                 if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
                     if c.in_flight.get(&call.key) == Some(&false) {
@@ -1138,7 +1158,12 @@ impl Judge {
                     if let Some(id) = &event.id {
                         let session =
                             self.conns.get(&(who, *conn)).and_then(|f| f.0.clone()).unwrap_or(SessionId(String::new()));
-                        self.clients.entry(who).or_default().received_in.insert((session, id.clone()));
+                        let call = self.stored_for.get(&(session.clone(), id.clone())).copied().flatten();
+                        let c = self.clients.entry(who).or_default();
+                        if let Some(call) = call {
+                            c.cursors.insert(call, id.clone());
+                        }
+                        c.received_in.insert((session, id.clone()));
                     }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
                     self.named_event_again(i, at, who, *conn, event.id.as_ref());
@@ -1188,6 +1213,16 @@ impl Judge {
                 } else {
                     // Taken by the server (or already judged lost on its 5xx): nothing to wait for.
                     self.cancel_posts.remove(&(who, *conn));
+                }
+            }
+            StepKind::Backoff { call: Some(call), delay_us, .. } => {
+                // The attempt due now failed at once (refused): it is judged before the next.
+                if self.clients.get(&who).and_then(|c| c.reattach_due.get(call)).is_some_and(|due| *due <= at) {
+                    self.reattached_fresh(who, at + std::time::Duration::from_micros(1));
+                }
+                let c = self.clients.entry(who).or_default();
+                if c.cursors.contains_key(call) && c.in_flight.contains_key(call) {
+                    c.reattach_due.insert(*call, at + std::time::Duration::from_micros(*delay_us));
                 }
             }
             StepKind::Decision { call, action, error, .. } => {
@@ -2353,6 +2388,42 @@ impl Judge {
             if c.by_class && c.in_flight.contains_key(&key) {
                 c.resume_due.insert(key, (i, at, head.clone()));
             }
+        }
+    }
+
+    /// Before `who`'s step at `at`: each call whose stream it was to re-attach before `at` (its
+    /// `backoff` ran out) with no `GET` carrying an id of that stream, while a `GET` without
+    /// `Last-Event-ID` went out at that instant, was re-attached without its cursor. A `GET`
+    /// without one opens the standalone stream, never a call's: the call's answer cannot come on
+    /// it. Within one process no setting lets a client forget an id it received (condition 1,
+    /// kept by every policy): its bug. A sweep of ts-sdk × ts-sdk behind balancers read the
+    /// TypeScript client's (a resumed stream cut again before an id-bearing event, its
+    /// `resume_token_survives_recut = false`) `conditions 1-4 held`.
+    fn reattached_fresh(&mut self, who: Option<u32>, at: Instant) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        if c.reattach_due.first_key_value().is_none() {
+            return;
+        }
+        let passed: Vec<(crate::ids::CallKey, Instant)> =
+            c.reattach_due.iter().filter(|(_, due)| **due < at).map(|(k, due)| (*k, *due)).collect();
+        let mut found = Vec::new();
+        for (key, due) in passed {
+            c.reattach_due.remove(&key);
+            let (Some((fresh_at, step)), Some(cursor), Some(session)) = (c.fresh_get, c.cursors.get(&key), &c.session)
+            else {
+                continue;
+            };
+            if fresh_at == due && c.in_flight.contains_key(&key) {
+                let detail = format!(
+                    "the client re-attached {key}'s stream at {due} with a GET without Last-Event-ID, though it had \
+                     received {cursor} on it: a GET without one opens the standalone stream, never a call's, so \
+                     {key}'s answer cannot come on it (the client forgot its cursor)"
+                );
+                found.push((step, due, detail, session.clone()));
+            }
+        }
+        for (step, due, detail, session) in found {
+            self.breach_in(Condition::Persisted, step, due, detail, &session).promised = true;
         }
     }
 
@@ -4513,6 +4584,55 @@ mod tests {
         let created = StepKind::SessionCreated { session: sid(), client: "app".into() };
         let t = judged(vec![(0, created), (10_000, expired(60))]);
         assert_eq!(t.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
+    }
+
+    /// A call's stream re-attached with a `GET` without `Last-Event-ID` though the client had
+    /// received an id on it is the client's bug (it forgot its cursor: the TypeScript client's
+    /// re-cut resumed stream); re-attached with the id, or with no id ever received on it (the
+    /// decision procedure's "never persisted", judged apart), it is not.
+    #[test]
+    fn a_call_stream_re_attached_without_the_id_the_client_received_on_it_is_its_bug() {
+        let get = |conn: u64, id: Option<&str>| {
+            let mut request = Request::initialize(RequestId(9), "app");
+            (request.method, request.body, request.session) = (Method::Get, None, Some(sid()));
+            request.last_event_id = id.map(EventId::from);
+            StepKind::Send { conn: ConnId(conn), request }
+        };
+        let judged = |received: bool, resume_id: Option<&str>| {
+            let mut kinds = vec![
+                (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+                (1_000, on_session(2)),
+                (1_010, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
+            ];
+            if received {
+                kinds.push((1_020, event_on(2, "1-0")));
+            }
+            kinds.extend([
+                (30_000, StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset }),
+                (30_000, StepKind::Backoff { call: Some(CallKey(0)), attempt: 1, delay_us: 1_000_000 }),
+                (31_000, get(3, resume_id)),
+                (31_000, get(4, None)),
+                (40_000, StepKind::ConnEnd { conn: ConnId(4), end: ConnEnd::Reset }),
+            ]);
+            Conditions::judge(&trace(kinds))
+        };
+        let forgot = judged(true, None);
+        let b: Vec<_> = forgot.breaches.iter().filter(|b| b.condition == Condition::Persisted).collect();
+        assert_eq!(b.len(), 1, "{forgot:?}");
+        assert!(b[0].promised && b[0].is_bug());
+        assert_eq!(b[0].session, Some(sid()));
+        assert!(
+            b[0].detail.starts_with(
+                "the client re-attached call0's stream at 31.000s with a GET without Last-Event-ID, though it had \
+                 received 1-0 on it"
+            ),
+            "{}",
+            b[0].detail
+        );
+        for (received, id) in [(true, Some("1-0")), (false, None)] {
+            let t = judged(received, id);
+            assert!(t.breaches.iter().all(|b| !b.promised), "{received} {id:?}: {t:?}");
+        }
     }
 
     /// A stream an intermediary held back (response buffering) explains a late delivery, named
