@@ -541,6 +541,38 @@ impl LoadBalancer {
         frames
     }
 
+    /// What the intermediaries still hold back of each open connection's response at `now` (the
+    /// run's end): one `lb-holding` step per hop and connection, in connection order, the hops
+    /// from the client's side. A held head counts from the exchange's start, a buffer from its
+    /// first frame, a held tail from its arrival.
+    pub fn holding(&self, now: Instant) -> Vec<StepKind> {
+        let mut out = Vec::new();
+        for (conn, p) in &self.conns {
+            for (hop, at) in p.at.iter().enumerate() {
+                let frames = at.held.len() + at.buffer.len() + usize::from(at.tail.is_some());
+                if frames == 0 {
+                    continue;
+                }
+                let since = [
+                    (!at.held.is_empty()).then_some(p.opened),
+                    at.buffered_since,
+                    at.tail.as_ref().map(|_| at.tail_since),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now);
+                out.push(StepKind::LbHolding {
+                    conn: *conn,
+                    frames: frames as u32,
+                    held_us: micros(now - since),
+                    hop: self.label(hop),
+                });
+            }
+        }
+        out
+    }
+
     /// One side closed `conn`; the chain forgets it.
     pub fn handle_close(&mut self, _now: Instant, conn: ConnId) {
         self.conns.remove(&conn);
@@ -1166,6 +1198,9 @@ mod tests {
         // The head and every frame but the last go on; the last waits for the next.
         assert_eq!(lb.handle_response(Instant::ZERO, ConnId(1), first), b"Ha");
         assert!(!drain(&mut lb).iter().any(|o| matches!(o, LbOutput::Record(StepKind::LbFlushed { .. }))));
+        // Were the run to end now, the tail would be what the hop still holds.
+        let holding = StepKind::LbHolding { conn: ConnId(1), frames: 1, held_us: 500_000, hop: Some(0) };
+        assert_eq!(lb.holding(Instant(500_000)), vec![holding]);
         assert_eq!(lb.handle_response(secs(1), ConnId(1), vec![(FrameKind::Comment, b":".to_vec())]), b"b");
         // What was held back, and for how long, is recorded as a buffer's release is.
         let flushed = StepKind::LbFlushed { conn: ConnId(1), frames: 1, held_us: 1_000_000, hop: Some(0) };

@@ -444,6 +444,20 @@ pub enum StepKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hop: Option<u32>,
     },
+    /// When the run ended, an intermediary still held back frames of `conn`'s response (a
+    /// buffer below its size threshold with no flush interval, a held head or tail): they never
+    /// reached the client.
+    LbHolding {
+        /// The connection.
+        conn: ConnId,
+        /// How many frames it held.
+        frames: u32,
+        /// How long the first of them had been held, in µs.
+        held_us: u64,
+        /// Which intermediary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
+    },
     /// A hop dropped a header of `conn`'s request (`HopConfig::drop_request_headers`): the
     /// server got the request without it.
     LbHeaderDropped {
@@ -921,6 +935,7 @@ impl StepKind {
             | LbAnswered { conn, .. }
             | LbTimedOut { conn, .. }
             | LbFlushed { conn, .. }
+            | LbHolding { conn, .. }
             | LbHeaderDropped { conn, .. }
             | LbResponseHeaderDropped { conn, .. }
             | LbUpstreamReused { conn, .. }

@@ -209,9 +209,7 @@ impl Condition {
             }
             Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
             Condition::ServerDropped => return "a server bug (an answer it neither stored nor sent)".to_string(),
-            Condition::ProxyHeld => {
-                return "an intermediary's buffering (a proxy held the stream back, released late)".to_string()
-            }
+            Condition::ProxyHeld => return "an intermediary's buffering (a proxy held the stream back)".to_string(),
         };
         format!("condition {} ({what})", self.number())
     }
@@ -257,6 +255,9 @@ pub struct Breach {
     /// connection): it costs the task (orphaned, its outcome undelivered), not what the client
     /// told the application of the call or whether it issued the call again.
     pub task_id_lost: bool,
+    /// An intermediary still held the frames when the run ended ([`Condition::ProxyHeld`] from
+    /// an `lb-holding` step): they never arrived, so it costs what they carried, not only time.
+    pub held_at_end: bool,
 }
 
 impl Breach {
@@ -616,8 +617,22 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
-    if b.condition == Condition::ProxyHeld {
+    if b.condition == Condition::ProxyHeld && !b.held_at_end {
         return effect == Effect::Of(InvariantId::TimelyDelivery);
+    }
+    if b.condition == Condition::ProxyHeld {
+        // Never released: what the frames carried never arrived.
+        return matches!(
+            effect,
+            Effect::Of(
+                InvariantId::TimelyDelivery
+                    | InvariantId::NoSilentEventLoss
+                    | InvariantId::NoSilentNotificationLoss
+                    | InvariantId::EveryCallResolves
+                    | InvariantId::NoOrphanedSession
+                    | InvariantId::TaskResultDelivered
+            )
+        );
     }
     if b.condition == Condition::RequestLost {
         return matches!(effect, Effect::Of(InvariantId::EveryCallResolves) | Effect::SessionlessEventLoss);
@@ -806,13 +821,14 @@ struct ClientState {
     /// 409/410 with a head), at once: the step, the time and the head, until a request goes out
     /// with that `Last-Event-ID` or the call is settled.
     resume_due: BTreeMap<crate::ids::CallKey, (usize, Instant, EventId)>,
-    /// The latest event id it received on each call's stream (the call's cursor).
-    cursors: BTreeMap<crate::ids::CallKey, EventId>,
+    /// The latest event id it received on each call's stream (the call's cursor), and in which
+    /// session.
+    cursors: BTreeMap<crate::ids::CallKey, (SessionId, EventId)>,
     /// Calls whose stream it will re-attach (a `backoff` step) though it holds a cursor for it:
     /// when, until a `GET` with an id of that call's stream goes out.
     reattach_due: BTreeMap<crate::ids::CallKey, Instant>,
-    /// Its latest `GET` without `Last-Event-ID`: when, and the step.
-    fresh_get: Option<(Instant, usize)>,
+    /// When it will re-attach its standalone stream (a `backoff` step), until a `GET` does.
+    standalone_due: Option<Instant>,
 }
 
 /// A client's `GET` of a standalone stream, as the conditions judge remembers it.
@@ -936,10 +952,6 @@ impl Judge {
             }
             self.step(i, step);
         }
-        let clients: Vec<Option<u32>> = self.clients.keys().copied().collect();
-        for who in clients {
-            self.reattached_fresh(who, Instant(u64::MAX));
-        }
         self.untold_calls();
         let mut breaches = self.breaches;
         // In step order, as each condition's first breach is read first.
@@ -992,6 +1004,7 @@ impl Judge {
             server_failed_work: false,
             promised: false,
             task_id_lost: false,
+            held_at_end: false,
         };
         self.breaches.push(breach);
         self.breaches.last_mut().expect("just pushed")
@@ -1000,7 +1013,6 @@ impl Judge {
     fn step(&mut self, i: usize, step: &Step) {
         let at = step.at();
         let who = step.client;
-        self.reattached_fresh(who, at);
         // Any resolution (a result, an error, an unknown outcome, a task's) tells the application.
         if let Some((call, _)) = super::Resolution::of(&step.kind) {
             if let Some(c) = self.clients.get_mut(&who) {
@@ -1077,12 +1089,13 @@ impl Judge {
                 if let Some(id) = &request.last_event_id {
                     c.resume_due.retain(|_, due| &due.2 != id);
                     let of_call = request.session.as_ref().and_then(|s| self.stored_for.get(&(s.clone(), id.clone())));
-                    if let Some(Some(call)) = of_call {
-                        c.reattach_due.remove(call);
+                    match of_call {
+                        Some(Some(call)) => {
+                            c.reattach_due.remove(call);
+                        }
+                        _ => c.standalone_due = None,
                     }
                     self.resumed_from.insert((who, *conn), id.clone());
-                } else if request.method == Method::Get {
-                    c.fresh_get = Some((at, i));
                 }
                 if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
                     if c.in_flight.get(&call.key) == Some(&false) {
@@ -1097,6 +1110,9 @@ impl Judge {
                 }
                 if let Some(call) = self.requests.cancel_in(step) {
                     self.cancel_posts.insert((who, *conn), (call, false));
+                }
+                if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
+                    self.reattached_fresh(i, at, who, session);
                 }
                 if let (Method::Get, Some(session)) = (request.method, &request.session) {
                     self.standalone_get(i, at, who, *conn, session, request.last_event_id.as_ref());
@@ -1161,7 +1177,7 @@ impl Judge {
                         let call = self.stored_for.get(&(session.clone(), id.clone())).copied().flatten();
                         let c = self.clients.entry(who).or_default();
                         if let Some(call) = call {
-                            c.cursors.insert(call, id.clone());
+                            c.cursors.insert(call, (session.clone(), id.clone()));
                         }
                         c.received_in.insert((session, id.clone()));
                     }
@@ -1215,14 +1231,17 @@ impl Judge {
                     self.cancel_posts.remove(&(who, *conn));
                 }
             }
-            StepKind::Backoff { call: Some(call), delay_us, .. } => {
-                // The attempt due now failed at once (refused): it is judged before the next.
-                if self.clients.get(&who).and_then(|c| c.reattach_due.get(call)).is_some_and(|due| *due <= at) {
-                    self.reattached_fresh(who, at + std::time::Duration::from_micros(1));
-                }
+            StepKind::Backoff { call, delay_us, .. } => {
+                let due = at + std::time::Duration::from_micros(*delay_us);
                 let c = self.clients.entry(who).or_default();
-                if c.cursors.contains_key(call) && c.in_flight.contains_key(call) {
-                    c.reattach_due.insert(*call, at + std::time::Duration::from_micros(*delay_us));
+                match call {
+                    None => c.standalone_due = Some(due),
+                    Some(call) if c.cursors.contains_key(call) && c.in_flight.contains_key(call) => {
+                        c.reattach_due.insert(*call, due);
+                    }
+                    Some(call) => {
+                        c.reattach_due.remove(call);
+                    }
                 }
             }
             StepKind::Decision { call, action, error, .. } => {
@@ -1473,6 +1492,16 @@ impl Judge {
                     );
                     self.record(Condition::ProxyHeld, i, at, detail);
                 }
+            }
+            StepKind::LbHolding { conn, frames, held_us, hop } => {
+                let who = hop.map_or_else(|| "the balancer".to_string(), |h| format!("hop{h}"));
+                let detail = format!(
+                    "{who} still held {frames} frame(s) of {conn} when the run ended, the first for {}: they never \
+                     reached the client (response buffering: lb.hops[].buffer below its size with no flush_interval, \
+                     or a held head or tail)",
+                    format_micros(*held_us)
+                );
+                self.record(Condition::ProxyHeld, i, at, detail).held_at_end = true;
             }
             StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Cancelled, .. } => {
                 self.cancelled_tools.retain(|(_, when, _, _)| *when == at);
@@ -2391,40 +2420,40 @@ impl Judge {
         }
     }
 
-    /// Before `who`'s step at `at`: each call whose stream it was to re-attach before `at` (its
-    /// `backoff` ran out) with no `GET` carrying an id of that stream, while a `GET` without
-    /// `Last-Event-ID` went out at that instant, was re-attached without its cursor. A `GET`
-    /// without one opens the standalone stream, never a call's: the call's answer cannot come on
-    /// it. Within one process no setting lets a client forget an id it received (condition 1,
-    /// kept by every policy): its bug. A sweep of ts-sdk × ts-sdk behind balancers read the
-    /// TypeScript client's (a resumed stream cut again before an id-bearing event, its
-    /// `resume_token_survives_recut = false`) `conditions 1-4 held`.
-    fn reattached_fresh(&mut self, who: Option<u32>, at: Instant) {
+    /// `who` sent a `GET` without `Last-Event-ID` (step `i`, at `at`). It re-attaches the
+    /// standalone stream if that is due (its `backoff` ran out); otherwise, if the stream of a
+    /// call it holds a cursor for was due (within a millisecond: a zero backoff goes out a tick
+    /// later) and no `GET` with an id of that stream went out, this one is that call's, re-attached
+    /// without its cursor. A `GET` without one opens the standalone stream, never a call's: the
+    /// call's answer cannot come on it. Within one process no setting lets a client forget an id
+    /// it received (condition 1, kept by every policy): its bug. A sweep of ts-sdk × ts-sdk behind
+    /// balancers read the TypeScript client's (a resumed stream cut again before an id-bearing
+    /// event, its `resume_token_survives_recut = false`) `conditions 1-4 held`.
+    fn reattached_fresh(&mut self, i: usize, at: Instant, who: Option<u32>, session: &SessionId) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        if c.reattach_due.first_key_value().is_none() {
+        if c.standalone_due.is_some_and(|due| due <= at) {
+            c.standalone_due = None;
             return;
         }
-        let passed: Vec<(crate::ids::CallKey, Instant)> =
-            c.reattach_due.iter().filter(|(_, due)| **due < at).map(|(k, due)| (*k, *due)).collect();
-        let mut found = Vec::new();
-        for (key, due) in passed {
-            c.reattach_due.remove(&key);
-            let (Some((fresh_at, step)), Some(cursor), Some(session)) = (c.fresh_get, c.cursors.get(&key), &c.session)
-            else {
-                continue;
-            };
-            if fresh_at == due && c.in_flight.contains_key(&key) {
-                let detail = format!(
-                    "the client re-attached {key}'s stream at {due} with a GET without Last-Event-ID, though it had \
-                     received {cursor} on it: a GET without one opens the standalone stream, never a call's, so \
-                     {key}'s answer cannot come on it (the client forgot its cursor)"
-                );
-                found.push((step, due, detail, session.clone()));
-            }
-        }
-        for (step, due, detail, session) in found {
-            self.breach_in(Condition::Persisted, step, due, detail, &session).promised = true;
-        }
+        let slack = std::time::Duration::from_millis(1);
+        // A cursor of another session is none for this one (the client started a new session).
+        let cursors = &c.cursors;
+        let due = c
+            .reattach_due
+            .iter()
+            .filter(|(key, due)| {
+                **due <= at && at <= **due + slack && cursors.get(key).is_some_and(|(s, _)| s == session)
+            })
+            .min_by_key(|(_, d)| **d);
+        let Some((&key, &due)) = due else { return };
+        c.reattach_due.remove(&key);
+        let Some((_, cursor)) = c.cursors.get(&key).cloned() else { return };
+        let detail = format!(
+            "the client re-attached {key}'s stream at {due} with a GET without Last-Event-ID, though it had received \
+             {cursor} on it: a GET without one opens the standalone stream, never a call's, so {key}'s answer cannot \
+             come on it (the client forgot its cursor)"
+        );
+        self.breach_in(Condition::Persisted, i, at, detail, session).promised = true;
     }
 
     /// Every call a decision-procedure client stopped and never resolved, and every resume at a
@@ -3505,6 +3534,7 @@ mod tests {
             server_failed_work: true,
             promised: false,
             task_id_lost: false,
+            held_at_end: false,
         };
         assert!(can_cause(&b, Effect::Of(InvariantId::NoDuplicateExecution)));
         assert!(can_cause(&b, Effect::Of(InvariantId::NoFalseFailure)));
@@ -4633,6 +4663,35 @@ mod tests {
             let t = judged(received, id);
             assert!(t.breaches.iter().all(|b| !b.promised), "{received} {id:?}: {t:?}");
         }
+        // The standalone stream due at the same instant: its fresh GET first, then the call's
+        // with its id a tick later (a zero backoff), is no breach; the call's fresh too is one.
+        let both = |call_id: Option<&str>| {
+            Conditions::judge(&trace(vec![
+                (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+                (1_000, on_session(2)),
+                (1_010, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
+                (1_020, event_on(2, "1-0")),
+                (30_000, StepKind::Backoff { call: None, attempt: 1, delay_us: 0 }),
+                (30_000, get(4, None)),
+                (30_000, StepKind::Backoff { call: Some(CallKey(0)), attempt: 1, delay_us: 0 }),
+                (30_001, get(3, call_id)),
+            ]))
+        };
+        assert!(both(Some("1-0")).breaches.iter().all(|b| !b.promised));
+        assert_eq!(both(None).breaches.iter().filter(|b| b.promised).count(), 1);
+        // A fresh GET of another session (the client started a new one) is none of the call's.
+        let mut other = trace(vec![
+            (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (1_000, on_session(2)),
+            (1_010, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
+            (1_020, event_on(2, "1-0")),
+            (30_000, StepKind::Backoff { call: Some(CallKey(0)), attempt: 1, delay_us: 1_000_000 }),
+            (31_000, get(5, None)),
+        ]);
+        if let StepKind::Send { request, .. } = &mut other.steps[5].kind {
+            request.session = Some(SessionId::from("0-2"));
+        }
+        assert!(Conditions::judge(&other).breaches.iter().all(|b| !b.promised));
     }
 
     /// A stream an intermediary held back (response buffering) explains a late delivery, named
@@ -4674,6 +4733,21 @@ mod tests {
         for invariant in [InvariantId::NoSilentEventLoss, InvariantId::NoDuplicateDelivery] {
             assert!(!held.explain(&late(60, invariant)).is_explained(), "{invariant:?}");
         }
+        // Frames still held when the run ended never arrived: what they carried is lost to it.
+        let holding = StepKind::LbHolding { conn: ConnId(3), frames: 6, held_us: 479_000_000, hop: Some(0) };
+        let stuck = Conditions::judge(&trace(vec![(1_000, flushed(10)), (480_000, holding)]));
+        match stuck.explain(&late(60, InvariantId::NoSilentEventLoss)) {
+            Explanation::ExplainedBy(bs) => {
+                assert_eq!(
+                bs.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+                vec!["an intermediary's buffering: hop0 still held 6 frame(s) of c3 when the run ended, the first for \
+                      7m59.000s: they never reached the client (response buffering: lb.hops[].buffer below its size \
+                      with no flush_interval, or a held head or tail)"]
+            )
+            }
+            other => panic!("{other}"),
+        }
+        assert!(!stuck.explain(&late(60, InvariantId::NoDuplicateDelivery)).is_explained());
     }
 
     /// An idle expiry that cancels a tool of the session while its client is still attached (no

@@ -386,6 +386,8 @@ fn finish(world: &Arc<World>) {
     if world.stores().len() > 1 {
         server_sessions.sort();
     }
+    // What the intermediaries still hold back never reached a client.
+    world.with_lb(|core| core.record_holding(world));
     world.rec.record(Actor::Run, StepKind::RunEnd { client_session, server_sessions, other_client_sessions });
     kill_nodes(world);
 }

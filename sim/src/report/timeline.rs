@@ -179,6 +179,13 @@ pub fn describe(kind: &StepKind) -> String {
                 format_micros(*held_us)
             )
         }
+        LbHolding { conn, frames, held_us, hop } => {
+            format!(
+                "{}still holds {frames} frame(s) of {conn} at the end, the first for {}",
+                at_hop(*hop),
+                format_micros(*held_us)
+            )
+        }
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason, idle_ttl_us } => match idle_ttl_us {
             Some(ttl) => format!("session {session} ended ({reason:?}, idle TTL {})", format_micros(*ttl)),

@@ -108,6 +108,15 @@ impl LbCore {
         self.drain(world);
     }
 
+    /// Records what the intermediaries still hold back of each open connection's response (the
+    /// run's end): `lb-holding` steps, named as the client names the connection.
+    pub(crate) fn record_holding(&self, world: &Arc<World>) {
+        for mut kind in self.lb.holding(world.rec.now()) {
+            let peer = kind.conn_mut().and_then(|conn| self.peers.get(conn).copied());
+            world.record_hop(Actor::Lb, None, peer, kind);
+        }
+    }
+
     /// Every connection through the balancer is reset, kept-alive upstream ones included.
     pub(crate) fn reset_connections(&mut self, world: &Arc<World>) {
         self.upstreams.close_where(|_| true);
