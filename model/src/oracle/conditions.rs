@@ -1093,7 +1093,16 @@ impl Judge {
                         Some(Some(call)) => {
                             c.reattach_due.remove(call);
                         }
-                        _ => c.standalone_due = None,
+                        Some(None) => c.standalone_due = None,
+                        // An id this session never stored (another stream's, handed over by a
+                        // server's replay): the call due now is the one it re-attaches.
+                        None => {
+                            let slack = std::time::Duration::from_millis(1);
+                            let due = c.reattach_due.iter().filter(|(_, d)| **d <= at && at <= **d + slack);
+                            if let Some((&key, _)) = due.min_by_key(|(_, d)| **d) {
+                                c.reattach_due.remove(&key);
+                            }
+                        }
                     }
                     self.resumed_from.insert((who, *conn), id.clone());
                 }
