@@ -74,6 +74,65 @@ fn opencode_28186_a_timeout_under_progress_reports_a_payment_that_ran_as_failed(
     }
 }
 
+/// modelcontextprotocol/typescript-sdk#2499: a stream the TypeScript client resumed with a
+/// `Last-Event-ID` and that is cut again before any id-bearing event (here a 10 s balancer idle
+/// timeout under the server's 15 s keep-alives) is re-attached with no `Last-Event-ID`: the
+/// server takes it for a new standalone stream (a 409 beside the open one), and the call hangs
+/// until its request timeout. The conditions judge names the client's bug (its forgotten cursor).
+/// Trace: `traces/field/typescript-sdk-2499/no-false-failure--ts-sdk--ts-sdk--long-tool--resumed-stream-recut.jsonl`.
+fn typescript_sdk_2499(token_survives: bool) -> Scenario {
+    scenario(
+        "ts-sdk",
+        "ts-sdk",
+        "long-tool",
+        &[
+            ("lb.idle_timeout", "10s"),
+            ("client.close_handling.resume_token_survives_recut", if token_survives { "true" } else { "false" }),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/typescript-sdk/issues/2499"),
+        ],
+    )
+}
+
+/// The client's own bug that the judge names in a run: a promised breach of condition 1.
+fn forgot_cursor(outcome: &RunOutcome) -> bool {
+    use mcpsim_model::oracle::conditions::{Condition, Conditions};
+    Conditions::judge(&outcome.trace)
+        .breaches
+        .iter()
+        .any(|b| b.condition == Condition::Persisted && b.promised && b.detail.contains("forgot its cursor"))
+}
+
+#[test]
+fn typescript_sdk_2499_a_resumed_stream_cut_again_is_re_attached_without_its_id() {
+    let s = typescript_sdk_2499(false);
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        // A resume with the id, then a GET of the session without one while the call waits.
+        let gets: Vec<bool> = outcome
+            .trace
+            .steps
+            .iter()
+            .filter_map(|st| match &st.kind {
+                StepKind::Send { request, .. } if request.method == Method::Get => {
+                    Some(request.last_event_id.is_some())
+                }
+                _ => None,
+            })
+            .collect();
+        let resumed = gets.iter().position(|with_id| *with_id);
+        assert!(resumed.is_some_and(|r| gets[r..].contains(&false)), "{gets:?}; {replay}");
+        assert!(forgot_cursor(&outcome), "{}{replay}", verdict(&outcome));
+    }
+    // The fix (the tracker seeded from the token the stream was opened with): the same cuts, and
+    // no forgotten cursor.
+    let fixed = typescript_sdk_2499(true);
+    for seed in SEEDS {
+        let outcome = run_ok(&fixed, seed);
+        assert!(!forgot_cursor(&outcome), "{}{}", verdict(&outcome), common::replay(&fixed, seed));
+    }
+}
+
 /// modelcontextprotocol/rust-sdk#958: a resume the server cannot honour is answered with an empty
 /// 200; rmcp's client takes it for a graceful close, resets its retries and resumes with the same
 /// id for good. Trace:
