@@ -881,6 +881,9 @@ struct Judge {
     lost_requests: BTreeSet<Option<u32>>,
     /// Why and when each session ended.
     ended: BTreeMap<SessionId, (SessionEndReason, Instant)>,
+    /// The calls that run as tasks (`task-created`): their work is the task's, judged by its TTL
+    /// and the session's retention, not as a request a client waits on.
+    task_calls: BTreeSet<crate::ids::CallKey>,
     /// The longest hold of a response stream an intermediary released so far, by client
     /// ([`Condition::ProxyHeld`]).
     proxy_held: BTreeMap<Option<u32>, u64>,
@@ -1454,6 +1457,7 @@ impl Judge {
                 self.unreceived.remove(call);
             }
             StepKind::TaskCreated { task, call, ttl_us, .. } => {
+                self.task_calls.insert(*call);
                 self.tasks.insert(task.clone(), (at, *ttl_us, false));
                 let answerable = self.posts.values().any(|c| c == call);
                 if self.cut_posts.remove(call) && !answerable {
@@ -2290,11 +2294,13 @@ impl Judge {
     /// messages lets a quiet tool run past the TTL. A sweep of reference × rmcp and × py-sdk-1.27
     /// read the tool it killed `conditions 1-4 held`.
     fn expired_busy(&mut self, i: usize, at: Instant, session: &SessionId) {
-        let calls: Vec<String> = std::mem::take(&mut self.cancelled_tools)
+        // A task's tool is the task's work: its cancel by the expiry is read with the task's.
+        let calls: BTreeSet<crate::ids::CallKey> = std::mem::take(&mut self.cancelled_tools)
             .into_iter()
-            .filter(|(_, when, s, _)| *when == at && s == session)
-            .map(|(_, _, _, call)| call.to_string())
+            .filter(|(_, when, s, call)| *when == at && s == session && !self.task_calls.contains(call))
+            .map(|(_, _, _, call)| call)
             .collect();
+        let calls: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
         // Its client still holds it (not one it left for a new session, nor a modern client's,
         // whose re-issue went to another) and is in touch with the server.
         let attached = self.clients.iter().find(|(_, c)| c.held() == Some(session) && !c.cut_off()).map(|(w, _)| *w);
@@ -4831,6 +4837,21 @@ mod tests {
             let t = Conditions::judge(&trace(steps));
             assert!(t.all_held(), "{t:?}");
         }
+        // A task's tool is the task's work, read with the task (condition 2 at its cancel).
+        let task = StepKind::TaskCreated {
+            task: crate::tasks::TaskId("r0.0-t0".into()),
+            call: CallKey(0),
+            replica: 0,
+            ttl_us: None,
+        };
+        let tasked = Conditions::judge(&trace(vec![
+            (1_000, on_session(2)),
+            (1_010, streaming.clone()),
+            (1_020, task),
+            (90_000, cancelled("0-1")),
+            (90_000, expired()),
+        ]));
+        assert!(tasked.breaches.iter().all(|b| b.condition != Condition::ServerEnded), "{tasked:?}");
         // The client cut off: the outage outlasted the session (condition 2), not the server's bug.
         let cut = Conditions::judge(&trace(vec![
             (1_000, on_session(2)),
