@@ -258,6 +258,9 @@ pub struct Breach {
     /// An intermediary still held the frames when the run ended ([`Condition::ProxyHeld`] from
     /// an `lb-holding` step): they never arrived, so it costs what they carried, not only time.
     pub held_at_end: bool,
+    /// The fields of the server's policy that model this act, where the judge can tell which
+    /// (a busy session's expiry: its idle rule), beside those its condition names.
+    pub rules: &'static [&'static str],
 }
 
 impl Breach {
@@ -1008,6 +1011,7 @@ impl Judge {
             promised: false,
             task_id_lost: false,
             held_at_end: false,
+            rules: &[],
         };
         self.breaches.push(breach);
         self.breaches.last_mut().expect("just pushed")
@@ -2312,7 +2316,9 @@ impl Judge {
         );
         self.expired_by_bug.insert(session.clone());
         // Its client's: another client's calls ran in sessions of their own.
-        self.breach_in(Condition::ServerEnded, i, at, detail, session).client = who;
+        let breach = self.breach_in(Condition::ServerEnded, i, at, detail, session);
+        breach.client = who;
+        breach.rules = &["server.idle_rule", "server.idle_reset"];
     }
 
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
@@ -3550,6 +3556,7 @@ mod tests {
             promised: false,
             task_id_lost: false,
             held_at_end: false,
+            rules: &[],
         };
         assert!(can_cause(&b, Effect::Of(InvariantId::NoDuplicateExecution)));
         assert!(can_cause(&b, Effect::Of(InvariantId::NoFalseFailure)));

@@ -183,7 +183,8 @@ fn explanation_text(scenario: &Scenario, trace: &Trace, violation: Option<&Viola
 }
 
 /// For each server bug among `breaches` that one field of the server's profile models (its
-/// replay rule, its event ids, its dropped events: `scenario::keeping`), that field's value in
+/// replay rule, its event ids, its dropped events: `scenario::keeping`; its idle rule, named by
+/// the breach itself: `Breach::rules`), that field's value in
 /// the scenario's built-in server profile and the source it was read from: where to look in the
 /// server, or which release moves past it.
 fn server_rules(scenario: &Scenario, breaches: &[&mcpsim_model::oracle::conditions::Breach]) -> String {
@@ -192,7 +193,7 @@ fn server_rules(scenario: &Scenario, breaches: &[&mcpsim_model::oracle::conditio
     let mut keys: Vec<&str> = breaches
         .iter()
         .filter(|b| b.condition.is_server_bug())
-        .flat_map(|b| crate::scenario::keeping(b.condition).iter().copied())
+        .flat_map(|b| crate::scenario::keeping(b.condition).iter().chain(b.rules).copied())
         .collect();
     keys.sort_unstable();
     keys.dedup();
@@ -246,6 +247,37 @@ mod tests {
         );
         let fixed = verdict(Some("after"));
         assert!(!fixed.contains("rule behind it"), "{fixed}");
+    }
+
+    /// A busy session's expiry (rmcp's worker expires a session whose quiet tool outlasts its
+    /// 5 min keep-alive) prints the idle rule behind it, read from the rmcp profile; with the
+    /// reference server's rule the session is held and nothing is printed.
+    #[test]
+    fn a_busy_sessions_expiry_names_the_servers_idle_rule() {
+        let verdict = |rule: Option<&str>| {
+            let mut scenario = Scenario::build("long-tool", "reference", "rmcp").expect("a built-in scenario");
+            let mut sets = vec![
+                ("tool.duration", "400s"),
+                ("tool.event_interval", "none"),
+                ("server.keepalive", "none"),
+                ("lb.idle_timeout", "none"),
+            ];
+            sets.extend(rule.map(|r| ("server.idle_rule", r)));
+            let sets: Vec<(String, String)> = sets.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            scenario.apply_overrides(&sets).expect("valid overrides");
+            let outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
+            verdict_text(&scenario, 0, &outcome, None)
+        };
+        let busy = verdict(None);
+        assert!(busy.contains("as idle while its tool still ran for call0"), "{busy}");
+        assert!(
+            busy.contains(
+                "the server's rule behind it: server.idle_rule = \"last-request\" in the rmcp profile (rmcp 3.11.0"
+            ),
+            "{busy}"
+        );
+        let held = verdict(Some("never-while-busy"));
+        assert!(!held.contains("rule behind it"), "{held}");
     }
 
     /// A run that breaks one invariant many times prints the first few of them and counts the
