@@ -78,21 +78,12 @@ struct AtHop {
     buffered_since: Option<Instant>,
     /// `hold_tail`: the last frame that reached this hop, kept until the next one pushes it out,
     /// and since when.
-    tail: Option<(FrameKind, Vec<u8>)>,
-    tail_since: Instant,
+    tail: Option<(Instant, (FrameKind, Vec<u8>))>,
 }
 
 impl AtHop {
     fn new(now: Instant) -> Self {
-        AtHop {
-            last_bytes: now,
-            headed: false,
-            held: Vec::new(),
-            buffer: Vec::new(),
-            buffered_since: None,
-            tail: None,
-            tail_since: now,
-        }
+        AtHop { last_bytes: now, headed: false, held: Vec::new(), buffer: Vec::new(), buffered_since: None, tail: None }
     }
 }
 
@@ -435,7 +426,7 @@ impl LoadBalancer {
             out.extend(std::mem::take(&mut at.held));
             out.extend(std::mem::take(&mut at.buffer));
             at.buffered_since = None;
-            out.extend(at.tail.take());
+            out.extend(at.tail.take().map(|(_, frame)| frame));
         }
         self.refresh(conn);
         concat(out)
@@ -462,11 +453,14 @@ impl LoadBalancer {
         }
         let label = self.label(hop);
         let Some(at) = self.conns.get_mut(&conn).map(|p| &mut p.at[hop]) else { return frames };
-        let mut out: Frames = at.tail.take().into_iter().collect();
-        // A tail pushed out later than it came was held back: recorded as a buffer's release is.
-        if !out.is_empty() && now > at.tail_since {
-            let held_us = micros(now - at.tail_since);
-            self.outputs.push_back(LbOutput::Record(StepKind::LbFlushed { conn, frames: 1, held_us, hop: label }));
+        let mut out: Frames = Vec::new();
+        if let Some((since, frame)) = at.tail.take() {
+            // A tail pushed out later than it came was held back: recorded as a buffer's release is.
+            if now > since {
+                let held_us = micros(now - since);
+                self.outputs.push_back(LbOutput::Record(StepKind::LbFlushed { conn, frames: 1, held_us, hop: label }));
+            }
+            out.push(frame);
         }
         for frame in frames {
             match frame.0 {
@@ -481,8 +475,7 @@ impl LoadBalancer {
         }
         // The last body frame or comment of what passes stays here.
         if out.last().is_some_and(|(k, _)| *k != FrameKind::Head) {
-            at.tail = out.pop();
-            at.tail_since = now;
+            at.tail = out.pop().map(|frame| (now, frame));
         }
         out
     }
@@ -556,7 +549,7 @@ impl LoadBalancer {
                 let since = [
                     (!at.held.is_empty()).then_some(p.opened),
                     at.buffered_since,
-                    at.tail.as_ref().map(|_| at.tail_since),
+                    at.tail.as_ref().map(|(since, _)| *since),
                 ]
                 .into_iter()
                 .flatten()

@@ -620,10 +620,10 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
-    if b.condition == Condition::ProxyHeld && !b.held_at_end {
-        return effect == Effect::Of(InvariantId::TimelyDelivery);
-    }
     if b.condition == Condition::ProxyHeld {
+        if !b.held_at_end {
+            return effect == Effect::Of(InvariantId::TimelyDelivery);
+        }
         // Never released: what the frames carried never arrived.
         return matches!(
             effect,
@@ -834,6 +834,11 @@ struct ClientState {
     standalone_due: Option<Instant>,
 }
 
+/// An intermediary as a breach names it: `hop1`, or `the balancer` alone.
+fn intermediary(hop: Option<u32>) -> String {
+    hop.map_or_else(|| "the balancer".to_string(), |h| format!("hop{h}"))
+}
+
 /// A client's `GET` of a standalone stream, as the conditions judge remembers it.
 #[derive(Debug)]
 struct StandaloneGet {
@@ -850,6 +855,20 @@ impl ClientState {
     /// The session it holds and has not deleted itself, if any.
     fn held(&self) -> Option<&SessionId> {
         self.session.as_ref().filter(|s| self.held_session && !self.deleted.contains(*s))
+    }
+
+    /// The call whose stream re-attach was due at `at` (the earliest, within a millisecond: a zero
+    /// backoff's request goes out a tick after its due time), and when; with `session`, only a
+    /// call whose cursor is of that session.
+    fn reattach_due_at(&self, at: Instant, session: Option<&SessionId>) -> Option<(crate::ids::CallKey, Instant)> {
+        let slack = std::time::Duration::from_millis(1);
+        let of_session =
+            |key: &crate::ids::CallKey| session.is_none_or(|s| self.cursors.get(key).is_some_and(|(c, _)| c == s));
+        self.reattach_due
+            .iter()
+            .filter(|(key, due)| **due <= at && at <= **due + slack && of_session(key))
+            .min_by_key(|(_, due)| **due)
+            .map(|(key, due)| (*key, *due))
     }
 
     /// Whether its last break came after anything it last received: it is cut off.
@@ -896,9 +915,9 @@ struct Judge {
     /// The tasks that ended `cancelled` at the latest such instant (step, time, task): a session
     /// expired at that instant stopped them (its `session-ended` step follows theirs).
     cancelled_tasks: Vec<(usize, Instant, crate::tasks::TaskId)>,
-    /// The tools that ended `cancelled` at the latest such instant (step, time, session, call):
-    /// a session expired at that instant stopped them, as for [`Judge::cancelled_tasks`].
-    cancelled_tools: Vec<(usize, Instant, SessionId, crate::ids::CallKey)>,
+    /// The tools that ended `cancelled` at the latest such instant (time, session, call): a
+    /// session expired at that instant stopped them, as for [`Judge::cancelled_tasks`].
+    cancelled_tools: Vec<(Instant, SessionId, crate::ids::CallKey)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -1104,9 +1123,7 @@ impl Judge {
                         // An id this session never stored (another stream's, handed over by a
                         // server's replay): the call due now is the one it re-attaches.
                         None => {
-                            let slack = std::time::Duration::from_millis(1);
-                            let due = c.reattach_due.iter().filter(|(_, d)| **d <= at && at <= **d + slack);
-                            if let Some((&key, _)) = due.min_by_key(|(_, d)| **d) {
+                            if let Some((key, _)) = c.reattach_due_at(at, None) {
                                 c.reattach_due.remove(&key);
                             }
                         }
@@ -1501,28 +1518,28 @@ impl Judge {
                 let client = step.client.or(step.conn_client);
                 if self.proxy_held.get(&client).is_none_or(|longest| held_us > longest) {
                     self.proxy_held.insert(client, *held_us);
-                    let who = hop.map_or_else(|| "the balancer".to_string(), |h| format!("hop{h}"));
                     let detail = format!(
-                        "{who} held {frames} frame(s) of {conn} back for {} and released them at {at} (response \
+                        "{} held {frames} frame(s) of {conn} back for {} and released them at {at} (response \
                          buffering: lb.hops[].buffer, flush_interval, or a held head)",
+                        intermediary(*hop),
                         format_micros(*held_us)
                     );
                     self.record(Condition::ProxyHeld, i, at, detail);
                 }
             }
             StepKind::LbHolding { conn, frames, held_us, hop } => {
-                let who = hop.map_or_else(|| "the balancer".to_string(), |h| format!("hop{h}"));
                 let detail = format!(
-                    "{who} still held {frames} frame(s) of {conn} when the run ended, the first for {}: they never \
+                    "{} still held {frames} frame(s) of {conn} when the run ended, the first for {}: they never \
                      reached the client (response buffering: lb.hops[].buffer below its size with no flush_interval, \
                      or a held head or tail)",
+                    intermediary(*hop),
                     format_micros(*held_us)
                 );
                 self.record(Condition::ProxyHeld, i, at, detail).held_at_end = true;
             }
             StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Cancelled, .. } => {
-                self.cancelled_tools.retain(|(_, when, _, _)| *when == at);
-                self.cancelled_tools.push((i, at, session.clone(), *call));
+                self.cancelled_tools.retain(|(when, _, _)| *when == at);
+                self.cancelled_tools.push((at, session.clone(), *call));
             }
             StepKind::TaskEnded { task, status: crate::tasks::TaskStatus::Cancelled } => {
                 self.cancelled_tasks.retain(|(_, when, _)| *when == at);
@@ -2301,8 +2318,8 @@ impl Judge {
         // A task's tool is the task's work: its cancel by the expiry is read with the task's.
         let calls: BTreeSet<crate::ids::CallKey> = std::mem::take(&mut self.cancelled_tools)
             .into_iter()
-            .filter(|(_, when, s, call)| *when == at && s == session && !self.task_calls.contains(call))
-            .map(|(_, _, _, call)| call)
+            .filter(|(when, s, call)| *when == at && s == session && !self.task_calls.contains(call))
+            .map(|(_, _, call)| call)
             .collect();
         let calls: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
         // Its client still holds it (not one it left for a new session, nor a modern client's,
@@ -2456,17 +2473,8 @@ impl Judge {
             c.standalone_due = None;
             return;
         }
-        let slack = std::time::Duration::from_millis(1);
         // A cursor of another session is none for this one (the client started a new session).
-        let cursors = &c.cursors;
-        let due = c
-            .reattach_due
-            .iter()
-            .filter(|(key, due)| {
-                **due <= at && at <= **due + slack && cursors.get(key).is_some_and(|(s, _)| s == session)
-            })
-            .min_by_key(|(_, d)| **d);
-        let Some((&key, &due)) = due else { return };
+        let Some((key, due)) = c.reattach_due_at(at, Some(session)) else { return };
         c.reattach_due.remove(&key);
         let Some((_, cursor)) = c.cursors.get(&key).cloned() else { return };
         let detail = format!(

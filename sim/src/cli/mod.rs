@@ -225,19 +225,24 @@ pub(crate) fn print_coverage(runs: u64, coverage: &Coverage) {
 mod tests {
     use super::*;
 
+    /// The verdict `mcpsim run` prints for reference × `server` × `family` with `sets`, seed 0.
+    fn verdict_of(family: &str, server: &str, sets: &[(&str, &str)]) -> String {
+        let mut scenario = Scenario::build(family, "reference", server).expect("a built-in scenario");
+        let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        scenario.apply_overrides(&sets).expect("valid overrides");
+        let outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
+        verdict_text(&scenario, 0, &outcome, None)
+    }
+
     /// A server bug that one field of the server's profile models is printed with that field,
     /// its value and the source it was read from (rmcp's replay that includes the named event);
     /// with the field set to the spec's rule, the bug is gone.
     #[test]
     fn a_server_bug_names_the_profile_field_behind_it_and_its_source() {
         let verdict = |replay: Option<&str>| {
-            let mut scenario = Scenario::build("chatty-tool", "reference", "rmcp").expect("a built-in scenario");
             let mut sets = vec![("server.retention", "unbounded"), ("fault.partition", "30s..40s")];
             sets.extend(replay.map(|r| ("server.replay", r)));
-            let sets: Vec<(String, String)> = sets.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            scenario.apply_overrides(&sets).expect("valid overrides");
-            let outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
-            verdict_text(&scenario, 0, &outcome, None)
+            verdict_of("chatty-tool", "rmcp", &sets)
         };
         let text = verdict(None);
         assert!(text.contains("a server bug: the server resumed a stream"), "{text}");
@@ -255,7 +260,6 @@ mod tests {
     #[test]
     fn a_busy_sessions_expiry_names_the_servers_idle_rule() {
         let verdict = |rule: Option<&str>| {
-            let mut scenario = Scenario::build("long-tool", "reference", "rmcp").expect("a built-in scenario");
             let mut sets = vec![
                 ("tool.duration", "400s"),
                 ("tool.event_interval", "none"),
@@ -263,10 +267,7 @@ mod tests {
                 ("lb.idle_timeout", "none"),
             ];
             sets.extend(rule.map(|r| ("server.idle_rule", r)));
-            let sets: Vec<(String, String)> = sets.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            scenario.apply_overrides(&sets).expect("valid overrides");
-            let outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
-            verdict_text(&scenario, 0, &outcome, None)
+            verdict_of("long-tool", "rmcp", &sets)
         };
         let busy = verdict(None);
         assert!(busy.contains("as idle while its tool still ran for call0"), "{busy}");
