@@ -163,12 +163,27 @@ pub enum Condition {
     /// documents `proxy_buffering off` / `X-Accel-Buffering: no` for event streams). It explains
     /// only a late delivery (`timely-delivery`) of its client's.
     ProxyHeld = 13,
+    /// Not a condition either: the client ended a call's work (its `DELETE` of the session) and
+    /// the server left the tool running, so it ran on to its result or its side effect. Under
+    /// `server.delete_running_tool = run-on` that is the server's rule; under `abort-signal`
+    /// (TypeScript: a `DELETE` aborts every handler's `AbortSignal`) it is the tool's, which
+    /// ignores the signal (`tool.on_abort = ignore`, the default: tool code that never checks
+    /// it). The same for a handler that ignored the cancel its server's disconnect rule makes
+    /// (`cancel-ignored`). A bug of that party, not of the conditions: it explains only that
+    /// call's work running on (`no-abandoned-work`).
+    WorkRunOn = 14,
 }
 
 impl Condition {
     /// The number the design note gives it.
     pub fn number(self) -> u8 {
         self as u8
+    }
+
+    /// Whether it is a party's own act (the server's bug, or work its rule or its tool left
+    /// running), which no setting of the client or the fleet keeps.
+    pub fn is_own_act(self) -> bool {
+        self.is_server_bug() || self == Condition::WorkRunOn
     }
 
     /// Whether it is the server's own bug, which no setting of the client or the fleet keeps.
@@ -210,6 +225,10 @@ impl Condition {
             Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
             Condition::ServerDropped => return "a server bug (an answer it neither stored nor sent)".to_string(),
             Condition::ProxyHeld => return "an intermediary's buffering (a proxy held the stream back)".to_string(),
+            Condition::WorkRunOn => {
+                return "work left running (a tool the client ended, run on by the server's rule or the tool)"
+                    .to_string()
+            }
         };
         format!("condition {} ({what})", self.number())
     }
@@ -267,7 +286,7 @@ impl Breach {
     /// Whether it is a bug of its own (the server's act, or a client breaking what its policy
     /// keeps) rather than a condition the settings or the network broke.
     pub fn is_bug(&self) -> bool {
-        self.condition.is_server_bug() || self.promised
+        self.condition.is_own_act() || self.promised
     }
 }
 
@@ -275,6 +294,7 @@ impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
+            Condition::WorkRunOn => write!(f, "work left running: {}", self.detail),
             c if c.is_server_bug() => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
@@ -617,6 +637,9 @@ struct Place<'v> {
 ///   ([`Effect::SessionlessEventLoss`]), and nothing else.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
+    if b.condition == Condition::WorkRunOn {
+        return effect == Effect::Of(InvariantId::NoAbandonedWork);
+    }
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
@@ -918,6 +941,9 @@ struct Judge {
     /// The tools that ended `cancelled` at the latest such instant (time, session, call): a
     /// session expired at that instant stopped them, as for [`Judge::cancelled_tasks`].
     cancelled_tools: Vec<(Instant, SessionId, crate::ids::CallKey)>,
+    /// The calls whose tool ran on after their client's `DELETE` of the session, each named once
+    /// ([`Condition::WorkRunOn`]).
+    run_on: BTreeSet<(SessionId, crate::ids::CallKey)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -1536,6 +1562,20 @@ impl Judge {
                     format_micros(*held_us)
                 );
                 self.record(Condition::ProxyHeld, i, at, detail).held_at_end = true;
+            }
+            StepKind::SideEffect { session, call, .. }
+            | StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Completed, .. } => {
+                self.ran_on_after_delete(i, at, session, *call)
+            }
+            StepKind::CancelIgnored { session, call, .. } => {
+                let detail = format!(
+                    "the stream of {call} ended at {at} on a server whose rule makes that a cancel \
+                     (server.disconnect_cancels), and its handler ignored it and ran on \
+                     (server.disconnect_cancel_ignored)"
+                );
+                let breach = self.breach_in(Condition::WorkRunOn, i, at, detail, session);
+                breach.call = Some(*call);
+                breach.rules = &["server.disconnect_cancels", "server.disconnect_cancel_ignored"];
             }
             StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Cancelled, .. } => {
                 self.cancelled_tools.retain(|(when, _, _)| *when == at);
@@ -2336,6 +2376,28 @@ impl Judge {
         let breach = self.breach_in(Condition::ServerEnded, i, at, detail, session);
         breach.client = who;
         breach.rules = &["server.idle_rule", "server.idle_reset"];
+    }
+
+    /// `call`'s tool did something (its side effect, its result) at `at` in `session`, which its
+    /// client had deleted: the server left it running when it ended the session
+    /// ([`Condition::WorkRunOn`]), by its `DELETE` rule or because the tool ignored the abort
+    /// signal that rule fires. Named once per call. An operator's `DELETE` is a termination, and
+    /// what it leaves running is owed nobody.
+    fn ran_on_after_delete(&mut self, i: usize, at: Instant, session: &SessionId, call: crate::ids::CallKey) {
+        let Some(&(SessionEndReason::Deleted, deleted)) = self.ended.get(session) else { return };
+        let by_client = self.clients.values().any(|c| c.deleted.contains(session));
+        if deleted >= at || !by_client || !self.run_on.insert((session.clone(), call)) {
+            return;
+        }
+        let detail = format!(
+            "the server ended session {session} for its client's DELETE at {deleted} and left {call}'s tool \
+             running, still at work at {at}: the server's DELETE rule leaves it (server.delete_running_tool = \
+             run-on), or fires the handler's abort signal, which this tool ignores (abort-signal with \
+             tool.on_abort = ignore: check the signal in the tool)"
+        );
+        let breach = self.breach_in(Condition::WorkRunOn, i, at, detail, session);
+        breach.call = Some(call);
+        breach.rules = &["server.delete_running_tool"];
     }
 
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
@@ -4049,6 +4111,54 @@ mod tests {
         assert!(ended(true).all_held());
     }
 
+    /// A tool that ran on to its result after its client's `DELETE` ended the session was left
+    /// running by the server's rule or by the tool (TypeScript aborts the handler's signal; a tool
+    /// that ignores it runs on): named as such once for the call, a bug of that party that
+    /// explains only `no-abandoned-work`; after an operator's `DELETE`, or done before the
+    /// `DELETE`, nothing of the kind. A sweep of ts-sdk × ts-sdk-1.29 on `delete-during-tool`
+    /// read it `conditions 1-4 held`.
+    #[test]
+    fn a_tool_run_on_after_its_clients_delete_is_work_left_running() {
+        let completed = |at: u64| {
+            (
+                at,
+                StepKind::ToolEnded {
+                    session: sid(),
+                    request: RequestId(2),
+                    call: crate::ids::CallKey(0),
+                    end: crate::trace::ToolEnd::Completed,
+                },
+            )
+        };
+        let judged = |client_deletes: bool, done: u64| {
+            let mut delete = Request::initialize(RequestId(3), "app");
+            delete.method = Method::Delete;
+            delete.session = Some(sid());
+            let mut kinds = vec![(0, on_session(1))];
+            if client_deletes {
+                kinds.push((1, StepKind::Send { conn: ConnId(2), request: delete }));
+            }
+            kinds.push((
+                2,
+                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None },
+            ));
+            kinds.push(completed(done));
+            kinds.push(completed(done + 1));
+            Conditions::judge(&trace(kinds))
+        };
+        let run_on = judged(true, 300_000);
+        let b: Vec<_> = run_on.breaches.iter().map(|b| (b.condition, b.call, b.is_bug(), b.session.clone())).collect();
+        assert_eq!(b, vec![(Condition::WorkRunOn, Some(crate::ids::CallKey(0)), true, Some(sid()))], "{run_on:?}");
+        assert_eq!(run_on.breaches[0].rules, &["server.delete_running_tool"]);
+        assert!(can_cause(&run_on.breaches[0], Effect::Of(InvariantId::NoAbandonedWork)));
+        for other in [InvariantId::NoDuplicateExecution, InvariantId::EveryCallResolves, InvariantId::NoWorkKilled] {
+            assert!(!can_cause(&run_on.breaches[0], Effect::Of(other)), "{other:?}");
+        }
+        assert!(run_on.breaches[0].to_string().starts_with("work left running: the server ended session 0-1"));
+        assert!(judged(false, 300_000).breaches.iter().all(|b| b.condition == Condition::Terminated));
+        assert!(judged(true, 1).all_held(), "done before the DELETE");
+    }
+
     #[test]
     fn an_end_state_violation_is_explained_by_a_later_breach_an_event_dated_one_is_not() {
         let t = trace(vec![
@@ -5656,6 +5766,7 @@ mod tests {
             Condition::ServerIdReused,
             Condition::ServerDropped,
             Condition::ProxyHeld,
+            Condition::WorkRunOn,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");

@@ -190,10 +190,14 @@ fn explanation_text(scenario: &Scenario, trace: &Trace, violation: Option<&Viola
 fn server_rules(scenario: &Scenario, breaches: &[&mcpsim_model::oracle::conditions::Breach]) -> String {
     use mcpsim_model::profiles::{source_rows, Role};
     let mut out = String::new();
+    // A server bug's fields, and the rules a breach names itself (work left running: the one
+    // rule of the server's that left it).
     let mut keys: Vec<&str> = breaches
         .iter()
-        .filter(|b| b.condition.is_server_bug())
-        .flat_map(|b| crate::scenario::keeping(b.condition).iter().chain(b.rules).copied())
+        .flat_map(|b| {
+            let kept = if b.condition.is_server_bug() { crate::scenario::keeping(b.condition) } else { &[] };
+            kept.iter().chain(b.rules).copied()
+        })
         .collect();
     keys.sort_unstable();
     keys.dedup();
@@ -279,6 +283,24 @@ mod tests {
         );
         let held = verdict(Some("never-while-busy"));
         assert!(!held.contains("rule behind it"), "{held}");
+    }
+
+    /// A tool left running after its client's `DELETE` (TypeScript aborts the handler's signal,
+    /// and the family's tool ignores it) prints as work left running, with the server's DELETE
+    /// rule and its source; a tool that checks the signal (`tool.on_abort = stop`) stops, and
+    /// nothing is printed.
+    #[test]
+    fn work_left_running_names_the_servers_delete_rule() {
+        let ignored = verdict_of("delete-during-tool", "ts-sdk", &[]);
+        assert!(ignored.contains("unexplained: work left running: the server ended session"), "{ignored}");
+        assert!(
+            ignored.contains(
+                "the server's rule behind it: server.delete_running_tool = \"abort-signal\" in the ts-sdk profile"
+            ),
+            "{ignored}"
+        );
+        let checked = verdict_of("delete-during-tool", "ts-sdk", &[("tool.on_abort", "stop")]);
+        assert!(!checked.contains("work left running") && !checked.contains("rule behind it"), "{checked}");
     }
 
     /// A run that breaks one invariant many times prints the first few of them and counts the

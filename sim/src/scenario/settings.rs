@@ -141,6 +141,9 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::ServerEnded | Condition::ServerMissed => &[],
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
         Condition::ProxyHeld => &["lb.hops", "lb.hold_headers"],
+        // Work left running: the server's rule for a deleted session's tools, the tool's answer
+        // to its abort signal, and the disconnect rule's handler that ignores its cancel.
+        Condition::WorkRunOn => &["server.delete_running_tool", "tool.on_abort", "server.disconnect_cancel_ignored"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
         }
@@ -1527,6 +1530,7 @@ mod tests {
             ServerIdReused,
             ServerDropped,
             ProxyHeld,
+            WorkRunOn,
         ] {
             let keys = keeping(c);
             let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped);
