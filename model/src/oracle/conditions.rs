@@ -1308,7 +1308,7 @@ impl Judge {
                     self.never_persisted(i, at, who, *call);
                 }
                 if let (Some(key), Some(crate::client::NOTE_REISSUE)) = (call, error.as_deref()) {
-                    self.request_lost(i, at, who, *key);
+                    self.request_lost(i, at, who, *key, false);
                 }
                 if call.is_none() && error.as_deref() == Some(crate::client::NOTE_STANDALONE_GIVEN_UP) {
                     self.standalone_given_up(i, at, who);
@@ -1567,6 +1567,14 @@ impl Judge {
             | StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Completed, .. } => {
                 self.ran_on_after_delete(i, at, session, *call)
             }
+            // The server cancelled the work with its stream (its disconnect rule, the 2026-07-28
+            // revision's): whatever the client, the request is lost and only a re-issue goes on.
+            StepKind::ToolEnded { call, end: crate::trace::ToolEnd::Disconnected, .. } => {
+                let owner = self.clients.iter().find(|(_, c)| c.in_flight.contains_key(call)).map(|(w, _)| *w);
+                if let Some(owner) = owner {
+                    self.request_lost(i, at, owner, *call, true);
+                }
+            }
             StepKind::CancelIgnored { session, call, .. } => {
                 let detail = format!(
                     "the stream of {call} ended at {at} on a server whose rule makes that a cancel \
@@ -1790,17 +1798,28 @@ impl Judge {
         self.breach(Condition::Refused, i, at, detail);
     }
 
-    /// A modern client's request for `call` was lost with its stream, and the client re-issues
-    /// it (the 2026-07-28 revision keeps nothing to resume): the revision's price, recorded at the
-    /// first such loss of each client (it explains any of that client's calls left unresolved).
-    fn request_lost(&mut self, i: usize, at: Instant, who: Option<u32>, call: crate::ids::CallKey) {
+    /// A request for `call` was lost with its stream: a modern client re-issues it (the
+    /// 2026-07-28 revision keeps nothing to resume), or a server whose disconnect cancels ended
+    /// its work with the stream (`tool-ended disconnected`), whatever the client (a legacy client
+    /// of a server of the new revision can only send it again). The revision's price, recorded at
+    /// the first such loss of each client (it explains any of that client's calls left
+    /// unresolved).
+    fn request_lost(&mut self, i: usize, at: Instant, who: Option<u32>, call: crate::ids::CallKey, by_server: bool) {
         if !self.lost_requests.insert(who) {
             return;
         }
-        let detail = format!(
-            "the client's requests are lost with their streams and re-issued (the revision keeps nothing to \
-             resume; the first, {call}'s, at {at}): a tool that outlasts the streams carrying it never ends"
-        );
+        let detail = if by_server {
+            format!(
+                "the server ends a request's work with its stream (its disconnect cancels, the revision's rule; \
+                 the first, {call}'s, at {at}): the client can only send it again, and a tool that outlasts the \
+                 streams carrying it never ends"
+            )
+        } else {
+            format!(
+                "the client's requests are lost with their streams and re-issued (the revision keeps nothing to \
+                 resume; the first, {call}'s, at {at}): a tool that outlasts the streams carrying it never ends"
+            )
+        };
         self.breach(Condition::RequestLost, i, at, detail);
     }
 
@@ -3563,6 +3582,32 @@ mod tests {
         // The first start is no restart: nothing was posted before it.
         let first = Conditions::judge(&trace(vec![(0, restart(false)), (1_000, post), (1_013, created)]));
         assert!(first.breaches.iter().all(|b| !b.task_id_lost), "{first:?}");
+    }
+
+    /// A legacy client's request whose work a server of the new revision ended with its stream
+    /// (`tool-ended disconnected`: its disconnect cancels) is as lost as a modern one's: the
+    /// revision's price, for that call's client, explaining a call left unresolved. A sweep of
+    /// reference × stateless-2026 on `rolling-upgrade` (each attempt of a long tool cut by a 16 s
+    /// idle timeout, the work cancelled each time) read it `conditions 1-4 held`. A tool that
+    /// completes, or one of a call no client has in flight, is none.
+    #[test]
+    fn work_a_server_ends_with_its_stream_is_a_request_lost_whatever_the_client() {
+        let ended = |end| {
+            (
+                17_000,
+                StepKind::ToolEnded { session: SessionId(String::new()), request: RequestId(2), call: CallKey(0), end },
+            )
+        };
+        let call = (1_000, StepKind::AppCall { call: CallKey(0), tool: "lookup".into(), idempotent: true });
+        let c = Conditions::judge(&trace(vec![call.clone(), ended(crate::trace::ToolEnd::Disconnected)]));
+        assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::RequestLost]);
+        assert!(c.breaches[0].detail.starts_with("the server ends a request's work with its stream"), "{c:?}");
+        assert!(can_cause(&c.breaches[0], Effect::Of(InvariantId::EveryCallResolves)));
+        assert!(c.all_held());
+        let done = Conditions::judge(&trace(vec![call, ended(crate::trace::ToolEnd::Completed)]));
+        assert!(done.breaches.is_empty(), "{done:?}");
+        let nobodys = Conditions::judge(&trace(vec![ended(crate::trace::ToolEnd::Disconnected)]));
+        assert!(nobodys.breaches.is_empty(), "{nobodys:?}");
     }
 
     /// A modern request lost with its stream, re-issued (the 2026-07-28 revision's rule): the
