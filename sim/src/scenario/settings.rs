@@ -551,6 +551,27 @@ fn lb_profile(v: &str) -> Result<LbConfig, String> {
     layers::load(Role::Lb, v, profiles::lb, lb_problems).map_err(|e| e.to_string())
 }
 
+/// The balancer `profile` put in front of the scenario's fleet (`current`): a profile picks the
+/// balancer (its timeouts, buffering, retries), while how many replicas stand behind it, how it
+/// routes sessions among them and whether they share a store are the fleet's. Each of those three
+/// the profile leaves at the default profile's value keeps the scenario's own: `--lb alb` on
+/// `rolling-upgrade` is its three sticky replicas behind an ALB, not one replica that its deploy
+/// fault then refuses. A value the profile sets otherwise (`lb={ replicas = 2 }`, a file's
+/// `routing = "sticky-session"`) is the profile's.
+fn keep_fleet(current: &LbConfig, mut profile: LbConfig) -> LbConfig {
+    let default = profiles::lb("default").unwrap_or_default();
+    if profile.replicas == default.replicas {
+        profile.replicas = current.replicas;
+    }
+    if profile.routing == default.routing {
+        profile.routing = current.routing;
+    }
+    if profile.store == default.store {
+        profile.store = current.store;
+    }
+    profile
+}
+
 fn show_lb(lb: &LbConfig) -> String {
     if profiles::lb("default").as_ref() == Some(lb) {
         return "default".into();
@@ -597,7 +618,8 @@ pub const SETTINGS: &[Setting] = &[
         targets: &["lb"],
         help: "load-balancer profile: a name (default), a .toml file, or an inline table { idle_timeout = \"2m\" }",
         apply: |s, v| {
-            s.lb = lb_profile(v)?;
+            let lb = lb_profile(v)?;
+            s.lb = keep_fleet(&s.lb, lb);
             Ok(())
         },
         show: |s| show_lb(&s.lb),
@@ -1509,6 +1531,35 @@ mod tests {
             }
         }
         assert!(compared > 100, "only {compared} edits were accepted: the spread of values reaches too few fields");
+    }
+
+    /// A balancer profile keeps the fleet behind it: `--lb alb` on a family of three sticky
+    /// replicas is those replicas behind the ALB's 60 s idle cut (it was one replica, which the
+    /// family's deploy fault refused, and `tasks-no-routing` lost its second replica in
+    /// silence); a profile that sets the fleet otherwise than the default profile wins, and on a
+    /// family of one replica a profile's replicas are taken as before.
+    #[test]
+    fn a_balancer_profile_keeps_the_fleet_the_scenario_set() {
+        use mcpsim_model::config::Routing;
+        let mut rolling = Scenario::build(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/rolling-upgrade.toml"),
+            "reference",
+            "reference",
+        )
+        .expect("a family file");
+        rolling.apply_overrides(&[("lb".into(), "alb".into())]).expect("alb fronts the rolling upgrade");
+        let fleet = (rolling.lb.replicas, rolling.lb.routing, rolling.lb.idle_timeout);
+        assert_eq!(fleet, (3, Routing::StickySession, Some(Duration::from_secs(60))));
+        let mut two = Scenario::build("tasks-no-routing", "reference", "reference").expect("a built-in family");
+        two.apply_overrides(&[("lb".into(), "nginx".into())]).expect("nginx");
+        assert_eq!((two.lb.replicas, two.lb.routing), (2, Routing::RoundRobin));
+        two.apply_overrides(&[("lb".into(), "{ replicas = 3, routing = \"sticky-session\" }".into())]).expect("inline");
+        assert_eq!((two.lb.replicas, two.lb.routing), (3, Routing::StickySession));
+        let mut one = Scenario::build("long-tool", "reference", "reference").expect("a built-in family");
+        one.apply_overrides(&[("lb".into(), "{ replicas = 2 }".into())]).expect("inline");
+        assert_eq!(one.lb.replicas, 2);
+        one.apply_overrides(&[("lb".into(), "alb".into())]).expect("alb");
+        assert_eq!(one.lb.replicas, 2, "set before the profile, as any fleet setting");
     }
 
     /// Every key a condition names is one `--set` takes, and each of the four conditions and a
