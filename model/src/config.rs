@@ -891,6 +891,12 @@ pub struct SdkRules {
     /// failed reconnect attempt (all three SDKs). Written into traces only when set.
     #[serde(default, skip_serializing_if = "is_false")]
     pub lost_session_on_resume: bool,
+    /// Whether a `405` to a call's resume `GET` ends that stream's reconnecting (the server
+    /// offers no GET stream, so no resume can succeed), the call then as `on_give_up` says;
+    /// `false`: one failed attempt like any other refusal (Python). Written into traces only
+    /// when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resume_405_ends_stream: bool,
 }
 
 /// An answer a client may read as "session not found" (`SdkRules::lost_session_answers`).

@@ -782,6 +782,7 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("close_handling.resume_token_survives_recut", "With kind = sdk: whether a resumed stream cut again before any id-bearing event still resumes with its Last-Event-ID (false: typescript-sdk#2499)."),
     ("close_handling.lost_session_answers", "With kind = sdk: the answers the SDK reads as \"session not found\" and handles by on_404, a list of \"404\", \"400\", \"503\", \"rpc-error\" (a JSON-RPC error -32001); any other failed answer fails the call."),
     ("close_handling.lost_session_on_resume", "With kind = sdk: whether such an answer to a resume GET is handled by on_404 too (false: it is one failed reconnect attempt, as in all three SDKs)."),
+    ("close_handling.resume_405_ends_stream", "With kind = sdk: whether a 405 to a call's resume GET stops reconnecting that stream, the call then as on_give_up says (TypeScript, rmcp); false: one failed attempt (Python)."),
     ("timeout_resets_on_progress", "A progress notification restarts the call's request timeout (TypeScript's opt-in resetTimeoutOnProgress)."),
     ("max_unhonoured_resumes", "After this many resumes in a row the server could not honour (409/410, or a 200 without a message) the call becomes unknown outcome (a count, or none)."),
     ("standalone_loss", "What losing the standalone GET does: survive (only the stream is lost), or close-transport (a GET refused with a broken connection or a 5xx, or a stream given up, fails every call in flight and every later one, \"not connected\"; a 4xx counts as 405; the Go SDK v1.7.0)."),

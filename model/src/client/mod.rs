@@ -98,6 +98,12 @@ pub(crate) const ERRS_OUTCOME_UNKNOWN: [&str; 5] =
     [ERR_TIMED_OUT, ERR_EXHAUSTED, ERR_CONNECTION_CLOSED, ERR_NO_RESPONSE, ERR_REINITIALIZED];
 const ERR_SESSION_CLOSED: &str = "session closed by the server";
 pub(crate) const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
+/// What a given-up call's decision note ends with when the policy leaves it pending
+/// (`OnGiveUp::LeavePending`): the oracles read a give-up by it, whatever stopped the stream.
+pub(crate) const NOTE_LEFT_PENDING: &str = "the call stays pending until its request timeout";
+/// Why an SDK stops reconnecting a call's stream whose resume was answered 405
+/// (`SdkRules::resume_405_ends_stream`).
+pub(crate) const NOTE_NO_GET_STREAM: &str = "the server offers no GET stream, so reconnecting stops";
 pub(crate) const ERR_NO_RESPONSE: &str = "stream ended without a response";
 pub(crate) const ERR_CONNECTION_CLOSED: &str = "connection closed";
 pub(crate) const ERR_TIMED_OUT: &str = "request timed out";

@@ -2,7 +2,7 @@
 //! re-sending a call as a new POST.
 
 use super::close_rules::Ended;
-use super::{reconnect_delay, Client, Owner, Stream, ERR_CONNECTION_CLOSED, ERR_EXHAUSTED};
+use super::{reconnect_delay, Client, Owner, Stream, ERR_CONNECTION_CLOSED, ERR_EXHAUSTED, NOTE_LEFT_PENDING};
 use crate::config::{CloseHandling, OnGiveUp};
 use crate::ids::{CallKey, EventId};
 use crate::time::{micros, Instant};
@@ -57,6 +57,12 @@ impl Client {
 
     /// Attempts exhausted.
     pub(super) fn give_up(&mut self, owner: Owner) {
+        self.give_up_with(owner, ERR_EXHAUSTED)
+    }
+
+    /// The client stops reconnecting `owner`'s stream for `why` (its attempts spent, or a
+    /// refusal its SDK reads as final): the call gets what the policy gives a given-up stream.
+    pub(super) fn give_up_with(&mut self, owner: Owner, why: &str) {
         let Owner::Call(key) = owner else {
             self.record_decision(owner, None, None, Some(super::NOTE_STANDALONE_GIVEN_UP.to_string()));
             let seen = self.standalone.take().and_then(|s| s.last_event_id);
@@ -68,7 +74,7 @@ impl Client {
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
         match &self.policy.close_handling {
             CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::LeavePending => {
-                let note = format!("{ERR_EXHAUSTED}: the call stays pending until its request timeout");
+                let note = format!("{why}: {NOTE_LEFT_PENDING}");
                 self.record_decision(owner, None, None, Some(note));
                 if let Some(call) = self.calls.get_mut(&key) {
                     call.stream.reconnect_at = None;

@@ -1004,6 +1004,44 @@ fn the_on_404_rule_applies_to_the_answers_the_sdk_recognises_and_only_those() {
     assert_eq!(tool_call(&out).2.key, CallKey(1), "re-sent once in the new session");
 }
 
+/// A call's resume answered 405 (a server that serves no GET stream: a stateless one): the
+/// TypeScript SDK returns from the GET without an error and schedules nothing more, so the call
+/// waits for its request timeout; rmcp ends the stream with the error, failing the call; Python
+/// retries it as one failed attempt. A sweep of ts-sdk × a stateless server on `rolling-upgrade`
+/// had the TypeScript client resume every 46 s for a quarter of an hour (`bounded-reconnects`).
+#[test]
+fn a_405_to_a_calls_resume_ends_its_stream_where_the_sdk_reads_it_so() {
+    let resumed_405 = |profile: &str| {
+        let mut d = Driver::ready(profile);
+        let (conn, id, _) = tool_call(&d.call(1, false));
+        d.frames(conn, vec![sse(), progress("0/1", id, 1, 1)]);
+        d.end(conn, ConnEnd::Reset);
+        let (get, _) = resume(&d.fire());
+        let out = d.answer(get, vec![status(405)]);
+        (d, out)
+    };
+    let stopped = |out: &[ClientOutput]| {
+        decisions(out).iter().any(|s| {
+            matches!(s, StepKind::Decision { error: Some(e), .. } if e.starts_with("HTTP 405 to the resume: the server offers no GET stream"))
+        })
+    };
+    // TypeScript: no more GETs; the call is settled by its request timeout alone.
+    let (mut d, out) = resumed_405("ts-sdk");
+    assert!(stopped(&out) && app(&out).is_empty(), "{out:#?}");
+    let out = d.fire();
+    assert!(opens(&out).iter().all(|(_, r)| r.method != Method::Get), "no GET after the 405: {out:#?}");
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_TIMED_OUT.into() }]);
+    // rmcp: the stream ends with the error, and so does the call.
+    let (_, out) = resumed_405("rmcp");
+    assert!(stopped(&out), "{out:#?}");
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_CONNECTION_CLOSED.into() }]);
+    // Python: one failed attempt, the GET sent again.
+    let (mut d, out) = resumed_405("py-sdk");
+    assert!(!stopped(&out) && app(&out).is_empty(), "{out:#?}");
+    let (_, again) = resume(&d.fire());
+    assert_eq!(again.method, Method::Get);
+}
+
 #[test]
 fn a_404_on_a_resume_is_a_failed_attempt_unless_the_sdk_reads_it_as_session_lost() {
     use crate::config::LostSessionAnswer as L;

@@ -273,7 +273,7 @@ impl<'a> Reading<'a> {
                     }
                 }
                 StepKind::Decision { call: Some(call), error: Some(error), .. }
-                    if error.starts_with(crate::client::ERR_EXHAUSTED) =>
+                    if error.ends_with(crate::client::NOTE_LEFT_PENDING) =>
                 {
                     gave_up_at.entry(*call).or_insert(order);
                 }

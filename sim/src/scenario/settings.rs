@@ -997,6 +997,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("client.http.reuse_after", Rule::Free),
     ("client.close_handling.lost_session_answers", Rule::Free),
     ("client.close_handling.lost_session_on_resume", Rule::Free),
+    ("client.close_handling.resume_405_ends_stream", Rule::Free),
     ("client.standalone_loss", Rule::Free),
     ("client.standalone_405", Rule::Free),
     ("client.await_standalone_head", Rule::Free),

@@ -1,8 +1,8 @@
 //! `CloseHandling::Sdk`: the real SDKs' rules, including their answers to a 404.
 
 use super::Ended;
-use crate::client::{Client, Owner, ERR_NO_RESPONSE, ERR_REINITIALIZED};
-use crate::config::{LostSessionAnswer, On404, OnEmptyResume, SdkRules};
+use crate::client::{Client, Owner, ERR_NO_RESPONSE, ERR_REINITIALIZED, NOTE_NO_GET_STREAM};
+use crate::config::{LostSessionAnswer, On404, OnEmptyResume, OnGiveUp, SdkRules};
 use crate::decision::NextAction;
 use crate::http::Status;
 use crate::ids::CallKey;
@@ -36,6 +36,16 @@ impl Client {
                     self.record_decision(owner, None, None, Some(format!("HTTP {status}")));
                     self.standalone = None;
                     return;
+                }
+                // A resume refused 405: the server offers no GET stream, and an SDK that reads it so
+                // stops reconnecting (TypeScript returns without an error, rmcp ends the stream).
+                Owner::Call(_) if status == Status::METHOD_NOT_ALLOWED && rules.resume_405_ends_stream => {
+                    let why = format!("HTTP {status} to the resume: {NOTE_NO_GET_STREAM}");
+                    if rules.on_give_up == OnGiveUp::FailCall {
+                        // A call left pending says why in its own note.
+                        self.record_decision(owner, None, None, Some(why.clone()));
+                    }
+                    return self.give_up_with(owner, &why);
                 }
                 // Any other refusal of a GET is one failed attempt.
                 _ => {}
