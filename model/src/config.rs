@@ -118,6 +118,12 @@ pub struct ServerPolicy {
     /// The status a server without sessions answers to `GET` and `DELETE` (405, 400 or 404).
     #[serde(default = "method_not_allowed", skip_serializing_if = "is_method_not_allowed")]
     pub sessionless_get_status: u16,
+    /// What a `notifications/cancelled` does on a server without sessions, whose requests carry
+    /// ids unique only to each client: nothing (each request served apart, as all three SDKs'
+    /// stateless modes do), or it cancels every request in flight with that id, whichever
+    /// client's (one instance serving every client: a hand-written server's in-flight map).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub sessionless_cancel: SessionlessCancel,
     /// What restarts the idle countdown besides the session's requests.
     #[serde(default, skip_serializing_if = "is_default")]
     pub idle_reset: IdleReset,
@@ -548,6 +554,20 @@ pub enum IdleRule {
     /// The countdown runs only while no tool runs and no stream is attached (the `reference`
     /// server: it never expires a session that still owes the client something).
     NeverWhileBusy,
+}
+
+/// What a server without sessions does with a `notifications/cancelled`
+/// (`ServerPolicy::sessionless_cancel`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionlessCancel {
+    /// Answers it and cancels nothing: the cancel's own request is served apart from the one it
+    /// names, which runs on (the SDKs' stateless modes).
+    #[default]
+    Ignore,
+    /// Cancels every request in flight with that id, whichever client sent it: request ids are
+    /// unique only to each client, so one client's cancel can end another's tool.
+    ByRequestId,
 }
 
 /// What `DELETE` (or idle expiry) does to a tool still running for the session.

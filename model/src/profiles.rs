@@ -862,6 +862,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("unknown_session", "The answer to a POST or GET naming an unknown session: not-found404, bad-request400, rpc-error200, unavailable503."),
     ("unknown_session_code", "The JSON-RPC error code in the body of rpc-error200's answer: -32001 (\"Session not found\") or -32600 (Invalid Request)."),
     ("sessionless_get_status", "The status GET and DELETE get from a server without sessions: 405, 400 or 404."),
+    ("sessionless_cancel", "What a notifications/cancelled does on a server without sessions: ignore (each request served apart, as the SDKs' stateless modes: the named request runs on) or by-request-id (every request in flight with that id is cancelled, whichever client's: ids are unique per client)."),
     ("idle_reset", "What restarts the idle countdown besides requests: requests, or requests-and-events (rmcp)."),
     ("expire_running_tool", "What idle expiry does to a running tool: cancel, run-on, abort-signal."),
     ("id_stamp", "The time in a clocked event id (ts-sdk): handled (when the timer ran) or due (when the event was due)."),

@@ -81,8 +81,8 @@
 
 use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
-use crate::http::{ConnEnd, Method, Status};
-use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
+use crate::http::{ClientMessage, ConnEnd, Method, Status};
+use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{
     CloseRule, ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord,
@@ -826,6 +826,10 @@ struct ClientState {
     sent_unsafe: BTreeSet<crate::ids::CallKey>,
     /// Calls whose `tools/call` went out since the application last issued them.
     sent: BTreeSet<crate::ids::CallKey>,
+    /// Calls it re-issued with a new id since the application last issued them (an attempt lost
+    /// with its stream, the 2026-07-28 revision's rule): whatever the next attempt is answered,
+    /// the lost one's outcome is unknown.
+    reissued: BTreeSet<crate::ids::CallKey>,
     /// Sessions it was answered 404 for (what the note re-initializes on).
     not_found: BTreeSet<SessionId>,
     /// Where in [`Judge::breaches`] the breach of its last giving up of its standalone stream
@@ -944,6 +948,9 @@ struct Judge {
     /// The calls whose tool ran on after their client's `DELETE` of the session, each named once
     /// ([`Condition::WorkRunOn`]).
     run_on: BTreeSet<(SessionId, crate::ids::CallKey)>,
+    /// Each cancel a client sent of one of its `tools/call` requests (the call, the request's
+    /// id): when, and whether it went without a session (to a server that has none).
+    cancels_sent: BTreeMap<(crate::ids::CallKey, RequestId), (Instant, bool)>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -1169,6 +1176,9 @@ impl Judge {
                 }
                 if let Some(call) = self.requests.cancel_in(step) {
                     self.cancel_posts.insert((who, *conn), (call, false));
+                    if let Some(ClientMessage::Cancelled { request: id }) = &request.body {
+                        self.cancels_sent.entry((call, *id)).or_insert((at, request.session.is_none()));
+                    }
                 }
                 if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
                     self.reattached_fresh(i, at, who, session);
@@ -1309,6 +1319,7 @@ impl Judge {
                 }
                 if let (Some(key), Some(crate::client::NOTE_REISSUE)) = (call, error.as_deref()) {
                     self.request_lost(i, at, who, *key, false);
+                    self.clients.entry(who).or_default().reissued.insert(*key);
                 }
                 if call.is_none() && error.as_deref() == Some(crate::client::NOTE_STANDALONE_GIVEN_UP) {
                     self.standalone_given_up(i, at, who);
@@ -1379,6 +1390,7 @@ impl Judge {
                 let c = self.clients.entry(who).or_default();
                 c.in_flight.insert(*call, *idempotent);
                 c.sent.remove(call);
+                c.reissued.remove(call);
                 let blind = !idempotent;
                 if let Some(reason) = self.unknown.remove(&(who, *call)).filter(|_| blind) {
                     self.breach(
@@ -1563,9 +1575,10 @@ impl Judge {
                 );
                 self.record(Condition::ProxyHeld, i, at, detail).held_at_end = true;
             }
-            StepKind::SideEffect { session, call, .. }
-            | StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Completed, .. } => {
-                self.ran_on_after_delete(i, at, session, *call)
+            StepKind::SideEffect { session, request, call, .. }
+            | StepKind::ToolEnded { session, request, call, end: crate::trace::ToolEnd::Completed } => {
+                self.ran_on_after_delete(i, at, session, *call);
+                self.ran_on_after_sessionless_cancel(i, at, session, *request, *call);
             }
             // The server cancelled the work with its stream (its disconnect rule, the 2026-07-28
             // revision's): whatever the client, the request is lost and only a re-issue goes on.
@@ -1585,7 +1598,8 @@ impl Judge {
                 breach.call = Some(*call);
                 breach.rules = &["server.disconnect_cancels", "server.disconnect_cancel_ignored"];
             }
-            StepKind::ToolEnded { session, call, end: crate::trace::ToolEnd::Cancelled, .. } => {
+            StepKind::ToolEnded { session, request, call, end: crate::trace::ToolEnd::Cancelled } => {
+                self.cancelled_by_another(i, at, session, *request, *call);
                 self.cancelled_tools.retain(|(when, _, _)| *when == at);
                 self.cancelled_tools.push((at, session.clone(), *call));
             }
@@ -1947,7 +1961,13 @@ impl Judge {
         // A task given up unanswered, or one the server no longer finds, may have run to its
         // end: neither is the work's failure.
         let task_unknown = error == crate::client::ERR_TASK_POLLS || c.task_not_found == Some(at);
-        if !(crate::client::ERRS_OUTCOME_UNKNOWN.contains(&error) || task_unknown) || !c.sent.contains(&call) {
+        // An attempt lost with its stream and re-issued may have run, whatever refused the next
+        // one (a sweep of the modern client in a mixed fleet: a re-issue answered 400 by a
+        // replica that serves only the older era, told as the call's failure).
+        let lost_attempt = c.reissued.contains(&call);
+        if !(crate::client::ERRS_OUTCOME_UNKNOWN.contains(&error) || task_unknown || lost_attempt)
+            || !c.sent.contains(&call)
+        {
             return;
         }
         let by_class = c.by_class;
@@ -2419,6 +2439,61 @@ impl Judge {
         breach.rules = &["server.delete_running_tool"];
     }
 
+    /// `call`'s tool (request `request`) ran on at `at` after its client cancelled that request
+    /// on a server without sessions ([`Condition::WorkRunOn`]): a request's id is unique only to
+    /// its client, and a server that serves each request apart (the SDKs' stateless modes,
+    /// `server.sessionless_cancel = ignore`) cannot tell which request a cancel names, so it
+    /// cancels nothing. Named once per call.
+    fn ran_on_after_sessionless_cancel(
+        &mut self,
+        i: usize,
+        at: Instant,
+        session: &SessionId,
+        request: RequestId,
+        call: crate::ids::CallKey,
+    ) {
+        let Some(&(cancelled, true)) = self.cancels_sent.get(&(call, request)) else { return };
+        if !session.0.is_empty() || cancelled >= at || !self.run_on.insert((session.clone(), call)) {
+            return;
+        }
+        let detail = format!(
+            "the client cancelled {call}'s request {request} at {cancelled} on a server without sessions, and \
+             its tool was still at work at {at}: a request's id is unique only to its client, so a server that \
+             serves each request apart (the SDKs' stateless modes, server.sessionless_cancel = ignore) cannot \
+             tell which request a cancel names and cancels nothing"
+        );
+        let breach = self.record(Condition::WorkRunOn, i, at, detail);
+        breach.call = Some(call);
+        breach.rules = &["server.sessionless_cancel"];
+    }
+
+    /// `call`'s tool (request `request`) was cancelled at `at` on a server without sessions,
+    /// though its client never cancelled that request: another client's cancel of a request
+    /// with the same id ended it (ids are unique only to each client; one in-flight map for
+    /// every client, `server.sessionless_cancel = by-request-id`). The server's bug, costing
+    /// that call. A task's tool is ended by its own `tasks/cancel`, which names the task.
+    fn cancelled_by_another(
+        &mut self,
+        i: usize,
+        at: Instant,
+        session: &SessionId,
+        request: RequestId,
+        call: crate::ids::CallKey,
+    ) {
+        if !session.0.is_empty() || self.task_calls.contains(&call) || self.cancels_sent.contains_key(&(call, request))
+        {
+            return;
+        }
+        let detail = format!(
+            "the server cancelled {call}'s request {request} at {at}, which its client never cancelled: a server \
+             without sessions matched another client's cancel of a request with the same id (ids are unique only \
+             to each client) and ended this one too"
+        );
+        let breach = self.record(Condition::ServerEnded, i, at, detail);
+        breach.call = Some(call);
+        breach.rules = &["server.sessionless_cancel"];
+    }
+
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
     /// its retention did not outlast the restart, whatever the client does next (condition 2),
     /// recorded now for a session a client holds. When the client was cut off it is the outage
@@ -2648,6 +2723,12 @@ impl Judge {
             Some(NextAction::Resume { .. }) if matches!(status, Some(Status::GONE | Status::CONFLICT)) => {
                 Some(format!("the client resumed after {what} as if no event was lost"))
             }
+            // A server that serves no GET stream refuses every resume alike: trying again is
+            // taking a standing refusal for a passing fault (Python retries it; a sweep of
+            // py-sdk × a stateless server read the churn `conditions 1-4 held`).
+            Some(NextAction::Resume { .. }) if status == Some(Status::METHOD_NOT_ALLOWED) => Some(format!(
+                "the client resumed again after {what} (the server serves no GET stream: no resume can succeed)"
+            )),
             _ => None,
         };
         if let Some(detail) = wrong {
@@ -3316,6 +3397,25 @@ mod tests {
         assert_eq!(by_class, vec![4], "{passed_on:?}");
         assert!(matches!(passed_on.explain(&false_failure), Explanation::ExplainedBy(_)), "{passed_on:?}");
         assert!(of_condition(&not_found(30_000), Condition::ByClass).is_empty());
+        // An attempt lost with its stream and re-issued (the modern client), the re-issue then
+        // refused with an HTTP answer: the lost attempt's outcome is unknown all the same (a
+        // sweep of the modern client in a mixed fleet read the false failure as unexplained).
+        let reissue = StepKind::Decision {
+            call: Some(call),
+            outcome: None,
+            action: None,
+            error: Some(crate::client::NOTE_REISSUE.into()),
+        };
+        let refused = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
+            (1_000, post.clone()),
+            (2_000, reissue),
+            (2_000, post.clone()),
+            (2_100, StepKind::AppError { call, error: "HTTP 400".into() }),
+        ]));
+        let by_class: Vec<_> = of_condition(&refused, Condition::ByClass).iter().map(|b| b.step).collect();
+        assert_eq!(by_class, vec![5], "{refused:?}");
     }
 
     /// An `initialize` sent while the client holds a session no 404 ended, cut off since a
@@ -3582,6 +3682,52 @@ mod tests {
         // The first start is no restart: nothing was posted before it.
         let first = Conditions::judge(&trace(vec![(0, restart(false)), (1_000, post), (1_013, created)]));
         assert!(first.breaches.iter().all(|b| !b.task_id_lost), "{first:?}");
+    }
+
+    /// A cancel sent without a session (to a server that has none): served apart, it finds
+    /// nothing and the tool runs on, named as work left running with the server's rule; a tool
+    /// the server cancels though its client sent no cancel of that request was ended by another
+    /// client's cancel of the same id, the server's bug; its own cancel, nothing. A sweep of
+    /// three TypeScript clients against a stateless server read the second `no-work-killed`.
+    #[test]
+    fn a_cancel_without_a_session_is_work_left_running_or_another_clients_bug() {
+        let post = |id: u64| {
+            let call =
+                crate::http::ToolCall { tool: "lookup".into(), key: CallKey(0), idempotency_key: None, tasks: false };
+            (
+                0,
+                StepKind::Send {
+                    conn: ConnId(1),
+                    request: Request::post(None, ClientMessage::CallTool { id: RequestId(id), call }),
+                },
+            )
+        };
+        let cancel = (
+            60_000,
+            StepKind::Send {
+                conn: ConnId(2),
+                request: Request::post(None, ClientMessage::Cancelled { request: RequestId(2) }),
+            },
+        );
+        let ended = |end| {
+            (
+                90_000,
+                StepKind::ToolEnded { session: SessionId(String::new()), request: RequestId(2), call: CallKey(0), end },
+            )
+        };
+        let ignored = Conditions::judge(&trace(vec![post(2), cancel.clone(), ended(crate::trace::ToolEnd::Completed)]));
+        let b: Vec<_> = ignored.breaches.iter().map(|b| (b.condition, b.call, b.rules)).collect();
+        assert_eq!(
+            b,
+            vec![(Condition::WorkRunOn, Some(CallKey(0)), &["server.sessionless_cancel"][..])],
+            "{ignored:?}"
+        );
+        let stranger = Conditions::judge(&trace(vec![post(2), ended(crate::trace::ToolEnd::Cancelled)]));
+        let b: Vec<_> = stranger.breaches.iter().map(|b| (b.condition, b.call, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::ServerEnded, Some(CallKey(0)), true)], "{stranger:?}");
+        assert!(stranger.breaches[0].detail.contains("which its client never cancelled"), "{stranger:?}");
+        let own = Conditions::judge(&trace(vec![post(2), cancel, ended(crate::trace::ToolEnd::Cancelled)]));
+        assert!(own.breaches.is_empty(), "{own:?}");
     }
 
     /// A legacy client's request whose work a server of the new revision ended with its stream
@@ -5432,6 +5578,13 @@ mod tests {
                 format!("the client resumed after HTTP {} as if no event was lost", status.0)
             );
         }
+        // A 405 (a server that serves no GET stream) refuses every resume alike: resuming again
+        // takes a standing refusal for a passing fault (Python's client; a sweep of py-sdk
+        // against a stateless server read its churn `conditions 1-4 held`).
+        let c = after(Status::METHOD_NOT_ALLOWED);
+        let b: Vec<_> = c.breaches.iter().map(|b| (b.condition, b.promised)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false)], "{c:?}");
+        assert!(c.breaches[0].detail.contains("the server serves no GET stream"), "{c:?}");
     }
 
     /// A decision judges the close it answers: one at the same instant, once. The standalone

@@ -38,7 +38,8 @@ mod tools;
 pub use tasks::task_prefix;
 
 use crate::config::{
-    DeadStream, EventStoreMode, NoStoreResume, ProtocolErrorReaction, Retention, ServerPolicy, ToolSpec,
+    DeadStream, EventStoreMode, NoStoreResume, ProtocolErrorReaction, Retention, ServerPolicy, SessionlessCancel,
+    ToolSpec,
 };
 use crate::http::SseEvent;
 use crate::http::{
@@ -419,9 +420,13 @@ impl Server {
             }
             ClientMessage::Initialized => self.respond_status(conn, ResponseHead::status(Status::ACCEPTED)),
             ClientMessage::CallTool { id, call } => self.call_tool(now, conn, &NO_SESSION, id, call),
+            // Its id is unique only to its client: served apart, the cancel finds nothing; one
+            // in-flight map for every client cancels whichever request has that id.
             ClientMessage::Cancelled { request } => {
                 self.respond_status(conn, ResponseHead::status(Status::ACCEPTED));
-                self.cancel_request(now, &NO_SESSION, request);
+                if self.policy.sessionless_cancel == SessionlessCancel::ByRequestId {
+                    self.cancel_request(now, &NO_SESSION, request);
+                }
             }
             ClientMessage::Task { id, op, task } => self.task_request(now, conn, id, op, &task),
             ClientMessage::Discover { id } => {

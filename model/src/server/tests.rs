@@ -2062,6 +2062,25 @@ fn a_disconnect_cancellation_the_server_ignores_is_recorded_and_the_tool_runs_on
     assert_eq!(tool_ends(&drive_until(&mut s, at(2))), vec![ToolEnd::Completed]);
 }
 
+/// Two clients' requests numbered 2 on a server without sessions, and one client's cancel of
+/// its request 2: served apart (the SDKs' stateless modes) the cancel finds nothing and both
+/// tools run on; with one in-flight map for every client it cancels both, the other client's too.
+#[test]
+fn a_cancel_on_a_server_without_sessions_ends_nothing_unless_one_map_serves_every_client() {
+    let run = |rule| {
+        let mut s = server(ServerPolicy { sessionless_cancel: rule, ..sessionless() });
+        s.handle_request(at(0), POST, sessionless_call(2, "marathon", 7));
+        s.handle_request(at(0), OTHER, sessionless_call(2, "marathon", 8));
+        let _ = drain(&mut s);
+        s.handle_request(at(1), GET, Request::post(None, ClientMessage::Cancelled { request: RequestId(2) }));
+        let out = drain(&mut s);
+        assert_eq!(head_status(&out, GET), Status::ACCEPTED);
+        tool_ends(&out)
+    };
+    assert_eq!(run(crate::config::SessionlessCancel::Ignore), vec![]);
+    assert_eq!(run(crate::config::SessionlessCancel::ByRequestId), vec![ToolEnd::Cancelled, ToolEnd::Cancelled]);
+}
+
 #[test]
 fn a_server_answering_unknown_sessions_with_a_json_rpc_error_still_serves_a_live_one() {
     let p = ServerPolicy { unknown_session: crate::config::UnknownSession::RpcError200, ..policy("reference") };

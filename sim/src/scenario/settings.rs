@@ -1056,6 +1056,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.unknown_session", Rule::Free),
     ("server.unknown_session_code", Rule::Free),
     ("server.sessionless_get_status", Rule::Status),
+    ("server.sessionless_cancel", Rule::Free),
     ("server.idle_reset", Rule::Free),
     ("server.expire_running_tool", Rule::Free),
     ("server.id_stamp", Rule::Free),
