@@ -826,6 +826,8 @@ struct ClientState {
     sent_unsafe: BTreeSet<crate::ids::CallKey>,
     /// Calls whose `tools/call` went out since the application last issued them.
     sent: BTreeSet<crate::ids::CallKey>,
+    /// It retried a handshake the server refused as malformed or unsupported (named once).
+    retried_refused_init: bool,
     /// Calls it re-issued with a new id since the application last issued them (an attempt lost
     /// with its stream, the 2026-07-28 revision's rule): whatever the next attempt is answered,
     /// the lost one's outcome is unknown.
@@ -1127,7 +1129,7 @@ impl Judge {
                     self.breach(Condition::Persisted, i, at, detail);
                 }
             }
-            StepKind::InitializeBackoff { .. } => self.handshake_failed(who),
+            StepKind::InitializeBackoff { .. } => self.handshake_failed(i, at, who),
             StepKind::TaskIdForgotten { task } => {
                 let c = self.clients.entry(who).or_default();
                 match &mut c.forgotten_tasks {
@@ -2010,15 +2012,30 @@ impl Judge {
     /// Failed on a transport fact, the next `initialize` is judged as such
     /// ([`Judge::initialize_while_held`]); a failure on an answer after one (the retried
     /// `notifications/initialized` of a reset handshake, refused with a `401`) is the answer's.
-    fn handshake_failed(&mut self, who: Option<u32>) {
+    ///
+    /// Refused as malformed or unsupported (400, 405, 406, 415, 422: a server of another era
+    /// refuses every `initialize` alike), trying again takes a standing refusal for a passing
+    /// fault (condition 4; the client's bug if its policy keeps it), named once per client: a
+    /// sweep of the legacy clients against a modern-only server, attempts unlimited, read the
+    /// calls the retries held up `conditions 1-4 held`.
+    fn handshake_failed(&mut self, i: usize, at: Instant, who: Option<u32>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        let answered = c.last_close.as_ref().and_then(|close| close.0).is_some_and(|s| s.is_client_error());
-        if !answered {
-            return;
-        }
+        let refused = c.last_close.as_ref().and_then(|close| close.0).filter(|s| s.is_client_error());
+        let Some(status) = refused else { return };
         if let Some(session) = c.held().cloned() {
             c.let_go = Some(session);
         }
+        if !matches!(status.0, 400 | 405 | 406 | 415 | 422) || std::mem::replace(&mut c.retried_refused_init, true) {
+            return;
+        }
+        let by_class = c.by_class;
+        let detail = format!(
+            "the client tried its handshake again at {at} after HTTP {} to its initialize: the server refuses the \
+             request itself (another era's server, an unsupported method or format) and will refuse every attempt \
+             alike, which a client acting by class reports instead of retrying",
+            status.0
+        );
+        self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
 
     /// The client gave up reconnecting its standalone stream. A client that runs the note's
@@ -3917,6 +3934,33 @@ mod tests {
         let by_class = of_condition(&reset, Condition::ByClass);
         assert_eq!(by_class.len(), 1, "{reset:?}");
         assert!(by_class[0].detail.contains("after a transport failure") && by_class[0].is_bug(), "{reset:?}");
+    }
+
+    /// An `initialize` refused as malformed or unsupported (a modern-only server answers a legacy
+    /// handshake 400) and tried again: condition 4, once per client, the price of a policy that
+    /// does not act by class; refused with a 401 (credentials a retry may bring), nothing.
+    #[test]
+    fn a_handshake_retried_after_a_refusal_of_the_request_itself_breaks_condition_four() {
+        let judged = |status: u16| {
+            let initialize =
+                |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
+            let mut steps = vec![(0, StepKind::ClientStart { restored: false, durable: false, by_class: false })];
+            for conn in 1..=3 {
+                steps.push((conn * 4_000, initialize(conn)));
+                steps.push((
+                    conn * 4_000,
+                    StepKind::Response { conn: ConnId(conn), head: ResponseHead::status(Status(status)) },
+                ));
+                steps.push((conn * 4_000, StepKind::InitializeBackoff { attempt: conn as u32, delay_us: 4_000_000 }));
+                steps.push((conn * 4_000, StepKind::ConnEnd { conn: ConnId(conn), end: ConnEnd::Clean }));
+            }
+            Conditions::judge(&trace(steps))
+        };
+        let refused = judged(400);
+        let b: Vec<_> = of_condition(&refused, Condition::ByClass).iter().map(|b| (b.step, b.promised)).collect();
+        assert_eq!(b, vec![(3, false)], "{refused:?}");
+        assert!(refused.breaches[0].detail.contains("after HTTP 400 to its initialize"), "{refused:?}");
+        assert!(of_condition(&judged(401), Condition::ByClass).is_empty());
     }
 
     /// A resume answered by sending again the event its `Last-Event-ID` named (rmcp's inclusive
