@@ -169,8 +169,10 @@ pub enum Condition {
     /// (TypeScript: a `DELETE` aborts every handler's `AbortSignal`) it is the tool's, which
     /// ignores the signal (`tool.on_abort = ignore`, the default: tool code that never checks
     /// it). The same for a handler that ignored the cancel its server's disconnect rule makes
-    /// (`cancel-ignored`). A bug of that party, not of the conditions: it explains only that
-    /// call's work running on (`no-abandoned-work`).
+    /// (`cancel-ignored`), and for a cancel a server without sessions cannot match to a request
+    /// (`server.sessionless_cancel = ignore`: a request's id is unique only to its client). A bug
+    /// of that party, not of the conditions: it explains only that call's work running on
+    /// (`no-abandoned-work`).
     WorkRunOn = 14,
 }
 
@@ -828,6 +830,9 @@ struct ClientState {
     sent: BTreeSet<crate::ids::CallKey>,
     /// It retried a handshake the server refused as malformed or unsupported (named once).
     retried_refused_init: bool,
+    /// The connection its latest `initialize` went on, until answered; then the answer's status.
+    init_post: Option<ConnId>,
+    init_answer: Option<Status>,
     /// Calls it re-issued with a new id since the application last issued them (an attempt lost
     /// with its stream, the 2026-07-28 revision's rule): whatever the next attempt is answered,
     /// the lost one's outcome is unknown.
@@ -1189,6 +1194,8 @@ impl Judge {
                     self.standalone_get(i, at, who, *conn, session, request.last_event_id.as_ref());
                 }
                 if matches!(request.body, Some(crate::http::ClientMessage::Initialize { .. })) {
+                    let c = self.clients.entry(who).or_default();
+                    (c.init_post, c.init_answer) = (Some(*conn), None);
                     self.initialize_after_lost_delete(i, at, who);
                     if request.session.is_none() {
                         self.initialize_while_held(i, at, who);
@@ -1205,6 +1212,9 @@ impl Judge {
                     c.held_session = true;
                 }
                 let status = head.status;
+                if c.init_post == Some(*conn) {
+                    (c.init_post, c.init_answer) = (None, Some(status));
+                }
                 if status.0 < 400 {
                     c.last_contact = Some(at);
                 } else {
@@ -2020,12 +2030,17 @@ impl Judge {
     /// calls the retries held up `conditions 1-4 held`.
     fn handshake_failed(&mut self, i: usize, at: Instant, who: Option<u32>) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        let refused = c.last_close.as_ref().and_then(|close| close.0).filter(|s| s.is_client_error());
-        let Some(status) = refused else { return };
+        let answered = c.last_close.as_ref().and_then(|close| close.0).is_some_and(|s| s.is_client_error());
+        if !answered {
+            return;
+        }
         if let Some(session) = c.held().cloned() {
             c.let_go = Some(session);
         }
-        if !matches!(status.0, 400 | 405 | 406 | 415 | 422) || std::mem::replace(&mut c.retried_refused_init, true) {
+        // The `initialize` itself refused, not a later step of the handshake (its
+        // `notifications/initialized` refused for a session header a hop dropped).
+        let Some(status) = c.init_answer.filter(|s| matches!(s.0, 400 | 405 | 406 | 415 | 422)) else { return };
+        if std::mem::replace(&mut c.retried_refused_init, true) {
             return;
         }
         let by_class = c.by_class;
@@ -3961,6 +3976,17 @@ mod tests {
         assert_eq!(b, vec![(3, false)], "{refused:?}");
         assert!(refused.breaches[0].detail.contains("after HTTP 400 to its initialize"), "{refused:?}");
         assert!(of_condition(&judged(401), Condition::ByClass).is_empty());
+        // The handshake's notifications/initialized refused (a hop dropped its session header),
+        // the initialize itself answered 200: not the request refused alike every time.
+        let later = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            (1, StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") }),
+            (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(200)) }),
+            (2, StepKind::Send { conn: ConnId(2), request: Request::post(None, ClientMessage::Initialized) }),
+            (3, StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(400)) }),
+            (3, StepKind::InitializeBackoff { attempt: 1, delay_us: 1_000_000 }),
+        ]));
+        assert!(of_condition(&later, Condition::ByClass).is_empty(), "{later:?}");
     }
 
     /// A resume answered by sending again the event its `Last-Event-ID` named (rmcp's inclusive

@@ -88,6 +88,7 @@ pub const FIELDS: &[&str] = &[
     "disconnect_cancel_ignored",
     "on_failed_write",
     "on_protocol_error",
+    "sessionless_cancel",
 ];
 
 /// The TOML literal of a field the profiles' serde form leaves out at its default.
@@ -123,6 +124,7 @@ pub fn default_literal(field: &str) -> Option<String> {
         "disconnect_cancel_ignored" => Some("false".into()),
         "on_failed_write" => lit(c::FailedWrite::default()),
         "on_protocol_error" => lit(c::ProtocolErrorReaction::default()),
+        "sessionless_cancel" => lit(c::SessionlessCancel::default()),
         // The whole `subscriptions` table is left out at its default.
         "subscriptions.changes" => Some("false".into()),
         "subscriptions.bus" => lit(mcpsim_model::subscriptions::Bus::default()),
@@ -189,6 +191,9 @@ fn never_probed(field: &str) -> Option<&'static str> {
         }
         "on_protocol_error" => {
             "needs a malformed request that may restart the server's process; the probe does not send one to a server it does not own"
+        }
+        "sessionless_cancel" => {
+            "needs two clients' requests with one id in flight on a server without sessions; the probe is one client"
         }
         "tasks.create_for_tools_over" => {
             "the application decides which calls become tasks (rmcp's TaskManager::spawn is called by the handler); the fixture's probe_task is one it made so"
