@@ -1606,9 +1606,8 @@ impl Judge {
                      (server.disconnect_cancels), and its handler ignored it and ran on \
                      (server.disconnect_cancel_ignored)"
                 );
-                let breach = self.breach_in(Condition::WorkRunOn, i, at, detail, session);
-                breach.call = Some(*call);
-                breach.rules = &["server.disconnect_cancels", "server.disconnect_cancel_ignored"];
+                let rules = &["server.disconnect_cancels", "server.disconnect_cancel_ignored"];
+                self.call_breach(Condition::WorkRunOn, i, at, detail, *call, rules).session = Some(session.clone());
             }
             StepKind::ToolEnded { session, request, call, end: crate::trace::ToolEnd::Cancelled } => {
                 self.cancelled_by_another(i, at, session, *request, *call);
@@ -2466,9 +2465,25 @@ impl Judge {
              run-on), or fires the handler's abort signal, which this tool ignores (abort-signal with \
              tool.on_abort = ignore: check the signal in the tool)"
         );
-        let breach = self.breach_in(Condition::WorkRunOn, i, at, detail, session);
+        self.call_breach(Condition::WorkRunOn, i, at, detail, call, &["server.delete_running_tool"]).session =
+            Some(session.clone());
+    }
+
+    /// Records a breach that costs one call alone, with the fields of the server's policy behind
+    /// it.
+    fn call_breach(
+        &mut self,
+        condition: Condition,
+        i: usize,
+        at: Instant,
+        detail: String,
+        call: crate::ids::CallKey,
+        rules: &'static [&'static str],
+    ) -> &mut Breach {
+        let breach = self.record(condition, i, at, detail);
         breach.call = Some(call);
-        breach.rules = &["server.delete_running_tool"];
+        breach.rules = rules;
+        breach
     }
 
     /// `call`'s tool (request `request`) ran on at `at` after its client cancelled that request
@@ -2494,9 +2509,7 @@ impl Judge {
              serves each request apart (the SDKs' stateless modes, server.sessionless_cancel = ignore) cannot \
              tell which request a cancel names and cancels nothing"
         );
-        let breach = self.record(Condition::WorkRunOn, i, at, detail);
-        breach.call = Some(call);
-        breach.rules = &["server.sessionless_cancel"];
+        self.call_breach(Condition::WorkRunOn, i, at, detail, call, &["server.sessionless_cancel"]);
     }
 
     /// `call`'s tool (request `request`) was cancelled at `at` on a server without sessions,
@@ -2521,9 +2534,7 @@ impl Judge {
              without sessions matched another client's cancel of a request with the same id (ids are unique only \
              to each client) and ended this one too"
         );
-        let breach = self.record(Condition::ServerEnded, i, at, detail);
-        breach.call = Some(call);
-        breach.rules = &["server.sessionless_cancel"];
+        self.call_breach(Condition::ServerEnded, i, at, detail, call, &["server.sessionless_cancel"]);
     }
 
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
