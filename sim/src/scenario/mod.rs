@@ -383,6 +383,20 @@ impl Scenario {
     }
 }
 
+/// What an unknown `--scenario NAME` is told: every built-in name (the task families too), and
+/// the family file of that name where the repository's `sim/scenarios/` holds one (the rolling
+/// upgrades, `task-input`, `listen-notify` are files, not built in).
+fn unknown_family_hint(name: &str) -> String {
+    let names: Vec<&str> = SCENARIO_NAMES.iter().chain(TASK_SCENARIO_NAMES).copied().collect();
+    let file = std::path::Path::new("sim/scenarios").join(format!("{name}.toml"));
+    let hint = if file.is_file() {
+        format!("; the family file {} exists: --scenario {}", file.display(), file.display())
+    } else {
+        String::new()
+    };
+    format!("{}; or a path to a .toml file{hint}", names.join(", "))
+}
+
 impl Scenario {
     /// The named family (a built-in name or a family file) with the named profiles (built-in
     /// names or `.toml` files), before any `--set`.
@@ -436,7 +450,7 @@ impl Scenario {
         } else {
             family_files::builtin(name, base).ok_or_else(|| SimError::UnknownScenario {
                 name: name.to_string(),
-                known: format!("{}; or a path to a .toml file", SCENARIO_NAMES.join(", ")),
+                known: unknown_family_hint(name),
             })??
         };
         scenario.scenario_arg = profile_files::is_path(name).then(|| name.to_string());
@@ -821,6 +835,18 @@ mod tests {
             }
         }
         used
+    }
+
+    /// An unknown family name is told every built-in name, the task families included (they
+    /// build by name too, and the message left them out).
+    #[test]
+    fn an_unknown_family_is_told_every_built_in_name() {
+        let err = Scenario::build("no-such-family", "reference", "reference").unwrap_err().to_string();
+        for name in SCENARIO_NAMES.iter().chain(TASK_SCENARIO_NAMES) {
+            assert!(err.contains(name), "{name}: {err}");
+            assert!(Scenario::build(name, "reference", "reference").is_ok(), "{name} builds by name");
+        }
+        assert!(err.contains("or a path to a .toml file"), "{err}");
     }
 
     #[test]
