@@ -174,6 +174,14 @@ pub enum Condition {
     /// of that party, not of the conditions: it explains only that call's work running on
     /// (`no-abandoned-work`).
     WorkRunOn = 14,
+    /// Not a condition either, and no bug of the client or the server: a process's change bus
+    /// reaches only its own listen streams (`server.subscriptions.bus = per-process`, every
+    /// profile's default: python's `InMemorySubscriptionBus`), so a change one replica emitted
+    /// while the client listened on another reached nobody, and no stream ended to tell of it.
+    /// The fleet's setting's price, as a short retention is condition 2's (python's advice: a
+    /// bus over a shared pub/sub backend, `bus = shared`). It explains only a change
+    /// notification lost (`no-silent-notification-loss`) of its client's.
+    BusLocal = 15,
 }
 
 impl Condition {
@@ -230,6 +238,9 @@ impl Condition {
             Condition::WorkRunOn => {
                 return "work left running (a tool the client ended, run on by the server's rule or the tool)"
                     .to_string()
+            }
+            Condition::BusLocal => {
+                return "the fleet's change bus (a change on a replica the client does not listen on)".to_string()
             }
         };
         format!("condition {} ({what})", self.number())
@@ -297,6 +308,7 @@ impl fmt::Display for Breach {
         match self.condition {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
             Condition::WorkRunOn => write!(f, "work left running: {}", self.detail),
+            Condition::BusLocal => write!(f, "the fleet's change bus: {}", self.detail),
             c if c.is_server_bug() => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
@@ -642,6 +654,9 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::WorkRunOn {
         return effect == Effect::Of(InvariantId::NoAbandonedWork);
     }
+    if b.condition == Condition::BusLocal {
+        return effect == Effect::Of(InvariantId::NoSilentNotificationLoss);
+    }
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
@@ -958,6 +973,14 @@ struct Judge {
     /// Each cancel a client sent of one of its `tools/call` requests (the call, the request's
     /// id): when, and whether it went without a session (to a server that has none).
     cancels_sent: BTreeMap<(crate::ids::CallKey, RequestId), (Instant, bool)>,
+    /// The listen stream each client holds open (`listen-open`, until its connection ends).
+    listening: BTreeMap<Option<u32>, ConnId>,
+    /// Changes a replica emitted to no listen stream of its own, not (yet) relayed to another's
+    /// by a shared bus: step, time, change ([`Condition::BusLocal`], settled once the instant
+    /// has passed).
+    unrelayed: Vec<(usize, Instant, String)>,
+    /// The clients a change on another replica missed, each named once.
+    bus_missed: BTreeSet<Option<u32>>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -1017,6 +1040,7 @@ impl Judge {
             }
             self.step(i, step);
         }
+        self.settle_unrelayed(None);
         self.untold_calls();
         let mut breaches = self.breaches;
         // In step order, as each condition's first breach is read first.
@@ -1079,6 +1103,7 @@ impl Judge {
     fn step(&mut self, i: usize, step: &Step) {
         let at = step.at();
         let who = step.client;
+        self.subscriptions(i, at, who, step);
         // Any resolution (a result, an error, an unknown outcome, a task's) tells the application.
         if let Some((call, _)) = super::Resolution::of(&step.kind) {
             if let Some(c) = self.clients.get_mut(&who) {
@@ -2537,6 +2562,51 @@ impl Judge {
         self.call_breach(Condition::ServerEnded, i, at, detail, call, &["server.sessionless_cancel"]);
     }
 
+    /// Listen streams and the changes replicas emit ([`Condition::BusLocal`]). A change a replica
+    /// of several emitted to no listen stream of its own is held until its instant has passed: a
+    /// shared bus relays it (`change-relayed`) at that instant.
+    fn subscriptions(&mut self, i: usize, at: Instant, who: Option<u32>, step: &Step) {
+        self.settle_unrelayed(Some(at));
+        match &step.kind {
+            StepKind::ListenOpen { conn, .. } => {
+                self.listening.insert(who, *conn);
+            }
+            StepKind::ConnEnd { conn, .. } if self.listening.get(&who) == Some(conn) => {
+                self.listening.remove(&who);
+            }
+            StepKind::ChangeEmitted { change, listeners: 0 } if step.replica.is_some() => {
+                self.unrelayed.push((i, at, change.clone()));
+            }
+            StepKind::ChangeRelayed { change, listeners } if *listeners > 0 => {
+                self.unrelayed.retain(|(_, _, c)| c != change);
+            }
+            _ => {}
+        }
+    }
+
+    /// The changes emitted before `now` (all, at the end of the run) that no bus relayed: each
+    /// missed every client listening then, on another replica (the emitting one had no listen
+    /// stream open). Named once per client.
+    fn settle_unrelayed(&mut self, now: Option<Instant>) {
+        let due = |t: Instant| now.is_none_or(|now| t < now);
+        if !self.unrelayed.first().is_some_and(|(_, t, _)| due(*t)) {
+            return;
+        }
+        let settled: Vec<(usize, Instant, String)> = std::mem::take(&mut self.unrelayed);
+        let missed: Vec<Option<u32>> =
+            self.listening.keys().filter(|w| !self.bus_missed.contains(*w)).copied().collect();
+        let Some((i, at, change)) = settled.into_iter().next() else { return };
+        for who in missed {
+            self.bus_missed.insert(who);
+            let detail = format!(
+                "a replica emitted change {change} at {at} with no listen stream of its own open, while the client \
+                 listened on another: a bus per process (server.subscriptions.bus = per-process) reaches no other \
+                 replica's streams, and no stream ended to tell of it"
+            );
+            self.record(Condition::BusLocal, i, at, detail).client = who;
+        }
+    }
+
     /// A server restart lost `session` at `at` (its sessions and events were kept in memory):
     /// its retention did not outlast the restart, whatever the client does next (condition 2),
     /// recorded now for a session a client holds. When the client was cut off it is the outage
@@ -3771,6 +3841,39 @@ mod tests {
         assert!(stranger.breaches[0].detail.contains("which its client never cancelled"), "{stranger:?}");
         let own = Conditions::judge(&trace(vec![post(2), cancel, ended(crate::trace::ToolEnd::Cancelled)]));
         assert!(own.breaches.is_empty(), "{own:?}");
+    }
+
+    /// A change one replica emitted to no listen stream of its own while the client listened on
+    /// another, and no shared bus relayed it: the fleet's bus, a setting's price that explains
+    /// only a lost change notification. Relayed at that instant, from a single process, or with
+    /// nobody listening: nothing. A sweep of the modern client against python behind `haproxy`
+    /// with three replicas read the lost changes `conditions 1-4 held`.
+    #[test]
+    fn a_change_on_a_replica_nobody_listens_on_is_the_fleets_bus() {
+        let judged = |listening: bool, replica: Option<u32>, relayed: bool| {
+            let mut kinds = Vec::new();
+            if listening {
+                kinds.push((0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }));
+            }
+            kinds.push((2_000, StepKind::ChangeEmitted { change: "r1.1-c1".into(), listeners: 0 }));
+            if relayed {
+                kinds.push((2_000, StepKind::ChangeRelayed { change: "r1.1-c1".into(), listeners: 1 }));
+            }
+            kinds.push((3_000, StepKind::ConnEnd { conn: ConnId(9), end: ConnEnd::Clean }));
+            let mut t = trace(kinds);
+            let emitted = usize::from(listening);
+            t.steps[emitted].replica = replica;
+            Conditions::judge(&t)
+        };
+        let missed = judged(true, Some(1), false);
+        let b: Vec<_> = missed.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::BusLocal, 1, false)], "{missed:?}");
+        assert!(can_cause(&missed.breaches[0], Effect::Of(InvariantId::NoSilentNotificationLoss)));
+        assert!(!can_cause(&missed.breaches[0], Effect::Of(InvariantId::NoSilentEventLoss)));
+        for (listening, replica, relayed) in [(true, Some(1), true), (true, None, false), (false, Some(1), false)] {
+            let fine = judged(listening, replica, relayed);
+            assert!(fine.breaches.is_empty(), "{listening} {replica:?} {relayed}: {fine:?}");
+        }
     }
 
     /// A legacy client's request whose work a server of the new revision ended with its stream
@@ -6046,6 +6149,7 @@ mod tests {
             Condition::ServerDropped,
             Condition::ProxyHeld,
             Condition::WorkRunOn,
+            Condition::BusLocal,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");

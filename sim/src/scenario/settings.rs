@@ -144,6 +144,8 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         // Work left running: the server's rule for a deleted session's tools, the tool's answer
         // to its abort signal, and the disconnect rule's handler that ignores its cancel.
         Condition::WorkRunOn => &["server.delete_running_tool", "tool.on_abort", "server.disconnect_cancel_ignored"],
+        // A bus per process across replicas: the bus's scope, and the replicas it spans.
+        Condition::BusLocal => &["server.subscriptions.bus", "lb.replicas"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
         }
@@ -1584,6 +1586,7 @@ mod tests {
             ServerDropped,
             ProxyHeld,
             WorkRunOn,
+            BusLocal,
         ] {
             let keys = keeping(c);
             let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped);
