@@ -66,6 +66,18 @@ fn silent_notification_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
                     }
                 }
             }
+            // A process that (re)starts believes in no subscription: the old one died with the
+            // old process, and the new one's `listen` either opens (its acknowledgment's refetch
+            // covers every change before it) or fails at its call, which the application sees.
+            // (A swarm sweep of the modern client against python behind nginx read a change
+            // emitted after a restart whose `listen` was refused 503 as lost in silence.)
+            StepKind::ClientStart { .. } => {
+                if let Some(l) = clients.get_mut(&client) {
+                    l.believing = false;
+                    l.owed.clear();
+                    l.open_conn = None;
+                }
+            }
             StepKind::AppSubscriptionLost { .. } => {
                 if let Some(l) = clients.get_mut(&client) {
                     // The application re-listens and refetches: every change owed so far is covered.
@@ -184,6 +196,23 @@ mod tests {
             .app(handed(3))
             .build();
         assert_eq!(broken(&t), vec![(4, "client 0 subscription".to_string())]);
+    }
+
+    /// A client process that restarts believes in no subscription until its new `listen` is
+    /// acknowledged: a change emitted after the restart, its `listen` refused, is owed to nobody;
+    /// the same change with no restart (the stream cut, nobody told) is lost in silence.
+    #[test]
+    fn a_restarted_process_believes_in_no_subscription_until_it_listens_again() {
+        let restart = StepKind::ClientStart { restored: false, durable: false, by_class: false };
+        let run = |restarted: bool| {
+            let mut t = TraceBuilder::new().client(open(1)).at(10).client(cut(1));
+            if restarted {
+                t = t.client(restart.clone());
+            }
+            t.at(11).server(emitted(1, false)).build()
+        };
+        assert!(broken(&run(true)).is_empty());
+        assert_eq!(broken(&run(false)), vec![(2, "client 0 subscription".to_string())]);
     }
 
     #[test]
