@@ -4461,22 +4461,24 @@ mod tests {
         assert!(Conditions::judge(&t).all_held());
     }
 
+    /// A session opened, then (if `client_deletes`, by its client's `DELETE`; else by someone
+    /// else's) ended as deleted at 2 ms.
+    fn deleted_session(client_deletes: bool) -> Vec<(u64, StepKind)> {
+        let mut delete = Request::initialize(RequestId(3), "app");
+        delete.method = Method::Delete;
+        delete.session = Some(sid());
+        let mut kinds = vec![(0, on_session(1))];
+        if client_deletes {
+            kinds.push((1, StepKind::Send { conn: ConnId(2), request: delete }));
+        }
+        let ended = StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None };
+        kinds.push((2, ended));
+        kinds
+    }
+
     #[test]
     fn a_session_deleted_by_someone_else_is_a_termination_and_by_its_client_is_nothing() {
-        let ended = |client_deletes: bool| {
-            let mut delete = Request::initialize(RequestId(3), "app");
-            delete.method = Method::Delete;
-            delete.session = Some(sid());
-            let mut kinds = vec![(0, on_session(1))];
-            if client_deletes {
-                kinds.push((1, StepKind::Send { conn: ConnId(2), request: delete }));
-            }
-            kinds.push((
-                2,
-                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None },
-            ));
-            Conditions::judge(&trace(kinds))
-        };
+        let ended = |client_deletes: bool| Conditions::judge(&trace(deleted_session(client_deletes)));
         let by_operator = ended(false);
         assert_eq!(by_operator.breaches.len(), 1);
         assert!(by_operator
@@ -4506,17 +4508,7 @@ mod tests {
             )
         };
         let judged = |client_deletes: bool, done: u64| {
-            let mut delete = Request::initialize(RequestId(3), "app");
-            delete.method = Method::Delete;
-            delete.session = Some(sid());
-            let mut kinds = vec![(0, on_session(1))];
-            if client_deletes {
-                kinds.push((1, StepKind::Send { conn: ConnId(2), request: delete }));
-            }
-            kinds.push((
-                2,
-                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::Deleted, idle_ttl_us: None },
-            ));
+            let mut kinds = deleted_session(client_deletes);
             kinds.push(completed(done));
             kinds.push(completed(done + 1));
             Conditions::judge(&trace(kinds))
