@@ -3828,13 +3828,26 @@ mod tests {
                 StepKind::ToolEnded { session: SessionId(String::new()), request: RequestId(2), call: CallKey(0), end },
             )
         };
-        let ignored = Conditions::judge(&trace(vec![post(2), cancel.clone(), ended(crate::trace::ToolEnd::Completed)]));
-        let b: Vec<_> = ignored.breaches.iter().map(|b| (b.condition, b.call, b.rules)).collect();
+        // Its side effect before the cancel is no run-on; named once, at the first step after it.
+        let effect = StepKind::SideEffect {
+            session: SessionId(String::new()),
+            request: RequestId(2),
+            call: CallKey(0),
+            tool: "lookup".into(),
+            idempotent: true,
+        };
+        let completed = ended(crate::trace::ToolEnd::Completed);
+        let ignored =
+            Conditions::judge(&trace(vec![post(2), (1, effect), cancel.clone(), completed.clone(), completed]));
+        let b: Vec<_> = ignored.breaches.iter().map(|b| (b.condition, b.call, b.rules, b.step)).collect();
         assert_eq!(
             b,
-            vec![(Condition::WorkRunOn, Some(CallKey(0)), &["server.sessionless_cancel"][..])],
+            vec![(Condition::WorkRunOn, Some(CallKey(0)), &["server.sessionless_cancel"][..], 3)],
             "{ignored:?}"
         );
+        // Done at the very instant the cancel went out: the server cannot have had it.
+        let at_once = (60_000, ended(crate::trace::ToolEnd::Completed).1);
+        assert!(Conditions::judge(&trace(vec![post(2), cancel.clone(), at_once])).breaches.is_empty());
         let stranger = Conditions::judge(&trace(vec![post(2), ended(crate::trace::ToolEnd::Cancelled)]));
         let b: Vec<_> = stranger.breaches.iter().map(|b| (b.condition, b.call, b.is_bug())).collect();
         assert_eq!(b, vec![(Condition::ServerEnded, Some(CallKey(0)), true)], "{stranger:?}");
@@ -3850,21 +3863,29 @@ mod tests {
     /// with three replicas read the lost changes `conditions 1-4 held`.
     #[test]
     fn a_change_on_a_replica_nobody_listens_on_is_the_fleets_bus() {
-        let judged = |listening: bool, replica: Option<u32>, relayed: bool| {
+        // `ended`: a connection of the client's that ends before the change (its listen
+        // stream, 1, or another, 5); `relayed`: the listeners a shared bus reached.
+        let with = |listening: bool, replica: Option<u32>, relayed: Option<u32>, ended: Option<u64>| {
             let mut kinds = Vec::new();
             if listening {
                 kinds.push((0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }));
             }
-            kinds.push((2_000, StepKind::ChangeEmitted { change: "r1.1-c1".into(), listeners: 0 }));
-            if relayed {
-                kinds.push((2_000, StepKind::ChangeRelayed { change: "r1.1-c1".into(), listeners: 1 }));
+            if let Some(conn) = ended {
+                kinds.push((1_000, StepKind::ConnEnd { conn: ConnId(conn), end: ConnEnd::Clean }));
             }
-            kinds.push((3_000, StepKind::ConnEnd { conn: ConnId(9), end: ConnEnd::Clean }));
+            let emitted = kinds.len();
+            kinds.push((2_000, StepKind::ChangeEmitted { change: "r1.1-c1".into(), listeners: 0 }));
+            if let Some(listeners) = relayed {
+                kinds.push((2_000, StepKind::ChangeRelayed { change: "r1.1-c1".into(), listeners }));
+            }
+            // The listen stream ends after the change: the change was missed while it was open.
+            kinds.push((3_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Clean }));
             let mut t = trace(kinds);
-            let emitted = usize::from(listening);
             t.steps[emitted].replica = replica;
             Conditions::judge(&t)
         };
+        let judged =
+            |listening: bool, replica: Option<u32>, relayed: bool| with(listening, replica, relayed.then_some(1), None);
         let missed = judged(true, Some(1), false);
         let b: Vec<_> = missed.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
         assert_eq!(b, vec![(Condition::BusLocal, 1, false)], "{missed:?}");
@@ -3874,6 +3895,12 @@ mod tests {
             let fine = judged(listening, replica, relayed);
             assert!(fine.breaches.is_empty(), "{listening} {replica:?} {relayed}: {fine:?}");
         }
+        // A relay that reached no listen stream settles nothing; another connection's end keeps
+        // the client listening; its listen stream's end before the change, it listened nowhere.
+        let bus = |c: &Conditions| c.breaches.iter().filter(|b| b.condition == Condition::BusLocal).count();
+        assert_eq!(bus(&with(true, Some(1), Some(0), None)), 1);
+        assert_eq!(bus(&with(true, Some(1), None, Some(5))), 1);
+        assert_eq!(bus(&with(true, Some(1), None, Some(1))), 0);
     }
 
     /// A legacy client's request whose work a server of the new revision ended with its stream
@@ -4514,8 +4541,10 @@ mod tests {
             Conditions::judge(&trace(kinds))
         };
         let run_on = judged(true, 300_000);
-        let b: Vec<_> = run_on.breaches.iter().map(|b| (b.condition, b.call, b.is_bug(), b.session.clone())).collect();
-        assert_eq!(b, vec![(Condition::WorkRunOn, Some(crate::ids::CallKey(0)), true, Some(sid()))], "{run_on:?}");
+        let b: Vec<_> =
+            run_on.breaches.iter().map(|b| (b.condition, b.call, b.is_bug(), b.session.clone(), b.step)).collect();
+        // Named at the first thing the tool did after the DELETE (step 3), once.
+        assert_eq!(b, vec![(Condition::WorkRunOn, Some(crate::ids::CallKey(0)), true, Some(sid()), 3)], "{run_on:?}");
         assert_eq!(run_on.breaches[0].rules, &["server.delete_running_tool"]);
         assert!(can_cause(&run_on.breaches[0], Effect::Of(InvariantId::NoAbandonedWork)));
         for other in [InvariantId::NoDuplicateExecution, InvariantId::EveryCallResolves, InvariantId::NoWorkKilled] {
