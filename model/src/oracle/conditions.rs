@@ -971,8 +971,8 @@ struct Judge {
     /// ([`Condition::WorkRunOn`]).
     run_on: BTreeSet<(SessionId, crate::ids::CallKey)>,
     /// Each cancel a client sent of one of its `tools/call` requests (the call, the request's
-    /// id): when, and whether it went without a session (to a server that has none).
-    cancels_sent: BTreeMap<(crate::ids::CallKey, RequestId), (Instant, bool)>,
+    /// id): when.
+    cancels_sent: BTreeMap<(crate::ids::CallKey, RequestId), Instant>,
     /// The listen stream each client holds open (`listen-open`, until its connection ends).
     listening: BTreeMap<Option<u32>, ConnId>,
     /// Changes a replica emitted to no listen stream of its own, not (yet) relayed to another's
@@ -1209,7 +1209,7 @@ impl Judge {
                 if let Some(call) = self.requests.cancel_in(step) {
                     self.cancel_posts.insert((who, *conn), (call, false));
                     if let Some(ClientMessage::Cancelled { request: id }) = &request.body {
-                        self.cancels_sent.entry((call, *id)).or_insert((at, request.session.is_none()));
+                        self.cancels_sent.entry((call, *id)).or_insert(at);
                     }
                 }
                 if let (Method::Get, None, Some(session)) = (request.method, &request.last_event_id, &request.session) {
@@ -2524,7 +2524,8 @@ impl Judge {
         request: RequestId,
         call: crate::ids::CallKey,
     ) {
-        let Some(&(cancelled, true)) = self.cancels_sent.get(&(call, request)) else { return };
+        // A tool without a session is a sessionless server's, whose client's cancel went without one.
+        let Some(&cancelled) = self.cancels_sent.get(&(call, request)) else { return };
         if !session.0.is_empty() || cancelled >= at || !self.run_on.insert((session.clone(), call)) {
             return;
         }

@@ -142,8 +142,14 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::ServerPaced => &["server.close_idle_standalone", "server.close_request_streams"],
         Condition::ProxyHeld => &["lb.hops", "lb.hold_headers"],
         // Work left running: the server's rule for a deleted session's tools, the tool's answer
-        // to its abort signal, and the disconnect rule's handler that ignores its cancel.
-        Condition::WorkRunOn => &["server.delete_running_tool", "tool.on_abort", "server.disconnect_cancel_ignored"],
+        // to its abort signal, the disconnect rule's handler that ignores its cancel, and a
+        // sessionless server's answer to a cancel.
+        Condition::WorkRunOn => &[
+            "server.delete_running_tool",
+            "tool.on_abort",
+            "server.disconnect_cancel_ignored",
+            "server.sessionless_cancel",
+        ],
         // A bus per process across replicas: the bus's scope, and the replicas it spans.
         Condition::BusLocal => &["server.subscriptions.bus", "lb.replicas"],
         Condition::RequestLost => {
