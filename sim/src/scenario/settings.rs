@@ -100,6 +100,11 @@ pub struct Setting {
     pub apply: fn(&mut Scenario, &str) -> Result<(), String>,
     /// The current value, written the way `apply` reads it.
     pub show: fn(&Scenario) -> String,
+    /// For a key that is an alias of its `targets` (`alias!`), the older spellings of `none` it
+    /// also reads: a list of overrides edits those fields in their part's serde form
+    /// (`settings::Drafts`).
+    /// `None` for a key with a value syntax of its own.
+    pub alias: Option<&'static [&'static str]>,
 }
 
 /// The key a printed command line ends in when no command line can rebuild its scenario (a
@@ -261,23 +266,57 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
 
 /// Sets one field by its key (`client.reconnect.jitter`, `tool.duration`), reading the value by
 /// the type of the one it replaces.
-fn apply_field(s: &mut Scenario, key: &str, value: &str) -> Result<(), String> {
-    apply_path(s, &field_path(key)?, value)
+fn apply_field(s: &mut Scenario, drafts: &mut Drafts, key: &str, value: &str) -> Result<(), String> {
+    apply_path(s, drafts, &field_path(key)?, value)
+}
+
+/// The parts of a scenario (a profile, the tools) held in their serde form while a list of
+/// overrides edits them: each part is written out at its first edit and read back once, at
+/// [`Drafts::flush`], instead of a round trip per override (`Case::scenario` applies a dozen per
+/// generated case). An edit that adds a table (a tagged one, or one a default had left out) reads
+/// its part back at once, so the next edit finds every field of the table at its value, as one
+/// round trip per edit would.
+#[derive(Debug, Default)]
+pub(crate) struct Drafts {
+    client: Option<Value>,
+    server: Option<Value>,
+    lb: Option<Value>,
+    tools: Option<Value>,
+}
+
+impl Drafts {
+    /// Reads every part that was edited back into `s`.
+    pub(crate) fn flush(&mut self, s: &mut Scenario) -> Result<(), String> {
+        read_back(&mut s.client, self.client.take())?;
+        read_back(&mut s.server, self.server.take())?;
+        read_back(&mut s.lb, self.lb.take())?;
+        read_back(&mut s.tools, self.tools.take())
+    }
+}
+
+/// `part` read from its edited serde form, if it was edited.
+fn read_back<T: serde::de::DeserializeOwned>(part: &mut T, draft: Option<Value>) -> Result<(), String> {
+    if let Some(json) = draft {
+        *part = serde_json::from_value(json).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// Sets the field at a dotted serde path of the scenario (`tools.0.duration`, `tool_jitter`),
 /// reading the value by the type of the one it replaces. A path into a profile or the tools
-/// edits that part alone (its serde form has no attributes of the scenario's), so an override
-/// costs the round trip of one profile, not of the whole scenario (`Case::scenario` applies a
-/// dozen per generated case).
-fn apply_path<P: AsRef<str>>(s: &mut Scenario, path: &[P], value: &str) -> Result<(), String> {
+/// edits that part's draft alone (its serde form has no attributes of the scenario's); any other
+/// reads the drafts back first and edits the whole scenario.
+fn apply_path<P: AsRef<str>>(s: &mut Scenario, drafts: &mut Drafts, path: &[P], value: &str) -> Result<(), String> {
     let parts: Vec<&str> = path.iter().map(AsRef::as_ref).collect();
     match parts.as_slice() {
-        ["client", rest @ ..] if !rest.is_empty() => edit_part(&mut s.client, &parts, 1, value, true),
-        ["server", rest @ ..] if !rest.is_empty() => edit_part(&mut s.server, &parts, 1, value, false),
-        ["lb", rest @ ..] if !rest.is_empty() => edit_part(&mut s.lb, &parts, 1, value, false),
-        ["tools", _, _, ..] => edit_part(&mut s.tools, &parts, 1, value, false),
+        ["client", rest @ ..] if !rest.is_empty() => edit_draft(&mut s.client, &mut drafts.client, &parts, value, true),
+        ["server", rest @ ..] if !rest.is_empty() => {
+            edit_draft(&mut s.server, &mut drafts.server, &parts, value, false)
+        }
+        ["lb", rest @ ..] if !rest.is_empty() => edit_draft(&mut s.lb, &mut drafts.lb, &parts, value, false),
+        ["tools", _, _, ..] => edit_draft(&mut s.tools, &mut drafts.tools, &parts, value, false),
         _ => {
+            drafts.flush(s)?;
             // The fields serde skips come back at their defaults: keep the arguments.
             let args = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
             let profile_args = std::mem::take(&mut s.client_profile_args);
@@ -289,9 +328,27 @@ fn apply_path<P: AsRef<str>>(s: &mut Scenario, path: &[P], value: &str) -> Resul
     }
 }
 
+/// Sets the field at `path[1..]` in the draft of `part` (written out from `part` at its first
+/// edit); an edit that added a table reads the draft back into `part` at once.
+fn edit_draft<T: Serialize + serde::de::DeserializeOwned>(
+    part: &mut T,
+    draft: &mut Option<Value>,
+    path: &[&str],
+    value: &str,
+    client: bool,
+) -> Result<(), String> {
+    let json = match draft {
+        Some(json) => json,
+        None => draft.insert(serde_json::to_value(&*part).map_err(|e| e.to_string())?),
+    };
+    if edit_value(json, path, 1, value, client)? == Added::Table {
+        read_back(part, draft.take())?;
+    }
+    Ok(())
+}
+
 /// Sets the field at `path[from..]` of `part`, the part of the scenario at `path[..from]`
-/// (`path` whole names it in messages). `client`: whether `part`'s form holds the client's
-/// `close_handling` (at `close_handling`, or at `client.close_handling` for the whole scenario).
+/// (`path` whole names it in messages), by one round trip through its serde form.
 fn edit_part<T: Serialize + serde::de::DeserializeOwned>(
     part: &mut T,
     path: &[&str],
@@ -300,13 +357,34 @@ fn edit_part<T: Serialize + serde::de::DeserializeOwned>(
     client: bool,
 ) -> Result<(), String> {
     let mut json = serde_json::to_value(&*part).map_err(|e| e.to_string())?;
+    edit_value(&mut json, path, from, value, client)?;
+    *part = serde_json::from_value(json).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// What an edit put in its part's serde form: a value, or a table whose fields serde fills in
+/// only when the form is read back.
+#[derive(Debug, PartialEq, Eq)]
+enum Added {
+    Value,
+    Table,
+}
+
+/// Sets the field at `path[from..]` of `json`, the serde form of the part at `path[..from]`.
+/// `client`: whether `json` holds the client's `close_handling` (at `close_handling`, or at
+/// `client.close_handling` for the whole scenario).
+fn edit_value(json: &mut Value, path: &[&str], from: usize, value: &str, client: bool) -> Result<Added, String> {
     let (last, parents) = path.split_last().expect("a field path has a field");
-    let mut node = &mut json;
+    let mut added = Added::Value;
+    let mut node = &mut *json;
     for part in &parents[from..] {
         node = match node {
             // A table left out at its default (`client.http`) is written in empty: serde fills
             // in the fields not set.
-            Value::Object(m) => Some(m.entry(*part).or_insert_with(|| Value::Object(Default::default()))),
+            Value::Object(m) => Some(m.entry(*part).or_insert_with(|| {
+                added = Added::Table;
+                Value::Object(Default::default())
+            })),
             Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
             _ => None,
         }
@@ -315,6 +393,9 @@ fn edit_part<T: Serialize + serde::de::DeserializeOwned>(
     let fields = node.as_object_mut().ok_or_else(|| format!("{} is not a table", parents.join(".")))?;
     let current = fields.get(*last).cloned().unwrap_or(Value::Null);
     let new = profiles::value_from_text(last, value, &current)?;
+    if new.is_object() {
+        added = Added::Table;
+    }
     match (fields.get_mut(*last), new) {
         (Some(Value::Object(old)), Value::Object(new)) if !new.contains_key("kind") => old.extend(new),
         (_, new) => {
@@ -322,11 +403,10 @@ fn edit_part<T: Serialize + serde::de::DeserializeOwned>(
         }
     }
     if client {
-        let client = if from == 0 { json.get("client") } else { Some(&json) };
+        let client = if from == 0 { json.get("client") } else { Some(&*json) };
         profiles::check_close_handling(client.and_then(|c| c.get("close_handling")))?;
     }
-    *part = serde_json::from_value(json).map_err(|e| e.to_string())?;
-    Ok(())
+    Ok(added)
 }
 
 /// The value of the field at a dotted serde path, written the way `apply_path` reads it
@@ -347,23 +427,77 @@ fn show_path(s: &Scenario, path: &str) -> String {
 
 /// A short key that is an alias of fields: sets each of `paths` to `value` (any of `none_words`
 /// meaning `none`).
-fn apply_alias(s: &mut Scenario, paths: &[&str], none_words: &[&str], value: &str) -> Result<(), String> {
+fn apply_alias(
+    s: &mut Scenario,
+    drafts: &mut Drafts,
+    paths: &[&str],
+    none_words: &[&str],
+    value: &str,
+) -> Result<(), String> {
     let value = if none_words.contains(&value) { "none" } else { value };
     for path in paths {
         let parts: Vec<&str> = path.split('.').collect();
-        apply_path(s, &parts, value)?;
+        apply_path(s, drafts, &parts, value)?;
     }
     Ok(())
 }
 
 /// Applies one `key=value`: a short key, or a field by its path.
 pub(crate) fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
-    let bad = |problem: String| SimError::BadValue { key: key.to_string(), value: value.to_string(), problem };
+    let mut drafts = Drafts::default();
+    apply_drafted(s, &mut drafts, key, value)?;
+    drafts.flush(s).map_err(|problem| bad_value(key, value, problem))
+}
+
+/// Applies one `key=value` of a list, editing profiles and tools in `drafts`: a key with a value
+/// syntax of its own reads the drafts back first. `Scenario::apply_overrides` flushes the drafts
+/// after the last, and where anything fails applies the list again one `apply` at a time, so an
+/// error names the key whose value it was.
+pub(crate) fn apply_drafted(s: &mut Scenario, drafts: &mut Drafts, key: &str, value: &str) -> Result<(), SimError> {
+    let bad = |problem: String| bad_value(key, value, problem);
     match setting(key) {
+        Ok(Setting { targets, alias: Some(none_words), .. }) => {
+            apply_alias(s, drafts, targets, none_words, value).map_err(bad)
+        }
+        Ok(setting) => {
+            drafts.flush(s).map_err(bad)?;
+            (setting.apply)(s, value).map_err(bad)
+        }
+        Err(_) => {
+            targets(key)?;
+            apply_field(s, drafts, key, value).map_err(bad)
+        }
+    }
+}
+
+fn bad_value(key: &str, value: &str, problem: String) -> SimError {
+    SimError::BadValue { key: key.to_string(), value: value.to_string(), problem }
+}
+
+/// `key=value` applied with a round trip of the whole scenario through its serde form for each
+/// field it sets, as `--set` was before [`Drafts`]: what drafted overrides are tested against.
+#[cfg(test)]
+pub(crate) fn apply_by_round_trips(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
+    let bad = |problem: String| bad_value(key, value, problem);
+    let whole = |s: &mut Scenario, path: &str, value: &str| {
+        let parts: Vec<&str> = path.split('.').collect();
+        let args = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
+        let profile_args = std::mem::take(&mut s.client_profile_args);
+        let edited = edit_part(s, &parts, 0, value, true);
+        (s.client_arg, s.server_arg, s.scenario_arg) = args;
+        s.client_profile_args = profile_args;
+        edited
+    };
+    match setting(key) {
+        Ok(Setting { targets, alias: Some(none_words), .. }) => {
+            let value = if none_words.contains(&value) { "none" } else { value };
+            targets.iter().try_for_each(|path| whole(s, path, value)).map_err(bad)
+        }
         Ok(setting) => (setting.apply)(s, value).map_err(bad),
         Err(_) => {
             targets(key)?;
-            apply_field(s, key, value).map_err(bad)
+            let path = field_path(key).map_err(bad)?;
+            whole(s, &path.join("."), value).map_err(bad)
         }
     }
 }
@@ -611,8 +745,13 @@ macro_rules! alias {
             key: $key,
             targets: &[$($path),+],
             help: $help,
-            apply: |s, v| apply_alias(s, &[$($path),+], &[$($none)?], v),
+            apply: |s, v| {
+                let mut drafts = Drafts::default();
+                apply_alias(s, &mut drafts, &[$($path),+], &[$($none)?], v)?;
+                drafts.flush(s)
+            },
             show: |s| show_path(s, [$($path),+][0]),
+            alias: Some(&[$($none)?]),
         }
     };
 }
@@ -631,6 +770,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| show_lb(&s.lb),
+        alias: None,
     },
     alias!("lb.idle_timeout" => ["lb.idle_timeout"], "load balancer closes a connection silent this long (duration or none)"),
     alias!("server.retention" => ["server.retention.max_events"], "events kept per stream (a count, or none for unbounded)", none = "unbounded"),
@@ -648,6 +788,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| show_opt_duration(s.server.retry_ms.map(Duration::from_millis)),
+        alias: None,
     },
     alias!("server.idempotency_keys" => ["server.honour_idempotency_keys"], "server honours idempotency keys across sessions (true/false; a mitigation)"),
     alias!("tool.duration" => ["tools.0.duration"], "how long the scenario's tool runs (duration)"),
@@ -686,6 +827,7 @@ pub const SETTINGS: &[Setting] = &[
                 parts.join(",")
             }
         },
+        alias: None,
     },
     Setting {
         key: "fault.reset",
@@ -693,6 +835,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "reset every client connection at these times (e.g. 30s,2m, or none)",
         apply: |s, v| replace_times(s, "reset", v, || Fault::Reset),
         show: |s| show_times(s, "reset"),
+        alias: None,
     },
     Setting {
         key: "fault.task_reply_lost",
@@ -700,6 +843,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "from each of these times, drop the next CreateTaskResult a server writes and reset its connection (needs tasks: server.tasks.create_for_tools_over and client.tasks.declares; or none)",
         apply: |s, v| replace_times(s, "task-reply-lost", v, || Fault::TaskReplyLost),
         show: |s| show_times(s, "task-reply-lost"),
+        alias: None,
     },
     Setting {
         key: "fault.server_restart",
@@ -707,6 +851,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "restart the server process at these times (or none)",
         apply: |s, v| replace_times(s, "server-restart", v, || Fault::ServerRestart),
         show: |s| show_times(s, "server-restart"),
+        alias: None,
     },
     Setting {
         key: "fault.client_restart",
@@ -714,6 +859,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "restart the client process (client 0 when there are several) at these times (or none)",
         apply: |s, v| replace_times(s, "client-restart", v, || Fault::ClientRestart),
         show: |s| show_times(s, "client-restart"),
+        alias: None,
     },
     Setting {
         key: "fault.restart",
@@ -721,6 +867,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "restart one node at a time: TARGET@TIME, TARGET clientN, replicaN or hopN (a hop of lb.hops; the balancer is the last) (e.g. replica1@2m, hop0@90s; a comma list; or none)",
         apply: |s, v| replace_targeted(s, "restart", v, |target| Fault::Restart { target }),
         show: |s| show_targeted(s, "restart"),
+        alias: None,
     },
     Setting {
         key: "fault.cut",
@@ -728,6 +875,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "reset every connection of one client, every balancer connection to one replica, or every connection through one hop: TARGET@TIME (e.g. client1@30s, replica0@1m, hop0@30s; a comma list; or none)",
         apply: |s, v| replace_targeted(s, "cut", v, |target| Fault::Cut { target }),
         show: |s| show_targeted(s, "cut"),
+        alias: None,
     },
     Setting {
         key: "fault.malformed",
@@ -735,6 +883,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "a client's next tools/call POST reaches the server with a body that does not parse (a proxy cut it short, a client bug): CLIENT@TIME, CLIENT clientN (e.g. client0@30s; a comma list; or none); the server reacts as server.on_protocol_error says",
         apply: |s, v| replace_targeted(s, "malformed", v, |target| Fault::Malformed { target }),
         show: |s| show_targeted(s, "malformed"),
+        alias: None,
     },
     Setting {
         key: "fault.deploy",
@@ -770,6 +919,7 @@ pub const SETTINGS: &[Setting] = &[
                 parts.join(",")
             }
         },
+        alias: None,
     },
     Setting {
         key: "fault.answer",
@@ -808,6 +958,7 @@ pub const SETTINGS: &[Setting] = &[
                 parts.join(",")
             }
         },
+        alias: None,
     },
     alias!("client.backoff_initial" => ["client.reconnect.initial"], "first reconnect delay (duration)"),
     alias!("client.backoff_factor" => ["client.reconnect.factor"], "growth factor of the reconnect delay"),
@@ -830,6 +981,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| format!("{}..{}", format_duration(s.net.latency_min), format_duration(s.net.latency_max)),
+        alias: None,
     },
     alias!("run.liveness_grace" => ["liveness_grace"], "after the faults heal and the last tool is due, calls must resolve within this (duration)"),
     Setting {
@@ -842,6 +994,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| s.max_reconnects_per_hour.to_string(),
+        alias: None,
     },
     Setting {
         key: "run.max_delivery_delay",
@@ -852,6 +1005,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| format_duration(s.max_delivery_delay.unwrap_or(Duration::from_micros(DEFAULT_MAX_DELIVERY_DELAY_US))),
+        alias: None,
     },
     Setting {
         key: "app.calls",
@@ -862,6 +1016,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: super::script::show_calls,
+        alias: None,
     },
     Setting {
         key: "app.notifications",
@@ -876,6 +1031,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| s.notifications.as_ref().map_or("none".into(), |n| n.show()),
+        alias: None,
     },
     Setting {
         key: "app.operator_deletes",
@@ -883,6 +1039,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "times an operator DELETEs a client's session from outside it: 2m (client 0) or 2m@1, comma-separated, or none",
         apply: super::script::apply_operator_deletes,
         show: super::script::show_operator_deletes,
+        alias: None,
     },
     alias!("app.clients" => ["clients"], "how many logical clients the application runs, each with its own session (1 to 64); calls name theirs with client="),
     Setting {
@@ -891,6 +1048,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "logical clients with a client profile of their own, a fleet of several kinds: CLIENT=PROFILE, comma-separated (e.g. 1=stateless-2026,2=docs/examples/py-sdk-auto.toml; a built-in name or a file, as --client takes it), or none; the others run --client",
         apply: apply_client_profiles,
         show: show_client_profiles,
+        alias: None,
     },
     Setting {
         key: "run.reproduces",
@@ -901,6 +1059,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| s.reproduces.clone().unwrap_or_else(|| "none".into()),
+        alias: None,
     },
 ];
 
@@ -1530,7 +1689,8 @@ mod tests {
             let parts: Vec<&str> = path.split('.').collect();
             for value in values {
                 let mut part = base.clone();
-                let by_part = apply_path(&mut part, &parts, value);
+                let mut drafts = Drafts::default();
+                let by_part = apply_path(&mut part, &mut drafts, &parts, value).and_then(|()| drafts.flush(&mut part));
                 let mut whole = base.clone();
                 let by_whole = edit_part(&mut whole, &parts, 0, value, true);
                 assert_eq!(by_part, by_whole, "{path}={value}");
@@ -1541,6 +1701,67 @@ mod tests {
             }
         }
         assert!(compared > 100, "only {compared} edits were accepted: the spread of values reaches too few fields");
+    }
+
+    /// Two edits of one table in a list (`Drafts`) give what a round trip of the whole scenario
+    /// per edit gives, where the first adds a table (a tagged one, or one its default had left
+    /// out) that the second then edits: the second must find the table's fields at their values.
+    #[test]
+    fn an_edit_after_one_that_added_a_table_sees_the_table_filled_in() {
+        let base = scenario();
+        let mut paths: Vec<String> = Vec::new();
+        for (role, name) in [(Role::Client, "client"), (Role::Server, "server"), (Role::Lb, "lb")] {
+            paths.extend(known_paths_ref(role).iter().filter(|p| *p != "name").map(|p| format!("{name}.{p}")));
+        }
+        let firsts = ["none", "3", "7s", "gone410", "sdk", "{ kind = \"sdk\" }", "{ kind = \"reinitialize\" }"];
+        let seconds = ["none", "true", "3", "7s", "gone410", "reinitialize"];
+        let (mut tables, mut compared) = (0, 0);
+        for a in &paths {
+            let a_parts: Vec<&str> = a.split('.').collect();
+            for va in firsts {
+                let mut probe = base.clone();
+                let mut json = serde_json::to_value(&probe.client).expect("a client serializes");
+                let added = match a_parts[0] {
+                    "client" => edit_value(&mut json, &a_parts, 1, va, true),
+                    _ => {
+                        let mut drafts = Drafts::default();
+                        apply_path(&mut probe, &mut drafts, &a_parts, va).map(|()| Added::Value)
+                    }
+                };
+                if added != Ok(Added::Table) {
+                    continue;
+                }
+                tables += 1;
+                let table = a_parts[..a_parts.len() - 1].join(".");
+                for b in paths.iter().filter(|b| b.starts_with(&format!("{a}.")) || b.starts_with(&format!("{table}.")))
+                {
+                    for vb in seconds {
+                        let list = [(a.clone(), va.to_string()), (b.clone(), vb.to_string())];
+                        let mut drafted = base.clone();
+                        let drafted = drafted.apply_overrides(&list).map(|()| drafted);
+                        let mut trips = base.clone();
+                        let by_trips = list
+                            .iter()
+                            .try_for_each(|(k, v)| {
+                                trips.overrides.push((k.clone(), v.clone()));
+                                apply_by_round_trips(&mut trips, k, v)
+                            })
+                            .and_then(|()| trips.validate())
+                            .map(|()| trips);
+                        match (drafted, by_trips) {
+                            (Ok(x), Ok(y)) => {
+                                assert_eq!(x, y, "{list:?}");
+                                compared += 1;
+                            }
+                            (x, y) => {
+                                assert_eq!(x.err().map(|e| e.to_string()), y.err().map(|e| e.to_string()), "{list:?}")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(tables >= 3 && compared >= 6, "{tables} edits added a table, {compared} pairs compared");
     }
 
     /// A balancer profile keeps the fleet behind it: `--lb alb` on a family of three sticky

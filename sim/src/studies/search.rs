@@ -100,8 +100,7 @@ pub struct Case {
 impl Case {
     /// The scenario this case runs: the base with the case's overrides on top.
     pub fn scenario(&self, base: &Scenario) -> Result<Scenario, SimError> {
-        let mut s = base.clone();
-        s.apply_overrides(&self.overrides)?;
+        let mut s = base.derive(&self.overrides)?;
         s.swarm = Some(self.swarm.clone());
         Ok(s)
     }
@@ -1291,6 +1290,54 @@ mod tests {
         // A clean run is not passed over.
         let clean = run(&long_tool(), 0).unwrap();
         assert!(!all.skipped(&clean));
+    }
+
+    /// A case's overrides drafted (`Scenario::derive`: each profile and the tools edited in
+    /// their serde form and read back once) give the scenario, or the error, that a round trip of
+    /// the whole scenario per field gives, over every built-in family, with and without the
+    /// conditions pinned and swarm testing.
+    #[test]
+    fn a_case_derived_in_drafts_is_the_case_applied_one_round_trip_at_a_time() {
+        use crate::scenario::settings::apply_by_round_trips;
+        use crate::scenario::{SCENARIO_NAMES, TASK_SCENARIO_NAMES};
+        let mut compared = 0;
+        let mut refused = 0;
+        for family in SCENARIO_NAMES.iter().chain(TASK_SCENARIO_NAMES) {
+            let family = Scenario::build(family, "reference", "reference").unwrap();
+            for (within, swarm) in [(false, false), (true, false), (false, true), (true, true)] {
+                let space = if within { Space::within_conditions(&family) } else { Space::for_scenario(&family) };
+                let space = space.swarming(swarm);
+                let Ok(base) = space.constrained(&family) else { continue };
+                let mut runner =
+                    TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+                let strategy = cases(&space);
+                for _ in 0..25 {
+                    let case = strategy.new_tree(&mut runner).unwrap().current();
+                    let drafted = base.derive(&case.overrides);
+                    let mut reference = base.clone();
+                    let by_trips = case
+                        .overrides
+                        .iter()
+                        .try_for_each(|(k, v)| {
+                            reference.overrides.push((k.clone(), v.clone()));
+                            apply_by_round_trips(&mut reference, k, v)
+                        })
+                        .and_then(|()| reference.validate());
+                    match (drafted, by_trips) {
+                        (Ok(drafted), Ok(())) => {
+                            assert_eq!(drafted, reference, "{case:?}");
+                            compared += 1;
+                        }
+                        (Err(a), Err(b)) => {
+                            assert_eq!(a.to_string(), b.to_string(), "{case:?}");
+                            refused += 1;
+                        }
+                        (a, b) => panic!("{case:?}: drafted {:?}, one round trip at a time {b:?}", a.err()),
+                    }
+                }
+            }
+        }
+        assert!(compared > 500, "only {compared} cases compared ({refused} refused both ways)");
     }
 
     #[test]
