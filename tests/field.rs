@@ -383,3 +383,54 @@ fn a_cdn_holding_headers_turns_a_silent_get_into_502s_and_the_client_gives_up() 
         assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
     }
 }
+
+/// anthropics/claude-code#69593 (and zoedsoupe/anubis-mcp#10, Cursor behind a server's 60 s idle
+/// close): a tool call's POST stream breaks before any id-bearing event; TypeScript 1.32.2
+/// neither resumes it nor fails the call (`close_handling.on_unresumable_post =
+/// "leave-pending"`), so with a host's long request timeout the call hangs for good. Trace:
+/// `traces/field/claude-code-69593/`.
+fn claude_code_69593(request_timeout: &str) -> Scenario {
+    scenario(
+        "ts-sdk",
+        "ts-sdk-1.29",
+        "long-tool",
+        &[
+            ("lb.idle_timeout", "5m"),
+            ("tool.duration", "8m"),
+            ("client.request_timeout", request_timeout),
+            ("server.event_store", "none"),
+            ("run.reproduces", "https://github.com/anthropics/claude-code/issues/69593"),
+        ],
+    )
+}
+
+#[test]
+fn claude_code_69593_a_post_stream_broken_before_an_event_id_leaves_the_call_pending_for_good() {
+    let hung = claude_code_69593("none");
+    for seed in SEEDS {
+        let outcome = run_ok(&hung, seed);
+        let replay = common::replay(&hung, seed);
+        assert!(violated(&outcome).contains("every-call-resolves"), "{}{replay}", verdict(&outcome));
+        let left = outcome.trace.steps.iter().any(|s| {
+            matches!(&s.kind, StepKind::Decision { error: Some(e), .. }
+                if e.starts_with("no event id arrived on the POST stream") && e.ends_with("until its request timeout"))
+        });
+        assert!(left, "the call is left pending when its stream breaks; {replay}");
+        assert!(
+            !outcome.trace.steps.iter().any(|s| matches!(&s.kind, StepKind::AppError { .. })),
+            "nothing is told; {replay}"
+        );
+    }
+    // With the SDK's 60 s default the same call is told "request timed out" a minute after it
+    // was sent: it resolves, as an error (its payment ran).
+    let timed = claude_code_69593("60s");
+    for seed in SEEDS {
+        let outcome = run_ok(&timed, seed);
+        assert!(
+            !violated(&outcome).contains("every-call-resolves"),
+            "{}{}",
+            verdict(&outcome),
+            common::replay(&timed, seed)
+        );
+    }
+}

@@ -896,6 +896,12 @@ pub struct SdkRules {
     /// only when it is not `fail-call`.
     #[serde(default, skip_serializing_if = "OnGiveUp::is_default")]
     pub on_give_up: OnGiveUp,
+    /// What a call gets whose POST stream ended (cleanly or broken) before its response and
+    /// before any event id arrived on it, so that `resume_post_needs_event_id` does not resume
+    /// it: `fail-call`, an error at once (Python, rmcp), or `leave-pending`, only its request
+    /// timeout resolves it (TypeScript). Written into traces only when it is not `fail-call`.
+    #[serde(default, skip_serializing_if = "OnGiveUp::is_default")]
+    pub on_unresumable_post: OnGiveUp,
     /// Whether the `Last-Event-ID` a stream was resumed with survives a second break that comes
     /// before any id-bearing event arrived on the resumed connection. `false` is
     /// typescript-sdk#2499: the next reconnect goes without `Last-Event-ID`. Written into traces

@@ -73,19 +73,23 @@ impl Client {
         };
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
         match &self.policy.close_handling {
-            CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::LeavePending => {
-                let note = format!("{why}: {NOTE_LEFT_PENDING}");
-                self.record_decision(owner, None, None, Some(note));
-                if let Some(call) = self.calls.get_mut(&key) {
-                    call.stream.reconnect_at = None;
-                    call.stream.reconnect_with = None;
-                }
-            }
+            CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::LeavePending => self.leave_pending(key, why),
             CloseHandling::DecisionProcedure | CloseHandling::ReissueWithNewId if !idempotent => {
                 self.resolve_unknown(key, ERR_EXHAUSTED.to_string())
             }
             CloseHandling::Sdk(_) => self.resolve_error(key, ERR_CONNECTION_CLOSED.to_string()),
             _ => self.resolve_error(key, ERR_EXHAUSTED.to_string()),
+        }
+    }
+
+    /// The client reconnects `key`'s stream no more, for `why`, and tells the application nothing:
+    /// the call waits for its request timeout, if it has one (`OnGiveUp::LeavePending`).
+    pub(super) fn leave_pending(&mut self, key: CallKey, why: &str) {
+        let note = format!("{why}: {NOTE_LEFT_PENDING}");
+        self.record_decision(Owner::Call(key), None, None, Some(note));
+        if let Some(call) = self.calls.get_mut(&key) {
+            call.stream.reconnect_at = None;
+            call.stream.reconnect_with = None;
         }
     }
 

@@ -847,13 +847,29 @@ fn rmcp_reconnects_at_once_after_a_stream_error() {
 }
 
 #[test]
-fn sdks_fail_a_post_stream_that_ended_without_an_event_id() {
-    for profile in ["ts-sdk", "py-sdk", "rmcp"] {
+fn python_and_rmcp_fail_a_post_stream_that_ended_without_an_event_id() {
+    for profile in ["py-sdk", "rmcp"] {
         let mut d = Driver::ready(profile);
         let (_, out) = call_then_reset(&mut d, 1, true, None);
         assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_NO_RESPONSE.into() }]);
         assert!(resume_opens(&out).is_empty(), "{profile}");
     }
+}
+
+/// TypeScript 1.32.2 neither resumes nor fails a call whose POST stream broke before any event
+/// id: it reports `onerror` and the request waits for its 60 s timeout (claude-code#69593: with
+/// a host's long timeout, a call hung for good). The call is told "request timed out" then.
+#[test]
+fn typescript_leaves_a_call_pending_when_its_post_stream_ended_without_an_event_id() {
+    let mut d = Driver::ready("ts-sdk");
+    let called = d.now;
+    let (_, out) = call_then_reset(&mut d, 1, true, None);
+    assert_eq!(app(&out), vec![], "nothing is told when the stream breaks");
+    assert!(resume_opens(&out).is_empty(), "nothing is resumed");
+    assert_eq!(d.c.unresolved_calls(), vec![CallKey(1)]);
+    assert_eq!(d.c.poll_timeout(), Some(called + Duration::from_secs(60)), "only the request timeout is left");
+    let out = d.fire();
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_TIMED_OUT.into() }]);
 }
 
 fn resume_opens(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {

@@ -1143,6 +1143,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("client.close_handling.on_404", Rule::Free),
     ("client.close_handling.on_empty_resume", Rule::Free),
     ("client.close_handling.on_give_up", Rule::Free),
+    ("client.close_handling.on_unresumable_post", Rule::Free),
     ("client.close_handling.resume_token_survives_recut", Rule::Free),
     ("client.close_handling.resume_post_needs_event_id", Rule::Free),
     ("client.timeout_resets_on_progress", Rule::Free),

@@ -84,7 +84,11 @@ impl Client {
         }
         let last = self.stream_mut(owner).and_then(|s| s.last_event_id.clone());
         if let (Owner::Call(key), true, None) = (owner, ended.was_post() && rules.resume_post_needs_event_id, &last) {
-            self.record_decision(owner, None, None, Some("no event id arrived on the POST stream".into()));
+            let why = "no event id arrived on the POST stream";
+            if rules.on_unresumable_post == OnGiveUp::LeavePending {
+                return self.leave_pending(key, why);
+            }
+            self.record_decision(owner, None, None, Some(why.into()));
             return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
         }
         let action = last.clone().map(|last_event_id| NextAction::Resume { last_event_id });

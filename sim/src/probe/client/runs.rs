@@ -1432,6 +1432,24 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
                                 .into(),
                         ),
                     );
+                    // The call's fate, as `cut-refuse` reads a given-up one: the fixture clients
+                    // exit as soon as their call settles.
+                    let field = "close_handling.on_unresumable_post";
+                    match r.exit_at.map(|e| e.saturating_sub(cut)) {
+                        Some(d) if d < Duration::from_secs(2) => {
+                            let why = format!(
+                                "cut-before-id: the client exited {} ms after the cut (its call failed at once)",
+                                ms(d)
+                            );
+                            f.insert(field.into(), ("\"fail-call\"".into(), why));
+                        }
+                        None => {
+                            let why = "cut-before-id: after the cut the client sent nothing and did not exit until killed at the run limit (the call stayed pending)";
+                            f.insert(field.into(), ("\"leave-pending\"".into(), why.into()));
+                        }
+                        Some(_) => open
+                            .push((field.into(), "cut-before-id: the client exited, but seconds after the cut".into())),
+                    }
                 } else if !resent {
                     f.insert(
                         "close_handling.resume_post_needs_event_id".into(),
@@ -1557,6 +1575,7 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("send_idempotency_keys", "not looked at: the tap ignores arguments beyond the tool name"),
         ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
+        ("close_handling.on_unresumable_post", "the cut-before-id run did not run, or its POST stream was resumed or re-sent"),
         ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
         ("reconnect.counter_reset", "the empty-resume run did not run"),
         ("reconnect.retry_field", "the retry-short and retry-long runs did not run"),
@@ -1608,7 +1627,9 @@ pub fn compare(
             }
             let theirs = match v {
                 // Written only when it is not the default.
-                None if f == "close_handling.on_give_up" => toml_quote("fail-call"),
+                None if f == "close_handling.on_give_up" || f == "close_handling.on_unresumable_post" => {
+                    toml_quote("fail-call")
+                }
                 // The `[http]` table is left out at its default: no keep-alive.
                 None if f == "http.keep_alive" => "false".to_string(),
                 None if f == "http.reuse_after" => toml_quote("any"),
