@@ -434,3 +434,66 @@ fn claude_code_69593_a_post_stream_broken_before_an_event_id_leaves_the_call_pen
         );
     }
 }
+
+/// modelcontextprotocol/typescript-sdk#1211 ("SSE stream disconnected: TypeError: terminated"
+/// every 5 minutes, #949 alike): Node's `fetch` gives up a response whose body is silent for 300 s
+/// (undici's `bodyTimeout`, `client.http.body_timeout` in the ts-sdk profile), so against a server
+/// that sends no keep-alives (1.29, or the family's silent tool) the client drops its own
+/// standalone stream every 5 minutes and opens
+/// it again; no balancer is needed. A call's stream is cut the same way, and resumed; when the
+/// resumed stream is cut again before an id-bearing event, the client forgets its cursor
+/// (typescript-sdk#2499) and a 20-minute call never resolves. With keep-alives the stream is
+/// never silent that long. Trace: `traces/field/typescript-sdk-1211/`.
+fn typescript_sdk_1211(keepalive: &str) -> Scenario {
+    scenario(
+        "ts-sdk",
+        "ts-sdk-1.29",
+        "long-tool",
+        &[
+            ("server.keepalive", keepalive),
+            ("lb.idle_timeout", "none"),
+            ("tool.duration", "20m"),
+            ("tool.idempotent", "true"),
+            // A host's long request timeout (the SDK's 60 s would end the call first).
+            ("client.request_timeout", "30m"),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/typescript-sdk/issues/1211"),
+        ],
+    )
+}
+
+/// The client's own give-ups of a silent body, and the GETs that followed them.
+fn body_timeouts(outcome: &RunOutcome) -> Vec<u64> {
+    outcome
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StepKind::ClientTimedOut { silent_us, head: false, .. } => Some(*silent_us),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn typescript_sdk_1211_node_fetch_drops_a_silent_stream_every_five_minutes() {
+    let silent = typescript_sdk_1211("none");
+    for seed in SEEDS {
+        let outcome = run_ok(&silent, seed);
+        let replay = common::replay(&silent, seed);
+        let cuts = body_timeouts(&outcome);
+        // Twenty minutes of a silent tool: its POST stream and the standalone stream, each cut
+        // every 5 minutes by the client itself.
+        assert!(cuts.len() >= 4 && cuts.iter().all(|us| *us == 300_000_000), "{cuts:?}; {replay}");
+        assert!(violated(&outcome).contains("every-call-resolves"), "{}{replay}", verdict(&outcome));
+        assert!(forgot_cursor(&outcome), "the resumed stream re-attached without its id; {replay}");
+    }
+    // A keep-alive comment every 15 s (TypeScript 1.32.2's server sends them): nothing is ever
+    // silent 5 minutes.
+    let kept_alive = typescript_sdk_1211("15s");
+    for seed in SEEDS {
+        let outcome = run_ok(&kept_alive, seed);
+        let replay = common::replay(&kept_alive, seed);
+        assert!(body_timeouts(&outcome).is_empty(), "{replay}");
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+    }
+}

@@ -161,6 +161,7 @@ fn real_sdk_clients_behave_as_their_builtin_profiles_say() {
             "close_handling.on_404",
             "close_handling.on_empty_resume",
             "close_handling.resume_post_needs_event_id",
+            "close_handling.on_unresumable_post",
             "reconnect.retry_field",
             "http.keep_alive",
         ] {

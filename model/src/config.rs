@@ -820,6 +820,16 @@ pub struct HttpPolicy {
     /// only when it is not `any`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub reuse_after: ReuseAfter,
+    /// The library gives up a request whose response head has not come this long after it was
+    /// sent (Node's `fetch`: undici's `headersTimeout`); `None` for never. Written only when set.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub headers_timeout: Option<Duration>,
+    /// The library gives up a response whose body carried no byte this long, an SSE comment
+    /// counting as one (undici's `bodyTimeout`, httpx's read timeout): it closes its side and the
+    /// SDK sees a broken stream, while the server learns of it only as its `dead_stream` rule
+    /// says. `None` for never. Written only when set.
+    #[serde(default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub body_timeout: Option<Duration>,
 }
 
 /// Which complete responses leave a kept-alive connection reusable (`HttpPolicy::reuse_after`).
@@ -896,10 +906,12 @@ pub struct SdkRules {
     /// only when it is not `fail-call`.
     #[serde(default, skip_serializing_if = "OnGiveUp::is_default")]
     pub on_give_up: OnGiveUp,
-    /// What a call gets whose POST stream ended (cleanly or broken) before its response and
-    /// before any event id arrived on it, so that `resume_post_needs_event_id` does not resume
-    /// it: `fail-call`, an error at once (Python, rmcp), or `leave-pending`, only its request
-    /// timeout resolves it (TypeScript). Written into traces only when it is not `fail-call`.
+    /// What a call gets whose POST stream (answered 200, an event stream) ended, cleanly or
+    /// broken, before its response and before any event id arrived on it, so that
+    /// `resume_post_needs_event_id` does not resume it: `fail-call`, an error at once (Python,
+    /// rmcp), or `leave-pending`, only its request timeout resolves it (TypeScript). A POST that
+    /// broke before its head fails at once either way. Written into traces only when it is not
+    /// `fail-call`.
     #[serde(default, skip_serializing_if = "OnGiveUp::is_default")]
     pub on_unresumable_post: OnGiveUp,
     /// Whether the `Last-Event-ID` a stream was resumed with survives a second break that comes

@@ -803,6 +803,8 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("http", "The HTTP library under the client: connection reuse (keep-alive) and what it re-sends by itself."),
     ("http.keep_alive", "Keep a connection open after a complete response and send later requests on it (HTTP/1.1 keep-alive); false: one connection per exchange."),
     ("http.idle_expiry", "Close a pooled connection idle this long (a duration, or none for never)."),
+    ("http.headers_timeout", "Give up a request whose response head has not come this long after it was sent (a duration, or none for never): the call's request fails as a broken connection."),
+    ("http.body_timeout", "Give up a response whose body carried no byte (an SSE comment counts) this long (a duration, or none for never): the client closes its side and the SDK sees a broken stream."),
     ("http.retry", "What the library re-sends on a fresh connection when a kept-alive one fails before any response byte: unsent (only a request that could not be written), or reused-before-response (also one already written, a POST included)."),
     ("http.reuse_after", "Which complete responses leave their connection reusable: any, or json-body (only a JSON body read to its end; a client that stops reading an event stream early or leaves a 202 unread closes the connection)."),
     ("era", "How the client chooses its protocol era (unset: legacy with sessions, modern without)."),

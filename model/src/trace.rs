@@ -360,6 +360,18 @@ pub enum StepKind {
         written: bool,
     },
 
+    /// The client's HTTP library gave up `conn` by its own timer: no response head within
+    /// `http.headers_timeout` (`head`), or no byte of the body within `http.body_timeout`. It
+    /// closes its side; the SDK sees a broken stream.
+    ClientTimedOut {
+        /// The connection.
+        conn: ConnId,
+        /// How long it had waited without a byte, in µs.
+        silent_us: u64,
+        /// Whether it was waiting for the response head (else for the body's next byte).
+        head: bool,
+    },
+
     // --- load balancer ---
     /// It closed a connection that carried no bytes for `idle_us`.
     LbIdleCut {
@@ -928,6 +940,7 @@ impl StepKind {
             | ConnEnd { conn, .. }
             | ConnReused { conn, .. }
             | HttpResent { conn, .. }
+            | ClientTimedOut { conn, .. }
             | LbIdleCut { conn, .. }
             | LbLifetimeCut { conn, .. }
             | LbUpstreamKept { conn, .. }

@@ -80,7 +80,8 @@ impl Client {
     /// `on_error = reinitialize-reissue`): the current session is forgotten — not deleted, the
     /// server keeps it until it expires — its connections are closed and `initialize` is sent.
     /// Calls issued from now on wait for the new session.
-    pub fn reinitialize(&mut self, _now: Instant) {
+    pub fn reinitialize(&mut self, now: Instant) {
+        self.clock = now;
         let mark = self.outputs.len();
         if let Some(session) = self.session.clone() {
             self.record(StepKind::AppReinitialize { session });
@@ -101,7 +102,8 @@ impl Client {
     /// stream, else the standalone stream, is reconnected at once with `GET` and `last`. What
     /// the server answers is judged by the client's own rules, as for any resumption. False
     /// when the client has no stream to resume.
-    pub fn resume_with_unissued_id(&mut self, _now: Instant, last: EventId) -> bool {
+    pub fn resume_with_unissued_id(&mut self, now: Instant, last: EventId) -> bool {
+        self.clock = now;
         let mark = self.outputs.len();
         let in_flight = self
             .keys_in_issue_order()

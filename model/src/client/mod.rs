@@ -173,6 +173,9 @@ struct Conn {
     /// Events that carried an id.
     ids: u32,
     close_event: bool,
+    /// When the library gives the connection up by its own timer (`http.headers_timeout` until
+    /// the head, then `http.body_timeout` from its last byte); `None`: never.
+    gives_up_at: Option<Instant>,
 }
 
 /// A stream's cursor and reconnect bookkeeping.
@@ -250,6 +253,9 @@ pub struct Client {
     /// `Some` while the standalone stream is wanted.
     standalone: Option<Stream>,
     conns: BTreeMap<ConnId, Conn>,
+    /// The instant of the input being handled: what a connection opened while handling it counts
+    /// its timers from.
+    clock: Instant,
     /// The server's last `retry:` value, in milliseconds.
     server_retry_ms: Option<u64>,
     outputs: VecDeque<ClientOutput>,
@@ -297,6 +303,7 @@ impl Client {
             by_request: BTreeMap::new(),
             standalone: wants_standalone.then(Stream::default),
             conns: BTreeMap::new(),
+            clock: Instant::ZERO,
             server_retry_ms: None,
             outputs: VecDeque::new(),
             persisted: None,
@@ -317,6 +324,7 @@ impl Client {
 
     /// Starts the client: initialize, or resume restored calls.
     pub fn start(&mut self, now: Instant) {
+        self.clock = now;
         let mark = self.outputs.len();
         let durable = self.policy.persistence == crate::config::Persistence::Durable;
         let by_class = self.policy.close_handling == crate::config::CloseHandling::DecisionProcedure;
@@ -343,6 +351,7 @@ impl Client {
 
     /// The application calls a tool.
     pub fn call_tool(&mut self, now: Instant, call: CallKey, tool: &str, idempotent: bool) {
+        self.clock = now;
         let mark = self.outputs.len();
         self.record(StepKind::AppCall { call, tool: tool.to_string(), idempotent });
         if let Some(why) = self.closed.clone() {
@@ -379,7 +388,12 @@ impl Client {
 
     /// A frame arrived on `conn`.
     pub fn handle_frame(&mut self, now: Instant, conn: ConnId, frame: Frame) {
+        self.clock = now;
         let mark = self.outputs.len();
+        let body_timeout = self.policy.http.body_timeout;
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.gives_up_at = body_timeout.map(|t| now + t);
+        }
         match frame {
             Frame::Head(head) => {
                 self.record(StepKind::Response { conn, head: head.clone() });
@@ -403,9 +417,32 @@ impl Client {
     /// `conn` ended: `Clean` after `Frame::End`, `Reset` if it broke before, `Refused` if it
     /// could not open.
     pub fn handle_conn_end(&mut self, now: Instant, conn: ConnId, end: ConnEnd) {
+        self.clock = now;
         let mark = self.outputs.len();
         self.record(StepKind::ConnEnd { conn, end });
         if let Some(c) = self.conns.remove(&conn) {
+            self.conn_ended(now, conn, c, end);
+        }
+        self.persist_if_changed(mark);
+    }
+
+    /// The library's own timer gives up `conn` (`http.headers_timeout`, `http.body_timeout`):
+    /// it closes its side, and the SDK sees the stream break as a reset.
+    fn give_up_conn(&mut self, now: Instant, conn: ConnId) {
+        let Some(c) = self.conns.remove(&conn) else { return };
+        let (head, timeout) = match c.head {
+            None => (true, self.policy.http.headers_timeout),
+            Some(_) => (false, self.policy.http.body_timeout),
+        };
+        let silent_us = timeout.map(crate::time::micros).unwrap_or_default();
+        self.record(StepKind::ClientTimedOut { conn, silent_us, head });
+        self.outputs.push_back(ClientOutput::Abort { conn });
+        self.conn_ended(now, conn, c, ConnEnd::Reset);
+    }
+
+    /// What `conn`'s end means for what it carried.
+    fn conn_ended(&mut self, now: Instant, conn: ConnId, c: Conn, end: ConnEnd) {
+        {
             match c.purpose {
                 Purpose::Initialize => self.init_failed(now, format!("connection {end}")),
                 Purpose::Initialized => self.acknowledge_failed(now, None, format!("connection {end}")),
@@ -423,12 +460,17 @@ impl Client {
                 }
             }
         }
-        self.persist_if_changed(mark);
     }
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock = now;
         let mark = self.outputs.len();
+        let given_up: Vec<ConnId> =
+            self.conns.iter().filter(|(_, c)| c.gives_up_at.is_some_and(|t| t <= now)).map(|(k, _)| *k).collect();
+        for conn in given_up {
+            self.give_up_conn(now, conn);
+        }
         let timed_out: Vec<CallKey> =
             self.calls.iter().filter(|(_, c)| c.deadline.is_some_and(|d| d <= now)).map(|(k, _)| *k).collect();
         for key in timed_out {
@@ -467,8 +509,10 @@ impl Client {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let calls = self.calls.values().flat_map(|c| [c.deadline, c.stream.reconnect_at, c.resend_at]);
         let standalone = self.standalone.as_ref().and_then(|s| s.reconnect_at);
+        let conns = self.conns.values().map(|c| c.gives_up_at);
         calls
             .chain([self.init_retry_at, standalone, self.delete_retry_at, self.next_task_poll(), self.next_relisten()])
+            .chain(conns)
             .flatten()
             .min()
     }
@@ -520,7 +564,8 @@ impl Client {
     /// Streams are closed and nothing is reconnected or re-initialized until the application calls
     /// a tool again. Whatever the server answers to the `DELETE` (2xx, 404, 405, ...) is recorded
     /// and changes nothing.
-    pub fn delete_session(&mut self, _now: Instant) {
+    pub fn delete_session(&mut self, now: Instant) {
+        self.clock = now;
         let mark = self.outputs.len();
         for key in self.keys_in_issue_order() {
             let Some(call) = self.calls.get(&key) else { continue };
@@ -586,6 +631,7 @@ impl Client {
             messages: 0,
             ids: 0,
             close_event: false,
+            gives_up_at: self.policy.http.headers_timeout.map(|t| self.clock + t),
         };
         self.conns.insert(conn, state);
         self.record(StepKind::Send { conn, request: request.clone() });

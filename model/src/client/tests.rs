@@ -870,6 +870,12 @@ fn typescript_leaves_a_call_pending_when_its_post_stream_ended_without_an_event_
     assert_eq!(d.c.poll_timeout(), Some(called + Duration::from_secs(60)), "only the request timeout is left");
     let out = d.fire();
     assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_TIMED_OUT.into() }]);
+    // A POST that broke before its head failed to send: `send()` rejects, the call fails at once.
+    let mut d = Driver::ready("ts-sdk");
+    let out = d.call(1, true);
+    let (conn, _, _) = tool_call(&out);
+    let out = d.end(conn, ConnEnd::Reset);
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(1), error: ERR_NO_RESPONSE.into() }]);
 }
 
 fn resume_opens(out: &[ClientOutput]) -> Vec<(ConnId, Request)> {
@@ -2605,4 +2611,50 @@ fn a_delete_whose_connection_keeps_breaking_is_retried_within_the_reconnect_atte
         out = d.try_fire().unwrap_or_default();
     }
     assert_eq!(deletes, 3, "max_attempts = 3");
+}
+
+/// The HTTP library's own timers (`http.body_timeout`, `http.headers_timeout`): a call's body
+/// silent that long is given up (a `client-timed-out` step, the connection aborted) and the SDK
+/// resumes it from its last id as after a reset; every byte, an SSE comment too, starts the wait
+/// again; a POST whose head never comes fails at once when the head timer fires.
+#[test]
+fn the_librarys_own_timers_give_up_a_silent_body_and_a_missing_head() {
+    let mut policy = profiles::client("ts-sdk").expect("listed");
+    policy.request_timeout = None;
+    let five_minutes = Duration::from_secs(300);
+    assert_eq!((policy.http.headers_timeout, policy.http.body_timeout), (Some(five_minutes), Some(five_minutes)));
+    let gave_up = |out: &[ClientOutput], conn: ConnId| {
+        steps(out).into_iter().any(|s| matches!(s, StepKind::ClientTimedOut { conn: c, .. } if c == conn))
+    };
+    let mut d = Driver::with(policy.clone(), None, 8);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    let out = d.call(1, false);
+    let (conn, _, _) = tool_call(&out);
+    d.frames(conn, vec![sse(), priming("a_1")]);
+    // A keep-alive comment 200 s later: the body's wait starts again from it.
+    let comment_at = d.now.0 / 1_000 + 200_000;
+    d.at_ms(comment_at).frame(conn, Frame::Comment);
+    let mut out = Vec::new();
+    while !gave_up(&out, conn) {
+        out = d.fire();
+    }
+    assert_eq!(d.now, Instant((comment_at + 300_000) * 1_000), "300 s after the comment, not after the priming event");
+    assert!(out.contains(&ClientOutput::Abort { conn }), "the library closes its side");
+    assert!(steps(&out).contains(&StepKind::ClientTimedOut { conn, silent_us: 300_000_000, head: false }), "{out:?}");
+    let (resume, request) = resume(&d.fire());
+    assert_eq!(request.last_event_id, Some(EventId::from("a_1")), "resumed from its last id, as after a reset");
+    assert_ne!(resume, conn);
+    // A POST answered by no head: when the head timer fires, the call fails.
+    let mut d = Driver::with(policy, None, 8);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    let out = d.call(2, false);
+    let (conn, _, _) = tool_call(&out);
+    let mut out = Vec::new();
+    while !gave_up(&out, conn) {
+        out = d.fire();
+    }
+    assert!(steps(&out).contains(&StepKind::ClientTimedOut { conn, silent_us: 300_000_000, head: true }));
+    assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(2), error: ERR_NO_RESPONSE.into() }]);
 }

@@ -56,6 +56,7 @@ fn late_deliveries_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
             }
             StepKind::Fault { .. }
             | StepKind::LbIdleCut { .. }
+            | StepKind::ClientTimedOut { .. }
             | StepKind::LbLifetimeCut { .. }
             | StepKind::LbTimedOut { .. }
             | StepKind::ServerStart { .. }

@@ -158,7 +158,7 @@ impl Walk {
             LbAnswered { status, .. } if status.0 < 500 => Some(described()),
             // A request sent again below the client model (its HTTP library, the balancer), and
             // what sets it up: a kept-alive connection closed under a request.
-            HttpResent { .. } | LbResent { .. } | KeepAliveClosed { .. } => Some(described()),
+            HttpResent { .. } | LbResent { .. } | KeepAliveClosed { .. } | ClientTimedOut { .. } => Some(described()),
             // The server ending a stream's connection on a timer of its own: what a re-attachment
             // after it answers.
             ServerClosedStream { .. } => Some(described()),

@@ -110,6 +110,12 @@ pub fn describe(kind: &StepKind) -> String {
         HttpResent { conn, written: false } => {
             format!("{conn}: the kept-alive connection was closed as it was sent; the HTTP library sends it again")
         }
+        ClientTimedOut { conn, silent_us, head: true } => {
+            format!("gave {conn} up: no response head after {} (its http.headers_timeout)", format_micros(*silent_us))
+        }
+        ClientTimedOut { conn, silent_us, head: false } => {
+            format!("gave {conn} up: no byte of its body for {} (its http.body_timeout)", format_micros(*silent_us))
+        }
         LbIdleCut { conn, idle_us, hop } => {
             format!("{}idle cut {conn} after {}", at_hop(*hop), format_micros(*idle_us))
         }

@@ -1161,6 +1161,8 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("client.http", Rule::Table),
     ("client.http.keep_alive", Rule::Free),
     ("client.http.idle_expiry", Rule::OptSpan { min: MS, none_means: "no idle expiry" }),
+    ("client.http.headers_timeout", Rule::OptSpan { min: MS, none_means: "no headers timeout" }),
+    ("client.http.body_timeout", Rule::OptSpan { min: MS, none_means: "no body timeout" }),
     ("client.http.retry", Rule::Free),
     ("client.http.reuse_after", Rule::Free),
     ("client.close_handling.lost_session_answers", Rule::Free),

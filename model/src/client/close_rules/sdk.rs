@@ -85,7 +85,9 @@ impl Client {
         let last = self.stream_mut(owner).and_then(|s| s.last_event_id.clone());
         if let (Owner::Call(key), true, None) = (owner, ended.was_post() && rules.resume_post_needs_event_id, &last) {
             let why = "no event id arrived on the POST stream";
-            if rules.on_unresumable_post == OnGiveUp::LeavePending {
+            // Only a stream the server answered: a POST that broke before its head failed to
+            // send, and every SDK fails that call at once.
+            if rules.on_unresumable_post == OnGiveUp::LeavePending && ended.got_ok {
                 return self.leave_pending(key, why);
             }
             self.record_decision(owner, None, None, Some(why.into()));

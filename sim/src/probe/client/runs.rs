@@ -1576,6 +1576,8 @@ pub fn decide(runs: &[ClientRun]) -> (Fields, Vec<(String, String)>) {
         ("close_handling.resume_post_needs_event_id", "the cut-before-id run did not run"),
         ("close_handling.on_give_up", "needs the call's fate after the attempts are spent, seen from the client; the server side sees only silence"),
         ("close_handling.on_unresumable_post", "the cut-before-id run did not run, or its POST stream was resumed or re-sent"),
+        ("http.headers_timeout", "needs a request left without a head as long as the library waits (5 minutes for Node's fetch and the Python SDK's httpx): longer than a probe run"),
+        ("http.body_timeout", "needs a response body silent as long as the library waits (5 minutes for Node's fetch and the Python SDK's httpx): longer than a probe run"),
         ("reconnect.max", "needs more attempts than the client makes before its delay caps"),
         ("reconnect.counter_reset", "the empty-resume run did not run"),
         ("reconnect.retry_field", "the retry-short and retry-long runs did not run"),

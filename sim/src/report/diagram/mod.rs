@@ -485,6 +485,7 @@ fn item_of(step: &Step, place: &Place) -> Item {
         ConnReused { .. } => Item::new(t, note(Lane::Client), described())
             .folding(Fold::noise("reused".into(), "requests sent on kept-alive connections".into())),
         HttpResent { .. } => Item::new(t, note(Lane::Client), described()),
+        ClientTimedOut { .. } => Item::new(t, note(Lane::Client), described()),
         LbResent { .. } => Item::new(t, note(Lane::Lb), described()),
         LbUpstreamReused { .. } => Item::new(t, note(Lane::Lb), described())
             .folding(Fold::noise("upstream reused".into(), "kept-alive upstream connections reused".into())),
