@@ -11,6 +11,7 @@ mod common;
 use common::{replay, run_ok, violated};
 
 use mcpsim::Scenario;
+use mcpsim_model::oracle::conditions::Condition;
 use mcpsim_model::trace::StepKind;
 use std::path::Path;
 
@@ -109,5 +110,37 @@ fn a_bus_shared_by_the_replicas_delivers_every_replicas_changes() {
         let relayed =
             out.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::ChangeRelayed { listeners: 1.., .. }));
         assert!(relayed.count() > 10, "replay: {}", replay(&s, seed));
+    }
+}
+
+/// modelcontextprotocol/go-sdk#1229: a quiet listen stream cut by a proxy's idle timeout ends
+/// without an error, and the Go client keeps its subscription flag (`mcp/client.go:1388-1397`):
+/// it neither tells the application nor listens again, and "never hears anything again".
+/// `client.subscriptions.on_abrupt_end = "keep-flag"`; read as condition 4 (the application was
+/// never told), not as `conditions 1-4 held`. Trace: `traces/field/go-sdk-1229/`.
+#[test]
+fn go_sdk_1229_a_kept_subscription_flag_hears_nothing_after_an_idle_cut() {
+    let s = scenario(
+        "stateless-2026",
+        "py-sdk",
+        &[
+            ("client.subscriptions.on_abrupt_end", "keep-flag"),
+            ("fault.partition", "none"),
+            ("server.keepalive", "none"),
+            ("app.notifications", "90s,count=3"),
+            ("lb.idle_timeout", "60s"),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/go-sdk/issues/1229"),
+        ],
+    );
+    for seed in [0, 1, 2] {
+        let out = run_ok(&s, seed);
+        let replay = replay(&s, seed);
+        assert!(violated(&out).contains("no-silent-notification-loss"), "{replay}");
+        let steps = &out.trace.steps;
+        assert_eq!(steps.iter().filter(|st| matches!(st.kind, StepKind::ListenOpen { .. })).count(), 1, "{replay}");
+        assert!(!steps.iter().any(|st| matches!(st.kind, StepKind::AppChange { .. })), "{replay}");
+        let i = out.violations.iter().position(|v| v.invariant.name() == "no-silent-notification-loss");
+        let why = i.and_then(|i| out.explained_by.get(i));
+        assert_eq!(why, Some(&vec![Condition::ByClass]), "{replay}");
     }
 }

@@ -823,7 +823,7 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("tasks.cancel_after", "The application cancels a call answered with a task not ended this long after its CreateTaskResult (tasks/cancel, then it polls on for the outcome), or none for never."),
     ("subscriptions", "subscriptions/listen (2026-07-28): the modern era's stream of change notifications, which replaces the GET stream."),
     ("subscriptions.listen", "In the modern era the application opens a subscriptions/listen stream when the client connects."),
-    ("subscriptions.on_abrupt_end", "What an end of the listen stream without the server's graceful result does: tell-app (the application is told, re-listens and refetches: python SubscriptionLost, rmcp SubscriptionEnd::Abrupt) or relisten (the client re-listens by itself and tells nothing: what was emitted in between is lost silently)."),
+    ("subscriptions.on_abrupt_end", "What an end of the listen stream without the server's graceful result does: tell-app (the application is told, re-listens and refetches: python SubscriptionLost, rmcp SubscriptionEnd::Abrupt) or relisten (the client re-listens by itself and tells nothing: what was emitted in between is lost silently) or keep-flag (neither: the client keeps believing it is subscribed and never hears another change, go-sdk#1229)."),
 ];
 
 const SERVER_DOCS: &[(&str, &str)] = &[

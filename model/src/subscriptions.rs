@@ -26,7 +26,8 @@
 //! announce the end of the stream instead, and the application's refetch after it re-listens
 //! covers what it missed. `client.subscriptions.on_abrupt_end` says which: `tell-app` (both SDKs)
 //! or `relisten` (a client that takes the spec's "MAY reconnect" and re-listens on its own,
-//! telling the application nothing: the loss is silent). The oracle
+//! telling the application nothing: the loss is silent), or `keep-flag` (a client that neither
+//! tells nor re-listens and keeps believing it is subscribed: go-sdk#1229). The oracle
 //! `no-silent-notification-loss` (`oracle/subscriptions.rs`) judges it.
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +57,11 @@ pub enum AbruptEnd {
     /// treat as a trigger to reconnect", subscriptions.mdx:156-158, and nothing more): what the
     /// server emitted in between is lost silently.
     Relisten,
+    /// Neither: the stream's end is not reported to the subscription, which the client keeps
+    /// believing open, and nothing re-listens; the application never hears another change
+    /// (go-sdk `mcp/client.go:1388-1397`: the `resourceSubs` flag stays set when the listen stream
+    /// ends without an error, and a second `Subscribe` is a no-op; modelcontextprotocol/go-sdk#1229).
+    KeepFlag,
 }
 
 impl AbruptEnd {

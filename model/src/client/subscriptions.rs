@@ -12,7 +12,7 @@
 use super::{Client, Purpose};
 use crate::http::{ClientMessage, ConnEnd, ResponseHead};
 use crate::ids::{ConnId, RequestId};
-use crate::subscriptions::LOST_ABRUPT;
+use crate::subscriptions::{AbruptEnd, LOST_ABRUPT};
 use crate::time::Instant;
 use crate::trace::StepKind;
 
@@ -27,7 +27,7 @@ pub(super) struct Listen {
     reconnect_at: Option<Instant>,
     /// The application believes it is subscribed: from an acknowledgment until it is told
     /// otherwise.
-    believed_open: bool,
+    pub(super) believed_open: bool,
 }
 
 impl Client {
@@ -77,6 +77,10 @@ impl Client {
             // Refused outright (a legacy-only server's 400, a server that does not serve it):
             // python raises the error at `listen()`'s entry; nothing is retried.
             return self.end_subscription(format!("subscriptions/listen was answered HTTP {}", head.status));
+        }
+        if self.policy.subscriptions.on_abrupt_end == AbruptEnd::KeepFlag {
+            // Nothing told, nothing re-listened: the subscription is believed open for good.
+            return;
         }
         let tell = self.policy.subscriptions.on_abrupt_end.tells_app();
         if tell && self.listen.as_ref().is_some_and(|l| l.believed_open) {

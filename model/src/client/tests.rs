@@ -2162,6 +2162,21 @@ fn the_app_is_told_of_a_lost_subscription_only_under_tell_app_and_only_once_it_w
     assert!(d.c.next_relisten().is_some());
 }
 
+/// `keep-flag` (go-sdk#1229): the listen stream's end is neither told nor followed by a re-listen;
+/// the client keeps believing it is subscribed.
+#[test]
+fn a_client_that_keeps_its_subscription_flag_neither_tells_nor_listens_again() {
+    let lost = |out: &[ClientOutput]| app(out).iter().any(|s| matches!(s, StepKind::AppSubscriptionLost { .. }));
+    let mut d = listening(3);
+    d.c.policy.subscriptions.on_abrupt_end = crate::subscriptions::AbruptEnd::KeepFlag;
+    let (conn, req) = only_open(&d.start(), is_listen);
+    acknowledge_listen(&mut d, conn, req);
+    let out = d.end(conn, ConnEnd::Reset);
+    assert!(!lost(&out), "nothing told");
+    assert!(d.c.next_relisten().is_none(), "nothing re-listened");
+    assert!(d.c.listen.as_ref().is_some_and(|l| l.believed_open), "still believed open");
+}
+
 #[test]
 fn a_change_on_the_acknowledged_listen_stream_reaches_the_app() {
     let mut d = listening(3);

@@ -981,6 +981,10 @@ struct Judge {
     unrelayed: Vec<(usize, Instant, String)>,
     /// The clients a change on another replica missed, each named once.
     bus_missed: BTreeSet<Option<u32>>,
+    /// Each client whose listen stream ended without its application being told (no
+    /// `app-subscription-lost`) and that listens no more: when the stream ended. A change
+    /// emitted then breaks condition 4 for it, named once.
+    listen_untold: BTreeMap<Option<u32>, Instant>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -2571,17 +2575,44 @@ impl Judge {
         match &step.kind {
             StepKind::ListenOpen { conn, .. } => {
                 self.listening.insert(who, *conn);
+                self.listen_untold.remove(&who);
             }
             StepKind::ConnEnd { conn, .. } if self.listening.get(&who) == Some(conn) => {
                 self.listening.remove(&who);
+                self.listen_untold.insert(who, at);
             }
-            StepKind::ChangeEmitted { change, listeners: 0 } if step.replica.is_some() => {
-                self.unrelayed.push((i, at, change.clone()));
+            StepKind::AppSubscriptionLost { .. } => {
+                self.listen_untold.remove(&who);
+            }
+            StepKind::ChangeEmitted { change, listeners } => {
+                if *listeners == 0 && step.replica.is_some() {
+                    self.unrelayed.push((i, at, change.clone()));
+                }
+                self.change_missed_untold(i, at, change);
             }
             StepKind::ChangeRelayed { change, listeners } if *listeners > 0 => {
                 self.unrelayed.retain(|(_, _, c)| c != change);
             }
             _ => {}
+        }
+    }
+
+    /// A change emitted at `at` while a client's listen stream had ended without its application
+    /// being told, and the client listened no more: whatever the client does next (re-listen
+    /// on its own, or keep believing it is subscribed: go-sdk#1229's kept flag), the application
+    /// believes a subscription that hears nothing and was not told to refetch (condition 4: the
+    /// note tells the application of the failure), named once per ended stream.
+    fn change_missed_untold(&mut self, i: usize, at: Instant, change: &str) {
+        for (who, ended_at) in std::mem::take(&mut self.listen_untold) {
+            let by_class = self.clients.get(&who).is_some_and(|c| c.by_class);
+            let detail = format!(
+                "the client's listen stream ended at {ended_at} and its application was not told (no subscription \
+                 lost), so change {change} emitted at {at} reached no stream it had, while the application believed \
+                 it was subscribed and had no reason to refetch"
+            );
+            let b = self.record(Condition::ByClass, i, at, detail);
+            b.promised = by_class;
+            b.client = who;
         }
     }
 
@@ -3902,6 +3933,39 @@ mod tests {
         assert_eq!(bus(&with(true, Some(1), Some(0), None)), 1);
         assert_eq!(bus(&with(true, Some(1), None, Some(5))), 1);
         assert_eq!(bus(&with(true, Some(1), None, Some(1))), 0);
+    }
+
+    /// A change emitted after a client's listen stream ended untold (no `app-subscription-lost`)
+    /// and before it listened again: condition 4, the client's, whatever it does next (re-listen
+    /// on its own, or keep believing it is subscribed: go-sdk#1229's kept flag, which read
+    /// `conditions 1-4 held`). Told, or listening again before the change: nothing. Named once
+    /// per ended stream.
+    #[test]
+    fn a_change_after_a_listen_stream_ended_untold_is_condition_4() {
+        let judged = |told: bool, relistened: bool| {
+            let mut kinds = vec![
+                (0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }),
+                (1_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }),
+            ];
+            if told {
+                kinds.push((1_000, StepKind::AppSubscriptionLost { reason: "lost".into() }));
+            }
+            if relistened {
+                kinds.push((1_500, StepKind::ListenOpen { conn: ConnId(2), subscription: RequestId(2) }));
+            }
+            kinds.push((2_000, StepKind::ChangeEmitted { change: "r0.0-c1".into(), listeners: 0 }));
+            kinds.push((3_000, StepKind::ChangeEmitted { change: "r0.0-c2".into(), listeners: 0 }));
+            Conditions::judge(&trace(kinds))
+        };
+        let untold = judged(false, false);
+        let b: Vec<_> = untold.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::ByClass, 2, false)], "named once: {untold:?}");
+        assert!(untold.breaches[0].detail.contains("its application was not told"), "{untold:?}");
+        assert!(can_cause(&untold.breaches[0], Effect::Of(InvariantId::NoSilentNotificationLoss)));
+        for (told, relistened) in [(true, false), (false, true), (true, true)] {
+            let fine = judged(told, relistened);
+            assert!(fine.breaches.is_empty(), "told {told}, relistened {relistened}: {fine:?}");
+        }
     }
 
     /// A legacy client's request whose work a server of the new revision ended with its stream
