@@ -497,3 +497,37 @@ fn typescript_sdk_1211_node_fetch_drops_a_silent_stream_every_five_minutes() {
         assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
     }
 }
+
+/// modelcontextprotocol/typescript-sdk#2098: behind a proxy that cuts the notification stream
+/// (client side only, so the server still holds the old `GET` and refuses the new one 409), the
+/// TypeScript client spends its two retries, gives the standalone stream up and tells nobody
+/// (`streamableHttp.js:151-158`); every notification after that is lost in silence, read as
+/// condition 4. Before, a quiet run's whole tail passed as still in flight. Trace:
+/// `traces/field/typescript-sdk-2098/`.
+#[test]
+fn typescript_sdk_2098_notifications_after_a_silent_standalone_give_up_are_lost() {
+    let s = scenario(
+        "ts-sdk",
+        "ts-sdk",
+        "standalone-notify",
+        &[
+            ("fault.partition", "none"),
+            ("lb", "{ idle_timeout = \"1m\", max_lifetime = \"100s\", cut_mode = \"client-side\" }"),
+            ("server.dead_stream", "on-write"),
+            ("app.notifications", "10s,from=2m,until=10m"),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/typescript-sdk/issues/2098"),
+        ],
+    );
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        let gave_up = outcome.trace.steps.iter().position(|st| {
+            matches!(&st.kind, StepKind::Decision { call: None, error: Some(e), .. } if e.contains("reconnect attempts exhausted"))
+        });
+        assert!(gave_up.is_some(), "the standalone stream was given up; {replay}");
+        let i = outcome.violations.iter().position(|v| v.invariant.name() == "no-silent-event-loss");
+        assert!(i.is_some(), "{}{replay}", verdict(&outcome));
+        let why = i.and_then(|i| outcome.explained_by.get(i));
+        assert_eq!(why, Some(&vec![mcpsim_model::oracle::conditions::Condition::ByClass]), "{replay}");
+    }
+}

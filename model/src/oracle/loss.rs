@@ -94,7 +94,7 @@ impl<'a> Judge<'a> {
             .filter(|e| e.order >= reading_since && ended_at.is_none_or(|end| e.order < end) && is_owed_here(e))
             .filter(|e| !given_up(e))
             .filter(|e| !self.was_delivered(e) && !covered.is_some_and(|c| c.covers(e.seq)))
-            .filter(|e| !self.in_flight.excuses(held, e, last_delivered))
+            .filter(|e| !self.in_flight.excuses(held, e, last_delivered) || self.not_on_its_way(session, stream, e))
             .collect();
         let (first, last) = (lost.first()?, lost.last()?);
         Some(Violation {
@@ -149,6 +149,14 @@ impl<'a> Judge<'a> {
 
     fn was_delivered(&self, event: &StoredEvent<'a>) -> bool {
         self.delivered[event.key]
+    }
+
+    /// Whether `event` was stored on the standalone stream after its client gave that stream up
+    /// for good: then it is on no way to the client, however late in the run it came (the
+    /// in-flight excuse would pass a quiet run's whole tail).
+    fn not_on_its_way(&self, session: &SessionId, stream: StreamNo, event: &StoredEvent<'a>) -> bool {
+        stream == StreamNo::STANDALONE
+            && self.reading.standalone_given_up.get(session).is_some_and(|given_up| event.order > *given_up)
     }
 }
 
@@ -247,6 +255,10 @@ struct Reading<'a> {
     /// For each call, the position of the first decision of its client that gave its stream up
     /// because its reconnect attempts were spent.
     gave_up_at: BTreeMap<CallKey, usize>,
+    /// For each session, the position where its client gave its standalone stream up (its
+    /// reconnect attempts spent), unless a fresh `GET` opened it again later: from there nothing
+    /// the server stores on it is on its way to the client (typescript-sdk#2098).
+    standalone_given_up: BTreeMap<&'a SessionId, usize>,
 }
 
 impl<'a> Reading<'a> {
@@ -255,18 +267,36 @@ impl<'a> Reading<'a> {
         let mut fresh: BTreeMap<(Option<u32>, crate::ids::ConnId), &'a SessionId> = BTreeMap::new();
         let mut answered = BTreeMap::new();
         let (mut deleted_at, mut gave_up_at) = (BTreeMap::new(), BTreeMap::new());
+        let mut standalone_given_up = BTreeMap::new();
+        // The session each client last sent a request under.
+        let mut session_of: BTreeMap<Option<u32>, &'a SessionId> = BTreeMap::new();
         for (order, step) in ix.others() {
+            if let (StepKind::Send { request, .. }, crate::trace::Actor::Client) = (&step.kind, step.actor) {
+                if let Some(session) = &request.session {
+                    session_of.insert(step.client, session);
+                }
+            }
             match &step.kind {
                 StepKind::Send { conn, request } => match (request.method, &request.last_event_id, &request.session) {
                     (Method::Get, None, Some(session)) if !sent.contains_key(session) => {
                         sent.insert(session, order);
                         fresh.insert((step.client, *conn), session);
                     }
+                    (Method::Get, None, Some(session)) => {
+                        standalone_given_up.remove(session);
+                    }
                     (Method::Delete, _, Some(session)) if step.actor == crate::trace::Actor::Client => {
                         deleted_at.entry(session).or_insert(order);
                     }
                     _ => {}
                 },
+                StepKind::Decision { call: None, error: Some(error), .. }
+                    if error == crate::client::NOTE_STANDALONE_GIVEN_UP =>
+                {
+                    if let Some(session) = session_of.get(&step.client) {
+                        standalone_given_up.insert(*session, order);
+                    }
+                }
                 StepKind::Response { conn, head } if head.status.0 == 200 => {
                     if let Some(session) = fresh.remove(&(step.client, *conn)) {
                         answered.entry(session).or_insert(order);
@@ -281,7 +311,7 @@ impl<'a> Reading<'a> {
             }
         }
         sent.extend(answered);
-        Reading { standalone_opened: sent, deleted_at, gave_up_at }
+        Reading { standalone_opened: sent, deleted_at, gave_up_at, standalone_given_up }
     }
 }
 
@@ -705,6 +735,39 @@ mod tests {
             .run(run_end(Some(&a), &[&a]))
             .build();
         assert_eq!(silent_losses(&skipped)[0].subject, "session A stream0 event 0-1");
+    }
+
+    /// typescript-sdk#2098: a client that gave its standalone stream up for good (its retries
+    /// spent, the application not told) is not waiting for the tail the server stores after
+    /// that, however quiet the rest of the run: lost, not in flight. A fresh `GET` that opens the
+    /// stream again makes the tail in flight again.
+    #[test]
+    fn a_tail_stored_after_the_standalone_stream_was_given_up_is_not_in_flight() {
+        let a = sid("A");
+        let given_up = StepKind::Decision {
+            call: None,
+            outcome: None,
+            action: None,
+            error: Some(crate::client::NOTE_STANDALONE_GIVEN_UP.to_string()),
+        };
+        let trace = |reopened: bool| {
+            let mut b = TraceBuilder::new()
+                .client(get_standalone(1, &a))
+                .run(StepKind::Liveness { deadline: 9_000 })
+                .at(1_000)
+                .stored_range(&a, 0, None, 1..=2)
+                .delivered_range(&a, 0, None, 1..=2)
+                .at(2_000)
+                .client(given_up.clone());
+            if reopened {
+                b = b.at(3_000).client(get_standalone(2, &a));
+            }
+            b.at(8_000).stored_range(&a, 0, None, 3..=4).at(9_000).run(run_end(Some(&a), &[&a])).build()
+        };
+        let lost = silent_losses(&trace(false));
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(lost[0].subject, "session A stream0 event 0-3");
+        assert_eq!(silent_losses(&trace(true)), vec![]);
     }
 
     #[test]
