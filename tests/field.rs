@@ -531,3 +531,36 @@ fn typescript_sdk_2098_notifications_after_a_silent_standalone_give_up_are_lost(
         assert_eq!(why, Some(&vec![mcpsim_model::oracle::conditions::Condition::ByClass]), "{replay}");
     }
 }
+
+/// modelcontextprotocol/typescript-sdk#943, #2560: the TypeScript server's example event store
+/// recovers the standalone stream from an event id by `split('_')[0]`, which is empty for
+/// `_GET_stream`: a resume after one cut replays nothing and leaves the connection open on no
+/// stream (`unknown_id = "empty-open"`), and every later notification is dropped while the client
+/// sits on a keep-alived stream. One cut is enough; the verdict names the server's lookup.
+/// Trace: `traces/field/typescript-sdk-943/`.
+#[test]
+fn typescript_sdk_943_one_cut_parks_the_standalone_stream_on_no_stream() {
+    let s = scenario(
+        "ts-sdk",
+        "ts-sdk",
+        "standalone-notify",
+        &[
+            ("fault.partition", "none"),
+            ("fault.reset", "100s"),
+            ("app.notifications", "10s,until=5m"),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/typescript-sdk/issues/943"),
+        ],
+    );
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        let v = outcome.violations.iter().find(|v| v.invariant.name() == "no-silent-event-loss");
+        assert!(v.is_some_and(|v| v.subject.contains("stream0")), "{}{replay}", verdict(&outcome));
+        use mcpsim_model::oracle::conditions::Conditions;
+        let judged = Conditions::judge(&outcome.trace);
+        assert!(
+            judged.breaches.iter().any(|b| b.is_bug() && b.detail.contains("its lookup missed them")),
+            "the server's lookup named; {replay}"
+        );
+    }
+}

@@ -8,9 +8,9 @@ use super::{
 use crate::http::{Method, ServerMessage};
 use crate::ids::{CallKey, SessionId, StreamNo};
 use crate::time::Instant;
-use crate::trace::StepKind;
 #[cfg(test)]
 use crate::trace::Trace;
+use crate::trace::{ResumeOutcome, StepKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
@@ -152,11 +152,14 @@ impl<'a> Judge<'a> {
     }
 
     /// Whether `event` was stored on the standalone stream after its client gave that stream up
-    /// for good: then it is on no way to the client, however late in the run it came (the
+    /// for good, or while the client's connection to it was one the server attached to no
+    /// stream: then it is on no way to the client, however late in the run it came (the
     /// in-flight excuse would pass a quiet run's whole tail).
     fn not_on_its_way(&self, session: &SessionId, stream: StreamNo, event: &StoredEvent<'a>) -> bool {
+        let after = |at: Option<&usize>| at.is_some_and(|at| event.order > *at);
         stream == StreamNo::STANDALONE
-            && self.reading.standalone_given_up.get(session).is_some_and(|given_up| event.order > *given_up)
+            && (after(self.reading.standalone_given_up.get(session))
+                || after(self.reading.standalone_parked.get(session)))
     }
 }
 
@@ -259,6 +262,12 @@ struct Reading<'a> {
     /// reconnect attempts spent), unless a fresh `GET` opened it again later: from there nothing
     /// the server stores on it is on its way to the client (typescript-sdk#2098).
     standalone_given_up: BTreeMap<&'a SessionId, usize>,
+    /// For each session, the position of a resume of its standalone stream the server answered
+    /// with an empty `200` left open and attached to no stream (typescript-sdk#943, #2560: the
+    /// shipped store's id parsing), unless the client sent another `GET` of it later: from there
+    /// what the server stores on the stream goes to no connection, while the client sits on one
+    /// that carries keep-alives only.
+    standalone_parked: BTreeMap<&'a SessionId, usize>,
 }
 
 impl<'a> Reading<'a> {
@@ -268,12 +277,17 @@ impl<'a> Reading<'a> {
         let mut answered = BTreeMap::new();
         let (mut deleted_at, mut gave_up_at) = (BTreeMap::new(), BTreeMap::new());
         let mut standalone_given_up = BTreeMap::new();
+        let mut standalone_parked = BTreeMap::new();
+        let log = ix.log();
         // The session each client last sent a request under.
         let mut session_of: BTreeMap<Option<u32>, &'a SessionId> = BTreeMap::new();
         for (order, step) in ix.others() {
             if let (StepKind::Send { request, .. }, crate::trace::Actor::Client) = (&step.kind, step.actor) {
                 if let Some(session) = &request.session {
                     session_of.insert(step.client, session);
+                    if request.method == Method::Get {
+                        standalone_parked.remove(session);
+                    }
                 }
             }
             match &step.kind {
@@ -290,6 +304,11 @@ impl<'a> Reading<'a> {
                     }
                     _ => {}
                 },
+                StepKind::Resume { session, last_event_id, outcome: ResumeOutcome::Empty { open: true }, .. }
+                    if log.get(session, last_event_id).is_some_and(|e| e.stream == StreamNo::STANDALONE) =>
+                {
+                    standalone_parked.insert(session, order);
+                }
                 StepKind::Decision { call: None, error: Some(error), .. }
                     if error == crate::client::NOTE_STANDALONE_GIVEN_UP =>
                 {
@@ -311,7 +330,7 @@ impl<'a> Reading<'a> {
             }
         }
         sent.extend(answered);
-        Reading { standalone_opened: sent, deleted_at, gave_up_at, standalone_given_up }
+        Reading { standalone_opened: sent, deleted_at, gave_up_at, standalone_given_up, standalone_parked }
     }
 }
 
@@ -761,6 +780,34 @@ mod tests {
                 .client(given_up.clone());
             if reopened {
                 b = b.at(3_000).client(get_standalone(2, &a));
+            }
+            b.at(8_000).stored_range(&a, 0, None, 3..=4).at(9_000).run(run_end(Some(&a), &[&a])).build()
+        };
+        let lost = silent_losses(&trace(false));
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(lost[0].subject, "session A stream0 event 0-3");
+        assert_eq!(silent_losses(&trace(true)), vec![]);
+    }
+
+    /// typescript-sdk#943, #2560: a resume of the standalone stream answered with an empty `200`
+    /// left open attaches the connection to no stream; what the server stores on the stream
+    /// after it goes nowhere, however quiet the rest of the run (lost, not in flight), until the
+    /// client sends another `GET` of it.
+    #[test]
+    fn a_tail_stored_while_the_resumed_standalone_connection_is_attached_nowhere_is_not_in_flight() {
+        let a = sid("A");
+        let trace = |again: bool| {
+            let mut b = TraceBuilder::new()
+                .client(get_standalone(1, &a))
+                .run(StepKind::Liveness { deadline: 9_000 })
+                .at(1_000)
+                .stored_range(&a, 0, None, 1..=2)
+                .delivered_range(&a, 0, None, 1..=2)
+                .at(2_000)
+                .client(get_resume(2, &a, ev(0, 2)))
+                .server(resume(&a, ev(0, 2), ResumeOutcome::Empty { open: true }));
+            if again {
+                b = b.at(3_000).client(get_standalone(3, &a));
             }
             b.at(8_000).stored_range(&a, 0, None, 3..=4).at(9_000).run(run_end(Some(&a), &[&a])).build()
         };
