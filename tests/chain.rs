@@ -231,15 +231,14 @@ fn a_scenario_with_a_chain_dumps_to_a_file_that_loads_back_the_same() {
         ("lb.max_lifetime", "5m"),
     ]);
     let text = mcpsim::scenario::family_files::dump(&s, "a chain").expect("dumps");
-    let dir = std::env::temp_dir().join(format!("mcpsim-chain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a writable temp dir");
-    let path = dir.join("chain.toml");
+    // Removed when dropped (at the end of the test, also when it panics).
+    let dir = tempfile::Builder::new().prefix("mcpsim-chain-").tempdir().expect("a writable temp dir");
+    let path = dir.path().join("chain.toml");
     std::fs::write(&path, &text).expect("a writable temp dir");
     let path = path.display().to_string();
     let back = Scenario::build(&path, "reference", "reference").unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(back.lb, s.lb, "{text}");
     assert_eq!(back.lb.hops[0].buffer, Some(4096));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The design note's second incident (a bounded buffer that resumes silently at the head after a

@@ -8,16 +8,15 @@ use mcpsim::run;
 use mcpsim::studies::check::{anchor, check, render_html, render_text, Deployment};
 use mcpsim::studies::pool::Silent;
 use std::path::{Path, PathBuf};
+use tempfile::TempDir;
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcpsim-check-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a writable temp dir");
-    d
+/// A fresh directory, removed when dropped (at the end of the test, also when it panics).
+fn dir(name: &str) -> TempDir {
+    tempfile::Builder::new().prefix(&format!("mcpsim-check-{name}-")).tempdir().expect("a writable temp dir")
 }
 
-fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
-    let path = dir.join(file);
+fn write(dir: &TempDir, file: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(file);
     std::fs::write(&path, text).expect("a writable temp dir");
     path
 }
@@ -74,7 +73,7 @@ fn a_breaking_deployment_exits_1_names_the_invariant_and_the_fix_and_the_fix_exi
 fn the_html_report_has_the_table_and_a_section_per_broken_cell() {
     let d = dir("html");
     let naive = write(&d, "naive.toml", NAIVE);
-    let out = d.join("report.html");
+    let out = d.path().join("report.html");
     assert_eq!(cmd_check(&args(naive.clone(), "html", Some(out.clone()))).unwrap(), Exit::Violated);
     let page = std::fs::read_to_string(&out).expect("the report was written");
     let report = check(&Deployment::load(&naive).unwrap(), 2, 1, &run, &Silent).unwrap();

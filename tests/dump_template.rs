@@ -7,13 +7,11 @@
 use mcpsim::scenario::ScenarioArgs;
 use mcpsim::studies::check::Deployment;
 use mcpsim_model::profiles::{self, Role};
-use std::path::PathBuf;
+use tempfile::TempDir;
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcpsim-dump-template-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a writable temp dir");
-    d
+/// A fresh directory, removed when dropped (at the end of the test, also when it panics).
+fn dir() -> TempDir {
+    tempfile::Builder::new().prefix("mcpsim-dump-template-").tempdir().expect("a writable temp dir")
 }
 
 /// The profile at `path` as JSON (one shape for every role).
@@ -52,7 +50,7 @@ fn every_dump_is_a_template_a_field_moved_to_the_end_or_edited_reads_back() {
             let what = format!("{}:{name}", role.as_str());
             assert!(!text.lines().any(|l| l.starts_with('[')), "{what}: no table header\n{text}");
             let path = |file: &str, body: &str| {
-                let p = d.join(format!("{}-{name}-{file}.toml", role.as_str()));
+                let p = d.path().join(format!("{}-{name}-{file}.toml", role.as_str()));
                 std::fs::write(&p, body).unwrap();
                 p.display().to_string()
             };
@@ -75,11 +73,11 @@ fn every_dump_is_a_template_a_field_moved_to_the_end_or_edited_reads_back() {
     }
     // An edit is read: the default balancer with three replicas, and a server's retention.
     let lb = profiles::dump(Role::Lb, "default").unwrap().unwrap();
-    let p = d.join("lb-edited.toml");
+    let p = d.path().join("lb-edited.toml");
     std::fs::write(&p, lb.replacen("\nreplicas = 1\n", "\n", 1) + "replicas = 3\n").unwrap();
     assert_eq!(load(Role::Lb, &p.display().to_string())["replicas"], 3);
     let server = profiles::dump(Role::Server, "reference").unwrap().unwrap();
-    let p = d.join("server-edited.toml");
+    let p = d.path().join("server-edited.toml");
     std::fs::write(&p, server.replacen("retention.max_events = 100", "retention.max_events = 7", 1)).unwrap();
     assert_eq!(load(Role::Server, &p.display().to_string())["retention"]["max_events"], 7);
 }

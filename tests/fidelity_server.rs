@@ -241,10 +241,11 @@ fn a_malformed_post_is_validated() {
         assert!(set(bad).is_err(), "{bad} was accepted");
     }
     // A scenario file's `[faults]` takes it too.
-    let file = std::env::temp_dir().join(format!("fid4-malformed-{}.toml", std::process::id()));
+    // Removed when dropped (at the end of the test, also when it panics).
+    let dir = tempfile::Builder::new().prefix("mcpsim-fid4-malformed-").tempdir().expect("a temp dir");
+    let file = dir.path().join("fid4-malformed.toml");
     std::fs::write(&file, "extends = \"long-tool\"\n[faults]\nmalformed = \"client0@20s\"\n").expect("a temp file");
     let s = Scenario::build(file.to_str().expect("a utf-8 path"), "reference", "reference");
-    let _ = std::fs::remove_file(&file);
     let planned: Vec<&str> = s.expect("the file loads").faults.faults().iter().map(|f| f.fault.kind()).collect();
     assert_eq!(planned, vec!["malformed"]);
 }

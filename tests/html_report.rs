@@ -23,6 +23,7 @@ use mcpsim_model::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tempfile::TempDir;
 
 const TRACE: &str = "traces/no-duplicate-execution--naive--reference--long-tool--88eec5a2.jsonl";
 /// A watchdog, not a measurement: a browser that hangs this long is killed and the test fails.
@@ -56,11 +57,15 @@ fn browser_or_skip() -> Option<PathBuf> {
     found
 }
 
-/// A fresh directory for one page and one browser profile.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpsim-html-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("profile")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+/// A fresh directory for one page and one browser profile, removed when dropped (also when the
+/// test panics).
+fn scratch(name: &str) -> TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("mcpsim-html-{name}-"))
+        .tempdir()
+        .unwrap_or_else(|e| panic!("{}: {e}", std::env::temp_dir().display()));
+    let profile = dir.path().join("profile");
+    std::fs::create_dir_all(&profile).unwrap_or_else(|e| panic!("{}: {e}", profile.display()));
     dir
 }
 
@@ -92,7 +97,8 @@ impl Loaded {
 /// Loads `page` (opened at `#fragment`) in headless Chromium and returns the DOM after its
 /// scripts ran.
 fn load(browser: &Path, name: &str, page: &str, fragment: &str) -> Loaded {
-    let dir = scratch(name);
+    let tmp = scratch(name);
+    let dir = tmp.path();
     let file = dir.join("page.html");
     std::fs::write(&file, page).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let mut child = Command::new(browser)
@@ -144,7 +150,6 @@ fn load(browser: &Path, name: &str, page: &str, fragment: &str) -> Loaded {
     };
     let loaded = Loaded { dom: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() };
     assert!(status.success(), "{} exited with {status}:\n{}", browser.display(), loaded.stderr);
-    let _ = std::fs::remove_dir_all(&dir);
     loaded
 }
 

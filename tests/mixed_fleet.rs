@@ -316,8 +316,9 @@ fn bad_client_profiles_are_one_line_errors() {
 
 #[test]
 fn a_family_file_s_bad_client_profiles_say_where() {
-    let dir = std::env::temp_dir().join(format!("mcpsim-mixed-fleet-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when dropped (at the end of the test, also when it panics).
+    let tmp = tempfile::Builder::new().prefix("mcpsim-mixed-fleet-").tempdir().unwrap();
+    let dir = tmp.path();
     let err = |body: &str| {
         let path = dir.join("bad.toml");
         std::fs::write(&path, format!("extends = \"two-sessions-same-request-id\"\n{body}")).unwrap();
@@ -367,8 +368,9 @@ fn a_dumped_fleet_loads_back_as_the_same_scenario() {
     let s = mixed(&[]);
     let text = mcpsim::scenario::family_files::dump(&s, "mixed").unwrap_or_else(|e| panic!("{e}"));
     assert!(text.contains("[client_profiles]\n1 = \"stateless-2026\"\n2 = \"/"), "an absolute path:\n{text}");
-    let dir = std::env::temp_dir().join(format!("mcpsim-mixed-dump-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when dropped (at the end of the test, also when it panics).
+    let tmp = tempfile::Builder::new().prefix("mcpsim-mixed-dump-").tempdir().unwrap();
+    let dir = tmp.path();
     let path = dir.join("dumped.toml");
     std::fs::write(&path, &text).unwrap();
     let back =

@@ -137,7 +137,9 @@ fn a_probe_that_reached_nothing_fails_and_decides_nothing() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut opts = ProbeOptions::new(&format!("http://127.0.0.1:{port}/mcp"));
     opts.keep_alive_bound = None;
-    let dir = std::env::temp_dir().join(format!("mcpsim-probe-nothing-{}", std::process::id()));
+    // Removed when dropped (at the end of the test, also when it panics); `out` is the probe's to make.
+    let tmp = tempfile::Builder::new().prefix("mcpsim-probe-nothing-").tempdir().expect("a writable temp dir");
+    let dir = tmp.path().join("out");
     opts.out_dir = Some(dir.clone());
     match probe_server(&opts) {
         Err(e @ ProbeError::Unreachable { .. }) => assert_eq!(e.to_string().lines().count(), 1, "{e}"),
@@ -242,7 +244,9 @@ fn hostile_server() -> std::net::SocketAddr {
 fn a_hostile_server_is_bounded_and_its_control_characters_escaped() {
     use mcpsim::probe::{probe_server, ProbeOptions};
     let addr = hostile_server();
-    let dir = std::env::temp_dir().join(format!("mcpsim-probe-hostile-{}", std::process::id()));
+    // Removed when dropped (at the end of the test, also when it panics); `out` is the probe's to make.
+    let tmp = tempfile::Builder::new().prefix("mcpsim-probe-hostile-").tempdir().expect("a writable temp dir");
+    let dir = tmp.path().join("out");
     let mut opts = ProbeOptions::new(&format!("http://{addr}/mcp"));
     opts.only = vec!["basics".into()];
     opts.keep_alive_bound = None;
@@ -260,7 +264,6 @@ fn a_hostile_server_is_bounded_and_its_control_characters_escaped() {
     let trace = basics.trace_file.as_ref().expect("written");
     let bytes = std::fs::metadata(trace).expect("trace").len();
     assert!(bytes < 32 << 20, "trace of {bytes} bytes");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A server without an event store (the Python SDK's and FastMCP's default): its events carry no

@@ -6,18 +6,16 @@ use mcpsim::report::artifacts::first_difference;
 use mcpsim::scenario::ScenarioArgs;
 use mcpsim::{run, Scenario, SimError};
 use mcpsim_model::profiles::{self, Role};
-use std::path::PathBuf;
+use tempfile::TempDir;
 
-/// A fresh directory for this test's files.
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcpsim-profile-files-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("a writable temp dir");
-    d
+/// A fresh directory for this test's files, removed when dropped (at the end of the test, also
+/// when it panics).
+fn dir(name: &str) -> TempDir {
+    tempfile::Builder::new().prefix(&format!("mcpsim-profile-files-{name}-")).tempdir().expect("a writable temp dir")
 }
 
-fn write(dir: &std::path::Path, file: &str, text: &str) -> String {
-    let path = dir.join(file);
+fn write(dir: &TempDir, file: &str, text: &str) -> String {
+    let path = dir.path().join(file);
     std::fs::write(&path, text).expect("a writable temp dir");
     path.display().to_string()
 }
@@ -149,7 +147,7 @@ fn bad_files_are_one_line_with_file_line_column_and_what_was_expected() {
     write(&d, "b.toml", "extends = \"./a.toml\"\n");
     assert!(error_of(&a, "reference").contains("a cycle"));
 
-    let missing = d.join("nope.toml").display().to_string();
+    let missing = d.path().join("nope.toml").display().to_string();
     assert!(error_of(&missing, "reference").starts_with(&missing));
     assert!(error_of("nope", "reference").contains("or a path to a .toml file"));
 }

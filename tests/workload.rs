@@ -288,8 +288,9 @@ fn a_last_event_id_never_given_is_judged_by_the_servers_unhonourable_answer() {
 
 #[test]
 fn a_script_file_reads_the_new_fields_and_a_dump_reads_back() {
-    let dir = std::env::temp_dir().join(format!("mcpsim-workload-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when dropped (at the end of the test, also when it panics).
+    let tmp = tempfile::Builder::new().prefix("mcpsim-workload-").tempdir().unwrap();
+    let dir = tmp.path();
     let path = dir.join("script.toml");
     std::fs::write(
         &path,

@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use tempfile::TempDir;
 
 mod common;
 
 use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
 
-fn scratch(test: &str) -> PathBuf {
+fn scratch(test: &str) -> TempDir {
     common::scratch("cli", test)
 }
 
@@ -91,7 +92,8 @@ fn bad_flags_keys_and_values_exit_2() {
 #[test]
 fn swarm_testing_needs_a_search_and_draws_the_same_cases_from_the_same_seed() {
     assert_bad_input(&mcpsim(&["explore", "--swarm", "--seeds", "1"]), "--swarm needs --search or --guided");
-    let dir = scratch("swarm");
+    let tmp = scratch("swarm");
+    let dir = tmp.path();
     for mode in ["--search", "--guided"] {
         let args = [
             "explore",
@@ -105,7 +107,7 @@ fn swarm_testing_needs_a_search_and_draws_the_same_cases_from_the_same_seed() {
             "--start-seed",
             "3",
             "--out",
-            path(&dir),
+            path(dir),
         ];
         let (a, b) = (mcpsim(&args), mcpsim(&args));
         assert_eq!(code(&a), 0, "{mode}: {}{}", stdout(&a), stderr(&a));
@@ -118,8 +120,9 @@ fn swarm_testing_needs_a_search_and_draws_the_same_cases_from_the_same_seed() {
 
 #[test]
 fn unreadable_truncated_and_foreign_traces_exit_2_with_one_line() {
-    let dir = scratch("bad-traces");
-    let good = std::fs::read_to_string(recorded_trace(&dir)).expect("the trace was written");
+    let tmp = scratch("bad-traces");
+    let dir = tmp.path();
+    let good = std::fs::read_to_string(recorded_trace(dir)).expect("the trace was written");
     let missing = dir.join("missing.jsonl");
     let truncated = dir.join("truncated.jsonl");
     let lines: Vec<&str> = good.lines().collect();
@@ -136,7 +139,7 @@ fn unreadable_truncated_and_foreign_traces_exit_2_with_one_line() {
     std::fs::write(&edited, steps_edited.join("\n")).unwrap();
     let cases: [(&Path, &str); 6] = [
         (&missing, "No such file"),
-        (&dir, "Is a directory"),
+        (dir, "Is a directory"),
         (&truncated, "no footer line (truncated?)"),
         (&foreign, "not an mcpsim trace header"),
         (&binary, "valid UTF-8"),
@@ -153,8 +156,9 @@ fn unreadable_truncated_and_foreign_traces_exit_2_with_one_line() {
 
 #[test]
 fn a_replay_is_identical_and_an_edited_seed_diverges_with_exit_3() {
-    let dir = scratch("diverged");
-    let file = recorded_trace(&dir);
+    let tmp = scratch("diverged");
+    let dir = tmp.path();
+    let file = recorded_trace(dir);
     // Identical, and the run violates an invariant: exit 1, as `run` would.
     let out = mcpsim(&["replay", "--quiet", path(&file)]);
     assert_eq!(code(&out), 1, "{}", stdout(&out));
@@ -187,7 +191,8 @@ fn body(file: &Path) -> String {
 
 #[test]
 fn explore_search_saves_the_shrunk_trace_and_its_replay_command_reproduces_it() {
-    let dir = scratch("explore");
+    let tmp = scratch("explore");
+    let dir = tmp.path();
     let out = mcpsim(&[
         "explore",
         // An incident: explained by a broken condition, so only --all stops at it.
@@ -202,14 +207,14 @@ fn explore_search_saves_the_shrunk_trace_and_its_replay_command_reproduces_it() 
         "--seeds",
         "16",
         "--out",
-        path(&dir),
+        path(dir),
     ]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("found no-duplicate-execution after"), "{text}");
     assert!(text.contains("shrunk in"), "{text}");
     assert!(text.contains("coverage over"), "{text}");
-    let saved: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let saved: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(saved.len(), 1, "{saved:?}");
     let name = saved[0].file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with("no-duplicate-execution--naive--reference--long-tool--"), "{name}");
@@ -237,7 +242,8 @@ fn rerun_with_trace(command: &str, trace: &Path) -> Output {
 
 #[test]
 fn a_printed_rerun_command_with_a_spaced_value_is_quoted_and_replays() {
-    let dir = scratch("quoted");
+    let tmp = scratch("quoted");
+    let dir = tmp.path();
     let first = dir.join("first.jsonl");
     let value = "fault.partition=70s..80s, 3m..4m";
     let args = ["run", "--client", "naive", "--scenario", "long-tool", "--set", value, "--seed", "2"];
@@ -252,7 +258,8 @@ fn a_printed_rerun_command_with_a_spaced_value_is_quoted_and_replays() {
 
 #[test]
 fn explore_explains_what_ran_how_often_and_why() {
-    let dir = scratch("explain");
+    let tmp = scratch("explain");
+    let dir = tmp.path();
     let out = mcpsim(&[
         "explore",
         // An incident: explained by a broken condition, so only --all stops at it.
@@ -264,7 +271,7 @@ fn explore_explains_what_ran_how_often_and_why() {
         "--scenario",
         "long-tool",
         "--out",
-        path(&dir),
+        path(dir),
     ]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let text = stdout(&out);
@@ -345,11 +352,12 @@ fn a_run_over_its_step_budget_stops_with_one_line() {
 /// the error after minutes of work). A seed of the user's own scenario still stops with it.
 #[test]
 fn generated_cases_over_the_step_budget_are_counted_and_the_search_goes_on() {
-    let out_dir = scratch("over-budget");
+    let tmp = scratch("over-budget");
+    let out_dir = tmp.path();
     for mode in ["--search", "--guided"] {
         let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
             .args(["explore", "--scenario", "chatty-tool", "--client", "reference", "--seeds", "12", mode])
-            .args(["--out", path(&out_dir)])
+            .args(["--out", path(out_dir)])
             .env("MCPSIM_MAX_STEPS", "300")
             .output()
             .expect("the binary starts");
@@ -360,7 +368,7 @@ fn generated_cases_over_the_step_budget_are_counted_and_the_search_goes_on() {
     }
     let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
         .args(["explore", "--scenario", "chatty-tool", "--client", "reference", "--seeds", "2"])
-        .args(["--out", path(&out_dir)])
+        .args(["--out", path(out_dir)])
         .env("MCPSIM_MAX_STEPS", "300")
         .output()
         .expect("the binary starts");
@@ -371,12 +379,13 @@ fn generated_cases_over_the_step_budget_are_counted_and_the_search_goes_on() {
 fn generated_cases_a_family_file_refuses_are_counted_and_the_search_goes_on() {
     // rolling-upgrade.toml deploys three replicas: a case drawn with fewer is refused by the
     // scenario, which used to end the whole search with that error (a swarm sweep of the family).
-    let out_dir = scratch("refused");
+    let tmp = scratch("refused");
+    let out_dir = tmp.path();
     let family = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/rolling-upgrade.toml");
     for mode in ["--search", "--guided"] {
         let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
             .args(["explore", "--scenario", family, "--seeds", "80", mode, "--swarm", "--no-shrink"])
-            .args(["--out", path(&out_dir)])
+            .args(["--out", path(out_dir)])
             .output()
             .expect("the binary starts");
         let printed = stdout(&out);
@@ -393,16 +402,18 @@ fn generated_cases_a_family_file_refuses_are_counted_and_the_search_goes_on() {
 fn explore_rejects_a_seed_range_past_the_last_seed() {
     let max = u64::MAX.to_string();
     assert_bad_input(&mcpsim(&["explore", "--start-seed", &max, "--seeds", "10"]), "at most 1 seed(s) from there");
-    let dir = scratch("last-seed");
-    let out = mcpsim(&["explore", "--start-seed", &max, "--seeds", "1", "--out", path(&dir)]);
+    let tmp = scratch("last-seed");
+    let dir = tmp.path();
+    let out = mcpsim(&["explore", "--start-seed", &max, "--seeds", "1", "--out", path(dir)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("no violation in 1 seed(s)"), "{}", stdout(&out));
 }
 
 #[test]
 fn a_trace_header_asking_the_impossible_exits_2_naming_the_file() {
-    let dir = scratch("bad-header");
-    let good = std::fs::read_to_string(recorded_trace(&dir)).expect("the trace was written");
+    let tmp = scratch("bad-header");
+    let dir = tmp.path();
+    let good = std::fs::read_to_string(recorded_trace(dir)).expect("the trace was written");
     let cases = [
         ("\"clients\":1,", "\"clients\":4294967295,", "4294967295 clients"),
         ("\"tool_jitter\":0.1", "\"tool_jitter\":-2.0", "tool.jitter: -2 is not in [0, 1)"),
@@ -474,7 +485,8 @@ fn profiles_columns_stay_aligned_with_long_names() {
 
 #[test]
 fn explore_over_seeds_finds_the_second_incident_and_reports_sizes() {
-    let dir = scratch("explore-seeds");
+    let tmp = scratch("explore-seeds");
+    let dir = tmp.path();
     let out = mcpsim(&[
         "explore",
         // An incident: explained by a broken condition, so only --all stops at it.
@@ -486,7 +498,7 @@ fn explore_over_seeds_finds_the_second_incident_and_reports_sizes() {
         "--seeds",
         "3",
         "--out",
-        path(&dir),
+        path(dir),
         "--no-shrink",
     ]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -497,8 +509,9 @@ fn explore_over_seeds_finds_the_second_incident_and_reports_sizes() {
 
 #[test]
 fn a_fresh_thread_per_run_gives_the_same_trace_file() {
-    let dir = scratch("fresh-thread");
-    let reused = recorded_trace(&dir);
+    let tmp = scratch("fresh-thread");
+    let dir = tmp.path();
+    let reused = recorded_trace(dir);
     let fresh = dir.join("fresh.jsonl");
     let args = ["run", "--client", "naive", "--scenario", "long-tool", "--seed", "3", "--trace", path(&fresh)];
     let out = Command::new(env!("CARGO_BIN_EXE_mcpsim"))
@@ -515,7 +528,8 @@ fn a_fresh_thread_per_run_gives_the_same_trace_file() {
 fn profiles_sources_prints_the_tables_and_writes_them_between_the_markers_only() {
     let printed = stdout(&mcpsim(&["profiles", "--sources"]));
     assert!(printed.starts_with("#### client `ts-sdk`") && printed.contains("| `reconnect.max_attempts` | `2` |"));
-    let dir = scratch("profiles-sources");
+    let tmp = scratch("profiles-sources");
+    let dir = tmp.path();
     let doc = dir.join("model.md");
     let markers = "<!-- profile-sources:begin -->\nold\n<!-- profile-sources:end -->";
     std::fs::write(&doc, format!("# before\n{markers}\nafter\n")).unwrap();

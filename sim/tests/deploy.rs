@@ -91,13 +91,14 @@ fn the_kubernetes_indexed_job_and_its_merge_give_the_unsharded_output() {
     let shard_line = str_at(container, &["args", "0"]);
     let merge_line = str_at(&merge["spec"]["template"]["spec"]["containers"][0], &["args", "0"]);
 
-    let dir = common::scratch("deploy", "k8s");
+    let tmp = common::scratch("deploy", "k8s");
+    let dir = tmp.path();
     let results = dir.join("results");
     std::fs::create_dir_all(&results).unwrap();
     let local = |line: &str| line.replace("/results", results.to_str().expect("a UTF-8 temp path"));
     let pods: Vec<_> = (0..4)
         .map(|index| {
-            let (line, dir) = (local(shard_line), dir.clone());
+            let (line, dir) = (local(shard_line), dir.to_path_buf());
             std::thread::spawn(move || {
                 sh(&line, &dir, &[("JOB_COMPLETION_INDEX", index.to_string()), ("MCPSIM_COMMAND", SMALL.to_string())])
             })
@@ -108,9 +109,9 @@ fn the_kubernetes_indexed_job_and_its_merge_give_the_unsharded_output() {
         assert!(out.status.success(), "pod {k}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(results.join(format!("shard-{}", k + 1)).is_dir(), "pod {k} wrote shard-{}", k + 1);
     }
-    let merged = sh(&local(merge_line), &dir, &[]);
+    let merged = sh(&local(merge_line), dir, &[]);
     assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
-    let whole = unsharded(&dir);
+    let whole = unsharded(dir);
     assert_eq!(std::fs::read(results.join("result.txt")).unwrap(), whole, "result.txt is the unsharded output");
     assert_eq!(merged.stdout, whole, "the merge pod's log is the unsharded output");
 }
@@ -141,11 +142,12 @@ fn the_github_workflow_shards_and_merge_give_the_unsharded_output() {
         .expect("an upload");
     assert_eq!(str_at(upload, &["with", "path"]), "shard-${{ matrix.k }}");
 
-    let dir = common::scratch("deploy", "github");
+    let tmp = common::scratch("deploy", "github");
+    let dir = tmp.path();
     let jobs: Vec<_> = ks
         .iter()
         .map(|k| {
-            let (line, dir, k) = (shard_line.clone(), dir.clone(), *k);
+            let (line, dir, k) = (shard_line.clone(), dir.to_path_buf(), *k);
             std::thread::spawn(move || sh(&line, &dir, &[("K", k.to_string()), ("MCPSIM_COMMAND", SMALL.to_string())]))
         })
         .collect();
@@ -159,9 +161,9 @@ fn the_github_workflow_shards_and_merge_give_the_unsharded_output() {
         std::fs::rename(dir.join(format!("shard-{k}")), dir.join(format!("shards/shard-{k}")))
             .expect("a shard directory");
     }
-    let merged = sh(merge_line, &dir, &[]);
+    let merged = sh(merge_line, dir, &[]);
     assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
-    let whole = unsharded(&dir);
+    let whole = unsharded(dir);
     assert_eq!(std::fs::read(dir.join("result.txt")).unwrap(), whole);
 }
 

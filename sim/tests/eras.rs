@@ -17,7 +17,7 @@ fn repo(rel: &str) -> String {
 /// Runs the family with `client` against `server` (and `--set`s), returning its trace's steps.
 fn run(test: &str, client: &str, server: &str, sets: &[&str]) -> Vec<Value> {
     let dir = common::scratch("eras", test);
-    let trace = dir.join("t.jsonl");
+    let trace = dir.path().join("t.jsonl");
     let family = repo("sim/scenarios/rolling-upgrade.toml");
     let mut args = vec!["run", "--scenario", &family, "--client", client, "--server", server, "--trace", path(&trace)];
     for s in sets {

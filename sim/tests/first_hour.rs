@@ -2,12 +2,13 @@
 //! the first hour went wrong, with the message and exit status it has now.
 
 use std::path::PathBuf;
+use tempfile::TempDir;
 
 mod common;
 
 use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
 
-fn scratch(test: &str) -> PathBuf {
+fn scratch(test: &str) -> TempDir {
     common::scratch("first-hour", test)
 }
 
@@ -17,7 +18,8 @@ server = \"reference\"\n[lb]\nreplicas = 3\nrouting = \"round-robin\"\n";
 
 #[test]
 fn check_proposes_the_balancers_routing_and_set_tries_it() {
-    let dir = scratch("check-set");
+    let tmp = scratch("check-set");
+    let dir = tmp.path();
     let file = dir.join("rr.toml");
     std::fs::write(&file, ROUND_ROBIN).unwrap();
     let out = mcpsim(&["check", path(&file), "--seeds", "2"]);
@@ -37,7 +39,8 @@ fn check_proposes_the_balancers_routing_and_set_tries_it() {
 
 #[test]
 fn a_dumped_balancer_is_a_template_and_an_unknown_lb_field_names_the_balancers_fields() {
-    let dir = scratch("dump");
+    let tmp = scratch("dump");
+    let dir = tmp.path();
     let out = mcpsim(&["profiles", "--dump", "lb:default"]);
     assert_eq!(code(&out), 0);
     let text = stdout(&out);
@@ -158,7 +161,8 @@ fn an_unknown_field_lists_the_fields_of_the_table_it_is_in_not_the_set_shortcuts
     // A key outside the tables still lists the shortcuts.
     assert_bad_input(&mcpsim(&["run", "--set", "fault.typo=1"]), "fault.partition");
 
-    let dir = scratch("unknown-field");
+    let tmp = scratch("unknown-field");
+    let dir = tmp.path();
     let scenario = dir.join("s.toml");
     // Was: accepted, the typo dropped and the default balancer run.
     std::fs::write(&scenario, "extends = \"long-tool\"\n[lb]\nidle_timeout = \"2m\"\ntypo = 1\n").unwrap();

@@ -2,14 +2,14 @@
 //! before any run, or written out escaped: lists over their caps, endless files, values no
 //! rule checked, entries given twice, control characters.
 
-use std::path::PathBuf;
 use std::time::Instant;
+use tempfile::TempDir;
 
 mod common;
 
 use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
 
-fn scratch(test: &str) -> PathBuf {
+fn scratch(test: &str) -> TempDir {
     common::scratch("hostile", test)
 }
 
@@ -23,7 +23,8 @@ fn refused_fast(args: &[&str], needle: &str) {
 
 #[test]
 fn lists_over_their_caps_and_endless_files_are_refused_before_any_work() {
-    let dir = scratch("caps");
+    let tmp = scratch("caps");
+    let dir = tmp.path();
     let mut calls = String::from("extends = \"long-tool\"\n");
     for i in 0..10_000 {
         calls.push_str(&format!("[[calls]]\nat = \"{}s\"\ntool = \"pay\"\ncall = {i}\n", i + 1));
@@ -62,7 +63,8 @@ fn values_and_entries_no_rule_checked_are_refused() {
     refused_fast(&["run", "--set", "app.clients=0"], "a scenario has 1 to 64");
     refused_fast(&["run", "--set", "app.clients=65"], "a scenario has 1 to 64");
     refused_fast(&["run", "--set", "app.calls=1s call=4; 2s call=4"], "the same key 4");
-    let dir = scratch("twice");
+    let tmp = scratch("twice");
+    let dir = tmp.path();
     let file = dir.join("twice.toml");
     std::fs::write(&file, "extends = \"long-tool\"\n[[calls]]\nat = \"1s\"\ntool = \"pay\"\ncall = 0\n[[calls]]\nat = \"2s\"\ntool = \"pay\"\ncall = 0\n").expect("writable");
     refused_fast(&["run", "--scenario", path(&file)], "the same key 0");
@@ -75,7 +77,8 @@ fn a_printed_unreplayable_line_refuses_to_run() {
 
 #[test]
 fn control_characters_from_input_reach_no_output_raw() {
-    let dir = scratch("control");
+    let tmp = scratch("control");
+    let dir = tmp.path();
     let profile = dir.join("evil.toml");
     std::fs::write(&profile, "extends = \"naive\"\nname = \"evil\\u001b[31mred\\u0007\"\n").expect("writable");
     let trace = dir.join("evil.jsonl");

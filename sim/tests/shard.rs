@@ -3,18 +3,17 @@
 //! writes (tables, CSV, plots, reports, the compatibility document and traces). `explore`'s
 //! wall-clock seconds are the one exception: they are masked before comparing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+use tempfile::TempDir;
 
 fn mcpsim(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mcpsim")).current_dir(dir).args(args).output().expect("the binary starts")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpsim-shard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
+/// A fresh directory, removed when dropped (at the end of the test, also when it panics).
+fn scratch(name: &str) -> TempDir {
+    tempfile::Builder::new().prefix(&format!("mcpsim-shard-{name}-")).tempdir().expect("a scratch directory")
 }
 
 const CELLS: [&str; 8] = [
@@ -41,20 +40,21 @@ fn run(dir: &Path, args: &[String]) -> Output {
 
 #[test]
 fn four_shards_merge_into_the_unsharded_matrix_byte_for_byte() {
-    let dir = scratch("merge");
+    let tmp = scratch("merge");
+    let dir = tmp.path();
     for format in ["md", "json"] {
-        let whole = run(&dir, &with(&["--format", format]));
+        let whole = run(dir, &with(&["--format", format]));
         assert_eq!(whole.status.code(), Some(1), "some cell breaks: {}", String::from_utf8_lossy(&whole.stderr));
         let mut shards = Vec::new();
         for k in 1..=4 {
             let out_dir = format!("{format}-s{k}");
-            let shard = run(&dir, &with(&["--shard", &format!("{k}/4"), "--shard-out", &out_dir]));
+            let shard = run(dir, &with(&["--shard", &format!("{k}/4"), "--shard-out", &out_dir]));
             assert!(matches!(shard.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&shard.stderr));
             shards.push(out_dir);
         }
         let mut merge: Vec<&str> = vec!["merge", "--format", format];
         merge.extend(shards.iter().map(String::as_str));
-        let merged = mcpsim(&dir, &merge);
+        let merged = mcpsim(dir, &merge);
         assert_eq!(merged.status.code(), Some(1), "{}", String::from_utf8_lossy(&merged.stderr));
         assert_eq!(
             String::from_utf8_lossy(&merged.stdout),
@@ -63,10 +63,10 @@ fn four_shards_merge_into_the_unsharded_matrix_byte_for_byte() {
         );
     }
     // The document and its traces, too.
-    let whole = run(&dir, &with(&["--doc", "whole/doc.md", "--traces", "whole/traces"]));
+    let whole = run(dir, &with(&["--doc", "whole/doc.md", "--traces", "whole/traces"]));
     assert_eq!(whole.status.code(), Some(1));
     let merged = mcpsim(
-        &dir,
+        dir,
         &["merge", "md-s1", "md-s2", "md-s3", "md-s4", "--doc", "merged/doc.md", "--traces", "merged/traces"],
     );
     assert_eq!(merged.status.code(), Some(1), "{}", String::from_utf8_lossy(&merged.stderr));
@@ -85,27 +85,28 @@ fn four_shards_merge_into_the_unsharded_matrix_byte_for_byte() {
 
 #[test]
 fn a_missing_a_repeated_or_a_foreign_shard_is_refused() {
-    let dir = scratch("refuse");
+    let tmp = scratch("refuse");
+    let dir = tmp.path();
     for k in 1..=2 {
-        let out = run(&dir, &with(&["--shard", &format!("{k}/2"), "--shard-out", &format!("s{k}")]));
+        let out = run(dir, &with(&["--shard", &format!("{k}/2"), "--shard-out", &format!("s{k}")]));
         assert!(matches!(out.status.code(), Some(0 | 1)));
     }
     let mut other = with(&["--shard", "1/2", "--shard-out", "other"]);
     other[8] = "1".into(); // --seeds 1: another question
-    assert!(matches!(run(&dir, &other).status.code(), Some(0 | 1)));
+    assert!(matches!(run(dir, &other).status.code(), Some(0 | 1)));
     for (args, needle) in [
         (vec!["merge", "s1"], "2/2 missing"),
         (vec!["merge", "s1", "s1", "s2"], "given twice"),
         (vec!["merge", "s1", "other"], "another matrix"),
         (vec!["merge", "nowhere"], "nowhere"),
     ] {
-        let out = mcpsim(&dir, &args);
+        let out = mcpsim(dir, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
     }
     for bad in ["0/2", "3/2", "1/0", "a/b", "2"] {
-        let out = run(&dir, &with(&["--shard", bad]));
+        let out = run(dir, &with(&["--shard", bad]));
         assert_eq!(out.status.code(), Some(2), "{bad}");
     }
 }
@@ -125,9 +126,10 @@ fn redigest(text: &str) -> String {
 
 #[test]
 fn shard_content_that_contradicts_the_run_is_refused_in_one_line() {
-    let dir = scratch("damaged");
+    let tmp = scratch("damaged");
+    let dir = tmp.path();
     for k in 1..=2 {
-        let out = run(&dir, &with(&["--shard", &format!("{k}/2"), "--shard-out", &format!("s{k}")]));
+        let out = run(dir, &with(&["--shard", &format!("{k}/2"), "--shard-out", &format!("s{k}")]));
         assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let file = dir.join("s1/matrix-shard.json");
@@ -135,7 +137,7 @@ fn shard_content_that_contradicts_the_run_is_refused_in_one_line() {
     assert!(good.starts_with("{\n  \"digest\": \""), "{good}");
     let refused = |text: &str, needle: &str, what: &str| {
         std::fs::write(&file, text).expect("writable");
-        let out = mcpsim(&dir, &["merge", "s1", "s2"]);
+        let out = mcpsim(dir, &["merge", "s1", "s2"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{what}: accepted\n{}", String::from_utf8_lossy(&out.stdout));
         assert!(err.contains(needle) && err.lines().count() == 1, "{what}: {err}");
@@ -166,13 +168,13 @@ fn shard_content_that_contradicts_the_run_is_refused_in_one_line() {
         flipped[at] ^= 1 << (i % 7);
         let text = String::from_utf8_lossy(&flipped).into_owned();
         std::fs::write(&file, &flipped).expect("writable");
-        let out = mcpsim(&dir, &["merge", "s1", "s2"]);
+        let out = mcpsim(dir, &["merge", "s1", "s2"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "bit {} of byte {at} flipped: accepted\n{text}", i % 7);
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     std::fs::write(&file, &good).expect("writable");
-    assert_eq!(mcpsim(&dir, &["merge", "s1", "s2"]).status.code(), Some(1), "the undamaged shards merge");
+    assert_eq!(mcpsim(dir, &["merge", "s1", "s2"]).status.code(), Some(1), "the undamaged shards merge");
 }
 
 /// Runs `args` plus `--shard K/4 --shard-out {prefix}K` for K = 1..4 as four processes at once;
@@ -219,7 +221,8 @@ fn bytes(dir: &Path, file: &str) -> Vec<u8> {
 
 #[test]
 fn four_sweep_shards_merge_into_the_unsharded_sweep_csv_and_plot_included() {
-    let dir = scratch("sweep");
+    let tmp = scratch("sweep");
+    let dir = tmp.path();
     let sweep = [
         "sweep",
         "--client",
@@ -235,40 +238,41 @@ fn four_sweep_shards_merge_into_the_unsharded_sweep_csv_and_plot_included() {
     ];
     let mut whole_args = sweep.to_vec();
     whole_args.extend(["--csv", "whole.csv", "--plot", "whole.svg"]);
-    let whole = mcpsim(&dir, &whole_args);
-    let shards = four_shards(&dir, &sweep, "sweep-s");
-    let merged = merge(&dir, &shards, &["--csv", "merged.csv", "--plot", "merged.svg"]);
+    let whole = mcpsim(dir, &whole_args);
+    let shards = four_shards(dir, &sweep, "sweep-s");
+    let merged = merge(dir, &shards, &["--csv", "merged.csv", "--plot", "merged.svg"]);
     assert_eq!(merged.status.code(), whole.status.code(), "{}", String::from_utf8_lossy(&merged.stderr));
     assert_eq!(text(&merged).replace("merged.", "whole."), text(&whole));
-    assert!(bytes(&dir, "merged.csv") == bytes(&dir, "whole.csv"), "the CSV files differ");
-    assert!(bytes(&dir, "merged.svg") == bytes(&dir, "whole.svg"), "the plots differ");
+    assert!(bytes(dir, "merged.csv") == bytes(dir, "whole.csv"), "the CSV files differ");
+    assert!(bytes(dir, "merged.svg") == bytes(dir, "whole.svg"), "the plots differ");
     // Shards of another sweep are refused.
     let mut other = sweep.to_vec();
     other[10] = "3";
-    let others = four_shards(&dir, &other, "other-s");
-    let out = merge(&dir, &[shards[0].clone(), shards[1].clone(), shards[2].clone(), others[3].clone()], &[]);
+    let others = four_shards(dir, &other, "other-s");
+    let out = merge(dir, &[shards[0].clone(), shards[1].clone(), shards[2].clone(), others[3].clone()], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("another sweep"));
 }
 
 #[test]
 fn four_check_shards_merge_into_the_unsharded_check_text_and_html() {
-    let dir = scratch("check");
+    let tmp = scratch("check");
+    let dir = tmp.path();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/deployment.toml");
     let file = file.to_str().expect("a UTF-8 path");
     let check = ["check", file, "--seeds", "2"];
-    let whole = mcpsim(&dir, &check);
+    let whole = mcpsim(dir, &check);
     assert_eq!(whole.status.code(), Some(1), "the example deployment has broken cells");
     let mut html = check.to_vec();
     html.extend(["--format", "html", "-o", "whole.html"]);
-    let whole_html = mcpsim(&dir, &html);
-    let shards = four_shards(&dir, &check, "check-s");
-    let merged = merge(&dir, &shards, &[]);
+    let whole_html = mcpsim(dir, &html);
+    let shards = four_shards(dir, &check, "check-s");
+    let merged = merge(dir, &shards, &[]);
     assert_eq!(merged.status.code(), Some(1), "{}", String::from_utf8_lossy(&merged.stderr));
     assert_eq!(text(&merged), text(&whole));
-    let merged_html = merge(&dir, &shards, &["--format", "html", "-o", "merged.html"]);
+    let merged_html = merge(dir, &shards, &["--format", "html", "-o", "merged.html"]);
     assert_eq!(text(&merged_html).replace("merged.", "whole."), text(&whole_html));
-    assert!(bytes(&dir, "merged.html") == bytes(&dir, "whole.html"), "the HTML reports differ");
+    assert!(bytes(dir, "merged.html") == bytes(dir, "whole.html"), "the HTML reports differ");
 }
 
 /// Explore's output with its wall-clock figures (`(0.31s wall`, `(0.05s, 170 runs/s, 212 steps
@@ -288,7 +292,8 @@ fn without_wall_clock(text: &str) -> String {
 
 #[test]
 fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
-    let dir = scratch("explore");
+    let tmp = scratch("explore");
+    let dir = tmp.path();
     // Seed 3 is the first to break every-call-resolves: in the second of four blocks of two
     // seeds; the fourth block finds one too, which must not win.
     let found = [
@@ -312,10 +317,10 @@ fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
     for (name, args, status) in [("found", &found[..], 1), ("clean", &clean[..], 0), ("explained", &explained[..], 0)] {
         let mut whole_args = args.to_vec();
         whole_args.extend(["--out", "whole"]);
-        let whole = mcpsim(&dir, &whole_args);
+        let whole = mcpsim(dir, &whole_args);
         assert_eq!(whole.status.code(), Some(status), "{name}: {}", String::from_utf8_lossy(&whole.stderr));
-        let shards = four_shards(&dir, args, &format!("{name}-s"));
-        let merged = merge(&dir, &shards, &["--out", "merged"]);
+        let shards = four_shards(dir, args, &format!("{name}-s"));
+        let merged = merge(dir, &shards, &["--out", "merged"]);
         assert_eq!(merged.status.code(), Some(status), "{name}: {}", String::from_utf8_lossy(&merged.stderr));
         assert_eq!(without_wall_clock(&text(&merged).replace("merged/", "whole/")), without_wall_clock(&text(&whole)));
         if status == 0 {
@@ -350,22 +355,23 @@ fn four_explore_shards_merge_into_the_first_counterexample_by_seed_order() {
 
 #[test]
 fn flags_that_belong_elsewhere_are_refused() {
-    let dir = scratch("flags");
+    let tmp = scratch("flags");
+    let dir = tmp.path();
     for (args, needle) in [
         (vec!["explore", "--search", "--seeds", "4", "--shard", "1/2"], "sequential search"),
         (vec!["explore", "--guided", "--seeds", "4", "--shard", "1/2"], "sequential search"),
         (vec!["sweep", "--vary", "server.retention=1,2", "--csv", "x.csv", "--shard", "1/2"], "--csv"),
         (vec!["explore", "--seeds", "4", "--shard-out", "x"], "--shard-out needs --shard"),
     ] {
-        let out = mcpsim(&dir, &args);
+        let out = mcpsim(dir, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
     }
-    let out = run(&dir, &with(&["--shard", "1/1", "--shard-out", "m"]));
+    let out = run(dir, &with(&["--shard", "1/1", "--shard-out", "m"]));
     assert!(matches!(out.status.code(), Some(0 | 1)));
     for (flag, value) in [("--csv", "x.csv"), ("--plot", "x.svg"), ("-o", "x.txt")] {
-        let out = mcpsim(&dir, &["merge", "m", flag, value]);
+        let out = mcpsim(dir, &["merge", "m", flag, value]);
         assert_eq!(out.status.code(), Some(2), "{flag}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("does not go with the shards of matrix"));
     }

@@ -2,13 +2,13 @@
 //! contract (0 clean, 1 an invariant violated, 2 bad input on one line) and write deterministic
 //! files.
 
-use std::path::PathBuf;
+use tempfile::TempDir;
 
 mod common;
 
 use common::{assert_bad_input, code, mcpsim, path, stderr, stdout};
 
-fn scratch(test: &str) -> PathBuf {
+fn scratch(test: &str) -> TempDir {
     common::scratch("studies-cli", test)
 }
 
@@ -60,7 +60,8 @@ fn sweep_exits_1_when_a_cell_broke_an_invariant_and_0_when_none_did() {
 
 #[test]
 fn sweep_refuses_a_plot_that_is_not_svg_before_running() {
-    let dir = scratch("plot");
+    let tmp = scratch("plot");
+    let dir = tmp.path();
     let png = dir.join("x.png");
     let out = mcpsim(&["sweep", "--scenario", "chatty-tool", "--vary", "server.retention=10", "--plot", path(&png)]);
     assert_bad_input(&out, ".svg");
@@ -85,7 +86,8 @@ fn sweep_refuses_a_plot_that_is_not_svg_before_running() {
 
 #[test]
 fn two_identical_sweeps_on_two_threads_write_byte_identical_csv_files() {
-    let dir = scratch("csv");
+    let tmp = scratch("csv");
+    let dir = tmp.path();
     let (a, b) = (dir.join("a.csv"), dir.join("b.csv"));
     for file in [&a, &b] {
         let out = mcpsim(&[

@@ -520,7 +520,9 @@ mod tests {
 
     #[test]
     fn ignore_takes_known_invariants_other_than_the_one_hunted() {
-        let out = std::env::temp_dir().join(format!("mcpsim-explore-ignore-{}", std::process::id()));
+        // Removed when dropped (at the end of the test, also when it panics); `out` is made by the run.
+        let tmp = tempfile::Builder::new().prefix("mcpsim-explore-ignore-").tempdir().unwrap();
+        let out = tmp.path().join("out");
         let bad = cmd_explore(&naive_long_tool(), &explore(&["no-such-invariant"], None, &out));
         assert!(matches!(&bad, Err(SimError::Usage(m)) if m.contains("--ignore: unknown invariant")), "{bad:?}");
         let both = explore(&["no-orphaned-session"], Some("no-orphaned-session"), &out);
@@ -536,6 +538,5 @@ mod tests {
             .unwrap_or_default();
         assert!(names.iter().all(|n| !n.starts_with("no-duplicate-execution")), "{names:?}");
         assert_eq!(found == Exit::Violated, names.iter().any(|n| n.ends_with(".jsonl")), "{found:?} {names:?}");
-        let _ = std::fs::remove_dir_all(&out);
     }
 }

@@ -374,10 +374,10 @@ mod tests {
         f.notes.push(esc.to_string());
         let text = f.to_toml(&format!("probed-{esc}"), &[format!("header {esc}")]);
         assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
-        let path = std::env::temp_dir().join(format!("mcpsim-fp-escape-{}.toml", std::process::id()));
+        let dir = tempfile::Builder::new().prefix("mcpsim-fp-escape-").tempdir().expect("a temp dir");
+        let path = dir.path().join("profile.toml");
         std::fs::write(&path, &text).expect("temp file");
         let policy = crate::scenario::profile_files::server(&path.display().to_string());
-        let _ = std::fs::remove_file(&path);
         assert_eq!(policy.expect("mcpsim reads the written profile back").name, format!("probed-{esc}"));
     }
 

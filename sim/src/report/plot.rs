@@ -411,8 +411,12 @@ mod tests {
         }
     }
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("mcpsim-plot-{name}-{}.svg", std::process::id()))
+    /// A fresh directory, removed when dropped (at the end of the test, also when it panics), and
+    /// the path of `NAME.svg` in it.
+    fn temp(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::Builder::new().prefix(&format!("mcpsim-plot-{name}-")).tempdir().unwrap();
+        let path = dir.path().join(format!("{name}.svg"));
+        (dir, path)
     }
 
     #[test]
@@ -425,7 +429,7 @@ mod tests {
         ];
         let k = key("server.retention", &values, Some(vec![200.0, 225.0, 250.0, 275.0, 300.0]));
         let b = BoundaryMarks { fixed: None, predicted: Some(271.0), measured: Some(("275".into(), 275.0)) };
-        let path = temp("lines");
+        let (_dir, path) = temp("lines");
         plot_sweep(&SweepPlot { along: 0, ..plot(vec![k], lines, vec![], vec![b]) }, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{}", &svg[..100.min(svg.len())]);
@@ -443,7 +447,6 @@ mod tests {
             ],
         );
         assert!(svg.contains("<polygon"), "Wilson bands are filled polygons");
-        let _ = std::fs::remove_file(path);
     }
 
     #[test]
@@ -454,11 +457,10 @@ mod tests {
         ];
         let k = key("server.unhonourable", &["410", "silent-head"], None);
         let b = BoundaryMarks { fixed: None, predicted: None, measured: None };
-        let path = temp("words");
+        let (_dir, path) = temp("words");
         plot_sweep(&SweepPlot { along: 0, ..plot(vec![k], lines, vec![], vec![b]) }, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert_texts(&svg, &["410", "silent-head", "gap-reported", "silent-loss", "server.unhonourable"]);
-        let _ = std::fs::remove_file(path);
     }
 
     #[test]
@@ -482,7 +484,7 @@ mod tests {
             key("tool.event_interval", &rates, Some(vec![1.0, 0.5])),
             key("server.retention", &counts, Some(vec![100.0, 200.0, 300.0, 400.0, 500.0, 600.0])),
         ];
-        let path = temp("heat");
+        let (_dir, path) = temp("heat");
         plot_sweep(&plot(keys, vec![], heat_rates, boundaries), &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         let expected = [
@@ -496,7 +498,6 @@ mod tests {
         ];
         assert_texts(&svg, &expected);
         assert!(svg.matches("<rect").count() >= 12 + 50, "cells and colour scale");
-        let _ = std::fs::remove_file(path);
     }
 
     #[test]
@@ -504,8 +505,8 @@ mod tests {
         let err = check_path(Path::new("/tmp/x.png")).unwrap_err();
         assert!(matches!(&err, SimError::Usage(m) if m.contains("x.png") && m.contains(".svg")), "{err}");
         assert!(matches!(check_path(Path::new("plot")), Err(SimError::Usage(_))));
-        let dir = std::env::temp_dir().join(format!("mcpsim-plot-paths-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new().prefix("mcpsim-plot-paths-").tempdir().unwrap();
+        let dir = tmp.path();
         let blocker = dir.join("file");
         std::fs::write(&blocker, "x").unwrap();
         assert!(matches!(check_path(&blocker.join("p.svg")), Err(SimError::Io { .. })));

@@ -933,16 +933,15 @@ mod tests {
         }
     }
 
-    fn write(dir: &Path, file: &str, text: &str) -> String {
-        let path = dir.join(file);
+    fn write(dir: &tempfile::TempDir, file: &str, text: &str) -> String {
+        let path = dir.path().join(file);
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
     }
 
-    fn tmp(test: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("mcpsim-family-{test}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh directory, removed when dropped (at the end of the test, also when it panics).
+    fn tmp(test: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("mcpsim-family-{test}-")).tempdir().unwrap()
     }
 
     #[test]

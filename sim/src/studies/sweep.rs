@@ -927,11 +927,9 @@ mod tests {
         SweepOptions { seeds, jobs, csv: Some(dir.join("out.csv")), ..SweepOptions::default() }
     }
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("mcpsim-sweep-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh directory, removed when dropped (at the end of the test, also when it panics).
+    fn temp_dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("mcpsim-sweep-{name}-")).tempdir().unwrap()
     }
 
     /// The fields of every record of a CSV file.
@@ -942,10 +940,11 @@ mod tests {
 
     #[test]
     fn a_sweep_counts_outcomes_and_finds_the_boundary_advise_predicts() {
-        let dir = temp_dir("boundary");
+        let tmp = temp_dir("boundary");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
         let specs = vec!["server.retention=200..260:10".to_string()];
-        let report = run_sweep(&chatty(), &specs, &options(&dir, 10, 3), &fake(&calls)).unwrap();
+        let report = run_sweep(&chatty(), &specs, &options(dir, 10, 3), &fake(&calls)).unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 70);
         let values: Vec<&str> = report.cells.iter().map(|c| c.values[0].as_str()).collect();
         assert_eq!(values, ["200", "210", "220", "230", "240", "250", "260"]);
@@ -963,20 +962,21 @@ mod tests {
         assert!(text.contains("predicted > 241.01 (safe from 242); measured 250 (loss-free 10/10"), "{text}");
         assert!(text.contains("+0.80 grid steps"), "{text}");
         // A lower threshold accepts 240, where half the seeds are loss-free.
-        let lenient = SweepOptions { threshold: 0.5, csv: None, ..options(&dir, 10, 3) };
+        let lenient = SweepOptions { threshold: 0.5, csv: None, ..options(dir, 10, 3) };
         let report = run_sweep(&chatty(), &specs, &lenient, &fake(&calls)).unwrap();
         assert_eq!(report.boundaries[0].measured.as_ref().map(|m| m.value.as_str()), Some("240"));
     }
 
     #[test]
     fn results_do_not_depend_on_the_number_of_workers() {
-        let dir = temp_dir("jobs");
+        let tmp = temp_dir("jobs");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
         let specs = vec!["server.retention=230..250:5".to_string(), "server.unhonourable=410,silent-head".to_string()];
         let mut base = chatty();
         base.server.name = "silent-head".into();
-        let one = run_sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 1) }, &fake(&calls)).unwrap();
-        let four = run_sweep(&base, &specs, &SweepOptions { csv: None, ..options(&dir, 6, 4) }, &fake(&calls)).unwrap();
+        let one = run_sweep(&base, &specs, &SweepOptions { csv: None, ..options(dir, 6, 1) }, &fake(&calls)).unwrap();
+        let four = run_sweep(&base, &specs, &SweepOptions { csv: None, ..options(dir, 6, 4) }, &fake(&calls)).unwrap();
         assert_eq!(one.cells, four.cells);
         assert_eq!(one.boundaries, four.boundaries);
         assert_eq!(one.cells[0].tally.count(Outcome::SilentLoss), 6);
@@ -987,7 +987,8 @@ mod tests {
 
     #[test]
     fn two_identical_sweeps_write_byte_identical_csv_files_in_grid_order() {
-        let dir = temp_dir("bytes");
+        let tmp = temp_dir("bytes");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
         let specs = vec!["server.retention=230..250:5".to_string(), "server.unhonourable=410,silent-head".to_string()];
         // Lower cells take longer, so with two workers they finish out of grid order.
@@ -1000,8 +1001,8 @@ mod tests {
             std::hint::black_box(x);
             fake(&calls)(s, seed)
         };
-        let a = SweepOptions { csv: Some(dir.join("a.csv")), ..options(&dir, 4, 2) };
-        let b = SweepOptions { csv: Some(dir.join("b.csv")), ..options(&dir, 4, 2) };
+        let a = SweepOptions { csv: Some(dir.join("a.csv")), ..options(dir, 4, 2) };
+        let b = SweepOptions { csv: Some(dir.join("b.csv")), ..options(dir, 4, 2) };
         run_sweep(&chatty(), &specs, &a, &slow_low).unwrap();
         run_sweep(&chatty(), &specs, &b, &slow_low).unwrap();
         let (a, b) = (fs::read(dir.join("a.csv")).unwrap(), fs::read(dir.join("b.csv")).unwrap());
@@ -1027,9 +1028,10 @@ mod tests {
 
     #[test]
     fn the_csv_holds_a_row_per_cell_and_resume_runs_only_the_missing_cells() {
-        let dir = temp_dir("resume");
+        let tmp = temp_dir("resume");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
-        let opts = options(&dir, 4, 2);
+        let opts = options(dir, 4, 2);
         run_sweep(&chatty(), &["server.retention=200,300".to_string()], &opts, &fake(&calls)).unwrap();
         let text = fs::read_to_string(dir.join("out.csv")).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -1059,14 +1061,15 @@ mod tests {
 
     #[test]
     fn fields_with_a_newline_a_comma_and_quotes_round_trip_through_resume() {
-        let dir = temp_dir("newline");
+        let tmp = temp_dir("newline");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
         // An override whose value holds a comma, a quote and a line break: it reaches the base
         // column and every replay command.
         let mut base = chatty();
         base.server.name = "silent-head".into();
         base.overrides.push(("note".into(), "a, \"b\"\nc".into()));
-        let opts = options(&dir, 3, 2);
+        let opts = options(dir, 3, 2);
         let first = run_sweep(&base, &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
         let replay = &first.cells[0].tally.replays[&Outcome::SilentLoss];
         assert!(replay.contains("--set 'note=a, \"b\"\nc'"), "{replay}");
@@ -1080,9 +1083,10 @@ mod tests {
 
     #[test]
     fn resume_refuses_a_csv_from_another_sweep_before_running_anything() {
-        let dir = temp_dir("refuse");
+        let tmp = temp_dir("refuse");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
-        let opts = options(&dir, 4, 2);
+        let opts = options(dir, 4, 2);
         run_sweep(&chatty(), &["server.retention=200".to_string()], &opts, &fake(&calls)).unwrap();
         calls.store(0, Ordering::SeqCst);
         let resumed = SweepOptions { resume: true, ..opts.clone() };
@@ -1105,9 +1109,10 @@ mod tests {
 
     #[test]
     fn resume_refuses_a_row_outside_the_grid_or_given_twice() {
-        let dir = temp_dir("outside");
+        let tmp = temp_dir("outside");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
-        let opts = options(&dir, 2, 1);
+        let opts = options(dir, 2, 1);
         run_sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
         let resumed = SweepOptions { resume: true, ..opts };
         let err = run_sweep(&chatty(), &["server.retention=250,300".to_string()], &resumed, &fake(&calls)).unwrap_err();
@@ -1122,9 +1127,10 @@ mod tests {
 
     #[test]
     fn a_row_cut_short_is_dropped_and_its_cell_runs_again() {
-        let dir = temp_dir("cut");
+        let tmp = temp_dir("cut");
+        let dir = tmp.path();
         let calls = AtomicU64::new(0);
-        let opts = options(&dir, 2, 1);
+        let opts = options(dir, 2, 1);
         run_sweep(&chatty(), &["server.retention=200,250".to_string()], &opts, &fake(&calls)).unwrap();
         let path = dir.join("out.csv");
         let text = fs::read_to_string(&path).unwrap();
@@ -1144,24 +1150,26 @@ mod tests {
     #[test]
     fn bad_options_and_unwritable_paths_fail_before_any_run() {
         let calls = AtomicU64::new(0);
-        let dir = temp_dir("paths");
+        let tmp = temp_dir("paths");
+        let dir = tmp.path();
         let blocker = dir.join("file");
         fs::write(&blocker, "x").unwrap();
         let specs = vec!["server.retention=200".to_string()];
-        let under_file = SweepOptions { csv: Some(blocker.join("out.csv")), ..options(&dir, 2, 1) };
+        let under_file = SweepOptions { csv: Some(blocker.join("out.csv")), ..options(dir, 2, 1) };
         assert!(matches!(run_sweep(&chatty(), &specs, &under_file, &fake(&calls)), Err(SimError::Io { .. })));
         assert!(matches!(
-            run_sweep(&chatty(), &specs, &SweepOptions { seeds: 0, ..options(&dir, 2, 1) }, &fake(&calls)),
+            run_sweep(&chatty(), &specs, &SweepOptions { seeds: 0, ..options(dir, 2, 1) }, &fake(&calls)),
             Err(SimError::Usage(_))
         ));
-        let no_csv = SweepOptions { csv: None, resume: true, ..options(&dir, 2, 1) };
+        let no_csv = SweepOptions { csv: None, resume: true, ..options(dir, 2, 1) };
         assert!(matches!(run_sweep(&chatty(), &specs, &no_csv, &fake(&calls)), Err(SimError::Usage(_))));
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 
     #[test]
     fn a_failing_run_stops_the_sweep_with_its_replay_command_and_keeps_finished_rows() {
-        let dir = temp_dir("fail");
+        let tmp = temp_dir("fail");
+        let dir = tmp.path();
         let runner = |s: &Scenario, seed: u64| {
             if s.server.retention.max_events == Some(250) && seed == 1 {
                 Err(SimError::Runtime("boom".into()))
@@ -1170,7 +1178,7 @@ mod tests {
             }
         };
         let err =
-            run_sweep(&chatty(), &["server.retention=200,250".to_string()], &options(&dir, 3, 1), &runner).unwrap_err();
+            run_sweep(&chatty(), &["server.retention=200,250".to_string()], &options(dir, 3, 1), &runner).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("boom") && text.contains("--set server.retention=250 --seed 1"), "{text}");
         let csv = fs::read_to_string(dir.join("out.csv")).unwrap();

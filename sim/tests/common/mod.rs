@@ -3,8 +3,9 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+use tempfile::TempDir;
 
 /// Runs the `mcpsim` binary with `args`.
 pub fn mcpsim(args: &[&str]) -> Output {
@@ -26,12 +27,10 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A fresh directory for one test of one file.
-pub fn scratch(file: &str, test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpsim-{file}-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a writable temp dir");
-    dir
+/// A fresh directory for one test of one file, removed when dropped (at the end of the test,
+/// also when it panics): keep it bound until the test is done with the directory.
+pub fn scratch(file: &str, test: &str) -> TempDir {
+    tempfile::Builder::new().prefix(&format!("mcpsim-{file}-{test}-")).tempdir().expect("a writable temp dir")
 }
 
 /// A path as an argument.

@@ -13,7 +13,7 @@ use crate::probe::server::run::{probe_server, ProbeOptions, ProbeReport};
 use crate::scenario::Scenario;
 use mcpsim_model::config::LbConfig;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -209,7 +209,8 @@ impl ProxySetup {
 /// A running proxy; killed (by its own pid) and its directory removed when dropped.
 pub struct RunningProxy {
     child: Child,
-    dir: PathBuf,
+    /// Removed when dropped, which is after `drop` below has stopped the proxy.
+    dir: tempfile::TempDir,
     /// The MCP endpoint through it.
     pub url: String,
 }
@@ -218,7 +219,6 @@ impl Drop for RunningProxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -238,25 +238,27 @@ pub fn start_proxy(setup: &ProxySetup, upstream_url: &str) -> Result<RunningProx
     let io = |what: &str, e: std::io::Error| ProbeError::Io { path: what.to_string(), problem: e.to_string() };
     // A free port: bound, read and released; the proxy binds it a moment later.
     let listen = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| io("127.0.0.1:0", e))?;
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("mcpsim-proxy-{}-{}-{n}", std::process::id(), setup.name));
-    std::fs::create_dir_all(&dir).map_err(|e| io(&dir.display().to_string(), e))?;
-    let conf = dir.join(if setup.kind == ProxyKind::Nginx { "nginx.conf" } else { "haproxy.cfg" });
-    std::fs::write(&conf, setup.config_text(listen, upstream, &dir)).map_err(|e| io(&conf.display().to_string(), e))?;
+    // Removed when dropped: by the proxy below once it is stopped, or here on an early return.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("mcpsim-proxy-{}-", setup.name))
+        .tempdir()
+        .map_err(|e| io(&std::env::temp_dir().display().to_string(), e))?;
+    let conf = dir.path().join(if setup.kind == ProxyKind::Nginx { "nginx.conf" } else { "haproxy.cfg" });
+    std::fs::write(&conf, setup.config_text(listen, upstream, dir.path()))
+        .map_err(|e| io(&conf.display().to_string(), e))?;
     let mut cmd = Command::new(setup.kind.program());
     match setup.kind {
-        ProxyKind::Nginx => cmd.arg("-p").arg(&dir).arg("-c").arg(&conf).arg("-g").arg("daemon off;"),
+        ProxyKind::Nginx => cmd.arg("-p").arg(dir.path()).arg("-c").arg(&conf).arg("-g").arg("daemon off;"),
         ProxyKind::Haproxy => cmd.arg("-f").arg(&conf).arg("-db"),
     };
-    let log = std::fs::File::create(dir.join("stderr.log")).map_err(|e| io("stderr.log", e))?;
+    let log = std::fs::File::create(dir.path().join("stderr.log")).map_err(|e| io("stderr.log", e))?;
     let child =
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().map_err(|e| io(setup.kind.program(), e))?;
     let mut proxy = RunningProxy { child, dir, url: format!("http://{listen}{path}") };
     let start = Instant::now();
     while TcpStream::connect_timeout(&listen, Duration::from_millis(200)).is_err() {
         if let Ok(Some(status)) = proxy.child.try_wait() {
-            let log = std::fs::read_to_string(proxy.dir.join("stderr.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(proxy.dir.path().join("stderr.log")).unwrap_or_default();
             let last = log.lines().last().unwrap_or("").to_string();
             return Err(ProbeError::Protocol(format!("{} exited {status}: {last}", setup.name)));
         }
