@@ -206,14 +206,24 @@ fn server_rules(scenario: &Scenario, breaches: &[&mcpsim_model::oracle::conditio
     }
     let name = &scenario.server.name;
     let rows = source_rows(Role::Server, name).and_then(Result::ok).unwrap_or_default();
+    // The run's own values: a rule set for this run (`--set server.second_get=...`) is not the
+    // profile's, whose source is then only what the profile would have done.
+    let run = serde_json::to_value(&scenario.server).unwrap_or_default();
     for key in keys {
         let path = key.strip_prefix("server.").unwrap_or(key);
         let Some(row) = rows.iter().find(|r| r.path == path) else { continue };
         let source = row.source.as_deref().unwrap_or("no source given");
-        out.push_str(&format!(
-            "  the server's rule behind it: {key} = {} in the {name} profile ({source})\n",
-            row.value
-        ));
+        let set = path.split('.').try_fold(&run, |v, part| v.get(part)).map(mcpsim_model::profiles::toml_value);
+        match set.filter(|value| *value != row.value) {
+            Some(value) => out.push_str(&format!(
+                "  the server's rule behind it: {key} = {value}, set for this run (the {name} profile has {}: {source})\n",
+                row.value
+            )),
+            None => out.push_str(&format!(
+                "  the server's rule behind it: {key} = {} in the {name} profile ({source})\n",
+                row.value
+            )),
+        }
     }
     out
 }
