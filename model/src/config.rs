@@ -56,10 +56,10 @@ pub struct ServerPolicy {
     /// 2026-07-28 revision: `initialize` is answered without a session id (and no session is
     /// created), requests are served whatever `Mcp-Session-Id` they carry or lack (never a 400 or
     /// 404 for the session), and there is neither a standalone stream nor resumption, so every
-    /// `GET` and `DELETE` is answered `405 Method Not Allowed` (the answer the earlier revisions
-    /// already allow for a server without them; a 404 would tell a session-ful client its session
-    /// died). Its event ids are prefixed with the process epoch: with no session to scope them,
-    /// that keeps them unique across restarts.
+    /// `DELETE` is answered `405 Method Not Allowed` (the answer the earlier revisions already
+    /// allow for a server without them; a 404 would tell a session-ful client its session died),
+    /// and so is every `GET` unless `sessionless_get` holds it open. Its event ids are prefixed with
+    /// the process epoch: with no session to scope them, that keeps them unique across restarts.
     #[serde(default = "yes")]
     pub sessions: bool,
     /// Whether the end of the connection carrying a request's stream cancels the request's tool
