@@ -9,6 +9,7 @@ use common::{run_ok, violated};
 use mcpsim::engine::runner::RunOutcome;
 use mcpsim::Scenario;
 use mcpsim_model::http::{ClientMessage, Method};
+use mcpsim_model::oracle::conditions::{Condition, Conditions};
 use mcpsim_model::trace::StepKind;
 use std::collections::BTreeSet;
 
@@ -562,5 +563,155 @@ fn typescript_sdk_943_one_cut_parks_the_standalone_stream_on_no_stream() {
             judged.breaches.iter().any(|b| b.is_bug() && b.detail.contains("its lookup missed them")),
             "the server's lookup named; {replay}"
         );
+    }
+}
+
+/// The conditions the judge found broken in a run.
+fn breaches(outcome: &RunOutcome) -> Vec<Condition> {
+    Conditions::judge(&outcome.trace).breaches.iter().map(|b| b.condition).collect()
+}
+
+/// modelcontextprotocol/python-sdk#3492 (also #2474, fastmcp#3179, and the Cloud Run loop of
+/// python-sdk#2262): mcp 2.3.0 in stateless mode answers the standalone GET 200 and holds it open,
+/// pings only (`server.sessionless_get = hold-open`); behind a 120 s request cap the TypeScript
+/// client re-opens it at every cut, and the server's notifications, with no session to go by,
+/// reach none of them: `no-silent-event-loss`, the server's bug. Refusing the GET with 405 (the
+/// fix the issues ask for) tells the client there is no stream: nothing is lost. Trace:
+/// `traces/field/python-sdk-3492/`.
+fn python_sdk_3492(get: &str) -> Scenario {
+    scenario(
+        "ts-sdk",
+        "py-sdk",
+        "standalone-notify",
+        &[
+            ("server.sessions", "false"),
+            ("server.event_store", "none"),
+            ("lb", "{ idle_timeout = \"none\", max_lifetime = \"120s\" }"),
+            ("fault.partition", "none"),
+            ("app.notifications", "10s,count=30"),
+            ("server.sessionless_get", get),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/python-sdk/issues/3492"),
+        ],
+    )
+}
+
+#[test]
+fn python_sdk_3492_a_stateless_server_holds_the_get_open_and_no_notification_reaches_it() {
+    for seed in SEEDS {
+        let s = python_sdk_3492("hold-open");
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-silent-event-loss"), "{}{replay}", verdict(&outcome));
+        assert_eq!(breaches(&outcome), vec![Condition::ServerHeldOpen], "the server's rule, alone; {replay}");
+        // The client re-opened its GET after each 120 s cut, and each was answered 200.
+        let held = outcome
+            .trace
+            .steps
+            .iter()
+            .filter(|st| matches!(&st.kind, StepKind::Response { head, .. } if head.status.0 == 200 && head.body == mcpsim_model::http::Body::EventStream))
+            .count();
+        assert!(held >= 4, "the first GET and one after each cut, beside the call's stream: {held}; {replay}");
+        let fixed = python_sdk_3492("refuse");
+        let outcome = run_ok(&fixed, seed);
+        let replay = common::replay(&fixed, seed);
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+    }
+}
+
+/// modelcontextprotocol/kotlin-sdk#715: a client-side cut leaves the server's standalone stream
+/// registered (it learns of a dead stream only when a write fails); Ktor's `sse {}` has committed
+/// 200 before the transport's 409 check, so every reconnect gets an event stream that ends at
+/// once (`server.second_get = empty-closed`), and the client loops about once a second until the
+/// notification at 120 s fails on the stale stream, and is lost: `bounded-reconnects` and
+/// `no-silent-event-loss`, the server's bug. Evicting the stale stream on a new GET (the fix,
+/// kotlin-sdk#716: `replace`) is clean. Trace: `traces/field/kotlin-sdk-715/`.
+fn kotlin_sdk_715(second_get: &str) -> Scenario {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/field/kotlin-sdk-715/stale-get.toml");
+    let sets = [
+        ("lb", "{ idle_timeout = \"60s\", cut_mode = \"client-side\" }"),
+        ("server.second_get", second_get),
+        ("run.reproduces", "https://github.com/modelcontextprotocol/kotlin-sdk/issues/715"),
+    ];
+    scenario("ts-sdk", "ts-sdk", file.to_str().expect("a UTF-8 path"), &sets)
+}
+
+#[test]
+fn kotlin_sdk_715_a_refusal_after_the_200_head_makes_the_client_loop_on_an_empty_stream() {
+    for seed in SEEDS {
+        let s = kotlin_sdk_715("empty-closed");
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        let broken = violated(&outcome);
+        assert!(broken.contains("bounded-reconnects"), "{}{replay}", verdict(&outcome));
+        assert!(broken.contains("no-silent-event-loss"), "{}{replay}", verdict(&outcome));
+        assert!(breaches(&outcome).contains(&Condition::ServerRefusedAfterHead), "{replay}");
+        let refused =
+            outcome.trace.steps.iter().filter(|st| matches!(st.kind, StepKind::RefusedAfterHead { .. })).count();
+        assert!(refused >= 30, "a minute of returns, each refused after its head: {refused}; {replay}");
+        let fixed = kotlin_sdk_715("replace");
+        let outcome = run_ok(&fixed, seed);
+        let replay = common::replay(&fixed, seed);
+        assert!(outcome.violations.is_empty(), "{}{replay}", verdict(&outcome));
+    }
+}
+
+/// kaeawc/auto-mobile#1942 (and supercorp-ai/supergateway#126): the TypeScript transport answers
+/// a second standalone GET 409 and reports it to `onerror`, and the application behind it tears
+/// the whole session down (`server.second_get = end-session`), or kills its process
+/// (`restart-process`): after a client-side idle cut of the silent GET, the reconnect ends the
+/// session and cancels the 5-minute tool mid-run (`no-work-killed`), or loses it with the process
+/// (`every-call-resolves`); either is the server's own act. A plain 409 (the fix: the conflict is
+/// recoverable) leaves the tool running. Traces: `traces/field/auto-mobile-1942/`,
+/// `traces/field/supergateway-126/`.
+fn second_get_teardown(second_get: &str, report: &str) -> Scenario {
+    scenario(
+        "ts-sdk",
+        "ts-sdk",
+        "long-tool",
+        &[
+            ("server.dead_stream", "on-write"),
+            ("lb", "{ idle_timeout = \"60s\", cut_mode = \"client-side\" }"),
+            ("client.request_timeout", "none"),
+            ("server.second_get", second_get),
+            ("run.reproduces", report),
+        ],
+    )
+}
+
+#[test]
+fn auto_mobile_1942_a_conflicting_get_that_ends_the_session_kills_the_running_tool() {
+    let auto_mobile = "https://github.com/kaeawc/auto-mobile/issues/1942";
+    let supergateway = "https://github.com/supercorp-ai/supergateway/issues/126";
+    for seed in SEEDS {
+        let ended_by = |outcome: &RunOutcome| -> Vec<String> {
+            let steps = &outcome.trace.steps;
+            steps
+                .iter()
+                .filter_map(|st| match &st.kind {
+                    StepKind::SessionEnded { reason, .. } => Some(format!("{reason:?}")),
+                    StepKind::ToolEnded { end, .. } => Some(format!("{end:?}")),
+                    _ => None,
+                })
+                .collect()
+        };
+        let s = second_get_teardown("end-session", auto_mobile);
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-work-killed"), "{}{replay}", verdict(&outcome));
+        assert_eq!(ended_by(&outcome), vec!["Cancelled", "StreamConflict"], "{replay}");
+        assert!(breaches(&outcome).contains(&Condition::ServerEnded), "{replay}");
+
+        let s = second_get_teardown("restart-process", supergateway);
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("every-call-resolves"), "{}{replay}", verdict(&outcome));
+        assert_eq!(ended_by(&outcome), vec!["Lost", "ProcessExit"], "{replay}");
+        assert!(breaches(&outcome).contains(&Condition::ServerEnded), "{replay}");
+
+        let fixed = second_get_teardown("reject409", auto_mobile);
+        let outcome = run_ok(&fixed, seed);
+        let replay = common::replay(&fixed, seed);
+        assert_eq!(ended_by(&outcome), vec!["Completed"], "the 409 alone leaves the tool running; {replay}");
+        assert!(!violated(&outcome).contains("no-work-killed"), "{}{replay}", verdict(&outcome));
     }
 }

@@ -119,7 +119,7 @@ fn bad_files_are_one_line_with_file_line_column_and_what_was_expected() {
     let f = write(&d, "variant.toml", "extends = \"rmcp\"\nsecond_get = \"maybe\"\n");
     let e = error_of("reference", &f);
     assert!(
-        e.starts_with(&format!("{f}:2:14: second_get: unknown variant `maybe`, expected one of `reject409`, `accept`, `reject400`, `replace`, `shadow`")),
+        e.starts_with(&format!("{f}:2:14: second_get: unknown variant `maybe`, expected one of `reject409`, `accept`, `reject400`, `replace`, `shadow`, `empty-closed`, `end-session`, `restart-process`")),
         "{e}"
     );
 

@@ -56,10 +56,10 @@ pub struct ServerPolicy {
     /// 2026-07-28 revision: `initialize` is answered without a session id (and no session is
     /// created), requests are served whatever `Mcp-Session-Id` they carry or lack (never a 400 or
     /// 404 for the session), and there is neither a standalone stream nor resumption, so every
-    /// `GET` and `DELETE` is answered `405 Method Not Allowed` (the answer the earlier revisions
-    /// already allow for a server without them; a 404 would tell a session-ful client its session
-    /// died). Its event ids are prefixed with the process epoch: with no session to scope them,
-    /// that keeps them unique across restarts.
+    /// `DELETE` is answered `405 Method Not Allowed` (the answer the earlier revisions already
+    /// allow for a server without them; a 404 would tell a session-ful client its session died),
+    /// and so is every `GET` unless `sessionless_get` holds it open. Its event ids are prefixed with
+    /// the process epoch: with no session to scope them, that keeps them unique across restarts.
     #[serde(default = "yes")]
     pub sessions: bool,
     /// Whether the end of the connection carrying a request's stream cancels the request's tool
@@ -115,9 +115,16 @@ pub struct ServerPolicy {
     /// (`-32001` "Session not found", or JSON-RPC's `-32600` Invalid Request).
     #[serde(default = "session_not_found_code", skip_serializing_if = "is_session_not_found_code")]
     pub unknown_session_code: i64,
-    /// The status a server without sessions answers to `GET` and `DELETE` (405, 400 or 404).
+    /// The status a server without sessions answers to `DELETE`, and to `GET` when it refuses it
+    /// (`sessionless_get = refuse`): 405, 400 or 404.
     #[serde(default = "method_not_allowed", skip_serializing_if = "is_method_not_allowed")]
     pub sessionless_get_status: u16,
+    /// What a server without sessions does with a `GET` (the standalone stream): refuses it with
+    /// `sessionless_get_status` (the default, left out of traces), or answers `200
+    /// text/event-stream` and holds the stream open with nothing ever written on it but
+    /// keep-alives (Python's stateless mode).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub sessionless_get: SessionlessGet,
     /// What a `notifications/cancelled` does on a server without sessions, whose requests carry
     /// ids unique only to each client: nothing (each request served apart, as all three SDKs'
     /// stateless modes do), or it cancels every request in flight with that id, whichever
@@ -556,6 +563,21 @@ pub enum IdleRule {
     NeverWhileBusy,
 }
 
+/// What a server without sessions does with a `GET` (`ServerPolicy::sessionless_get`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionlessGet {
+    /// Answered `sessionless_get_status` (405: the server offers no stream at this endpoint).
+    #[default]
+    Refuse,
+    /// `200 text/event-stream`, held open until its connection ends, with keep-alives (per
+    /// `keepalive`) and never a message: no session, so no notification has a way onto it. The
+    /// client believes it listens. Only a fresh `GET`: one with `Last-Event-ID` is refused as
+    /// under `refuse` when the server keeps an event store (no session, no resumption), and
+    /// answered as `resume_without_store` says when it keeps none.
+    HoldOpen,
+}
+
 /// What a server without sessions does with a `notifications/cancelled`
 /// (`ServerPolicy::sessionless_cancel`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -600,6 +622,19 @@ pub enum SecondGet {
     /// Accepted as a shadow stream that receives nothing but keep-alives; the earlier one keeps
     /// the events (rmcp 0.17 and later, while the earlier one's receiver is alive).
     Shadow,
+    /// `200 text/event-stream` that ends at once with no event; the earlier connection stays
+    /// registered (Ktor's `sse {}` commits the 200 before the server's 409 check runs:
+    /// kotlin-sdk#715). The client sees a clean, empty end and comes back.
+    EmptyClosed,
+    /// `409 Conflict`, and the whole session is ended with it, its running tools cancelled (an
+    /// application that tears the session down when the transport's `onerror` reports the
+    /// conflict: kaeawc/auto-mobile#1942).
+    EndSession,
+    /// `409 Conflict`, and then the process exits (an application that kills its process when
+    /// `onerror` reports the conflict: supercorp-ai/supergateway#126), losing every session, event
+    /// log and running tool; its supervisor starts the next at once (as `on_protocol_error =
+    /// restart-process`).
+    RestartProcess,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1526,6 +1561,21 @@ mod tests {
         // code), a GET without a session is answered 405.
         let reference = profiles::server("reference").unwrap();
         assert_eq!((reference.unknown_session_code, reference.sessionless_get_status), (-32001, 405));
+        // A server without sessions refuses a GET unless it says it holds it open; only then is
+        // the field written, so traces recorded before it keep their bytes.
+        assert_eq!(reference.sessionless_get, SessionlessGet::Refuse);
+        let holds = ServerPolicy { sessionless_get: SessionlessGet::HoldOpen, ..reference.clone() };
+        assert!(json(&holds).contains(r#""sessionless_get":"hold-open""#), "{}", json(&holds));
+        for (value, second_get) in [
+            ("empty-closed", SecondGet::EmptyClosed),
+            ("end-session", SecondGet::EndSession),
+            ("restart-process", SecondGet::RestartProcess),
+        ] {
+            let p = ServerPolicy { second_get, ..reference.clone() };
+            assert!(json(&p).contains(&format!(r#""second_get":"{value}""#)), "{}", json(&p));
+            let back: ServerPolicy = serde_json::from_str(&json(&p)).expect("reads back");
+            assert_eq!(back.second_get, second_get);
+        }
         // A hop written with nothing but its name of a field times out with 504.
         let hop: HopConfig = serde_json::from_str("{}").expect("every hop field has a default");
         assert_eq!(hop.timeout_status, 504);

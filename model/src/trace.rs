@@ -166,8 +166,37 @@ pub enum SessionEndReason {
     /// session with it (`on_failed_write = end-session`).
     WriteFailed,
     /// The server process exited on a request it could not parse (`on_protocol_error =
-    /// restart-process`) and lost it.
+    /// restart-process`), or on a second standalone `GET` (`second_get = restart-process`), and
+    /// lost it.
     ProcessExit,
+    /// A second standalone `GET` conflicted with the one the server still had registered, and
+    /// the server ended the whole session over it (`second_get = end-session`).
+    StreamConflict,
+}
+
+/// What made the server process exit ([`StepKind::ProcessExit`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExitCause {
+    /// A request it could not parse (`on_protocol_error = restart-process`). Left out of traces.
+    #[default]
+    ProtocolError,
+    /// A second standalone `GET` while one was registered (`second_get = restart-process`).
+    SecondGet,
+}
+
+fn is_default_cause(cause: &ExitCause) -> bool {
+    *cause == ExitCause::ProtocolError
+}
+
+impl ExitCause {
+    /// The setting that makes the process exit on it.
+    pub fn setting(self) -> &'static str {
+        match self {
+            ExitCause::ProtocolError => "server.on_protocol_error",
+            ExitCause::SecondGet => "server.second_get",
+        }
+    }
 }
 
 /// The bounds an event store's retention is configured with (`server.retention`,
@@ -629,6 +658,19 @@ pub enum StepKind {
         /// The session.
         session: Option<SessionId>,
     },
+    /// A request was refused after its `200 text/event-stream` head had been committed (a
+    /// framework that writes the head before the handler runs: Ktor's `sse {}`), so the refusal
+    /// reached the client as an event stream that ended at once with no event; `status` is the
+    /// refusal the server itself logged. A second standalone `GET` while the first is still
+    /// registered (`second_get = empty-closed`, kotlin-sdk#715): the first stays registered.
+    RefusedAfterHead {
+        /// The connection.
+        conn: ConnId,
+        /// The status the server meant (and logged).
+        status: Status,
+        /// The session.
+        session: SessionId,
+    },
     /// The connection carrying a request's stream ended on a server whose policy says a
     /// disconnect cancels (`ServerPolicy::disconnect_cancels`): the client ended the work, but
     /// the handler ignored the cancellation and runs on (`disconnect_cancel_ignored`). An
@@ -653,13 +695,17 @@ pub enum StepKind {
         end: ToolEnd,
     },
     /// The server process exited on the request on `conn`, which it could not parse
-    /// (`on_protocol_error = restart-process`): `ToolEnded { lost }` and `SessionEnded {
+    /// (`on_protocol_error = restart-process`), or which was a second standalone `GET` (`cause:
+    /// second-get`, `second_get = restart-process`): `ToolEnded { lost }` and `SessionEnded {
     /// process-exit }` follow for what it held, then the next process's `ServerStart`.
     ProcessExit {
         /// The connection of the request.
         conn: ConnId,
         /// The session the request named, if any.
         session: Option<SessionId>,
+        /// What it exited on; left out of traces for a request it could not parse.
+        #[serde(default, skip_serializing_if = "is_default_cause")]
+        cause: ExitCause,
     },
     /// The server process started; `epoch` counts its incarnations from 0.
     ServerStart {

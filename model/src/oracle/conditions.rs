@@ -85,7 +85,7 @@ use crate::http::{ClientMessage, ConnEnd, Method, Status};
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{
-    CloseRule, ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord,
+    CloseRule, ExitCause, ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -182,6 +182,23 @@ pub enum Condition {
     /// bus over a shared pub/sub backend, `bus = shared`). It explains only a change
     /// notification lost (`no-silent-notification-loss`) of its client's.
     BusLocal = 15,
+    /// Not a condition either: the server answered a client's standalone `GET` `200
+    /// text/event-stream` and held it open, yet had no way to put a notification on it: a server
+    /// without sessions (`server.sessionless_get = hold-open`, Python's stateless mode) stores each
+    /// notification on its implicit context's standalone stream, to which no connection is ever
+    /// attached. The client believes it listens; nothing ends to tell the application otherwise. A
+    /// bug of the server's (a server that offers no stream answers the `GET` 405: python-sdk#2474,
+    /// #3492), costing that stream's notifications (`no-silent-event-loss`).
+    ServerHeldOpen = 16,
+    /// Not a condition either: the server refused a second standalone `GET` of a session while it
+    /// still had the first registered, but only after its `200 text/event-stream` head was
+    /// committed (`refused-after-head`: Ktor's `sse {}` writes it before the transport's 409
+    /// check, `server.second_get = empty-closed`, kotlin-sdk#715). The client sees an event stream
+    /// that ends at once with nothing, takes it for a clean end and comes back, to the same
+    /// answer for as long as the first registration lasts, which its client no longer reads. A
+    /// bug of the server's, costing the churn of those returns (`bounded-reconnects`) and the
+    /// notifications written to the stale registration (`no-silent-event-loss`).
+    ServerRefusedAfterHead = 17,
 }
 
 impl Condition {
@@ -207,7 +224,12 @@ impl Condition {
     fn is_stream_bug(self) -> bool {
         matches!(
             self,
-            Condition::ServerMissed | Condition::ServerRepeated | Condition::ServerIdReused | Condition::ServerDropped
+            Condition::ServerMissed
+                | Condition::ServerRepeated
+                | Condition::ServerIdReused
+                | Condition::ServerDropped
+                | Condition::ServerHeldOpen
+                | Condition::ServerRefusedAfterHead
         )
     }
 
@@ -234,6 +256,13 @@ impl Condition {
             }
             Condition::ServerIdReused => return "a server bug (one event id given to two events)".to_string(),
             Condition::ServerDropped => return "a server bug (an answer it neither stored nor sent)".to_string(),
+            Condition::ServerHeldOpen => {
+                return "a server bug (a standalone GET held open that no notification can reach)".to_string()
+            }
+            Condition::ServerRefusedAfterHead => {
+                return "a server bug (a refusal sent after its 200 head: an event stream that ends at once)"
+                    .to_string()
+            }
             Condition::ProxyHeld => return "an intermediary's buffering (a proxy held the stream back)".to_string(),
             Condition::WorkRunOn => {
                 return "work left running (a tool the client ended, run on by the server's rule or the tool)"
@@ -564,7 +593,11 @@ impl Conditions {
             InvariantId::NoOrphanedSession if stream.is_none() => Effect::DeadSessionKept,
             InvariantId::BoundedReconnects if self.paced_churn.contains(&violation.step) => Effect::PacedChurn,
             // The empty session: the events of a request served with none (the 2026-07-28 era).
-            InvariantId::NoSilentEventLoss if super::subject_session(&violation.subject) == Some("") => {
+            // Not its standalone stream, which no request carries (a server without sessions that
+            // holds a GET open stores notifications there).
+            InvariantId::NoSilentEventLoss
+                if super::subject_session(&violation.subject) == Some("") && stream != Some(StreamNo::STANDALONE) =>
+            {
                 Effect::SessionlessEventLoss
             }
             invariant => Effect::Of(invariant),
@@ -703,6 +736,14 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     );
     if b.condition == Condition::ServerDropped {
         return matches!(effect, Effect::Of(InvariantId::EveryCallResolves | InvariantId::TaskResultDelivered));
+    }
+    if b.condition == Condition::ServerHeldOpen {
+        // The standalone stream carries notifications only: no call's answer rides on it.
+        return effect == Effect::Of(InvariantId::NoSilentEventLoss);
+    }
+    if b.condition == Condition::ServerRefusedAfterHead {
+        // The returns to the same answer, and what the stale registration swallowed.
+        return matches!(effect, Effect::Of(InvariantId::BoundedReconnects | InvariantId::NoSilentEventLoss));
     }
     if b.condition == Condition::ServerMissed {
         // The standalone stream carries no call's answer (a response rides its request's stream).
@@ -985,6 +1026,17 @@ struct Judge {
     /// `app-subscription-lost`) and that listens no more: when the stream ended. A change
     /// emitted then breaks condition 4 for it, named once.
     listen_untold: BTreeMap<Option<u32>, Instant>,
+    /// Fresh standalone `GET`s sent without a session, not yet answered: by client and connection.
+    sessionless_gets: BTreeSet<(Option<u32>, ConnId)>,
+    /// The standalone `GET` without a session each client holds open, answered `200` (until its
+    /// connection ends): a server without sessions that holds it open ([`Condition::ServerHeldOpen`]).
+    held_open: BTreeMap<Option<u32>, ConnId>,
+    /// The clients a notification on no stream of theirs missed while they held such a `GET`,
+    /// each named once.
+    held_open_named: BTreeSet<Option<u32>>,
+    /// The sessions whose second standalone `GET` the server refused after its `200` head
+    /// ([`Condition::ServerRefusedAfterHead`]), each named once.
+    refused_after_head: BTreeSet<SessionId>,
     /// 4xx answers an intermediary gave by itself (a hop answering during a route reload), not
     /// yet matched to the client response that carried them: the status and the hop (`None`:
     /// the balancer alone). Matched first come, first served by status.
@@ -1108,6 +1160,7 @@ impl Judge {
         let at = step.at();
         let who = step.client;
         self.subscriptions(i, at, who, step);
+        self.held_open_gets(i, at, who, step);
         // Any resolution (a result, an error, an unknown outcome, a task's) tells the application.
         if let Some((call, _)) = super::Resolution::of(&step.kind) {
             if let Some(c) = self.clients.get_mut(&who) {
@@ -1486,6 +1539,14 @@ impl Judge {
                 if *reason == SessionEndReason::ServerRestart {
                     self.lost_by_restart(i, at, session);
                 }
+                if *reason == SessionEndReason::StreamConflict {
+                    let detail = format!(
+                        "the server ended session {session} itself at {at} when a second standalone GET came while \
+                         it still had the first registered, cancelling its running tools (a second GET is a 409 to \
+                         that GET, not the end of the session)"
+                    );
+                    self.record(Condition::ServerEnded, i, at, detail).rules = &["server.second_get"];
+                }
                 if *reason == SessionEndReason::WriteFailed {
                     self.breach(
                         Condition::ServerEnded,
@@ -1508,7 +1569,17 @@ impl Judge {
                 }
             }
             StepKind::Resume { .. } => self.resume(i, at, &step.kind),
-            StepKind::ProcessExit { conn, .. } => self.breach(
+            StepKind::RefusedAfterHead { conn, status, session } if self.refused_after_head.insert(session.clone()) => {
+                let detail = format!(
+                    "the server refused a second standalone GET of session {session} ({conn}) at {at} with {status} \
+                     in its own log, after its 200 head was committed: the client got an event stream that ended at \
+                     once, while the first GET, which its client no longer reads, stays registered (a refusal \
+                     must be the answer's status)"
+                );
+                let breach = self.record(Condition::ServerRefusedAfterHead, i, at, detail);
+                (breach.session, breach.stream) = (Some(session.clone()), Some(StreamNo::STANDALONE));
+            }
+            StepKind::ProcessExit { conn, cause: ExitCause::ProtocolError, .. } => self.breach(
                 Condition::ServerEnded,
                 i,
                 at,
@@ -1517,6 +1588,14 @@ impl Judge {
                      session and running tool it held"
                 ),
             ),
+            StepKind::ProcessExit { conn, cause: ExitCause::SecondGet, session } => {
+                let of = session.as_ref().map(|s| format!(" of session {s}")).unwrap_or_default();
+                let detail = format!(
+                    "the server process exited at {at} on a second standalone GET{of} ({conn}) while it still had \
+                     the first registered, ending every session and running tool it held"
+                );
+                self.record(Condition::ServerEnded, i, at, detail).rules = &["server.second_get"];
+            }
             StepKind::ServerClosedStream { session, stream, rule, after_us, .. } => {
                 self.closed_by_server.insert(session.clone());
                 let after = format_micros(*after_us);
@@ -1764,9 +1843,13 @@ impl Judge {
             // A deletion is a termination, judged where it happened.
             Some((SessionEndReason::Deleted, _)) => return,
             // The server itself ended a session its client still held, on a transport fact (a
-            // write to a connection whose client was gone) or on one malformed request (its
-            // process exited): no condition covers that, so what follows is a server bug.
-            Some((SessionEndReason::WriteFailed | SessionEndReason::ProcessExit, _)) => return,
+            // write to a connection whose client was gone, a second standalone GET while it
+            // still had one registered) or on one malformed request (its process exited): no
+            // condition covers that, so what follows is a server bug.
+            Some((
+                SessionEndReason::WriteFailed | SessionEndReason::ProcessExit | SessionEndReason::StreamConflict,
+                _,
+            )) => return,
             None => "the server that answered does not hold it".to_string(),
         };
         self.breach_in(
@@ -2613,6 +2696,55 @@ impl Judge {
             let b = self.record(Condition::ByClass, i, at, detail);
             b.promised = by_class;
             b.client = who;
+        }
+    }
+
+    /// Standalone `GET`s without a session that a server answered `200` and held open, and the
+    /// notifications it stored where none of them can carry them ([`Condition::ServerHeldOpen`]): a
+    /// server without sessions has no session to route a notification by, so it stores it on its
+    /// implicit context's standalone stream, which no connection is attached to. Named once per
+    /// client holding such a `GET` when the first notification is stored.
+    fn held_open_gets(&mut self, i: usize, at: Instant, who: Option<u32>, step: &Step) {
+        match &step.kind {
+            StepKind::Send { conn, request }
+                if request.method == Method::Get && request.session.is_none() && request.last_event_id.is_none() =>
+            {
+                self.sessionless_gets.insert((who, *conn));
+            }
+            StepKind::Response { conn, head } => {
+                let fresh = self.sessionless_gets.remove(&(who, *conn));
+                if fresh && head.status == Status::OK {
+                    self.held_open.insert(who, *conn);
+                }
+            }
+            StepKind::ConnEnd { conn, .. } => {
+                self.sessionless_gets.remove(&(who, *conn));
+                if self.held_open.get(&who) == Some(conn) {
+                    self.held_open.remove(&who);
+                }
+            }
+            StepKind::EventStored { session, stream: StreamNo::STANDALONE, message: Some(_), .. }
+                if session.0.is_empty() =>
+            {
+                let unnamed: Vec<(Option<u32>, ConnId)> = self
+                    .held_open
+                    .iter()
+                    .filter(|(w, _)| !self.held_open_named.contains(*w))
+                    .map(|(w, c)| (*w, *c))
+                    .collect();
+                for (client, conn) in unnamed {
+                    self.held_open_named.insert(client);
+                    let detail = format!(
+                        "the server answered the client's standalone GET ({conn}) 200 and held it open without a \
+                         session, then stored a notification at {at} on a stream no connection is attached to: a \
+                         server without sessions has nothing to route it by, and nothing ends to tell the client"
+                    );
+                    let breach = self.record(Condition::ServerHeldOpen, i, at, detail);
+                    (breach.client, breach.session, breach.stream) =
+                        (client, Some(session.clone()), Some(StreamNo::STANDALONE));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -3965,6 +4097,103 @@ mod tests {
         for (told, relistened) in [(true, false), (false, true), (true, true)] {
             let fine = judged(told, relistened);
             assert!(fine.breaches.is_empty(), "told {told}, relistened {relistened}: {fine:?}");
+        }
+    }
+
+    /// A standalone GET without a session that the server answered 200 and held open, then a
+    /// notification it stored on the implicit context's standalone stream: the server's bug
+    /// (`server.sessionless_get = hold-open`), costing only that stream's events, and read as no
+    /// request's lost stream (the 2026-07-28 revision's price). A GET refused 405, one whose
+    /// connection ended first, a session's notification and a priming event: nothing.
+    #[test]
+    fn a_get_held_open_without_a_session_that_no_notification_reaches_is_the_servers_bug() {
+        let no_session = SessionId::from("");
+        let notification = |session: &SessionId| StepKind::EventStored {
+            session: session.clone(),
+            stream: StreamNo::STANDALONE,
+            seq: 0,
+            id: EventId::from("0.n1"),
+            call: None,
+            message: Some(crate::http::ServerMessage::Notification { seq: 1 }),
+        };
+        let judged = |status: u16, ended: bool, stored: StepKind| {
+            let mut kinds = vec![
+                (0, StepKind::Send { conn: ConnId(3), request: crate::http::Request::get(None, None) }),
+                (20, StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(status)) }),
+            ];
+            if ended {
+                kinds.push((1_000, StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Reset }));
+            }
+            kinds.push((2_000, stored));
+            Conditions::judge(&trace(kinds))
+        };
+        let held = judged(200, false, notification(&no_session));
+        let b: Vec<_> = held.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::ServerHeldOpen, 2, true)], "{held:?}");
+        assert!(can_cause(&held.breaches[0], Effect::Of(InvariantId::NoSilentEventLoss)));
+        assert!(!can_cause(&held.breaches[0], Effect::Of(InvariantId::EveryCallResolves)));
+        let lost = |subject: &str| Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 2,
+            at: Instant(2_000_000),
+            subject: subject.to_string(),
+            detail: String::new(),
+        };
+        assert!(matches!(held.explain(&lost("session  stream0 event 0.n1")), Explanation::Bug(_)));
+        // It costs only that stream: a request's stream without a session is another's.
+        assert_eq!(held.explain(&lost("session  stream1 event 0.r1")), Explanation::Unexplained);
+        let stored_priming = StepKind::EventStored {
+            session: no_session.clone(),
+            stream: StreamNo::STANDALONE,
+            seq: 0,
+            id: EventId::from("0.p"),
+            call: None,
+            message: None,
+        };
+        for (status, ended, stored) in [
+            (405, false, notification(&no_session)),
+            (200, true, notification(&no_session)),
+            (200, false, notification(&sid())),
+            (200, false, stored_priming),
+        ] {
+            let fine = judged(status, ended, stored);
+            assert!(fine.breaches.is_empty(), "{status} {ended}: {fine:?}");
+        }
+    }
+
+    /// A second standalone GET refused only after its 200 head (`refused-after-head`): the
+    /// server's bug, named once per session, costing the client's returns and the notifications
+    /// the stale registration swallowed; a second GET that ended the session, or the process, is
+    /// the server ending what its client held, named with `server.second_get`.
+    #[test]
+    fn a_second_get_refused_after_its_head_or_ending_the_session_is_the_servers_bug() {
+        let refused = || StepKind::RefusedAfterHead { conn: ConnId(5), status: Status::CONFLICT, session: sid() };
+        let c = Conditions::judge(&trace(vec![(0, on_session(1)), (60_000, refused()), (61_000, refused())]));
+        let b: Vec<_> = c.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::ServerRefusedAfterHead, 1, true)], "{c:?}");
+        let breach = &c.breaches[0];
+        assert!(can_cause(breach, Effect::Of(InvariantId::BoundedReconnects)));
+        assert!(can_cause(breach, Effect::Of(InvariantId::NoSilentEventLoss)));
+        assert!(!can_cause(breach, Effect::Of(InvariantId::EveryCallResolves)));
+        assert_eq!((breach.session.clone(), breach.stream), (Some(sid()), Some(StreamNo::STANDALONE)));
+
+        let ended =
+            StepKind::SessionEnded { session: sid(), reason: SessionEndReason::StreamConflict, idle_ttl_us: None };
+        let exit =
+            StepKind::ProcessExit { conn: ConnId(5), session: Some(sid()), cause: crate::trace::ExitCause::SecondGet };
+        for end in [
+            vec![ended],
+            vec![
+                exit,
+                StepKind::SessionEnded { session: sid(), reason: SessionEndReason::ProcessExit, idle_ttl_us: None },
+            ],
+        ] {
+            let mut kinds = vec![(0, on_session(1))];
+            kinds.extend(end.into_iter().map(|k| (60_000, k)));
+            let c = Conditions::judge(&trace(kinds));
+            let b: Vec<_> = c.breaches.iter().map(|b| (b.condition, b.rules, b.is_bug())).collect();
+            assert_eq!(b, vec![(Condition::ServerEnded, &["server.second_get"][..], true)], "{c:?}");
+            assert!(c.breaches[0].detail.contains("second standalone GET"), "{}", c.breaches[0].detail);
         }
     }
 
@@ -5755,7 +5984,7 @@ mod tests {
         let expired = judged(vec![ended(SessionEndReason::IdleExpired)]);
         assert!(expired.explain_at(Instant(40_000_000)).is_explained(), "{expired:?}");
 
-        let exit = StepKind::ProcessExit { conn: ConnId(9), session: Some(sid()) };
+        let exit = StepKind::ProcessExit { conn: ConnId(9), session: Some(sid()), cause: Default::default() };
         for ends in [vec![ended(SessionEndReason::WriteFailed)], vec![exit, ended(SessionEndReason::ProcessExit)]] {
             let c = judged(ends);
             assert_eq!(c.breaches.iter().map(|b| b.condition).collect::<Vec<_>>(), vec![Condition::ServerEnded]);
@@ -6236,6 +6465,8 @@ mod tests {
             Condition::ProxyHeld,
             Condition::WorkRunOn,
             Condition::BusLocal,
+            Condition::ServerHeldOpen,
+            Condition::ServerRefusedAfterHead,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");

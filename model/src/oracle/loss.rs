@@ -237,6 +237,9 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
     gaps.into_iter().map(|(stream, gaps)| (stream, Covered::new(&gaps))).collect()
 }
 
+/// The session a client holding none names its streams by (`Server`'s implicit context).
+static NO_SESSION: SessionId = SessionId(String::new());
+
 /// Where the clients began and stopped reading streams, read in one pass over the steps.
 struct Reading<'a> {
     /// For each session, the position from which its standalone stream was read: the first
@@ -298,6 +301,12 @@ impl<'a> Reading<'a> {
                     }
                     (Method::Get, None, Some(session)) => {
                         standalone_given_up.remove(session);
+                    }
+                    // Without a session: the implicit context's standalone stream, where a server
+                    // without sessions that holds the GET open stores its notifications.
+                    (Method::Get, None, None) if !sent.contains_key(&NO_SESSION) => {
+                        sent.insert(&NO_SESSION, order);
+                        fresh.insert((step.client, *conn), &NO_SESSION);
                     }
                     (Method::Delete, _, Some(session)) if step.actor == crate::trace::Actor::Client => {
                         deleted_at.entry(session).or_insert(order);

@@ -12,8 +12,10 @@
 //!
 //! Without sessions (`ServerPolicy::sessions == false`, the 2026-07-28 revision) every request is
 //! served in one implicit context named by the empty session id, the name the client gives the
-//! session when it holds none: it is never created, expired or reported as a session, and every
-//! `GET` and `DELETE` is answered 405. A session-ful client still works against such a server: its
+//! session when it holds none: it is never created, expired or reported as a session, every
+//! `DELETE` is answered 405 (`sessionless_get_status`), and so is every `GET` unless the server
+//! holds it open (`sessionless_get = hold-open`, Python's stateless mode: an event stream nothing
+//! is ever written on but keep-alives). A session-ful client still works against such a server: its
 //! `initialize` is answered without a session id, so it sends its later requests without one.
 //!
 //! Layout: this file holds the `Server` machine (inputs, polls, request routing, timers, output
@@ -39,7 +41,7 @@ pub use tasks::task_prefix;
 
 use crate::config::{
     DeadStream, EventStoreMode, NoStoreResume, ProtocolErrorReaction, Retention, ServerPolicy, SessionlessCancel,
-    ToolSpec,
+    SessionlessGet, ToolSpec,
 };
 use crate::http::SseEvent;
 use crate::http::{
@@ -49,7 +51,7 @@ use crate::ids::{ConnId, SessionId, StreamNo};
 use crate::rng::SplitMix64;
 use crate::sse::{EventStore, StoredEvent};
 use crate::time::{micros, Instant};
-use crate::trace::{SessionEndReason, StepKind, ToolEnd};
+use crate::trace::{ExitCause, SessionEndReason, StepKind, ToolEnd};
 use sessions::Session;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -355,15 +357,37 @@ impl Server {
     }
 
     /// Appends a server notification to every live session's standalone stream, stored even
-    /// when no GET is attached.
+    /// when no GET is attached. A server without sessions that holds a `GET` open
+    /// (`sessionless_get = hold-open`) stores it on its implicit context's standalone stream,
+    /// which no connection is ever attached to: recorded, so that a client holding such a `GET`
+    /// open, believing it listens, can be judged to have lost it (the other servers without
+    /// sessions record nothing: no client of theirs has a stream it believes carries them).
     pub fn notify_all(&mut self, now: Instant) {
         for session in self.live_sessions() {
-            let Some(state) = self.sessions.get_mut(&session) else { continue };
-            state.notifications += 1;
-            let message = ServerMessage::Notification { seq: state.notifications };
-            self.append(now, &session, StreamNo::STANDALONE, Some(message));
+            self.notify(now, &session);
+        }
+        if self.holds_gets_open() {
+            self.notify(now, &NO_SESSION);
         }
         self.publish_change(now);
+    }
+
+    /// One notification on `session`'s standalone stream.
+    fn notify(&mut self, now: Instant, session: &SessionId) {
+        let Some(state) = self.sessions.get_mut(session) else { return };
+        state.notifications += 1;
+        let message = ServerMessage::Notification { seq: state.notifications };
+        self.append(now, session, StreamNo::STANDALONE, Some(message));
+    }
+
+    /// A server without sessions that holds a `GET` open, and lets one reach `handle_get`: one
+    /// that states no `eras` (its gate lets a request through unless it asks for the modern
+    /// era), or serves the legacy era (a modern `GET` is answered 405 by the gate).
+    fn holds_gets_open(&self) -> bool {
+        !self.policy.sessions
+            && !self.is_context
+            && self.policy.sessionless_get == SessionlessGet::HoldOpen
+            && self.policy.eras.as_deref().is_none_or(|eras| crate::era::EraSet::of(eras).legacy)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -439,7 +463,7 @@ impl Server {
 
     fn handle_get(&mut self, now: Instant, conn: ConnId, request: Request) {
         if !self.policy.sessions {
-            return self.reject(conn, Status(self.policy.sessionless_get_status), ErrorCode::Other, None);
+            return self.sessionless_get(now, conn, request.last_event_id.is_some());
         }
         let Some(session) = self.live_session(conn, request.session, None, None) else { return };
         match (request.last_event_id, self.policy.event_store, self.policy.resume_without_store) {
@@ -462,7 +486,7 @@ impl Server {
         match self.policy.on_protocol_error {
             ProtocolErrorReaction::AnswerError => self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, session),
             ProtocolErrorReaction::RestartProcess => {
-                self.record(StepKind::ProcessExit { conn, session });
+                self.record(StepKind::ProcessExit { conn, session, cause: ExitCause::ProtocolError });
                 self.exit_process();
             }
         }
@@ -470,7 +494,7 @@ impl Server {
 
     /// The process exits: what it held is lost as in a crash, and its actor is asked for the next
     /// process.
-    fn exit_process(&mut self) {
+    pub(super) fn exit_process(&mut self) {
         if self.crashed {
             return;
         }
@@ -497,6 +521,30 @@ impl Server {
             sse.id = None;
         }
         sse
+    }
+
+    /// A `GET` to a server without sessions, under `sessionless_get`: refused with
+    /// `sessionless_get_status`, or answered `200 text/event-stream` and held open on an SSE
+    /// connection attached to no stream (keep-alives only: with no session, no notification has a
+    /// way onto it; `notify_all` stores them where nothing reads them). No priming event: there is
+    /// nothing to resume. A `GET` with `Last-Event-ID` is no fresh one: with an event store it is
+    /// refused as before (no session, no resumption); without one it is answered as
+    /// `resume_without_store` says (Python's stateless `_replay_events` returns without a
+    /// response: 500; ignored, it is a fresh `GET`, held open).
+    fn sessionless_get(&mut self, now: Instant, conn: ConnId, resume: bool) {
+        let refuse = Status(self.policy.sessionless_get_status);
+        match (self.policy.sessionless_get, resume, self.has_store(), self.policy.resume_without_store) {
+            (SessionlessGet::Refuse, ..) | (SessionlessGet::HoldOpen, true, true, _) => {
+                self.reject(conn, refuse, ErrorCode::Other, None)
+            }
+            (SessionlessGet::HoldOpen, true, false, NoStoreResume::Error500) => {
+                self.reject(conn, Status::INTERNAL, ErrorCode::Other, None)
+            }
+            (SessionlessGet::HoldOpen, ..) => {
+                self.send(conn, Frame::Head(ResponseHead::event_stream()));
+                self.open_sse_conn(now, conn, &NO_SESSION, streams::ConnKind::Held);
+            }
+        }
     }
 
     fn record(&mut self, step: StepKind) {

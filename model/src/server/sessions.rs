@@ -25,6 +25,8 @@ pub(super) struct Session {
 impl Server {
     pub(super) fn handle_delete(&mut self, now: Instant, conn: ConnId, request: Request) {
         if !self.policy.sessions {
+            // `DELETE` has no hold-open answer: no session to end (Python 2.3.0
+            // streamable_http.py:829-835 answers it 405 in stateless mode).
             return self.reject(conn, Status(self.policy.sessionless_get_status), ErrorCode::Other, None);
         }
         let unknown = Status(self.policy.delete_unknown_status);

@@ -10,7 +10,7 @@ use crate::http::{Body, ErrorCode, EventKind, Frame, ResponseHead, ServerMessage
 use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
 use crate::sse::{mint_event_id, LogKey, NewEvent, StoredEvent, StreamLog, GET_STREAM_KEY};
 use crate::time::Instant;
-use crate::trace::{CloseRule, SessionEndReason, StepKind};
+use crate::trace::{CloseRule, ExitCause, SessionEndReason, StepKind};
 
 #[derive(Debug)]
 pub(super) struct SessionStream {
@@ -49,6 +49,10 @@ pub(super) enum ConnKind {
     Standalone,
     /// A `GET` with `Last-Event-ID`.
     Resumed,
+    /// An answer attached to no stream, open until its connection ends: a `subscriptions/listen`
+    /// stream (its changes are written to it directly), or the `GET` a server without sessions
+    /// holds open (`sessionless_get = hold-open`), which gets nothing but keep-alives.
+    Held,
     /// A POST answered in JSON (`response_mode = json`): nothing is written on it until the
     /// result, which goes as one JSON body, and then it ends.
     Json,
@@ -73,6 +77,34 @@ impl Server {
                 }
                 SecondGet::Reject400 => {
                     return self.reject(conn, Status::BAD_REQUEST, ErrorCode::StreamAlreadyOpen, Some(session.clone()))
+                }
+                SecondGet::EmptyClosed => {
+                    // kotlin-sdk#715: Ktor's `sse {}` has committed `200` before the transport's
+                    // 409 check refuses the GET, so the refusal reaches the client as an event
+                    // stream that ends at once; the earlier connection stays registered.
+                    self.record(StepKind::RefusedAfterHead {
+                        conn,
+                        status: Status::CONFLICT,
+                        session: session.clone(),
+                    });
+                    self.send(conn, Frame::Head(ResponseHead::event_stream()));
+                    self.send(conn, Frame::End);
+                    self.outputs.push_back(ServerOutput::Close { conn, abrupt: false });
+                    return;
+                }
+                SecondGet::EndSession => {
+                    // The 409, and the application that hears of it from the transport's `onerror`
+                    // tears the session down (kaeawc/auto-mobile#1942).
+                    self.reject(conn, Status::CONFLICT, ErrorCode::StreamAlreadyOpen, Some(session.clone()));
+                    return self.end_session(now, session, SessionEndReason::StreamConflict);
+                }
+                SecondGet::RestartProcess => {
+                    // The 409, and the application kills its process on the `onerror`
+                    // (supercorp-ai/supergateway#126).
+                    self.reject(conn, Status::CONFLICT, ErrorCode::StreamAlreadyOpen, Some(session.clone()));
+                    let session = Some(session.clone());
+                    self.record(StepKind::ProcessExit { conn, session, cause: ExitCause::SecondGet });
+                    return self.exit_process();
                 }
                 SecondGet::Shadow => {
                     // Open, primed, never attached: only keep-alives arrive on it.
@@ -292,7 +324,7 @@ impl Server {
             ConnKind::Request if !self.policy.sessions => None,
             ConnKind::Request => self.policy.close_request_streams.map(|d| (CloseRule::RequestStream, d)),
             ConnKind::Standalone => self.policy.close_idle_standalone.map(|d| (CloseRule::IdleStandalone, d)),
-            ConnKind::Resumed | ConnKind::Json => None,
+            ConnKind::Resumed | ConnKind::Held | ConnKind::Json => None,
         }
     }
 

@@ -21,7 +21,7 @@ impl Server {
         self.send(conn, Frame::Head(ResponseHead::event_stream()));
         // An open SSE answer attached to no stream: it gets keep-alives, and its end (the
         // client gone, a cut) forgets it like any other.
-        self.open_sse_conn(now, conn, &NO_SESSION, ConnKind::Resumed);
+        self.open_sse_conn(now, conn, &NO_SESSION, ConnKind::Held);
         self.listeners.insert(conn, id);
         self.write(now, conn, Frame::Event(message_event(ServerMessage::ListenAck { subscription: id })));
     }

@@ -1117,7 +1117,7 @@ fn delete_with_a_tool_running_follows_each_sdk() {
 
 use crate::config::{
     ConnAfterResponse, DeadStream, DeleteRule, DetachedEvents, FreshGet, IdStamp, IdleReset, IdleRule, KeepaliveTimer,
-    OnAbort, ResumeWhileAttached, SecondGet, SideEffectAt, UnknownSession,
+    OnAbort, ResumeWhileAttached, SecondGet, SessionlessGet, SideEffectAt, UnknownSession,
 };
 
 fn comments(out: &[ServerOutput], conn: ConnId) -> usize {
@@ -1471,6 +1471,117 @@ fn a_server_without_sessions_answers_get_and_delete_with_its_status() {
         let out = drain(&mut s);
         assert_eq!((head_status(&out, GET), head_status(&out, OTHER)), (Status(status), Status(status)));
     }
+}
+
+/// Python 2.3.0's stateless mode (`sessionless_get = hold-open`): a GET is answered 200 and held
+/// open with keep-alives, and a notification, which has no session to go by, is stored where no
+/// connection is attached and written to nobody; DELETE is still refused. Refusing (the default)
+/// answers the GET with the status and records no notification. A GET with `Last-Event-ID` is no
+/// fresh GET: refused with a store, 500 or held open without one, as `resume_without_store` says.
+#[test]
+fn a_server_without_sessions_refuses_a_get_or_holds_it_open_with_keep_alives_and_nothing_else() {
+    let keepalive = Some(Duration::from_secs(15));
+    let run = |rule: SessionlessGet| {
+        let mut s = server(ServerPolicy { sessionless_get: rule, keepalive, ..sessionless() });
+        s.handle_request(at(0), GET, Request::get(None, None));
+        s.handle_request(at(0), OTHER, Request::delete(SessionId::from("x")));
+        let mut out = drain(&mut s);
+        s.notify_all(at(2));
+        out.extend(drain(&mut s));
+        out.extend(drive_until(&mut s, at(31)));
+        (s, out)
+    };
+    let (_, refused) = run(SessionlessGet::Refuse);
+    assert_eq!(head_status(&refused, GET), Status::METHOD_NOT_ALLOWED);
+    assert_eq!(closes(&refused, GET), vec![false]);
+    assert!(!records(&refused).iter().any(|r| matches!(r, StepKind::EventStored { .. })), "nothing to record");
+
+    let (mut s, held) = run(SessionlessGet::HoldOpen);
+    assert_eq!(frames(&held, GET)[0], Frame::Head(ResponseHead::event_stream()));
+    assert_eq!(head_status(&held, OTHER), Status::METHOD_NOT_ALLOWED, "DELETE has no session to end");
+    assert!(closes(&held, GET).is_empty(), "held open");
+    assert!(events(&held, GET).is_empty(), "no priming, no notification");
+    assert_eq!(comments(&held, GET), 2, "keep-alives at 15 s and 30 s");
+    let stored: Vec<(SessionId, StreamNo, bool)> = records(&held)
+        .into_iter()
+        .filter_map(|r| match r {
+            StepKind::EventStored { session, stream, message, .. } => Some((session, stream, message.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stored, vec![(SessionId::from(""), StreamNo::STANDALONE, true)], "stored where nothing reads it");
+    // Its end is only its connection's.
+    s.handle_disconnect(at(32), GET);
+    assert!(drive_until(&mut s, at(100)).iter().all(|o| !matches!(o, ServerOutput::Send { conn: GET, .. })));
+
+    let id = EventId::from("0.x");
+    for (store, without, status) in [
+        (EventStoreMode::Kept, NoStoreResume::Ignored, Status::METHOD_NOT_ALLOWED),
+        (EventStoreMode::NoStore, NoStoreResume::Error500, Status::INTERNAL),
+        (EventStoreMode::NoStore, NoStoreResume::Ignored, Status::OK),
+    ] {
+        let p = ServerPolicy {
+            sessionless_get: SessionlessGet::HoldOpen,
+            event_store: store,
+            resume_without_store: without,
+            ..sessionless()
+        };
+        let mut s = server(p);
+        s.handle_request(at(0), GET, Request::get(None, Some(id.clone())));
+        assert_eq!(head_status(&drain(&mut s), GET), status, "{store:?} {without:?}");
+    }
+}
+
+/// A second standalone GET while the first is still registered (its client gone unnoticed):
+/// `empty-closed` answers 200 with a stream that ends at once and keeps the first registered
+/// (kotlin-sdk#715: the notifications still go there); `end-session` answers 409 and ends the
+/// session, cancelling its tool (kaeawc/auto-mobile#1942); `restart-process` answers 409 and the
+/// process exits, losing everything (supercorp-ai/supergateway#126).
+#[test]
+fn a_second_get_can_be_answered_empty_end_the_session_or_restart_the_process() {
+    let second = |rule: SecondGet| {
+        let mut s = server(ServerPolicy { second_get: rule, ..policy("reference") });
+        let session = init(&mut s, at(0));
+        let _ = call(&mut s, at(0), POST, &session, "pay");
+        s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+        let _ = drain(&mut s);
+        s.handle_request(at(1), OTHER, Request::get(Some(session.clone()), None));
+        let out = drain(&mut s);
+        (s, session, out)
+    };
+
+    let (mut s, session, out) = second(SecondGet::EmptyClosed);
+    assert_eq!(frames(&out, OTHER), vec![Frame::Head(ResponseHead::event_stream()), Frame::End]);
+    assert_eq!(closes(&out, OTHER), vec![false]);
+    let refused = StepKind::RefusedAfterHead { conn: OTHER, status: Status::CONFLICT, session: session.clone() };
+    assert_eq!(records(&out), vec![refused]);
+    s.notify_all(at(2));
+    assert_eq!(events(&drain(&mut s), GET).len(), 1, "the first GET still receives");
+
+    let (mut s, session, out) = second(SecondGet::EndSession);
+    assert_eq!(head_status(&out, OTHER), Status::CONFLICT);
+    assert_eq!(session_ends(&out), vec![SessionEndReason::StreamConflict]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Cancelled]);
+    assert_eq!(closes(&out, GET), vec![false], "the first GET ends with its session");
+    assert!(!out.contains(&ServerOutput::Exit));
+    s.handle_request(at(2), INIT, call_request(&session, 3, "quick", 8));
+    assert_eq!(head_status(&drain(&mut s), INIT), Status::NOT_FOUND);
+
+    let (mut s, session, out) = second(SecondGet::RestartProcess);
+    assert_eq!(head_status(&out, OTHER), Status::CONFLICT, "the 409 is written before the exit");
+    let exit = StepKind::ProcessExit { conn: OTHER, session: Some(session.clone()), cause: ExitCause::SecondGet };
+    assert!(records(&out).contains(&exit), "{out:?}");
+    assert_eq!(session_ends(&out), vec![SessionEndReason::ProcessExit]);
+    assert_eq!(tool_ends(&out), vec![ToolEnd::Lost]);
+    assert_eq!(closes(&out, GET), vec![true], "every connection reset");
+    assert_eq!(out.last(), Some(&ServerOutput::Exit));
+    s.handle_request(at(2), INIT, call_request(&session, 3, "quick", 8));
+    assert!(drain(&mut s).is_empty(), "the exited process does nothing more");
+
+    // The rules before them are unchanged: 409 and nothing else.
+    let (_, _, out) = second(SecondGet::Reject409);
+    assert_eq!(head_status(&out, OTHER), Status::CONFLICT);
+    assert!(session_ends(&out).is_empty() && tool_ends(&out).is_empty());
 }
 
 #[test]
@@ -1988,7 +2099,10 @@ fn a_request_that_does_not_parse_is_answered_400_or_exits_the_process() {
     assert_eq!(closes(&out, POST), vec![true], "its streams are reset");
     assert_eq!(out.last(), Some(&ServerOutput::Exit));
     let steps = records(&out);
-    assert_eq!(steps[0], StepKind::ProcessExit { conn: OTHER, session: Some(session.clone()) });
+    assert_eq!(
+        steps[0],
+        StepKind::ProcessExit { conn: OTHER, session: Some(session.clone()), cause: Default::default() }
+    );
     assert!(steps.iter().any(|r| matches!(r, StepKind::ToolEnded { end: ToolEnd::Lost, .. })));
     assert!(steps.iter().any(|r| matches!(r, StepKind::SessionEnded { reason: SessionEndReason::ProcessExit, .. })));
     assert!(s.live_sessions().is_empty() && !s.is_busy());

@@ -206,14 +206,24 @@ fn server_rules(scenario: &Scenario, breaches: &[&mcpsim_model::oracle::conditio
     }
     let name = &scenario.server.name;
     let rows = source_rows(Role::Server, name).and_then(Result::ok).unwrap_or_default();
+    // The run's own values: a rule set for this run (`--set server.second_get=...`) is not the
+    // profile's, whose source is then only what the profile would have done.
+    let run = serde_json::to_value(&scenario.server).unwrap_or_default();
     for key in keys {
         let path = key.strip_prefix("server.").unwrap_or(key);
         let Some(row) = rows.iter().find(|r| r.path == path) else { continue };
         let source = row.source.as_deref().unwrap_or("no source given");
-        out.push_str(&format!(
-            "  the server's rule behind it: {key} = {} in the {name} profile ({source})\n",
-            row.value
-        ));
+        let set = path.split('.').try_fold(&run, |v, part| v.get(part)).map(mcpsim_model::profiles::toml_value);
+        match set.filter(|value| *value != row.value) {
+            Some(value) => out.push_str(&format!(
+                "  the server's rule behind it: {key} = {value}, set for this run (the {name} profile has {}: {source})\n",
+                row.value
+            )),
+            None => out.push_str(&format!(
+                "  the server's rule behind it: {key} = {} in the {name} profile ({source})\n",
+                row.value
+            )),
+        }
     }
     out
 }
@@ -261,6 +271,34 @@ mod tests {
     /// A busy session's expiry (rmcp's worker expires a session whose quiet tool outlasts its
     /// 5 min keep-alive) prints the idle rule behind it, read from the rmcp profile; with the
     /// reference server's rule the session is held and nothing is printed.
+    /// A server rule set for the run (`--set server.second_get=end-session`) is printed with the
+    /// run's value, the profile's value and source beside it: the profile's alone would name the
+    /// 409 the TypeScript transport answers, not the rule that ended the session.
+    #[test]
+    fn a_server_rule_set_for_the_run_is_printed_with_the_runs_value() {
+        let mut scenario = Scenario::build("long-tool", "ts-sdk", "ts-sdk").expect("a built-in scenario");
+        let sets: Vec<(String, String)> = [
+            ("server.dead_stream", "on-write"),
+            ("lb", "{ idle_timeout = \"60s\", cut_mode = \"client-side\" }"),
+            ("client.request_timeout", "none"),
+            ("server.second_get", "end-session"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        scenario.apply_overrides(&sets).expect("valid overrides");
+        let outcome = crate::engine::runner::run(&scenario, 0).expect("the simulation runs");
+        let text = verdict_text(&scenario, 0, &outcome, None);
+        assert!(
+            text.contains(
+                "the server's rule behind it: server.second_get = \"end-session\", set for this run (the ts-sdk \
+                 profile has \"reject409\": @modelcontextprotocol/sdk 1.32.2"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("server.second_get = \"reject409\" in the ts-sdk profile"), "{text}");
+    }
+
     #[test]
     fn a_busy_sessions_expiry_names_the_servers_idle_rule() {
         let verdict = |rule: Option<&str>| {

@@ -61,6 +61,7 @@ pub const FIELDS: &[&str] = &[
     "dead_stream",
     "unknown_session",
     "sessionless_get_status",
+    "sessionless_get",
     "idle_reset",
     "expire_running_tool",
     "id_stamp",
@@ -103,6 +104,7 @@ pub fn default_literal(field: &str) -> Option<String> {
     match field {
         "delete_status" => Some("200".into()),
         "sessionless_get_status" => Some("405".into()),
+        "sessionless_get" => lit(c::SessionlessGet::default()),
         "close_request_streams" | "close_idle_standalone" => Some("\"none\"".into()),
         "keepalive_timer" => lit(c::KeepaliveTimer::default()),
         "standalone_priming" => lit(c::StandalonePriming::default()),
@@ -194,6 +196,9 @@ fn never_probed(field: &str) -> Option<&'static str> {
         }
         "sessionless_cancel" => {
             "needs two clients' requests with one id in flight on a server without sessions; the probe is one client"
+        }
+        "sessionless_get_status" | "sessionless_get" => {
+            "the probe's fixtures run with sessions; what a server without them answers to GET and DELETE needs a stateless one"
         }
         "tasks.create_for_tools_over" => {
             "the application decides which calls become tasks (rmcp's TaskManager::spawn is called by the handler); the fixture's probe_task is one it made so"

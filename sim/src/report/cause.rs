@@ -153,7 +153,7 @@ impl Walk {
                 earlier.push(session.clone());
                 Some(text)
             }
-            SessionEnded { .. } | Rejected { .. } => Some(described()),
+            SessionEnded { .. } | Rejected { .. } | RefusedAfterHead { .. } => Some(described()),
             // A proxy's own 4xx: what the client is about to take for the server's word.
             LbAnswered { status, .. } if status.0 < 500 => Some(described()),
             // A request sent again below the client model (its HTTP library, the balancer), and

@@ -221,13 +221,20 @@ pub fn describe(kind: &StepKind) -> String {
                 session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()
             )
         }
+        RefusedAfterHead { conn, status, session } => format!(
+            "{conn} refused {status} (session {session}) after its 200 head was committed: the client gets an event stream that ends at once"
+        ),
         ToolEnded { session, request, call, end } => format!("tool {call} {request} in {session}: {end:?}"),
         CancelIgnored { session, request, call } => format!(
             "tool {call} {request} in {session}: its stream's connection ended, which the server says cancels it, but it runs on"
         ),
         ServerStart { epoch, .. } => format!("server process started (epoch {epoch})"),
-        ProcessExit { conn, session } => format!(
-            "server process EXITED on the unparseable request on {conn}{}",
+        ProcessExit { conn, session, cause } => format!(
+            "server process EXITED on {} on {conn}{}",
+            match cause {
+                mcpsim_model::trace::ExitCause::ProtocolError => "the unparseable request",
+                mcpsim_model::trace::ExitCause::SecondGet => "a second standalone GET",
+            },
             session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()
         ),
         AppCall { call, tool, idempotent } => {

@@ -577,6 +577,7 @@ fn label(kind: &StepKind) -> Option<String> {
             format!("resume:{}:{what}", stream.is_some())
         }
         StepKind::Rejected { status, .. } => format!("rejected:{status}"),
+        StepKind::RefusedAfterHead { status, .. } => format!("refused-after-head:{status}"),
         StepKind::ToolEnded { end, .. } => format!("tool-ended:{end:?}"),
         StepKind::ServerStart { epoch, .. } => format!("server-start:{}", bucket(*epoch)),
         StepKind::AppGap { .. } => "app-gap".into(),

@@ -260,6 +260,29 @@ fn event_json(e: &RawEvent) -> Option<Value> {
 }
 
 /// The events of some items.
+/// What a second standalone GET got, from its status, the notifications it received and whether
+/// its stream ended within the read (`on_g2`), the notifications the first received, and whether
+/// the first ended: the `second_get` value, or why none can be told.
+fn second_get_seen(
+    st2: u16,
+    on_g2: Option<(usize, bool)>,
+    notes: usize,
+    g1_ended: bool,
+) -> Result<(SecondGet, String), String> {
+    match (st2, on_g2) {
+        (409, _) => Ok((SecondGet::Reject409, "a second GET while the first was open answered 409".to_string())),
+        (400, _) => Ok((SecondGet::Reject400, "a second GET while the first was open answered 400".to_string())),
+        (200, Some((n2, ended2))) => match (notes > 0, n2 > 0) {
+            (true, false) if ended2 => Ok((SecondGet::EmptyClosed, format!("a second GET answered 200 and its stream ended at once with nothing; the {notes} notifications sent then went to the first"))),
+            (true, false) => Ok((SecondGet::Shadow, format!("a second GET answered 200 and stayed open; the {notes} notifications sent then went to the first, none to the second"))),
+            (false, true) if g1_ended => Ok((SecondGet::Replace, format!("a second GET answered 200; the first ended, the second got {n2} notifications"))),
+            (false, true) => Ok((SecondGet::Accept, format!("a second GET answered 200; the first stayed open with nothing, the second got {n2} notifications"))),
+            (a, b) => Err(format!("a second GET answered 200; notifications on the first: {a}, on the second: {b}")),
+        },
+        (other, _) => Err(format!("a second GET answered {other}")),
+    }
+}
+
 fn events(items: &[Item]) -> Vec<&RawEvent> {
     items.iter().filter_map(|i| if let Item::Event(e) = i { Some(e) } else { None }).collect()
 }
@@ -1332,7 +1355,13 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     }
     g1.abort();
     let on_g2 = match g2_read {
-        Some(h) => h.await.map(|items| events(&items).iter().filter(|e| !e.is_priming()).count()).ok(),
+        Some(h) => h
+            .await
+            .map(|items| {
+                let notes = events(&items).iter().filter(|e| !e.is_priming()).count();
+                (notes, items.iter().any(|i| matches!(i, Item::End)))
+            })
+            .ok(),
         None => None,
     };
     let side = match side {
@@ -1341,18 +1370,7 @@ async fn standalone(ctx: &Ctx) -> Result<Outcome, ProbeError> {
     };
     {
         let mut fp = ctx.fp();
-        let second = match (st2, on_g2) {
-            (409, _) => Ok((SecondGet::Reject409, "a second GET while the first was open answered 409".to_string())),
-            (400, _) => Ok((SecondGet::Reject400, "a second GET while the first was open answered 400".to_string())),
-            (200, Some(n2)) => match (notes > 0, n2 > 0) {
-                (true, false) => Ok((SecondGet::Shadow, format!("a second GET answered 200 and stayed open; the {notes} notifications sent then went to the first, none to the second"))),
-                (false, true) if g1_ended => Ok((SecondGet::Replace, format!("a second GET answered 200; the first ended, the second got {n2} notifications"))),
-                (false, true) => Ok((SecondGet::Accept, format!("a second GET answered 200; the first stayed open with nothing, the second got {n2} notifications"))),
-                (a, b) => Err(format!("a second GET answered 200; notifications on the first: {a}, on the second: {b}")),
-            },
-            (other, _) => Err(format!("a second GET answered {other}")),
-        };
-        match second {
+        match second_get_seen(st2, on_g2, notes, g1_ended) {
             Ok((v, why)) => {
                 if let Some(v) = literal(v) {
                     fp.decide("second_get", v, why)
@@ -2065,6 +2083,20 @@ async fn measure_retention(ctx: &Ctx) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A second GET answered 200 whose stream ends at once while the first keeps the
+    /// notifications is `empty-closed` (kotlin-sdk 0.11: the 409 after Ktor's committed 200), one
+    /// that stays open receiving nothing `shadow`; the other answers as before.
+    #[test]
+    fn a_second_get_that_ends_at_once_with_nothing_is_empty_closed_not_a_shadow() {
+        let seen = |st2, on_g2, notes, g1_ended| second_get_seen(st2, on_g2, notes, g1_ended).map(|(v, _)| v);
+        assert_eq!(seen(200, Some((0, true)), 3, false), Ok(SecondGet::EmptyClosed));
+        assert_eq!(seen(200, Some((0, false)), 3, false), Ok(SecondGet::Shadow));
+        assert_eq!(seen(200, Some((3, false)), 0, true), Ok(SecondGet::Replace));
+        assert_eq!(seen(200, Some((3, false)), 0, false), Ok(SecondGet::Accept));
+        assert_eq!(seen(409, None, 3, false), Ok(SecondGet::Reject409));
+        assert!(seen(200, Some((0, true)), 0, false).is_err(), "no notification anywhere tells nothing");
+    }
 
     fn tick(n: u32) -> RawEvent {
         let data = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": n}});

@@ -527,6 +527,7 @@ fn item_of(step: &Step, place: &Place) -> Item {
         SessionCreated { .. }
         | SessionEnded { .. }
         | Rejected { .. }
+        | RefusedAfterHead { .. }
         | ToolEnded { .. }
         | CancelIgnored { .. }
         | ServerStart { .. }
