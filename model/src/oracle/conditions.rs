@@ -182,6 +182,18 @@ pub enum Condition {
     /// bus over a shared pub/sub backend, `bus = shared`). It explains only a change
     /// notification lost (`no-silent-notification-loss`) of its client's.
     BusLocal = 15,
+    /// Not a condition either, and no bug of the client or the server: the network dropped the
+    /// client's connections without telling either end (a silent black hole, `fault.blackhole`:
+    /// a NAT or a stateful firewall that forgot the flow, its packets and RSTs dropped). The
+    /// note's decision procedure acts on a close it sees; this one shows none, and only a timer of
+    /// the pair's own ends the wait: the client's request timeout, the server's keep-alives
+    /// (whose writes into the hole TCP gives up only after its retransmissions, ~15 min), an idle
+    /// expiry of the session. What is left waiting for that client — a call never resolved,
+    /// events and notifications never delivered, a result stored where nobody reads — is the
+    /// price of settings without such a timer, as a short retention is condition 2's. What the
+    /// client does once a timer fires (a failure told, a call sent again) stays its own to answer
+    /// for (condition 4).
+    BlackHole = 16,
 }
 
 impl Condition {
@@ -241,6 +253,11 @@ impl Condition {
             }
             Condition::BusLocal => {
                 return "the fleet's change bus (a change on a replica the client does not listen on)".to_string()
+            }
+            Condition::BlackHole => {
+                return "a silent black hole (connections the network dropped, telling neither end, that no timer of \
+                        the pair ended)"
+                    .to_string()
             }
         };
         format!("condition {} ({what})", self.number())
@@ -309,6 +326,7 @@ impl fmt::Display for Breach {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
             Condition::WorkRunOn => write!(f, "work left running: {}", self.detail),
             Condition::BusLocal => write!(f, "the fleet's change bus: {}", self.detail),
+            Condition::BlackHole => write!(f, "a silent black hole: {}", self.detail),
             c if c.is_server_bug() => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
@@ -657,6 +675,14 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::BusLocal {
         return effect == Effect::Of(InvariantId::NoSilentNotificationLoss);
     }
+    if b.condition == Condition::BlackHole {
+        return match effect {
+            Effect::Of(invariant) => BLACK_HOLE_COSTS.contains(&invariant),
+            // A request stream of the 2026-07-28 revision: what it carried reached nobody.
+            Effect::SessionlessEventLoss => true,
+            Effect::SecondSession | Effect::DeadSessionKept | Effect::PacedChurn => false,
+        };
+    }
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
@@ -725,6 +751,21 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         | Effect::Of(_) => true,
     }
 }
+
+/// What a silent black hole can cost ([`can_cause`]): what stayed on its way to a client that
+/// was never told its connection was dead — its calls' answers, its events and notifications
+/// (never, or late), a result stored where nobody read it, a task's outcome. Not a failure told
+/// or a call sent again (the client's reaction to its own timer: condition 4), nor a second
+/// session or a dead one kept (what the client starts or keeps is its own act).
+const BLACK_HOLE_COSTS: [InvariantId; 7] = [
+    InvariantId::EveryCallResolves,
+    InvariantId::NoSilentEventLoss,
+    InvariantId::NoSilentNotificationLoss,
+    InvariantId::TimelyDelivery,
+    InvariantId::NoOrphanedSession,
+    InvariantId::TaskResultDelivered,
+    InvariantId::NoOrphanedTask,
+];
 
 /// What a missed replay can cost ([`can_cause`]): the replayed stream's events and what rode on
 /// them.
@@ -1160,6 +1201,7 @@ impl Judge {
                 }
             }
             StepKind::InitializeBackoff { .. } => self.handshake_failed(i, at, who),
+            StepKind::BlackHoled { conns, idle } => self.black_holed(i, at, who, conns, *idle),
             StepKind::TaskIdForgotten { task } => {
                 let c = self.clients.entry(who).or_default();
                 match &mut c.forgotten_tasks {
@@ -1970,6 +2012,24 @@ impl Judge {
             task.0
         );
         self.record(Condition::Persisted, i, at, detail).task_id_lost = true;
+    }
+
+    /// A black hole caught client `who`'s connections at `at` ([`Condition::BlackHole`], the
+    /// fault injector's `black-holed` step): from then on what they carry reaches nobody, and
+    /// neither end is told. The client is not marked cut off: it does not know it is, and its
+    /// other connections (new ones once the hole closes) may well be answered.
+    fn black_holed(&mut self, i: usize, at: Instant, who: Option<u32>, conns: &[ConnId], idle: u32) {
+        let mut what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+        if idle > 0 {
+            what.push(format!("{idle} kept-alive connection(s) idle in its pool"));
+        }
+        let detail = format!(
+            "the network dropped the client's connections ({}) at {at} and told neither end (no end, no reset): what \
+             they carried from then on reached nobody, and only a timer (the client's request timeout, the server's \
+             keep-alives, an idle expiry) could end the wait",
+            what.join(", ")
+        );
+        self.record(Condition::BlackHole, i, at, detail).client = who;
     }
 
     /// A non-idempotent call whose request the client had sent, told to the application as a
@@ -6172,11 +6232,78 @@ mod tests {
             Condition::ProxyHeld,
             Condition::WorkRunOn,
             Condition::BusLocal,
+            Condition::BlackHole,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");
         for c in &all[..4] {
             assert!(c.label().starts_with(&format!("condition {} (", c.number())), "{}", c.label());
+        }
+    }
+
+    /// A black hole that caught a client's connections (the injector's `black-holed` step) is a
+    /// network fault's price, no bug and no broken condition of 1-4: it explains what stayed on
+    /// its way to that client (a call never resolved, events never delivered, a result left in
+    /// the session), not the failure the client told after its own timer (condition 4), nor a
+    /// call sent again or a second session; another client's violations are not its; and a
+    /// violation before it is not explained by it. Without the step the same trace reads
+    /// "conditions 1-4 held".
+    #[test]
+    fn a_black_hole_explains_what_never_reached_its_client_and_nothing_the_client_did() {
+        let caught = StepKind::BlackHoled { conns: vec![ConnId(3), ConnId(4)], idle: 1 };
+        let mut t = trace(vec![(0, start(false)), (1_000, post(1)), (60_000, caught)]);
+        t.steps[2].actor = Actor::Fault;
+        let judged = Conditions::judge(&t);
+        let b: Vec<_> = judged.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::BlackHole, 2, false)], "{judged:?}");
+        assert!(!judged.all_held());
+        assert_eq!(
+            judged.breaches[0].to_string(),
+            "a silent black hole: the network dropped the client's connections (c3, c4, 1 kept-alive connection(s) \
+             idle in its pool) at 1m00.000s and told neither end (no end, no reset): what they carried from then on \
+             reached nobody, and only a timer (the client's request timeout, the server's keep-alives, an idle \
+             expiry) could end the wait"
+        );
+        let violation = |invariant, ms: u64, subject: &str| Violation {
+            invariant,
+            step: 2,
+            at: Instant(ms * 1_000),
+            subject: subject.into(),
+            detail: String::new(),
+        };
+        for invariant in [
+            InvariantId::EveryCallResolves,
+            InvariantId::NoSilentEventLoss,
+            InvariantId::NoSilentNotificationLoss,
+            InvariantId::TimelyDelivery,
+            InvariantId::TaskResultDelivered,
+        ] {
+            let e = judged.explain(&violation(invariant, 90_000, "call0"));
+            assert!(e.to_string().starts_with("explained by a silent black hole: "), "{invariant:?}: {e}");
+        }
+        // A result stored where nobody read it (rule a names its event).
+        let orphaned = violation(InvariantId::NoOrphanedSession, 90_000, "session 0-1 stream1 event 1-2");
+        assert!(judged.explain(&orphaned).is_explained());
+        // What the client did once a timer fired is its own: told a failure, sent the call again.
+        for invariant in [InvariantId::NoFalseFailure, InvariantId::NoDuplicateExecution] {
+            let e = judged.explain(&violation(invariant, 90_000, "call0"));
+            assert!(matches!(e, Explanation::NotCausedBy(..)), "{invariant:?}: {e}");
+        }
+        // Before the hole, nothing of it.
+        assert!(matches!(judged.explain_at(Instant(59_000_000)), Explanation::Unexplained));
+        // Another client's: not its.
+        let mut theirs = t.clone();
+        theirs.steps[2].client = Some(1);
+        let theirs = Conditions::judge(&theirs);
+        assert!(matches!(theirs.explain_for(Instant(90_000_000), Some(2)), Explanation::Unexplained));
+        assert!(theirs.explain_for(Instant(90_000_000), Some(1)).is_explained());
+        // The same run without the step: nothing broke.
+        let mut quiet = t.clone();
+        quiet.steps.truncate(2);
+        assert!(Conditions::judge(&quiet).all_held());
+        assert!(can_cause(&judged.breaches[0], Effect::SessionlessEventLoss));
+        for effect in [Effect::SecondSession, Effect::DeadSessionKept, Effect::PacedChurn] {
+            assert!(!can_cause(&judged.breaches[0], effect), "{effect:?}");
         }
     }
 

@@ -267,6 +267,8 @@ enum Agenda {
     Heal(usize),
     /// The plan's n-th fault, a hop answering by itself, ends.
     AnswerEnd(usize),
+    /// The plan's n-th fault, a black hole, stops swallowing new connections.
+    BlackholeEnd(usize),
     /// The plan's n-th fault starts.
     Fault(usize),
     /// The plan's n-th fault, a rolling deploy, reaches a replica (draining it, or restarting it
@@ -286,6 +288,7 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
         match planned.fault {
             Fault::Partition { duration } => items.push((at(planned.at + duration), Agenda::Heal(i))),
             Fault::Answer { duration, .. } => items.push((at(planned.at + duration), Agenda::AnswerEnd(i))),
+            Fault::Blackhole { duration, .. } => items.push((at(planned.at + duration), Agenda::BlackholeEnd(i))),
             Fault::Deploy { interval, drain, replicas } => {
                 for r in 0..replicas.min(scenario.lb.replicas) {
                     let step = planned.at + interval * r;
@@ -351,13 +354,14 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     let faults = world.scenario.faults.faults();
     match item {
         Agenda::Heal(_) => link.heal(),
-        Agenda::Fault(i) => injector::apply(world, link, &faults[i]),
+        Agenda::Fault(i) => injector::apply(world, link, i, &faults[i]),
         Agenda::DeployStep(i, replica) => {
             let drain = matches!(faults[i].fault, Fault::Deploy { drain: Some(_), .. });
             injector::deploy_step(world, replica, drain)
         }
         Agenda::DeployRestart(_, replica) => injector::deploy_restart(world, replica),
         Agenda::AnswerEnd(i) => injector::answer_end(world, &faults[i]),
+        Agenda::BlackholeEnd(i) => injector::blackhole_end(world, i, &faults[i]),
         Agenda::Liveness => {
             let deadline = micros(world.scenario.liveness_deadline());
             world.rec.record(Actor::Run, StepKind::Liveness { deadline });
