@@ -2016,9 +2016,14 @@ impl Judge {
 
     /// A black hole caught client `who`'s connections at `at` ([`Condition::BlackHole`], the
     /// fault injector's `black-holed` step): from then on what they carry reaches nobody, and
-    /// neither end is told. The client is not marked cut off: it does not know it is, and its
-    /// other connections (new ones once the hole closes) may well be answered.
+    /// neither end is told. The client is cut off from here (its last break), though it does not
+    /// know it, until an answer reaches it again (a connection opened after the hole): what the
+    /// server does meanwhile on a timer of its own (an idle expiry of a session whose request the
+    /// balancer cut, for one) happened in an outage, as under a partition. (A swarm search of
+    /// py-sdk × py-sdk with black holes read such an expiry, the Python rule's, as the server's
+    /// bug: a session expired "while its client was still attached".)
     fn black_holed(&mut self, i: usize, at: Instant, who: Option<u32>, conns: &[ConnId], idle: u32) {
+        self.clients.entry(who).or_default().last_break = Some(at);
         let mut what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
         if idle > 0 {
             what.push(format!("{idle} kept-alive connection(s) idle in its pool"));
@@ -6305,6 +6310,43 @@ mod tests {
         for effect in [Effect::SecondSession, Effect::DeadSessionKept, Effect::PacedChurn] {
             assert!(!can_cause(&judged.breaches[0], effect), "{effect:?}");
         }
+    }
+
+    /// A black hole cuts its client off though the client does not know it: an idle expiry that
+    /// cancels the session's tool while the hole holds the client's stream is the outage's (the
+    /// server could not tell its client from a gone one; condition 2, as under a partition), not
+    /// the server's bug of expiring a session whose client is attached. Without the hole the
+    /// same expiry is that bug.
+    #[test]
+    fn an_idle_expiry_inside_a_black_hole_is_the_outages_not_the_servers_bug() {
+        let expired = StepKind::SessionEnded {
+            session: sid(),
+            reason: SessionEndReason::IdleExpired,
+            idle_ttl_us: Some(60_000_000),
+        };
+        let cancelled = StepKind::ToolEnded {
+            session: sid(),
+            request: RequestId(2),
+            call: CallKey(0),
+            end: crate::trace::ToolEnd::Cancelled,
+        };
+        let streaming = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(200)) };
+        let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0 };
+        let steps = |with_hole: bool| {
+            let mut steps = vec![(1_000, on_session(2)), (1_010, streaming.clone())];
+            if with_hole {
+                steps.push((2_000, hole.clone()));
+            }
+            steps.extend([(90_000, cancelled.clone()), (90_000, expired.clone())]);
+            steps
+        };
+        let judged = Conditions::judge(&trace(steps(true)));
+        let b: Vec<_> = judged.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(b, vec![Condition::BlackHole, Condition::Retention], "{judged:?}");
+        assert!(judged.breaches[1].detail.contains("while its client was cut off from the server"), "{judged:?}");
+        let without = Conditions::judge(&trace(steps(false)));
+        let b: Vec<_> = without.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(b, vec![Condition::ServerEnded], "{without:?}");
     }
 
     /// `judged` gives, beside each footer record, the conditions that explain its violation: those
