@@ -50,7 +50,7 @@ fn caught(outcome: &RunOutcome) -> Vec<(u64, Option<u32>, Vec<ConnId>, u32)> {
         .steps
         .iter()
         .filter_map(|st| match &st.kind {
-            StepKind::BlackHoled { conns, idle } => Some((st.t, st.client, conns.clone(), *idle)),
+            StepKind::BlackHoled { conns, idle, connect: false } => Some((st.t, st.client, conns.clone(), *idle)),
             _ => None,
         })
         .collect()

@@ -222,7 +222,7 @@ fn typescript_sdk_1883_a_stream_stalled_by_a_black_hole_leaves_the_call_waiting_
         let caught: Vec<_> = steps
             .iter()
             .filter_map(|st| match &st.kind {
-                StepKind::BlackHoled { conns, .. } => Some(conns.clone()),
+                StepKind::BlackHoled { conns, connect: false, .. } => Some(conns.clone()),
                 _ => None,
             })
             .collect();

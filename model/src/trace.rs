@@ -893,14 +893,21 @@ pub enum StepKind {
     /// A black hole (`fault.blackhole`) caught a client's connections to the load balancer: from
     /// here on each is dead for good, its bytes lost both ways, and neither end is told (no end,
     /// no reset). Recorded by the fault injector, stamped with the client, after the fault's own
-    /// step; only when it caught something.
+    /// step, when it caught something; or (`connect`) when the client's connect for an exchange
+    /// gets no answer while the hole is open: its SYNs go unanswered until one is sent after the
+    /// hole closes (the exchange is late) or the connect times out.
     BlackHoled {
-        /// The client's connections in flight that it caught.
+        /// The client's connections in flight that it caught (with `connect`: the one exchange
+        /// whose connect it swallowed).
         conns: Vec<ConnId>,
         /// Kept-alive connections it caught idle in the client's pool (`client.http.keep_alive`),
         /// which a later request may be sent on.
         #[serde(default, skip_serializing_if = "is_zero_u32")]
         idle: u32,
+        /// It swallowed the connect of the exchange in `conns`, rather than catching an open
+        /// connection.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        connect: bool,
     },
     /// Faults stop here and the network is healed: every call must resolve by `deadline`.
     Liveness {

@@ -1201,7 +1201,7 @@ impl Judge {
                 }
             }
             StepKind::InitializeBackoff { .. } => self.handshake_failed(i, at, who),
-            StepKind::BlackHoled { conns, idle } => self.black_holed(i, at, who, conns, *idle),
+            StepKind::BlackHoled { conns, idle, connect } => self.black_holed(i, at, who, conns, *idle, *connect),
             StepKind::TaskIdForgotten { task } => {
                 let c = self.clients.entry(who).or_default();
                 match &mut c.forgotten_tasks {
@@ -2022,9 +2022,23 @@ impl Judge {
     /// balancer cut, for one) happened in an outage, as under a partition. (A swarm search of
     /// py-sdk × py-sdk with black holes read such an expiry, the Python rule's, as the server's
     /// bug: a session expired "while its client was still attached".)
-    fn black_holed(&mut self, i: usize, at: Instant, who: Option<u32>, conns: &[ConnId], idle: u32) {
+    ///
+    /// A connect the hole swallowed (`connect`) is the same price for its exchange: it goes
+    /// out only with a SYN sent after the hole closes, so what it carries comes late, or not at
+    /// all (a swarm search of the reference pair read a notification delayed so as `conditions
+    /// 1-4 held`).
+    fn black_holed(&mut self, i: usize, at: Instant, who: Option<u32>, conns: &[ConnId], idle: u32, connect: bool) {
         self.clients.entry(who).or_default().last_break = Some(at);
         let mut what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+        if connect {
+            let detail = format!(
+                "the network dropped the SYN of the client's connection {} at {at} without an answer (a black hole): \
+                 the exchange waits for a SYN sent after the hole closes, and what it carries comes late or not at all",
+                what.join(", ")
+            );
+            self.record(Condition::BlackHole, i, at, detail).client = who;
+            return;
+        }
         if idle > 0 {
             what.push(format!("{idle} kept-alive connection(s) idle in its pool"));
         }
@@ -6255,7 +6269,7 @@ mod tests {
     /// "conditions 1-4 held".
     #[test]
     fn a_black_hole_explains_what_never_reached_its_client_and_nothing_the_client_did() {
-        let caught = StepKind::BlackHoled { conns: vec![ConnId(3), ConnId(4)], idle: 1 };
+        let caught = StepKind::BlackHoled { conns: vec![ConnId(3), ConnId(4)], idle: 1, connect: false };
         let mut t = trace(vec![(0, start(false)), (1_000, post(1)), (60_000, caught)]);
         t.steps[2].actor = Actor::Fault;
         let judged = Conditions::judge(&t);
@@ -6310,6 +6324,29 @@ mod tests {
         for effect in [Effect::SecondSession, Effect::DeadSessionKept, Effect::PacedChurn] {
             assert!(!can_cause(&judged.breaches[0], effect), "{effect:?}");
         }
+        // A connect it swallowed: the exchange's SYNs went unanswered while the hole lasted, so
+        // what it carried came late; the same price.
+        let mut t = trace(vec![(0, start(false)), (1_000, post(1))]);
+        t.steps.push(Step {
+            seq: 2,
+            t: 41_000_000,
+            actor: Actor::Fault,
+            client: None,
+            replica: None,
+            conn_client: None,
+            kind: StepKind::BlackHoled { conns: vec![ConnId(5)], idle: 0, connect: true },
+        });
+        let swallowed = Conditions::judge(&t);
+        assert_eq!(
+            swallowed.breaches.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+            vec![
+                "a silent black hole: the network dropped the SYN of the client's connection c5 at 41.000s without \
+                  an answer (a black hole): the exchange waits for a SYN sent after the hole closes, and what it \
+                  carries comes late or not at all"
+            ]
+        );
+        let late = Violation { at: Instant(56_000_000), ..violation(InvariantId::TimelyDelivery, 56_000, "call0") };
+        assert!(swallowed.explain(&late).is_explained());
     }
 
     /// A black hole cuts its client off though the client does not know it: an idle expiry that
@@ -6331,7 +6368,7 @@ mod tests {
             end: crate::trace::ToolEnd::Cancelled,
         };
         let streaming = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(200)) };
-        let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0 };
+        let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0, connect: false };
         let steps = |with_hole: bool| {
             let mut steps = vec![(1_000, on_session(2)), (1_010, streaming.clone())];
             if with_hole {

@@ -369,10 +369,12 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     }
 }
 
-/// Every call of the scenario resolved at least once, no tool runs, and no client has anything
-/// pending (a standalone stream waiting to reconnect must get its chance to resume).
+/// Every call of the scenario resolved at least once, no tool runs, no client has anything
+/// pending (a standalone stream waiting to reconnect must get its chance to resume), and no
+/// connect waits for a SYN to get through a black hole (it is on its way to what it carries).
 fn is_quiet(world: &Arc<World>) -> bool {
-    world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
+    !world.net.dialing()
+        && world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
         && !world.stores().any(|store| world.with_store(store, |core| core.is_busy()).unwrap_or(false))
         && world.client_indexes().all(|i| world.with_client(i, |core| core.is_quiet()).unwrap_or(true))
 }

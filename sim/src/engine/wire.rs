@@ -105,6 +105,8 @@ struct NetState {
     /// Black holes open, each by its key (the plan's index) with the client whose edge it covers
     /// (`None`: every client's).
     holes: Vec<(usize, Option<IpAddr>)>,
+    /// Connects a black hole holds waiting for a SYN to get through ([`Net::dial`]).
+    dialing: u32,
     /// Every edge connection opened and not yet found closed, in the order they opened, while the
     /// run plans a black hole ([`Net::track_edge`]); `None` otherwise, so that a run without one
     /// pays nothing for it.
@@ -154,6 +156,7 @@ impl Net {
                 partitions: 0,
                 edge_blocked_until: None,
                 holes: Vec::new(),
+                dialing: 0,
                 edge: None,
             }),
             clock: TimeHandle::current(),
@@ -187,8 +190,14 @@ impl Net {
     }
 
     /// Whether a black hole swallows a connect from `from` to `to` now.
-    fn swallows(&self, from: IpAddr, to: SocketAddr) -> bool {
+    pub(crate) fn swallows(&self, from: IpAddr, to: SocketAddr) -> bool {
         to == LB_ADDR && lock(&self.state).holes.iter().any(|(_, ip)| ip.is_none_or(|ip| ip == from))
+    }
+
+    /// Whether a connect is waiting for one of its SYNs to get through a black hole: the run is
+    /// not over while one is (what it opens carries what the client waits for).
+    pub(crate) fn dialing(&self) -> bool {
+        lock(&self.state).dialing > 0
     }
 
     /// Opens a connection from the machine at `from` to the listener at `to`, as [`Net::connect`]
@@ -198,10 +207,13 @@ impl Net {
     /// swallows it (so that a caller may name the stream before its listener accepts it).
     /// Dropping the future abandons the connect.
     pub(crate) async fn dial(self: &Arc<Self>, from: IpAddr, to: SocketAddr) -> io::Result<Stream> {
-        if !self.swallows(from, to) {
-            return self.connect(from, to);
+        match self.connect(from, to) {
+            // Only a black hole times a connect out.
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+            answered => return answered,
         }
         let start = self.clock.now_instant();
+        let _waiting = Dialing::new(self);
         for at in &SYN_SENT_AT[1..] {
             self.sleep_until(start + *at).await;
             if !self.swallows(from, to) {
@@ -223,7 +235,7 @@ impl Net {
     /// hole swallows fails `TimedOut` at once here: [`Net::dial`] is the one that waits.
     pub(crate) fn connect(self: &Arc<Self>, from: IpAddr, to: SocketAddr) -> io::Result<Stream> {
         let edge = to == LB_ADDR;
-        let (backlog, local) = {
+        let (backlog, local, tracked) = {
             let mut state = lock(&self.state);
             if edge && state.partitions > 0 {
                 return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "partitioned"));
@@ -235,10 +247,10 @@ impl Net {
             let backlog = state.listeners.get(&to).cloned().ok_or_else(refused)?;
             let port = state.next_port;
             state.next_port = state.next_port.checked_add(1).unwrap_or(FIRST_PORT);
-            (backlog, SocketAddr::new(from, port))
+            (backlog, SocketAddr::new(from, port), edge && state.edge.is_some())
         };
         let (up, down) = (Arc::new(Pipe::default()), Arc::new(Pipe::default()));
-        if edge {
+        if tracked {
             if let Some(links) = lock(&self.state).edge.as_mut() {
                 links.push(EdgeLink { client: local, up: Arc::downgrade(&up), down: Arc::downgrade(&down) });
             }
@@ -323,6 +335,26 @@ impl Net {
         };
         let at = from + latency;
         previous.map_or(at, |p| p.max(at))
+    }
+}
+
+/// A connect held by a black hole, counted in [`Net::dialing`] until it ends (or its task is
+/// dropped).
+struct Dialing<'a> {
+    net: &'a Net,
+}
+
+impl<'a> Dialing<'a> {
+    fn new(net: &'a Net) -> Self {
+        lock(&net.state).dialing += 1;
+        Dialing { net }
+    }
+}
+
+impl Drop for Dialing<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.net.state);
+        state.dialing = state.dialing.saturating_sub(1);
     }
 }
 
@@ -819,7 +851,15 @@ mod tests {
                 madsim::time::sleep(Duration::from_secs(10)).await;
                 closer.close_blackhole(0);
             });
+            let watcher = net.clone();
+            let watched = madsim::task::spawn(async move {
+                madsim::time::sleep(Duration::from_secs(2)).await;
+                watcher.dialing()
+            });
+            assert!(!net.dialing());
             let mut client = net.dial(CLIENT_IP, LB_ADDR).await.unwrap();
+            assert!(watched.await.unwrap(), "a held connect is counted while it waits");
+            assert!(!net.dialing(), "and no longer once it connected");
             let waited = Duration::from_micros((Instant::now() - t0).as_micros() as u64);
             assert_eq!(waited, SYN_SENT_AT[4], "the SYN sent at 15 s, the first after the hole closed at 10 s");
             let (mut lb, _) = listener.accept().await;

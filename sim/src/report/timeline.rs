@@ -285,7 +285,11 @@ pub fn describe(kind: &StepKind) -> String {
         AppChange { change } => format!("app ← change {change}"),
         AppSubscriptionLost { reason } => format!("app ← subscription LOST: {reason}"),
         Fault { fault } => format!("FAULT {fault}"),
-        BlackHoled { conns, idle } => {
+        BlackHoled { conns, connect: true, .. } => {
+            let what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+            format!("BLACK HOLE swallowed the connect of {}: its SYNs go unanswered while it lasts", what.join(", "))
+        }
+        BlackHoled { conns, idle, connect: false } => {
             let mut what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
             if *idle > 0 {
                 what.push(format!("{idle} kept-alive idle"));

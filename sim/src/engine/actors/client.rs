@@ -509,7 +509,12 @@ async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request
         }
         record(world, index, StepKind::HttpResent { conn, written: false });
     }
-    // A black hole swallows the SYN: the connect waits for a retransmission to get through.
+    // A black hole swallows the SYN: the connect waits for a retransmission to get through, and
+    // the exchange is the hole's too (recorded as what it caught: nobody is told).
+    if world.net.swallows(client_ip(index), LB_ADDR) {
+        let caught = StepKind::BlackHoled { conns: vec![conn], idle: 0, connect: true };
+        world.rec.record_for(Actor::Fault, world.client_tag(index), caught);
+    }
     let mut stream = match world.net.dial(client_ip(index), LB_ADDR).await {
         Ok(stream) => stream,
         Err(e) => {

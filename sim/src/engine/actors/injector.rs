@@ -113,7 +113,11 @@ fn blackhole(world: &Arc<World>, index: usize, target: Option<Target>) {
             }
         }
         conns.sort();
-        world.rec.record_for(Actor::Fault, world.client_tag(client), StepKind::BlackHoled { conns, idle });
+        world.rec.record_for(
+            Actor::Fault,
+            world.client_tag(client),
+            StepKind::BlackHoled { conns, idle, connect: false },
+        );
     }
 }
 
