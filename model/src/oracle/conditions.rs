@@ -1033,9 +1033,9 @@ struct Judge {
     /// The call each client's `tools/call` request carried, for its cancels.
     requests: super::RequestCalls,
     /// The call a client connection's `notifications/cancelled` was for, by connection, and
-    /// whether the application was then told the call failed (an error, not an unknown outcome):
-    /// only the cancels whose connection has not ended yet.
-    cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, bool)>,
+    /// whether the application was then told the call failed (an error, not an unknown outcome;
+    /// `None` until it was told anything): only the cancels whose connection has not ended yet.
+    cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, Option<bool>)>,
     /// The `Last-Event-ID` each client connection resumed from, until its connection ends or
     /// the server sends that event again on it.
     resumed_from: BTreeMap<(Option<u32>, ConnId), EventId>,
@@ -1249,7 +1249,7 @@ impl Judge {
                     self.cut_posts.remove(&call.key);
                 }
                 if let Some(call) = self.requests.cancel_in(step) {
-                    self.cancel_posts.insert((who, *conn), (call, false));
+                    self.cancel_posts.insert((who, *conn), (call, None));
                     if let Some(ClientMessage::Cancelled { request: id }) = &request.body {
                         self.cancels_sent.entry((call, *id)).or_insert(at);
                     }
@@ -2305,8 +2305,8 @@ impl Judge {
     /// timed-out call left in the session, when the cancel was lost to a reset, as `conditions
     /// 1-4 held`.)
     fn cancel_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, how: &str) {
-        let Some((call, told_failure)) = self.cancel_posts.remove(&(who, conn)) else { return };
-        if !told_failure {
+        let Some((call, told)) = self.cancel_posts.remove(&(who, conn)) else { return };
+        if told != Some(true) {
             return;
         }
         let Some(c) = self.clients.get(&who) else { return };
@@ -2320,11 +2320,15 @@ impl Judge {
     }
 
     /// The application was told `call` ended (`failed`: as an error, else as an unknown
-    /// outcome): what each of the client's cancels of it still on their way told it.
+    /// outcome): what each of the client's cancels of it still on their way told it, if nothing
+    /// had yet. The first word after a cancel is what the cancelled attempt ended as; a later one
+    /// is of an attempt the application issued again. (A guided search with black holes, which
+    /// hold a cancel's connect for two minutes, read the error of a re-issue never sent, told
+    /// after the first attempt's unknown outcome, as that cancel's claim of a failure.)
     fn told_of_cancelled(&mut self, who: Option<u32>, call: crate::ids::CallKey, failed: bool) {
         for ((w, _), (c, told)) in &mut self.cancel_posts {
             if *w == who && *c == call {
-                *told = failed;
+                told.get_or_insert(failed);
             }
         }
     }
@@ -3462,6 +3466,10 @@ mod tests {
     /// told the application the call failed breaks condition 4 (its bug if its policy keeps
     /// it), one that told an unknown outcome breaks nothing, and a cancel the server took (a 202)
     /// breaks nothing either.
+    fn unknown_again() -> StepKind {
+        StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() }
+    }
+
     #[test]
     fn a_cancel_lost_with_its_connection_after_a_failure_was_told_breaks_condition_four() {
         let call = crate::http::ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: false };
@@ -3514,6 +3522,21 @@ mod tests {
             (61_000, reset.clone()),
         ]));
         assert!(reissued.all_held(), "{reissued:?}");
+        // The same, and the re-issue fails (never sent: a new session's handshake held by a
+        // black hole) before the first attempt's cancel is refused, its connect held as long:
+        // the cancelled attempt was told an unknown outcome, the failure is the re-issue's.
+        let refused = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused };
+        let late = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+            (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (1_000, sent.clone()),
+            (61_000, cancel.clone()),
+            (61_000, unknown_again()),
+            (61_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (113_000, failed.clone()),
+            (188_000, refused),
+        ]));
+        assert!(late.all_held(), "{late:?}");
         let taken = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(202)) };
         assert!(judged(true, failed, taken).all_held(), "the server took the cancel");
     }
