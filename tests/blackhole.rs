@@ -384,6 +384,8 @@ fn one_clients_black_hole_catches_only_that_client_and_replays_byte_for_byte() {
         none_unexplained(&outcome, &replay);
         let again = run_ok(&s, seed);
         assert_eq!(outcome.trace.to_jsonl(), again.trace.to_jsonl(), "{replay}");
+        let (_, difference) = mcpsim::studies::determinism::run_twice_at_once(&s, seed).expect("runs");
+        assert_eq!(difference, None, "two runs at once: {replay} --check-determinism");
     }
 }
 
