@@ -35,7 +35,8 @@ fn every_family_is_deterministic_when_a_seed_runs_twice_at_once() {
 }
 
 /// Every family, plus restarts of both processes (a restart kills a madsim node, the one place
-/// where madsim walks a hash map of its own on the way).
+/// where madsim walks a hash map of its own on the way), plus a black hole over a kept-alive
+/// client's streams (its list of open connections, its held connects and TCP's give-up).
 fn families_with_restarts() -> Vec<Scenario> {
     let mut all: Vec<Scenario> =
         SCENARIO_NAMES.iter().map(|name| Scenario::build(name, "reference", "reference").expect("builds")).collect();
@@ -43,6 +44,10 @@ fn families_with_restarts() -> Vec<Scenario> {
     let faults = [("fault.client_restart", "90s"), ("fault.server_restart", "3m"), ("fault.reset", "20s")];
     restarts.apply_overrides(&faults.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid overrides");
     all.push(restarts);
+    let mut hole = Scenario::build("standalone-notify", "ts-sdk", "py-sdk").expect("builds");
+    let faults = [("fault.partition", "none"), ("fault.blackhole", "30s..100s"), ("fault.reset", "20s")];
+    hole.apply_overrides(&faults.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid overrides");
+    all.push(hole);
     all
 }
 

@@ -178,6 +178,83 @@ fn rust_sdk_958_an_empty_200_to_a_resume_makes_rmcp_resume_with_the_same_id_for_
     }
 }
 
+/// modelcontextprotocol/typescript-sdk#1883 (opencode Desktop: `reader.read()` blocks forever
+/// when the stream stalls; the call hangs for over 10 minutes): the network drops the payment's
+/// stream without a FIN or an RST (a silent black hole, `fault.blackhole`, 1 to 3 min). The
+/// TypeScript client's SSE reader is told nothing; no timer of its fires (the report's hang
+/// outlasted any; modelled as `client.request_timeout = none`, and Bun's fetch, without Node's
+/// 300 s body timeout), so it never resumes, and the
+/// result the server stored at about 5 min reaches nobody: `every-call-resolves`, explained by
+/// the black hole (a network fault's price), not `conditions 1-4 held`. Without the hole the
+/// same pair gets the result. Trace:
+/// `traces/field/half-open/every-call-resolves--ts-sdk--ts-sdk--long-tool--typescript-sdk-1883.jsonl`.
+fn typescript_sdk_1883(fault: &str) -> Scenario {
+    scenario(
+        "ts-sdk",
+        "ts-sdk",
+        "long-tool",
+        &[
+            ("lb.idle_timeout", "none"),
+            ("client.request_timeout", "none"),
+            // opencode Desktop runs on Bun, whose fetch has no body or head timeout (Node's
+            // undici would give the silent stream up after 300 s: `client.http.body_timeout`).
+            ("client.http.body_timeout", "none"),
+            ("client.http.headers_timeout", "none"),
+            ("fault.blackhole", fault),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/typescript-sdk/issues/1883"),
+        ],
+    )
+}
+
+#[test]
+fn typescript_sdk_1883_a_stream_stalled_by_a_black_hole_leaves_the_call_waiting_for_good() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("traces/field/half-open/every-call-resolves--ts-sdk--ts-sdk--long-tool--typescript-sdk-1883.jsonl");
+    let recorded = mcpsim::report::artifacts::read_trace(&path).expect("the trace parses");
+    let s = typescript_sdk_1883("1m..3m");
+    let from_file = mcpsim::report::artifacts::recorded_scenario(&path, &recorded).expect("its scenario");
+    assert_eq!(from_file.cli_args(), s.cli_args(), "the trace is this scenario's");
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert_eq!(violated(&outcome), BTreeSet::from(["every-call-resolves"]), "{}{replay}", verdict(&outcome));
+        let footer = outcome.trace.footer.as_ref().expect("a footer");
+        for v in &footer.verdict {
+            assert!(v.conditions.starts_with("explained by a silent black hole: "), "{}; {replay}", v.conditions);
+        }
+        let steps = &outcome.trace.steps;
+        // The client's streams were caught, and it never heard of it: no end, no resume, nothing
+        // sent after the hole opened.
+        let caught: Vec<_> = steps
+            .iter()
+            .filter_map(|st| match &st.kind {
+                StepKind::BlackHoled { conns, connect: false, .. } => Some(conns.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(caught.len(), 1, "{replay}");
+        let told =
+            steps.iter().any(|st| matches!(&st.kind, StepKind::ConnEnd { conn, .. } if caught[0].contains(conn)));
+        assert!(!told, "the client was told nothing; {replay}");
+        let after = steps.iter().filter(|st| st.t > 60_000_000 && matches!(st.kind, StepKind::Send { .. })).count();
+        assert_eq!(after, 0, "{replay}");
+        // The answer existed: the server stored the result.
+        let stored = steps.iter().any(|st| {
+            matches!(
+                &st.kind,
+                StepKind::EventStored { message: Some(mcpsim_model::http::ServerMessage::ToolResult { .. }), .. }
+            )
+        });
+        assert!(stored, "{replay}");
+    }
+    // Without the hole the stream carries the result.
+    let calm = typescript_sdk_1883("none");
+    for seed in SEEDS {
+        let outcome = run_ok(&calm, seed);
+        assert!(outcome.violations.is_empty(), "{}{}", verdict(&outcome), common::replay(&calm, seed));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The reference client's gaps, closed
 // ---------------------------------------------------------------------------------------------

@@ -473,6 +473,14 @@ pub enum StepKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hop: Option<u32>,
     },
+    /// The balancer's socket to the client gave `conn` up: what it wrote there went
+    /// unacknowledged for TCP's retransmission timeout (a black hole took it, `fault.blackhole`),
+    /// so its reads end and its writes fail; it closes the connection, its upstream with it, and
+    /// the server learns of that as of any close. The client is told nothing.
+    LbGaveUp {
+        /// The connection.
+        conn: ConnId,
+    },
     /// A buffering hop released what it held back of `conn`'s response, all at once.
     LbFlushed {
         /// The connection.
@@ -940,6 +948,25 @@ pub enum StepKind {
         /// The fault, in words.
         fault: String,
     },
+    /// A black hole (`fault.blackhole`) caught a client's connections to the load balancer: from
+    /// here on each is dead for good, its bytes lost both ways, and neither end is told (no end,
+    /// no reset). Recorded by the fault injector, stamped with the client, after the fault's own
+    /// step, when it caught something; or (`connect`) when the client's connect for an exchange
+    /// gets no answer while the hole is open: its SYNs go unanswered until one is sent after the
+    /// hole closes (the exchange is late) or the connect times out.
+    BlackHoled {
+        /// The client's connections in flight that it caught (with `connect`: the one exchange
+        /// whose connect it swallowed).
+        conns: Vec<ConnId>,
+        /// Kept-alive connections it caught idle in the client's pool (`client.http.keep_alive`),
+        /// which a later request may be sent on.
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        idle: u32,
+        /// It swallowed the connect of the exchange in `conns`, rather than catching an open
+        /// connection.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        connect: bool,
+    },
     /// Faults stop here and the network is healed: every call must resolve by `deadline`.
     Liveness {
         /// When every call must have resolved, in µs.
@@ -993,6 +1020,7 @@ impl StepKind {
             | LbRouted { conn, .. }
             | LbAnswered { conn, .. }
             | LbTimedOut { conn, .. }
+            | LbGaveUp { conn }
             | LbFlushed { conn, .. }
             | LbHolding { conn, .. }
             | LbHeaderDropped { conn, .. }
@@ -1049,6 +1077,10 @@ impl StepKind {
             StepKind::AppResult { .. } | StepKind::AppTaskOutcome { status: crate::tasks::TaskStatus::Completed, .. }
         )
     }
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The delivery bound of `timely-delivery` when a trace sets none: 5 s.

@@ -125,6 +125,11 @@ enum Command {
         /// chain) on or off as a whole, and generates only from those on (docs/search.md).
         #[arg(long)]
         swarm: bool,
+        /// With --search or --guided: the fault kinds the cases draw, a comma list of reset,
+        /// partition, server-restart, client-restart, blackhole (default: all but blackhole, so
+        /// that every search draws the cases it drew before black holes existed).
+        #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+        fault_kinds: Vec<String>,
         /// Stop at the first violation of any kind; by default only a violation that no broken
         /// condition of validity explains stops the search (explained ones are counted).
         #[arg(long)]
@@ -499,6 +504,7 @@ fn main() -> ExitCode {
             guided,
             within_conditions,
             swarm,
+            fault_kinds,
             all,
             invariant,
             ignore,
@@ -516,6 +522,7 @@ fn main() -> ExitCode {
                 guided,
                 within_conditions,
                 swarm,
+                fault_kinds,
                 all,
                 invariant,
                 ignore,

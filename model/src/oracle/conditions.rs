@@ -199,6 +199,18 @@ pub enum Condition {
     /// bug of the server's, costing the churn of those returns (`bounded-reconnects`) and the
     /// notifications written to the stale registration (`no-silent-event-loss`).
     ServerRefusedAfterHead = 17,
+    /// Not a condition either, and no bug of the client or the server: the network dropped the
+    /// client's connections without telling either end (a silent black hole, `fault.blackhole`:
+    /// a NAT or a stateful firewall that forgot the flow, its packets and RSTs dropped). The
+    /// note's decision procedure acts on a close it sees; this one shows none, and only a timer of
+    /// the pair's own ends the wait: the client's request timeout, the server's keep-alives
+    /// (whose writes into the hole TCP gives up only after its retransmissions, ~15 min), an idle
+    /// expiry of the session. What is left waiting for that client — a call never resolved,
+    /// events and notifications never delivered, a result stored where nobody reads — is the
+    /// price of settings without such a timer, as a short retention is condition 2's. What the
+    /// client does once a timer fires (a failure told, a call sent again) stays its own to answer
+    /// for (condition 4).
+    BlackHole = 18,
 }
 
 impl Condition {
@@ -271,6 +283,11 @@ impl Condition {
             Condition::BusLocal => {
                 return "the fleet's change bus (a change on a replica the client does not listen on)".to_string()
             }
+            Condition::BlackHole => {
+                return "a silent black hole (connections the network dropped, telling neither end, that no timer of \
+                        the pair ended)"
+                    .to_string()
+            }
         };
         format!("condition {} ({what})", self.number())
     }
@@ -338,6 +355,7 @@ impl fmt::Display for Breach {
             Condition::Terminated => write!(f, "a termination: {}", self.detail),
             Condition::WorkRunOn => write!(f, "work left running: {}", self.detail),
             Condition::BusLocal => write!(f, "the fleet's change bus: {}", self.detail),
+            Condition::BlackHole => write!(f, "a silent black hole: {}", self.detail),
             c if c.is_server_bug() => write!(f, "a server bug: {}", self.detail),
             Condition::ServerPaced => write!(f, "the server's pacing: {}", self.detail),
             Condition::RequestLost => write!(f, "the 2026-07-28 revision: {}", self.detail),
@@ -690,6 +708,14 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::BusLocal {
         return effect == Effect::Of(InvariantId::NoSilentNotificationLoss);
     }
+    if b.condition == Condition::BlackHole {
+        return match effect {
+            Effect::Of(invariant) => BLACK_HOLE_COSTS.contains(&invariant),
+            // A request stream of the 2026-07-28 revision: what it carried reached nobody.
+            Effect::SessionlessEventLoss => true,
+            Effect::SecondSession | Effect::DeadSessionKept | Effect::PacedChurn => false,
+        };
+    }
     if b.condition == Condition::ServerPaced {
         return effect == Effect::PacedChurn;
     }
@@ -766,6 +792,21 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         | Effect::Of(_) => true,
     }
 }
+
+/// What a silent black hole can cost ([`can_cause`]): what stayed on its way to a client that
+/// was never told its connection was dead — its calls' answers, its events and notifications
+/// (never, or late), a result stored where nobody read it, a task's outcome. Not a failure told
+/// or a call sent again (the client's reaction to its own timer: condition 4), nor a second
+/// session or a dead one kept (what the client starts or keeps is its own act).
+const BLACK_HOLE_COSTS: [InvariantId; 7] = [
+    InvariantId::EveryCallResolves,
+    InvariantId::NoSilentEventLoss,
+    InvariantId::NoSilentNotificationLoss,
+    InvariantId::TimelyDelivery,
+    InvariantId::NoOrphanedSession,
+    InvariantId::TaskResultDelivered,
+    InvariantId::NoOrphanedTask,
+];
 
 /// What a missed replay can cost ([`can_cause`]): the replayed stream's events and what rode on
 /// them.
@@ -1048,9 +1089,9 @@ struct Judge {
     /// The call each client's `tools/call` request carried, for its cancels.
     requests: super::RequestCalls,
     /// The call a client connection's `notifications/cancelled` was for, by connection, and
-    /// whether the application was then told the call failed (an error, not an unknown outcome):
-    /// only the cancels whose connection has not ended yet.
-    cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, bool)>,
+    /// whether the application was then told the call failed (an error, not an unknown outcome;
+    /// `None` until it was told anything): only the cancels whose connection has not ended yet.
+    cancel_posts: BTreeMap<(Option<u32>, ConnId), (crate::ids::CallKey, Option<bool>)>,
     /// The `Last-Event-ID` each client connection resumed from, until its connection ends or
     /// the server sends that event again on it.
     resumed_from: BTreeMap<(Option<u32>, ConnId), EventId>,
@@ -1217,6 +1258,7 @@ impl Judge {
                 }
             }
             StepKind::InitializeBackoff { .. } => self.handshake_failed(i, at, who),
+            StepKind::BlackHoled { conns, idle, connect } => self.black_holed(i, at, who, conns, *idle, *connect),
             StepKind::TaskIdForgotten { task } => {
                 let c = self.clients.entry(who).or_default();
                 match &mut c.forgotten_tasks {
@@ -1264,7 +1306,7 @@ impl Judge {
                     self.cut_posts.remove(&call.key);
                 }
                 if let Some(call) = self.requests.cancel_in(step) {
-                    self.cancel_posts.insert((who, *conn), (call, false));
+                    self.cancel_posts.insert((who, *conn), (call, None));
                     if let Some(ClientMessage::Cancelled { request: id }) = &request.body {
                         self.cancels_sent.entry((call, *id)).or_insert(at);
                     }
@@ -2059,6 +2101,43 @@ impl Judge {
         self.record(Condition::Persisted, i, at, detail).task_id_lost = true;
     }
 
+    /// A black hole caught client `who`'s connections at `at` ([`Condition::BlackHole`], the
+    /// fault injector's `black-holed` step): from then on what they carry reaches nobody, and
+    /// neither end is told. The client is cut off from here (its last break), though it does not
+    /// know it, until an answer reaches it again (a connection opened after the hole): what the
+    /// server does meanwhile on a timer of its own (an idle expiry of a session whose request the
+    /// balancer cut, for one) happened in an outage, as under a partition. (A swarm search of
+    /// py-sdk × py-sdk with black holes read such an expiry, the Python rule's, as the server's
+    /// bug: a session expired "while its client was still attached".)
+    ///
+    /// A connect the hole swallowed (`connect`) is the same price for its exchange: it goes
+    /// out only with a SYN sent after the hole closes, so what it carries comes late, or not at
+    /// all (a swarm search of the reference pair read a notification delayed so as `conditions
+    /// 1-4 held`).
+    fn black_holed(&mut self, i: usize, at: Instant, who: Option<u32>, conns: &[ConnId], idle: u32, connect: bool) {
+        self.clients.entry(who).or_default().last_break = Some(at);
+        let mut what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+        if connect {
+            let detail = format!(
+                "the network dropped the SYN of the client's connection {} at {at} without an answer (a black hole): \
+                 the exchange waits for a SYN sent after the hole closes, and what it carries comes late or not at all",
+                what.join(", ")
+            );
+            self.record(Condition::BlackHole, i, at, detail).client = who;
+            return;
+        }
+        if idle > 0 {
+            what.push(format!("{idle} kept-alive connection(s) idle in its pool"));
+        }
+        let detail = format!(
+            "the network dropped the client's connections ({}) at {at} and told neither end (no end, no reset): what \
+             they carried from then on reached nobody, and only a timer (the client's request timeout, the server's \
+             keep-alives, an idle expiry) could end the wait",
+            what.join(", ")
+        );
+        self.record(Condition::BlackHole, i, at, detail).client = who;
+    }
+
     /// A non-idempotent call whose request the client had sent, told to the application as a
     /// failure when the client could not know what became of it: its own time-out, its give-up,
     /// a stream that ended without the response, a re-initialize before it
@@ -2313,8 +2392,8 @@ impl Judge {
     /// timed-out call left in the session, when the cancel was lost to a reset, as `conditions
     /// 1-4 held`.)
     fn cancel_lost(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, how: &str) {
-        let Some((call, told_failure)) = self.cancel_posts.remove(&(who, conn)) else { return };
-        if !told_failure {
+        let Some((call, told)) = self.cancel_posts.remove(&(who, conn)) else { return };
+        if told != Some(true) {
             return;
         }
         let Some(c) = self.clients.get(&who) else { return };
@@ -2328,11 +2407,15 @@ impl Judge {
     }
 
     /// The application was told `call` ended (`failed`: as an error, else as an unknown
-    /// outcome): what each of the client's cancels of it still on their way told it.
+    /// outcome): what each of the client's cancels of it still on their way told it, if nothing
+    /// had yet. The first word after a cancel is what the cancelled attempt ended as; a later one
+    /// is of an attempt the application issued again. (A guided search with black holes, which
+    /// hold a cancel's connect for two minutes, read the error of a re-issue never sent, told
+    /// after the first attempt's unknown outcome, as that cancel's claim of a failure.)
     fn told_of_cancelled(&mut self, who: Option<u32>, call: crate::ids::CallKey, failed: bool) {
         for ((w, _), (c, told)) in &mut self.cancel_posts {
             if *w == who && *c == call {
-                *told = failed;
+                told.get_or_insert(failed);
             }
         }
     }
@@ -3546,6 +3629,10 @@ mod tests {
     /// told the application the call failed breaks condition 4 (its bug if its policy keeps
     /// it), one that told an unknown outcome breaks nothing, and a cancel the server took (a 202)
     /// breaks nothing either.
+    fn unknown_again() -> StepKind {
+        StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() }
+    }
+
     #[test]
     fn a_cancel_lost_with_its_connection_after_a_failure_was_told_breaks_condition_four() {
         let call = crate::http::ToolCall { tool: "pay".into(), key: CallKey(0), idempotency_key: None, tasks: false };
@@ -3598,6 +3685,21 @@ mod tests {
             (61_000, reset.clone()),
         ]));
         assert!(reissued.all_held(), "{reissued:?}");
+        // The same, and the re-issue fails (never sent: a new session's handshake held by a
+        // black hole) before the first attempt's cancel is refused, its connect held as long:
+        // the cancelled attempt was told an unknown outcome, the failure is the re-issue's.
+        let refused = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused };
+        let late = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+            (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (1_000, sent.clone()),
+            (61_000, cancel.clone()),
+            (61_000, unknown_again()),
+            (61_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (113_000, failed.clone()),
+            (188_000, refused),
+        ]));
+        assert!(late.all_held(), "{late:?}");
         let taken = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(202)) };
         assert!(judged(true, failed, taken).all_held(), "the server took the cancel");
     }
@@ -6467,12 +6569,139 @@ mod tests {
             Condition::BusLocal,
             Condition::ServerHeldOpen,
             Condition::ServerRefusedAfterHead,
+            Condition::BlackHole,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");
         for c in &all[..4] {
             assert!(c.label().starts_with(&format!("condition {} (", c.number())), "{}", c.label());
         }
+    }
+
+    /// A black hole that caught a client's connections (the injector's `black-holed` step) is a
+    /// network fault's price, no bug and no broken condition of 1-4: it explains what stayed on
+    /// its way to that client (a call never resolved, events never delivered, a result left in
+    /// the session), not the failure the client told after its own timer (condition 4), nor a
+    /// call sent again or a second session; another client's violations are not its; and a
+    /// violation before it is not explained by it. Without the step the same trace reads
+    /// "conditions 1-4 held".
+    #[test]
+    fn a_black_hole_explains_what_never_reached_its_client_and_nothing_the_client_did() {
+        let caught = StepKind::BlackHoled { conns: vec![ConnId(3), ConnId(4)], idle: 1, connect: false };
+        let mut t = trace(vec![(0, start(false)), (1_000, post(1)), (60_000, caught)]);
+        t.steps[2].actor = Actor::Fault;
+        let judged = Conditions::judge(&t);
+        let b: Vec<_> = judged.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
+        assert_eq!(b, vec![(Condition::BlackHole, 2, false)], "{judged:?}");
+        assert!(!judged.all_held());
+        assert_eq!(
+            judged.breaches[0].to_string(),
+            "a silent black hole: the network dropped the client's connections (c3, c4, 1 kept-alive connection(s) \
+             idle in its pool) at 1m00.000s and told neither end (no end, no reset): what they carried from then on \
+             reached nobody, and only a timer (the client's request timeout, the server's keep-alives, an idle \
+             expiry) could end the wait"
+        );
+        let violation = |invariant, ms: u64, subject: &str| Violation {
+            invariant,
+            step: 2,
+            at: Instant(ms * 1_000),
+            subject: subject.into(),
+            detail: String::new(),
+        };
+        for invariant in [
+            InvariantId::EveryCallResolves,
+            InvariantId::NoSilentEventLoss,
+            InvariantId::NoSilentNotificationLoss,
+            InvariantId::TimelyDelivery,
+            InvariantId::TaskResultDelivered,
+        ] {
+            let e = judged.explain(&violation(invariant, 90_000, "call0"));
+            assert!(e.to_string().starts_with("explained by a silent black hole: "), "{invariant:?}: {e}");
+        }
+        // A result stored where nobody read it (rule a names its event).
+        let orphaned = violation(InvariantId::NoOrphanedSession, 90_000, "session 0-1 stream1 event 1-2");
+        assert!(judged.explain(&orphaned).is_explained());
+        // What the client did once a timer fired is its own: told a failure, sent the call again.
+        for invariant in [InvariantId::NoFalseFailure, InvariantId::NoDuplicateExecution] {
+            let e = judged.explain(&violation(invariant, 90_000, "call0"));
+            assert!(matches!(e, Explanation::NotCausedBy(..)), "{invariant:?}: {e}");
+        }
+        // Before the hole, nothing of it.
+        assert!(matches!(judged.explain_at(Instant(59_000_000)), Explanation::Unexplained));
+        // Another client's: not its.
+        let mut theirs = t.clone();
+        theirs.steps[2].client = Some(1);
+        let theirs = Conditions::judge(&theirs);
+        assert!(matches!(theirs.explain_for(Instant(90_000_000), Some(2)), Explanation::Unexplained));
+        assert!(theirs.explain_for(Instant(90_000_000), Some(1)).is_explained());
+        // The same run without the step: nothing broke.
+        let mut quiet = t.clone();
+        quiet.steps.truncate(2);
+        assert!(Conditions::judge(&quiet).all_held());
+        assert!(can_cause(&judged.breaches[0], Effect::SessionlessEventLoss));
+        for effect in [Effect::SecondSession, Effect::DeadSessionKept, Effect::PacedChurn] {
+            assert!(!can_cause(&judged.breaches[0], effect), "{effect:?}");
+        }
+        // A connect it swallowed: the exchange's SYNs went unanswered while the hole lasted, so
+        // what it carried came late; the same price.
+        let mut t = trace(vec![(0, start(false)), (1_000, post(1))]);
+        t.steps.push(Step {
+            seq: 2,
+            t: 41_000_000,
+            actor: Actor::Fault,
+            client: None,
+            replica: None,
+            conn_client: None,
+            kind: StepKind::BlackHoled { conns: vec![ConnId(5)], idle: 0, connect: true },
+        });
+        let swallowed = Conditions::judge(&t);
+        assert_eq!(
+            swallowed.breaches.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+            vec![
+                "a silent black hole: the network dropped the SYN of the client's connection c5 at 41.000s without \
+                  an answer (a black hole): the exchange waits for a SYN sent after the hole closes, and what it \
+                  carries comes late or not at all"
+            ]
+        );
+        let late = Violation { at: Instant(56_000_000), ..violation(InvariantId::TimelyDelivery, 56_000, "call0") };
+        assert!(swallowed.explain(&late).is_explained());
+    }
+
+    /// A black hole cuts its client off though the client does not know it: an idle expiry that
+    /// cancels the session's tool while the hole holds the client's stream is the outage's (the
+    /// server could not tell its client from a gone one; condition 2, as under a partition), not
+    /// the server's bug of expiring a session whose client is attached. Without the hole the
+    /// same expiry is that bug.
+    #[test]
+    fn an_idle_expiry_inside_a_black_hole_is_the_outages_not_the_servers_bug() {
+        let expired = StepKind::SessionEnded {
+            session: sid(),
+            reason: SessionEndReason::IdleExpired,
+            idle_ttl_us: Some(60_000_000),
+        };
+        let cancelled = StepKind::ToolEnded {
+            session: sid(),
+            request: RequestId(2),
+            call: CallKey(0),
+            end: crate::trace::ToolEnd::Cancelled,
+        };
+        let streaming = StepKind::Response { conn: ConnId(2), head: ResponseHead::status(Status(200)) };
+        let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0, connect: false };
+        let steps = |with_hole: bool| {
+            let mut steps = vec![(1_000, on_session(2)), (1_010, streaming.clone())];
+            if with_hole {
+                steps.push((2_000, hole.clone()));
+            }
+            steps.extend([(90_000, cancelled.clone()), (90_000, expired.clone())]);
+            steps
+        };
+        let judged = Conditions::judge(&trace(steps(true)));
+        let b: Vec<_> = judged.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(b, vec![Condition::BlackHole, Condition::Retention], "{judged:?}");
+        assert!(judged.breaches[1].detail.contains("while its client was cut off from the server"), "{judged:?}");
+        let without = Conditions::judge(&trace(steps(false)));
+        let b: Vec<_> = without.breaches.iter().map(|b| b.condition).collect();
+        assert_eq!(b, vec![Condition::ServerEnded], "{without:?}");
     }
 
     /// `judged` gives, beside each footer record, the conditions that explain its violation: those

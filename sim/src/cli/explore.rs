@@ -35,6 +35,9 @@ pub struct ExploreArgs {
     /// With `search` or `guided`: swarm testing over fault kinds and workload parts
     /// (`search::Space::swarm`).
     pub swarm: bool,
+    /// With `search` or `guided`: the fault kinds cases draw (`search::Space::with_fault_kinds`);
+    /// empty: the space's default.
+    pub fault_kinds: Vec<String>,
     /// Stop at any violation (`--all`); otherwise only at one no broken condition explains.
     pub all: bool,
     /// Only this invariant counts.
@@ -69,6 +72,9 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     if explore.swarm && !explore.search && !explore.guided {
         return Err(SimError::Usage("--swarm needs --search or --guided".into()));
     }
+    if !explore.fault_kinds.is_empty() && !explore.search && !explore.guided {
+        return Err(SimError::Usage("--fault-kinds needs --search or --guided".into()));
+    }
     if !explore.search && explore.seeds > 0 && explore.start_seed.checked_add(explore.seeds - 1).is_none() {
         return Err(SimError::Usage(format!(
             "--start-seed {} with --seeds {} goes past the last seed, {}: at most {} seed(s) from there",
@@ -85,7 +91,7 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
     let started = WallClock::now();
     let hunt = explore.hunt();
     let search::Explored { found, runs, steps, coverage, explained } = if explore.guided {
-        let (space, seeds, seed) = (explore.space(&scenario), explore.seeds, explore.start_seed);
+        let (space, seeds, seed) = (explore.space(&scenario)?, explore.seeds, explore.start_seed);
         guided::explore_guided_reporting(&scenario, &space, seeds, seed, explore.shrink, target)?
     } else if explore.search {
         explore_cases(&scenario, explore, target)?
@@ -113,12 +119,16 @@ pub fn cmd_explore(args: &ScenarioArgs, explore: &ExploreArgs) -> Result<Exit, S
 
 impl ExploreArgs {
     /// The search space `--search` and `--guided` draw from.
-    fn space(&self, scenario: &Scenario) -> search::Space {
+    fn space(&self, scenario: &Scenario) -> Result<search::Space, SimError> {
         let space = match self.within_conditions {
             true => search::Space::within_conditions(scenario),
             false => search::Space::for_scenario(scenario),
         };
-        space.hunting(self.hunt()).swarming(self.swarm)
+        let space = space.hunting(self.hunt()).swarming(self.swarm);
+        match self.fault_kinds.is_empty() {
+            true => Ok(space),
+            false => space.with_fault_kinds(&self.fault_kinds),
+        }
     }
 
     /// Which violations stop the exploration.
@@ -482,7 +492,7 @@ fn explore_cases(
     explore: &ExploreArgs,
     target: Option<&str>,
 ) -> Result<search::Explored, SimError> {
-    let space = explore.space(scenario);
+    let space = explore.space(scenario)?;
     let budget = u32::try_from(explore.seeds).map_err(|_| SimError::Usage("--seeds is too large".into()))?;
     let report = search::search_for(scenario, &space, budget, explore.start_seed, explore.shrink, target)?;
     Ok(report.into())
@@ -510,6 +520,7 @@ mod tests {
             guided: false,
             within_conditions: false,
             swarm: false,
+            fault_kinds: vec![],
             all: true,
             invariant: invariant.map(str::to_string),
             ignore: ignore.iter().map(|s| s.to_string()).collect(),

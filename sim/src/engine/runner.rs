@@ -267,6 +267,8 @@ enum Agenda {
     Heal(usize),
     /// The plan's n-th fault, a hop answering by itself, ends.
     AnswerEnd(usize),
+    /// The plan's n-th fault, a black hole, stops swallowing new connections.
+    BlackholeEnd(usize),
     /// The plan's n-th fault starts.
     Fault(usize),
     /// The plan's n-th fault, a rolling deploy, reaches a replica (draining it, or restarting it
@@ -286,6 +288,7 @@ fn agenda(scenario: &Scenario) -> VecDeque<(Instant, Agenda)> {
         match planned.fault {
             Fault::Partition { duration } => items.push((at(planned.at + duration), Agenda::Heal(i))),
             Fault::Answer { duration, .. } => items.push((at(planned.at + duration), Agenda::AnswerEnd(i))),
+            Fault::Blackhole { duration, .. } => items.push((at(planned.at + duration), Agenda::BlackholeEnd(i))),
             Fault::Deploy { interval, drain, replicas } => {
                 for r in 0..replicas.min(scenario.lb.replicas) {
                     let step = planned.at + interval * r;
@@ -351,13 +354,14 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     let faults = world.scenario.faults.faults();
     match item {
         Agenda::Heal(_) => link.heal(),
-        Agenda::Fault(i) => injector::apply(world, link, &faults[i]),
+        Agenda::Fault(i) => injector::apply(world, link, i, &faults[i]),
         Agenda::DeployStep(i, replica) => {
             let drain = matches!(faults[i].fault, Fault::Deploy { drain: Some(_), .. });
             injector::deploy_step(world, replica, drain)
         }
         Agenda::DeployRestart(_, replica) => injector::deploy_restart(world, replica),
         Agenda::AnswerEnd(i) => injector::answer_end(world, &faults[i]),
+        Agenda::BlackholeEnd(i) => injector::blackhole_end(world, i, &faults[i]),
         Agenda::Liveness => {
             let deadline = micros(world.scenario.liveness_deadline());
             world.rec.record(Actor::Run, StepKind::Liveness { deadline });
@@ -365,10 +369,12 @@ fn carry_out(world: &Arc<World>, link: &mut Link, item: Agenda) {
     }
 }
 
-/// Every call of the scenario resolved at least once, no tool runs, and no client has anything
-/// pending (a standalone stream waiting to reconnect must get its chance to resume).
+/// Every call of the scenario resolved at least once, no tool runs, no client has anything
+/// pending (a standalone stream waiting to reconnect must get its chance to resume), and no
+/// connect waits for a SYN to get through a black hole (it is on its way to what it carries).
 fn is_quiet(world: &Arc<World>) -> bool {
-    world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
+    !world.net.dialing()
+        && world.scenario.calls.iter().all(|c| world.rec.resolutions(c.call) > 0)
         && !world.stores().any(|store| world.with_store(store, |core| core.is_busy()).unwrap_or(false))
         && world.client_indexes().all(|i| world.with_client(i, |core| core.is_quiet()).unwrap_or(true))
 }

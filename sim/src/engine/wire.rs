@@ -21,6 +21,16 @@
 //!   partition catches, so only a straggler can write) waits for the heal before its latency.
 //! - **Bounded buffers.** A pipe holds at most [`MAX_IN_FLIGHT`] writes; a writer past it waits
 //!   for the reader (the back-pressure of a full TCP window).
+//! - **Black holes** ([`Net::blackhole`], `fault.blackhole`) catch every connection crossing the
+//!   edge (of one client, or every client) when they open, and leave it dead for good: what was in
+//!   flight is lost, each later write is accepted by its writer and dropped (never queued), and
+//!   neither end hears of the other's close. The reader just sees nothing. An end that wrote into
+//!   it gives up [`TCP_RETRIES2_TIMEOUT`] after its first unacknowledged write (its reads end, its
+//!   writes fail with `TimedOut`), as Linux does; an end that only reads waits for a timer of its
+//!   own. While the hole is open a connect across the edge gets no answer ([`Net::dial`]): its SYN
+//!   goes again on Linux's schedule ([`SYN_SENT_AT`]) and gets through at the first one sent after
+//!   the hole closes, or the connect fails `TimedOut` at [`SYN_GIVE_UP`]. Only a run that plans a
+//!   black hole keeps the list of open edge connections that one needs ([`Net::track_edge`]).
 //!
 //! The run happens on one thread, so every lock here is uncontended; they are there because
 //! madsim's tasks must be `Send`.
@@ -44,6 +54,32 @@ pub(crate) const MAX_IN_FLIGHT: usize = 4096;
 /// The first port handed to a connecting end (ports below are the listeners').
 const FIRST_PORT: u16 = 1024;
 
+/// How long an end whose data goes unacknowledged keeps retransmitting before it gives the
+/// connection up: Linux's `tcp_retries2` at its default, 15 ("The default value of 15 yields a
+/// hypothetical timeout of 924.6 seconds and is a lower bound for the effective timeout",
+/// Documentation/networking/ip-sysctl.rst; RTO from `TCP_RTO_MIN` = 200 ms doubling up to
+/// `TCP_RTO_MAX` = 120 s). The one way a black-holed end that writes learns, without a timer of
+/// the application's: its reads end and its writes fail (`ETIMEDOUT`). One place for it.
+pub(crate) const TCP_RETRIES2_TIMEOUT: Duration = Duration::from_millis(924_600);
+
+/// When a connect's SYN goes out, from the connect: at once, then again after each
+/// retransmission timeout, Linux's initial RTO of 1 s (`TCP_TIMEOUT_INIT`, RFC 6298 §2.1) doubling,
+/// `tcp_syn_retries` = 6 times. (Linux 6.5 and later first retransmit at 1 s intervals,
+/// `tcp_syn_linear_timeouts` = 4, and give up at about 131 s: the same order.)
+pub(crate) const SYN_SENT_AT: [Duration; 7] = [
+    Duration::from_secs(0),
+    Duration::from_secs(1),
+    Duration::from_secs(3),
+    Duration::from_secs(7),
+    Duration::from_secs(15),
+    Duration::from_secs(31),
+    Duration::from_secs(63),
+];
+
+/// When an unanswered connect fails with `ETIMEDOUT`, from the connect: the last SYN's timeout
+/// (tcp(7): `tcp_syn_retries` 6 "corresponds to retrying for up to approximately 127 seconds").
+pub(crate) const SYN_GIVE_UP: Duration = Duration::from_secs(127);
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -66,6 +102,43 @@ struct NetState {
     partitions: u32,
     /// When the last partition in force ends: writes across the edge wait until then.
     edge_blocked_until: Option<Instant>,
+    /// Black holes open, each by its key (the plan's index) with the client whose edge it covers
+    /// (`None`: every client's).
+    holes: Vec<(usize, Option<IpAddr>)>,
+    /// Connects a black hole holds waiting for a SYN to get through ([`Net::dial`]).
+    dialing: u32,
+    /// Every edge connection opened and not yet found closed, in the order they opened, while the
+    /// run plans a black hole ([`Net::track_edge`]); `None` otherwise, so that a run without one
+    /// pays nothing for it.
+    edge: Option<EdgeLinks>,
+}
+
+/// The edge connections a black hole may catch: weak handles on both pipes of each, pruned of
+/// the closed ones whenever the list doubles.
+#[derive(Default)]
+struct EdgeLinks {
+    links: Vec<EdgeLink>,
+    prune_at: usize,
+}
+
+/// One edge connection as [`EdgeLinks`] holds it.
+struct EdgeLink {
+    /// The client's end's address (the client's machine is its IP).
+    client: SocketAddr,
+    /// Client to load balancer.
+    up: std::sync::Weak<Pipe>,
+    /// Load balancer to client.
+    down: std::sync::Weak<Pipe>,
+}
+
+impl EdgeLinks {
+    fn push(&mut self, link: EdgeLink) {
+        if self.links.len() >= self.prune_at {
+            self.links.retain(|l| l.up.strong_count() > 0);
+            self.prune_at = (2 * self.links.len()).max(64);
+        }
+        self.links.push(link);
+    }
 }
 
 impl Net {
@@ -82,6 +155,9 @@ impl Net {
                 next_port: FIRST_PORT,
                 partitions: 0,
                 edge_blocked_until: None,
+                holes: Vec::new(),
+                dialing: 0,
+                edge: None,
             }),
             clock: TimeHandle::current(),
         })
@@ -107,21 +183,78 @@ impl Net {
         gone.iter().for_each(|backlog| backlog.close());
     }
 
-    /// Opens a connection from the machine at `from` to the listener at `to`.
+    /// Keeps a list of the edge connections from now on, for black holes to catch: a run that
+    /// plans one calls it before any connection opens.
+    pub(crate) fn track_edge(&self) {
+        lock(&self.state).edge.get_or_insert_with(EdgeLinks::default);
+    }
+
+    /// Whether a black hole swallows a connect from `from` to `to` now.
+    pub(crate) fn swallows(&self, from: IpAddr, to: SocketAddr) -> bool {
+        to == LB_ADDR && lock(&self.state).holes.iter().any(|(_, ip)| ip.is_none_or(|ip| ip == from))
+    }
+
+    /// Whether a connect is waiting for one of its SYNs to get through a black hole: the run is
+    /// not over while one is (what it opens carries what the client waits for).
+    pub(crate) fn dialing(&self) -> bool {
+        lock(&self.state).dialing > 0
+    }
+
+    /// Opens a connection from the machine at `from` to the listener at `to`, as [`Net::connect`]
+    /// does, unless a black hole swallows its SYN: then the SYN goes again at each of
+    /// [`SYN_SENT_AT`] and the connection opens at the first one sent once no hole swallows it;
+    /// `TimedOut` at [`SYN_GIVE_UP`] if none gets through. Returns without waiting when nothing
+    /// swallows it (so that a caller may name the stream before its listener accepts it).
+    /// Dropping the future abandons the connect.
+    pub(crate) async fn dial(self: &Arc<Self>, from: IpAddr, to: SocketAddr) -> io::Result<Stream> {
+        match self.connect(from, to) {
+            // Only a black hole times a connect out.
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+            answered => return answered,
+        }
+        let start = self.clock.now_instant();
+        let _waiting = Dialing::new(self);
+        for at in &SYN_SENT_AT[1..] {
+            self.sleep_until(start + *at).await;
+            if !self.swallows(from, to) {
+                return self.connect(from, to);
+            }
+        }
+        self.sleep_until(start + SYN_GIVE_UP).await;
+        Err(io::Error::new(io::ErrorKind::TimedOut, "no answer to the SYN (black hole)"))
+    }
+
+    /// Waits until `at` exactly (see [`wake_at`]).
+    async fn sleep_until(&self, at: Instant) {
+        let mut sleep = std::pin::pin!(self.clock.sleep_until(at));
+        sleep.as_mut().reset(at);
+        sleep.await;
+    }
+
+    /// Opens a connection from the machine at `from` to the listener at `to`. A connect a black
+    /// hole swallows fails `TimedOut` at once here: [`Net::dial`] is the one that waits.
     pub(crate) fn connect(self: &Arc<Self>, from: IpAddr, to: SocketAddr) -> io::Result<Stream> {
         let edge = to == LB_ADDR;
-        let (backlog, local) = {
+        let (backlog, local, tracked) = {
             let mut state = lock(&self.state);
             if edge && state.partitions > 0 {
                 return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "partitioned"));
+            }
+            if edge && state.holes.iter().any(|(_, ip)| ip.is_none_or(|ip| ip == from)) {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer to the SYN (black hole)"));
             }
             let refused = || io::Error::new(io::ErrorKind::ConnectionRefused, "no listener");
             let backlog = state.listeners.get(&to).cloned().ok_or_else(refused)?;
             let port = state.next_port;
             state.next_port = state.next_port.checked_add(1).unwrap_or(FIRST_PORT);
-            (backlog, SocketAddr::new(from, port))
+            (backlog, SocketAddr::new(from, port), edge && state.edge.is_some())
         };
         let (up, down) = (Arc::new(Pipe::default()), Arc::new(Pipe::default()));
+        if tracked {
+            if let Some(links) = lock(&self.state).edge.as_mut() {
+                links.push(EdgeLink { client: local, up: Arc::downgrade(&up), down: Arc::downgrade(&down) });
+            }
+        }
         let client = Stream::new(self.clone(), local, to, edge, down.clone(), up.clone());
         let server = Stream::new(self.clone(), to, local, edge, up, down);
         backlog.push(server)?;
@@ -147,6 +280,48 @@ impl Net {
         state.partitions == 0
     }
 
+    /// A black hole (keyed `key`) opens over the edge of the client at `client` (`None`: every
+    /// client's) until [`Net::close_blackhole`]: every connection of that edge open and not
+    /// closing is caught ([`Pipe::catch`]) and stays dead for good. Returns the client-side
+    /// addresses of the connections it caught, in the order they opened. Needs
+    /// [`Net::track_edge`] (without it, it catches nothing and only swallows connects).
+    pub(crate) fn blackhole(&self, key: usize, client: Option<IpAddr>) -> Vec<SocketAddr> {
+        let links: Vec<(SocketAddr, Arc<Pipe>, Arc<Pipe>)> = {
+            let mut state = lock(&self.state);
+            state.holes.push((key, client));
+            let Some(edge) = state.edge.as_mut() else { return Vec::new() };
+            edge.links.retain(|l| l.up.strong_count() > 0);
+            edge.links
+                .iter()
+                .filter(|l| client.is_none_or(|ip| ip == l.client.ip()))
+                .filter_map(|l| Some((l.client, l.up.upgrade()?, l.down.upgrade()?)))
+                .collect()
+        };
+        let now = self.clock.now_instant();
+        let open = |p: &Pipe| {
+            let state = lock(&p.state);
+            !(state.dead || state.writer_closed || state.reader_gone)
+        };
+        links
+            .into_iter()
+            .filter(|(_, up, down)| open(up) && open(down))
+            .map(|(client, up, down)| {
+                up.catch(now);
+                down.catch(now);
+                client
+            })
+            .collect()
+    }
+
+    /// The black hole keyed `key` closes: new connections get through again (once no other one
+    /// swallows them). What it caught stays dead. Returns whether it was open.
+    pub(crate) fn close_blackhole(&self, key: usize) -> bool {
+        let mut state = lock(&self.state);
+        let before = state.holes.len();
+        state.holes.retain(|(k, _)| *k != key);
+        state.holes.len() < before
+    }
+
     /// When a write made now (across the edge when `edge`) arrives, if the previous one on its
     /// pipe arrives at `previous`.
     fn arrival(&self, edge: bool, previous: Option<Instant>) -> Instant {
@@ -160,6 +335,26 @@ impl Net {
         };
         let at = from + latency;
         previous.map_or(at, |p| p.max(at))
+    }
+}
+
+/// A connect held by a black hole, counted in [`Net::dialing`] until it ends (or its task is
+/// dropped).
+struct Dialing<'a> {
+    net: &'a Net,
+}
+
+impl<'a> Dialing<'a> {
+    fn new(net: &'a Net) -> Self {
+        lock(&net.state).dialing += 1;
+        Dialing { net }
+    }
+}
+
+impl Drop for Dialing<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.net.state);
+        state.dialing = state.dialing.saturating_sub(1);
     }
 }
 
@@ -258,6 +453,35 @@ struct PipeState {
     /// wakes: a poll before then sets no second one.
     armed: Option<(Instant, Waker)>,
     writer: Option<Waker>,
+    /// A black hole caught the connection: nothing written from then on arrives, and neither
+    /// end's close reaches the other.
+    dead: bool,
+    /// When this pipe's writer gives the dead connection up: [`TCP_RETRIES2_TIMEOUT`] after its
+    /// first write that went unacknowledged (one lost in flight when the hole caught it, or one
+    /// made into it).
+    gives_up_at: Option<Instant>,
+}
+
+impl Pipe {
+    /// A black hole catches this pipe at `now`: the writes still in flight are lost (those that
+    /// arrived stay readable: they are in the reader's buffer), and if any was, its writer has
+    /// unacknowledged data and starts counting towards its give-up. Whoever waits on the pipe is
+    /// woken to look again.
+    fn catch(&self, now: Instant) {
+        let wakers = {
+            let mut pipe = lock(&self.state);
+            pipe.dead = true;
+            let before = pipe.writes.len();
+            pipe.writes.retain(|(at, _)| *at <= now);
+            if pipe.writes.len() < before {
+                pipe.gives_up_at = Some(now + TCP_RETRIES2_TIMEOUT);
+            }
+            pipe.last_arrival = pipe.writes.back().map(|(at, _)| *at);
+            let armed = pipe.armed.take().map(|(_, w)| w);
+            [pipe.reader.take(), armed, pipe.writer.take()]
+        };
+        wakers.into_iter().flatten().for_each(Waker::wake);
+    }
 }
 
 /// Has madsim's clock wake `waker` at `at` (a `Sleep` polled on its behalf adds exactly that
@@ -303,6 +527,13 @@ impl Stream {
     pub(crate) fn peer_addr(&self) -> SocketAddr {
         self.peer
     }
+
+    /// Whether this end gave its connection up: a black hole caught it, and what it wrote went
+    /// unacknowledged for [`TCP_RETRIES2_TIMEOUT`] (its reads have ended, its writes fail).
+    pub(crate) fn gave_up(&self) -> bool {
+        let now = self.net.clock.now_instant();
+        lock(&self.outgoing.state).gives_up_at.is_some_and(|at| at <= now)
+    }
 }
 
 impl Stream {
@@ -320,6 +551,27 @@ impl Stream {
         let mut pipe = lock(&self.incoming.state);
         let due = match pipe.writes.front() {
             Some((at, _)) => *at,
+            // Nothing more will ever arrive, the peer's close included.
+            None if pipe.dead => {
+                let gives_up_at = lock(&self.outgoing.state).gives_up_at;
+                let now = self.net.clock.now_instant();
+                return match gives_up_at {
+                    Some(at) if at <= now => Poll::Ready(None),
+                    Some(at) => {
+                        let set = pipe.armed.as_ref().is_some_and(|(a, w)| *a == at && w.will_wake(cx.waker()));
+                        if !set {
+                            wake_at(&self.net.clock, at, cx.waker());
+                            pipe.armed = Some((at, cx.waker().clone()));
+                        }
+                        Poll::Pending
+                    }
+                    // Woken by a write of its own end (which starts its count), or never.
+                    None => {
+                        pipe.reader = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                };
+            }
             None if pipe.writer_closed => return Poll::Ready(None),
             None => {
                 pipe.reader = Some(cx.waker().clone());
@@ -348,6 +600,9 @@ impl Stream {
         poll_fn(|cx| {
             let previous = {
                 let mut pipe = lock(&self.outgoing.state);
+                if pipe.dead {
+                    return Poll::Ready(self.lose(pipe, bytes.take()));
+                }
                 if pipe.reader_gone {
                     return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionReset, "the peer let go")));
                 }
@@ -369,6 +624,30 @@ impl Stream {
             Poll::Ready(Ok(()))
         })
         .await
+    }
+}
+
+impl Stream {
+    /// A write into a dead connection (`pipe` is the outgoing one, locked): accepted and dropped
+    /// until this end gives up, [`TCP_RETRIES2_TIMEOUT`] after the first such write; then
+    /// `TimedOut`. The first one also wakes this end's reader at the give-up, if it waits.
+    fn lose(&self, mut pipe: MutexGuard<'_, PipeState>, bytes: Option<Vec<u8>>) -> io::Result<()> {
+        drop(bytes);
+        let now = self.net.clock.now_instant();
+        let first = pipe.gives_up_at.is_none();
+        let gives_up_at = *pipe.gives_up_at.get_or_insert(now + TCP_RETRIES2_TIMEOUT);
+        drop(pipe);
+        if gives_up_at <= now {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "retransmissions unanswered (black hole)"));
+        }
+        if first {
+            let mut incoming = lock(&self.incoming.state);
+            if let Some(reader) = incoming.reader.take() {
+                wake_at(&self.net.clock, gives_up_at, &reader);
+                incoming.armed = Some((gives_up_at, reader));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -484,6 +763,153 @@ mod tests {
             assert!(net.connect(CLIENT_IP, LB_ADDR).is_ok());
             net.unbind(LB_ADDR.ip());
             assert!(net.connect(CLIENT_IP, LB_ADDR).is_err(), "a killed node's listener is gone");
+        });
+    }
+
+    /// A client connection to the balancer and the balancer's end of it, on a network that
+    /// tracks the edge for black holes.
+    async fn edge(net: &Arc<Net>, listener: &Listener, from: IpAddr) -> (Stream, Stream) {
+        let client = net.connect(from, LB_ADDR).unwrap();
+        let (lb, _) = listener.accept().await;
+        (client, lb)
+    }
+
+    /// Whether a read of `s` returns anything (data or the end) within `wait`.
+    async fn hears(s: &mut Stream, wait: Duration) -> bool {
+        madsim::time::timeout(wait, s.recv()).await.is_ok()
+    }
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_black_hole_loses_what_was_in_flight_and_hides_each_ends_close_from_the_other() {
+        run(async {
+            let net = Net::new(1, 5 * MS, 5 * MS);
+            net.track_edge();
+            let listener = net.bind(LB_ADDR);
+            let (mut client, mut lb) = edge(&net, &listener, CLIENT_IP).await;
+            write(&mut client, b"arrived").await.unwrap();
+            assert_eq!(lb.recv().await, Some(b"arrived".to_vec()));
+            write(&mut lb, b"unread").await.unwrap();
+            madsim::time::sleep(5 * MS).await;
+            write(&mut client, b"in flight").await.unwrap();
+            write(&mut lb, b"in flight too").await.unwrap();
+            let caught = net.blackhole(0, None);
+            assert_eq!(caught, vec![client.local_addr()], "the one open edge connection");
+            // What had arrived is in the reader's buffer; what was on its way is lost.
+            assert_eq!(client.recv().await, Some(b"unread".to_vec()));
+            assert!(!hears(&mut client, 2 * MINUTE).await, "the write in flight is lost");
+            assert!(!hears(&mut lb, 2 * MINUTE).await, "the write in flight is lost");
+            // A close is not told: the balancer's read waits on, its writes are accepted.
+            drop(client);
+            assert!(!hears(&mut lb, 2 * MINUTE).await, "no end reaches the balancer");
+            assert!(write(&mut lb, b"into the hole").await.is_ok(), "no reset either");
+            // The hole closing does not revive what it caught.
+            assert!(net.close_blackhole(0));
+            assert!(!net.close_blackhole(0), "closed once");
+            assert!(!hears(&mut lb, 2 * MINUTE).await);
+            // Its own lost write in flight is what ends the balancer's wait: TCP gives up.
+            assert!(hears(&mut lb, TCP_RETRIES2_TIMEOUT).await && lb.gave_up());
+        });
+    }
+
+    #[test]
+    fn an_end_that_wrote_into_a_black_hole_gives_up_after_tcp_retries2_and_one_that_only_reads_never() {
+        run(async {
+            let net = Net::new(1, MS, MS);
+            net.track_edge();
+            let listener = net.bind(LB_ADDR);
+            let (mut client, mut lb) = edge(&net, &listener, CLIENT_IP).await;
+            assert_eq!(net.blackhole(0, None).len(), 1);
+            madsim::time::sleep(MINUTE).await;
+            let t0 = Instant::now();
+            // Accepted, never acknowledged: the client's reader ends when its end gives up.
+            write(&mut client, b"request").await.unwrap();
+            write(&mut client, b"again").await.unwrap();
+            assert!(!client.gave_up());
+            assert_eq!(read(&mut client, t0).await, (Vec::new(), TCP_RETRIES2_TIMEOUT));
+            assert!(client.gave_up());
+            let err = write(&mut client, b"late").await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+            // The balancer wrote nothing: no timer of TCP's ends its wait.
+            assert!(!hears(&mut lb, 2 * TCP_RETRIES2_TIMEOUT).await);
+            assert!(!lb.gave_up());
+        });
+    }
+
+    #[test]
+    fn a_connect_into_a_black_hole_gets_through_at_the_first_syn_after_it_closes_or_times_out() {
+        run(async {
+            let net = Net::new(1, MS, MS);
+            net.track_edge();
+            let listener = net.bind(LB_ADDR);
+            let t0 = Instant::now();
+            net.blackhole(0, None);
+            assert_eq!(net.connect(CLIENT_IP, LB_ADDR).map(|_| ()).unwrap_err().kind(), io::ErrorKind::TimedOut);
+            let closer = net.clone();
+            madsim::task::spawn(async move {
+                madsim::time::sleep(Duration::from_secs(10)).await;
+                closer.close_blackhole(0);
+            });
+            let watcher = net.clone();
+            let watched = madsim::task::spawn(async move {
+                madsim::time::sleep(Duration::from_secs(2)).await;
+                watcher.dialing()
+            });
+            assert!(!net.dialing());
+            let mut client = net.dial(CLIENT_IP, LB_ADDR).await.unwrap();
+            assert!(watched.await.unwrap(), "a held connect is counted while it waits");
+            assert!(!net.dialing(), "and no longer once it connected");
+            let waited = Duration::from_micros((Instant::now() - t0).as_micros() as u64);
+            assert_eq!(waited, SYN_SENT_AT[4], "the SYN sent at 15 s, the first after the hole closed at 10 s");
+            let (mut lb, _) = listener.accept().await;
+            write(&mut client, b"works").await.unwrap();
+            assert_eq!(lb.recv().await, Some(b"works".to_vec()), "a new connection is not caught");
+            // A hole that stays open: the connect fails when the last SYN's timeout runs out.
+            net.blackhole(1, None);
+            let t1 = Instant::now();
+            let err = net.dial(CLIENT_IP, LB_ADDR).await.map(|_| ()).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+            assert_eq!(Duration::from_micros((Instant::now() - t1).as_micros() as u64), SYN_GIVE_UP);
+            // Nothing swallowed: dial connects at once.
+            net.close_blackhole(1);
+            let t2 = Instant::now();
+            assert!(net.dial(CLIENT_IP, LB_ADDR).await.is_ok());
+            assert_eq!(Instant::now(), t2);
+        });
+    }
+
+    #[test]
+    fn a_black_hole_of_one_client_catches_and_swallows_only_that_clients_connections() {
+        run(async {
+            let net = Net::new(1, MS, MS);
+            net.track_edge();
+            let listener = net.bind(LB_ADDR);
+            let other = crate::engine::addr::client_ip(1);
+            let (mut mine, mut my_lb) = edge(&net, &listener, CLIENT_IP).await;
+            let (mut theirs, mut their_lb) = edge(&net, &listener, other).await;
+            assert_eq!(net.blackhole(0, Some(other)), vec![theirs.local_addr()]);
+            assert!(net.connect(CLIENT_IP, LB_ADDR).is_ok(), "client 0 connects");
+            assert!(net.connect(other, LB_ADDR).is_err(), "client 1's SYN is swallowed");
+            write(&mut mine, b"mine").await.unwrap();
+            assert_eq!(my_lb.recv().await, Some(b"mine".to_vec()));
+            write(&mut theirs, b"theirs").await.unwrap();
+            assert!(!hears(&mut their_lb, MINUTE).await);
+            // A second hole over everyone catches what the first left, and nothing twice.
+            assert_eq!(net.blackhole(1, None), vec![mine.local_addr()]);
+        });
+    }
+
+    #[test]
+    fn without_tracking_a_black_hole_catches_nothing_and_only_swallows_connects() {
+        run(async {
+            let net = Net::new(1, MS, MS);
+            let listener = net.bind(LB_ADDR);
+            let (mut client, mut lb) = edge(&net, &listener, CLIENT_IP).await;
+            assert!(net.blackhole(0, None).is_empty());
+            write(&mut client, b"x").await.unwrap();
+            assert_eq!(lb.recv().await, Some(b"x".to_vec()));
+            assert!(net.connect(CLIENT_IP, LB_ADDR).is_err());
         });
     }
 

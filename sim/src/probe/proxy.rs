@@ -193,6 +193,7 @@ impl Proxy {
             | Fault::Deploy { .. }
             | Fault::Answer { .. }
             | Fault::Malformed { .. }
+            | Fault::Blackhole { .. }
             | Fault::TaskReplyLost => None,
         }
     }

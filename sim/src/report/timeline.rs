@@ -172,6 +172,9 @@ pub fn describe(kind: &StepKind) -> String {
                 format_micros(*waited_us)
             )
         }
+        LbGaveUp { conn } => {
+            format!("{conn} given up: what the balancer wrote to the client went unacknowledged (TCP retransmissions)")
+        }
         LbHeaderDropped { conn, header, hop } => {
             format!("{}dropped {} from {conn}'s request", at_hop(Some(*hop)), header.wire_name())
         }
@@ -295,6 +298,17 @@ pub fn describe(kind: &StepKind) -> String {
         AppChange { change } => format!("app ← change {change}"),
         AppSubscriptionLost { reason } => format!("app ← subscription LOST: {reason}"),
         Fault { fault } => format!("FAULT {fault}"),
+        BlackHoled { conns, connect: true, .. } => {
+            let what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+            format!("BLACK HOLE swallowed the connect of {}: its SYNs go unanswered while it lasts", what.join(", "))
+        }
+        BlackHoled { conns, idle, connect: false } => {
+            let mut what: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+            if *idle > 0 {
+                what.push(format!("{idle} kept-alive idle"));
+            }
+            format!("BLACK HOLE caught {}: dead for good, neither end told", what.join(", "))
+        }
         Liveness { deadline } => format!("faults over; every call must resolve by {}", format_micros(*deadline)),
         Bounds { max_reconnects_per_hour, max_delivery_delay_us: None } => {
             format!("bounds: at most {max_reconnects_per_hour} reconnects an hour")

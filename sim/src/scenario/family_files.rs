@@ -65,6 +65,7 @@ const KEYS: &[&str] = &[
 /// The fault keys of `[faults]`, each a `fault.KEY` setting.
 const FAULT_KEYS: &[&str] = &[
     "partition",
+    "blackhole",
     "reset",
     "server_restart",
     "client_restart",

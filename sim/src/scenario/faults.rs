@@ -22,6 +22,21 @@ pub enum Fault {
         #[serde(with = "serde_duration")]
         duration: Duration,
     },
+    /// A silent black hole between the clients and the load balancer for `duration` (a NAT or a
+    /// stateful firewall that forgets a flow and drops its packets, RST included): every
+    /// connection crossing the edge when it starts (of `target` only, when given) is dead from
+    /// then on, for good. Bytes written on it are accepted by the writer and lost, and neither end
+    /// is told anything: no end, no reset, no error. New connections get no answer while it lasts
+    /// (the connect's SYN is retransmitted, and gets through once it heals). Each end learns only
+    /// by a timer of its own (`crate::engine::wire`).
+    Blackhole {
+        /// The one client whose connections it catches (`clientN`); `None`: every client's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<Target>,
+        /// How long new connections get no answer.
+        #[serde(with = "serde_duration")]
+        duration: Duration,
+    },
     /// The server process restarts: every session, event log and running tool is lost.
     ServerRestart,
     /// The client process restarts: volatile state is lost, durable state kept. The application
@@ -139,7 +154,13 @@ impl std::str::FromStr for Target {
 
 impl Fault {
     /// Every fault kind's name, as plans and swarm tests spell them.
-    pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart"];
+    pub const KINDS: &'static [&'static str] = &["reset", "partition", "server-restart", "client-restart", "blackhole"];
+
+    /// The kinds of [`Fault::KINDS`] a search draws unless told otherwise (`explore
+    /// --fault-kinds`): every kind but `blackhole`, which came later, so that the cases every
+    /// existing search draws from a seed (and the budgets measured on them) stay what they were.
+    pub const SEARCHED_BY_DEFAULT: &'static [&'static str] =
+        &["reset", "partition", "server-restart", "client-restart"];
 
     /// The fault kinds that target one node or walk the replicas: no swarm search switches them on
     /// as a kind (the whole space draws `deploy` and `answer` as dimensions of their own).
@@ -151,6 +172,7 @@ impl Fault {
         match self {
             Fault::Reset => "reset",
             Fault::Partition { .. } => "partition",
+            Fault::Blackhole { .. } => "blackhole",
             Fault::ServerRestart => "server-restart",
             Fault::ClientRestart => "client-restart",
             Fault::Restart { .. } => "restart",
@@ -165,7 +187,9 @@ impl Fault {
     /// How long the fault lasts (zero for instant ones).
     pub fn duration(&self) -> Duration {
         match self {
-            Fault::Partition { duration } | Fault::Answer { duration, .. } => *duration,
+            Fault::Partition { duration } | Fault::Answer { duration, .. } | Fault::Blackhole { duration, .. } => {
+                *duration
+            }
             // The last replica restarts (after its drain) this long after the start.
             Fault::Deploy { interval, drain, replicas } => {
                 *interval * replicas.saturating_sub(1) + drain.unwrap_or(Duration::ZERO)
@@ -191,6 +215,10 @@ impl fmt::Display for PlannedFault {
         match &self.fault {
             Fault::Partition { duration } => {
                 write!(f, "partition {}..{}", format_duration(self.at), format_duration(self.at + *duration))
+            }
+            Fault::Blackhole { target, duration } => {
+                let of = target.map(|t| format!(" of {t}")).unwrap_or_default();
+                write!(f, "blackhole{of} {}..{}", format_duration(self.at), format_duration(self.at + *duration))
             }
             Fault::Restart { target } => write!(f, "restart {target} at {}", format_duration(self.at)),
             Fault::Cut { target } => write!(f, "cut {target} at {}", format_duration(self.at)),
@@ -277,6 +305,22 @@ pub fn parse_partition(text: &str) -> Result<PlannedFault, String> {
         return Err(format!("partition {text:?} ends before it starts"));
     }
     Ok(PlannedFault { at: start, fault: Fault::Partition { duration: end - start } })
+}
+
+/// Parses a black hole: `START..END` (every client's connections, e.g. `1m..16m`) or
+/// `CLIENT@START..END` (one client's, e.g. `client1@1m..16m`).
+pub fn parse_blackhole(text: &str) -> Result<PlannedFault, String> {
+    let shape = || format!("blackhole {text:?} is not START..END or CLIENT@START..END (e.g. 1m..16m, client1@1m..16m)");
+    let (target, window) = match text.split_once('@') {
+        Some((target, window)) => (Some(target.trim().parse::<Target>()?), window),
+        None => (None, text),
+    };
+    let (a, b) = window.split_once("..").ok_or_else(shape)?;
+    let (start, end) = (parse_duration(a.trim())?, parse_duration(b.trim())?);
+    if end <= start {
+        return Err(format!("blackhole {text:?} ends before it starts"));
+    }
+    Ok(PlannedFault { at: start, fault: Fault::Blackhole { target, duration: end - start } })
 }
 
 /// Parses `TARGET@TIME` (e.g. `replica1@2m`).
@@ -394,6 +438,29 @@ mod tests {
         assert_eq!(text, r#"{"at":"1s","fault":"task-reply-lost"}"#);
         assert_eq!(serde_json::from_str::<PlannedFault>(&text).unwrap(), f);
         assert_eq!(FaultPlan::new(vec![f]).heal_time(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn black_holes_parse_show_round_trip_and_reject_nonsense() {
+        let every = parse_blackhole("1m..16m").unwrap();
+        assert_eq!(every.at, Duration::from_secs(60));
+        assert_eq!(every.fault, Fault::Blackhole { target: None, duration: Duration::from_secs(900) });
+        assert_eq!(every.to_string(), "blackhole 1m..16m");
+        assert_eq!(every.fault.kind(), "blackhole");
+        assert_eq!(FaultPlan::new(vec![every.clone()]).heal_time(), Duration::from_secs(960));
+        let text = serde_json::to_string(&every).unwrap();
+        assert_eq!(text, r#"{"at":"1m","fault":"blackhole","duration":"15m"}"#);
+        assert_eq!(serde_json::from_str::<PlannedFault>(&text).unwrap(), every);
+        let one = parse_blackhole("client1@30s..2m").unwrap();
+        let fault = Fault::Blackhole { target: Some(Target::Client(1)), duration: Duration::from_secs(90) };
+        assert_eq!((one.at, &one.fault), (Duration::from_secs(30), &fault));
+        assert_eq!(one.to_string(), "blackhole of client1 30s..2m");
+        let text = serde_json::to_string(&one).unwrap();
+        assert_eq!(text, r#"{"at":"30s","fault":"blackhole","target":"client1","duration":"90s"}"#);
+        assert_eq!(serde_json::from_str::<PlannedFault>(&text).unwrap(), one);
+        for bad in ["2m..1m", "1m", "x..2m", "client1@", "server@1m..2m", "client1@2m..2m"] {
+            assert!(parse_blackhole(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1052,7 +1052,12 @@ mod tests {
     #[test]
     fn every_fault_kind_has_a_setting_that_shows_only_its_kind() {
         let mut s = Scenario::build("chatty-tool", "reference", "reference").unwrap();
-        let o = [("fault.reset", "10s"), ("fault.server_restart", "20s"), ("fault.client_restart", "30s")];
+        let o = [
+            ("fault.reset", "10s"),
+            ("fault.server_restart", "20s"),
+            ("fault.client_restart", "30s"),
+            ("fault.blackhole", "40s..50s"),
+        ];
         s.apply_overrides(&o.map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
         for kind in Fault::KINDS {
             let key = fault_setting(kind).unwrap_or_else(|| panic!("{kind} has no key"));

@@ -36,7 +36,8 @@
 //! | a profile, family or deployment file | at most 1 MiB ([`super::files::MAX_INPUT_BYTES`]); a list in a profile file at most `super::layers::MAX_PROFILE_LIST` (64) entries, checked before it is read |
 
 use super::faults::{
-    parse_answer, parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault, Target,
+    parse_answer, parse_blackhole, parse_deploy, parse_partition, parse_targeted, parse_times, Fault, PlannedFault,
+    Target,
 };
 pub(crate) use super::layers::Problem;
 use super::{layers, NetParams, ResumeId, Scenario, MAX_EMPTY_RESUMES, MAX_REISSUES};
@@ -161,6 +162,10 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         Condition::BusLocal => &["server.subscriptions.bus", "lb.replicas"],
         Condition::RequestLost => {
             &["server.keepalive", "lb.idle_timeout", "lb.max_lifetime", "server.tasks.create_for_tools_over"]
+        }
+        // A dead connection nobody was told of: the timers that end the wait on one.
+        Condition::BlackHole => {
+            &["client.request_timeout", "server.keepalive", "server.idle_ttl", "server.idle_rule", "lb.idle_timeout"]
         }
     }
 }
@@ -548,6 +553,7 @@ pub fn fault_setting(kind: &str) -> Option<&'static str> {
     match kind {
         "reset" => Some("fault.reset"),
         "partition" => Some("fault.partition"),
+        "blackhole" => Some("fault.blackhole"),
         "server-restart" => Some("fault.server_restart"),
         "client-restart" => Some("fault.client_restart"),
         "restart" => Some("fault.restart"),
@@ -822,6 +828,47 @@ pub const SETTINGS: &[Setting] = &[
                 .iter()
                 .filter(|f| f.fault.kind() == "partition")
                 .map(|f| format!("{}..{}", format_duration(f.at), format_duration(f.at + f.fault.duration())))
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(",")
+            }
+        },
+        alias: None,
+    },
+    Setting {
+        key: "fault.blackhole",
+        targets: &["faults.blackhole"],
+        help: "a silent black hole between the clients and the load balancer over START..END, or one client's as CLIENT@START..END: the connections open at START are dead for good, their bytes lost and neither end told (no end, no reset), and new connections get no answer until END (e.g. 1m..16m, client1@1m..16m; a comma list; or none)",
+        apply: |s, v| {
+            s.faults.remove_kind("blackhole");
+            if v != "none" {
+                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+                for (i, part) in parts.iter().enumerate() {
+                    let fault = parse_blackhole(part)?;
+                    if parts[..i].iter().any(|p| parse_blackhole(p).ok() == Some(fault.clone())) {
+                        return Err(format!("{part} is given twice"));
+                    }
+                    s.faults.push(fault);
+                }
+            }
+            Ok(())
+        },
+        show: |s| {
+            let parts: Vec<String> = s
+                .faults
+                .faults()
+                .iter()
+                .filter_map(|f| match &f.fault {
+                    Fault::Blackhole { target, duration } => Some(format!(
+                        "{}{}..{}",
+                        target.map(|t| format!("{t}@")).unwrap_or_default(),
+                        format_duration(f.at),
+                        format_duration(f.at + *duration)
+                    )),
+                    _ => None,
+                })
                 .collect();
             if parts.is_empty() {
                 "none".into()
@@ -1604,6 +1651,13 @@ pub(crate) fn problems(s: &Scenario) -> Vec<Problem> {
                     out.push(problem("faults", format!("{f}: {status} is no 4xx or 5xx status")));
                 }
             }
+            Fault::Blackhole { target: Some(target), .. } => match target {
+                Target::Client(i) if *i >= s.clients => {
+                    out.push(problem("faults", format!("{f}: the scenario has {} client(s)", s.clients)))
+                }
+                Target::Client(_) => {}
+                _ => out.push(problem("faults", format!("{f}: a black hole catches a client's connections (clientN)"))),
+            },
             Fault::Malformed { target } => match target {
                 Target::Client(i) if *i >= s.clients => {
                     out.push(problem("faults", format!("{f}: the scenario has {} client(s)", s.clients)))
@@ -1820,6 +1874,7 @@ mod tests {
             ProxyHeld,
             WorkRunOn,
             BusLocal,
+            BlackHole,
         ] {
             let keys = keeping(c);
             let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped);

@@ -17,7 +17,10 @@
 //!   network heals, and then a full delay follows.
 //! - Every break is a stream error (reset, partition, load-balancer cut), so the profile's
 //!   immediate first attempt applies; detection takes no time, because every fault of
-//!   `faults.rs` resets the client's connections when it starts (none is a silent black hole).
+//!   `faults.rs` but `blackhole` resets the client's connections when it starts. A black hole is
+//!   detected only by a timer of the client's own (its request timeout, or TCP's
+//!   `tcp_retries2` give-up after a write), which this prediction does not add: it does not
+//!   predict a pair under one.
 //! - The client has seen the server's `retry:` field if the server sends one with its priming
 //!   event on POST streams.
 //! - An attempt made while the network is still cut fails at once and counts against

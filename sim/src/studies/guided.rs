@@ -21,7 +21,7 @@ use crate::error::SimError;
 use crate::scenario::faults::{Fault, FaultPlan, PlannedFault};
 use crate::scenario::{fault_setting, setting, Scenario};
 use crate::studies::search::{
-    self, cases, partitions_value, times_value, Case, Counterexample, Found, Override, Space, Swarm,
+    self, cases, partitions_value, times_value, Case, Counterexample, Found, Override, Space, Swarm, WINDOW_KINDS,
 };
 use mcpsim_model::decision::StreamOutcome;
 use mcpsim_model::oracle::{coverage, Coverage, INVARIANTS};
@@ -412,7 +412,7 @@ impl<'a> Explorer<'a> {
                     .filter(|i| parse_duration(&case.overrides[*i].1).is_ok())
                     .collect();
                 let partitions: Vec<usize> =
-                    (0..faults.len()).filter(|i| faults[*i].fault.kind() == "partition").collect();
+                    (0..faults.len()).filter(|i| WINDOW_KINDS.contains(&faults[*i].fault.kind())).collect();
                 let choices = durations.len() + partitions.len();
                 if choices == 0 {
                     return Some(case);
@@ -428,7 +428,11 @@ impl<'a> Explorer<'a> {
                 }
                 let f = &mut faults[partitions[which - durations.len()]];
                 let secs = ((f.fault.duration().as_secs() as f64) * factor).round() as u64;
-                f.fault = Fault::Partition { duration: Duration::from_secs(secs.clamp(1, MAX_PARTITION)) };
+                let duration = Duration::from_secs(secs.clamp(1, MAX_PARTITION));
+                f.fault = match f.fault {
+                    Fault::Blackhole { target, .. } => Fault::Blackhole { target, duration },
+                    _ => Fault::Partition { duration },
+                };
             }
             Mutation::MoveFault => {
                 if faults.is_empty() {
@@ -456,6 +460,9 @@ impl<'a> Explorer<'a> {
                 let at = Duration::from_secs(self.below(self.horizon + 1));
                 let fault = match kind {
                     "partition" => Fault::Partition { duration: Duration::from_secs(1 + self.below(MAX_PARTITION)) },
+                    "blackhole" => {
+                        Fault::Blackhole { target: None, duration: Duration::from_secs(1 + self.below(MAX_PARTITION)) }
+                    }
                     "reset" => Fault::Reset,
                     "server-restart" => Fault::ServerRestart,
                     _ => Fault::ClientRestart,
@@ -489,7 +496,13 @@ fn set_faults(case: &mut Case, scenario: &Scenario, faults: Vec<PlannedFault>) {
     for kind in Fault::KINDS {
         let Some(key) = fault_setting(kind) else { continue };
         let of_kind: Vec<&PlannedFault> = faults.iter().filter(|f| f.fault.kind() == *kind).collect();
-        let value = if *kind == "partition" {
+        let value = if *kind == "blackhole" && !of_kind.is_empty() {
+            // As its key writes them, with the client each may name.
+            let mut planned = scenario.clone();
+            planned.faults.remove_kind(kind);
+            of_kind.iter().for_each(|f| planned.faults.push((*f).clone()));
+            setting(key).map(|s| (s.show)(&planned)).unwrap_or_default()
+        } else if WINDOW_KINDS.contains(kind) {
             partitions_value(of_kind.iter().map(|f| (f.at.as_secs(), f.fault.duration().as_secs())).collect())
         } else {
             times_value(of_kind.iter().map(|f| f.at.as_secs()).collect())
@@ -670,6 +683,32 @@ mod tests {
             }
             corpus.push((case, s));
         }
+    }
+
+    /// Asked for, black holes are added, moved and stretched as windows, and every case they make
+    /// builds: the kind's key reads back what the mutation planned.
+    #[test]
+    fn mutations_plan_black_holes_when_the_space_draws_them() {
+        let base = Scenario::build("long-tool", "reference", "reference").unwrap();
+        let kinds = ["blackhole".to_string(), "reset".to_string()];
+        let space = Space::for_scenario(&base).with_fault_kinds(&kinds).unwrap();
+        let constrained = space.constrained(&base).unwrap();
+        let mut explorer = Explorer::new(&constrained, &space, 3);
+        let first = explorer.fresh_case().unwrap();
+        let mut corpus = vec![(first.clone(), first.scenario(&constrained).unwrap())];
+        let mut holes = 0;
+        for n in 0..300 {
+            let Some((case, built)) = explorer.next_case(WARM_UP + n, &corpus, &[]) else { continue };
+            let s = case.scenario(&constrained).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+            assert!(built.is_none_or(|b| b == s), "a mutation's scenario is its case's: {case:?}");
+            let planned = s.faults.faults().iter().filter(|f| f.fault.kind() == "blackhole").count();
+            assert!(planned == 0 || case.swarm.contains_key("blackhole"), "{case:?}");
+            let mut swarm_kinds = s.faults.faults().iter().map(|f| f.fault.kind()).filter(|k| Fault::KINDS.contains(k));
+            assert!(swarm_kinds.all(|k| ["blackhole", "reset"].contains(&k)), "{case:?}");
+            holes += planned;
+            corpus.push((case, s));
+        }
+        assert!(holes > 30, "{holes} black holes planned over 300 cases");
     }
 
     #[test]

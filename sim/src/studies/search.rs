@@ -83,8 +83,12 @@ fn longest_candidate(steps: u64) -> u64 {
     steps.saturating_mul(4).max(steps + 2_000)
 }
 
-/// The longest partition a case plans.
+/// The longest partition a case plans (and the longest black hole: how long new connections get
+/// no answer; what one catches stays dead whatever its length).
 const MAX_PARTITION: u64 = 300;
+
+/// The fault kinds planned as windows (`START..END`), not instants.
+pub(crate) const WINDOW_KINDS: [&str; 2] = ["partition", "blackhole"];
 
 /// One generated test case.
 #[derive(Clone, Debug, PartialEq)]
@@ -334,7 +338,8 @@ pub struct Space {
     /// (`Space::constraints`) that shrinking never drops, so a shrunk counterexample is still
     /// inside them.
     pub within_conditions: bool,
-    /// Fault kinds the swarm may enable (names of [`Fault::KINDS`]).
+    /// Fault kinds the swarm may enable (names of [`Fault::KINDS`]; by default
+    /// [`Fault::SEARCHED_BY_DEFAULT`], see [`Space::with_fault_kinds`]).
     pub fault_kinds: Vec<&'static str>,
     /// The most faults of one kind a case may plan.
     pub max_intensity: u32,
@@ -369,7 +374,7 @@ impl Space {
             horizon,
             vary_parameters: true,
             within_conditions: false,
-            fault_kinds: Fault::KINDS.to_vec(),
+            fault_kinds: Fault::SEARCHED_BY_DEFAULT.to_vec(),
             max_intensity: 3,
             vary_chain: !base.lb.hops.is_empty(),
             hunt: Hunt::ALL,
@@ -386,6 +391,24 @@ impl Space {
     /// This space with swarm testing over faults and workload parts on or off.
     pub fn swarming(self, swarm: bool) -> Space {
         Space { swarm, ..self }
+    }
+
+    /// This space drawing these fault kinds (names of [`Fault::KINDS`], in that order whatever
+    /// the order given; an unknown name is refused), instead of its default: how a search is
+    /// asked for a kind it does not draw by default (`blackhole`), or told to leave one out.
+    /// Inside the conditions of validity no `server-restart` is drawn, asked for or not.
+    pub fn with_fault_kinds(self, kinds: &[String]) -> Result<Space, SimError> {
+        if let Some(k) = kinds.iter().find(|k| !Fault::KINDS.contains(&k.as_str())) {
+            return Err(SimError::Usage(format!("unknown fault kind {k:?} (known: {})", Fault::KINDS.join(", "))));
+        }
+        let within = self.within_conditions;
+        let fault_kinds = Fault::KINDS
+            .iter()
+            .copied()
+            .filter(|k| kinds.iter().any(|asked| asked == k))
+            .filter(|k| !within || *k != "server-restart")
+            .collect();
+        Ok(Space { fault_kinds, ..self })
     }
 
     /// The workload parts a swarm case may switch on here: calls, several clients and
@@ -421,7 +444,7 @@ impl Space {
     /// throws the buffer away and condition 2 (the server retains the buffer longer than the
     /// client's worst reconnect) cannot hold across one.
     pub fn within_conditions(base: &Scenario) -> Space {
-        let fault_kinds = Fault::KINDS.iter().copied().filter(|k| *k != "server-restart").collect();
+        let fault_kinds = Fault::SEARCHED_BY_DEFAULT.iter().copied().filter(|k| *k != "server-restart").collect();
         Space { within_conditions: true, fault_kinds, ..Space::for_scenario(base) }
     }
 
@@ -788,8 +811,8 @@ pub(crate) fn times_value(mut times: Vec<u64>) -> String {
     times.iter().map(|t| secs(*t)).collect::<Vec<_>>().join(",")
 }
 
-/// Renders `(start, length)` partitions as the value of `fault.partition`, sorted and moved apart
-/// so that they do not overlap (an overlap would merge two faults into one).
+/// Renders `(start, length)` windows as the value of `fault.partition` (or `fault.blackhole`),
+/// sorted and moved apart so that they do not overlap (an overlap would merge two faults into one).
 pub(crate) fn partitions_value(mut parts: Vec<(u64, u64)>) -> String {
     parts.sort_unstable();
     let mut out: Vec<String> = Vec::new();
@@ -814,7 +837,7 @@ fn kind_faults(kind: &'static str, horizon: u64, max: u32) -> BoxedStrategy<Opti
     let len = 0..=max as usize;
     // The list before the intensity: it shrinks first, to the faults that matter, and the
     // intensity then comes down to their number.
-    let enabled: BoxedStrategy<(u32, String)> = if kind == "partition" {
+    let enabled: BoxedStrategy<(u32, String)> = if WINDOW_KINDS.contains(&kind) {
         (prop::collection::vec((0..=horizon, 1..=MAX_PARTITION), len), 1..=max)
             .prop_map(|(mut parts, n)| {
                 parts.truncate(n as usize);
@@ -1545,10 +1568,57 @@ mod tests {
             }
             assert!(drawn.contains(key), "{key} changes behaviour but no generated case sets it");
         }
-        for kind in Fault::KINDS {
+        for kind in Fault::SEARCHED_BY_DEFAULT {
             assert!(drawn.contains(fault_setting(kind).unwrap()), "no case plans a {kind}");
         }
         assert!(drawn.contains("fault.deploy"), "no case plans a rolling deploy");
+        // The one kind drawn only when asked for (`blackhole_is_drawn_when_asked_for_and_only_then`).
+        let asked = Space::for_scenario(&base).with_fault_kinds(&["blackhole".to_string()]).unwrap();
+        assert!(drawn_keys(&asked, 50).contains("fault.blackhole"), "no case plans a blackhole");
+    }
+
+    /// A black hole is a kind of its own: the default spaces draw the kinds they drew before it
+    /// existed, in the same order (so every existing search draws the same cases from a seed), and
+    /// draw no black hole; asked for (`explore --fault-kinds`), cases plan black holes as windows
+    /// that build valid scenarios, and swarm testing switches the kind on and off as any other.
+    /// An unknown kind is refused; inside the conditions a server restart stays out.
+    #[test]
+    fn blackhole_is_drawn_when_asked_for_and_only_then() {
+        let base = long_tool();
+        assert_eq!(Fault::SEARCHED_BY_DEFAULT, ["reset", "partition", "server-restart", "client-restart"]);
+        assert!(Fault::KINDS.starts_with(Fault::SEARCHED_BY_DEFAULT) && Fault::KINDS.contains(&"blackhole"));
+        assert_eq!(Space::for_scenario(&base).fault_kinds, Fault::SEARCHED_BY_DEFAULT);
+        for space in
+            [Space::for_scenario(&base), Space::within_conditions(&base), Space::for_scenario(&base).swarming(true)]
+        {
+            assert!(!drawn_keys(&space, 100).contains("fault.blackhole"), "{space:?}");
+        }
+        let kinds = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let asked = Space::for_scenario(&base).with_fault_kinds(&kinds(&["blackhole", "reset"])).unwrap();
+        assert_eq!(asked.fault_kinds, ["reset", "blackhole"], "in the order of Fault::KINDS");
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let strategy = cases(&asked);
+        let mut planned = 0;
+        for _ in 0..100 {
+            let case = strategy.new_tree(&mut runner).unwrap().current();
+            let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+            let holes: Vec<_> = s.faults.faults().iter().filter(|f| f.fault.kind() == "blackhole").collect();
+            assert!(holes.is_empty() || case.swarm.contains_key("blackhole"), "{case:?}");
+            for f in &holes {
+                assert!(matches!(f.fault, Fault::Blackhole { target: None, duration } if duration.as_secs() >= 1));
+                assert!(f.fault.duration().as_secs() <= MAX_PARTITION, "{f}");
+            }
+            planned += holes.len();
+            assert!(!s.faults.faults().iter().any(|f| f.fault.kind() == "partition"), "not asked for: {case:?}");
+        }
+        assert!(planned > 30, "{planned} black holes over 100 cases");
+        let swarm = Space::for_scenario(&base).swarming(true).with_fault_kinds(&kinds(&["blackhole"])).unwrap();
+        assert!(drawn_keys(&swarm, 100).contains("fault.blackhole"));
+        let within =
+            Space::within_conditions(&base).with_fault_kinds(&kinds(&["server-restart", "blackhole"])).unwrap();
+        assert_eq!(within.fault_kinds, ["blackhole"]);
+        let bad = Space::for_scenario(&base).with_fault_kinds(&kinds(&["meteor"]));
+        assert!(matches!(bad, Err(SimError::Usage(m)) if m.contains("unknown fault kind \"meteor\"")));
     }
 
     #[test]

@@ -127,6 +127,11 @@ impl ClientCore {
         self.client.is_quiet()
     }
 
+    /// The connections whose exchanges are under way.
+    pub(crate) fn in_flight(&self) -> Vec<ConnId> {
+        self.conns.keys().copied().collect()
+    }
+
     /// The session the client holds.
     pub(crate) fn session(&self) -> Option<mcpsim_model::ids::SessionId> {
         self.client.session().cloned()
@@ -504,7 +509,13 @@ async fn send_on(world: &Arc<World>, index: u32, conn: ConnId, request: &Request
         }
         record(world, index, StepKind::HttpResent { conn, written: false });
     }
-    let mut stream = match world.net.connect(client_ip(index), LB_ADDR) {
+    // A black hole swallows the SYN: the connect waits for a retransmission to get through, and
+    // the exchange is the hole's too (recorded as what it caught: nobody is told).
+    if world.net.swallows(client_ip(index), LB_ADDR) {
+        let caught = StepKind::BlackHoled { conns: vec![conn], idle: 0, connect: true };
+        world.rec.record_for(Actor::Fault, world.client_tag(index), caught);
+    }
+    let mut stream = match world.net.dial(client_ip(index), LB_ADDR).await {
         Ok(stream) => stream,
         Err(e) => {
             tracing::debug!(%conn, error = %e, "connect failed");

@@ -1,8 +1,8 @@
 //! The fault injector: carries out the scenario's fault plan, from the runner's task.
 //!
-//! madsim offers node kill/restart; partitions are the wire's ([`crate::engine::wire::Net`]), and
-//! a mid-stream reset is done by the actors themselves, dropping both ends of every
-//! client↔load-balancer connection.
+//! madsim offers node kill/restart; partitions and black holes are the wire's
+//! ([`crate::engine::wire::Net`]), and a mid-stream reset is done by the actors themselves,
+//! dropping both ends of every client↔load-balancer connection.
 
 use super::{client_node, replica_node, World};
 use crate::engine::addr::{client_ip, replica_ip};
@@ -39,8 +39,8 @@ impl Link {
     }
 }
 
-/// Applies one planned fault, recording it first.
-pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault) {
+/// Applies one planned fault (the plan's `index`-th), recording it first.
+pub(crate) fn apply(world: &Arc<World>, link: &mut Link, index: usize, planned: &PlannedFault) {
     tracing::info!(fault = %planned, "applying fault");
     world.rec.record(Actor::Fault, StepKind::Fault { fault: planned.to_string() });
     match planned.fault {
@@ -50,6 +50,7 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
             link.partition(duration);
             reset_client_connections(world);
         }
+        Fault::Blackhole { target, .. } => blackhole(world, index, target),
         Fault::ServerRestart => restart_server(world),
         Fault::ClientRestart => restart_client(world, 0),
         Fault::Restart { target: Target::Client(i) } => restart_client(world, i),
@@ -84,6 +85,47 @@ pub(crate) fn apply(world: &Arc<World>, link: &mut Link, planned: &PlannedFault)
         Fault::TaskReplyLost => {
             world.task_replies_to_lose.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
+    }
+}
+
+/// A black hole (the plan's `index`-th fault) opens over the edge of `target` (a client), or of
+/// every client: the wire catches their open connections, which nobody is told of. For each
+/// client it caught something of, a `black-holed` step names what, as the client knows its
+/// connections: the exchanges in flight, and a count of kept-alive ones idle in its pool.
+fn blackhole(world: &Arc<World>, index: usize, target: Option<Target>) {
+    // Validation lets only a client be the target.
+    let ip = target.and_then(|t| match t {
+        Target::Client(i) => Some(client_ip(i)),
+        _ => None,
+    });
+    let caught = world.net.blackhole(index, ip);
+    for client in world.client_indexes() {
+        let mine: Vec<_> = caught.iter().filter(|a| a.ip() == client_ip(client)).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let in_flight = world.with_client(client, |core| core.in_flight()).unwrap_or_default();
+        let (mut conns, mut idle) = (Vec::new(), 0);
+        for addr in mine {
+            match world.edge_socket(*addr).filter(|conn| in_flight.contains(conn)) {
+                Some(conn) => conns.push(conn),
+                None => idle += 1,
+            }
+        }
+        conns.sort();
+        world.rec.record_for(
+            Actor::Fault,
+            world.client_tag(client),
+            StepKind::BlackHoled { conns, idle, connect: false },
+        );
+    }
+}
+
+/// A black hole stops swallowing new connections; what it caught stays dead.
+pub(crate) fn blackhole_end(world: &Arc<World>, index: usize, planned: &PlannedFault) {
+    if world.net.close_blackhole(index) {
+        let what = format!("{}: new connections get through again, those it caught stay dead", planned.fault.kind());
+        world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
     }
 }
 

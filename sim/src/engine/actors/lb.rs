@@ -256,7 +256,10 @@ async fn pump(world: Arc<World>, conn: ConnId, mut client: Stream, client_key: u
                     mcp_name = decoded.as_ref().and_then(|r| r.mcp_name.clone()).filter(|_| by_task_name);
                     session = decoded.and_then(|r| r.session);
                 }
-                Ok(None) | Err(_) => return close(&world, conn),
+                Ok(None) | Err(_) => {
+                    note_gave_up(&world, conn, &client);
+                    return close(&world, conn);
+                }
             }
             if exchange > 0 {
                 world.with_lb(|core| core.lb.handle_request(world.rec.now(), conn));
@@ -509,10 +512,14 @@ impl Exchange<'_> {
                         bytes_passed(world, conn, count);
                         net::send(upstream, frames.to_vec()).await
                     }
-                    Ok(None) | Err(_) => return Relayed::Ended,
+                    Ok(None) | Err(_) => {
+                        note_gave_up(world, conn, self.client);
+                        return Relayed::Ended;
+                    }
                 },
             };
             if forwarded.is_err() {
+                note_gave_up(world, conn, self.client);
                 return Relayed::Ended;
             }
             if complete {
@@ -686,6 +693,15 @@ async fn drain_upstream(upstream: &mut Stream, keep_alive: bool) {
         if keep_alive && net::peek::<Frame>(frame, |m| *m == Frame::End) {
             return;
         }
+    }
+}
+
+/// The client side of `conn` ended (a read or a write): if the balancer's socket gave the
+/// connection up on a black hole (its writes unacknowledged for TCP's retransmission timeout),
+/// that is recorded; the close that follows is any close.
+fn note_gave_up(world: &Arc<World>, conn: ConnId, client: &Stream) {
+    if client.gave_up() {
+        record(world, StepKind::LbGaveUp { conn });
     }
 }
 

@@ -147,6 +147,10 @@ pub(crate) struct World {
     /// shares with the world it holds would otherwise keep the whole world alive after the
     /// runtime is gone.
     pub store_node: Option<madsim::runtime::NodeHandle>,
+    /// Under a plan with a black hole: the exchange each client socket to the balancer last
+    /// carried, by the socket's address, so that the fault's step names what it caught as the
+    /// client does. `None` in a run without one.
+    edge_sockets: Option<Mutex<BTreeMap<SocketAddr, ConnId>>>,
 }
 
 #[cfg(test)]
@@ -184,6 +188,10 @@ impl World {
         };
         let scenario_tasks = scenario.server.tasks.clone();
         let net = Net::new(seed, scenario.net.latency_min, scenario.net.latency_max);
+        let blackholes = scenario.faults.faults().iter().any(|f| f.fault.kind() == "blackhole");
+        if blackholes {
+            net.track_edge();
+        }
         let store_node = (scenario.lb.store == ReplicaStore::Shared)
             .then(|| madsim::runtime::Handle::current().create_node().name(STORE_NODE).build());
         #[cfg(test)]
@@ -202,6 +210,7 @@ impl World {
             task_replies_to_lose: AtomicU32::new(0),
             net,
             store_node,
+            edge_sockets: blackholes.then(|| Mutex::new(BTreeMap::new())),
         }
     }
 
@@ -282,6 +291,15 @@ impl World {
         if self.names_replicas() {
             self.rec.name_link(addr, ConnName { conn, client: self.client_tag(index) });
         }
+        if let Some(sockets) = &self.edge_sockets {
+            lock(sockets).insert(addr, conn);
+        }
+    }
+
+    /// The exchange a client's socket to the balancer at `addr` last carried (known under a plan
+    /// with a black hole only).
+    pub(crate) fn edge_socket(&self, addr: SocketAddr) -> Option<ConnId> {
+        self.edge_sockets.as_ref().and_then(|sockets| lock(sockets).get(&addr).copied())
     }
 
     /// The balancer's upstream socket at `upstream` carries the connection its client socket

@@ -504,6 +504,7 @@ fn item_of(step: &Step, place: &Place) -> Item {
         LbUpstreamKept { .. }
         | LbAnswered { .. }
         | LbTimedOut { .. }
+        | LbGaveUp { .. }
         | LbHeaderDropped { .. }
         | LbResponseHeaderDropped { .. }
         | LbHolding { .. } => Item::new(t, note(Lane::Lb), described()),
@@ -570,7 +571,9 @@ fn item_of(step: &Step, place: &Place) -> Item {
         AppChange { .. } => Item::new(t, note(Lane::App), described())
             .folding(Fold::noise("app change".into(), "app ← change notification".into())),
         AppSubscriptionLost { .. } => Item::new(t, note(Lane::App), described()),
-        Fault { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => Item::new(t, all_lanes, described()),
+        Fault { .. } | BlackHoled { .. } | Liveness { .. } | Bounds { .. } | RunEnd { .. } => {
+            Item::new(t, all_lanes, described())
+        }
     }
 }
 
