@@ -432,6 +432,28 @@ fn show_path(s: &Scenario, path: &str) -> String {
     }
 }
 
+/// Replaces the scenario's faults of `kind` with the comma list `v` of windows (`none`: none of
+/// that kind), each read by `parse`; a window given twice is refused.
+fn set_windows(
+    s: &mut Scenario,
+    kind: &str,
+    v: &str,
+    parse: fn(&str) -> Result<PlannedFault, String>,
+) -> Result<(), String> {
+    s.faults.remove_kind(kind);
+    if v != "none" {
+        let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let fault = parse(part)?;
+            if parts[..i].iter().any(|p| parse(p).ok() == Some(fault.clone())) {
+                return Err(format!("{part} is given twice"));
+            }
+            s.faults.push(fault);
+        }
+    }
+    Ok(())
+}
+
 /// A short key that is an alias of fields: sets each of `paths` to `value` (any of `none_words`
 /// meaning `none`).
 fn apply_alias(
@@ -807,20 +829,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "fault.partition",
         targets: &["faults.partition"],
         help: "client cut off from the load balancer over START..END (e.g. 60s..5m; a comma list; or none)",
-        apply: |s, v| {
-            s.faults.remove_kind("partition");
-            if v != "none" {
-                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-                for (i, part) in parts.iter().enumerate() {
-                    let fault = parse_partition(part)?;
-                    if parts[..i].iter().any(|p| parse_partition(p).ok() == Some(fault.clone())) {
-                        return Err(format!("{part} is given twice"));
-                    }
-                    s.faults.push(fault);
-                }
-            }
-            Ok(())
-        },
+        apply: |s, v| set_windows(s, "partition", v, parse_partition),
         show: |s| {
             let parts: Vec<String> = s
                 .faults
@@ -841,20 +850,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "fault.blackhole",
         targets: &["faults.blackhole"],
         help: "a silent black hole between the clients and the load balancer over START..END, or one client's as CLIENT@START..END: the connections open at START are dead for good, their bytes lost and neither end told (no end, no reset), and new connections get no answer until END (e.g. 1m..16m, client1@1m..16m; a comma list; or none)",
-        apply: |s, v| {
-            s.faults.remove_kind("blackhole");
-            if v != "none" {
-                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-                for (i, part) in parts.iter().enumerate() {
-                    let fault = parse_blackhole(part)?;
-                    if parts[..i].iter().any(|p| parse_blackhole(p).ok() == Some(fault.clone())) {
-                        return Err(format!("{part} is given twice"));
-                    }
-                    s.faults.push(fault);
-                }
-            }
-            Ok(())
-        },
+        apply: |s, v| set_windows(s, "blackhole", v, parse_blackhole),
         show: |s| {
             let parts: Vec<String> = s
                 .faults
