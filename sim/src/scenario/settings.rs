@@ -648,25 +648,23 @@ fn replace_targeted(s: &mut Scenario, kind: &str, v: &str, make: fn(Target) -> F
     Ok(())
 }
 
-fn show_targeted(s: &Scenario, kind: &str) -> String {
-    let parts: Vec<String> = s
-        .faults
-        .faults()
-        .iter()
-        .filter_map(|f| match &f.fault {
-            Fault::Restart { target } | Fault::Cut { target } | Fault::Malformed { target }
-                if f.fault.kind() == kind =>
-            {
-                Some(format!("{target}@{}", format_duration(f.at)))
-            }
-            _ => None,
-        })
-        .collect();
+/// A fault key's value as it reads it: the parts, comma-separated, or `none`.
+fn show_faults(parts: impl Iterator<Item = String>) -> String {
+    let parts: Vec<String> = parts.collect();
     if parts.is_empty() {
         "none".into()
     } else {
         parts.join(",")
     }
+}
+
+fn show_targeted(s: &Scenario, kind: &str) -> String {
+    show_faults(s.faults.faults().iter().filter_map(|f| match &f.fault {
+        Fault::Restart { target } | Fault::Cut { target } | Fault::Malformed { target } if f.fault.kind() == kind => {
+            Some(format!("{target}@{}", format_duration(f.at)))
+        }
+        _ => None,
+    }))
 }
 
 /// Reads `app.client_profiles`: `none`, or `CLIENT=PROFILE` pairs, comma-separated, each profile
@@ -831,18 +829,9 @@ pub const SETTINGS: &[Setting] = &[
         help: "client cut off from the load balancer over START..END (e.g. 60s..5m; a comma list; or none)",
         apply: |s, v| set_windows(s, "partition", v, parse_partition),
         show: |s| {
-            let parts: Vec<String> = s
-                .faults
-                .faults()
-                .iter()
+            show_faults(s.faults.faults().iter()
                 .filter(|f| f.fault.kind() == "partition")
-                .map(|f| format!("{}..{}", format_duration(f.at), format_duration(f.at + f.fault.duration())))
-                .collect();
-            if parts.is_empty() {
-                "none".into()
-            } else {
-                parts.join(",")
-            }
+                .map(|f| format!("{}..{}", format_duration(f.at), format_duration(f.at + f.fault.duration()))))
         },
         alias: None,
     },
@@ -852,10 +841,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "a silent black hole between the clients and the load balancer over START..END, or one client's as CLIENT@START..END: the connections open at START are dead for good, their bytes lost and neither end told (no end, no reset), and new connections get no answer until END (e.g. 1m..16m, client1@1m..16m; a comma list; or none)",
         apply: |s, v| set_windows(s, "blackhole", v, parse_blackhole),
         show: |s| {
-            let parts: Vec<String> = s
-                .faults
-                .faults()
-                .iter()
+            show_faults(s.faults.faults().iter()
                 .filter_map(|f| match &f.fault {
                     Fault::Blackhole { target, duration } => Some(format!(
                         "{}{}..{}",
@@ -864,13 +850,7 @@ pub const SETTINGS: &[Setting] = &[
                         format_duration(f.at + *duration)
                     )),
                     _ => None,
-                })
-                .collect();
-            if parts.is_empty() {
-                "none".into()
-            } else {
-                parts.join(",")
-            }
+                }))
         },
         alias: None,
     },
@@ -944,10 +924,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| {
-            let parts: Vec<String> = s
-                .faults
-                .faults()
-                .iter()
+            show_faults(s.faults.faults().iter()
                 .filter_map(|f| match &f.fault {
                     Fault::Deploy { interval, drain, .. } => Some(format!(
                         "{}/{}{}",
@@ -956,13 +933,7 @@ pub const SETTINGS: &[Setting] = &[
                         drain.map(|d| format!("/{}", format_duration(d))).unwrap_or_default()
                     )),
                     _ => None,
-                })
-                .collect();
-            if parts.is_empty() {
-                "none".into()
-            } else {
-                parts.join(",")
-            }
+                }))
         },
         alias: None,
     },
@@ -984,10 +955,7 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |s| {
-            let parts: Vec<String> = s
-                .faults
-                .faults()
-                .iter()
+            show_faults(s.faults.faults().iter()
                 .filter_map(|f| match &f.fault {
                     Fault::Answer { target, status, duration } => Some(format!(
                         "{target}={status}@{}..{}",
@@ -995,13 +963,7 @@ pub const SETTINGS: &[Setting] = &[
                         format_duration(f.at + *duration)
                     )),
                     _ => None,
-                })
-                .collect();
-            if parts.is_empty() {
-                "none".into()
-            } else {
-                parts.join(",")
-            }
+                }))
         },
         alias: None,
     },
