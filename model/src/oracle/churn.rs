@@ -190,7 +190,7 @@ fn tally(ix: &TraceIndex<'_>) -> (BTreeMap<u32, Violation>, BTreeSet<u32>) {
                 refused_by_hop.push_back(*status);
                 continue;
             }
-            StepKind::LbIdleCut { .. } | StepKind::LbLifetimeCut { .. } | StepKind::ClientTimedOut { .. } => {
+            StepKind::LbIdleCut { .. } | StepKind::LbLifetimeCut { .. } => {
                 cut_at.insert(step.t);
                 continue;
             }

@@ -477,7 +477,7 @@ impl Scenario {
     /// ```
     pub fn apply_overrides(&mut self, overrides: &[(String, String)]) -> Result<(), SimError> {
         let untouched = self.built.0.is_some_and(|d| d == self.digest());
-        self.apply_listed(overrides)?;
+        *self = self.listed(overrides)?;
         if untouched {
             self.mark_built();
         }
@@ -489,32 +489,33 @@ impl Scenario {
     /// mark of how it was built (two digests of the whole scenario per case): a command line
     /// that replays it is derived, when one is asked for, by building it again and comparing.
     pub fn derive(&self, overrides: &[(String, String)]) -> Result<Scenario, SimError> {
-        let mut s = Scenario { built: BuiltMark::default(), ..self.clone() };
-        s.apply_listed(overrides)?;
+        let mut s = self.listed(overrides)?;
+        s.built = BuiltMark::default();
         Ok(s)
     }
 
-    /// Applies `overrides` in order, recording them, and validates the result. A profile's or
-    /// the tools' fields are edited in their serde form and read back once (`settings::Drafts`);
-    /// where that fails the list is applied again one override at a time, from the scenario as
-    /// it was, so the error names the override whose value it was.
-    fn apply_listed(&mut self, overrides: &[(String, String)]) -> Result<(), SimError> {
-        let before = self.clone();
+    /// A copy with `overrides` applied in order, recorded, and validated. A profile's or the
+    /// tools' fields are edited in their serde form and read back once (`settings::Drafts`);
+    /// where that fails the list is applied again one override at a time, to a fresh copy, so the
+    /// error names the override whose value it was.
+    fn listed(&self, overrides: &[(String, String)]) -> Result<Scenario, SimError> {
+        let mut s = self.clone();
         let mut drafts = settings::Drafts::default();
         let drafted = overrides
             .iter()
-            .try_for_each(|(key, value)| settings::apply_drafted(self, &mut drafts, key, value).map_err(drop))
-            .and_then(|()| drafts.flush(self).map_err(drop));
-        if drafted.is_err() {
-            *self = before;
-            for (key, value) in overrides {
-                settings::apply(self, key, value)?;
-                self.overrides.push((key.clone(), value.clone()));
-            }
+            .try_for_each(|(key, value)| settings::apply_drafted(&mut s, &mut drafts, key, value).map_err(drop))
+            .and_then(|()| drafts.flush(&mut s).map_err(drop));
+        if drafted.is_ok() {
+            s.overrides.extend(overrides.iter().cloned());
         } else {
-            self.overrides.extend(overrides.iter().cloned());
+            s = self.clone();
+            for (key, value) in overrides {
+                settings::apply(&mut s, key, value)?;
+                s.overrides.push((key.clone(), value.clone()));
+            }
         }
-        self.validate()
+        s.validate()?;
+        Ok(s)
     }
 
     /// Checks the scenario asks for nothing the simulator refuses (see [`settings`] for the

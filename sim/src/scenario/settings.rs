@@ -324,15 +324,20 @@ fn apply_path<P: AsRef<str>>(s: &mut Scenario, drafts: &mut Drafts, path: &[P], 
         ["tools", _, _, ..] => edit_draft(&mut s.tools, &mut drafts.tools, &parts, value, false),
         _ => {
             drafts.flush(s)?;
-            // The fields serde skips come back at their defaults: keep the arguments.
-            let args = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
-            let profile_args = std::mem::take(&mut s.client_profile_args);
-            let edited = edit_part(s, &parts, 0, value, true);
-            (s.client_arg, s.server_arg, s.scenario_arg) = args;
-            s.client_profile_args = profile_args;
-            edited
+            edit_whole(s, &parts, value)
         }
     }
+}
+
+/// Sets the field at `path` by a round trip of the whole scenario through its serde form.
+fn edit_whole(s: &mut Scenario, path: &[&str], value: &str) -> Result<(), String> {
+    // The fields serde skips come back at their defaults: keep the arguments.
+    let args = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
+    let profile_args = std::mem::take(&mut s.client_profile_args);
+    let edited = edit_part(s, path, 0, value, true);
+    (s.client_arg, s.server_arg, s.scenario_arg) = args;
+    s.client_profile_args = profile_args;
+    edited
 }
 
 /// Sets the field at `path[1..]` in the draft of `part` (written out from `part` at its first
@@ -508,15 +513,7 @@ fn bad_value(key: &str, value: &str, problem: String) -> SimError {
 #[cfg(test)]
 pub(crate) fn apply_by_round_trips(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimError> {
     let bad = |problem: String| bad_value(key, value, problem);
-    let whole = |s: &mut Scenario, path: &str, value: &str| {
-        let parts: Vec<&str> = path.split('.').collect();
-        let args = (s.client_arg.take(), s.server_arg.take(), s.scenario_arg.take());
-        let profile_args = std::mem::take(&mut s.client_profile_args);
-        let edited = edit_part(s, &parts, 0, value, true);
-        (s.client_arg, s.server_arg, s.scenario_arg) = args;
-        s.client_profile_args = profile_args;
-        edited
-    };
+    let whole = |s: &mut Scenario, path: &str, value: &str| edit_whole(s, &path.split('.').collect::<Vec<_>>(), value);
     match setting(key) {
         Ok(Setting { targets, alias: Some(none_words), .. }) => {
             let value = if none_words.contains(&value) { "none" } else { value };
