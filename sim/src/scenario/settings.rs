@@ -1288,6 +1288,37 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("lb.hops.*.drop_response_headers", Rule::Free),
 ];
 
+/// The last policy of one kind whose [`FIELD_RULES`] were walked, with what the walk found.
+type Walked<T> = std::cell::RefCell<Option<(T, Vec<Problem>)>>;
+
+thread_local! {
+    static WALKED_CLIENT: Walked<ClientPolicy> = const { std::cell::RefCell::new(None) };
+    static WALKED_SERVER: Walked<ServerPolicy> = const { std::cell::RefCell::new(None) };
+    static WALKED_LB: Walked<LbConfig> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`rule_problems`] of `policy`, walked again only when it differs from the last policy of its
+/// kind walked on this thread. A run validates its scenario, and a search validates each case
+/// once when it builds it and once more when it runs it: the walk writes the whole policy out in
+/// its serde form (about 27 000 instructions for a client), a comparison of two policies a few
+/// hundred. The policies are compared whole, so what is returned is what a walk would find.
+fn remembered<T: PartialEq + Clone + Serialize + 'static>(
+    walked: &'static std::thread::LocalKey<Walked<T>>,
+    role: &str,
+    policy: &T,
+) -> Vec<Problem> {
+    walked.with(|cell| {
+        if let Some((last, found)) = &*cell.borrow() {
+            if last == policy {
+                return found.clone();
+            }
+        }
+        let found = rule_problems(role, policy);
+        *cell.borrow_mut() = Some((policy.clone(), found.clone()));
+        found
+    })
+}
+
 /// The problems [`FIELD_RULES`] finds in one policy (`role`: `client`, `server` or `lb`),
 /// each by its path relative to the policy.
 fn rule_problems(role: &str, policy: &impl Serialize) -> Vec<Problem> {
@@ -1341,7 +1372,7 @@ fn rule_problems(role: &str, policy: &impl Serialize) -> Vec<Problem> {
 
 /// What is wrong with a client policy.
 pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
-    let mut out = rule_problems("client", c);
+    let mut out = remembered(&WALKED_CLIENT, "client", c);
     let r = &c.reconnect;
     if r.initial < Duration::from_millis(1) {
         out.push(problem(
@@ -1374,7 +1405,7 @@ pub(crate) fn client_problems(c: &ClientPolicy) -> Vec<Problem> {
 
 /// What is wrong with a server policy.
 pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
-    let mut out = rule_problems("server", s);
+    let mut out = remembered(&WALKED_SERVER, "server", s);
     opt_span(&mut out, "keepalive", s.keepalive, MIN_KEEPALIVE, "no keep-alives");
     opt_span(&mut out, "idle_ttl", s.idle_ttl, Duration::from_millis(1), "no expiry");
     opt_span(&mut out, "retention.window", s.retention.window, Duration::from_millis(1), "no time limit");
@@ -1392,7 +1423,7 @@ pub(crate) fn server_problems(s: &ServerPolicy) -> Vec<Problem> {
 
 /// What is wrong with a load balancer.
 pub(crate) fn lb_problems(lb: &LbConfig) -> Vec<Problem> {
-    let mut out = rule_problems("lb", lb);
+    let mut out = remembered(&WALKED_LB, "lb", lb);
     opt_span(&mut out, "idle_timeout", lb.idle_timeout, Duration::from_millis(1), "no idle timeout");
     opt_span(&mut out, "max_lifetime", lb.max_lifetime, Duration::from_millis(1), "no lifetime");
     if !(1..=MAX_REPLICAS).contains(&lb.replicas) {
@@ -1859,6 +1890,29 @@ mod tests {
         let o: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         s.apply_overrides(&o).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
         s
+    }
+
+    /// The walk of a policy's field rules is remembered for the last policy of each kind: a
+    /// policy judged again is judged by what it is now, whichever was judged in between.
+    #[test]
+    fn a_policy_judged_before_is_judged_by_what_it_is_now() {
+        let good = scenario();
+        let mut bad = good.clone();
+        bad.server.delete_status = 42;
+        bad.client.http.headers_timeout = Some(Duration::ZERO);
+        let says = |s: &Scenario| s.validate().map_err(|e| e.to_string());
+        for _ in 0..2 {
+            assert_eq!(says(&good), Ok(()));
+            let err = says(&bad).expect_err("a status of 42 and a zero timeout are refused");
+            assert!(err.starts_with("client.http.headers_timeout"), "{err}");
+            let problems = problems(&bad);
+            assert_eq!(problems.len(), 2, "{problems:?}");
+            assert!(problems[1].message.contains("42 is no HTTP status"), "{problems:?}");
+        }
+        // The same policy, mended in place: judged again.
+        bad.server.delete_status = 404;
+        bad.client.http.headers_timeout = None;
+        assert_eq!(says(&bad), Ok(()));
     }
 
     #[test]

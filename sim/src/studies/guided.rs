@@ -550,9 +550,13 @@ fn fnv(parts: &[&str]) -> Feature {
 
 /// The abstract fact a step stands for, if it stands for one worth telling apart; the frequent
 /// data steps (events stored and delivered, keep-alives, sends) are left out, their effects show
-/// in the decisions and resumes they lead to.
-fn label(kind: &StepKind) -> Option<String> {
-    Some(match kind {
+/// in the decisions and resumes they lead to. Written into `out` (cleared first), which is reused
+/// from step to step: a run's features write a label for most of its steps.
+fn label(kind: &StepKind, out: &mut String) -> bool {
+    use std::fmt::Write as _;
+    out.clear();
+    // Writing to a `String` cannot fail; a [`FirstWord`] stops on purpose, and is not used here.
+    let written = match kind {
         StepKind::Decision { call, outcome, action, error } => {
             let stream = if call.is_some() { "post" } else { "get" };
             let outcome = match outcome {
@@ -562,47 +566,72 @@ fn label(kind: &StepKind) -> Option<String> {
                 Some(StreamOutcome::ServerClosed) => "server-closed",
                 None => "none",
             };
-            let action = action.as_ref().map(|a| format!("{a:?}").split([' ', '{']).next().unwrap_or("").to_string());
-            format!("decision:{stream}:{outcome}:{}:{}", action.unwrap_or_default(), error.is_some())
+            let _ = write!(out, "decision:{stream}:{outcome}:");
+            if let Some(a) = action {
+                // The action's variant: its `Debug` form up to the first space or brace.
+                let _ = write!(FirstWord(out), "{a:?}");
+            }
+            write!(out, ":{}", error.is_some())
         }
-        StepKind::ConnEnd { end, .. } => format!("conn-end:{end}"),
-        StepKind::Response { head, .. } => format!("status:{}", head.status),
-        StepKind::Backoff { call, attempt, .. } => format!("backoff:{}:{}", call.is_some(), bucket(*attempt)),
-        StepKind::InitializeBackoff { attempt, .. } => format!("init-backoff:{}", bucket(*attempt)),
-        StepKind::ClientStart { restored, .. } => format!("client-start:{restored}"),
-        StepKind::LbIdleCut { .. } => "lb-idle-cut".into(),
-        StepKind::HttpResent { written, .. } => format!("http-resent:{written}"),
-        StepKind::LbResent { reused, .. } => format!("lb-resent:{reused}"),
-        StepKind::KeepAliveClosed { .. } => "keep-alive-closed".into(),
-        StepKind::ServerClosedStream { rule, .. } => format!("server-closed-stream:{rule:?}"),
-        StepKind::EventDropped { .. } => "event-dropped".into(),
-        StepKind::SessionCreated { .. } => "session-created".into(),
-        StepKind::SessionEnded { reason, .. } => format!("session-ended:{reason:?}"),
-        StepKind::SideEffect { idempotent, .. } => format!("side-effect:{idempotent}"),
+        StepKind::ConnEnd { end, .. } => write!(out, "conn-end:{end}"),
+        StepKind::Response { head, .. } => write!(out, "status:{}", head.status),
+        StepKind::Backoff { call, attempt, .. } => write!(out, "backoff:{}:{}", call.is_some(), bucket(*attempt)),
+        StepKind::InitializeBackoff { attempt, .. } => write!(out, "init-backoff:{}", bucket(*attempt)),
+        StepKind::ClientStart { restored, .. } => write!(out, "client-start:{restored}"),
+        StepKind::LbIdleCut { .. } => out.write_str("lb-idle-cut"),
+        StepKind::HttpResent { written, .. } => write!(out, "http-resent:{written}"),
+        StepKind::LbResent { reused, .. } => write!(out, "lb-resent:{reused}"),
+        StepKind::KeepAliveClosed { .. } => out.write_str("keep-alive-closed"),
+        StepKind::ServerClosedStream { rule, .. } => write!(out, "server-closed-stream:{rule:?}"),
+        StepKind::EventDropped { .. } => out.write_str("event-dropped"),
+        StepKind::SessionCreated { .. } => out.write_str("session-created"),
+        StepKind::SessionEnded { reason, .. } => write!(out, "session-ended:{reason:?}"),
+        StepKind::SideEffect { idempotent, .. } => write!(out, "side-effect:{idempotent}"),
         StepKind::Resume { stream, outcome, .. } => {
-            let what = match outcome {
-                ResumeOutcome::Replayed { replayed } => format!("replayed:{}", bucket(*replayed)),
-                ResumeOutcome::Rejected { status, head } => format!("rejected:{status}:{}", head.is_some()),
-                ResumeOutcome::SilentHead { skipped } => format!("silent-head:{}", bucket(*skipped)),
-                ResumeOutcome::FromOldest { skipped, .. } => format!("from-oldest:{}", bucket(*skipped)),
-                ResumeOutcome::Empty { open } => format!("empty:{open}"),
-            };
-            format!("resume:{}:{what}", stream.is_some())
+            let _ = write!(out, "resume:{}:", stream.is_some());
+            match outcome {
+                ResumeOutcome::Replayed { replayed } => write!(out, "replayed:{}", bucket(*replayed)),
+                ResumeOutcome::Rejected { status, head } => write!(out, "rejected:{status}:{}", head.is_some()),
+                ResumeOutcome::SilentHead { skipped } => write!(out, "silent-head:{}", bucket(*skipped)),
+                ResumeOutcome::FromOldest { skipped, .. } => write!(out, "from-oldest:{}", bucket(*skipped)),
+                ResumeOutcome::Empty { open } => write!(out, "empty:{open}"),
+            }
         }
-        StepKind::Rejected { status, .. } => format!("rejected:{status}"),
-        StepKind::RefusedAfterHead { status, .. } => format!("refused-after-head:{status}"),
-        StepKind::ToolEnded { end, .. } => format!("tool-ended:{end:?}"),
-        StepKind::ServerStart { epoch, .. } => format!("server-start:{}", bucket(*epoch)),
-        StepKind::AppGap { .. } => "app-gap".into(),
-        StepKind::AppResult { .. } => "app-result".into(),
-        StepKind::AppError { .. } => "app-error".into(),
-        StepKind::AppUnknownOutcome { .. } => "app-unknown-outcome".into(),
-        StepKind::AppSessionLost { .. } => "app-session-lost".into(),
-        StepKind::AppReinitialize { .. } => "app-reinitialize".into(),
-        StepKind::Fault { fault } => format!("fault:{}", fault.split_whitespace().next().unwrap_or("")),
-        StepKind::Liveness { .. } => "liveness".into(),
-        _ => return None,
-    })
+        StepKind::Rejected { status, .. } => write!(out, "rejected:{status}"),
+        StepKind::RefusedAfterHead { status, .. } => write!(out, "refused-after-head:{status}"),
+        StepKind::ToolEnded { end, .. } => write!(out, "tool-ended:{end:?}"),
+        StepKind::ServerStart { epoch, .. } => write!(out, "server-start:{}", bucket(*epoch)),
+        StepKind::AppGap { .. } => out.write_str("app-gap"),
+        StepKind::AppResult { .. } => out.write_str("app-result"),
+        StepKind::AppError { .. } => out.write_str("app-error"),
+        StepKind::AppUnknownOutcome { .. } => out.write_str("app-unknown-outcome"),
+        StepKind::AppSessionLost { .. } => out.write_str("app-session-lost"),
+        StepKind::AppReinitialize { .. } => out.write_str("app-reinitialize"),
+        StepKind::Fault { fault } => write!(out, "fault:{}", fault.split_whitespace().next().unwrap_or("")),
+        StepKind::Liveness { .. } => out.write_str("liveness"),
+        _ => return false,
+    };
+    debug_assert!(written.is_ok(), "writing to a String cannot fail");
+    true
+}
+
+/// A writer that keeps what it is given up to the first space or `{` and then refuses the rest,
+/// so a long `Debug` form stops being formatted once its first word is written.
+struct FirstWord<'a>(&'a mut String);
+
+impl std::fmt::Write for FirstWord<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        match s.find([' ', '{']) {
+            Some(i) => {
+                self.0.push_str(&s[..i]);
+                Err(std::fmt::Error)
+            }
+            None => {
+                self.0.push_str(s);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The features of a run: labels with bucketed counts, label-to-label edges, the state each fault
@@ -612,6 +641,7 @@ pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
     let mut out = BTreeSet::new();
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     let mut previous = String::from("start");
+    let mut current = String::new();
     let mut in_flight: i64 = 0;
     let mut detached = false;
     let mut partitioned_until = 0u64;
@@ -623,18 +653,25 @@ pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
             StepKind::Send { .. } => detached = false,
             _ => {}
         }
-        let Some(label) = label(&step.kind) else { continue };
+        if !label(&step.kind, &mut current) {
+            continue;
+        }
         if let StepKind::Fault { fault } = &step.kind {
             let overlapping = step.t < partitioned_until;
             let state = format!("{}:{}:{overlapping}", in_flight > 0, detached);
-            out.insert(fnv(&["fault-in", &label, &state]));
+            out.insert(fnv(&["fault-in", &current, &state]));
             if let Some(end) = partition_end(fault) {
                 partitioned_until = partitioned_until.max(end);
             }
         }
-        out.insert(fnv(&["edge", &previous, &label]));
-        *counts.entry(label.clone()).or_default() += 1;
-        previous = label;
+        out.insert(fnv(&["edge", &previous, &current]));
+        match counts.get_mut(current.as_str()) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(current.clone(), 1);
+            }
+        }
+        std::mem::swap(&mut previous, &mut current);
     }
     for (label, n) in &counts {
         out.insert(fnv(&["count", label, &bucket(*n).to_string()]));
