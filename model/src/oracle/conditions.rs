@@ -1219,6 +1219,23 @@ impl Judge {
                     for conn in gone {
                         self.task_reply_lost(i, at, who, conn, ConnEnd::Reset);
                     }
+                    // A cancel still on its way, unanswered, went with the process that sent it
+                    // as with a reset (one answered was taken by the server). A guided search of
+                    // the TypeScript client read the result its timed-out call left in the
+                    // session, the cancel lost to a client restart at that instant, as
+                    // `conditions 1-4 held`.
+                    let cancels: Vec<(ConnId, bool)> = self
+                        .cancel_posts
+                        .keys()
+                        .filter(|(w, _)| *w == who)
+                        .map(|&(_, conn)| (conn, self.conns.get(&(who, conn)).is_some_and(|c| c.2.is_some())))
+                        .collect();
+                    for (conn, answered) in cancels {
+                        match answered {
+                            false => self.cancel_lost(i, at, who, conn, "was lost with the client's process"),
+                            true => _ = self.cancel_posts.remove(&(who, conn)),
+                        }
+                    }
                 }
                 let c = self.clients.entry(who).or_default();
                 let restarted = c.started && (c.held_session || !c.in_flight.is_empty());
@@ -3673,6 +3690,26 @@ mod tests {
         let answered_503 = StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(503)) };
         assert_eq!(judged(false, failed.clone(), answered_503).breaches.len(), 1);
         assert!(judged(true, unknown.clone(), reset.clone()).all_held(), "told an unknown outcome");
+        // Lost with the client's process (a restart at that instant, no end of its connection
+        // recorded): as a reset. Answered before the restart (a 202): taken, nothing broken.
+        let restart = StepKind::ClientStart { restored: true, durable: true, by_class: false };
+        let with_process = judged(false, failed.clone(), restart.clone());
+        let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
+        assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{with_process:?}");
+        assert!(
+            with_process.breaches[0].detail.starts_with("the client's cancel of call0 was lost with the client's process at"),
+            "{with_process:?}"
+        );
+        let taken = Conditions::judge(&trace(vec![
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: false }),
+            (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
+            (1_000, sent.clone()),
+            (61_000, cancel.clone()),
+            (61_000, failed.clone()),
+            (61_010, StepKind::Response { conn: ConnId(3), head: ResponseHead::status(Status(202)) }),
+            (61_010, restart),
+        ]));
+        assert!(taken.all_held(), "{taken:?}");
         // Told an unknown outcome, then issued again by its application before the cancel broke
         // (`on_error = reissue`): the reference client's time-out, nothing broken.
         let reissued = Conditions::judge(&trace(vec![
