@@ -275,6 +275,13 @@ impl Status {
     pub fn is_client_error(self) -> bool {
         (400..500).contains(&self.0)
     }
+
+    /// 400, 405, 406, 415 or 422: the request itself refused, as malformed or unsupported (a
+    /// server of another era, a method or a format it does not take). Sent again unchanged, it is
+    /// refused alike: a client acting by class reports it instead of trying again.
+    pub fn refuses_the_request(self) -> bool {
+        matches!(self.0, 400 | 405 | 406 | 415 | 422)
+    }
 }
 
 impl fmt::Display for Status {

@@ -80,7 +80,7 @@ impl Client {
         match purpose {
             Purpose::Initialize if !ok => {
                 self.conns.remove(&conn);
-                self.init_failed(now, format!("HTTP {status}"));
+                self.init_refused(now, status);
             }
             Purpose::Initialized => {
                 self.conns.remove(&conn);

@@ -109,15 +109,34 @@ impl Client {
         self.handshake = Handshake::Idle;
         self.init_failures += 1;
         if self.policy.reconnect.max_attempts.is_some_and(|max| self.init_failures >= max) {
-            self.init_failures = 0;
-            for key in self.keys_in_issue_order() {
-                self.resolve_error(key, format!("initialize failed: {reason}"));
-            }
-            return;
+            return self.handshake_given_up(format!("initialize failed: {reason}"));
         }
         let delay = self.next_delay(self.init_failures - 1, false);
         self.record(StepKind::InitializeBackoff { attempt: self.init_failures, delay_us: micros(delay) });
         self.init_retry_at = Some(now + delay);
+    }
+
+    /// The `initialize` was answered `status`, a refusal of the request itself
+    /// ([`Status::refuses_the_request`]). The design note's client acts by class: every attempt
+    /// would be refused alike, so the calls waiting on the handshake fail now, and the next call
+    /// the application makes starts a handshake of its own. The other clients retry it as any
+    /// failed handshake (`init_failed`). (A whole-space search of the reference pair met a
+    /// balancer answering `400` itself and read the reference client's retries as its own bug,
+    /// at case 273 of every family.)
+    pub(super) fn init_refused(&mut self, now: Instant, status: Status) {
+        if self.policy.close_handling != CloseHandling::DecisionProcedure || !status.refuses_the_request() {
+            return self.init_failed(now, format!("HTTP {status}"));
+        }
+        self.handshake = Handshake::Idle;
+        self.handshake_given_up(format!("initialize refused: HTTP {status}: the request itself is refused"));
+    }
+
+    /// The handshake is given up: every call waiting on it fails with `error`.
+    fn handshake_given_up(&mut self, error: String) {
+        self.init_failures = 0;
+        for key in self.keys_in_issue_order() {
+            self.resolve_error(key, error.clone());
+        }
     }
 
     /// Forgets the session: every connection of it is closed, nothing is reconnected.

@@ -390,6 +390,39 @@ fn an_initialize_refused_with_an_http_error_fails_at_its_head_naming_the_status(
     assert!(app(&out).is_empty() && opens(&out).is_empty(), "the end changes nothing: {out:#?}");
 }
 
+/// A refusal of the `initialize` itself (400, 405, 406, 415, 422) is refused alike every time:
+/// the design note's client fails the calls waiting on it at once, with its attempts unlimited,
+/// and a later call starts a handshake of its own; an SDK client retries it as any failure, and
+/// the reference client retries a 5xx or a 404.
+#[test]
+fn an_initialize_refused_as_a_request_fails_at_once_under_the_decision_procedure_only() {
+    for (profile, code, retried) in [
+        ("reference", 400, false),
+        ("reference", 415, false),
+        ("reference", 503, true),
+        ("reference", 404, true),
+        ("ts-sdk", 400, true),
+    ] {
+        let mut policy = profiles::client(profile).expect("listed");
+        policy.reconnect.max_attempts = None;
+        let mut d = Driver::with(policy, None, 7);
+        let (init, _) = only_open(&d.start(), |_| true);
+        d.call(1, false);
+        let out = d.frame(init, status(code));
+        let told = app(&out);
+        assert_eq!(!backoffs(&out).is_empty(), retried, "{profile} {code}: {out:#?}");
+        assert_eq!(told.is_empty(), retried, "{profile} {code}: {told:?}");
+        if !retried {
+            let error = format!("initialize refused: HTTP {code}: the request itself is refused");
+            assert_eq!(told, vec![StepKind::AppError { call: CallKey(1), error }]);
+            d.end(init, ConnEnd::Clean);
+            assert!(d.c.poll_timeout().is_none(), "{profile} {code}: nothing scheduled");
+            let out = d.call(2, false);
+            assert!(matches!(only_open(&out, |_| true).1.body, Some(ClientMessage::Initialize { .. })));
+        }
+    }
+}
+
 #[test]
 fn an_initialize_answered_with_a_json_rpc_error_fails_at_once_with_the_servers_message() {
     let mut policy = profiles::client("reference").expect("listed");

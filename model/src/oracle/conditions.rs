@@ -1019,6 +1019,11 @@ struct Judge {
     conns: BTreeMap<(Option<u32>, ConnId), ConnFacts>,
     /// Every stored event: where and when.
     stored: BTreeMap<(SessionId, EventId), (StreamNo, u32, Instant)>,
+    /// The fresh standalone `GET`s sent after a stream broken before its first id, whose missed
+    /// events are judged once the new stream hands over its first event: its client and
+    /// connection, the session, when the broken stream's `GET` went, and the new `GET`'s step
+    /// and instant ([`Judge::standalone_again_without_id`]).
+    fresh_after_no_id: BTreeMap<(Option<u32>, ConnId), (SessionId, Instant, usize, Instant)>,
     /// Per stream, the store time of each seq.
     streams: BTreeMap<(SessionId, StreamNo), BTreeMap<u32, Instant>>,
     /// The call each stored event was for (`None`: the standalone stream's).
@@ -1230,6 +1235,7 @@ impl Judge {
                         .filter(|(w, _)| *w == who)
                         .map(|&(_, conn)| (conn, self.conns.get(&(who, conn)).is_some_and(|c| c.2.is_some())))
                         .collect();
+                    self.fresh_after_no_id.retain(|(w, _), _| *w != who);
                     for (conn, answered) in cancels {
                         match answered {
                             false => self.cancel_lost(i, at, who, conn, "was lost with the client's process"),
@@ -1402,6 +1408,7 @@ impl Judge {
                             c.cursors.insert(call, (session.clone(), id.clone()));
                         }
                         c.received_in.insert((session, id.clone()));
+                        self.first_event_after_no_id(who, *conn, id);
                     }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
                     self.named_event_again(i, at, who, *conn, event.id.as_ref());
@@ -1425,6 +1432,7 @@ impl Judge {
             }
             StepKind::ConnEnd { conn, end } => {
                 self.task_reply_lost(i, at, who, *conn, *end);
+                self.fresh_after_no_id.remove(&(who, *conn));
                 self.resumed_from.remove(&(who, *conn));
                 let facts = self.conns.get(&(who, *conn));
                 let status = facts.and_then(|c| c.2);
@@ -2246,7 +2254,7 @@ impl Judge {
         }
         // The `initialize` itself refused, not a later step of the handshake (its
         // `notifications/initialized` refused for a session header a hop dropped).
-        let Some(status) = c.init_answer.filter(|s| matches!(s.0, 400 | 405 | 406 | 415 | 422)) else { return };
+        let Some(status) = c.init_answer.filter(|s| s.refuses_the_request()) else { return };
         if std::mem::replace(&mut c.retried_refused_init, true) {
             return;
         }
@@ -2339,7 +2347,7 @@ impl Judge {
         }
         let Some(id) = seen else {
             let since = facts.map_or(Instant(0), |f| f.3);
-            return self.standalone_again_without_id(i, at, who, session, since);
+            return self.standalone_again_without_id(i, at, who, conn, session, since);
         };
         // A fresh `GET` after a fresh one, with no id received between them, starts over from
         // where that one did: the first was judged (a refusal before it excused both).
@@ -2371,15 +2379,51 @@ impl Judge {
     /// not run. (A sweep of reference × py-sdk, whose standalone stream sends no priming event,
     /// read a notification stored at the instant of a durable client's restart as `conditions
     /// 1-4 held`.)
+    ///
+    /// What the server stores after the new `GET` went and before it attached it is lost the
+    /// same way: when nothing missed is stored yet, the `GET` (on `conn`) is remembered, and
+    /// judged again when its stream hands over its first event, counting what was stored
+    /// before that event ([`Judge::first_event_after_no_id`]). (A sweep of rmcp × py-sdk read a
+    /// notification stored at the instant of the reset, after the client's fresh `GET` went, as
+    /// `conditions 1-4 held`.)
     fn standalone_again_without_id(
+        &mut self,
+        i: usize,
+        at: Instant,
+        who: Option<u32>,
+        conn: ConnId,
+        session: &SessionId,
+        since: Instant,
+    ) {
+        if !self.missed_since_no_id(i, at, who, session, since, None) {
+            self.fresh_after_no_id.insert((who, conn), (session.clone(), since, i, at));
+        }
+    }
+
+    /// The first event with an id `who` received on `conn`: if `conn` is a fresh standalone
+    /// `GET` sent after a stream broken before its first id, what the server stored on the
+    /// standalone stream before this event and never handed over is lost with it.
+    fn first_event_after_no_id(&mut self, who: Option<u32>, conn: ConnId, id: &EventId) {
+        let Some((session, since, i, at)) = self.fresh_after_no_id.remove(&(who, conn)) else { return };
+        let Some(&(StreamNo::STANDALONE, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) else {
+            return;
+        };
+        self.missed_since_no_id(i, at, who, &session, since, Some(stored_at));
+    }
+
+    /// Breaks condition 1 at step `i` (the fresh `GET` at `at`) if an event `session` stored
+    /// on its standalone stream from `since` (and before `before`, if given) never reached
+    /// `who`; says whether it did.
+    fn missed_since_no_id(
         &mut self,
         i: usize,
         at: Instant,
         who: Option<u32>,
         session: &SessionId,
         since: Instant,
-    ) {
-        let Some(c) = self.clients.get(&who) else { return };
+        before: Option<Instant>,
+    ) -> bool {
+        let Some(c) = self.clients.get(&who) else { return false };
         let missed = self
             .stored
             .range((session.clone(), EventId::from(""))..)
@@ -2387,16 +2431,18 @@ impl Judge {
             .filter(|((_, id), (stream, _, stored_at))| {
                 *stream == StreamNo::STANDALONE
                     && *stored_at >= since
+                    && before.is_none_or(|b| *stored_at < b)
                     && !c.received_in.contains(&(session.clone(), id.clone()))
             })
             .min_by_key(|(_, (_, _, stored_at))| *stored_at);
-        let Some(((_, id), (_, _, stored_at))) = missed else { return };
+        let Some(((_, id), (_, _, stored_at))) = missed else { return false };
         let detail = format!(
             "the client opened the standalone stream of session {session} again at {at} without Last-Event-ID: no \
              event id of it had reached the client, so event {id} (stored at {stored_at}) and what followed it \
              before the new stream are lost"
         );
         self.breach_in(Condition::Persisted, i, at, detail, session);
+        true
     }
 
     /// The connection `conn` of a client's `notifications/cancelled` broke (`how`) before the
@@ -3697,7 +3743,9 @@ mod tests {
         let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
         assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{with_process:?}");
         assert!(
-            with_process.breaches[0].detail.starts_with("the client's cancel of call0 was lost with the client's process at"),
+            with_process.breaches[0]
+                .detail
+                .starts_with("the client's cancel of call0 was lost with the client's process at"),
             "{with_process:?}"
         );
         let taken = Conditions::judge(&trace(vec![
@@ -4043,6 +4091,31 @@ mod tests {
         assert_eq!(b, vec![(Condition::Persisted, 6)], "{elsewhere:?}");
         assert!(elsewhere.breaches[0].detail.contains("no event id of it had reached the client"), "{elsewhere:?}");
         assert!(!elsewhere.breaches[0].detail.contains("  "), "{elsewhere:?}");
+        // Stored after the fresh `GET` went and before the server attached it (a reset and a
+        // notification at one instant): lost as well, judged when the new stream hands over its
+        // first event, at the `GET`; nothing is owed when the new stream carries it.
+        let after_get = |carried: bool| {
+            let mut steps = vec![
+                (0, start(false)),
+                (1, get(3, None)),
+                (2, answered(3, 200)),
+                (17_000, StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Reset }),
+                (17_000, get(4, None)),
+                (17_000, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
+                (17_013, answered(4, 200)),
+                (34_000, stored_on(&sid(), StreamNo::STANDALONE, 1, None)),
+            ];
+            if carried {
+                steps.push((34_000, event_on(4, "0-0")));
+            }
+            steps.push((34_010, event_on(4, "0-1")));
+            Conditions::judge(&trace(steps))
+        };
+        let lost = after_get(false);
+        let b: Vec<_> = lost.breaches.iter().map(|b| (b.condition, b.step, b.at)).collect();
+        assert_eq!(b, vec![(Condition::Persisted, 4, Instant(17_000_000))], "{lost:?}");
+        assert!(lost.breaches[0].detail.contains("so event 0-0 (stored at 17.000s)"), "{lost:?}");
+        assert!(after_get(true).all_held(), "the new stream carried it");
     }
 
     /// A task's `CreateTaskResult` lost with its connection: the client never held the id
