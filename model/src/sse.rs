@@ -423,6 +423,32 @@ mod tests {
         assert_eq!(store.dropped.len(), 0);
     }
 
+    /// A replay drawn from every log in scope (`replay_scope = store`): by append order across
+    /// the logs, or by id text under the TypeScript scheme; the rule says whether the named event
+    /// comes too; a log out of scope gives nothing, and an id the log never issued gives nothing.
+    #[test]
+    fn a_store_wide_replay_follows_the_stores_order_across_logs_in_scope() {
+        let mut store = EventStore::new(Retention::UNBOUNDED);
+        let (one, two) = (key(), LogKey::Session(SessionId::from("0-1"), StreamNo(2)));
+        let other = LogKey::Session(SessionId::from("0-2"), StreamNo(1));
+        // Appended in this order: 1-0, 2-0, 1-1, 9-0 (another session's), 2-1.
+        for (k, id) in [(&one, "1-0"), (&two, "2-0"), (&one, "1-1"), (&other, "9-0"), (&two, "2-1")] {
+            store.append(k, Instant::ZERO, progress(0), |_| EventId::from(id));
+        }
+        let own = |k: &LogKey| matches!(k, LogKey::Session(s, _) if *s == SessionId::from("0-1"));
+        let ids = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.id.0).collect::<Vec<_>>();
+        let after = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::After, false, own);
+        assert_eq!(ids(after), ["2-0", "1-1", "2-1"]);
+        let from = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::From, false, own);
+        assert_eq!(ids(from), ["1-0", "2-0", "1-1", "2-1"]);
+        let every = store.replay_across(&two, &EventId::from("2-0"), ReplayRule::After, false, |_| true);
+        assert_eq!(ids(every), ["1-1", "9-0", "2-1"], "a store shared by all: the other session's too");
+        let by_text = store.replay_across(&two, &EventId::from("1-1"), ReplayRule::After, true, own);
+        assert!(by_text.is_empty(), "1-1 is no id of stream 2's log");
+        let by_text = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::After, true, own);
+        assert_eq!(ids(by_text), ["1-1", "2-0", "2-1"], "sorted as text, not as stored");
+    }
+
     #[test]
     fn a_bounded_log_evicts_oldest_first_and_remembers_what_it_issued() {
         let mut store = EventStore::new(Retention::last(3));
