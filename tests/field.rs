@@ -847,3 +847,43 @@ fn python_sdk_1577_the_1x_client_leaves_a_call_whose_stream_ended_unresolved_for
         }
     }
 }
+
+/// modelcontextprotocol/python-sdk#3257: a server that accepts the standalone `GET` and ends its
+/// stream at once (here: `server.close_idle_standalone = 1ms`). The Python client sets its attempt
+/// count back to 0 whenever a connected stream ends (mcp 1.29.0 `streamable_http.py:285-286`, the
+/// same in 2.3.0), so `MAX_RECONNECTION_ATTEMPTS` never bounds the loop: the `GET` is reopened
+/// every second for good, both releases (`bounded-reconnects`, read as the server's pacing: the
+/// spec lets a server close a stream). Counting back only when an event arrived (`counter_reset
+/// = on-event`, the report's fix) gives up after two empty streams. Trace:
+/// `traces/field/python-sdk-3257/`.
+fn python_sdk_3257(client: &str, counter_reset: Option<&str>) -> Scenario {
+    let mut sets = vec![
+        ("fault.partition", "none"),
+        ("server.close_idle_standalone", "1ms"),
+        ("app.notifications", "none"),
+        ("run.reproduces", "https://github.com/modelcontextprotocol/python-sdk/issues/3257"),
+    ];
+    sets.extend(counter_reset.map(|c| ("client.reconnect.counter_reset", c)));
+    scenario(client, "py-sdk", "standalone-notify", &sets)
+}
+
+#[test]
+fn python_sdk_3257_a_get_stream_the_server_ends_at_once_is_reopened_every_second_for_good() {
+    for client in ["py-sdk-1.29", "py-sdk"] {
+        let s = python_sdk_3257(client, None);
+        for seed in SEEDS {
+            let outcome = run_ok(&s, seed);
+            let replay = common::replay(&s, seed);
+            let churn: Vec<_> =
+                outcome.violations.iter().filter(|v| v.invariant.name() == "bounded-reconnects").collect();
+            assert!(!churn.is_empty(), "{client}: {}{replay}", verdict(&outcome));
+            assert!(churn[0].detail.contains("every 1.0"), "{client}: a one-second period: {}", churn[0].detail);
+        }
+        let fixed = python_sdk_3257(client, Some("on-event"));
+        for seed in SEEDS {
+            let outcome = run_ok(&fixed, seed);
+            let replay = common::replay(&fixed, seed);
+            assert!(!violated(&outcome).contains("bounded-reconnects"), "{client}: {}{replay}", verdict(&outcome));
+        }
+    }
+}
