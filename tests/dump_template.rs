@@ -43,8 +43,8 @@ fn field_lines(text: &str) -> Vec<&str> {
 fn every_dump_is_a_template_a_field_moved_to_the_end_or_edited_reads_back() {
     let d = dir();
     for role in Role::ALL {
-        // The SDK servers' earlier releases (`rmcp-1.3`, …) are dumped and read back too.
-        let versioned = if role == Role::Server { profiles::SERVER_VERSIONED_NAMES } else { &[] };
+        // The SDK profiles' earlier releases (`rmcp-1.3`, `py-sdk-1.29`, …) are dumped and read back too.
+        let versioned = role.versioned_names();
         for name in role.names().iter().chain(versioned) {
             let text = profiles::dump(role, name).expect("listed").expect("valid");
             let what = format!("{}:{name}", role.as_str());

@@ -792,3 +792,98 @@ fn auto_mobile_1942_a_conflicting_get_that_ends_the_session_kills_the_running_to
         assert!(!violated(&outcome).contains("no-work-killed"), "{}{replay}", verdict(&outcome));
     }
 }
+
+/// modelcontextprotocol/python-sdk#1577 ("Client tool call hangs forever if server crashes") and
+/// #3441 (1.x leaves a request unresolved when its SSE response stream ends without a response):
+/// the 1.x client (`py-sdk-1.29`, mcp 1.29.0 `src/mcp/client/streamable_http.py:429-448`) returns
+/// without a word to the waiting request when a call's stream ends unresumable (no event id) or
+/// its reconnect attempts are spent, and `ClientSession` has no request timeout by default. A
+/// server restart under a running tool (the resume meets 404 twice), and a reset of a POST stream
+/// from a server without an event store (no id to resume from): the call is never resolved. The
+/// 2.x client (`py-sdk`, mcp 2.3.0, #3047's `_resolve_abandoned_request`) resolves it at once.
+/// Traces: `traces/field/python-sdk-1577/`.
+fn python_sdk_1577(client: &str, crash: bool) -> Scenario {
+    if crash {
+        let url = "https://github.com/modelcontextprotocol/python-sdk/issues/1577";
+        scenario(client, "py-sdk", "server-restart", &[("run.reproduces", url)])
+    } else {
+        let url = "https://github.com/modelcontextprotocol/python-sdk/issues/3441";
+        let sets = [("server.event_store", "none"), ("fault.reset", "30s"), ("run.reproduces", url)];
+        scenario(client, "py-sdk", "long-tool", &sets)
+    }
+}
+
+/// Whether the application heard anything at all of call 0 (a result, an error, an unknown outcome).
+fn call0_settled(outcome: &RunOutcome) -> bool {
+    outcome.trace.steps.iter().any(|st| match &st.kind {
+        StepKind::AppResult { call, .. }
+        | StepKind::AppError { call, .. }
+        | StepKind::AppUnknownOutcome { call, .. } => call.0 == 0,
+        _ => false,
+    })
+}
+
+#[test]
+fn python_sdk_1577_the_1x_client_leaves_a_call_whose_stream_ended_unresolved_for_good() {
+    for crash in [true, false] {
+        let s = python_sdk_1577("py-sdk-1.29", crash);
+        for seed in SEEDS {
+            let outcome = run_ok(&s, seed);
+            let replay = common::replay(&s, seed);
+            assert!(violated(&outcome).contains("every-call-resolves"), "{}{replay}", verdict(&outcome));
+            assert!(!call0_settled(&outcome), "the application heard of call0; {replay}");
+            let judged = Conditions::judge(&outcome.trace);
+            let untold =
+                judged.breaches.iter().any(|b| b.condition == Condition::ByClass && b.detail.contains("left call0"));
+            assert!(untold, "the judge names the client that left call0 pending: {judged:?}; {replay}");
+        }
+        // The 2.x client resolves the call at once (an error its application can act on).
+        let fixed = python_sdk_1577("py-sdk", crash);
+        for seed in SEEDS {
+            let outcome = run_ok(&fixed, seed);
+            let replay = common::replay(&fixed, seed);
+            assert!(!violated(&outcome).contains("every-call-resolves"), "{}{replay}", verdict(&outcome));
+            assert!(call0_settled(&outcome), "{replay}");
+        }
+    }
+}
+
+/// modelcontextprotocol/python-sdk#3257: a server that accepts the standalone `GET` and ends its
+/// stream at once (here: `server.close_idle_standalone = 1ms`). The Python client sets its attempt
+/// count back to 0 whenever a connected stream ends (mcp 1.29.0 `streamable_http.py:285-286`, the
+/// same in 2.3.0), so `MAX_RECONNECTION_ATTEMPTS` never bounds the loop: the `GET` is reopened
+/// every second for good, both releases (`bounded-reconnects`, read as the server's pacing: the
+/// spec lets a server close a stream). Counting back only when an event arrived (`counter_reset
+/// = on-event`, the report's fix) gives up after two empty streams. Trace:
+/// `traces/field/python-sdk-3257/`.
+fn python_sdk_3257(client: &str, counter_reset: Option<&str>) -> Scenario {
+    let mut sets = vec![
+        ("fault.partition", "none"),
+        ("server.close_idle_standalone", "1ms"),
+        ("app.notifications", "none"),
+        ("run.reproduces", "https://github.com/modelcontextprotocol/python-sdk/issues/3257"),
+    ];
+    sets.extend(counter_reset.map(|c| ("client.reconnect.counter_reset", c)));
+    scenario(client, "py-sdk", "standalone-notify", &sets)
+}
+
+#[test]
+fn python_sdk_3257_a_get_stream_the_server_ends_at_once_is_reopened_every_second_for_good() {
+    for client in ["py-sdk-1.29", "py-sdk"] {
+        let s = python_sdk_3257(client, None);
+        for seed in SEEDS {
+            let outcome = run_ok(&s, seed);
+            let replay = common::replay(&s, seed);
+            let churn: Vec<_> =
+                outcome.violations.iter().filter(|v| v.invariant.name() == "bounded-reconnects").collect();
+            assert!(!churn.is_empty(), "{client}: {}{replay}", verdict(&outcome));
+            assert!(churn[0].detail.contains("every 1.0"), "{client}: a one-second period: {}", churn[0].detail);
+        }
+        let fixed = python_sdk_3257(client, Some("on-event"));
+        for seed in SEEDS {
+            let outcome = run_ok(&fixed, seed);
+            let replay = common::replay(&fixed, seed);
+            assert!(!violated(&outcome).contains("bounded-reconnects"), "{client}: {}{replay}", verdict(&outcome));
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use mcpsim::report::artifacts::{read_trace, recorded_scenario};
 use mcpsim::run;
-use mcpsim_model::config::{DetachedEvents, LbConfig, OnAbort, SideEffectAt, ToolSpec, UnknownSession};
+use mcpsim_model::config::{DetachedEvents, LbConfig, OnAbort, ReplayScope, SideEffectAt, ToolSpec, UnknownSession};
 use mcpsim_model::http::ServerMessage;
 use mcpsim_model::profiles;
 use mcpsim_model::testing::Pair;
@@ -159,5 +159,46 @@ fn an_unknown_session_is_answered_with_the_policy_status() {
         pair.advance_to(at(10)).expect("runs");
         let rejected = pair.count(|s| matches!(s, StepKind::Rejected { status: st, .. } if st.0 == status));
         assert!(rejected >= 1, "{rule:?}: no {status}");
+    }
+}
+
+/// servers#4087, recorded: <https://github.com/modelcontextprotocol/servers/issues/4087>.
+const SERVERS_4087: &str =
+    "traces/field/servers-4087/no-duplicate-delivery--ts-sdk--ts-sdk--chatty-tool--replay-every-stream.jsonl";
+
+/// Whether the conditions judge names a resume that replayed another stream's events.
+fn crossed_streams(trace: &mcpsim_model::trace::Trace) -> bool {
+    use mcpsim_model::oracle::conditions::{Condition, Conditions};
+    Conditions::judge(trace).breaches.iter().any(|b| b.condition == Condition::ServerCrossStream && b.is_bug())
+}
+
+/// <https://github.com/modelcontextprotocol/servers/issues/4087>: the Everything server's
+/// `InMemoryEventStore` (servers@76d64c82 `src/everything/transports/streamableHttp.ts:11-37`,
+/// one per session) keeps every event of the session in one `Map` and replays all those after
+/// the `Last-Event-ID`, whatever their stream; it returns the last replayed event's id where the
+/// SDK wants a stream id, so the resumed connection is registered under no stream and gets
+/// nothing live (`after_replay = quiet`). A tool's progress on its POST stream and notifications
+/// on the standalone GET, both cut at 30 s: each resume carries the other stream's events, which
+/// the client already had or gets again (`no-duplicate-delivery`, read as the server's bug), and
+/// the call's result is stored where nobody reads it. With the stream filter (`replay_scope =
+/// stream`, PR #4099), nothing is handed twice.
+#[test]
+fn servers_4087_a_store_that_replays_every_stream_hands_the_client_other_streams_events() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SERVERS_4087);
+    let recorded = read_trace(&path).expect("the trace parses");
+    let scenario = recorded_scenario(&path, &recorded).expect("its scenario");
+    assert_eq!(scenario.server.replay_scope, ReplayScope::Store);
+    for seed in [recorded.header.seed, 1, 2] {
+        let outcome = run(&scenario, seed).expect("the re-run");
+        let verdict: Vec<&str> = outcome.violations.iter().map(|v| v.invariant.name()).collect();
+        assert!(verdict.contains(&"no-duplicate-delivery"), "seed {seed}: {verdict:?}");
+        assert!(crossed_streams(&outcome.trace), "seed {seed}: the judge names the server's replay");
+
+        let mut fixed = scenario.clone();
+        fixed.server.replay_scope = ReplayScope::Stream;
+        let outcome = run(&fixed, seed).expect("the re-run");
+        let verdict: Vec<&str> = outcome.violations.iter().map(|v| v.invariant.name()).collect();
+        assert!(!verdict.contains(&"no-duplicate-delivery"), "seed {seed}, stream filter: {verdict:?}");
+        assert!(!crossed_streams(&outcome.trace), "seed {seed}, stream filter");
     }
 }

@@ -194,6 +194,12 @@ pub struct ServerPolicy {
     /// default), or nothing more (a store that replays, then goes quiet).
     #[serde(default, skip_serializing_if = "is_default")]
     pub after_replay: AfterReplay,
+    /// Which events an honourable resume replays, by stream: those of the stream the
+    /// `Last-Event-ID` belongs to (the default, left out of traces), or every event of the store
+    /// the id was found in that came after it, whatever stream it was written for (a store
+    /// whose replay forgot the stream filter: servers#4087's `InMemoryEventStore`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub replay_scope: ReplayScope,
     /// With `disconnect_cancels` (what the server claims, and what its clients and the oracles
     /// rely on): `true` when the claim is not kept, the cancellation is signalled but the
     /// request's handler ignores it and runs on to its result (a handler that never checks its
@@ -250,6 +256,22 @@ pub enum AfterReplay {
     /// It stays open but receives nothing more: no live event, no result (the stream's events
     /// are still stored, so a later resumption replays them).
     Quiet,
+}
+
+/// Which streams' events an honourable resume replays (`ServerPolicy::replay_scope`). `replay`
+/// says where the replay starts; this says what it is drawn from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayScope {
+    /// The events of the stream the `Last-Event-ID` belongs to (the spec: "replay messages that
+    /// would have been sent after the last event ID *on the stream that was disconnected*"; the
+    /// three SDKs' example stores).
+    #[default]
+    Stream,
+    /// Every event the store holds after the given one, of any stream, in the store's order: the
+    /// session's other streams in a store of its own, every session's in a store shared by all
+    /// (an event store whose replay walks all its events and never compares the stream).
+    Store,
 }
 
 /// How a server answers a request that a tool serves (`ServerPolicy::response_mode`).

@@ -64,6 +64,16 @@ impl Role {
         }
     }
 
+    /// The built-in profiles of earlier SDK releases ([`CLIENT_VERSIONED_NAMES`],
+    /// [`SERVER_VERSIONED_NAMES`]): usable by name, listed after [`Role::names`].
+    pub fn versioned_names(self) -> &'static [&'static str] {
+        match self {
+            Role::Client => CLIENT_VERSIONED_NAMES,
+            Role::Server => SERVER_VERSIONED_NAMES,
+            Role::Lb => &[],
+        }
+    }
+
     /// Whether the policy type has a `name` field (the load balancer's has none).
     fn named(self) -> bool {
         self != Role::Lb
@@ -112,7 +122,7 @@ pub fn known_paths_ref(role: Role) -> &'static BTreeSet<String> {
 fn resolved_all<T: DeserializeOwned>(role: Role) -> Vec<(&'static str, Option<T>)> {
     role.names()
         .iter()
-        .chain(if role == Role::Server { SERVER_VERSIONED_NAMES } else { &[] })
+        .chain(role.versioned_names())
         .map(|name| {
             let policy = builtin_layers(role, name).and_then(Result::ok).and_then(|l| resolve(role, &l).ok());
             (*name, policy.map(|p: Resolved<T>| p.policy))
@@ -133,6 +143,7 @@ const CLIENT_FILES: &[(&str, &str)] = &[
     builtin!("client", "py-sdk"),
     builtin!("client", "rmcp"),
     builtin!("client", "stateless-2026"),
+    builtin!("client", "py-sdk-1.29"),
 ];
 
 const SERVER_FILES: &[(&str, &str)] = &[
@@ -165,6 +176,10 @@ pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sd
 /// Server profiles of earlier SDK releases, each `extends` the current one and names the change.
 /// Built in and usable by name (`--server rmcp-1.3`), but not columns of the compatibility matrix.
 pub const SERVER_VERSIONED_NAMES: &[&str] = &["ts-sdk-1.29", "py-sdk-1.27", "rmcp-1.3", "rmcp-0.16"];
+
+/// Client profiles of earlier SDK releases, each `extends` the current one and names the change.
+/// Built in and usable by name (`--client py-sdk-1.29`), but not rows of the compatibility matrix.
+pub const CLIENT_VERSIONED_NAMES: &[&str] = &["py-sdk-1.29"];
 
 /// Load-balancer profile names.
 pub const LB_NAMES: &[&str] = &["default", "cdn-alb", "alb", "nginx", "haproxy"];
@@ -893,6 +908,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("subscriptions.bus", "Which listen streams a change reaches: per-process (those of the process that emitted it: python's default in-memory bus) or shared (every replica's: a bus over a pub/sub backend)."),
     ("response_mode", "sse (a tools/call POST answered as an event stream) or json (enableJsonResponse / json_response=True: one JSON body when the result is ready; progress dropped, no ids, a cut before the result loses it)."),
     ("after_replay", "What a resumed connection gets after its replay: live (the stream's live events and result) or quiet (nothing more: a store that replays, then goes quiet)."),
+    ("replay_scope", "Which events an honourable resume replays: stream (the events of the stream the Last-Event-ID belongs to, as the spec says) or store (every event the store holds after the id, of any stream: the session's other streams, or every session's in a shared store; servers#4087)."),
     ("disconnect_cancel_ignored", "With disconnect_cancels (the claim): true when the claim is not kept, the handler ignores the cancellation and runs on to its result (no-abandoned-work judges it); false: the claim is kept."),
     ("on_failed_write", "A write that fails on a connection whose client is gone: drop-stream (only the connection goes) or end-session (the session is forgotten too, its tools run on: java-sdk#952)."),
     ("on_protocol_error", "A POST whose body does not parse (fault.malformed): answer-error (400) or restart-process (the process exits, losing every session and running tool, and is started again at once)."),
@@ -1109,8 +1125,9 @@ fn get_path<'a>(root: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
 /// The built-in profiles that model an SDK release (their file names an `sdk` that is a
 /// package): clients first, then servers, current releases before earlier ones.
 pub fn sdk_profiles() -> Vec<(Role, &'static str)> {
+    let clients = CLIENT_NAMES.iter().chain(CLIENT_VERSIONED_NAMES);
     let servers = SERVER_NAMES.iter().chain(SERVER_VERSIONED_NAMES);
-    let candidates = CLIENT_NAMES.iter().map(|n| (Role::Client, *n)).chain(servers.map(|n| (Role::Server, *n)));
+    let candidates = clients.map(|n| (Role::Client, *n)).chain(servers.map(|n| (Role::Server, *n)));
     candidates
         .filter(|(role, n)| {
             builtin_layers(*role, n)

@@ -39,6 +39,9 @@ pub struct StoredEvent {
     pub seq: u32,
     /// Its event id.
     pub id: EventId,
+    /// Its place among every event the store was given, whatever its log (from 0): the order a
+    /// store that keeps all its events in one list replays them in.
+    pub order: u64,
     /// When it was stored.
     pub stored: Instant,
     /// The session that emitted it (in a shared store, not necessarily the one reading it).
@@ -82,6 +85,8 @@ pub struct StreamLog {
     issued: u32,
     /// Every id ever issued, evicted ones included, with its seq.
     ids: BTreeMap<EventId, u32>,
+    /// Every id ever issued, with its [`StoredEvent::order`] in the store.
+    orders: BTreeMap<EventId, u64>,
 }
 
 impl StreamLog {
@@ -149,6 +154,7 @@ impl StreamLog {
 
     fn push(&mut self, event: StoredEvent, max_events: Option<u32>) {
         self.ids.insert(event.id.clone(), event.seq);
+        self.orders.insert(event.id.clone(), event.order);
         self.events.push_back(event);
         if let Some(max) = max_events {
             while self.events.len() > max as usize {
@@ -182,6 +188,8 @@ pub struct EventStore {
     /// request id comes back: two requests of one id (two sessions', or two sessionless clients')
     /// write under it, and the first one's response drops what the other is still writing to.
     dropped: BTreeMap<LogKey, u32>,
+    /// Events appended so far, over every log: the next event's [`StoredEvent::order`].
+    appended: u64,
 }
 
 /// What an appended event is about.
@@ -198,7 +206,7 @@ pub struct NewEvent {
 impl EventStore {
     /// An empty store under `retention`.
     pub fn new(retention: Retention) -> Self {
-        EventStore { retention, logs: BTreeMap::new(), dropped: BTreeMap::new() }
+        EventStore { retention, logs: BTreeMap::new(), dropped: BTreeMap::new(), appended: 0 }
     }
 
     /// Appends an event to `key`'s log (creating it), numbering it and naming it with `mint(seq)`,
@@ -221,9 +229,12 @@ impl EventStore {
         }
         let seq = log.issued;
         log.issued = log.issued.saturating_add(1);
+        let order = self.appended;
+        self.appended = self.appended.saturating_add(1);
         let stored = StoredEvent {
             seq,
             id: mint(seq),
+            order,
             stored: now,
             session: event.session,
             call: event.call,
@@ -261,6 +272,34 @@ impl EventStore {
     /// Forgets every log of a session's own store.
     pub fn drop_session(&mut self, session: &SessionId) {
         self.logs.retain(|key, _| !matches!(key, LogKey::Session(s, _) if s == session));
+    }
+
+    /// A replay drawn from every log `in_scope` accepts, not only `key`'s (`replay_scope =
+    /// store`): the events held anywhere in scope that follow `id` of `key`'s log under `rule`,
+    /// as one list of the store's. By append order (a store that keeps its events in one list,
+    /// servers#4087's `Map`), or, `by_id_order`, by id text (the TypeScript example store's
+    /// `localeCompare` sort, with its stream filter gone). Empty when `key`'s log never issued `id`.
+    pub fn replay_across(
+        &self,
+        key: &LogKey,
+        id: &EventId,
+        rule: ReplayRule,
+        by_id_order: bool,
+        in_scope: impl Fn(&LogKey) -> bool,
+    ) -> Vec<StoredEvent> {
+        let Some(&point) = self.logs.get(key).and_then(|log| log.orders.get(id)) else { return Vec::new() };
+        let held = self.logs.iter().filter(|(k, _)| *k == key || in_scope(k)).flat_map(|(_, log)| log.events.iter());
+        let mut events: Vec<StoredEvent> = if by_id_order {
+            held.filter(|e| follows(e.id.0.as_str().cmp(id.0.as_str()), rule)).cloned().collect()
+        } else {
+            held.filter(|e| follows(e.order.cmp(&point), rule)).cloned().collect()
+        };
+        if by_id_order {
+            events.sort_by(|a, b| a.id.0.cmp(&b.id.0));
+        } else {
+            events.sort_by_key(|e| e.order);
+        }
+        events
     }
 
     /// The log that issued `id`, among those `in_scope` accepts (for opaque ids, found by lookup).
@@ -382,6 +421,32 @@ mod tests {
         store.drop_log(&key());
         assert_eq!(store.append(&key(), Instant::ZERO, progress(1), id).seq, 0);
         assert_eq!(store.dropped.len(), 0);
+    }
+
+    /// A replay drawn from every log in scope (`replay_scope = store`): by append order across
+    /// the logs, or by id text under the TypeScript scheme; the rule says whether the named event
+    /// comes too; a log out of scope gives nothing, and an id the log never issued gives nothing.
+    #[test]
+    fn a_store_wide_replay_follows_the_stores_order_across_logs_in_scope() {
+        let mut store = EventStore::new(Retention::UNBOUNDED);
+        let (one, two) = (key(), LogKey::Session(SessionId::from("0-1"), StreamNo(2)));
+        let other = LogKey::Session(SessionId::from("0-2"), StreamNo(1));
+        // Appended in this order: 1-0, 2-0, 1-1, 9-0 (another session's), 2-1.
+        for (k, id) in [(&one, "1-0"), (&two, "2-0"), (&one, "1-1"), (&other, "9-0"), (&two, "2-1")] {
+            store.append(k, Instant::ZERO, progress(0), |_| EventId::from(id));
+        }
+        let own = |k: &LogKey| matches!(k, LogKey::Session(s, _) if *s == SessionId::from("0-1"));
+        let ids = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.id.0).collect::<Vec<_>>();
+        let after = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::After, false, own);
+        assert_eq!(ids(after), ["2-0", "1-1", "2-1"]);
+        let from = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::From, false, own);
+        assert_eq!(ids(from), ["1-0", "2-0", "1-1", "2-1"]);
+        let every = store.replay_across(&two, &EventId::from("2-0"), ReplayRule::After, false, |_| true);
+        assert_eq!(ids(every), ["1-1", "9-0", "2-1"], "a store shared by all: the other session's too");
+        let by_text = store.replay_across(&two, &EventId::from("1-1"), ReplayRule::After, true, own);
+        assert!(by_text.is_empty(), "1-1 is no id of stream 2's log");
+        let by_text = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::After, true, own);
+        assert_eq!(ids(by_text), ["1-1", "2-0", "2-1"], "sorted as text, not as stored");
     }
 
     #[test]

@@ -60,7 +60,9 @@
 //! configured* outlasting the outage, and a store that drops events inside its own bounds broke
 //! it by a bug, not a setting. So is a resume that sends again the event its `Last-Event-ID`
 //! named ([`Condition::ServerRepeated`]), and one event id given to two events of a session
-//! ([`Condition::ServerIdReused`]); each costs only the event it repeats or hides.
+//! ([`Condition::ServerIdReused`]); each costs only the event it repeats or hides. So is a resume
+//! whose replay carries events another stream of the session stored
+//! ([`Condition::ServerCrossStream`]), costing what the session's streams carried.
 //!
 //! Nor is it a broken condition when a client breaks one its own policy keeps: a client that
 //! keeps its state durably and restarts without it (condition 1), or one that runs the decision
@@ -211,6 +213,17 @@ pub enum Condition {
     /// client does once a timer fires (a failure told, a call sent again) stays its own to answer
     /// for (condition 4).
     BlackHole = 18,
+    /// Not a condition either: the server answered a resume of one stream with events another
+    /// stream of the session had stored after the `Last-Event-ID` (`server.replay_scope =
+    /// store`: an event store whose replay walks every event it holds and never compares the
+    /// stream, servers#4087's `InMemoryEventStore`). The spec replays what "would have been sent
+    /// after the last event ID *on the stream that was disconnected*". The client reads them as
+    /// the resumed stream's: events it already had, or gets again when it resumes their own
+    /// stream, come twice or out of their order, another request's answer arrives on the wrong
+    /// stream, and the client's cursor for the connection now names the other stream, so the next
+    /// resume re-attaches that one and the resumed stream's own answer is left where nobody reads
+    /// it. A bug of the server's, costing what the streams of that session carried.
+    ServerCrossStream = 19,
 }
 
 impl Condition {
@@ -242,6 +255,7 @@ impl Condition {
                 | Condition::ServerDropped
                 | Condition::ServerHeldOpen
                 | Condition::ServerRefusedAfterHead
+                | Condition::ServerCrossStream
         )
     }
 
@@ -282,6 +296,9 @@ impl Condition {
             }
             Condition::BusLocal => {
                 return "the fleet's change bus (a change on a replica the client does not listen on)".to_string()
+            }
+            Condition::ServerCrossStream => {
+                return "a server bug (a resume that replayed another stream's events)".to_string()
             }
             Condition::BlackHole => {
                 return "a silent black hole (connections the network dropped, telling neither end, that no timer of \
@@ -742,6 +759,9 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     if b.condition == Condition::ServerRepeated {
         return effect == Effect::Of(InvariantId::NoDuplicateDelivery);
     }
+    if b.condition == Condition::ServerCrossStream {
+        return matches!(effect, Effect::Of(invariant) if CROSS_STREAM_COSTS.contains(&invariant));
+    }
     if b.condition == Condition::ServerIdReused {
         return matches!(
             effect,
@@ -806,6 +826,19 @@ const BLACK_HOLE_COSTS: [InvariantId; 7] = [
     InvariantId::NoOrphanedSession,
     InvariantId::TaskResultDelivered,
     InvariantId::NoOrphanedTask,
+];
+
+/// What a replay of another stream's events can cost ([`can_cause`],
+/// [`Condition::ServerCrossStream`]): events twice or out of order, and, once the client's cursor
+/// names the other stream, the resumed stream's events and answer never read (its call left
+/// unresolved, its result stored where nobody reads it).
+const CROSS_STREAM_COSTS: [InvariantId; 6] = [
+    InvariantId::NoDuplicateDelivery,
+    InvariantId::InOrderDelivery,
+    InvariantId::NoSilentEventLoss,
+    InvariantId::NoSilentNotificationLoss,
+    InvariantId::EveryCallResolves,
+    InvariantId::NoOrphanedSession,
 ];
 
 /// What a missed replay can cost ([`can_cause`]): the replayed stream's events and what rode on
@@ -1008,6 +1041,9 @@ impl ClientState {
     }
 }
 
+/// A client connection: the logical client (`None` in a run of one) and its number for it.
+type ClientConn = (Option<u32>, ConnId);
+
 /// A client connection's request session and method, the status it got, and when it was sent.
 type ConnFacts = (Option<SessionId>, Method, Option<Status>, Instant);
 
@@ -1100,6 +1136,15 @@ struct Judge {
     /// The `Last-Event-ID` each client connection resumed from, until its connection ends or
     /// the server sends that event again on it.
     resumed_from: BTreeMap<(Option<u32>, ConnId), EventId>,
+    /// The stream whose id each client connection resumed from (one the session stored), once
+    /// the server's `resume` step shows it replayed that id, until the connection ends or it is
+    /// handed another stream's event ([`Condition::ServerCrossStream`]).
+    resumed_stream: BTreeMap<(Option<u32>, ConnId), StreamNo>,
+    /// Resumes sent and not yet seen by the server, by session and `Last-Event-ID`, oldest first:
+    /// the connection and the stream of the id. The server's `resume` step names no connection,
+    /// so it takes the oldest of its session and id; a hop that dropped the header leaves its
+    /// entry unanswered, and nothing it carries counts as a replay.
+    resumes_sent: BTreeMap<(SessionId, EventId), Vec<(ClientConn, StreamNo)>>,
     /// Tasks created whose id has not reached their client yet, by call.
     unreceived: BTreeMap<crate::ids::CallKey, crate::tasks::TaskId>,
     /// Calls whose last `tools/call` connection was cut before any task of theirs was created:
@@ -1316,6 +1361,12 @@ impl Judge {
                         }
                     }
                     self.resumed_from.insert((who, *conn), id.clone());
+                    if let Some(session) = &request.session {
+                        if let Some(&(stream, _, _)) = self.stored.get(&(session.clone(), id.clone())) {
+                            let sent = self.resumes_sent.entry((session.clone(), id.clone())).or_default();
+                            sent.push(((who, *conn), stream));
+                        }
+                    }
                 }
                 if let Some(crate::http::ClientMessage::CallTool { call, .. }) = &request.body {
                     if c.in_flight.get(&call.key) == Some(&false) {
@@ -1412,6 +1463,7 @@ impl Judge {
                     }
                     self.event_from_a_shared_store(i, at, who, *conn, event.id.as_ref());
                     self.named_event_again(i, at, who, *conn, event.id.as_ref());
+                    self.other_streams_event(i, at, who, *conn, event.id.as_ref());
                 }
                 if let StepKind::Json {
                     message: crate::http::ServerMessage::Error { code: Some(crate::tasks::TASK_NOT_FOUND), message, .. },
@@ -1434,6 +1486,11 @@ impl Judge {
                 self.task_reply_lost(i, at, who, *conn, *end);
                 self.fresh_after_no_id.remove(&(who, *conn));
                 self.resumed_from.remove(&(who, *conn));
+                self.resumed_stream.remove(&(who, *conn));
+                self.resumes_sent.retain(|_, sent| {
+                    sent.retain(|(c, _)| *c != (who, *conn));
+                    !sent.is_empty()
+                });
                 let facts = self.conns.get(&(who, *conn));
                 let status = facts.and_then(|c| c.2);
                 let lost_delete = match facts {
@@ -2545,6 +2602,26 @@ impl Judge {
         breach.event = Some(id.clone());
     }
 
+    /// An event with `id` on client connection `conn`, which resumed a stream of its session
+    /// from an id of that stream: an event the session stored on another of its streams was
+    /// replayed on it ([`Condition::ServerCrossStream`]; `server.replay_scope = store`). Named
+    /// once per connection. (An event another session stored is `event_from_a_shared_store`'s.)
+    fn other_streams_event(&mut self, i: usize, at: Instant, who: Option<u32>, conn: ConnId, id: Option<&EventId>) {
+        let (Some(id), Some(&resumed)) = (id, self.resumed_stream.get(&(who, conn))) else { return };
+        let Some(session) = self.conns.get(&(who, conn)).and_then(|f| f.0.clone()) else { return };
+        let Some(&(stream, seq, _)) = self.stored.get(&(session.clone(), id.clone())) else { return };
+        if stream == resumed {
+            return;
+        }
+        self.resumed_stream.remove(&(who, conn));
+        let detail = format!(
+            "the server resumed {resumed} of session {session} and replayed on it event {id} (seq {seq} of {stream}) \
+             at {at}: a resume carries the events of the stream that was disconnected, and the client takes this one \
+             for {resumed}'s"
+        );
+        self.breach_in(Condition::ServerCrossStream, i, at, detail, &session);
+    }
+
     /// Session `session` expired as idle at `at`, and the tasks that ended `cancelled` at that
     /// instant ([`Judge::cancelled_tasks`]) were its: the expiry stopped their work, and the
     /// server's word that the work ended without a result comes with it, as with a task aborted
@@ -2569,6 +2646,16 @@ impl Judge {
     /// A `resume` step: how the server answered a `Last-Event-ID`.
     fn resume(&mut self, i: usize, at: Instant, kind: &StepKind) {
         let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted } = kind else { return };
+        let key = (session.clone(), id.clone());
+        if let Some(sent) = self.resumes_sent.get_mut(&key) {
+            let oldest = (!sent.is_empty()).then(|| sent.remove(0));
+            if sent.is_empty() {
+                self.resumes_sent.remove(&key);
+            }
+            if let (Some((conn, resumed)), ResumeOutcome::Replayed { .. }) = (oldest, outcome) {
+                self.resumed_stream.insert(conn, resumed);
+            }
+        }
         let (stream, held) = (*stream, *held);
         let (unhonoured, silent) = match outcome {
             ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
@@ -4683,6 +4770,59 @@ mod tests {
         assert!(of_condition(&judged(vec![event_on(3, "0-0")]), Condition::ServerRepeated).is_empty());
     }
 
+    /// A resume of stream 1 the server answered with a replay that carried an event stream 0
+    /// stored (`replay_scope = store`, servers#4087): a server bug, costing what the session's
+    /// streams carried (a duplicate, a call left unresolved), not work done twice. Without the
+    /// server's `resume` step (a hop dropped the header and the server opened a fresh stream) the
+    /// same event is no replay of the server's; the resumed stream's own event is none either.
+    #[test]
+    fn a_resume_that_replays_another_streams_event_is_a_server_bug() {
+        let get = |conn: u64, last: Option<&str>| StepKind::Send {
+            conn: ConnId(conn),
+            request: Request::get(Some(sid()), last.map(EventId::from)),
+        };
+        let resumed = StepKind::Resume {
+            session: sid(),
+            last_event_id: EventId::from("1-0"),
+            stream: Some(StreamNo(1)),
+            outcome: ResumeOutcome::Replayed { replayed: 2 },
+            held: false,
+            evicted: None,
+        };
+        let judged = |answered: bool, got: &str| {
+            let mut steps = vec![
+                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+                (1, get(3, None)),
+                (2, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
+                (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
+                (2, stored_on(&sid(), StreamNo(1), 1, Some(CallKey(0)))),
+                (3, get(4, Some("1-0"))),
+            ];
+            if answered {
+                steps.push((4, resumed.clone()));
+            }
+            steps.push((5, event_on(4, got)));
+            Conditions::judge(&trace(steps))
+        };
+        let crossed = judged(true, "0-0");
+        let breaches = of_condition(&crossed, Condition::ServerCrossStream);
+        assert_eq!(breaches.len(), 1, "{crossed:?}");
+        assert!(breaches[0].is_bug() && breaches[0].session == Some(sid()), "{crossed:?}");
+        assert!(breaches[0].to_string().starts_with("a server bug: the server resumed stream1"), "{crossed:?}");
+        let violation = |invariant| Violation {
+            invariant,
+            step: 8,
+            at: Instant(6_000),
+            subject: "session 0-1 stream0 event 0-0".into(),
+            detail: String::new(),
+        };
+        assert!(matches!(crossed.explain(&violation(InvariantId::NoDuplicateDelivery)), Explanation::Bug(_)));
+        assert!(matches!(crossed.explain(&violation(InvariantId::EveryCallResolves)), Explanation::Bug(_)));
+        assert!(!matches!(crossed.explain(&violation(InvariantId::NoDuplicateExecution)), Explanation::Bug(_)));
+        assert!(of_condition(&judged(false, "0-0"), Condition::ServerCrossStream).is_empty());
+        assert!(of_condition(&judged(true, "1-1"), Condition::ServerCrossStream).is_empty());
+    }
+
     /// An id given to two events of a session (rmcp's standalone priming event `0`, never
     /// stored, and its first notification `0`; or two stored events): a server bug costing that
     /// stream's events. The same id in another session, or distinct ids, are none.
@@ -6680,6 +6820,7 @@ mod tests {
             Condition::ServerHeldOpen,
             Condition::ServerRefusedAfterHead,
             Condition::BlackHole,
+            Condition::ServerCrossStream,
         ];
         let labels: BTreeSet<String> = all.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), all.len(), "{labels:?}");

@@ -3,7 +3,7 @@
 
 use super::streams::ConnKind;
 use super::Server;
-use crate::config::{AfterReplay, ConnAfterResponse, EventIdScheme, ResumeWhileAttached, Unhonourable};
+use crate::config::{AfterReplay, ConnAfterResponse, EventIdScheme, ReplayScope, ResumeWhileAttached, Unhonourable};
 use crate::http::{ErrorBody, ErrorCode, Frame, ResponseHead, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::sse::{stream_hint, LogKey, Position, StoredEvent, StreamHint, StreamLog};
@@ -64,12 +64,24 @@ impl Server {
         Located { key: Some(key), target, position }
     }
 
-    /// An honourable resume: replay per the rule, then attach.
+    /// An honourable resume: replay per the rule, then attach. Under `replay_scope = store` the
+    /// replay is drawn from every log of the store the id was found in (the session's own logs,
+    /// or every log of a store shared across sessions), not only the id's stream's.
     pub(super) fn replay(&mut self, now: Instant, r: &Resumption, seq: u32) {
-        let events = match (self.resumed_log(r), self.policy.event_ids) {
-            (None, _) => Vec::new(),
-            (Some(log), EventIdScheme::TsSdk) => log.replay_by_id_order(&r.last_event_id, self.policy.replay),
-            (Some(log), _) => log.replay_by_seq(seq, self.policy.replay),
+        let by_id_order = self.policy.event_ids == EventIdScheme::TsSdk;
+        let events = match (&r.located.key, self.resumed_log(r), self.policy.replay_scope) {
+            (_, None, _) => Vec::new(),
+            (Some(key), Some(_), ReplayScope::Store) => {
+                let session = &r.session;
+                let in_store = |k: &LogKey| match (k, key) {
+                    (LogKey::Session(owner, _), LogKey::Session(..)) => owner == session,
+                    (LogKey::Shared(_), LogKey::Shared(_)) => true,
+                    _ => false,
+                };
+                self.store.replay_across(key, &r.last_event_id, self.policy.replay, by_id_order, in_store)
+            }
+            (_, Some(log), _) if by_id_order => log.replay_by_id_order(&r.last_event_id, self.policy.replay),
+            (_, Some(log), _) => log.replay_by_seq(seq, self.policy.replay),
         };
         self.record_resume(r, ResumeOutcome::Replayed { replayed: count(&events) });
         self.open_resumed(now, r, &events);

@@ -657,6 +657,53 @@ fn a_shared_store_replays_another_sessions_events_under_the_same_request_id() {
     assert_eq!(priming[0].0, b);
 }
 
+/// servers#4087: a store whose replay walks all its events and never compares the stream
+/// (`replay_scope = store`) hands a resume of one stream the events its session's other streams
+/// stored after the id, in the store's order; `stream` replays the id's stream alone. Over a
+/// store shared across sessions, `store` reaches every session's streams.
+#[test]
+fn a_store_wide_replay_hands_a_resume_the_other_streams_events_in_store_order() {
+    let resumed = |scope: crate::config::ReplayScope| {
+        let mut s = server(ServerPolicy { replay_scope: scope, ..policy("reference") });
+        let session = init(&mut s, at(0));
+        s.handle_request(at(0), POST, call_request(&session, 2, "chatty", 7));
+        let _ = drain(&mut s);
+        s.handle_request(at_ms(500), OTHER, call_request(&session, 3, "chatty", 8));
+        let _ = drain(&mut s);
+        s.handle_disconnect(at_ms(600), POST);
+        let _ = drive_until(&mut s, at_ms(3_700));
+        let out = resume(&mut s, at_ms(3_700), GET, &session, &EventId::from("1-0"));
+        let live = drive_until(&mut s, at_ms(4_000));
+        (resume_outcome(&out), ids(&events(&out, GET)), ids(&events(&live, GET)))
+    };
+    let (outcome, got, live) = resumed(crate::config::ReplayScope::Stream);
+    assert_eq!(outcome, (Some(StreamNo(1)), ResumeOutcome::Replayed { replayed: 3 }));
+    assert_eq!(got, ["1-1", "1-2", "1-3", "1-4"], "its own three events, then the resume's priming");
+    assert_eq!(live, ["1-5"]);
+    let (outcome, got, live) = resumed(crate::config::ReplayScope::Store);
+    assert_eq!(outcome, (Some(StreamNo(1)), ResumeOutcome::Replayed { replayed: 7 }));
+    assert_eq!(
+        got,
+        ["2-0", "1-1", "2-1", "1-2", "2-2", "1-3", "2-3", "1-4"],
+        "stream 2's priming and progress, interleaved as they were stored, then the resume's priming"
+    );
+    assert_eq!(live, ["1-5"], "the resumed connection is stream 1's: its live events only");
+    // Over the Python SDK's store (one for every session), the replay reaches the other session.
+    let mut s = server(ServerPolicy { replay_scope: crate::config::ReplayScope::Store, ..policy("py-sdk") });
+    let (a, b) = (init(&mut s, at(0)), init(&mut s, at(0)));
+    s.handle_request(at(0), POST, call_request(&a, 2, "chatty", 100));
+    let out = drain(&mut s);
+    let a_priming = events(&out, POST)[0].id.clone().expect("priming has an id");
+    s.handle_request(at_ms(500), OTHER, call_request(&b, 5, "chatty", 200));
+    let _ = drain(&mut s);
+    s.handle_disconnect(at_ms(600), POST);
+    let run = drive_until(&mut s, at_ms(2_700));
+    let b_ids: Vec<String> = stored(&run).into_iter().filter(|(s, ..)| s == &b).map(|(_, id, _)| id).collect();
+    assert_eq!(b_ids.len(), 2);
+    let replayed = ids(&events(&resume(&mut s, at_ms(2_700), GET, &a, &a_priming), GET));
+    assert!(b_ids.iter().all(|id| replayed.contains(id)), "session a is handed session b's events: {replayed:?}");
+}
+
 #[test]
 fn typescript_ids_of_the_standalone_stream_can_never_be_resumed() {
     let mut s = server(policy("ts-sdk"));

@@ -42,7 +42,8 @@ pub fn cmd_profiles() -> Result<Exit, SimError> {
         }
         t
     };
-    print_table("clients:", &released("client", profiles::Role::Client, profiles::CLIENT_NAMES));
+    let clients: Vec<&str> = profiles::CLIENT_NAMES.iter().chain(profiles::CLIENT_VERSIONED_NAMES).copied().collect();
+    print_table("clients:", &released("client", profiles::Role::Client, &clients));
     let servers: Vec<&str> = profiles::SERVER_NAMES.iter().chain(profiles::SERVER_VERSIONED_NAMES).copied().collect();
     print_table("servers:", &released("server", profiles::Role::Server, &servers));
     print_table("scenarios:", &named("scenario", scenario::SCENARIO_NAMES, &|n| scenario::describe(n).to_string()));

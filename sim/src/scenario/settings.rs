@@ -142,6 +142,7 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
         // A server's own bug: where the profile models it by one field, that field (the rule to
         // change in the server, or the release to move to); otherwise none.
         Condition::ServerRepeated => &["server.replay"],
+        Condition::ServerCrossStream => &["server.replay_scope"],
         Condition::ServerIdReused => &["server.event_ids"],
         Condition::ServerDropped => &["server.detached_request_events"],
         Condition::ServerHeldOpen => &["server.sessionless_get"],
@@ -1241,6 +1242,7 @@ pub(crate) const FIELD_RULES: &[(&str, Rule)] = &[
     ("server.resume_without_store", Rule::Free),
     ("server.response_mode", Rule::Free),
     ("server.after_replay", Rule::Free),
+    ("server.replay_scope", Rule::Free),
     ("server.disconnect_cancel_ignored", Rule::Free),
     ("server.on_failed_write", Rule::Free),
     ("server.on_protocol_error", Rule::Free),
@@ -1861,9 +1863,10 @@ mod tests {
             WorkRunOn,
             BusLocal,
             BlackHole,
+            ServerCrossStream,
         ] {
             let keys = keeping(c);
-            let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped);
+            let one_field = matches!(c, ServerRepeated | ServerIdReused | ServerDropped | ServerCrossStream);
             assert_eq!(keys.is_empty(), c.is_server_bug() && !one_field, "{c:?}");
             for key in keys {
                 assert!(targets(key).is_ok_and(|t| !t.is_empty()), "{c:?}: {key} is no --set key");
