@@ -1003,6 +1003,19 @@ fn intermediary(hop: Option<u32>) -> String {
     hop.map_or_else(|| "the balancer".to_string(), |h| format!("hop{h}"))
 }
 
+/// A fresh standalone `GET` sent after a stream broken before its first id
+/// ([`Judge::standalone_again_without_id`]).
+#[derive(Debug)]
+struct FreshAfterNoId {
+    /// The session it named.
+    session: SessionId,
+    /// When the broken stream's `GET` went: what was stored since may be lost.
+    since: Instant,
+    /// The fresh `GET`'s step and instant, where a loss is recorded.
+    step: usize,
+    at: Instant,
+}
+
 /// A client's `GET` of a standalone stream, as the conditions judge remembers it.
 #[derive(Debug)]
 struct StandaloneGet {
@@ -1059,7 +1072,7 @@ struct Judge {
     /// events are judged once the new stream hands over its first event: its client and
     /// connection, the session, when the broken stream's `GET` went, and the new `GET`'s step
     /// and instant ([`Judge::standalone_again_without_id`]).
-    fresh_after_no_id: BTreeMap<(Option<u32>, ConnId), (SessionId, Instant, usize, Instant)>,
+    fresh_after_no_id: BTreeMap<(Option<u32>, ConnId), FreshAfterNoId>,
     /// Per stream, the store time of each seq.
     streams: BTreeMap<(SessionId, StreamNo), BTreeMap<u32, Instant>>,
     /// The call each stored event was for (`None`: the standalone stream's).
@@ -2453,7 +2466,8 @@ impl Judge {
         since: Instant,
     ) {
         if !self.missed_since_no_id(i, at, who, session, since, None) {
-            self.fresh_after_no_id.insert((who, conn), (session.clone(), since, i, at));
+            let fresh = FreshAfterNoId { session: session.clone(), since, step: i, at };
+            self.fresh_after_no_id.insert((who, conn), fresh);
         }
     }
 
@@ -2461,11 +2475,11 @@ impl Judge {
     /// `GET` sent after a stream broken before its first id, what the server stored on the
     /// standalone stream before this event and never handed over is lost with it.
     fn first_event_after_no_id(&mut self, who: Option<u32>, conn: ConnId, id: &EventId) {
-        let Some((session, since, i, at)) = self.fresh_after_no_id.remove(&(who, conn)) else { return };
-        let Some(&(StreamNo::STANDALONE, _, stored_at)) = self.stored.get(&(session.clone(), id.clone())) else {
+        let Some(fresh) = self.fresh_after_no_id.remove(&(who, conn)) else { return };
+        let Some(&(StreamNo::STANDALONE, _, stored_at)) = self.stored.get(&(fresh.session.clone(), id.clone())) else {
             return;
         };
-        self.missed_since_no_id(i, at, who, &session, since, Some(stored_at));
+        self.missed_since_no_id(fresh.step, fresh.at, who, &fresh.session, fresh.since, Some(stored_at));
     }
 
     /// Breaks condition 1 at step `i` (the fresh `GET` at `at`) if an event `session` stored
