@@ -1098,7 +1098,10 @@ impl RequestCalls {
 struct CallLedger {
     /// Every call the application issued, with the idempotency its first `AppCall` declared.
     idempotent: BTreeMap<CallKey, bool>,
-    resolutions: BTreeMap<CallKey, Vec<Resolution>>,
+    /// How each call was resolved, in trace order, each with whether the client had cancelled
+    /// the call's request since the call's previous resolution (its own request timeout: the
+    /// cancel goes out, then the error).
+    resolutions: BTreeMap<CallKey, Vec<(Resolution, bool)>>,
     /// Each cancel a client sent of a `tools/call` request of its own (`notifications/cancelled`:
     /// its own request timeout), by the trace index of its step: the call the request carried,
     /// as its ids stood then (every client numbers its requests from 1, again after a restart).
@@ -1109,18 +1112,21 @@ struct CallLedger {
 impl CallLedger {
     fn new<'s>(steps: impl Iterator<Item = (usize, &'s Step)>) -> Self {
         let mut idempotent = BTreeMap::new();
-        let mut resolutions: BTreeMap<CallKey, Vec<Resolution>> = BTreeMap::new();
+        let mut resolutions: BTreeMap<CallKey, Vec<(Resolution, bool)>> = BTreeMap::new();
         let mut requests = RequestCalls::default();
         let mut cancels = BTreeMap::new();
+        let mut cancelled_since = BTreeSet::new();
         for (order, step) in steps {
             if let StepKind::AppCall { call, idempotent: i, .. } = &step.kind {
                 idempotent.entry(*call).or_insert(*i);
             }
             if let Some((call, how)) = Resolution::of(&step.kind) {
-                resolutions.entry(call).or_default().push(how);
+                let own_cancel = cancelled_since.remove(&call);
+                resolutions.entry(call).or_default().push((how, own_cancel));
             }
             if let Some(call) = requests.cancel_in(step) {
                 cancels.insert(order, call);
+                cancelled_since.insert(call);
             }
         }
         CallLedger { idempotent, resolutions, cancels }
@@ -1148,11 +1154,15 @@ impl CallLedger {
     /// streams carried after that, the application knows not to expect it. An error after the
     /// client cancelled the call's request itself (its own request timeout) is no such word: the
     /// server was still working for it, so what the server stored after that was lost, not
-    /// reported.
+    /// reported. The cancel is an attempt's: an error of a later attempt (the application's
+    /// re-issue) with no cancel of its own is a word. (A guided sweep of the Python 1.29 client
+    /// behind `cdn-alb` read a re-issued call's error, told when a restart ended its stream, as
+    /// untold because the first attempt had timed out and been cancelled.)
     fn told_failure(&self, call: CallKey) -> bool {
-        let gave_up = self.cancels.values().any(|c| *c == call);
         self.resolutions.get(&call).is_some_and(|r| {
-            r.iter().any(|h| *h == Resolution::UnknownOutcome || (*h == Resolution::Error && !gave_up))
+            r.iter().any(|(how, own_cancel)| {
+                *how == Resolution::UnknownOutcome || (*how == Resolution::Error && !own_cancel)
+            })
         })
     }
 }
@@ -1393,6 +1403,25 @@ mod tests {
         assert_eq!(names(&trace(Some(2))), vec!["no-orphaned-session"]);
         // A cancel of another request is not this call's.
         assert_eq!(names(&trace(Some(7))), Vec::<&str>::new());
+        // The cancel is its attempt's: the application issued the call again, and that attempt's
+        // error, with no cancel of its own (a restart ended its stream), is a word of failure.
+        let reissued = |second_error: bool| {
+            let mut b = TraceBuilder::new()
+                .app(app_call(0, true))
+                .client(StepKind::Send { conn: ConnId(1), request: post(2) })
+                .at(60_000)
+                .client(StepKind::Send { conn: ConnId(2), request: cancel(2) })
+                .app(app_error(0))
+                .app(app_call(0, true))
+                .client(StepKind::Send { conn: ConnId(3), request: post(3) });
+            if second_error {
+                b = b.at(67_000).app(app_error(0));
+            }
+            b.at(300_000).server(stored(&a, 2, 1, Some(0), Some(tool_result(1, 0)))).build()
+        };
+        assert_eq!(names(&reissued(true)), Vec::<&str>::new());
+        // (Unresolved, the re-issue leaves its result orphaned, and its call unresolved.)
+        assert_eq!(names(&reissued(false)), vec!["no-orphaned-session", "every-call-resolves"]);
     }
 
     #[test]
