@@ -3697,7 +3697,9 @@ mod tests {
         let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
         assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{with_process:?}");
         assert!(
-            with_process.breaches[0].detail.starts_with("the client's cancel of call0 was lost with the client's process at"),
+            with_process.breaches[0]
+                .detail
+                .starts_with("the client's cancel of call0 was lost with the client's process at"),
             "{with_process:?}"
         );
         let taken = Conditions::judge(&trace(vec![
