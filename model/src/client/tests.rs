@@ -2850,3 +2850,15 @@ fn in_the_modern_era_an_sdk_that_keeps_its_rules_fails_a_broken_call_instead_of_
     let (_, again, _) = tool_call(&d.fire());
     assert_ne!(again, first);
 }
+
+#[test]
+fn a_client_that_waits_for_the_standalone_head_does_not_wait_in_the_modern_era() {
+    // The modern era has no GET stream: the go-sdk client (await_standalone_head) that probed its
+    // way to 2026-07-28 sends its calls at once.
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.await_standalone_head = true;
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    d.start();
+    assert_eq!(tool_call(&d.call(1, false)).2.key, CallKey(1));
+}
