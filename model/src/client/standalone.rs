@@ -8,6 +8,7 @@ use super::{Client, Owner, ERR_TRANSPORT_CLOSED};
 use crate::config::{Standalone405, StandaloneLoss};
 use crate::http::Status;
 use crate::time::Instant;
+use crate::trace::StepKind;
 
 impl Client {
     /// A standalone stream's connection ended: handles what the policies above decide and
@@ -69,6 +70,15 @@ impl Client {
         }
         for key in self.keys_in_issue_order() {
             self.resolve_error(key, ERR_TRANSPORT_CLOSED.to_string());
+        }
+        // The application learns that the connection is gone (the Go SDK: every later call and
+        // `ClientSession.Wait` return the failure), so the standalone stream goes with a report,
+        // as when it is given up by itself.
+        if self.policy.report_stream_given_up {
+            if let (Some(stream), Some(session)) = (self.standalone.as_ref(), self.session.clone()) {
+                let after = stream.last_event_id.clone();
+                self.record(StepKind::AppStreamLost { session, after });
+            }
         }
         self.drop_session();
         self.standalone = None;

@@ -2862,3 +2862,26 @@ fn a_client_that_waits_for_the_standalone_head_does_not_wait_in_the_modern_era()
     d.start();
     assert_eq!(tool_call(&d.call(1, false)).2.key, CallKey(1));
 }
+
+#[test]
+fn a_transport_that_closes_reports_its_standalone_stream_lost_when_the_policy_reports() {
+    let run = |report: bool| {
+        let mut policy = profiles::client("go-sdk").expect("listed");
+        policy.era = None;
+        policy.await_standalone_head = false;
+        policy.report_stream_given_up = report;
+        let mut d = Driver::with(policy, None, 7);
+        let out = d.start();
+        let out = d.complete_handshake(&out, S1);
+        let (get, _) = only_open(&out, |r| r.method == Method::Get);
+        d.frames(get, vec![sse(), event(Some("_0"), Some(ServerMessage::Notification { seq: 1 }))]);
+        let (get, _) = go_resumed(&mut d);
+        d.answer(get, vec![status(409)]);
+        d.app_view()
+    };
+    let lost = |e: &StepKind| matches!(e, StepKind::AppStreamLost { after, .. } if *after == ev("_0"));
+    let told = run(true);
+    assert!(told.iter().any(transport_closed) && told.iter().any(lost), "{told:#?}");
+    let silent = run(false);
+    assert!(silent.iter().any(transport_closed) && !silent.iter().any(lost), "{silent:#?}");
+}

@@ -2525,7 +2525,11 @@ impl Judge {
         let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted } = kind else { return };
         let (stream, held) = (*stream, *held);
         let (unhonoured, silent) = match outcome {
-            ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
+            // Refused: 410/409 (the note's condition 3), or a 400 that names no head (the Go SDK's
+            // "failed to replay events"): an id the server could not honour either way.
+            ResumeOutcome::Rejected { status, .. } => {
+                (*status == Status::GONE || *status == Status::CONFLICT || *status == Status::BAD_REQUEST, None)
+            }
             ResumeOutcome::SilentHead { skipped } => (true, Some(format!("at its head, {skipped} event(s) skipped"))),
             ResumeOutcome::FromOldest { skipped, .. } => {
                 (true, Some(format!("from its oldest event, {skipped} event(s) skipped")))
@@ -3486,6 +3490,7 @@ mod tests {
         };
         let outcomes = [
             ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
+            ResumeOutcome::Rejected { status: Status::BAD_REQUEST, head: None },
             ResumeOutcome::SilentHead { skipped: 1 },
             ResumeOutcome::FromOldest { skipped: 1, replayed: 0 },
             ResumeOutcome::Empty { open: false },
@@ -3496,9 +3501,11 @@ mod tests {
             assert_eq!(conditions, vec![Condition::ServerMissed], "{outcome:?}");
             assert!(missed.breaches[0].is_bug());
             assert!(missed.breaches[0].to_string().starts_with("a server bug: the server still held"), "{missed:?}");
-            let how =
-                if matches!(outcome, ResumeOutcome::Rejected { .. }) { "(refused it with HTTP 410)" } else { "(" };
-            assert!(missed.breaches[0].detail.contains(how), "{missed:?}");
+            let how = match &outcome {
+                ResumeOutcome::Rejected { status, .. } => format!("(refused it with HTTP {status})"),
+                _ => "(".to_string(),
+            };
+            assert!(missed.breaches[0].detail.contains(&how), "{missed:?}");
             assert!(matches!(missed.explain_at(Instant(70_000_000)), Explanation::Bug(_)));
             assert_eq!(missed.explain_at(Instant(59_000_000)), Explanation::Unexplained);
             // Not held: the server no longer had the events, condition 2 broke (and 3 when silent).
