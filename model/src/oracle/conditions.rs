@@ -2525,10 +2525,12 @@ impl Judge {
         let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted } = kind else { return };
         let (stream, held) = (*stream, *held);
         let (unhonoured, silent) = match outcome {
-            // Refused: 410/409 (the note's condition 3), or a 400 that names no head (the Go SDK's
-            // "failed to replay events"): an id the server could not honour either way.
+            // Refused: 410/409 (the note's condition 3). A 400 says so only when the server's own
+            // log evicted what followed the id (the Go SDK's "failed to replay events" for purged
+            // data); otherwise it says the request was wrong, not the id too old.
             ResumeOutcome::Rejected { status, .. } => {
-                (*status == Status::GONE || *status == Status::CONFLICT || *status == Status::BAD_REQUEST, None)
+                let refused = *status == Status::GONE || *status == Status::CONFLICT;
+                (refused || (*status == Status::BAD_REQUEST && evicted.is_some()), None)
             }
             ResumeOutcome::SilentHead { skipped } => (true, Some(format!("at its head, {skipped} event(s) skipped"))),
             ResumeOutcome::FromOldest { skipped, .. } => {
@@ -3380,6 +3382,26 @@ mod tests {
         assert_eq!(conflict.breaches, rejected(Status::GONE).breaches);
         // A 400 says nothing of retention: the request was wrong, not the id too old.
         assert!(rejected(Status::BAD_REQUEST).all_held(), "{:?}", rejected(Status::BAD_REQUEST));
+        // Unless the server's own log evicted what followed the id (the Go SDK's 400 "failed to
+        // replay events" for purged data): then it is the 410's condition 2.
+        let purged = |status: Status| {
+            let resume = StepKind::Resume {
+                session: sid(),
+                last_event_id: EventId::from("1-1"),
+                stream: Some(StreamNo(1)),
+                outcome: ResumeOutcome::Rejected { status, head: None },
+                held: false,
+                evicted: Some(RetentionBound { max_events: Some(1), window_us: None }),
+            };
+            Conditions::judge(&trace(vec![
+                (1_000, stored(1)),
+                (2_000, stored(2)),
+                (120_000, stored(3)),
+                (251_000, resume),
+            ]))
+        };
+        let conditions = purged(Status::BAD_REQUEST).breaches.iter().map(|b| b.condition).collect::<Vec<_>>();
+        assert_eq!(conditions, vec![Condition::Retention], "{:?}", purged(Status::BAD_REQUEST));
     }
 
     #[test]
@@ -3490,7 +3512,6 @@ mod tests {
         };
         let outcomes = [
             ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
-            ResumeOutcome::Rejected { status: Status::BAD_REQUEST, head: None },
             ResumeOutcome::SilentHead { skipped: 1 },
             ResumeOutcome::FromOldest { skipped: 1, replayed: 0 },
             ResumeOutcome::Empty { open: false },
