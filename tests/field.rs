@@ -887,3 +887,107 @@ fn python_sdk_3257_a_get_stream_the_server_ends_at_once_is_reopened_every_second
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The Go SDK (go-sdk v1.7.0): public reports reproduced with the go-sdk profile itself
+// ---------------------------------------------------------------------------------------------
+
+/// modelcontextprotocol/go-sdk#1175 (variant 1): a server that closes its standalone `GET`
+/// stream whenever it has been idle a while, and never puts an id on it (the spec lets it do
+/// both), makes the Go client reconnect without progress; after `MaxRetries` (5) such reconnects
+/// `handleSSE` calls `fail()` on the whole connection ("exceeded 5 retries without progress"),
+/// tearing down the healthy POST stream of a payment in flight: the application is told the call
+/// failed though it ran. Here a TypeScript server closes the idle standalone stream after 30 s
+/// while the payment reports progress every 10 s. Trace: `traces/field/go-sdk-1175/`.
+fn go_sdk_1175(standalone_loss: &str) -> Scenario {
+    scenario(
+        "go-sdk",
+        "ts-sdk",
+        "long-tool",
+        &[
+            ("server.close_idle_standalone", "30s"),
+            ("tool.event_interval", "10s"),
+            ("client.standalone_loss", standalone_loss),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/go-sdk/issues/1175"),
+        ],
+    )
+}
+
+#[test]
+fn go_sdk_1175_a_standalone_stream_without_progress_tears_down_the_healthy_post_stream() {
+    let s = go_sdk_1175("close-transport");
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-false-failure"), "{}{replay}", verdict(&outcome));
+        let steps = &outcome.trace.steps;
+        let closes = steps
+            .iter()
+            .filter(|st| matches!(&st.kind, StepKind::Decision { error: Some(e), .. } if e.starts_with("the transport closed")))
+            .count();
+        assert_eq!(closes, 1, "the transport closed once; {replay}");
+        let failed = steps
+            .iter()
+            .any(|st| matches!(&st.kind, StepKind::AppError { error, .. } if error == "the transport closed"));
+        assert!(failed, "the payment in flight failed with it; {replay}");
+        let gets = steps
+            .iter()
+            .filter(|st| matches!(&st.kind, StepKind::Send { request, .. } if request.method == Method::Get))
+            .count();
+        assert_eq!(gets, 6, "the first GET and 5 reconnects without progress; {replay}");
+    }
+    // Losing only the stream, as the other SDKs do: the payment's result arrives.
+    let survive = go_sdk_1175("survive");
+    for seed in SEEDS {
+        let outcome = run_ok(&survive, seed);
+        assert!(outcome.violations.is_empty(), "{}{}", verdict(&outcome), common::replay(&survive, seed));
+    }
+}
+
+/// modelcontextprotocol/go-sdk#1229 with the go-sdk profile itself (the application set a
+/// list-changed handler, so `Connect` listens): the client probes its way to 2026-07-28 against
+/// a dual-era Python server, a balancer cuts the quiet listen stream after 60 s, and the client
+/// keeps its subscription flag: three changes are never heard and the application is never told.
+/// (`tests/subscriptions.rs` shows the same rule over the stateless-2026 client.) Trace:
+/// `traces/field/go-sdk-1229/no-silent-notification-loss--go-sdk--*`.
+fn go_sdk_1229(on_abrupt_end: &str) -> Scenario {
+    let family = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/scenarios/listen-notify.toml");
+    scenario(
+        "go-sdk",
+        "py-sdk",
+        &family.to_string_lossy(),
+        &[
+            ("client.subscriptions.listen", "true"),
+            ("client.subscriptions.on_abrupt_end", on_abrupt_end),
+            ("fault.partition", "none"),
+            ("server.keepalive", "none"),
+            ("app.notifications", "90s,count=3"),
+            ("lb.idle_timeout", "60s"),
+            ("run.reproduces", "https://github.com/modelcontextprotocol/go-sdk/issues/1229"),
+        ],
+    )
+}
+
+#[test]
+fn go_sdk_1229_the_go_client_keeps_its_subscription_flag_after_an_idle_cut() {
+    let s = go_sdk_1229("keep-flag");
+    for seed in SEEDS {
+        let outcome = run_ok(&s, seed);
+        let replay = common::replay(&s, seed);
+        assert!(violated(&outcome).contains("no-silent-notification-loss"), "{}{replay}", verdict(&outcome));
+        let steps = &outcome.trace.steps;
+        let modern = steps
+            .iter()
+            .any(|st| matches!(st.kind, StepKind::EraChosen { era: mcpsim_model::era::Era::Modern, probed: true }));
+        assert!(modern, "the go client probed its way to 2026-07-28; {replay}");
+        assert_eq!(steps.iter().filter(|st| matches!(st.kind, StepKind::ListenOpen { .. })).count(), 1, "{replay}");
+        assert!(!steps.iter().any(|st| matches!(st.kind, StepKind::AppChange { .. })), "{replay}");
+    }
+    // Telling the application (python, rmcp): it listens again and hears the changes.
+    let told = go_sdk_1229("tell-app");
+    for seed in SEEDS {
+        let outcome = run_ok(&told, seed);
+        let replay = common::replay(&told, seed);
+        assert!(!violated(&outcome).contains("no-silent-notification-loss"), "{}{replay}", verdict(&outcome));
+    }
+}

@@ -321,6 +321,8 @@ pub enum NoStoreResume {
     Ignored,
     /// `500 Internal Server Error`: the handler returns without answering (Python).
     Error500,
+    /// `400 Bad Request` ("stream replay unsupported": the Go SDK).
+    Error400,
 }
 
 /// Whether a field holds its default (then it is left out of traces).
@@ -403,6 +405,9 @@ pub enum ResumeWhileAttached {
     /// The replay is sent and the resuming connection is closed at once; the old one keeps the
     /// stream (Python: `stream_id not in self._request_streams`).
     ReplayAndClose,
+    /// `409 Conflict` before any replay; the old connection keeps the stream (the Go SDK: "stream
+    /// ID conflicts with ongoing stream").
+    Reject409,
 }
 
 /// What happens to a request stream's events while no connection is attached to it.
@@ -557,6 +562,9 @@ pub enum Unhonourable {
     EmptyClosed,
     /// `200 text/event-stream` with no events, left open (TypeScript SDK).
     EmptyOpen,
+    /// `400 Bad Request` naming no head (the Go SDK: "failed to replay events", chosen so that the
+    /// client does not read a 404 as a lost session).
+    BadRequest400,
 }
 
 /// Where priming events (an id and empty data) are sent.
@@ -580,6 +588,10 @@ pub enum IdleRule {
     /// The countdown runs whenever no HTTP request of the session is open (Python SDK): an open
     /// GET holds the session, a tool whose POST was cut does not.
     NoOpenRequest,
+    /// The countdown runs whenever no `POST` of the session is open (the Go SDK: `startPOST` and
+    /// `endPOST` pause and restart it): an open `GET` does not hold the session, a tool whose
+    /// `POST` was cut does not either.
+    NoOpenPost,
     /// The countdown runs only while no tool runs and no stream is attached (the `reference`
     /// server: it never expires a session that still owes the client something).
     NeverWhileBusy,
@@ -840,10 +852,11 @@ pub enum StandaloneLoss {
     /// Only the stream is lost; calls go on.
     #[default]
     Survive,
-    /// The transport closes: a standalone `GET` refused (a broken connection or a `5xx`; a `4xx`
-    /// other than `405` counts as `405`) or a stream given up fails every call in flight, and
+    /// The transport closes: a first standalone `GET` whose connection broke before an answer, a
+    /// reconnect refused with any status, or a stream given up fails every call in flight, and
     /// every later call at once ("not connected"); one refused before the first call fails the
-    /// initialization.
+    /// initialization. Any status to the first `GET` counts as `405` (its body is no event
+    /// stream).
     CloseTransport,
 }
 
@@ -992,6 +1005,27 @@ pub struct SdkRules {
     /// when set.
     #[serde(default, skip_serializing_if = "is_false")]
     pub resume_405_ends_stream: bool,
+    /// Whether any refusal of a call's resume `GET` (an answer that is not 2xx: a `400`, `409`,
+    /// `410`, `5xx`, or a `404` when `lost_session_on_resume` is not set) ends that stream's
+    /// reconnecting, the call then as `on_give_up` says; `false`: one failed attempt (TypeScript,
+    /// Python, rmcp). The Go SDK v1.7.0 fails its whole connection on any such answer
+    /// (`handleSSE`'s `checkResponse`). Written into traces only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub refused_resume_ends_stream: bool,
+    /// Whether a call's resumed connection (a `GET` with `Last-Event-ID` answered 200) that ends,
+    /// cleanly or broken, before an event id arrived on it is given up as an unresumable `POST`
+    /// is (`on_unresumable_post`): the SDK keeps its cursor per connection and, finding none, ends
+    /// the call (the Go SDK v1.7.0: "request terminated without response"). `false`: it is
+    /// resumed again as `resume_token_survives_recut` and `on_empty_resume` say. Written into
+    /// traces only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resumed_needs_event_id: bool,
+    /// In the modern era (2026-07-28): whether a call whose stream broke is re-issued with a new
+    /// id (`true`, the revision's rule, changelog.mdx:28) or handled by these rules like a legacy
+    /// stream (`false`: the Go SDK v1.7.0, whose modern streams carry no event id, so a break
+    /// ends the call as `on_unresumable_post` says). Written into traces only when `false`.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub modern_reissue: bool,
 }
 
 /// An answer a client may read as "session not found" (`SdkRules::lost_session_answers`).
@@ -1043,6 +1077,10 @@ pub enum OnGiveUp {
     FailCall,
     /// Leave the call pending: it resolves only by its request timeout, if it has one (TypeScript).
     LeavePending,
+    /// The whole transport closes: this call and every other in flight fail, every later call
+    /// fails at once ("not connected"), the session is forgotten without a `DELETE` (the Go SDK
+    /// v1.7.0: `streamableClientConn.fail`, as `StandaloneLoss::CloseTransport` for the `GET`).
+    CloseTransport,
 }
 
 impl OnGiveUp {
@@ -1062,6 +1100,10 @@ pub enum On404 {
     /// Re-initialize; every call in flight becomes unknown outcome (an idempotent one is re-sent),
     /// as the design note's procedure does.
     ReinitializeUnknownOutcome,
+    /// The whole transport closes: every call in flight fails, every later call fails at once
+    /// ("not connected"), the dead id is forgotten and nothing re-initializes; the application
+    /// must connect anew (the Go SDK v1.7.0: `ErrSessionMissing` fails the connection).
+    CloseTransport,
 }
 
 /// What an SDK client does when a resume gets 200 and an empty stream that ends.

@@ -142,6 +142,7 @@ const CLIENT_FILES: &[(&str, &str)] = &[
     builtin!("client", "ts-sdk"),
     builtin!("client", "py-sdk"),
     builtin!("client", "rmcp"),
+    builtin!("client", "go-sdk"),
     builtin!("client", "stateless-2026"),
     builtin!("client", "py-sdk-1.29"),
 ];
@@ -152,6 +153,7 @@ const SERVER_FILES: &[(&str, &str)] = &[
     builtin!("server", "ts-sdk"),
     builtin!("server", "py-sdk"),
     builtin!("server", "rmcp"),
+    builtin!("server", "go-sdk"),
     builtin!("server", "stateless-2026"),
     builtin!("server", "ts-sdk-1.29"),
     builtin!("server", "py-sdk-1.27"),
@@ -168,10 +170,10 @@ const LB_FILES: &[(&str, &str)] = &[
 ];
 
 /// Client profile names, in the order `mcpsim profiles` lists them.
-pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
+pub const CLIENT_NAMES: &[&str] = &["reference", "naive", "ts-sdk", "py-sdk", "rmcp", "go-sdk", "stateless-2026"];
 
 /// Server profile names, in the order `mcpsim profiles` lists them.
-pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sdk", "rmcp", "stateless-2026"];
+pub const SERVER_NAMES: &[&str] = &["reference", "silent-head", "ts-sdk", "py-sdk", "rmcp", "go-sdk", "stateless-2026"];
 
 /// Server profiles of earlier SDK releases, each `extends` the current one and names the change.
 /// Built in and usable by name (`--server rmcp-1.3`), but not columns of the compatibility matrix.
@@ -791,17 +793,20 @@ const CLIENT_DOCS: &[(&str, &str)] = &[
     ("sessions", "Run the session handshake (every revision up to 2025-11-25); false is the 2026-07-28 revision: no initialize, no Mcp-Session-Id."),
     ("close_handling", "How a stream that ends before its response is handled."),
     ("close_handling.kind", "decision-procedure (the design note: resume on transport faults, re-initialize on 404, report a gap on 409/410), reinitialize-and-resend (the first incident), sdk (the rules below), reissue-with-new-id (2026-07-28)."),
-    ("close_handling.on_404", "With kind = sdk: a 404 on the session: fail-keep-session (keep the dead id, never re-initialize), reinitialize-resend-once, or reinitialize-unknown-outcome."),
+    ("close_handling.on_404", "With kind = sdk: a 404 on the session: fail-keep-session (keep the dead id, never re-initialize), reinitialize-resend-once, reinitialize-unknown-outcome, or close-transport (every call in flight and every later one fails, the id is forgotten, nothing re-initializes: the Go SDK v1.7.0)."),
     ("close_handling.on_empty_resume", "With kind = sdk: a resume answered 200 with no events that ends: same-id (reconnect with the same Last-Event-ID), without-id, clean-close (the call fails), or graceful-close (same id, attempt counter reset: rust-sdk#958)."),
-    ("close_handling.on_give_up", "With kind = sdk: what a call whose reconnect attempts are spent gets: fail-call (an error at once) or leave-pending (only its request timeout resolves it)."),
-    ("close_handling.on_unresumable_post", "With kind = sdk and resume_post_needs_event_id: what a call gets whose POST stream ended before its response and before any event id arrived: fail-call (an error at once) or leave-pending (only its request timeout resolves it)."),
+    ("close_handling.on_give_up", "With kind = sdk: what a call whose reconnect attempts are spent gets: fail-call (an error at once), leave-pending (only its request timeout resolves it), or close-transport (every call in flight and every later one fails: the Go SDK v1.7.0)."),
+    ("close_handling.on_unresumable_post", "With kind = sdk and resume_post_needs_event_id: what a call gets whose POST stream ended before its response and before any event id arrived: fail-call (an error at once), leave-pending (only its request timeout resolves it), or close-transport."),
     ("close_handling.resume_token_survives_recut", "With kind = sdk: whether a resumed stream cut again before any id-bearing event still resumes with its Last-Event-ID (false: typescript-sdk#2499)."),
     ("close_handling.lost_session_answers", "With kind = sdk: the answers the SDK reads as \"session not found\" and handles by on_404, a list of \"404\", \"400\", \"503\", \"rpc-error\" (a JSON-RPC error -32001); any other failed answer fails the call."),
     ("close_handling.lost_session_on_resume", "With kind = sdk: whether such an answer to a resume GET is handled by on_404 too (false: it is one failed reconnect attempt, as in all three SDKs)."),
     ("close_handling.resume_405_ends_stream", "With kind = sdk: whether a 405 to a call's resume GET stops reconnecting that stream, the call then as on_give_up says (TypeScript, rmcp); false: one failed attempt (Python)."),
+    ("close_handling.refused_resume_ends_stream", "With kind = sdk: whether any answer that is not 2xx to a call's resume GET (400, 409, 410, 5xx; a 404 unless lost_session_on_resume) stops reconnecting that stream, the call then as on_give_up says (the Go SDK v1.7.0); false: one failed attempt (TypeScript, Python, rmcp)."),
+    ("close_handling.resumed_needs_event_id", "With kind = sdk: whether a call's resumed connection that ends before an event id arrived on it is given up as on_unresumable_post says (the cursor lives per connection: the Go SDK v1.7.0, 'request terminated without response'); false: it is resumed again as resume_token_survives_recut says."),
+    ("close_handling.modern_reissue", "With kind = sdk, in the modern era: re-issue a call whose stream broke with a new id (true: the 2026-07-28 rule) or apply these rules to it (false: the Go SDK v1.7.0, whose modern streams carry no id, so the call fails as on_unresumable_post says)."),
     ("timeout_resets_on_progress", "A progress notification restarts the call's request timeout (TypeScript's opt-in resetTimeoutOnProgress)."),
     ("max_unhonoured_resumes", "After this many resumes in a row the server could not honour (409/410, or a 200 without a message) the call becomes unknown outcome (a count, or none)."),
-    ("standalone_loss", "What losing the standalone GET does: survive (only the stream is lost), or close-transport (a GET refused with a broken connection or a 5xx, or a stream given up, fails every call in flight and every later one, \"not connected\"; a 4xx counts as 405; the Go SDK v1.7.0)."),
+    ("standalone_loss", "What losing the standalone GET does: survive (only the stream is lost), or close-transport (a first GET whose connection broke, a reconnect refused with any status, or a stream given up fails every call in flight and every later one, \"not connected\"; any status to the first GET counts as 405; the Go SDK v1.7.0)."),
     ("standalone_405", "What a 405 to the standalone GET means: accept (the server offers no stream), or retry (one failed attempt, retried within the reconnect attempts)."),
     ("await_standalone_head", "Hold calls until the standalone GET has its response head (or failed): the client's connect returns only then (the Go SDK v1.7.0)."),
     ("report_stream_given_up", "Tell the application when the standalone stream is given up (attempts spent) instead of dropping it silently."),
@@ -846,12 +851,12 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("event_ids", "How event ids are written, and so how a stream is found from a Last-Event-ID: reference (<stream>-<seq>), ts-sdk, py-sdk, rmcp."),
     ("store", "Event store scope: per-session, or shared-by-request-id (one store for all sessions keyed by JSON-RPC id)."),
     ("replay", "Which events a resumption with Last-Event-ID: x replays: after (the spec's reading) or from (x included)."),
-    ("unknown_id", "The answer to a Last-Event-ID never issued or whose stream is gone (open spec issue #1939): gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open."),
+    ("unknown_id", "The answer to a Last-Event-ID never issued or whose stream is gone (open spec issue #1939): gone410, conflict409, silent-head, from-oldest, empty-closed, empty-open, bad-request400 (no head named: the Go SDK)."),
     ("evicted_id", "The answer to a Last-Event-ID evicted from a bounded buffer (same choices; gone410 is the design note's condition 3)."),
     ("retry_ms", "The retry: field (milliseconds) sent with priming events, or none."),
     ("keepalive", "Interval of `: keepalive` SSE comments on open streams (bytes for a load balancer's idle timer), or none; at least 1s."),
     ("idle_ttl", "Idle time after which a session is expired and answered 404, or none."),
-    ("idle_rule", "Which activity holds a session alive against idle_ttl: last-request, no-open-request, never-while-busy."),
+    ("idle_rule", "Which activity holds a session alive against idle_ttl: last-request, no-open-request, no-open-post (an open GET does not hold it: the Go SDK), never-while-busy."),
     ("delete_running_tool", "What DELETE does to a running tool: cancel, run-on (its result goes nowhere), or abort-signal (tools with on_abort = stop are cancelled, the others run on)."),
     ("delete_unknown_status", "The status DELETE answers for a session the server does not know."),
     ("delete_status", "The status DELETE answers when it ends a session."),
@@ -872,7 +877,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("fresh_get", "What a fresh standalone GET receives: new-only, or buffered (the notifications stored while no GET was open first; rmcp)."),
     ("finished_resume", "A resume of a stream whose response was sent: close after the replay, or stay-open."),
     ("resumed_on_response", "A resumed connection once its stream's response is sent: close, or stay-open (Python)."),
-    ("resume_while_attached", "A resume while the stream's own connection is still registered: take-over, or replay-and-close (Python)."),
+    ("resume_while_attached", "A resume while the stream's own connection is still registered: take-over, replay-and-close (Python), or reject409 (409 before any replay, the old connection keeps the stream: the Go SDK)."),
     ("detached_request_events", "Events of a request stream whose connection the server closed itself: store, or drop (typescript-sdk#2151)."),
     ("close_request_streams", "The server ends each request's SSE connection this long after opening it (SEP-1699 polling: 0s), or none. Only a session's streams (2025-11-25): a sessionless or modern request's closed stream would cancel it, so none is closed."),
     ("close_idle_standalone", "The server ends the standalone GET after this long with no event on it (a graceful idle close), or none."),
@@ -888,7 +893,7 @@ const SERVER_DOCS: &[(&str, &str)] = &[
     ("max_sessions", "The most live sessions one replica holds; past it initialize is answered 503 (a count, or none for no cap)."),
     ("keep_alive_timeout", "Close a kept-alive connection that carried no request this long (a duration, or none for never); it matters behind a balancer with upstream_keep_alive."),
     ("event_store", "kept (events stored under store/retention, with ids) or none (the Python SDK's and FastMCP's default: no ids, no priming, no replay; resumption is impossible)."),
-    ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript) or error500 (Python)."),
+    ("resume_without_store", "With event_store = none, a GET with Last-Event-ID: ignored (served as a fresh standalone GET; TypeScript), error500 (Python) or error400 (the Go SDK)."),
     ("eras", "The protocol eras served, per request: [\"2025-11-25\"] (legacy: initialize, sessions, GET, resumption), [\"2026-07-28\"] (modern: stateless, GET/DELETE 405, a closed stream cancels), or both (dual-era). Unset: legacy with sessions, modern without."),
     ("modern_session", "How a session-ful dual-era server serves a modern request: sessionless (no session, Mcp-Session-Id ignored; the spec) or minted (a misconfiguration: a legacy session is minted for it, which era-consistent catches)."),
     ("eras_after_restart", "The eras a restarted process serves (a rolling upgrade: replicas come back from the deploy with the new build's eras), or unset (the same as eras)."),
@@ -1139,7 +1144,7 @@ pub fn sdk_profiles() -> Vec<(Role, &'static str)> {
 }
 
 /// The packages whose releases the SDK profiles model.
-const SDK_PACKAGES: &[&str] = &["(npm)", "(PyPI)", "(crates.io)"];
+const SDK_PACKAGES: &[&str] = &["(npm)", "(PyPI)", "(crates.io)", "(Go module)"];
 
 /// Markers around the generated sources section of `docs/model.md`.
 pub const SOURCES_BEGIN: &str = "<!-- profile-sources:begin -->";

@@ -307,7 +307,7 @@ pub fn retention_bounds(
 pub fn idle_need(rule: IdleRule, away: f64, request_age: Option<Duration>) -> Need {
     match rule {
         IdleRule::NeverWhileBusy => Need::NotNeeded("the countdown is held while a tool runs".into()),
-        IdleRule::NoOpenRequest => Need::Above(away),
+        IdleRule::NoOpenRequest | IdleRule::NoOpenPost => Need::Above(away),
         // The countdown started at the client's last request, before the break.
         IdleRule::LastRequest => Need::Above(request_age.map_or(0.0, |d| d.as_secs_f64()) + away),
     }

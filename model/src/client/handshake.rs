@@ -74,7 +74,8 @@ impl Client {
 
     pub(super) fn become_ready(&mut self) {
         self.init_failures = 0;
-        if self.policy.await_standalone_head && self.standalone.is_some() {
+        // The modern era has no GET stream to wait for (`open_standalone` opens none).
+        if self.policy.await_standalone_head && self.standalone.is_some() && !self.speaks_modern() {
             self.handshake = Handshake::AwaitingStandalone;
             return self.open_standalone();
         }

@@ -94,8 +94,8 @@ pub enum ClientOutput {
 /// instead, for a non-idempotent call, as not acting by class).
 /// The note of the decision that gives the standalone stream up (`Client::give_up`).
 pub(crate) const NOTE_STANDALONE_GIVEN_UP: &str = "standalone stream: reconnect attempts exhausted";
-pub(crate) const ERRS_OUTCOME_UNKNOWN: [&str; 5] =
-    [ERR_TIMED_OUT, ERR_EXHAUSTED, ERR_CONNECTION_CLOSED, ERR_NO_RESPONSE, ERR_REINITIALIZED];
+pub(crate) const ERRS_OUTCOME_UNKNOWN: [&str; 6] =
+    [ERR_TIMED_OUT, ERR_EXHAUSTED, ERR_CONNECTION_CLOSED, ERR_NO_RESPONSE, ERR_REINITIALIZED, ERR_TRANSPORT_CLOSED];
 const ERR_SESSION_CLOSED: &str = "session closed by the server";
 pub(crate) const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
 /// What a given-up call's decision note ends with when the policy leaves it pending
@@ -117,7 +117,9 @@ const UNKNOWN_RESTARTED: &str =
 const SESSION_DELETED: &str = "session deleted by the application";
 const UNKNOWN_UNHONOURED: &str =
     "the server could not honour the resumption of the call's stream; it may or may not have run";
-const ERR_TRANSPORT_CLOSED: &str = "the transport closed: the standalone stream was lost";
+/// What every call in flight gets when the whole transport closes (`StandaloneLoss::CloseTransport`,
+/// `On404::CloseTransport`, `OnGiveUp::CloseTransport`); why is in the decision's note.
+pub(crate) const ERR_TRANSPORT_CLOSED: &str = "the transport closed";
 /// The modern client's decision on a stream that broke before its response (read by the
 /// conditions judge, `oracle::conditions`).
 pub(crate) const NOTE_REISSUE: &str = "the stream ended before the response: re-issue the request with a new id";

@@ -74,6 +74,9 @@ impl Client {
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
         match &self.policy.close_handling {
             CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::LeavePending => self.leave_pending(key, why),
+            CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::CloseTransport => {
+                self.close_transport(owner, why.to_string())
+            }
             CloseHandling::DecisionProcedure | CloseHandling::ReissueWithNewId if !idempotent => {
                 self.resolve_unknown(key, ERR_EXHAUSTED.to_string())
             }

@@ -1150,13 +1150,14 @@ fn a_client_that_waits_for_the_standalone_head_sends_no_call_before_it() {
 
 #[test]
 fn losing_the_standalone_stream_closes_the_whole_transport_for_such_a_client() {
-    // Refused with a 503 before the first call: the call never goes, it fails.
+    // Its connection broken before an answer, before the first call: the call never goes, it
+    // fails.
     let mut d = go_like();
     let out = d.start();
     let out = d.complete_handshake(&out, S1);
     let (get, _) = only_open(&out, |r| r.method == Method::Get);
     d.call(1, false);
-    let out = d.answer(get, vec![status(503)]);
+    let out = d.end(get, ConnEnd::Reset);
     assert!(opens(&out).is_empty(), "{out:#?}");
     let failed =
         |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error.starts_with(ERR_TRANSPORT_CLOSED));
@@ -1167,6 +1168,16 @@ fn losing_the_standalone_stream_closes_the_whole_transport_for_such_a_client() {
     assert!(
         matches!(&app(&out)[..], [StepKind::AppCall { .. }, StepKind::AppError { error, .. }] if error.starts_with("not connected"))
     );
+    // A status to the first GET (a 503 too: its body is no event stream) means no stream, as a
+    // 405 does (go-sdk v1.7.0 mcp/streamable.go:2142-2159): the held call goes out.
+    let mut d = go_like();
+    let out = d.start();
+    let out = d.complete_handshake(&out, S1);
+    let (get, _) = only_open(&out, |r| r.method == Method::Get);
+    d.call(1, false);
+    let out = d.answer(get, vec![status(503)]);
+    assert_eq!(tool_call(&out).2.key, CallKey(1));
+    assert!(!app(&out).iter().any(failed), "{:#?}", app(&out));
     // The stream lost later (a reconnect refused): the call in flight fails with it.
     let mut d = go_like();
     let out = d.start();
@@ -2705,4 +2716,205 @@ fn the_librarys_own_timers_give_up_a_silent_body_and_a_missing_head() {
     }
     assert!(steps(&out).contains(&StepKind::ClientTimedOut { conn, silent_us: 300_000_000, head: true }));
     assert_eq!(app(&out), vec![StepKind::AppError { call: CallKey(2), error: ERR_NO_RESPONSE.into() }]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Go SDK's whole-connection failures (close_handling: close-transport, refused resumes, a
+// cursor per connection, the modern era)
+// ---------------------------------------------------------------------------------------------
+
+/// The go-sdk profile on the legacy handshake, without the standalone GET, so that only a call's
+/// stream is judged.
+fn go_calls() -> Driver {
+    let mut policy = profiles::client("go-sdk").expect("listed");
+    policy.era = None;
+    policy.open_standalone_stream = false;
+    policy.await_standalone_head = false;
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d
+}
+
+/// `d` with its rules changed by `edit`.
+fn with_rules(d: Driver, edit: impl Fn(&mut crate::config::SdkRules)) -> Driver {
+    let mut policy = d.c.policy.clone();
+    let CloseHandling::Sdk(rules) = &mut policy.close_handling else { panic!("an sdk profile") };
+    edit(rules);
+    let mut d = Driver::with(policy, None, 7);
+    let out = d.start();
+    d.complete_handshake(&out, S1);
+    d
+}
+
+fn transport_closed(e: &StepKind) -> bool {
+    matches!(e, StepKind::AppError { error, .. } if error == ERR_TRANSPORT_CLOSED)
+}
+
+#[test]
+fn a_404_under_close_transport_fails_every_call_and_every_later_one_without_reinitializing() {
+    let mut d = go_calls();
+    let (first, _, _) = tool_call(&d.call(1, false));
+    d.frames(first, vec![sse(), priming("a_0")]);
+    let (second, _, _) = tool_call(&d.call(2, false));
+    let out = d.answer(second, vec![status(404)]);
+    let failed: Vec<StepKind> = app(&out).into_iter().filter(transport_closed).collect();
+    assert_eq!(failed.len(), 2, "both calls fail with the transport: {:#?}", app(&out));
+    assert!(out.contains(&ClientOutput::Abort { conn: first }));
+    assert_eq!(initializes(&out), 0, "the Go SDK never re-initializes");
+    let out = d.call(3, false);
+    assert!(opens(&out).is_empty());
+    assert!(matches!(&app(&out)[..], [_, StepKind::AppError { error, .. }] if error.starts_with("not connected")));
+    // fail-keep-session: only the 404's call fails, the other goes on, a later call goes out.
+    let mut d = with_rules(go_calls(), |r| r.on_404 = crate::config::On404::FailKeepSession);
+    let (first, _, _) = tool_call(&d.call(1, false));
+    d.frames(first, vec![sse(), priming("a_0")]);
+    let (second, _, _) = tool_call(&d.call(2, false));
+    let out = d.answer(second, vec![status(404)]);
+    assert!(!app(&out).iter().any(transport_closed), "{:#?}", app(&out));
+    assert!(!out.contains(&ClientOutput::Abort { conn: first }));
+    assert_eq!(tool_call(&d.call(3, false)).2.key, CallKey(3));
+}
+
+/// Call 1 on `d`, primed with `a_0`, its stream reset, and the resume it schedules.
+fn go_resumed(d: &mut Driver) -> (ConnId, Request) {
+    let (post, _, _) = tool_call(&d.call(1, false));
+    d.frames(post, vec![sse(), priming("a_0")]);
+    d.end(post, ConnEnd::Reset);
+    resume(&d.fire())
+}
+
+#[test]
+fn a_refused_resume_ends_the_stream_only_when_the_rule_says_so() {
+    for code in [409, 500] {
+        let mut d = go_calls();
+        let (get, req) = go_resumed(&mut d);
+        assert_eq!(req.last_event_id, ev("a_0"));
+        let out = d.answer(get, vec![status(code)]);
+        assert!(app(&out).iter().any(transport_closed), "HTTP {code}: {:#?}", app(&out));
+        assert_eq!(d.c.poll_timeout(), None, "nothing is retried");
+        // One failed attempt without the rule: the resume is tried again.
+        let mut d = with_rules(go_calls(), |r| r.refused_resume_ends_stream = false);
+        let (get, _) = go_resumed(&mut d);
+        let out = d.answer(get, vec![status(code)]);
+        assert!(app(&out).is_empty(), "HTTP {code}: {:#?}", app(&out));
+        assert_eq!(resume(&d.fire()).1.last_event_id, ev("a_0"));
+    }
+}
+
+#[test]
+fn spent_reconnects_under_close_transport_close_the_whole_transport() {
+    let mut d = go_calls();
+    let (mut get, _) = go_resumed(&mut d);
+    for _ in 0..4 {
+        d.end(get, ConnEnd::Refused);
+        get = resume(&d.fire()).0;
+    }
+    let out = d.end(get, ConnEnd::Refused);
+    assert!(app(&out).iter().any(transport_closed), "{:#?}", app(&out));
+    assert!(opens(&d.call(2, false)).is_empty(), "not connected");
+    // fail-call: only the call fails, a later call goes out.
+    let mut d = with_rules(go_calls(), |r| r.on_give_up = crate::config::OnGiveUp::FailCall);
+    let (mut get, _) = go_resumed(&mut d);
+    for _ in 0..4 {
+        d.end(get, ConnEnd::Refused);
+        get = resume(&d.fire()).0;
+    }
+    let out = d.end(get, ConnEnd::Refused);
+    assert!(!app(&out).iter().any(transport_closed) && !app(&out).is_empty(), "{:#?}", app(&out));
+    assert_eq!(tool_call(&d.call(2, false)).2.key, CallKey(2));
+}
+
+#[test]
+fn a_resumed_connection_that_ends_before_an_event_id_ends_the_call_when_the_cursor_is_per_connection() {
+    for end in [ConnEnd::Reset, ConnEnd::Clean] {
+        let mut d = go_calls();
+        let (get, _) = go_resumed(&mut d);
+        d.frame(get, sse());
+        let out = d.end(get, end);
+        let failed = |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error == ERR_NO_RESPONSE);
+        assert!(app(&out).iter().any(failed), "{end:?}: {:#?}", app(&out));
+        assert_eq!(d.c.poll_timeout(), None, "{end:?}: not resumed again");
+        // With an id on the resumed connection it resumes from that id.
+        let mut d = go_calls();
+        let (get, _) = go_resumed(&mut d);
+        d.frames(get, vec![sse(), priming("a_1")]);
+        let out = d.end(get, ConnEnd::Reset);
+        assert!(app(&out).is_empty(), "{end:?}: {:#?}", app(&out));
+        assert_eq!(resume(&d.fire()).1.last_event_id, ev("a_1"));
+        // Without the rule the call is resumed again (without its id: resume_token_survives_recut).
+        let mut d = with_rules(go_calls(), |r| {
+            r.resumed_needs_event_id = false;
+            r.on_empty_resume = OnEmptyResume::SameId;
+        });
+        let (get, _) = go_resumed(&mut d);
+        d.frame(get, sse());
+        let out = d.end(get, end);
+        assert!(app(&out).is_empty(), "{end:?}: {:#?}", app(&out));
+        assert_eq!(resume(&d.fire()).1.method, Method::Get);
+    }
+}
+
+#[test]
+fn in_the_modern_era_an_sdk_that_keeps_its_rules_fails_a_broken_call_instead_of_reissuing_it() {
+    let go_rules = profiles::client("go-sdk").expect("listed").close_handling;
+    let modern = |close_handling: CloseHandling| {
+        let mut policy = profiles::client("stateless-2026").expect("listed");
+        policy.close_handling = close_handling;
+        let mut d = Driver::with(policy, None, 7);
+        d.start();
+        d
+    };
+    let mut d = modern(go_rules.clone());
+    let (conn, _, _) = tool_call(&d.call(1, false));
+    d.frame(conn, sse());
+    let out = d.end(conn, ConnEnd::Reset);
+    let failed = |e: &StepKind| matches!(e, StepKind::AppError { error, .. } if error == ERR_NO_RESPONSE);
+    assert!(app(&out).iter().any(failed), "{:#?}", app(&out));
+    assert_eq!(d.c.poll_timeout(), None, "nothing re-issued");
+    // modern_reissue (the revision's rule): the same break is re-issued with a new id.
+    let CloseHandling::Sdk(mut rules) = go_rules else { panic!("sdk") };
+    rules.modern_reissue = true;
+    let mut d = modern(CloseHandling::Sdk(rules));
+    let (conn, first, _) = tool_call(&d.call(1, false));
+    d.frame(conn, sse());
+    let out = d.end(conn, ConnEnd::Reset);
+    assert!(app(&out).is_empty(), "{:#?}", app(&out));
+    let (_, again, _) = tool_call(&d.fire());
+    assert_ne!(again, first);
+}
+
+#[test]
+fn a_client_that_waits_for_the_standalone_head_does_not_wait_in_the_modern_era() {
+    // The modern era has no GET stream: the go-sdk client (await_standalone_head) that probed its
+    // way to 2026-07-28 sends its calls at once.
+    let mut policy = profiles::client("stateless-2026").expect("listed");
+    policy.await_standalone_head = true;
+    policy.open_standalone_stream = true;
+    let mut d = Driver::with(policy, None, 7);
+    d.start();
+    assert_eq!(tool_call(&d.call(1, false)).2.key, CallKey(1));
+}
+
+#[test]
+fn a_transport_that_closes_reports_its_standalone_stream_lost_when_the_policy_reports() {
+    let run = |report: bool| {
+        let mut policy = profiles::client("go-sdk").expect("listed");
+        policy.era = None;
+        policy.await_standalone_head = false;
+        policy.report_stream_given_up = report;
+        let mut d = Driver::with(policy, None, 7);
+        let out = d.start();
+        let out = d.complete_handshake(&out, S1);
+        let (get, _) = only_open(&out, |r| r.method == Method::Get);
+        d.frames(get, vec![sse(), event(Some("_0"), Some(ServerMessage::Notification { seq: 1 }))]);
+        let (get, _) = go_resumed(&mut d);
+        d.answer(get, vec![status(409)]);
+        d.app_view()
+    };
+    let lost = |e: &StepKind| matches!(e, StepKind::AppStreamLost { after, .. } if *after == ev("_0"));
+    let told = run(true);
+    assert!(told.iter().any(transport_closed) && told.iter().any(lost), "{told:#?}");
+    let silent = run(false);
+    assert!(silent.iter().any(transport_closed) && !silent.iter().any(lost), "{silent:#?}");
 }

@@ -2672,7 +2672,13 @@ impl Judge {
         }
         let (stream, held) = (*stream, *held);
         let (unhonoured, silent) = match outcome {
-            ResumeOutcome::Rejected { status, .. } => (*status == Status::GONE || *status == Status::CONFLICT, None),
+            // Refused: 410/409 (the note's condition 3). A 400 says so only when the server's own
+            // log evicted what followed the id (the Go SDK's "failed to replay events" for purged
+            // data); otherwise it says the request was wrong, not the id too old.
+            ResumeOutcome::Rejected { status, .. } => {
+                let refused = *status == Status::GONE || *status == Status::CONFLICT;
+                (refused || (*status == Status::BAD_REQUEST && evicted.is_some()), None)
+            }
             ResumeOutcome::SilentHead { skipped } => (true, Some(format!("at its head, {skipped} event(s) skipped"))),
             ResumeOutcome::FromOldest { skipped, .. } => {
                 (true, Some(format!("from its oldest event, {skipped} event(s) skipped")))
@@ -3523,6 +3529,26 @@ mod tests {
         assert_eq!(conflict.breaches, rejected(Status::GONE).breaches);
         // A 400 says nothing of retention: the request was wrong, not the id too old.
         assert!(rejected(Status::BAD_REQUEST).all_held(), "{:?}", rejected(Status::BAD_REQUEST));
+        // Unless the server's own log evicted what followed the id (the Go SDK's 400 "failed to
+        // replay events" for purged data): then it is the 410's condition 2.
+        let purged = |status: Status| {
+            let resume = StepKind::Resume {
+                session: sid(),
+                last_event_id: EventId::from("1-1"),
+                stream: Some(StreamNo(1)),
+                outcome: ResumeOutcome::Rejected { status, head: None },
+                held: false,
+                evicted: Some(RetentionBound { max_events: Some(1), window_us: None }),
+            };
+            Conditions::judge(&trace(vec![
+                (1_000, stored(1)),
+                (2_000, stored(2)),
+                (120_000, stored(3)),
+                (251_000, resume),
+            ]))
+        };
+        let conditions = purged(Status::BAD_REQUEST).breaches.iter().map(|b| b.condition).collect::<Vec<_>>();
+        assert_eq!(conditions, vec![Condition::Retention], "{:?}", purged(Status::BAD_REQUEST));
     }
 
     #[test]
@@ -3643,9 +3669,11 @@ mod tests {
             assert_eq!(conditions, vec![Condition::ServerMissed], "{outcome:?}");
             assert!(missed.breaches[0].is_bug());
             assert!(missed.breaches[0].to_string().starts_with("a server bug: the server still held"), "{missed:?}");
-            let how =
-                if matches!(outcome, ResumeOutcome::Rejected { .. }) { "(refused it with HTTP 410)" } else { "(" };
-            assert!(missed.breaches[0].detail.contains(how), "{missed:?}");
+            let how = match &outcome {
+                ResumeOutcome::Rejected { status, .. } => format!("(refused it with HTTP {status})"),
+                _ => "(".to_string(),
+            };
+            assert!(missed.breaches[0].detail.contains(&how), "{missed:?}");
             assert!(matches!(missed.explain_at(Instant(70_000_000)), Explanation::Bug(_)));
             assert_eq!(missed.explain_at(Instant(59_000_000)), Explanation::Unexplained);
             // Not held: the server no longer had the events, condition 2 broke (and 3 when silent).

@@ -13,6 +13,10 @@ impl Server {
         match self.policy.idle_rule {
             IdleRule::LastRequest => false,
             IdleRule::NoOpenRequest => open_conn(),
+            IdleRule::NoOpenPost => self.conns.values().any(|c| {
+                &c.session == session
+                    && matches!(c.kind, super::streams::ConnKind::Request | super::streams::ConnKind::Json)
+            }),
             IdleRule::NeverWhileBusy => open_conn() || tool_runs(),
         }
     }

@@ -471,6 +471,9 @@ impl Server {
             (Some(_), EventStoreMode::NoStore, NoStoreResume::Error500) => {
                 self.reject(conn, Status::INTERNAL, ErrorCode::Other, Some(session.clone()))
             }
+            (Some(_), EventStoreMode::NoStore, NoStoreResume::Error400) => {
+                self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, Some(session.clone()))
+            }
             (Some(_), EventStoreMode::NoStore, NoStoreResume::Ignored) | (None, ..) => {
                 self.open_standalone(now, conn, &session)
             }
@@ -539,6 +542,9 @@ impl Server {
             }
             (SessionlessGet::HoldOpen, true, false, NoStoreResume::Error500) => {
                 self.reject(conn, Status::INTERNAL, ErrorCode::Other, None)
+            }
+            (SessionlessGet::HoldOpen, true, false, NoStoreResume::Error400) => {
+                self.reject(conn, Status::BAD_REQUEST, ErrorCode::Other, None)
             }
             (SessionlessGet::HoldOpen, ..) => {
                 self.send(conn, Frame::Head(ResponseHead::event_stream()));

@@ -36,6 +36,14 @@ impl Server {
     pub(super) fn resume(&mut self, now: Instant, conn: ConnId, session: &SessionId, last_event_id: EventId) {
         let located = self.locate(now, session, &last_event_id);
         let resumption = Resumption { conn, session: session.clone(), last_event_id, located };
+        if self.claimed_elsewhere(&resumption) {
+            // The stream still has its own connection: refused before any replay, the old
+            // connection keeps it (`resume_while_attached = reject409`).
+            let status = Status::CONFLICT;
+            self.record_resume(&resumption, ResumeOutcome::Rejected { status, head: None });
+            let error = ErrorBody { code: ErrorCode::StreamAlreadyOpen, head_event_id: None };
+            return self.respond_status(conn, ResponseHead::error(status, error));
+        }
         match resumption.located.position {
             Position::Honourable(seq) => self.replay(now, &resumption, seq),
             Position::Evicted(seq) => self.unhonourable(now, &resumption, self.policy.evicted_id, Some(seq)),
@@ -126,7 +134,23 @@ impl Server {
                 self.record_resume(r, ResumeOutcome::Empty { open: true });
                 self.open_resumed(now, r, &[]);
             }
+            // A refusal that names no head: the client learns only that this resume failed.
+            Unhonourable::BadRequest400 => {
+                self.record_resume(r, ResumeOutcome::Rejected { status: Status::BAD_REQUEST, head: None });
+                let error = ErrorBody { code: ErrorCode::Other, head_event_id: None };
+                self.respond_status(r.conn, ResponseHead::error(Status::BAD_REQUEST, error));
+            }
         }
+    }
+
+    /// Under `resume_while_attached = reject409`: whether the stream the resume names is live and
+    /// still has a connection of its own.
+    fn claimed_elsewhere(&self, r: &Resumption) -> bool {
+        if self.policy.resume_while_attached != ResumeWhileAttached::Reject409 {
+            return false;
+        }
+        let Some(stream) = r.located.target else { return false };
+        self.stream(&r.session, stream).is_some_and(|s| !s.finished && s.attached.is_some_and(|old| old != r.conn))
     }
 
     pub(super) fn resumed_log(&self, r: &Resumption) -> Option<&StreamLog> {

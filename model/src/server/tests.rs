@@ -2337,3 +2337,87 @@ fn a_zero_interval_is_no_interval_a_tool_with_it_sends_no_progress() {
     let progress = events(&out, POST).iter().filter(|e| matches!(e.data, Some(ServerMessage::Progress { .. }))).count();
     assert_eq!(progress, 0, "{out:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The Go SDK's answers: 400 to an id it cannot replay after, 409 to a resume of a claimed
+// stream, 400 to a resume without a store, and an idle timer that only POSTs pause
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn go_sdk_refuses_an_id_it_cannot_replay_after_with_a_400_that_names_no_head() {
+    let mut s = server(policy("go-sdk"));
+    let session = init(&mut s, at(0));
+    let out = resume(&mut s, at(1), GET, &session, &EventId::from("nope-3"));
+    assert_eq!(head_status(&out, GET), Status::BAD_REQUEST);
+    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::BAD_REQUEST, head: None });
+    // Evicted: the same 400, where the reference server names the head in a 410.
+    let bounded = |name: &str| ServerPolicy {
+        retention: Retention { max_events: Some(100), ..policy(name).retention },
+        ..policy(name)
+    };
+    let (_, _, out) = evicted_resume(bounded("go-sdk"));
+    assert_eq!(head_status(&out, GET), Status::BAD_REQUEST);
+    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Rejected { status: Status::BAD_REQUEST, head: None });
+    let (_, _, out) = evicted_resume(bounded("reference"));
+    assert_eq!(head_status(&out, GET), Status::GONE);
+}
+
+#[test]
+fn go_sdk_refuses_a_resume_of_a_stream_still_claimed_by_its_connection_with_409() {
+    let mut s = server(policy("go-sdk"));
+    let session = init(&mut s, at(0));
+    let out = call(&mut s, at(0), POST, &session, "chatty");
+    let priming = events(&out, POST)[0].id.clone().expect("primed");
+    let _ = drive_until(&mut s, at(2));
+    let out = resume(&mut s, at(2), GET, &session, &priming);
+    assert_eq!(head_status(&out, GET), Status::CONFLICT);
+    assert!(events(&out, GET).is_empty(), "refused before any replay");
+    assert!(closes(&out, POST).is_empty(), "the old connection keeps the stream");
+    let live = drive_until(&mut s, at(3));
+    assert_eq!(events(&live, POST)[0].data, progress(3));
+    // take-over: the same resume replays and takes the stream.
+    let mut s = server(ServerPolicy { resume_while_attached: ResumeWhileAttached::TakeOver, ..policy("go-sdk") });
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "chatty");
+    let _ = drive_until(&mut s, at(2));
+    let out = resume(&mut s, at(2), GET, &session, &priming);
+    assert_eq!(head_status(&out, GET), Status::OK);
+    assert_eq!(closes(&out, POST), vec![false]);
+    // Once its connection is gone the stream is resumed as usual.
+    let mut s = server(policy("go-sdk"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "chatty");
+    s.handle_disconnect(at_ms(1_500), POST);
+    let _ = drive_until(&mut s, at(2));
+    let out = resume(&mut s, at(2), GET, &session, &priming);
+    assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 2 });
+}
+
+#[test]
+fn a_resume_without_an_event_store_gets_400_from_the_go_sdk() {
+    for (rule, status) in [(NoStoreResume::Error400, Status::BAD_REQUEST), (NoStoreResume::Error500, Status::INTERNAL)]
+    {
+        let p = ServerPolicy { event_store: EventStoreMode::NoStore, resume_without_store: rule, ..policy("go-sdk") };
+        let mut s = server(p);
+        let session = init(&mut s, at(0));
+        let out = resume(&mut s, at(1), GET, &session, &EventId::from("x-1"));
+        assert_eq!(head_status(&out, GET), status, "{rule:?}");
+    }
+}
+
+#[test]
+fn no_open_post_lets_a_session_with_an_open_get_expire_but_holds_it_while_a_post_is_open() {
+    for (rule, expires_with_get_open) in [(IdleRule::NoOpenPost, true), (IdleRule::NoOpenRequest, false)] {
+        let mut s = server(ServerPolicy { idle_rule: rule, ..idle_policy("go-sdk") });
+        let session = init(&mut s, at(0));
+        s.handle_request(at(0), GET, Request::get(Some(session.clone()), None));
+        let out = drive_until(&mut s, at(61));
+        assert_eq!(session_ends(&out).is_empty(), !expires_with_get_open, "{rule:?}");
+    }
+    let mut s = server(idle_policy("go-sdk"));
+    let session = init(&mut s, at(0));
+    let _ = call(&mut s, at(0), POST, &session, "marathon");
+    assert!(session_ends(&drive_until(&mut s, at(100))).is_empty(), "an open POST holds the session");
+    s.handle_disconnect(at(100), POST);
+    assert_eq!(session_ends(&drive_until(&mut s, at(160))), vec![SessionEndReason::IdleExpired]);
+}

@@ -427,6 +427,7 @@ fn idle_rule_name(rule: IdleRule) -> &'static str {
     match rule {
         IdleRule::NeverWhileBusy => "held while a tool runs",
         IdleRule::NoOpenRequest => "runs while no request is open: from the break",
+        IdleRule::NoOpenPost => "runs while no POST is open: from the break",
         IdleRule::LastRequest => "runs from the last request received",
     }
 }

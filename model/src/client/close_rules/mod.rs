@@ -129,7 +129,8 @@ impl Client {
         }
         // The modern era resumes nothing: a broken stream is re-issued with a new id
         // (2026-07-28 changelog.mdx:28), whatever the profile's legacy close rule.
-        if self.speaks_modern() {
+        let sdk_rules_in_modern = matches!(&self.policy.close_handling, CloseHandling::Sdk(r) if !r.modern_reissue);
+        if self.speaks_modern() && !sdk_rules_in_modern {
             return self.apply_reissue(now, ended);
         }
         match self.policy.close_handling.clone() {

@@ -47,8 +47,19 @@ impl Client {
                     }
                     return self.give_up_with(owner, &why);
                 }
+                // An SDK that fails on any refused resume stops reconnecting the stream.
+                Owner::Call(_) if ended.reconnect && rules.refused_resume_ends_stream => {
+                    return self.give_up_with(owner, &format!("HTTP {status} to the resume"));
+                }
                 // Any other refusal of a GET is one failed attempt.
                 _ => {}
+            }
+        }
+        // A cursor kept per connection: a resumed connection that ended before an id-bearing
+        // event leaves the SDK nothing to resume the call's stream with.
+        if let (Owner::Call(key), true) = (owner, ended.reconnect && ended.got_ok && ended.ids == 0) {
+            if rules.resumed_needs_event_id {
+                return self.unresumable(key, rules, "no event id arrived on the resumed connection");
             }
         }
         // typescript-sdk#2499: the cursor of a resumed connection starts empty, so a break before
@@ -87,15 +98,28 @@ impl Client {
             let why = "no event id arrived on the POST stream";
             // Only a stream the server answered: a POST that broke before its head failed to
             // send, and every SDK fails that call at once.
-            if rules.on_unresumable_post == OnGiveUp::LeavePending && ended.got_ok {
-                return self.leave_pending(key, why);
+            if !ended.got_ok {
+                self.record_decision(owner, None, None, Some(why.into()));
+                return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
             }
-            self.record_decision(owner, None, None, Some(why.into()));
-            return self.resolve_error(key, ERR_NO_RESPONSE.to_string());
+            return self.unresumable(key, rules, why);
         }
         let action = last.clone().map(|last_event_id| NextAction::Resume { last_event_id });
         self.record_decision(owner, None, action, None);
         self.schedule_reconnect(now, &ended, last);
+    }
+
+    /// A call's stream the SDK has no cursor to resume with (`why`): the call as
+    /// `on_unresumable_post` says.
+    fn unresumable(&mut self, key: CallKey, rules: &SdkRules, why: &str) {
+        match rules.on_unresumable_post {
+            OnGiveUp::LeavePending => self.leave_pending(key, why),
+            OnGiveUp::CloseTransport => self.close_transport(Owner::Call(key), why.to_string()),
+            OnGiveUp::FailCall => {
+                self.record_decision(Owner::Call(key), None, None, Some(why.into()));
+                self.resolve_error(key, ERR_NO_RESPONSE.to_string());
+            }
+        }
     }
 
     /// A JSON-RPC error answering a call's request: whether the SDK reads it as "session not
@@ -132,6 +156,7 @@ impl Client {
                 self.record_decision(Owner::Standalone, None, Some(NextAction::Reinitialize), Some(note));
                 self.session_lost();
             }
+            On404::CloseTransport => self.close_transport(Owner::Standalone, note),
         }
     }
 
@@ -159,6 +184,7 @@ impl Client {
                 self.record_decision(Owner::Call(key), None, Some(NextAction::Reinitialize), Some(note));
                 self.session_lost();
             }
+            On404::CloseTransport => self.close_transport(Owner::Call(key), note),
             // The dead session id is kept: every later request gets 404 too.
             _ => {
                 self.record_decision(Owner::Call(key), None, None, Some(note));
