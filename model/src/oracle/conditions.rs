@@ -1103,6 +1103,8 @@ struct Judge {
     /// The tools that ended `cancelled` at the latest such instant (time, session, call): a
     /// session expired at that instant stopped them, as for [`Judge::cancelled_tasks`].
     cancelled_tools: Vec<(Instant, SessionId, crate::ids::CallKey)>,
+    /// The tools at work, by session and call: from their side effect to their end.
+    tools_running: BTreeSet<(SessionId, crate::ids::CallKey)>,
     /// The calls whose tool ran on after their client's `DELETE` of the session, each named once
     /// ([`Condition::WorkRunOn`]).
     run_on: BTreeSet<(SessionId, crate::ids::CallKey)>,
@@ -1265,6 +1267,11 @@ impl Judge {
         let who = step.client;
         self.subscriptions(i, at, who, step);
         self.held_open_gets(i, at, who, step);
+        match &step.kind {
+            StepKind::SideEffect { session, call, .. } => _ = self.tools_running.insert((session.clone(), *call)),
+            StepKind::ToolEnded { session, call, .. } => _ = self.tools_running.remove(&(session.clone(), *call)),
+            _ => {}
+        }
         // Any resolution (a result, an error, an unknown outcome, a task's) tells the application.
         if let Some((call, _)) = super::Resolution::of(&step.kind) {
             if let Some(c) = self.clients.get_mut(&who) {
@@ -2782,20 +2789,30 @@ impl Judge {
     }
 
     /// `session` expired as idle at `at`, the client that holds it not cut off, and the expiry
-    /// cancelled a tool of its ([`Judge::cancelled_tools`]): a session with work under way for a
-    /// client still attached is not idle, whatever its last request's age. The server's bug, not condition 2
+    /// cancelled a tool of its ([`Judge::cancelled_tools`]) or left one at work
+    /// ([`Judge::tools_running`]: a server whose session close lets its handlers finish, the Go
+    /// SDK's): a session with work under way for a client still attached is not idle, whatever
+    /// its last request's age. The server's bug, not condition 2
     /// (no outage outlasted anything): an idle rule that counts only the last request
     /// (`server.idle_rule = last-request`: Python before python-sdk#3395, which maintainers
     /// mended as python-sdk#2455; rmcp's worker, whose sleep only messages restart) or only
     /// messages lets a quiet tool run past the TTL. A sweep of reference × rmcp and × py-sdk-1.27
-    /// read the tool it killed `conditions 1-4 held`.
+    /// read the tool it killed `conditions 1-4 held`; one of reference × go-sdk (`no-open-post`:
+    /// a resumed `GET` does not hold the timer off, `streamable.go:76-78`) the tool it left
+    /// working for a session that no longer was.
     fn expired_busy(&mut self, i: usize, at: Instant, session: &SessionId) {
         // A task's tool is the task's work: its cancel by the expiry is read with the task's.
-        let calls: BTreeSet<crate::ids::CallKey> = std::mem::take(&mut self.cancelled_tools)
+        let mut calls: BTreeSet<crate::ids::CallKey> = std::mem::take(&mut self.cancelled_tools)
             .into_iter()
             .filter(|(when, s, call)| *when == at && s == session && !self.task_calls.contains(call))
             .map(|(_, _, call)| call)
             .collect();
+        calls.extend(
+            self.tools_running
+                .iter()
+                .filter(|(s, call)| s == session && !self.task_calls.contains(call))
+                .map(|(_, call)| *call),
+        );
         let calls: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
         // Its client still holds it (not one it left for a new session, nor a modern client's,
         // whose re-issue went to another) and is in touch with the server.
@@ -6046,6 +6063,37 @@ mod tests {
             let t = Conditions::judge(&trace(steps));
             assert!(t.all_held(), "{t:?}");
         }
+        // A tool the expiry left at work (a server whose session close lets handlers finish):
+        // as busy; one that ended before the expiry leaves the session idle.
+        let ran = StepKind::SideEffect {
+            session: sid(),
+            request: RequestId(2),
+            call: CallKey(0),
+            tool: "pay".into(),
+            idempotent: false,
+        };
+        let left = Conditions::judge(&trace(vec![
+            (1_000, on_session(2)),
+            (1_010, streaming.clone()),
+            (1_015, ran.clone()),
+            (90_000, expired()),
+        ]));
+        let b: Vec<_> = left.breaches.iter().map(|b| (b.condition, b.step)).collect();
+        assert_eq!(b, vec![(Condition::ServerEnded, 3)], "{left:?}");
+        let done = StepKind::ToolEnded {
+            session: sid(),
+            request: RequestId(2),
+            call: CallKey(0),
+            end: crate::trace::ToolEnd::Completed,
+        };
+        let idle = Conditions::judge(&trace(vec![
+            (1_000, on_session(2)),
+            (1_010, streaming.clone()),
+            (1_015, ran),
+            (20_000, done),
+            (90_000, expired()),
+        ]));
+        assert!(idle.all_held(), "{idle:?}");
         // A task's tool is the task's work, read with the task (condition 2 at its cancel).
         let task = StepKind::TaskCreated {
             task: crate::tasks::TaskId("r0.0-t0".into()),
