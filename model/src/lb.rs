@@ -541,29 +541,52 @@ impl LoadBalancer {
     pub fn holding(&self, now: Instant) -> Vec<StepKind> {
         let mut out = Vec::new();
         for (conn, p) in &self.conns {
-            for (hop, at) in p.at.iter().enumerate() {
-                let frames = at.held.len() + at.buffer.len() + usize::from(at.tail.is_some());
-                if frames == 0 {
-                    continue;
-                }
-                let since = [
-                    (!at.held.is_empty()).then_some(p.opened),
-                    at.buffered_since,
-                    at.tail.as_ref().map(|(since, _)| *since),
-                ]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(now);
-                out.push(StepKind::LbHolding {
-                    conn: *conn,
-                    frames: frames as u32,
-                    held_us: micros(now - since),
-                    hop: self.label(hop),
-                });
+            for (hop, frames, held_us) in self.held_back(p, now) {
+                out.push(StepKind::LbHolding { conn: *conn, frames, held_us, hop });
             }
         }
         out
+    }
+
+    /// What each intermediary holds back of `p`'s response at `now`: per hop that holds any, from
+    /// the client's side, its label, how many frames, and for how long the first. A held head
+    /// counts from the exchange's start, a buffer from its first frame, a held tail from its
+    /// arrival.
+    fn held_back(&self, p: &Proxied, now: Instant) -> Vec<(Option<u32>, u32, u64)> {
+        let mut out = Vec::new();
+        for (hop, at) in p.at.iter().enumerate() {
+            let frames = at.held.len() + at.buffer.len() + usize::from(at.tail.is_some());
+            if frames == 0 {
+                continue;
+            }
+            let since = [
+                (!at.held.is_empty()).then_some(p.opened),
+                at.buffered_since,
+                at.tail.as_ref().map(|(since, _)| *since),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now);
+            out.push((self.label(hop), frames as u32, micros(now - since)));
+        }
+        out
+    }
+
+    /// `conn` goes with whatever the intermediaries still hold back of its response: one
+    /// `lb-discarded` step per hop that holds any, from the client's side.
+    fn discard(&mut self, now: Instant, conn: ConnId) {
+        let Some(p) = self.conns.get(&conn) else { return };
+        for (hop, frames, held_us) in self.held_back(p, now) {
+            self.outputs.push_back(LbOutput::Record(StepKind::LbDiscarded { conn, frames, held_us, hop }));
+        }
+    }
+
+    /// The network reset `conn` (a fault, not either side's close): what the intermediaries held
+    /// back of its response goes with it; the chain forgets it.
+    pub fn handle_reset(&mut self, now: Instant, conn: ConnId) {
+        self.discard(now, conn);
+        self.handle_close(now, conn);
     }
 
     /// One side closed `conn`; the chain forgets it.
@@ -662,6 +685,7 @@ impl LoadBalancer {
             records.push(StepKind::LbAnswered { conn, status, hop: label });
         }
         self.outputs.extend(records.into_iter().map(LbOutput::Record));
+        self.discard(now, conn);
         self.conns.remove(&conn);
         self.outputs.push_back(LbOutput::Cut { conn, keep_upstream, answer });
         false
@@ -734,12 +758,13 @@ impl LoadBalancer {
     /// the intermediary in front of it answers 502 where it had passed no response head yet (its
     /// upstream went away mid-request), and a restarted balancer forgets its sticky sessions.
     /// Returns whether `hop` names an intermediary.
-    pub fn fail_hop(&mut self, hop: usize, restart: bool) -> bool {
+    pub fn fail_hop(&mut self, now: Instant, hop: usize, restart: bool) -> bool {
         if hop >= self.chain.len() {
             return false;
         }
         let conns: Vec<ConnId> = self.conns.keys().copied().collect();
         for conn in conns {
+            self.discard(now, conn);
             let Some(p) = self.conns.remove(&conn) else { continue };
             self.refresh(conn);
             let answer = (restart && hop > 0 && !p.at[hop - 1].headed).then_some(Status::BAD_GATEWAY);
@@ -1116,7 +1141,7 @@ mod tests {
         assert_eq!(lb.open_connections(), 1, "the answered connection is not timed out");
         // The balancer (hop 1) restarts: hop 0 answers 502 where no head came through.
         lb.handle_open(secs(101), ConnId(3));
-        assert!(lb.fail_hop(1, true));
+        assert!(lb.fail_hop(secs(101), 1, true));
         let out = drain(&mut lb);
         assert!(out.contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
         assert!(out.contains(&LbOutput::Cut {
@@ -1124,7 +1149,7 @@ mod tests {
             keep_upstream: false,
             answer: Some(Status::BAD_GATEWAY)
         }));
-        assert!(!lb.fail_hop(2, false));
+        assert!(!lb.fail_hop(secs(101), 2, false));
     }
 
     #[test]
@@ -1205,7 +1230,7 @@ mod tests {
         let mut burst = head();
         burst.extend(body(3));
         assert_eq!(lb.handle_response(secs(3), ConnId(2), burst), b"Hee");
-        assert!(lb.fail_hop(0, false));
+        assert!(lb.fail_hop(secs(3), 0, false));
         assert!(drain(&mut lb).contains(&LbOutput::Cut { conn: ConnId(2), keep_upstream: false, answer: None }));
         // Without hold_tail everything passes at once.
         let mut plain = chain(vec![HopConfig::default()], 600);
@@ -1336,11 +1361,11 @@ mod tests {
         let s = SessionId("1-1".into());
         lb.handle_session(s.clone(), Backend(1));
         // The CDN in front restarts, and the balancer fails without restarting: still sticky.
-        assert!(lb.fail_hop(0, true));
-        assert!(lb.fail_hop(1, false));
+        assert!(lb.fail_hop(Instant::ZERO, 0, true));
+        assert!(lb.fail_hop(Instant::ZERO, 1, false));
         assert_eq!(lb.route(ConnId(1), Some(&s), 0), Route::To(Backend(1)));
         // The balancer itself restarts: the session is routed as a new one, by turn.
-        assert!(lb.fail_hop(1, true));
+        assert!(lb.fail_hop(Instant::ZERO, 1, true));
         assert_eq!(lb.route(ConnId(2), Some(&s), 0), Route::To(Backend(0)));
     }
 
@@ -1454,7 +1479,7 @@ mod tests {
     fn a_restart_of_the_hop_nearest_the_client_cuts_its_connections_with_no_one_in_front_to_answer() {
         let mut lb = chain(vec![HopConfig::default()], 600);
         lb.handle_open(Instant::ZERO, ConnId(1));
-        assert!(lb.fail_hop(0, true));
+        assert!(lb.fail_hop(Instant::ZERO, 0, true));
         assert_eq!(drain(&mut lb), vec![LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: None }]);
         assert_eq!(lb.open_connections(), 0);
     }
@@ -1500,7 +1525,7 @@ mod tests {
         // for its head, and the CDN in front answers 502 and is named for it.
         let mut lb = chain(vec![HopConfig::default(), HopConfig::default()], 600);
         lb.handle_open(Instant::ZERO, ConnId(1));
-        assert!(lb.fail_hop(1, true));
+        assert!(lb.fail_hop(Instant::ZERO, 1, true));
         let out = drain(&mut lb);
         let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(0) };
         assert_eq!(
@@ -1587,15 +1612,57 @@ mod tests {
         let mut first = head();
         first.extend(body(1));
         assert!(lb.handle_response(Instant::ZERO, ConnId(1), first).is_empty());
-        assert!(lb.fail_hop(1, true));
+        assert!(lb.fail_hop(secs(2), 1, true));
         let answered = StepKind::LbAnswered { conn: ConnId(1), status: Status::BAD_GATEWAY, hop: Some(0) };
+        // What nginx held goes with the connection, and the step says so.
+        let discarded = StepKind::LbDiscarded { conn: ConnId(1), frames: 2, held_us: 2_000_000, hop: Some(1) };
         assert_eq!(
             drain(&mut lb),
             vec![
+                LbOutput::Record(discarded),
                 LbOutput::Record(answered),
                 LbOutput::Cut { conn: ConnId(1), keep_upstream: false, answer: Some(Status::BAD_GATEWAY) }
             ]
         );
+    }
+
+    /// A connection that goes while a hop still buffers part of its response (a cut by the
+    /// hop's idle timeout, a reset by the network) takes the frames with it, and a step says so:
+    /// without it a loss the buffering caused would read as nobody's.
+    #[test]
+    fn frames_a_hop_still_buffers_go_with_their_connection_and_a_step_says_so() {
+        // A CDN buffering 4 KiB with no flush interval: the stream's small frames stay in it, no
+        // byte reaches the client, and its idle timeout cuts the connection after 47 s.
+        let cdn = HopConfig { buffer: Some(4096), idle_timeout: Some(Duration::from_secs(47)), ..HopConfig::default() };
+        let mut lb = chain(vec![cdn.clone()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(1));
+        let mut first = head();
+        first.extend(body(2));
+        // The head goes through; the body stays.
+        assert_eq!(lb.handle_response(secs(1), ConnId(1), first), b"H");
+        assert_eq!(lb.poll_timeout(), Some(secs(48)));
+        lb.handle_timeout(secs(48));
+        let out = drain(&mut lb);
+        let discarded = StepKind::LbDiscarded { conn: ConnId(1), frames: 2, held_us: 47_000_000, hop: Some(0) };
+        let at = out.iter().position(|o| *o == LbOutput::Record(discarded.clone()));
+        let cut = out.iter().position(|o| matches!(o, LbOutput::Cut { conn: ConnId(1), .. }));
+        assert!(matches!((at, cut), (Some(a), Some(c)) if a < c), "{out:?}");
+        // A reset: the same, and the chain forgets the connection.
+        let mut lb = chain(vec![cdn.clone()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(2));
+        let mut first = head();
+        first.extend(body(1));
+        assert_eq!(lb.handle_response(secs(1), ConnId(2), first), b"H");
+        lb.handle_reset(secs(4), ConnId(2));
+        let discarded = StepKind::LbDiscarded { conn: ConnId(2), frames: 1, held_us: 3_000_000, hop: Some(0) };
+        assert_eq!(drain(&mut lb), vec![LbOutput::Record(discarded)]);
+        assert_eq!(lb.open_connections(), 0);
+        // Nothing held, nothing recorded: a reset of a connection whose frames all went out.
+        let mut lb = chain(vec![HopConfig::default()], 600);
+        lb.handle_open(Instant::ZERO, ConnId(3));
+        assert!(!lb.handle_response(secs(1), ConnId(3), head()).is_empty());
+        lb.handle_reset(secs(4), ConnId(3));
+        assert_eq!(drain(&mut lb), vec![]);
     }
 
     #[test]

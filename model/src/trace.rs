@@ -507,6 +507,20 @@ pub enum StepKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hop: Option<u32>,
     },
+    /// A connection went (an intermediary cut it, a network reset took it, a hop failed) while
+    /// an intermediary still held back frames of its response: they went with it and never
+    /// reached the client.
+    LbDiscarded {
+        /// The connection.
+        conn: ConnId,
+        /// How many frames it held.
+        frames: u32,
+        /// How long the first of them had been held, in µs.
+        held_us: u64,
+        /// Which intermediary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop: Option<u32>,
+    },
     /// A hop dropped a header of `conn`'s request (`HopConfig::drop_request_headers`): the
     /// server got the request without it.
     LbHeaderDropped {
@@ -1023,6 +1037,7 @@ impl StepKind {
             | LbGaveUp { conn }
             | LbFlushed { conn, .. }
             | LbHolding { conn, .. }
+            | LbDiscarded { conn, .. }
             | LbHeaderDropped { conn, .. }
             | LbResponseHeaderDropped { conn, .. }
             | LbUpstreamReused { conn, .. }

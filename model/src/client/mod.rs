@@ -101,6 +101,10 @@ pub(crate) const ERR_EXHAUSTED: &str = "reconnect attempts exhausted";
 /// What a given-up call's decision note ends with when the policy leaves it pending
 /// (`OnGiveUp::LeavePending`): the oracles read a give-up by it, whatever stopped the stream.
 pub(crate) const NOTE_LEFT_PENDING: &str = "the call stays pending until its request timeout";
+/// Why an SDK cannot resume a call's stream (`SdkRules::resume_post_needs_event_id`): its
+/// decision's note holds it, and the conditions judge reads it as the decision procedure's
+/// `NeverPersisted` (condition 1 when an event of the stream never reached the client).
+pub(crate) const NOTE_NO_POST_EVENT_ID: &str = "no event id arrived on the POST stream";
 /// Why an SDK stops reconnecting a call's stream whose resume was answered 405
 /// (`SdkRules::resume_405_ends_stream`).
 pub(crate) const NOTE_NO_GET_STREAM: &str = "the server offers no GET stream, so reconnecting stops";

@@ -352,7 +352,7 @@ pub struct Breach {
     pub task_id_lost: bool,
     /// An intermediary still held the frames when the run ended ([`Condition::ProxyHeld`] from
     /// an `lb-holding` step): they never arrived, so it costs what they carried, not only time.
-    pub held_at_end: bool,
+    pub never_released: bool,
     /// The fields of the server's policy that model this act, where the judge can tell which
     /// (a busy session's expiry: its idle rule), beside those its condition names.
     pub rules: &'static [&'static str],
@@ -737,7 +737,7 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
         return effect == Effect::PacedChurn;
     }
     if b.condition == Condition::ProxyHeld {
-        if !b.held_at_end {
+        if !b.never_released {
             return effect == Effect::Of(InvariantId::TimelyDelivery);
         }
         // Never released: what the frames carried never arrived.
@@ -1094,6 +1094,9 @@ struct Judge {
     /// The longest hold of a response stream an intermediary released so far, by client
     /// ([`Condition::ProxyHeld`]).
     proxy_held: BTreeMap<Option<u32>, u64>,
+    /// The latest `lb-discarded` step: when, and what it says went (read by
+    /// [`Judge::never_persisted`], whose stream may have broken with it).
+    last_discard: Option<(Instant, String)>,
     /// Sessions the server expired by its own bug (inside its TTL, or busy): a 404 for one later
     /// is that bug's, not a retention the outage outlasted.
     expired_by_bug: BTreeSet<SessionId>,
@@ -1255,7 +1258,7 @@ impl Judge {
             server_failed_work: false,
             promised: false,
             task_id_lost: false,
-            held_at_end: false,
+            never_released: false,
             rules: &[],
         };
         self.breaches.push(breach);
@@ -1552,7 +1555,14 @@ impl Judge {
                 }
             }
             StepKind::Decision { call, action, error, .. } => {
-                if error.as_deref() == Some(NEVER_PERSISTED.as_str()) {
+                // The decision procedure's words, or an SDK's for a call's stream it cannot resume
+                // (a py-sdk 1.29 client whose POST stream a buffering CDN cut before the priming
+                // event came through read as `conditions 1-4 held`).
+                let no_id = |e: &str| {
+                    e == NEVER_PERSISTED.as_str()
+                        || (call.is_some() && e.contains(crate::client::NOTE_NO_POST_EVENT_ID))
+                };
+                if error.as_deref().is_some_and(no_id) {
                     self.never_persisted(i, at, who, *call);
                 }
                 if let (Some(key), Some(crate::client::NOTE_REISSUE)) = (call, error.as_deref()) {
@@ -1837,7 +1847,28 @@ impl Judge {
                     intermediary(*hop),
                     format_micros(*held_us)
                 );
-                self.record(Condition::ProxyHeld, i, at, detail).held_at_end = true;
+                self.record(Condition::ProxyHeld, i, at, detail).never_released = true;
+            }
+            StepKind::LbDiscarded { conn, frames, held_us, hop } => {
+                let detail = format!(
+                    "{} held {frames} frame(s) of {conn} back, the first for {}, and they went with the connection \
+                     at {at}: they never reached the client (response buffering: lb.hops[].buffer, flush_interval, \
+                     or a held head or tail)",
+                    intermediary(*hop),
+                    format_micros(*held_us)
+                );
+                self.last_discard = Some((
+                    at,
+                    format!(
+                        "{} dropped {frames} frame(s) it held back of {conn} with the connection",
+                        intermediary(*hop)
+                    ),
+                ));
+                // A client that had an id of the stream resumes, and a server that keeps its
+                // events replays them: late, not lost. One that had none reads its loss by
+                // condition 1 (`never_persisted`). (Read as never released, the TypeScript
+                // store's burst order, a server bug, read as this hop's price.)
+                self.record(Condition::ProxyHeld, i, at, detail);
             }
             StepKind::SideEffect { session, request, call, .. }
             | StepKind::ToolEnded { session, request, call, end: crate::trace::ToolEnd::Completed } => {
@@ -2042,10 +2073,14 @@ impl Judge {
             }
             return;
         };
-        let detail = format!(
+        let mut detail = format!(
             "a stream of session {session} broke before event {id} (stored at {stored_at}) reached the client: it \
              had no Last-Event-ID to persist, so resumption was impossible and the stream starts again at the head"
         );
+        // A buffering hop that held the stream's first events back is what a reader must see.
+        if let Some((_, dropped)) = self.last_discard.as_ref().filter(|(when, _)| *when == at) {
+            detail.push_str(&format!(" (at that instant {dropped})"));
+        }
         self.breach(Condition::Persisted, i, at, detail);
     }
 
@@ -4641,7 +4676,7 @@ mod tests {
             server_failed_work: true,
             promised: false,
             task_id_lost: false,
-            held_at_end: false,
+            never_released: false,
             rules: &[],
         };
         assert!(can_cause(&b, Effect::Of(InvariantId::NoDuplicateExecution)));
@@ -5173,6 +5208,54 @@ mod tests {
         let other = judged(&earlier);
         let b: Vec<_> = other.breaches.iter().map(|b| (b.condition, b.detail.contains("before event 0-0"))).collect();
         assert_eq!(b, vec![(Condition::Persisted, true)], "{other:?}");
+    }
+
+    /// An SDK client that cannot resume a call's stream because no event id reached it on the
+    /// POST stream (its rule `resume_post_needs_event_id`) reads as the decision procedure's
+    /// "never persisted": condition 1 when the server stored an event of that stream the client
+    /// never got (a buffering CDN cut the stream before the priming event came through), and
+    /// nothing when every stored event had arrived.
+    #[test]
+    fn an_sdk_client_with_no_event_id_of_a_calls_stream_breaks_condition_one_like_the_decision_procedure() {
+        let call = CallKey(0);
+        let judged_with = |received: bool, discarded: bool| {
+            let tool = crate::http::ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
+            let request =
+                Request::post(Some(sid()), crate::http::ClientMessage::CallTool { id: RequestId(9), call: tool });
+            let note = format!("{}: {}", crate::client::NOTE_NO_POST_EVENT_ID, crate::client::NOTE_LEFT_PENDING);
+            let mut steps = vec![
+                (0, start(false)),
+                (1, on_session(1)),
+                (2, StepKind::AppCall { call, tool: "pay".into(), idempotent: true }),
+                (3, StepKind::Send { conn: ConnId(2), request }),
+                (4, stored_on(&sid(), StreamNo(1), 0, Some(call))),
+            ];
+            if received {
+                steps.push((5, event_on(2, "1-0")));
+            }
+            if discarded {
+                let dropped = StepKind::LbDiscarded { conn: ConnId(7), frames: 2, held_us: 5_000, hop: Some(0) };
+                steps.push((6, dropped));
+            }
+            steps.push((6, StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset }));
+            steps.push((6, StepKind::Decision { call: Some(call), outcome: None, action: None, error: Some(note) }));
+            Conditions::judge(&trace(steps))
+        };
+        let judged = |received: bool| judged_with(received, false);
+        // (Leaving the call pending is condition 4 besides, this client's policy's price.)
+        let missed = judged(false);
+        let b: Vec<_> = missed.breaches.iter().map(|b| (b.condition, b.detail.contains("before event 1-0"))).collect();
+        assert_eq!(b, vec![(Condition::Persisted, true), (Condition::ByClass, false)], "{missed:?}");
+        assert!(judged(true).breaches.iter().all(|b| b.condition != Condition::Persisted), "{:?}", judged(true));
+        // A hop that dropped what it held back at that instant is named beside it.
+        let held = judged_with(false, true);
+        assert!(
+            held.breaches.iter().any(|b| b.condition == Condition::Persisted
+                && b.detail
+                    .ends_with("(at that instant hop0 dropped 2 frame(s) it held back of c7 with the connection)")),
+            "{held:?}"
+        );
+        assert!(!missed.breaches[0].detail.contains("at that instant"), "{missed:?}");
     }
 
     #[test]
@@ -5989,6 +6072,23 @@ mod tests {
             other => panic!("{other}"),
         }
         assert!(!stuck.explain(&late(60, InvariantId::NoDuplicateDelivery)).is_explained());
+        // Frames that went with their connection (a cut, a reset) come again with a resume:
+        // late, not lost (a client with no id to resume from breaks condition 1 instead).
+        let discarded = StepKind::LbDiscarded { conn: ConnId(3), frames: 5, held_us: 47_000_000, hop: Some(0) };
+        let gone = Conditions::judge(&trace(vec![(48_000, discarded)]));
+        assert!(!gone.explain(&late(60, InvariantId::NoSilentEventLoss)).is_explained());
+        match gone.explain(&late(60, InvariantId::TimelyDelivery)) {
+            Explanation::ExplainedBy(bs) => {
+                assert_eq!(
+                bs.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+                vec!["an intermediary's buffering: hop0 held 5 frame(s) of c3 back, the first for 47.000s, and they \
+                      went with the connection at 48.000s: they never reached the client (response buffering: \
+                      lb.hops[].buffer, flush_interval, or a held head or tail)"]
+            )
+            }
+            other => panic!("{other}"),
+        }
+        assert!(!gone.explain(&late(60, InvariantId::NoDuplicateDelivery)).is_explained());
     }
 
     /// An idle expiry that cancels a tool of the session while its client is still attached (no

@@ -195,6 +195,13 @@ pub fn describe(kind: &StepKind) -> String {
                 format_micros(*held_us)
             )
         }
+        LbDiscarded { conn, frames, held_us, hop } => {
+            format!(
+                "{}dropped {frames} held frame(s) of {conn} with the connection, the first held for {}",
+                at_hop(*hop),
+                format_micros(*held_us)
+            )
+        }
         SessionCreated { session, client } => format!("session {session} created for {client}"),
         SessionEnded { session, reason, idle_ttl_us } => match idle_ttl_us {
             Some(ttl) => format!("session {session} ended ({reason:?}, idle TTL {})", format_micros(*ttl)),

@@ -531,12 +531,18 @@ pub(crate) fn apply_by_round_trips(s: &mut Scenario, key: &str, value: &str) -> 
 
 /// Rejects a list of overrides that sets one field twice (the last would silently win, and for a
 /// fault key replace the first): `server.retention=5` and `server.retention.max_events=6` clash.
+/// A whole profile chosen first and its fields after (`lb=cdn-alb lb.idle_timeout=30s`, as a
+/// search's printed command has them) is the profile with those fields changed, no clash; the
+/// other way round, the profile would silently undo the field.
 pub(crate) fn check_distinct(overrides: &[(String, String)]) -> Result<(), SimError> {
     let mut seen: Vec<(String, &str)> = Vec::new();
     for (key, value) in overrides {
         for target in targets(key)? {
+            let refines_profile = |t: &String| !t.contains('.') && target.starts_with(&format!("{t}."));
             let clash = |t: &String| {
-                t == &target || t.starts_with(&format!("{target}.")) || target.starts_with(&format!("{t}."))
+                t == &target
+                    || t.starts_with(&format!("{target}."))
+                    || (target.starts_with(&format!("{t}.")) && !refines_profile(t))
             };
             if let Some((_, first)) = seen.iter().find(|(t, _)| clash(t)) {
                 return Err(SimError::BadValue {
@@ -1989,6 +1995,19 @@ mod tests {
         assert!(e.contains("already set by --set lb.idle_timeout"), "{e}");
         let e = rejected("fault.partition=1m..2m fault.partition=3m..4m");
         assert!(e.contains("give each key once"), "{e}");
+        // A profile chosen whole, then refined: the profile with that field changed; the other
+        // way round the profile would undo the field.
+        let args = ScenarioArgs {
+            client: "reference".into(),
+            server: "reference".into(),
+            scenario: "chatty-tool".into(),
+            sets: vec!["lb=cdn-alb".into(), "lb.idle_timeout=30s".into()],
+        };
+        let refined = args.build().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(refined.lb.idle_timeout, Some(Duration::from_secs(30)));
+        assert!(!refined.lb.hops.is_empty(), "the cdn-alb profile's hops stay");
+        let e = rejected("lb.idle_timeout=30s lb=cdn-alb");
+        assert!(e.contains("lb is already set by --set lb.idle_timeout"), "{e}");
         // An alias and the field it sets are one key.
         let e = rejected("server.retention=5 server.retention.max_events=6");
         assert!(e.contains("server.retention.max_events is already set"), "{e}");

@@ -1385,6 +1385,48 @@ mod tests {
         }
     }
 
+    /// What a found case prints to run it again (`rerun (same seed, same steps): mcpsim run …`)
+    /// is accepted by `run` and builds the very scenario, behind a balancer profile chosen whole
+    /// (`--lb cdn-alb`, printed `--set lb=cdn-alb`) whose hops the case then draws: the printed
+    /// command once set the balancer twice and was refused.
+    #[test]
+    fn every_generated_case_behind_a_balancer_profile_prints_a_command_that_rebuilds_it() {
+        let mut base = long_tool();
+        base.apply_overrides(&[("lb".into(), "cdn-alb".into())]).expect("cdn-alb is a built-in balancer profile");
+        let space = Space::for_scenario(&base);
+        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let strategy = cases(&space);
+        let mut hops = 0;
+        for _ in 0..100 {
+            let case = strategy.new_tree(&mut runner).unwrap().current();
+            let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+            hops += usize::from(s.overrides.iter().any(|(k, _)| k.starts_with("lb.")));
+            let printed = s.cli_args();
+            let sets: Vec<String> = printed.split(" --set ").skip(1).map(str::to_string).collect();
+            let args = crate::scenario::ScenarioArgs {
+                client: s.client.name.clone(),
+                server: s.server.name.clone(),
+                scenario: s.name.clone(),
+                sets,
+            };
+            let mut back = args.build().unwrap_or_else(|e| panic!("{printed}: {e}"));
+            // What the search records of the case (its overrides, its swarm) is no part of the run.
+            back.overrides.clone_from(&s.overrides);
+            back.swarm.clone_from(&s.swarm);
+            let (back, s) =
+                (serde_json::to_value(&back).unwrap_or_default(), serde_json::to_value(&s).unwrap_or_default());
+            let differ: Vec<_> = s
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, v)| back.get(k.as_str()) != Some(*v))
+                .map(|(k, v)| format!("{k}: {v} rebuilt as {:?}", back.get(k.as_str())))
+                .collect();
+            assert!(differ.is_empty(), "{printed}\n{differ:#?}");
+        }
+        assert!(hops > 10, "{hops} of 100 cases changed a balancer field");
+    }
+
     #[test]
     fn swarm_cases_generate_only_from_the_kinds_and_parts_they_switched_on() {
         // chatty-tool plans a partition of its own: a swarm case with partitions off plans none.

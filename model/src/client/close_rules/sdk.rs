@@ -95,7 +95,7 @@ impl Client {
         }
         let last = self.stream_mut(owner).and_then(|s| s.last_event_id.clone());
         if let (Owner::Call(key), true, None) = (owner, ended.was_post() && rules.resume_post_needs_event_id, &last) {
-            let why = "no event id arrived on the POST stream";
+            let why = crate::client::NOTE_NO_POST_EVENT_ID;
             // Only a stream the server answered: a POST that broke before its head failed to
             // send, and every SDK fails that call at once.
             if !ended.got_ok {

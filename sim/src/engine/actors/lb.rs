@@ -102,7 +102,7 @@ impl LbCore {
         for conn in conns {
             if let Some(pump) = self.pumps.remove(&conn) {
                 pump.task.abort();
-                self.lb.handle_close(world.rec.now(), conn);
+                self.lb.handle_reset(world.rec.now(), conn);
             }
         }
         self.drain(world);
@@ -137,7 +137,7 @@ impl LbCore {
     /// Hop `hop` of the chain (the balancer itself is the last) is cut (`restart`: restarts): every
     /// connection through it goes, which is every connection. Returns whether the hop exists.
     pub(crate) fn fail_hop(&mut self, world: &Arc<World>, hop: u32, restart: bool) -> bool {
-        let known = self.lb.fail_hop(hop as usize, restart);
+        let known = self.lb.fail_hop(world.rec.now(), hop as usize, restart);
         // The balancer itself (the last hop) going down takes its kept-alive upstream connections.
         if known && hop as usize + 1 == self.lb.chain_len() {
             self.upstreams.close_where(|_| true);

@@ -507,7 +507,8 @@ fn item_of(step: &Step, place: &Place) -> Item {
         | LbGaveUp { .. }
         | LbHeaderDropped { .. }
         | LbResponseHeaderDropped { .. }
-        | LbHolding { .. } => Item::new(t, note(Lane::Lb), described()),
+        | LbHolding { .. }
+        | LbDiscarded { .. } => Item::new(t, note(Lane::Lb), described()),
         LbFlushed { conn, .. } => Item::new(t, note(Lane::Lb), described())
             .folding(Fold::noise(format!("flushed {conn}"), format!("buffered frames released on {conn}"))),
         // The replica that handled the exchange, as a label on the lb lifeline (`server#2`).
