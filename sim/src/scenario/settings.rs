@@ -173,7 +173,13 @@ pub fn keeping(condition: Condition) -> &'static [&'static str] {
 
 /// The short key of that name.
 pub fn setting(key: &str) -> Result<&'static Setting, SimError> {
-    SETTINGS.iter().find(|s| s.key == key).ok_or_else(|| unknown_key(key))
+    find_setting(key).ok_or_else(|| unknown_key(key))
+}
+
+/// The short key `key`, if it is one: where a field's path is the other answer, without the
+/// message that lists every short key (a search applies such keys to every case).
+fn find_setting(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == key)
 }
 
 fn unknown_key(key: &str) -> SimError {
@@ -194,7 +200,7 @@ pub(crate) fn targets(key: &str) -> Result<Vec<String>, SimError> {
             "this command line was printed for a scenario edited in code whose value no --set can write (unreplayable=FIELD names it): it would run another scenario; replay its trace instead (mcpsim replay FILE)".into(),
         ));
     }
-    if let Ok(s) = setting(key) {
+    if let Some(s) = find_setting(key) {
         return Ok(s.targets.iter().map(|t| t.to_string()).collect());
     }
     let path = field_path(key).map_err(|m| match m.strip_prefix(UNKNOWN_FIELD) {
@@ -272,33 +278,62 @@ fn field_path(key: &str) -> Result<Vec<String>, String> {
     Ok(path.into_iter().chain(rest.iter().map(|r| r.to_string())).collect())
 }
 
-/// Sets one field by its key (`client.reconnect.jitter`, `tool.duration`), reading the value by
-/// the type of the one it replaces.
-fn apply_field(s: &mut Scenario, drafts: &mut Drafts, key: &str, value: &str) -> Result<(), String> {
-    apply_path(s, drafts, &field_path(key)?, value)
-}
-
 /// The parts of a scenario (a profile, the tools) held in their serde form while a list of
-/// overrides edits them: each part is written out at its first edit and read back once, at
+/// overrides edits them: each part is written out at its first edit and read back at
 /// [`Drafts::flush`], instead of a round trip per override (`Case::scenario` applies a dozen per
 /// generated case). An edit that adds a table (a tagged one, or one a default had left out) reads
 /// its part back at once, so the next edit finds every field of the table at its value, as one
-/// round trip per edit would.
+/// round trip per edit would. A part read back keeps its serde form for the next edit while the
+/// part is what that form says: a key with a value syntax of its own forgets the forms of the
+/// parts it sets ([`Drafts::forget`]).
 #[derive(Debug, Default)]
 pub(crate) struct Drafts {
-    client: Option<Value>,
-    server: Option<Value>,
-    lb: Option<Value>,
-    tools: Option<Value>,
+    client: Draft,
+    server: Draft,
+    lb: Draft,
+    tools: Draft,
+}
+
+/// One part's serde form in a list of overrides, and whether it was edited since the part was
+/// last read back from it.
+#[derive(Debug, Default)]
+struct Draft {
+    json: Option<Value>,
+    edited: bool,
 }
 
 impl Drafts {
     /// Reads every part that was edited back into `s`.
     pub(crate) fn flush(&mut self, s: &mut Scenario) -> Result<(), String> {
-        read_back(&mut s.client, self.client.take())?;
-        read_back(&mut s.server, self.server.take())?;
-        read_back(&mut s.lb, self.lb.take())?;
-        read_back(&mut s.tools, self.tools.take())
+        self.client.read_into(&mut s.client)?;
+        self.server.read_into(&mut s.server)?;
+        self.lb.read_into(&mut s.lb)?;
+        self.tools.read_into(&mut s.tools)
+    }
+
+    /// The serde forms of the parts `targets` (dotted serde paths of the scenario) set are no
+    /// longer what the parts hold: forgotten, to be written out again at their next edit.
+    fn forget<P: AsRef<str>>(&mut self, targets: &[P]) {
+        for target in targets {
+            match target.as_ref().split('.').next() {
+                Some("client") => self.client = Draft::default(),
+                Some("server") => self.server = Draft::default(),
+                Some("lb") => self.lb = Draft::default(),
+                Some("tools") => self.tools = Draft::default(),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Draft {
+    /// Reads `part` back from its serde form if it was edited since; the form stays.
+    fn read_into<T: serde::de::DeserializeOwned>(&mut self, part: &mut T) -> Result<(), String> {
+        if let (true, Some(json)) = (self.edited, &self.json) {
+            *part = T::deserialize(json).map_err(|e| e.to_string())?;
+        }
+        self.edited = false;
+        Ok(())
     }
 }
 
@@ -308,6 +343,67 @@ fn read_back<T: serde::de::DeserializeOwned>(part: &mut T, draft: Option<Value>)
         *part = serde_json::from_value(json).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// A part of a scenario that [`Drafts`] edits, with the last two written out on this thread: a
+/// search builds every case from one base, so the base's parts are written out once, and each
+/// case's first edit of a part starts from a copy (compared whole, so a part that differs is
+/// written out again). Two, so that a part a case changed in between (`server.retry` before a
+/// server field) does not push the base's out.
+trait DraftPart: Serialize + serde::de::DeserializeOwned + PartialEq + Clone + 'static {
+    fn last_written() -> &'static std::thread::LocalKey<LastWritten<Self>>;
+
+    /// The serde form of `self`.
+    fn written(&self) -> Result<Value, String> {
+        Self::last_written().with(|cell| {
+            let mut last = cell.borrow_mut();
+            if let Some(i) = last.iter().position(|(part, _)| part == self) {
+                // The one found first, so the other is the one to go.
+                last.swap(0, i);
+                return Ok(last[0].1.clone());
+            }
+            let json = serde_json::to_value(self).map_err(|e| e.to_string())?;
+            if last.len() == 2 {
+                last.pop();
+            }
+            last.insert(0, (self.clone(), json.clone()));
+            Ok(json)
+        })
+    }
+}
+
+/// The parts last written out, the latest first: at most two.
+type LastWritten<T> = std::cell::RefCell<Vec<(T, Value)>>;
+
+thread_local! {
+    static WRITTEN_CLIENT: LastWritten<ClientPolicy> = const { std::cell::RefCell::new(Vec::new()) };
+    static WRITTEN_SERVER: LastWritten<ServerPolicy> = const { std::cell::RefCell::new(Vec::new()) };
+    static WRITTEN_LB: LastWritten<LbConfig> = const { std::cell::RefCell::new(Vec::new()) };
+    static WRITTEN_TOOLS: LastWritten<Vec<ToolSpec>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl DraftPart for ClientPolicy {
+    fn last_written() -> &'static std::thread::LocalKey<LastWritten<Self>> {
+        &WRITTEN_CLIENT
+    }
+}
+
+impl DraftPart for ServerPolicy {
+    fn last_written() -> &'static std::thread::LocalKey<LastWritten<Self>> {
+        &WRITTEN_SERVER
+    }
+}
+
+impl DraftPart for LbConfig {
+    fn last_written() -> &'static std::thread::LocalKey<LastWritten<Self>> {
+        &WRITTEN_LB
+    }
+}
+
+impl DraftPart for Vec<ToolSpec> {
+    fn last_written() -> &'static std::thread::LocalKey<LastWritten<Self>> {
+        &WRITTEN_TOOLS
+    }
 }
 
 /// Sets the field at a dotted serde path of the scenario (`tools.0.duration`, `tool_jitter`),
@@ -323,11 +419,26 @@ fn apply_path<P: AsRef<str>>(s: &mut Scenario, drafts: &mut Drafts, path: &[P], 
         }
         ["lb", rest @ ..] if !rest.is_empty() => edit_draft(&mut s.lb, &mut drafts.lb, &parts, value, false),
         ["tools", _, _, ..] => edit_draft(&mut s.tools, &mut drafts.tools, &parts, value, false),
+        // A number at the scenario's root, whose serde form is its own (the short keys
+        // `tool.jitter`, `app.clients`): read by the type of the one it replaces, as any field.
+        ["tool_jitter"] => edit_root(&mut s.tool_jitter, "tool_jitter", value),
+        ["clients"] => edit_root(&mut s.clients, "clients", value),
         _ => {
             drafts.flush(s)?;
-            edit_whole(s, &parts, value)
+            edit_whole(s, &parts, value)?;
+            drafts.forget(&parts[..1]);
+            Ok(())
         }
     }
+}
+
+/// Sets `field`, a field at the scenario's root, to `value` read by the type of its current
+/// value, through the field's serde form alone.
+fn edit_root<T: Serialize + serde::de::DeserializeOwned>(field: &mut T, name: &str, value: &str) -> Result<(), String> {
+    let current = serde_json::to_value(&*field).map_err(|e| e.to_string())?;
+    let new = profiles::value_from_text(name, value, &current)?;
+    *field = serde_json::from_value(new).map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Sets the field at `path` by a round trip of the whole scenario through its serde form.
@@ -343,19 +454,21 @@ fn edit_whole(s: &mut Scenario, path: &[&str], value: &str) -> Result<(), String
 
 /// Sets the field at `path[1..]` in the draft of `part` (written out from `part` at its first
 /// edit); an edit that added a table reads the draft back into `part` at once.
-fn edit_draft<T: Serialize + serde::de::DeserializeOwned>(
+fn edit_draft<T: DraftPart>(
     part: &mut T,
-    draft: &mut Option<Value>,
+    draft: &mut Draft,
     path: &[&str],
     value: &str,
     client: bool,
 ) -> Result<(), String> {
-    let json = match draft {
+    let json = match &mut draft.json {
         Some(json) => json,
-        None => draft.insert(serde_json::to_value(&*part).map_err(|e| e.to_string())?),
+        None => draft.json.insert(part.written()?),
     };
+    draft.edited = true;
     if edit_value(json, path, 1, value, client)? == Added::Table {
-        read_back(part, draft.take())?;
+        draft.edited = false;
+        read_back(part, draft.json.take())?;
     }
     Ok(())
 }
@@ -490,17 +603,21 @@ pub(crate) fn apply(s: &mut Scenario, key: &str, value: &str) -> Result<(), SimE
 /// error names the key whose value it was.
 pub(crate) fn apply_drafted(s: &mut Scenario, drafts: &mut Drafts, key: &str, value: &str) -> Result<(), SimError> {
     let bad = |problem: String| bad_value(key, value, problem);
-    match setting(key) {
-        Ok(Setting { targets, alias: Some(none_words), .. }) => {
+    match find_setting(key) {
+        Some(Setting { targets, alias: Some(none_words), .. }) => {
             apply_alias(s, drafts, targets, none_words, value).map_err(bad)
         }
-        Ok(setting) => {
+        Some(setting) => {
             drafts.flush(s).map_err(bad)?;
-            (setting.apply)(s, value).map_err(bad)
+            (setting.apply)(s, value).map_err(bad)?;
+            drafts.forget(setting.targets);
+            Ok(())
         }
-        Err(_) => {
-            targets(key)?;
-            apply_field(s, drafts, key, value).map_err(bad)
+        None => {
+            // A field by its path: `targets` names the key's one field, or says why it is none.
+            let field = targets(key)?;
+            let parts: Vec<&str> = field.iter().flat_map(|f| f.split('.')).collect();
+            apply_path(s, drafts, &parts, value).map_err(bad)
         }
     }
 }
@@ -1740,7 +1857,9 @@ mod tests {
         paths.extend(
             ["duration", "event_interval", "idempotent", "burst", "input_after"].map(|f| format!("tools.0.{f}")),
         );
-        let values = ["none", "true", "false", "3", "0.5", "7s", "2m", "gone410", "sdk", "{ kind = \"sdk\" }"];
+        // The numbers at the root edited alone, and one field that goes through the whole.
+        paths.extend(["tool_jitter", "clients", "liveness_grace"].map(String::from));
+        let values = ["none", "true", "false", "3", "0.5", "-1", "7s", "2m", "gone410", "sdk", "{ kind = \"sdk\" }"];
         let mut compared = 0;
         for path in &paths {
             let parts: Vec<&str> = path.split('.').collect();
@@ -1758,6 +1877,40 @@ mod tests {
             }
         }
         assert!(compared > 100, "only {compared} edits were accepted: the spread of values reaches too few fields");
+    }
+
+    /// A key with a value syntax of its own that sets a part (`server.retry`, `lb`) between two
+    /// edits of that part in one list: the later edit starts from what the key set, not from the
+    /// serde form the part had before it (`Drafts::forget`), and the list gives what one round
+    /// trip per override gives.
+    #[test]
+    fn a_key_of_its_own_between_two_edits_of_a_part_is_kept() {
+        let lists: [&[(&str, &str)]; 3] = [
+            &[("server.keepalive", "7s"), ("server.retry", "3s"), ("server.idle_ttl", "9m")],
+            &[("lb.idle_timeout", "40s"), ("lb", "cdn-alb"), ("lb.replicas", "2")],
+            &[
+                ("client.backoff_max", "9s"),
+                ("fault.reset", "10s"),
+                ("client.backoff_initial", "2s"),
+                ("app.clients", "2"),
+            ],
+        ];
+        for list in lists {
+            let list: Vec<(String, String)> = list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let mut drafted = scenario();
+            drafted.apply_overrides(&list).unwrap_or_else(|e| panic!("{list:?}: {e}"));
+            let mut trips = scenario();
+            for (k, v) in &list {
+                apply_by_round_trips(&mut trips, k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+            }
+            trips.overrides.clone_from(&drafted.overrides);
+            assert_eq!(drafted, trips, "{list:?}");
+        }
+        let mut s = scenario();
+        let list = [("server.keepalive", "7s"), ("server.retry", "3s"), ("server.idle_ttl", "9m")];
+        s.apply_overrides(&list.map(|(k, v)| (k.to_string(), v.to_string()))).expect("valid");
+        assert_eq!(s.server.retry_ms, Some(3000));
+        assert_eq!(s.server.idle_ttl, Some(Duration::from_secs(540)));
     }
 
     /// Two edits of one table in a list (`Drafts`) give what a round trip of the whole scenario

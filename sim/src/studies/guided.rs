@@ -37,6 +37,33 @@ use std::time::{Duration, Instant as WallClock};
 /// platforms and builds).
 pub type Feature = u64;
 
+/// A map keyed by features, hashed by the feature itself: a feature is an FNV hash already. No
+/// random state, so its order is the same on every run, and it is only looked up, never walked
+/// (what the project's ban on `HashMap` guards against).
+#[allow(clippy::disallowed_types)]
+type FeatureMap<V> = std::collections::HashMap<Feature, V, std::hash::BuildHasherDefault<FeatureHasher>>;
+
+/// The hasher of [`FeatureMap`]: a feature's own bits.
+#[derive(Default)]
+struct FeatureHasher(u64);
+
+impl std::hash::Hasher for FeatureHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed here; any other input folds in FNV-style.
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// Fresh (generated) cases the corpus starts with before mutating.
 const WARM_UP: u64 = 16;
 
@@ -134,18 +161,18 @@ pub fn explore_guided(
     }
     let base = space.constrained(base)?;
     let mut explorer = Explorer::new(&base, space, guided.rng_seed);
-    let mut seen: BTreeSet<Feature> = BTreeSet::new();
     // Each entry with the scenario it ran: a mutation starts from it instead of building it again.
     let mut corpus: Vec<Entry> = Vec::new();
-    // How many runs reached each feature, and the features each corpus entry was the first to
-    // reach: an entry whose features few runs reach is picked more often (a power schedule).
-    let mut hits: BTreeMap<Feature, u64> = BTreeMap::new();
+    // How many runs reached each feature (its keys: the features seen), and the features each
+    // corpus entry was the first to reach: an entry whose features few runs reach is picked more
+    // often (a power schedule). Looked up, never walked: hashed by the feature itself.
+    let mut hits: FeatureMap<u64> = FeatureMap::default();
     let mut opened: Vec<Vec<Feature>> = Vec::new();
     // `rarity[i]`: the fewest runs that reached one of the features entry `i` opened, kept up to
     // date from `openers` (the entries that opened each feature) as `hits` grow, rather than
     // recomputed over the whole corpus before every case.
     let mut rarity: Vec<u64> = Vec::new();
-    let mut openers: BTreeMap<Feature, Vec<usize>> = BTreeMap::new();
+    let mut openers: FeatureMap<Vec<usize>> = FeatureMap::default();
     let mut growth = Vec::new();
     let mut total = Coverage::new();
     let mut cases_run = 0;
@@ -185,12 +212,12 @@ pub fn explore_guided(
                 (original.clone(), 0)
             };
             let found = Found { invariant, original, minimal, shrink_runs, shrink_error: None };
-            progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
+            progress(&Progress { cases: cases_run, features: hits.len(), corpus: corpus.len() });
             return Ok(GuidedReport {
                 found: Some(found),
                 cases: cases_run,
                 coverage: total,
-                features: seen.len(),
+                features: hits.len(),
                 corpus: corpus.len(),
                 growth,
                 explained,
@@ -199,7 +226,7 @@ pub fn explore_guided(
         }
         explained.count(space.hunt, &outcome);
         let reached_features = features(&outcome.trace, &reached);
-        let new: Vec<Feature> = reached_features.iter().copied().filter(|f| !seen.contains(f)).collect();
+        let new: Vec<Feature> = reached_features.iter().copied().filter(|f| !hits.contains_key(f)).collect();
         let mut touched: BTreeSet<usize> = BTreeSet::new();
         for f in &reached_features {
             *hits.entry(*f).or_insert(0) += 1;
@@ -209,7 +236,6 @@ pub fn explore_guided(
         for i in touched {
             rarity[i] = rarest_of(&opened[i]);
         }
-        seen.extend(reached_features);
         if !new.is_empty() {
             for f in &new {
                 openers.entry(*f).or_default().push(corpus.len());
@@ -217,9 +243,9 @@ pub fn explore_guided(
             rarity.push(rarest_of(&new));
             corpus.push((case, scenario));
             opened.push(new);
-            growth.push((cases_run, seen.len()));
+            growth.push((cases_run, hits.len()));
         }
-        progress(&Progress { cases: cases_run, features: seen.len(), corpus: corpus.len() });
+        progress(&Progress { cases: cases_run, features: hits.len(), corpus: corpus.len() });
     }
     if cases_run > 0 && explained.refused == cases_run {
         return Err(search::every_case_refused(&explained));
@@ -228,7 +254,7 @@ pub fn explore_guided(
         found: None,
         cases: cases_run,
         coverage: total,
-        features: seen.len(),
+        features: hits.len(),
         corpus: corpus.len(),
         growth,
         explained,
@@ -538,12 +564,13 @@ fn bucket(n: u32) -> u32 {
 }
 
 fn fnv(parts: &[&str]) -> Feature {
+    const PRIME: u64 = 0x0100_0000_01b3;
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
-        for b in part.bytes().chain(std::iter::once(0xff)) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        for &b in part.as_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(PRIME);
         }
+        h = (h ^ 0xff).wrapping_mul(PRIME);
     }
     h
 }
@@ -637,8 +664,8 @@ impl std::fmt::Write for FirstWord<'_> {
 /// The features of a run: labels with bucketed counts, label-to-label edges, the state each fault
 /// struck in (calls in flight, a stream detached, a partition already on), and coverage events
 /// with bucketed counts.
-pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
-    let mut out = BTreeSet::new();
+pub fn features(trace: &Trace, reached: &Coverage) -> Vec<Feature> {
+    let mut out = Vec::new();
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     let mut previous = String::from("start");
     let mut current = String::new();
@@ -659,12 +686,12 @@ pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
         if let StepKind::Fault { fault } = &step.kind {
             let overlapping = step.t < partitioned_until;
             let state = format!("{}:{}:{overlapping}", in_flight > 0, detached);
-            out.insert(fnv(&["fault-in", &current, &state]));
+            out.push(fnv(&["fault-in", &current, &state]));
             if let Some(end) = partition_end(fault) {
                 partitioned_until = partitioned_until.max(end);
             }
         }
-        out.insert(fnv(&["edge", &previous, &current]));
+        out.push(fnv(&["edge", &previous, &current]));
         match counts.get_mut(current.as_str()) {
             Some(n) => *n += 1,
             None => {
@@ -674,13 +701,15 @@ pub fn features(trace: &Trace, reached: &Coverage) -> BTreeSet<Feature> {
         std::mem::swap(&mut previous, &mut current);
     }
     for (label, n) in &counts {
-        out.insert(fnv(&["count", label, &bucket(*n).to_string()]));
+        out.push(fnv(&["count", label, &bucket(*n).to_string()]));
     }
     for (event, n) in &reached.0 {
         if *n > 0 {
-            out.insert(fnv(&["coverage", event.name(), &bucket(*n).to_string()]));
+            out.push(fnv(&["coverage", event.name(), &bucket(*n).to_string()]));
         }
     }
+    out.sort_unstable();
+    out.dedup();
     out
 }
 
@@ -811,7 +840,16 @@ mod tests {
         let f = |o: &crate::engine::runner::RunOutcome| features(&o.trace, &coverage(&o.trace));
         let (cut, calm) = (f(&cut), f(&calm));
         assert!(!cut.is_empty() && !calm.is_empty());
-        assert!(cut.difference(&calm).count() > 0, "an idle cut reaches something a calm run does not");
+        assert!(cut.iter().any(|f| !calm.contains(f)), "an idle cut reaches something a calm run does not");
+        assert!(cut.windows(2).all(|w| w[0] < w[1]), "a run's features are sorted, each once");
+    }
+
+    /// A feature is FNV-1a over its parts, each closed by 0xff: the same features from one
+    /// build to the next, so a guided run's corpus and cases do not move with the code.
+    #[test]
+    fn a_feature_is_fnv_1a_over_its_parts_each_closed_by_ff() {
+        assert_eq!(fnv(&["edge", "start", "call"]), 0xa5de_2259_71d7_f829);
+        assert_ne!(fnv(&["edge", "startcall", ""]), fnv(&["edge", "start", "call"]));
     }
 
     #[test]
