@@ -1094,9 +1094,9 @@ struct Judge {
     /// The longest hold of a response stream an intermediary released so far, by client
     /// ([`Condition::ProxyHeld`]).
     proxy_held: BTreeMap<Option<u32>, u64>,
-    /// The latest `lb-discarded` step: when, and what it says went (read by
-    /// [`Judge::never_persisted`], whose stream may have broken with it).
-    last_discard: Option<(Instant, String)>,
+    /// The latest instant `lb-discarded` steps were recorded at, and what each says went (read
+    /// by [`Judge::never_persisted`], whose stream may have broken with them).
+    last_discard: Option<(Instant, Vec<String>)>,
     /// Sessions the server expired by its own bug (inside its TTL, or busy): a 404 for one later
     /// is that bug's, not a retention the outage outlasted.
     expired_by_bug: BTreeSet<SessionId>,
@@ -1857,13 +1857,14 @@ impl Judge {
                     intermediary(*hop),
                     format_micros(*held_us)
                 );
-                self.last_discard = Some((
-                    at,
-                    format!(
-                        "{} dropped {frames} frame(s) it held back of {conn} with the connection",
-                        intermediary(*hop)
-                    ),
-                ));
+                let dropped = format!(
+                    "{} dropped {frames} frame(s) it held back of {conn} with the connection",
+                    intermediary(*hop)
+                );
+                match &mut self.last_discard {
+                    Some((when, all)) if *when == at => all.push(dropped),
+                    _ => self.last_discard = Some((at, vec![dropped])),
+                }
                 // A client that had an id of the stream resumes, and a server that keeps its
                 // events replays them: late, not lost. One that had none reads its loss by
                 // condition 1 (`never_persisted`). (Read as never released, the TypeScript
@@ -2079,7 +2080,7 @@ impl Judge {
         );
         // A buffering hop that held the stream's first events back is what a reader must see.
         if let Some((_, dropped)) = self.last_discard.as_ref().filter(|(when, _)| *when == at) {
-            detail.push_str(&format!(" (at that instant {dropped})"));
+            detail.push_str(&format!(" (at that instant {})", dropped.join("; ")));
         }
         self.breach(Condition::Persisted, i, at, detail);
     }
