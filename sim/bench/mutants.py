@@ -208,21 +208,45 @@ def run_target(mode, client, server, family, ignore=True, check=True):
     trace = TRACE.search(out)
     if trace:
         r["trace"] = trace.group(1)
-    if check and m and trace and os.path.exists(UNMUTATED) and breaks(UNMUTATED, trace.group(1), r["invariant"]):
+    wide = mode.endswith("-wide")
+    if check and m and trace and os.path.exists(UNMUTATED) and breaks(UNMUTATED, trace.group(1), r["invariant"], wide):
         r["artefact"] = True
     return r
 
 
-def breaks(binary, trace, invariant):
+def breaks(binary, trace, invariant, unexplained=False):
     """Whether `binary`, re-running `trace`'s case, breaks `invariant`: it replays the trace byte
     for byte, or its verdict names the invariant. With the unmutated build: a catch the unmutated
     model makes too (a mutant that changed only what a step records, such as an attempt's number,
     diverges and is no catch all the same). With the mutated build and a known violation's trace
-    from the baseline: the known bug is still there, only the search's path missed it."""
+    from the baseline: the known bug is still there, only the search's path missed it.
+
+    `unexplained` (the whole-space strategies, which stop only at unexplained violations): the
+    re-run must leave the invariant unexplained too. A violation the unmutated model breaks with a
+    broken condition to explain it, which the mutant reads as a bug (a mutant of what a resume
+    step records: "its store still held every event" instead of "evicted"), is a catch: the
+    mutant changed the tool's answer."""
     code, out, _ = sh([binary, "replay", "--quiet", trace], 300)
+    if code in (0, 1) and "identical:" in out:
+        return True
     verdict = next((line for line in out.splitlines() if line.startswith("verdict: ")), "")
     named = [v.split(" ×")[0] for v in verdict.removeprefix("verdict: ").split(", ")]
-    return (code in (0, 1) and "identical:" in out) or invariant in named
+    if invariant not in named or not unexplained:
+        return invariant in named
+    # The re-run's own footer says how it judged each violation: record it in a copy.
+    copy = trace + ".rerun.jsonl"
+    shutil.copyfile(trace, copy)
+    sh([binary, "replay", "--quiet", "--rerecord", copy], 300)
+    try:
+        with open(copy) as f:
+            footer = json.loads(f.read().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return True
+    finally:
+        if os.path.exists(copy):
+            os.remove(copy)
+    return any(v.get("invariant") == invariant and str(v.get("conditions", "")).startswith("unexplained")
+               for v in footer.get("verdict", []))
 
 
 def explore(mode):
