@@ -2058,7 +2058,7 @@ impl Judge {
                 on_stream(s, id, *stream) && !c.received_in.contains(&(s.clone(), id.clone()))
             })
             .min_by_key(|(_, (_, _, stored_at))| *stored_at);
-        let Some(((_, id), (_, _, stored_at))) = missed else {
+        let Some(((_, id), (stream, _, stored_at))) = missed else {
             // Nothing stored on it yet: a call's stream then loses nothing the decision does not
             // tell (its outcome is unknown); the standalone stream loses what the server stores
             // until a fresh GET opens it again, which replays nothing. A server that sends no
@@ -2082,7 +2082,9 @@ impl Judge {
         if let Some((_, dropped)) = self.last_discard.as_ref().filter(|(when, _)| *when == at) {
             detail.push_str(&format!(" (at that instant {})", dropped.join("; ")));
         }
-        self.breach(Condition::Persisted, i, at, detail);
+        // It costs what that stream carried: not another stream's events, nor another session's.
+        let stream = *stream;
+        self.breach_in(Condition::Persisted, i, at, detail, &session).stream = Some(stream);
     }
 
     /// An event reached a connection of session `S` that `S` never stored, and another session
@@ -5247,6 +5249,19 @@ mod tests {
         let missed = judged(false);
         let b: Vec<_> = missed.breaches.iter().map(|b| (b.condition, b.detail.contains("before event 1-0"))).collect();
         assert_eq!(b, vec![(Condition::Persisted, true), (Condition::ByClass, false)], "{missed:?}");
+        // It costs what that stream carried: a loss on the session's standalone stream is no part
+        // of it, one on the call's stream is.
+        assert_eq!((missed.breaches[0].session.as_ref(), missed.breaches[0].stream), (Some(&sid()), Some(StreamNo(1))));
+        let lost_on = |stream: &str| Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step: 7,
+            at: Instant(7_000),
+            subject: format!("session 0-1 {stream} event {stream}-0"),
+            detail: String::new(),
+        };
+        let persisted = |e: Explanation| e.to_string().contains("condition 1");
+        assert!(persisted(missed.explain(&lost_on("stream1"))), "{}", missed.explain(&lost_on("stream1")));
+        assert!(!persisted(missed.explain(&lost_on("stream0"))), "{}", missed.explain(&lost_on("stream0")));
         assert!(judged(true).breaches.iter().all(|b| b.condition != Condition::Persisted), "{:?}", judged(true));
         // A hop that dropped what it held back at that instant is named beside it.
         let held = judged_with(false, true);
