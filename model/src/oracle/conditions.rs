@@ -2406,9 +2406,9 @@ impl Judge {
         self.record(Condition::ByClass, i, at, detail).promised = by_class;
     }
 
-    /// Whether `id` is an event `session` stored on its standalone stream.
-    fn on_standalone(&self, session: &SessionId, id: &EventId) -> bool {
-        self.stored.get(&(session.clone(), id.clone())).is_some_and(|(k, _, _)| *k == StreamNo::STANDALONE)
+    /// Whether `session` stored event `id` on a call's stream.
+    fn on_call_stream(&self, session: &SessionId, id: &EventId) -> bool {
+        self.stored.get(&(session.clone(), id.clone())).is_some_and(|(k, _, _)| *k != StreamNo::STANDALONE)
     }
 
     /// The latest event of `session`'s standalone stream that client `who` received (by seq).
@@ -2445,7 +2445,9 @@ impl Judge {
         session: &SessionId,
         last: Option<&EventId>,
     ) {
-        if last.is_some_and(|id| !self.on_standalone(session, id)) {
+        // A resume of a call's stream is no `GET` of the standalone stream; one from an id the
+        // session never stored (another session's, from a store they share) is.
+        if last.is_some_and(|id| self.on_call_stream(session, id)) {
             return;
         }
         let seen = if last.is_none() { self.last_standalone_received(who, session).cloned() } else { None };
@@ -4216,6 +4218,17 @@ mod tests {
             judged(false, false, vec![get(5, Some("0-0")), answered(5, 410), get(6, None)]).all_held(),
             "after a 410"
         );
+        // A resume from an id this session never stored (a store shared by every session handed
+        // the client another session's event) is a resume of the standalone stream all the same:
+        // its refusal excuses the fresh `GET` after it (a whole-space guided search of the
+        // reference pair read it as the client's bug). One from an id of a call's stream is not.
+        assert!(
+            judged(true, true, vec![get(5, Some("9-9")), answered(5, 403), get(6, None)]).all_held(),
+            "after a 403 to a resume from another session's id"
+        );
+        let call_stream =
+            vec![stored_on(&sid(), StreamNo(1), 0, None), get(5, Some("1-0")), answered(5, 403), get(6, None)];
+        assert!(!judged(true, true, call_stream).all_held(), "a call's resume refused excuses no fresh standalone GET");
         assert!(
             !judged(false, false, vec![get(5, Some("0-0")), answered(5, 503), get(6, None)]).all_held(),
             "after a 503"
