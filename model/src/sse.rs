@@ -83,10 +83,9 @@ pub struct StreamLog {
     events: VecDeque<StoredEvent>,
     /// Seqs issued so far: the next event's seq.
     issued: u32,
-    /// Every id ever issued, evicted ones included, with its seq.
-    ids: BTreeMap<EventId, u32>,
-    /// Every id ever issued, with its [`StoredEvent::order`] in the store.
-    orders: BTreeMap<EventId, u64>,
+    /// Every id ever issued, evicted ones included, with its seq and its
+    /// [`StoredEvent::order`] in the store.
+    ids: BTreeMap<EventId, (u32, u64)>,
 }
 
 impl StreamLog {
@@ -114,14 +113,14 @@ impl StreamLog {
     /// event still held, so a gap reported up to it covers exactly what was lost.
     pub fn last_evicted_id(&self) -> Option<EventId> {
         let seq = self.oldest_seq().unwrap_or(self.issued).checked_sub(1)?;
-        self.ids.iter().find(|(_, s)| **s == seq).map(|(id, _)| id.clone())
+        self.ids.iter().find(|(_, (s, _))| *s == seq).map(|(id, _)| id.clone())
     }
 
     /// Where `id` stands in this log: honourable, evicted or unknown.
     pub fn position(&self, id: &EventId) -> Position {
         match self.ids.get(id) {
-            Some(&seq) if self.evicted_after(seq) == 0 => Position::Honourable(seq),
-            Some(&seq) => Position::Evicted(seq),
+            Some(&(seq, _)) if self.evicted_after(seq) == 0 => Position::Honourable(seq),
+            Some(&(seq, _)) => Position::Evicted(seq),
             None => Position::Unknown,
         }
     }
@@ -153,8 +152,7 @@ impl StreamLog {
     }
 
     fn push(&mut self, event: StoredEvent, max_events: Option<u32>) {
-        self.ids.insert(event.id.clone(), event.seq);
-        self.orders.insert(event.id.clone(), event.order);
+        self.ids.insert(event.id.clone(), (event.seq, event.order));
         self.events.push_back(event);
         if let Some(max) = max_events {
             while self.events.len() > max as usize {
@@ -287,7 +285,7 @@ impl EventStore {
         by_id_order: bool,
         in_scope: impl Fn(&LogKey) -> bool,
     ) -> Vec<StoredEvent> {
-        let Some(&point) = self.logs.get(key).and_then(|log| log.orders.get(id)) else { return Vec::new() };
+        let Some(&(_, point)) = self.logs.get(key).and_then(|log| log.ids.get(id)) else { return Vec::new() };
         let held = self.logs.iter().filter(|(k, _)| *k == key || in_scope(k)).flat_map(|(_, log)| log.events.iter());
         let mut events: Vec<StoredEvent> = if by_id_order {
             held.filter(|e| follows(e.id.0.as_str().cmp(id.0.as_str()), rule)).cloned().collect()

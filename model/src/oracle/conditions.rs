@@ -3408,6 +3408,11 @@ mod tests {
         StepKind::Send { conn: ConnId(conn), request: Request::delete(sid()) }
     }
 
+    /// A `GET` of session `sid()` on connection `conn`, with `last` as its `Last-Event-ID`.
+    fn get(conn: u64, last: Option<&str>) -> StepKind {
+        StepKind::Send { conn: ConnId(conn), request: Request::get(Some(sid()), last.map(EventId::from)) }
+    }
+
     fn on_session(conn: u64) -> StepKind {
         let mut request = Request::initialize(RequestId(2), "app");
         request.session = Some(sid());
@@ -4175,10 +4180,6 @@ mod tests {
     /// breaks nothing.
     #[test]
     fn a_fresh_standalone_get_after_ids_came_breaks_condition_one_unless_the_last_was_refused() {
-        let get = |conn: u64, last: Option<&str>| StepKind::Send {
-            conn: ConnId(conn),
-            request: Request::get(Some(sid()), last.map(EventId::from)),
-        };
         let answered = |conn: u64, status: u16| StepKind::Response {
             conn: ConnId(conn),
             head: ResponseHead { session: Some(sid()), ..ResponseHead::status(Status(status)) },
@@ -4838,10 +4839,6 @@ mod tests {
     /// after it, or the named one on another connection, are no part of it.
     #[test]
     fn a_resume_that_sends_the_named_event_again_is_a_server_bug_costing_its_duplicate() {
-        let get = |conn: u64, last: Option<&str>| StepKind::Send {
-            conn: ConnId(conn),
-            request: Request::get(Some(sid()), last.map(EventId::from)),
-        };
         let judged = |after: Vec<StepKind>| {
             let mut steps = vec![
                 (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
@@ -4887,10 +4884,6 @@ mod tests {
     /// same event is no replay of the server's; the resumed stream's own event is none either.
     #[test]
     fn a_resume_that_replays_another_streams_event_is_a_server_bug() {
-        let get = |conn: u64, last: Option<&str>| StepKind::Send {
-            conn: ConnId(conn),
-            request: Request::get(Some(sid()), last.map(EventId::from)),
-        };
         let resumed = StepKind::Resume {
             session: sid(),
             last_event_id: EventId::from("1-0"),

@@ -337,14 +337,6 @@ impl Draft {
     }
 }
 
-/// `part` read from its edited serde form, if it was edited.
-fn read_back<T: serde::de::DeserializeOwned>(part: &mut T, draft: Option<Value>) -> Result<(), String> {
-    if let Some(json) = draft {
-        *part = serde_json::from_value(json).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
 /// A part of a scenario that [`Drafts`] edits, with the last two written out on this thread: a
 /// search builds every case from one base, so the base's parts are written out once, and each
 /// case's first edit of a part starts from a copy (compared whole, so a part that differs is
@@ -467,8 +459,9 @@ fn edit_draft<T: DraftPart>(
     };
     draft.edited = true;
     if edit_value(json, path, 1, value, client)? == Added::Table {
-        draft.edited = false;
-        read_back(part, draft.json.take())?;
+        // Read back at once, and written out again at the next edit with the table filled in.
+        draft.read_into(part)?;
+        draft.json = None;
     }
     Ok(())
 }
