@@ -670,6 +670,12 @@ pub enum StepKind {
         /// server's bug). Set only then, so other traces keep their bytes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         evicted: Option<RetentionBound>,
+        /// Refused because another connection still claimed the stream: the server keeps a
+        /// stream's first reader and refuses the resume before any replay
+        /// (`resume_while_attached = reject409`, the Go SDK). Its answer says nothing of the id:
+        /// `held` then tells what the store kept. Set only then, so other traces keep their bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        claimed_by: Option<ConnId>,
     },
     /// A request was refused (404 unknown session, 400 missing header, 409 second GET, ...).
     Rejected {

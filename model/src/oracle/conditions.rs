@@ -81,6 +81,7 @@
 //! made the client start it concerns the old one.) [`Conditions::explain`] says which, or that
 //! all four held, or that what broke cannot cause it.
 
+use crate::client::ERR_TRANSPORT_CLOSED;
 use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
 use crate::http::{ClientMessage, ConnEnd, Method, Status};
@@ -2706,7 +2707,9 @@ impl Judge {
 
     /// A `resume` step: how the server answered a `Last-Event-ID`.
     fn resume(&mut self, i: usize, at: Instant, kind: &StepKind) {
-        let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted } = kind else { return };
+        let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted, claimed_by } = kind else {
+            return;
+        };
         let key = (session.clone(), id.clone());
         if let Some(sent) = self.resumes_sent.get_mut(&key) {
             let oldest = (!sent.is_empty()).then(|| sent.remove(0));
@@ -2757,10 +2760,20 @@ impl Judge {
                 ResumeOutcome::Rejected { status, .. } => format!("refused it with HTTP {status}"),
                 _ => "answered it".to_string(),
             });
-            let detail = format!(
-                "the server still held every event after Last-Event-ID {id} in session {session} and answered it \
-                 as an id it could not honour ({how}): its retention kept them, its lookup missed them"
-            );
+            // A refusal for the stream's sake, not the id's: the server keeps a stream's first
+            // reader (the Go SDK's 409), which a client back on a new connection no longer reads.
+            let detail = match claimed_by {
+                Some(old) => format!(
+                    "the server still held every event after Last-Event-ID {id} in session {session} and {how}, \
+                     because an earlier connection ({old}) still claimed the stream: it keeps a stream's first \
+                     reader, which a client back on a new connection no longer reads, and a client cannot tell \
+                     this refusal from one of an id too old"
+                ),
+                None => format!(
+                    "the server still held every event after Last-Event-ID {id} in session {session} and answered \
+                     it as an id it could not honour ({how}): its retention kept them, its lookup missed them"
+                ),
+            };
             // What its lookup missed are this stream's events: another stream's or another
             // session's loss, or a result left in a session its client forgot, is no part of it.
             self.breach_in(Condition::ServerMissed, i, at, detail, session).stream = Some(missed);
@@ -3304,6 +3317,15 @@ impl Judge {
                 Some(format!("the client re-initialized after a {what} (a transport fact: the session lived)"))
             }
             Some(NextAction::Reinitialize | NextAction::Stop) => None,
+            // A transport closed for good (the Go SDK's `c.fail`) lets the session go but starts
+            // none: the application is told the connection is dead and must connect anew.
+            _ if status == Some(Status::NOT_FOUND) && error.is_some_and(|e| e.starts_with(ERR_TRANSPORT_CLOSED)) => {
+                Some(format!(
+                    "the client closed its transport after HTTP 404 and began no new session: every later call \
+                     fails until the application connects anew ({})",
+                    error.unwrap_or_default()
+                ))
+            }
             _ if status == Some(Status::NOT_FOUND) => {
                 Some(format!("the client kept its session after HTTP 404 ({})", error.unwrap_or("no re-initialize")))
             }
@@ -3470,6 +3492,7 @@ mod tests {
             outcome: ResumeOutcome::Rejected { status: Status::GONE, head: Some(EventId::from("1-2")) },
             held: false,
             evicted: None,
+            claimed_by: None,
         }
     }
 
@@ -3495,7 +3518,8 @@ mod tests {
         let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
             unreachable!("gone_410 is a resume")
         };
-        let resume = StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound) };
+        let resume =
+            StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound), claimed_by: None };
         Conditions::judge(&trace(vec![
             (500, stored(0)),
             (1_000, stored(1)),
@@ -3556,7 +3580,8 @@ mod tests {
         let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
             unreachable!("gone_410 is a resume")
         };
-        let resume = StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound) };
+        let resume =
+            StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound), claimed_by: None };
         let shared = StepKind::ServerStart { epoch: 0, sessions_share_store: true };
         let c = Conditions::judge(&trace(vec![
             (0, shared),
@@ -3578,6 +3603,7 @@ mod tests {
                 outcome: ResumeOutcome::Rejected { status, head: Some(EventId::from("1-2")) },
                 held: false,
                 evicted: None,
+                claimed_by: None,
             };
             Conditions::judge(&trace(vec![
                 (1_000, stored(1)),
@@ -3601,6 +3627,7 @@ mod tests {
                 outcome: ResumeOutcome::Rejected { status, head: None },
                 held: false,
                 evicted: Some(RetentionBound { max_events: Some(1), window_us: None }),
+                claimed_by: None,
             };
             Conditions::judge(&trace(vec![
                 (1_000, stored(1)),
@@ -3697,6 +3724,7 @@ mod tests {
                     outcome: ResumeOutcome::SilentHead { skipped: 40 },
                     held: false,
                     evicted: None,
+                    claimed_by: None,
                 },
             ),
         ]);
@@ -3716,6 +3744,7 @@ mod tests {
                 outcome,
                 held,
                 evicted: None,
+                claimed_by: None,
             };
             Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
         };
@@ -3757,6 +3786,7 @@ mod tests {
                     outcome: ResumeOutcome::Empty { open: true },
                     held: true,
                     evicted: None,
+                    claimed_by: None,
                 },
             ),
         ]));
@@ -3764,6 +3794,33 @@ mod tests {
         // A replay is no miss, whatever the flag says.
         let replayed = judged(ResumeOutcome::Replayed { replayed: 1 }, true);
         assert!(replayed.all_held(), "{replayed:?}");
+    }
+
+    /// A `409` because an earlier connection still claims the stream (the Go SDK's
+    /// `resume_while_attached = reject409`) says nothing of the id: it is read as the server's
+    /// refusal of a resume it could have honoured, and said so, not as a lookup that missed (a
+    /// sweep of py-sdk × go-sdk with a restarted client read "its lookup missed them").
+    #[test]
+    fn a_resume_refused_for_a_stream_another_connection_claims_is_named_as_such() {
+        let judged = |claimed_by: Option<ConnId>| {
+            let resume = StepKind::Resume {
+                session: sid(),
+                last_event_id: EventId::from("1-1"),
+                stream: Some(StreamNo(1)),
+                outcome: ResumeOutcome::Rejected { status: Status::CONFLICT, head: None },
+                held: true,
+                evicted: None,
+                claimed_by,
+            };
+            Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
+        };
+        let claimed = judged(Some(ConnId(8)));
+        let b = &claimed.breaches;
+        assert_eq!((b.len(), b[0].condition, b[0].is_bug()), (1, Condition::ServerMissed, true), "{claimed:?}");
+        assert!(b[0].detail.contains("because an earlier connection (c8) still claimed the stream"), "{}", b[0].detail);
+        assert!(!b[0].detail.contains("lookup missed"), "{}", b[0].detail);
+        let missed = judged(None);
+        assert!(missed.breaches[0].detail.ends_with("its lookup missed them"), "{missed:?}");
     }
 
     /// A missed replay of one stream costs what that stream carried: not an event the session
@@ -3779,6 +3836,7 @@ mod tests {
             outcome: ResumeOutcome::Rejected { status: Status::CONFLICT, head: None },
             held: true,
             evicted: None,
+            claimed_by: None,
         };
         let c =
             Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]));
@@ -4891,6 +4949,7 @@ mod tests {
             outcome: ResumeOutcome::Replayed { replayed: 2 },
             held: false,
             evicted: None,
+            claimed_by: None,
         };
         let judged = |answered: bool, got: &str| {
             let mut steps = vec![
@@ -5430,6 +5489,7 @@ mod tests {
             outcome: ResumeOutcome::SilentHead { skipped: 1 },
             held: true,
             evicted: None,
+            claimed_by: None,
         };
         let t = trace(vec![
             (0, start(false)),
@@ -5623,6 +5683,7 @@ mod tests {
             outcome,
             held: false,
             evicted: None,
+            claimed_by: None,
         };
         let empty = Conditions::judge(&trace(vec![(1, stored(1)), (2, resume(ResumeOutcome::Empty { open: false }))]));
         assert!(empty.breaches.iter().any(|b| b.condition == Condition::Refused), "{empty:?}");
@@ -6764,6 +6825,16 @@ mod tests {
         assert_eq!(
             by_class(&after(None, Some("session not found"))),
             vec![(3, "the client kept its session after HTTP 404 (session not found)".to_string())]
+        );
+        // A transport closed for good lets the session go, but begins no new one.
+        assert_eq!(
+            by_class(&after(None, Some("the transport closed: HTTP 404 to the resume"))),
+            vec![(
+                3,
+                "the client closed its transport after HTTP 404 and began no new session: every later call fails \
+                 until the application connects anew (the transport closed: HTTP 404 to the resume)"
+                    .to_string()
+            )]
         );
         // Re-initializing is the right answer to a 404.
         assert_eq!(by_class(&after(Some(NextAction::Reinitialize), None)), vec![]);

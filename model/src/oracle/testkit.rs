@@ -241,6 +241,7 @@ pub fn resume(session: &SessionId, last: EventId, outcome: ResumeOutcome) -> Ste
         outcome,
         held: false,
         evicted: None,
+        claimed_by: None,
     }
 }
 

@@ -36,11 +36,11 @@ impl Server {
     pub(super) fn resume(&mut self, now: Instant, conn: ConnId, session: &SessionId, last_event_id: EventId) {
         let located = self.locate(now, session, &last_event_id);
         let resumption = Resumption { conn, session: session.clone(), last_event_id, located };
-        if self.claimed_elsewhere(&resumption) {
+        if let Some(old) = self.claimed_elsewhere(&resumption) {
             // The stream still has its own connection: refused before any replay, the old
             // connection keeps it (`resume_while_attached = reject409`).
             let status = Status::CONFLICT;
-            self.record_resume(&resumption, ResumeOutcome::Rejected { status, head: None });
+            self.record_resume_as(&resumption, ResumeOutcome::Rejected { status, head: None }, Some(old));
             let error = ErrorBody { code: ErrorCode::StreamAlreadyOpen, head_event_id: None };
             return self.respond_status(conn, ResponseHead::error(status, error));
         }
@@ -143,14 +143,14 @@ impl Server {
         }
     }
 
-    /// Under `resume_while_attached = reject409`: whether the stream the resume names is live and
-    /// still has a connection of its own.
-    fn claimed_elsewhere(&self, r: &Resumption) -> bool {
+    /// Under `resume_while_attached = reject409`: the connection that still claims the live
+    /// stream the resume names, if another does.
+    fn claimed_elsewhere(&self, r: &Resumption) -> Option<ConnId> {
         if self.policy.resume_while_attached != ResumeWhileAttached::Reject409 {
-            return false;
+            return None;
         }
-        let Some(stream) = r.located.target else { return false };
-        self.stream(&r.session, stream).is_some_and(|s| !s.finished && s.attached.is_some_and(|old| old != r.conn))
+        let stream = self.stream(&r.session, r.located.target?)?;
+        stream.attached.filter(|&old| !stream.finished && old != r.conn)
     }
 
     pub(super) fn resumed_log(&self, r: &Resumption) -> Option<&StreamLog> {
@@ -223,6 +223,11 @@ impl Server {
     }
 
     pub(super) fn record_resume(&mut self, r: &Resumption, outcome: ResumeOutcome) {
+        self.record_resume_as(r, outcome, None)
+    }
+
+    /// [`Server::record_resume`], for a resume refused because `claimed_by` still held its stream.
+    fn record_resume_as(&mut self, r: &Resumption, outcome: ResumeOutcome, claimed_by: Option<ConnId>) {
         let replayed = matches!(outcome, ResumeOutcome::Replayed { .. });
         let held = !replayed && self.holds(&r.session, &r.last_event_id);
         let evicted = (!replayed && !held && self.evicted(&r.session, &r.last_event_id)).then(|| {
@@ -236,6 +241,7 @@ impl Server {
             outcome,
             held,
             evicted,
+            claimed_by,
         });
     }
 }

@@ -2373,6 +2373,12 @@ fn go_sdk_refuses_a_resume_of_a_stream_still_claimed_by_its_connection_with_409(
     assert_eq!(head_status(&out, GET), Status::CONFLICT);
     assert!(events(&out, GET).is_empty(), "refused before any replay");
     assert!(closes(&out, POST).is_empty(), "the old connection keeps the stream");
+    // The step names the connection that kept it, and that the store still held the events.
+    let claimed = records(&out).into_iter().find_map(|r| match r {
+        StepKind::Resume { held, claimed_by, .. } => Some((held, claimed_by)),
+        _ => None,
+    });
+    assert_eq!(claimed, Some((true, Some(POST))));
     let live = drive_until(&mut s, at(3));
     assert_eq!(events(&live, POST)[0].data, progress(3));
     // take-over: the same resume replays and takes the stream.
@@ -2391,6 +2397,7 @@ fn go_sdk_refuses_a_resume_of_a_stream_still_claimed_by_its_connection_with_409(
     let _ = drive_until(&mut s, at(2));
     let out = resume(&mut s, at(2), GET, &session, &priming);
     assert_eq!(resume_outcome(&out).1, ResumeOutcome::Replayed { replayed: 2 });
+    assert!(records(&out).iter().all(|r| !matches!(r, StepKind::Resume { claimed_by: Some(_), .. })));
 }
 
 #[test]

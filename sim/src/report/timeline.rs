@@ -215,9 +215,14 @@ pub fn describe(kind: &StepKind) -> String {
             Some(m) => format!("stored {stream}#{seq} id={id} in {session}: {m}"),
             None => format!("stored {stream}#{seq} id={id} in {session}: priming"),
         },
-        Resume { session, last_event_id, stream, outcome, held, evicted } => {
+        Resume { session, last_event_id, stream, outcome, held, evicted, claimed_by } => {
             let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
-            let held = if *held { " (yet its store still held every event after it)" } else { "" };
+            let held = match (held, claimed_by) {
+                (true, Some(old)) => format!(" ({old} still claims the stream; its store still held every event after it)"),
+                (false, Some(old)) => format!(" ({old} still claims the stream)"),
+                (true, None) => " (yet its store still held every event after it)".to_string(),
+                (false, None) => String::new(),
+            };
             let evicted = evicted.map(|bound| format!(" (its store evicted what followed it; {})", describe_bound(bound)));
             format!(
                 "resume{on} of {session} after {last_event_id}: {}{held}{}",

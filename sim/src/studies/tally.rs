@@ -227,6 +227,7 @@ pub(crate) mod tests {
             outcome: ResumeOutcome::Replayed { replayed: 3 },
             held: false,
             evicted: None,
+            claimed_by: None,
         }
     }
 

@@ -224,6 +224,7 @@ fn second_incident() -> Trace {
             outcome,
             held: false,
             evicted: None,
+            claimed_by: None,
         },
     );
     b.respond(250_003, 7, ResponseHead::event_stream());
