@@ -1106,6 +1106,18 @@ pub enum On404 {
     CloseTransport,
 }
 
+impl On404 {
+    /// The rule as a profile spells it (`client.close_handling.on_404`), for the trace's notes.
+    pub fn name(self) -> &'static str {
+        match self {
+            On404::FailKeepSession => "fail-keep-session",
+            On404::ReinitializeResendOnce => "reinitialize-resend-once",
+            On404::ReinitializeUnknownOutcome => "reinitialize-unknown-outcome",
+            On404::CloseTransport => "close-transport",
+        }
+    }
+}
+
 /// What an SDK client does when a resume gets 200 and an empty stream that ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -1614,6 +1626,19 @@ mod tests {
     const REFERENCE_CLIENT: &str = r#"{"name":"reference","close_handling":{"kind":"decision-procedure"},"persistence":"durable","reconnect":{"initial":"1s","factor":2.0,"max":"30s","max_attempts":20,"counter_reset":"on-successful-reconnect","retry_field":"at-least","first_immediate":false,"jitter":0.2},"request_timeout":null,"open_standalone_stream":false,"send_idempotency_keys":false,"sessions":true,"max_unhonoured_resumes":3,"report_stream_given_up":true,"tasks":{"declares":false,"honour_poll_interval":true,"poll_every":"1s","persist_ids":true,"sends_mcp_name":true,"not_found":"lost"}}"#;
     const DEFAULT_LB: &str = r#"{"idle_timeout":null}"#;
     const DEFAULT_HOP: &str = r#"{"idle_timeout":null,"max_lifetime":null,"comments_count":true,"cut_mode":"both","hold_headers":false,"first_byte_timeout":null,"timeout_status":504,"buffer":null,"flush_interval":null}"#;
+
+    /// The name a note prints is the one a profile file reads.
+    #[test]
+    fn on_404_names_are_the_profile_spelling() {
+        for rule in [
+            On404::FailKeepSession,
+            On404::ReinitializeResendOnce,
+            On404::ReinitializeUnknownOutcome,
+            On404::CloseTransport,
+        ] {
+            assert_eq!(serde_json::to_value(rule).expect("a unit variant serializes"), rule.name(), "{rule:?}");
+        }
+    }
 
     #[test]
     fn fields_at_their_default_are_left_out_of_the_serialized_form() {

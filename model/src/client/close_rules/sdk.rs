@@ -135,7 +135,7 @@ impl Client {
     /// re-initializes does so (the calls in flight settle as that rule says); one that keeps the
     /// session counts it as a failed attempt.
     fn sdk_standalone_lost(&mut self, now: Instant, ended: &Ended, rule: On404) {
-        let note = format!("session not found on the standalone stream's resume: {rule:?}");
+        let note = format!("session not found on the standalone stream's resume: on_404 = {}", rule.name());
         match rule {
             On404::FailKeepSession => {
                 self.record_decision(Owner::Standalone, None, None, Some(note));
@@ -162,7 +162,7 @@ impl Client {
 
     /// A call's request was answered "session not found" (`what`, e.g. `HTTP 404 to the POST`).
     pub(in crate::client) fn sdk_on_404(&mut self, key: CallKey, rule: On404, what: &str) {
-        let note = format!("{what}: {rule:?}");
+        let note = format!("{what}: on_404 = {}", rule.name());
         let already_resent = self.calls.get(&key).is_some_and(|c| c.resent_after_404);
         match rule {
             On404::ReinitializeResendOnce if !already_resent => {
