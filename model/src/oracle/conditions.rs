@@ -3802,18 +3802,7 @@ mod tests {
     /// sweep of py-sdk × go-sdk with a restarted client read "its lookup missed them").
     #[test]
     fn a_resume_refused_for_a_stream_another_connection_claims_is_named_as_such() {
-        let judged = |claimed_by: Option<ConnId>| {
-            let resume = StepKind::Resume {
-                session: sid(),
-                last_event_id: EventId::from("1-1"),
-                stream: Some(StreamNo(1)),
-                outcome: ResumeOutcome::Rejected { status: Status::CONFLICT, head: None },
-                held: true,
-                evicted: None,
-                claimed_by,
-            };
-            Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
-        };
+        let judged = refused_409_while_held;
         let claimed = judged(Some(ConnId(8)));
         let b = &claimed.breaches;
         assert_eq!((b.len(), b[0].condition, b[0].is_bug()), (1, Condition::ServerMissed, true), "{claimed:?}");
@@ -3823,12 +3812,9 @@ mod tests {
         assert!(missed.breaches[0].detail.ends_with("its lookup missed them"), "{missed:?}");
     }
 
-    /// A missed replay of one stream costs what that stream carried: not an event the session
-    /// never stored, which a store shared across sessions handed it twice (a swarm search of
-    /// reference × ts-sdk × standalone-notify with `server.store = shared-by-request-id` read
-    /// such duplicates as the TypeScript server's standalone-stream miss).
-    #[test]
-    fn a_missed_replay_does_not_explain_an_event_the_session_never_stored() {
+    /// Events 1-0 to 1-2 stored, then at 60 s a resume from 1-1 refused 409 while the store still
+    /// held what followed it; `claimed_by` the connection that kept the stream, if that was why.
+    fn refused_409_while_held(claimed_by: Option<ConnId>) -> Conditions {
         let resume = StepKind::Resume {
             session: sid(),
             last_event_id: EventId::from("1-1"),
@@ -3836,10 +3822,18 @@ mod tests {
             outcome: ResumeOutcome::Rejected { status: Status::CONFLICT, head: None },
             held: true,
             evicted: None,
-            claimed_by: None,
+            claimed_by,
         };
-        let c =
-            Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]));
+        Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
+    }
+
+    /// A missed replay of one stream costs what that stream carried: not an event the session
+    /// never stored, which a store shared across sessions handed it twice (a swarm search of
+    /// reference × ts-sdk × standalone-notify with `server.store = shared-by-request-id` read
+    /// such duplicates as the TypeScript server's standalone-stream miss).
+    #[test]
+    fn a_missed_replay_does_not_explain_an_event_the_session_never_stored() {
+        let c = refused_409_while_held(None);
         let duplicate = |subject: &str| Violation {
             invariant: InvariantId::NoDuplicateDelivery,
             step: 3,
