@@ -3412,6 +3412,17 @@ mod tests {
         }
     }
 
+    /// A `no-silent-event-loss` violation at `step`, `at_us` µs in, of `subject`.
+    fn loss(step: usize, at_us: u64, subject: impl Into<String>) -> Violation {
+        Violation {
+            invariant: InvariantId::NoSilentEventLoss,
+            step,
+            at: Instant(at_us),
+            subject: subject.into(),
+            detail: String::new(),
+        }
+    }
+
     fn post(conn: u64) -> StepKind {
         StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(1), "app") }
     }
@@ -4213,13 +4224,7 @@ mod tests {
         let b: Vec<_> = naive.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
         assert_eq!(b, vec![(Condition::ByClass, false, 1)], "{naive:?}");
         assert!(naive.breaches[0].detail.contains("gave up its standalone stream at 1m30.000s without telling"));
-        let lost = Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 1,
-            at: Instant(60_000_000),
-            subject: "session 0-1 stream0 event 0-30".into(),
-            detail: String::new(),
-        };
+        let lost = loss(1, 60_000_000, "session 0-1 stream0 event 0-30");
         assert!(matches!(naive.explain(&lost), Explanation::ExplainedBy(_)), "{naive:?}");
         assert!(judged(true, false).breaches[0].is_bug());
         assert!(judged(true, true).all_held(), "told: nothing broke");
@@ -4594,13 +4599,7 @@ mod tests {
         assert_eq!(b, vec![(Condition::ServerHeldOpen, 2, true)], "{held:?}");
         assert!(can_cause(&held.breaches[0], Effect::Of(InvariantId::NoSilentEventLoss)));
         assert!(!can_cause(&held.breaches[0], Effect::Of(InvariantId::EveryCallResolves)));
-        let lost = |subject: &str| Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 2,
-            at: Instant(2_000_000),
-            subject: subject.to_string(),
-            detail: String::new(),
-        };
+        let lost = |subject: &str| loss(2, 2_000_000, subject);
         assert!(matches!(held.explain(&lost("session  stream0 event 0.n1")), Explanation::Bug(_)));
         // It costs only that stream: a request's stream without a session is another's.
         assert_eq!(held.explain(&lost("session  stream1 event 0.r1")), Explanation::Unexplained);
@@ -4716,13 +4715,7 @@ mod tests {
         for other in [InvariantId::NoDuplicateExecution, InvariantId::NoFalseFailure, InvariantId::NoSilentEventLoss] {
             assert!(!can_cause(b, Effect::Of(other)), "{other:?}");
         }
-        let lost = |subject: &str| Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 1,
-            at: Instant(200_000_000),
-            subject: subject.into(),
-            detail: String::new(),
-        };
+        let lost = |subject: &str| loss(1, 200_000_000, subject);
         assert!(matches!(c.explain(&lost("session  stream2 event 2.4e32")), Explanation::ExplainedBy(_)));
         assert!(matches!(c.explain(&lost("session 0-1 stream2 event 2-3")), Explanation::NotCausedBy(..)));
     }
@@ -5004,13 +4997,7 @@ mod tests {
         assert!(reused[0].is_bug() && reused[0].stream == Some(StreamNo::STANDALONE), "{after_priming:?}");
         assert!(reused[0].detail.contains("a client received it, never stored"), "{after_priming:?}");
         assert!(!reused[0].detail.contains("  "), "{after_priming:?}");
-        let lost = Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 3,
-            at: Instant(30_000),
-            subject: "session 0-1 stream0 event 0".into(),
-            detail: String::new(),
-        };
+        let lost = loss(3, 30_000, "session 0-1 stream0 event 0");
         assert!(matches!(after_priming.explain(&lost), Explanation::Bug(_)), "{after_priming:?}");
         // Another event of the stream lost is none of the reused id's doing.
         let other_lost = Violation { subject: "session 0-1 stream0 event 29".into(), ..lost.clone() };
@@ -5311,13 +5298,7 @@ mod tests {
         // It costs what that stream carried: a loss on the session's standalone stream is no part
         // of it, one on the call's stream is.
         assert_eq!((missed.breaches[0].session.as_ref(), missed.breaches[0].stream), (Some(&sid()), Some(StreamNo(1))));
-        let lost_on = |stream: &str| Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 7,
-            at: Instant(7_000),
-            subject: format!("session 0-1 {stream} event {stream}-0"),
-            detail: String::new(),
-        };
+        let lost_on = |stream: &str| loss(7, 7_000, format!("session 0-1 {stream} event {stream}-0"));
         let persisted = |e: Explanation| e.to_string().contains("condition 1");
         assert!(persisted(missed.explain(&lost_on("stream1"))), "{}", missed.explain(&lost_on("stream1")));
         assert!(!persisted(missed.explain(&lost_on("stream0"))), "{}", missed.explain(&lost_on("stream0")));
@@ -5779,13 +5760,7 @@ mod tests {
             c.breaches.iter().map(|b| (b.condition, b.client)).collect::<Vec<_>>(),
             vec![(Condition::Persisted, Some(1))]
         );
-        let lost = |session: &str| Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 5,
-            at: Instant(60_000_000),
-            subject: format!("session {session} stream1 event 1-3"),
-            detail: String::new(),
-        };
+        let lost = |session: &str| loss(5, 60_000_000, format!("session {session} stream1 event 1-3"));
         assert_eq!(c.explain(&lost("0-1")), Explanation::Unexplained, "client 0's session");
         assert!(c.explain(&lost("1-1")).is_explained(), "client 1's session: its own restart");
     }
@@ -6352,13 +6327,7 @@ mod tests {
         assert!(lost.breaches[0]
             .detail
             .contains("was lost by a server restart at 1m30.000s while its client was cut off"));
-        let undelivered = Violation {
-            invariant: InvariantId::NoSilentEventLoss,
-            step: 5,
-            at: Instant(40_000_000),
-            subject: "session 0-1 stream0 event 0-2".into(),
-            detail: String::new(),
-        };
+        let undelivered = loss(5, 40_000_000, "session 0-1 stream0 event 0-2");
         assert!(matches!(lost.explain(&undelivered), Explanation::ExplainedBy(_)), "{lost:?}");
         // In touch again before the expiry (an answer after the break): no breach. A restart that
         // lost the session ended its retention all the same, outage or not: what the session

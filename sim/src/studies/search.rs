@@ -1367,10 +1367,7 @@ mod tests {
     fn generated_cases_are_valid_scenarios_that_record_their_swarm() {
         let base = long_tool();
         let space = Space::for_scenario(&base);
-        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-        let strategy = cases(&space);
-        for _ in 0..200 {
-            let case = strategy.new_tree(&mut runner).unwrap().current();
+        for case in drawn_cases(&space, 200) {
             let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
             assert_eq!(s.swarm.as_ref(), Some(&case.swarm));
             // A rolling deploy is a dimension of its own (`fault.deploy`), not a swarm kind.
@@ -1394,11 +1391,8 @@ mod tests {
         let mut base = long_tool();
         base.apply_overrides(&[("lb".into(), "cdn-alb".into())]).expect("cdn-alb is a built-in balancer profile");
         let space = Space::for_scenario(&base);
-        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-        let strategy = cases(&space);
         let mut hops = 0;
-        for _ in 0..100 {
-            let case = strategy.new_tree(&mut runner).unwrap().current();
+        for case in drawn_cases(&space, 100) {
             let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
             hops += usize::from(s.overrides.iter().any(|(k, _)| k.starts_with("lb.")));
             let printed = s.cli_args();
@@ -1487,10 +1481,7 @@ mod tests {
         let base = Scenario::build("chatty-tool", "reference", "reference").unwrap();
         let space = Space::for_scenario(&base);
         assert!(!space.swarm);
-        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-        let strategy = cases(&space);
-        for _ in 0..50 {
-            let case = strategy.new_tree(&mut runner).unwrap().current();
+        for case in drawn_cases(&space, 50) {
             assert!(case.swarm.keys().all(|k| Fault::KINDS.contains(&k.as_str())), "{case:?}");
             if !case.swarm.contains_key("partition") {
                 assert!(!case.overrides.iter().any(|(k, _)| k == "fault.partition"), "{case:?}");
@@ -1577,9 +1568,14 @@ mod tests {
     ];
 
     fn drawn_keys(space: &Space, n: usize) -> std::collections::BTreeSet<String> {
+        drawn_cases(space, n).into_iter().flat_map(|case| case.overrides).map(|(k, _)| k).collect()
+    }
+
+    /// The first `n` cases of `space`, drawn by a fixed-seed runner (the same every run).
+    fn drawn_cases(space: &Space, n: usize) -> Vec<Case> {
         let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
         let strategy = cases(space);
-        (0..n).flat_map(|_| strategy.new_tree(&mut runner).unwrap().current().overrides).map(|(k, _)| k).collect()
+        (0..n).map(|_| strategy.new_tree(&mut runner).unwrap().current()).collect()
     }
 
     #[test]
@@ -1638,11 +1634,8 @@ mod tests {
         let kinds = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
         let asked = Space::for_scenario(&base).with_fault_kinds(&kinds(&["blackhole", "reset"])).unwrap();
         assert_eq!(asked.fault_kinds, ["reset", "blackhole"], "in the order of Fault::KINDS");
-        let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-        let strategy = cases(&asked);
         let mut planned = 0;
-        for _ in 0..100 {
-            let case = strategy.new_tree(&mut runner).unwrap().current();
+        for case in drawn_cases(&asked, 100) {
             let s = case.scenario(&base).unwrap_or_else(|e| panic!("{case:?}: {e}"));
             let holes: Vec<_> = s.faults.faults().iter().filter(|f| f.fault.kind() == "blackhole").collect();
             assert!(holes.is_empty() || case.swarm.contains_key("blackhole"), "{case:?}");
