@@ -670,10 +670,11 @@ pub enum StepKind {
         /// server's bug). Set only then, so other traces keep their bytes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         evicted: Option<RetentionBound>,
-        /// Refused because another connection still claimed the stream: the server keeps a
-        /// stream's first reader and refuses the resume before any replay
-        /// (`resume_while_attached = reject409`, the Go SDK). Its answer says nothing of the id:
-        /// `held` then tells what the store kept. Set only then, so other traces keep their bytes.
+        /// Another connection still claimed the stream, and the server kept it there: it refused
+        /// the resume before any replay (`resume_while_attached = reject409`, the Go SDK; its
+        /// answer says nothing of the id: `held` then tells what the store kept), or sent the
+        /// replay and ended the resuming connection (`replay-and-close`, Python). Set only then,
+        /// so other traces keep their bytes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         claimed_by: Option<ConnId>,
     },

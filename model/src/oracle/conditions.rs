@@ -354,6 +354,11 @@ pub struct Breach {
     /// An intermediary still held the frames when the run ended ([`Condition::ProxyHeld`] from
     /// an `lb-holding` step): they never arrived, so it costs what they carried, not only time.
     pub never_released: bool,
+    /// A silent black hole ([`Condition::BlackHole`]) caught the connection of its client's
+    /// standalone stream, and the server, never told, still counted it as the session's one
+    /// standalone stream when the client came back: it refused the client's new `GET` (`409`). The
+    /// refusals, and the client's returns after each, are the hole's price too.
+    pub kept_claim: bool,
     /// The fields of the server's policy that model this act, where the judge can tell which
     /// (a busy session's expiry: its idle rule), beside those its condition names.
     pub rules: &'static [&'static str],
@@ -728,6 +733,9 @@ pub fn can_cause(b: &Breach, effect: Effect) -> bool {
     }
     if b.condition == Condition::BlackHole {
         return match effect {
+            // Returns to a stream the server still counted as held by the connection the hole
+            // caught: each new `GET` refused, and tried again.
+            Effect::Of(InvariantId::BoundedReconnects) => b.kept_claim,
             Effect::Of(invariant) => BLACK_HOLE_COSTS.contains(&invariant),
             // A request stream of the 2026-07-28 revision: what it carried reached nobody.
             Effect::SessionlessEventLoss => true,
@@ -997,6 +1005,10 @@ struct ClientState {
     reattach_due: BTreeMap<crate::ids::CallKey, Instant>,
     /// When it will re-attach its standalone stream (a `backoff` step), until a `GET` does.
     standalone_due: Option<Instant>,
+    /// A black hole caught the connection of its standalone stream ([`Judge::black_holed`]): the
+    /// session, and where the hole's breach is in [`Judge::breaches`], until a `GET` of that
+    /// session is answered below 400 ([`Judge::claim_kept`]).
+    caught_standalone: Option<(SessionId, usize)>,
 }
 
 /// An intermediary as a breach names it: `hop1`, or `the balancer` alone.
@@ -1260,6 +1272,7 @@ impl Judge {
             promised: false,
             task_id_lost: false,
             never_released: false,
+            kept_claim: false,
             rules: &[],
         };
         self.breaches.push(breach);
@@ -1444,6 +1457,9 @@ impl Judge {
                     if status.0 >= 500 {
                         c.last_break = Some(at);
                     }
+                }
+                if let Some((Some(session), Method::Get, ..)) = self.conns.get(&(who, *conn)).cloned() {
+                    self.claim_kept(at, who, &session, status);
                 }
                 let Some(entry) = self.conns.get_mut(&(who, *conn)) else { return };
                 entry.2 = Some(status);
@@ -2276,7 +2292,64 @@ impl Judge {
              keep-alives, an idle expiry) could end the wait",
             what.join(", ")
         );
+        let index = self.breaches.len();
         self.record(Condition::BlackHole, i, at, detail).client = who;
+        let c = self.clients.entry(who).or_default();
+        if let Some(get) = c.standalone_get.as_ref().filter(|get| conns.contains(&get.conn)) {
+            c.caught_standalone = Some((get.session.clone(), index));
+        }
+    }
+
+    /// Client `who`'s `GET` of `session` answered `status`: after a black hole caught the
+    /// connection of that session's standalone stream, a `409` says the server still counts the
+    /// caught connection as the stream's, which it was never told had died (the one standalone
+    /// stream a session may have in the TypeScript, Python and Go servers). What the client
+    /// does on each such refusal is then the hole's price (`Breach::kept_claim`). An answer
+    /// below 400 ends it: the server let a new `GET` in. (A swarm sweep with black holes read
+    /// the TypeScript and Python clients' returns to a Python or Go server's 409s as
+    /// `bounded-reconnects` that "what broke cannot cause".)
+    fn claim_kept(&mut self, at: Instant, who: Option<u32>, session: &SessionId, status: Status) {
+        let Some(c) = self.clients.get_mut(&who) else { return };
+        if c.caught_standalone.as_ref().is_none_or(|(s, _)| s != session) {
+            return;
+        }
+        if status.0 < 400 {
+            c.caught_standalone = None;
+        } else if status == Status::CONFLICT {
+            self.hole_kept_claim(who, &format!("refused the client's new GET with 409 at {at}"));
+        }
+    }
+
+    /// The server replayed a resume of `session`'s standalone stream and ended it at once,
+    /// since another connection still claimed the stream (the resume step's `claimed_by`, under
+    /// `replay-and-close`): if a black hole had caught the client's standalone connection, that
+    /// is the connection the server keeps, and the client's return after the close is the hole's
+    /// price as a `409` is ([`Judge::claim_kept`]). (A swarm sweep of py-sdk × py-sdk with black
+    /// holes read the Python client's resumes every `retry`, each replayed and closed, as
+    /// "what broke cannot cause bounded-reconnects".)
+    fn resume_closed_for_claim(&mut self, at: Instant, session: &SessionId) {
+        let caught: Vec<Option<u32>> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.caught_standalone.as_ref().is_some_and(|(s, _)| s == session))
+            .map(|(who, _)| *who)
+            .collect();
+        for who in caught {
+            self.hole_kept_claim(who, &format!("ended the client's resume of it after its replay at {at}"));
+        }
+    }
+
+    /// The black hole's breach of client `who`'s caught standalone stream: the server kept its
+    /// claim, and `how` it answered the client's return ([`Breach::kept_claim`], said once).
+    fn hole_kept_claim(&mut self, who: Option<u32>, how: &str) {
+        let Some((caught, index)) = self.clients.get(&who).and_then(|c| c.caught_standalone.clone()) else { return };
+        if let Some(b) = self.breaches.get_mut(index).filter(|b| !b.kept_claim) {
+            b.kept_claim = true;
+            b.detail.push_str(&format!(
+                "; the server, never told, still counted the connection it caught as the standalone stream of session \
+                 {caught} and {how}, so the client came back for it again"
+            ));
+        }
     }
 
     /// A non-idempotent call whose request the client had sent, told to the application as a
@@ -2721,6 +2794,9 @@ impl Judge {
             }
         }
         let (stream, held) = (*stream, *held);
+        if let (ResumeOutcome::Replayed { .. }, Some(_), Some(StreamNo::STANDALONE)) = (outcome, claimed_by, stream) {
+            self.resume_closed_for_claim(at, session);
+        }
         let (unhonoured, silent) = match outcome {
             // Refused: 410/409 (the note's condition 3). A 400 says so only when the server's own
             // log evicted what followed the id (the Go SDK's "failed to replay events" for purged
@@ -2762,21 +2838,42 @@ impl Judge {
             });
             // A refusal for the stream's sake, not the id's: the server keeps a stream's first
             // reader (the Go SDK's 409), which a client back on a new connection no longer reads.
-            let detail = match claimed_by {
-                Some(old) => format!(
-                    "the server still held every event after Last-Event-ID {id} in session {session} and {how}, \
-                     because an earlier connection ({old}) still claimed the stream: it keeps a stream's first \
-                     reader, which a client back on a new connection no longer reads, and a client cannot tell \
-                     this refusal from one of an id too old"
+            let (detail, rules): (String, &'static [&'static str]) = match (claimed_by, stream) {
+                (Some(old), _) => (
+                    format!(
+                        "the server still held every event after Last-Event-ID {id} in session {session} and {how}, \
+                         because an earlier connection ({old}) still claimed the stream: it keeps a stream's first \
+                         reader, which a client back on a new connection no longer reads, and a client cannot tell \
+                         this refusal from one of an id too old"
+                    ),
+                    &["server.resume_while_attached"],
                 ),
-                None => format!(
-                    "the server still held every event after Last-Event-ID {id} in session {session} and answered \
-                     it as an id it could not honour ({how}): its retention kept them, its lookup missed them"
+                // The lookup led to no stream of the session at all: the server's event ids do not
+                // lead back from an id of this form to the stream that wrote it (the TypeScript
+                // example store's `_GET_stream_…` ids, whose stream part before the first `_` is
+                // empty).
+                (None, None) => (
+                    format!(
+                        "the server still held every event after Last-Event-ID {id} in session {session} and answered \
+                         it as an id it could not honour ({how}): its retention kept them, but its lookup found no \
+                         stream of the session from that id, since its event ids do not lead back to the stream \
+                         that wrote it"
+                    ),
+                    &["server.event_ids"],
+                ),
+                (None, Some(_)) => (
+                    format!(
+                        "the server still held every event after Last-Event-ID {id} in session {session} and answered \
+                         it as an id it could not honour ({how}): its retention kept them, its lookup missed them"
+                    ),
+                    &[],
                 ),
             };
             // What its lookup missed are this stream's events: another stream's or another
             // session's loss, or a result left in a session its client forgot, is no part of it.
-            self.breach_in(Condition::ServerMissed, i, at, detail, session).stream = Some(missed);
+            let breach = self.breach_in(Condition::ServerMissed, i, at, detail, session);
+            breach.stream = Some(missed);
+            breach.rules = rules;
             return;
         }
         if let Some(((missed, seq, _), bound)) = stored.zip(*evicted) {
@@ -3819,17 +3916,37 @@ mod tests {
         assert_eq!((b.len(), b[0].condition, b[0].is_bug()), (1, Condition::ServerMissed, true), "{claimed:?}");
         assert!(b[0].detail.contains("because an earlier connection (c8) still claimed the stream"), "{}", b[0].detail);
         assert!(!b[0].detail.contains("lookup missed"), "{}", b[0].detail);
+        assert_eq!(b[0].rules, ["server.resume_while_attached"]);
         let missed = judged(None);
         assert!(missed.breaches[0].detail.ends_with("its lookup missed them"), "{missed:?}");
+        assert!(missed.breaches[0].rules.is_empty(), "{missed:?}");
+    }
+
+    /// A held id whose lookup led to no stream of the session at all (the resume step's `stream`
+    /// is none: the TypeScript example store cuts `_GET_stream_…` at its first `_` into an empty
+    /// stream and replays nothing) is the server's miss by its event ids, and names that rule
+    /// (a swarm sweep of go-sdk × ts-sdk said only "its lookup missed them").
+    #[test]
+    fn a_held_id_whose_lookup_found_no_stream_names_the_servers_event_ids() {
+        let c = refused_while_held(None, None);
+        let b = &c.breaches;
+        assert_eq!((b.len(), b[0].condition, b[0].is_bug()), (1, Condition::ServerMissed, true), "{c:?}");
+        assert!(b[0].detail.contains("its lookup found no stream of the session from that id"), "{}", b[0].detail);
+        assert_eq!((b[0].rules, b[0].stream), (&["server.event_ids"][..], Some(StreamNo(1))));
+    }
+
+    fn refused_409_while_held(claimed_by: Option<ConnId>) -> Conditions {
+        refused_while_held(claimed_by, Some(StreamNo(1)))
     }
 
     /// Events 1-0 to 1-2 stored, then at 60 s a resume from 1-1 refused 409 while the store still
-    /// held what followed it; `claimed_by` the connection that kept the stream, if that was why.
-    fn refused_409_while_held(claimed_by: Option<ConnId>) -> Conditions {
+    /// held what followed it; `claimed_by` the connection that kept the stream, if that was why;
+    /// `stream` the one the server's lookup led to.
+    fn refused_while_held(claimed_by: Option<ConnId>, stream: Option<StreamNo>) -> Conditions {
         let resume = StepKind::Resume {
             session: sid(),
             last_event_id: EventId::from("1-1"),
-            stream: Some(StreamNo(1)),
+            stream,
             outcome: ResumeOutcome::Rejected { status: Status::CONFLICT, head: None },
             held: true,
             evicted: None,
@@ -4739,6 +4856,7 @@ mod tests {
             promised: false,
             task_id_lost: false,
             never_released: false,
+            kept_claim: false,
             rules: &[],
         };
         assert!(can_cause(&b, Effect::Of(InvariantId::NoDuplicateExecution)));
@@ -7162,6 +7280,88 @@ mod tests {
         );
         let late = Violation { at: Instant(56_000_000), ..violation(InvariantId::TimelyDelivery, 56_000, "call0") };
         assert!(swallowed.explain(&late).is_explained());
+    }
+
+    /// A black hole that caught the connection of a client's standalone stream leaves the server
+    /// counting it as the session's one standalone stream: a new `GET` answered `409` is refused
+    /// for it, and the client's returns after such refusals are the hole's price
+    /// (`bounded-reconnects`, which a black hole otherwise cannot cause). A new `GET` let in (`200`)
+    /// before any refusal leaves the churn unexplained by it. (A swarm sweep with black holes read
+    /// the TypeScript and Python clients' 409 loops against the Python and Go servers as
+    /// "what broke cannot cause bounded-reconnects".)
+    #[test]
+    fn a_standalone_get_refused_for_the_connection_a_black_hole_caught_is_the_holes_churn() {
+        let answered = |conn: u64, status: u16| StepKind::Response {
+            conn: ConnId(conn),
+            head: ResponseHead::status(Status(status)),
+        };
+        let judged = |second: u16| {
+            let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0, connect: false };
+            let mut t = trace(vec![
+                (0, start(false)),
+                (1_000, get(2, None)),
+                (1_010, answered(2, 200)),
+                (60_000, hole),
+                (360_000, get(3, None)),
+                (360_010, answered(3, second)),
+                (361_000, get(4, None)),
+                (361_010, answered(4, 409)),
+            ]);
+            t.steps[3].actor = Actor::Fault;
+            Conditions::judge(&t)
+        };
+        let churn = Violation {
+            invariant: InvariantId::BoundedReconnects,
+            step: 7,
+            at: Instant(400_000_000),
+            subject: "session 0-1".into(),
+            detail: String::new(),
+        };
+        let refused = judged(409);
+        let hole = &refused.breaches[0];
+        assert_eq!((hole.condition, hole.kept_claim), (Condition::BlackHole, true), "{refused:?}");
+        assert!(
+            hole.detail
+                .ends_with("refused the client's new GET with 409 at 6m00.010s, so the client came back for it again"),
+            "{}",
+            hole.detail
+        );
+        assert!(refused.explain(&churn).is_explained(), "{}", refused.explain(&churn));
+        // Let in first: the server knew the caught connection was gone, and the 409 after it is
+        // another matter (the hole's claim ended with the 200).
+        let let_in = judged(200);
+        assert!(!let_in.breaches[0].kept_claim, "{let_in:?}");
+        assert!(matches!(let_in.explain(&churn), Explanation::NotCausedBy(..)), "{}", let_in.explain(&churn));
+        // Python's `replay-and-close`: the resume replayed and ended for the connection that
+        // still claims the stream is the same claim; a resume of a call's stream is not.
+        let closed_for = |stream: StreamNo| {
+            let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0, connect: false };
+            let resume = StepKind::Resume {
+                session: sid(),
+                last_event_id: EventId::from("0-3"),
+                stream: Some(stream),
+                outcome: ResumeOutcome::Replayed { replayed: 0 },
+                held: false,
+                evicted: None,
+                claimed_by: Some(ConnId(7)),
+            };
+            let mut t = trace(vec![
+                (0, start(false)),
+                (1_000, get(2, None)),
+                (1_010, answered(2, 200)),
+                (60_000, hole),
+                (360_000, get(3, Some("0-3"))),
+                (360_010, resume),
+            ]);
+            t.steps[3].actor = Actor::Fault;
+            t.steps[5].actor = Actor::Server;
+            Conditions::judge(&t)
+        };
+        let closed = closed_for(StreamNo::STANDALONE);
+        assert!(closed.breaches[0].kept_claim, "{closed:?}");
+        assert!(closed.breaches[0].detail.contains("ended the client's resume of it after its replay at 6m00.010s"));
+        assert!(closed.explain(&churn).is_explained(), "{}", closed.explain(&churn));
+        assert!(!closed_for(StreamNo(1)).breaches[0].kept_claim);
     }
 
     /// A black hole cuts its client off though the client does not know it: an idle expiry that

@@ -91,7 +91,10 @@ impl Server {
             (_, Some(log), _) if by_id_order => log.replay_by_id_order(&r.last_event_id, self.policy.replay),
             (_, Some(log), _) => log.replay_by_seq(seq, self.policy.replay),
         };
-        self.record_resume(r, ResumeOutcome::Replayed { replayed: count(&events) });
+        // Under `replay-and-close` the replay goes out and the connection ends, the stream left
+        // with the connection that claims it: the step names that one.
+        let claimed_by = self.closed_for_claim(r);
+        self.record_resume_as(r, ResumeOutcome::Replayed { replayed: count(&events) }, claimed_by);
         self.open_resumed(now, r, &events);
         self.attach_resumed(now, r);
     }
@@ -153,6 +156,22 @@ impl Server {
         stream.attached.filter(|&old| !stream.finished && old != r.conn)
     }
 
+    /// Under `resume_while_attached = replay-and-close`: the connection that still claims the
+    /// stream a resume names, for which [`Server::attach_resumed`] closes the resuming one after
+    /// its replay (Python's writer, closed while the stream is still in `_request_streams`).
+    fn closed_for_claim(&self, r: &Resumption) -> Option<ConnId> {
+        if self.policy.resume_while_attached != ResumeWhileAttached::ReplayAndClose
+            || self.policy.after_replay == AfterReplay::Quiet
+        {
+            return None;
+        }
+        let stream = self.stream(&r.session, r.located.target?)?;
+        if stream.finished && self.policy.finished_resume == ConnAfterResponse::Close {
+            return None;
+        }
+        stream.attached.filter(|&old| old != r.conn)
+    }
+
     pub(super) fn resumed_log(&self, r: &Resumption) -> Option<&StreamLog> {
         r.located.key.as_ref().and_then(|key| self.store.log(key))
     }
@@ -181,10 +200,10 @@ impl Server {
             // The store replayed what was missed and forwards nothing more.
             return;
         }
+        if self.closed_for_claim(r).is_some() {
+            return self.end_conn(now, r.conn);
+        }
         if let Some(old) = state.attached.filter(|old| *old != r.conn) {
-            if self.policy.resume_while_attached == ResumeWhileAttached::ReplayAndClose {
-                return self.end_conn(now, r.conn);
-            }
             self.end_conn(now, old);
         }
         if let Some(state) = self.stream_mut(&r.session, stream) {
@@ -226,7 +245,8 @@ impl Server {
         self.record_resume_as(r, outcome, None)
     }
 
-    /// [`Server::record_resume`], for a resume refused because `claimed_by` still held its stream.
+    /// [`Server::record_resume`], for a resume refused, or ended after its replay, because
+    /// `claimed_by` still held its stream.
     fn record_resume_as(&mut self, r: &Resumption, outcome: ResumeOutcome, claimed_by: Option<ConnId>) {
         let replayed = matches!(outcome, ResumeOutcome::Replayed { .. });
         let held = !replayed && self.holds(&r.session, &r.last_event_id);

@@ -1289,6 +1289,12 @@ fn python_closes_a_resume_whose_request_stream_is_still_registered() {
         assert_eq!(events(&out, GET).iter().filter(|e| e.data.is_some()).count(), 2, "the replay");
         assert_eq!(!closes(&out, GET).is_empty(), resumed_closed, "{rule:?}");
         assert_eq!(closes(&out, POST).is_empty(), resumed_closed, "{rule:?}: the old one ends on take-over");
+        // The resume step names the connection kept when the resuming one is closed for it.
+        let claimed = records(&out).into_iter().find_map(|r| match r {
+            StepKind::Resume { claimed_by, .. } => Some(claimed_by),
+            _ => None,
+        });
+        assert_eq!(claimed, Some(resumed_closed.then_some(POST)), "{rule:?}");
     }
 }
 
