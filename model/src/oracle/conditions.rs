@@ -1110,6 +1110,12 @@ struct Judge {
     /// The latest instant `lb-discarded` steps were recorded at, and what each says went (read
     /// by [`Judge::never_persisted`], whose stream may have broken with them).
     last_discard: Option<(Instant, Vec<String>)>,
+    /// The intermediaries' connections (by hop) that released frames to their client, and the
+    /// clients whose connection an intermediary went with, holding frames: a second such loss of
+    /// a connection that released nothing is a hold no return gets past
+    /// ([`Judge::discarded`]).
+    lb_released: BTreeSet<(Option<u32>, ConnId)>,
+    lb_discarded: BTreeSet<Option<u32>>,
     /// Sessions the server expired by its own bug (inside its TTL, or busy): a 404 for one later
     /// is that bug's, not a retention the outage outlasted.
     expired_by_bug: BTreeSet<SessionId>,
@@ -1284,6 +1290,9 @@ impl Judge {
         let who = step.client;
         self.subscriptions(i, at, who, step);
         self.held_open_gets(i, at, who, step);
+        if let StepKind::LbFlushed { conn, frames: 1.., hop, .. } = &step.kind {
+            self.lb_released.insert((*hop, *conn));
+        }
         match &step.kind {
             StepKind::SideEffect { session, call, .. } => _ = self.tools_running.insert((session.clone(), *call)),
             StepKind::ToolEnded { session, call, .. } => _ = self.tools_running.remove(&(session.clone(), *call)),
@@ -1867,10 +1876,21 @@ impl Judge {
                 self.record(Condition::ProxyHeld, i, at, detail).never_released = true;
             }
             StepKind::LbDiscarded { conn, frames, held_us, hop } => {
+                let client = step.client.or(step.conn_client);
+                // Nothing of this connection's answer got through, and its client had come back
+                // after losing held frames before: what it came back for was held and lost the
+                // same way, so no return gets it.
+                let swallowed = !self.lb_released.contains(&(*hop, *conn)) && !self.lb_discarded.insert(client);
+                let again = if swallowed {
+                    ": it released nothing of that connection's answer, and its client had come back after held \
+                     frames went with an earlier one, so each return meets the same hold"
+                } else {
+                    ""
+                };
                 let detail = format!(
                     "{} held {frames} frame(s) of {conn} back, the first for {}, and they went with the connection \
-                     at {at}: they never reached the client (response buffering: lb.hops[].buffer, flush_interval, \
-                     or a held head or tail)",
+                     at {at}: they never reached the client{again} (response buffering: lb.hops[].buffer, \
+                     flush_interval, or a held head or tail)",
                     intermediary(*hop),
                     format_micros(*held_us)
                 );
@@ -1885,8 +1905,11 @@ impl Judge {
                 // A client that had an id of the stream resumes, and a server that keeps its
                 // events replays them: late, not lost. One that had none reads its loss by
                 // condition 1 (`never_persisted`). (Read as never released, the TypeScript
-                // store's burst order, a server bug, read as this hop's price.)
-                self.record(Condition::ProxyHeld, i, at, detail);
+                // store's burst order, a server bug, read as this hop's price.) Unless the hold
+                // swallows the returns too (a flush interval longer than the hop's idle timeout:
+                // a swarm sweep of reference × py-sdk behind `cdn-alb` read the call it never
+                // let through as "what broke cannot cause every-call-resolves").
+                self.record(Condition::ProxyHeld, i, at, detail).never_released = swallowed;
             }
             StepKind::SideEffect { session, request, call, .. }
             | StepKind::ToolEnded { session, request, call, end: crate::trace::ToolEnd::Completed } => {
@@ -6245,7 +6268,7 @@ mod tests {
         // Frames that went with their connection (a cut, a reset) come again with a resume:
         // late, not lost (a client with no id to resume from breaks condition 1 instead).
         let discarded = StepKind::LbDiscarded { conn: ConnId(3), frames: 5, held_us: 47_000_000, hop: Some(0) };
-        let gone = Conditions::judge(&trace(vec![(48_000, discarded)]));
+        let gone = Conditions::judge(&trace(vec![(48_000, discarded.clone())]));
         assert!(!gone.explain(&late(60, InvariantId::NoSilentEventLoss)).is_explained());
         match gone.explain(&late(60, InvariantId::TimelyDelivery)) {
             Explanation::ExplainedBy(bs) => {
@@ -6259,6 +6282,22 @@ mod tests {
             other => panic!("{other}"),
         }
         assert!(!gone.explain(&late(60, InvariantId::NoDuplicateDelivery)).is_explained());
+        // The client came back and the hop swallowed the whole answer to its return too (a
+        // flush interval past the hop's idle timeout): no return gets past it, so what it held
+        // never reached the client. A connection the hop had released frames of stays late.
+        let discard =
+            |conn: u64| StepKind::LbDiscarded { conn: ConnId(conn), frames: 5, held_us: 29_000_000, hop: Some(0) };
+        let flushed = StepKind::LbFlushed { conn: ConnId(4), frames: 2, held_us: 0, hop: Some(0) };
+        let unresolved = late(200, InvariantId::EveryCallResolves);
+        let again = Conditions::judge(&trace(vec![(48_000, discarded.clone()), (100_000, discard(4))]));
+        assert_eq!(again.breaches.iter().map(|b| b.never_released).collect::<Vec<_>>(), vec![false, true]);
+        assert!(again.breaches[1].detail.contains("it released nothing of that connection's answer"));
+        assert!(again.explain(&unresolved).is_explained(), "{}", again.explain(&unresolved));
+        let released = Conditions::judge(&trace(vec![(48_000, discarded), (60_000, flushed), (100_000, discard(4))]));
+        assert!(released.breaches.iter().all(|b| !b.never_released), "{released:?}");
+        assert!(!released.explain(&unresolved).is_explained());
+        let once = Conditions::judge(&trace(vec![(100_000, discard(4))]));
+        assert!(!once.breaches[0].never_released, "{once:?}");
     }
 
     /// An idle expiry that cancels a tool of the session while its client is still attached (no
