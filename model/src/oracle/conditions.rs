@@ -1009,6 +1009,10 @@ struct ClientState {
     /// session, and where the hole's breach is in [`Judge::breaches`], until a `GET` of that
     /// session is answered below 400 ([`Judge::claim_kept`]).
     caught_standalone: Option<(SessionId, usize)>,
+    /// The calls whose request stream's connection a black hole caught (their `tools/call`
+    /// `POST`), and where the hole's breach is, until a resume of that stream is let in without a
+    /// claim ([`Judge::resume_closed_for_claim`]).
+    caught_calls: BTreeMap<crate::ids::CallKey, usize>,
 }
 
 /// An intermediary as a breach names it: `hop1`, or `the balancer` alone.
@@ -1468,7 +1472,7 @@ impl Judge {
                     }
                 }
                 if let Some((Some(session), Method::Get, ..)) = self.conns.get(&(who, *conn)).cloned() {
-                    self.claim_kept(at, who, &session, status);
+                    self.claim_kept(at, who, *conn, &session, status);
                 }
                 let Some(entry) = self.conns.get_mut(&(who, *conn)) else { return };
                 entry.2 = Some(status);
@@ -2321,56 +2325,87 @@ impl Judge {
         if let Some(get) = c.standalone_get.as_ref().filter(|get| conns.contains(&get.conn)) {
             c.caught_standalone = Some((get.session.clone(), index));
         }
+        let calls: Vec<crate::ids::CallKey> =
+            conns.iter().filter_map(|conn| self.posts.get(&(who, *conn))).copied().collect();
+        let c = self.clients.entry(who).or_default();
+        c.caught_calls.extend(calls.into_iter().map(|call| (call, index)));
     }
 
-    /// Client `who`'s `GET` of `session` answered `status`: after a black hole caught the
-    /// connection of that session's standalone stream, a `409` says the server still counts the
-    /// caught connection as the stream's, which it was never told had died (the one standalone
-    /// stream a session may have in the TypeScript, Python and Go servers). What the client
-    /// does on each such refusal is then the hole's price (`Breach::kept_claim`). An answer
-    /// below 400 ends it: the server let a new `GET` in. (A swarm sweep with black holes read
-    /// the TypeScript and Python clients' returns to a Python or Go server's 409s as
+    /// Client `who`'s `GET` of `session` on `conn` answered `status`: after a black hole caught
+    /// the connection of that session's standalone stream, a `409` to a `GET` of that stream
+    /// says the server still counts the caught connection as the stream's, which it was never
+    /// told had died (the one standalone stream a session may have in the TypeScript, Python and
+    /// Go servers). What the client does on each such refusal is then the hole's price
+    /// (`Breach::kept_claim`). An answer below 400 to one ends it: the server let a new `GET` of
+    /// the stream in. A resume of a call's stream says nothing of it. (A swarm sweep with black
+    /// holes read the TypeScript and Python clients' returns to a Python or Go server's 409s as
     /// `bounded-reconnects` that "what broke cannot cause".)
-    fn claim_kept(&mut self, at: Instant, who: Option<u32>, session: &SessionId, status: Status) {
+    fn claim_kept(&mut self, at: Instant, who: Option<u32>, conn: ConnId, session: &SessionId, status: Status) {
         let Some(c) = self.clients.get_mut(&who) else { return };
-        if c.caught_standalone.as_ref().is_none_or(|(s, _)| s != session) {
+        // Only a `GET` of the standalone stream: a resume of a call's stream says nothing of it.
+        let standalone = c.standalone_get.as_ref().is_some_and(|get| get.conn == conn);
+        if !standalone || c.caught_standalone.as_ref().is_none_or(|(s, _)| s != session) {
             return;
         }
         if status.0 < 400 {
             c.caught_standalone = None;
-        } else if status == Status::CONFLICT {
-            self.hole_kept_claim(who, &format!("refused the client's new GET with 409 at {at}"));
+        } else if let (Status::CONFLICT, Some((_, index))) = (status, c.caught_standalone.clone()) {
+            let what = format!("the standalone stream of session {session}");
+            self.hole_kept_claim(index, &what, &format!("refused the client's new GET with 409 at {at}"));
         }
     }
 
-    /// The server replayed a resume of `session`'s standalone stream and ended it at once,
-    /// since another connection still claimed the stream (the resume step's `claimed_by`, under
-    /// `replay-and-close`): if a black hole had caught the client's standalone connection, that
-    /// is the connection the server keeps, and the client's return after the close is the hole's
-    /// price as a `409` is ([`Judge::claim_kept`]). (A swarm sweep of py-sdk × py-sdk with black
-    /// holes read the Python client's resumes every `retry`, each replayed and closed, as
-    /// "what broke cannot cause bounded-reconnects".)
-    fn resume_closed_for_claim(&mut self, at: Instant, session: &SessionId) {
-        let caught: Vec<Option<u32>> = self
-            .clients
-            .iter()
-            .filter(|(_, c)| c.caught_standalone.as_ref().is_some_and(|(s, _)| s == session))
-            .map(|(who, _)| *who)
-            .collect();
-        for who in caught {
-            self.hole_kept_claim(who, &format!("ended the client's resume of it after its replay at {at}"));
+    /// The server answered a resume from `id` in `session`: replayed and ended at once, or
+    /// refused, since another connection still claimed the stream (`claimed`: the resume step's
+    /// `claimed_by`, under `replay-and-close` or `reject409`), or let in (`claimed` false). If a
+    /// black hole had caught the client's connection of that stream (its standalone `GET`, or
+    /// the `POST` of the call the id was stored for), that is the connection the server keeps,
+    /// and the client's return after each answer is the hole's price as a `409` to a `GET` is
+    /// ([`Judge::claim_kept`]); let in, the claim is over. (Sweeps with black holes read the
+    /// Python server's replay-and-close of the standalone stream every `retry`, and of a call's
+    /// stream every second, as "what broke cannot cause bounded-reconnects".)
+    fn resume_closed_for_claim(
+        &mut self,
+        at: Instant,
+        session: &SessionId,
+        id: &EventId,
+        stream: StreamNo,
+        how: Option<String>,
+    ) {
+        let claimed = how.is_some();
+        let call = self.stored_for.get(&(session.clone(), id.clone())).copied().flatten();
+        let mut kept: Vec<(usize, String)> = Vec::new();
+        for c in self.clients.values_mut() {
+            match call {
+                _ if stream == StreamNo::STANDALONE => {
+                    if let Some((_, index)) = c.caught_standalone.clone().filter(|(s, _)| s == session) {
+                        kept.push((index, format!("the standalone stream of session {session}")));
+                    }
+                }
+                Some(call) if claimed => {
+                    if let Some(&index) = c.caught_calls.get(&call) {
+                        kept.push((index, format!("{call}'s stream in session {session}")));
+                    }
+                }
+                Some(call) => _ = c.caught_calls.remove(&call),
+                None => {}
+            }
+        }
+        if let Some(how) = how {
+            for (index, what) in kept {
+                self.hole_kept_claim(index, &what, &format!("{how} at {at}"));
+            }
         }
     }
 
-    /// The black hole's breach of client `who`'s caught standalone stream: the server kept its
-    /// claim, and `how` it answered the client's return ([`Breach::kept_claim`], said once).
-    fn hole_kept_claim(&mut self, who: Option<u32>, how: &str) {
-        let Some((caught, index)) = self.clients.get(&who).and_then(|c| c.caught_standalone.clone()) else { return };
+    /// The black hole's breach at `index`: the server kept its claim on `what` (a stream), and
+    /// `how` it answered the client's return ([`Breach::kept_claim`], said once).
+    fn hole_kept_claim(&mut self, index: usize, what: &str, how: &str) {
         if let Some(b) = self.breaches.get_mut(index).filter(|b| !b.kept_claim) {
             b.kept_claim = true;
             b.detail.push_str(&format!(
-                "; the server, never told, still counted the connection it caught as the standalone stream of session \
-                 {caught} and {how}, so the client came back for it again"
+                "; the server, never told, still counted the connection it caught as {what} and {how}, so the client \
+                 came back for it again"
             ));
         }
     }
@@ -2817,8 +2852,12 @@ impl Judge {
             }
         }
         let (stream, held) = (*stream, *held);
-        if let (ResumeOutcome::Replayed { .. }, Some(_), Some(StreamNo::STANDALONE)) = (outcome, claimed_by, stream) {
-            self.resume_closed_for_claim(at, session);
+        if let Some(on) = stream {
+            let how = claimed_by.map(|_| match outcome {
+                ResumeOutcome::Rejected { status, .. } => format!("refused the client's resume of it with {status}"),
+                _ => "ended the client's resume of it after its replay".to_string(),
+            });
+            self.resume_closed_for_claim(at, session, id, on, how);
         }
         let (unhonoured, silent) = match outcome {
             // Refused: 410/409 (the note's condition 3). A 400 says so only when the server's own
@@ -7371,6 +7410,23 @@ mod tests {
         let let_in = judged(200);
         assert!(!let_in.breaches[0].kept_claim, "{let_in:?}");
         assert!(matches!(let_in.explain(&churn), Explanation::NotCausedBy(..)), "{}", let_in.explain(&churn));
+        // A resume of a call's stream let in between says nothing of the standalone stream (a
+        // search of py-sdk × py-sdk read the 409s after one as churn the hole cannot cause).
+        let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0, connect: false };
+        let mut t = trace(vec![
+            (0, start(false)),
+            (500, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
+            (1_000, get(2, None)),
+            (1_010, answered(2, 200)),
+            (60_000, hole),
+            (300_000, get(5, Some("1-0"))),
+            (300_010, answered(5, 200)),
+            (360_000, get(3, None)),
+            (360_010, answered(3, 409)),
+        ]);
+        t.steps[4].actor = Actor::Fault;
+        let call_resumed = Conditions::judge(&t);
+        assert!(call_resumed.breaches.iter().any(|b| b.kept_claim), "{call_resumed:?}");
         // Python's `replay-and-close`: the resume replayed and ended for the connection that
         // still claims the stream is the same claim; a resume of a call's stream is not.
         let closed_for = |stream: StreamNo| {
@@ -7401,6 +7457,40 @@ mod tests {
         assert!(closed.breaches[0].detail.contains("ended the client's resume of it after its replay at 6m00.010s"));
         assert!(closed.explain(&churn).is_explained(), "{}", closed.explain(&churn));
         assert!(!closed_for(StreamNo(1)).breaches[0].kept_claim);
+        // The POST of a call the hole caught: each resume of the call's stream replayed and
+        // ended for the connection the server still keeps is the same claim; once a resume is
+        // let in without a claim, it is over.
+        let call_resumed = |claims: &[bool]| {
+            let hole = StepKind::BlackHoled { conns: vec![ConnId(2)], idle: 0, connect: false };
+            let mut steps = vec![
+                (0, start(false)),
+                (1_000, post_call(2, 0)),
+                (1_500, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
+                (60_000, hole),
+            ];
+            for (k, claimed) in claims.iter().enumerate() {
+                let resume = StepKind::Resume {
+                    session: sid(),
+                    last_event_id: EventId::from("1-0"),
+                    stream: Some(StreamNo(1)),
+                    outcome: ResumeOutcome::Replayed { replayed: 0 },
+                    held: false,
+                    evicted: None,
+                    claimed_by: claimed.then_some(ConnId(2)),
+                };
+                steps.push((200_000 + k as u64 * 1_000, resume));
+            }
+            let mut t = trace(steps);
+            t.steps[3].actor = Actor::Fault;
+            for step in &mut t.steps[4..] {
+                step.actor = Actor::Server;
+            }
+            Conditions::judge(&t)
+        };
+        let kept = call_resumed(&[true]);
+        assert!(kept.breaches[0].kept_claim, "{kept:?}");
+        assert!(kept.breaches[0].detail.contains("as call0's stream in session 0-1 and ended the client's resume"));
+        assert!(!call_resumed(&[false, true]).breaches[0].kept_claim, "let in first: the claim was over");
     }
 
     /// A black hole cuts its client off though the client does not know it: an idle expiry that
