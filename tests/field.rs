@@ -637,8 +637,10 @@ fn typescript_sdk_943_one_cut_parks_the_standalone_stream_on_no_stream() {
         use mcpsim_model::oracle::conditions::Conditions;
         let judged = Conditions::judge(&outcome.trace);
         assert!(
-            judged.breaches.iter().any(|b| b.is_bug() && b.detail.contains("its lookup missed them")),
-            "the server's lookup named; {replay}"
+            judged.breaches.iter().any(|b| b.is_bug()
+                && b.detail.contains("its lookup found no stream of the session from that id")
+                && b.rules == ["server.event_ids"]),
+            "the server's lookup named, with its event ids; {replay}"
         );
     }
 }

@@ -1137,8 +1137,11 @@ struct Judge {
     /// Each cancel a client sent of one of its `tools/call` requests (the call, the request's
     /// id): when.
     cancels_sent: BTreeMap<(crate::ids::CallKey, RequestId), Instant>,
-    /// The listen stream each client holds open (`listen-open`, until its connection ends).
-    listening: BTreeMap<Option<u32>, ConnId>,
+    /// The listen stream each client holds open (`listen-open`, until its connection ends), and
+    /// since when it has heard every change emitted (its opening, then each change it heard).
+    listening: BTreeMap<Option<u32>, (ConnId, Instant)>,
+    /// When each change was emitted, in order.
+    changes_emitted: Vec<Instant>,
     /// Changes a replica emitted to no listen stream of its own, not (yet) relayed to another's
     /// by a shared bus: step, time, change ([`Condition::BusLocal`], settled once the instant
     /// has passed).
@@ -1146,9 +1149,11 @@ struct Judge {
     /// The clients a change on another replica missed, each named once.
     bus_missed: BTreeSet<Option<u32>>,
     /// Each client whose listen stream ended without its application being told (no
-    /// `app-subscription-lost`) and that listens no more: when the stream ended. A change
-    /// emitted then breaks condition 4 for it, named once.
-    listen_untold: BTreeMap<Option<u32>, Instant>,
+    /// `app-subscription-lost`) and that listens no more: the step the stream ended at, and the
+    /// instant from which what it carried was lost (its end, or the first change emitted after
+    /// the last it heard). A change emitted then breaks condition 4 for it, named once, dated
+    /// at that instant.
+    listen_untold: BTreeMap<Option<u32>, (usize, Instant)>,
     /// Fresh standalone `GET`s sent without a session, not yet answered: by client and connection.
     sessionless_gets: BTreeSet<(Option<u32>, ConnId)>,
     /// The standalone `GET` without a session each client holds open, answered `200` (until its
@@ -3139,21 +3144,30 @@ impl Judge {
         self.settle_unrelayed(Some(at));
         match &step.kind {
             StepKind::ListenOpen { conn, .. } => {
-                self.listening.insert(who, *conn);
+                self.listening.insert(who, (*conn, at));
                 self.listen_untold.remove(&who);
             }
-            StepKind::ConnEnd { conn, .. } if self.listening.get(&who) == Some(conn) => {
-                self.listening.remove(&who);
-                self.listen_untold.insert(who, at);
+            StepKind::AppChange { .. } => {
+                if let Some((_, heard)) = self.listening.get_mut(&who) {
+                    *heard = at;
+                }
+            }
+            StepKind::ConnEnd { conn, .. } if self.listening.get(&who).is_some_and(|(c, _)| c == conn) => {
+                // What was on its way on it went with it: the first change emitted after the
+                // last it heard, if any came before the end.
+                let heard = self.listening.remove(&who).map(|(_, heard)| heard);
+                let on_its_way = self.changes_emitted.iter().find(|t| heard.is_none_or(|h| **t > h)).copied();
+                self.listen_untold.insert(who, (i, on_its_way.map_or(at, |t| t.min(at))));
             }
             StepKind::AppSubscriptionLost { .. } => {
                 self.listen_untold.remove(&who);
             }
             StepKind::ChangeEmitted { change, listeners } => {
+                self.changes_emitted.push(at);
                 if *listeners == 0 && step.replica.is_some() {
                     self.unrelayed.push((i, at, change.clone()));
                 }
-                self.change_missed_untold(i, at, change);
+                self.change_missed_untold(at, change);
             }
             StepKind::ChangeRelayed { change, listeners } if *listeners > 0 => {
                 self.unrelayed.retain(|(_, _, c)| c != change);
@@ -3167,15 +3181,19 @@ impl Judge {
     /// on its own, or keep believing it is subscribed: go-sdk#1229's kept flag), the application
     /// believes a subscription that hears nothing and was not told to refetch (condition 4: the
     /// note tells the application of the failure), named once per ended stream.
-    fn change_missed_untold(&mut self, i: usize, at: Instant, change: &str) {
-        for (who, ended_at) in std::mem::take(&mut self.listen_untold) {
+    fn change_missed_untold(&mut self, at: Instant, change: &str) {
+        for (who, (ended, ended_at)) in std::mem::take(&mut self.listen_untold) {
             let by_class = self.clients.get(&who).is_some_and(|c| c.by_class);
             let detail = format!(
                 "the client's listen stream ended at {ended_at} and its application was not told (no subscription \
                  lost), so change {change} emitted at {at} reached no stream it had, while the application believed \
                  it was subscribed and had no reason to refetch"
             );
-            let b = self.record(Condition::ByClass, i, at, detail);
+            // Dated at the stream's end, or at the first change on its way on it then (emitted
+            // after the last it heard), which was lost untold as well (a guided sweep of the Go
+            // client, which keeps its flag, read changes emitted just before the reset as
+            // `conditions 1-4 held`).
+            let b = self.record(Condition::ByClass, ended, ended_at, detail);
             b.promised = by_class;
             b.client = who;
         }
@@ -4737,8 +4755,28 @@ mod tests {
         };
         let untold = judged(false, false);
         let b: Vec<_> = untold.breaches.iter().map(|b| (b.condition, b.step, b.is_bug())).collect();
-        assert_eq!(b, vec![(Condition::ByClass, 2, false)], "named once: {untold:?}");
+        // Dated at the stream's end: a change on its way on it then was lost untold too (a
+        // guided sweep of the Go client read one emitted at the reset's instant as `conditions
+        // 1-4 held`).
+        assert_eq!(b, vec![(Condition::ByClass, 1, false)], "named once: {untold:?}");
+        assert_eq!(untold.breaches[0].at, Instant(1_000_000));
         assert!(untold.breaches[0].detail.contains("its application was not told"), "{untold:?}");
+        // A change emitted just before the end that the client never heard was on its way on
+        // the stream: the breach is dated from it (one heard is not).
+        let in_flight = |heard: bool| {
+            let mut kinds = vec![
+                (0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }),
+                (900, StepKind::ChangeEmitted { change: "r0.0-c0".into(), listeners: 1 }),
+            ];
+            if heard {
+                kinds.push((905, StepKind::AppChange { change: "r0.0-c0".into() }));
+            }
+            kinds.push((1_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }));
+            kinds.push((2_000, StepKind::ChangeEmitted { change: "r0.0-c1".into(), listeners: 0 }));
+            Conditions::judge(&trace(kinds)).breaches.iter().map(|b| b.at).collect::<Vec<_>>()
+        };
+        assert_eq!(in_flight(false), vec![Instant(900_000)]);
+        assert_eq!(in_flight(true), vec![Instant(1_000_000)]);
         assert!(can_cause(&untold.breaches[0], Effect::Of(InvariantId::NoSilentNotificationLoss)));
         for (told, relistened) in [(true, false), (false, true), (true, true)] {
             let fine = judged(told, relistened);
