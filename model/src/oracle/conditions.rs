@@ -1033,6 +1033,18 @@ struct FreshAfterNoId {
     at: Instant,
 }
 
+/// A client's listen stream that ended untold, as the conditions judge remembers it
+/// ([`Judge::change_missed_untold`]).
+#[derive(Debug)]
+struct ListenEnded {
+    /// The step it ended at, and when.
+    step: usize,
+    at: Instant,
+    /// The first change its replica emitted after the last the client heard, before the end:
+    /// on its way on the stream, lost with it.
+    on_its_way: Option<(Instant, String)>,
+}
+
 /// A client's `GET` of a standalone stream, as the conditions judge remembers it.
 #[derive(Debug)]
 struct StandaloneGet {
@@ -1137,15 +1149,23 @@ struct Judge {
     /// Each cancel a client sent of one of its `tools/call` requests (the call, the request's
     /// id): when.
     cancels_sent: BTreeMap<(crate::ids::CallKey, RequestId), Instant>,
-    /// The listen stream each client holds open (`listen-open`, until its connection ends), and
-    /// since when it has heard every change emitted (its opening, then each change it heard).
-    listening: BTreeMap<Option<u32>, (ConnId, Instant)>,
-    /// When each change was emitted, in order.
-    changes_emitted: Vec<Instant>,
-    /// Changes a replica emitted to no listen stream of its own, not (yet) relayed to another's
-    /// by a shared bus: step, time, change ([`Condition::BusLocal`], settled once the instant
-    /// has passed).
-    unrelayed: Vec<(usize, Instant, String)>,
+    /// The listen stream each client holds open (`listen-open`, until its connection ends): its
+    /// connection, since when it has heard every change emitted to it (its opening, then each
+    /// change it heard), and when it opened.
+    listening: BTreeMap<Option<u32>, (ConnId, Instant, Instant)>,
+    /// When each change was emitted, and by which replica, in order.
+    changes_emitted: Vec<(Instant, Option<u32>, String)>,
+    /// The replica each change came from, and the replica whose change each client heard last
+    /// (its listen stream's, in a fleet whose processes each fan out to their own).
+    change_replica: BTreeMap<String, u32>,
+    heard_from: BTreeMap<Option<u32>, u32>,
+    /// The changes replicas emitted: step, time, change, replica, the listen streams it reached
+    /// there ([`Condition::BusLocal`], settled once the instant has passed); those a shared bus
+    /// relayed to another replica's streams (`change-relayed`) are passed over; and how far
+    /// each listening client has been judged against them.
+    unrelayed: Vec<(usize, Instant, String, u32, u32)>,
+    relayed: BTreeSet<String>,
+    bus_cursor: BTreeMap<Option<u32>, usize>,
     /// The clients a change on another replica missed, each named once.
     bus_missed: BTreeSet<Option<u32>>,
     /// Each client whose listen stream ended without its application being told (no
@@ -1153,7 +1173,7 @@ struct Judge {
     /// instant from which what it carried was lost (its end, or the first change emitted after
     /// the last it heard). A change emitted then breaks condition 4 for it, named once, dated
     /// at that instant.
-    listen_untold: BTreeMap<Option<u32>, (usize, Instant)>,
+    listen_untold: BTreeMap<Option<u32>, ListenEnded>,
     /// Fresh standalone `GET`s sent without a session, not yet answered: by client and connection.
     sessionless_gets: BTreeSet<(Option<u32>, ConnId)>,
     /// The standalone `GET` without a session each client holds open, answered `200` (until its
@@ -3144,33 +3164,58 @@ impl Judge {
         self.settle_unrelayed(Some(at));
         match &step.kind {
             StepKind::ListenOpen { conn, .. } => {
-                self.listening.insert(who, (*conn, at));
-                self.listen_untold.remove(&who);
-            }
-            StepKind::AppChange { .. } => {
-                if let Some((_, heard)) = self.listening.get_mut(&who) {
-                    *heard = at;
+                self.listening.insert(who, (*conn, at, at));
+                // A new stream may be on another replica: its own changes will say which.
+                self.heard_from.remove(&who);
+                // Listening again on its own, untold: what was on its way on the old stream stays
+                // lost, as the application was given no reason to refetch.
+                if let Some(ended) = self.listen_untold.remove(&who) {
+                    if let Some((_, change)) = &ended.on_its_way {
+                        let detail = format!(
+                            "the client's listen stream ended at {} and its application was not told (no subscription \
+                             lost): change {change}, on its way on it, was lost with it, and the client listened again \
+                             at {at} without the refetch that telling brings",
+                            ended.at
+                        );
+                        self.missed_untold(who, &ended, detail);
+                    }
                 }
             }
-            StepKind::ConnEnd { conn, .. } if self.listening.get(&who).is_some_and(|(c, _)| c == conn) => {
-                // What was on its way on it went with it: the first change emitted after the
-                // last it heard, if any came before the end.
-                let heard = self.listening.remove(&who).map(|(_, heard)| heard);
-                let on_its_way = self.changes_emitted.iter().find(|t| heard.is_none_or(|h| **t > h)).copied();
-                self.listen_untold.insert(who, (i, on_its_way.map_or(at, |t| t.min(at))));
+            StepKind::AppChange { change } => {
+                if let Some((_, heard, _)) = self.listening.get_mut(&who) {
+                    *heard = at;
+                }
+                if let Some(&replica) = self.change_replica.get(change) {
+                    self.heard_from.insert(who, replica);
+                }
+            }
+            StepKind::ConnEnd { conn, .. } if self.listening.get(&who).is_some_and(|(c, ..)| c == conn) => {
+                // What was on its way on it went with it: the first change its replica emitted
+                // after the last it heard, if any came before the end.
+                let heard = self.listening.remove(&who).map(|(_, heard, _)| heard);
+                let home = self.heard_from.get(&who).copied();
+                let on_its_way = self
+                    .changes_emitted
+                    .iter()
+                    .find(|(t, r, _)| {
+                        heard.is_none_or(|h| *t > h) && *t <= at && (home.is_none() || r.is_none() || *r == home)
+                    })
+                    .map(|(t, _, change)| (*t, change.clone()));
+                self.listen_untold.insert(who, ListenEnded { step: i, at, on_its_way });
             }
             StepKind::AppSubscriptionLost { .. } => {
                 self.listen_untold.remove(&who);
             }
             StepKind::ChangeEmitted { change, listeners } => {
-                self.changes_emitted.push(at);
-                if *listeners == 0 && step.replica.is_some() {
-                    self.unrelayed.push((i, at, change.clone()));
+                self.changes_emitted.push((at, step.replica, change.clone()));
+                if let Some(replica) = step.replica {
+                    self.change_replica.insert(change.clone(), replica);
+                    self.unrelayed.push((i, at, change.clone(), replica, *listeners));
                 }
                 self.change_missed_untold(at, change);
             }
             StepKind::ChangeRelayed { change, listeners } if *listeners > 0 => {
-                self.unrelayed.retain(|(_, _, c)| c != change);
+                self.relayed.insert(change.clone());
             }
             _ => {}
         }
@@ -3182,21 +3227,27 @@ impl Judge {
     /// believes a subscription that hears nothing and was not told to refetch (condition 4: the
     /// note tells the application of the failure), named once per ended stream.
     fn change_missed_untold(&mut self, at: Instant, change: &str) {
-        for (who, (ended, ended_at)) in std::mem::take(&mut self.listen_untold) {
-            let by_class = self.clients.get(&who).is_some_and(|c| c.by_class);
+        for (who, ended) in std::mem::take(&mut self.listen_untold) {
             let detail = format!(
-                "the client's listen stream ended at {ended_at} and its application was not told (no subscription \
-                 lost), so change {change} emitted at {at} reached no stream it had, while the application believed \
-                 it was subscribed and had no reason to refetch"
+                "the client's listen stream ended at {} and its application was not told (no subscription lost), so \
+                 change {change} emitted at {at} reached no stream it had, while the application believed it was \
+                 subscribed and had no reason to refetch",
+                ended.at
             );
-            // Dated at the stream's end, or at the first change on its way on it then (emitted
-            // after the last it heard), which was lost untold as well (a guided sweep of the Go
-            // client, which keeps its flag, read changes emitted just before the reset as
-            // `conditions 1-4 held`).
-            let b = self.record(Condition::ByClass, ended, ended_at, detail);
-            b.promised = by_class;
-            b.client = who;
+            self.missed_untold(who, &ended, detail);
         }
+    }
+
+    /// Condition 4 for client `who`, whose listen stream `ended` untold: dated at its end, or
+    /// at the first change on its way on it then (emitted after the last it heard), which was
+    /// lost untold as well (a guided sweep of the Go client, which keeps its flag or listens
+    /// again on its own, read changes emitted just before a reset as `conditions 1-4 held`).
+    fn missed_untold(&mut self, who: Option<u32>, ended: &ListenEnded, detail: String) {
+        let by_class = self.clients.get(&who).is_some_and(|c| c.by_class);
+        let dated = ended.on_its_way.as_ref().map_or(ended.at, |(t, _)| (*t).min(ended.at));
+        let b = self.record(Condition::ByClass, ended.step, dated, detail);
+        b.promised = by_class;
+        b.client = who;
     }
 
     /// Standalone `GET`s without a session that a server answered `200` and held open, and the
@@ -3249,23 +3300,47 @@ impl Judge {
     }
 
     /// The changes emitted before `now` (all, at the end of the run) that no bus relayed: each
-    /// missed every client listening then, on another replica (the emitting one had no listen
-    /// stream open). Named once per client.
+    /// missed every client listening then on another replica: every one when the emitting
+    /// replica had no listen stream open, else those whose own replica's changes (the last they
+    /// heard) came from elsewhere; a client yet to hear one waits. Named once per client, at the
+    /// first it missed. (A guided sweep of the Go client, whose kept flag leaves every change
+    /// since owed, read another replica's changes, each reaching that replica's own listener, as
+    /// `conditions 1-4 held`.)
     fn settle_unrelayed(&mut self, now: Option<Instant>) {
         let due = |t: Instant| now.is_none_or(|now| t < now);
-        if !self.unrelayed.first().is_some_and(|(_, t, _)| due(*t)) {
-            return;
-        }
-        let settled: Vec<(usize, Instant, String)> = std::mem::take(&mut self.unrelayed);
-        let missed: Vec<Option<u32>> =
-            self.listening.keys().filter(|w| !self.bus_missed.contains(*w)).copied().collect();
-        let Some((i, at, change)) = settled.into_iter().next() else { return };
-        for who in missed {
+        let clients: Vec<(Option<u32>, Instant)> = self
+            .listening
+            .iter()
+            .filter(|(w, _)| !self.bus_missed.contains(*w))
+            .map(|(w, (_, _, opened))| (*w, *opened))
+            .collect();
+        for (who, opened) in clients {
+            let home = self.heard_from.get(&who).copied();
+            let mut k = self.bus_cursor.get(&who).copied().unwrap_or(0);
+            let mut missed = None;
+            while let Some((i, at, change, replica, listeners)) = self.unrelayed.get(k).filter(|e| due(e.1)) {
+                if *at >= opened && !self.relayed.contains(change) {
+                    if *listeners == 0 || home.is_some_and(|h| h != *replica) {
+                        missed = Some((*i, *at, change.clone(), *listeners));
+                        break;
+                    }
+                    if home.is_none() {
+                        break;
+                    }
+                }
+                k += 1;
+            }
+            self.bus_cursor.insert(who, k);
+            let Some((i, at, change, listeners)) = missed else { continue };
             self.bus_missed.insert(who);
+            let there = match listeners {
+                0 => "with no listen stream of its own open".to_string(),
+                n => format!("to its own {n} listen stream(s) only"),
+            };
             let detail = format!(
-                "a replica emitted change {change} at {at} with no listen stream of its own open, while the client \
-                 listened on another: a bus per process (server.subscriptions.bus = per-process) reaches no other \
-                 replica's streams, and no stream ended to tell of it"
+                "a replica emitted change {change} at {at} {there}, while the client listened on another: a bus per \
+                 process (server.subscriptions.bus = per-process) reaches no other replica's streams, and no stream \
+                 ended to tell of it"
             );
             self.record(Condition::BusLocal, i, at, detail).client = who;
         }
@@ -4729,6 +4804,30 @@ mod tests {
         assert_eq!(bus(&with(true, Some(1), Some(0), None)), 1);
         assert_eq!(bus(&with(true, Some(1), None, Some(5))), 1);
         assert_eq!(bus(&with(true, Some(1), None, Some(1))), 0);
+        // Another replica's change that reached only its own listener: missed by a client whose
+        // own replica's changes it heard, dated at that change though it heard its own after it;
+        // relayed, or from its own replica, nothing.
+        let foreign = |replica: u32, relayed: bool| {
+            let mut kinds = vec![
+                (0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }),
+                (2_000, StepKind::ChangeEmitted { change: "r2.0-c1".into(), listeners: 1 }),
+                (2_000, StepKind::ChangeEmitted { change: "r1.0-c1".into(), listeners: 1 }),
+            ];
+            if relayed {
+                kinds.push((2_000, StepKind::ChangeRelayed { change: "r2.0-c1".into(), listeners: 1 }));
+            }
+            kinds.push((2_010, StepKind::AppChange { change: "r1.0-c1".into() }));
+            kinds.push((5_000, StepKind::ChangeEmitted { change: "r1.0-c2".into(), listeners: 1 }));
+            let mut t = trace(kinds);
+            (t.steps[1].replica, t.steps[2].replica) = (Some(replica), Some(1));
+            Conditions::judge(&t)
+        };
+        let elsewhere = foreign(2, false);
+        let b: Vec<_> = elsewhere.breaches.iter().map(|b| (b.condition, b.step, b.at)).collect();
+        assert_eq!(b, vec![(Condition::BusLocal, 1, Instant(2_000_000))], "{elsewhere:?}");
+        assert!(elsewhere.breaches[0].detail.contains("to its own 1 listen stream(s) only"));
+        assert_eq!(bus(&foreign(2, true)), 0);
+        assert_eq!(bus(&foreign(1, false)), 0);
     }
 
     /// A change emitted after a client's listen stream ended untold (no `app-subscription-lost`)
@@ -4777,6 +4876,29 @@ mod tests {
         };
         assert_eq!(in_flight(false), vec![Instant(900_000)]);
         assert_eq!(in_flight(true), vec![Instant(1_000_000)]);
+        // Listening again on its own before any other change: the one on its way stays lost,
+        // untold (the Go client re-listens after a deploy); heard, nothing.
+        let relistened = |heard: bool| {
+            let mut kinds = vec![
+                (0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }),
+                (900, StepKind::ChangeEmitted { change: "r0.0-c0".into(), listeners: 1 }),
+            ];
+            if heard {
+                kinds.push((905, StepKind::AppChange { change: "r0.0-c0".into() }));
+            }
+            kinds.push((1_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }));
+            kinds.push((1_100, StepKind::ListenOpen { conn: ConnId(2), subscription: RequestId(2) }));
+            Conditions::judge(&trace(kinds)).breaches
+        };
+        let lost = relistened(false);
+        assert_eq!(
+            lost.iter().map(|b| (b.condition, b.at)).collect::<Vec<_>>(),
+            vec![(Condition::ByClass, Instant(900_000))]
+        );
+        assert!(lost[0]
+            .detail
+            .contains("change r0.0-c0, on its way on it, was lost with it, and the client listened again"));
+        assert!(relistened(true).is_empty());
         assert!(can_cause(&untold.breaches[0], Effect::Of(InvariantId::NoSilentNotificationLoss)));
         for (told, relistened) in [(true, false), (false, true), (true, true)] {
             let fine = judged(told, relistened);
