@@ -4861,8 +4861,9 @@ mod tests {
         assert_eq!(untold.breaches[0].at, Instant(1_000_000));
         assert!(untold.breaches[0].detail.contains("its application was not told"), "{untold:?}");
         // A change emitted just before the end that the client never heard was on its way on
-        // the stream: the breach is dated from it (one heard is not).
-        let in_flight = |heard: bool| {
+        // the stream: the breach is dated from it (one heard is not). `after` follows the end:
+        // a later change, or the client listening again on its own.
+        let ended_with = |heard: bool, after: StepKind| {
             let mut kinds = vec![
                 (0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }),
                 (900, StepKind::ChangeEmitted { change: "r0.0-c0".into(), listeners: 1 }),
@@ -4871,25 +4872,17 @@ mod tests {
                 kinds.push((905, StepKind::AppChange { change: "r0.0-c0".into() }));
             }
             kinds.push((1_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }));
-            kinds.push((2_000, StepKind::ChangeEmitted { change: "r0.0-c1".into(), listeners: 0 }));
-            Conditions::judge(&trace(kinds)).breaches.iter().map(|b| b.at).collect::<Vec<_>>()
+            kinds.push((1_100, after));
+            Conditions::judge(&trace(kinds)).breaches
         };
+        let later = || StepKind::ChangeEmitted { change: "r0.0-c1".into(), listeners: 0 };
+        let in_flight = |heard: bool| ended_with(heard, later()).iter().map(|b| b.at).collect::<Vec<_>>();
         assert_eq!(in_flight(false), vec![Instant(900_000)]);
         assert_eq!(in_flight(true), vec![Instant(1_000_000)]);
         // Listening again on its own before any other change: the one on its way stays lost,
         // untold (the Go client re-listens after a deploy); heard, nothing.
-        let relistened = |heard: bool| {
-            let mut kinds = vec![
-                (0, StepKind::ListenOpen { conn: ConnId(1), subscription: RequestId(1) }),
-                (900, StepKind::ChangeEmitted { change: "r0.0-c0".into(), listeners: 1 }),
-            ];
-            if heard {
-                kinds.push((905, StepKind::AppChange { change: "r0.0-c0".into() }));
-            }
-            kinds.push((1_000, StepKind::ConnEnd { conn: ConnId(1), end: ConnEnd::Reset }));
-            kinds.push((1_100, StepKind::ListenOpen { conn: ConnId(2), subscription: RequestId(2) }));
-            Conditions::judge(&trace(kinds)).breaches
-        };
+        let relistened =
+            |heard: bool| ended_with(heard, StepKind::ListenOpen { conn: ConnId(2), subscription: RequestId(2) });
         let lost = relistened(false);
         assert_eq!(
             lost.iter().map(|b| (b.condition, b.at)).collect::<Vec<_>>(),
