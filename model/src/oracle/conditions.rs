@@ -354,9 +354,10 @@ pub struct Breach {
     /// An intermediary still held the frames when the run ended ([`Condition::ProxyHeld`] from
     /// an `lb-holding` step): they never arrived, so it costs what they carried, not only time.
     pub never_released: bool,
-    /// A silent black hole ([`Condition::BlackHole`]) caught the connection of its client's
-    /// standalone stream, and the server, never told, still counted it as the session's one
-    /// standalone stream when the client came back: it refused the client's new `GET` (`409`). The
+    /// A silent black hole ([`Condition::BlackHole`]) caught the connection of a stream of its
+    /// client's (the standalone `GET`, a call's `POST`), and the server, never told, still
+    /// counted it as that stream's when the client came back: it refused the client's new `GET`
+    /// (`409`), or answered its resume as still claimed (the `resume` step's `claimed_by`). The
     /// refusals, and the client's returns after each, are the hole's price too.
     pub kept_claim: bool,
     /// The fields of the server's policy that model this act, where the judge can tell which
@@ -1033,6 +1034,18 @@ struct FreshAfterNoId {
     at: Instant,
 }
 
+/// A change a server process emitted (`change-emitted`), as the conditions judge remembers it.
+#[derive(Debug)]
+struct Emitted {
+    step: usize,
+    at: Instant,
+    change: String,
+    /// The replica that emitted it (none: a single process, no bus to miss).
+    replica: Option<u32>,
+    /// The listen streams it reached on that replica.
+    listeners: u32,
+}
+
 /// A client's listen stream that ended untold, as the conditions judge remembers it
 /// ([`Judge::change_missed_untold`]).
 #[derive(Debug)]
@@ -1153,19 +1166,16 @@ struct Judge {
     /// connection, since when it has heard every change emitted to it (its opening, then each
     /// change it heard), and when it opened.
     listening: BTreeMap<Option<u32>, (ConnId, Instant, Instant)>,
-    /// When each change was emitted, and by which replica, in order.
-    changes_emitted: Vec<(Instant, Option<u32>, String)>,
+    /// Every change emitted, in order ([`Condition::BusLocal`] settles each once its instant has
+    /// passed; those a shared bus relayed to another replica's streams, `change-relayed`, are
+    /// passed over), and how far each listening client has been judged against them.
+    changes: Vec<Emitted>,
+    relayed: BTreeSet<String>,
+    bus_cursor: BTreeMap<Option<u32>, usize>,
     /// The replica each change came from, and the replica whose change each client heard last
     /// (its listen stream's, in a fleet whose processes each fan out to their own).
     change_replica: BTreeMap<String, u32>,
     heard_from: BTreeMap<Option<u32>, u32>,
-    /// The changes replicas emitted: step, time, change, replica, the listen streams it reached
-    /// there ([`Condition::BusLocal`], settled once the instant has passed); those a shared bus
-    /// relayed to another replica's streams (`change-relayed`) are passed over; and how far
-    /// each listening client has been judged against them.
-    unrelayed: Vec<(usize, Instant, String, u32, u32)>,
-    relayed: BTreeSet<String>,
-    bus_cursor: BTreeMap<Option<u32>, usize>,
     /// The clients a change on another replica missed, each named once.
     bus_missed: BTreeSet<Option<u32>>,
     /// Each client whose listen stream ended without its application being told (no
@@ -2346,13 +2356,12 @@ impl Judge {
         );
         let index = self.breaches.len();
         self.record(Condition::BlackHole, i, at, detail).client = who;
+        let calls: Vec<crate::ids::CallKey> =
+            conns.iter().filter_map(|conn| self.posts.get(&(who, *conn))).copied().collect();
         let c = self.clients.entry(who).or_default();
         if let Some(get) = c.standalone_get.as_ref().filter(|get| conns.contains(&get.conn)) {
             c.caught_standalone = Some((get.session.clone(), index));
         }
-        let calls: Vec<crate::ids::CallKey> =
-            conns.iter().filter_map(|conn| self.posts.get(&(who, *conn))).copied().collect();
-        let c = self.clients.entry(who).or_default();
         c.caught_calls.extend(calls.into_iter().map(|call| (call, index)));
     }
 
@@ -2397,29 +2406,32 @@ impl Judge {
         stream: StreamNo,
         how: Option<String>,
     ) {
-        let claimed = how.is_some();
         let call = self.stored_for.get(&(session.clone(), id.clone())).copied().flatten();
-        let mut kept: Vec<(usize, String)> = Vec::new();
-        for c in self.clients.values_mut() {
-            match call {
-                _ if stream == StreamNo::STANDALONE => {
-                    if let Some((_, index)) = c.caught_standalone.clone().filter(|(s, _)| s == session) {
-                        kept.push((index, format!("the standalone stream of session {session}")));
-                    }
-                }
-                Some(call) if claimed => {
-                    if let Some(&index) = c.caught_calls.get(&call) {
-                        kept.push((index, format!("{call}'s stream in session {session}")));
-                    }
-                }
-                Some(call) => _ = c.caught_calls.remove(&call),
-                None => {}
+        let call = call.filter(|_| stream != StreamNo::STANDALONE);
+        let Some(how) = how else {
+            // Let in: a call's claim is over (the standalone stream's ends with a `GET` let in).
+            if let Some(call) = call {
+                self.clients.values_mut().for_each(|c| _ = c.caught_calls.remove(&call));
             }
-        }
-        if let Some(how) = how {
-            for (index, what) in kept {
-                self.hole_kept_claim(index, &what, &format!("{how} at {at}"));
-            }
+            return;
+        };
+        let kept: Vec<(usize, String)> = self
+            .clients
+            .values()
+            .filter_map(|c| match call {
+                None if stream == StreamNo::STANDALONE => c
+                    .caught_standalone
+                    .as_ref()
+                    .filter(|(s, _)| s == session)
+                    .map(|(_, index)| (*index, format!("the standalone stream of session {session}"))),
+                Some(call) => {
+                    c.caught_calls.get(&call).map(|index| (*index, format!("{call}'s stream in session {session}")))
+                }
+                None => None,
+            })
+            .collect();
+        for (index, what) in kept {
+            self.hole_kept_claim(index, &what, &format!("{how} at {at}"));
         }
     }
 
@@ -3194,24 +3206,23 @@ impl Judge {
                 // after the last it heard, if any came before the end.
                 let heard = self.listening.remove(&who).map(|(_, heard, _)| heard);
                 let home = self.heard_from.get(&who).copied();
-                let on_its_way = self
-                    .changes_emitted
+                let after = heard.map_or(0, |h| self.changes.partition_point(|e| e.at <= h));
+                let on_its_way = self.changes[after..]
                     .iter()
-                    .find(|(t, r, _)| {
-                        heard.is_none_or(|h| *t > h) && *t <= at && (home.is_none() || r.is_none() || *r == home)
-                    })
-                    .map(|(t, _, change)| (*t, change.clone()));
+                    .take_while(|e| e.at <= at)
+                    .find(|e| home.is_none() || e.replica.is_none() || e.replica == home)
+                    .map(|e| (e.at, e.change.clone()));
                 self.listen_untold.insert(who, ListenEnded { step: i, at, on_its_way });
             }
             StepKind::AppSubscriptionLost { .. } => {
                 self.listen_untold.remove(&who);
             }
             StepKind::ChangeEmitted { change, listeners } => {
-                self.changes_emitted.push((at, step.replica, change.clone()));
-                if let Some(replica) = step.replica {
+                let replica = step.replica;
+                if let Some(replica) = replica {
                     self.change_replica.insert(change.clone(), replica);
-                    self.unrelayed.push((i, at, change.clone(), replica, *listeners));
                 }
+                self.changes.push(Emitted { step: i, at, change: change.clone(), replica, listeners: *listeners });
                 self.change_missed_untold(at, change);
             }
             StepKind::ChangeRelayed { change, listeners } if *listeners > 0 => {
@@ -3307,6 +3318,9 @@ impl Judge {
     /// since owed, read another replica's changes, each reaching that replica's own listener, as
     /// `conditions 1-4 held`.)
     fn settle_unrelayed(&mut self, now: Option<Instant>) {
+        if self.listening.is_empty() || self.changes.is_empty() {
+            return;
+        }
         let due = |t: Instant| now.is_none_or(|now| t < now);
         let clients: Vec<(Option<u32>, Instant)> = self
             .listening
@@ -3318,10 +3332,10 @@ impl Judge {
             let home = self.heard_from.get(&who).copied();
             let mut k = self.bus_cursor.get(&who).copied().unwrap_or(0);
             let mut missed = None;
-            while let Some((i, at, change, replica, listeners)) = self.unrelayed.get(k).filter(|e| due(e.1)) {
-                if *at >= opened && !self.relayed.contains(change) {
-                    if *listeners == 0 || home.is_some_and(|h| h != *replica) {
-                        missed = Some((*i, *at, change.clone(), *listeners));
+            while let Some(e) = self.changes.get(k).filter(|e| due(e.at)) {
+                if let Some(replica) = e.replica.filter(|_| e.at >= opened && !self.relayed.contains(&e.change)) {
+                    if e.listeners == 0 || home.is_some_and(|h| h != replica) {
+                        missed = Some((e.step, e.at, e.change.clone(), e.listeners));
                         break;
                     }
                     if home.is_none() {
