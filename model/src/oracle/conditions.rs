@@ -1919,7 +1919,8 @@ impl Judge {
                 // Nothing of this connection's answer got through, and its client had come back
                 // after losing held frames before: what it came back for was held and lost the
                 // same way, so no return gets it.
-                let swallowed = !self.lb_released.contains(&(*hop, *conn)) && !self.lb_discarded.insert(client);
+                let came_back = !self.lb_discarded.insert(client);
+                let swallowed = came_back && !self.lb_released.contains(&(*hop, *conn));
                 let again = if swallowed {
                     ": it released nothing of that connection's answer, and its client had come back after held \
                      frames went with an earlier one, so each return meets the same hold"
@@ -6504,6 +6505,11 @@ mod tests {
         assert!(!released.explain(&unresolved).is_explained());
         let once = Conditions::judge(&trace(vec![(100_000, discard(4))]));
         assert!(!once.breaches[0].never_released, "{once:?}");
+        // An earlier loss is one whatever the hop had released of that connection before it.
+        let flushed_3 = StepKind::LbFlushed { conn: ConnId(3), frames: 2, held_us: 0, hop: Some(0) };
+        let after_released =
+            Conditions::judge(&trace(vec![(10_000, flushed_3), (48_000, discard(3)), (100_000, discard(4))]));
+        assert_eq!(after_released.breaches.iter().map(|b| b.never_released).collect::<Vec<_>>(), vec![false, true]);
     }
 
     /// An idle expiry that cancels a tool of the session while its client is still attached (no
