@@ -185,6 +185,35 @@ pub enum ExitCause {
     SecondGet,
 }
 
+/// The bounds and timers of a server's profile that a trace records at its start, so that
+/// `profile-conformance` can check, from the steps alone, that the model kept them: what its
+/// store may still hold (`retention`) and when it closes a stream itself (`close_request_streams`,
+/// `close_idle_standalone`). Each is absent when the profile sets none (or, for a request
+/// stream's close, when the server has no sessions and so never closes one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerBounds {
+    /// `retention.max_events`: events kept per stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_max_events: Option<u32>,
+    /// `retention.window`, in µs: how long an event is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_window_us: Option<u64>,
+    /// `close_request_streams`, in µs: a request's stream is closed this long after it opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_request_streams_us: Option<u64>,
+    /// `close_idle_standalone`, in µs: the standalone stream is closed after this long without a
+    /// write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_idle_standalone_us: Option<u64>,
+}
+
+impl ServerBounds {
+    /// No bound recorded.
+    pub fn is_none(&self) -> bool {
+        *self == ServerBounds::default()
+    }
+}
+
 fn is_default_cause(cause: &ExitCause) -> bool {
     *cause == ExitCause::ProtocolError
 }
@@ -370,6 +399,10 @@ pub enum StepKind {
         /// (`close_handling = decision-procedure`): condition 4.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         by_class: bool,
+        /// The most reconnection attempts its policy allows a stream (`reconnect.max_attempts`),
+        /// which `profile-conformance` checks its backoffs against. Absent: unlimited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_attempts: Option<u32>,
     },
     /// The HTTP library sent `conn`'s request on a kept-alive connection (`client.http`), one
     /// that had been idle in its pool for `idle_us`.
@@ -746,6 +779,9 @@ pub enum StepKind {
         /// not the server's slip.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         sessions_share_store: bool,
+        /// The bounds and timers of its profile that `profile-conformance` checks it kept.
+        #[serde(default, skip_serializing_if = "ServerBounds::is_none")]
+        bounds: ServerBounds,
     },
 
     // --- application: everything it was handed, in order ---
@@ -1428,7 +1464,10 @@ mod tests {
         assert_eq!(cut, StepKind::LbIdleCut { conn: ConnId(9), idle_us: 1, hop: None });
         let mut refused = StepKind::Rejected { conn: ConnId(1), status: Status(404), session: None };
         assert_eq!(refused.conn_mut().copied(), Some(ConnId(1)));
-        assert_eq!(StepKind::ServerStart { epoch: 0, sessions_share_store: false }.conn_mut(), None);
+        assert_eq!(
+            StepKind::ServerStart { epoch: 0, sessions_share_store: false, bounds: Default::default() }.conn_mut(),
+            None
+        );
     }
 
     #[test]

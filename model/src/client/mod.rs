@@ -334,7 +334,8 @@ impl Client {
         let mark = self.outputs.len();
         let durable = self.policy.persistence == crate::config::Persistence::Durable;
         let by_class = self.policy.close_handling == crate::config::CloseHandling::DecisionProcedure;
-        self.record(StepKind::ClientStart { restored: self.restored, durable, by_class });
+        let max_attempts = self.policy.reconnect.max_attempts;
+        self.record(StepKind::ClientStart { restored: self.restored, durable, by_class, max_attempts });
         if self.started {
             return self.persist_if_changed(mark);
         }

@@ -300,11 +300,19 @@ fn call_then_reset(d: &mut Driver, key: u32, idempotent: bool, prime: Option<&st
 #[test]
 fn a_start_names_only_the_conditions_the_policy_keeps() {
     let start = |name: &str| steps(&Driver::new(name).start())[0].clone();
-    assert_eq!(start("naive"), StepKind::ClientStart { restored: false, durable: false, by_class: false });
+    let naive_budget = crate::profiles::client("naive").expect("built in").reconnect.max_attempts;
+    assert_eq!(
+        start("naive"),
+        StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: naive_budget }
+    );
     let mut durable_sdk = profiles::client("ts-sdk").expect("listed");
     durable_sdk.persistence = crate::config::Persistence::Durable;
+    let ts_budget = durable_sdk.reconnect.max_attempts;
     let mut d = Driver::with(durable_sdk, None, 8);
-    assert_eq!(steps(&d.start())[0], StepKind::ClientStart { restored: false, durable: true, by_class: false });
+    assert_eq!(
+        steps(&d.start())[0],
+        StepKind::ClientStart { restored: false, durable: true, by_class: false, max_attempts: ts_budget }
+    );
 }
 
 #[test]
@@ -312,7 +320,11 @@ fn handshake_then_the_queued_call_goes_out_under_the_session() {
     let mut d = Driver::new("reference");
     let out = d.start();
     // The reference policy keeps conditions 1 and 4: its start says so, for the judge.
-    assert_eq!(steps(&out)[0], StepKind::ClientStart { restored: false, durable: true, by_class: true });
+    // Its start also names its attempt budget (20), for `profile-conformance`.
+    assert_eq!(
+        steps(&out)[0],
+        StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: Some(20) }
+    );
     let (_, init) = only_open(&out, |_| true);
     assert_eq!(init.body, Some(ClientMessage::Initialize { id: RequestId(1), client: "app".into() }));
 
@@ -1384,7 +1396,10 @@ fn durable_state_is_written_ahead_and_a_restart_resumes_with_the_persisted_id() 
     let mut r = Driver::with(profiles::client("reference").expect("listed"), Some(saved), 8);
     assert_eq!(r.c.unresolved_calls(), vec![CallKey(1)]);
     let out = r.start();
-    assert_eq!(steps(&out)[0], StepKind::ClientStart { restored: true, durable: true, by_class: true });
+    assert_eq!(
+        steps(&out)[0],
+        StepKind::ClientStart { restored: true, durable: true, by_class: true, max_attempts: Some(20) }
+    );
     let (conn, get) = resume(&out);
     assert_eq!((get.last_event_id, get.session), (ev("1-0"), Some(sid(S1))));
     assert!(opens(&out).iter().all(|(_, r)| !matches!(r.body, Some(ClientMessage::Initialize { .. }))));

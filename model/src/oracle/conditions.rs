@@ -431,6 +431,9 @@ pub enum Explanation<'a> {
     /// Conditions broke before the violation, but none of those breaches can cause it
     /// ([`can_cause`]): a bug of the client or the server all the same.
     NotCausedBy(InvariantId, Vec<&'a Breach>),
+    /// A party of the model departed from its profile (`profile-conformance`): a bug of mcpsim
+    /// itself, which no condition explains.
+    ModelDeparture,
 }
 
 impl Explanation<'_> {
@@ -444,6 +447,9 @@ impl fmt::Display for Explanation<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Explanation::Unexplained => f.write_str("unexplained: conditions 1-4 held"),
+            Explanation::ModelDeparture => f.write_str(
+                "unexplained: the model departed from its profile, a bug of mcpsim itself that no condition excuses",
+            ),
             Explanation::ExplainedBy(breaches) => {
                 let parts: Vec<String> = breaches.iter().map(|b| b.to_string()).collect();
                 write!(f, "explained by {}", parts.join("; "))
@@ -583,6 +589,9 @@ impl Conditions {
     }
 
     fn answer(&self, q: Question<'_>) -> Explanation<'_> {
+        if q.effect == Effect::Of(InvariantId::ProfileConformance) {
+            return Explanation::ModelDeparture;
+        }
         self.explain_as(q.at, q.client, q.place, Some(q.effect), q.call)
     }
 
@@ -726,6 +735,10 @@ struct Place<'v> {
 ///   ([`Effect::SessionlessEventLoss`]), and nothing else.
 /// - Every other invariant: any breach of its client, the server or the fleet.
 pub fn can_cause(b: &Breach, effect: Effect) -> bool {
+    if effect == Effect::Of(InvariantId::ProfileConformance) {
+        // The model's own departure from a profile: nothing in the world it simulates causes it.
+        return false;
+    }
     if b.condition == Condition::WorkRunOn {
         return effect == Effect::Of(InvariantId::NoAbandonedWork);
     }
@@ -1346,7 +1359,7 @@ impl Judge {
             }
         }
         match &step.kind {
-            StepKind::ClientStart { restored, durable, by_class } => {
+            StepKind::ClientStart { restored, durable, by_class, max_attempts: None } => {
                 // The old process's connections went with it: a `tools/call` it posted can no
                 // longer carry the `CreateTaskResult` (a reset, as far as the task's id goes).
                 if self.clients.get(&who).is_some_and(|c| c.started) {
@@ -3643,7 +3656,7 @@ mod tests {
 
     /// A client (re)start whose policy keeps none of the conditions.
     fn start(restored: bool) -> StepKind {
-        StepKind::ClientStart { restored, durable: false, by_class: false }
+        StepKind::ClientStart { restored, durable: false, by_class: false, max_attempts: None }
     }
 
     fn sid() -> SessionId {
@@ -3860,7 +3873,7 @@ mod tests {
         };
         let resume =
             StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound), claimed_by: None };
-        let shared = StepKind::ServerStart { epoch: 0, sessions_share_store: true };
+        let shared = StepKind::ServerStart { epoch: 0, sessions_share_store: true, bounds: Default::default() };
         let c = Conditions::judge(&trace(vec![
             (0, shared),
             (1_000, stored(1)),
@@ -4152,7 +4165,8 @@ mod tests {
     #[test]
     fn a_restart_that_forgets_task_ids_breaks_condition_one_even_when_the_session_came_back() {
         let forgot = || StepKind::TaskIdForgotten { task: crate::tasks::TaskId("r0.0-t0".into()) };
-        let restart = |durable: bool| StepKind::ClientStart { restored: true, durable, by_class: false };
+        let restart =
+            |durable: bool| StepKind::ClientStart { restored: true, durable, by_class: false, max_attempts: None };
         // Kept in memory by the task-id setting, whatever the session's persistence: that
         // setting's price, not a promise the client broke.
         for durable in [false, true] {
@@ -4252,7 +4266,7 @@ mod tests {
         let unknown = StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() };
         let judged = |by_class: bool, told: StepKind, end: StepKind| {
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
                 (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
                 (1_000, sent.clone()),
                 (61_000, cancel.clone()),
@@ -4279,7 +4293,7 @@ mod tests {
         assert!(judged(true, unknown.clone(), reset.clone()).all_held(), "told an unknown outcome");
         // Lost with the client's process (a restart at that instant, no end of its connection
         // recorded): as a reset. Answered before the restart (a 202): taken, nothing broken.
-        let restart = StepKind::ClientStart { restored: true, durable: true, by_class: false };
+        let restart = StepKind::ClientStart { restored: true, durable: true, by_class: false, max_attempts: None };
         let with_process = judged(false, failed.clone(), restart.clone());
         let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
         assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{with_process:?}");
@@ -4290,7 +4304,7 @@ mod tests {
             "{with_process:?}"
         );
         let taken = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: true, by_class: false }),
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: false, max_attempts: None }),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4302,7 +4316,7 @@ mod tests {
         // Told an unknown outcome, then issued again by its application before the cancel broke
         // (`on_error = reissue`): the reference client's time-out, nothing broken.
         let reissued = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4316,7 +4330,7 @@ mod tests {
         // the cancelled attempt was told an unknown outcome, the failure is the re-issue's.
         let refused = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused };
         let late = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4341,7 +4355,7 @@ mod tests {
         };
         let judged = |by_class: bool, sent: bool, idempotent: bool, error: &str| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
@@ -4390,7 +4404,7 @@ mod tests {
                 },
             };
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (1_000, post.clone()),
                 (at_ms, answer),
@@ -4412,7 +4426,7 @@ mod tests {
             error: Some(crate::client::NOTE_REISSUE.into()),
         };
         let refused = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
             (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
             (1_000, post.clone()),
             (2_000, reissue),
@@ -4440,7 +4454,8 @@ mod tests {
         };
         let reset = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset };
         let again = StepKind::Send { conn: ConnId(3), request: Request::initialize(RequestId(2), "app") };
-        let start = |by_class| (0, StepKind::ClientStart { restored: false, durable: false, by_class });
+        let start =
+            |by_class| (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None });
         let judged = |by_class: bool, between: Vec<(u64, StepKind)>| {
             let mut steps =
                 vec![start(by_class), (0, answered.clone()), (1, initialized.clone()), (1_000, reset.clone())];
@@ -4499,7 +4514,7 @@ mod tests {
         let told = StepKind::AppStreamLost { session: sid(), after: None };
         let judged = |by_class: bool, tell: bool| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
                 (90_000, gave_up.clone()),
             ];
             if tell {
@@ -4530,7 +4545,7 @@ mod tests {
         };
         let judged = |durable: bool, by_class: bool, second: Vec<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable, by_class }),
+                (0, StepKind::ClientStart { restored: false, durable, by_class, max_attempts: None }),
                 (1, get(3, None)),
                 (2, answered(3, 200)),
                 (3, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -4701,7 +4716,7 @@ mod tests {
         // The client's process restarted with the call on its way (a swarm sweep of reference ×
         // reference × task-input read the orphaned task as unexplained): its connections went
         // with it, no `ConnEnd` said so, and the task created after had none to answer on.
-        let restart = |restored| StepKind::ClientStart { restored, durable: true, by_class: true };
+        let restart = |restored| StepKind::ClientStart { restored, durable: true, by_class: true, max_attempts: None };
         let died = Conditions::judge(&trace(vec![
             (0, restart(false)),
             (1_000, post.clone()),
@@ -5139,7 +5154,7 @@ mod tests {
                 |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
             let backoff = StepKind::InitializeBackoff { attempt: 1, delay_us: 1_000_000 };
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
                 (1, initialize(1)),
                 (
                     2,
@@ -5197,7 +5212,10 @@ mod tests {
         let judged = |status: u16| {
             let initialize =
                 |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
-            let mut steps = vec![(0, StepKind::ClientStart { restored: false, durable: false, by_class: false })];
+            let mut steps = vec![(
+                0,
+                StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None },
+            )];
             for conn in 1..=3 {
                 steps.push((conn * 4_000, initialize(conn)));
                 steps.push((
@@ -5217,7 +5235,7 @@ mod tests {
         // The handshake's notifications/initialized refused (a hop dropped its session header),
         // the initialize itself answered 200: not the request refused alike every time.
         let later = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
             (1, StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") }),
             (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(200)) }),
             (2, StepKind::Send { conn: ConnId(2), request: Request::post(None, ClientMessage::Initialized) }),
@@ -5234,7 +5252,7 @@ mod tests {
     fn a_resume_that_sends_the_named_event_again_is_a_server_bug_costing_its_duplicate() {
         let judged = |after: Vec<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
                 (1, get(3, None)),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 1, None)),
@@ -5288,7 +5306,7 @@ mod tests {
         };
         let judged = |answered: bool, got: &str| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true }),
+                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
                 (1, get(3, None)),
                 (2, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -5419,7 +5437,12 @@ mod tests {
     /// decision procedure. One that restored nothing has no session to keep.
     #[test]
     fn re_initializing_after_a_restart_that_restored_the_session_breaks_condition_four() {
-        let start = |restored: bool, durable: bool| StepKind::ClientStart { restored, durable, by_class: false };
+        let start = |restored: bool, durable: bool| StepKind::ClientStart {
+            restored,
+            durable,
+            by_class: false,
+            max_attempts: None,
+        };
         let judged = |restored: bool| {
             Conditions::judge(&trace(vec![
                 (0, start(false, true)),
@@ -5470,7 +5493,12 @@ mod tests {
     /// keep the condition are broken conditions, and explain it.
     #[test]
     fn a_client_breaking_a_condition_its_policy_keeps_is_a_client_bug_not_an_explanation() {
-        let keeps = |durable: bool, by_class: bool| StepKind::ClientStart { restored: false, durable, by_class };
+        let keeps = |durable: bool, by_class: bool| StepKind::ClientStart {
+            restored: false,
+            durable,
+            by_class,
+            max_attempts: None,
+        };
         let reinit = |by_class: bool| {
             Conditions::judge(&trace(vec![
                 (0, keeps(false, by_class)),
@@ -5525,7 +5553,7 @@ mod tests {
         let call = CallKey(0);
         let judge = |by_class: bool, action: Option<NextAction>, error: Option<&str>, resolved: bool| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (2, StepKind::Decision { call: Some(call), outcome: None, action, error: error.map(String::from) }),
             ];
@@ -5569,7 +5597,7 @@ mod tests {
         // A stream ended by a decision to send the call again (the 2026-07-28 revision's
         // re-issue) left nothing behind: the re-sent call is its way to the answer.
         let reissued = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
             (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: true }),
             (2, StepKind::Decision { call: Some(call), outcome: None, action: None, error: Some("lost".into()) }),
             (3, post_call(5, 0)),
@@ -6846,7 +6874,7 @@ mod tests {
         // the common stream; a priming id it does not store).
         let fresh = |sessions_share_store: bool| {
             Conditions::judge(&trace(vec![
-                (0, StepKind::ServerStart { epoch: 0, sessions_share_store }),
+                (0, StepKind::ServerStart { epoch: 0, sessions_share_store, bounds: Default::default() }),
                 (1, store(&a, 0)),
                 (2, store(&a, 1)),
                 (3, get(1, &b)),
@@ -7222,7 +7250,8 @@ mod tests {
         assert!(!explained(&c, on(InvariantId::NoOrphanedSession, "session 0-2 stream1 event 1-4")));
         // Over a store one for every session, what one session was answered may cost another's.
         let mut shared = kinds.clone();
-        shared.insert(0, (0, StepKind::ServerStart { epoch: 0, sessions_share_store: true }));
+        shared
+            .insert(0, (0, StepKind::ServerStart { epoch: 0, sessions_share_store: true, bounds: Default::default() }));
         let s = Conditions::judge(&trace(shared));
         assert!(explained(
             &s,
@@ -7340,7 +7369,7 @@ mod tests {
             let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
             let body = ClientMessage::CallTool { id: RequestId(2), call: tool_call };
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class: true }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class: true, max_attempts: None }),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
@@ -7378,7 +7407,7 @@ mod tests {
         let head = EventId::from("1-9");
         let judge = |by_class: bool, then: Option<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class }),
+                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (
                     3,

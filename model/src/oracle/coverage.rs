@@ -225,7 +225,7 @@ mod tests {
     fn each_event_is_counted_from_its_steps() {
         let (a, b) = (sid("A"), sid("B"));
         let trace = TraceBuilder::new()
-            .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false, bounds: Default::default() })
             .server(session_created(&a, "app"))
             .app(app_call(0, false))
             .server(side_effect(&a, 1, 0))
@@ -239,7 +239,7 @@ mod tests {
             .server(resume(&a, ev(1, 0), ResumeOutcome::Empty { open: true }))
             .server(resume(&a, ev(1, 0), ResumeOutcome::Rejected { status: Status::GONE, head: None }))
             .app(app_gap(&a, None, ev(1, 3)))
-            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false, bounds: Default::default() })
             .server(session_created(&b, "app"))
             .server(side_effect(&b, 1, 0))
             .server(side_effect(&b, 1, 0))
@@ -283,18 +283,18 @@ mod tests {
     fn a_restart_with_no_result_after_it_is_not_survived() {
         let trace = TraceBuilder::new()
             .app(app_result(0, &sid("A"), None))
-            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false, bounds: Default::default() })
             .build();
         assert_eq!(coverage(&trace).get(CoverageEvent::ServerRestartSurvived), 0);
         // The first process's start is no restart; a result after a restart survives it.
         let a = sid("A");
         let first = TraceBuilder::new()
-            .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false, bounds: Default::default() })
             .app(app_result(0, &a, None))
             .build();
         assert_eq!(coverage(&first).get(CoverageEvent::ServerRestartSurvived), 0);
         let again = TraceBuilder::new()
-            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false, bounds: Default::default() })
             .app(app_result(0, &a, None))
             .build();
         assert_eq!(coverage(&again).get(CoverageEvent::ServerRestartSurvived), 1);

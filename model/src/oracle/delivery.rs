@@ -274,11 +274,11 @@ mod tests {
         for sessions_share_store in [false, true] {
             let trace = TraceBuilder::new()
                 .at(1_000)
-                .server(StepKind::ServerStart { epoch: 0, sessions_share_store })
+                .server(StepKind::ServerStart { epoch: 0, sessions_share_store, bounds: Default::default() })
                 .server(sessionless_progress("0.1-5", 5))
                 .app(app_event(&none, EventId::from("0.1-5"), Some(0)))
                 .at(2_000)
-                .server(StepKind::ServerStart { epoch: 1, sessions_share_store })
+                .server(StepKind::ServerStart { epoch: 1, sessions_share_store, bounds: Default::default() })
                 .server(sessionless_progress("1.1-1", 1))
                 .app(app_event(&none, EventId::from("1.1-1"), Some(0)))
                 .build();
@@ -293,7 +293,7 @@ mod tests {
         // second replica is another stream, whatever seq the first one's had reached. A sweep
         // of stateless-2026 × stateless-2026 behind two replicas read 435 of these as out of order.
         let none = sid("");
-        let start = |epoch| StepKind::ServerStart { epoch, sessions_share_store: false };
+        let start = |epoch| StepKind::ServerStart { epoch, sessions_share_store: false, bounds: Default::default() };
         let on = |second: u32| {
             TraceBuilder::new()
                 .at(1_000)

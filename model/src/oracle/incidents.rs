@@ -30,7 +30,7 @@ fn call_tool(conn: u64, session: &SessionId, request: u64) -> StepKind {
 fn the_naive_client_incident_is_a_duplicate_execution_and_an_orphaned_session() {
     let (a, b) = (sid("A"), sid("B"));
     let trace = TraceBuilder::new()
-        .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false })
+        .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false, bounds: Default::default() })
         .at(1_000)
         .client(initialize(1))
         .server(session_created(&a, "app"))
@@ -128,7 +128,7 @@ fn a_well_behaved_run_breaks_nothing() {
     let a = sid("A");
     let priming = SseEvent { id: Some(ev(1, 0)), retry_ms: Some(3_000), kind: Default::default(), data: None };
     let trace = TraceBuilder::new()
-        .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false })
+        .server(StepKind::ServerStart { epoch: 0, sessions_share_store: false, bounds: Default::default() })
         .at(1_000)
         .client(initialize(1))
         .server(session_created(&a, "app"))

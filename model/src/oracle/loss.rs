@@ -944,7 +944,7 @@ mod tests {
             .app(app_event(&none, EventId("0.1-1".into()), Some(0)))
             .app(app_result(0, &none, Some(EventId("0.1-3".into()))))
             .at(2_000)
-            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false, bounds: Default::default() })
             .app(app_call(1, false))
             .server(event(1, 1, 1, progress(1, 1)))
             .at(3_000)

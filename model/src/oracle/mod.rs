@@ -6,8 +6,9 @@
 //! (orphaned sessions), `liveness.rs` (every call resolves) and `delivery.rs` (what the application
 //! was handed: no duplicates, in order, from the right session), `failure.rs` (no false failure),
 //! `work.rs` (no work killed, no abandoned work), `timeliness.rs` (timely delivery), `churn.rs`
-//! (bounded reconnects) and `tasks.rs` (the second era: no orphaned task, task result delivered,
-//! era consistent). [`coverage`] counts the
+//! (bounded reconnects), `tasks.rs` (the second era: no orphaned task, task result delivered,
+//! era consistent), `subscriptions.rs` (no silent notification loss) and `conformance.rs` (the
+//! model's self-check: every party kept the bounds and timers of its profile). [`coverage`] counts the
 //! "sometimes" events a sweep of seeds should reach.
 //!
 //! Event ids are unique inside a session but not across sessions, so everything here keys an
@@ -15,6 +16,7 @@
 
 mod churn;
 pub mod conditions;
+mod conformance;
 mod coverage;
 mod delivery;
 mod execution;
@@ -82,11 +84,13 @@ pub enum InvariantId {
     EraConsistent,
     /// `no-silent-notification-loss`.
     NoSilentNotificationLoss,
+    /// `profile-conformance`: the model's self-check.
+    ProfileConformance,
 }
 
 impl InvariantId {
     /// Every invariant, in the order reports list them (the registry's order).
-    pub const ALL: [InvariantId; 16] = [
+    pub const ALL: [InvariantId; 17] = [
         InvariantId::NoDuplicateExecution,
         InvariantId::NoSilentEventLoss,
         InvariantId::NoOrphanedSession,
@@ -103,6 +107,7 @@ impl InvariantId {
         InvariantId::TaskResultDelivered,
         InvariantId::EraConsistent,
         InvariantId::NoSilentNotificationLoss,
+        InvariantId::ProfileConformance,
     ];
 
     /// The stable name.
@@ -124,6 +129,7 @@ impl InvariantId {
             InvariantId::TaskResultDelivered => "task-result-delivered",
             InvariantId::EraConsistent => "era-consistent",
             InvariantId::NoSilentNotificationLoss => "no-silent-notification-loss",
+            InvariantId::ProfileConformance => "profile-conformance",
         }
     }
 
@@ -216,6 +222,7 @@ pub const INVARIANTS: &[Invariant] = &[
     tasks::TASK_RESULT_DELIVERED,
     tasks::ERA_CONSISTENT,
     subscriptions::NO_SILENT_NOTIFICATION_LOSS,
+    conformance::PROFILE_CONFORMANCE,
 ];
 
 /// Checks every invariant; the violations come sorted by time, then subject (ties keep the

@@ -421,10 +421,11 @@ mod tests {
             .server(tool_ended(&a, ToolEnd::Cancelled));
         assert_eq!(work_killed(&delete.build()), vec![]);
         // A restart lost it: a fault, not a decision.
-        let restart = running()
-            .at(60_000)
-            .server(tool_ended(&a, ToolEnd::Lost))
-            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false });
+        let restart = running().at(60_000).server(tool_ended(&a, ToolEnd::Lost)).server(StepKind::ServerStart {
+            epoch: 1,
+            sessions_share_store: false,
+            bounds: Default::default(),
+        });
         assert_eq!(work_killed(&restart.build()), vec![]);
     }
 
@@ -615,7 +616,7 @@ mod tests {
                 reason: SessionEndReason::ServerRestart,
                 idle_ttl_us: None,
             })
-            .server(StepKind::ServerStart { epoch: 3, sessions_share_store: false })
+            .server(StepKind::ServerStart { epoch: 3, sessions_share_store: false, bounds: Default::default() })
             .at(120_000)
             .server(expired(&a))
             .server(tool_ended(&a, ToolEnd::Cancelled))

@@ -201,6 +201,7 @@ impl Server {
         server.record(StepKind::ServerStart {
             epoch,
             sessions_share_store: server.policy.store == crate::config::StoreScope::SharedByRequestId,
+            bounds: server.bounds(),
         });
         if !server.policy.sessions {
             let context = server.new_session(&NO_SESSION);

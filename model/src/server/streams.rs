@@ -328,6 +328,20 @@ impl Server {
         }
     }
 
+    /// The bounds and timers of this server's profile a trace records at its start
+    /// (`ServerStart`), for `profile-conformance`: its store's retention, and its close timers as
+    /// [`Server::close_timer`] applies them (a request's stream only with sessions).
+    pub(super) fn bounds(&self) -> crate::trace::ServerBounds {
+        let retention = self.store.retention();
+        let us = |d: std::time::Duration| crate::time::micros(d);
+        crate::trace::ServerBounds {
+            retention_max_events: retention.max_events,
+            retention_window_us: retention.window.map(us),
+            close_request_streams_us: self.policy.close_request_streams.filter(|_| self.policy.sessions).map(us),
+            close_idle_standalone_us: self.policy.close_idle_standalone.map(us),
+        }
+    }
+
     /// A resumed connection now carries the standalone stream: it counts as a standalone GET
     /// (its idle close starts now and restarts at each write).
     pub(super) fn resumed_standalone(&mut self, now: Instant, conn: ConnId) {

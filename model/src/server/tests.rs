@@ -60,17 +60,40 @@ fn a_server_says_when_it_starts_whether_its_store_is_shared_across_sessions() {
         let mut s = Server::new(policy(name), tools(), 0, 42);
         drain(&mut s)
     };
-    let start =
-        |sessions_share_store| vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, sessions_share_store })];
-    assert_eq!(started("py-sdk"), start(true));
-    assert_eq!(started("reference"), start(false));
-    assert_eq!(started("rmcp"), start(false));
+    let start = |name: &str, sessions_share_store| {
+        let bounds = expected_bounds(&policy(name));
+        vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, sessions_share_store, bounds })]
+    };
+    assert_eq!(started("py-sdk"), start("py-sdk", true));
+    assert_eq!(started("reference"), start("reference", false));
+    assert_eq!(started("rmcp"), start("rmcp", false));
+    // The reference server keeps the last 100 events of each stream, for ever, and closes no
+    // stream itself.
+    let reference = crate::trace::ServerBounds { retention_max_events: Some(100), ..Default::default() };
+    assert_eq!(expected_bounds(&policy("reference")), reference);
+}
+
+/// What a server's start records of its profile's bounds: its retention (none without a store),
+/// and its close timers (a request stream's only with sessions).
+fn expected_bounds(policy: &ServerPolicy) -> crate::trace::ServerBounds {
+    let kept = policy.event_store == crate::config::EventStoreMode::Kept;
+    let us = |d: Duration| d.as_micros() as u64;
+    crate::trace::ServerBounds {
+        retention_max_events: if kept { policy.retention.max_events } else { Some(0) },
+        retention_window_us: policy.retention.window.filter(|_| kept).map(us),
+        close_request_streams_us: policy.close_request_streams.filter(|_| policy.sessions).map(us),
+        close_idle_standalone_us: policy.close_idle_standalone.map(us),
+    }
 }
 
 fn server(policy: ServerPolicy) -> Server {
     let sessions_share_store = policy.store == crate::config::StoreScope::SharedByRequestId;
+    let bounds = expected_bounds(&policy);
     let mut s = Server::new(policy, tools(), 0, 42);
-    assert_eq!(drain(&mut s), vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, sessions_share_store })]);
+    assert_eq!(
+        drain(&mut s),
+        vec![ServerOutput::Record(StepKind::ServerStart { epoch: 0, sessions_share_store, bounds })]
+    );
     s
 }
 

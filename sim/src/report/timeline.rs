@@ -401,7 +401,11 @@ mod tests {
         assert_eq!(actor(&step(Actor::App, Some(1), call.clone())), "app1");
         let mut trace = Trace::new(0, serde_json::json!({}));
         trace.steps = vec![
-            step(Actor::Client, Some(1), StepKind::ClientStart { restored: false, durable: false, by_class: false }),
+            step(
+                Actor::Client,
+                Some(1),
+                StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None },
+            ),
             step(Actor::App, Some(0), call),
         ];
         let text = render(&trace);

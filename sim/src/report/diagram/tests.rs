@@ -322,7 +322,11 @@ fn client_rows_of_a_multi_client_trace_name_their_client_and_fold_apart() {
             b.trace.steps.last_mut().unwrap().client = Some(client);
         }
     }
-    b.push(100_000, Actor::Client, StepKind::ClientStart { restored: false, durable: false, by_class: false });
+    b.push(
+        100_000,
+        Actor::Client,
+        StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None },
+    );
     b.trace.steps.last_mut().unwrap().client = Some(1);
     let out = text(&b.finish(vec![]));
     assert!(out.contains("6 × [[client0] keep-alive on c4 + [client1] keep-alive on c4]"), "{out}");

@@ -1,0 +1,498 @@
+//! `profile-conformance`: each simulated party kept the bounds and timers its profile sets.
+//!
+//! The other invariants judge the system a profile stands for; this one judges the model. A
+//! profile's promise a party breaks only to behave *better* than its profile (a store that keeps
+//! more than its window, a stream its server never closes, a client that gives itself more
+//! attempts than it has) breaks no invariant of the system, yet gives a wrong answer: the run
+//! says no event was lost where the real server, which evicts, loses them. So the bounds a trace
+//! records with each party's start (`ServerStart::bounds`, `ClientStart::max_attempts`) are read
+//! back against what the party then did, each rule named by the profile field it checks:
+//!
+//! - `server.retention.window` and `server.retention.max_events`: a resume the server answered
+//!   with a replay found the event after the id still held: stored no longer ago than the window,
+//!   and no more events after it than the store keeps per stream. (The store evicts lazily, on
+//!   each append and before each resume, so at the resume it holds exactly what its bounds let
+//!   it.)
+//! - `server.close_request_streams`: no event stored later than that long after a request's
+//!   stream opened reaches the client on that stream. The server opened it before its head
+//!   reached the client, so its close was due by then; an event stored after that could no longer
+//!   be written on it. (A request served in the 2026-07-28 era has no such close.)
+//! - `server.close_idle_standalone`: no event stored later than that long after the previous
+//!   write the client received on the standalone stream (an event or a keep-alive, each of which
+//!   restarts the timer) reaches it on that stream. A connection whose frames a hop discarded is
+//!   passed over: a write the client never saw may have restarted the timer.
+//! - `client.reconnect.max_attempts`: a stream's backoffs number its attempts from 1, and never
+//!   past the budget.
+//!
+//! Each rule reads the server's own steps for when an event was stored (the time the server
+//! wrote it is no earlier) and the client's for when a stream's head and frames arrived (no
+//! earlier than the server sent them), so network delays, holding hops and restarts only make a
+//! rule more lenient, never wrong. A violation is mcpsim's own bug: no condition of the design
+//! note explains it ([`super::conditions`] says so).
+
+use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
+use crate::era::Era;
+use crate::http::{Body, Method, Status};
+use crate::ids::{ConnId, EventId, SessionId, StreamNo};
+use crate::time::{format_micros, Instant};
+use crate::trace::{ResumeOutcome, ServerBounds, Step, StepKind};
+use std::collections::BTreeMap;
+
+pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
+    id: InvariantId::ProfileConformance,
+    name: InvariantId::ProfileConformance.name(),
+    description: "Every simulated party keeps the bounds and timers its profile sets (the store's retention, the \
+                  server's stream closes, the client's attempt budget): a self-check of mcpsim's model, whose \
+                  violation is a bug of mcpsim, not of the system the profiles stand for.",
+    check: departures_in,
+};
+
+/// What a stream's timer is measured from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A request's stream: from when it opened.
+    Request,
+    /// The standalone stream: from the last write.
+    Standalone,
+}
+
+/// A stream the client opened, as far as the close rules need.
+struct Open<'a> {
+    kind: Kind,
+    session: &'a SessionId,
+    /// When its head arrived (an SSE 200), else `None`.
+    opened: Option<Instant>,
+    /// When its last frame (or its head) arrived.
+    last: Instant,
+    /// The replica that served it.
+    replica: u32,
+    /// Served in the 2026-07-28 era, or a hop discarded some of its frames: not judged.
+    skip: bool,
+}
+
+/// An event of a stream's log: its number and when it was stored.
+struct Logged<'a> {
+    seq: u32,
+    at: Instant,
+    id: &'a EventId,
+}
+
+#[derive(Default)]
+struct Rules<'a> {
+    /// By replica: the bounds its last start recorded.
+    servers: BTreeMap<u32, ServerBounds>,
+    /// Some server's store is shared by every session (its logs are not a session's).
+    shared_store: bool,
+    /// By client: its attempt budget, as its last start recorded.
+    budgets: BTreeMap<u32, Option<u32>>,
+    /// By session and stream: the events stored, in the order stored (only while some server
+    /// has a retention bound). A log numbered again from the start (a new process without its
+    /// store) starts over.
+    logs: BTreeMap<(&'a SessionId, StreamNo), Vec<Logged<'a>>>,
+    /// By client and connection: the streams it opened (only while some server has a close timer).
+    open: BTreeMap<(u32, ConnId), Open<'a>>,
+    found: Vec<Violation>,
+}
+
+/// One violation per departure.
+pub(super) fn departures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let mut rules = Rules::default();
+    for (order, step) in ix.steps() {
+        rules.step(ix, order, step);
+    }
+    sorted(rules.found)
+}
+
+impl<'a> Rules<'a> {
+    fn retention_kept(&self) -> bool {
+        !self.shared_store
+            && self.servers.values().any(|b| b.retention_window_us.is_some() || b.retention_max_events.is_some())
+    }
+
+    fn closes_kept(&self) -> bool {
+        self.servers.values().any(|b| b.close_request_streams_us.is_some() || b.close_idle_standalone_us.is_some())
+    }
+
+    fn step(&mut self, ix: &TraceIndex<'a>, order: usize, step: &'a Step) {
+        let replica = step.replica.unwrap_or(0);
+        match &step.kind {
+            StepKind::ServerStart { bounds, sessions_share_store, .. } => {
+                self.servers.insert(replica, *bounds);
+                self.shared_store |= *sessions_share_store;
+            }
+            StepKind::ClientStart { max_attempts, .. } => {
+                self.budgets.insert(step.client.unwrap_or(0), *max_attempts);
+            }
+            StepKind::Backoff { call, attempt, .. } => {
+                let budget = self.budgets.get(&step.client.unwrap_or(0)).copied().flatten();
+                let subject = match call {
+                    Some(call) => call.to_string(),
+                    None => format!("client{} standalone stream", step.client.unwrap_or(0)),
+                };
+                let broke = match budget {
+                    _ if *attempt == 0 => Some("attempt 0, though attempts are numbered from 1".to_string()),
+                    Some(max) if *attempt > max => {
+                        Some(format!("attempt {attempt}, past the {max} its profile allows"))
+                    }
+                    _ => None,
+                };
+                if let Some(broke) = broke {
+                    self.depart(
+                        order,
+                        step,
+                        subject,
+                        format!("a backoff scheduled {broke} (client.reconnect.max_attempts)"),
+                    );
+                }
+            }
+            StepKind::EventStored { session, stream, seq, id, .. } if self.retention_kept() => {
+                let log = self.logs.entry((session, *stream)).or_default();
+                if log.last().is_some_and(|last| last.seq >= *seq) {
+                    log.clear();
+                }
+                log.push(Logged { seq: *seq, at: step.at(), id });
+            }
+            StepKind::Resume { session, last_event_id, stream: Some(stream), outcome, .. }
+                if matches!(outcome, ResumeOutcome::Replayed { replayed } if *replayed > 0)
+                    && self.retention_kept() =>
+            {
+                let bounds = self.servers.get(&replica).copied().unwrap_or_default();
+                self.check_replay(order, step, bounds, session, *stream, last_event_id);
+            }
+            StepKind::Send { conn, request } if self.closes_kept() => {
+                let key = (step.client.unwrap_or(0), *conn);
+                let kind = match (request.method, &request.session, &request.last_event_id) {
+                    (Method::Post, Some(session), _) => Some((Kind::Request, session)),
+                    (Method::Get, Some(session), None) => Some((Kind::Standalone, session)),
+                    _ => None,
+                };
+                match kind {
+                    Some((kind, session)) => {
+                        let open = Open { kind, session, opened: None, last: step.at(), replica: 0, skip: false };
+                        self.open.insert(key, open);
+                    }
+                    None => {
+                        self.open.remove(&key);
+                    }
+                }
+            }
+            StepKind::LbRouted { conn, replica: to, .. } => {
+                if let Some(open) = self.open.get_mut(&(step.conn_client.unwrap_or(0), *conn)) {
+                    open.replica = *to;
+                }
+            }
+            StepKind::EraServed { conn, era, .. } => {
+                if let Some(open) = self.open.get_mut(&(step.conn_client.unwrap_or(0), *conn)) {
+                    open.replica = replica;
+                    open.skip |= *era == Era::Modern;
+                }
+            }
+            StepKind::LbDiscarded { conn, .. } => {
+                if let Some(open) = self.open.get_mut(&(step.conn_client.unwrap_or(0), *conn)) {
+                    open.skip = true;
+                }
+            }
+            StepKind::Response { conn, head } => {
+                let key = (step.client.unwrap_or(0), *conn);
+                if head.status == Status::OK && head.body == Body::EventStream {
+                    if let Some(open) = self.open.get_mut(&key) {
+                        open.opened = Some(step.at());
+                        open.last = step.at();
+                    }
+                } else {
+                    self.open.remove(&key);
+                }
+            }
+            StepKind::Comment { conn } => {
+                if let Some(open) = self.open.get_mut(&(step.client.unwrap_or(0), *conn)) {
+                    open.last = step.at();
+                }
+            }
+            StepKind::Event { conn, event } => {
+                let key = (step.client.unwrap_or(0), *conn);
+                let Some(id) = &event.id else {
+                    if let Some(open) = self.open.get_mut(&key) {
+                        open.last = step.at();
+                    }
+                    return;
+                };
+                self.check_close(ix, order, step, key, id);
+            }
+            StepKind::ConnEnd { conn, .. } => {
+                self.open.remove(&(step.client.unwrap_or(0), *conn));
+            }
+            _ => {}
+        }
+    }
+
+    /// `server.retention`: a replay from `id` found the event after it still held.
+    fn check_replay(
+        &mut self,
+        order: usize,
+        step: &Step,
+        bounds: ServerBounds,
+        session: &SessionId,
+        stream: StreamNo,
+        id: &EventId,
+    ) {
+        let Some(log) = self.logs.get(&(session, stream)) else { return };
+        let Some(at) = log.iter().rposition(|e| e.id == id) else { return };
+        let Some(next) = log.get(at + 1).filter(|next| next.seq == log[at].seq.saturating_add(1)) else { return };
+        let now = step.at();
+        let subject = format!("session {session} {stream} event {id}");
+        let age = now.0.saturating_sub(next.at.0);
+        if let Some(window) = bounds.retention_window_us.filter(|w| age > *w) {
+            let detail = format!(
+                "the server replayed from {id}, though the event after it, {}, was stored {} before the resume, past \
+                 its {} retention window (server.retention.window)",
+                next.id,
+                format_micros(age),
+                format_micros(window)
+            );
+            return self.depart(order, step, subject, detail);
+        }
+        let after = log.len() - at - 1;
+        if let Some(max) = bounds.retention_max_events.filter(|max| after > *max as usize) {
+            let detail = format!(
+                "the server replayed from {id}, though {after} events were stored after it, more than the {max} its \
+                 store keeps per stream (server.retention.max_events)"
+            );
+            self.depart(order, step, subject, detail);
+        }
+    }
+
+    /// `server.close_request_streams` and `server.close_idle_standalone`: the event `id` reached
+    /// the client on `key`'s stream no later than the server's close was due.
+    fn check_close(&mut self, ix: &TraceIndex<'a>, order: usize, step: &Step, key: (u32, ConnId), id: &EventId) {
+        let Some(open) = self.open.get_mut(&key) else { return };
+        let since = match open.kind {
+            Kind::Request => open.opened,
+            Kind::Standalone => open.opened.map(|_| open.last),
+        };
+        open.last = step.at();
+        let (Some(since), false) = (since, open.skip) else { return };
+        let bounds = self.servers.get(&open.replica).copied().unwrap_or_default();
+        let (due, field) = match open.kind {
+            Kind::Request => (bounds.close_request_streams_us, "server.close_request_streams"),
+            Kind::Standalone => (bounds.close_idle_standalone_us, "server.close_idle_standalone"),
+        };
+        let Some(due) = due else { return };
+        let Some(stored) = ix.log().get(open.session, id) else { return };
+        // A millisecond's grace: a timer due at the instant an event is stored may fire after it.
+        if stored.at.0 <= since.0.saturating_add(due).saturating_add(1_000) {
+            return;
+        }
+        let (session, conn) = (open.session, key.1);
+        let what = match open.kind {
+            Kind::Request => "a request's stream, whose head arrived",
+            Kind::Standalone => "the standalone stream, whose last frame before it arrived",
+        };
+        let detail = format!(
+            "event {id}, stored at {}, reached the client on {what} at {}: the server's {} close was due by {} \
+             ({field})",
+            format_micros(stored.at.0),
+            format_micros(since.0),
+            format_micros(due),
+            format_micros(since.0.saturating_add(due))
+        );
+        self.open.remove(&key);
+        self.depart(order, step, format!("session {session} {conn}"), detail);
+    }
+
+    fn depart(&mut self, order: usize, step: &Step, subject: String, detail: String) {
+        self.found.push(Violation {
+            invariant: InvariantId::ProfileConformance,
+            step: order,
+            at: step.at(),
+            subject,
+            detail,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::http::{ResponseHead, SseEvent};
+    use crate::trace::Trace;
+
+    fn start(bounds: ServerBounds) -> StepKind {
+        StepKind::ServerStart { epoch: 0, sessions_share_store: false, bounds }
+    }
+
+    fn found(trace: &Trace) -> Vec<Violation> {
+        departures_in(&TraceIndex::new(trace))
+    }
+
+    fn replayed() -> ResumeOutcome {
+        ResumeOutcome::Replayed { replayed: 2 }
+    }
+
+    /// Events 1-0..1-2 stored at 1 s, 2 s and 3 s; a resume from 1-0 at `resume_at` µs.
+    fn resumed_at(bounds: ServerBounds, resume_at: u64) -> Trace {
+        let a = sid("A");
+        TraceBuilder::new()
+            .server(start(bounds))
+            .at(1_000_000)
+            .server(stored(&a, 1, 0, None, None))
+            .at(2_000_000)
+            .server(stored(&a, 1, 1, None, Some(progress(0, 1))))
+            .at(3_000_000)
+            .server(stored(&a, 1, 2, None, Some(progress(0, 2))))
+            .at(resume_at)
+            .server(resume(&a, ev(1, 0), replayed()))
+            .build()
+    }
+
+    #[test]
+    fn a_replay_of_an_event_older_than_the_window_departs_from_the_profile() {
+        let window = ServerBounds { retention_window_us: Some(10_000_000), ..ServerBounds::default() };
+        assert!(found(&resumed_at(window, 11_000_000)).is_empty(), "the event after the id is 9 s old");
+        let late = found(&resumed_at(window, 13_000_000));
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert_eq!(late[0].invariant, InvariantId::ProfileConformance);
+        assert!(late[0].detail.contains("server.retention.window"), "{}", late[0].detail);
+        assert!(late[0].detail.contains("11.000s before the resume"), "{}", late[0].detail);
+    }
+
+    #[test]
+    fn a_replay_of_more_events_than_the_store_keeps_departs_from_the_profile() {
+        let two = ServerBounds { retention_max_events: Some(2), ..ServerBounds::default() };
+        assert!(found(&resumed_at(two, 4_000_000)).is_empty(), "two events after the id, two kept");
+        let one = ServerBounds { retention_max_events: Some(1), ..ServerBounds::default() };
+        let over = found(&resumed_at(one, 4_000_000));
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert!(over[0].detail.contains("server.retention.max_events"), "{}", over[0].detail);
+        assert!(found(&resumed_at(ServerBounds::default(), 4_000_000)).is_empty(), "no bound, nothing to keep");
+    }
+
+    #[test]
+    fn a_log_numbered_again_after_a_restart_is_judged_from_its_new_events() {
+        let a = sid("A");
+        let window = ServerBounds { retention_window_us: Some(10_000_000), ..ServerBounds::default() };
+        let trace = TraceBuilder::new()
+            .server(start(window))
+            .at(1_000_000)
+            .server(stored(&a, 1, 0, None, None))
+            .server(stored(&a, 1, 1, None, Some(progress(0, 1))))
+            .at(30_000_000)
+            .server(StepKind::ServerStart { epoch: 1, sessions_share_store: false, bounds: window })
+            .server(stored(&a, 1, 0, None, None))
+            .server(stored(&a, 1, 1, None, Some(progress(0, 1))))
+            .at(31_000_000)
+            .server(resume(&a, ev(1, 0), replayed()))
+            .build();
+        assert!(found(&trace).is_empty(), "{:?}", found(&trace));
+    }
+
+    fn sse_ok(conn: u64) -> StepKind {
+        StepKind::Response {
+            conn: ConnId(conn),
+            head: ResponseHead { body: Body::EventStream, ..ResponseHead::status(Status::OK) },
+        }
+    }
+
+    fn with_id(id: EventId) -> SseEvent {
+        SseEvent { id: Some(id), retry_ms: None, kind: crate::http::EventKind::default(), data: Some(progress(0, 1)) }
+    }
+
+    /// A call's stream opened at 1 s; its events stored (and received) at `stored_at` µs.
+    fn request_stream(bounds: ServerBounds, stored_at: u64) -> Trace {
+        let a = sid("A");
+        TraceBuilder::new()
+            .server(start(bounds))
+            .at(1_000_000)
+            .client(call_sent(1, Some(&a), 1, 0))
+            .client(sse_ok(1))
+            .at(stored_at)
+            .server(stored(&a, 1, 0, Some(0), Some(progress(0, 1))))
+            .client(sse_event(1, with_id(ev(1, 0))))
+            .build()
+    }
+
+    #[test]
+    fn an_event_written_on_a_request_stream_after_its_close_was_due_departs_from_the_profile() {
+        let close = ServerBounds { close_request_streams_us: Some(5_000_000), ..ServerBounds::default() };
+        assert!(found(&request_stream(close, 5_500_000)).is_empty(), "stored before the close was due");
+        let late = found(&request_stream(close, 7_000_000));
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert!(late[0].detail.contains("server.close_request_streams"), "{}", late[0].detail);
+        assert_eq!(late[0].subject, "session A c1");
+        assert!(found(&request_stream(ServerBounds::default(), 7_000_000)).is_empty(), "no timer");
+    }
+
+    #[test]
+    fn a_modern_request_or_one_whose_frames_a_hop_dropped_is_not_judged_by_the_close_timer() {
+        let close = ServerBounds { close_request_streams_us: Some(5_000_000), ..ServerBounds::default() };
+        for skip in [
+            StepKind::EraServed {
+                conn: ConnId(1),
+                request: crate::ids::RequestId(1),
+                era: Era::Modern,
+                session: None,
+                ignored: Vec::new(),
+            },
+            StepKind::LbDiscarded { conn: ConnId(1), frames: 1, held_us: 1, hop: None },
+        ] {
+            let mut trace = request_stream(close, 7_000_000);
+            let at = trace.steps[2].t;
+            let step = Step {
+                seq: 0,
+                t: at,
+                actor: crate::trace::Actor::Server,
+                client: None,
+                replica: None,
+                conn_client: None,
+                kind: skip,
+            };
+            trace.steps.insert(2, step);
+            assert!(found(&trace).is_empty(), "{:?}", found(&trace));
+        }
+    }
+
+    #[test]
+    fn the_standalone_streams_idle_close_restarts_at_each_frame_the_client_received() {
+        let a = sid("A");
+        let idle = ServerBounds { close_idle_standalone_us: Some(5_000_000), ..ServerBounds::default() };
+        let stream = |keepalive_at: Option<u64>| {
+            let mut b =
+                TraceBuilder::new().server(start(idle)).at(1_000_000).client(get_standalone(1, &a)).client(sse_ok(1));
+            if let Some(t) = keepalive_at {
+                b = b.at(t).client(StepKind::Comment { conn: ConnId(1) });
+            }
+            b.at(8_000_000)
+                .server(stored(&a, 0, 0, None, Some(progress(0, 1))))
+                .client(sse_event(1, with_id(ev(0, 0))))
+                .build()
+        };
+        assert!(found(&stream(Some(4_000_000))).is_empty(), "a keep-alive at 4 s restarted it");
+        let idle_past = found(&stream(None));
+        assert_eq!(idle_past.len(), 1, "{idle_past:?}");
+        assert!(idle_past[0].detail.contains("server.close_idle_standalone"), "{}", idle_past[0].detail);
+    }
+
+    #[test]
+    fn a_backoff_past_the_attempt_budget_or_numbered_zero_departs_from_the_profile() {
+        let backoffs = |max: Option<u32>, attempts: &[u32]| {
+            let mut b = TraceBuilder::new().client(StepKind::ClientStart {
+                restored: false,
+                durable: true,
+                by_class: true,
+                max_attempts: max,
+            });
+            for attempt in attempts {
+                b = b.client(StepKind::Backoff { call: Some(crate::ids::CallKey(0)), attempt: *attempt, delay_us: 1 });
+            }
+            found(&b.build())
+        };
+        assert!(backoffs(Some(3), &[1, 2, 3]).is_empty());
+        assert!(backoffs(None, &[1, 2, 300]).is_empty(), "no budget");
+        let over = backoffs(Some(3), &[1, 2, 3, 4]);
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert!(over[0].detail.contains("attempt 4, past the 3"), "{}", over[0].detail);
+        let zero = backoffs(None, &[0]);
+        assert_eq!(zero.len(), 1, "{zero:?}");
+        assert_eq!(zero[0].subject, "call0");
+    }
+}
