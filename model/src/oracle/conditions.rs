@@ -1359,7 +1359,7 @@ impl Judge {
             }
         }
         match &step.kind {
-            StepKind::ClientStart { restored, durable, by_class, max_attempts: None } => {
+            StepKind::ClientStart { restored, durable, by_class, .. } => {
                 // The old process's connections went with it: a `tools/call` it posted can no
                 // longer carry the `CreateTaskResult` (a reset, as far as the task's id goes).
                 if self.clients.get(&who).is_some_and(|c| c.started) {
