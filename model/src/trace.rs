@@ -212,6 +212,16 @@ impl ServerBounds {
     pub fn is_none(&self) -> bool {
         *self == ServerBounds::default()
     }
+
+    /// Its store evicts by age or by count.
+    pub fn retains(&self) -> bool {
+        self.retention_window_us.is_some() || self.retention_max_events.is_some()
+    }
+
+    /// It closes a stream of its own accord.
+    pub fn closes(&self) -> bool {
+        self.close_request_streams_us.is_some() || self.close_idle_standalone_us.is_some()
+    }
 }
 
 fn is_default_cause(cause: &ExitCause) -> bool {

@@ -83,42 +83,59 @@ struct Rules<'a> {
     servers: BTreeMap<u32, ServerBounds>,
     /// Some server's store is shared by every session (its logs are not a session's).
     shared_store: bool,
+    /// Some server started with a retention bound, and no store is shared: logs are kept.
+    retention: bool,
+    /// Some server started with a close timer: streams are followed.
+    closes: bool,
     /// By client: its attempt budget, as its last start recorded.
     budgets: BTreeMap<u32, Option<u32>>,
     /// By session and stream: the events stored, in the order stored (only while some server
     /// has a retention bound). A log numbered again from the start (a new process without its
     /// store) starts over.
-    logs: BTreeMap<(&'a SessionId, StreamNo), Vec<Logged<'a>>>,
+    logs: Vec<Vec<Logged<'a>>>,
+    /// By session and stream: where its log is in `logs`.
+    log_of: BTreeMap<(&'a SessionId, StreamNo), usize>,
+    /// The stream the last stored event went to, and its log: a run of events of one stream
+    /// (most of a trace's) finds its log without a lookup.
+    last_log: Option<(&'a SessionId, StreamNo, usize)>,
     /// By client and connection: the streams it opened (only while some server has a close timer).
     open: BTreeMap<(u32, ConnId), Open<'a>>,
     found: Vec<Violation>,
 }
 
-/// One violation per departure.
+/// One violation per departure. The bulk of a trace (events stored and received) is read only
+/// when a rule needs it: a replay to check against a retention bound, or a close timer. Else the
+/// few other steps are enough (the attempt budget).
 pub(super) fn departures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
+    let (mut replayed, mut retains, mut closes) = (false, false, false);
+    for (_, step) in ix.others() {
+        match &step.kind {
+            StepKind::ServerStart { bounds, .. } => {
+                retains |= bounds.retains();
+                closes |= bounds.closes();
+            }
+            StepKind::Resume { outcome: ResumeOutcome::Replayed { replayed: n }, .. } => replayed |= *n > 0,
+            _ => {}
+        }
+    }
     let mut rules = Rules::default();
-    for (order, step) in ix.steps() {
-        rules.step(ix, order, step);
+    if (replayed && retains) || closes {
+        ix.steps().for_each(|(order, step)| rules.step(ix, order, step));
+    } else {
+        ix.others().for_each(|(order, step)| rules.step(ix, order, step));
     }
     sorted(rules.found)
 }
 
 impl<'a> Rules<'a> {
-    fn retention_kept(&self) -> bool {
-        !self.shared_store
-            && self.servers.values().any(|b| b.retention_window_us.is_some() || b.retention_max_events.is_some())
-    }
-
-    fn closes_kept(&self) -> bool {
-        self.servers.values().any(|b| b.close_request_streams_us.is_some() || b.close_idle_standalone_us.is_some())
-    }
-
     fn step(&mut self, ix: &TraceIndex<'a>, order: usize, step: &'a Step) {
         let replica = step.replica.unwrap_or(0);
         match &step.kind {
             StepKind::ServerStart { bounds, sessions_share_store, .. } => {
                 self.servers.insert(replica, *bounds);
                 self.shared_store |= *sessions_share_store;
+                self.retention = !self.shared_store && self.servers.values().any(ServerBounds::retains);
+                self.closes = self.servers.values().any(ServerBounds::closes);
             }
             StepKind::ClientStart { max_attempts, .. } => {
                 self.budgets.insert(step.client.unwrap_or(0), *max_attempts);
@@ -145,21 +162,32 @@ impl<'a> Rules<'a> {
                     );
                 }
             }
-            StepKind::EventStored { session, stream, seq, id, .. } if self.retention_kept() => {
-                let log = self.logs.entry((session, *stream)).or_default();
+            StepKind::EventStored { session, stream, seq, id, .. } if self.retention => {
+                let at = match self.last_log {
+                    Some((s, n, at)) if n == *stream && (std::ptr::eq(s, session) || s == session) => at,
+                    _ => {
+                        let next = self.logs.len();
+                        let at = *self.log_of.entry((session, *stream)).or_insert(next);
+                        if at == next {
+                            self.logs.push(Vec::new());
+                        }
+                        self.last_log = Some((session, *stream, at));
+                        at
+                    }
+                };
+                let log = &mut self.logs[at];
                 if log.last().is_some_and(|last| last.seq >= *seq) {
                     log.clear();
                 }
                 log.push(Logged { seq: *seq, at: step.at(), id });
             }
             StepKind::Resume { session, last_event_id, stream: Some(stream), outcome, .. }
-                if matches!(outcome, ResumeOutcome::Replayed { replayed } if *replayed > 0)
-                    && self.retention_kept() =>
+                if matches!(outcome, ResumeOutcome::Replayed { replayed } if *replayed > 0) && self.retention =>
             {
                 let bounds = self.servers.get(&replica).copied().unwrap_or_default();
                 self.check_replay(order, step, bounds, session, *stream, last_event_id);
             }
-            StepKind::Send { conn, request } if self.closes_kept() => {
+            StepKind::Send { conn, request } if self.closes => {
                 let key = (step.client.unwrap_or(0), *conn);
                 let kind = match (request.method, &request.session, &request.last_event_id) {
                     (Method::Post, Some(session), _) => Some((Kind::Request, session)),
@@ -235,7 +263,7 @@ impl<'a> Rules<'a> {
         stream: StreamNo,
         id: &EventId,
     ) {
-        let Some(log) = self.logs.get(&(session, stream)) else { return };
+        let Some(log) = self.log_of.get(&(session, stream)).map(|at| &self.logs[*at]) else { return };
         let Some(at) = log.iter().rposition(|e| e.id == id) else { return };
         let Some(next) = log.get(at + 1).filter(|next| next.seq == log[at].seq.saturating_add(1)) else { return };
         let now = step.at();
