@@ -187,9 +187,10 @@ pub enum ExitCause {
 
 /// The bounds and timers of a server's profile that a trace records at its start, so that
 /// `profile-conformance` can check, from the steps alone, that the model kept them: what its
-/// store may still hold (`retention`) and when it closes a stream itself (`close_request_streams`,
-/// `close_idle_standalone`). Each is absent when the profile sets none (or, for a request
-/// stream's close, when the server has no sessions and so never closes one).
+/// store may still hold (`retention`), when it closes a stream itself (`close_request_streams`,
+/// `close_idle_standalone`) and when it writes a keep-alive (`keepalive`, `keepalive_timer`).
+/// Each is absent when the profile sets none (or, for a request stream's close, when the server
+/// has no sessions and so never closes one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerBounds {
     /// `retention.max_events`: events kept per stream.
@@ -205,6 +206,14 @@ pub struct ServerBounds {
     /// write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_idle_standalone_us: Option<u64>,
+    /// `keepalive`, in µs: the interval of the keep-alive comments on an open SSE stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_us: Option<u64>,
+    /// `keepalive_timer = "after-silence"`: a keep-alive goes only after `keepalive_us` with
+    /// nothing written on the connection (else every `keepalive_us` from the stream's head,
+    /// whatever else was written).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keepalive_after_silence: bool,
 }
 
 impl ServerBounds {
@@ -221,6 +230,11 @@ impl ServerBounds {
     /// It closes a stream of its own accord.
     pub fn closes(&self) -> bool {
         self.close_request_streams_us.is_some() || self.close_idle_standalone_us.is_some()
+    }
+
+    /// It writes keep-alive comments on its open streams.
+    pub fn keeps_alive(&self) -> bool {
+        self.keepalive_us.is_some()
     }
 }
 

@@ -21,6 +21,15 @@
 //!   write the client received on the standalone stream (an event or a keep-alive, each of which
 //!   restarts the timer) reaches it on that stream. A connection whose frames a hop discarded is
 //!   passed over: a write the client never saw may have restarted the timer.
+//! - `server.keepalive` and `server.keepalive_timer`: no keep-alive comment reaches the client
+//!   sooner than the interval after it sent the stream's request (the server's timer starts with
+//!   the head, which it writes no earlier). Under `fixed`, a comment goes every interval from the
+//!   head whatever else is written, so an event stored later than some whole number of intervals
+//!   after the head arrived comes after at least that many comments on its stream (the pipe keeps
+//!   the order of writes, and the server wrote the event no earlier than it stored it). Under
+//!   `after-silence`, a comment goes only after the interval with nothing written, so none
+//!   reaches the client sooner than the interval after an event it received before on that stream
+//!   was stored.
 //! - `client.reconnect.max_attempts`: a stream's backoffs number its attempts from 1, and never
 //!   past the budget.
 //!
@@ -32,7 +41,7 @@
 
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::era::Era;
-use crate::http::{Body, Method, Status};
+use crate::http::{Body, Method, SseEvent, Status};
 use crate::ids::{ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{ResumeOutcome, ServerBounds, Step, StepKind};
@@ -54,16 +63,29 @@ enum Kind {
     Request,
     /// The standalone stream: from the last write.
     Standalone,
+    /// Any other request's stream (a resume, a request without a session): judged by the
+    /// keep-alive rules only.
+    Other,
 }
+
+/// A millisecond's grace: a timer due at the instant an event is stored may fire after it.
+const GRACE_US: u64 = 1_000;
 
 /// A stream the client opened, as far as the close rules need.
 struct Open<'a> {
     kind: Kind,
-    session: &'a SessionId,
+    /// The session it was sent in, if any.
+    session: Option<&'a SessionId>,
+    /// When its request was sent.
+    sent: Instant,
     /// When its head arrived (an SSE 200), else `None`.
     opened: Option<Instant>,
     /// When its last frame (or its head) arrived.
     last: Instant,
+    /// The keep-alive comments received on it since its head.
+    comments: u64,
+    /// The latest time an event it received was stored at.
+    stored_last: Option<Instant>,
     /// The replica that served it.
     replica: u32,
     /// Served in the 2026-07-28 era, or a hop discarded some of its frames: not judged.
@@ -85,8 +107,8 @@ struct Rules<'a> {
     shared_store: bool,
     /// Some server started with a retention bound, and no store is shared: logs are kept.
     retention: bool,
-    /// Some server started with a close timer: streams are followed.
-    closes: bool,
+    /// Some server started with a close timer or a keep-alive: streams are followed.
+    follows: bool,
     /// By client: its attempt budget, as its last start recorded.
     budgets: BTreeMap<u32, Option<u32>>,
     /// By session and stream: the events stored, in the order stored (only while some server
@@ -98,28 +120,29 @@ struct Rules<'a> {
     /// The stream the last stored event went to, and its log: a run of events of one stream
     /// (most of a trace's) finds its log without a lookup.
     last_log: Option<(&'a SessionId, StreamNo, usize)>,
-    /// By client and connection: the streams it opened (only while some server has a close timer).
+    /// By client and connection: the streams it opened (only while some server has a close timer
+    /// or a keep-alive).
     open: BTreeMap<(u32, ConnId), Open<'a>>,
     found: Vec<Violation>,
 }
 
 /// One violation per departure. The bulk of a trace (events stored and received) is read only
-/// when a rule needs it: a replay to check against a retention bound, or a close timer. Else the
-/// few other steps are enough (the attempt budget).
+/// when a rule needs it: a replay to check against a retention bound, a close timer or a
+/// keep-alive. Else the few other steps are enough (the attempt budget).
 pub(super) fn departures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let (mut replayed, mut retains, mut closes) = (false, false, false);
+    let (mut replayed, mut retains, mut follows) = (false, false, false);
     for (_, step) in ix.others() {
         match &step.kind {
             StepKind::ServerStart { bounds, .. } => {
                 retains |= bounds.retains();
-                closes |= bounds.closes();
+                follows |= bounds.closes() || bounds.keeps_alive();
             }
             StepKind::Resume { outcome: ResumeOutcome::Replayed { replayed: n }, .. } => replayed |= *n > 0,
             _ => {}
         }
     }
     let mut rules = Rules::default();
-    if (replayed && retains) || closes {
+    if (replayed && retains) || follows {
         ix.steps().for_each(|(order, step)| rules.step(ix, order, step));
     } else {
         ix.others().for_each(|(order, step)| rules.step(ix, order, step));
@@ -135,7 +158,7 @@ impl<'a> Rules<'a> {
                 self.servers.insert(replica, *bounds);
                 self.shared_store |= *sessions_share_store;
                 self.retention = !self.shared_store && self.servers.values().any(ServerBounds::retains);
-                self.closes = self.servers.values().any(ServerBounds::closes);
+                self.follows = self.servers.values().any(|b| b.closes() || b.keeps_alive());
             }
             StepKind::ClientStart { max_attempts, .. } => {
                 self.budgets.insert(step.client.unwrap_or(0), *max_attempts);
@@ -187,16 +210,27 @@ impl<'a> Rules<'a> {
                 let bounds = self.servers.get(&replica).copied().unwrap_or_default();
                 self.check_replay(order, step, bounds, session, *stream, last_event_id);
             }
-            StepKind::Send { conn, request } if self.closes => {
+            StepKind::Send { conn, request } if self.follows => {
                 let key = (step.client.unwrap_or(0), *conn);
                 let kind = match (request.method, &request.session, &request.last_event_id) {
-                    (Method::Post, Some(session), _) => Some((Kind::Request, session)),
-                    (Method::Get, Some(session), None) => Some((Kind::Standalone, session)),
+                    (Method::Post, Some(_), _) => Some(Kind::Request),
+                    (Method::Get, Some(_), None) => Some(Kind::Standalone),
+                    (Method::Post | Method::Get, ..) => Some(Kind::Other),
                     _ => None,
                 };
                 match kind {
-                    Some((kind, session)) => {
-                        let open = Open { kind, session, opened: None, last: step.at(), replica: 0, skip: false };
+                    Some(kind) => {
+                        let open = Open {
+                            kind,
+                            session: request.session.as_ref(),
+                            sent: step.at(),
+                            opened: None,
+                            last: step.at(),
+                            comments: 0,
+                            stored_last: None,
+                            replica: 0,
+                            skip: false,
+                        };
                         self.open.insert(key, open);
                     }
                     None => {
@@ -231,20 +265,18 @@ impl<'a> Rules<'a> {
                     self.open.remove(&key);
                 }
             }
-            StepKind::Comment { conn } => {
-                if let Some(open) = self.open.get_mut(&(step.client.unwrap_or(0), *conn)) {
-                    open.last = step.at();
-                }
-            }
+            StepKind::Comment { conn } => self.check_comment(order, step, (step.client.unwrap_or(0), *conn)),
             StepKind::Event { conn, event } => {
                 let key = (step.client.unwrap_or(0), *conn);
-                let Some(id) = &event.id else {
+                if event.id.is_none() {
                     if let Some(open) = self.open.get_mut(&key) {
                         open.last = step.at();
                     }
                     return;
-                };
-                self.check_close(ix, order, step, key, id);
+                }
+                if self.check_keepalives(ix, order, step, key, event) {
+                    self.check_close(ix, order, step, key, event);
+                }
             }
             StepKind::ConnEnd { conn, .. } => {
                 self.open.remove(&(step.client.unwrap_or(0), *conn));
@@ -291,11 +323,13 @@ impl<'a> Rules<'a> {
 
     /// `server.close_request_streams` and `server.close_idle_standalone`: the event `id` reached
     /// the client on `key`'s stream no later than the server's close was due.
-    fn check_close(&mut self, ix: &TraceIndex<'a>, order: usize, step: &Step, key: (u32, ConnId), id: &EventId) {
+    fn check_close(&mut self, ix: &TraceIndex<'a>, order: usize, step: &Step, key: (u32, ConnId), event: &SseEvent) {
+        let Some(id) = &event.id else { return };
         let Some(open) = self.open.get_mut(&key) else { return };
         let since = match open.kind {
             Kind::Request => open.opened,
             Kind::Standalone => open.opened.map(|_| open.last),
+            Kind::Other => None,
         };
         open.last = step.at();
         let (Some(since), false) = (since, open.skip) else { return };
@@ -303,28 +337,107 @@ impl<'a> Rules<'a> {
         let (due, field) = match open.kind {
             Kind::Request => (bounds.close_request_streams_us, "server.close_request_streams"),
             Kind::Standalone => (bounds.close_idle_standalone_us, "server.close_idle_standalone"),
+            Kind::Other => (None, ""),
         };
-        let Some(due) = due else { return };
-        let Some(stored) = ix.log().get(open.session, id) else { return };
-        // A millisecond's grace: a timer due at the instant an event is stored may fire after it.
-        if stored.at.0 <= since.0.saturating_add(due).saturating_add(1_000) {
+        let (Some(due), Some(session)) = (due, open.session) else { return };
+        let Some(stored) = stored_before(ix, session, event, step) else { return };
+        if stored.0 <= since.0.saturating_add(due).saturating_add(GRACE_US) {
             return;
         }
-        let (session, conn) = (open.session, key.1);
+        let conn = key.1;
         let what = match open.kind {
             Kind::Request => "a request's stream, whose head arrived",
-            Kind::Standalone => "the standalone stream, whose last frame before it arrived",
+            Kind::Standalone | Kind::Other => "the standalone stream, whose last frame before it arrived",
         };
         let detail = format!(
             "event {id}, stored at {}, reached the client on {what} at {}: the server's {} close was due by {} \
              ({field})",
-            format_micros(stored.at.0),
+            format_micros(stored.0),
             format_micros(since.0),
             format_micros(due),
             format_micros(since.0.saturating_add(due))
         );
         self.open.remove(&key);
         self.depart(order, step, format!("session {session} {conn}"), detail);
+    }
+
+    /// `server.keepalive` under a `fixed` timer: `event` came on `key`'s stream after as
+    /// many comments as were due before it was stored. Records when it was stored, for the
+    /// `after-silence` rule. False when it departed (the stream is judged no further).
+    fn check_keepalives(
+        &mut self,
+        ix: &TraceIndex<'a>,
+        order: usize,
+        step: &Step,
+        key: (u32, ConnId),
+        event: &SseEvent,
+    ) -> bool {
+        let Some(open) = self.open.get_mut(&key) else { return true };
+        let (Some(session), Some(head), false) = (open.session, open.opened, open.skip) else { return true };
+        let Some(id) = &event.id else { return true };
+        let Some(stored) = stored_before(ix, session, event, step) else { return true };
+        open.stored_last = open.stored_last.max(Some(stored));
+        let bounds = self.servers.get(&open.replica).copied().unwrap_or_default();
+        let (Some(every), false) = (bounds.keepalive_us.filter(|k| *k > 0), bounds.keepalive_after_silence) else {
+            return true;
+        };
+        // The comments due by then: the n-th at the head's write (no later than its arrival) plus
+        // n intervals, before the event's write (no earlier than its store).
+        let gap = stored.0.saturating_sub(head.0.saturating_add(GRACE_US));
+        let due = gap.saturating_sub(1) / every;
+        if gap == 0 || open.comments >= due {
+            return true;
+        }
+        let detail = format!(
+            "event {id}, stored {} after the stream's head arrived, came after {} keep-alive(s): a fixed timer \
+             writes one every {} from the head whatever else is written, so {due} were due before it \
+             (server.keepalive_timer = fixed, server.keepalive)",
+            format_micros(stored.0.saturating_sub(head.0)),
+            open.comments,
+            format_micros(every)
+        );
+        self.open.remove(&key);
+        self.depart(order, step, format!("session {session} {}", key.1), detail);
+        false
+    }
+
+    /// `server.keepalive`, and `server.keepalive_timer = after-silence`: a comment on `key`'s
+    /// stream came no sooner than the interval after its request was sent, and (after silence)
+    /// after the latest event the client received on it was stored.
+    fn check_comment(&mut self, order: usize, step: &Step, key: (u32, ConnId)) {
+        let Some(open) = self.open.get_mut(&key) else { return };
+        open.last = step.at();
+        open.comments += 1;
+        if open.opened.is_none() || open.skip {
+            return;
+        }
+        let bounds = self.servers.get(&open.replica).copied().unwrap_or_default();
+        let Some(every) = bounds.keepalive_us.filter(|k| *k > 0) else { return };
+        let at = step.at().0.saturating_add(GRACE_US);
+        let detail = if at < open.sent.0.saturating_add(every) {
+            format!(
+                "a keep-alive arrived {} after its stream's request was sent, sooner than the {} the server waits \
+                 from the stream's head before its first (server.keepalive)",
+                format_micros(step.at().0.saturating_sub(open.sent.0)),
+                format_micros(every)
+            )
+        } else if let Some(stored) = open.stored_last.filter(|s| bounds.keepalive_after_silence && at < s.0 + every) {
+            format!(
+                "a keep-alive arrived {} after an event it follows on its stream was stored: after silence, the \
+                 server writes one only {} after its last write (server.keepalive_timer = after-silence, \
+                 server.keepalive)",
+                format_micros(step.at().0.saturating_sub(stored.0)),
+                format_micros(every)
+            )
+        } else {
+            return;
+        };
+        let subject = match open.session {
+            Some(session) => format!("session {session} {}", key.1),
+            None => format!("client{} {}", key.0, key.1),
+        };
+        self.open.remove(&key);
+        self.depart(order, step, subject, detail);
     }
 
     fn depart(&mut self, order: usize, step: &Step, subject: String, detail: String) {
@@ -336,6 +449,15 @@ impl<'a> Rules<'a> {
             detail,
         });
     }
+}
+
+/// When `event`, which arrived at `step`, was stored: the first time its session stored its id,
+/// unless what was stored then is not what arrived (another message, or stored only after it
+/// arrived). A server that gives two events one id (rmcp's shared priming id among them) may have
+/// sent one the log does not hold; such an event is not judged.
+fn stored_before(ix: &TraceIndex<'_>, session: &SessionId, event: &SseEvent, step: &Step) -> Option<Instant> {
+    let stored = ix.log().get(session, event.id.as_ref()?)?;
+    (stored.at <= step.at() && stored.message == event.data.as_ref()).then_some(stored.at)
 }
 
 #[cfg(test)]
@@ -498,6 +620,115 @@ mod tests {
         let idle_past = found(&stream(None));
         assert_eq!(idle_past.len(), 1, "{idle_past:?}");
         assert!(idle_past[0].detail.contains("server.close_idle_standalone"), "{}", idle_past[0].detail);
+    }
+
+    /// A call's stream sent at 0.5 s, its head at 1 s; keep-alive comments at `comments` (µs);
+    /// events stored (and received at once) at `events` (µs), each of the timer's
+    /// kind, every 5 s.
+    fn kept_alive(after_silence: bool, comments: &[u64], events: &[u64]) -> Vec<Violation> {
+        let a = sid("A");
+        let every = ServerBounds {
+            keepalive_us: Some(5_000_000),
+            keepalive_after_silence: after_silence,
+            ..ServerBounds::default()
+        };
+        let mut frames: Vec<(u64, bool)> =
+            comments.iter().map(|t| (*t, true)).chain(events.iter().map(|t| (*t, false))).collect();
+        frames.sort();
+        let mut b = TraceBuilder::new()
+            .server(start(every))
+            .at(500_000)
+            .client(call_sent(1, Some(&a), 1, 0))
+            .at(1_000_000)
+            .client(sse_ok(1));
+        for (seq, (t, comment)) in (0u32..).zip(frames) {
+            b = b.at(t);
+            b = if comment {
+                b.client(StepKind::Comment { conn: ConnId(1) })
+            } else {
+                let event = SseEvent { data: Some(progress(0, seq)), ..with_id(ev(1, seq)) };
+                b.server(stored(&a, 1, seq, Some(0), Some(progress(0, seq)))).client(sse_event(1, event))
+            };
+        }
+        found(&b.build())
+    }
+
+    #[test]
+    fn a_fixed_keepalive_timer_writes_its_comments_whatever_else_is_written() {
+        // Due at 6 s and 11 s from the head (at 1 s at the latest): an event stored at 12 s comes
+        // after both.
+        assert!(kept_alive(false, &[6_000_000, 11_000_000], &[2_000_000, 7_000_000, 12_000_000]).is_empty());
+        let missed = kept_alive(false, &[6_000_000], &[2_000_000, 7_000_000, 12_000_000]);
+        assert_eq!(missed.len(), 1, "{missed:?}");
+        assert!(missed[0].detail.contains("came after 1 keep-alive(s)"), "{}", missed[0].detail);
+        assert!(missed[0].detail.contains("server.keepalive_timer = fixed"), "{}", missed[0].detail);
+        assert_eq!(missed[0].subject, "session A c1");
+        // One stored exactly at a comment's due time is not judged (which went first is open).
+        assert!(kept_alive(false, &[6_000_000], &[11_000_000]).is_empty());
+        // A timer that restarted at each write (after silence) wrote none between events 4 s apart.
+        assert_eq!(kept_alive(false, &[], &[4_000_000, 8_000_000, 12_000_000]).len(), 1);
+        assert!(kept_alive(true, &[], &[4_000_000, 8_000_000, 12_000_000]).is_empty(), "after silence: none due");
+    }
+
+    #[test]
+    fn an_after_silence_keepalive_comes_only_after_the_interval_without_a_write() {
+        assert!(kept_alive(true, &[8_000_000], &[3_000_000]).is_empty(), "5 s after the event");
+        let soon = kept_alive(true, &[6_000_000], &[3_000_000]);
+        assert_eq!(soon.len(), 1, "{soon:?}");
+        assert!(soon[0].detail.contains("3.000s after an event"), "{}", soon[0].detail);
+        assert!(soon[0].detail.contains("server.keepalive_timer = after-silence"), "{}", soon[0].detail);
+        assert!(kept_alive(false, &[6_000_000], &[3_000_000]).is_empty(), "fixed: due at 6 s whatever was written");
+    }
+
+    #[test]
+    fn no_keepalive_comes_sooner_than_the_interval_after_its_request_was_sent() {
+        for after_silence in [false, true] {
+            let soon = kept_alive(after_silence, &[3_000_000], &[]);
+            assert_eq!(soon.len(), 1, "{soon:?}");
+            assert!(soon[0].detail.contains("2.500s after its stream's request was sent"), "{}", soon[0].detail);
+            assert!(kept_alive(after_silence, &[5_500_000], &[]).is_empty());
+        }
+    }
+
+    #[test]
+    fn an_event_whose_id_was_stored_only_after_it_arrived_is_not_judged_by_the_keepalive_rules() {
+        // rmcp's shared priming id: the priming event, sent unstored at 2 s, carries the id a
+        // notification is stored under at 12 s; the comment at 6 s follows the priming event.
+        let a = sid("A");
+        let every =
+            ServerBounds { keepalive_us: Some(4_000_000), keepalive_after_silence: true, ..ServerBounds::default() };
+        let trace = TraceBuilder::new()
+            .server(start(every))
+            .at(1_000_000)
+            .client(get_standalone(1, &a))
+            .client(sse_ok(1))
+            .at(2_000_000)
+            .client(sse_event(1, with_id(ev(0, 0))))
+            .at(6_000_000)
+            .client(StepKind::Comment { conn: ConnId(1) })
+            .at(12_000_000)
+            .server(stored(&a, 0, 0, None, Some(progress(0, 1))))
+            .build();
+        assert!(found(&trace).is_empty(), "{:?}", found(&trace));
+        // Behind a hop that held the priming event until after the notification was stored: the
+        // id's stored message is not the one that arrived.
+        let held = TraceBuilder::new()
+            .server(start(every))
+            .at(1_000_000)
+            .client(get_standalone(1, &a))
+            .client(sse_ok(1))
+            .at(12_000_000)
+            .server(stored(&a, 0, 0, None, Some(progress(0, 1))))
+            .at(13_000_000)
+            .client(sse_event(1, SseEvent { data: None, ..with_id(ev(0, 0)) }))
+            .client(StepKind::Comment { conn: ConnId(1) })
+            .build();
+        assert!(found(&held).is_empty(), "{:?}", found(&held));
+        let mut same = held.clone();
+        if let StepKind::Event { event, .. } = &mut same.steps[4].kind {
+            event.data = Some(progress(0, 1));
+        }
+        assert_eq!(found(&same).len(), 1, "the notification itself, then a comment at once");
     }
 
     #[test]

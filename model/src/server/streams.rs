@@ -339,6 +339,9 @@ impl Server {
             retention_window_us: retention.window.map(us),
             close_request_streams_us: self.policy.close_request_streams.filter(|_| self.policy.sessions).map(us),
             close_idle_standalone_us: self.policy.close_idle_standalone.map(us),
+            keepalive_us: repeating(self.policy.keepalive).map(us),
+            keepalive_after_silence: repeating(self.policy.keepalive).is_some()
+                && self.policy.keepalive_timer == KeepaliveTimer::AfterSilence,
         }
     }
 

@@ -71,6 +71,17 @@ fn a_server_says_when_it_starts_whether_its_store_is_shared_across_sessions() {
     // stream itself.
     let reference = crate::trace::ServerBounds { retention_max_events: Some(100), ..Default::default() };
     assert_eq!(expected_bounds(&policy("reference")), reference);
+    // Python writes a keep-alive every 15 s whatever else it wrote; rmcp only after 15 s of
+    // silence.
+    let every_15s = Some(15_000_000);
+    assert_eq!(
+        (expected_bounds(&policy("py-sdk")).keepalive_us, expected_bounds(&policy("py-sdk")).keepalive_after_silence),
+        (every_15s, false)
+    );
+    assert_eq!(
+        (expected_bounds(&policy("rmcp")).keepalive_us, expected_bounds(&policy("rmcp")).keepalive_after_silence),
+        (every_15s, true)
+    );
 }
 
 /// What a server's start records of its profile's bounds: its retention (none without a store),
@@ -83,6 +94,9 @@ fn expected_bounds(policy: &ServerPolicy) -> crate::trace::ServerBounds {
         retention_window_us: policy.retention.window.filter(|_| kept).map(us),
         close_request_streams_us: policy.close_request_streams.filter(|_| policy.sessions).map(us),
         close_idle_standalone_us: policy.close_idle_standalone.map(us),
+        keepalive_us: policy.keepalive.filter(|k| !k.is_zero()).map(us),
+        keepalive_after_silence: policy.keepalive.is_some_and(|k| !k.is_zero())
+            && policy.keepalive_timer == crate::config::KeepaliveTimer::AfterSilence,
     }
 }
 
