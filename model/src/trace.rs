@@ -382,6 +382,13 @@ pub enum StepKind {
         /// How it ended.
         end: ConnEnd,
     },
+    /// The client stopped reconnecting a call's stream: its attempts were spent, or its profile
+    /// reads the server's refusal as final. What the call and the transport get next is the
+    /// profile's `close_handling.on_give_up`.
+    StreamGivenUp {
+        /// The call whose stream it was.
+        call: CallKey,
+    },
     /// The decision procedure (or the profile's rule) judged a closed stream.
     Decision {
         /// The call whose stream it is (`None` for the standalone stream).
@@ -427,6 +434,12 @@ pub enum StepKind {
         /// which `profile-conformance` checks its backoffs against. Absent: unlimited.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_attempts: Option<u32>,
+        /// Its profile closes the whole transport when it gives up a call's stream
+        /// (`close_handling.on_give_up = "close-transport"`, the Go SDK), which
+        /// `profile-conformance` checks: after a [`StepKind::StreamGivenUp`] it sends nothing more
+        /// in that session.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        closes_on_give_up: bool,
     },
     /// The HTTP library sent `conn`'s request on a kept-alive connection (`client.http`), one
     /// that had been idle in its pool for `idle_us`.

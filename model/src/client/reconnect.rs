@@ -71,6 +71,7 @@ impl Client {
             }
             return self.standalone_given_up();
         };
+        self.record(StepKind::StreamGivenUp { call: key });
         let idempotent = self.calls.get(&key).is_some_and(|c| c.idempotent);
         match &self.policy.close_handling {
             CloseHandling::Sdk(rules) if rules.on_give_up == OnGiveUp::LeavePending => self.leave_pending(key, why),

@@ -303,7 +303,13 @@ fn a_start_names_only_the_conditions_the_policy_keeps() {
     let naive_budget = crate::profiles::client("naive").expect("built in").reconnect.max_attempts;
     assert_eq!(
         start("naive"),
-        StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: naive_budget }
+        StepKind::ClientStart {
+            restored: false,
+            durable: false,
+            by_class: false,
+            max_attempts: naive_budget,
+            closes_on_give_up: false
+        }
     );
     let mut durable_sdk = profiles::client("ts-sdk").expect("listed");
     durable_sdk.persistence = crate::config::Persistence::Durable;
@@ -311,7 +317,13 @@ fn a_start_names_only_the_conditions_the_policy_keeps() {
     let mut d = Driver::with(durable_sdk, None, 8);
     assert_eq!(
         steps(&d.start())[0],
-        StepKind::ClientStart { restored: false, durable: true, by_class: false, max_attempts: ts_budget }
+        StepKind::ClientStart {
+            restored: false,
+            durable: true,
+            by_class: false,
+            max_attempts: ts_budget,
+            closes_on_give_up: false
+        }
     );
 }
 
@@ -323,7 +335,13 @@ fn handshake_then_the_queued_call_goes_out_under_the_session() {
     // Its start also names its attempt budget (20), for `profile-conformance`.
     assert_eq!(
         steps(&out)[0],
-        StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: Some(20) }
+        StepKind::ClientStart {
+            restored: false,
+            durable: true,
+            by_class: true,
+            max_attempts: Some(20),
+            closes_on_give_up: false
+        }
     );
     let (_, init) = only_open(&out, |_| true);
     assert_eq!(init.body, Some(ClientMessage::Initialize { id: RequestId(1), client: "app".into() }));
@@ -1398,7 +1416,13 @@ fn durable_state_is_written_ahead_and_a_restart_resumes_with_the_persisted_id() 
     let out = r.start();
     assert_eq!(
         steps(&out)[0],
-        StepKind::ClientStart { restored: true, durable: true, by_class: true, max_attempts: Some(20) }
+        StepKind::ClientStart {
+            restored: true,
+            durable: true,
+            by_class: true,
+            max_attempts: Some(20),
+            closes_on_give_up: false
+        }
     );
     let (conn, get) = resume(&out);
     assert_eq!((get.last_event_id, get.session), (ev("1-0"), Some(sid(S1))));
@@ -2827,6 +2851,10 @@ fn spent_reconnects_under_close_transport_close_the_whole_transport() {
     }
     let out = d.end(get, ConnEnd::Refused);
     assert!(app(&out).iter().any(transport_closed), "{:#?}", app(&out));
+    // The give-up is recorded before what the profile does with it (profile-conformance reads it).
+    let given_up = steps(&out).iter().position(|s| *s == StepKind::StreamGivenUp { call: CallKey(1) });
+    let closed = steps(&out).iter().position(transport_closed);
+    assert!(given_up.is_some() && given_up < closed, "{:#?}", steps(&out));
     assert!(opens(&d.call(2, false)).is_empty(), "not connected");
     // fail-call: only the call fails, a later call goes out.
     let mut d = with_rules(go_calls(), |r| r.on_give_up = crate::config::OnGiveUp::FailCall);
@@ -2837,6 +2865,7 @@ fn spent_reconnects_under_close_transport_close_the_whole_transport() {
     }
     let out = d.end(get, ConnEnd::Refused);
     assert!(!app(&out).iter().any(transport_closed) && !app(&out).is_empty(), "{:#?}", app(&out));
+    assert!(steps(&out).contains(&StepKind::StreamGivenUp { call: CallKey(1) }));
     assert_eq!(tool_call(&d.call(2, false)).2.key, CallKey(2));
 }
 

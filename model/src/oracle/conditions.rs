@@ -3656,7 +3656,13 @@ mod tests {
 
     /// A client (re)start whose policy keeps none of the conditions.
     fn start(restored: bool) -> StepKind {
-        StepKind::ClientStart { restored, durable: false, by_class: false, max_attempts: None }
+        StepKind::ClientStart {
+            restored,
+            durable: false,
+            by_class: false,
+            max_attempts: None,
+            closes_on_give_up: false,
+        }
     }
 
     fn sid() -> SessionId {
@@ -4165,8 +4171,13 @@ mod tests {
     #[test]
     fn a_restart_that_forgets_task_ids_breaks_condition_one_even_when_the_session_came_back() {
         let forgot = || StepKind::TaskIdForgotten { task: crate::tasks::TaskId("r0.0-t0".into()) };
-        let restart =
-            |durable: bool| StepKind::ClientStart { restored: true, durable, by_class: false, max_attempts: None };
+        let restart = |durable: bool| StepKind::ClientStart {
+            restored: true,
+            durable,
+            by_class: false,
+            max_attempts: None,
+            closes_on_give_up: false,
+        };
         // Kept in memory by the task-id setting, whatever the session's persistence: that
         // setting's price, not a promise the client broke.
         for durable in [false, true] {
@@ -4266,7 +4277,16 @@ mod tests {
         let unknown = StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() };
         let judged = |by_class: bool, told: StepKind, end: StepKind| {
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
                 (1_000, sent.clone()),
                 (61_000, cancel.clone()),
@@ -4293,7 +4313,13 @@ mod tests {
         assert!(judged(true, unknown.clone(), reset.clone()).all_held(), "told an unknown outcome");
         // Lost with the client's process (a restart at that instant, no end of its connection
         // recorded): as a reset. Answered before the restart (a 202): taken, nothing broken.
-        let restart = StepKind::ClientStart { restored: true, durable: true, by_class: false, max_attempts: None };
+        let restart = StepKind::ClientStart {
+            restored: true,
+            durable: true,
+            by_class: false,
+            max_attempts: None,
+            closes_on_give_up: false,
+        };
         let with_process = judged(false, failed.clone(), restart.clone());
         let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
         assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{with_process:?}");
@@ -4304,7 +4330,16 @@ mod tests {
             "{with_process:?}"
         );
         let taken = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: true, by_class: false, max_attempts: None }),
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: true,
+                    by_class: false,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            ),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4316,7 +4351,16 @@ mod tests {
         // Told an unknown outcome, then issued again by its application before the cancel broke
         // (`on_error = reissue`): the reference client's time-out, nothing broken.
         let reissued = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: true,
+                    by_class: true,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            ),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4330,7 +4374,16 @@ mod tests {
         // the cancelled attempt was told an unknown outcome, the failure is the re-issue's.
         let refused = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused };
         let late = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: true,
+                    by_class: true,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            ),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4355,7 +4408,16 @@ mod tests {
         };
         let judged = |by_class: bool, sent: bool, idempotent: bool, error: &str| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
@@ -4404,7 +4466,16 @@ mod tests {
                 },
             };
             Conditions::judge(&trace(vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class: false,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (1_000, post.clone()),
                 (at_ms, answer),
@@ -4426,7 +4497,16 @@ mod tests {
             error: Some(crate::client::NOTE_REISSUE.into()),
         };
         let refused = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: false,
+                    by_class: false,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            ),
             (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
             (1_000, post.clone()),
             (2_000, reissue),
@@ -4454,8 +4534,18 @@ mod tests {
         };
         let reset = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset };
         let again = StepKind::Send { conn: ConnId(3), request: Request::initialize(RequestId(2), "app") };
-        let start =
-            |by_class| (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None });
+        let start = |by_class| {
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: false,
+                    by_class,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            )
+        };
         let judged = |by_class: bool, between: Vec<(u64, StepKind)>| {
             let mut steps =
                 vec![start(by_class), (0, answered.clone()), (1, initialized.clone()), (1_000, reset.clone())];
@@ -4514,7 +4604,16 @@ mod tests {
         let told = StepKind::AppStreamLost { session: sid(), after: None };
         let judged = |by_class: bool, tell: bool| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (90_000, gave_up.clone()),
             ];
             if tell {
@@ -4545,7 +4644,16 @@ mod tests {
         };
         let judged = |durable: bool, by_class: bool, second: Vec<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable, by_class, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable,
+                        by_class,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, get(3, None)),
                 (2, answered(3, 200)),
                 (3, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -4716,7 +4824,13 @@ mod tests {
         // The client's process restarted with the call on its way (a swarm sweep of reference ×
         // reference × task-input read the orphaned task as unexplained): its connections went
         // with it, no `ConnEnd` said so, and the task created after had none to answer on.
-        let restart = |restored| StepKind::ClientStart { restored, durable: true, by_class: true, max_attempts: None };
+        let restart = |restored| StepKind::ClientStart {
+            restored,
+            durable: true,
+            by_class: true,
+            max_attempts: None,
+            closes_on_give_up: false,
+        };
         let died = Conditions::judge(&trace(vec![
             (0, restart(false)),
             (1_000, post.clone()),
@@ -5154,7 +5268,16 @@ mod tests {
                 |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
             let backoff = StepKind::InitializeBackoff { attempt: 1, delay_us: 1_000_000 };
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: true,
+                        by_class: true,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, initialize(1)),
                 (
                     2,
@@ -5214,7 +5337,13 @@ mod tests {
                 |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
             let mut steps = vec![(
                 0,
-                StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None },
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: false,
+                    by_class: false,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
             )];
             for conn in 1..=3 {
                 steps.push((conn * 4_000, initialize(conn)));
@@ -5235,7 +5364,16 @@ mod tests {
         // The handshake's notifications/initialized refused (a hop dropped its session header),
         // the initialize itself answered 200: not the request refused alike every time.
         let later = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: false,
+                    by_class: false,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            ),
             (1, StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") }),
             (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(200)) }),
             (2, StepKind::Send { conn: ConnId(2), request: Request::post(None, ClientMessage::Initialized) }),
@@ -5252,7 +5390,16 @@ mod tests {
     fn a_resume_that_sends_the_named_event_again_is_a_server_bug_costing_its_duplicate() {
         let judged = |after: Vec<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: true,
+                        by_class: true,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, get(3, None)),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 1, None)),
@@ -5306,7 +5453,16 @@ mod tests {
         };
         let judged = |answered: bool, got: &str| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: true, by_class: true, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: true,
+                        by_class: true,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, get(3, None)),
                 (2, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -5442,6 +5598,7 @@ mod tests {
             durable,
             by_class: false,
             max_attempts: None,
+            closes_on_give_up: false,
         };
         let judged = |restored: bool| {
             Conditions::judge(&trace(vec![
@@ -5498,6 +5655,7 @@ mod tests {
             durable,
             by_class,
             max_attempts: None,
+            closes_on_give_up: false,
         };
         let reinit = |by_class: bool| {
             Conditions::judge(&trace(vec![
@@ -5553,7 +5711,16 @@ mod tests {
         let call = CallKey(0);
         let judge = |by_class: bool, action: Option<NextAction>, error: Option<&str>, resolved: bool| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (2, StepKind::Decision { call: Some(call), outcome: None, action, error: error.map(String::from) }),
             ];
@@ -5597,7 +5764,16 @@ mod tests {
         // A stream ended by a decision to send the call again (the 2026-07-28 revision's
         // re-issue) left nothing behind: the re-sent call is its way to the answer.
         let reissued = Conditions::judge(&trace(vec![
-            (0, StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None }),
+            (
+                0,
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: false,
+                    by_class: false,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
+            ),
             (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: true }),
             (2, StepKind::Decision { call: Some(call), outcome: None, action: None, error: Some("lost".into()) }),
             (3, post_call(5, 0)),
@@ -7369,7 +7545,16 @@ mod tests {
             let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
             let body = ClientMessage::CallTool { id: RequestId(2), call: tool_call };
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class: true, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class: true,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
@@ -7407,7 +7592,16 @@ mod tests {
         let head = EventId::from("1-9");
         let judge = |by_class: bool, then: Option<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable: false, by_class, max_attempts: None }),
+                (
+                    0,
+                    StepKind::ClientStart {
+                        restored: false,
+                        durable: false,
+                        by_class,
+                        max_attempts: None,
+                        closes_on_give_up: false,
+                    },
+                ),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (
                     3,

@@ -32,6 +32,10 @@
 //!   was stored.
 //! - `client.reconnect.max_attempts`: a stream's backoffs number its attempts from 1, and never
 //!   past the budget.
+//! - `client.close_handling.on_give_up = "close-transport"`: once the client gives up a call's
+//!   stream, its transport is closed and its session forgotten, so it sends no more requests in
+//!   the session it was in (until it starts again; a new session, its application's own, is
+//!   another matter).
 //!
 //! Each rule reads the server's own steps for when an event was stored (the time the server
 //! wrote it is no earlier) and the client's for when a stream's head and frames arrived (no
@@ -42,10 +46,10 @@
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::era::Era;
 use crate::http::{Body, Method, SseEvent, Status};
-use crate::ids::{ConnId, EventId, SessionId, StreamNo};
+use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{ResumeOutcome, ServerBounds, Step, StepKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
     id: InvariantId::ProfileConformance,
@@ -111,6 +115,13 @@ struct Rules<'a> {
     follows: bool,
     /// By client: its attempt budget, as its last start recorded.
     budgets: BTreeMap<u32, Option<u32>>,
+    /// The clients whose last start recorded that a give-up closes their transport.
+    closing: BTreeSet<u32>,
+    /// By client: the session its last request was sent in.
+    sessions: BTreeMap<u32, &'a SessionId>,
+    /// By client whose transport a give-up closed: the session it was in, the call given up and
+    /// when.
+    closed: BTreeMap<u32, (&'a SessionId, CallKey, Instant)>,
     /// By session and stream: the events stored, in the order stored (only while some server
     /// has a retention bound). A log numbered again from the start (a new process without its
     /// store) starts over.
@@ -160,8 +171,21 @@ impl<'a> Rules<'a> {
                 self.retention = !self.shared_store && self.servers.values().any(ServerBounds::retains);
                 self.follows = self.servers.values().any(|b| b.closes() || b.keeps_alive());
             }
-            StepKind::ClientStart { max_attempts, .. } => {
-                self.budgets.insert(step.client.unwrap_or(0), *max_attempts);
+            StepKind::ClientStart { max_attempts, closes_on_give_up, .. } => {
+                let client = step.client.unwrap_or(0);
+                self.budgets.insert(client, *max_attempts);
+                self.closed.remove(&client);
+                if *closes_on_give_up {
+                    self.closing.insert(client);
+                } else {
+                    self.closing.remove(&client);
+                }
+            }
+            StepKind::StreamGivenUp { call } => {
+                let client = step.client.unwrap_or(0);
+                if let (true, Some(session)) = (self.closing.contains(&client), self.sessions.get(&client)) {
+                    self.closed.entry(client).or_insert((session, *call, step.at()));
+                }
             }
             StepKind::Backoff { call, attempt, .. } => {
                 let budget = self.budgets.get(&step.client.unwrap_or(0)).copied().flatten();
@@ -210,7 +234,15 @@ impl<'a> Rules<'a> {
                 let bounds = self.servers.get(&replica).copied().unwrap_or_default();
                 self.check_replay(order, step, bounds, session, *stream, last_event_id);
             }
-            StepKind::Send { conn, request } if self.follows => {
+            StepKind::Send { conn, request } => {
+                let client = step.client.unwrap_or(0);
+                if let Some(session) = &request.session {
+                    self.check_closed(order, step, client, session);
+                    self.sessions.insert(client, session);
+                }
+                if !self.follows {
+                    return;
+                }
                 let key = (step.client.unwrap_or(0), *conn);
                 let kind = match (request.method, &request.session, &request.last_event_id) {
                     (Method::Post, Some(_), _) => Some(Kind::Request),
@@ -438,6 +470,20 @@ impl<'a> Rules<'a> {
         };
         self.open.remove(&key);
         self.depart(order, step, subject, detail);
+    }
+
+    /// `client.close_handling.on_give_up = "close-transport"`: a request sent in `session` by a
+    /// client whose give-up closed its transport in that session.
+    fn check_closed(&mut self, order: usize, step: &Step, client: u32, session: &SessionId) {
+        let Some(&(closed, call, at)) = self.closed.get(&client).filter(|(s, ..)| *s == session) else { return };
+        self.closed.remove(&client);
+        let detail = format!(
+            "the client sent a request in session {closed} {} after it gave up {call}'s stream: its profile \
+             closes the whole transport then and forgets the session (client.close_handling.on_give_up = \
+             close-transport)",
+            format_micros(step.at().0.saturating_sub(at.0))
+        );
+        self.depart(order, step, format!("client{client} session {closed}"), detail);
     }
 
     fn depart(&mut self, order: usize, step: &Step, subject: String, detail: String) {
@@ -732,6 +778,37 @@ mod tests {
     }
 
     #[test]
+    fn a_request_in_the_session_a_closing_give_up_forgot_departs_from_the_profile() {
+        let (a, b) = (sid("A"), sid("B"));
+        let start = |closes_on_give_up| StepKind::ClientStart {
+            restored: false,
+            durable: false,
+            by_class: false,
+            max_attempts: Some(5),
+            closes_on_give_up,
+        };
+        let after = |closes: bool, then: Vec<StepKind>| {
+            let mut t = TraceBuilder::new()
+                .client(start(closes))
+                .at(1_000_000)
+                .client(call_sent(1, Some(&a), 1, 0))
+                .at(10_000_000)
+                .client(StepKind::StreamGivenUp { call: crate::ids::CallKey(0) });
+            for (i, step) in (1..).zip(then) {
+                t = t.at(10_000_000 + i * 1_000_000).client(step);
+            }
+            found(&t.build())
+        };
+        let sent = after(true, vec![get_standalone(2, &a)]);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(sent[0].detail.contains("on_give_up = close-transport"), "{}", sent[0].detail);
+        assert!(sent[0].detail.contains("1.000s after it gave up call0's stream"), "{}", sent[0].detail);
+        assert!(after(false, vec![get_standalone(2, &a)]).is_empty(), "fail-call keeps the session");
+        assert!(after(true, vec![get_standalone(2, &b)]).is_empty(), "another session");
+        assert!(after(true, vec![start(true), get_standalone(2, &a)]).is_empty(), "a restarted client");
+    }
+
+    #[test]
     fn a_backoff_past_the_attempt_budget_or_numbered_zero_departs_from_the_profile() {
         let backoffs = |max: Option<u32>, attempts: &[u32]| {
             let mut b = TraceBuilder::new().client(StepKind::ClientStart {
@@ -739,6 +816,7 @@ mod tests {
                 durable: true,
                 by_class: true,
                 max_attempts: max,
+                closes_on_give_up: false,
             });
             for attempt in attempts {
                 b = b.client(StepKind::Backoff { call: Some(crate::ids::CallKey(0)), attempt: *attempt, delay_us: 1 });

@@ -203,7 +203,13 @@ mod tests {
     /// the same change with no restart (the stream cut, nobody told) is lost in silence.
     #[test]
     fn a_restarted_process_believes_in_no_subscription_until_it_listens_again() {
-        let restart = StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None };
+        let restart = StepKind::ClientStart {
+            restored: false,
+            durable: false,
+            by_class: false,
+            max_attempts: None,
+            closes_on_give_up: false,
+        };
         let run = |restarted: bool| {
             let mut t = TraceBuilder::new().client(open(1)).at(10).client(cut(1));
             if restarted {

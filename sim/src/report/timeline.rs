@@ -94,6 +94,7 @@ pub fn describe(kind: &StepKind) -> String {
             let who = call.map(|c| c.to_string()).unwrap_or_else(|| "standalone stream".into());
             format!("{who}: reconnect attempt {attempt} in {}", format_micros(*delay_us))
         }
+        StreamGivenUp { call } => format!("{call}: stream given up, no more reconnects"),
         ClientStart { restored, .. } => {
             if *restored {
                 "client process started with durable state".into()
@@ -404,7 +405,13 @@ mod tests {
             step(
                 Actor::Client,
                 Some(1),
-                StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None },
+                StepKind::ClientStart {
+                    restored: false,
+                    durable: false,
+                    by_class: false,
+                    max_attempts: None,
+                    closes_on_give_up: false,
+                },
             ),
             step(Actor::App, Some(0), call),
         ];

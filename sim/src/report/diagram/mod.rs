@@ -482,6 +482,7 @@ fn item_of(step: &Step, place: &Place) -> Item {
             Item::new(t, note(Lane::Client), described()).folding(fold.with_id("attempts", attempt.to_string()).retry())
         }
         ClientStart { .. } => Item::new(t, note(Lane::Client), described()),
+        StreamGivenUp { .. } => Item::new(t, note(Lane::Client), described()),
         ConnReused { .. } => Item::new(t, note(Lane::Client), described())
             .folding(Fold::noise("reused".into(), "requests sent on kept-alive connections".into())),
         HttpResent { .. } => Item::new(t, note(Lane::Client), described()),

@@ -325,7 +325,13 @@ fn client_rows_of_a_multi_client_trace_name_their_client_and_fold_apart() {
     b.push(
         100_000,
         Actor::Client,
-        StepKind::ClientStart { restored: false, durable: false, by_class: false, max_attempts: None },
+        StepKind::ClientStart {
+            restored: false,
+            durable: false,
+            by_class: false,
+            max_attempts: None,
+            closes_on_give_up: false,
+        },
     );
     b.trace.steps.last_mut().unwrap().client = Some(1);
     let out = text(&b.finish(vec![]));
