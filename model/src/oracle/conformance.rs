@@ -422,7 +422,7 @@ impl<'a> Rules<'a> {
         }
         let detail = format!(
             "event {id}, stored {} after the stream's head arrived, came after {} keep-alive(s): a fixed timer \
-             writes one every {} from the head whatever else is written, so {due} were due before it \
+             writes one every {} from the head whatever else is written, so {due} had been due before it \
              (server.keepalive_timer = fixed, server.keepalive)",
             format_micros(stored.0.saturating_sub(head.0)),
             open.comments,
