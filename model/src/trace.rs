@@ -434,12 +434,11 @@ pub enum StepKind {
         /// which `profile-conformance` checks its backoffs against. Absent: unlimited.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_attempts: Option<u32>,
-        /// Its profile closes the whole transport when it gives up a call's stream
-        /// (`close_handling.on_give_up = "close-transport"`, the Go SDK), which
-        /// `profile-conformance` checks: after a [`StepKind::StreamGivenUp`] it sends nothing more
-        /// in that session.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        closes_on_give_up: bool,
+        /// What its profile does with a call whose stream it gave up (`close_handling.on_give_up`),
+        /// which `profile-conformance` checks after each [`StepKind::StreamGivenUp`]. Absent: a
+        /// client that runs the decision procedure, or one recorded before the field.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on_give_up: Option<crate::config::OnGiveUp>,
     },
     /// The HTTP library sent `conn`'s request on a kept-alive connection (`client.http`), one
     /// that had been idle in its pool for `idle_us`.

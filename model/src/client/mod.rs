@@ -335,15 +335,11 @@ impl Client {
         let durable = self.policy.persistence == crate::config::Persistence::Durable;
         let by_class = self.policy.close_handling == crate::config::CloseHandling::DecisionProcedure;
         let max_attempts = self.policy.reconnect.max_attempts;
-        let closes_on_give_up = matches!(&self.policy.close_handling,
-            crate::config::CloseHandling::Sdk(rules) if rules.on_give_up == crate::config::OnGiveUp::CloseTransport);
-        self.record(StepKind::ClientStart {
-            restored: self.restored,
-            durable,
-            by_class,
-            max_attempts,
-            closes_on_give_up,
-        });
+        let on_give_up = match &self.policy.close_handling {
+            crate::config::CloseHandling::Sdk(rules) => Some(rules.on_give_up),
+            _ => None,
+        };
+        self.record(StepKind::ClientStart { restored: self.restored, durable, by_class, max_attempts, on_give_up });
         if self.started {
             return self.persist_if_changed(mark);
         }

@@ -308,7 +308,7 @@ fn a_start_names_only_the_conditions_the_policy_keeps() {
             durable: false,
             by_class: false,
             max_attempts: naive_budget,
-            closes_on_give_up: false
+            on_give_up: None
         }
     );
     let mut durable_sdk = profiles::client("ts-sdk").expect("listed");
@@ -322,7 +322,7 @@ fn a_start_names_only_the_conditions_the_policy_keeps() {
             durable: true,
             by_class: false,
             max_attempts: ts_budget,
-            closes_on_give_up: false
+            on_give_up: Some(crate::config::OnGiveUp::LeavePending)
         }
     );
 }
@@ -340,7 +340,7 @@ fn handshake_then_the_queued_call_goes_out_under_the_session() {
             durable: true,
             by_class: true,
             max_attempts: Some(20),
-            closes_on_give_up: false
+            on_give_up: None
         }
     );
     let (_, init) = only_open(&out, |_| true);
@@ -1421,7 +1421,7 @@ fn durable_state_is_written_ahead_and_a_restart_resumes_with_the_persisted_id() 
             durable: true,
             by_class: true,
             max_attempts: Some(20),
-            closes_on_give_up: false
+            on_give_up: None
         }
     );
     let (conn, get) = resume(&out);

@@ -3656,13 +3656,7 @@ mod tests {
 
     /// A client (re)start whose policy keeps none of the conditions.
     fn start(restored: bool) -> StepKind {
-        StepKind::ClientStart {
-            restored,
-            durable: false,
-            by_class: false,
-            max_attempts: None,
-            closes_on_give_up: false,
-        }
+        StepKind::ClientStart { restored, durable: false, by_class: false, max_attempts: None, on_give_up: None }
     }
 
     fn sid() -> SessionId {
@@ -4176,7 +4170,7 @@ mod tests {
             durable,
             by_class: false,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         };
         // Kept in memory by the task-id setting, whatever the session's persistence: that
         // setting's price, not a promise the client broke.
@@ -4284,7 +4278,7 @@ mod tests {
                         durable: false,
                         by_class,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
@@ -4318,7 +4312,7 @@ mod tests {
             durable: true,
             by_class: false,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         };
         let with_process = judged(false, failed.clone(), restart.clone());
         let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
@@ -4337,7 +4331,7 @@ mod tests {
                     durable: true,
                     by_class: false,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
@@ -4358,7 +4352,7 @@ mod tests {
                     durable: true,
                     by_class: true,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
@@ -4381,7 +4375,7 @@ mod tests {
                     durable: true,
                     by_class: true,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
@@ -4415,7 +4409,7 @@ mod tests {
                         durable: false,
                         by_class,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
@@ -4473,7 +4467,7 @@ mod tests {
                         durable: false,
                         by_class: false,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
@@ -4504,7 +4498,7 @@ mod tests {
                     durable: false,
                     by_class: false,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
@@ -4542,7 +4536,7 @@ mod tests {
                     durable: false,
                     by_class,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             )
         };
@@ -4611,7 +4605,7 @@ mod tests {
                         durable: false,
                         by_class,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (90_000, gave_up.clone()),
@@ -4644,16 +4638,7 @@ mod tests {
         };
         let judged = |durable: bool, by_class: bool, second: Vec<StepKind>| {
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable,
-                        by_class,
-                        max_attempts: None,
-                        closes_on_give_up: false,
-                    },
-                ),
+                (0, StepKind::ClientStart { restored: false, durable, by_class, max_attempts: None, on_give_up: None }),
                 (1, get(3, None)),
                 (2, answered(3, 200)),
                 (3, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -4829,7 +4814,7 @@ mod tests {
             durable: true,
             by_class: true,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         };
         let died = Conditions::judge(&trace(vec![
             (0, restart(false)),
@@ -5275,7 +5260,7 @@ mod tests {
                         durable: true,
                         by_class: true,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1, initialize(1)),
@@ -5342,7 +5327,7 @@ mod tests {
                     durable: false,
                     by_class: false,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             )];
             for conn in 1..=3 {
@@ -5371,7 +5356,7 @@ mod tests {
                     durable: false,
                     by_class: false,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             (1, StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") }),
@@ -5397,7 +5382,7 @@ mod tests {
                         durable: true,
                         by_class: true,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1, get(3, None)),
@@ -5460,7 +5445,7 @@ mod tests {
                         durable: true,
                         by_class: true,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1, get(3, None)),
@@ -5598,7 +5583,7 @@ mod tests {
             durable,
             by_class: false,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         };
         let judged = |restored: bool| {
             Conditions::judge(&trace(vec![
@@ -5655,7 +5640,7 @@ mod tests {
             durable,
             by_class,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         };
         let reinit = |by_class: bool| {
             Conditions::judge(&trace(vec![
@@ -5718,7 +5703,7 @@ mod tests {
                         durable: false,
                         by_class,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
@@ -5771,7 +5756,7 @@ mod tests {
                     durable: false,
                     by_class: false,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: true }),
@@ -7552,7 +7537,7 @@ mod tests {
                         durable: false,
                         by_class: true,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
@@ -7599,7 +7584,7 @@ mod tests {
                         durable: false,
                         by_class,
                         max_attempts: None,
-                        closes_on_give_up: false,
+                        on_give_up: None,
                     },
                 ),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),

@@ -32,10 +32,12 @@
 //!   was stored.
 //! - `client.reconnect.max_attempts`: a stream's backoffs number its attempts from 1, and never
 //!   past the budget.
-//! - `client.close_handling.on_give_up = "close-transport"`: once the client gives up a call's
-//!   stream, its transport is closed and its session forgotten, so it sends no more requests in
-//!   the session it was in (until it starts again; a new session, its application's own, is
-//!   another matter).
+//! - `client.close_handling.on_give_up`, read at each `stream-given-up` step (which the client
+//!   records before its profile's rule acts): under `fail-call` the client's next step fails that
+//!   call; under `leave-pending` it does not resolve it (the call waits for its request
+//!   timeout); under `close-transport` its transport is closed and its session forgotten, so it
+//!   sends no more requests in the session it was in (until it starts again; a new session, its
+//!   application's own, is another matter).
 //!
 //! Each rule reads the server's own steps for when an event was stored (the time the server
 //! wrote it is no earlier) and the client's for when a stream's head and frames arrived (no
@@ -44,12 +46,13 @@
 //! note explains it ([`super::conditions`] says so).
 
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
+use crate::config::OnGiveUp;
 use crate::era::Era;
 use crate::http::{Body, Method, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
-use crate::trace::{ResumeOutcome, ServerBounds, Step, StepKind};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::trace::{Actor, ResumeOutcome, ServerBounds, Step, StepKind};
+use std::collections::BTreeMap;
 
 pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
     id: InvariantId::ProfileConformance,
@@ -115,8 +118,11 @@ struct Rules<'a> {
     follows: bool,
     /// By client: its attempt budget, as its last start recorded.
     budgets: BTreeMap<u32, Option<u32>>,
-    /// The clients whose last start recorded that a give-up closes their transport.
-    closing: BTreeSet<u32>,
+    /// By client: what a give-up does, as its last start recorded.
+    give_up: BTreeMap<u32, OnGiveUp>,
+    /// By client that just gave up a call's stream under `fail-call` or `leave-pending`: the
+    /// call, the rule, and the step; judged at the client's next step.
+    awaiting: BTreeMap<u32, (CallKey, OnGiveUp)>,
     /// By client: the session its last request was sent in.
     sessions: BTreeMap<u32, &'a SessionId>,
     /// By client whose transport a give-up closed: the session it was in, the call given up and
@@ -164,6 +170,9 @@ pub(super) fn departures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 impl<'a> Rules<'a> {
     fn step(&mut self, ix: &TraceIndex<'a>, order: usize, step: &'a Step) {
         let replica = step.replica.unwrap_or(0);
+        if !self.awaiting.is_empty() && matches!(step.actor, Actor::Client | Actor::App) {
+            self.check_given_up(order, step);
+        }
         match &step.kind {
             StepKind::ServerStart { bounds, sessions_share_store, .. } => {
                 self.servers.insert(replica, *bounds);
@@ -171,20 +180,27 @@ impl<'a> Rules<'a> {
                 self.retention = !self.shared_store && self.servers.values().any(ServerBounds::retains);
                 self.follows = self.servers.values().any(|b| b.closes() || b.keeps_alive());
             }
-            StepKind::ClientStart { max_attempts, closes_on_give_up, .. } => {
+            StepKind::ClientStart { max_attempts, on_give_up, .. } => {
                 let client = step.client.unwrap_or(0);
                 self.budgets.insert(client, *max_attempts);
                 self.closed.remove(&client);
-                if *closes_on_give_up {
-                    self.closing.insert(client);
-                } else {
-                    self.closing.remove(&client);
-                }
+                match on_give_up {
+                    Some(rule) => self.give_up.insert(client, *rule),
+                    None => self.give_up.remove(&client),
+                };
             }
             StepKind::StreamGivenUp { call } => {
                 let client = step.client.unwrap_or(0);
-                if let (true, Some(session)) = (self.closing.contains(&client), self.sessions.get(&client)) {
-                    self.closed.entry(client).or_insert((session, *call, step.at()));
+                match self.give_up.get(&client).copied() {
+                    Some(OnGiveUp::CloseTransport) => {
+                        if let Some(session) = self.sessions.get(&client) {
+                            self.closed.entry(client).or_insert((session, *call, step.at()));
+                        }
+                    }
+                    Some(rule) => {
+                        self.awaiting.insert(client, (*call, rule));
+                    }
+                    None => {}
                 }
             }
             StepKind::Backoff { call, attempt, .. } => {
@@ -470,6 +486,27 @@ impl<'a> Rules<'a> {
         };
         self.open.remove(&key);
         self.depart(order, step, subject, detail);
+    }
+
+    /// `client.close_handling.on_give_up` = `fail-call` or `leave-pending`: `step`, the client's
+    /// first after it gave up a call's stream, fails that call, or leaves it alone.
+    fn check_given_up(&mut self, order: usize, step: &Step) {
+        let client = step.client.unwrap_or(0);
+        let Some((call, rule)) = self.awaiting.remove(&client) else { return };
+        let resolved = match &step.kind {
+            StepKind::AppError { call: c, .. } | StepKind::AppUnknownOutcome { call: c, .. } => *c == call,
+            _ => false,
+        };
+        let broke = match (rule, resolved) {
+            (OnGiveUp::FailCall, false) => "did not fail it at once (client.close_handling.on_give_up = fail-call)",
+            (OnGiveUp::LeavePending, true) => {
+                "resolved it at once, where its profile leaves it pending for its request timeout \
+                 (client.close_handling.on_give_up = leave-pending)"
+            }
+            _ => return,
+        };
+        let detail = format!("the client gave up {call}'s stream and {broke}");
+        self.depart(order, step, call.to_string(), detail);
     }
 
     /// `client.close_handling.on_give_up = "close-transport"`: a request sent in `session` by a
@@ -780,12 +817,12 @@ mod tests {
     #[test]
     fn a_request_in_the_session_a_closing_give_up_forgot_departs_from_the_profile() {
         let (a, b) = (sid("A"), sid("B"));
-        let start = |closes_on_give_up| StepKind::ClientStart {
+        let start = |closes: bool| StepKind::ClientStart {
             restored: false,
             durable: false,
             by_class: false,
             max_attempts: Some(5),
-            closes_on_give_up,
+            on_give_up: Some(if closes { OnGiveUp::CloseTransport } else { OnGiveUp::FailCall }),
         };
         let after = |closes: bool, then: Vec<StepKind>| {
             let mut t = TraceBuilder::new()
@@ -803,9 +840,44 @@ mod tests {
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert!(sent[0].detail.contains("on_give_up = close-transport"), "{}", sent[0].detail);
         assert!(sent[0].detail.contains("1.000s after it gave up call0's stream"), "{}", sent[0].detail);
-        assert!(after(false, vec![get_standalone(2, &a)]).is_empty(), "fail-call keeps the session");
+        let failed = StepKind::AppError { call: crate::ids::CallKey(0), error: "connection closed".into() };
+        assert!(after(false, vec![failed, get_standalone(2, &a)]).is_empty(), "fail-call keeps the session");
         assert!(after(true, vec![get_standalone(2, &b)]).is_empty(), "another session");
         assert!(after(true, vec![start(true), get_standalone(2, &a)]).is_empty(), "a restarted client");
+    }
+
+    #[test]
+    fn a_given_up_call_is_failed_at_once_or_left_pending_as_its_profile_says() {
+        let call = crate::ids::CallKey(0);
+        let judged = |rule: OnGiveUp, next: StepKind| {
+            let start = StepKind::ClientStart {
+                restored: false,
+                durable: false,
+                by_class: false,
+                max_attempts: Some(5),
+                on_give_up: Some(rule),
+            };
+            let trace = TraceBuilder::new()
+                .client(start)
+                .at(10_000_000)
+                .client(StepKind::StreamGivenUp { call })
+                .client(next)
+                .build();
+            found(&trace)
+        };
+        let failed = || StepKind::AppError { call, error: "connection closed".into() };
+        let noted = || StepKind::Decision { call: Some(call), outcome: None, action: None, error: Some("left".into()) };
+        assert!(judged(OnGiveUp::FailCall, failed()).is_empty());
+        let kept = judged(OnGiveUp::FailCall, noted());
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0].detail.contains("did not fail it at once"), "{}", kept[0].detail);
+        assert!(judged(OnGiveUp::LeavePending, noted()).is_empty());
+        let resolved = judged(OnGiveUp::LeavePending, failed());
+        assert_eq!(resolved.len(), 1, "{resolved:?}");
+        assert!(resolved[0].detail.contains("on_give_up = leave-pending"), "{}", resolved[0].detail);
+        // Another call's failure is not this call's.
+        let other = StepKind::AppError { call: crate::ids::CallKey(1), error: "x".into() };
+        assert!(judged(OnGiveUp::LeavePending, other).is_empty());
     }
 
     #[test]
@@ -816,7 +888,7 @@ mod tests {
                 durable: true,
                 by_class: true,
                 max_attempts: max,
-                closes_on_give_up: false,
+                on_give_up: None,
             });
             for attempt in attempts {
                 b = b.client(StepKind::Backoff { call: Some(crate::ids::CallKey(0)), attempt: *attempt, delay_us: 1 });

@@ -208,7 +208,7 @@ mod tests {
             durable: false,
             by_class: false,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         };
         let run = |restarted: bool| {
             let mut t = TraceBuilder::new().client(open(1)).at(10).client(cut(1));

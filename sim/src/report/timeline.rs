@@ -410,7 +410,7 @@ mod tests {
                     durable: false,
                     by_class: false,
                     max_attempts: None,
-                    closes_on_give_up: false,
+                    on_give_up: None,
                 },
             ),
             step(Actor::App, Some(0), call),

@@ -330,7 +330,7 @@ fn client_rows_of_a_multi_client_trace_name_their_client_and_fold_apart() {
             durable: false,
             by_class: false,
             max_attempts: None,
-            closes_on_give_up: false,
+            on_give_up: None,
         },
     );
     b.trace.steps.last_mut().unwrap().client = Some(1);
