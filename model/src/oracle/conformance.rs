@@ -21,6 +21,9 @@
 //!   write the client received on the standalone stream (an event or a keep-alive, each of which
 //!   restarts the timer) reaches it on that stream. A connection whose frames a hop discarded is
 //!   passed over: a write the client never saw may have restarted the timer.
+//! - The same two fields, from the server's side: a close by the standalone stream's idle timer
+//!   ended the standalone stream, and one by a request stream's timer ended a request's stream
+//!   (the `server-closed-stream` step names the timer and the stream the connection carried).
 //! - `server.keepalive` and `server.keepalive_timer`: no keep-alive comment reaches the client
 //!   sooner than the interval after it sent the stream's request (the server's timer starts with
 //!   the head, which it writes no earlier). Under `fixed`, a comment goes every interval from the
@@ -51,7 +54,7 @@ use crate::era::Era;
 use crate::http::{Body, Method, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
-use crate::trace::{Actor, ResumeOutcome, ServerBounds, Step, StepKind};
+use crate::trace::{Actor, CloseRule, ResumeOutcome, ServerBounds, Step, StepKind};
 use std::collections::BTreeMap;
 
 pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
@@ -202,6 +205,19 @@ impl<'a> Rules<'a> {
                     }
                     None => {}
                 }
+            }
+            StepKind::ServerClosedStream { session, stream: Some(stream), rule, conn, .. } => {
+                let standalone = *stream == StreamNo::STANDALONE;
+                let field = match rule {
+                    CloseRule::IdleStandalone if !standalone => "server.close_idle_standalone",
+                    CloseRule::RequestStream if standalone => "server.close_request_streams",
+                    _ => return,
+                };
+                let detail = format!(
+                    "the server closed {conn}, which carried {stream}, by the timer of {} ({field})",
+                    if standalone { "a request's stream" } else { "the standalone stream" }
+                );
+                self.depart(order, step, format!("session {session} {stream}"), detail);
             }
             StepKind::Backoff { call, attempt, .. } => {
                 let budget = self.budgets.get(&step.client.unwrap_or(0)).copied().flatten();
@@ -878,6 +894,28 @@ mod tests {
         // Another call's failure is not this call's.
         let other = StepKind::AppError { call: crate::ids::CallKey(1), error: "x".into() };
         assert!(judged(OnGiveUp::LeavePending, other).is_empty());
+    }
+
+    #[test]
+    fn each_close_timer_ends_only_the_kind_of_stream_it_is_for() {
+        let closed = |stream: u32, rule: CloseRule| {
+            let step = StepKind::ServerClosedStream {
+                conn: ConnId(3),
+                session: sid("A"),
+                stream: Some(StreamNo(stream)),
+                rule,
+                after_us: 60_000_000,
+            };
+            found(&TraceBuilder::new().server(step).build())
+        };
+        assert!(closed(0, CloseRule::IdleStandalone).is_empty());
+        assert!(closed(2, CloseRule::RequestStream).is_empty());
+        let idle = closed(2, CloseRule::IdleStandalone);
+        assert_eq!(idle.len(), 1, "{idle:?}");
+        assert!(idle[0].detail.contains("server.close_idle_standalone"), "{}", idle[0].detail);
+        let request = closed(0, CloseRule::RequestStream);
+        assert_eq!(request.len(), 1, "{request:?}");
+        assert!(request[0].detail.contains("server.close_request_streams"), "{}", request[0].detail);
     }
 
     #[test]
