@@ -3629,6 +3629,7 @@ impl Judge {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testkit::client_start;
     use super::*;
     use crate::http::{Request, ResponseHead};
     use crate::ids::{CallKey, RequestId};
@@ -3656,7 +3657,7 @@ mod tests {
 
     /// A client (re)start whose policy keeps none of the conditions.
     fn start(restored: bool) -> StepKind {
-        StepKind::ClientStart { restored, durable: false, by_class: false, max_attempts: None, on_give_up: None }
+        client_start(restored, false, false)
     }
 
     fn sid() -> SessionId {
@@ -4165,13 +4166,7 @@ mod tests {
     #[test]
     fn a_restart_that_forgets_task_ids_breaks_condition_one_even_when_the_session_came_back() {
         let forgot = || StepKind::TaskIdForgotten { task: crate::tasks::TaskId("r0.0-t0".into()) };
-        let restart = |durable: bool| StepKind::ClientStart {
-            restored: true,
-            durable,
-            by_class: false,
-            max_attempts: None,
-            on_give_up: None,
-        };
+        let restart = |durable: bool| client_start(true, durable, false);
         // Kept in memory by the task-id setting, whatever the session's persistence: that
         // setting's price, not a promise the client broke.
         for durable in [false, true] {
@@ -4271,16 +4266,7 @@ mod tests {
         let unknown = StepKind::AppUnknownOutcome { call: CallKey(0), reason: "request timed out".into() };
         let judged = |by_class: bool, told: StepKind, end: StepKind| {
             Conditions::judge(&trace(vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, false, by_class)),
                 (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
                 (1_000, sent.clone()),
                 (61_000, cancel.clone()),
@@ -4307,13 +4293,7 @@ mod tests {
         assert!(judged(true, unknown.clone(), reset.clone()).all_held(), "told an unknown outcome");
         // Lost with the client's process (a restart at that instant, no end of its connection
         // recorded): as a reset. Answered before the restart (a 202): taken, nothing broken.
-        let restart = StepKind::ClientStart {
-            restored: true,
-            durable: true,
-            by_class: false,
-            max_attempts: None,
-            on_give_up: None,
-        };
+        let restart = client_start(true, true, false);
         let with_process = judged(false, failed.clone(), restart.clone());
         let b: Vec<_> = with_process.breaches.iter().map(|b| (b.condition, b.promised, b.step)).collect();
         assert_eq!(b, vec![(Condition::ByClass, false, 5)], "{with_process:?}");
@@ -4324,16 +4304,7 @@ mod tests {
             "{with_process:?}"
         );
         let taken = Conditions::judge(&trace(vec![
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: true,
-                    by_class: false,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            ),
+            (0, client_start(false, true, false)),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4345,16 +4316,7 @@ mod tests {
         // Told an unknown outcome, then issued again by its application before the cancel broke
         // (`on_error = reissue`): the reference client's time-out, nothing broken.
         let reissued = Conditions::judge(&trace(vec![
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: true,
-                    by_class: true,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            ),
+            (0, client_start(false, true, true)),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4368,16 +4330,7 @@ mod tests {
         // the cancelled attempt was told an unknown outcome, the failure is the re-issue's.
         let refused = StepKind::ConnEnd { conn: ConnId(3), end: ConnEnd::Refused };
         let late = Conditions::judge(&trace(vec![
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: true,
-                    by_class: true,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            ),
+            (0, client_start(false, true, true)),
             (1_000, StepKind::AppCall { call: CallKey(0), tool: "pay".into(), idempotent: true }),
             (1_000, sent.clone()),
             (61_000, cancel.clone()),
@@ -4402,16 +4355,7 @@ mod tests {
         };
         let judged = |by_class: bool, sent: bool, idempotent: bool, error: &str| {
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, false, by_class)),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
@@ -4460,16 +4404,7 @@ mod tests {
                 },
             };
             Conditions::judge(&trace(vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class: false,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, false, false)),
                 (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (1_000, post.clone()),
                 (at_ms, answer),
@@ -4491,16 +4426,7 @@ mod tests {
             error: Some(crate::client::NOTE_REISSUE.into()),
         };
         let refused = Conditions::judge(&trace(vec![
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: false,
-                    by_class: false,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            ),
+            (0, client_start(false, false, false)),
             (1_000, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
             (1_000, post.clone()),
             (2_000, reissue),
@@ -4528,18 +4454,7 @@ mod tests {
         };
         let reset = StepKind::ConnEnd { conn: ConnId(2), end: ConnEnd::Reset };
         let again = StepKind::Send { conn: ConnId(3), request: Request::initialize(RequestId(2), "app") };
-        let start = |by_class| {
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: false,
-                    by_class,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            )
-        };
+        let start = |by_class| (0, client_start(false, false, by_class));
         let judged = |by_class: bool, between: Vec<(u64, StepKind)>| {
             let mut steps =
                 vec![start(by_class), (0, answered.clone()), (1, initialized.clone()), (1_000, reset.clone())];
@@ -4597,19 +4512,7 @@ mod tests {
         };
         let told = StepKind::AppStreamLost { session: sid(), after: None };
         let judged = |by_class: bool, tell: bool| {
-            let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
-                (90_000, gave_up.clone()),
-            ];
+            let mut steps = vec![(0, client_start(false, false, by_class)), (90_000, gave_up.clone())];
             if tell {
                 steps.push((90_000, told.clone()));
             }
@@ -4638,7 +4541,7 @@ mod tests {
         };
         let judged = |durable: bool, by_class: bool, second: Vec<StepKind>| {
             let mut steps = vec![
-                (0, StepKind::ClientStart { restored: false, durable, by_class, max_attempts: None, on_give_up: None }),
+                (0, client_start(false, durable, by_class)),
                 (1, get(3, None)),
                 (2, answered(3, 200)),
                 (3, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -4809,13 +4712,7 @@ mod tests {
         // The client's process restarted with the call on its way (a swarm sweep of reference ×
         // reference × task-input read the orphaned task as unexplained): its connections went
         // with it, no `ConnEnd` said so, and the task created after had none to answer on.
-        let restart = |restored| StepKind::ClientStart {
-            restored,
-            durable: true,
-            by_class: true,
-            max_attempts: None,
-            on_give_up: None,
-        };
+        let restart = |restored| client_start(restored, true, true);
         let died = Conditions::judge(&trace(vec![
             (0, restart(false)),
             (1_000, post.clone()),
@@ -5253,16 +5150,7 @@ mod tests {
                 |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
             let backoff = StepKind::InitializeBackoff { attempt: 1, delay_us: 1_000_000 };
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: true,
-                        by_class: true,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, true, true)),
                 (1, initialize(1)),
                 (
                     2,
@@ -5320,16 +5208,7 @@ mod tests {
         let judged = |status: u16| {
             let initialize =
                 |conn: u64| StepKind::Send { conn: ConnId(conn), request: Request::initialize(RequestId(conn), "app") };
-            let mut steps = vec![(
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: false,
-                    by_class: false,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            )];
+            let mut steps = vec![(0, client_start(false, false, false))];
             for conn in 1..=3 {
                 steps.push((conn * 4_000, initialize(conn)));
                 steps.push((
@@ -5349,16 +5228,7 @@ mod tests {
         // The handshake's notifications/initialized refused (a hop dropped its session header),
         // the initialize itself answered 200: not the request refused alike every time.
         let later = Conditions::judge(&trace(vec![
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: false,
-                    by_class: false,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            ),
+            (0, client_start(false, false, false)),
             (1, StepKind::Send { conn: ConnId(1), request: Request::initialize(RequestId(1), "app") }),
             (2, StepKind::Response { conn: ConnId(1), head: ResponseHead::status(Status(200)) }),
             (2, StepKind::Send { conn: ConnId(2), request: Request::post(None, ClientMessage::Initialized) }),
@@ -5375,16 +5245,7 @@ mod tests {
     fn a_resume_that_sends_the_named_event_again_is_a_server_bug_costing_its_duplicate() {
         let judged = |after: Vec<StepKind>| {
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: true,
-                        by_class: true,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, true, true)),
                 (1, get(3, None)),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 1, None)),
@@ -5438,16 +5299,7 @@ mod tests {
         };
         let judged = |answered: bool, got: &str| {
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: true,
-                        by_class: true,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, true, true)),
                 (1, get(3, None)),
                 (2, stored_on(&sid(), StreamNo(1), 0, Some(CallKey(0)))),
                 (2, stored_on(&sid(), StreamNo::STANDALONE, 0, None)),
@@ -5578,13 +5430,7 @@ mod tests {
     /// decision procedure. One that restored nothing has no session to keep.
     #[test]
     fn re_initializing_after_a_restart_that_restored_the_session_breaks_condition_four() {
-        let start = |restored: bool, durable: bool| StepKind::ClientStart {
-            restored,
-            durable,
-            by_class: false,
-            max_attempts: None,
-            on_give_up: None,
-        };
+        let start = |restored: bool, durable: bool| client_start(restored, durable, false);
         let judged = |restored: bool| {
             Conditions::judge(&trace(vec![
                 (0, start(false, true)),
@@ -5635,13 +5481,7 @@ mod tests {
     /// keep the condition are broken conditions, and explain it.
     #[test]
     fn a_client_breaking_a_condition_its_policy_keeps_is_a_client_bug_not_an_explanation() {
-        let keeps = |durable: bool, by_class: bool| StepKind::ClientStart {
-            restored: false,
-            durable,
-            by_class,
-            max_attempts: None,
-            on_give_up: None,
-        };
+        let keeps = |durable: bool, by_class: bool| client_start(false, durable, by_class);
         let reinit = |by_class: bool| {
             Conditions::judge(&trace(vec![
                 (0, keeps(false, by_class)),
@@ -5696,16 +5536,7 @@ mod tests {
         let call = CallKey(0);
         let judge = |by_class: bool, action: Option<NextAction>, error: Option<&str>, resolved: bool| {
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, false, by_class)),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (2, StepKind::Decision { call: Some(call), outcome: None, action, error: error.map(String::from) }),
             ];
@@ -5749,16 +5580,7 @@ mod tests {
         // A stream ended by a decision to send the call again (the 2026-07-28 revision's
         // re-issue) left nothing behind: the re-sent call is its way to the answer.
         let reissued = Conditions::judge(&trace(vec![
-            (
-                0,
-                StepKind::ClientStart {
-                    restored: false,
-                    durable: false,
-                    by_class: false,
-                    max_attempts: None,
-                    on_give_up: None,
-                },
-            ),
+            (0, client_start(false, false, false)),
             (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: true }),
             (2, StepKind::Decision { call: Some(call), outcome: None, action: None, error: Some("lost".into()) }),
             (3, post_call(5, 0)),
@@ -7530,16 +7352,7 @@ mod tests {
             let tool_call = ToolCall { tool: "pay".into(), key: call, idempotency_key: None, tasks: false };
             let body = ClientMessage::CallTool { id: RequestId(2), call: tool_call };
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class: true,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, false, true)),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent }),
             ];
             if sent {
@@ -7577,16 +7390,7 @@ mod tests {
         let head = EventId::from("1-9");
         let judge = |by_class: bool, then: Option<StepKind>| {
             let mut steps = vec![
-                (
-                    0,
-                    StepKind::ClientStart {
-                        restored: false,
-                        durable: false,
-                        by_class,
-                        max_attempts: None,
-                        on_give_up: None,
-                    },
-                ),
+                (0, client_start(false, false, by_class)),
                 (1, StepKind::AppCall { call, tool: "pay".into(), idempotent: false }),
                 (
                     3,

@@ -145,7 +145,7 @@ fn silent_notification_losses_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::TraceBuilder;
+    use super::super::testkit::{client_start, TraceBuilder};
     use super::super::{check_all, InvariantId};
     use crate::http::ConnEnd;
     use crate::ids::{ConnId, RequestId};
@@ -203,13 +203,7 @@ mod tests {
     /// the same change with no restart (the stream cut, nobody told) is lost in silence.
     #[test]
     fn a_restarted_process_believes_in_no_subscription_until_it_listens_again() {
-        let restart = StepKind::ClientStart {
-            restored: false,
-            durable: false,
-            by_class: false,
-            max_attempts: None,
-            on_give_up: None,
-        };
+        let restart = client_start(false, false, false);
         let run = |restarted: bool| {
             let mut t = TraceBuilder::new().client(open(1)).at(10).client(cut(1));
             if restarted {

@@ -109,6 +109,12 @@ impl TraceBuilder {
     }
 }
 
+/// A client's start: what it restored, and the conditions its policy keeps (no attempt budget,
+/// no SDK give-up rule).
+pub fn client_start(restored: bool, durable: bool, by_class: bool) -> StepKind {
+    StepKind::ClientStart { restored, durable, by_class, max_attempts: None, on_give_up: None }
+}
+
 pub fn sid(s: &str) -> SessionId {
     SessionId::from(s)
 }
