@@ -236,6 +236,12 @@ impl ServerBounds {
     pub fn keeps_alive(&self) -> bool {
         self.keepalive_us.is_some()
     }
+
+    /// It has a timer on its open streams (a close or a keep-alive), which `profile-conformance`
+    /// follows stream by stream.
+    pub fn times_streams(&self) -> bool {
+        self.closes() || self.keeps_alive()
+    }
 }
 
 fn is_default_cause(cause: &ExitCause) -> bool {

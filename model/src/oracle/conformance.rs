@@ -61,8 +61,9 @@ pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
     id: InvariantId::ProfileConformance,
     name: InvariantId::ProfileConformance.name(),
     description: "Every simulated party keeps the bounds and timers its profile sets (the store's retention, the \
-                  server's stream closes, the client's attempt budget): a self-check of mcpsim's model, whose \
-                  violation is a bug of mcpsim, not of the system the profiles stand for.",
+                  server's stream closes and keep-alives, the client's attempt budget and what it does on a \
+                  give-up): a self-check of mcpsim's model, whose violation is a bug of mcpsim, not of the \
+                  system the profiles stand for.",
     check: departures_in,
 };
 
@@ -124,7 +125,7 @@ struct Rules<'a> {
     /// By client: what a give-up does, as its last start recorded.
     give_up: BTreeMap<u32, OnGiveUp>,
     /// By client that just gave up a call's stream under `fail-call` or `leave-pending`: the
-    /// call, the rule, and the step; judged at the client's next step.
+    /// call and the rule; judged at the client's next step.
     awaiting: BTreeMap<u32, (CallKey, OnGiveUp)>,
     /// By client: the session its last request was sent in.
     sessions: BTreeMap<u32, &'a SessionId>,
@@ -155,7 +156,7 @@ pub(super) fn departures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
         match &step.kind {
             StepKind::ServerStart { bounds, .. } => {
                 retains |= bounds.retains();
-                follows |= bounds.closes() || bounds.keeps_alive();
+                follows |= bounds.times_streams();
             }
             StepKind::Resume { outcome: ResumeOutcome::Replayed { replayed: n }, .. } => replayed |= *n > 0,
             _ => {}
@@ -181,7 +182,7 @@ impl<'a> Rules<'a> {
                 self.servers.insert(replica, *bounds);
                 self.shared_store |= *sessions_share_store;
                 self.retention = !self.shared_store && self.servers.values().any(ServerBounds::retains);
-                self.follows = self.servers.values().any(|b| b.closes() || b.keeps_alive());
+                self.follows = self.servers.values().any(ServerBounds::times_streams);
             }
             StepKind::ClientStart { max_attempts, on_give_up, .. } => {
                 let client = step.client.unwrap_or(0);
@@ -275,7 +276,7 @@ impl<'a> Rules<'a> {
                 if !self.follows {
                     return;
                 }
-                let key = (step.client.unwrap_or(0), *conn);
+                let key = (client, *conn);
                 let kind = match (request.method, &request.session, &request.last_event_id) {
                     (Method::Post, Some(_), _) => Some(Kind::Request),
                     (Method::Get, Some(_), None) => Some(Kind::Standalone),

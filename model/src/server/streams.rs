@@ -334,14 +334,14 @@ impl Server {
     pub(super) fn bounds(&self) -> crate::trace::ServerBounds {
         let retention = self.store.retention();
         let us = |d: std::time::Duration| crate::time::micros(d);
+        let keepalive = repeating(self.policy.keepalive);
         crate::trace::ServerBounds {
             retention_max_events: retention.max_events,
             retention_window_us: retention.window.map(us),
             close_request_streams_us: self.policy.close_request_streams.filter(|_| self.policy.sessions).map(us),
             close_idle_standalone_us: self.policy.close_idle_standalone.map(us),
-            keepalive_us: repeating(self.policy.keepalive).map(us),
-            keepalive_after_silence: repeating(self.policy.keepalive).is_some()
-                && self.policy.keepalive_timer == KeepaliveTimer::AfterSilence,
+            keepalive_us: keepalive.map(us),
+            keepalive_after_silence: keepalive.is_some() && self.policy.keepalive_timer == KeepaliveTimer::AfterSilence,
         }
     }
 

@@ -73,15 +73,12 @@ fn a_server_says_when_it_starts_whether_its_store_is_shared_across_sessions() {
     assert_eq!(expected_bounds(&policy("reference")), reference);
     // Python writes a keep-alive every 15 s whatever else it wrote; rmcp only after 15 s of
     // silence.
-    let every_15s = Some(15_000_000);
-    assert_eq!(
-        (expected_bounds(&policy("py-sdk")).keepalive_us, expected_bounds(&policy("py-sdk")).keepalive_after_silence),
-        (every_15s, false)
-    );
-    assert_eq!(
-        (expected_bounds(&policy("rmcp")).keepalive_us, expected_bounds(&policy("rmcp")).keepalive_after_silence),
-        (every_15s, true)
-    );
+    let keepalive = |name: &str| {
+        let bounds = expected_bounds(&policy(name));
+        (bounds.keepalive_us, bounds.keepalive_after_silence)
+    };
+    assert_eq!(keepalive("py-sdk"), (Some(15_000_000), false));
+    assert_eq!(keepalive("rmcp"), (Some(15_000_000), true));
 }
 
 /// What a server's start records of its profile's bounds: its retention (none without a store),
