@@ -14,7 +14,7 @@ use crate::config::{CutMode, HopConfig, LbConfig, Routing};
 use crate::http::Status;
 use crate::ids::{ConnId, SessionId};
 use crate::rng::SplitMix64;
-use crate::time::{micros, Instant};
+use crate::time::{micros, Instant, TimerTable};
 use crate::trace::StepKind;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -143,38 +143,7 @@ pub struct LoadBalancer {
     /// The timer table: each connection's next due instant ([`LoadBalancer::next_due`]) ordered
     /// by time, refreshed whenever a connection changes, so `poll_timeout` costs the same however
     /// many connections are open.
-    timers: Timers,
-}
-
-/// Each connection's next due instant, ordered by time (and connection).
-#[derive(Clone, Debug, Default)]
-struct Timers {
-    by_time: BTreeSet<(Instant, ConnId)>,
-    of: BTreeMap<ConnId, Instant>,
-}
-
-impl Timers {
-    /// `conn` is next due at `due` (nothing due: `None`).
-    fn set(&mut self, conn: ConnId, due: Option<Instant>) {
-        if let Some(old) = self.of.remove(&conn) {
-            self.by_time.remove(&(old, conn));
-        }
-        if let Some(at) = due {
-            self.of.insert(conn, at);
-            self.by_time.insert((at, conn));
-        }
-    }
-
-    fn earliest(&self) -> Option<Instant> {
-        self.by_time.first().map(|(at, _)| *at)
-    }
-
-    /// The connections due at or before `now`, in connection order.
-    fn due(&self, now: Instant) -> Vec<ConnId> {
-        let mut due: Vec<ConnId> = self.by_time.iter().take_while(|(at, _)| *at <= now).map(|(_, c)| *c).collect();
-        due.sort();
-        due
-    }
+    timers: TimerTable<ConnId>,
 }
 
 impl LoadBalancer {
@@ -205,7 +174,7 @@ impl LoadBalancer {
             answering: BTreeMap::new(),
             rng: SplitMix64::new(seed),
             outputs: VecDeque::new(),
-            timers: Timers::default(),
+            timers: TimerTable::default(),
         }
     }
 
@@ -600,7 +569,7 @@ impl LoadBalancer {
     pub fn handle_timeout(&mut self, now: Instant) {
         // Only the connections the timer table says are due, in connection order as a scan of
         // every connection would meet them.
-        for conn in self.timers.due(now) {
+        for conn in self.timers.due_by(now) {
             while let Some((_, hop, due)) = self.next_due(conn).filter(|(at, ..)| *at <= now) {
                 if !self.carry_out(now, conn, hop, due) {
                     break;
@@ -745,7 +714,7 @@ impl LoadBalancer {
 
     /// When the next thing is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let earliest = self.timers.earliest();
+        let earliest = self.timers.first().map(|(at, _)| at);
         debug_assert_eq!(
             earliest,
             self.conns.keys().filter_map(|c| self.next_due(*c)).map(|(at, ..)| at).min(),

@@ -1,6 +1,8 @@
 //! Simulated time as the model sees it: a point is given to every call, never read from a clock.
 
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt;
 use std::ops::{Add, Sub};
 use std::time::Duration;
@@ -50,6 +52,95 @@ impl Sub<Instant> for Instant {
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", format_micros(self.0))
+    }
+}
+
+/// Keys each due at one instant, the earliest found at once: the table the server and the
+/// balancer file their timers in, so that polling for the next timeout costs the same however many
+/// connections, sessions and tools are open.
+///
+/// Moving a key's instant later, what most changes are (a keep-alive or an idle timeout pushed on
+/// by each write), costs one lookup: the heap keeps an entry at or before each key's instant and
+/// refiles it when it comes to the top. After every change the top entry is current, so
+/// [`TimerTable::first`] is exact: the earliest instant, ties by key.
+#[derive(Clone, Debug)]
+pub struct TimerTable<K> {
+    /// Each pending key's instant.
+    due: BTreeMap<K, Instant>,
+    /// Entries earliest first; each key of `due` has one at or before its instant. Others are
+    /// stale (the key has moved or gone) and are refiled or dropped when they reach the top.
+    heap: BinaryHeap<Reverse<(Instant, K)>>,
+}
+
+impl<K> Default for TimerTable<K> {
+    fn default() -> Self {
+        TimerTable { due: BTreeMap::new(), heap: BinaryHeap::new() }
+    }
+}
+
+impl<K: Ord + Clone> TimerTable<K> {
+    /// `key` is next due at `at` (nothing due: `None`).
+    pub fn set(&mut self, key: K, at: Option<Instant>) {
+        match (at, self.due.get_mut(&key)) {
+            (None, None) => return,
+            (None, Some(_)) => {
+                self.due.remove(&key);
+            }
+            (Some(at), Some(old)) if *old == at => return,
+            (Some(at), Some(old)) => {
+                // Later: the entry at or before the old instant still stands for the key.
+                let earlier = at < *old;
+                *old = at;
+                if earlier {
+                    self.heap.push(Reverse((at, key)));
+                }
+            }
+            (Some(at), None) => {
+                self.due.insert(key.clone(), at);
+                self.heap.push(Reverse((at, key)));
+            }
+        }
+        self.settle();
+    }
+
+    /// The earliest pending key and its instant (ties: the least key).
+    pub fn first(&self) -> Option<(Instant, &K)> {
+        self.heap.peek().map(|Reverse((at, key))| (*at, key))
+    }
+
+    /// The keys due at or before `now`, in key order.
+    pub fn due_by(&self, now: Instant) -> Vec<K> {
+        let mut keys: Vec<K> = self
+            .heap
+            .iter()
+            .filter(|Reverse((at, key))| *at <= now && self.due.get(key).is_some_and(|due| *due <= now))
+            .map(|Reverse((_, key))| key.clone())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Makes the top entry current: a stale one is dropped, or refiled at its key's instant. The
+    /// heap is rebuilt from `due` when stale entries outnumber the pending keys, so its size
+    /// stays bounded by theirs.
+    fn settle(&mut self) {
+        if self.heap.len() > 2 * self.due.len() + 64 {
+            self.heap = self.due.iter().map(|(key, at)| Reverse((*at, key.clone()))).collect();
+        }
+        while let Some(Reverse((at, key))) = self.heap.peek() {
+            match self.due.get(key) {
+                Some(due) if due == at => return,
+                Some(due) if due > at => {
+                    let due = *due;
+                    let Reverse((_, key)) = self.heap.pop().expect("the entry just peeked");
+                    self.heap.push(Reverse((due, key)));
+                }
+                _ => {
+                    self.heap.pop();
+                }
+            }
+        }
     }
 }
 
@@ -196,5 +287,32 @@ mod tests {
     fn instants_print_as_minutes_and_seconds() {
         assert_eq!(Instant(61_500_000).to_string(), "1m01.500s");
         assert_eq!(Instant(1_000).to_string(), "0.001s");
+    }
+
+    /// The table against a plain map scanned on every read, over random changes: moves later
+    /// and earlier, removals, keys tied at one instant.
+    #[test]
+    fn the_timer_table_answers_as_a_scan_of_every_key_would() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        let mut table: TimerTable<u32> = TimerTable::default();
+        let mut plain: BTreeMap<u32, Instant> = BTreeMap::new();
+        for _ in 0..20_000 {
+            let key = (rng.next_u64() % 12) as u32;
+            let at = match rng.next_u64() % 5 {
+                0 => None,
+                _ => Some(Instant(rng.next_u64() % 40)),
+            };
+            table.set(key, at);
+            match at {
+                Some(at) => plain.insert(key, at),
+                None => plain.remove(&key),
+            };
+            let earliest = plain.iter().map(|(k, at)| (*at, k)).min();
+            assert_eq!(table.first(), earliest);
+            let now = Instant(rng.next_u64() % 40);
+            let due: Vec<u32> = plain.iter().filter(|(_, at)| **at <= now).map(|(k, _)| *k).collect();
+            assert_eq!(table.due_by(now), due);
+            assert!(table.heap.len() <= 2 * plain.len() + 65, "stale entries are bounded");
+        }
     }
 }

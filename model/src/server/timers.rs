@@ -7,37 +7,11 @@
 
 use super::{Server, Timer};
 use crate::ids::{ConnId, SessionId};
-use crate::time::Instant;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::time::{Instant, TimerTable};
 
-/// Each pending timer's due instant, ordered by time, then by `Timer` (ties at one instant run
-/// in `Timer` order, as the scan's `min` did).
-#[derive(Clone, Debug, Default)]
-pub(super) struct Timers {
-    by_time: BTreeSet<(Instant, Timer)>,
-    of: BTreeMap<Timer, Instant>,
-}
-
-impl Timers {
-    /// `timer` is next due at `due` (not pending: `None`).
-    fn set(&mut self, timer: Timer, due: Option<Instant>) {
-        if self.of.get(&timer).copied() == due {
-            return;
-        }
-        if let Some(old) = self.of.remove(&timer) {
-            self.by_time.remove(&(old, timer.clone()));
-        }
-        if let Some(at) = due {
-            self.of.insert(timer.clone(), at);
-            self.by_time.insert((at, timer));
-        }
-    }
-
-    /// The earliest pending timer.
-    pub(super) fn first(&self) -> Option<&(Instant, Timer)> {
-        self.by_time.first()
-    }
-}
+/// Each pending timer's due instant (ties at one instant run in `Timer` order, as the scan's
+/// `min` did).
+pub(super) type Timers = TimerTable<Timer>;
 
 impl Server {
     /// Files tool `id`'s next due instant (after it starts, ticks or ends).
@@ -65,7 +39,7 @@ impl Server {
     /// (`server.tasks.store = "shared"`) changes its deadline under every replica.
     pub(super) fn next_timer(&self, now: Instant) -> Option<(Instant, Timer)> {
         let sweep = self.task_deadline().map(|at| (at, Timer::TaskSweep));
-        let first = self.timers.first().cloned().into_iter().chain(sweep).min();
+        let first = self.timers.first().map(|(at, timer)| (at, timer.clone())).into_iter().chain(sweep).min();
         debug_assert_eq!(
             first,
             self.scan().min(),
