@@ -263,7 +263,7 @@ fn first_session_end(outcome: &RunOutcome) -> (String, Option<(u64, SessionEndRe
         StepKind::SessionEnded { session, reason, .. } if *session == first => Some((st.t, *reason)),
         _ => None,
     });
-    (first.0, end)
+    (first.0.to_string(), end)
 }
 
 #[test]
@@ -276,8 +276,8 @@ fn a_session_held_by_a_black_holed_get_outlives_its_vanished_client() {
         assert_eq!(end, None, "the session never ends\n{replay}");
         let last = outcome.trace.steps.last().expect("steps");
         let StepKind::RunEnd { server_sessions, client_session, .. } = &last.kind else { panic!("{replay}") };
-        assert!(server_sessions.iter().any(|s| s.0 == first), "{server_sessions:?}\n{replay}");
-        assert!(client_session.as_ref().is_some_and(|s| s.0 != first), "the client holds another\n{replay}");
+        assert!(server_sessions.iter().any(|s| s.as_str() == first), "{server_sessions:?}\n{replay}");
+        assert!(client_session.as_ref().is_some_and(|s| s.as_str() != first), "the client holds another\n{replay}");
         // The second session is the restart's (condition 1): a client that forgot its session.
         let v = verdicts(&outcome);
         assert!(v.iter().any(|(i, c)| i == "no-orphaned-session" && c.contains("condition 1")), "{v:?}\n{replay}");

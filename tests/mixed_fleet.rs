@@ -220,7 +220,7 @@ fn a_modern_call_s_events_reach_the_application_under_no_session_while_a_legacy_
         .filter(|s| s.t >= modern_at)
         .filter_map(|s| match &s.kind {
             StepKind::AppEvent { session, call: Some(_), .. } | StepKind::AppResult { session, .. } => {
-                Some(session.0.as_str())
+                Some(session.as_str())
             }
             _ => None,
         })

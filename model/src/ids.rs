@@ -2,13 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
-/// The `Mcp-Session-Id` a server mints on `initialize`. Opaque to the client.
+/// The `Mcp-Session-Id` a server mints on `initialize`. Opaque to the client. The text is shared
+/// (`Arc<str>`): ids are copied into every step, timer and log entry that names them, and a copy is
+/// then a count, not an allocation.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct SessionId(pub String);
+pub struct SessionId(pub Arc<str>);
 
 impl SessionId {
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// Where something happened, for a sentence: "in session 0-1", or "with no session" for the
     /// empty id a sessionless server (or a modern request) works under.
     pub fn placed(&self) -> Placed<'_> {
@@ -30,10 +38,18 @@ impl std::fmt::Display for Placed<'_> {
 }
 
 /// The SSE `id` field, sent back by a resuming client as `Last-Event-ID`. Opaque to the client;
-/// each server profile has its own encoding (see `config::EventIdScheme`).
+/// each server profile has its own encoding (see `config::EventIdScheme`). Shared text, as
+/// [`SessionId`]'s.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct EventId(pub String);
+pub struct EventId(pub Arc<str>);
+
+impl EventId {
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 /// A JSON-RPC request id, numbered by the client from 1 in each client process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -83,13 +99,25 @@ display_as!(StreamNo, "stream{}");
 
 impl From<&str> for EventId {
     fn from(s: &str) -> Self {
-        EventId(s.to_string())
+        EventId(s.into())
+    }
+}
+
+impl From<String> for EventId {
+    fn from(s: String) -> Self {
+        EventId(s.into())
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(s: String) -> Self {
+        SessionId(s.into())
     }
 }
 
 impl From<&str> for SessionId {
     fn from(s: &str) -> Self {
-        SessionId(s.to_string())
+        SessionId(s.into())
     }
 }
 

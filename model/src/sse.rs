@@ -146,7 +146,7 @@ impl StreamLog {
     /// can differ from the order they were stored in: that is the SDK's behaviour, kept.
     pub fn replay_by_id_order(&self, id: &EventId, rule: ReplayRule) -> Vec<StoredEvent> {
         let mut events: Vec<StoredEvent> =
-            self.events.iter().filter(|e| follows(e.id.0.as_str().cmp(id.0.as_str()), rule)).cloned().collect();
+            self.events.iter().filter(|e| follows(e.id.as_str().cmp(id.as_str()), rule)).cloned().collect();
         events.sort_by(|a, b| a.id.0.cmp(&b.id.0));
         events
     }
@@ -288,7 +288,7 @@ impl EventStore {
         let Some(&(_, point)) = self.logs.get(key).and_then(|log| log.ids.get(id)) else { return Vec::new() };
         let held = self.logs.iter().filter(|(k, _)| *k == key || in_scope(k)).flat_map(|(_, log)| log.events.iter());
         let mut events: Vec<StoredEvent> = if by_id_order {
-            held.filter(|e| follows(e.id.0.as_str().cmp(id.0.as_str()), rule)).cloned().collect()
+            held.filter(|e| follows(e.id.as_str().cmp(id.as_str()), rule)).cloned().collect()
         } else {
             held.filter(|e| follows(e.order.cmp(&point), rule)).cloned().collect()
         };
@@ -337,12 +337,12 @@ pub fn mint_event_id(
         EventIdScheme::Rmcp if stream == StreamNo::STANDALONE => format!("{seq}"),
         EventIdScheme::Rmcp => format!("{seq}/{}", stream.0),
     };
-    EventId(text)
+    EventId::from(text)
 }
 
 /// Where a scheme says to look for `id`'s stream; `None` when the id cannot be read at all.
 pub fn stream_hint(scheme: EventIdScheme, id: &EventId) -> Option<StreamHint> {
-    let text = id.0.as_str();
+    let text = id.as_str();
     match scheme {
         EventIdScheme::Reference => {
             let (stream, seq) = text.split_once('-')?;
@@ -387,7 +387,7 @@ mod tests {
     fn fill(store: &mut EventStore, n: u32, every: Duration) {
         for i in 0..n {
             let now = Instant::ZERO + every * i;
-            store.append(&key(), now, progress(i), |seq| EventId(format!("1-{seq}")));
+            store.append(&key(), now, progress(i), |seq| EventId::from(format!("1-{seq}")));
         }
     }
 
@@ -403,7 +403,7 @@ mod tests {
     fn a_shared_key_made_again_after_its_drop_numbers_on() {
         let mut store = EventStore::new(Retention::UNBOUNDED);
         let shared = LogKey::Shared("1".into());
-        let id = |seq| EventId(format!("1-{seq}"));
+        let id = |seq| EventId::from(format!("1-{seq}"));
         for step in 0..3 {
             store.append(&shared, Instant::ZERO, progress(step), id);
         }
@@ -434,7 +434,7 @@ mod tests {
             store.append(k, Instant::ZERO, progress(0), |_| EventId::from(id));
         }
         let own = |k: &LogKey| matches!(k, LogKey::Session(s, _) if *s == SessionId::from("0-1"));
-        let ids = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.id.0).collect::<Vec<_>>();
+        let ids = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.id.0.to_string()).collect::<Vec<_>>();
         let after = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::After, false, own);
         assert_eq!(ids(after), ["2-0", "1-1", "2-1"]);
         let from = store.replay_across(&one, &EventId::from("1-0"), ReplayRule::From, false, own);
@@ -497,7 +497,7 @@ mod tests {
         for (i, suffix) in ["m", "z", "a"].iter().enumerate() {
             let mut e = progress(i as u32);
             e.call = None;
-            store.append(&key(), Instant::ZERO, e, |_| EventId(format!("s_1700000000000_{suffix}")));
+            store.append(&key(), Instant::ZERO, e, |_| EventId::from(format!("s_1700000000000_{suffix}")));
         }
         let log = store.log(&key()).expect("appended");
         let first = EventId::from("s_1700000000000_m");

@@ -699,6 +699,6 @@ impl Client {
     /// session of a legacy build; a server that mints no session id) is the empty id, the one
     /// the server files such a stream's events under.
     fn app_session(stream_session: Option<SessionId>) -> SessionId {
-        stream_session.unwrap_or_else(|| SessionId(String::new()))
+        stream_session.unwrap_or_else(|| SessionId::from(""))
     }
 }

@@ -67,11 +67,7 @@ fn stateless_without_a_cut_runs_once_and_delivers_under_the_empty_session() -> R
     assert_eq!(p.side_effects(), 1);
     assert_eq!(
         p.resolutions(),
-        vec![StepKind::AppResult {
-            call: CallKey(1),
-            session: SessionId(String::new()),
-            id: Some(EventId::from("0.1-0"))
-        }]
+        vec![StepKind::AppResult { call: CallKey(1), session: SessionId::from(""), id: Some(EventId::from("0.1-0")) }]
     );
     Ok(())
 }

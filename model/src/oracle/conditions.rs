@@ -414,7 +414,7 @@ pub struct Conditions {
     call_clients: BTreeMap<crate::ids::CallKey, Option<u32>>,
     /// In a run of several clients, the client each session is (the first whose request named
     /// it or whose answer carried it).
-    session_clients: BTreeMap<String, Option<u32>>,
+    session_clients: BTreeMap<std::sync::Arc<str>, Option<u32>>,
 }
 
 /// Whether a violation is explained by a broken condition.
@@ -520,9 +520,9 @@ impl Conditions {
                 false
             }
             (Some(theirs), Some(Place { session: ours, stream, event })) if kept_to_session(b) => {
-                theirs.0 == ours
+                theirs.as_str() == ours
                     && (b.stream.is_none() || stream.is_none() || b.stream == stream)
-                    && b.event.as_ref().is_none_or(|e| event == Some(e.0.as_str()))
+                    && b.event.as_ref().is_none_or(|e| event == Some(e.as_str()))
             }
             _ => true,
         };
@@ -1553,7 +1553,7 @@ impl Judge {
                 if let StepKind::Event { conn, event } = &step.kind {
                     if let Some(id) = &event.id {
                         let session =
-                            self.conns.get(&(who, *conn)).and_then(|f| f.0.clone()).unwrap_or(SessionId(String::new()));
+                            self.conns.get(&(who, *conn)).and_then(|f| f.0.clone()).unwrap_or(SessionId::from(""));
                         let call = self.stored_for.get(&(session.clone(), id.clone())).copied().flatten();
                         let c = self.clients.entry(who).or_default();
                         if let Some(call) = call {
@@ -4752,14 +4752,11 @@ mod tests {
             },
         );
         let ended = |end| {
-            (
-                90_000,
-                StepKind::ToolEnded { session: SessionId(String::new()), request: RequestId(2), call: CallKey(0), end },
-            )
+            (90_000, StepKind::ToolEnded { session: SessionId::from(""), request: RequestId(2), call: CallKey(0), end })
         };
         // Its side effect before the cancel is no run-on; named once, at the first step after it.
         let effect = StepKind::SideEffect {
-            session: SessionId(String::new()),
+            session: SessionId::from(""),
             request: RequestId(2),
             call: CallKey(0),
             tool: "lookup".into(),
@@ -5025,10 +5022,7 @@ mod tests {
     #[test]
     fn work_a_server_ends_with_its_stream_is_a_request_lost_whatever_the_client() {
         let ended = |end| {
-            (
-                17_000,
-                StepKind::ToolEnded { session: SessionId(String::new()), request: RequestId(2), call: CallKey(0), end },
-            )
+            (17_000, StepKind::ToolEnded { session: SessionId::from(""), request: RequestId(2), call: CallKey(0), end })
         };
         let call = (1_000, StepKind::AppCall { call: CallKey(0), tool: "lookup".into(), idempotent: true });
         let c = Conditions::judge(&trace(vec![call.clone(), ended(crate::trace::ToolEnd::Disconnected)]));

@@ -12,6 +12,7 @@ use crate::time::Instant;
 use crate::trace::Trace;
 use crate::trace::{ResumeOutcome, StepKind};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
 pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
     id: InvariantId::NoSilentEventLoss,
@@ -238,7 +239,7 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
 }
 
 /// The session a client holding none names its streams by (`Server`'s implicit context).
-static NO_SESSION: SessionId = SessionId(String::new());
+static NO_SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from(""));
 
 /// Where the clients began and stopped reading streams, read in one pass over the steps.
 struct Reading<'a> {
@@ -304,9 +305,9 @@ impl<'a> Reading<'a> {
                     }
                     // Without a session: the implicit context's standalone stream, where a server
                     // without sessions that holds the GET open stores its notifications.
-                    (Method::Get, None, None) if !sent.contains_key(&NO_SESSION) => {
-                        sent.insert(&NO_SESSION, order);
-                        fresh.insert((step.client, *conn), &NO_SESSION);
+                    (Method::Get, None, None) if !sent.contains_key(&&*NO_SESSION) => {
+                        sent.insert(&*NO_SESSION, order);
+                        fresh.insert((step.client, *conn), &*NO_SESSION);
                     }
                     (Method::Delete, _, Some(session)) if step.actor == crate::trace::Actor::Client => {
                         deleted_at.entry(session).or_insert(order);
@@ -532,7 +533,7 @@ mod tests {
             for (stream, call) in [(1, 0), (2, 1)] {
                 let mut kind = stored(&none, stream, n - 1, Some(call), Some(step(call, n)));
                 if let StepKind::EventStored { id, .. } = &mut kind {
-                    *id = EventId(format!("0.{}/{stream}", n - 1));
+                    *id = EventId::from(format!("0.{}/{stream}", n - 1));
                 }
                 t = t.server(kind);
             }
@@ -931,7 +932,7 @@ mod tests {
             session: none.clone(),
             stream: StreamNo(1),
             seq,
-            id: EventId(format!("{epoch}.1-{seq}")),
+            id: EventId::from(format!("{epoch}.1-{seq}")),
             call: Some(CallKey(call)),
             message: Some(message),
         };

@@ -866,7 +866,7 @@ impl<'a> EventLog<'a> {
                 let session_no = last
                     .get(session, |session| {
                         let next = session_nos.len() as u32;
-                        Some(*session_nos.get_or_insert_with(session.0.as_str(), || next))
+                        Some(*session_nos.get_or_insert_with(session.as_str(), || next))
                     })
                     .expect("a session number is found or made");
                 // Ids are unique per session; should a server store one twice, the first counts.
@@ -897,7 +897,7 @@ impl<'a> EventLog<'a> {
 
     /// The number of a session that stored events.
     fn session_no(&self, session: &SessionId) -> Option<u32> {
-        self.session_nos.get(&session.0.as_str()).copied()
+        self.session_nos.get(&session.as_str()).copied()
     }
 
     /// The event `session` stored under `id`.
@@ -1446,7 +1446,7 @@ mod tests {
             .build();
         let ix = TraceIndex::new(&trace);
         let found: Vec<_> =
-            ix.resolved_deliveries().iter().map(|(d, e)| (d.session.0.as_str(), e.map(|e| e.key))).collect();
+            ix.resolved_deliveries().iter().map(|(d, e)| (d.session.as_str(), e.map(|e| e.key))).collect();
         assert_eq!(found, vec![("A", Some(0)), ("A", Some(2)), ("B", Some(1))]);
         assert_eq!(ix.delivered(), &[true, true, true]);
     }

@@ -121,7 +121,7 @@ pub fn sid(s: &str) -> SessionId {
 
 /// The reference scheme's id `<stream>-<seq>`.
 pub fn ev(stream: u32, seq: u32) -> EventId {
-    EventId(format!("{stream}-{seq}"))
+    EventId::from(format!("{stream}-{seq}"))
 }
 
 pub fn progress(call: u32, step: u32) -> ServerMessage {

@@ -54,6 +54,7 @@ use crate::time::{micros, Instant};
 use crate::trace::{ExitCause, SessionEndReason, StepKind, ToolEnd};
 use sessions::Session;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::LazyLock;
 use std::time::Duration;
 use streams::OpenConn;
 use timers::Timers;
@@ -139,7 +140,7 @@ enum Timer {
 /// The implicit context a server without sessions serves every request in. It is the name a
 /// client holding no session gives its streams (`Client::app_session`), so that the events the
 /// server records and those the application is handed name the same session.
-const NO_SESSION: SessionId = SessionId(String::new());
+static NO_SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from(""));
 
 /// The event store of a fresh process: without one (`event_store = none`) events are still
 /// numbered and named, so that the trace can follow them, but none is held for a replay.
@@ -205,7 +206,7 @@ impl Server {
         });
         if !server.policy.sessions {
             let context = server.new_session(&NO_SESSION);
-            server.sessions.insert(NO_SESSION, context);
+            server.sessions.insert(NO_SESSION.clone(), context);
         }
         server
     }

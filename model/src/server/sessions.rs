@@ -120,9 +120,9 @@ impl Server {
         self.sessions_minted += 1;
         match self.policy.event_ids {
             EventIdScheme::Reference | EventIdScheme::Rmcp => {
-                SessionId(format!("{}-{}", self.epoch, self.sessions_minted))
+                SessionId::from(format!("{}-{}", self.epoch, self.sessions_minted))
             }
-            EventIdScheme::TsSdk | EventIdScheme::PySdk => SessionId(self.rng.uuid()),
+            EventIdScheme::TsSdk | EventIdScheme::PySdk => SessionId::from(self.rng.uuid()),
         }
     }
 

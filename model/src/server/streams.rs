@@ -209,7 +209,7 @@ impl Server {
         let event = self.store.append(&key, now, new, |seq| {
             let id = mint_event_id(scheme, stream, &label, seq, stamp, rng);
             match epoch {
-                Some(epoch) => EventId(format!("{epoch}.{id}")),
+                Some(epoch) => EventId::from(format!("{epoch}.{id}")),
                 None => id,
             }
         });

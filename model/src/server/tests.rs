@@ -173,7 +173,7 @@ fn events(out: &[ServerOutput], conn: ConnId) -> Vec<SseEvent> {
 }
 
 fn ids(events: &[SseEvent]) -> Vec<String> {
-    events.iter().map(|e| e.id.as_ref().expect("every event has an id").0.clone()).collect()
+    events.iter().map(|e| e.id.as_ref().expect("every event has an id").0.to_string()).collect()
 }
 
 fn records(out: &[ServerOutput]) -> Vec<StepKind> {
@@ -202,7 +202,7 @@ fn stored(out: &[ServerOutput]) -> Vec<(SessionId, String, Option<ServerMessage>
     records(out)
         .into_iter()
         .filter_map(|r| match r {
-            StepKind::EventStored { session, id, message, .. } => Some((session, id.0, message)),
+            StepKind::EventStored { session, id, message, .. } => Some((session, id.0.to_string(), message)),
             _ => None,
         })
         .collect()
@@ -795,7 +795,7 @@ fn a_resume_step_says_whether_the_store_still_held_what_an_unhonoured_id_needed(
     let _ = call(&mut s, at(0), POST, &session, "chatty");
     s.handle_disconnect(at_ms(500), POST);
     let run = drive_until(&mut s, at(10));
-    let ids: Vec<EventId> = stored(&run).into_iter().map(|(_, id, _)| EventId(id)).collect();
+    let ids: Vec<EventId> = stored(&run).into_iter().map(|(_, id, _)| EventId::from(id)).collect();
     assert!(ids.len() >= 4, "{ids:?}");
     let bound = RetentionBound { max_events: Some(2), window_us: Some(60_000_000) };
     let out = resume(&mut s, at(10), GET, &session, &EventId::from("1-1"));
@@ -843,7 +843,7 @@ fn typescript_replay_is_in_id_order_even_within_one_millisecond() {
     s.handle_disconnect(at(0), POST);
     let run = drive_until(&mut s, at(1));
     let mut expected: Vec<String> =
-        stored(&run).into_iter().map(|(_, id, _)| id).filter(|id| id.as_str() > priming.0.as_str()).collect();
+        stored(&run).into_iter().map(|(_, id, _)| id).filter(|id| id.as_str() > priming.as_str()).collect();
     expected.sort();
     let out = resume(&mut s, at(1), GET, &session, &priming);
     assert_eq!(ids(&events(&out, GET)), expected);
@@ -1015,7 +1015,7 @@ fn script(seed: u64) -> Vec<ServerOutput> {
     s.notify_all(at(21));
     out.extend(drive_until(&mut s, at(40)));
     let last = stored(&out).into_iter().find(|(_, id, _)| !id.starts_with('_')).expect("a POST event").1;
-    out.extend(resume(&mut s, at(40), OTHER, &session, &EventId(last)));
+    out.extend(resume(&mut s, at(40), OTHER, &session, &EventId::from(last)));
     out.extend(drive_until(&mut s, at(300)));
     s.crash(at(300));
     out.extend(drain(&mut s));
@@ -1073,7 +1073,10 @@ fn a_server_without_sessions_answers_initialize_without_an_id_and_serves_any_hea
     s.handle_request(at(1), OTHER, stale);
     let out = drain(&mut s);
     assert_eq!((head_status(&out, POST), head_status(&out, OTHER)), (Status::OK, Status::OK));
-    assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION, RequestId(2)), (NO_SESSION, RequestId(3))]);
+    assert_eq!(
+        side_effect_sessions(&out),
+        vec![(NO_SESSION.clone(), RequestId(2)), (NO_SESSION.clone(), RequestId(3))]
+    );
     assert!(events(&out, POST).is_empty(), "no priming event: there is nothing to resume");
     let out = drive_until(&mut s, at(3));
     assert_eq!(ids(&events(&out, POST)), vec!["0.1-0"], "ids carry the epoch");
@@ -1117,7 +1120,7 @@ fn a_disconnect_cancels_the_tool_when_the_policy_says_so_and_a_reissue_runs_it_a
     assert_eq!(
         records(&out),
         vec![StepKind::ToolEnded {
-            session: NO_SESSION,
+            session: NO_SESSION.clone(),
             request: RequestId(2),
             call: CallKey(7),
             end: ToolEnd::Disconnected
@@ -1128,7 +1131,7 @@ fn a_disconnect_cancels_the_tool_when_the_policy_says_so_and_a_reissue_runs_it_a
     // The client re-issues the call under a new id: the side effect runs a second time.
     s.handle_request(at(61), OTHER, sessionless_call(3, "pay", 7));
     let out = drain(&mut s);
-    assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION, RequestId(3))]);
+    assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION.clone(), RequestId(3))]);
     // A disconnect of a connection that carries no tool cancels nothing.
     s.handle_disconnect(at(62), GET);
     assert!(drain(&mut s).is_empty());
@@ -1955,9 +1958,10 @@ fn a_typescript_burst_cut_midway_loses_the_events_the_store_order_skips() {
         // The client saw the first `seen` events of the burst, then the stream broke.
         s.handle_disconnect(at_ms(1500), POST);
         let _ = drain(&mut s);
-        let last = EventId(ids[seen - 1].clone());
+        let last = EventId::from(ids[seen - 1].clone());
         let out = resume(&mut s, at_ms(1600), GET, &session, &last);
-        let replayed: BTreeSet<String> = events(&out, GET).into_iter().filter_map(|e| e.id).map(|id| id.0).collect();
+        let replayed: BTreeSet<String> =
+            events(&out, GET).into_iter().filter_map(|e| e.id).map(|id| id.0.to_string()).collect();
         let lost: Vec<&String> = ids[seen..].iter().filter(|id| !replayed.contains(*id)).collect();
         let expected: Vec<&String> = ids[seen..].iter().filter(|id| **id < ids[seen - 1]).collect();
         assert_eq!(lost, expected, "after event {seen}");
@@ -2016,7 +2020,7 @@ fn a_dual_era_server_serves_a_modern_call_with_no_session_and_ignores_a_stale_se
         ignored: vec![crate::era::IgnoredHeader::McpSessionId],
     };
     assert_eq!(records(&out)[0], served);
-    assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION, RequestId(5))], "not in the legacy session");
+    assert_eq!(side_effect_sessions(&out), vec![(NO_SESSION.clone(), RequestId(5))], "not in the legacy session");
     assert!(frames(&out, POST).iter().all(|f| !matches!(f, Frame::Head(h) if h.session.is_some())), "never echoed");
     assert_eq!(s.live_sessions(), vec![session], "the modern context is no session");
     assert!(s.is_busy());
@@ -2258,7 +2262,7 @@ fn a_disconnect_cancellation_the_server_ignores_is_recorded_and_the_tool_runs_on
     s.handle_request(at(0), POST, sessionless_call(2, "quick", 7));
     let _ = drain(&mut s);
     s.handle_disconnect(at(1), POST);
-    let ignored = StepKind::CancelIgnored { session: NO_SESSION, request: RequestId(2), call: CallKey(7) };
+    let ignored = StepKind::CancelIgnored { session: NO_SESSION.clone(), request: RequestId(2), call: CallKey(7) };
     assert_eq!(records(&drain(&mut s)), vec![ignored]);
     assert_eq!(tool_ends(&drive_until(&mut s, at(2))), vec![ToolEnd::Completed]);
 }

@@ -392,7 +392,7 @@ fn bogus_resume(world: &Arc<World>, index: u32, id: &ResumeId) {
     let id = match id {
         ResumeId::Given(id) => id.clone(),
         ResumeId::ReceivedBy { client, nth } => match world.rec.received_event_id(world.client_tag(*client), *nth) {
-            Some(borrowed) => borrowed.0,
+            Some(borrowed) => borrowed.0.to_string(),
             None => {
                 let what = format!("client {index} would resume with {id}: none received yet, no resume made");
                 world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
@@ -403,7 +403,7 @@ fn bogus_resume(world: &Arc<World>, index: u32, id: &ResumeId) {
     let what = format!("client {index} resumes with a Last-Event-ID it was never given: {id}");
     world.rec.record(Actor::Fault, StepKind::Fault { fault: what });
     world.with_client(index, |core| {
-        core.client.resume_with_unissued_id(world.rec.now(), EventId(id.clone()));
+        core.client.resume_with_unissued_id(world.rec.now(), EventId::from(id.clone()));
         core.drain(world);
     });
 }

@@ -496,7 +496,7 @@ async fn tap_request(
                 rec.push(
                     Actor::Server,
                     StepKind::SessionEnded {
-                        session: SessionId(sid.clone()),
+                        session: SessionId::from(sid.clone()),
                         reason: SessionEndReason::ServerRestart,
                         idle_ttl_us: None,
                     },
@@ -541,7 +541,7 @@ async fn tap_request(
         rec.push(
             Actor::Server,
             StepKind::SideEffect {
-                session: SessionId(session.clone().unwrap_or_default()),
+                session: SessionId::from(session.clone().unwrap_or_default()),
                 request: RequestId(rpc_id.unwrap_or(0)),
                 call: CallKey(1),
                 tool: "probe_work".into(),
@@ -557,7 +557,10 @@ async fn tap_request(
     let head_text = String::from_utf8_lossy(&head).to_string();
     if rpc.as_deref() == Some("initialize") {
         if let Some(sid) = header_value(&head_text, "mcp-session-id") {
-            rec.push(Actor::Server, StepKind::SessionCreated { session: SessionId(sid), client: "probed".into() });
+            rec.push(
+                Actor::Server,
+                StepKind::SessionCreated { session: SessionId::from(sid), client: "probed".into() },
+            );
         }
     }
     let length = header_value(&head_text, "content-length").and_then(|v| v.parse::<usize>().ok());
@@ -671,9 +674,9 @@ fn to_model(
     tool: &Option<String>,
     id: Option<u64>,
 ) -> Option<Request> {
-    let sid = session.clone().map(SessionId);
+    let sid = session.clone().map(SessionId::from);
     Some(match method {
-        "GET" => Request::get(sid, last.clone().map(EventId)),
+        "GET" => Request::get(sid, last.clone().map(EventId::from)),
         "DELETE" => Request::delete(sid?),
         "POST" => {
             let body = match rpc.as_deref() {

@@ -267,7 +267,7 @@ impl Exchange {
         let head = ResponseHead {
             status: Status(self.status),
             body,
-            session: self.session_header.clone().map(SessionId),
+            session: self.session_header.clone().map(SessionId::from),
             error: None,
         };
         let conn = self.conn;
@@ -396,7 +396,7 @@ impl Exchange {
                 let value =
                     e.data.as_deref().filter(|d| !d.is_empty()).and_then(|d| serde_json::from_str::<Value>(d).ok());
                 let message = value.as_ref().and_then(|v| self.rec.message(v));
-                let id = e.id.clone().map(EventId);
+                let id = e.id.clone().map(EventId::from);
                 if let (Some(session), Some(id)) = (&t.session, &id) {
                     let seq = seq_of(message.as_ref());
                     self.rec.stored(session, t.stream, seq, id, message.clone());
@@ -405,7 +405,7 @@ impl Exchange {
                     // inferred as stored (under a name of the probe's, by stream and place), so
                     // that the oracles match the delivery with it by message.
                     let seq = seq_of(Some(m));
-                    let name = EventId(format!("no-id:{}:{seq}", t.stream.0));
+                    let name = EventId::from(format!("no-id:{}:{seq}", t.stream.0));
                     self.rec.stored(session, t.stream, seq, &name, message.clone());
                 }
                 let event = SseEvent {

@@ -137,10 +137,10 @@ impl Rec {
     ) -> bool {
         {
             let mut r = self.lock();
-            let key = (session.0.clone(), id.0.clone());
+            let key = (session.0.to_string(), id.0.to_string());
             match r.stored.get(&key) {
                 Some(m) if *m == message => return false,
-                Some(_) => r.reused.push(id.0.clone()),
+                Some(_) => r.reused.push(id.0.to_string()),
                 None => {}
             }
             r.stored.insert(key, message.clone());
@@ -190,7 +190,7 @@ impl Rec {
     /// never arrived: written as `event-stored` with an `unseen:` id, so the loss oracle can judge.
     pub fn infer_unseen(&self, session: &SessionId, stream: StreamNo, request: RequestId, call: CallKey, total: u32) {
         for tick in self.missing_ticks(call, total) {
-            let id = EventId(format!("unseen:{call}:{tick}"));
+            let id = EventId::from(format!("unseen:{call}:{tick}"));
             self.stored(session, stream, tick, &id, Some(ServerMessage::Progress { request, call, step: tick }));
         }
     }
@@ -225,7 +225,7 @@ impl Rec {
     /// Notifications `1..=total` of the standalone stream that never arrived (see `infer_unseen`).
     pub fn infer_unseen_notifications(&self, session: &SessionId, total: u32) {
         for seq in self.missing_notifications(session, total) {
-            let id = EventId(format!("unseen:notification:{seq}"));
+            let id = EventId::from(format!("unseen:notification:{seq}"));
             self.stored(session, StreamNo::STANDALONE, seq, &id, Some(ServerMessage::Notification { seq }));
         }
     }

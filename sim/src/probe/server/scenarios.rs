@@ -431,7 +431,7 @@ impl<'a> Script<'a> {
             TraceAs { request: Request::initialize(RequestId(id), client_name), session: None, stream: StreamNo(0) };
         let mut ex = self.client.send(Outgoing::post(None, initialize_body(id, client_name)), Some(trace)).await?;
         let (status, content_type) = (ex.status, ex.content_type.clone());
-        let header = ex.session_header.clone().map(SessionId);
+        let header = ex.session_header.clone().map(SessionId::from);
         let answer = ex.json(Duration::from_secs(5)).await;
         if !is_initialize_result(status, answer.as_ref()) {
             return Err(ProbeError::Protocol(format!(
