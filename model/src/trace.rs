@@ -214,6 +214,10 @@ pub struct ServerBounds {
     /// whatever else was written).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keepalive_after_silence: bool,
+    /// `finished_resume = "stay-open"`: a resume of a finished stream keeps its connection open
+    /// after the replay (else the connection ends with it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finished_resume_stays_open: bool,
 }
 
 impl ServerBounds {
@@ -752,6 +756,11 @@ pub enum StepKind {
         /// so other traces keep their bytes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         claimed_by: Option<ConnId>,
+        /// The stream the resume named had ended (its response written, or its work stopped):
+        /// `server.finished_resume` says whether the connection ends after the replay. Set only
+        /// then, so other traces keep their bytes.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        finished: bool,
     },
     /// A request was refused (404 unknown session, 400 missing header, 409 second GET, ...).
     Rejected {

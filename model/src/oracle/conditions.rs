@@ -2889,7 +2889,8 @@ impl Judge {
 
     /// A `resume` step: how the server answered a `Last-Event-ID`.
     fn resume(&mut self, i: usize, at: Instant, kind: &StepKind) {
-        let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted, claimed_by } = kind else {
+        let StepKind::Resume { session, last_event_id: id, stream, outcome, held, evicted, claimed_by, .. } = kind
+        else {
             return;
         };
         let key = (session.clone(), id.clone());
@@ -3785,6 +3786,7 @@ mod tests {
             held: false,
             evicted: None,
             claimed_by: None,
+            finished: false,
         }
     }
 
@@ -3810,8 +3812,16 @@ mod tests {
         let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
             unreachable!("gone_410 is a resume")
         };
-        let resume =
-            StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound), claimed_by: None };
+        let resume = StepKind::Resume {
+            session,
+            last_event_id,
+            stream,
+            outcome,
+            held,
+            evicted: Some(bound),
+            claimed_by: None,
+            finished: false,
+        };
         Conditions::judge(&trace(vec![
             (500, stored(0)),
             (1_000, stored(1)),
@@ -3872,8 +3882,16 @@ mod tests {
         let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
             unreachable!("gone_410 is a resume")
         };
-        let resume =
-            StepKind::Resume { session, last_event_id, stream, outcome, held, evicted: Some(bound), claimed_by: None };
+        let resume = StepKind::Resume {
+            session,
+            last_event_id,
+            stream,
+            outcome,
+            held,
+            evicted: Some(bound),
+            claimed_by: None,
+            finished: false,
+        };
         let shared = StepKind::ServerStart { epoch: 0, sessions_share_store: true, bounds: Default::default() };
         let c = Conditions::judge(&trace(vec![
             (0, shared),
@@ -3896,6 +3914,7 @@ mod tests {
                 held: false,
                 evicted: None,
                 claimed_by: None,
+                finished: false,
             };
             Conditions::judge(&trace(vec![
                 (1_000, stored(1)),
@@ -3920,6 +3939,7 @@ mod tests {
                 held: false,
                 evicted: Some(RetentionBound { max_events: Some(1), window_us: None }),
                 claimed_by: None,
+                finished: false,
             };
             Conditions::judge(&trace(vec![
                 (1_000, stored(1)),
@@ -4017,6 +4037,7 @@ mod tests {
                     held: false,
                     evicted: None,
                     claimed_by: None,
+                    finished: false,
                 },
             ),
         ]);
@@ -4037,6 +4058,7 @@ mod tests {
                 held,
                 evicted: None,
                 claimed_by: None,
+                finished: false,
             };
             Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
         };
@@ -4079,6 +4101,7 @@ mod tests {
                     held: true,
                     evicted: None,
                     claimed_by: None,
+                    finished: false,
                 },
             ),
         ]));
@@ -4135,6 +4158,7 @@ mod tests {
             held: true,
             evicted: None,
             claimed_by,
+            finished: false,
         };
         Conditions::judge(&trace(vec![(500, stored(0)), (1_000, stored(1)), (2_000, stored(2)), (60_000, resume)]))
     }
@@ -5290,6 +5314,7 @@ mod tests {
             held: false,
             evicted: None,
             claimed_by: None,
+            finished: false,
         };
         let judged = |answered: bool, got: &str| {
             let mut steps = vec![
@@ -5818,6 +5843,7 @@ mod tests {
             held: true,
             evicted: None,
             claimed_by: None,
+            finished: false,
         };
         let t = trace(vec![
             (0, start(false)),
@@ -6012,6 +6038,7 @@ mod tests {
             held: false,
             evicted: None,
             claimed_by: None,
+            finished: false,
         };
         let empty = Conditions::judge(&trace(vec![(1, stored(1)), (2, resume(ResumeOutcome::Empty { open: false }))]));
         assert!(empty.breaches.iter().any(|b| b.condition == Condition::Refused), "{empty:?}");
@@ -7618,6 +7645,7 @@ mod tests {
                 held: false,
                 evicted: None,
                 claimed_by: Some(ConnId(7)),
+                finished: false,
             };
             let mut t = trace(vec![
                 (0, start(false)),
@@ -7656,6 +7684,7 @@ mod tests {
                     held: false,
                     evicted: None,
                     claimed_by: claimed.then_some(ConnId(2)),
+                    finished: false,
                 };
                 steps.push((200_000 + k as u64 * 1_000, resume));
             }

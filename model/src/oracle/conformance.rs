@@ -55,7 +55,7 @@ use crate::http::{Body, Method, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{Actor, CloseRule, ResumeOutcome, ServerBounds, Step, StepKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
     id: InvariantId::ProfileConformance,
@@ -110,10 +110,26 @@ struct Logged<'a> {
     id: &'a EventId,
 }
 
+/// A resume the server answered with a replay (or a silent head), matched to the client's
+/// connection that asked it, as far as the replay rules need.
+struct Resumed<'a> {
+    session: &'a SessionId,
+    /// The server's `resume` step.
+    order: usize,
+    /// The events its step says it replayed.
+    count: u32,
+    /// How many events stored before the resume have reached the client on the connection.
+    old: u32,
+    /// The stream had finished, and the server's profile ends the connection after the replay.
+    closes: bool,
+}
+
 #[derive(Default)]
 struct Rules<'a> {
-    /// By replica: the bounds its last start recorded.
-    servers: BTreeMap<u32, ServerBounds>,
+    /// By replica: the bounds its last start recorded. A start with no replica index is the
+    /// process that serves every replica of its fleet (`None`), or the one server of a run
+    /// without replicas.
+    servers: BTreeMap<Option<u32>, ServerBounds>,
     /// Some server's store is shared by every session (its logs are not a session's).
     shared_store: bool,
     /// Some server started with a retention bound, and no store is shared: logs are kept.
@@ -144,6 +160,20 @@ struct Rules<'a> {
     /// By client and connection: the streams it opened (only while some server has a close timer
     /// or a keep-alive).
     open: BTreeMap<(u32, ConnId), Open<'a>>,
+    /// The trace holds a server's `resume` step: resumes are matched to the connections that
+    /// asked them.
+    resumes: bool,
+    /// By session and `Last-Event-ID`: the client connections that asked a resume with it and
+    /// that no `resume` step has been matched to yet.
+    asked: BTreeMap<(&'a SessionId, &'a EventId), Vec<(u32, ConnId)>>,
+    /// Connections whose request the client's HTTP library sent again: a server may have
+    /// answered either copy, so no resume is matched to them.
+    resent: BTreeSet<(u32, ConnId)>,
+    /// A balancer sent some request upstream again: from then on no resume is matched (the
+    /// balancer's step names the connection in its own numbering).
+    lb_resent: bool,
+    /// By client and connection: the resume the server answered on it.
+    resumed: BTreeMap<(u32, ConnId), Resumed<'a>>,
     found: Vec<Violation>,
 }
 
@@ -151,19 +181,16 @@ struct Rules<'a> {
 /// when a rule needs it: a replay to check against a retention bound, a close timer or a
 /// keep-alive. Else the few other steps are enough (the attempt budget).
 pub(super) fn departures_in(ix: &TraceIndex<'_>) -> Vec<Violation> {
-    let (mut replayed, mut retains, mut follows) = (false, false, false);
+    let (mut resumes, mut follows) = (false, false);
     for (_, step) in ix.others() {
         match &step.kind {
-            StepKind::ServerStart { bounds, .. } => {
-                retains |= bounds.retains();
-                follows |= bounds.times_streams();
-            }
-            StepKind::Resume { outcome: ResumeOutcome::Replayed { replayed: n }, .. } => replayed |= *n > 0,
+            StepKind::ServerStart { bounds, .. } => follows |= bounds.times_streams(),
+            StepKind::Resume { .. } => resumes = true,
             _ => {}
         }
     }
-    let mut rules = Rules::default();
-    if (replayed && retains) || follows {
+    let mut rules = Rules { resumes, ..Rules::default() };
+    if resumes || follows {
         ix.steps().for_each(|(order, step)| rules.step(ix, order, step));
     } else {
         ix.others().for_each(|(order, step)| rules.step(ix, order, step));
@@ -179,7 +206,7 @@ impl<'a> Rules<'a> {
         }
         match &step.kind {
             StepKind::ServerStart { bounds, sessions_share_store, .. } => {
-                self.servers.insert(replica, *bounds);
+                self.servers.insert(step.replica, *bounds);
                 self.shared_store |= *sessions_share_store;
                 self.retention = !self.shared_store && self.servers.values().any(ServerBounds::retains);
                 self.follows = self.servers.values().any(ServerBounds::times_streams);
@@ -261,17 +288,34 @@ impl<'a> Rules<'a> {
                 }
                 log.push(Logged { seq: *seq, at: step.at(), id });
             }
-            StepKind::Resume { session, last_event_id, stream: Some(stream), outcome, .. }
-                if matches!(outcome, ResumeOutcome::Replayed { replayed } if *replayed > 0) && self.retention =>
-            {
-                let bounds = self.servers.get(&replica).copied().unwrap_or_default();
-                self.check_replay(order, step, bounds, session, *stream, last_event_id);
+            StepKind::Resume { session, last_event_id, stream, outcome, finished, .. } => {
+                let bounds = bounds_of(&self.servers, replica);
+                if let (Some(stream), ResumeOutcome::Replayed { replayed: 1.. }, true) =
+                    (stream, outcome, self.retention)
+                {
+                    self.check_replay(order, step, bounds, session, *stream, last_event_id);
+                }
+                self.match_resume(order, bounds, session, last_event_id, *stream, outcome, *finished);
+            }
+            StepKind::HttpResent { conn, .. } => {
+                let key = (step.client.unwrap_or(0), *conn);
+                self.resent.insert(key);
+                self.resumed.remove(&key);
+            }
+            StepKind::LbResent { .. } => {
+                self.lb_resent = true;
+                self.resumed.clear();
             }
             StepKind::Send { conn, request } => {
                 let client = step.client.unwrap_or(0);
                 if let Some(session) = &request.session {
                     self.check_closed(order, step, client, session);
                     self.sessions.insert(client, session);
+                }
+                if let (true, Method::Get, Some(session), Some(id)) =
+                    (self.resumes, request.method, &request.session, &request.last_event_id)
+                {
+                    self.asked.entry((session, id)).or_default().push((client, *conn));
                 }
                 if !self.follows {
                     return;
@@ -328,11 +372,17 @@ impl<'a> Rules<'a> {
                     }
                 } else {
                     self.open.remove(&key);
+                    self.resumed.remove(&key);
                 }
             }
-            StepKind::Comment { conn } => self.check_comment(order, step, (step.client.unwrap_or(0), *conn)),
+            StepKind::Comment { conn } => {
+                let key = (step.client.unwrap_or(0), *conn);
+                self.check_resumed(ix, order, step, key, None);
+                self.check_comment(order, step, key);
+            }
             StepKind::Event { conn, event } => {
                 let key = (step.client.unwrap_or(0), *conn);
+                self.check_resumed(ix, order, step, key, Some(event));
                 if event.id.is_none() {
                     if let Some(open) = self.open.get_mut(&key) {
                         open.last = step.at();
@@ -344,10 +394,102 @@ impl<'a> Rules<'a> {
                 }
             }
             StepKind::ConnEnd { conn, .. } => {
-                self.open.remove(&(step.client.unwrap_or(0), *conn));
+                let key = (step.client.unwrap_or(0), *conn);
+                self.open.remove(&key);
+                self.resumed.remove(&key);
             }
             _ => {}
         }
+    }
+
+    /// Matches a server's `resume` step to the client connection that asked it: the one
+    /// connection that sent a resume with this session and id and was not matched yet (with none,
+    /// or several a server could be answering, none is judged). A replay, or a silent head, is
+    /// then followed on that connection ([`Rules::check_resumed`]); a resume that took over the
+    /// standalone stream is judged by its idle close from now on, as a fresh `GET` is.
+    #[allow(clippy::too_many_arguments, reason = "the fields of one resume step")]
+    fn match_resume(
+        &mut self,
+        order: usize,
+        bounds: ServerBounds,
+        session: &'a SessionId,
+        id: &'a EventId,
+        stream: Option<StreamNo>,
+        outcome: &ResumeOutcome,
+        finished: bool,
+    ) {
+        let Some(asked) = self.asked.get_mut(&(session, id)) else { return };
+        let asked = std::mem::take(asked);
+        let (&[key], false) = (&asked[..], self.lb_resent) else { return };
+        if self.resent.contains(&key) {
+            return;
+        }
+        let count = match outcome {
+            ResumeOutcome::Replayed { replayed } | ResumeOutcome::FromOldest { replayed, .. } => *replayed,
+            ResumeOutcome::SilentHead { .. } => 0,
+            _ => return,
+        };
+        let closes = finished && !bounds.finished_resume_stays_open;
+        self.resumed.insert(key, Resumed { session, order, count, old: 0, closes });
+        if stream == Some(StreamNo::STANDALONE) && !closes {
+            if let Some(open) = self.open.get_mut(&key).filter(|open| open.kind == Kind::Other) {
+                open.kind = Kind::Standalone;
+            }
+        }
+    }
+
+    /// What a resumed connection carried (`event`, or a keep-alive comment if `None`):
+    /// - no more events stored before the resume than the server's `resume` step says it
+    ///   replayed (the replay is all of them it writes; what it writes after was stored after);
+    /// - under `server.finished_resume = close`, once the stream had finished, nothing after the
+    ///   replay: neither a keep-alive nor an event stored after the resume.
+    ///
+    /// An event is placed before or after the resume by the first store of its id in its session,
+    /// if that store holds the message that arrived; a priming event (no message) is counted
+    /// neither way, since some servers give one the id of another.
+    fn check_resumed(
+        &mut self,
+        ix: &TraceIndex<'a>,
+        order: usize,
+        step: &Step,
+        key: (u32, ConnId),
+        event: Option<&SseEvent>,
+    ) {
+        let Some(resumed) = self.resumed.get_mut(&key) else { return };
+        let detail = match event {
+            None if resumed.closes => "a keep-alive reached the client on the resumed connection of a finished \
+                                       stream, which its server ends after the replay (server.finished_resume = close)"
+                .to_string(),
+            None => return,
+            Some(event) => {
+                let Some(id) = &event.id else { return };
+                let Some(stored) = ix.log().get(resumed.session, id) else { return };
+                if stored.message != event.data.as_ref() {
+                    return;
+                }
+                if stored.order < resumed.order && event.data.is_some() {
+                    resumed.old += 1;
+                    if resumed.old <= resumed.count {
+                        return;
+                    }
+                    format!(
+                        "the server's resume step says it replayed {} event(s), yet {} events stored before the \
+                         resume reached the client on its connection, the last {id}",
+                        resumed.count, resumed.old
+                    )
+                } else if stored.order > resumed.order && resumed.closes {
+                    format!(
+                        "event {id}, stored after the resume, reached the client on the resumed connection of a \
+                         finished stream, which its server ends after the replay (server.finished_resume = close)"
+                    )
+                } else {
+                    return;
+                }
+            }
+        };
+        let subject = format!("session {} {}", resumed.session, key.1);
+        self.resumed.remove(&key);
+        self.depart(order, step, subject, detail);
     }
 
     /// `server.retention`: a replay from `id` found the event after it still held.
@@ -398,7 +540,7 @@ impl<'a> Rules<'a> {
         };
         open.last = step.at();
         let (Some(since), false) = (since, open.skip) else { return };
-        let bounds = self.servers.get(&open.replica).copied().unwrap_or_default();
+        let bounds = bounds_of(&self.servers, open.replica);
         let (due, field) = match open.kind {
             Kind::Request => (bounds.close_request_streams_us, "server.close_request_streams"),
             Kind::Standalone => (bounds.close_idle_standalone_us, "server.close_idle_standalone"),
@@ -442,7 +584,7 @@ impl<'a> Rules<'a> {
         let Some(id) = &event.id else { return true };
         let Some(stored) = stored_before(ix, session, event, step) else { return true };
         open.stored_last = open.stored_last.max(Some(stored));
-        let bounds = self.servers.get(&open.replica).copied().unwrap_or_default();
+        let bounds = bounds_of(&self.servers, open.replica);
         let (Some(every), false) = (bounds.keepalive_us.filter(|k| *k > 0), bounds.keepalive_after_silence) else {
             return true;
         };
@@ -476,7 +618,7 @@ impl<'a> Rules<'a> {
         if open.opened.is_none() || open.skip {
             return;
         }
-        let bounds = self.servers.get(&open.replica).copied().unwrap_or_default();
+        let bounds = bounds_of(&self.servers, open.replica);
         let Some(every) = bounds.keepalive_us.filter(|k| *k > 0) else { return };
         let at = step.at().0.saturating_add(GRACE_US);
         let detail = if at < open.sent.0.saturating_add(every) {
@@ -549,6 +691,12 @@ impl<'a> Rules<'a> {
             detail,
         });
     }
+}
+
+/// The bounds replica `replica` keeps: its own start's, else those of the process that serves the
+/// whole fleet (a start with no replica index).
+fn bounds_of(servers: &BTreeMap<Option<u32>, ServerBounds>, replica: u32) -> ServerBounds {
+    servers.get(&Some(replica)).or_else(|| servers.get(&None)).copied().unwrap_or_default()
 }
 
 /// When `event`, which arrived at `step`, was stored: the first time its session stored its id,
@@ -942,5 +1090,139 @@ mod tests {
         let zero = backoffs(None, &[0]);
         assert_eq!(zero.len(), 1, "{zero:?}");
         assert_eq!(zero[0].subject, "call0");
+    }
+
+    /// Events 1-0..1-2 stored at 1, 2 and 3 s; a resume from 1-0 asked on connection 2 at 4 s
+    /// (and on connection 3 too, if `twice`), answered by `answer` (its stream 1 finished or
+    /// not); the two events after 1-0 reach the client, then `after` on the same connection.
+    fn replayed_on(bounds: ServerBounds, answer: StepKind, twice: bool, after: &[StepKind]) -> Vec<Violation> {
+        replayed_by(None, bounds, answer, twice, after)
+    }
+
+    /// [`replayed_on`], the resume answered by replica `replica` of a fleet one process serves.
+    fn replayed_by(
+        replica: Option<u32>,
+        bounds: ServerBounds,
+        answer: StepKind,
+        twice: bool,
+        after: &[StepKind],
+    ) -> Vec<Violation> {
+        let a = sid("A");
+        let mut b = TraceBuilder::new().server(start(bounds));
+        for seq in 0..3 {
+            b = b.at(1_000_000 * (1 + u64::from(seq))).server(stored(&a, 1, seq, Some(0), Some(progress(0, seq))));
+        }
+        b = b.at(4_000_000).client(get_resume(2, &a, ev(1, 0)));
+        if twice {
+            b = b.client(get_resume(3, &a, ev(1, 0)));
+        }
+        b = b.at(4_100_000);
+        b = match replica {
+            Some(replica) => b.replica(replica, answer),
+            None => b.server(answer),
+        };
+        b = b.at(4_200_000).client(sse_ok(2));
+        for seq in 1..3 {
+            let event = SseEvent { data: Some(progress(0, seq)), ..with_id(ev(1, seq)) };
+            b = b.client(sse_event(2, event));
+        }
+        for step in after {
+            b = b.at(5_000_000);
+            b = match step {
+                StepKind::EventStored { .. } => b.server(step.clone()),
+                _ => b.client(step.clone()),
+            };
+        }
+        found(&b.build())
+    }
+
+    fn answered(replayed: u32, finished: bool) -> StepKind {
+        let StepKind::Resume { session, last_event_id, stream, held, evicted, claimed_by, .. } =
+            resume(&sid("A"), ev(1, 0), ResumeOutcome::Replayed { replayed })
+        else {
+            unreachable!("testkit::resume builds a resume step")
+        };
+        let outcome = ResumeOutcome::Replayed { replayed };
+        StepKind::Resume { session, last_event_id, stream, outcome, held, evicted, claimed_by, finished }
+    }
+
+    #[test]
+    fn a_connection_that_carried_more_of_the_old_events_than_its_resume_step_counts_departs() {
+        let none = ServerBounds::default();
+        assert!(replayed_on(none, answered(2, false), false, &[]).is_empty(), "two replayed, two counted");
+        let over = replayed_on(none, answered(1, false), false, &[]);
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert!(
+            over[0].detail.contains("says it replayed 1 event(s), yet 2 events stored before"),
+            "{}",
+            over[0].detail
+        );
+        assert_eq!(over[0].subject, "session A c2");
+        // Two connections asked the same resume: either could be the one answered.
+        assert!(replayed_on(none, answered(1, false), true, &[]).is_empty());
+    }
+
+    #[test]
+    fn the_resumed_connection_of_a_finished_stream_carries_nothing_after_the_replay_under_close() {
+        let a = sid("A");
+        let close = ServerBounds::default();
+        let stay_open = ServerBounds { finished_resume_stays_open: true, ..ServerBounds::default() };
+        let comment = StepKind::Comment { conn: ConnId(2) };
+        let primed = SseEvent { data: None, ..with_id(ev(1, 3)) };
+        let priming = [stored(&a, 1, 3, None, None), sse_event(2, primed)];
+        for after in [&[comment][..], &priming[..]] {
+            let late = replayed_on(close, answered(2, true), false, after);
+            assert_eq!(late.len(), 1, "{late:?}");
+            assert!(late[0].detail.contains("server.finished_resume = close"), "{}", late[0].detail);
+            assert!(replayed_on(stay_open, answered(2, true), false, after).is_empty(), "stays open: {after:?}");
+            assert!(replayed_on(close, answered(2, false), false, after).is_empty(), "live: {after:?}");
+        }
+        assert!(replayed_on(close, answered(2, true), false, &[]).is_empty(), "the replay alone");
+        // One process serves every replica: its start, recorded with no replica index, holds
+        // for the resume replica 2 answered.
+        assert!(replayed_by(Some(2), stay_open, answered(2, true), false, &priming).is_empty());
+        assert_eq!(replayed_by(Some(2), close, answered(2, true), false, &priming).len(), 1);
+    }
+
+    #[test]
+    fn a_resume_that_took_over_the_standalone_stream_is_judged_by_its_idle_close() {
+        let a = sid("A");
+        let idle = ServerBounds { close_idle_standalone_us: Some(5_000_000), ..ServerBounds::default() };
+        let departures = |stream: StreamNo| {
+            let StepKind::Resume { session, last_event_id, held, evicted, claimed_by, finished, .. } =
+                resume(&a, ev(0, 0), ResumeOutcome::Replayed { replayed: 0 })
+            else {
+                unreachable!("testkit::resume builds a resume step")
+            };
+            let outcome = ResumeOutcome::Replayed { replayed: 0 };
+            let answer = StepKind::Resume {
+                session,
+                last_event_id,
+                stream: Some(stream),
+                outcome,
+                held,
+                evicted,
+                claimed_by,
+                finished,
+            };
+            let late = SseEvent { data: Some(progress(0, 1)), ..with_id(ev(0, 1)) };
+            let trace = TraceBuilder::new()
+                .server(start(idle))
+                .at(1_000_000)
+                .server(stored(&a, 0, 0, None, Some(progress(0, 0))))
+                .at(2_000_000)
+                .client(get_resume(2, &a, ev(0, 0)))
+                .server(answer)
+                .client(sse_ok(2))
+                .at(9_000_000)
+                .server(stored(&a, 0, 1, None, Some(progress(0, 1))))
+                .client(sse_event(2, late))
+                .build();
+            found(&trace)
+        };
+        let late = departures(StreamNo::STANDALONE);
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert!(late[0].detail.contains("server.close_idle_standalone"), "{}", late[0].detail);
+        assert!(departures(StreamNo(1)).is_empty(), "a request's stream resumed: no idle close");
     }
 }

@@ -248,6 +248,7 @@ pub fn resume(session: &SessionId, last: EventId, outcome: ResumeOutcome) -> Ste
         held: false,
         evicted: None,
         claimed_by: None,
+        finished: false,
     }
 }
 

@@ -254,6 +254,7 @@ impl Server {
             let retention = self.store.retention();
             RetentionBound { max_events: retention.max_events, window_us: retention.window.map(micros) }
         });
+        let finished = r.located.target.and_then(|stream| self.stream(&r.session, stream)).is_some_and(|s| s.finished);
         self.record(StepKind::Resume {
             session: r.session.clone(),
             last_event_id: r.last_event_id.clone(),
@@ -262,6 +263,7 @@ impl Server {
             held,
             evicted,
             claimed_by,
+            finished,
         });
     }
 }

@@ -342,6 +342,7 @@ impl Server {
             close_idle_standalone_us: self.policy.close_idle_standalone.map(us),
             keepalive_us: keepalive.map(us),
             keepalive_after_silence: keepalive.is_some() && self.policy.keepalive_timer == KeepaliveTimer::AfterSilence,
+            finished_resume_stays_open: self.policy.finished_resume == ConnAfterResponse::StayOpen,
         }
     }
 

@@ -79,6 +79,10 @@ fn a_server_says_when_it_starts_whether_its_store_is_shared_across_sessions() {
     };
     assert_eq!(keepalive("py-sdk"), (Some(15_000_000), false));
     assert_eq!(keepalive("rmcp"), (Some(15_000_000), true));
+    // Python keeps the resumed connection of a finished stream open after its replay; the
+    // reference server and rmcp end it.
+    let stays_open = |name: &str| expected_bounds(&policy(name)).finished_resume_stays_open;
+    assert_eq!([stays_open("py-sdk"), stays_open("reference"), stays_open("rmcp")], [true, false, false]);
 }
 
 /// What a server's start records of its profile's bounds: its retention (none without a store),
@@ -94,6 +98,7 @@ fn expected_bounds(policy: &ServerPolicy) -> crate::trace::ServerBounds {
         keepalive_us: policy.keepalive.filter(|k| !k.is_zero()).map(us),
         keepalive_after_silence: policy.keepalive.is_some_and(|k| !k.is_zero())
             && policy.keepalive_timer == crate::config::KeepaliveTimer::AfterSilence,
+        finished_resume_stays_open: policy.finished_resume == crate::config::ConnAfterResponse::StayOpen,
     }
 }
 

@@ -216,8 +216,9 @@ pub fn describe(kind: &StepKind) -> String {
             Some(m) => format!("stored {stream}#{seq} id={id} in {session}: {m}"),
             None => format!("stored {stream}#{seq} id={id} in {session}: priming"),
         },
-        Resume { session, last_event_id, stream, outcome, held, evicted, claimed_by } => {
+        Resume { session, last_event_id, stream, outcome, held, evicted, claimed_by, finished } => {
             let on = stream.map(|s| format!(" {s}")).unwrap_or_default();
+            let on = if *finished { format!("{on} (finished)") } else { on };
             let held = match (held, claimed_by) {
                 (true, Some(old)) => format!(" ({old} still claims the stream; its store still held every event after it)"),
                 (false, Some(old)) => format!(" ({old} still claims the stream)"),

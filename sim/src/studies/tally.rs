@@ -228,6 +228,7 @@ pub(crate) mod tests {
             held: false,
             evicted: None,
             claimed_by: None,
+            finished: false,
         }
     }
 

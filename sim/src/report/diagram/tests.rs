@@ -225,6 +225,7 @@ fn second_incident() -> Trace {
             held: false,
             evicted: None,
             claimed_by: None,
+            finished: false,
         },
     );
     b.respond(250_003, 7, ResponseHead::event_stream());
