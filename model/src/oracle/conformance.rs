@@ -444,6 +444,9 @@ impl<'a> Rules<'a> {
     /// - under `server.finished_resume = close`, once the stream had finished, nothing after the
     ///   replay: neither a keep-alive nor an event stored after the resume.
     ///
+    /// The connection is followed until the replay is over: its first keep-alive, or its first
+    /// event stored after the resume.
+    ///
     /// An event is placed before or after the resume by the first store of its id in its session,
     /// if that store holds the message that arrived; a priming event (no message) is counted
     /// neither way, since some servers give one the id of another.
@@ -460,7 +463,11 @@ impl<'a> Rules<'a> {
             None if resumed.closes => "a keep-alive reached the client on the resumed connection of a finished \
                                        stream, which its server ends after the replay (server.finished_resume = close)"
                 .to_string(),
-            None => return,
+            None => {
+                // The replay was written before any keep-alive: nothing more to count.
+                self.resumed.remove(&key);
+                return;
+            }
             Some(event) => {
                 let Some(id) = &event.id else { return };
                 let Some(stored) = ix.log().get(resumed.session, id) else { return };
@@ -483,6 +490,10 @@ impl<'a> Rules<'a> {
                          finished stream, which its server ends after the replay (server.finished_resume = close)"
                     )
                 } else {
+                    if stored.order > resumed.order {
+                        // The replay is over (it was written first): live events follow.
+                        self.resumed.remove(&key);
+                    }
                     return;
                 }
             }
