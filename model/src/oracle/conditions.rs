@@ -3806,22 +3806,21 @@ mod tests {
         assert!(c.explain_at(Instant(251_000_000)).is_explained());
     }
 
+    /// [`gone_410`]'s resume step, from a store that says it evicted what followed its id under
+    /// `bound`.
+    fn evicted_410(bound: RetentionBound) -> StepKind {
+        let StepKind::Resume { session, last_event_id, stream, outcome, held, claimed_by, finished, .. } = gone_410()
+        else {
+            unreachable!("gone_410 is a resume")
+        };
+        let evicted = Some(bound);
+        StepKind::Resume { session, last_event_id, stream, outcome, held, evicted, claimed_by, finished }
+    }
+
     /// The 410 of [`gone_410`] (events 1-0 to 1-3 stored at 0.5 s, 1 s, 2 s and 2 min, the resume at
     /// 4m11s), from a store that says it evicted what followed 1-1 under `bound`.
     fn evicted_under(bound: RetentionBound) -> Conditions {
-        let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
-            unreachable!("gone_410 is a resume")
-        };
-        let resume = StepKind::Resume {
-            session,
-            last_event_id,
-            stream,
-            outcome,
-            held,
-            evicted: Some(bound),
-            claimed_by: None,
-            finished: false,
-        };
+        let resume = evicted_410(bound);
         Conditions::judge(&trace(vec![
             (500, stored(0)),
             (1_000, stored(1)),
@@ -3879,19 +3878,7 @@ mod tests {
     #[test]
     fn an_eviction_from_a_store_shared_across_sessions_is_not_counted_against_its_bounds() {
         let bound = RetentionBound { max_events: Some(2), window_us: None };
-        let StepKind::Resume { session, last_event_id, stream, outcome, held, .. } = gone_410() else {
-            unreachable!("gone_410 is a resume")
-        };
-        let resume = StepKind::Resume {
-            session,
-            last_event_id,
-            stream,
-            outcome,
-            held,
-            evicted: Some(bound),
-            claimed_by: None,
-            finished: false,
-        };
+        let resume = evicted_410(bound);
         let shared = StepKind::ServerStart { epoch: 0, sessions_share_store: true, bounds: Default::default() };
         let c = Conditions::judge(&trace(vec![
             (0, shared),

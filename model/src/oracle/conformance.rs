@@ -51,7 +51,7 @@
 use super::{sorted, Invariant, InvariantId, TraceIndex, Violation};
 use crate::config::OnGiveUp;
 use crate::era::Era;
-use crate::http::{Body, Method, SseEvent, Status};
+use crate::http::{Body, ConnEnd, Method, SseEvent, Status};
 use crate::ids::{CallKey, ConnId, EventId, SessionId, StreamNo};
 use crate::time::{format_micros, Instant};
 use crate::trace::{Actor, CloseRule, ResumeOutcome, ServerBounds, Step, StepKind};
@@ -164,8 +164,11 @@ struct Rules<'a> {
     /// asked them.
     resumes: bool,
     /// By session and `Last-Event-ID`: the client connections that asked a resume with it and
-    /// that no `resume` step has been matched to yet.
+    /// that no `resume` step has been matched to yet (one refused before its request went out
+    /// is taken off: no server saw it).
     asked: BTreeMap<(&'a SessionId, &'a EventId), Vec<(u32, ConnId)>>,
+    /// By client and connection: the resume it asked, while in `asked`.
+    asking: BTreeMap<(u32, ConnId), (&'a SessionId, &'a EventId)>,
     /// Connections whose request the client's HTTP library sent again: a server may have
     /// answered either copy, so no resume is matched to them.
     resent: BTreeSet<(u32, ConnId)>,
@@ -316,6 +319,7 @@ impl<'a> Rules<'a> {
                     (self.resumes, request.method, &request.session, &request.last_event_id)
                 {
                     self.asked.entry((session, id)).or_default().push((client, *conn));
+                    self.asking.insert((client, *conn), (session, id));
                 }
                 if !self.follows {
                     return;
@@ -393,10 +397,14 @@ impl<'a> Rules<'a> {
                     self.check_close(ix, order, step, key, event);
                 }
             }
-            StepKind::ConnEnd { conn, .. } => {
+            StepKind::ConnEnd { conn, end } => {
                 let key = (step.client.unwrap_or(0), *conn);
                 self.open.remove(&key);
                 self.resumed.remove(&key);
+                let asked = self.asking.remove(&key);
+                if let (ConnEnd::Refused, Some(asked)) = (end, asked.and_then(|a| self.asked.get_mut(&a))) {
+                    asked.retain(|k| *k != key);
+                }
             }
             _ => {}
         }
@@ -420,6 +428,9 @@ impl<'a> Rules<'a> {
     ) {
         let Some(asked) = self.asked.get_mut(&(session, id)) else { return };
         let asked = std::mem::take(asked);
+        for key in &asked {
+            self.asking.remove(key);
+        }
         let (&[key], false) = (&asked[..], self.lb_resent) else { return };
         if self.resent.contains(&key) {
             return;
@@ -1104,9 +1115,15 @@ mod tests {
     }
 
     /// Events 1-0..1-2 stored at 1, 2 and 3 s; a resume from 1-0 asked on connection 2 at 4 s
-    /// (and on connection 3 too, if `twice`), answered by `answer` (its stream 1 finished or
-    /// not); the two events after 1-0 reach the client, then `after` on the same connection.
-    fn replayed_on(bounds: ServerBounds, answer: StepKind, twice: bool, after: &[StepKind]) -> Vec<Violation> {
+    /// (and on connection 3 too, which then ends as `twice` says, if it is given), answered by
+    /// `answer` (its stream 1 finished or not); the two events after 1-0 reach the client, then
+    /// `after` on the same connection.
+    fn replayed_on(
+        bounds: ServerBounds,
+        answer: StepKind,
+        twice: Option<ConnEnd>,
+        after: &[StepKind],
+    ) -> Vec<Violation> {
         replayed_by(None, bounds, answer, twice, after)
     }
 
@@ -1115,7 +1132,7 @@ mod tests {
         replica: Option<u32>,
         bounds: ServerBounds,
         answer: StepKind,
-        twice: bool,
+        twice: Option<ConnEnd>,
         after: &[StepKind],
     ) -> Vec<Violation> {
         let a = sid("A");
@@ -1124,8 +1141,8 @@ mod tests {
             b = b.at(1_000_000 * (1 + u64::from(seq))).server(stored(&a, 1, seq, Some(0), Some(progress(0, seq))));
         }
         b = b.at(4_000_000).client(get_resume(2, &a, ev(1, 0)));
-        if twice {
-            b = b.client(get_resume(3, &a, ev(1, 0)));
+        if let Some(end) = twice {
+            b = b.client(get_resume(3, &a, ev(1, 0))).client(conn_end(3, end));
         }
         b = b.at(4_100_000);
         b = match replica {
@@ -1160,8 +1177,8 @@ mod tests {
     #[test]
     fn a_connection_that_carried_more_of_the_old_events_than_its_resume_step_counts_departs() {
         let none = ServerBounds::default();
-        assert!(replayed_on(none, answered(2, false), false, &[]).is_empty(), "two replayed, two counted");
-        let over = replayed_on(none, answered(1, false), false, &[]);
+        assert!(replayed_on(none, answered(2, false), None, &[]).is_empty(), "two replayed, two counted");
+        let over = replayed_on(none, answered(1, false), None, &[]);
         assert_eq!(over.len(), 1, "{over:?}");
         assert!(
             over[0].detail.contains("says it replayed 1 event(s), yet 2 events stored before"),
@@ -1169,8 +1186,10 @@ mod tests {
             over[0].detail
         );
         assert_eq!(over[0].subject, "session A c2");
-        // Two connections asked the same resume: either could be the one answered.
-        assert!(replayed_on(none, answered(1, false), true, &[]).is_empty());
+        // Two connections asked the same resume: either could be the one answered, unless the
+        // other was refused before its request went out.
+        assert!(replayed_on(none, answered(1, false), Some(ConnEnd::Reset), &[]).is_empty());
+        assert_eq!(replayed_on(none, answered(1, false), Some(ConnEnd::Refused), &[]).len(), 1);
     }
 
     #[test]
@@ -1182,17 +1201,17 @@ mod tests {
         let primed = SseEvent { data: None, ..with_id(ev(1, 3)) };
         let priming = [stored(&a, 1, 3, None, None), sse_event(2, primed)];
         for after in [&[comment][..], &priming[..]] {
-            let late = replayed_on(close, answered(2, true), false, after);
+            let late = replayed_on(close, answered(2, true), None, after);
             assert_eq!(late.len(), 1, "{late:?}");
             assert!(late[0].detail.contains("server.finished_resume = close"), "{}", late[0].detail);
-            assert!(replayed_on(stay_open, answered(2, true), false, after).is_empty(), "stays open: {after:?}");
-            assert!(replayed_on(close, answered(2, false), false, after).is_empty(), "live: {after:?}");
+            assert!(replayed_on(stay_open, answered(2, true), None, after).is_empty(), "stays open: {after:?}");
+            assert!(replayed_on(close, answered(2, false), None, after).is_empty(), "live: {after:?}");
         }
-        assert!(replayed_on(close, answered(2, true), false, &[]).is_empty(), "the replay alone");
+        assert!(replayed_on(close, answered(2, true), None, &[]).is_empty(), "the replay alone");
         // One process serves every replica: its start, recorded with no replica index, holds
         // for the resume replica 2 answered.
-        assert!(replayed_by(Some(2), stay_open, answered(2, true), false, &priming).is_empty());
-        assert_eq!(replayed_by(Some(2), close, answered(2, true), false, &priming).len(), 1);
+        assert!(replayed_by(Some(2), stay_open, answered(2, true), None, &priming).is_empty());
+        assert_eq!(replayed_by(Some(2), close, answered(2, true), None, &priming).len(), 1);
     }
 
     #[test]
