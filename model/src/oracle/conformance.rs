@@ -33,6 +33,13 @@
 //!   `after-silence`, a comment goes only after the interval with nothing written, so none
 //!   reaches the client sooner than the interval after an event it received before on that stream
 //!   was stored.
+//! - `server.finished_resume = "close"`: a resume of a stream that had finished (the `resume`
+//!   step's `finished`) carries nothing after its replay, neither a keep-alive nor an event stored
+//!   after the resume; and whatever the profile, no more events stored before a resume reach the
+//!   client on its connection than the `resume` step says it replayed. A resume that took over the
+//!   standalone stream is judged by `server.close_idle_standalone` from then on, as a fresh `GET`
+//!   is. (A `resume` step is matched to the one connection that asked it: see
+//!   [`Rules::match_resume`].)
 //! - `client.reconnect.max_attempts`: a stream's backoffs number its attempts from 1, and never
 //!   past the budget.
 //! - `client.close_handling.on_give_up`, read at each `stream-given-up` step (which the client
@@ -61,8 +68,8 @@ pub(super) const PROFILE_CONFORMANCE: Invariant = Invariant {
     id: InvariantId::ProfileConformance,
     name: InvariantId::ProfileConformance.name(),
     description: "Every simulated party keeps the bounds and timers its profile sets (the store's retention, the \
-                  server's stream closes and keep-alives, the client's attempt budget and what it does on a \
-                  give-up): a self-check of mcpsim's model, whose violation is a bug of mcpsim, not of the \
+                  server's stream closes and keep-alives, what a resumed connection carries after its replay, the \
+                  client's attempt budget and what it does on a give-up): a self-check of mcpsim's model, whose violation is a bug of mcpsim, not of the \
                   system the profiles stand for.",
     check: departures_in,
 };
