@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// The `Mcp-Session-Id` a server mints on `initialize`. Opaque to the client. The text is shared
 /// (`Arc<str>`): ids are copied into every step, timer and log entry that names them, and a copy is
@@ -10,6 +10,12 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SessionId(pub Arc<str>);
+
+/// The empty id: the implicit context a server without sessions serves every request in, and the
+/// name a client holding no session gives its streams (`Client::app_session`), so that the events
+/// the server records and those the application is handed name the same session. One shared
+/// copy: an `Arc<str>` cannot be built in a `const`.
+pub static NO_SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from(""));
 
 impl SessionId {
     /// The id's text.

@@ -56,7 +56,7 @@ pub use tasks::DurableTask;
 use crate::config::ClientPolicy;
 use crate::decision::{NextAction, StreamOutcome};
 use crate::http::{ConnEnd, Frame, Request, ResponseHead};
-use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId};
+use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, NO_SESSION};
 use crate::rng::SplitMix64;
 use crate::time::Instant;
 use crate::trace::StepKind;
@@ -699,6 +699,6 @@ impl Client {
     /// session of a legacy build; a server that mints no session id) is the empty id, the one
     /// the server files such a stream's events under.
     fn app_session(stream_session: Option<SessionId>) -> SessionId {
-        stream_session.unwrap_or_else(|| SessionId::from(""))
+        stream_session.unwrap_or_else(|| NO_SESSION.clone())
     }
 }

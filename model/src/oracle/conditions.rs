@@ -85,7 +85,7 @@ use crate::client::ERR_TRANSPORT_CLOSED;
 use crate::config::{RequestHeader, ResponseHeader};
 use crate::decision::NextAction;
 use crate::http::{ClientMessage, ConnEnd, Method, Status};
-use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo};
+use crate::ids::{CallKey, ConnId, EventId, RequestId, SessionId, StreamNo, NO_SESSION};
 use crate::time::{format_micros, Instant};
 use crate::trace::{
     CloseRule, ExitCause, ResumeOutcome, RetentionBound, SessionEndReason, Step, StepKind, Trace, ViolationRecord,
@@ -1552,8 +1552,11 @@ impl Judge {
                 self.clients.entry(who).or_default().last_contact = Some(at);
                 if let StepKind::Event { conn, event } = &step.kind {
                     if let Some(id) = &event.id {
-                        let session =
-                            self.conns.get(&(who, *conn)).and_then(|f| f.0.clone()).unwrap_or(SessionId::from(""));
+                        let session = self
+                            .conns
+                            .get(&(who, *conn))
+                            .and_then(|f| f.0.clone())
+                            .unwrap_or_else(|| NO_SESSION.clone());
                         let call = self.stored_for.get(&(session.clone(), id.clone())).copied().flatten();
                         let c = self.clients.entry(who).or_default();
                         if let Some(call) = call {

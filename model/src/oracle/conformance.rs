@@ -174,8 +174,6 @@ struct Rules<'a> {
     /// that no `resume` step has been matched to yet (one refused before its request went out
     /// is taken off: no server saw it).
     asked: BTreeMap<(&'a SessionId, &'a EventId), Vec<(u32, ConnId)>>,
-    /// By client and connection: the resume it asked, while in `asked`.
-    asking: BTreeMap<(u32, ConnId), (&'a SessionId, &'a EventId)>,
     /// Connections whose request the client's HTTP library sent again: a server may have
     /// answered either copy, so no resume is matched to them.
     resent: BTreeSet<(u32, ConnId)>,
@@ -326,7 +324,6 @@ impl<'a> Rules<'a> {
                     (self.resumes, request.method, &request.session, &request.last_event_id)
                 {
                     self.asked.entry((session, id)).or_default().push((client, *conn));
-                    self.asking.insert((client, *conn), (session, id));
                 }
                 if !self.follows {
                     return;
@@ -408,9 +405,8 @@ impl<'a> Rules<'a> {
                 let key = (step.client.unwrap_or(0), *conn);
                 self.open.remove(&key);
                 self.resumed.remove(&key);
-                let asked = self.asking.remove(&key);
-                if let (ConnEnd::Refused, Some(asked)) = (end, asked.and_then(|a| self.asked.get_mut(&a))) {
-                    asked.retain(|k| *k != key);
+                if *end == ConnEnd::Refused {
+                    self.asked.values_mut().for_each(|asked| asked.retain(|k| *k != key));
                 }
             }
             _ => {}
@@ -433,11 +429,7 @@ impl<'a> Rules<'a> {
         outcome: &ResumeOutcome,
         finished: bool,
     ) {
-        let Some(asked) = self.asked.get_mut(&(session, id)) else { return };
-        let asked = std::mem::take(asked);
-        for key in &asked {
-            self.asking.remove(key);
-        }
+        let Some(asked) = self.asked.remove(&(session, id)) else { return };
         let (&[key], false) = (&asked[..], self.lb_resent) else { return };
         if self.resent.contains(&key) {
             return;
@@ -466,8 +458,9 @@ impl<'a> Rules<'a> {
     /// event stored after the resume.
     ///
     /// An event is placed before or after the resume by the first store of its id in its session,
-    /// if that store holds the message that arrived; a priming event (no message) is counted
-    /// neither way, since some servers give one the id of another.
+    /// if that store holds the message that arrived. A priming event (no message) is not counted
+    /// among the replayed ones, since some servers give one the id of another; one stored after
+    /// the resume still ends the replay, or departs under `close`.
     fn check_resumed(
         &mut self,
         ix: &TraceIndex<'a>,

@@ -6,13 +6,12 @@ use super::{
     Violation,
 };
 use crate::http::{Method, ServerMessage};
-use crate::ids::{CallKey, SessionId, StreamNo};
+use crate::ids::{CallKey, SessionId, StreamNo, NO_SESSION};
 use crate::time::Instant;
 #[cfg(test)]
 use crate::trace::Trace;
 use crate::trace::{ResumeOutcome, StepKind};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
 
 pub(super) const NO_SILENT_EVENT_LOSS: Invariant = Invariant {
     id: InvariantId::NoSilentEventLoss,
@@ -237,9 +236,6 @@ fn gaps<'a>(ix: &TraceIndex<'a>, log: &EventLog<'a>) -> BTreeMap<(&'a SessionId,
     }
     gaps.into_iter().map(|(stream, gaps)| (stream, Covered::new(&gaps))).collect()
 }
-
-/// The session a client holding none names its streams by (`Server`'s implicit context).
-static NO_SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from(""));
 
 /// Where the clients began and stopped reading streams, read in one pass over the steps.
 struct Reading<'a> {

@@ -47,14 +47,13 @@ use crate::http::SseEvent;
 use crate::http::{
     Body, ClientMessage, ErrorBody, ErrorCode, Frame, Method, Request, ResponseHead, ServerMessage, Status,
 };
-use crate::ids::{ConnId, SessionId, StreamNo};
+use crate::ids::{ConnId, SessionId, StreamNo, NO_SESSION};
 use crate::rng::SplitMix64;
 use crate::sse::{EventStore, StoredEvent};
 use crate::time::{micros, Instant};
 use crate::trace::{ExitCause, SessionEndReason, StepKind, ToolEnd};
 use sessions::Session;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::LazyLock;
 use std::time::Duration;
 use streams::OpenConn;
 use timers::Timers;
@@ -136,11 +135,6 @@ enum Timer {
     Close(ConnId),
     TaskSweep,
 }
-
-/// The implicit context a server without sessions serves every request in. It is the name a
-/// client holding no session gives its streams (`Client::app_session`), so that the events the
-/// server records and those the application is handed name the same session.
-static NO_SESSION: LazyLock<SessionId> = LazyLock::new(|| SessionId::from(""));
 
 /// The event store of a fresh process: without one (`event_store = none`) events are still
 /// numbered and named, so that the trace can follow them, but none is held for a replay.

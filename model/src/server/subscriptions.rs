@@ -8,8 +8,9 @@
 //! modelled: the server never ends a subscription on its own initiative but by crashing).
 
 use super::streams::ConnKind;
-use super::{Server, NO_SESSION};
+use super::Server;
 use crate::http::{EventKind, Frame, ResponseHead, ServerMessage, SseEvent};
+use crate::ids::NO_SESSION;
 use crate::ids::{ConnId, RequestId};
 use crate::subscriptions::change_id;
 use crate::time::Instant;
